@@ -1,0 +1,51 @@
+//! Test support for latchkey: real `redis-server` processes and a
+//! fault-injecting TCP proxy, for integration tests and benchmarks.
+//!
+//! Nothing here is a mock. [`RedisServer`] runs a private `redis-server`
+//! (which must be on `PATH`; `apt-get install redis-server`) on a free
+//! loopback port with its own data directory, and lets a test crash, stop,
+//! restart, pause and resume it, or make it a replica or AOF-persistent.
+//! [`Proxy`] sits between a client and a server and can delay, blackhole or
+//! reset the traffic, to simulate a slow or partitioned network.
+//!
+//! Servers never outlive the test that started them: they are killed on drop
+//! (also when the test panics), and on Linux also when the test process itself
+//! is killed, via `PR_SET_PDEATHSIG`. Failures to start panic (or, with
+//! [`ServerBuilder::try_start`], return an error) with the reason and the tail
+//! of the server's log.
+//!
+//! Unix only: servers are controlled with signals.
+//!
+//! # Example
+//!
+//! ```
+//! use latchkey_testkit::RedisServer;
+//!
+//! // An AOF server keeps acknowledged writes across a crash and restart.
+//! let mut redis = RedisServer::builder().aof(true).start();
+//! redis.command(&["SET", "fence", "7"]).unwrap();
+//! redis.kill();
+//! assert!(!redis.is_running());
+//! redis.restart();
+//! assert_eq!(redis.command(&["GET", "fence"]).unwrap(), "7");
+//!
+//! // A client under test connects with `redis.url()`, e.g. "redis://127.0.0.1:40123/".
+//! assert!(redis.url().ends_with(&format!(":{}/", redis.port())));
+//! ```
+//!
+//! See [`Proxy`] for network faults.
+
+#![warn(missing_docs)]
+
+#[cfg(not(unix))]
+compile_error!("latchkey-testkit needs Unix: it controls redis-server with signals");
+
+mod ports;
+mod proxy;
+mod resp;
+mod server;
+mod spawn;
+
+pub use ports::free_port;
+pub use proxy::{Proxy, ProxyMode};
+pub use server::{RedisServer, ServerBuilder};

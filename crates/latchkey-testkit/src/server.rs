@@ -1,0 +1,517 @@
+//! Private `redis-server` child processes.
+
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::ports::free_port;
+use crate::{resp, spawn};
+
+/// How long a fresh or restarted server may take to answer PING. Loading a
+/// test-sized AOF takes milliseconds; seconds mean something is wrong.
+const READY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a graceful [`RedisServer::stop`] may take before we SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause between readiness / exit polls: short enough that startup costs a
+/// few milliseconds, long enough not to spin.
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// Per-probe timeout while waiting for readiness.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+/// Timeout of [`RedisServer::command`]; bounds a test that talks to a paused
+/// server instead of hanging it.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often to pick a new port when another process grabbed ours between
+/// [`free_port`] and redis binding it.
+const PORT_ATTEMPTS: usize = 5;
+/// Log lines quoted in startup errors.
+const LOG_TAIL_LINES: usize = 20;
+
+const LOG_FILE: &str = "redis.log";
+/// Config errors are printed to stderr before the log file is opened.
+const STDERR_FILE: &str = "stderr.log";
+
+/// A private `redis-server` child process on a loopback port.
+///
+/// Each server has its own port and its own data directory, and is killed
+/// (and its directory removed) on drop, also when the test panics. If the
+/// whole test process dies, Linux kills the server too (see the crate docs).
+///
+/// ```
+/// let redis = latchkey_testkit::RedisServer::start();
+/// assert_eq!(redis.command(&["PING"]).unwrap(), "PONG");
+/// ```
+#[derive(Debug)]
+pub struct RedisServer {
+    /// Kept so that [`restart`](Self::restart) launches the same config.
+    config: ServerBuilder,
+    port: u16,
+    dir: PathBuf,
+    /// `None` after kill/stop. Behind a mutex so that `&self` methods can
+    /// poll it (`Child::try_wait` needs `&mut`) and the server stays `Sync`.
+    child: Mutex<Option<Child>>,
+}
+
+/// Configures a [`RedisServer`] before starting it; see [`RedisServer::builder`].
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct ServerBuilder {
+    aof: bool,
+    replica_of: Option<u16>,
+    password: Option<String>,
+    extra: Vec<(String, String)>,
+    port: Option<u16>,
+}
+
+impl RedisServer {
+    /// Starts a server with the default config: no persistence, no password,
+    /// a free loopback port.
+    ///
+    /// # Panics
+    ///
+    /// If the server cannot be started, with the reason (e.g. `redis-server`
+    /// missing from `PATH`) and the tail of its log.
+    pub fn start() -> RedisServer {
+        Self::builder().start()
+    }
+
+    /// Returns a builder for a server with a non-default config.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// Starts `n` independent default servers (e.g. for Redlock quorums).
+    ///
+    /// # Panics
+    ///
+    /// Like [`start`](Self::start); servers started so far are cleaned up.
+    pub fn start_many(n: usize) -> Vec<RedisServer> {
+        (0..n).map(|_| Self::start()).collect()
+    }
+
+    /// The loopback port; stays the same across [`restart`](Self::restart).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// A connection URL: `redis://127.0.0.1:PORT/`, or
+    /// `redis://:PASSWORD@127.0.0.1:PORT/` when a password is configured (the
+    /// password is percent-encoded as needed).
+    pub fn url(&self) -> String {
+        match &self.config.password {
+            None => format!("redis://127.0.0.1:{}/", self.port),
+            Some(pw) => format!("redis://:{}@127.0.0.1:{}/", percent_encode(pw), self.port),
+        }
+    }
+
+    /// The process id while the server process exists (running or paused);
+    /// `None` after [`kill`](Self::kill), [`stop`](Self::stop) or a crash.
+    pub fn pid(&self) -> Option<u32> {
+        self.with_live_child(|child| child.id())
+    }
+
+    /// Whether the process exists (a paused server counts as running).
+    pub fn is_running(&self) -> bool {
+        self.pid().is_some()
+    }
+
+    /// Crashes the server: SIGKILL, no chance to flush anything. Waits until
+    /// the process is gone. Does nothing if it is not running.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child_slot().take() {
+            // Errors mean the child was already reaped; it is gone either way.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Shuts the server down gracefully (SIGTERM, so an AOF server flushes)
+    /// and waits for it to exit; SIGKILLs it if that takes longer than 5 s.
+    /// Works on a paused server too. Does nothing if it is not running.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child_slot().take() else {
+            return;
+        };
+        if matches!(child.try_wait(), Ok(None)) {
+            spawn::signal(child.id(), libc::SIGTERM);
+            // A stopped process only acts on SIGTERM once it is continued.
+            spawn::signal(child.id(), libc::SIGCONT);
+        }
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            thread::sleep(POLL_INTERVAL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Stops the server if it is running, then starts it again on the same
+    /// port with the same data dir and config, and waits until it answers
+    /// PING. An AOF server comes back with its data; a non-persistent one
+    /// comes back empty.
+    ///
+    /// # Panics
+    ///
+    /// If the server does not come back (e.g. another process took the port
+    /// while it was down), with the tail of its log.
+    pub fn restart(&mut self) {
+        self.stop();
+        let mut attempt = 1;
+        let child = loop {
+            match launch(&self.config, self.port, &self.dir) {
+                Ok(child) => break child,
+                // The port should be ours, but a client socket may have been
+                // given it as an ephemeral port meanwhile; those are brief.
+                Err(e) if e.port_in_use && attempt < PORT_ATTEMPTS => {
+                    attempt += 1;
+                    thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => panic!("latchkey-testkit: restart failed: {}", e.error),
+            }
+        };
+        *self.child_slot() = Some(child);
+    }
+
+    /// Freezes the process with SIGSTOP: connections stay open but nothing is
+    /// answered, like a server stuck in a long GC pause or a hung VM.
+    /// Does nothing if it is not running.
+    pub fn pause(&self) {
+        self.with_live_child(|child| spawn::signal(child.id(), libc::SIGSTOP));
+    }
+
+    /// Undoes [`pause`](Self::pause) with SIGCONT; queued commands are then
+    /// answered.
+    pub fn resume(&self) {
+        self.with_live_child(|child| spawn::signal(child.id(), libc::SIGCONT));
+    }
+
+    /// Sends one command over a fresh raw connection and returns the reply as
+    /// text, authenticating first if a password is configured. Meant for admin
+    /// commands (`CONFIG SET`, `DEBUG SLEEP`, `INFO commandstats`, ...) without
+    /// going through the client library under test.
+    ///
+    /// Rendering: simple and bulk strings as-is, integers in decimal, nil as
+    /// `""`, array elements joined by `\n`. An error reply becomes an
+    /// [`io::ErrorKind::Other`] error carrying its message (e.g.
+    /// `"ERR unknown command ..."`).
+    ///
+    /// Times out after 10 s; use [`command_with_timeout`](Self::command_with_timeout)
+    /// for longer commands such as `DEBUG SLEEP 15`.
+    pub fn command(&self, args: &[&str]) -> io::Result<String> {
+        self.command_with_timeout(args, COMMAND_TIMEOUT)
+    }
+
+    /// [`command`](Self::command) with an explicit bound on connecting and on
+    /// each read and write (a timeout yields [`io::ErrorKind::TimedOut`]).
+    pub fn command_with_timeout(&self, args: &[&str], timeout: Duration) -> io::Result<String> {
+        resp::command(self.addr(), self.config.password.as_deref(), args, timeout)
+    }
+
+    /// The server's private data directory (AOF files, `redis.log`), unique
+    /// per server under [`std::env::temp_dir`] and removed on drop.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn child_slot(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
+        // A panic while holding the lock cannot leave the Option half-updated.
+        self.child.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the child if its process still exists. Holding the lock
+    /// while `f` runs guarantees nobody reaps the child meanwhile, so its pid
+    /// cannot be reused by an unrelated process that `f` would then signal.
+    fn with_live_child<T>(&self, f: impl FnOnce(&Child) -> T) -> Option<T> {
+        let mut slot = self.child_slot();
+        let child = slot.as_mut()?;
+        match child.try_wait() {
+            Ok(None) => Some(f(child)),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl ServerBuilder {
+    /// Turns on AOF persistence with `appendfsync always`, so every
+    /// acknowledged write survives even a [`RedisServer::kill`].
+    pub fn aof(mut self, on: bool) -> Self {
+        self.aof = on;
+        self
+    }
+
+    /// Makes the server a replica of `127.0.0.1:primary_port`. If the primary
+    /// has a password, also pass `.arg("masterauth", password)`.
+    pub fn replica_of(mut self, primary_port: u16) -> Self {
+        self.replica_of = Some(primary_port);
+        self
+    }
+
+    /// Requires clients to authenticate (`requirepass`). [`RedisServer::url`]
+    /// and [`RedisServer::command`] then include the password.
+    pub fn password(mut self, pw: &str) -> Self {
+        self.password = Some(pw.to_owned());
+        self
+    }
+
+    /// Adds any config directive, e.g. `.arg("maxmemory-policy", "allkeys-lru")`.
+    /// It is passed as `--name value` after the built-in defaults, so it can
+    /// override them; `value` is a single argument.
+    pub fn arg(mut self, name: &str, value: &str) -> Self {
+        self.extra.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Uses a fixed port instead of a free one. Rarely needed, and a port
+    /// conflict is then an error instead of a retry on another port.
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = Some(port);
+        self
+    }
+
+    /// Starts the server and waits until it answers PING.
+    ///
+    /// # Panics
+    ///
+    /// With the reason and the tail of the server's log; see
+    /// [`try_start`](Self::try_start) for a non-panicking version.
+    pub fn start(self) -> RedisServer {
+        self.try_start()
+            .unwrap_or_else(|e| panic!("latchkey-testkit: {e}"))
+    }
+
+    /// Starts the server and waits until it answers PING. The error explains
+    /// what went wrong, including the tail of the server's log.
+    pub fn try_start(self) -> io::Result<RedisServer> {
+        let dir = create_data_dir()?;
+        let attempts = if self.port.is_some() {
+            1
+        } else {
+            PORT_ATTEMPTS
+        };
+        let mut attempt = 1;
+        loop {
+            let port = self.port.unwrap_or_else(free_port);
+            match launch(&self, port, &dir) {
+                Ok(child) => {
+                    return Ok(RedisServer {
+                        config: self,
+                        port,
+                        dir,
+                        child: Mutex::new(Some(child)),
+                    })
+                }
+                // Lost the race for a free port to another process: pick another.
+                Err(e) if e.port_in_use && attempt < attempts => attempt += 1,
+                Err(e) => {
+                    let _ = fs::remove_dir_all(&dir);
+                    return Err(e.error);
+                }
+            }
+        }
+    }
+
+    /// The full `redis-server` command line for `port` and `dir`.
+    fn command(&self, port: u16, dir: &Path) -> Command {
+        let mut cmd = Command::new("redis-server");
+        cmd.arg("--port").arg(port.to_string());
+        cmd.args(["--bind", "127.0.0.1", "--protected-mode", "no"]);
+        // No RDB snapshots: they fork and write in the background at
+        // unpredictable times, and nothing here wants them.
+        cmd.args(["--save", "", "--appendonly", "no"]);
+        cmd.arg("--dir").arg(dir);
+        cmd.args(["--daemonize", "no"]);
+        cmd.arg("--logfile").arg(dir.join(LOG_FILE));
+        // Redis 7 waits 5 s before a diskless full sync to batch replicas;
+        // tests want their replica in sync right away.
+        cmd.args(["--repl-diskless-sync-delay", "0"]);
+        if self.aof {
+            cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        }
+        if let Some(primary) = self.replica_of {
+            cmd.args(["--replicaof", "127.0.0.1"])
+                .arg(primary.to_string());
+        }
+        if let Some(pw) = &self.password {
+            cmd.arg("--requirepass").arg(pw);
+        }
+        for (name, value) in &self.extra {
+            cmd.arg(format!("--{name}")).arg(value);
+        }
+        cmd
+    }
+}
+
+/// Why a launch failed.
+struct LaunchError {
+    error: io::Error,
+    /// Redis could not bind its port; worth retrying.
+    port_in_use: bool,
+}
+
+/// Starts `redis-server` and waits until it answers PING. On failure the
+/// process is gone and the error quotes the log of this attempt.
+fn launch(config: &ServerBuilder, port: u16, dir: &Path) -> Result<Child, LaunchError> {
+    let fail = |message: String| LaunchError {
+        port_in_use: message.contains("Address already in use"),
+        error: io::Error::other(message),
+    };
+    // Redis appends to its log across restarts; only this attempt's part is
+    // relevant to what goes wrong now.
+    let log_path = dir.join(LOG_FILE);
+    let log_start = fs::metadata(&log_path).map_or(0, |m| m.len());
+    let stderr = File::create(dir.join(STDERR_FILE)).map_err(|e| LaunchError {
+        error: io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display())),
+        port_in_use: false,
+    })?;
+
+    let mut cmd = config.command(port, dir);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    let mut child = spawn::spawn(cmd).map_err(|e| LaunchError {
+        error: if e.kind() == io::ErrorKind::NotFound {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "redis-server not found on PATH: install it with `apt-get install redis-server`",
+            )
+        } else {
+            io::Error::new(e.kind(), format!("cannot run redis-server: {e}"))
+        },
+        port_in_use: false,
+    })?;
+
+    match wait_ready(&mut child, port, config.password.as_deref()) {
+        Ok(()) => Ok(child),
+        Err(reason) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut message = format!("redis-server on port {port} {reason}");
+            append_tail(&mut message, &dir.join(STDERR_FILE), 0);
+            append_tail(&mut message, &log_path, log_start);
+            Err(fail(message))
+        }
+    }
+}
+
+/// Polls until the server answers PING, or says why it never will.
+fn wait_ready(child: &mut Child, port: u16, password: Option<&str>) -> Result<(), String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited during startup ({status})"));
+        }
+        // PING answers "-LOADING" until an AOF is loaded, so PONG means ready.
+        if resp::command(addr, password, &["PING"], PROBE_TIMEOUT).is_ok_and(|r| r == "PONG") {
+            // Whoever took the port before our redis could bind it (making
+            // ours exit) might be a redis too and answer PONG; make sure the
+            // answer came from our child.
+            let info = resp::command(addr, password, &["INFO", "server"], PROBE_TIMEOUT);
+            let ours = format!("process_id:{}", child.id());
+            if info.is_ok_and(|info| info.lines().any(|line| line == ours)) {
+                return Ok(());
+            }
+            return Err("could not bind its port: Address already in use".into());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("did not answer PING within {READY_TIMEOUT:?}"));
+        }
+        thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Appends the last lines of `path` from byte `from` on, if there are any.
+fn append_tail(message: &mut String, path: &Path, from: u64) {
+    let Ok(bytes) = fs::read(path) else { return };
+    let start = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
+    let text = String::from_utf8_lossy(&bytes[start..]);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = write!(message, "\n--- last lines of {} ---", path.display());
+    for line in &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..] {
+        let _ = write!(message, "\n{line}");
+    }
+}
+
+/// Creates a fresh, empty data directory under the system temp dir.
+fn create_data_dir() -> io::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("latchkey-testkit-redis-{}-{n}", std::process::id()));
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            // Left behind by an earlier process that had the same pid and was
+            // killed before its drops ran; never reuse its data.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("cannot create a data dir {}: {e}", dir.display()),
+                ))
+            }
+        }
+    }
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters, so any
+/// password yields a valid URL.
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_encodes_reserved_characters() {
+        assert_eq!(percent_encode("s3cret-_.~"), "s3cret-_.~");
+        assert_eq!(percent_encode("p@ss:w/rd é"), "p%40ss%3Aw%2Frd%20%C3%A9");
+    }
+
+    #[test]
+    fn later_args_follow_the_defaults_so_they_can_override_them() {
+        let cmd = RedisServer::builder()
+            .aof(true)
+            .password("pw")
+            .arg("appendfsync", "everysec")
+            .command(7000, Path::new("/d"));
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let pos = |s: &str| args.iter().rposition(|a| a == s).unwrap();
+        assert!(pos("everysec") > pos("always"));
+        assert_eq!(args[pos("--requirepass") + 1], "pw");
+        assert_eq!(args[pos("--save") + 1], "");
+    }
+}

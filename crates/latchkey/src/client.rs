@@ -1,0 +1,270 @@
+//! The [`Client`]: one connection to one Redis, shared by every primitive.
+//!
+//! Like etcd's `concurrency.Session`, a `Client` is the thing every lock,
+//! guard, watchdog and waiter is built from. It owns
+//!
+//! * one multiplexed command connection (redis-rs `ConnectionManager`, which
+//!   reconnects by itself),
+//! * one shared subscriber connection for wake-ups and signals, started on
+//!   first use (see [`crate::subscriber`]),
+//! * the options every primitive obeys: key prefix and command timeout.
+//!
+//! Cloning a `Client` is cheap and shares all of the above.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{FromRedisValue, Script};
+
+use crate::error::{Error, Result};
+use crate::subscriber::Subscriber;
+use crate::token::Identity;
+
+/// How long a single Redis command may take before it fails with
+/// [`Error::Timeout`], unless [`ClientBuilder::command_timeout`] says otherwise.
+///
+/// redis-rs would silently cut responses at 500 ms. We choose 2 s: long
+/// enough that a busy server (a slow `SCAN`, a fork for persistence) is not
+/// mistaken for a dead one, short enough that a waiter or watchdog notices a
+/// dead link well within common lock TTLs (tens of seconds). The watchdog
+/// additionally bounds each renewal by the lease's remaining validity.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The key prefix used unless [`ClientBuilder::prefix`] says otherwise.
+///
+/// An empty prefix makes the lock key equal to the lock name, which is what
+/// other clients' single-key locks (redis-py `Lock`, node-redlock, redsync)
+/// use: then a latchkey lock and theirs exclude each other on the same name.
+pub const DEFAULT_PREFIX: &str = "latchkey:";
+
+/// A handle to one Redis server: connections, options and shared state.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::builder("redis://127.0.0.1:6380/")
+///     .prefix("billing:")
+///     .command_timeout(Duration::from_millis(500))
+///     .connect()
+///     .await?;
+/// let lock = client.lock("nightly-report", Duration::from_secs(30))?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+pub(crate) struct ClientInner {
+    pub(crate) redis: redis::Client,
+    pub(crate) conn: ConnectionManager,
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) command_timeout: Duration,
+    pub(crate) pubsub_ping_every: Duration,
+    pub(crate) identity: Identity,
+    /// Started on first use: a client that never waits opens no second connection.
+    pub(crate) subscriber: OnceLock<Subscriber>,
+    pub(crate) local_queues: crate::queue::LocalQueues,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.inner.redis.get_connection_info().addr().to_string())
+            .field("prefix", &String::from_utf8_lossy(&self.inner.prefix))
+            .field("command_timeout", &self.inner.command_timeout)
+            .finish()
+    }
+}
+
+/// Options for a [`Client`]; made by [`Client::builder`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    url: String,
+    prefix: Vec<u8>,
+    command_timeout: Duration,
+    pubsub_ping_every: Duration,
+}
+
+impl ClientBuilder {
+    /// Prefix prepended to every key and channel latchkey uses (default
+    /// [`DEFAULT_PREFIX`]). May be empty.
+    pub fn prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
+        self.prefix = prefix.as_ref().to_vec();
+        self
+    }
+
+    /// Per-command timeout (default [`DEFAULT_COMMAND_TIMEOUT`]). Also bounds
+    /// connecting.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// How often the shared subscriber connection is PINGed to detect a dead
+    /// link that never closes (default 1 s). A failed ping reconnects and
+    /// resubscribes, and every waiter re-checks its lock.
+    pub fn pubsub_ping_every(mut self, every: Duration) -> Self {
+        self.pubsub_ping_every = every;
+        self
+    }
+
+    /// Connects. Fails with [`Error::Unreachable`], [`Error::Timeout`] or
+    /// [`Error::Auth`] when the server cannot be used.
+    pub async fn connect(self) -> Result<Client> {
+        if self.command_timeout.is_zero() {
+            return Err(Error::InvalidInput("command timeout must be positive".into()));
+        }
+        if self.pubsub_ping_every.is_zero() {
+            return Err(Error::InvalidInput("pubsub ping interval must be positive".into()));
+        }
+        let redis = redis::Client::open(self.url.as_str())
+            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.command_timeout))
+            .set_response_timeout(Some(self.command_timeout))
+            // Fail fast when the server is down: callers (and our own waiters
+            // and watchdogs) decide when to retry, with their own deadlines.
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500));
+        let connecting = redis::aio::ConnectionManager::new_with_config(redis.clone(), config);
+        let conn = match tokio::time::timeout(self.command_timeout, connecting).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(Error::from_redis(e, b"")),
+            Err(_) => {
+                return Err(Error::Timeout {
+                    op: "connect",
+                    after: self.command_timeout,
+                })
+            }
+        };
+        let client = Client {
+            inner: Arc::new(ClientInner {
+                redis,
+                conn,
+                prefix: self.prefix,
+                command_timeout: self.command_timeout,
+                pubsub_ping_every: self.pubsub_ping_every,
+                identity: Identity::of_this_process(),
+                subscriber: OnceLock::new(),
+                local_queues: Default::default(),
+            }),
+        };
+        // A connection is only useful if we may use it: surface auth and ACL
+        // problems now, with a clear error, instead of at the first lock.
+        let _: String = client.query("PING", redis::cmd("PING"), b"").await?;
+        Ok(client)
+    }
+}
+
+impl Client {
+    /// Connects with default options. See [`Client::builder`] for the rest.
+    ///
+    /// The URL is a redis-rs URL: `redis://[[user]:password@]host[:port][/db]`.
+    pub async fn connect(url: &str) -> Result<Client> {
+        Self::builder(url).connect().await
+    }
+
+    /// Starts building a client for `url`.
+    pub fn builder(url: &str) -> ClientBuilder {
+        ClientBuilder {
+            url: url.to_owned(),
+            prefix: DEFAULT_PREFIX.as_bytes().to_vec(),
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            pubsub_ping_every: Duration::from_secs(1),
+        }
+    }
+
+    /// The key prefix in force.
+    pub fn prefix(&self) -> &[u8] {
+        &self.inner.prefix
+    }
+
+    /// The per-command timeout in force.
+    pub fn command_timeout(&self) -> Duration {
+        self.inner.command_timeout
+    }
+
+    /// The host and port of the server, for messages.
+    pub fn server(&self) -> String {
+        self.inner.redis.get_connection_info().addr().to_string()
+    }
+
+    /// A fresh connection of our own (not the shared one), for callers that
+    /// need one: the CLI's `SCAN`, monitoring. Bounded by the command timeout.
+    pub async fn connection(&self) -> Result<ConnectionManager> {
+        Ok(self.inner.conn.clone())
+    }
+
+    /// Runs one command on the shared connection, bounded by the command
+    /// timeout. `key` is only used to name the key in a WRONGTYPE error.
+    pub(crate) async fn query<T: FromRedisValue>(
+        &self,
+        op: &'static str,
+        cmd: redis::Cmd,
+        key: &[u8],
+    ) -> Result<T> {
+        let mut conn = self.inner.conn.clone();
+        let fut = cmd.query_async::<T>(&mut conn);
+        self.bounded(op, key, fut).await
+    }
+
+    /// Runs a script (EVALSHA, re-sent with its body after a `NOSCRIPT`, so a
+    /// `SCRIPT FLUSH` on the server is invisible) bounded by the command
+    /// timeout.
+    pub(crate) async fn eval<T: FromRedisValue>(
+        &self,
+        op: &'static str,
+        script: &Script,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Result<T> {
+        let mut invocation = script.prepare_invoke();
+        for key in keys {
+            invocation.key(*key);
+        }
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        let mut conn = self.inner.conn.clone();
+        let fut = invocation.invoke_async::<T>(&mut conn);
+        self.bounded(op, keys.first().copied().unwrap_or_default(), fut).await
+    }
+
+    async fn bounded<T>(
+        &self,
+        op: &'static str,
+        key: &[u8],
+        fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T> {
+        let after = self.inner.command_timeout;
+        match tokio::time::timeout(after, fut).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(match Error::from_redis(e, key) {
+                Error::Timeout { .. } => Error::Timeout { op, after },
+                other => other,
+            }),
+            Err(_) => Err(Error::Timeout { op, after }),
+        }
+    }
+
+    /// The shared subscriber, started on first use.
+    pub(crate) fn subscriber(&self) -> &Subscriber {
+        self.inner.subscriber.get_or_init(|| {
+            Subscriber::start(
+                self.inner.redis.clone(),
+                self.inner.command_timeout,
+                self.inner.pubsub_ping_every,
+            )
+        })
+    }
+
+    /// The subscriber if it was started: used to wake local waiters at once
+    /// on a local release, without starting a connection nobody listens on.
+    pub(crate) fn subscriber_if_started(&self) -> Option<&Subscriber> {
+        self.inner.subscriber.get()
+    }
+}

@@ -1,0 +1,123 @@
+//! The one error type of this crate.
+
+use std::time::Duration;
+
+/// A specialized `Result` for latchkey operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in latchkey.
+///
+/// Not getting a lock is *not* an error when you asked only to try
+/// ([`Lock::try_acquire`](crate::Lock::try_acquire) returns `Ok(None)`), and
+/// losing ownership on release or extend is reported by an outcome
+/// ([`Release`](crate::Release), [`Extend`](crate::Extend)), not an error.
+/// Errors are for bad input and for a Redis that cannot answer properly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A lock or signal name is empty, too long, or uses a reserved form.
+    #[error("invalid name: {reason}")]
+    InvalidName {
+        /// Why the name was refused.
+        reason: String,
+    },
+
+    /// A TTL (or renewal interval) is zero, below a millisecond, or absurdly long.
+    #[error("invalid ttl {ttl:?}: {reason}")]
+    InvalidTtl {
+        /// The TTL that was refused.
+        ttl: Duration,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+
+    /// Some other argument or option was refused (a bad URL, a bad option value).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+
+    /// Redis could not be reached: connection refused, reset, or the server is gone.
+    #[error("Redis unreachable: {0}")]
+    Unreachable(#[source] redis::RedisError),
+
+    /// Redis did not answer within the configured command timeout.
+    #[error("Redis did not answer `{op}` within {after:?}")]
+    Timeout {
+        /// The operation that timed out.
+        op: &'static str,
+        /// The timeout that was exceeded.
+        after: Duration,
+    },
+
+    /// The server refused our credentials (wrong password or user, or NOAUTH).
+    #[error("Redis authentication failed: {0}")]
+    Auth(#[source] redis::RedisError),
+
+    /// A key that latchkey uses holds a value of the wrong type (WRONGTYPE):
+    /// something else uses the same key name.
+    #[error("key {key:?} holds a value of the wrong type; is another program using this name?")]
+    WrongType {
+        /// The key, lossily decoded as UTF-8.
+        key: String,
+    },
+
+    /// The server refused a command for lack of permission (ACL NOPERM).
+    #[error("Redis refused permission: {0}")]
+    NoPermission(#[source] redis::RedisError),
+
+    /// A blocking acquire gave up because its wait deadline passed while the
+    /// lock was held by someone else.
+    #[error("lock {name:?} still busy after waiting {waited:?}")]
+    WaitTimedOut {
+        /// The lock's name, lossily decoded as UTF-8.
+        name: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+
+    /// Any other error reported by Redis or the client library.
+    #[error("Redis error: {0}")]
+    Redis(#[source] redis::RedisError),
+
+    /// Redis answered with something this version of latchkey does not understand.
+    #[error("unexpected reply from Redis: {0}")]
+    Protocol(String),
+}
+
+impl Error {
+    /// True for errors that may go away by themselves (unreachable, timeout):
+    /// retrying later can help. Bad input, auth and wrong-type errors are not
+    /// transient.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Unreachable(_) | Error::Timeout { .. })
+    }
+
+    /// Classifies an error from redis-rs. `key` names the key the command
+    /// touched, for the WRONGTYPE message.
+    pub(crate) fn from_redis(err: redis::RedisError, key: &[u8]) -> Error {
+        use redis::{ErrorKind, ServerErrorKind};
+        if err.code() == Some("WRONGTYPE") || err.to_string().contains("WRONGTYPE") {
+            return Error::WrongType {
+                key: String::from_utf8_lossy(key).into_owned(),
+            };
+        }
+        if err.code() == Some("NOAUTH") || err.code() == Some("WRONGPASS") {
+            return Error::Auth(err);
+        }
+        match err.kind() {
+            ErrorKind::AuthenticationFailed => Error::Auth(err),
+            ErrorKind::Server(ServerErrorKind::NoPerm) => Error::NoPermission(err),
+            _ if err.is_timeout() => Error::Timeout {
+                op: "command",
+                after: Duration::ZERO,
+            },
+            _ if err.is_io_error()
+                || err.is_connection_refusal()
+                || err.is_connection_dropped()
+                || err.is_unrecoverable_error() =>
+            {
+                Error::Unreachable(err)
+            }
+            _ => Error::Redis(err),
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! [`LockGuard`]: proof (while it lasts) that we hold a lock, with the
+//! watchdog that keeps it alive and the signal that says when it is lost.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Result;
+use crate::lock::{Backend, Extend, Lock, Release};
+use crate::names::LockKeys;
+use crate::token::short;
+
+/// A held lock.
+///
+/// The guard knows until when it may assume it holds the lock: its
+/// [`deadline`](LockGuard::deadline), on the monotonic clock, computed from
+/// when the acquiring (or last successful extending) request was *sent*,
+/// minus a drift allowance (`ttl / 100 + 2 ms`). Past the deadline the lock
+/// may already belong to someone else.
+///
+/// # Dropping
+/// Release a guard with [`release`](LockGuard::release), which tells you
+/// whether you still held it. A guard dropped without that stops its
+/// watchdog, logs a warning, and releases the lock in the background
+/// (compare-and-delete with its token, so never someone else's lock) if a
+/// tokio runtime is running; if none is, or Redis cannot be reached, the
+/// lock frees itself when its TTL runs out.
+#[must_use = "the lock is released (in the background) when the guard is dropped"]
+pub struct LockGuard {
+    lock: Lock,
+    token: Arc<str>,
+    fencing_token: u64,
+    state: Arc<State>,
+    released: bool,
+}
+
+/// What the guard, its watchdog and its lost-timer share.
+struct State {
+    valid_until: Mutex<Instant>,
+    /// Cancelled when ownership can no longer be proven.
+    lost: CancellationToken,
+    /// Cancelled when the guard is released or dropped: stops background tasks.
+    done: CancellationToken,
+    /// Whether a background task already cancels `lost` at the deadline.
+    timer_running: AtomicBool,
+}
+
+impl State {
+    fn deadline(&self) -> Instant {
+        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_deadline(&self, at: Instant) {
+        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = at;
+    }
+
+    /// Completes when ownership is lost: `lost` cancelled or the deadline
+    /// passed (re-read after every wake-up, since extensions move it).
+    async fn until_lost(&self) {
+        loop {
+            let deadline = self.deadline();
+            if Instant::now() >= deadline {
+                self.lost.cancel();
+                return;
+            }
+            tokio::select! {
+                _ = self.lost.cancelled() => return,
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("name", &String::from_utf8_lossy(self.lock.name()))
+            .field("token", &short(&self.token))
+            .field("fencing_token", &self.fencing_token)
+            .field("held", &self.is_held())
+            .finish()
+    }
+}
+
+impl LockGuard {
+    pub(crate) fn new(lock: Lock, token: String, fencing_token: u64, valid_until: Instant) -> Self {
+        let state = Arc::new(State {
+            valid_until: Mutex::new(valid_until),
+            lost: CancellationToken::new(),
+            done: CancellationToken::new(),
+            timer_running: AtomicBool::new(false),
+        });
+        if let Some(every) = lock.renew_every {
+            state.timer_running.store(true, Ordering::Relaxed);
+            tokio::spawn(watchdog(
+                lock.backend.clone(),
+                lock.keys.clone(),
+                token.clone(),
+                lock.ttl,
+                every,
+                state.clone(),
+            ));
+        }
+        tracing::debug!(lock = %String::from_utf8_lossy(lock.name()), token = short(&token), fencing_token, "acquired");
+        LockGuard {
+            lock,
+            token: Arc::from(token),
+            fencing_token,
+            state,
+            released: false,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &[u8] {
+        self.lock.name()
+    }
+
+    /// Our owner token: the value the lock key holds while we own it.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The fencing token of this acquisition: greater than that of every
+    /// earlier acquisition of this lock name. Pass it to the resource you
+    /// write to so it can reject writes from a stale holder. Extensions keep it.
+    pub fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    /// Until when we may assume we hold the lock (monotonic clock).
+    pub fn deadline(&self) -> Instant {
+        self.state.deadline()
+    }
+
+    /// True while ownership is not known to be lost and the deadline has not
+    /// passed. Asks nobody; a `true` is a statement about the past request,
+    /// not a promise: use fencing tokens where that matters.
+    pub fn is_held(&self) -> bool {
+        !self.state.lost.is_cancelled() && Instant::now() < self.state.deadline()
+    }
+
+    /// Completes when ownership can no longer be proven: at once when a
+    /// renewal or extension finds the lock gone or taken, otherwise at the
+    /// deadline (which the watchdog keeps pushing out while renewals
+    /// succeed). Stop working on the protected resource when it completes.
+    ///
+    /// # Cancel safety
+    /// Cancel safe; it can be polled again, or from several places.
+    pub async fn lost(&self) {
+        self.state.until_lost().await
+    }
+
+    /// A token that is cancelled when the lock is lost (see
+    /// [`lost`](LockGuard::lost)): hand clones to tasks that must stop, or
+    /// use `run_until_cancelled`. Needs a tokio runtime: without the
+    /// watchdog, a small task is started to cancel it at the deadline.
+    pub fn lost_token(&self) -> CancellationToken {
+        if !self.state.timer_running.swap(true, Ordering::Relaxed) {
+            let state = self.state.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = state.until_lost() => {}
+                    _ = state.done.cancelled() => {}
+                }
+            });
+        }
+        self.state.lost.clone()
+    }
+
+    /// Resets the TTL to `ttl` from now, if we still own the lock; otherwise
+    /// marks the guard lost. One round trip.
+    pub async fn extend(&self, ttl: Duration) -> Result<Extend> {
+        crate::names::check_ttl(ttl)?;
+        let (outcome, valid_until) = self.lock.backend.extend(&self.lock.keys, &self.token, ttl).await?;
+        match outcome {
+            Extend::Extended => self.state.set_deadline(valid_until),
+            Extend::Expired | Extend::HeldByOther => {
+                tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "extend found the lock no longer ours");
+                self.state.lost.cancel();
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Releases the lock if we still own it (compare-and-delete), wakes the
+    /// waiters, and stops the watchdog. One round trip.
+    ///
+    /// On an error (Redis unreachable) the lock frees itself at its TTL; the
+    /// guard is consumed either way.
+    pub async fn release(mut self) -> Result<Release> {
+        self.released = true;
+        self.state.done.cancel();
+        let outcome = self.lock.backend.release(&self.lock.keys, &self.token).await?;
+        if outcome != Release::Released {
+            tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "release found the lock no longer ours");
+        }
+        Ok(outcome)
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        self.state.done.cancel();
+        if self.released {
+            return;
+        }
+        tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), "lock guard dropped without release(); releasing in the background");
+        release_in_background(
+            self.lock.backend.clone(),
+            self.lock.keys.clone(),
+            self.token.to_string(),
+            "guard dropped",
+        );
+    }
+}
+
+/// Best-effort compare-and-delete on a tokio runtime, if there is one.
+pub(crate) fn release_in_background(backend: Backend, keys: Arc<LockKeys>, token: String, why: &'static str) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(why, "no tokio runtime to release the lock on; it frees itself at its TTL");
+        return;
+    };
+    runtime.spawn(async move {
+        match backend.release(&keys, &token).await {
+            Ok(outcome) => tracing::debug!(why, ?outcome, token = short(&token), "background release"),
+            Err(e) => tracing::warn!(why, error = %e, "background release failed; the lock frees itself at its TTL"),
+        }
+    });
+}
+
+/// Renews the lease every `every` until the guard is done; cancels `lost`
+/// as soon as ownership cannot be proven.
+async fn watchdog(
+    backend: Backend,
+    keys: Arc<LockKeys>,
+    token: String,
+    ttl: Duration,
+    every: Duration,
+    state: Arc<State>,
+) {
+    let name = String::from_utf8_lossy(&keys.key).into_owned();
+    let mut next = Instant::now() + every;
+    loop {
+        let deadline = state.deadline();
+        tokio::select! {
+            _ = state.done.cancelled() => return,
+            _ = tokio::time::sleep_until(next.min(deadline).into()) => {}
+        }
+        let now = Instant::now();
+        if now >= state.deadline() {
+            tracing::warn!(lock = %name, token = short(&token), "lease ran out before a renewal succeeded; lock lost");
+            state.lost.cancel();
+            return;
+        }
+        // A renewal that answers after the deadline is worthless: bound it.
+        let renewal = backend.extend(&keys, &token, ttl);
+        let result = tokio::select! {
+            _ = state.done.cancelled() => return,
+            r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
+        };
+        match result {
+            Ok(Ok((Extend::Extended, valid_until))) => {
+                state.set_deadline(valid_until);
+                next = Instant::now() + every;
+                tracing::trace!(lock = %name, token = short(&token), "renewed");
+            }
+            Ok(Ok((outcome, _))) => {
+                tracing::warn!(lock = %name, token = short(&token), ?outcome, "renewal found the lock no longer ours; lock lost");
+                state.lost.cancel();
+                return;
+            }
+            Ok(Err(e)) => {
+                // Try again soon, but not in a tight loop: a quarter of the
+                // interval leaves several tries before the deadline.
+                tracing::warn!(lock = %name, token = short(&token), error = %e, "renewal failed; retrying until the lease runs out");
+                next = Instant::now() + every / 4;
+            }
+            Err(_) => {
+                tracing::warn!(lock = %name, token = short(&token), "renewal did not answer before the lease ran out; lock lost");
+                state.lost.cancel();
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! [`Lock`]: a named mutual-exclusion lock with a mandatory TTL.
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! use std::time::Duration;
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//! let lock = client.lock("invoices", Duration::from_secs(10))?.with_watchdog();
+//!
+//! let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
+//! tokio::select! {
+//!     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
+//!     _ = async { /* the critical section */ } => {}
+//! }
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # How waiting works
+//! A waiter first tries once. If the lock is busy it queues behind the other
+//! tasks of its client that wait for the same name (only the head of that
+//! local queue talks to Redis), subscribes to the lock's release channel
+//! through the client's shared subscriber, tries again, and then sleeps until
+//! a release message arrives *or* the holder's remaining TTL (returned by the
+//! failed attempt) runs out, whichever comes first — so a holder that died
+//! without releasing costs its waiters at most its TTL. Pub/sub is only a
+//! hint: a missed message costs time, never safety. When pub/sub is
+//! unavailable, waiters poll with jittered backoff (10 ms doubling to
+//! 500 ms) and say so in a log line.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::names::{check_name, check_ttl, LockKeys};
+use crate::subscriber::{jitter, Event, Subscription, Topic};
+
+/// What [`LockGuard::release`] found.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// We held the lock and it is now free.
+    Released,
+    /// The lock had expired before we released it (nothing was deleted).
+    Expired,
+    /// The lock had expired and someone else holds it now (nothing was deleted).
+    HeldByOther,
+}
+
+/// What [`LockGuard::extend`] found.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extend {
+    /// We still hold the lock; its TTL was reset.
+    Extended,
+    /// The lock had expired (nothing was changed).
+    Expired,
+    /// The lock had expired and someone else holds it now (nothing was changed).
+    HeldByOther,
+}
+
+/// Where locks live. Every variant offers the same three operations, so the
+/// waiting, guard and watchdog logic above them is written once.
+#[derive(Clone)]
+pub(crate) enum Backend {
+    Single(Client),
+}
+
+/// The result of one acquisition attempt.
+pub(crate) enum Attempt {
+    Acquired {
+        fencing_token: u64,
+        /// Monotonic instant until which we may assume we hold the lock.
+        valid_until: Instant,
+    },
+    Busy {
+        /// The holder's remaining TTL, when known.
+        retry_in: Option<Duration>,
+    },
+}
+
+impl Backend {
+    pub(crate) fn prefix(&self) -> &[u8] {
+        match self {
+            Backend::Single(client) => client.prefix(),
+        }
+    }
+
+    pub(crate) async fn try_once(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Attempt> {
+        match self {
+            Backend::Single(client) => client.try_once(keys, token, ttl).await,
+        }
+    }
+
+    pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<Release> {
+        let outcome = match self {
+            Backend::Single(client) => client.release_once(keys, token).await?,
+        };
+        if outcome == Release::Released {
+            self.wake_local(keys);
+        }
+        Ok(outcome)
+    }
+
+    pub(crate) async fn extend(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<(Extend, Instant)> {
+        match self {
+            Backend::Single(client) => client.extend_once(keys, token, ttl).await,
+        }
+    }
+
+    /// Subscribes to the release channel(s) of a lock.
+    async fn wakeups(&self, keys: &LockKeys) -> Result<Wakeups> {
+        match self {
+            Backend::Single(client) => {
+                let topic = Topic::Channel(keys.channel.clone());
+                Ok(Wakeups(vec![client.subscriber().subscribe(topic).await?]))
+            }
+        }
+    }
+
+    /// Wakes this process's waiters for `keys` at once after a local release.
+    fn wake_local(&self, keys: &LockKeys) {
+        match self {
+            Backend::Single(client) => {
+                if let Some(subscriber) = client.subscriber_if_started() {
+                    subscriber.notify_local(&Topic::Channel(keys.channel.clone()), Event::LocalRelease);
+                }
+            }
+        }
+    }
+
+    fn local_queues(&self) -> &crate::queue::LocalQueues {
+        match self {
+            Backend::Single(client) => &client.inner.local_queues,
+        }
+    }
+
+    fn new_token(&self) -> Result<String> {
+        match self {
+            Backend::Single(client) => client.inner.identity.new_token(),
+        }
+    }
+}
+
+/// Release notifications from one or more servers.
+struct Wakeups(Vec<Subscription>);
+
+impl Wakeups {
+    /// Completes on the next event from any server.
+    async fn next(&mut self) {
+        let events = self.0.iter_mut().map(|s| Box::pin(s.recv()));
+        let _: (Event, _, _) = futures_util::future::select_all(events).await;
+    }
+}
+
+/// A named lock with a TTL; a recipe, cheap to clone. Holding it is
+/// represented by a [`LockGuard`].
+///
+/// Made by [`Client::lock`].
+#[derive(Clone)]
+pub struct Lock {
+    pub(crate) backend: Backend,
+    pub(crate) name: Arc<[u8]>,
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) ttl: Duration,
+    pub(crate) renew_every: Option<Duration>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &String::from_utf8_lossy(&self.name))
+            .field("ttl", &self.ttl)
+            .field("renew_every", &self.renew_every)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A lock called `name` whose holder owns it for at most `ttl` unless it
+    /// extends it (by hand or with the [watchdog](Lock::with_watchdog)).
+    ///
+    /// Fails with [`Error::InvalidName`] for an empty name, one longer than
+    /// [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) bytes or ending in `:fence`, and
+    /// with [`Error::InvalidTtl`] for a TTL outside
+    /// [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL). Any other
+    /// bytes are fine in a name.
+    pub fn lock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
+        Lock::new(Backend::Single(self.clone()), name.as_ref(), ttl)
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(backend: Backend, name: &[u8], ttl: Duration) -> Result<Lock> {
+        check_name(name)?;
+        check_ttl(ttl)?;
+        Ok(Lock {
+            keys: Arc::new(LockKeys::new(backend.prefix(), name)),
+            backend,
+            name: Arc::from(name),
+            ttl,
+            renew_every: None,
+        })
+    }
+
+    /// Keeps every guard of this lock alive in the background, renewing it
+    /// every `ttl / 3`. See [`Lock::renew_every`].
+    pub fn with_watchdog(mut self) -> Self {
+        self.renew_every = Some(self.ttl / 3);
+        self
+    }
+
+    /// Keeps every guard of this lock alive in the background, renewing it
+    /// every `every` (which must be shorter than the TTL minus the drift
+    /// allowance; a third of the TTL is a good choice: two renewals may fail
+    /// before the lease runs out).
+    ///
+    /// The watchdog stops when the guard is released or dropped. When it can
+    /// no longer prove ownership, the guard's [`lost`](LockGuard::lost)
+    /// signal fires: at once when a renewal finds the lock gone or taken,
+    /// and at the validity deadline when renewals keep failing.
+    pub fn renew_every(mut self, every: Duration) -> Result<Self> {
+        if every.is_zero() || every >= self.ttl - crate::names::drift(self.ttl) {
+            return Err(Error::InvalidTtl {
+                ttl: every,
+                reason: "the renewal interval must be positive and shorter than the TTL minus the drift allowance",
+            });
+        }
+        self.renew_every = Some(every);
+        Ok(self)
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// The lock's TTL.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The Redis key holding the lock (prefix + name).
+    pub fn key(&self) -> &[u8] {
+        &self.keys.key
+    }
+
+    /// Tries once: `Ok(Some(guard))` if we now hold the lock, `Ok(None)` if
+    /// someone else does. One round trip.
+    ///
+    /// # Cancel safety
+    /// If the future is dropped after the request was sent but before the
+    /// reply was read, the lock may have been taken for us without our
+    /// knowing. A best-effort release (compare-and-delete with our token) is
+    /// then spawned, so the lock is not left held until its TTL; if that
+    /// release cannot run (no runtime, Redis gone) the lock frees itself at
+    /// the TTL.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        let token = self.backend.new_token()?;
+        let pending = PendingAttempt {
+            lock: self,
+            token: Some(&token),
+        };
+        let attempt = self.backend.try_once(&self.keys, &token, self.ttl).await;
+        match attempt? {
+            Attempt::Acquired {
+                fencing_token,
+                valid_until,
+            } => {
+                pending.disarm();
+                Ok(Some(LockGuard::new(self.clone(), token, fencing_token, valid_until)))
+            }
+            Attempt::Busy { .. } => {
+                pending.disarm();
+                Ok(None)
+            }
+        }
+    }
+
+    /// Waits as long as it takes. See [`Lock::acquire_until`].
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.acquire_until(None).await
+    }
+
+    /// Waits at most `wait`, then fails with [`Error::WaitTimedOut`]. See
+    /// [`Lock::acquire_until`].
+    pub async fn acquire_timeout(&self, wait: Duration) -> Result<LockGuard> {
+        self.acquire_until(Some(Instant::now() + wait)).await
+    }
+
+    /// Waits until the lock is ours or `deadline` passes ([`Error::WaitTimedOut`]);
+    /// `None` waits as long as it takes. Transient Redis errors (unreachable,
+    /// timeout) during the wait are retried with backoff until the deadline;
+    /// without a deadline, an error that persists for 30 s is returned.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future leaves no lock behind. A lock taken
+    /// by a request whose reply was never read is released in the
+    /// background (see [`Lock::try_acquire`]); the local queue place and the
+    /// subscription are given up.
+    pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
+        let started = Instant::now();
+        let timed_out = || Error::WaitTimedOut {
+            name: String::from_utf8_lossy(&self.name).into_owned(),
+            waited: started.elapsed(),
+        };
+        // The uncontended case costs one round trip and no subscription.
+        match self.try_acquire().await {
+            Ok(Some(guard)) => return Ok(guard),
+            Ok(None) => {}
+            Err(e) if e.is_transient() => {}
+            Err(e) => return Err(e),
+        }
+        let turn = self.backend.local_queues().turn(&self.keys.key);
+        let _turn = match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), turn)
+                .await
+                .map_err(|_| timed_out())?,
+            None => turn.await,
+        };
+
+        let mut wakeups = self.subscribe_or_poll(None).await;
+        let mut last_subscribe = Instant::now();
+        let mut poll = MIN_POLL;
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            let retry_in = match self.try_acquire_with_ttl().await {
+                Ok(Ok(guard)) => return Ok(guard),
+                Ok(Err(retry_in)) => {
+                    failing_since = None;
+                    retry_in
+                }
+                Err(e) if e.is_transient() => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
+                        return Err(e);
+                    }
+                    tracing::warn!(lock = %String::from_utf8_lossy(&self.name), error = %e, "acquire attempt failed; retrying");
+                    poll = (poll * 2).min(MAX_POLL);
+                    Some(poll)
+                }
+                Err(e) => return Err(e),
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(timed_out());
+            }
+            if wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1) {
+                wakeups = self.subscribe_or_poll(Some(&wakeups)).await;
+                last_subscribe = now;
+            }
+            // With wake-ups, sleep until the holder's TTL runs out (a release
+            // message ends the sleep sooner). Without, poll.
+            let mut sleep = match (retry_in, wakeups.is_some()) {
+                (Some(ttl_left), true) => ttl_left + Duration::from_millis(1),
+                (Some(ttl_left), false) => (ttl_left + Duration::from_millis(1)).min(jitter(poll)),
+                (None, _) => jitter(poll),
+            };
+            if wakeups.is_none() || retry_in.is_none() {
+                poll = (poll * 2).min(MAX_POLL);
+            }
+            if failing_since.is_some() {
+                sleep = jitter(poll);
+            }
+            let mut wake_at = Instant::now() + sleep;
+            if let Some(d) = deadline {
+                wake_at = wake_at.min(d);
+            }
+            match wakeups.as_mut() {
+                Some(w) => {
+                    tokio::select! {
+                        _ = w.next() => {}
+                        _ = tokio::time::sleep_until(wake_at.into()) => {}
+                    }
+                }
+                None => tokio::time::sleep_until(wake_at.into()).await,
+            }
+        }
+    }
+
+    /// Like `try_acquire`, but a busy lock returns the holder's TTL left.
+    async fn try_acquire_with_ttl(&self) -> Result<Result<LockGuard, Option<Duration>>> {
+        let token = self.backend.new_token()?;
+        let pending = PendingAttempt {
+            lock: self,
+            token: Some(&token),
+        };
+        let attempt = self.backend.try_once(&self.keys, &token, self.ttl).await?;
+        pending.disarm();
+        Ok(match attempt {
+            Attempt::Acquired {
+                fencing_token,
+                valid_until,
+            } => Ok(LockGuard::new(self.clone(), token, fencing_token, valid_until)),
+            Attempt::Busy { retry_in } => Err(retry_in),
+        })
+    }
+
+    async fn subscribe_or_poll(&self, previous: Option<&Option<Wakeups>>) -> Option<Wakeups> {
+        match self.backend.wakeups(&self.keys).await {
+            Ok(w) => {
+                if previous.is_some() {
+                    tracing::info!(lock = %String::from_utf8_lossy(&self.name), "pub/sub is back; waiting for wake-ups again");
+                }
+                Some(w)
+            }
+            Err(e) => {
+                if previous.is_none() {
+                    tracing::warn!(lock = %String::from_utf8_lossy(&self.name), error = %e, "pub/sub unavailable; falling back to polling with backoff");
+                }
+                None
+            }
+        }
+    }
+}
+
+const MIN_POLL: Duration = Duration::from_millis(10);
+const MAX_POLL: Duration = Duration::from_millis(500);
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
+
+/// Releases, in the background, a lock that an attempt may have taken if the
+/// attempt is dropped (cancelled) or fails before its reply was understood.
+struct PendingAttempt<'a> {
+    lock: &'a Lock,
+    token: Option<&'a str>,
+}
+
+impl PendingAttempt<'_> {
+    fn disarm(mut self) {
+        self.token = None;
+    }
+}
+
+impl Drop for PendingAttempt<'_> {
+    fn drop(&mut self) {
+        if let Some(token) = self.token {
+            crate::guard::release_in_background(
+                self.lock.backend.clone(),
+                self.lock.keys.clone(),
+                token.to_owned(),
+                "an acquire attempt was cancelled or failed after its request was sent",
+            );
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Validation of lock names and TTLs, and the keys and channels derived from
+//! a name (the layout is documented in `docs/protocol.md`).
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// The longest name accepted, in bytes. Redis allows far longer keys, but a
+/// lock name of more than 1 KiB is almost certainly a bug (a payload passed
+/// as a name), and every command carries the name.
+pub const MAX_NAME_LEN: usize = 1024;
+
+/// The shortest TTL accepted. A lease is only valid for `ttl - drift`
+/// where `drift = ttl / 100 + 2 ms` (see [`drift`]); below 10 ms almost
+/// nothing of it would be left.
+pub const MIN_TTL: Duration = Duration::from_millis(10);
+
+/// The longest TTL accepted: one day. A lock that must live longer should be
+/// kept alive by the watchdog instead, so that it frees itself when its
+/// holder dies.
+pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Suffix of the fencing-counter key. A lock name may not end with it, so a
+/// lock key can never be another lock's counter key.
+pub const FENCE_SUFFIX: &[u8] = b":fence";
+
+/// Suffix of the per-lock release channel.
+pub const RELEASE_SUFFIX: &[u8] = b":released";
+
+pub(crate) fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidName {
+            reason: "a name must not be empty".into(),
+        });
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::InvalidName {
+            reason: format!(
+                "a name may be at most {MAX_NAME_LEN} bytes, this one is {}",
+                name.len()
+            ),
+        });
+    }
+    if name.ends_with(FENCE_SUFFIX) {
+        return Err(Error::InvalidName {
+            reason: "a lock name must not end with \":fence\" (reserved for fencing counters)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_ttl(ttl: Duration) -> Result<()> {
+    if ttl < MIN_TTL {
+        return Err(Error::InvalidTtl {
+            ttl,
+            reason: "a lock TTL must be at least 10ms",
+        });
+    }
+    if ttl > MAX_TTL {
+        return Err(Error::InvalidTtl {
+            ttl,
+            reason: "a lock TTL must be at most 24h; keep longer holds alive with the watchdog",
+        });
+    }
+    Ok(())
+}
+
+/// TTL in whole milliseconds, as Redis wants it (sub-millisecond parts are
+/// dropped; `check_ttl` guarantees at least 10).
+pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
+    ttl.as_millis() as u64
+}
+
+/// How much of a TTL we do not trust: the clock-drift allowance of the
+/// Redlock algorithm, `ttl / 100 + 2 ms`. A holder considers its lock valid
+/// until `sent + ttl - drift(ttl)`, where `sent` is when the acquiring (or
+/// extending) request was sent, on the monotonic clock.
+pub fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
+/// Keys and channel of one lock, computed once per [`Lock`](crate::Lock).
+#[derive(Debug, Clone)]
+pub(crate) struct LockKeys {
+    pub(crate) key: Vec<u8>,
+    pub(crate) fence_key: Vec<u8>,
+    pub(crate) channel: Vec<u8>,
+}
+
+impl LockKeys {
+    pub(crate) fn new(prefix: &[u8], name: &[u8]) -> LockKeys {
+        let key: Vec<u8> = [prefix, name].concat();
+        LockKeys {
+            fence_key: [&key[..], FENCE_SUFFIX].concat(),
+            channel: [&key[..], RELEASE_SUFFIX].concat(),
+            key,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(check_name(b"").is_err());
+        assert!(check_name(&[b'x'; MAX_NAME_LEN + 1]).is_err());
+        assert!(check_name(&[b'x'; MAX_NAME_LEN]).is_ok());
+        assert!(check_name(b"orders:fence").is_err());
+        assert!(check_name(b"\0binary\xff ok").is_ok());
+    }
+
+    #[test]
+    fn ttls_are_checked() {
+        assert!(check_ttl(Duration::ZERO).is_err());
+        assert!(check_ttl(Duration::from_micros(999)).is_err());
+        assert!(check_ttl(Duration::from_millis(10)).is_ok());
+        assert!(check_ttl(MAX_TTL).is_ok());
+        assert!(check_ttl(MAX_TTL + Duration::from_millis(1)).is_err());
+    }
+
+    #[test]
+    fn keys_do_not_collide() {
+        let a = LockKeys::new(b"p:", b"job");
+        let b = LockKeys::new(b"p:", b"jobs");
+        assert_ne!(a.key, b.key);
+        assert_eq!(a.fence_key, b"p:job:fence");
+        assert_eq!(a.channel, b"p:job:released");
+    }
+}

@@ -1,0 +1,18 @@
+//! The Lua scripts, loaded once per process. Each `.lua` file starts with a
+//! header comment that documents its KEYS, ARGV and replies; the layout they
+//! act on is in `docs/protocol.md`.
+//!
+//! redis-rs sends a script as `EVALSHA` and, on `NOSCRIPT` (after a
+//! `SCRIPT FLUSH` or a restart), loads it and retries, so callers never see
+//! the script cache.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+pub(crate) static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
+pub(crate) static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+pub(crate) static EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));

@@ -1,0 +1,30 @@
+-- latchkey: acquire a lock and issue its fencing token, atomically.
+--
+-- KEYS[1]  lock key            (plain string holding the owner's token)
+-- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
+-- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
+-- ARGV[2]  TTL in milliseconds (integer > 0)
+--
+-- Returns
+--   {1, fencing_token}  acquired; fencing_token = max(counter + 1, server time in µs),
+--                       stored back in KEYS[2] (no TTL) so it never goes backwards,
+--                       even when the counter was lost in a restart without
+--                       persistence (see docs/fencing.md).
+--   {0, pttl}           busy; pttl is the holder's remaining TTL in ms
+--                       (-1: the key has no TTL, e.g. set by a foreign client).
+-- Errors
+--   WRONGTYPE           the lock key exists but is not a string.
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local now = redis.call('TIME')
+  local now_us = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+  local fence = math.max(last + 1, now_us)
+  -- %.0f: Lua numbers are doubles; integers below 2^53 print exactly this way,
+  -- while the default number-to-string conversion would round to 14 digits.
+  redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  return {1, fence}
+end
+if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
+  return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
+end
+return {0, redis.call('PTTL', KEYS[1])}

@@ -1,0 +1,218 @@
+//! The single-instance lock: mutual exclusion, ownership, expiry, and the
+//! typed errors for bad input and a sick Redis.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use latchkey::{Error, Extend, Release};
+use redis::AsyncCommands;
+
+const TASKS: usize = 32;
+const ROUNDS: usize = 4;
+
+/// One side of `two_processes_exclude_each_other`: TASKS tasks, each doing
+/// ROUNDS read-sleep-write increments of a counter in Redis under the lock.
+async fn contend(url: &str) {
+    let client = client(url).await;
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let client = client.clone();
+        let url = url.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let lock = client.lock("counter", Duration::from_secs(5)).unwrap();
+            let mut conn = raw(&url).await;
+            for _ in 0..ROUNDS {
+                let guard = lock.acquire_timeout(Duration::from_secs(60)).await.unwrap();
+                let n: i64 = conn.get("counter-value").await.unwrap_or(0);
+                // The sleep widens the race window a missing lock would expose.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                let _: () = conn.set("counter-value", n + 1).await.unwrap();
+                assert_eq!(guard.release().await.unwrap(), Release::Released);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_contender() {
+    if !is_child() {
+        return;
+    }
+    let url = std::env::var("LATCHKEY_TEST_URL").unwrap();
+    contend(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_exclude_each_other() {
+    if is_child() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut child = spawn_child("child_contender", &[("LATCHKEY_TEST_URL", server.url())]);
+    contend(&server.url()).await;
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "child process failed: {status}");
+    let mut conn = raw(&server.url()).await;
+    let count: usize = conn.get("counter-value").await.unwrap();
+    assert_eq!(count, 2 * TASKS * ROUNDS, "lost updates: the lock let two holders in");
+}
+
+#[tokio::test]
+async fn only_the_owner_releases_or_extends() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    let lock = client.lock("owned", Duration::from_millis(50)).unwrap();
+    let first = lock.try_acquire().await.unwrap().expect("free lock");
+    assert!(lock.try_acquire().await.unwrap().is_none(), "held lock acquired twice");
+
+    // Let the first holder's TTL run out (timing is the point of the test).
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert!(!first.is_held(), "guard still believes it holds an expired lock");
+    let second = lock.try_acquire().await.unwrap().expect("expired lock is free");
+    assert!(second.fencing_token() > first.fencing_token());
+
+    assert_eq!(first.extend(Duration::from_secs(1)).await.unwrap(), Extend::HeldByOther);
+    assert_eq!(first.release().await.unwrap(), Release::HeldByOther);
+    let mut conn = raw(&server.url()).await;
+    let holder: String = conn.get("test:owned").await.unwrap();
+    assert_eq!(holder, second.token(), "a non-owner changed the lock");
+
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert_eq!(second.release().await.unwrap(), Release::Expired);
+}
+
+#[tokio::test]
+async fn expiry_frees_the_lock_after_its_ttl() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    let lock = client.lock("expiring", Duration::from_millis(200)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().unwrap();
+    let mut conn = raw(&server.url()).await;
+    let pttl: i64 = conn.pttl("test:expiring").await.unwrap();
+    assert!((1..=200).contains(&pttl), "PTTL {pttl} not within the TTL");
+    std::mem::forget(guard); // a holder that vanished without releasing
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let again = lock.try_acquire().await.unwrap();
+    assert!(again.is_some(), "lock still held after its TTL");
+}
+
+#[tokio::test]
+async fn script_flush_is_invisible() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    let lock = client.lock("flushed", Duration::from_secs(5)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().unwrap();
+    server.command(&["SCRIPT", "FLUSH"]).unwrap();
+    assert_eq!(guard.extend(Duration::from_secs(5)).await.unwrap(), Extend::Extended);
+    server.command(&["SCRIPT", "FLUSH"]).unwrap();
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    server.command(&["SCRIPT", "FLUSH"]).unwrap();
+    let again = lock.try_acquire().await.unwrap().expect("free after release");
+    assert_eq!(again.release().await.unwrap(), Release::Released);
+}
+
+#[tokio::test]
+async fn a_wrong_type_key_is_a_typed_error() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    server.command(&["HSET", "test:hashy", "f", "v"]).unwrap();
+    let lock = client.lock("hashy", Duration::from_secs(1)).unwrap();
+    match lock.try_acquire().await {
+        Err(Error::WrongType { key }) => assert_eq!(key, "test:hashy"),
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    // A wrong-type fencing counter is caught too.
+    server.command(&["LPUSH", "test:fenced:fence", "x"]).unwrap();
+    let lock = client.lock("fenced", Duration::from_secs(1)).unwrap();
+    assert!(matches!(lock.try_acquire().await, Err(Error::WrongType { .. })));
+}
+
+#[tokio::test]
+async fn bad_names_and_ttls_are_typed_errors() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    let ok = Duration::from_secs(1);
+    assert!(matches!(client.lock("", ok), Err(Error::InvalidName { .. })));
+    assert!(matches!(client.lock(vec![b'a'; 1025], ok), Err(Error::InvalidName { .. })));
+    assert!(matches!(client.lock("x:fence", ok), Err(Error::InvalidName { .. })));
+    for ttl in [Duration::ZERO, Duration::from_micros(500), Duration::from_secs(86_401)] {
+        assert!(matches!(client.lock("x", ttl), Err(Error::InvalidTtl { .. })), "{ttl:?} accepted");
+    }
+    let lock = client.lock("x", ok).unwrap();
+    assert!(matches!(lock.clone().renew_every(ok), Err(Error::InvalidTtl { .. })));
+    let guard = lock.try_acquire().await.unwrap().unwrap();
+    assert!(matches!(guard.extend(Duration::ZERO).await, Err(Error::InvalidTtl { .. })));
+    // Binary names work.
+    let binary = client.lock([0u8, 0xff, b'\n'], ok).unwrap();
+    let g = binary.try_acquire().await.unwrap().expect("binary-named lock");
+    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+}
+
+#[tokio::test]
+async fn a_paused_redis_times_out_within_the_configured_timeout() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await; // 500 ms command timeout
+    let lock = client.lock("paused", Duration::from_secs(1)).unwrap();
+    server.pause();
+    let started = Instant::now();
+    let result = lock.try_acquire().await;
+    let took = started.elapsed();
+    server.resume();
+    assert!(matches!(result, Err(Error::Timeout { .. })), "got {result:?}");
+    // Lower bound: it did wait for the server; upper: the timeout plus scheduling margin.
+    assert!(took >= Duration::from_millis(450) && took < Duration::from_millis(1500), "took {took:?}");
+}
+
+#[tokio::test]
+async fn a_dead_redis_is_unreachable() {
+    let mut server = RedisServer::start();
+    let client = client(&server.url()).await;
+    let lock = client.lock("dead", Duration::from_secs(1)).unwrap();
+    server.kill();
+    let started = Instant::now();
+    let result = lock.try_acquire().await;
+    assert!(
+        matches!(result, Err(Error::Unreachable(_)) | Err(Error::Timeout { .. })),
+        "got {result:?}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(1500));
+    // And connecting to a dead server fails with Unreachable at once.
+    let err = latchkey::Client::connect(&server.url()).await.unwrap_err();
+    assert!(matches!(err, Error::Unreachable(_)), "got {err:?}");
+}
+
+#[tokio::test]
+async fn wrong_credentials_are_an_auth_error() {
+    let server = RedisServer::builder().password("s3cret").start();
+    let url = format!("redis://127.0.0.1:{}/", server.port());
+    let err = latchkey::Client::connect(&url).await.unwrap_err();
+    assert!(matches!(err, Error::Auth(_)), "no password: got {err:?}");
+    let url = format!("redis://:wrong@127.0.0.1:{}/", server.port());
+    let err = latchkey::Client::connect(&url).await.unwrap_err();
+    assert!(matches!(err, Error::Auth(_)), "wrong password: got {err:?}");
+    let ok = latchkey::Client::connect(&server.url()).await;
+    assert!(ok.is_ok(), "right password refused: {ok:?}");
+}
+
+#[tokio::test]
+async fn interoperates_with_plain_set_nx_locks_when_unprefixed() {
+    let server = RedisServer::start();
+    let client = latchkey::Client::builder(&server.url()).prefix("").connect().await.unwrap();
+    // Another library (redis-py Lock, redsync, node-redlock) holds "shared".
+    server.command(&["SET", "shared", "their-uuid", "NX", "PX", "5000"]).unwrap();
+    let lock = client.lock("shared", Duration::from_secs(1)).unwrap();
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    server.command(&["DEL", "shared"]).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    // ... and theirs is refused while ours is held.
+    let theirs = server.command(&["SET", "shared", "their-uuid", "NX", "PX", "5000"]).unwrap();
+    assert_ne!(theirs, "OK");
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+}
