@@ -28,6 +28,16 @@ impl LocalQueues {
         self.slot(key).acquire_owned().await.ok()
     }
 
+    /// True while some task of this client holds its turn for `key`: the
+    /// lock is then (almost certainly) busy, and a newcomer should queue.
+    pub(crate) fn is_contended(&self, key: &[u8]) -> bool {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots
+            .get(key)
+            .and_then(Weak::upgrade)
+            .is_some_and(|slot| slot.available_permits() == 0)
+    }
+
     fn slot(&self, key: &[u8]) -> Arc<Semaphore> {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(slot) = slots.get(key).and_then(Weak::upgrade) {

@@ -1,0 +1,185 @@
+//! Fencing tokens: strictly increasing across tasks, processes and Redis
+//! restarts, and a paused holder's write rejected by the fenced resource.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use latchkey::{FencedWrite, Release};
+use redis::AsyncCommands;
+
+const TASKS: usize = 8;
+const PER_TASK: usize = 625; // 2 processes × 8 tasks × 625 = 10,000 acquisitions
+
+/// Each task acquires PER_TASK times and, while holding the lock, appends its
+/// fencing token to a list: the list is then in acquisition order.
+async fn append_tokens(url: &str) {
+    let c = client(url).await;
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let lock = c.lock("fenced", Duration::from_secs(5)).unwrap();
+        let url = url.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let mut conn = raw(&url).await;
+            for _ in 0..PER_TASK {
+                let g = lock.acquire_timeout(Duration::from_secs(60)).await.unwrap();
+                let _: () = conn.rpush("tokens", g.fencing_token()).await.unwrap();
+                assert_eq!(g.release().await.unwrap(), Release::Released);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_token_appender() {
+    if !is_child() {
+        return;
+    }
+    append_tokens(&std::env::var("LATCHKEY_TEST_URL").unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_strictly_increase_across_ten_thousand_acquisitions() {
+    if is_child() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut child = spawn_child("child_token_appender", &[("LATCHKEY_TEST_URL", server.url())]);
+    append_tokens(&server.url()).await;
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "child failed: {status}");
+    let mut conn = raw(&server.url()).await;
+    let tokens: Vec<u64> = conn.lrange("tokens", 0, -1).await.unwrap();
+    assert_eq!(tokens.len(), 2 * TASKS * PER_TASK);
+    for pair in tokens.windows(2) {
+        assert!(pair[1] > pair[0], "token {} followed {}", pair[1], pair[0]);
+    }
+}
+
+async fn one_token(url: &str) -> u64 {
+    let c = client(url).await;
+    let g = c.lock("restarted", Duration::from_secs(5)).unwrap().try_acquire().await.unwrap().unwrap();
+    let t = g.fencing_token();
+    assert_eq!(g.release().await.unwrap(), Release::Released);
+    t
+}
+
+#[tokio::test]
+async fn tokens_keep_increasing_across_a_restart_without_persistence() {
+    let mut server = RedisServer::start();
+    let before = one_token(&server.url()).await;
+    server.restart(); // the counter is gone
+    let mut conn = raw(&server.url()).await;
+    let counter: Option<u64> = conn.get("test:restarted:fence").await.unwrap();
+    assert_eq!(counter, None, "the restart kept data; this test needs it lost");
+    let after = one_token(&server.url()).await;
+    assert!(after > before, "token went back from {before} to {after}");
+}
+
+#[tokio::test]
+async fn tokens_keep_increasing_across_a_restart_with_aof() {
+    let mut server = RedisServer::builder().aof(true).start();
+    let mut last = 0;
+    for _ in 0..3 {
+        let t = one_token(&server.url()).await;
+        assert!(t > last);
+        last = t;
+    }
+    server.kill(); // a crash, not a clean shutdown: AOF with fsync always keeps the counter
+    server.restart();
+    let mut conn = raw(&server.url()).await;
+    let counter: u64 = conn.get("test:restarted:fence").await.unwrap();
+    assert_eq!(counter, last, "AOF lost the counter");
+    let after = one_token(&server.url()).await;
+    assert!(after > last, "token went back from {last} to {after}");
+}
+
+#[tokio::test]
+async fn fenced_writes_accept_equal_and_newer_and_reject_older_tokens() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let resource = c.fenced("doc").unwrap();
+    assert_eq!(resource.read().await.unwrap(), None);
+    assert_eq!(resource.write(10, "a").await.unwrap(), FencedWrite::Accepted);
+    assert_eq!(resource.write(10, "b").await.unwrap(), FencedWrite::Accepted);
+    assert_eq!(resource.write(9, "stale").await.unwrap(), FencedWrite::Rejected { seen: 10 });
+    // Beyond 2^53, where Lua numbers would round: still exact.
+    let big = (1u64 << 53) + 1;
+    assert_eq!(resource.write(big, "c").await.unwrap(), FencedWrite::Accepted);
+    assert_eq!(resource.write(big - 1, "d").await.unwrap(), FencedWrite::Rejected { seen: big });
+    assert_eq!(resource.write(u64::MAX, "e").await.unwrap(), FencedWrite::Accepted);
+    assert_eq!(resource.read().await.unwrap(), Some((b"e".to_vec(), u64::MAX)));
+}
+
+/// The stale holder: acquires with a short TTL, checks it holds the lock,
+/// says so on stdout and waits for a line on stdin (where the parent pauses
+/// it), then writes through the fenced resource and prints the outcome.
+#[tokio::test]
+async fn child_paused_holder() {
+    if !is_child() {
+        return;
+    }
+    let c = client(&std::env::var("LATCHKEY_TEST_URL").unwrap()).await;
+    let guard = c.lock("gc", Duration::from_millis(300)).unwrap().try_acquire().await.unwrap().unwrap();
+    assert!(guard.is_held());
+    println!("holding {}", guard.fencing_token());
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let outcome = c.fenced("gc-resource").unwrap().write(guard.fencing_token(), "from A").await.unwrap();
+    println!("{outcome:?}");
+    std::mem::forget(guard);
+}
+
+#[tokio::test]
+async fn a_paused_holders_write_is_rejected() {
+    if is_child() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut a = Command::new(std::env::current_exe().unwrap())
+        .args(["child_paused_holder", "--exact", "--nocapture", "--test-threads=1", "--quiet"])
+        .env("LATCHKEY_CHILD", "1")
+        .env("LATCHKEY_TEST_URL", server.url())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(a.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("holding ") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "child A exited early");
+    }
+    let a_token: u64 = line.trim().trim_start_matches("holding ").parse().unwrap();
+
+    // A pauses (a GC pause, swap, SIGSTOP) while it believes it holds the lock.
+    let pid = a.id() as libc::pid_t;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+
+    // B waits for A's TTL to run out, takes the lock and writes.
+    let c = client(&server.url()).await;
+    let b = c.lock("gc", Duration::from_secs(5)).unwrap().acquire_timeout(Duration::from_secs(5)).await.unwrap();
+    assert!(b.fencing_token() > a_token);
+    let resource = c.fenced("gc-resource").unwrap();
+    assert_eq!(resource.write(b.fencing_token(), "from B").await.unwrap(), FencedWrite::Accepted);
+
+    // A wakes up and writes, unaware: the resource refuses it.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    a.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let mut rest = String::new();
+    for l in out.lines() {
+        rest.push_str(&l.unwrap());
+        rest.push('\n');
+    }
+    assert!(a.wait().unwrap().success());
+    let expected = format!("Rejected {{ seen: {} }}", b.fencing_token());
+    assert!(rest.contains(&expected), "A's write was not rejected: {rest}");
+    assert_eq!(resource.read().await.unwrap(), Some((b"from B".to_vec(), b.fencing_token())));
+    assert_eq!(b.release().await.unwrap(), Release::Released);
+}
