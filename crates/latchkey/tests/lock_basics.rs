@@ -216,3 +216,38 @@ async fn interoperates_with_plain_set_nx_locks_when_unprefixed() {
     assert_ne!(theirs, "OK");
     assert_eq!(guard.release().await.unwrap(), Release::Released);
 }
+
+#[tokio::test]
+async fn a_cancelled_acquire_does_not_leave_the_lock_held() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(server.addr()).await;
+    let c = latchkey::Client::builder(&proxy.url())
+        .prefix("test:")
+        .command_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .unwrap();
+    let lock = c.lock("cancelled", Duration::from_secs(30)).unwrap();
+    let mut conn = raw(&server.url()).await;
+    // Load the script first: a cold EVALSHA would only get NOSCRIPT back.
+    let warm = c.lock("warm", Duration::from_secs(1)).unwrap().try_acquire().await.unwrap().unwrap();
+    assert_eq!(warm.release().await.unwrap(), Release::Released);
+    // 300 ms each way: the request reaches Redis after 300 ms, the reply
+    // would reach us after 600 ms. Cancel in between.
+    proxy.set_mode(ProxyMode::Delay(Duration::from_millis(300)));
+    let cancelled = tokio::time::timeout(Duration::from_millis(450), lock.try_acquire()).await;
+    assert!(cancelled.is_err(), "the attempt was not cancelled");
+    let exists: bool = conn.exists("test:cancelled").await.unwrap();
+    assert!(exists, "the cancelled request never took the lock; the test proves nothing");
+    // The background release goes through the same slow link: it must land
+    // well before the 30 s TTL.
+    let started = Instant::now();
+    loop {
+        let exists: bool = conn.exists("test:cancelled").await.unwrap();
+        if !exists {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "lock left held after a cancelled acquire");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
