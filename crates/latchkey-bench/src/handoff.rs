@@ -1,22 +1,43 @@
 //! Scenario `handoff`: how fast a released lock reaches the next waiter.
 //!
-//! W+1 tasks in one process contend for one lock; each holds it ~0.5 ms and
-//! releases it. The *gap* is the time from the start of a release to the
-//! moment the next holder has the lock. Compared in the same run, rounds
-//! interleaved: latchkey (pub/sub wake-ups, local queue) against a plain
+//! W+1 tasks contend for one lock; each holds it 0.5 ms and releases it. The
+//! *gap* is the time from the start of a release to the moment the next
+//! holder has the lock. Shapes: 1, 8 and 64 waiters in one process, and 8
+//! waiters in 4 processes (9 tasks split 3+2+2+2). Every library runs in
+//! driver processes of its own (see [`crate::driver`]) — latchkey, a plain
 //! polling lock (`SET NX PX`, retry every 10 ms ± 50 %, compare-and-delete
-//! release) — what most hand-written Redis locks do.
+//! release: what most hand-written Redis locks do), rslock, and the Python
+//! and Node peers with their default settings — on the same server, rounds
+//! interleaved (the library order rotates every round).
 //!
-//! Targets (issue 3): p99 gap ≤ 5× the median PING round trip measured in
-//! the same run, and ≤ 4 Redis commands per handoff at every waiter count.
+//! A task that released **stands aside until another task of its process
+//! has acquired**, then contends again. Without that, a releasing task that
+//! loops straight back into `acquire` barges past the waiters of a polling
+//! lock (they are asleep), and the "gap" would measure a task re-taking its
+//! own lock, not a handoff. So every measured gap ends in a waiter's
+//! acquisition, and W waiters wait at every release (in the 4-process shape,
+//! between 5 and 8: a task stands aside until a sibling in its own process
+//! acquires).
+//!
+//! Events carry `CLOCK_MONOTONIC` timestamps, so gaps across processes are
+//! measured on one clock. Commands per handoff are the commands the
+//! library's clients sent (`INFO commandstats` deltas of the names in
+//! [`crate::peers::Lib::commands`]; commands a script runs inside the server
+//! are not counted), over every acquisition of the round.
+//!
+//! Targets (issue 3), for latchkey in one process: p99 gap ≤ 5× the median
+//! PING round trip measured in the same run, and ≤ 4 Redis commands per
+//! handoff at every waiter count. The 4-process shape is reported, not
+//! gated: there each process's head waiter contends remotely by design.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use latchkey_testkit::RedisServer;
 
-use crate::stats::{median, quantile, table, us};
+use crate::driver::{Driver, Events};
+use crate::peers::{self, Lib};
+use crate::stats::{gaps, median, quantile, table, us};
 use crate::Report;
 
 const HOLD: Duration = Duration::from_micros(500);
@@ -25,73 +46,254 @@ pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Re
     Box::pin(scenario(quick))
 }
 
-async fn scenario(quick: bool) -> Report {
-    let server = RedisServer::start();
-    let url = server.url();
-    let rounds = if quick { 2 } else { 5 };
-    let handoffs = if quick { 200 } else { 1000 };
-    let ping = ping_rtt(&url).await;
-    let mut rows = Vec::new();
-    let mut missed = Vec::new();
-    for waiters in [1usize, 8, 64] {
-        let mut ours = Sample::default();
-        let mut polling = Sample::default();
-        for round in 0..rounds {
-            let name = format!("handoff-{waiters}-{round}");
-            ours.add(run_latchkey(&server, &name, waiters + 1, handoffs).await);
-            polling.add(run_polling(&server, &name, waiters + 1, handoffs).await);
-        }
-        let (op50, op99, ocmd, orate) = ours.summary();
-        let (pp50, pp99, pcmd, prate) = polling.summary();
-        rows.push(vec![
-            waiters.to_string(),
-            us(op50),
-            us(op99),
-            format!("{ocmd:.2}"),
-            format!("{orate:.0}"),
-            us(pp50),
-            us(pp99),
-            format!("{pcmd:.2}"),
-            format!("{prate:.0}"),
-            format!("{:.1}×", op99.as_secs_f64() / ping.as_secs_f64()),
-        ]);
-        if op99 > ping * 5 {
-            missed.push(format!(
-                "handoff p99 gap with {waiters} waiters is {} µs > 5× PING ({} µs)",
-                us(op99),
-                us(ping)
-            ));
-        }
-        if ocmd > 4.0 {
-            missed.push(format!("{ocmd:.2} Redis commands per handoff with {waiters} waiters (> 4)"));
+/// How many waiters, in how many processes.
+#[derive(Clone, Copy)]
+struct Shape {
+    waiters: usize,
+    processes: usize,
+}
+
+impl Shape {
+    fn label(&self) -> String {
+        match self.processes {
+            1 => self.waiters.to_string(),
+            p => format!("{} in {p} procs", self.waiters),
         }
     }
+
+    /// Tasks per process: W+1 split as evenly as possible.
+    fn tasks(&self) -> Vec<usize> {
+        let total = self.waiters + 1;
+        (0..self.processes)
+            .map(|i| total / self.processes + usize::from(i < total % self.processes))
+            .collect()
+    }
+}
+
+const SHAPES: [Shape; 4] = [
+    Shape { waiters: 1, processes: 1 },
+    Shape { waiters: 8, processes: 1 },
+    Shape { waiters: 64, processes: 1 },
+    Shape { waiters: 8, processes: 4 },
+];
+
+async fn scenario(quick: bool) -> Report {
+    let server = RedisServer::start();
+    let rounds = if quick { 2 } else { 4 };
+    let max_handoffs = if quick { 200 } else { 1000 };
+    let window = if quick { Duration::from_millis(600) } else { Duration::from_millis(1500) };
+
+    let mut pool = DriverPool::default();
+    let mut pings = Vec::new();
+    let mut samples: HashMap<(usize, &str), Sample> = HashMap::new();
+    for (s, shape) in SHAPES.iter().enumerate() {
+        for round in 0..rounds {
+            pings.extend(ping_samples(&server.url(), 300).await);
+            for i in 0..peers::HANDOFF.len() {
+                let lib = peers::HANDOFF[(i + round + s) % peers::HANDOFF.len()];
+                let Some(drivers) = pool.get(lib, shape.processes, server.port()).await else {
+                    continue;
+                };
+                let key = format!("handoff-{s}-{round}-{}", lib.id);
+                // Several processes cannot share a count; they share the window.
+                let max = if shape.processes == 1 { max_handoffs } else { usize::MAX >> 1 };
+                match run_round(&server, lib, drivers, &key, *shape, window, max).await {
+                    Ok(r) => samples.entry((s, lib.id)).or_default().add(r),
+                    Err(e) => pool.fail(lib, format!("failed: {e}")),
+                }
+            }
+        }
+    }
+    let ping = quantile(&mut pings, 0.5);
+
+    let mut rows = Vec::new();
+    let mut missed = Vec::new();
+    let mut plot_series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for (s, shape) in SHAPES.iter().enumerate() {
+        let reference = samples.get_mut(&(s, peers::LATCHKEY.id)).map(|x| x.summary());
+        for lib in peers::HANDOFF {
+            let Some(sample) = samples.get_mut(&(s, lib.id)) else { continue };
+            let sum = sample.summary();
+            let vs = reference
+                .as_ref()
+                .filter(|r| !r.p99.is_zero())
+                .map(|r| format!("{:.1}×", sum.p99.as_secs_f64() / r.p99.as_secs_f64()))
+                .unwrap_or_else(|| "–".into());
+            rows.push(vec![
+                shape.label(),
+                format!("{} {}", lib.label, pool.version(lib)),
+                us(sum.p50),
+                us(sum.p99),
+                format!("{:.1}×", sum.p99.as_secs_f64() / ping.as_secs_f64()),
+                vs,
+                format!("{:.2}", sum.commands),
+                format!("{:.0}", sum.rate),
+                sum.n.to_string(),
+            ]);
+            if shape.processes == 1 {
+                let series = match plot_series.iter_mut().find(|(l, _)| l == lib.label) {
+                    Some(s) => s,
+                    None => {
+                        plot_series.push((lib.label.to_owned(), Vec::new()));
+                        plot_series.last_mut().expect("just pushed")
+                    }
+                };
+                series.1.push((shape.waiters as f64, sum.p99.as_secs_f64() * 1e6));
+            }
+            if lib.id == peers::LATCHKEY.id && shape.processes == 1 {
+                if sum.p99 > ping * 5 {
+                    missed.push(format!(
+                        "handoff p99 gap with {} waiters is {} µs > 5× PING ({} µs)",
+                        shape.waiters,
+                        us(sum.p99),
+                        us(ping)
+                    ));
+                }
+                if sum.commands > 4.0 {
+                    missed.push(format!(
+                        "{:.2} Redis commands per handoff with {} waiters (> 4)",
+                        sum.commands, shape.waiters
+                    ));
+                }
+            }
+        }
+    }
+    for lib in peers::HANDOFF {
+        if !samples.keys().any(|(_, id)| *id == lib.id) && !pool.notes.contains_key(lib.id) {
+            pool.fail(lib, "no round completed".into());
+        }
+    }
+    let plot_note = match crate::plot::handoff_p99(&plot_series, ping) {
+        Ok(path) => format!("Plot: [{}]({}).", path, path.trim_start_matches("bench/")),
+        Err(e) => format!("Plot not written: {e}."),
+    };
+    let mut notes: Vec<String> = pool
+        .notes
+        .iter()
+        .map(|(id, why)| format!("- {id}: {why}"))
+        .collect();
+    notes.sort();
     let body = format!(
-        "{}\nPING round trip (median of 2000, same run): {} µs. Gap = release start → next holder. Commands = what clients sent (a script call counts once). \
-         {rounds} interleaved rounds of {handoffs} handoffs per library and waiter count; \
-         gaps pooled for p50/p99, medians of rounds for commands and handoffs/s.\n",
+        "{}\nPING round trip (median of {} pings interleaved with the rounds): {} µs. \
+         Gap = release start → next holder has the lock; p50/p99 pooled over {rounds} interleaved rounds \
+         (one process: up to {max_handoffs} handoffs or {:.1} s per round; 4 processes: {:.1} s). \
+         \"vs latchkey\" = p99 / latchkey's p99 in the same shape. \
+         Commands = what the clients sent per handoff (a script call counts once), median of rounds; \
+         handoffs/s likewise. Hold 0.5 ms (Node spins: its timers cannot wait under 1 ms). \
+         TTL 10 s for every library, all other settings their defaults. {plot_note}\n{}",
         table(
             &[
                 "waiters",
-                "latchkey gap p50 µs",
-                "p99 µs",
+                "library",
+                "gap p50 µs",
+                "gap p99 µs",
+                "p99 / PING",
+                "p99 vs latchkey",
                 "cmds/handoff",
                 "handoffs/s",
-                "polling gap p50 µs",
-                "p99 µs",
-                "cmds/handoff",
-                "handoffs/s",
-                "latchkey p99 / PING",
+                "gaps",
             ],
             &rows
         ),
-        us(ping)
+        pings.len(),
+        us(ping),
+        window.as_secs_f64(),
+        window.as_secs_f64(),
+        if notes.is_empty() {
+            String::new()
+        } else {
+            format!("\nSkipped or incomplete:\n{}\n", notes.join("\n"))
+        }
     );
     Report {
-        title: "Handoff: release → next holder (one process)".into(),
+        title: "Handoff: release → next holder".into(),
         body,
         missed,
     }
+}
+
+/// Driver processes per library, started on first use and reused across
+/// rounds; a library whose driver fails is not tried again.
+#[derive(Default)]
+struct DriverPool {
+    drivers: HashMap<&'static str, Vec<Driver>>,
+    notes: HashMap<&'static str, String>,
+}
+
+impl DriverPool {
+    async fn get(&mut self, lib: &'static Lib, n: usize, port: u16) -> Option<&mut [Driver]> {
+        if self.notes.contains_key(lib.id) {
+            return None;
+        }
+        let have = self.drivers.get(lib.id).map_or(0, Vec::len);
+        for _ in have..n {
+            match peers::driver(lib, port).await {
+                Ok(d) => self.drivers.entry(lib.id).or_default().push(d),
+                Err(e) => {
+                    self.fail(lib, e);
+                    return None;
+                }
+            }
+        }
+        self.drivers.get_mut(lib.id).map(|d| &mut d[..n])
+    }
+
+    fn fail(&mut self, lib: &'static Lib, why: String) {
+        self.drivers.remove(lib.id);
+        self.notes.entry(lib.id).or_insert(why);
+    }
+
+    fn version(&self, lib: &Lib) -> String {
+        self.drivers
+            .get(lib.id)
+            .and_then(|d| d.first())
+            .map(|d| d.version.clone())
+            .unwrap_or_default()
+    }
+}
+
+struct RoundResult {
+    gaps: Vec<Duration>,
+    commands_per_handoff: f64,
+    handoffs_per_sec: f64,
+}
+
+async fn run_round(
+    server: &RedisServer,
+    lib: &Lib,
+    drivers: &mut [Driver],
+    key: &str,
+    shape: Shape,
+    window: Duration,
+    max_handoffs: usize,
+) -> Result<RoundResult, String> {
+    for (driver, tasks) in drivers.iter_mut().zip(shape.tasks()) {
+        driver.arm_handoff(key, tasks, HOLD, window, max_handoffs).await?;
+    }
+    let before = command_calls(server);
+    for driver in drivers.iter_mut() {
+        driver.go().await?;
+    }
+    let mut all = Events::default();
+    for driver in drivers.iter_mut() {
+        let e = driver.handoff_result().await?;
+        all.acquisitions += e.acquisitions;
+        all.acquired.extend(e.acquired);
+        all.released.extend(e.released);
+    }
+    let sent = sent_between(&before, &command_calls(server), lib.commands);
+    let gaps = gaps(&all.acquired, &all.released);
+    if gaps.is_empty() {
+        return Err("no handoff happened in the window".into());
+    }
+    let first = all.acquired.iter().min().copied().unwrap_or(0);
+    let last = all.released.iter().max().copied().unwrap_or(first);
+    let span = Duration::from_nanos(last.saturating_sub(first).max(1));
+    Ok(RoundResult {
+        commands_per_handoff: sent as f64 / all.acquisitions.saturating_sub(1).max(1) as f64,
+        handoffs_per_sec: gaps.len() as f64 / span.as_secs_f64(),
+        gaps,
+    })
 }
 
 #[derive(Default)]
@@ -101,10 +303,12 @@ struct Sample {
     rates: Vec<f64>,
 }
 
-struct RoundResult {
-    gaps: Vec<Duration>,
-    commands_per_handoff: f64,
-    handoffs_per_sec: f64,
+struct Summary {
+    p50: Duration,
+    p99: Duration,
+    commands: f64,
+    rate: f64,
+    n: usize,
 }
 
 impl Sample {
@@ -114,28 +318,30 @@ impl Sample {
         self.rates.push(r.handoffs_per_sec);
     }
 
-    fn summary(&mut self) -> (Duration, Duration, f64, f64) {
-        (
-            quantile(&mut self.gaps, 0.5),
-            quantile(&mut self.gaps, 0.99),
-            median(&mut self.commands),
-            median(&mut self.rates),
-        )
+    fn summary(&mut self) -> Summary {
+        Summary {
+            p50: quantile(&mut self.gaps, 0.5),
+            p99: quantile(&mut self.gaps, 0.99),
+            commands: median(&mut self.commands),
+            rate: median(&mut self.rates),
+            n: self.gaps.len(),
+        }
     }
 }
 
-async fn ping_rtt(url: &str) -> Duration {
+/// Round trips of `n` PINGs on a fresh connection.
+pub async fn ping_samples(url: &str, n: usize) -> Vec<Duration> {
     let mut conn = connect(url).await;
-    let mut samples = Vec::with_capacity(2000);
-    for _ in 0..2000 {
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
         let t = Instant::now();
         let _: String = redis::cmd("PING").query_async(&mut conn).await.expect("PING");
         samples.push(t.elapsed());
     }
-    quantile(&mut samples, 0.5)
+    samples
 }
 
-async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
+pub async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
     redis::Client::open(url)
         .expect("url")
         .get_multiplexed_async_connection()
@@ -144,7 +350,7 @@ async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
 }
 
 /// Calls per command name, from `INFO commandstats`.
-pub fn command_calls(server: &RedisServer) -> std::collections::HashMap<String, u64> {
+pub fn command_calls(server: &RedisServer) -> HashMap<String, u64> {
     let info = server.command(&["INFO", "commandstats"]).unwrap_or_default();
     info.lines()
         .filter_map(|l| {
@@ -157,11 +363,7 @@ pub fn command_calls(server: &RedisServer) -> std::collections::HashMap<String, 
 /// Commands clients sent between two `command_calls` readings, counting only
 /// the names in `top_level`: commandstats also counts the commands a script
 /// runs inside the server, which are not round trips.
-pub fn sent_between(
-    before: &std::collections::HashMap<String, u64>,
-    after: &std::collections::HashMap<String, u64>,
-    top_level: &[&str],
-) -> u64 {
+pub fn sent_between(before: &HashMap<String, u64>, after: &HashMap<String, u64>, top_level: &[&str]) -> u64 {
     top_level
         .iter()
         .map(|name| {
@@ -169,147 +371,4 @@ pub fn sent_between(
             a.saturating_sub(before.get(*name).copied().unwrap_or(0))
         })
         .sum()
-}
-
-/// What latchkey sends: scripts and subscriber traffic.
-const LATCHKEY_COMMANDS: &[&str] = &["evalsha", "eval", "script|load", "subscribe", "unsubscribe", "ping"];
-/// What the polling lock sends: `SET NX PX` and its release script.
-const POLLING_COMMANDS: &[&str] = &["set", "evalsha", "eval", "script|load"];
-
-/// Shared bookkeeping of one round: when the last release started, the gaps.
-struct Clock {
-    origin: Instant,
-    released_at_ns: AtomicU64,
-    remaining: AtomicUsize,
-    gaps: std::sync::Mutex<Vec<Duration>>,
-}
-
-impl Clock {
-    fn new(handoffs: usize) -> Arc<Clock> {
-        Arc::new(Clock {
-            origin: Instant::now(),
-            released_at_ns: AtomicU64::new(0),
-            remaining: AtomicUsize::new(handoffs),
-            gaps: std::sync::Mutex::new(Vec::with_capacity(handoffs)),
-        })
-    }
-
-    /// Called by a new holder. Returns false when the round is over.
-    fn acquired(&self) -> bool {
-        let now = self.origin.elapsed().as_nanos() as u64;
-        let released = self.released_at_ns.swap(0, Ordering::SeqCst);
-        if released != 0 {
-            if let Ok(mut gaps) = self.gaps.lock() {
-                gaps.push(Duration::from_nanos(now.saturating_sub(released)));
-            }
-        }
-        self.remaining
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-    }
-
-    fn releasing(&self) {
-        let now = self.origin.elapsed().as_nanos().max(1) as u64;
-        self.released_at_ns.store(now, Ordering::SeqCst);
-    }
-
-    fn finish(
-        &self,
-        server: &RedisServer,
-        before: &std::collections::HashMap<String, u64>,
-        commands: &[&str],
-        started: Instant,
-    ) -> RoundResult {
-        let sent = sent_between(before, &command_calls(server), commands);
-        let gaps = self.gaps.lock().map(|g| g.clone()).unwrap_or_default();
-        let n = gaps.len().max(1) as f64;
-        RoundResult {
-            commands_per_handoff: sent as f64 / n,
-            handoffs_per_sec: n / started.elapsed().as_secs_f64(),
-            gaps,
-        }
-    }
-}
-
-async fn run_latchkey(server: &RedisServer, name: &str, tasks: usize, handoffs: usize) -> RoundResult {
-    let client = latchkey::Client::connect(&server.url()).await.expect("connect");
-    let lock = client.lock(name, Duration::from_secs(10)).expect("lock");
-    // Warm up: script cache and subscriber connection.
-    let g = lock.acquire().await.expect("warm-up");
-    let _ = g.release().await;
-    let clock = Clock::new(handoffs);
-    let before = command_calls(server);
-    let started = Instant::now();
-    let mut joins = Vec::new();
-    for _ in 0..tasks {
-        let (lock, clock) = (lock.clone(), clock.clone());
-        joins.push(tokio::spawn(async move {
-            loop {
-                let guard = lock.acquire().await.expect("acquire");
-                let more = clock.acquired();
-                if more {
-                    tokio::time::sleep(HOLD).await;
-                    clock.releasing();
-                }
-                let _ = guard.release().await;
-                if !more {
-                    return;
-                }
-            }
-        }));
-    }
-    for j in joins {
-        let _ = j.await;
-    }
-    clock.finish(server, &before, LATCHKEY_COMMANDS, started)
-}
-
-const POLL_RELEASE: &str =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
-async fn run_polling(server: &RedisServer, name: &str, tasks: usize, handoffs: usize) -> RoundResult {
-    let conn = connect(&server.url()).await;
-    let key = format!("poll:{name}");
-    let release = redis::Script::new(POLL_RELEASE);
-    let clock = Clock::new(handoffs);
-    let before = command_calls(server);
-    let started = Instant::now();
-    let mut joins = Vec::new();
-    for i in 0..tasks {
-        let (mut conn, clock, key, release) = (conn.clone(), clock.clone(), key.clone(), release.clone());
-        joins.push(tokio::spawn(async move {
-            let token = format!("task-{i}");
-            let mut n = 0u32;
-            loop {
-                let ok: Option<String> = redis::cmd("SET")
-                    .arg(&key)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(10_000)
-                    .query_async(&mut conn)
-                    .await
-                    .expect("SET");
-                if ok.is_none() {
-                    n = n.wrapping_add(0x9E37_79B9);
-                    let jitter = 5 + (n >> 24) % 11; // 5..=15 ms
-                    tokio::time::sleep(Duration::from_millis(u64::from(jitter))).await;
-                    continue;
-                }
-                let more = clock.acquired();
-                if more {
-                    tokio::time::sleep(HOLD).await;
-                    clock.releasing();
-                }
-                let _: i64 = release.key(&key).arg(&token).invoke_async(&mut conn).await.expect("release");
-                if !more {
-                    return;
-                }
-            }
-        }));
-    }
-    for j in joins {
-        let _ = j.await;
-    }
-    clock.finish(server, &before, POLLING_COMMANDS, started)
 }

@@ -2,8 +2,14 @@
 //! prints markdown tables with medians and same-run ratios.
 //!
 //! ```text
-//! cargo run --release -p latchkey-bench -- [--quick] [SCENARIO...]
+//! cargo run --release -p latchkey-bench -- [--quick] [--no-peers] [SCENARIO...]
 //! ```
+//!
+//! A run of every scenario also writes `bench/RESULTS.md` and the handoff
+//! plot `bench/handoff_p99.svg`. `--no-peers` skips the Python and Node
+//! peers (installed on first use by `bench/peers/install.sh`). The binary
+//! re-executes itself as `latchkey-bench --worker LIB PORT` for the handoff
+//! scenario's driver processes (see `worker.rs`).
 //!
 //! Each scenario lives in its own module and returns a [`Report`]. The process
 //! exits non-zero when any scenario missed one of its targets.
@@ -11,7 +17,16 @@
 use std::future::Future;
 use std::pin::Pin;
 
+mod driver;
+mod handoff;
+mod many_keys;
+mod peers;
+mod plot;
+mod results;
+mod signals;
 mod stats;
+mod uncontended;
+mod worker;
 
 /// What a scenario found.
 pub struct Report {
@@ -26,10 +41,18 @@ pub struct Report {
 type Scenario = fn(bool) -> Pin<Box<dyn Future<Output = Report>>>;
 
 /// Every scenario, in the order they run. Add new ones here.
-const SCENARIOS: &[(&str, Scenario)] = &[];
+const SCENARIOS: &[(&str, Scenario)] = &[
+    ("uncontended", uncontended::run),
+    ("handoff", handoff::run),
+    ("many_keys", many_keys::run),
+    ("signals", signals::run),
+];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--worker") {
+        std::process::exit(worker::main(&args[1..]));
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let wanted: Vec<&str> = args
         .iter()
@@ -55,6 +78,7 @@ fn main() {
         }
     };
     let mut missed = Vec::new();
+    let mut reports = Vec::new();
     for (name, scenario) in SCENARIOS {
         if !wanted.is_empty() && !wanted.contains(name) {
             continue;
@@ -64,7 +88,16 @@ fn main() {
         for m in &report.missed {
             println!("**target missed:** {m}\n");
         }
-        missed.extend(report.missed);
+        missed.extend(report.missed.iter().cloned());
+        reports.push(report);
+    }
+    if wanted.is_empty() {
+        match results::write(&reports, quick) {
+            Ok(path) => println!("Results written to {path}."),
+            Err(e) => eprintln!("latchkey-bench: {e}"),
+        }
+    } else {
+        println!("Only some scenarios ran: bench/RESULTS.md left as it was.");
     }
     if !missed.is_empty() {
         eprintln!("latchkey-bench: {} target(s) missed", missed.len());

@@ -40,3 +40,34 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+/// Nanoseconds on `CLOCK_MONOTONIC`, the clock every driver process (Rust,
+/// Python's `time.monotonic_ns`, Node's `process.hrtime`) reads on Linux, so
+/// events recorded in different processes can be merged into one timeline.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Handoff gaps from the events of one or more processes sharing a lock:
+/// `acquired` (a holder has the lock) and `released` (a holder starts to
+/// release) timestamps in [`mono_ns`] nanoseconds. Mutual exclusion makes
+/// the merged timeline alternate acquired, released, acquired, …; a gap is
+/// a release followed by the next acquisition.
+pub fn gaps(acquired: &[u64], released: &[u64]) -> Vec<Duration> {
+    let mut events: Vec<(u64, bool)> = acquired
+        .iter()
+        .map(|&t| (t, true))
+        .chain(released.iter().map(|&t| (t, false)))
+        .collect();
+    events.sort_unstable();
+    events
+        .windows(2)
+        .filter_map(|w| match (w[0], w[1]) {
+            ((r, false), (a, true)) => Some(Duration::from_nanos(a - r)),
+            _ => None,
+        })
+        .collect()
+}

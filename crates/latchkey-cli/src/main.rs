@@ -1,1 +1,200 @@
-fn main() {}
+//! `latchkey`: a distributed `flock(1)` on Redis, lock inspection, and a
+//! deployment doctor.
+//!
+//! ```text
+//! latchkey run nightly-report --ttl 30s --no-wait -- ./report.sh
+//! latchkey status nightly-report --json
+//! latchkey doctor
+//! latchkey demo
+//! ```
+//!
+//! A thin layer over the `latchkey` library: one file per subcommand, the
+//! exit codes in [`exit`], and one rule for errors: one line on stderr
+//! (`latchkey: …`), never a backtrace. The full reference is `docs/cli.md`.
+
+mod cmd_acquire;
+mod cmd_demo;
+mod cmd_doctor;
+mod cmd_run;
+mod cmd_status;
+mod connect;
+mod duration;
+mod exit;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::connect::Target;
+use crate::exit::Failure;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "latchkey",
+    version,
+    about = "Distributed locks on Redis: run a command under a lock, inspect locks, check a deployment",
+    after_help = exit::HELP
+)]
+struct Cli {
+    /// Redis URL, e.g. redis://user:password@host:6379/0. Repeat (or separate
+    /// with commas) for several independent servers (Redlock).
+    /// [default: redis://127.0.0.1:6379]
+    #[arg(
+        long = "redis",
+        value_name = "URL",
+        global = true,
+        env = "LATCHKEY_REDIS_URL",
+        value_delimiter = ','
+    )]
+    redis: Vec<String>,
+
+    /// Key prefix of every lock key [default: latchkey:]. Use "" to share
+    /// locks with other clients' single-key locks (redis-py, redsync, …).
+    #[arg(long, value_name = "PREFIX", global = true, env = "LATCHKEY_PREFIX")]
+    prefix: Option<String>,
+
+    /// Log what latchkey does to stderr (filter with RUST_LOG).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command while holding a lock; a distributed flock(1).
+    #[command(override_usage = "latchkey run [OPTIONS] <NAME> -- <CMD>...")]
+    Run(cmd_run::RunArgs),
+    /// Acquire a lock and exit, leaving it held until its TTL; prints the
+    /// owner token, then the fencing token.
+    Acquire(cmd_acquire::AcquireArgs),
+    /// Release a lock acquired with `acquire`, given its token.
+    Release(cmd_acquire::ReleaseArgs),
+    /// Reset the TTL of a lock acquired with `acquire`, given its token.
+    Extend(cmd_acquire::ExtendArgs),
+    /// Show one lock: held or not, TTL left, holder, age, fencing token.
+    Status(cmd_status::StatusArgs),
+    /// List locks whose names match a glob pattern (uses SCAN, never KEYS).
+    List(cmd_status::ListArgs),
+    /// Check the Redis server for lock safety: eviction, persistence,
+    /// replication, cluster mode, clock, latency, permissions.
+    Doctor(cmd_doctor::DoctorArgs),
+    /// Show lost updates without a lock and none with latchkey (starts a
+    /// private redis-server unless --redis is given).
+    Demo(cmd_demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        // A panic is a bug, but the user still gets one line, not a backtrace.
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_owned());
+        Failure::new(exit::INTERNAL, format!("internal error: {message}")).print();
+        std::process::exit(i32::from(exit::INTERNAL));
+    }));
+
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    if cli.verbose {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("latchkey=debug,latchkey_cli=debug")
+        });
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(filter)
+            .init();
+    }
+    if !matches!(cli.command, Command::Run(_)) {
+        // `latchkey list | head` should end quietly, as Unix tools do, not
+        // report a write error. Rust ignores SIGPIPE by default; restore it.
+        // Not for `run`: its supervisor must outlive a closed stderr pipe
+        // while the command runs (and the command gets the default anyway).
+        // SAFETY: setting a signal disposition to SIG_DFL, before any thread
+        // other than this one exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
+    let target = Target {
+        urls: cli
+            .redis
+            .into_iter()
+            .filter(|url| !url.trim().is_empty())
+            .collect(),
+        prefix: cli.prefix,
+    };
+
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            Failure::new(
+                exit::INTERNAL,
+                format!("cannot start the async runtime: {e}"),
+            )
+            .print();
+            return ExitCode::from(exit::INTERNAL);
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => cmd_run::run(&target, args).await,
+            Command::Acquire(args) => cmd_acquire::acquire(&target, args).await,
+            Command::Release(args) => cmd_acquire::release(&target, args).await,
+            Command::Extend(args) => cmd_acquire::extend(&target, args).await,
+            Command::Status(args) => cmd_status::status(&target, args).await,
+            Command::List(args) => cmd_status::list(&target, args).await,
+            Command::Doctor(args) => cmd_doctor::doctor(&target, args).await,
+            Command::Demo(args) => cmd_demo::demo(&target, args).await,
+        }
+    });
+    // Background tasks (watchdogs, the subscriber) end with the runtime.
+    drop(runtime);
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            failure.print();
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+/// `--help` and `--version` print as clap formats them; real usage errors
+/// become one line and exit 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        // `latchkey` alone: the help is more useful than one line.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(exit::USAGE)
+        }
+        _ => {
+            // Clap's first paragraph is the message (a list of missing
+            // arguments spans several lines); usage and tips follow.
+            let rendered = e.render().to_string();
+            let message: Vec<&str> = rendered
+                .lines()
+                .take_while(|line| !line.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let message = message.join(" ");
+            let message = message.strip_prefix("error: ").unwrap_or(&message);
+            Failure::usage(format!("{message} (see `latchkey --help`)")).print();
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}

@@ -50,6 +50,6 @@ async fn main() -> latchkey::Result<()> {
         println!("the resource holds {:?} (token {token})", String::from_utf8_lossy(&value));
     }
     let _ = guard_a.release().await?; // Expired or HeldByOther: A learns it was stale
-    guard_b.release().await?;
+    let _ = guard_b.release().await?;
     Ok(())
 }

@@ -67,6 +67,11 @@ pub(crate) struct ClientInner {
     pub(crate) identity: Identity,
     /// Started on first use: a client that never waits opens no second connection.
     pub(crate) subscriber: OnceLock<Subscriber>,
+    /// Replicas of the server, given by [`ClientBuilder::replica`]: signal
+    /// waiters also listen there (see [`crate::signal`]).
+    pub(crate) replicas: Vec<redis::Client>,
+    /// One subscriber per replica, started on first use.
+    pub(crate) replica_subscribers: OnceLock<Vec<Subscriber>>,
     pub(crate) local_queues: crate::queue::LocalQueues,
 }
 
@@ -87,6 +92,7 @@ pub struct ClientBuilder {
     prefix: Vec<u8>,
     command_timeout: Duration,
     pubsub_ping_every: Duration,
+    replicas: Vec<String>,
 }
 
 impl ClientBuilder {
@@ -112,6 +118,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Adds a replica of the server (repeatable). Signal waiters subscribe on
+    /// the server and on every replica, so they still hear signals while
+    /// their connection to the server is down (see [`crate::signal`]).
+    /// Replicas are connected on first use; one that is down is not an error.
+    pub fn replica(mut self, url: &str) -> Self {
+        self.replicas.push(url.to_owned());
+        self
+    }
+
     /// Connects. Fails with [`Error::Unreachable`], [`Error::Timeout`] or
     /// [`Error::Auth`] when the server cannot be used.
     pub async fn connect(self) -> Result<Client> {
@@ -123,6 +138,14 @@ impl ClientBuilder {
         }
         let redis = redis::Client::open(self.url.as_str())
             .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
+        let replicas = self
+            .replicas
+            .iter()
+            .map(|url| {
+                redis::Client::open(url.as_str())
+                    .map_err(|e| Error::InvalidInput(format!("bad replica URL {url:?}: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.command_timeout))
             .set_response_timeout(Some(self.command_timeout))
@@ -150,6 +173,8 @@ impl ClientBuilder {
                 pubsub_ping_every: self.pubsub_ping_every,
                 identity: Identity::of_this_process(),
                 subscriber: OnceLock::new(),
+                replicas,
+                replica_subscribers: OnceLock::new(),
                 local_queues: Default::default(),
             }),
         };
@@ -175,6 +200,7 @@ impl Client {
             prefix: DEFAULT_PREFIX.as_bytes().to_vec(),
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             pubsub_ping_every: Duration::from_secs(1),
+            replicas: Vec::new(),
         }
     }
 
@@ -193,8 +219,10 @@ impl Client {
         self.inner.redis.get_connection_info().addr().to_string()
     }
 
-    /// A fresh connection of our own (not the shared one), for callers that
-    /// need one: the CLI's `SCAN`, monitoring. Bounded by the command timeout.
+    /// A handle to the client's shared command connection (it reconnects by
+    /// itself), for commands latchkey has no method for: the CLI's `SCAN`,
+    /// monitoring. Unlike latchkey's own calls, these are bounded only by
+    /// the connection's response timeout (the command timeout).
     pub async fn connection(&self) -> Result<ConnectionManager> {
         Ok(self.inner.conn.clone())
     }
@@ -259,6 +287,23 @@ impl Client {
                 self.inner.command_timeout,
                 self.inner.pubsub_ping_every,
             )
+        })
+    }
+
+    /// The replicas' subscribers (empty without replicas), started on first use.
+    pub(crate) fn replica_subscribers(&self) -> &[Subscriber] {
+        self.inner.replica_subscribers.get_or_init(|| {
+            self.inner
+                .replicas
+                .iter()
+                .map(|replica| {
+                    Subscriber::start(
+                        replica.clone(),
+                        self.inner.command_timeout,
+                        self.inner.pubsub_ping_every,
+                    )
+                })
+                .collect()
         })
     }
 

@@ -74,6 +74,22 @@ pub enum Error {
         waited: Duration,
     },
 
+    /// A [`Redlock`](crate::Redlock) operation could not reach enough
+    /// instances to decide: fewer than a majority answered (or, for extend
+    /// and release, the ones that did not answer could change the outcome).
+    /// Transient: the instances may come back.
+    #[error("Redlock {op}: only {answered} of {instances} Redis instances answered; a majority needs {needed}")]
+    NoQuorum {
+        /// The operation: "connect", "acquire", "raise fence", "extend", "release", "subscribe".
+        op: &'static str,
+        /// How many instances answered.
+        answered: usize,
+        /// How many must agree: N/2 + 1.
+        needed: usize,
+        /// N, the number of instances.
+        instances: usize,
+    },
+
     /// Any other error reported by Redis or the client library.
     #[error("Redis error: {0}")]
     Redis(#[source] redis::RedisError),
@@ -84,11 +100,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// True for errors that may go away by themselves (unreachable, timeout):
-    /// retrying later can help. Bad input, auth and wrong-type errors are not
-    /// transient.
+    /// True for errors that may go away by themselves (unreachable, timeout,
+    /// no quorum): retrying later can help. Bad input, auth and wrong-type
+    /// errors are not transient.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Unreachable(_) | Error::Timeout { .. })
+        matches!(
+            self,
+            Error::Unreachable(_) | Error::Timeout { .. } | Error::NoQuorum { .. }
+        )
     }
 
     /// Classifies an error from redis-rs. `key` names the key the command

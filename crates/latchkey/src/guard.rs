@@ -199,6 +199,20 @@ impl LockGuard {
         }
         Ok(outcome)
     }
+
+    /// Like [`release`](LockGuard::release), but also says on how many
+    /// instances our key was deleted: for a [`Redlock`](crate::Redlock),
+    /// `confirmed` of `instances` (the outcome is `Released` when a
+    /// majority confirmed); for a single-instance lock, 1 or 0 of 1.
+    pub async fn release_report(mut self) -> Result<crate::lock::ReleaseReport> {
+        self.released = true;
+        self.state.done.cancel();
+        let report = self.lock.backend.release_report(&self.lock.keys, &self.token).await?;
+        if report.outcome != Release::Released {
+            tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?report, "release found the lock no longer ours");
+        }
+        Ok(report)
+    }
 }
 
 impl Drop for LockGuard {

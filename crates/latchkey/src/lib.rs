@@ -52,21 +52,32 @@
 
 #![warn(missing_docs)]
 
+mod by_token;
 mod client;
 mod error;
+mod fence;
 mod guard;
+mod inspect;
+mod listener;
 mod lock;
 mod names;
 mod queue;
+mod redlock;
 mod scripts;
+mod signal;
+mod signal_wire;
 mod single;
 mod subscriber;
 mod token;
 
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use error::{Error, Result};
+pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
-pub use lock::{Extend, Lock, Release};
+pub use inspect::LockInfo;
+pub use listener::{Listener, Signal};
+pub use lock::{Extend, Lock, Release, ReleaseReport};
 pub use names::{drift, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+pub use redlock::{Fencing, Redlock, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 pub use token::{Holder, TOKEN_MARKER};
 pub use tokio_util::sync::CancellationToken;

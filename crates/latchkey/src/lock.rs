@@ -48,6 +48,21 @@ pub enum Release {
     HeldByOther,
 }
 
+/// What [`LockGuard::release_report`] found: the outcome and how many
+/// instances confirmed it.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReleaseReport {
+    /// As [`LockGuard::release`] returns it. For a [`Redlock`](crate::Redlock):
+    /// `Released` when a majority deleted our key; otherwise `HeldByOther` if
+    /// any instance holds someone else's key, else `Expired`.
+    pub outcome: Release,
+    /// On how many instances our key was deleted by this release.
+    pub confirmed: usize,
+    /// How many instances the lock lives on (1 for a single-instance lock).
+    pub instances: usize,
+}
+
 /// What [`LockGuard::extend`] found.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +80,7 @@ pub enum Extend {
 #[derive(Clone)]
 pub(crate) enum Backend {
     Single(Client),
+    Redlock(crate::redlock::Redlock),
 }
 
 /// The result of one acquisition attempt.
@@ -84,23 +100,37 @@ impl Backend {
     pub(crate) fn prefix(&self) -> &[u8] {
         match self {
             Backend::Single(client) => client.prefix(),
+            Backend::Redlock(redlock) => redlock.prefix(),
         }
     }
 
     pub(crate) async fn try_once(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Attempt> {
         match self {
             Backend::Single(client) => client.try_once(keys, token, ttl).await,
+            Backend::Redlock(redlock) => redlock.try_once(keys, token, ttl).await,
         }
     }
 
     pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<Release> {
-        let outcome = match self {
-            Backend::Single(client) => client.release_once(keys, token).await?,
+        Ok(self.release_report(keys, token).await?.outcome)
+    }
+
+    pub(crate) async fn release_report(&self, keys: &LockKeys, token: &str) -> Result<ReleaseReport> {
+        let report = match self {
+            Backend::Single(client) => {
+                let outcome = client.release_once(keys, token).await?;
+                ReleaseReport {
+                    outcome,
+                    confirmed: usize::from(outcome == Release::Released),
+                    instances: 1,
+                }
+            }
+            Backend::Redlock(redlock) => redlock.release_all(keys, token).await?,
         };
-        if outcome == Release::Released {
+        if report.outcome == Release::Released {
             self.wake_local(keys);
         }
-        Ok(outcome)
+        Ok(report)
     }
 
     pub(crate) async fn extend(
@@ -111,6 +141,7 @@ impl Backend {
     ) -> Result<(Extend, Instant)> {
         match self {
             Backend::Single(client) => client.extend_once(keys, token, ttl).await,
+            Backend::Redlock(redlock) => redlock.extend_all(keys, token, ttl).await,
         }
     }
 
@@ -121,6 +152,7 @@ impl Backend {
                 let topic = Topic::Channel(keys.channel.clone());
                 Ok(Wakeups(vec![client.subscriber().subscribe(topic).await?]))
             }
+            Backend::Redlock(redlock) => Ok(Wakeups(redlock.subscriptions(keys).await?)),
         }
     }
 
@@ -132,18 +164,21 @@ impl Backend {
                     subscriber.notify_local(&Topic::Channel(keys.channel.clone()), Event::LocalRelease);
                 }
             }
+            Backend::Redlock(redlock) => redlock.wake_local(keys),
         }
     }
 
     fn local_queues(&self) -> &crate::queue::LocalQueues {
         match self {
             Backend::Single(client) => &client.inner.local_queues,
+            Backend::Redlock(redlock) => redlock.local_queues(),
         }
     }
 
     fn new_token(&self) -> Result<String> {
         match self {
             Backend::Single(client) => client.inner.identity.new_token(),
+            Backend::Redlock(redlock) => redlock.new_token(),
         }
     }
 }
@@ -152,6 +187,14 @@ impl Backend {
 struct Wakeups(Vec<Subscription>);
 
 impl Wakeups {
+    /// Forgets events received so far: called right before an attempt, so
+    /// that only what happens after it counts as a wake-up.
+    fn reset(&mut self) {
+        for subscription in &mut self.0 {
+            subscription.skip_pending();
+        }
+    }
+
     /// Completes on the next event from any server.
     async fn next(&mut self) {
         let events = self.0.iter_mut().map(|s| Box::pin(s.recv()));
@@ -297,7 +340,10 @@ impl Lock {
     /// Waits until the lock is ours or `deadline` passes ([`Error::WaitTimedOut`]);
     /// `None` waits as long as it takes. Transient Redis errors (unreachable,
     /// timeout) during the wait are retried with backoff until the deadline;
-    /// without a deadline, an error that persists for 30 s is returned.
+    /// without a deadline, an error that persists for 30 s is returned. A
+    /// [`Redlock`](crate::Redlock) lock whose last attempt could not reach a
+    /// majority of instances fails with [`Error::NoQuorum`] instead of
+    /// [`Error::WaitTimedOut`].
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future leaves no lock behind. A lock taken
@@ -310,14 +356,23 @@ impl Lock {
             name: String::from_utf8_lossy(&self.name).into_owned(),
             waited: started.elapsed(),
         };
-        // The uncontended case costs one round trip and no subscription.
-        match self.try_acquire().await {
-            Ok(Some(guard)) => return Ok(guard),
-            Ok(None) => {}
-            Err(e) if e.is_transient() => {}
-            Err(e) => return Err(e),
+        let queues = self.backend.local_queues();
+        // The uncontended case costs one round trip and no subscription. If
+        // another task of ours already waits, the lock is busy: queue up
+        // behind it (FIFO) instead of spending a round trip to learn that.
+        if !queues.is_contended(&self.keys.key) {
+            match self.try_acquire().await {
+                Ok(Some(guard)) => return Ok(guard),
+                Ok(None) => {}
+                Err(e) if e.is_transient() => {}
+                Err(e) => return Err(e),
+            }
         }
-        let turn = self.backend.local_queues().turn(&self.keys.key);
+        // Subscribe before queueing: the server-side subscription is shared,
+        // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
+        let mut wakeups = self.subscribe_or_poll(None).await;
+        let mut last_subscribe = Instant::now();
+        let turn = queues.turn(&self.keys.key);
         let _turn = match deadline {
             Some(d) => tokio::time::timeout_at(d.into(), turn)
                 .await
@@ -325,11 +380,15 @@ impl Lock {
             None => turn.await,
         };
 
-        let mut wakeups = self.subscribe_or_poll(None).await;
-        let mut last_subscribe = Instant::now();
         let mut poll = MIN_POLL;
         let mut failing_since: Option<Instant> = None;
         loop {
+            // A Redlock that cannot reach a majority reports that at the
+            // deadline rather than "still busy", which would be untrue.
+            let mut no_quorum: Option<Error> = None;
+            if let Some(w) = wakeups.as_mut() {
+                w.reset();
+            }
             let retry_in = match self.try_acquire_with_ttl().await {
                 Ok(Ok(guard)) => return Ok(guard),
                 Ok(Err(retry_in)) => {
@@ -342,6 +401,7 @@ impl Lock {
                         return Err(e);
                     }
                     tracing::warn!(lock = %String::from_utf8_lossy(&self.name), error = %e, "acquire attempt failed; retrying");
+                    no_quorum = matches!(e, Error::NoQuorum { .. }).then_some(e);
                     poll = (poll * 2).min(MAX_POLL);
                     Some(poll)
                 }
@@ -349,7 +409,7 @@ impl Lock {
             };
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                return Err(timed_out());
+                return Err(no_quorum.take().unwrap_or_else(timed_out));
             }
             if wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1) {
                 wakeups = self.subscribe_or_poll(Some(&wakeups)).await;

@@ -16,3 +16,13 @@ pub(crate) static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
 pub(crate) static EXTEND: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
+pub(crate) static INSPECT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
+pub(crate) static FENCED_WRITE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/fenced_write.lua")));
+pub(crate) static RAISE_FENCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));
+pub(crate) static SIGNAL: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/signal.lua")));
+pub(crate) static SIGNAL_ONE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/signal_one.lua")));

@@ -17,8 +17,18 @@
 //!
 //! `subscribe` returns only after the server confirmed the subscription, so
 //! "subscribe, then try the lock, then wait" cannot miss a release.
+//!
+//! The actor takes requests in batches: everything queued when it looks is
+//! turned into at most one `SUBSCRIBE`, `PSUBSCRIBE`, `UNSUBSCRIBE` and
+//! `PUNSUBSCRIBE` each (chunked, pipelined), so ten thousand waiters that
+//! arrive at once cost a handful of round trips, not ten thousand. What is
+//! sent is decided by the registry at that moment, not by the order of the
+//! requests: a topic somebody still wants is subscribed, any other topic in
+//! the batch is unsubscribed. A later change of mind comes with a later
+//! request, so the server always ends up where the registry is.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -59,10 +69,16 @@ struct Entry {
 
 /// How many events a slow subscription may fall behind before it sees a
 /// `Lagged` error (which waiters treat as "something happened").
-const EVENT_BUFFER: usize = 16;
+pub(crate) const EVENT_BUFFER: usize = 16;
+
+/// Requests taken from the queue at a time, and topics per command: bounds
+/// one batch's commands (and the time messages wait behind them).
+const MAX_BATCH: usize = 4096;
+const TOPICS_PER_COMMAND: usize = 1024;
 
 enum Request {
-    Subscribe(Topic, oneshot::Sender<Result<()>>),
+    /// Subscribe to all of these; one answer once all are confirmed.
+    Subscribe(Vec<Topic>, oneshot::Sender<Result<()>>),
     Unsubscribe(Topic),
 }
 
@@ -70,6 +86,10 @@ struct Shared {
     registry: Mutex<HashMap<Topic, Entry>>,
     requests: mpsc::UnboundedSender<Request>,
     timeout: Duration,
+    /// Random per subscriber: names this connection in per-waiter channels.
+    id: u64,
+    /// Source of per-waiter sequence numbers, unique within `id`.
+    next_waiter: AtomicU64,
 }
 
 /// Handle to the shared subscriber connection; see the module docs.
@@ -89,10 +109,21 @@ impl Subscriber {
     /// Starts the actor. Needs a tokio runtime.
     pub(crate) fn start(client: redis::Client, timeout: Duration, ping_every: Duration) -> Self {
         let (requests, inbox) = mpsc::unbounded_channel();
+        let mut id = [0u8; 8];
+        if getrandom::fill(&mut id).is_err() {
+            // Only uniqueness matters here, not secrecy: fall back to the
+            // clock and the process id.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            id = (nanos ^ u64::from(std::process::id()).rotate_left(40)).to_le_bytes();
+        }
         let shared = Arc::new(Shared {
             registry: Mutex::new(HashMap::new()),
             requests,
             timeout,
+            id: u64::from_le_bytes(id),
+            next_waiter: AtomicU64::new(0),
         });
         // The actor holds the registry weakly: when the last client handle and
         // subscription are gone, the request channel closes and it exits.
@@ -109,22 +140,42 @@ impl Subscriber {
     /// Cancel safe: a cancelled call releases its interest like a dropped
     /// subscription does.
     pub(crate) async fn subscribe(&self, topic: Topic) -> Result<Subscription> {
-        let (rx, confirmed) = {
+        let mut subscriptions = self.subscribe_many(vec![(topic, EVENT_BUFFER)]).await?;
+        subscriptions.pop().ok_or_else(|| Error::Protocol("no subscription was made".into()))
+    }
+
+    /// Subscribes to all of `topics` at once (one request, confirmed
+    /// together); returns their subscriptions in the same order. A topic
+    /// nobody subscribes to yet gets an event buffer of the capacity given
+    /// with it (at least 1; [`EVENT_BUFFER`] unless there is a reason: a
+    /// buffer costs memory per topic, and a topic with one reader that only
+    /// wants one message needs little).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, like [`Subscriber::subscribe`].
+    pub(crate) async fn subscribe_many(&self, topics: Vec<(Topic, usize)>) -> Result<Vec<Subscription>> {
+        let mut subscriptions = Vec::with_capacity(topics.len());
+        let mut unconfirmed = Vec::new();
+        {
             let mut registry = lock(&self.shared.registry);
-            let entry = registry.entry(topic.clone()).or_insert_with(|| Entry {
-                refs: 0,
-                confirmed: false,
-                tx: broadcast::channel(EVENT_BUFFER).0,
-            });
-            entry.refs += 1;
-            (entry.tx.subscribe(), entry.confirmed)
-        };
-        let subscription = Subscription {
-            shared: self.shared.clone(),
-            topic: topic.clone(),
-            rx,
-        };
-        if !confirmed {
+            for (topic, capacity) in topics {
+                let entry = registry.entry(topic.clone()).or_insert_with(|| Entry {
+                    refs: 0,
+                    confirmed: false,
+                    tx: broadcast::channel(capacity.max(1)).0,
+                });
+                entry.refs += 1;
+                if !entry.confirmed {
+                    unconfirmed.push(topic.clone());
+                }
+                subscriptions.push(Subscription {
+                    shared: self.shared.clone(),
+                    rx: entry.tx.subscribe(),
+                    topic,
+                });
+            }
+        }
+        if !unconfirmed.is_empty() {
             // SUBSCRIBE is idempotent on the server, so concurrent first
             // subscribers may each ask; each then knows it is confirmed.
             let (done, confirmation) = oneshot::channel();
@@ -136,7 +187,7 @@ impl Subscriber {
             };
             self.shared
                 .requests
-                .send(Request::Subscribe(topic, done))
+                .send(Request::Subscribe(unconfirmed, done))
                 .map_err(|_| unreachable())?;
             match tokio::time::timeout(self.shared.timeout, confirmation).await {
                 Ok(Ok(result)) => result?,
@@ -149,7 +200,15 @@ impl Subscriber {
                 }
             }
         }
-        Ok(subscription)
+        Ok(subscriptions)
+    }
+
+    /// A name for a new waiter, unique among all waiters of all processes
+    /// (with overwhelming probability): 32 lowercase hex digits, the first
+    /// 16 naming this subscriber (random), the last 16 a sequence number.
+    pub(crate) fn new_waiter_id(&self) -> String {
+        let seq = self.shared.next_waiter.fetch_add(1, Ordering::Relaxed);
+        format!("{:016x}{seq:016x}", self.shared.id)
     }
 
     /// Delivers `event` to the local subscribers of `topic`, if any, without
@@ -175,6 +234,13 @@ impl Subscription {
             // holds a reference, so it cannot close; never busy-loop anyway.
             Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
         }
+    }
+}
+
+impl Subscription {
+    /// Drops the events received so far, unread.
+    pub(crate) fn skip_pending(&mut self) {
+        self.rx = self.rx.resubscribe();
     }
 }
 
@@ -208,15 +274,16 @@ async fn actor(
 ) {
     let mut backoff = Duration::from_millis(10);
     let mut reconnecting = false;
+    let server = client.get_connection_info().addr().to_string();
     loop {
         let connected = match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
             Ok(Ok(pubsub)) => Some(pubsub),
             Ok(Err(e)) => {
-                tracing::warn!(error = %e, "subscriber connection failed; waiters poll until it is back");
+                tracing::warn!(%server, error = %e, "subscriber connection failed; waiters poll until it is back");
                 None
             }
             Err(_) => {
-                tracing::warn!(?timeout, "subscriber connection timed out; waiters poll until it is back");
+                tracing::warn!(%server, ?timeout, "subscriber connection timed out; waiters poll until it is back");
                 None
             }
         };
@@ -241,9 +308,10 @@ async fn actor(
             return;
         };
         if let Err(e) = resubscribe(&mut sink, &wanted, timeout).await {
-            tracing::warn!(error = %e, "resubscribing failed; reconnecting");
+            tracing::warn!(%server, error = %e, "resubscribing failed; reconnecting");
             continue;
         }
+        let wanted: HashSet<Topic> = wanted.into_iter().collect();
         if let Some(s) = shared.upgrade() {
             for (topic, entry) in lock(&s.registry).iter_mut() {
                 if wanted.contains(topic) {
@@ -255,7 +323,7 @@ async fn actor(
             }
         }
         if reconnecting {
-            tracing::info!(topics = wanted.len(), "subscriber connection re-established");
+            tracing::info!(%server, topics = wanted.len(), "subscriber connection re-established");
         }
         reconnecting = true;
 
@@ -266,7 +334,7 @@ async fn actor(
             tokio::select! {
                 message = stream.next() => {
                     let Some(message) = message else {
-                        tracing::warn!("subscriber connection closed; reconnecting");
+                        tracing::warn!(%server, "subscriber connection closed; reconnecting");
                         break;
                     };
                     let Some(s) = shared.upgrade() else { return };
@@ -274,15 +342,25 @@ async fn actor(
                 }
                 request = inbox.recv() => {
                     let Some(request) = request else { return };
-                    if let Err(e) = handle(&shared, &mut sink, request, timeout).await {
-                        tracing::warn!(error = %e, "subscriber request failed; reconnecting");
+                    let mut batch = vec![request];
+                    while batch.len() < MAX_BATCH {
+                        match inbox.try_recv() {
+                            Ok(request) => batch.push(request),
+                            Err(_) => break,
+                        }
+                    }
+                    if let Err(e) = handle(&shared, &mut sink, batch, timeout).await {
+                        tracing::warn!(%server, error = %e, "subscriber request failed; reconnecting");
                         break;
                     }
                 }
                 _ = ping.tick() => {
-                    let alive = tokio::time::timeout(timeout, sink.ping::<String>()).await;
+                    // Any reply will do: a subscribed RESP2 connection
+                    // answers `["pong", ""]`, not `PONG`, which a `String`
+                    // would refuse (and every ping would reconnect).
+                    let alive = tokio::time::timeout(timeout, sink.ping::<redis::Value>()).await;
                     if !matches!(alive, Ok(Ok(_))) {
-                        tracing::warn!("subscriber connection did not answer PING; reconnecting");
+                        tracing::warn!(%server, "subscriber connection did not answer PING; reconnecting");
                         break;
                     }
                 }
@@ -320,55 +398,108 @@ async fn resubscribe(
     wanted: &[Topic],
     timeout: Duration,
 ) -> redis::RedisResult<()> {
-    for topic in wanted {
-        bounded(timeout, subscribe_one(sink, topic)).await?;
-    }
-    Ok(())
+    bounded(timeout, apply(sink, wanted, &[])).await
 }
 
+/// Brings the server in line with the registry for every topic named in
+/// `batch`, then answers the batch's subscribe requests.
 async fn handle(
     shared: &Weak<Shared>,
     sink: &mut redis::aio::PubSubSink,
-    request: Request,
+    batch: Vec<Request>,
     timeout: Duration,
 ) -> redis::RedisResult<()> {
-    match request {
-        Request::Subscribe(topic, done) => {
-            let result = bounded(timeout, subscribe_one(sink, &topic)).await;
-            if result.is_ok() {
-                if let Some(s) = shared.upgrade() {
-                    if let Some(entry) = lock(&s.registry).get_mut(&topic) {
-                        entry.confirmed = true;
-                    }
-                }
+    let mut named = HashSet::new();
+    let mut answers = Vec::new();
+    for request in batch {
+        match request {
+            Request::Subscribe(topics, done) => {
+                named.extend(topics);
+                answers.push(done);
             }
-            let reply = result.clone().map_err(|e| Error::from_redis(e, b""));
-            let _ = done.send(reply);
-            result
-        }
-        Request::Unsubscribe(topic) => {
-            // Re-wanted meanwhile? Then keep it: a subscribe for it follows.
-            let wanted_again = shared
-                .upgrade()
-                .is_some_and(|s| lock(&s.registry).contains_key(&topic));
-            if wanted_again {
-                return Ok(());
+            Request::Unsubscribe(topic) => {
+                named.insert(topic);
             }
-            bounded(timeout, async {
-                match &topic {
-                    Topic::Channel(c) => sink.unsubscribe(c).await,
-                    Topic::Pattern(p) => sink.punsubscribe(p).await,
-                }
-            })
-            .await
         }
     }
+    let Some(s) = shared.upgrade() else { return Ok(()) };
+    // Wanted now: subscribe (again; SUBSCRIBE is idempotent). Not wanted
+    // (given up, perhaps before its SUBSCRIBE was even sent): unsubscribe.
+    let (wanted, unwanted): (Vec<Topic>, Vec<Topic>) = {
+        let registry = lock(&s.registry);
+        named.into_iter().partition(|topic| registry.contains_key(topic))
+    };
+    drop(s);
+    let result = bounded(timeout, apply(sink, &wanted, &unwanted)).await;
+    if result.is_ok() {
+        if let Some(s) = shared.upgrade() {
+            let mut registry = lock(&s.registry);
+            for topic in &wanted {
+                if let Some(entry) = registry.get_mut(topic) {
+                    entry.confirmed = true;
+                }
+            }
+        }
+    }
+    for done in answers {
+        let _ = done.send(result.clone().map_err(|e| Error::from_redis(e, b"")));
+    }
+    result
 }
 
-async fn subscribe_one(sink: &mut redis::aio::PubSubSink, topic: &Topic) -> redis::RedisResult<()> {
-    match topic {
-        Topic::Channel(c) => sink.subscribe(c).await,
-        Topic::Pattern(p) => sink.psubscribe(p).await,
+#[derive(Clone, Copy)]
+enum Command {
+    Subscribe,
+    PSubscribe,
+    Unsubscribe,
+    PUnsubscribe,
+}
+
+/// Sends the (un)subscribe commands for `subscribe` and `unsubscribe`, at
+/// most [`TOPICS_PER_COMMAND`] topics each, pipelined, and waits for every
+/// confirmation.
+async fn apply(
+    sink: &redis::aio::PubSubSink,
+    subscribe: &[Topic],
+    unsubscribe: &[Topic],
+) -> redis::RedisResult<()> {
+    let (sub_channels, sub_patterns) = split(subscribe);
+    let (unsub_channels, unsub_patterns) = split(unsubscribe);
+    let mut commands = Vec::new();
+    for (command, names) in [
+        (Command::Subscribe, &sub_channels),
+        (Command::PSubscribe, &sub_patterns),
+        (Command::Unsubscribe, &unsub_channels),
+        (Command::PUnsubscribe, &unsub_patterns),
+    ] {
+        for chunk in names.chunks(TOPICS_PER_COMMAND) {
+            commands.push(send(sink.clone(), command, chunk));
+        }
+    }
+    // The sink is a pipeline: every command is written before the first
+    // confirmation is awaited, in this order.
+    futures_util::future::try_join_all(commands).await.map(|_| ())
+}
+
+/// The names of `topics`: channels, then patterns.
+fn split(topics: &[Topic]) -> (Vec<&[u8]>, Vec<&[u8]>) {
+    let mut channels: Vec<&[u8]> = Vec::new();
+    let mut patterns: Vec<&[u8]> = Vec::new();
+    for topic in topics {
+        match topic {
+            Topic::Channel(c) => channels.push(c),
+            Topic::Pattern(p) => patterns.push(p),
+        }
+    }
+    (channels, patterns)
+}
+
+async fn send(mut sink: redis::aio::PubSubSink, command: Command, names: &[&[u8]]) -> redis::RedisResult<()> {
+    match command {
+        Command::Subscribe => sink.subscribe(names).await,
+        Command::PSubscribe => sink.psubscribe(names).await,
+        Command::Unsubscribe => sink.unsubscribe(names).await,
+        Command::PUnsubscribe => sink.punsubscribe(names).await,
     }
 }
 

@@ -1,0 +1,153 @@
+// Benchmark driver for the Node peer of latchkey (scenarios 1 and 2).
+//
+//     NODE_PATH=bench/peers/node/node_modules node driver.cjs LIB PORT
+//
+// LIB is `node-redlock`: @sesamecare-oss/redlock over one ioredis client, with
+// the library's default settings (retryCount 10, retryDelay 200 ms,
+// retryJitter 100 ms, driftFactor 0.01); only the lock's TTL (10 s, as for
+// every library in the benchmark) is given. An acquire that runs out of
+// retries throws; a waiter then simply calls acquire again, as users do.
+//
+// The driver speaks the benchmark's line protocol (see
+// crates/latchkey-bench/src/driver.rs): one JSON object per line on stdout,
+// one command per line on stdin.
+//
+//     -> {"ready": true, "lib": ..., "version": ...}     (or {"error": ...}, exit 1)
+//     <- uncontended KEY CYCLES
+//     -> {"cycles": N, "seconds": S}
+//     <- handoff KEY TASKS HOLD_US SECONDS MAX_HANDOFFS
+//     -> {"armed": true}
+//     <- go
+//     -> {"acquisitions": N, "acquired": [ns...], "released": [ns...]}
+//
+// Timestamps are CLOCK_MONOTONIC nanoseconds (process.hrtime), the clock the
+// Rust and Python drivers use too. The 0.5 ms hold spins: setTimeout cannot
+// sleep less than 1 ms.
+'use strict';
+
+const readline = require('readline');
+
+const TTL_MS = 10000;
+
+function emit(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+const now = () => Number(process.hrtime.bigint());
+
+function hold(us) {
+  if (us >= 1000) return new Promise((r) => setTimeout(r, us / 1000));
+  const until = now() + us * 1000;
+  while (now() < until) {
+    // spin: a sub-millisecond timer does not exist in Node
+  }
+  return Promise.resolve();
+}
+
+async function uncontended(redlock, key, cycles) {
+  const started = now();
+  for (let i = 0; i < cycles; i++) {
+    const lock = await redlock.acquire([key], TTL_MS);
+    await lock.release();
+  }
+  emit({ cycles, seconds: (now() - started) / 1e9 });
+}
+
+async function handoff(redlock, key, tasks, holdUs, seconds, maxHandoffs, nextLine) {
+  const acquired = [];
+  const released = [];
+  let acquisitions = 0;
+  let stop = false;
+  // A task that released stands aside until another task has acquired (see
+  // crates/latchkey-bench/src/handoff.rs): every handoff goes to a waiter.
+  let asides = [];
+  const wakeAsides = () => {
+    const still = [];
+    for (const a of asides) {
+      if (stop || acquisitions > a.mine) a.resolve();
+      else still.push(a);
+    }
+    asides = still;
+  };
+  emit({ armed: true });
+  if ((await nextLine()).trim() !== 'go') return;
+  const deadline = now() + seconds * 1e9;
+  const timer = setTimeout(() => {
+    stop = true;
+    wakeAsides();
+  }, seconds * 1000);
+  async function worker() {
+    while (!stop && now() < deadline) {
+      let lock;
+      try {
+        lock = await redlock.acquire([key], TTL_MS);
+      } catch (e) {
+        continue; // out of retries: try again until the window closes
+      }
+      const t = now();
+      acquisitions++;
+      const mine = acquisitions;
+      wakeAsides();
+      const more = !stop && t < deadline && acquired.length < maxHandoffs;
+      if (more) {
+        acquired.push(t);
+        await hold(holdUs);
+        released.push(now());
+      } else {
+        stop = true;
+      }
+      await lock.release().catch(() => {});
+      if (stop) wakeAsides();
+      else if (acquisitions === mine) await new Promise((resolve) => asides.push({ mine, resolve }));
+    }
+  }
+  await Promise.all(Array.from({ length: tasks }, worker));
+  clearTimeout(timer);
+  emit({ acquisitions, acquired, released });
+}
+
+async function main() {
+  const [lib, portArg] = process.argv.slice(2);
+  let redlock;
+  let version;
+  try {
+    if (lib !== 'node-redlock') throw new Error(`unknown library ${lib}`);
+    const Redis = require('ioredis');
+    const { Redlock } = require('@sesamecare-oss/redlock');
+    const client = new Redis({ host: '127.0.0.1', port: Number(portArg), lazyConnect: true });
+    await client.connect();
+    redlock = new Redlock([client]);
+    // As the library's README advises: a busy lock is reported as an 'error'
+    // event, which would otherwise crash the process.
+    redlock.on('error', () => {});
+    version = require('@sesamecare-oss/redlock/package.json').version;
+    const warm = await redlock.acquire(['warm-up'], TTL_MS);
+    await warm.release();
+  } catch (e) {
+    emit({ error: String(e && e.message ? e.message : e) });
+    process.exit(1);
+  }
+  emit({ ready: true, lib, version });
+
+  const rl = readline.createInterface({ input: process.stdin });
+  const lines = rl[Symbol.asyncIterator]();
+  const nextLine = async () => {
+    const { value, done } = await lines.next();
+    return done ? '' : value;
+  };
+  for (;;) {
+    const line = await nextLine();
+    const words = line.trim().split(/\s+/);
+    if (!line || words[0] === 'quit') break;
+    if (words[0] === 'uncontended') {
+      await uncontended(redlock, words[1], Number(words[2]));
+    } else if (words[0] === 'handoff') {
+      await handoff(redlock, words[1], Number(words[2]), Number(words[3]), Number(words[4]), Number(words[5]), nextLine);
+    } else if (words[0] !== '') {
+      emit({ error: `unknown command ${words[0]}` });
+    }
+  }
+  process.exit(0);
+}
+
+main();

@@ -1,0 +1,164 @@
+//! The libraries compared, and how to start a [`Driver`] for each.
+//!
+//! ```text
+//! for lib in peers::HANDOFF {
+//!     match peers::driver(lib, port).await { Ok(d) => .., Err(why) => note(why) }
+//! }
+//! ```
+//!
+//! Rust libraries run in this binary re-executed as a worker
+//! (`latchkey-bench --worker LIB PORT`, see [`crate::worker`]); the Python
+//! and Node peers run the drivers under `crates/latchkey-bench/peers/`,
+//! installed by `bench/peers/install.sh` into the git-ignored `bench/peers/`.
+//! The benchmark runs that script once when the peers are missing; a peer
+//! that still cannot be started is skipped with a note, never a failure.
+//! `--no-peers` skips the Python and Node peers altogether.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use tokio::process::Command;
+
+use crate::driver::Driver;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    /// This binary with `--worker`.
+    Rust,
+    Python,
+    Node,
+}
+
+/// One library as the tables name it.
+#[derive(Debug)]
+pub struct Lib {
+    /// The name the driver knows it by.
+    pub id: &'static str,
+    /// The name in tables and the plot.
+    pub label: &'static str,
+    pub runtime: Runtime,
+    /// The Redis commands this library's clients send themselves, as
+    /// `INFO commandstats` names them. Commandstats also counts what a
+    /// script runs inside the server; those are not round trips, so only
+    /// these names are counted (checked once with `MONITOR`: no script of
+    /// these libraries calls a command of this list).
+    pub commands: &'static [&'static str],
+}
+
+pub const LATCHKEY: Lib = Lib {
+    id: "latchkey",
+    label: "latchkey",
+    runtime: Runtime::Rust,
+    commands: &["evalsha", "eval", "script|load", "subscribe", "unsubscribe", "ping"],
+};
+
+pub const POLLING: Lib = Lib {
+    id: "polling",
+    label: "polling (SET NX, 10 ms ± 50 %)",
+    runtime: Runtime::Rust,
+    commands: &["set", "evalsha", "eval", "script|load"],
+};
+
+pub const RSLOCK: Lib = Lib {
+    id: "rslock",
+    label: "rslock",
+    runtime: Runtime::Rust,
+    commands: &["set", "evalsha", "eval", "script|load"],
+};
+
+pub const REDIS_PY: Lib = Lib {
+    id: "redis-py",
+    label: "redis-py Lock",
+    runtime: Runtime::Python,
+    commands: &["set", "evalsha", "eval", "script|load"],
+};
+
+pub const PYTHON_REDIS_LOCK: Lib = Lib {
+    id: "python-redis-lock",
+    label: "python-redis-lock",
+    runtime: Runtime::Python,
+    commands: &["set", "blpop", "evalsha", "eval", "script|load"],
+};
+
+pub const NODE_REDLOCK: Lib = Lib {
+    id: "node-redlock",
+    label: "node-redlock (ioredis)",
+    runtime: Runtime::Node,
+    commands: &["evalsha", "eval", "script|load"],
+};
+
+/// The peers in other languages, for scenarios 1 and 2.
+pub const FOREIGN: &[&Lib] = &[&REDIS_PY, &PYTHON_REDIS_LOCK, &NODE_REDLOCK];
+
+/// Every library of the handoff scenario, latchkey first.
+pub const HANDOFF: &[&Lib] = &[&LATCHKEY, &POLLING, &RSLOCK, &REDIS_PY, &PYTHON_REDIS_LOCK, &NODE_REDLOCK];
+
+/// The repository root (the bench is run with `cargo run` from a checkout).
+pub fn repo_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.join("../..").canonicalize().unwrap_or(here)
+}
+
+fn peers_enabled() -> bool {
+    !std::env::args().any(|a| a == "--no-peers")
+}
+
+/// Starts a driver for `lib` on the server at `port`; `Err` says why not.
+pub async fn driver(lib: &Lib, port: u16) -> Result<Driver, String> {
+    let root = repo_root();
+    let drivers = root.join("crates/latchkey-bench/peers");
+    let installed = root.join("bench/peers");
+    let mut command = match lib.runtime {
+        Runtime::Rust => {
+            let exe = std::env::current_exe().map_err(|e| format!("cannot find own binary: {e}"))?;
+            let mut c = Command::new(exe);
+            c.arg("--worker");
+            c
+        }
+        Runtime::Python | Runtime::Node if !peers_enabled() => return Err("skipped (--no-peers)".into()),
+        Runtime::Python => {
+            install_once()?;
+            let python = installed.join("venv/bin/python");
+            if !installed.join("venv/.installed").exists() {
+                return Err("not installed (bench/peers/install.sh could not install the Python peers)".into());
+            }
+            let mut c = Command::new(python);
+            c.arg(drivers.join("python/driver.py"));
+            c
+        }
+        Runtime::Node => {
+            install_once()?;
+            if !installed.join("node/.installed").exists() {
+                return Err("not installed (bench/peers/install.sh could not install the Node peer)".into());
+            }
+            let mut c = Command::new("node");
+            c.env("NODE_PATH", installed.join("node/node_modules"));
+            c.arg(drivers.join("node/driver.cjs"));
+            c
+        }
+    };
+    command.arg(lib.id).arg(port.to_string());
+    Driver::spawn(command).await
+}
+
+/// Runs `bench/peers/install.sh` once per benchmark run, if a half is missing.
+fn install_once() -> Result<(), String> {
+    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let root = repo_root();
+        let peers = root.join("bench/peers");
+        if peers.join("venv/.installed").exists() && peers.join("node/.installed").exists() {
+            return Ok(());
+        }
+        eprintln!("latchkey-bench: installing the peer libraries (bench/peers/install.sh) …");
+        match std::process::Command::new("bash")
+            .arg(peers.join("install.sh"))
+            .stdout(std::process::Stdio::null())
+            .status()
+        {
+            Ok(_) => Ok(()), // each half leaves its own marker; checked per peer
+            Err(e) => Err(format!("not installed (cannot run bench/peers/install.sh: {e})")),
+        }
+    })
+    .clone()
+}

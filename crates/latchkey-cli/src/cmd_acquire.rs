@@ -1,0 +1,155 @@
+//! `latchkey acquire`, `release` and `extend`: a lock held across shell
+//! commands, identified by its owner token.
+//!
+//! ```sh
+//! out=$(latchkey acquire deploy --ttl 10m) || exit 1
+//! token=$(echo "$out" | sed -n 1p); fence=$(echo "$out" | sed -n 2p)
+//! ./deploy.sh --fencing-token "$fence"
+//! latchkey extend deploy "$token" --ttl 10m
+//! latchkey release deploy "$token"
+//! ```
+//!
+//! `acquire` leaves the lock held until its TTL: nothing renews it (the
+//! process exits). `release` and `extend` act only if the token still owns
+//! the lock, and exit 1 when it does not (expired, or held by someone else).
+
+use std::time::Duration;
+
+use clap::Args;
+use latchkey::{Extend, Lock, LockGuard, Release};
+
+use crate::connect::Target;
+use crate::duration;
+use crate::exit::{self, Failure, Outcome};
+
+/// How long to wait for a busy lock; shared by `acquire` and `run`.
+#[derive(Args, Debug, Clone)]
+pub struct WaitArgs {
+    /// Wait at most D for a busy lock (e.g. 30s) [default: as long as it takes]
+    #[arg(long, value_name = "D", value_parser = duration::parse, conflicts_with = "no_wait")]
+    pub wait: Option<Duration>,
+
+    /// Fail at once if the lock is busy.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+impl WaitArgs {
+    /// The guard, or `None` when the lock stayed busy.
+    pub async fn acquire(&self, lock: &Lock) -> latchkey::Result<Option<LockGuard>> {
+        if self.no_wait {
+            return lock.try_acquire().await;
+        }
+        let waited = match self.wait {
+            Some(wait) => lock.acquire_timeout(wait).await,
+            None => lock.acquire().await,
+        };
+        match waited {
+            Ok(guard) => Ok(Some(guard)),
+            Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The failure for a lock that stayed busy, naming the holder if known.
+    pub async fn busy(&self, target: &Target, name: &str, code: u8) -> Failure {
+        let holder = crate::cmd_status::holder_summary(target, name).await;
+        let waited = match (self.no_wait, self.wait) {
+            (false, Some(wait)) => format!(" after waiting {}", duration::human(wait)),
+            _ => String::new(),
+        };
+        let message = format!("lock {name:?} is busy{waited}{holder}");
+        if code == exit::OK {
+            // `-E 0` says a busy lock is fine (cron: "skip quietly"); any
+            // output would only make cron send mail.
+            tracing::info!("{message}");
+            return Failure::new(exit::OK, "");
+        }
+        Failure::new(code, message)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct AcquireArgs {
+    /// The lock's name.
+    pub name: String,
+
+    /// How long the lock stays held (nothing renews it), e.g. 10m.
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    pub ttl: Duration,
+
+    #[command(flatten)]
+    pub wait: WaitArgs,
+
+    /// Exit code when the lock is busy or the wait timed out.
+    #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT)]
+    pub conflict_exit_code: u8,
+}
+
+#[derive(Args, Debug)]
+pub struct ReleaseArgs {
+    /// The lock's name.
+    pub name: String,
+    /// The owner token printed by `acquire`.
+    pub token: String,
+}
+
+#[derive(Args, Debug)]
+pub struct ExtendArgs {
+    /// The lock's name.
+    pub name: String,
+    /// The owner token printed by `acquire`.
+    pub token: String,
+    /// The new TTL, counted from now (replaces what is left).
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    pub ttl: Duration,
+}
+
+/// Prints the token and the fencing token, one per line, and leaves the lock held.
+pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
+    let lock = target.lock(&args.name, args.ttl).await?;
+    let guard = args
+        .wait
+        .acquire(&lock)
+        .await
+        .map_err(|e| exit::from_error(e, args.conflict_exit_code))?;
+    let Some(guard) = guard else {
+        return Err(args
+            .wait
+            .busy(target, &args.name, args.conflict_exit_code)
+            .await);
+    };
+    println!("{}", guard.token());
+    println!("{}", guard.fencing_token());
+    // Dropping the guard would release the lock; the whole point is to keep
+    // it held (until its TTL, or `latchkey release`) after we exit. No
+    // watchdog runs, so forgetting it leaks nothing but a little memory.
+    std::mem::forget(guard);
+    Ok(exit::OK)
+}
+
+pub async fn release(target: &Target, args: ReleaseArgs) -> Outcome {
+    // The TTL of this handle is never used: release takes none.
+    let lock = target.lock(&args.name, Duration::from_secs(1)).await?;
+    match lock.release_token(&args.token).await? {
+        Release::Released => Ok(exit::OK),
+        Release::Expired => Err(not_owner(&args.name, "it is not held (it expired?)")),
+        Release::HeldByOther => Err(not_owner(&args.name, "someone else holds it")),
+    }
+}
+
+pub async fn extend(target: &Target, args: ExtendArgs) -> Outcome {
+    let lock = target.lock(&args.name, args.ttl).await?;
+    match lock.extend_token(&args.token, args.ttl).await? {
+        Extend::Extended => Ok(exit::OK),
+        Extend::Expired => Err(not_owner(&args.name, "it is not held (it expired?)")),
+        Extend::HeldByOther => Err(not_owner(&args.name, "someone else holds it")),
+    }
+}
+
+fn not_owner(name: &str, why: &str) -> Failure {
+    Failure::new(
+        exit::CONFLICT,
+        format!("lock {name:?}: this token does not own it; {why}"),
+    )
+}

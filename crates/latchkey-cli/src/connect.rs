@@ -1,0 +1,116 @@
+//! Where the locks live: the Redis URL(s) from `--redis` / `LATCHKEY_REDIS_URL`
+//! and the key prefix, turned into a [`latchkey::Client`] or a [`latchkey::Lock`].
+//!
+//! ```text
+//! latchkey --redis redis://10.0.0.5:6379/ status nightly
+//! LATCHKEY_REDIS_URL=redis://a:6379,redis://b:6379,redis://c:6379 latchkey run ...
+//! ```
+//!
+//! Several URLs make `run`, `acquire`, `release` and `extend` use Redlock
+//! over those (independent) servers; `status`, `list` and `demo` talk to one
+//! server, and `doctor` checks each in turn.
+
+use std::time::Duration;
+
+use latchkey::{Client, Lock, Redlock};
+
+use crate::exit::Failure;
+
+/// The server used when neither `--redis` nor `LATCHKEY_REDIS_URL` is given.
+pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// The connection options shared by every subcommand.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// As given; empty means "not given" (the demo then starts its own server).
+    pub urls: Vec<String>,
+    pub prefix: Option<String>,
+}
+
+impl Target {
+    /// The URLs in force: the ones given, else [`DEFAULT_URL`].
+    pub fn urls(&self) -> Vec<String> {
+        if self.urls.is_empty() {
+            vec![DEFAULT_URL.to_owned()]
+        } else {
+            self.urls.clone()
+        }
+    }
+
+    /// The one URL, for subcommands that talk to one server.
+    pub fn single_url(&self, what: &str) -> Result<String, Failure> {
+        match &self.urls()[..] {
+            [one] => Ok(one.clone()),
+            _ => Err(Failure::usage(format!(
+                "{what} talks to one Redis server; give a single --redis URL"
+            ))),
+        }
+    }
+
+    /// Connects to `url` with the prefix; errors name the server (password hidden).
+    pub async fn client_for(&self, url: &str) -> Result<Client, Failure> {
+        let mut builder = Client::builder(url);
+        if let Some(prefix) = &self.prefix {
+            builder = builder.prefix(prefix);
+        }
+        builder.connect().await.map_err(|e| {
+            let mut failure = Failure::from(e);
+            failure.message = format!("{}: {}", redact(url), failure.message);
+            failure
+        })
+    }
+
+    /// Connects to the one server.
+    pub async fn client(&self, what: &str) -> Result<Client, Failure> {
+        self.client_for(&self.single_url(what)?).await
+    }
+
+    /// The lock `name` with `ttl` on the configured server(s): several URLs
+    /// mean Redlock (held while a majority of them agree).
+    pub async fn lock(&self, name: &str, ttl: Duration) -> Result<Lock, Failure> {
+        let urls = self.urls();
+        if let [url] = &urls[..] {
+            let client = self.client_for(url).await?;
+            return client.lock(name, ttl).map_err(Failure::from);
+        }
+        let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let redlock = Redlock::connect_with(&refs, |builder| match &self.prefix {
+            Some(prefix) => builder.prefix(prefix),
+            None => builder,
+        })
+        .await
+        .map_err(|e| {
+            let mut failure = Failure::from(e);
+            failure.message = format!("Redlock over {} servers: {}", urls.len(), failure.message);
+            failure
+        })?;
+        redlock.lock(name, ttl).map_err(Failure::from)
+    }
+}
+
+/// `url` with any password replaced by `***`, for messages.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+    format!("{scheme}://{user}:***@{host}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(redact("redis://127.0.0.1:6379/"), "redis://127.0.0.1:6379/");
+        assert_eq!(redact("redis://:pw@h:1/"), "redis://:***@h:1/");
+        assert_eq!(
+            redact("rediss://user:p@ss@h:1/0"),
+            "rediss://user:***@h:1/0"
+        );
+    }
+}

@@ -1,0 +1,506 @@
+//! Running one scenario: lock server(s), a proxy per worker, W worker
+//! processes, the fault loop, and the record the checker reads.
+//!
+//! ```text
+//! start lock server(s) ─► a proxy per worker ─► W workers ─► first acquisition
+//!   └► repeat until the end is near: pick a fault ─► wait for a holder to read
+//!        ─► inject ─► hold ─► undo ─► settle (TTL)
+//! ─► tell everyone to stop ─► wait for the workers ─► fetch the resource log
+//! ```
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use latchkey_testkit::{Proxy, ProxyMode, RedisServer};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+use super::checker::Record;
+use super::events::{mono_ns, ns_instant, Event};
+use super::faults::{self, Action, Fault, Needs, Window};
+use super::links;
+use super::resource::{self, Keys};
+use super::rng::Rng;
+use super::worker::{Spec, WORKER_ENV};
+
+/// One row of the table: the faults it mixes, and whether writes are fenced.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    /// Each injection picks one of these at random; empty: no faults.
+    pub faults: Vec<Fault>,
+    pub fenced: bool,
+    /// The control run: unfenced, and must show violations.
+    pub control: bool,
+}
+
+impl Scenario {
+    /// What the scenario's faults need, together.
+    pub fn needs(&self) -> Needs {
+        self.faults.iter().fold(Needs::default(), |a, f| {
+            let b = f.needs();
+            Needs {
+                private_server: a.private_server || b.private_server,
+                proxy: a.proxy || b.proxy,
+                faketime: a.faketime || b.faketime,
+                redlock: a.redlock || b.redlock,
+                aof: a.aof || b.aof,
+            }
+        })
+    }
+}
+
+/// The knobs shared by every scenario of a run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub workers: u32,
+    pub ttl: Duration,
+    pub duration: Duration,
+    pub command_timeout: Duration,
+    pub hold: (Duration, Duration),
+    pub think: (Duration, Duration),
+    pub prefix: String,
+    pub run_id: String,
+    /// libfaketime's library, when installed.
+    pub faketime: Option<PathBuf>,
+}
+
+/// Where the lock lives: servers of our own, or the user's.
+#[derive(Debug, Clone)]
+pub enum Place {
+    Private,
+    User(Vec<String>),
+}
+
+enum LockServer {
+    /// Ours: we may crash and restart it. Behind a mutex because the test
+    /// kit's restart blocks and so runs on a blocking thread.
+    Private(Arc<Mutex<RedisServer>>, String),
+    User(String),
+}
+
+impl LockServer {
+    fn url(&self) -> &str {
+        match self {
+            LockServer::Private(_, url) | LockServer::User(url) => url,
+        }
+    }
+}
+
+struct Slot {
+    spec: Spec,
+    child: Option<Child>,
+    pid: Option<u32>,
+    proxies: Vec<Proxy>,
+    clock_file: Option<PathBuf>,
+}
+
+/// Runs `scenario` and returns what happened. `resource_url` is where the
+/// recording resource lives (never behind a proxy, never faulted).
+pub async fn run(
+    scenario: &Scenario,
+    settings: &Settings,
+    place: &Place,
+    resource_url: &str,
+    rng: &mut Rng,
+) -> Result<Record, String> {
+    let needs = scenario.needs();
+    let servers = start_servers(place, needs).await?;
+    let lock_name = format!("torture:{}:{}", settings.run_id, scenario.name);
+    let lock_key = format!("{}{lock_name}", settings.prefix);
+    let keys = Keys::new(&settings.prefix, &settings.run_id, &scenario.name);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the latchkey binary to start workers: {e}"))?;
+
+    let mut runner = Runner {
+        settings,
+        servers,
+        slots: Vec::new(),
+        tx,
+        rx,
+        record: Record::default(),
+        exe,
+        lock_key: lock_key.clone(),
+    };
+    let start_ns = mono_ns();
+    let end_ns = start_ns + settings.duration.as_nanos() as u64;
+    runner.record.start_ns = start_ns;
+    runner.record.end_ns = end_ns;
+    runner.record.wall_ms_at_start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+
+    for id in 0..settings.workers {
+        let mut proxies = Vec::new();
+        let mut lock_urls = Vec::new();
+        for server in &runner.servers {
+            match links::upstream(server.url()).await {
+                Ok(upstream) => {
+                    let proxy = Proxy::start(upstream).await;
+                    lock_urls.push(links::via_proxy(server.url(), proxy.port()).unwrap_or_else(|| proxy.url()));
+                    proxies.push(proxy);
+                }
+                // Not proxyable (rediss://): the scenario was only chosen if
+                // it needs no proxy, so connect directly.
+                Err(_) => lock_urls.push(server.url().to_owned()),
+            }
+        }
+        let clock_file = match (&settings.faketime, needs.faketime) {
+            (Some(_), true) => {
+                let file = std::env::temp_dir().join(format!(
+                    "latchkey-torture-{}-{}-{id}.faketime",
+                    std::process::id(),
+                    scenario.name
+                ));
+                std::fs::write(&file, "+0\n").map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                Some(file)
+            }
+            _ => None,
+        };
+        let spec = Spec {
+            id,
+            lock_urls,
+            resource_url: resource_url.to_owned(),
+            prefix: settings.prefix.clone(),
+            lock_name: lock_name.clone(),
+            keys: keys.clone(),
+            ttl: settings.ttl,
+            fenced: scenario.fenced,
+            end_ns,
+            seed: rng.fork(),
+            hold_min: settings.hold.0,
+            hold_max: settings.hold.1,
+            think_min: settings.think.0,
+            think_max: settings.think.1,
+            command_timeout: settings.command_timeout,
+        };
+        runner.slots.push(Slot {
+            spec,
+            child: None,
+            pid: None,
+            proxies,
+            clock_file,
+        });
+        runner.spawn(id)?;
+    }
+
+    let result = runner.fault_loop(scenario, end_ns, rng).await;
+    runner.finish(end_ns).await;
+    result?;
+
+    let mut record = std::mem::take(&mut runner.record);
+    record.ops = resource::fetch_log(resource_url, &keys, settings.command_timeout.max(Duration::from_secs(2))).await?;
+    if let Place::User(_) = place {
+        // Leave the user's server as we found it.
+        let _ = resource::delete(resource_url, &keys, Duration::from_secs(2)).await;
+        for server in &runner.servers {
+            let fence_key = format!("{lock_key}:fence");
+            let _ = admin(server.url(), &["DEL".into(), lock_key.clone(), fence_key]).await;
+        }
+    }
+    for slot in &runner.slots {
+        if let Some(file) = &slot.clock_file {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+    Ok(record)
+}
+
+async fn start_servers(place: &Place, needs: Needs) -> Result<Vec<LockServer>, String> {
+    match place {
+        Place::User(urls) => Ok(urls.iter().cloned().map(LockServer::User).collect()),
+        Place::Private => {
+            let n = if needs.redlock { 3 } else { 1 };
+            let mut servers = Vec::with_capacity(n);
+            for _ in 0..n {
+                let aof = needs.aof;
+                let server = tokio::task::spawn_blocking(move || RedisServer::builder().aof(aof).try_start())
+                    .await
+                    .map_err(|e| format!("starting redis-server: {e}"))?
+                    .map_err(|e| format!("cannot start a private redis-server: {e}"))?;
+                let url = server.url();
+                servers.push(LockServer::Private(Arc::new(Mutex::new(server)), url));
+            }
+            Ok(servers)
+        }
+    }
+}
+
+struct Runner<'a> {
+    settings: &'a Settings,
+    servers: Vec<LockServer>,
+    slots: Vec<Slot>,
+    tx: mpsc::UnboundedSender<(u32, Event)>,
+    rx: mpsc::UnboundedReceiver<(u32, Event)>,
+    record: Record,
+    exe: PathBuf,
+    lock_key: String,
+}
+
+impl Runner<'_> {
+    /// Starts (or restarts) worker `id` as a child process.
+    fn spawn(&mut self, id: u32) -> Result<(), String> {
+        let slot = &mut self.slots[id as usize];
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("torture")
+            .env(WORKER_ENV, slot.spec.to_json())
+            .env_remove("LATCHKEY_REDIS_URL")
+            .env_remove("LATCHKEY_PREFIX")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if let (Some(lib), Some(file)) = (&self.settings.faketime, &slot.clock_file) {
+            // Only the wall clock: the worker's deadlines run on the
+            // monotonic clock, which must stay real for the figures.
+            cmd.env("LD_PRELOAD", lib)
+                .env("FAKETIME_TIMESTAMP_FILE", file)
+                .env("FAKETIME_NO_CACHE", "1")
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        }
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        // A worker must not outlive the run (a killed parent would leave
+        // workers contending forever).
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| format!("cannot start a worker: {e}"))?;
+        slot.pid = child.id();
+        let stdout = child.stdout.take().ok_or("worker has no stdout")?;
+        slot.child = Some(child);
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(event) = Event::parse(&line) {
+                    let _ = tx.send((id, event));
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Records events until `deadline`.
+    async fn pump_until(&mut self, deadline: Instant) {
+        loop {
+            tokio::select! {
+                received = self.rx.recv() => match received {
+                    Some(event) => self.record.events.push(event),
+                    None => return,
+                },
+                _ = tokio::time::sleep_until(deadline.into()) => return,
+            }
+        }
+    }
+
+    /// Records events until one matches `wanted`; returns its worker, or
+    /// `None` at the deadline.
+    async fn pump_until_event(&mut self, deadline: Instant, wanted: impl Fn(&Event) -> bool) -> Option<u32> {
+        loop {
+            tokio::select! {
+                received = self.rx.recv() => {
+                    let (id, event) = received?;
+                    let hit = wanted(&event);
+                    self.record.events.push((id, event));
+                    if hit {
+                        return Some(id);
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline.into()) => return None,
+            }
+        }
+    }
+
+    async fn fault_loop(&mut self, scenario: &Scenario, end_ns: u64, rng: &mut Rng) -> Result<(), String> {
+        let end = ns_instant(end_ns);
+        let ttl = self.settings.ttl;
+        // Faults start once the workload runs.
+        let warm_up = Instant::now() + Duration::from_secs(10);
+        self.pump_until_event(warm_up.min(end), |e| matches!(e, Event::Acquired { .. })).await;
+        let settle = ttl + Duration::from_millis(250);
+        // The longest a fault lasts (a pause: 2 x TTL), plus time to see
+        // the lock taken again.
+        let room = ttl * 2 + settle;
+        loop {
+            let Some(&fault) = rng.pick(&scenario.faults) else {
+                break;
+            };
+            if Instant::now() + room >= end {
+                break;
+            }
+            let victim = if fault.targets_holder() {
+                // Right after a read: inside a critical section, before its write.
+                let by = end - room;
+                match self.pump_until_event(by, |e| matches!(e, Event::Read { accepted: true, .. })).await {
+                    Some(id) => id,
+                    None => break,
+                }
+            } else {
+                let at = Instant::now() + rng.between(Duration::ZERO, ttl / 2);
+                self.pump_until(at).await;
+                rng.below(u64::from(self.settings.workers)) as u32
+            };
+            let steps = faults::steps(fault, victim, ttl, &self.lock_key, self.servers.len(), rng);
+            let start_ns = mono_ns();
+            for action in &steps.start {
+                if let Err(e) = self.act(action, rng).await {
+                    self.record.notes.push(format!("{}: {e}", fault.name()));
+                }
+            }
+            self.pump_until(Instant::now() + steps.hold).await;
+            for action in &steps.clear {
+                if let Err(e) = self.act(action, rng).await {
+                    self.record.notes.push(format!("{}: {e}", fault.name()));
+                }
+            }
+            self.record.windows.push(Window {
+                fault,
+                victim: fault.targets_holder().then_some(victim),
+                start_ns,
+                end_ns: mono_ns(),
+            });
+            self.pump_until(Instant::now() + settle).await;
+        }
+        self.pump_until(end).await;
+        Ok(())
+    }
+
+    async fn act(&mut self, action: &Action, rng: &mut Rng) -> Result<(), String> {
+        match action {
+            Action::Kill(id) => {
+                let slot = &mut self.slots[*id as usize];
+                if let Some(mut child) = slot.child.take() {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+                slot.pid = None;
+                slot.spec.seed = rng.fork();
+                self.spawn(*id)
+            }
+            Action::Stop(id) => self.signal(*id, libc::SIGSTOP),
+            Action::Cont(id) => self.signal(*id, libc::SIGCONT),
+            Action::Proxy(id, mode) => {
+                let slot = &self.slots[*id as usize];
+                if slot.proxies.is_empty() {
+                    return Err("no proxy on this link".into());
+                }
+                for proxy in &slot.proxies {
+                    proxy.set_mode(*mode);
+                }
+                Ok(())
+            }
+            Action::Clock(id, offset) => {
+                let file = self.slots[*id as usize].clock_file.as_ref().ok_or("no libfaketime for this worker")?;
+                std::fs::write(file, format!("{offset:+}\n")).map_err(|e| format!("cannot write {}: {e}", file.display()))
+            }
+            Action::Command(args) => {
+                for server in &self.servers {
+                    admin(server.url(), args).await?;
+                }
+                Ok(())
+            }
+            Action::Crash(i) | Action::Start(i) => {
+                let Some(LockServer::Private(server, _)) = self.servers.get(*i) else {
+                    return Err("only a private server can be crashed or restarted".into());
+                };
+                let server = server.clone();
+                let crash = matches!(action, Action::Crash(_));
+                tokio::task::spawn_blocking(move || {
+                    let mut server = server.lock().unwrap_or_else(PoisonError::into_inner);
+                    if crash {
+                        server.kill();
+                    } else {
+                        server.restart();
+                    }
+                })
+                .await
+                .map_err(|e| format!("restarting redis-server: {e}"))
+            }
+        }
+    }
+
+    fn signal(&self, id: u32, signal: libc::c_int) -> Result<(), String> {
+        let slot = &self.slots[id as usize];
+        // The child is not reaped while we hold it, so its pid is still its own.
+        let pid = slot.pid.and_then(|p| libc::pid_t::try_from(p).ok()).ok_or("worker is not running")?;
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        if unsafe { libc::kill(pid, signal) } != 0 {
+            return Err(format!("kill({pid}): {}", std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
+    /// Undoes whatever is still in force, waits for every worker to finish
+    /// (they stop on their own at `end_ns`), and collects the last events.
+    async fn finish(&mut self, end_ns: u64) {
+        for id in 0..self.slots.len() as u32 {
+            let _ = self.signal(id, libc::SIGCONT);
+            let slot = &self.slots[id as usize];
+            for proxy in &slot.proxies {
+                proxy.set_mode(ProxyMode::Pass);
+            }
+            if let Some(file) = &slot.clock_file {
+                let _ = std::fs::write(file, "+0\n");
+            }
+        }
+        // A worker finishes its hold (at most the longest sleep plus a few
+        // commands) and exits; give it that, generously.
+        let grace = self.settings.hold.1 + self.settings.command_timeout * 4 + Duration::from_secs(5);
+        let deadline = ns_instant(end_ns) + grace;
+        for id in 0..self.slots.len() {
+            let Some(mut child) = self.slots[id].child.take() else {
+                continue;
+            };
+            let waited = tokio::select! {
+                status = child.wait() => status.ok(),
+                _ = async {
+                    loop {
+                        match self.rx.recv().await {
+                            Some(event) => self.record.events.push(event),
+                            None => std::future::pending::<()>().await,
+                        }
+                    }
+                } => None,
+                _ = tokio::time::sleep_until(deadline.into()) => None,
+            };
+            if waited.is_none() {
+                self.record.notes.push(format!("worker {id} did not stop in time; killed"));
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+            self.slots[id].pid = None;
+        }
+        // The readers end at their workers' EOF; then the channel closes.
+        let (closed_tx, _) = mpsc::unbounded_channel();
+        drop(std::mem::replace(&mut self.tx, closed_tx));
+        let drain_until = Instant::now() + Duration::from_secs(2);
+        self.pump_until(drain_until).await;
+    }
+}
+
+/// Runs one admin command on a lock server, on a connection of its own
+/// (not through any proxy).
+async fn admin(url: &str, args: &[String]) -> Result<(), String> {
+    let timeout = Duration::from_secs(2);
+    let (name, rest) = args.split_first().ok_or("empty command")?;
+    let client = redis::Client::open(url).map_err(|e| format!("bad URL: {e}"))?;
+    let mut conn = tokio::time::timeout(timeout, client.get_multiplexed_async_connection())
+        .await
+        .map_err(|_| "connecting timed out".to_owned())?
+        .map_err(|e| format!("connecting: {e}"))?;
+    let mut cmd = redis::cmd(name);
+    for arg in rest {
+        cmd.arg(arg);
+    }
+    let _: redis::Value = tokio::time::timeout(timeout, cmd.query_async(&mut conn))
+        .await
+        .map_err(|_| format!("{name} timed out"))?
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! A torture worker: one process that contends for the lock and, while
+//! holding it, increments the recording resource the slow way.
+//!
+//! ```text
+//! loop until the scenario ends:
+//!     guard = lock.acquire()                       (watchdog on)
+//!     n = resource.read(guard.fencing_token())
+//!     sleep(random fraction of the TTL)            ← faults land here
+//!     resource.write(guard.fencing_token(), n + 1)
+//!     guard.release()
+//!     sleep(a little)                              ← so that waiters get the lock
+//! ```
+//!
+//! The parent starts it as `latchkey torture` with [`WORKER_ENV`] holding its
+//! [`Spec`] as JSON (a re-exec of the same binary, so a user's `latchkey`
+//! is all the suite needs), and reads its [`Event`]s from stdout.
+//!
+//! The worker deliberately does not skip the write when its guard says the
+//! lock is lost. Checking `is_held()` first would narrow the window but not
+//! close it (a pause can fall between the check and the write), and the
+//! suite exists to measure what the *resource* sees when the window is hit:
+//! with fencing the stale write is refused, without it the control run
+//! shows the damage. Whether the guard still claimed the lock is reported
+//! with every write.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use latchkey::{Client, Lock, Redlock, Release};
+use serde_json::{json, Value};
+
+use super::events::{instant_ns, mono_ns, Event};
+use super::resource::{Access, Keys, Resource};
+use super::rng::Rng;
+
+/// The environment variable that turns `latchkey torture` into a worker.
+pub const WORKER_ENV: &str = "LATCHKEY_TORTURE_WORKER";
+
+/// Everything a worker needs to know, passed as JSON in [`WORKER_ENV`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    pub id: u32,
+    /// One URL: a single-instance lock; several: Redlock. Usually proxies.
+    pub lock_urls: Vec<String>,
+    pub resource_url: String,
+    pub prefix: String,
+    pub lock_name: String,
+    pub keys: Keys,
+    pub ttl: Duration,
+    pub fenced: bool,
+    /// When to stop contending, in `mono_ns` time.
+    pub end_ns: u64,
+    pub seed: u64,
+    /// Bounds of the sleep between read and write.
+    pub hold_min: Duration,
+    pub hold_max: Duration,
+    /// Bounds of the pause between a release and the next wait, so that
+    /// the lock usually goes to a waiter woken by the release (which is how
+    /// a lost wake-up shows) rather than straight back to the releaser.
+    pub think_min: Duration,
+    pub think_max: Duration,
+    pub command_timeout: Duration,
+}
+
+impl Spec {
+    pub fn to_json(&self) -> String {
+        json!({
+            "id": self.id,
+            "lock_urls": self.lock_urls,
+            "resource_url": self.resource_url,
+            "prefix": self.prefix,
+            "lock_name": self.lock_name,
+            "state_key": self.keys.state,
+            "log_key": self.keys.log,
+            "ttl_ms": self.ttl.as_millis() as u64,
+            "fenced": self.fenced,
+            "end_ns": self.end_ns,
+            "seed": self.seed,
+            "hold_min_ms": self.hold_min.as_millis() as u64,
+            "hold_max_ms": self.hold_max.as_millis() as u64,
+            "think_min_ms": self.think_min.as_millis() as u64,
+            "think_max_ms": self.think_max.as_millis() as u64,
+            "command_timeout_ms": self.command_timeout.as_millis() as u64,
+        })
+        .to_string()
+    }
+
+    pub fn from_json(text: &str) -> Result<Spec, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("bad worker spec: {e}"))?;
+        let num = |k: &str| v[k].as_u64().ok_or_else(|| format!("worker spec: {k} missing"));
+        let text = |k: &str| {
+            v[k].as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("worker spec: {k} missing"))
+        };
+        let ms = |k: &str| num(k).map(Duration::from_millis);
+        Ok(Spec {
+            id: u32::try_from(num("id")?).map_err(|_| "worker spec: bad id".to_owned())?,
+            lock_urls: v["lock_urls"]
+                .as_array()
+                .ok_or("worker spec: lock_urls missing")?
+                .iter()
+                .map(|u| u.as_str().map(str::to_owned).ok_or("worker spec: bad lock URL"))
+                .collect::<Result<_, _>>()?,
+            resource_url: text("resource_url")?,
+            prefix: text("prefix")?,
+            lock_name: text("lock_name")?,
+            keys: Keys {
+                state: text("state_key")?,
+                log: text("log_key")?,
+            },
+            ttl: ms("ttl_ms")?,
+            fenced: v["fenced"].as_bool().ok_or("worker spec: fenced missing")?,
+            end_ns: num("end_ns")?,
+            seed: num("seed")?,
+            hold_min: ms("hold_min_ms")?,
+            hold_max: ms("hold_max_ms")?,
+            think_min: ms("think_min_ms")?,
+            think_max: ms("think_max_ms")?,
+            command_timeout: ms("command_timeout_ms")?,
+        })
+    }
+}
+
+/// Prints events, one line each, flushed at once: a worker killed with
+/// SIGKILL must not take buffered events with it.
+struct Emitter;
+
+impl Emitter {
+    fn emit(&self, event: Event) {
+        let mut out = std::io::stdout().lock();
+        // A parent that went away is not the worker's problem; it dies with
+        // it (PR_SET_PDEATHSIG) anyway.
+        let _ = writeln!(out, "{}", event.to_line());
+        let _ = out.flush();
+    }
+
+    fn error(&self, message: impl Into<String>) {
+        self.emit(Event::Error {
+            t: mono_ns(),
+            message: message.into(),
+        });
+    }
+}
+
+/// Runs a worker until its spec's end; returns the exit code.
+pub async fn run(spec_json: &str) -> u8 {
+    let out = Emitter;
+    let spec = match Spec::from_json(spec_json) {
+        Ok(spec) => spec,
+        Err(e) => {
+            out.error(e);
+            return 2;
+        }
+    };
+    let Some(lock) = connect(&spec, &out).await else {
+        out.emit(Event::Done);
+        return 0;
+    };
+    let resource = loop {
+        match Resource::connect(&spec.resource_url, &spec.keys, spec.fenced, spec.command_timeout).await {
+            Ok(resource) => break resource,
+            Err(e) if mono_ns() < spec.end_ns => {
+                out.error(e);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                out.error(e);
+                out.emit(Event::Done);
+                return 0;
+            }
+        }
+    };
+    out.emit(Event::Ready { pid: std::process::id() });
+    let mut rng = Rng::new(spec.seed);
+    loop {
+        let now = mono_ns();
+        if now >= spec.end_ns {
+            break;
+        }
+        out.emit(Event::Waiting { t: now });
+        let guard = match lock.acquire_timeout(Duration::from_nanos(spec.end_ns - now)).await {
+            Ok(guard) => guard,
+            Err(_) if mono_ns() >= spec.end_ns => break,
+            Err(e) => {
+                out.error(format!("acquire: {e}"));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let t_reply = mono_ns();
+        let fence = guard.fencing_token();
+        // The guard's first deadline is `sent + ttl - drift`: recover `sent`.
+        let validity = spec.ttl - latchkey::drift(spec.ttl);
+        let t_send = guard
+            .deadline()
+            .checked_sub(validity)
+            .map_or(t_reply, instant_ns)
+            .min(t_reply);
+        let wall_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        out.emit(Event::Acquired {
+            t_send,
+            t_reply,
+            fence,
+            wall_ms,
+        });
+
+        let sleep = rng.between(spec.hold_min, spec.hold_max);
+        let body = async {
+            match resource.read(fence, spec.id).await {
+                Ok(Access::Accepted(n)) => {
+                    out.emit(Event::Read {
+                        t: mono_ns(),
+                        accepted: true,
+                        value: n,
+                    });
+                    tokio::time::sleep(sleep).await;
+                    let held = guard.is_held();
+                    let value = n + 1;
+                    match resource.write(fence, spec.id, value).await {
+                        Ok(access) => out.emit(Event::Wrote {
+                            t: mono_ns(),
+                            accepted: access != Access::Refused,
+                            value,
+                            held,
+                        }),
+                        Err(e) => out.error(e),
+                    }
+                }
+                Ok(Access::Refused) => out.emit(Event::Read {
+                    t: mono_ns(),
+                    accepted: false,
+                    value: 0,
+                }),
+                Err(e) => out.error(e),
+            }
+        };
+        let watcher = async {
+            guard.lost().await;
+            out.emit(Event::Lost {
+                t: mono_ns(),
+                deadline: instant_ns(guard.deadline()),
+                fence,
+            });
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            _ = body => {}
+            _ = watcher => {}
+        }
+
+        let t_send = mono_ns();
+        let outcome = match guard.release().await {
+            Ok(Release::Released) => "released",
+            Ok(Release::Expired) => "expired",
+            Ok(Release::HeldByOther) => "held-by-other",
+            Err(e) => {
+                out.error(format!("release: {e}"));
+                "error"
+            }
+        };
+        out.emit(Event::Released {
+            t_send,
+            t_reply: mono_ns(),
+            outcome: outcome.into(),
+        });
+        tokio::time::sleep(rng.between(spec.think_min, spec.think_max)).await;
+    }
+    out.emit(Event::Done);
+    0
+}
+
+/// The lock, retrying until the scenario's end while the server is down
+/// (a worker restarted after a kill may meet a Redis being restarted).
+async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
+    loop {
+        let attempt = if let [url] = &spec.lock_urls[..] {
+            match Client::builder(url)
+                .prefix(&spec.prefix)
+                .command_timeout(spec.command_timeout)
+                .connect()
+                .await
+            {
+                Ok(client) => client.lock(&spec.lock_name, spec.ttl),
+                Err(e) => Err(e),
+            }
+        } else {
+            let urls: Vec<&str> = spec.lock_urls.iter().map(String::as_str).collect();
+            let (prefix, timeout) = (spec.prefix.clone(), spec.command_timeout);
+            match Redlock::connect_with(&urls, |b| b.prefix(&prefix).command_timeout(timeout)).await {
+                Ok(redlock) => redlock.lock(&spec.lock_name, spec.ttl),
+                Err(e) => Err(e),
+            }
+        };
+        match attempt {
+            Ok(lock) => return Some(lock.with_watchdog()),
+            Err(e) if e.is_transient() && mono_ns() < spec.end_ns => {
+                out.error(format!("connect: {e}"));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                out.error(format!("connect: {e}"));
+                return None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_round_trip() {
+        let spec = Spec {
+            id: 3,
+            lock_urls: vec!["redis://127.0.0.1:1/".into(), "redis://127.0.0.1:2/".into()],
+            resource_url: "redis://127.0.0.1:3/".into(),
+            prefix: "p:".into(),
+            lock_name: "torture:x".into(),
+            keys: Keys::new("p:", "run", "kill"),
+            ttl: Duration::from_millis(1000),
+            fenced: true,
+            end_ns: u64::MAX / 3,
+            seed: 99,
+            hold_min: Duration::from_millis(50),
+            hold_max: Duration::from_millis(500),
+            think_min: Duration::from_millis(250),
+            think_max: Duration::from_millis(500),
+            command_timeout: Duration::from_millis(800),
+        };
+        assert_eq!(Spec::from_json(&spec.to_json()), Ok(spec));
+        assert!(Spec::from_json("{}").is_err());
+        assert!(Spec::from_json("not json").is_err());
+    }
+}

@@ -1,0 +1,188 @@
+//! `latchkey status` and `latchkey list`: the JSON fields, for held, free,
+//! foreign and non-lock keys, and errors when Redis is down.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+const QUICK: Duration = Duration::from_secs(15);
+
+fn json(redis: &RedisServer, args: &[&str]) -> Value {
+    let out = output(latchkey(redis).args(args).arg("--json"), QUICK);
+    assert_eq!(code(out.status), 0, "{args:?}: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+/// Acquires `name` with `latchkey acquire`; returns its pid and fencing token.
+fn acquire(redis: &RedisServer, name: &str) -> (u32, u64) {
+    let child = latchkey(redis)
+        .args(["acquire", name, "--ttl", "30s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let fence = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    (pid, fence)
+}
+
+#[test]
+fn status_reports_holder_ttl_age_and_fencing_token() {
+    let redis = RedisServer::start();
+    let (pid, fence) = acquire(&redis, "report");
+
+    let info = json(&redis, &["status", "report"]);
+    assert_eq!(info["name"], "report");
+    assert_eq!(info["held"], true);
+    let ttl = info["ttl_ms"].as_u64().expect("ttl_ms");
+    assert!(ttl > 0 && ttl <= 30_000, "{ttl}");
+    assert_eq!(info["holder"]["pid"], pid, "the acquiring process");
+    assert_eq!(
+        info["holder"]["host"].as_str().unwrap(),
+        gethostname().as_str(),
+        "this machine"
+    );
+    // The age is measured against our own clock: bounded, not exact.
+    let age = info["age_ms"].as_u64().expect("age_ms");
+    assert!(age < 15_000, "{age}");
+    assert_eq!(info["fencing_token"], fence);
+
+    // Released: free, with the last fencing token kept.
+    redis.command(&["DEL", &format!("{PREFIX}report")]).unwrap();
+    let info = json(&redis, &["status", "report"]);
+    assert_eq!(info["held"], false);
+    assert_eq!(info["ttl_ms"], Value::Null);
+    assert_eq!(info["holder"], Value::Null);
+    assert_eq!(info["age_ms"], Value::Null);
+    assert_eq!(info["fencing_token"], fence);
+
+    let info = json(&redis, &["status", "never-used"]);
+    assert_eq!(info["held"], false);
+    assert_eq!(info["fencing_token"], Value::Null);
+}
+
+#[test]
+fn status_shows_another_clients_lock_by_its_raw_value() {
+    let redis = RedisServer::start();
+    redis
+        .command(&[
+            "SET",
+            &format!("{PREFIX}shared"),
+            "uuid-from-redis-py",
+            "PX",
+            "20000",
+        ])
+        .unwrap();
+    let info = json(&redis, &["status", "shared"]);
+    assert_eq!(info["held"], true);
+    assert_eq!(info["holder"]["value"], "uuid-from-redis-py");
+    assert_eq!(info["age_ms"], Value::Null);
+    assert!(info["ttl_ms"].as_u64().unwrap() <= 20_000);
+
+    // A held key without a TTL: held, but no ttl_ms.
+    redis
+        .command(&["SET", &format!("{PREFIX}forever"), "x"])
+        .unwrap();
+    let info = json(&redis, &["status", "forever"]);
+    assert_eq!(info["held"], true);
+    assert_eq!(info["ttl_ms"], Value::Null);
+
+    // A key of another type is not a lock: one error line, not a crash.
+    redis
+        .command(&["HSET", &format!("{PREFIX}hash"), "f", "v"])
+        .unwrap();
+    let out = output(latchkey(&redis).args(["status", "hash"]), QUICK);
+    assert_ne!(code(out.status), 0);
+    assert_one_error_line(&out);
+}
+
+#[test]
+fn list_matches_the_pattern_and_skips_what_is_not_a_lock() {
+    let redis = RedisServer::start();
+    acquire(&redis, "app-a");
+    acquire(&redis, "app-b");
+    acquire(&redis, "other");
+    // Free, but used before: listed through its fencing counter.
+    redis
+        .command(&["SET", &format!("{PREFIX}app-free:fence"), "7"])
+        .unwrap();
+    // Not locks: a plain string and a hash under the prefix, and a key
+    // outside it that would match the bare pattern.
+    redis
+        .command(&["SET", &format!("{PREFIX}app-config"), "v"])
+        .unwrap();
+    redis
+        .command(&["HSET", &format!("{PREFIX}app-hash"), "f", "v"])
+        .unwrap();
+    redis
+        .command(&[
+            "SET",
+            "app-outside",
+            "lk1:00000000000000000000000000000000:0:1:h",
+        ])
+        .unwrap();
+
+    let list = json(&redis, &["list", "app-*"]);
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["app-a", "app-b", "app-free"]);
+    let free = &list[2];
+    assert_eq!(free["held"], false);
+    assert_eq!(free["fencing_token"], 7);
+    for held in &list.as_array().unwrap()[..2] {
+        assert_eq!(held["held"], true);
+        assert!(held["holder"]["pid"].is_u64());
+        for field in ["ttl_ms", "age_ms", "fencing_token"] {
+            assert!(held[field].is_u64(), "{field} in {held}");
+        }
+    }
+
+    let all = json(&redis, &["list"]);
+    assert_eq!(all.as_array().unwrap().len(), 4);
+    assert_eq!(json(&redis, &["list", "nothing*"]), Value::Array(vec![]));
+
+    // The text form has a header and one row per lock.
+    let out = output(latchkey(&redis).args(["list", "app-*"]), QUICK);
+    assert_eq!(stdout(&out).lines().count(), 4, "{}", stdout(&out));
+}
+
+#[test]
+fn redis_down_exits_69_with_one_line() {
+    let mut redis = RedisServer::start();
+    let url = redis.url();
+    redis.kill();
+    for args in [
+        &["status", "x"][..],
+        &["list"],
+        &["acquire", "x", "--ttl", "1s"],
+        &["run", "x", "--", "true"],
+        &["doctor"],
+    ] {
+        let out = output(latchkey_at(&url).args(args), QUICK);
+        assert_eq!(code(out.status), 69, "{args:?}: {}", stderr(&out));
+        assert_one_error_line(&out);
+        assert!(stderr(&out).contains("unreachable"), "{}", stderr(&out));
+    }
+}
+
+fn gethostname() -> String {
+    let out = std::process::Command::new("hostname").output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .replace(':', "_")
+}

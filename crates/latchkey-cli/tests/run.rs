@@ -1,0 +1,264 @@
+//! `latchkey run`: mutual exclusion between processes, conflicts, losing the
+//! lock, signal forwarding, and the child's environment.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Generous bound for commands that should finish quickly: catches a hang,
+/// not a slow machine.
+const QUICK: Duration = Duration::from_secs(15);
+
+#[test]
+fn runs_on_one_name_never_overlap() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("overlap");
+    let marks = scratch.path("marks");
+    // Each critical section appends a start and an end mark with a timestamp
+    // in nanoseconds; O_APPEND keeps each line whole.
+    let section = format!(
+        "echo \"start $(date +%s%N)\" >> {m}; sleep 0.2; echo \"end $(date +%s%N)\" >> {m}",
+        m = marks.display()
+    );
+    let mut runs: Vec<_> = (0..3)
+        .map(|_| {
+            latchkey(&redis)
+                .args(["run", "shared", "--", "sh", "-c", &section])
+                .spawn()
+                .expect("spawn latchkey run")
+        })
+        .collect();
+    for run in &mut runs {
+        assert_eq!(code(wait_exit(run, QUICK)), 0);
+    }
+
+    let text = std::fs::read_to_string(&marks).expect("marks");
+    let mut intervals = Vec::new();
+    let mut open: Option<u128> = None;
+    for line in text.lines() {
+        let (kind, at) = line.split_once(' ').expect("mark");
+        let at: u128 = at.parse().expect("timestamp");
+        match (kind, open) {
+            ("start", None) => open = Some(at),
+            ("end", Some(start)) => {
+                intervals.push((start, at));
+                open = None;
+            }
+            _ => panic!("sections interleaved: {text}"),
+        }
+    }
+    assert_eq!(intervals.len(), 3, "every run ran once: {text}");
+    for pair in intervals.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "sections overlap: {pair:?}");
+    }
+}
+
+#[test]
+fn no_wait_on_a_held_lock_exits_with_the_conflict_code_at_once() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("nowait");
+    let ran = scratch.path("ran");
+    let held = output(
+        latchkey(&redis).args(["acquire", "busy", "--ttl", "30s"]),
+        QUICK,
+    );
+    assert_eq!(code(held.status), 0);
+
+    for (extra, expected) in [(vec![], 1), (vec!["-E", "42"], 42)] {
+        let started = Instant::now();
+        let out = output(
+            latchkey(&redis)
+                .args(["run", "busy", "--no-wait"])
+                .args(&extra)
+                .args(["--", "touch", ran.to_str().unwrap()]),
+            QUICK,
+        );
+        // "At once": no waiting for the 30 s TTL. 5 s only absorbs a loaded machine.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(code(out.status), expected, "{}", stderr(&out));
+        assert_one_error_line(&out);
+        assert!(stderr(&out).contains("busy"), "{}", stderr(&out));
+    }
+    assert!(!ran.exists(), "the command must not run without the lock");
+
+    // `-E 0`: a busy lock is fine, and says nothing (cron mails any output).
+    let out = output(
+        latchkey(&redis).args(["run", "busy", "--no-wait", "-E", "0", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 0);
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn a_bounded_wait_times_out_with_the_conflict_code() {
+    let redis = RedisServer::start();
+    let held = output(
+        latchkey(&redis).args(["acquire", "slow", "--ttl", "30s"]),
+        QUICK,
+    );
+    assert_eq!(code(held.status), 0);
+    let started = Instant::now();
+    let out = output(
+        latchkey(&redis).args(["run", "slow", "--wait", "300ms", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 1);
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "gave up early"
+    );
+    assert_one_error_line(&out);
+}
+
+#[test]
+fn losing_the_lock_terminates_the_command_and_exits_75() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("lost");
+    let marks = scratch.path("marks");
+    let script = format!(
+        "trap 'echo TERM >> {m}; exit 0' TERM; echo started >> {m}; while :; do sleep 0.05; done",
+        m = marks.display()
+    );
+    // A 1 s TTL: the watchdog renews every 333 ms, so it notices soon.
+    let mut run = latchkey(&redis)
+        .args(["run", "doomed", "--ttl", "1s", "--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn latchkey run");
+    wait_for_text(&marks, "started", QUICK);
+
+    redis.command(&["DEL", &format!("{PREFIX}doomed")]).unwrap();
+
+    let status = wait_exit(&mut run, QUICK);
+    assert_eq!(code(status), 75);
+    wait_for_text(&marks, "TERM", QUICK);
+    let mut err = String::new();
+    std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("lost lock \"doomed\""), "{err}");
+}
+
+#[test]
+fn a_command_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("grace");
+    let marks = scratch.path("marks");
+    let script = format!(
+        "trap '' TERM; echo started >> {}; while :; do sleep 0.05; done",
+        marks.display()
+    );
+    let mut run = latchkey(&redis)
+        .args([
+            "run", "stubborn", "--ttl", "1s", "--grace", "300ms", "--", "sh", "-c", &script,
+        ])
+        .spawn()
+        .expect("spawn latchkey run");
+    wait_for_text(&marks, "started", QUICK);
+    redis
+        .command(&["DEL", &format!("{PREFIX}stubborn")])
+        .unwrap();
+    // Exiting at all proves the SIGKILL: the command ignores SIGTERM forever.
+    assert_eq!(code(wait_exit(&mut run, QUICK)), 75);
+}
+
+#[test]
+fn sigterm_reaches_the_command_and_the_lock_is_released() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("sigterm");
+    let marks = scratch.path("marks");
+    let script = format!(
+        "trap 'echo TERM >> {m}; exit 4' TERM; echo started >> {m}; while :; do sleep 0.05; done",
+        m = marks.display()
+    );
+    let mut run = latchkey(&redis)
+        .args(["run", "job", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn latchkey run");
+    wait_for_text(&marks, "started", QUICK);
+    assert_eq!(
+        redis.command(&["EXISTS", &format!("{PREFIX}job")]).unwrap(),
+        "1"
+    );
+
+    send_signal(&run, libc::SIGTERM);
+
+    assert_eq!(
+        code(wait_exit(&mut run, QUICK)),
+        4,
+        "latchkey exits with the command's code"
+    );
+    wait_for_text(&marks, "TERM", QUICK);
+    assert_eq!(
+        redis.command(&["EXISTS", &format!("{PREFIX}job")]).unwrap(),
+        "0",
+        "released"
+    );
+}
+
+#[test]
+fn the_command_gets_the_lock_in_its_environment() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("env");
+    let (env, go) = (scratch.path("env"), scratch.path("go"));
+    // Writes its environment, then holds on until the test has compared it
+    // with what Redis holds.
+    let script = format!(
+        "echo \"$LATCHKEY_NAME $LATCHKEY_TOKEN $LATCHKEY_FENCING_TOKEN\" > {e}.tmp; mv {e}.tmp {e}; \
+         while [ ! -e {g} ]; do sleep 0.02; done",
+        e = env.display(),
+        g = go.display()
+    );
+    let mut run = latchkey(&redis)
+        .args(["run", "envy", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn latchkey run");
+    let text = wait_for_text(&env, "envy", QUICK);
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "{text:?}");
+    assert_eq!(fields[0], "envy");
+    assert_eq!(
+        redis.command(&["GET", &format!("{PREFIX}envy")]).unwrap(),
+        fields[1],
+        "token is the lock's value"
+    );
+    assert_eq!(
+        redis
+            .command(&["GET", &format!("{PREFIX}envy:fence")])
+            .unwrap(),
+        fields[2],
+        "fencing token is the one just issued"
+    );
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(code(wait_exit(&mut run, QUICK)), 0);
+}
+
+#[test]
+fn exit_codes_of_the_command_pass_through() {
+    let redis = RedisServer::start();
+    let cases: [(&[&str], i32); 3] = [
+        (&["sh", "-c", "exit 3"], 3),
+        (&["sh", "-c", "kill -KILL $$"], 128 + 9),
+        (&["/nonexistent/command"], 127),
+    ];
+    for (command, expected) in cases {
+        let out = output(
+            latchkey(&redis).args(["run", "codes", "--"]).args(command),
+            QUICK,
+        );
+        assert_eq!(code(out.status), expected, "{command:?}: {}", stderr(&out));
+    }
+    // Every run released the lock, whatever the command did.
+    assert_eq!(
+        redis
+            .command(&["EXISTS", &format!("{PREFIX}codes")])
+            .unwrap(),
+        "0"
+    );
+}

@@ -1,0 +1,45 @@
+//! Releasing and extending a lock by its owner token, without the guard:
+//! for a lock acquired by another process that handed over its token (a shell
+//! script calling `latchkey acquire`, later `latchkey release`).
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! use std::time::Duration;
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//! let lock = client.lock("nightly-report", Duration::from_secs(30))?;
+//! let token = std::env::var("REPORT_TOKEN").unwrap_or_default();
+//!
+//! if lock.extend_token(&token, Duration::from_secs(60)).await? != latchkey::Extend::Extended {
+//!     eprintln!("not ours any more");
+//! }
+//! lock.release_token(&token).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! These are the same owner-only compare-and-delete / compare-and-pexpire as
+//! [`LockGuard::release`](crate::LockGuard::release) and
+//! [`LockGuard::extend`](crate::LockGuard::extend): a wrong or stale token
+//! changes nothing and is reported by the outcome.
+
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::lock::{Extend, Lock, Release};
+use crate::names::check_ttl;
+
+impl Lock {
+    /// Releases the lock if `token` still owns it, and wakes its waiters.
+    /// One round trip.
+    pub async fn release_token(&self, token: &str) -> Result<Release> {
+        self.backend.release(&self.keys, token).await
+    }
+
+    /// Resets the lock's TTL to `ttl` from now if `token` still owns it.
+    /// One round trip. Fails with [`Error::InvalidTtl`](crate::Error::InvalidTtl)
+    /// for a TTL outside [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL).
+    pub async fn extend_token(&self, token: &str, ttl: Duration) -> Result<Extend> {
+        check_ttl(ttl)?;
+        let (outcome, _valid_until) = self.backend.extend(&self.keys, token, ttl).await?;
+        Ok(outcome)
+    }
+}

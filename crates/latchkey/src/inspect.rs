@@ -1,0 +1,206 @@
+//! Inspecting locks from the outside: who holds one, for how much longer,
+//! and the last fencing token issued — for operators and `latchkey status`.
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//!
+//! let info = client.inspect("nightly-report").await?;
+//! match (&info.holder, info.ttl) {
+//!     (Some(h), Some(ttl)) => println!("held by {} pid {}, {ttl:?} left", h.host, h.pid),
+//!     _ if info.held => println!("held by another client"),
+//!     _ => println!("free"),
+//! }
+//!
+//! for lock in client.list("nightly-*").await? {
+//!     println!("{} held={}", String::from_utf8_lossy(&lock.name), lock.held);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! An inspection is a snapshot: by the time it is printed the lock may have
+//! changed hands. Never decide ownership from it; that is what the owner
+//! token is for.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+use futures_util::{StreamExt, TryStreamExt};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::names::{LockKeys, FENCE_SUFFIX};
+use crate::scripts;
+use crate::token::{Holder, TOKEN_MARKER};
+
+/// What Redis says about one lock at one moment; made by [`Client::inspect`]
+/// and [`Client::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockInfo {
+    /// The lock's name (without the client's key prefix).
+    pub name: Vec<u8>,
+    /// Whether the lock key exists, i.e. someone holds the lock.
+    pub held: bool,
+    /// The remaining TTL; `None` when the lock is free, or when it is held
+    /// without a TTL (a key set by another client without `PX`).
+    pub ttl: Option<Duration>,
+    /// The raw value of the lock key (the holder's owner token) while held.
+    /// Treat it as a secret: whoever knows it can release the lock.
+    pub value: Option<Vec<u8>>,
+    /// Who holds the lock, parsed from a latchkey owner token; `None` when the
+    /// lock is free or held by another client (see [`value`](Self::value)).
+    pub holder: Option<Holder>,
+    /// How long the holder has held it, by the holder's wall clock compared
+    /// with ours (zero when the holder's clock is ahead); `None` unless
+    /// [`holder`](Self::holder) is known.
+    pub age: Option<Duration>,
+    /// The last fencing token issued for this name (the holder's, while a
+    /// latchkey client holds it); `None` when it was never acquired.
+    pub fencing_token: Option<u64>,
+}
+
+/// Locks inspected at once by [`Client::list`]: the connection is
+/// multiplexed, so these are pipelined rather than run one after the other.
+const INSPECT_IN_FLIGHT: usize = 64;
+
+/// Keys asked for per `SCAN` call: large enough that a big keyspace takes few
+/// round trips, small enough that each call stays short on the server.
+const SCAN_COUNT: usize = 1000;
+
+impl Client {
+    /// Reads the state of the lock `name` in one atomic round trip.
+    ///
+    /// Fails with [`Error::WrongType`] when the key holds something other
+    /// than a string. A free lock is not an error: `held` is false.
+    pub async fn inspect(&self, name: impl AsRef<[u8]>) -> Result<LockInfo> {
+        let name = name.as_ref();
+        let keys = LockKeys::new(self.prefix(), name);
+        let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<String>) = self
+            .eval(
+                "inspect",
+                &scripts::INSPECT,
+                &[&keys.key, &keys.fence_key],
+                &[],
+            )
+            .await?;
+        let fencing_token = match fence {
+            None => None,
+            Some(text) => Some(text.parse::<u64>().map_err(|_| {
+                Error::Protocol(format!(
+                    "fencing counter of {:?} holds {text:?}",
+                    String::from_utf8_lossy(name)
+                ))
+            })?),
+        };
+        let holder = value.as_deref().and_then(Holder::from_token);
+        let age = holder.as_ref().map(|h| {
+            SystemTime::now()
+                .duration_since(h.acquired_at)
+                .unwrap_or(Duration::ZERO)
+        });
+        Ok(LockInfo {
+            name: name.to_vec(),
+            held: value.is_some(),
+            ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+            value,
+            holder,
+            age,
+            fencing_token,
+        })
+    }
+
+    /// Every lock whose name matches the glob `pattern` (Redis `MATCH`
+    /// syntax: `*`, `?`, `[abc]`, `\` escapes; `*` for all), sorted by name.
+    ///
+    /// A lock is listed when it is held with a latchkey owner token, or when
+    /// its fencing counter exists (it was acquired before, so free locks are
+    /// listed too, and so are locks on such names held by other clients).
+    /// Other keys under the prefix are skipped.
+    ///
+    /// Uses `SCAN` (never `KEYS`, which blocks the server), twice: once for
+    /// lock keys, once for fencing counters, each `COUNT 1000`, so it costs
+    /// about `2 × keyspace / 1000` round trips, and then one inspection per
+    /// lock. Keys created or deleted meanwhile may or may not be seen. Needs
+    /// Redis 6.0 or later (`SCAN … TYPE`).
+    pub async fn list(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<LockInfo>> {
+        let glob: Vec<u8> = [&escape_glob(self.prefix())[..], pattern.as_ref()].concat();
+        let mut names = BTreeSet::new();
+        for key in self.scan_strings(&glob).await? {
+            if !key.ends_with(FENCE_SUFFIX) {
+                names.insert(key[self.prefix().len()..].to_vec());
+            }
+        }
+        let fence_glob: Vec<u8> = [&glob[..], FENCE_SUFFIX].concat();
+        for key in self.scan_strings(&fence_glob).await? {
+            let name = &key[self.prefix().len()..key.len() - FENCE_SUFFIX.len()];
+            names.insert(name.to_vec());
+        }
+        let infos: Vec<Option<LockInfo>> = futures_util::stream::iter(names)
+            .map(|name| async move {
+                match self.inspect(&name).await {
+                    // The key became something else since the scan: not a lock.
+                    Err(Error::WrongType { .. }) => Ok(None),
+                    other => other.map(Some),
+                }
+            })
+            .buffered(INSPECT_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(infos.into_iter().flatten().filter(is_lock).collect())
+    }
+
+    /// All string keys matching `glob`, via `SCAN … MATCH glob TYPE string`.
+    async fn scan_strings(&self, glob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let mut keys = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor)
+                .arg("MATCH")
+                .arg(glob)
+                .arg("COUNT")
+                .arg(SCAN_COUNT)
+                .arg("TYPE")
+                .arg("string");
+            let (next, batch): (u64, Vec<Vec<u8>>) = self.query("SCAN", cmd, b"").await?;
+            keys.extend(batch);
+            if next == 0 {
+                return Ok(keys);
+            }
+            cursor = next;
+        }
+    }
+}
+
+/// Whether an inspected key is one of ours to list (see [`Client::list`]).
+fn is_lock(info: &LockInfo) -> bool {
+    let our_token = info
+        .value
+        .as_deref()
+        .is_some_and(|v| v.starts_with(TOKEN_MARKER.as_bytes()));
+    our_token || info.fencing_token.is_some()
+}
+
+/// Escapes the glob metacharacters of a literal (the key prefix) for `MATCH`.
+fn escape_glob(literal: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(literal.len());
+    for &b in literal {
+        if matches!(b, b'*' | b'?' | b'[' | b']' | b'\\') {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_globs_are_escaped() {
+        assert_eq!(escape_glob(b"app:"), b"app:");
+        assert_eq!(escape_glob(b"a*b?[c]\\"), b"a\\*b\\?\\[c\\]\\\\");
+    }
+}

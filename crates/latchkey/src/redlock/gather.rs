@@ -1,0 +1,139 @@
+//! One round: the same command to many instances at once, stopping as soon
+//! as the answers decide the outcome.
+//!
+//! ```text
+//! acquire on 5, quorum 3:   i2 ✓   i0 ✓   i4 ✓  ── decided ──► return      (i1, i3: unanswered)
+//! release on 5, quorum 3:   i2 ✓   i0 ✓   i4 ✓  ── decided ── grace ──► return
+//! ```
+//!
+//! Waiting for every instance would make each round as slow as the slowest
+//! instance, and a dead one as slow as the per-instance timeout (redis-rs
+//! makes a command on a lost connection wait for its reconnection
+//! attempts). Stopping at the decision makes a round as fast as the
+//! quorum-th fastest instance. Requests to the instances that did not answer
+//! in time are dropped: one already written to its connection still runs on
+//! the server (callers that care, like a release, repeat it in a task of
+//! its own); one not yet written is not sent.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use super::Redlock;
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::names::LockKeys;
+
+/// The least grace given to the rest after a decision, when asked for.
+const MIN_GRACE: Duration = Duration::from_millis(2);
+
+/// What a round collected.
+pub(super) struct Gathered<T> {
+    /// The answers in the order they came, by instance index.
+    pub(super) answers: Vec<(usize, Result<T>)>,
+    /// The instances asked that had not answered when the round stopped.
+    pub(super) unanswered: Vec<usize>,
+}
+
+impl Redlock {
+    /// Runs `call` on the instances at `indices` at once, each bounded by
+    /// `timeout` (an instance without a connection fails at once), until all
+    /// answered or `decided(answers so far, still pending)` says the rest
+    /// cannot change the outcome. With `grace`, the rest then get as long
+    /// again as the round took so far (at least 2 ms) to answer too: for
+    /// rounds whose every answer is worth having (release counts, wake-ups).
+    pub(super) async fn gather<'a, T, Fut>(
+        &'a self,
+        indices: impl IntoIterator<Item = usize>,
+        timeout: Duration,
+        op: &'static str,
+        call: impl Fn(&'a Client) -> Fut,
+        decided: impl Fn(&[(usize, Result<T>)], usize) -> bool,
+        grace: bool,
+    ) -> Gathered<T>
+    where
+        Fut: Future<Output = Result<T>> + 'a,
+    {
+        let start = Instant::now();
+        let asked: Vec<usize> = indices.into_iter().collect();
+        let mut pending: FuturesUnordered<_> = asked
+            .iter()
+            .map(|&i| {
+                let instance = &self.inner.instances[i];
+                let request = instance.client.get().map(&call);
+                async move {
+                    let result = match request {
+                        None => Err(not_connected()),
+                        Some(request) => match tokio::time::timeout(timeout, request).await {
+                            Ok(result) => result,
+                            Err(_) => Err(Error::Timeout { op, after: timeout }),
+                        },
+                    };
+                    if let Err(e) = &result {
+                        tracing::debug!(instance = %instance.label, op, error = %e, "Redlock instance failed");
+                    }
+                    (i, result)
+                }
+            })
+            .collect();
+        let mut answers = Vec::with_capacity(asked.len());
+        let mut grace_until: Option<Instant> = None;
+        loop {
+            let next = match grace_until {
+                None => pending.next().await,
+                Some(until) => match tokio::time::timeout_at(until.into(), pending.next()).await {
+                    Ok(next) => next,
+                    Err(_) => break,
+                },
+            };
+            let Some(answer) = next else { break };
+            answers.push(answer);
+            if grace_until.is_none() && decided(&answers, pending.len()) {
+                if !grace {
+                    break;
+                }
+                grace_until = Some(Instant::now() + start.elapsed().max(MIN_GRACE));
+            }
+        }
+        let unanswered = asked
+            .into_iter()
+            .filter(|i| !answers.iter().any(|(j, _)| j == i))
+            .collect();
+        Gathered { answers, unanswered }
+    }
+
+    /// Compare-and-delete on the instances at `indices`, each in a task of
+    /// its own (bounded by `timeout`), so that it runs to the end whether
+    /// or not the caller waits for it: the returned handles complete when
+    /// the tasks do. For instances where a request of ours may still land
+    /// (it is undone: the release follows it on the same connection).
+    pub(super) fn release_detached(
+        &self,
+        indices: &[usize],
+        keys: LockKeys,
+        token: &str,
+        timeout: Duration,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let keys = Arc::new(keys);
+        let token: Arc<str> = Arc::from(token);
+        indices
+            .iter()
+            .filter_map(|&i| self.inner.instances[i].client.get().cloned())
+            .map(|client| {
+                let (keys, token) = (keys.clone(), token.clone());
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(timeout, client.release_once(&keys, &token)).await;
+                })
+            })
+            .collect()
+    }
+}
+
+fn not_connected() -> Error {
+    Error::Unreachable(redis::RedisError::from((
+        redis::ErrorKind::Io,
+        "not connected yet",
+    )))
+}
