@@ -104,6 +104,11 @@ impl Driver {
         self.reply().await.map(drop)
     }
 
+    /// The driver's process id, for CPU accounting.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     pub async fn go(&mut self) -> Result<(), String> {
         self.send("go").await
     }
@@ -129,7 +134,10 @@ impl Driver {
             .write_all(format!("{line}\n").as_bytes())
             .await
             .map_err(|e| format!("driver stdin: {e}"))?;
-        self.stdin.flush().await.map_err(|e| format!("driver stdin: {e}"))
+        self.stdin
+            .flush()
+            .await
+            .map_err(|e| format!("driver stdin: {e}"))
     }
 
     /// The next JSON line; `{"error": ..}` becomes an `Err`.
@@ -140,7 +148,8 @@ impl Driver {
             Ok(Ok(None)) => return Err("driver exited".into()),
             Ok(Ok(Some(line))) => line,
         };
-        let value: Value = serde_json::from_str(&line).map_err(|e| format!("bad driver line {line:?}: {e}"))?;
+        let value: Value =
+            serde_json::from_str(&line).map_err(|e| format!("bad driver line {line:?}: {e}"))?;
         match value.get("error").and_then(Value::as_str) {
             Some(e) => Err(e.to_owned()),
             None => Ok(value),

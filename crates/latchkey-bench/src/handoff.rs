@@ -71,17 +71,33 @@ impl Shape {
 }
 
 const SHAPES: [Shape; 4] = [
-    Shape { waiters: 1, processes: 1 },
-    Shape { waiters: 8, processes: 1 },
-    Shape { waiters: 64, processes: 1 },
-    Shape { waiters: 8, processes: 4 },
+    Shape {
+        waiters: 1,
+        processes: 1,
+    },
+    Shape {
+        waiters: 8,
+        processes: 1,
+    },
+    Shape {
+        waiters: 64,
+        processes: 1,
+    },
+    Shape {
+        waiters: 8,
+        processes: 4,
+    },
 ];
 
 async fn scenario(quick: bool) -> Report {
     let server = RedisServer::start();
     let rounds = if quick { 2 } else { 4 };
     let max_handoffs = if quick { 200 } else { 1000 };
-    let window = if quick { Duration::from_millis(600) } else { Duration::from_millis(1500) };
+    let window = if quick {
+        Duration::from_millis(600)
+    } else {
+        Duration::from_millis(1500)
+    };
 
     let mut pool = DriverPool::default();
     let mut pings = Vec::new();
@@ -96,7 +112,11 @@ async fn scenario(quick: bool) -> Report {
                 };
                 let key = format!("handoff-{s}-{round}-{}", lib.id);
                 // Several processes cannot share a count; they share the window.
-                let max = if shape.processes == 1 { max_handoffs } else { usize::MAX >> 1 };
+                let max = if shape.processes == 1 {
+                    max_handoffs
+                } else {
+                    usize::MAX >> 1
+                };
                 match run_round(&server, lib, drivers, &key, *shape, window, max).await {
                     Ok(r) => samples.entry((s, lib.id)).or_default().add(r),
                     Err(e) => pool.fail(lib, format!("failed: {e}")),
@@ -110,9 +130,13 @@ async fn scenario(quick: bool) -> Report {
     let mut missed = Vec::new();
     let mut plot_series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for (s, shape) in SHAPES.iter().enumerate() {
-        let reference = samples.get_mut(&(s, peers::LATCHKEY.id)).map(|x| x.summary());
+        let reference = samples
+            .get_mut(&(s, peers::LATCHKEY.id))
+            .map(|x| x.summary());
         for lib in peers::HANDOFF {
-            let Some(sample) = samples.get_mut(&(s, lib.id)) else { continue };
+            let Some(sample) = samples.get_mut(&(s, lib.id)) else {
+                continue;
+            };
             let sum = sample.summary();
             let vs = reference
                 .as_ref()
@@ -138,7 +162,9 @@ async fn scenario(quick: bool) -> Report {
                         plot_series.last_mut().expect("just pushed")
                     }
                 };
-                series.1.push((shape.waiters as f64, sum.p99.as_secs_f64() * 1e6));
+                series
+                    .1
+                    .push((shape.waiters as f64, sum.p99.as_secs_f64() * 1e6));
             }
             if lib.id == peers::LATCHKEY.id && shape.processes == 1 {
                 if sum.p99 > ping * 5 {
@@ -179,7 +205,7 @@ async fn scenario(quick: bool) -> Report {
          (one process: up to {max_handoffs} handoffs or {:.1} s per round; 4 processes: {:.1} s). \
          \"vs latchkey\" = p99 / latchkey's p99 in the same shape. \
          Commands = what the clients sent per handoff (a script call counts once), median of rounds; \
-         handoffs/s likewise. Hold 0.5 ms (Node spins: its timers cannot wait under 1 ms). \
+         handoffs/s likewise. Hold 0.5 ms (a precise sleep in every driver: tokio and Node timers cannot wait under 1 ms). \
          TTL 10 s for every library, all other settings their defaults. {plot_note}\n{}",
         table(
             &[
@@ -268,7 +294,9 @@ async fn run_round(
     max_handoffs: usize,
 ) -> Result<RoundResult, String> {
     for (driver, tasks) in drivers.iter_mut().zip(shape.tasks()) {
-        driver.arm_handoff(key, tasks, HOLD, window, max_handoffs).await?;
+        driver
+            .arm_handoff(key, tasks, HOLD, window, max_handoffs)
+            .await?;
     }
     let before = command_calls(server);
     for driver in drivers.iter_mut() {
@@ -281,7 +309,7 @@ async fn run_round(
         all.acquired.extend(e.acquired);
         all.released.extend(e.released);
     }
-    let sent = sent_between(&before, &command_calls(server), lib.commands);
+    let sent = lib.sent(&before, &command_calls(server));
     let gaps = gaps(&all.acquired, &all.released);
     if gaps.is_empty() {
         return Err("no handoff happened in the window".into());
@@ -335,7 +363,10 @@ pub async fn ping_samples(url: &str, n: usize) -> Vec<Duration> {
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        let _: String = redis::cmd("PING").query_async(&mut conn).await.expect("PING");
+        let _: String = redis::cmd("PING")
+            .query_async(&mut conn)
+            .await
+            .expect("PING");
         samples.push(t.elapsed());
     }
     samples
@@ -351,24 +382,13 @@ pub async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
 
 /// Calls per command name, from `INFO commandstats`.
 pub fn command_calls(server: &RedisServer) -> HashMap<String, u64> {
-    let info = server.command(&["INFO", "commandstats"]).unwrap_or_default();
+    let info = server
+        .command(&["INFO", "commandstats"])
+        .unwrap_or_default();
     info.lines()
         .filter_map(|l| {
             let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
             Some((name.to_owned(), rest.split(',').next()?.parse().ok()?))
         })
         .collect()
-}
-
-/// Commands clients sent between two `command_calls` readings, counting only
-/// the names in `top_level`: commandstats also counts the commands a script
-/// runs inside the server, which are not round trips.
-pub fn sent_between(before: &HashMap<String, u64>, after: &HashMap<String, u64>, top_level: &[&str]) -> u64 {
-    top_level
-        .iter()
-        .map(|name| {
-            let a = after.get(*name).copied().unwrap_or(0);
-            a.saturating_sub(before.get(*name).copied().unwrap_or(0))
-        })
-        .sum()
 }

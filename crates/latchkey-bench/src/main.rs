@@ -22,6 +22,7 @@ mod handoff;
 mod many_keys;
 mod peers;
 mod plot;
+mod redlock;
 mod results;
 mod signals;
 mod stats;
@@ -46,6 +47,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("handoff", handoff::run),
     ("many_keys", many_keys::run),
     ("signals", signals::run),
+    ("redlock", redlock::run),
 ];
 
 fn main() {

@@ -50,17 +50,27 @@ async fn scenario(quick: bool) -> Report {
     let server = RedisServer::start();
     let url = server.url();
     let rounds = if quick { 2 } else { 5 };
-    let window = if quick { Duration::from_millis(700) } else { Duration::from_secs(2) };
+    let window = if quick {
+        Duration::from_millis(700)
+    } else {
+        Duration::from_secs(2)
+    };
     let bench_n: u64 = if quick { 20_000 } else { 60_000 };
 
-    let client = latchkey::Client::connect(&url).await.expect("latchkey connect");
+    let client = latchkey::Client::connect(&url)
+        .await
+        .expect("latchkey connect");
     let locks: Arc<Vec<latchkey::Lock>> = Arc::new(
         (0..LOCKS)
             .map(|i| client.lock(format!("mk:{i}"), TTL).expect("lock"))
             .collect(),
     );
-    let acquire_sha = server.command(&["SCRIPT", "LOAD", ACQUIRE_LUA]).unwrap_or_default();
-    let release_sha = server.command(&["SCRIPT", "LOAD", RELEASE_LUA]).unwrap_or_default();
+    let acquire_sha = server
+        .command(&["SCRIPT", "LOAD", ACQUIRE_LUA])
+        .unwrap_or_default();
+    let release_sha = server
+        .command(&["SCRIPT", "LOAD", RELEASE_LUA])
+        .unwrap_or_default();
 
     let mut ours = Vec::new();
     let mut raw = Vec::new();
@@ -103,7 +113,9 @@ async fn scenario(quick: bool) -> Report {
     ];
     if !reference.is_empty() {
         rows.push(vec![
-            format!("redis-benchmark: -c {TASKS} -r {LOCKS}, same two scripts (N = {bench_n} each)"),
+            format!(
+                "redis-benchmark: -c {TASKS} -r {LOCKS}, same two scripts (N = {bench_n} each)"
+            ),
             format!("{:.0}", median(&mut reference)),
             format!("{:.3}×", median(&mut ratios)),
         ]);
@@ -136,7 +148,9 @@ async fn run_latchkey(locks: &Arc<Vec<latchkey::Lock>>, window: Duration) -> f64
                 let mut rng = XorShift::new(t as u64);
                 while Instant::now() < deadline {
                     let lock = &locks[rng.below(LOCKS)];
-                    let Ok(guard) = lock.acquire().await else { continue };
+                    let Ok(guard) = lock.acquire().await else {
+                        continue;
+                    };
                     if guard.release().await.is_ok() {
                         count.fetch_add(1, Ordering::Relaxed);
                     }
@@ -163,13 +177,25 @@ async fn run_raw(url: &str, window: Duration) -> f64 {
     // Keys made once, as latchkey's `Lock`s are.
     let keys: Arc<Vec<[String; 3]>> = Arc::new(
         (0..LOCKS)
-            .map(|i| [format!("raw:mk:{i}"), format!("raw:mk:{i}:fence"), format!("raw:mk:{i}:released")])
+            .map(|i| {
+                [
+                    format!("raw:mk:{i}"),
+                    format!("raw:mk:{i}:fence"),
+                    format!("raw:mk:{i}:released"),
+                ]
+            })
             .collect(),
     );
     let joins: Vec<_> = (0..TASKS)
         .map(|t| {
-            let (mut conn, count, acquire, release, ttl, keys) =
-                (conn.clone(), count.clone(), acquire.clone(), release.clone(), ttl.clone(), keys.clone());
+            let (mut conn, count, acquire, release, ttl, keys) = (
+                conn.clone(),
+                count.clone(),
+                acquire.clone(),
+                release.clone(),
+                ttl.clone(),
+                keys.clone(),
+            );
             tokio::spawn(async move {
                 let mut rng = XorShift::new(t as u64 + 1000);
                 let token = format!("{TOKEN}{t}");
@@ -185,8 +211,12 @@ async fn run_raw(url: &str, window: Duration) -> f64 {
                     if !matches!(got, Ok((1, _))) {
                         continue;
                     }
-                    let released: Result<i64, _> =
-                        release.key(key).arg(&token).arg(channel).invoke_async(&mut conn).await;
+                    let released: Result<i64, _> = release
+                        .key(key)
+                        .arg(&token)
+                        .arg(channel)
+                        .invoke_async(&mut conn)
+                        .await;
                     if released.is_ok() {
                         count.fetch_add(1, Ordering::Relaxed);
                     }
@@ -201,19 +231,39 @@ async fn run_raw(url: &str, window: Duration) -> f64 {
 }
 
 /// redis-benchmark's cycle rate for the same two scripts (see module docs).
-fn redis_benchmark(server: &RedisServer, acquire_sha: &str, release_sha: &str, n: u64) -> Result<f64, String> {
+fn redis_benchmark(
+    server: &RedisServer,
+    acquire_sha: &str,
+    release_sha: &str,
+    n: u64,
+) -> Result<f64, String> {
     if acquire_sha.len() != 40 || release_sha.len() != 40 {
         return Err("could not load the scripts".into());
     }
     let acquire = run_redis_benchmark(
         server.port(),
         n,
-        &["EVALSHA", acquire_sha, "2", "mk:__rand_int__", "mk:__rand_int__:fence", TOKEN, "1"],
+        &[
+            "EVALSHA",
+            acquire_sha,
+            "2",
+            "mk:__rand_int__",
+            "mk:__rand_int__:fence",
+            TOKEN,
+            "1",
+        ],
     )?;
     let release = run_redis_benchmark(
         server.port(),
         n,
-        &["EVALSHA", release_sha, "1", "mk:__rand_int__", TOKEN, "mk:released"],
+        &[
+            "EVALSHA",
+            release_sha,
+            "1",
+            "mk:__rand_int__",
+            TOKEN,
+            "mk:released",
+        ],
     )?;
     Ok(1.0 / (1.0 / acquire + 1.0 / release))
 }
@@ -222,7 +272,15 @@ fn redis_benchmark(server: &RedisServer, acquire_sha: &str, release_sha: &str, n
 fn run_redis_benchmark(port: u16, n: u64, command: &[&str]) -> Result<f64, String> {
     let out = std::process::Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(["-c", &TASKS.to_string(), "-r", &LOCKS.to_string(), "-n", &n.to_string(), "--csv"])
+        .args([
+            "-c",
+            &TASKS.to_string(),
+            "-r",
+            &LOCKS.to_string(),
+            "-n",
+            &n.to_string(),
+            "--csv",
+        ])
         .args(command)
         .output()
         .map_err(|e| format!("cannot run redis-benchmark (apt-get install redis-tools): {e}"))?;

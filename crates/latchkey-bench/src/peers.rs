@@ -14,6 +14,7 @@
 //! that still cannot be started is skipped with a note, never a failure.
 //! `--no-peers` skips the Python and Node peers altogether.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -41,15 +42,46 @@ pub struct Lib {
     /// `INFO commandstats` names them. Commandstats also counts what a
     /// script runs inside the server; those are not round trips, so only
     /// these names are counted (checked once with `MONITOR`: no script of
-    /// these libraries calls a command of this list).
+    /// these libraries calls a command of this list; python-redis-lock's
+    /// `GET` is handled by [`Lib::gets_outside_scripts`]).
     pub commands: &'static [&'static str],
+    /// python-redis-lock also sends `GET` itself (before every acquire),
+    /// and its release script runs one `GET` inside: its own `GET`s are the
+    /// `GET` calls minus one per script call.
+    pub gets_outside_scripts: bool,
+}
+
+impl Lib {
+    /// Commands this library's clients sent between two `INFO commandstats`
+    /// readings (see [`Lib::commands`]).
+    pub fn sent(&self, before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> u64 {
+        let delta = |name: &str| {
+            let a = after.get(name).copied().unwrap_or(0);
+            a.saturating_sub(before.get(name).copied().unwrap_or(0))
+        };
+        let listed: u64 = self.commands.iter().map(|name| delta(name)).sum();
+        let own_gets = if self.gets_outside_scripts {
+            delta("get").saturating_sub(delta("evalsha") + delta("eval"))
+        } else {
+            0
+        };
+        listed + own_gets
+    }
 }
 
 pub const LATCHKEY: Lib = Lib {
     id: "latchkey",
     label: "latchkey",
     runtime: Runtime::Rust,
-    commands: &["evalsha", "eval", "script|load", "subscribe", "unsubscribe", "ping"],
+    commands: &[
+        "evalsha",
+        "eval",
+        "script|load",
+        "subscribe",
+        "unsubscribe",
+        "ping",
+    ],
+    gets_outside_scripts: false,
 };
 
 pub const POLLING: Lib = Lib {
@@ -57,6 +89,7 @@ pub const POLLING: Lib = Lib {
     label: "polling (SET NX, 10 ms ± 50 %)",
     runtime: Runtime::Rust,
     commands: &["set", "evalsha", "eval", "script|load"],
+    gets_outside_scripts: false,
 };
 
 pub const RSLOCK: Lib = Lib {
@@ -64,6 +97,7 @@ pub const RSLOCK: Lib = Lib {
     label: "rslock",
     runtime: Runtime::Rust,
     commands: &["set", "evalsha", "eval", "script|load"],
+    gets_outside_scripts: false,
 };
 
 pub const REDIS_PY: Lib = Lib {
@@ -71,6 +105,7 @@ pub const REDIS_PY: Lib = Lib {
     label: "redis-py Lock",
     runtime: Runtime::Python,
     commands: &["set", "evalsha", "eval", "script|load"],
+    gets_outside_scripts: false,
 };
 
 pub const PYTHON_REDIS_LOCK: Lib = Lib {
@@ -78,6 +113,7 @@ pub const PYTHON_REDIS_LOCK: Lib = Lib {
     label: "python-redis-lock",
     runtime: Runtime::Python,
     commands: &["set", "blpop", "evalsha", "eval", "script|load"],
+    gets_outside_scripts: true,
 };
 
 pub const NODE_REDLOCK: Lib = Lib {
@@ -85,13 +121,21 @@ pub const NODE_REDLOCK: Lib = Lib {
     label: "node-redlock (ioredis)",
     runtime: Runtime::Node,
     commands: &["evalsha", "eval", "script|load"],
+    gets_outside_scripts: false,
 };
 
 /// The peers in other languages, for scenarios 1 and 2.
 pub const FOREIGN: &[&Lib] = &[&REDIS_PY, &PYTHON_REDIS_LOCK, &NODE_REDLOCK];
 
 /// Every library of the handoff scenario, latchkey first.
-pub const HANDOFF: &[&Lib] = &[&LATCHKEY, &POLLING, &RSLOCK, &REDIS_PY, &PYTHON_REDIS_LOCK, &NODE_REDLOCK];
+pub const HANDOFF: &[&Lib] = &[
+    &LATCHKEY,
+    &POLLING,
+    &RSLOCK,
+    &REDIS_PY,
+    &PYTHON_REDIS_LOCK,
+    &NODE_REDLOCK,
+];
 
 /// The repository root (the bench is run with `cargo run` from a checkout).
 pub fn repo_root() -> PathBuf {
@@ -110,17 +154,23 @@ pub async fn driver(lib: &Lib, port: u16) -> Result<Driver, String> {
     let installed = root.join("bench/peers");
     let mut command = match lib.runtime {
         Runtime::Rust => {
-            let exe = std::env::current_exe().map_err(|e| format!("cannot find own binary: {e}"))?;
+            let exe =
+                std::env::current_exe().map_err(|e| format!("cannot find own binary: {e}"))?;
             let mut c = Command::new(exe);
             c.arg("--worker");
             c
         }
-        Runtime::Python | Runtime::Node if !peers_enabled() => return Err("skipped (--no-peers)".into()),
+        Runtime::Python | Runtime::Node if !peers_enabled() => {
+            return Err("skipped (--no-peers)".into())
+        }
         Runtime::Python => {
             install_once()?;
             let python = installed.join("venv/bin/python");
             if !installed.join("venv/.installed").exists() {
-                return Err("not installed (bench/peers/install.sh could not install the Python peers)".into());
+                return Err(
+                    "not installed (bench/peers/install.sh could not install the Python peers)"
+                        .into(),
+                );
             }
             let mut c = Command::new(python);
             c.arg(drivers.join("python/driver.py"));
@@ -129,7 +179,9 @@ pub async fn driver(lib: &Lib, port: u16) -> Result<Driver, String> {
         Runtime::Node => {
             install_once()?;
             if !installed.join("node/.installed").exists() {
-                return Err("not installed (bench/peers/install.sh could not install the Node peer)".into());
+                return Err(
+                    "not installed (bench/peers/install.sh could not install the Node peer)".into(),
+                );
             }
             let mut c = Command::new("node");
             c.env("NODE_PATH", installed.join("node/node_modules"));
@@ -157,7 +209,9 @@ fn install_once() -> Result<(), String> {
             .status()
         {
             Ok(_) => Ok(()), // each half leaves its own marker; checked per peer
-            Err(e) => Err(format!("not installed (cannot run bench/peers/install.sh: {e})")),
+            Err(e) => Err(format!(
+                "not installed (cannot run bench/peers/install.sh: {e})"
+            )),
         }
     })
     .clone()

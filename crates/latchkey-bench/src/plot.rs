@@ -18,10 +18,14 @@ use plotters::prelude::*;
 pub const PATH: &str = "bench/handoff_p99.svg";
 
 /// Writes the plot; returns its path relative to the repository root.
-pub fn handoff_p99(series: &[(String, Vec<(f64, f64)>)], ping: Duration) -> Result<&'static str, String> {
+pub fn handoff_p99(
+    series: &[(String, Vec<(f64, f64)>)],
+    ping: Duration,
+) -> Result<&'static str, String> {
     let path = crate::peers::repo_root().join(PATH);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     draw(&path, series, ping.as_secs_f64() * 1e6).map_err(|e| e.to_string())?;
     Ok(PATH)
@@ -39,7 +43,10 @@ fn draw(
     let root = SVGBackend::new(path, (860, 540)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Handoff gap p99 vs waiters (one process, same server, same run)", ("sans-serif", 20))
+        .caption(
+            "Handoff gap p99 vs waiters (one process, same server, same run)",
+            ("sans-serif", 20),
+        )
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(72)
@@ -66,9 +73,14 @@ fn draw(
     for (i, (label, points)) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
-            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))?
             .label(label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
     }
     chart

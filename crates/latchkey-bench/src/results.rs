@@ -44,7 +44,8 @@ pub fn write(reports: &[Report], quick: bool) -> Result<&'static str, String> {
     }
     let path = crate::peers::repo_root().join(PATH);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     std::fs::write(&path, out).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(PATH)

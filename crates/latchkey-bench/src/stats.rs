@@ -45,7 +45,10 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 /// Python's `time.monotonic_ns`, Node's `process.hrtime`) reads on Linux, so
 /// events recorded in different processes can be merged into one timeline.
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
@@ -70,4 +73,20 @@ pub fn gaps(acquired: &[u64], released: &[u64]) -> Vec<Duration> {
             _ => None,
         })
         .collect()
+}
+
+/// CPU time a process has used so far, all threads (`/proc/PID/task/*/schedstat`,
+/// nanosecond resolution). `None` where that is not available.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0u64;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        total += stat
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(Duration::from_nanos(total))
 }

@@ -16,8 +16,12 @@
 //! * **rslock** (`LockManager::lock` + `unlock` on one instance);
 //! * the Python and Node peers, in their driver processes.
 //!
-//! Reported: the median of each library's per-round rate, and the median of
-//! the per-round ratios latchkey ÷ library. Targets (issue 9): ≥ 0.95× the
+//! Measured as triples — latchkey, library X, latchkey — a few hundred
+//! cycles each, rounds rotating the order of the X: each ratio compares X
+//! with the latchkey runs right around it, before the machine's load can
+//! change much. Reported: median rates and the median of the ratios
+//! latchkey ÷ X, plus the CPU each client process and redis-server used
+//! per cycle. Targets (issue 9): ≥ 0.95× the
 //! raw client sending the same two commands, ≥ 1.0× rslock.
 
 use std::time::{Duration, Instant};
@@ -26,7 +30,7 @@ use latchkey_testkit::RedisServer;
 
 use crate::driver::Driver;
 use crate::peers;
-use crate::stats::{median, table};
+use crate::stats::{cpu_time, median, table};
 use crate::worker::{COMPARE_AND_DELETE, TTL};
 use crate::Report;
 
@@ -34,7 +38,19 @@ const ACQUIRE_LUA: &str = include_str!("../../latchkey/src/scripts/acquire.lua")
 const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
-    Box::pin(scenario(quick))
+    // On a runtime worker, as application tasks run: `block_on`'s thread is
+    // not a worker, so every reply would cross threads to reach it (about a
+    // dozen extra context switches per cycle, for every Rust library alike).
+    Box::pin(async move {
+        match tokio::spawn(scenario(quick)).await {
+            Ok(report) => report,
+            Err(e) => Report {
+                title: "Uncontended acquire + release (one task)".into(),
+                body: format!("The scenario failed: {e}\n"),
+                missed: vec![format!("uncontended: the scenario failed: {e}")],
+            },
+        }
+    })
 }
 
 /// One contender of this scenario.
@@ -166,7 +182,12 @@ impl Raw {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_millis();
-        format!("lk1:{:032x}:{ms}:{}:{}", self.counter, std::process::id(), self.host)
+        format!(
+            "lk1:{:032x}:{ms}:{}:{}",
+            self.counter,
+            std::process::id(),
+            self.host
+        )
     }
 }
 
@@ -175,12 +196,17 @@ async fn scenario(quick: bool) -> Report {
     let url = server.url();
     // Short rounds, many of them: the per-round ratio compares runs a
     // fraction of a second apart, before the machine's load can change much.
-    let rounds = if quick { 8 } else { 25 };
-    let per_round: u64 = if quick { 200 } else { 300 };
+    let rounds = if quick { 6 } else { 20 };
+    let per_round: u64 = if quick { 150 } else { 200 };
 
-    let client = latchkey::Client::connect(&url).await.expect("latchkey connect");
+    let client = latchkey::Client::connect(&url)
+        .await
+        .expect("latchkey connect");
     let mut contenders: Vec<(String, Cycler)> = vec![
-        ("latchkey".into(), Cycler::Latchkey(client.lock(KEY, TTL).expect("lock"))),
+        (
+            "latchkey".into(),
+            Cycler::Latchkey(client.lock(KEY, TTL).expect("lock")),
+        ),
         (
             "raw redis-rs, same scripts".into(),
             Cycler::RawScripts(Raw::new(&url, "raw:", ACQUIRE_LUA, RELEASE_LUA).await),
@@ -205,8 +231,14 @@ async fn scenario(quick: bool) -> Report {
         }
     }
     // The raw client's token has latchkey's length: same host field.
-    let probe = client.lock("probe", TTL).expect("lock").acquire().await.expect("probe");
-    let host = latchkey::Holder::from_token(probe.token().as_bytes()).map_or_else(|| "bench-host".into(), |h| h.host);
+    let probe = client
+        .lock("probe", TTL)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("probe");
+    let host = latchkey::Holder::from_token(probe.token().as_bytes())
+        .map_or_else(|| "bench-host".into(), |h| h.host);
     let _ = probe.release().await;
     for (_, c) in contenders.iter_mut() {
         if let Cycler::RawScripts(raw) | Cycler::RawSetNx(raw) = c {
@@ -224,29 +256,53 @@ async fn scenario(quick: bool) -> Report {
     }
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
+    // CPU used per library: the client's process (this one, or the driver)
+    // and redis-server's, over all its chunks — where the time of a cycle goes.
+    let mut client_cpu = vec![Duration::ZERO; contenders.len()];
+    let mut server_cpu = vec![Duration::ZERO; contenders.len()];
+    let mut measured = vec![0u64; contenders.len()];
+    let server_pid = server.pid().unwrap_or(0);
     for round in 0..rounds {
-        let mut this_round = vec![None; contenders.len()];
-        for k in 0..contenders.len() {
-            let i = (k + round) % contenders.len();
-            if failed[i] {
+        // latchkey, X, latchkey for every other library X (order rotating):
+        // each ratio compares X with the latchkey chunks right around it.
+        for k in 0..contenders.len() - 1 {
+            let i = 1 + (k + round) % (contenders.len() - 1);
+            if failed[0] || failed[i] {
                 continue;
             }
-            let (label, c) = &mut contenders[i];
-            match c.cycles(per_round).await {
-                Ok(t) => this_round[i] = Some(per_round as f64 / t.as_secs_f64()),
-                Err(e) => {
-                    notes.push(format!("- {label}: failed: {e}"));
-                    failed[i] = true;
+            let mut times = [Duration::ZERO; 3];
+            for (step, who) in [0, i, 0].into_iter().enumerate() {
+                let (label, c) = &mut contenders[who];
+                let client_pid = match c {
+                    Cycler::Peer(d, _) => d.pid().unwrap_or(0),
+                    _ => std::process::id(),
+                };
+                let (c0, s0) = (cpu_time(client_pid), cpu_time(server_pid));
+                let result = c.cycles(per_round).await;
+                if let (Some(c0), Some(c1), Some(s0), Some(s1)) =
+                    (c0, cpu_time(client_pid), s0, cpu_time(server_pid))
+                {
+                    client_cpu[who] += c1.saturating_sub(c0);
+                    server_cpu[who] += s1.saturating_sub(s0);
+                    measured[who] += per_round;
+                }
+                match result {
+                    Ok(t) => times[step] = t,
+                    Err(e) => {
+                        notes.push(format!("- {label}: failed: {e}"));
+                        failed[who] = true;
+                        break;
+                    }
                 }
             }
-        }
-        if let Some(ours) = this_round[0] {
-            for (i, r) in this_round.iter().enumerate() {
-                if let Some(r) = r {
-                    rates[i].push(*r);
-                    ratios[i].push(ours / r);
-                }
+            if failed[0] || failed[i] {
+                continue;
             }
+            let ours = 2.0 * per_round as f64 / (times[0] + times[2]).as_secs_f64();
+            let theirs = per_round as f64 / times[1].as_secs_f64();
+            rates[0].push(ours);
+            rates[i].push(theirs);
+            ratios[i].push(ours / theirs);
         }
     }
 
@@ -277,15 +333,32 @@ async fn scenario(quick: bool) -> Report {
             label.clone(),
             format!("{rate:.0}"),
             format!("{:.1}", 1e6 / rate),
-            if i == 0 { "1 (reference)".into() } else { format!("{ratio:.3}×") },
+            if i == 0 {
+                "1 (reference)".into()
+            } else {
+                format!("{ratio:.3}×")
+            },
             verdict,
+            per_cycle(client_cpu[i], measured[i]),
+            per_cycle(server_cpu[i], measured[i]),
         ]);
     }
     let body = format!(
-        "{}\n{rounds} interleaved rounds of {per_round} cycles per library (order rotated every round), one task, \
-         TTL 10 s; medians of per-round rates and of per-round ratios (latchkey ÷ library, > 1: latchkey faster).\n{}",
+        "{}\n{rounds} rounds; in each, for every library X (order rotated): {per_round} cycles of latchkey, of X, of latchkey \
+         again. One task, TTL 10 s. Ratio = latchkey (both chunks) ÷ X, per triple, then the median (> 1: latchkey \
+         faster); cycles/s = median over chunks. \
+         CPU per cycle: total CPU time of the client's process (all threads) and of redis-server during that \
+         library's rounds, divided by its cycles (from /proc/PID/task/*/schedstat).\n{}",
         table(
-            &["library", "cycles/s", "µs/cycle", "latchkey ÷ library", "target"],
+            &[
+                "library",
+                "cycles/s",
+                "µs/cycle",
+                "latchkey ÷ library",
+                "target",
+                "client CPU µs/cycle",
+                "redis CPU µs/cycle",
+            ],
             &rows
         ),
         if notes.is_empty() {
@@ -299,4 +372,11 @@ async fn scenario(quick: bool) -> Report {
         body,
         missed,
     }
+}
+
+fn per_cycle(cpu: Duration, cycles: u64) -> String {
+    if cycles == 0 {
+        return "–".into();
+    }
+    format!("{:.1}", cpu.as_secs_f64() * 1e6 / cycles as f64)
 }

@@ -26,7 +26,10 @@ pub const TTL: Duration = Duration::from_secs(10);
 
 /// Runs the worker; returns the process exit code.
 pub fn main(args: &[String]) -> i32 {
-    let (Some(lib), Some(port)) = (args.first(), args.get(1).and_then(|p| p.parse::<u16>().ok())) else {
+    let (Some(lib), Some(port)) = (
+        args.first(),
+        args.get(1).and_then(|p| p.parse::<u16>().ok()),
+    ) else {
         eprintln!("usage: latchkey-bench --worker LIB PORT");
         return 2;
     };
@@ -67,7 +70,12 @@ async fn serve(lib: &str, port: u16) -> i32 {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["handoff", key, tasks, hold_us, seconds, max] => {
-                let parsed = (tasks.parse(), hold_us.parse(), seconds.parse::<f64>(), max.parse());
+                let parsed = (
+                    tasks.parse(),
+                    hold_us.parse(),
+                    seconds.parse::<f64>(),
+                    max.parse(),
+                );
                 let (Ok(tasks), Ok(hold_us), Ok(seconds), Ok(max)) = parsed else {
                     emit(&serde_json::json!({ "error": format!("bad handoff line {line:?}") }));
                     continue;
@@ -104,7 +112,10 @@ enum Contender {
     },
     /// rslock with its defaults: 3 tries 0–200 ms apart per `lock`, and
     /// `acquire` calling `lock` until it succeeds.
-    Rslock { manager: rslock::LockManager, key: Arc<[u8]> },
+    Rslock {
+        manager: rslock::LockManager,
+        key: Arc<[u8]>,
+    },
 }
 
 enum Held {
@@ -121,7 +132,9 @@ impl Contender {
     async fn connect(lib: &str, url: &str, key: &str) -> Result<Contender, String> {
         let contender = match lib {
             "latchkey" => {
-                let client = latchkey::Client::connect(url).await.map_err(|e| e.to_string())?;
+                let client = latchkey::Client::connect(url)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 Contender::Latchkey(client.lock(key, TTL).map_err(|e| e.to_string())?)
             }
             "polling" => {
@@ -151,7 +164,11 @@ impl Contender {
     /// Waits until the lock is ours. `n` makes polling tokens unique.
     async fn acquire(&self, n: u64) -> Result<Held, String> {
         match self {
-            Contender::Latchkey(lock) => lock.acquire().await.map(Held::Latchkey).map_err(|e| e.to_string()),
+            Contender::Latchkey(lock) => lock
+                .acquire()
+                .await
+                .map(Held::Latchkey)
+                .map_err(|e| e.to_string()),
             Contender::Polling { conn, key, .. } => {
                 let mut conn = conn.clone();
                 let token = format!("poll-{}-{n}", std::process::id());
@@ -191,7 +208,8 @@ impl Contender {
             }
             (Contender::Polling { conn, key, release }, Held::Polling(token)) => {
                 let mut conn = conn.clone();
-                let _: Result<i64, _> = release.key(&**key).arg(token).invoke_async(&mut conn).await;
+                let _: Result<i64, _> =
+                    release.key(&**key).arg(token).invoke_async(&mut conn).await;
             }
             (Contender::Rslock { manager, .. }, Held::Rslock(lock)) => manager.unlock(&lock).await,
             _ => {}
@@ -216,7 +234,11 @@ struct Record {
 impl Round {
     /// Arms the tasks, waits for `go`, runs until the window closes or
     /// `max_handoffs` were recorded, then reports the events.
-    async fn run(self, contender: Contender, lines: &mut tokio::io::Lines<BufReader<tokio::io::Stdin>>) {
+    async fn run(
+        self,
+        contender: Contender,
+        lines: &mut tokio::io::Lines<BufReader<tokio::io::Stdin>>,
+    ) {
         let (start_tx, start) = tokio::sync::watch::channel(false);
         let done = CancellationToken::new();
         let record = Arc::new(Mutex::new(Record::default()));
@@ -227,8 +249,13 @@ impl Round {
         let count_tx = Arc::new(count_tx);
         let mut joins = Vec::new();
         for task in 0..self.tasks {
-            let (contender, mut start, done, record, deadline) =
-                (contender.clone(), start.clone(), done.clone(), record.clone(), deadline.clone());
+            let (contender, mut start, done, record, deadline) = (
+                contender.clone(),
+                start.clone(),
+                done.clone(),
+                record.clone(),
+                deadline.clone(),
+            );
             let (count_tx, mut count) = (count_tx.clone(), count.clone());
             let (hold, max) = (self.hold, self.max_handoffs);
             joins.push(tokio::spawn(async move {
@@ -252,7 +279,8 @@ impl Round {
                     let more = {
                         let mut r = record.lock().unwrap_or_else(|p| p.into_inner());
                         r.acquisitions += 1;
-                        let open = Instant::now() < *deadline.lock().unwrap_or_else(|p| p.into_inner());
+                        let open =
+                            Instant::now() < *deadline.lock().unwrap_or_else(|p| p.into_inner());
                         let more = open && r.acquired.len() < max && !done.is_cancelled();
                         if more {
                             r.acquired.push(now);
@@ -260,9 +288,13 @@ impl Round {
                         more
                     };
                     if more {
-                        tokio::time::sleep(hold).await;
+                        hold_for(hold).await;
                         let t = mono_ns();
-                        record.lock().unwrap_or_else(|p| p.into_inner()).released.push(t);
+                        record
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .released
+                            .push(t);
                     } else {
                         done.cancel();
                     }
@@ -305,5 +337,18 @@ impl Round {
             "acquired": r.acquired,
             "released": r.released,
         }));
+    }
+}
+
+/// Holds the lock for `hold`, precisely: tokio's timer has a 1 ms
+/// resolution, so `tokio::time::sleep(500 µs)` would hold about twice as
+/// long as the Python (`time.sleep`) and Node (`Atomics.wait`) drivers do.
+/// A blocking-pool thread sleeps instead; the task waits for it.
+async fn hold_for(hold: Duration) {
+    if tokio::task::spawn_blocking(move || std::thread::sleep(hold))
+        .await
+        .is_err()
+    {
+        tokio::time::sleep(hold).await;
     }
 }

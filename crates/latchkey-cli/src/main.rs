@@ -20,6 +20,7 @@ mod cmd_status;
 mod connect;
 mod duration;
 mod exit;
+mod torture;
 
 use std::process::ExitCode;
 
@@ -83,6 +84,10 @@ enum Command {
     /// Show lost updates without a lock and none with latchkey (starts a
     /// private redis-server unless --redis is given).
     Demo(cmd_demo::DemoArgs),
+    /// Prove correctness under faults: worker processes contend for a lock
+    /// while faults are injected; prints one row of figures per scenario
+    /// (starts private redis-servers unless --redis is given).
+    Torture(torture::TortureArgs),
 }
 
 fn main() -> ExitCode {
@@ -155,6 +160,7 @@ fn main() -> ExitCode {
             Command::List(args) => cmd_status::list(&target, args).await,
             Command::Doctor(args) => cmd_doctor::doctor(&target, args).await,
             Command::Demo(args) => cmd_demo::demo(&target, args).await,
+            Command::Torture(args) => torture::run(&target, args).await,
         }
     });
     // Background tasks (watchdogs, the subscriber) end with the runtime.

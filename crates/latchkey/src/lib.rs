@@ -15,7 +15,10 @@
 //! * **fenced**: every acquisition gets a [fencing token](LockGuard::fencing_token)
 //!   greater than all before it, so a resource can reject a stale holder;
 //! * **fast to hand over**: waiters sleep until a release message (one shared
-//!   pub/sub connection per client) or the holder's TTL, instead of polling.
+//!   pub/sub connection per client) or the holder's TTL, instead of polling;
+//! * **on one Redis or several**: [`Redlock`] holds the same [`Lock`] over N
+//!   independent instances (a majority must agree), one constructor away
+//!   (`docs/redlock.md`).
 //!
 //! ## Example
 //!

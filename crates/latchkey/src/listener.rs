@@ -70,7 +70,10 @@ pub struct Listener {
     /// Servers whose subscriptions are still being confirmed (with replicas
     /// only: the listener starts hearing as soon as one server confirmed).
     joining: Vec<Joining>,
-    recent: Recent,
+    /// Only when a message can arrive twice: with replicas, or through two
+    /// patterns that match the same name. (A name's two channels never carry
+    /// the same message, and names in one listener are distinct.)
+    recent: Option<Recent>,
 }
 
 impl std::fmt::Debug for Listener {
@@ -166,9 +169,12 @@ impl Listener {
                 .collect(),
             subs: Vec::with_capacity(slots.len()),
             joining: Vec::new(),
-            recent: Recent::default(),
+            recent: None,
         };
         let replicas = client.replica_subscribers();
+        if !replicas.is_empty() || (patterns && listener.watches.len() > 1) {
+            listener.recent = Some(Recent::default());
+        }
         if replicas.is_empty() {
             let subscriptions = primary.subscribe_many(topics).await?;
             listener.add(0, &slots, subscriptions);
@@ -289,6 +295,24 @@ impl Listener {
     /// The next event of any subscription, or a server that joined (whose
     /// subscriptions are then added; the server's number is returned).
     async fn next_event(&mut self) -> Got {
+        // The common shapes without boxing: one name on one server (its
+        // broadcast and waiter channel), or one pattern.
+        if self.joining.is_empty() {
+            match self.subs.as_mut_slice() {
+                [only] => return Got::Event(0, only.subscription.recv().await),
+                [first, second] => {
+                    // Biased: a broadcast (first) wakes many waiters at once;
+                    // each then need not look at its own channel. A waiter
+                    // channel is still read once the broadcasts are.
+                    return tokio::select! {
+                        biased;
+                        event = first.subscription.recv() => Got::Event(0, event),
+                        event = second.subscription.recv() => Got::Event(1, event),
+                    };
+                }
+                _ => {}
+            }
+        }
         let got = {
             let mut waiting: Vec<Pin<Box<dyn Future<Output = Got> + Send + '_>>> =
                 Vec::with_capacity(self.subs.len() + self.joining.len());
@@ -351,7 +375,7 @@ impl Listener {
     /// With `all` (for `recv_all`), a signal satisfies its watch, whose
     /// subscriptions are then given up.
     fn handle(&mut self, got: Got, all: bool) -> Option<Signal> {
-        let Got::Event(i, Event::Message { channel, payload }) = got else {
+        let Got::Event(i, Event::Message(message)) = got else {
             // Reconnects and lock wake-ups mean nothing to a signal waiter:
             // pub/sub keeps nothing, so there is nothing to re-check.
             return None;
@@ -363,15 +387,17 @@ impl Listener {
             ..
         } = self.subs[i];
         let watch = &self.watches[w];
+        let (channel, payload) = (&message.channel, &message.payload);
         let name = if watch.pattern {
-            wire::name_of_broadcast_channel(&self.prefix, &channel)?.to_vec()
+            wire::name_of_broadcast_channel(&self.prefix, channel)?.to_vec()
         } else {
             watch.what.to_vec()
         };
-        let (id, body) = wire::open(&payload);
-        let copy = match id {
-            Some(id) => self.recent.seen_id(id),
-            None => self.recent.seen_foreign(wire::fingerprint(&channel, &payload), source),
+        let (id, body) = wire::open(payload);
+        let copy = match (&mut self.recent, id) {
+            (None, _) => false,
+            (Some(recent), Some(id)) => recent.seen_id(id),
+            (Some(recent), None) => recent.seen_foreign(wire::fingerprint(channel, payload), source),
         };
         // `recv_all` takes the first signal of every watch: the same signal
         // may satisfy two patterns, and a watch that is done hears nothing.

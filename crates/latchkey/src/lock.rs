@@ -115,7 +115,11 @@ impl Backend {
         Ok(self.release_report(keys, token).await?.outcome)
     }
 
-    pub(crate) async fn release_report(&self, keys: &LockKeys, token: &str) -> Result<ReleaseReport> {
+    pub(crate) async fn release_report(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+    ) -> Result<ReleaseReport> {
         let report = match self {
             Backend::Single(client) => {
                 let outcome = client.release_once(keys, token).await?;

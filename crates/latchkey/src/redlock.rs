@@ -109,7 +109,12 @@ struct Instance {
 
 impl std::fmt::Debug for Redlock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let labels: Vec<&str> = self.inner.instances.iter().map(|i| i.label.as_str()).collect();
+        let labels: Vec<&str> = self
+            .inner
+            .instances
+            .iter()
+            .map(|i| i.label.as_str())
+            .collect();
         f.debug_struct("Redlock")
             .field("instances", &labels)
             .field("connected", &self.connected())
@@ -185,7 +190,8 @@ impl Redlock {
         if urls.is_empty() {
             return Err(no_instances());
         }
-        let builders: Vec<ClientBuilder> = urls.iter().map(|u| configure(Client::builder(u))).collect();
+        let builders: Vec<ClientBuilder> =
+            urls.iter().map(|u| configure(Client::builder(u))).collect();
         let attempts = builders.iter().map(|b| b.clone().connect());
         let results = futures_util::future::join_all(attempts).await;
 
@@ -282,7 +288,9 @@ impl Redlock {
     /// [`Error::InvalidInput`] for zero.
     pub fn instance_timeout(mut self, timeout: Duration) -> Result<Self> {
         if timeout.is_zero() {
-            return Err(Error::InvalidInput("the per-instance timeout must be positive".into()));
+            return Err(Error::InvalidInput(
+                "the per-instance timeout must be positive".into(),
+            ));
         }
         self.options.instance_timeout = Some(timeout);
         Ok(self)
@@ -307,7 +315,11 @@ impl Redlock {
     /// How many instances have a connection (those down at connect time
     /// count once they came back). Says nothing about whether they answer now.
     pub fn connected(&self) -> usize {
-        self.inner.instances.iter().filter(|i| i.client.get().is_some()).count()
+        self.inner
+            .instances
+            .iter()
+            .filter(|i| i.client.get().is_some())
+            .count()
     }
 
     /// The key prefix shared by all instances.
@@ -332,7 +344,9 @@ impl Redlock {
 
     /// The per-instance timeout where no TTL is known.
     fn timeout_without_ttl(&self) -> Duration {
-        self.options.instance_timeout.unwrap_or(MAX_INSTANCE_TIMEOUT)
+        self.options
+            .instance_timeout
+            .unwrap_or(MAX_INSTANCE_TIMEOUT)
     }
 }
 

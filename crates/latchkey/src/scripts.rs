@@ -22,7 +22,5 @@ pub(crate) static FENCED_WRITE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/fenced_write.lua")));
 pub(crate) static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));
-pub(crate) static SIGNAL: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/signal.lua")));
 pub(crate) static SIGNAL_ONE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/signal_one.lua")));

@@ -31,9 +31,14 @@ const ENVELOPE_LEN: usize = ENVELOPE_MARKER.len() + 16 + 1;
 /// Hex digits in a waiter id (see `Subscriber::new_waiter_id`).
 pub(crate) const WAITER_ID_LEN: usize = 32;
 
+/// Suffixes of the channels locks publish on (`P + lock name + suffix`: the
+/// release channel, and Redlock's retraction channel in `redlock/rounds.rs`).
+const LOCK_CHANNEL_SUFFIXES: [&[u8]; 2] = [RELEASE_SUFFIX, b":retracted"];
+
 /// A signal name is 1 to [`MAX_NAME_LEN`] bytes of anything, except that it
-/// must not end with `:released`: with the key prefix, `signal:` + such a
-/// name is the release channel of the lock called `signal:` + the rest.
+/// must not end with a lock channel suffix (`:released`, `:retracted`): with
+/// the key prefix, `signal:` + such a name is a channel of the lock called
+/// `signal:` + the rest. (A pattern listener skips such channels.)
 pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     if name.is_empty() {
         return Err(Error::InvalidName {
@@ -48,10 +53,12 @@ pub(crate) fn check_name(name: &[u8]) -> Result<()> {
             ),
         });
     }
-    if name.ends_with(RELEASE_SUFFIX) {
+    if let Some(suffix) = LOCK_CHANNEL_SUFFIXES.iter().find(|s| name.ends_with(s)) {
         return Err(Error::InvalidName {
-            reason: "a signal name must not end with \":released\" (reserved for lock release channels)"
-                .into(),
+            reason: format!(
+                "a signal name must not end with {:?} (reserved for lock channels)",
+                String::from_utf8_lossy(suffix)
+            ),
         });
     }
     Ok(())
@@ -200,6 +207,7 @@ mod tests {
     fn names_are_checked_and_recovered_from_channels() {
         assert!(check_name(b"").is_err());
         assert!(check_name(b"x:released").is_err());
+        assert!(check_name(b"x:retracted").is_err());
         assert!(check_name(b"job*?[]:\0\xff").is_ok());
         assert!(check_pattern(b"").is_err());
         let channel = broadcast_channel(b"p:", b"job:1");

@@ -9,6 +9,10 @@
 //! One background task (the *actor*) owns the connection. All `SUBSCRIBE` and
 //! `UNSUBSCRIBE` requests go through it in order, so an unsubscribe of a
 //! channel that is being resubscribed can never overtake the subscribe.
+//! Dropping a subscription only adds its topic to a list of releases (no
+//! lookup, no wake-up of the actor: a signal may wake and end thousands of
+//! waiters at once); a little later the actor counts the interest down, and
+//! unsubscribes what nobody wants any more.
 //! When the connection dies (closed, reset, or a health-check `PING` that
 //! does not come back) the actor reconnects with backoff, subscribes to
 //! everything still wanted, and sends [`Event::Resubscribed`] to every
@@ -40,17 +44,22 @@ use crate::error::{Error, Result};
 /// What a subscription receives.
 #[derive(Debug, Clone)]
 pub(crate) enum Event {
-    /// A message published on the channel (or on a channel matching the pattern).
-    #[allow(dead_code)] // lock waiters only need the wake-up; signals read the fields
-    Message {
-        channel: Arc<[u8]>,
-        payload: Arc<[u8]>,
-    },
+    /// A message published on the channel (or on a channel matching the
+    /// pattern). Lock waiters only need the wake-up; signals read it. One
+    /// `Arc` for both parts: every receiver of a topic clones the event.
+    Message(Arc<Published>),
     /// A lock on this channel was released by this same client: wake at once
     /// instead of waiting for our own PUBLISH to come back.
     LocalRelease,
     /// The connection was re-established; messages may have been missed.
     Resubscribed,
+}
+
+/// A message as it came from the server.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub(crate) channel: Box<[u8]>,
+    pub(crate) payload: Box<[u8]>,
 }
 
 /// A channel name or a glob pattern.
@@ -61,6 +70,8 @@ pub(crate) enum Topic {
 }
 
 struct Entry {
+    /// Live subscriptions plus releases the actor has not counted yet: an
+    /// entry stays (and stays subscribed) until its last release is counted.
     refs: usize,
     /// Set once the server confirmed the current connection's SUBSCRIBE.
     confirmed: bool,
@@ -76,14 +87,25 @@ pub(crate) const EVENT_BUFFER: usize = 16;
 const MAX_BATCH: usize = 4096;
 const TOPICS_PER_COMMAND: usize = 1024;
 
+/// How long releases (and the unsubscribes they lead to) may wait. Nobody
+/// waits for them, and they come in bursts (a signal wakes many waiters,
+/// which then all leave): handled a little later they neither compete with
+/// the waiters still waking nor cost a command each. A subscribe takes them
+/// along at once.
+const RELEASE_LINGER: Duration = Duration::from_millis(50);
+
 enum Request {
     /// Subscribe to all of these; one answer once all are confirmed.
-    Subscribe(Vec<Topic>, oneshot::Sender<Result<()>>),
-    Unsubscribe(Topic),
+    Subscribe(Vec<Arc<Topic>>, oneshot::Sender<Result<()>>),
+    /// The list of releases is no longer empty: count it within the linger.
+    Released,
 }
 
 struct Shared {
-    registry: Mutex<HashMap<Topic, Entry>>,
+    /// Keyed by shared topics: each subscription holds the same `Arc`.
+    registry: Mutex<HashMap<Arc<Topic>, Entry>>,
+    /// Topics of dropped subscriptions, not yet counted down in the registry.
+    releases: Mutex<Vec<Arc<Topic>>>,
     requests: mpsc::UnboundedSender<Request>,
     timeout: Duration,
     /// Random per subscriber: names this connection in per-waiter channels.
@@ -101,7 +123,8 @@ pub(crate) struct Subscriber {
 /// One interest in one topic. Dropping it gives the interest up.
 pub(crate) struct Subscription {
     shared: Arc<Shared>,
-    topic: Topic,
+    /// Always `Some` until dropped (then moved to the releases).
+    topic: Option<Arc<Topic>>,
     rx: broadcast::Receiver<Event>,
 }
 
@@ -120,6 +143,7 @@ impl Subscriber {
         }
         let shared = Arc::new(Shared {
             registry: Mutex::new(HashMap::new()),
+            releases: Mutex::new(Vec::new()),
             requests,
             timeout,
             id: u64::from_le_bytes(id),
@@ -159,7 +183,11 @@ impl Subscriber {
         {
             let mut registry = lock(&self.shared.registry);
             for (topic, capacity) in topics {
-                let entry = registry.entry(topic.clone()).or_insert_with(|| Entry {
+                let slot = registry.entry(Arc::new(topic));
+                // The registry's own key when there is one, so that all
+                // subscriptions of a topic share one copy of its name.
+                let topic = slot.key().clone();
+                let entry = slot.or_insert_with(|| Entry {
                     refs: 0,
                     confirmed: false,
                     tx: broadcast::channel(capacity.max(1)).0,
@@ -171,7 +199,7 @@ impl Subscriber {
                 subscriptions.push(Subscription {
                     shared: self.shared.clone(),
                     rx: entry.tx.subscribe(),
-                    topic,
+                    topic: Some(topic),
                 });
             }
         }
@@ -246,16 +274,15 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        let mut registry = lock(&self.shared.registry);
-        if let Some(entry) = registry.get_mut(&self.topic) {
-            entry.refs -= 1;
-            if entry.refs == 0 {
-                registry.remove(&self.topic);
-                let _ = self
-                    .shared
-                    .requests
-                    .send(Request::Unsubscribe(self.topic.clone()));
-            }
+        let Some(topic) = self.topic.take() else { return };
+        let first = {
+            let mut releases = lock(&self.shared.releases);
+            releases.push(topic);
+            releases.len() == 1
+        };
+        if first {
+            // If the actor is gone, so is the connection: nothing to give up.
+            let _ = self.shared.requests.send(Request::Released);
         }
     }
 }
@@ -276,6 +303,9 @@ async fn actor(
     let mut reconnecting = false;
     let server = client.get_connection_info().addr().to_string();
     loop {
+        // A new connection starts empty: releases count down the registry,
+        // there is nothing to unsubscribe.
+        count_releases(&shared);
         let connected = match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
             Ok(Ok(pubsub)) => Some(pubsub),
             Ok(Err(e)) => {
@@ -290,7 +320,7 @@ async fn actor(
         let Some(pubsub) = connected else {
             // Fail pending subscribes at once (their waiters then poll), and
             // drop the unsubscribes: the new connection starts empty.
-            if !fail_pending(&mut inbox) {
+            if !fail_pending(&shared, &mut inbox) {
                 return;
             }
             tokio::time::sleep(jitter(backoff)).await;
@@ -303,7 +333,7 @@ async fn actor(
 
         // Subscribe to everything that is wanted now.
         let Some(wanted) = shared.upgrade().map(|s| {
-            lock(&s.registry).keys().cloned().collect::<Vec<Topic>>()
+            lock(&s.registry).keys().cloned().collect::<Vec<Arc<Topic>>>()
         }) else {
             return;
         };
@@ -311,7 +341,7 @@ async fn actor(
             tracing::warn!(%server, error = %e, "resubscribing failed; reconnecting");
             continue;
         }
-        let wanted: HashSet<Topic> = wanted.into_iter().collect();
+        let wanted: HashSet<Arc<Topic>> = wanted.into_iter().collect();
         if let Some(s) = shared.upgrade() {
             for (topic, entry) in lock(&s.registry).iter_mut() {
                 if wanted.contains(topic) {
@@ -330,7 +360,9 @@ async fn actor(
         let mut ping = tokio::time::interval(ping_every);
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ping.tick().await;
+        let mut flush_at: Option<tokio::time::Instant> = None;
         loop {
+            let flush = tokio::time::sleep_until(flush_at.unwrap_or_else(|| tokio::time::Instant::now() + ping_every));
             tokio::select! {
                 message = stream.next() => {
                     let Some(message) = message else {
@@ -349,7 +381,20 @@ async fn actor(
                             Err(_) => break,
                         }
                     }
+                    if batch.iter().all(|r| matches!(r, Request::Released)) {
+                        flush_at.get_or_insert_with(|| tokio::time::Instant::now() + RELEASE_LINGER);
+                        continue;
+                    }
+                    // A subscribe takes the releases along (see `handle`).
+                    flush_at = None;
                     if let Err(e) = handle(&shared, &mut sink, batch, timeout).await {
+                        tracing::warn!(%server, error = %e, "subscriber request failed; reconnecting");
+                        break;
+                    }
+                }
+                _ = flush, if flush_at.is_some() => {
+                    flush_at = None;
+                    if let Err(e) = handle(&shared, &mut sink, Vec::new(), timeout).await {
                         tracing::warn!(%server, error = %e, "subscriber request failed; reconnecting");
                         break;
                     }
@@ -375,10 +420,10 @@ async fn actor(
     }
 }
 
-/// Answers every queued subscribe with an error. Returns false when the
-/// subscriber is gone for good.
-fn fail_pending(inbox: &mut mpsc::UnboundedReceiver<Request>) -> bool {
-    loop {
+/// Answers every queued subscribe with an error and counts the releases.
+/// Returns false when the subscriber is gone for good.
+fn fail_pending(shared: &Weak<Shared>, inbox: &mut mpsc::UnboundedReceiver<Request>) -> bool {
+    let open = loop {
         match inbox.try_recv() {
             Ok(Request::Subscribe(_, done)) => {
                 let _ = done.send(Err(Error::Unreachable(redis::RedisError::from((
@@ -386,23 +431,44 @@ fn fail_pending(inbox: &mut mpsc::UnboundedReceiver<Request>) -> bool {
                     "subscriber connection is down",
                 )))));
             }
-            Ok(Request::Unsubscribe(_)) => {}
-            Err(mpsc::error::TryRecvError::Empty) => return true,
-            Err(mpsc::error::TryRecvError::Disconnected) => return false,
+            Ok(Request::Released) => {}
+            Err(mpsc::error::TryRecvError::Empty) => break true,
+            Err(mpsc::error::TryRecvError::Disconnected) => break false,
+        }
+    };
+    count_releases(shared);
+    open
+}
+
+/// Counts the releases down in the registry and removes the entries nobody
+/// wants any more; returns their topics.
+fn count_releases(shared: &Weak<Shared>) -> Vec<Arc<Topic>> {
+    let mut gone = Vec::new();
+    let Some(s) = shared.upgrade() else { return gone };
+    let released = std::mem::take(&mut *lock(&s.releases));
+    let mut registry = lock(&s.registry);
+    for topic in released {
+        if let Some(entry) = registry.get_mut(&*topic) {
+            entry.refs = entry.refs.saturating_sub(1);
+            if entry.refs == 0 {
+                registry.remove(&*topic);
+                gone.push(topic);
+            }
         }
     }
+    gone
 }
 
 async fn resubscribe(
     sink: &mut redis::aio::PubSubSink,
-    wanted: &[Topic],
+    wanted: &[Arc<Topic>],
     timeout: Duration,
 ) -> redis::RedisResult<()> {
     bounded(timeout, apply(sink, wanted, &[])).await
 }
 
-/// Brings the server in line with the registry for every topic named in
-/// `batch`, then answers the batch's subscribe requests.
+/// Counts the releases, brings the server in line with the registry for
+/// every topic they or `batch` name, then answers the batch's subscribes.
 async fn handle(
     shared: &Weak<Shared>,
     sink: &mut redis::aio::PubSubSink,
@@ -412,20 +478,16 @@ async fn handle(
     let mut named = HashSet::new();
     let mut answers = Vec::new();
     for request in batch {
-        match request {
-            Request::Subscribe(topics, done) => {
-                named.extend(topics);
-                answers.push(done);
-            }
-            Request::Unsubscribe(topic) => {
-                named.insert(topic);
-            }
+        if let Request::Subscribe(topics, done) = request {
+            named.extend(topics);
+            answers.push(done);
         }
     }
+    named.extend(count_releases(shared));
     let Some(s) = shared.upgrade() else { return Ok(()) };
     // Wanted now: subscribe (again; SUBSCRIBE is idempotent). Not wanted
     // (given up, perhaps before its SUBSCRIBE was even sent): unsubscribe.
-    let (wanted, unwanted): (Vec<Topic>, Vec<Topic>) = {
+    let (wanted, unwanted): (Vec<Arc<Topic>>, Vec<Arc<Topic>>) = {
         let registry = lock(&s.registry);
         named.into_iter().partition(|topic| registry.contains_key(topic))
     };
@@ -460,8 +522,8 @@ enum Command {
 /// confirmation.
 async fn apply(
     sink: &redis::aio::PubSubSink,
-    subscribe: &[Topic],
-    unsubscribe: &[Topic],
+    subscribe: &[Arc<Topic>],
+    unsubscribe: &[Arc<Topic>],
 ) -> redis::RedisResult<()> {
     let (sub_channels, sub_patterns) = split(subscribe);
     let (unsub_channels, unsub_patterns) = split(unsubscribe);
@@ -482,11 +544,11 @@ async fn apply(
 }
 
 /// The names of `topics`: channels, then patterns.
-fn split(topics: &[Topic]) -> (Vec<&[u8]>, Vec<&[u8]>) {
+fn split(topics: &[Arc<Topic>]) -> (Vec<&[u8]>, Vec<&[u8]>) {
     let mut channels: Vec<&[u8]> = Vec::new();
     let mut patterns: Vec<&[u8]> = Vec::new();
     for topic in topics {
-        match topic {
+        match &**topic {
             Topic::Channel(c) => channels.push(c),
             Topic::Pattern(p) => patterns.push(p),
         }
@@ -520,18 +582,20 @@ fn dispatch(shared: &Shared, message: &redis::Msg) {
     let Ok(channel) = message.get_channel::<Vec<u8>>() else {
         return;
     };
-    let channel: Arc<[u8]> = Arc::from(channel);
-    let payload: Arc<[u8]> = Arc::from(message.get_payload_bytes());
-    let topic = if message.from_pattern() {
+    let (topic, channel) = if message.from_pattern() {
         match message.get_pattern::<Vec<u8>>() {
-            Ok(pattern) => Topic::Pattern(pattern),
+            Ok(pattern) => (Topic::Pattern(pattern), channel.into_boxed_slice()),
             Err(_) => return,
         }
     } else {
-        Topic::Channel(channel.to_vec())
+        (Topic::Channel(channel.clone()), channel.into_boxed_slice())
+    };
+    let published = Published {
+        channel,
+        payload: message.get_payload_bytes().into(),
     };
     if let Some(entry) = lock(&shared.registry).get(&topic) {
-        let _ = entry.tx.send(Event::Message { channel, payload });
+        let _ = entry.tx.send(Event::Message(Arc::new(published)));
     }
 }
 

@@ -39,7 +39,11 @@ fn fixture() -> &'static Fixture {
             .unwrap();
         let server = RedisServer::start();
         let client = runtime.block_on(common::client(&server.url()));
-        Fixture { runtime, server, client }
+        Fixture {
+            runtime,
+            server,
+            client,
+        }
     })
 }
 
@@ -100,7 +104,7 @@ fn garbage_number() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(config(64))]
+    #![proptest_config(config(256))]
 
     #[test]
     fn names_are_accepted_exactly_by_the_rule(name in prop::collection::vec(any::<u8>(), 0..MAX_NAME_LEN + 80)) {
@@ -120,7 +124,10 @@ proptest! {
         }
         match f.client.fenced(&name) {
             Ok(_) => prop_assert!(valid),
-            Err(e) => prop_assert!(matches!(e, Error::InvalidName { .. }) && !valid),
+            Err(e) => {
+                let refused_right = matches!(e, Error::InvalidName { .. }) && !valid;
+                prop_assert!(refused_right, "fenced({:?}): {}", name, e);
+            }
         }
     }
 

@@ -101,7 +101,9 @@ async fn broadcast_reaches_every_waiter_and_counts_them() {
     let mut foreign = redis::Client::open(server.url()).unwrap().get_async_pubsub().await.unwrap();
     foreign.subscribe("test:signal:deploy").await.unwrap();
 
-    assert_eq!(a.signal("deploy", b"v42").await.unwrap(), 101, "100 waiters and 1 other subscriber");
+    assert_eq!(a.waiters("deploy").await.unwrap(), 100);
+    // PUBLISH counts connections: two of latchkey's and the other program.
+    assert_eq!(a.signal("deploy", b"v42").await.unwrap(), 3);
     for listener in &mut all {
         let signal = listener.recv_timeout(PATIENCE).await.expect("every waiter hears it");
         assert_eq!((signal.name.as_slice(), signal.payload.as_slice()), (&b"deploy"[..], &b"v42"[..]));
@@ -122,7 +124,7 @@ async fn broadcast_reaches_every_waiter_and_counts_them() {
     drop(foreign);
     until("the waiters are gone", || {
         let (a, mut conn) = (a.clone(), conn.clone());
-        async move { numsub(&mut conn, "test:signal:deploy").await == 0 && a.signal("deploy", b"").await.unwrap() == 0 }
+        async move { numsub(&mut conn, "test:signal:deploy").await == 0 && a.waiters("deploy").await.unwrap() == 0 }
     })
     .await;
 }
@@ -139,6 +141,7 @@ async fn unicast_reaches_exactly_one_waiter_at_random() {
 
     let mut all = listeners(&a, "work", 5).await;
     all.extend(listeners(&b, "work", 5).await);
+    assert_eq!(b.waiters("work").await.unwrap(), 10);
     // Receivers report (which waiter, what payload) as they hear.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let tasks: Vec<_> = all
@@ -171,7 +174,7 @@ async fn unicast_reaches_exactly_one_waiter_at_random() {
         assert_eq!(signal.payload, n.to_string().as_bytes());
         *chosen.entry(i).or_default() += 1;
     }
-    assert_eq!(a.signal("work", b"fence").await.unwrap(), 10);
+    assert_eq!(a.signal("work", b"fence").await.unwrap(), 2, "two connections");
     for task in tasks {
         task.await.unwrap();
     }

@@ -21,8 +21,7 @@
 //     -> {"acquisitions": N, "acquired": [ns...], "released": [ns...]}
 //
 // Timestamps are CLOCK_MONOTONIC nanoseconds (process.hrtime), the clock the
-// Rust and Python drivers use too. The 0.5 ms hold spins: setTimeout cannot
-// sleep less than 1 ms.
+// Rust and Python drivers use too.
 'use strict';
 
 const readline = require('readline');
@@ -35,12 +34,13 @@ function emit(obj) {
 
 const now = () => Number(process.hrtime.bigint());
 
+// Sub-millisecond holds: setTimeout cannot wait less than 1 ms, so the
+// thread sleeps in Atomics.wait (blocking the event loop, as CPU work in the
+// critical section would, but without burning a core the way a spin would).
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 function hold(us) {
   if (us >= 1000) return new Promise((r) => setTimeout(r, us / 1000));
-  const until = now() + us * 1000;
-  while (now() < until) {
-    // spin: a sub-millisecond timer does not exist in Node
-  }
+  Atomics.wait(sleeper, 0, 0, us / 1000);
   return Promise.resolve();
 }
 

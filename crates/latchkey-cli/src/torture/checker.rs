@@ -113,8 +113,11 @@ pub fn figures(record: &Record, limits: &Limits) -> Figures {
                 }
             }
             Event::Wrote { held: false, .. } => f.writes_after_lost += 1,
-            Event::Acquired { t_reply, wall_ms, .. } => {
-                let expected = record.wall_ms_at_start as i64 + (t_reply.saturating_sub(record.start_ns) / 1_000_000) as i64;
+            Event::Acquired {
+                t_reply, wall_ms, ..
+            } => {
+                let expected = record.wall_ms_at_start as i64
+                    + (t_reply.saturating_sub(record.start_ns) / 1_000_000) as i64;
                 if (*wall_ms as i64 - expected).abs() > 60_000 {
                     f.clock_jumped += 1;
                 }
@@ -132,11 +135,17 @@ fn resource_figures(ops: &[Op], f: &mut Figures) {
     let accepted: Vec<&Op> = ops.iter().filter(|op| op.accepted).collect();
     let mut span: HashMap<u64, (usize, usize)> = HashMap::new();
     for (i, op) in accepted.iter().enumerate() {
-        span.entry(op.fence).and_modify(|s| s.1 = i).or_insert((i, i));
+        span.entry(op.fence)
+            .and_modify(|s| s.1 = i)
+            .or_insert((i, i));
     }
     f.overlaps = span
         .iter()
-        .filter(|(fence, (first, last))| accepted[*first..=*last].iter().any(|op| op.fence != **fence))
+        .filter(|(fence, (first, last))| {
+            accepted[*first..=*last]
+                .iter()
+                .any(|op| op.fence != **fence)
+        })
         .count();
 
     let mut highest_written: Option<u64> = None;
@@ -171,7 +180,12 @@ fn acquisitions(events: &[(u32, Event)]) -> Vec<Acquisition> {
     let mut all: Vec<Acquisition> = events
         .iter()
         .filter_map(|(worker, event)| match event {
-            Event::Acquired { t_send, t_reply, fence, .. } => Some(Acquisition {
+            Event::Acquired {
+                t_send,
+                t_reply,
+                fence,
+                ..
+            } => Some(Acquisition {
                 worker: *worker,
                 t_send: *t_send,
                 t_reply: *t_reply,
@@ -212,8 +226,12 @@ fn recovery_figures(record: &Record, sorted: &[Acquisition], limits: &Limits, f:
     for window in record.windows.iter().filter(|w| w.fault.takes_the_lock()) {
         let next = sorted.iter().find(|a| a.t_reply > window.start_ns);
         match next {
-            Some(a) => f.recoveries.push(Duration::from_nanos(a.t_reply - window.start_ns)),
-            None if record.end_ns.saturating_sub(window.start_ns) > limits.recovery.as_nanos() as u64 => {
+            Some(a) => f
+                .recoveries
+                .push(Duration::from_nanos(a.t_reply - window.start_ns)),
+            None if record.end_ns.saturating_sub(window.start_ns)
+                > limits.recovery.as_nanos() as u64 =>
+            {
                 f.unrecovered += 1
             }
             None => {}
@@ -234,7 +252,12 @@ fn handoff_figures(record: &Record, sorted: &[Acquisition], limits: &Limits, f: 
         }
     }
     for (worker, event) in &record.events {
-        let Event::Released { t_send, t_reply, outcome } = event else {
+        let Event::Released {
+            t_send,
+            t_reply,
+            outcome,
+        } = event
+        else {
             continue;
         };
         if outcome != "released" {
@@ -248,7 +271,9 @@ fn handoff_figures(record: &Record, sorted: &[Acquisition], limits: &Limits, f: 
         let someone_waiting = waiting_since.iter().any(|(w, since)| {
             w != worker
                 && since < t_send
-                && !sorted.iter().any(|a| a.worker == *w && a.t_reply > *since && a.t_reply <= *t_send)
+                && !sorted
+                    .iter()
+                    .any(|a| a.worker == *w && a.t_reply > *since && a.t_reply <= *t_send)
         });
         let disturbed = record
             .windows
@@ -301,13 +326,27 @@ pub fn judge(figures: &Figures, limits: &Limits, fenced: bool, control: bool) ->
         failures.push("no worker ever acquired the lock".to_owned());
     }
     if figures.token_violations > 0 {
-        failures.push(format!("{} fencing tokens out of order", figures.token_violations));
+        failures.push(format!(
+            "{} fencing tokens out of order",
+            figures.token_violations
+        ));
     }
-    if let Some(worst) = figures.recoveries.iter().max().filter(|d| **d > limits.recovery) {
-        failures.push(format!("a lock taken by a fault was free again only after {worst:?} (bound {:?})", limits.recovery));
+    if let Some(worst) = figures
+        .recoveries
+        .iter()
+        .max()
+        .filter(|d| **d > limits.recovery)
+    {
+        failures.push(format!(
+            "a lock taken by a fault was free again only after {worst:?} (bound {:?})",
+            limits.recovery
+        ));
     }
     if figures.unrecovered > 0 {
-        failures.push(format!("{} faults after which nobody acquired the lock again", figures.unrecovered));
+        failures.push(format!(
+            "{} faults after which nobody acquired the lock again",
+            figures.unrecovered
+        ));
     }
     if fenced {
         if figures.overlaps > 0 {
@@ -378,7 +417,11 @@ pub fn table(rows: &[Row], limits: &Limits) -> String {
                     f.lost_updates.to_string(),
                     f.stale_accepted.to_string(),
                     f.stale_rejected.to_string(),
-                    if f.token_violations == 0 { "ok".into() } else { format!("{} bad", f.token_violations) },
+                    if f.token_violations == 0 {
+                        "ok".into()
+                    } else {
+                        format!("{} bad", f.token_violations)
+                    },
                     recovery,
                     lost,
                     format!("{}/{}", f.slow_handoffs, f.handoffs.len()),
@@ -393,7 +436,13 @@ pub fn table(rows: &[Row], limits: &Limits) -> String {
         cells.push(line);
     }
     let widths: Vec<usize> = (0..HEADER.len())
-        .map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            cells
+                .iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for row in &cells {
@@ -466,7 +515,15 @@ mod tests {
         ];
         let mut f = Figures::default();
         resource_figures(&ops, &mut f);
-        assert_eq!((f.overlaps, f.lost_updates, f.stale_accepted, f.writes_accepted), (0, 0, 0, 2));
+        assert_eq!(
+            (
+                f.overlaps,
+                f.lost_updates,
+                f.stale_accepted,
+                f.writes_accepted
+            ),
+            (0, 0, 0, 2)
+        );
     }
 
     #[test]
@@ -484,10 +541,23 @@ mod tests {
         resource_figures(&ops, &mut f);
         assert_eq!((f.overlaps, f.lost_updates, f.stale_accepted), (1, 1, 1));
         // With fencing the same history has the stale write refused.
-        let fenced = [ops[0].clone(), ops[1].clone(), ops[2].clone(), op(Write, 1, 1, false, true)];
+        let fenced = [
+            ops[0].clone(),
+            ops[1].clone(),
+            ops[2].clone(),
+            op(Write, 1, 1, false, true),
+        ];
         let mut f = Figures::default();
         resource_figures(&fenced, &mut f);
-        assert_eq!((f.overlaps, f.lost_updates, f.stale_accepted, f.stale_rejected), (0, 0, 0, 1));
+        assert_eq!(
+            (
+                f.overlaps,
+                f.lost_updates,
+                f.stale_accepted,
+                f.stale_rejected
+            ),
+            (0, 0, 0, 1)
+        );
     }
 
     fn acq(t_send: u64, t_reply: u64, fence: u64) -> Acquisition {
@@ -501,7 +571,10 @@ mod tests {
 
     #[test]
     fn tokens_must_grow_in_real_time_order() {
-        assert_eq!(token_violations(&[acq(0, 10, 5), acq(20, 30, 6), acq(40, 50, 9)]), 0);
+        assert_eq!(
+            token_violations(&[acq(0, 10, 5), acq(20, 30, 6), acq(40, 50, 9)]),
+            0
+        );
         // Sent after the first was answered, yet a lower token.
         assert_eq!(token_violations(&[acq(0, 10, 5), acq(20, 30, 4)]), 1);
         // Overlapping requests may come back in either order.
@@ -565,7 +638,10 @@ mod tests {
             end_ns: start_ns,
         };
         let record = Record {
-            events: vec![(0, acquired(0, MS, 1)), (1, acquired(900 * MS, 1_000 * MS, 2))],
+            events: vec![
+                (0, acquired(0, MS, 1)),
+                (1, acquired(900 * MS, 1_000 * MS, 2)),
+            ],
             windows: vec![window(10 * MS), window(2_000 * MS)],
             end_ns: 10_000 * MS,
             ..Record::default()
@@ -589,9 +665,19 @@ mod tests {
             ..ok.clone()
         };
         assert!(judge(&broken, &l, true, false).failed());
-        assert_eq!(judge(&broken, &l, false, false), Verdict::Pass, "unfenced: violations are figures, not failures");
-        assert_eq!(judge(&broken, &l, false, true), Verdict::ControlShowedViolations);
-        assert!(judge(&ok, &l, false, true).failed(), "a control without violations proves nothing");
+        assert_eq!(
+            judge(&broken, &l, false, false),
+            Verdict::Pass,
+            "unfenced: violations are figures, not failures"
+        );
+        assert_eq!(
+            judge(&broken, &l, false, true),
+            Verdict::ControlShowedViolations
+        );
+        assert!(
+            judge(&ok, &l, false, true).failed(),
+            "a control without violations proves nothing"
+        );
         let slow = Figures {
             recoveries: vec![Duration::from_secs(5)],
             ..ok.clone()
@@ -618,7 +704,10 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("scenario"));
         assert!(lines[2].contains("skipped: libfaketime"));
-        assert_eq!(percentile(&[Duration::from_millis(1), Duration::from_millis(3)], 50), Some(Duration::from_millis(3)));
+        assert_eq!(
+            percentile(&[Duration::from_millis(1), Duration::from_millis(3)], 50),
+            Some(Duration::from_millis(3))
+        );
         assert_eq!(percentile(&[], 99), None);
     }
 }

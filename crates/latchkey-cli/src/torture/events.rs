@@ -46,7 +46,8 @@ pub fn ns_instant(ns: u64) -> Instant {
     if ns >= now_ns {
         now + Duration::from_nanos(ns - now_ns)
     } else {
-        now.checked_sub(Duration::from_nanos(now_ns - ns)).unwrap_or(now)
+        now.checked_sub(Duration::from_nanos(now_ns - ns))
+            .unwrap_or(now)
     }
 }
 
@@ -61,16 +62,30 @@ pub enum Event {
     /// (derived from the guard's deadline), `t_reply` when its answer came;
     /// `wall_ms` is the worker's wall clock then (Unix ms), which shows
     /// whether a clock fault took effect.
-    Acquired { t_send: u64, t_reply: u64, fence: u64, wall_ms: u64 },
+    Acquired {
+        t_send: u64,
+        t_reply: u64,
+        fence: u64,
+        wall_ms: u64,
+    },
     /// Read the counter (`accepted` false: the resource refused our token).
     Read { t: u64, accepted: bool, value: u64 },
     /// Wrote the counter. `held`: the guard still claimed the lock just
     /// before the write (a careful client would have skipped the write otherwise).
-    Wrote { t: u64, accepted: bool, value: u64, held: bool },
+    Wrote {
+        t: u64,
+        accepted: bool,
+        value: u64,
+        held: bool,
+    },
     /// The guard's `lost()` fired at `t`; its deadline was then `deadline`.
     Lost { t: u64, deadline: u64, fence: u64 },
     /// Released: `outcome` is `released`, `expired`, `held-by-other` or `error`.
-    Released { t_send: u64, t_reply: u64, outcome: String },
+    Released {
+        t_send: u64,
+        t_reply: u64,
+        outcome: String,
+    },
     /// Something failed; the worker carries on.
     Error { t: u64, message: String },
     /// The scenario's end came; the worker exits.
@@ -89,14 +104,31 @@ impl Event {
                 fence,
                 wall_ms,
             } => format!("acquired {t_send} {t_reply} {fence} {wall_ms}"),
-            Event::Read { t, accepted, value } => format!("read {t} {} {value}", u8::from(*accepted)),
-            Event::Wrote { t, accepted, value, held } => {
-                format!("wrote {t} {} {value} {}", u8::from(*accepted), u8::from(*held))
+            Event::Read { t, accepted, value } => {
+                format!("read {t} {} {value}", u8::from(*accepted))
+            }
+            Event::Wrote {
+                t,
+                accepted,
+                value,
+                held,
+            } => {
+                format!(
+                    "wrote {t} {} {value} {}",
+                    u8::from(*accepted),
+                    u8::from(*held)
+                )
             }
             Event::Lost { t, deadline, fence } => format!("lost {t} {deadline} {fence}"),
-            Event::Released { t_send, t_reply, outcome } => format!("released {t_send} {t_reply} {outcome}"),
+            Event::Released {
+                t_send,
+                t_reply,
+                outcome,
+            } => format!("released {t_send} {t_reply} {outcome}"),
             // One line, whatever the error said.
-            Event::Error { t, message } => format!("error {t} {}", message.replace(['\n', '\r'], " ")),
+            Event::Error { t, message } => {
+                format!("error {t} {}", message.replace(['\n', '\r'], " "))
+            }
             Event::Done => "done".into(),
         }
     }
@@ -107,7 +139,9 @@ impl Event {
         let kind = words.next()?;
         let mut num = || -> Option<u64> { words.next()?.parse().ok() };
         let event = match kind {
-            "ready" => Event::Ready { pid: u32::try_from(num()?).ok()? },
+            "ready" => Event::Ready {
+                pid: u32::try_from(num()?).ok()?,
+            },
             "waiting" => Event::Waiting { t: num()? },
             "acquired" => Event::Acquired {
                 t_send: num()?,
@@ -162,12 +196,37 @@ mod tests {
         let events = [
             Event::Ready { pid: 42 },
             Event::Waiting { t: 1 },
-            Event::Acquired { t_send: 1, t_reply: 2, fence: u64::MAX, wall_ms: 3 },
-            Event::Read { t: 3, accepted: true, value: 7 },
-            Event::Wrote { t: 4, accepted: false, value: 8, held: true },
-            Event::Lost { t: 5, deadline: 6, fence: 9 },
-            Event::Released { t_send: 7, t_reply: 8, outcome: "held-by-other".into() },
-            Event::Error { t: 9, message: "redis down: connection refused".into() },
+            Event::Acquired {
+                t_send: 1,
+                t_reply: 2,
+                fence: u64::MAX,
+                wall_ms: 3,
+            },
+            Event::Read {
+                t: 3,
+                accepted: true,
+                value: 7,
+            },
+            Event::Wrote {
+                t: 4,
+                accepted: false,
+                value: 8,
+                held: true,
+            },
+            Event::Lost {
+                t: 5,
+                deadline: 6,
+                fence: 9,
+            },
+            Event::Released {
+                t_send: 7,
+                t_reply: 8,
+                outcome: "held-by-other".into(),
+            },
+            Event::Error {
+                t: 9,
+                message: "redis down: connection refused".into(),
+            },
             Event::Done,
         ];
         for event in events {
@@ -181,7 +240,11 @@ mod tests {
     fn instants_convert_both_ways() {
         let later = Instant::now() + Duration::from_millis(250);
         let back = ns_instant(instant_ns(later));
-        let diff = if back > later { back - later } else { later - back };
+        let diff = if back > later {
+            back - later
+        } else {
+            later - back
+        };
         assert!(diff < Duration::from_millis(5), "{diff:?}");
     }
 }

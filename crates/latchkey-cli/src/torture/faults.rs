@@ -148,7 +148,12 @@ impl Fault {
     pub fn takes_the_lock(self) -> bool {
         matches!(
             self,
-            Fault::Kill | Fault::Pause | Fault::Blackhole | Fault::DeleteKey | Fault::OverwriteKey | Fault::Restart
+            Fault::Kill
+                | Fault::Pause
+                | Fault::Blackhole
+                | Fault::DeleteKey
+                | Fault::OverwriteKey
+                | Fault::Restart
         )
     }
 }
@@ -185,10 +190,22 @@ pub struct Steps {
 /// The steps of `fault` against worker `victim` (the holder, for faults
 /// that target it) on a lock with `ttl` whose key is `lock_key`, with
 /// `servers` lock servers.
-pub fn steps(fault: Fault, victim: u32, ttl: Duration, lock_key: &str, servers: usize, rng: &mut Rng) -> Steps {
+pub fn steps(
+    fault: Fault,
+    victim: u32,
+    ttl: Duration,
+    lock_key: &str,
+    servers: usize,
+    rng: &mut Rng,
+) -> Steps {
     let command = |args: &[&str]| Action::Command(args.iter().map(|a| a.to_string()).collect());
     let (start, hold, clear, note) = match fault {
-        Fault::Kill => (vec![Action::Kill(victim)], Duration::ZERO, vec![], format!("killed worker {victim}")),
+        Fault::Kill => (
+            vec![Action::Kill(victim)],
+            Duration::ZERO,
+            vec![],
+            format!("killed worker {victim}"),
+        ),
         Fault::Pause => (
             vec![Action::Stop(victim)],
             ttl * 2,
@@ -222,12 +239,28 @@ pub fn steps(fault: Fault, victim: u32, ttl: Duration, lock_key: &str, servers: 
                 format!("worker {victim}'s clock {jump:+}s"),
             )
         }
-        Fault::ScriptFlush => (vec![command(&["SCRIPT", "FLUSH"])], Duration::ZERO, vec![], "SCRIPT FLUSH".into()),
-        Fault::DeleteKey => (vec![command(&["DEL", lock_key])], Duration::ZERO, vec![], "DEL".into()),
+        Fault::ScriptFlush => (
+            vec![command(&["SCRIPT", "FLUSH"])],
+            Duration::ZERO,
+            vec![],
+            "SCRIPT FLUSH".into(),
+        ),
+        Fault::DeleteKey => (
+            vec![command(&["DEL", lock_key])],
+            Duration::ZERO,
+            vec![],
+            "DEL".into(),
+        ),
         Fault::OverwriteKey => {
             let ttl_ms = ttl.as_millis().to_string();
             (
-                vec![command(&["SET", lock_key, "torture-intruder", "PX", &ttl_ms])],
+                vec![command(&[
+                    "SET",
+                    lock_key,
+                    "torture-intruder",
+                    "PX",
+                    &ttl_ms,
+                ])],
                 Duration::ZERO,
                 vec![],
                 "SET intruder".into(),
@@ -294,7 +327,9 @@ mod tests {
                     Action::Stop(w) => s.clear.contains(&Action::Cont(*w)),
                     Action::Proxy(w, _) => s.clear.contains(&Action::Proxy(*w, ProxyMode::Pass)),
                     Action::Clock(w, _) => s.clear.contains(&Action::Clock(*w, 0)),
-                    Action::Crash(i) => s.start.contains(&Action::Start(*i)) || s.clear.contains(&Action::Start(*i)),
+                    Action::Crash(i) => {
+                        s.start.contains(&Action::Start(*i)) || s.clear.contains(&Action::Start(*i))
+                    }
                     _ => true,
                 };
                 assert!(undone, "{fault:?} leaves {action:?} in place");

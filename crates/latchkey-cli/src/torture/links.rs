@@ -49,7 +49,8 @@ pub fn via_proxy(url: &str, port: u16) -> Option<String> {
 
 /// The address a proxy should forward to for `url`.
 pub async fn upstream(url: &str) -> Result<SocketAddr, String> {
-    let (host, port) = host_port(url).ok_or_else(|| format!("cannot proxy {url}: only redis:// URLs can"))?;
+    let (host, port) =
+        host_port(url).ok_or_else(|| format!("cannot proxy {url}: only redis:// URLs can"))?;
     let mut addrs = tokio::net::lookup_host((host.as_str(), port))
         .await
         .map_err(|e| format!("cannot resolve {host}: {e}"))?;
@@ -62,7 +63,10 @@ mod tests {
 
     #[test]
     fn urls_are_taken_apart() {
-        assert_eq!(host_port("redis://127.0.0.1:7000/"), Some(("127.0.0.1".into(), 7000)));
+        assert_eq!(
+            host_port("redis://127.0.0.1:7000/"),
+            Some(("127.0.0.1".into(), 7000))
+        );
         assert_eq!(host_port("redis://:p@ss@db:1/0"), Some(("db".into(), 1)));
         assert_eq!(host_port("redis://db"), Some(("db".into(), 6379)));
         assert_eq!(host_port("redis://[::1]:7/"), Some(("::1".into(), 7)));
@@ -72,8 +76,14 @@ mod tests {
 
     #[test]
     fn proxied_urls_keep_credentials_and_database() {
-        assert_eq!(via_proxy("redis://:pw@db:6380/2", 41), Some("redis://:pw@127.0.0.1:41/2".into()));
-        assert_eq!(via_proxy("redis://db", 41), Some("redis://127.0.0.1:41/".into()));
+        assert_eq!(
+            via_proxy("redis://:pw@db:6380/2", 41),
+            Some("redis://:pw@127.0.0.1:41/2".into())
+        );
+        assert_eq!(
+            via_proxy("redis://db", 41),
+            Some("redis://127.0.0.1:41/".into())
+        );
         assert_eq!(via_proxy("unix:///tmp/r.sock", 41), None);
     }
 }

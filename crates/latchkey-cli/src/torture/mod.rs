@@ -117,13 +117,19 @@ pub async fn run(target: &Target, args: TortureArgs) -> Outcome {
     if let Ok(spec) = std::env::var(worker::WORKER_ENV) {
         return Ok(worker::run(&spec).await);
     }
-    let ttl = args.ttl.unwrap_or(if args.quick { Duration::from_millis(500) } else { Duration::from_secs(1) });
+    let ttl = args.ttl.unwrap_or(if args.quick {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_secs(1)
+    });
     if !(Duration::from_millis(100)..=Duration::from_secs(60)).contains(&ttl) {
         return Err(Failure::usage("--ttl must be between 100ms and 60s"));
     }
-    let duration = args
-        .duration
-        .unwrap_or(if args.quick { Duration::from_millis(2500) } else { Duration::from_secs(60) });
+    let duration = args.duration.unwrap_or(if args.quick {
+        Duration::from_millis(2500)
+    } else {
+        Duration::from_secs(60)
+    });
     if duration < Duration::from_secs(1) {
         return Err(Failure::usage("--duration must be at least 1s"));
     }
@@ -146,8 +152,14 @@ pub async fn run(target: &Target, args: TortureArgs) -> Outcome {
         // lands before its write, even on a busy host.
         hold: (ttl / 10, ttl / 2),
         think: (ttl / 4, ttl / 2),
-        prefix: target.prefix.clone().unwrap_or_else(|| latchkey::DEFAULT_PREFIX.to_owned()),
-        run_id: format!("{:x}", (events::mono_ns() ^ u64::from(std::process::id())) & 0xff_ffff),
+        prefix: target
+            .prefix
+            .clone()
+            .unwrap_or_else(|| latchkey::DEFAULT_PREFIX.to_owned()),
+        run_id: format!(
+            "{:x}",
+            (events::mono_ns() ^ u64::from(std::process::id())) & 0xff_ffff
+        ),
         faketime: faketime.clone(),
     };
     let limits = Limits {
@@ -169,7 +181,13 @@ pub async fn run(target: &Target, args: TortureArgs) -> Outcome {
         scenarios.len(),
         match &place {
             Place::Private => "on private redis-servers".to_owned(),
-            Place::User(urls) => format!("on {}", urls.iter().map(|u| redact(u)).collect::<Vec<_>>().join(", ")),
+            Place::User(urls) => format!(
+                "on {}",
+                urls.iter()
+                    .map(|u| redact(u))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     );
 
@@ -178,8 +196,15 @@ pub async fn run(target: &Target, args: TortureArgs) -> Outcome {
         Place::Private => Some(
             tokio::task::spawn_blocking(|| latchkey_testkit::RedisServer::builder().try_start())
                 .await
-                .map_err(|e| Failure::new(crate::exit::INTERNAL, format!("starting redis-server: {e}")))?
-                .map_err(|e| Failure::new(crate::exit::UNAVAILABLE, format!("cannot start redis-server: {e}")))?,
+                .map_err(|e| {
+                    Failure::new(crate::exit::INTERNAL, format!("starting redis-server: {e}"))
+                })?
+                .map_err(|e| {
+                    Failure::new(
+                        crate::exit::UNAVAILABLE,
+                        format!("cannot start redis-server: {e}"),
+                    )
+                })?,
         ),
         Place::User(_) => None,
     };
@@ -208,15 +233,35 @@ pub async fn run(target: &Target, args: TortureArgs) -> Outcome {
         // The control must show a violation for the run to mean anything:
         // give it time for several pauses even in the quick profile.
         let scn_settings = Settings {
-            duration: if scn.control { duration.max(CONTROL_MIN_DURATION) } else { duration },
+            duration: if scn.control {
+                duration.max(CONTROL_MIN_DURATION)
+            } else {
+                duration
+            },
             ..settings.clone()
         };
-        let record = scenario::run(&scn, &scn_settings, &place, &resource_url, &mut Rng::new(rng.fork()))
-            .await
-            .map_err(|e| Failure::new(crate::exit::UNAVAILABLE, format!("scenario {}: {e}", scn.name)))?;
+        let record = scenario::run(
+            &scn,
+            &scn_settings,
+            &place,
+            &resource_url,
+            &mut Rng::new(rng.fork()),
+        )
+        .await
+        .map_err(|e| {
+            Failure::new(
+                crate::exit::UNAVAILABLE,
+                format!("scenario {}: {e}", scn.name),
+            )
+        })?;
         let figures = checker::figures(&record, &limits);
         let verdict = checker::judge(&figures, &limits, scn.fenced, scn.control);
-        println!("{} faults, {} holds: {}", figures.faults, figures.holds, verdict.label());
+        println!(
+            "{} faults, {} holds: {}",
+            figures.faults,
+            figures.holds,
+            verdict.label()
+        );
         details.push(detail(&scn.name, &figures, &record.notes));
         rows.push(Row {
             scenario: label(&scn),
@@ -243,14 +288,19 @@ pub async fn run(target: &Target, args: TortureArgs) -> Outcome {
         println!("the checker can see them, so its zeros elsewhere mean something. Not a failure.");
     }
     if args.no_fencing {
-        println!("--no-fencing: overlaps, lost updates and stale writes are reported, not failures.");
+        println!(
+            "--no-fencing: overlaps, lost updates and stale writes are reported, not failures."
+        );
     }
     if failed.is_empty() {
         println!("All must-hold figures held (seed {seed}).");
         Ok(crate::exit::OK)
     } else {
         let names: Vec<&str> = failed.iter().map(|r| r.scenario.as_str()).collect();
-        println!("MUST-HOLD FIGURES FAILED in: {} (seed {seed}).", names.join(", "));
+        println!(
+            "MUST-HOLD FIGURES FAILED in: {} (seed {seed}).",
+            names.join(", ")
+        );
         Ok(MUST_HOLD_FAILED)
     }
 }
@@ -259,7 +309,11 @@ pub async fn run(target: &Target, args: TortureArgs) -> Outcome {
 /// chosen), each fault alone, all of them mixed, and the control.
 fn plan(chosen: &[Fault], fenced: bool) -> Vec<Scenario> {
     let mut faults: Vec<Fault> = Vec::new();
-    for f in if chosen.is_empty() { &Fault::ALL[..] } else { chosen } {
+    for f in if chosen.is_empty() {
+        &Fault::ALL[..]
+    } else {
+        chosen
+    } {
         if !faults.contains(f) {
             faults.push(*f);
         }
@@ -312,7 +366,10 @@ fn applicable(scn: &Scenario, place: &Place, faketime: bool) -> Result<Scenario,
         let needs = f.needs();
         let user = matches!(place, Place::User(_));
         if needs.private_server && user {
-            return Some("needs a redis-server of its own (it would disturb your server's other clients)".into());
+            return Some(
+                "needs a redis-server of its own (it would disturb your server's other clients)"
+                    .into(),
+            );
         }
         if needs.proxy {
             if let Place::User(urls) = place {
@@ -334,7 +391,8 @@ fn applicable(scn: &Scenario, place: &Place, faketime: bool) -> Result<Scenario,
             Some(reason) => reasons.push(format!("{}: {reason}", f.name())),
         }
     }
-    if !scn.faults.is_empty() && (kept.is_empty() || (scn.faults.len() == 1 && !reasons.is_empty())) {
+    if !scn.faults.is_empty() && (kept.is_empty() || (scn.faults.len() == 1 && !reasons.is_empty()))
+    {
         return Err(reasons.join("; "));
     }
     Ok(Scenario {
@@ -348,24 +406,32 @@ fn describe(scn: &Scenario) -> String {
         [] => "no faults".into(),
         [one] if scn.control => format!("NO FENCING, {}", one.about()),
         [one] => one.about().into(),
-        many => format!("random mix of {}", many.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")),
+        many => format!(
+            "random mix of {}",
+            many.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
 fn label(scn: &Scenario) -> String {
-    if scn.control {
-        format!("{} (unfenced)", scn.name)
-    } else if !scn.fenced {
-        format!("{} (unfenced)", scn.name)
-    } else {
+    if scn.fenced {
         scn.name.clone()
+    } else {
+        format!("{} (unfenced)", scn.name)
     }
 }
 
 /// The figures that do not fit the table, one line per scenario.
 fn detail(name: &str, f: &checker::Figures, notes: &[String]) -> String {
-    let handoff = match (checker::percentile(&f.handoffs, 50), checker::percentile(&f.handoffs, 99)) {
-        (Some(p50), Some(p99)) => format!("hand-over p50 {} p99 {}", checker::secs(p50), checker::secs(p99)),
+    let handoff = match (
+        checker::percentile(&f.handoffs, 50),
+        checker::percentile(&f.handoffs, 99),
+    ) {
+        (Some(p50), Some(p99)) => format!(
+            "hand-over p50 {} p99 {}",
+            checker::secs(p50),
+            checker::secs(p99)
+        ),
         _ => "no hand-overs measured".into(),
     };
     let mut line = format!(
@@ -373,7 +439,10 @@ fn detail(name: &str, f: &checker::Figures, notes: &[String]) -> String {
         f.lost_fired, f.writes_after_lost, f.errors
     );
     if f.clock_jumped > 0 {
-        line.push_str(&format!("; {} acquisitions with the wall clock an hour off", f.clock_jumped));
+        line.push_str(&format!(
+            "; {} acquisitions with the wall clock an hour off",
+            f.clock_jumped
+        ));
     }
     for note in notes {
         line.push_str(&format!("; note: {note}"));
@@ -403,7 +472,10 @@ mod tests {
         let scenarios = plan(&[], true);
         assert_eq!(scenarios[0].name, "none");
         for f in Fault::ALL {
-            assert!(scenarios.iter().any(|s| s.faults == [f] && s.fenced), "{f:?}");
+            assert!(
+                scenarios.iter().any(|s| s.faults == [f] && s.fenced),
+                "{f:?}"
+            );
         }
         let last = scenarios.last().unwrap();
         assert!(last.control && !last.fenced && last.faults == [Fault::Pause]);
@@ -429,9 +501,14 @@ mod tests {
         let mixed = plan(&[Fault::Restart, Fault::Kill], true).pop().unwrap();
         assert_eq!(mixed.name, "control");
         let mixed = &plan(&[Fault::Restart, Fault::Kill], true)[2];
-        assert_eq!(applicable(mixed, &user, true).unwrap().faults, [Fault::Kill]);
+        assert_eq!(
+            applicable(mixed, &user, true).unwrap().faults,
+            [Fault::Kill]
+        );
         let clock = &plan(&[Fault::Clock], true)[0];
-        assert!(applicable(clock, &Place::Private, false).unwrap_err().contains("libfaketime"));
+        assert!(applicable(clock, &Place::Private, false)
+            .unwrap_err()
+            .contains("libfaketime"));
         let tls = Place::User(vec!["rediss://db:6379/".into()]);
         assert!(applicable(&plan(&[Fault::Blackhole], true)[0], &tls, true).is_err());
     }

@@ -63,7 +63,12 @@ pub struct Resource {
 }
 
 impl Resource {
-    pub async fn connect(url: &str, keys: &Keys, fenced: bool, timeout: Duration) -> Result<Resource, String> {
+    pub async fn connect(
+        url: &str,
+        keys: &Keys,
+        fenced: bool,
+        timeout: Duration,
+    ) -> Result<Resource, String> {
         Ok(Resource {
             conn: connect(url, timeout).await?,
             keys: keys.clone(),
@@ -82,7 +87,13 @@ impl Resource {
         self.access("write", fence, worker, value).await
     }
 
-    async fn access(&self, op: &str, fence: u64, worker: u32, value: u64) -> Result<Access, String> {
+    async fn access(
+        &self,
+        op: &str,
+        fence: u64,
+        worker: u32,
+        value: u64,
+    ) -> Result<Access, String> {
         let mut invocation = RESOURCE.prepare_invoke();
         invocation
             .key(&self.keys.state)
@@ -93,10 +104,11 @@ impl Resource {
             .arg(value.to_string())
             .arg(if self.fenced { "fenced" } else { "plain" });
         let mut conn = self.conn.clone();
-        let reply: (i64, String) = tokio::time::timeout(self.timeout, invocation.invoke_async(&mut conn))
-            .await
-            .map_err(|_| format!("resource {op} timed out after {:?}", self.timeout))?
-            .map_err(|e| format!("resource {op}: {e}"))?;
+        let reply: (i64, String) =
+            tokio::time::timeout(self.timeout, invocation.invoke_async(&mut conn))
+                .await
+                .map_err(|_| format!("resource {op} timed out after {:?}", self.timeout))?
+                .map_err(|e| format!("resource {op}: {e}"))?;
         match reply {
             (1, value) => value
                 .parse()
@@ -158,7 +170,11 @@ pub async fn fetch_log(url: &str, keys: &Keys, timeout: Duration) -> Result<Vec<
     let mut conn = connect(url, timeout).await?;
     let entries: Vec<String> = tokio::time::timeout(
         timeout,
-        redis::cmd("LRANGE").arg(&keys.log).arg(0).arg(-1).query_async(&mut conn),
+        redis::cmd("LRANGE")
+            .arg(&keys.log)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn),
     )
     .await
     .map_err(|_| "reading the resource log timed out".to_owned())?
@@ -174,7 +190,10 @@ pub async fn delete(url: &str, keys: &Keys, timeout: Duration) -> Result<(), Str
     let mut conn = connect(url, timeout).await?;
     let _: i64 = tokio::time::timeout(
         timeout,
-        redis::cmd("DEL").arg(&keys.state).arg(&keys.log).query_async(&mut conn),
+        redis::cmd("DEL")
+            .arg(&keys.state)
+            .arg(&keys.log)
+            .query_async(&mut conn),
     )
     .await
     .map_err(|_| "deleting the resource timed out".to_owned())?
@@ -201,7 +220,10 @@ mod tests {
     fn log_entries_parse() {
         let op = Op::parse("write 17 3 42 1 0 1732900000123456").unwrap();
         assert_eq!(op.kind, OpKind::Write);
-        assert_eq!((op.fence, op.worker, op.value, op.accepted, op.stale), (17, 3, 42, true, false));
+        assert_eq!(
+            (op.fence, op.worker, op.value, op.accepted, op.stale),
+            (17, 3, 42, true, false)
+        );
         assert_eq!(Op::parse("write 17 3 42 1 0"), None);
         assert_eq!(Op::parse("poke 17 3 42 1 0 1"), None);
     }

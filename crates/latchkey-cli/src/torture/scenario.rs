@@ -113,7 +113,8 @@ pub async fn run(
     let lock_key = format!("{}{lock_name}", settings.prefix);
     let keys = Keys::new(&settings.prefix, &settings.run_id, &scenario.name);
     let (tx, rx) = mpsc::unbounded_channel();
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the latchkey binary to start workers: {e}"))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the latchkey binary to start workers: {e}"))?;
 
     let mut runner = Runner {
         settings,
@@ -140,7 +141,9 @@ pub async fn run(
             match links::upstream(server.url()).await {
                 Ok(upstream) => {
                     let proxy = Proxy::start(upstream).await;
-                    lock_urls.push(links::via_proxy(server.url(), proxy.port()).unwrap_or_else(|| proxy.url()));
+                    lock_urls.push(
+                        links::via_proxy(server.url(), proxy.port()).unwrap_or_else(|| proxy.url()),
+                    );
                     proxies.push(proxy);
                 }
                 // Not proxyable (rediss://): the scenario was only chosen if
@@ -155,7 +158,8 @@ pub async fn run(
                     std::process::id(),
                     scenario.name
                 ));
-                std::fs::write(&file, "+0\n").map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                std::fs::write(&file, "+0\n")
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
                 Some(file)
             }
             _ => None,
@@ -192,7 +196,12 @@ pub async fn run(
     result?;
 
     let mut record = std::mem::take(&mut runner.record);
-    record.ops = resource::fetch_log(resource_url, &keys, settings.command_timeout.max(Duration::from_secs(2))).await?;
+    record.ops = resource::fetch_log(
+        resource_url,
+        &keys,
+        settings.command_timeout.max(Duration::from_secs(2)),
+    )
+    .await?;
     if let Place::User(_) = place {
         // Leave the user's server as we found it.
         let _ = resource::delete(resource_url, &keys, Duration::from_secs(2)).await;
@@ -217,10 +226,12 @@ async fn start_servers(place: &Place, needs: Needs) -> Result<Vec<LockServer>, S
             let mut servers = Vec::with_capacity(n);
             for _ in 0..n {
                 let aof = needs.aof;
-                let server = tokio::task::spawn_blocking(move || RedisServer::builder().aof(aof).try_start())
-                    .await
-                    .map_err(|e| format!("starting redis-server: {e}"))?
-                    .map_err(|e| format!("cannot start a private redis-server: {e}"))?;
+                let server = tokio::task::spawn_blocking(move || {
+                    RedisServer::builder().aof(aof).try_start()
+                })
+                .await
+                .map_err(|e| format!("starting redis-server: {e}"))?
+                .map_err(|e| format!("cannot start a private redis-server: {e}"))?;
                 let url = server.url();
                 servers.push(LockServer::Private(Arc::new(Mutex::new(server)), url));
             }
@@ -270,7 +281,9 @@ impl Runner<'_> {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start a worker: {e}"))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start a worker: {e}"))?;
         slot.pid = child.id();
         let stdout = child.stdout.take().ok_or("worker has no stdout")?;
         slot.child = Some(child);
@@ -301,7 +314,11 @@ impl Runner<'_> {
 
     /// Records events until one matches `wanted`; returns its worker, or
     /// `None` at the deadline.
-    async fn pump_until_event(&mut self, deadline: Instant, wanted: impl Fn(&Event) -> bool) -> Option<u32> {
+    async fn pump_until_event(
+        &mut self,
+        deadline: Instant,
+        wanted: impl Fn(&Event) -> bool,
+    ) -> Option<u32> {
         loop {
             tokio::select! {
                 received = self.rx.recv() => {
@@ -317,27 +334,33 @@ impl Runner<'_> {
         }
     }
 
-    async fn fault_loop(&mut self, scenario: &Scenario, end_ns: u64, rng: &mut Rng) -> Result<(), String> {
+    async fn fault_loop(
+        &mut self,
+        scenario: &Scenario,
+        end_ns: u64,
+        rng: &mut Rng,
+    ) -> Result<(), String> {
         let end = ns_instant(end_ns);
         let ttl = self.settings.ttl;
         // Faults start once the workload runs.
         let warm_up = Instant::now() + Duration::from_secs(10);
-        self.pump_until_event(warm_up.min(end), |e| matches!(e, Event::Acquired { .. })).await;
+        self.pump_until_event(warm_up.min(end), |e| matches!(e, Event::Acquired { .. }))
+            .await;
         let settle = ttl + Duration::from_millis(250);
         // The longest a fault lasts (a pause: 2 x TTL), plus time to see
         // the lock taken again.
         let room = ttl * 2 + settle;
-        loop {
-            let Some(&fault) = rng.pick(&scenario.faults) else {
-                break;
-            };
+        while let Some(&fault) = rng.pick(&scenario.faults) {
             if Instant::now() + room >= end {
                 break;
             }
             let victim = if fault.targets_holder() {
                 // Right after a read: inside a critical section, before its write.
                 let by = end - room;
-                match self.pump_until_event(by, |e| matches!(e, Event::Read { accepted: true, .. })).await {
+                match self
+                    .pump_until_event(by, |e| matches!(e, Event::Read { accepted: true, .. }))
+                    .await
+                {
                     Some(id) => id,
                     None => break,
                 }
@@ -396,8 +419,12 @@ impl Runner<'_> {
                 Ok(())
             }
             Action::Clock(id, offset) => {
-                let file = self.slots[*id as usize].clock_file.as_ref().ok_or("no libfaketime for this worker")?;
-                std::fs::write(file, format!("{offset:+}\n")).map_err(|e| format!("cannot write {}: {e}", file.display()))
+                let file = self.slots[*id as usize]
+                    .clock_file
+                    .as_ref()
+                    .ok_or("no libfaketime for this worker")?;
+                std::fs::write(file, format!("{offset:+}\n"))
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))
             }
             Action::Command(args) => {
                 for server in &self.servers {
@@ -428,7 +455,10 @@ impl Runner<'_> {
     fn signal(&self, id: u32, signal: libc::c_int) -> Result<(), String> {
         let slot = &self.slots[id as usize];
         // The child is not reaped while we hold it, so its pid is still its own.
-        let pid = slot.pid.and_then(|p| libc::pid_t::try_from(p).ok()).ok_or("worker is not running")?;
+        let pid = slot
+            .pid
+            .and_then(|p| libc::pid_t::try_from(p).ok())
+            .ok_or("worker is not running")?;
         // SAFETY: kill(2) has no memory-safety preconditions.
         if unsafe { libc::kill(pid, signal) } != 0 {
             return Err(format!("kill({pid}): {}", std::io::Error::last_os_error()));
@@ -451,7 +481,8 @@ impl Runner<'_> {
         }
         // A worker finishes its hold (at most the longest sleep plus a few
         // commands) and exits; give it that, generously.
-        let grace = self.settings.hold.1 + self.settings.command_timeout * 4 + Duration::from_secs(5);
+        let grace =
+            self.settings.hold.1 + self.settings.command_timeout * 4 + Duration::from_secs(5);
         let deadline = ns_instant(end_ns) + grace;
         for id in 0..self.slots.len() {
             let Some(mut child) = self.slots[id].child.take() else {
@@ -470,7 +501,9 @@ impl Runner<'_> {
                 _ = tokio::time::sleep_until(deadline.into()) => None,
             };
             if waited.is_none() {
-                self.record.notes.push(format!("worker {id} did not stop in time; killed"));
+                self.record
+                    .notes
+                    .push(format!("worker {id} did not stop in time; killed"));
                 let _ = child.start_kill();
                 let _ = child.wait().await;
             }

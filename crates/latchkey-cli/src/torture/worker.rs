@@ -87,7 +87,10 @@ impl Spec {
 
     pub fn from_json(text: &str) -> Result<Spec, String> {
         let v: Value = serde_json::from_str(text).map_err(|e| format!("bad worker spec: {e}"))?;
-        let num = |k: &str| v[k].as_u64().ok_or_else(|| format!("worker spec: {k} missing"));
+        let num = |k: &str| {
+            v[k].as_u64()
+                .ok_or_else(|| format!("worker spec: {k} missing"))
+        };
         let text = |k: &str| {
             v[k].as_str()
                 .map(str::to_owned)
@@ -100,7 +103,11 @@ impl Spec {
                 .as_array()
                 .ok_or("worker spec: lock_urls missing")?
                 .iter()
-                .map(|u| u.as_str().map(str::to_owned).ok_or("worker spec: bad lock URL"))
+                .map(|u| {
+                    u.as_str()
+                        .map(str::to_owned)
+                        .ok_or("worker spec: bad lock URL")
+                })
                 .collect::<Result<_, _>>()?,
             resource_url: text("resource_url")?,
             prefix: text("prefix")?,
@@ -158,7 +165,14 @@ pub async fn run(spec_json: &str) -> u8 {
         return 0;
     };
     let resource = loop {
-        match Resource::connect(&spec.resource_url, &spec.keys, spec.fenced, spec.command_timeout).await {
+        match Resource::connect(
+            &spec.resource_url,
+            &spec.keys,
+            spec.fenced,
+            spec.command_timeout,
+        )
+        .await
+        {
             Ok(resource) => break resource,
             Err(e) if mono_ns() < spec.end_ns => {
                 out.error(e);
@@ -171,7 +185,9 @@ pub async fn run(spec_json: &str) -> u8 {
             }
         }
     };
-    out.emit(Event::Ready { pid: std::process::id() });
+    out.emit(Event::Ready {
+        pid: std::process::id(),
+    });
     let mut rng = Rng::new(spec.seed);
     loop {
         let now = mono_ns();
@@ -179,7 +195,10 @@ pub async fn run(spec_json: &str) -> u8 {
             break;
         }
         out.emit(Event::Waiting { t: now });
-        let guard = match lock.acquire_timeout(Duration::from_nanos(spec.end_ns - now)).await {
+        let guard = match lock
+            .acquire_timeout(Duration::from_nanos(spec.end_ns - now))
+            .await
+        {
             Ok(guard) => guard,
             Err(_) if mono_ns() >= spec.end_ns => break,
             Err(e) => {
@@ -289,7 +308,8 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
         } else {
             let urls: Vec<&str> = spec.lock_urls.iter().map(String::as_str).collect();
             let (prefix, timeout) = (spec.prefix.clone(), spec.command_timeout);
-            match Redlock::connect_with(&urls, |b| b.prefix(&prefix).command_timeout(timeout)).await {
+            match Redlock::connect_with(&urls, |b| b.prefix(&prefix).command_timeout(timeout)).await
+            {
                 Ok(redlock) => redlock.lock(&spec.lock_name, spec.ttl),
                 Err(e) => Err(e),
             }

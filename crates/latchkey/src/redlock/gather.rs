@@ -10,16 +10,20 @@
 //! instance, and a dead one as slow as the per-instance timeout (redis-rs
 //! makes a command on a lost connection wait for its reconnection
 //! attempts). Stopping at the decision makes a round as fast as the
-//! quorum-th fastest instance. Requests to the instances that did not answer
-//! in time are dropped: one already written to its connection still runs on
-//! the server (callers that care, like a release, repeat it in a task of
-//! its own); one not yet written is not sent.
+//! quorum-th fastest instance. What happens to the requests the round stops
+//! waiting for depends on how they were made: requests made by
+//! [`Redlock::gather`] are dropped (one already written to its connection
+//! still runs on the server; one not yet written is not sent; a release
+//! repeats them in a task of its own), while requests started with
+//! [`Redlock::spawn_each`] (acquire, fence raise) run to the end in their
+//! own tasks, so every reachable instance gets them.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use tokio::task::JoinHandle;
 
 use super::Redlock;
 use crate::client::Client;
@@ -56,13 +60,34 @@ impl Redlock {
     where
         Fut: Future<Output = Result<T>> + 'a,
     {
+        let requests: Vec<(usize, Option<Fut>)> = indices
+            .into_iter()
+            .map(|i| (i, self.inner.instances[i].client.get().map(&call)))
+            .collect();
+        self.gather_requests(requests, timeout, op, decided, grace)
+            .await
+    }
+
+    /// [`gather`](Redlock::gather) over requests already made: one per
+    /// instance index, `None` for an instance without a connection.
+    pub(super) async fn gather_requests<T, Fut>(
+        &self,
+        requests: impl IntoIterator<Item = (usize, Option<Fut>)>,
+        timeout: Duration,
+        op: &'static str,
+        decided: impl Fn(&[(usize, Result<T>)], usize) -> bool,
+        grace: bool,
+    ) -> Gathered<T>
+    where
+        Fut: Future<Output = Result<T>>,
+    {
         let start = Instant::now();
-        let asked: Vec<usize> = indices.into_iter().collect();
-        let mut pending: FuturesUnordered<_> = asked
-            .iter()
-            .map(|&i| {
-                let instance = &self.inner.instances[i];
-                let request = instance.client.get().map(&call);
+        let mut asked = Vec::new();
+        let mut pending: FuturesUnordered<_> = requests
+            .into_iter()
+            .map(|(i, request)| {
+                asked.push(i);
+                let label = &self.inner.instances[i].label;
                 async move {
                     let result = match request {
                         None => Err(not_connected()),
@@ -72,7 +97,7 @@ impl Redlock {
                         },
                     };
                     if let Err(e) = &result {
-                        tracing::debug!(instance = %instance.label, op, error = %e, "Redlock instance failed");
+                        tracing::debug!(instance = %label, op, error = %e, "Redlock instance failed");
                     }
                     (i, result)
                 }
@@ -101,7 +126,44 @@ impl Redlock {
             .into_iter()
             .filter(|i| !answers.iter().any(|(j, _)| j == i))
             .collect();
-        Gathered { answers, unanswered }
+        Gathered {
+            answers,
+            unanswered,
+        }
+    }
+
+    /// Starts `call` on every instance at `indices` in a task of its own,
+    /// bounded by `timeout`, that runs to the end whether or not a round
+    /// still listens: for requests that should reach every instance even
+    /// after the round has been decided. `None` for an instance without a
+    /// connection. Await one with [`finish`], by reference, so that the
+    /// task can still be awaited (or handed on) after the round.
+    pub(super) fn spawn_each<T, Fut>(
+        &self,
+        indices: impl IntoIterator<Item = usize>,
+        timeout: Duration,
+        op: &'static str,
+        call: impl Fn(Client) -> Fut,
+    ) -> Vec<(usize, Option<JoinHandle<Result<T>>>)>
+    where
+        T: Send + 'static,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+    {
+        indices
+            .into_iter()
+            .map(|i| {
+                let task = self.inner.instances[i].client.get().map(|client| {
+                    let request = call(client.clone());
+                    tokio::spawn(async move {
+                        match tokio::time::timeout(timeout, request).await {
+                            Ok(result) => result,
+                            Err(_) => Err(Error::Timeout { op, after: timeout }),
+                        }
+                    })
+                });
+                (i, task)
+            })
+            .collect()
     }
 
     /// Compare-and-delete on the instances at `indices`, each in a task of
@@ -136,4 +198,12 @@ fn not_connected() -> Error {
         redis::ErrorKind::Io,
         "not connected yet",
     )))
+}
+
+/// The outcome of a task from [`Redlock::spawn_each`]. A named function,
+/// not a closure: a future made in a closure over `&mut` is not `Send` for
+/// every lifetime, and `Lock::acquire` must stay spawnable.
+pub(super) async fn finish<T>(task: &mut JoinHandle<Result<T>>) -> Result<T> {
+    task.await
+        .unwrap_or_else(|e| Err(Error::Protocol(format!("Redlock task failed: {e}"))))
 }

@@ -9,9 +9,12 @@
 //!                                       └──────── retract on all ◄────────────┘  → Busy / NoQuorum
 //! ```
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::gather::Gathered;
+use tokio::task::JoinHandle;
+
+use super::gather::{finish, Gathered};
 use super::tally::{contention, Contention, OwnerTally, Seen, Verdict};
 use super::{Fencing, Redlock};
 use crate::client::Client;
@@ -31,9 +34,15 @@ impl Client {
     /// counter after the call.
     async fn raise_fence_once(&self, keys: &LockKeys, fence: &str) -> Result<u64> {
         let value: i64 = self
-            .eval("raise fence", &scripts::RAISE_FENCE, &[&keys.fence_key], &[fence.as_bytes()])
+            .eval(
+                "raise fence",
+                &scripts::RAISE_FENCE,
+                &[&keys.fence_key],
+                &[fence.as_bytes()],
+            )
             .await?;
-        u64::try_from(value).map_err(|_| Error::Protocol(format!("negative fencing counter {value}")))
+        u64::try_from(value)
+            .map_err(|_| Error::Protocol(format!("negative fencing counter {value}")))
     }
 }
 
@@ -52,19 +61,40 @@ impl Redlock {
     }
 
     /// One acquire attempt over all instances.
-    pub(crate) async fn try_once(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Attempt> {
+    pub(crate) async fn try_once(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<Attempt> {
         let timeout = self.timeout_for(ttl);
         let quorum = self.inner.quorum;
         // Before the first send: every key we get expires no earlier than
         // `start + ttl` (less the drift allowance for clock rates).
         let start = Instant::now();
         let valid_until = start + ttl - drift(ttl);
-        let Gathered { answers, unanswered } = self
-            .gather(
-                self.all(),
+        // Each instance's acquire runs in a task of its own, to the end, even
+        // when the round stops at the decision: a slower instance still gets
+        // our key (so the lock lives on more than a bare majority and
+        // survives more instance failures), and a retraction can wait for
+        // it before undoing it.
+        let shared = Arc::new((keys.clone(), token.to_owned()));
+        let mut tasks = self.spawn_each(self.all(), timeout, "acquire", |client| {
+            let shared = shared.clone();
+            async move { client.try_once(&shared.0, &shared.1, ttl).await }
+        });
+        let mut requests = Vec::with_capacity(tasks.len());
+        for (i, task) in tasks.iter_mut() {
+            requests.push((*i, task.as_mut().map(finish)));
+        }
+        let Gathered {
+            answers,
+            unanswered,
+        } = self
+            .gather_requests(
+                requests,
                 timeout,
                 "acquire",
-                |c| c.try_once(keys, token, ttl),
                 |answers, pending| {
                     let acquired = answers
                         .iter()
@@ -95,12 +125,18 @@ impl Redlock {
             }
         }
         let round = start.elapsed();
+        // The acquires still running: a retraction waits for each to finish.
+        let late: Vec<(usize, JoinHandle<Result<Attempt>>)> = unanswered
+            .iter()
+            .filter_map(|&i| Some((i, tasks[i].1.take()?)))
+            .collect();
+        let errored = &errored;
         let retract = |acquired: Vec<(usize, u64)>| async move {
             let ours: Vec<usize> = acquired.iter().map(|&(i, _)| i).collect();
             let targets = Targets {
                 ours: &ours,
-                unanswered: &unanswered,
-                errored: &errored,
+                late,
+                errored,
             };
             self.retract(keys, token, targets, timeout, round).await;
         };
@@ -108,7 +144,10 @@ impl Redlock {
         if acquired.len() >= quorum {
             let fence = acquired.iter().map(|&(_, t)| t).max().unwrap_or_default();
             let fenced = match self.options.fencing {
-                Fencing::Strict => self.raise_fences(keys, &acquired, fence, timeout).await,
+                Fencing::Strict => {
+                    self.raise_fences(keys, &acquired, errored, fence, timeout)
+                        .await
+                }
                 Fencing::TimeFloor => Ok(()),
             };
             let outcome = match fenced {
@@ -155,8 +194,16 @@ impl Redlock {
 
     /// What the busy instances hold now: the owner token (one `GET` each,
     /// at once) with the TTL left that the attempt saw.
-    async fn holders(&self, keys: &LockKeys, busy: &[(usize, Option<Duration>)], timeout: Duration) -> Vec<Seen> {
-        let Gathered { answers, unanswered } = self
+    async fn holders(
+        &self,
+        keys: &LockKeys,
+        busy: &[(usize, Option<Duration>)],
+        timeout: Duration,
+    ) -> Vec<Seen> {
+        let Gathered {
+            answers,
+            unanswered,
+        } = self
             .gather(
                 busy.iter().map(|&(i, _)| i),
                 timeout,
@@ -178,35 +225,54 @@ impl Redlock {
             .collect()
     }
 
-    /// Strict fencing: raise the acquiring instances' counters to `fence`
-    /// until a majority of instances holds at least `fence`.
+    /// Strict fencing: raise the fencing counters to `fence` on every
+    /// instance but those already there and those whose acquire failed;
+    /// return once a majority holds at least `fence`. The raises to the
+    /// other instances run on to the end in their own tasks.
+    ///
+    /// The more instances hold `fence`, the more may lose their counters
+    /// (restart without persistence) before the next acquisition without
+    /// breaking monotonicity: with all N raised, any minority. Instances
+    /// that did not answer the acquire in time, or answered "busy", are
+    /// raised too: raising only ever moves a counter up.
     async fn raise_fences(
         &self,
         keys: &LockKeys,
         acquired: &[(usize, u64)],
+        errored: &[usize],
         fence: u64,
         timeout: Duration,
     ) -> Result<()> {
         let quorum = self.inner.quorum;
-        let at_fence = acquired.iter().filter(|&&(_, t)| t >= fence).count();
-        if at_fence >= quorum {
-            return Ok(());
+        let at_fence: Vec<usize> = acquired
+            .iter()
+            .filter(|&&(_, t)| t >= fence)
+            .map(|&(i, _)| i)
+            .collect();
+        let targets = self
+            .all()
+            .filter(|i| !at_fence.contains(i) && !errored.contains(i));
+        let shared = Arc::new((keys.clone(), fence.to_string()));
+        let mut tasks = self.spawn_each(targets, timeout, "raise fence", |client| {
+            let shared = shared.clone();
+            async move { client.raise_fence_once(&shared.0, &shared.1).await }
+        });
+        let mut requests = Vec::with_capacity(tasks.len());
+        for (i, task) in tasks.iter_mut() {
+            requests.push((*i, task.as_mut().map(finish)));
         }
-        let behind = acquired.iter().filter(|&&(_, t)| t < fence).map(|&(i, _)| i);
-        let arg = fence.to_string();
         let raised = |answers: &[(usize, Result<u64>)]| {
-            at_fence
+            at_fence.len()
                 + answers
                     .iter()
                     .filter(|(_, a)| matches!(a, Ok(c) if *c >= fence))
                     .count()
         };
         let Gathered { answers, .. } = self
-            .gather(
-                behind,
+            .gather_requests(
+                requests,
                 timeout,
                 "raise fence",
-                |c| c.raise_fence_once(keys, &arg),
                 |answers, pending| {
                     let raised = raised(answers);
                     raised >= quorum || raised + pending < quorum
@@ -239,21 +305,45 @@ impl Redlock {
     /// `:retracted` channel, not the release channel. Not where the answer
     /// was "busy": no key of ours is there.
     ///
-    /// Waits for the instances that gave us the key, and for those that had
-    /// not answered when the round was decided (our SET may still land
-    /// there; the release follows it on the same connection) as long again
-    /// as the round took, at least 2 ms: long enough for an instance that
-    /// was merely slower, not for a dead one. Does not wait where the
-    /// request failed (usually a down instance).
-    async fn retract(&self, keys: &LockKeys, token: &str, targets: Targets<'_>, timeout: Duration, round: Duration) {
+    /// Waits for the instances that gave us the key, and for those whose
+    /// acquire was still running when the round was decided (each is undone
+    /// after its acquire finishes) as long again as the round took, at
+    /// least 2 ms: long enough for an instance that was merely slower, not
+    /// for a dead one. Does not wait where the request failed (usually a
+    /// down instance).
+    async fn retract(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        targets: Targets<'_>,
+        timeout: Duration,
+        round: Duration,
+    ) {
         let quiet = LockKeys {
             key: keys.key.clone(),
             fence_key: keys.fence_key.clone(),
             channel: [&keys.key[..], RETRACTED_SUFFIX].concat(),
         };
         self.release_detached(targets.errored, quiet.clone(), token, timeout);
-        let late = self.release_detached(targets.unanswered, quiet.clone(), token, timeout);
-        let ours = self.release_detached(targets.ours, quiet, token, timeout);
+        let ours = self.release_detached(targets.ours, quiet.clone(), token, timeout);
+        let quiet = Arc::new(quiet);
+        let token: Arc<str> = Arc::from(token);
+        let late: Vec<JoinHandle<()>> = targets
+            .late
+            .into_iter()
+            .filter_map(|(i, acquire)| {
+                let client = self.inner.instances[i].client.get()?.clone();
+                let (quiet, token) = (quiet.clone(), token.clone());
+                Some(tokio::spawn(async move {
+                    // Undo what our acquire did, after it did it. "Busy"
+                    // left nothing of ours; anything else might have.
+                    if !matches!(acquire.await, Ok(Ok(Attempt::Busy { .. }))) {
+                        let release = client.release_once(&quiet, &token);
+                        let _ = tokio::time::timeout(timeout, release).await;
+                    }
+                }))
+            })
+            .collect();
         let grace = round.max(Duration::from_millis(2));
         // Past the grace, the late ones finish on their own.
         let _ = futures_util::future::join(
@@ -275,7 +365,10 @@ impl Redlock {
         let quorum = self.inner.quorum;
         let start = Instant::now();
         let valid_until = start + ttl - drift(ttl);
-        let Gathered { answers, unanswered } = self
+        let Gathered {
+            answers,
+            unanswered,
+        } = self
             .gather(
                 self.all(),
                 timeout,
@@ -310,7 +403,10 @@ impl Redlock {
     pub(crate) async fn release_all(&self, keys: &LockKeys, token: &str) -> Result<ReleaseReport> {
         let timeout = self.timeout_without_ttl();
         let quorum = self.inner.quorum;
-        let Gathered { answers, unanswered } = self
+        let Gathered {
+            answers,
+            unanswered,
+        } = self
             .gather(
                 self.all(),
                 timeout,
@@ -350,7 +446,12 @@ impl Redlock {
 
     /// The error for a round whose failures leave the outcome open: the
     /// first non-transient one if any (a broken setup), else `NoQuorum`.
-    fn undecided(&self, op: &'static str, tally: &OwnerTally, errors: impl Iterator<Item = Error>) -> Error {
+    fn undecided(
+        &self,
+        op: &'static str,
+        tally: &OwnerTally,
+        errors: impl Iterator<Item = Error>,
+    ) -> Error {
         let mut errors = errors;
         match errors.find(|e| !e.is_transient()) {
             Some(e) => e,
@@ -407,7 +508,11 @@ impl Redlock {
     pub(crate) fn wake_local(&self, keys: &LockKeys) {
         let topic = Topic::Channel(keys.channel.clone());
         for instance in &self.inner.instances {
-            if let Some(subscriber) = instance.client.get().and_then(Client::subscriber_if_started) {
+            if let Some(subscriber) = instance
+                .client
+                .get()
+                .and_then(Client::subscriber_if_started)
+            {
                 subscriber.notify_local(&topic, Event::LocalRelease);
             }
         }
@@ -415,7 +520,10 @@ impl Redlock {
 }
 
 /// Counts extend answers; `unknown` instances count as failed.
-fn tally_extends<'a>(answers: impl Iterator<Item = &'a Result<(Extend, Instant)>>, unknown: usize) -> OwnerTally {
+fn tally_extends<'a>(
+    answers: impl Iterator<Item = &'a Result<(Extend, Instant)>>,
+    unknown: usize,
+) -> OwnerTally {
     let mut tally = OwnerTally {
         failed: unknown,
         ..OwnerTally::default()
@@ -432,7 +540,10 @@ fn tally_extends<'a>(answers: impl Iterator<Item = &'a Result<(Extend, Instant)>
 }
 
 /// Counts release answers; `unknown` instances count as failed.
-fn tally_releases<'a>(answers: impl Iterator<Item = &'a Result<Release>>, unknown: usize) -> OwnerTally {
+fn tally_releases<'a>(
+    answers: impl Iterator<Item = &'a Result<Release>>,
+    unknown: usize,
+) -> OwnerTally {
     let mut tally = OwnerTally {
         failed: unknown,
         ..OwnerTally::default()
@@ -449,12 +560,12 @@ fn tally_releases<'a>(answers: impl Iterator<Item = &'a Result<Release>>, unknow
 }
 
 /// Where a retraction goes; see [`Redlock::retract`].
-#[derive(Clone, Copy)]
 struct Targets<'a> {
     /// Instances that gave us the key.
     ours: &'a [usize],
-    /// Instances that had not answered when the round was decided.
-    unanswered: &'a [usize],
+    /// Instances whose acquire was still running when the round was
+    /// decided, with its task.
+    late: Vec<(usize, JoinHandle<Result<Attempt>>)>,
     /// Instances whose request failed.
     errored: &'a [usize],
 }

@@ -150,7 +150,11 @@ mod tests {
         assert_eq!(tally(0, 2, 0, 3).verdict(q), Verdict::Undecided);
         assert_eq!(tally(2, 3, 0, 0).verdict(q), Verdict::Expired);
         assert_eq!(tally(1, 0, 3, 1).verdict(q), Verdict::HeldByOther);
-        assert_eq!(tally(1, 1, 2, 1).verdict(q), Verdict::Expired, "2 others are a minority");
+        assert_eq!(
+            tally(1, 1, 2, 1).verdict(q),
+            Verdict::Expired,
+            "2 others are a minority"
+        );
         assert_eq!(tally(0, 5, 0, 0).verdict(q), Verdict::Expired);
         // Every combination of 5 answers: Confirmed exactly at a majority of
         // ok, and never a definite loss while the failures could make one.
@@ -163,7 +167,11 @@ mod tests {
                     if matches!(v, Verdict::Expired | Verdict::HeldByOther) {
                         assert!(ok + failed < q, "{t:?} declared lost while undecidable");
                     }
-                    assert_eq!(v == Verdict::HeldByOther, ok + failed < q && other >= q, "{t:?}");
+                    assert_eq!(
+                        v == Verdict::HeldByOther,
+                        ok + failed < q && other >= q,
+                        "{t:?}"
+                    );
                 }
             }
         }

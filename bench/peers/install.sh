@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the peer libraries the benchmark compares latchkey with, into this
+# throwaway folder (git-ignored), with their own package managers:
+#
+#   venv/          python3 -m venv, then pip: redis (its Lock), python-redis-lock
+#   node/          npm: @sesamecare-oss/redlock, ioredis
+#
+# Usage: bench/peers/install.sh        (idempotent; re-running is cheap)
+#
+# Each half is optional: when Python or Node (or the network) is missing, that
+# half is skipped with a message and the benchmark marks those peers as not
+# installed. Exit status: 0 when at least one half is usable.
+set -uo pipefail
+cd "$(dirname "$0")"
+
+ok=0
+
+if command -v python3 >/dev/null 2>&1; then
+  if [ ! -x venv/bin/python ]; then
+    python3 -m venv venv || rm -rf venv
+  fi
+  if [ -x venv/bin/python ] &&
+    venv/bin/python -m pip install --quiet --disable-pip-version-check \
+      'redis>=5' 'python-redis-lock>=4'; then
+    venv/bin/python -c 'import redis, redis_lock' && touch venv/.installed && ok=1
+  else
+    echo "install.sh: pip could not install redis / python-redis-lock; Python peers skipped" >&2
+  fi
+else
+  echo "install.sh: python3 not found; Python peers skipped" >&2
+fi
+
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  mkdir -p node
+  if [ ! -f node/package.json ]; then
+    echo '{"name":"latchkey-bench-peers","private":true}' >node/package.json
+  fi
+  if npm install --prefix node --no-audit --no-fund --silent \
+    '@sesamecare-oss/redlock@^1' 'ioredis@>=5'; then
+    touch node/.installed && ok=1
+  else
+    echo "install.sh: npm could not install @sesamecare-oss/redlock / ioredis; Node peers skipped" >&2
+  fi
+else
+  echo "install.sh: node/npm not found; Node peers skipped" >&2
+fi
+
+[ "$ok" = 1 ]
