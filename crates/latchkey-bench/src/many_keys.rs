@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use latchkey_testkit::RedisServer;
 
-use crate::stats::{median, table};
+use crate::stats::{cpu_time, median, table};
 use crate::worker::TTL;
 use crate::Report;
 
@@ -72,62 +72,113 @@ async fn scenario(quick: bool) -> Report {
         .command(&["SCRIPT", "LOAD", RELEASE_LUA])
         .unwrap_or_default();
 
-    let mut ours = Vec::new();
-    let mut raw = Vec::new();
-    let mut reference = Vec::new();
-    let mut ratios = Vec::new();
-    let mut raw_ratios = Vec::new();
+    // Per client: cycles/s of each round, its ratios to the references of
+    // the same round, and CPU used (this process or redis-benchmark; redis).
+    let labels = [
+        format!("latchkey: {TASKS} tasks, one client, `acquire` (waits when busy) + `release`"),
+        format!("latchkey: {TASKS} tasks, one client, `try_acquire` (skips a busy lock) + `release`"),
+        format!("raw redis-rs: {TASKS} tasks, one multiplexed connection, same two scripts (skips a busy lock)"),
+        format!("redis-benchmark: -c {TASKS} -r {LOCKS}, same two scripts (N = {bench_n} each)"),
+    ];
+    let mut rates: [Vec<f64>; 4] = Default::default();
+    let mut vs_bench: [Vec<f64>; 4] = Default::default();
+    let mut vs_raw: [Vec<f64>; 4] = Default::default();
+    let mut client_cpu = [Duration::ZERO; 4];
+    let mut server_cpu = [Duration::ZERO; 4];
+    let mut cycles = [0f64; 4];
     let mut notes = Vec::new();
-    let _ = run_latchkey(&locks, window / 4).await; // warm-up
-    for _ in 0..rounds {
-        let l = run_latchkey(&locks, window).await;
-        let r = run_raw(&url, window).await;
-        let b = match redis_benchmark(&server, &acquire_sha, &release_sha, bench_n) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                if notes.is_empty() {
-                    notes.push(format!("redis-benchmark: {e}"));
-                }
-                None
+    let server_pid = server.pid().unwrap_or(0);
+    let _ = run_latchkey(&locks, window / 4, false).await; // warm-up
+    for round in 0..rounds {
+        let mut this_round = [None; 4];
+        for k in 0..4 {
+            let i = (k + round) % 4;
+            let (c0, s0) = (client_cpu_now(i == 3), cpu_time(server_pid));
+            let started = Instant::now();
+            let rate = match i {
+                0 => Some(run_latchkey(&locks, window, false).await),
+                1 => Some(run_latchkey(&locks, window, true).await),
+                2 => Some(run_raw(&url, window).await),
+                _ => match redis_benchmark(&server, &acquire_sha, &release_sha, bench_n) {
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        if notes.is_empty() {
+                            notes.push(format!("redis-benchmark: {e}"));
+                        }
+                        None
+                    }
+                },
+            };
+            let elapsed = started.elapsed().as_secs_f64();
+            if let (Some(rate), Some(c0), Some(c1), Some(s0), Some(s1)) =
+                (rate, c0, client_cpu_now(i == 3), s0, cpu_time(server_pid))
+            {
+                client_cpu[i] += c1.saturating_sub(c0);
+                server_cpu[i] += s1.saturating_sub(s0);
+                cycles[i] += rate * elapsed;
             }
-        };
-        ours.push(l);
-        raw.push(r);
-        raw_ratios.push(l / r);
-        if let Some(b) = b {
-            reference.push(b);
-            ratios.push(l / b);
+            this_round[i] = rate;
+        }
+        for i in 0..4 {
+            let Some(rate) = this_round[i] else { continue };
+            rates[i].push(rate);
+            if let Some(b) = this_round[3] {
+                vs_bench[i].push(rate / b);
+            }
+            if let Some(r) = this_round[2] {
+                vs_raw[i].push(rate / r);
+            }
         }
     }
-    let mut rows = vec![
-        vec![
-            format!("latchkey: {TASKS} tasks, one client, `acquire` + `release`"),
-            format!("{:.0}", median(&mut ours)),
-            "1 (reference)".into(),
-        ],
-        vec![
-            format!("raw redis-rs: {TASKS} tasks, one multiplexed connection, same two scripts"),
-            format!("{:.0}", median(&mut raw)),
-            format!("{:.3}×", median(&mut raw_ratios)),
-        ],
-    ];
-    if !reference.is_empty() {
+    let ratio = |v: &mut Vec<f64>| {
+        if v.is_empty() {
+            "–".to_owned()
+        } else {
+            format!("{:.3}×", median(v))
+        }
+    };
+    let per_cycle = |cpu: Duration, n: f64| {
+        if n < 1.0 {
+            "–".to_owned()
+        } else {
+            format!("{:.1}", cpu.as_secs_f64() * 1e6 / n)
+        }
+    };
+    let mut rows = Vec::new();
+    for i in 0..4 {
+        if rates[i].is_empty() {
+            continue;
+        }
         rows.push(vec![
-            format!(
-                "redis-benchmark: -c {TASKS} -r {LOCKS}, same two scripts (N = {bench_n} each)"
-            ),
-            format!("{:.0}", median(&mut reference)),
-            format!("{:.3}×", median(&mut ratios)),
+            labels[i].clone(),
+            format!("{:.0}", median(&mut rates[i])),
+            ratio(&mut vs_bench[i]),
+            ratio(&mut vs_raw[i]),
+            per_cycle(client_cpu[i], cycles[i]),
+            per_cycle(server_cpu[i], cycles[i]),
         ]);
     }
     let body = format!(
-        "{}\n{rounds} interleaved rounds ({:.1} s windows for the Rust clients); medians of rounds; \
-         ratio = latchkey ÷ row, per round, then the median. A cycle = acquire + release of one of {LOCKS} locks \
-         (latchkey waits when another of its tasks holds the chosen lock). redis-benchmark cycle rate = \
-         1 / (1/acquire rps + 1/release rps), see the module docs for why this mix is the fair equivalent.\n{}",
-        table(&["client", "cycles/s", "latchkey ÷ row"], &rows),
+        "{}\n{rounds} rounds, the order of the four rotating every round ({:.1} s windows for the Rust clients); \
+         medians of rounds; ratios are taken within each round, then the median. A cycle = acquire + release \
+         of one of {LOCKS} locks. redis-benchmark cycle rate = 1 / (1/acquire rps + 1/release rps): see the module \
+         docs of `many_keys.rs` for why this mix is the fair equivalent. It opens {TASKS} connections and sends one \
+         command at a time on each; latchkey and redis-rs multiplex all tasks over one connection, whose writes \
+         carry many commands each. CPU per cycle: the client's process (this one, or redis-benchmark) and \
+         redis-server, from /proc/PID/task/*/schedstat and getrusage.\n{}",
+        table(
+            &[
+                "client",
+                "cycles/s",
+                "÷ redis-benchmark",
+                "÷ raw redis-rs",
+                "client CPU µs/cycle",
+                "redis CPU µs/cycle",
+            ],
+            &rows
+        ),
         window.as_secs_f64(),
-        notes.iter().map(|n| format!("\n- {n}\n")).collect::<String>()
+        notes.iter().map(|n| format!("\n- {n}\n")).collect::<String>(),
     );
     Report {
         title: "Many keys: 64 tasks on 1,000 locks".into(),
@@ -136,8 +187,10 @@ async fn scenario(quick: bool) -> Report {
     }
 }
 
-/// Cycles per second of 64 latchkey tasks during `window`.
-async fn run_latchkey(locks: &Arc<Vec<latchkey::Lock>>, window: Duration) -> f64 {
+/// Cycles per second of 64 latchkey tasks during `window`; with
+/// `skip_busy`, `try_acquire` and a busy lock is skipped (as the raw client
+/// does), otherwise `acquire` waits for it.
+async fn run_latchkey(locks: &Arc<Vec<latchkey::Lock>>, window: Duration, skip_busy: bool) -> f64 {
     let count = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + window;
     let started = Instant::now();
@@ -148,8 +201,16 @@ async fn run_latchkey(locks: &Arc<Vec<latchkey::Lock>>, window: Duration) -> f64
                 let mut rng = XorShift::new(t as u64);
                 while Instant::now() < deadline {
                     let lock = &locks[rng.below(LOCKS)];
-                    let Ok(guard) = lock.acquire().await else {
-                        continue;
+                    let guard = if skip_busy {
+                        match lock.try_acquire().await {
+                            Ok(Some(guard)) => guard,
+                            _ => continue,
+                        }
+                    } else {
+                        match lock.acquire().await {
+                            Ok(guard) => guard,
+                            Err(_) => continue,
+                        }
                     };
                     if guard.release().await.is_ok() {
                         count.fetch_add(1, Ordering::Relaxed);
@@ -307,4 +368,21 @@ impl XorShift {
         self.0 ^= self.0 << 17;
         (self.0 % n as u64) as usize
     }
+}
+
+/// CPU time of this process, or (`children`) of the children it has waited
+/// for: redis-benchmark, run to completion with `output()`.
+fn client_cpu_now(children: bool) -> Option<Duration> {
+    if !children {
+        return cpu_time(std::process::id());
+    }
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    Some(tv(usage.ru_utime) + tv(usage.ru_stime))
 }

@@ -14,6 +14,17 @@ use std::time::Duration;
 
 use plotters::prelude::*;
 
+/// One color per library, in the order of [`crate::peers::HANDOFF`]
+/// (latchkey first, in red).
+const COLORS: [RGBColor; 6] = [
+    RGBColor(214, 39, 40),
+    RGBColor(255, 127, 14),
+    RGBColor(140, 86, 75),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+];
+
 /// Where the plot goes, relative to the repository root.
 pub const PATH: &str = "bench/handoff_p99.svg";
 
@@ -38,23 +49,32 @@ fn draw(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let values = series.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.1));
     let (lo, hi) = values.fold((ping_us, ping_us), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let (y_lo, y_hi) = (lo.max(1.0) / 2.0, hi * 2.0);
+    // Headroom above the highest point (2.5 decades) keeps the legend in the
+    // upper left clear of the data.
+    let (y_lo, y_hi) = (lo.max(1.0) / 2.0, hi * 300.0);
 
     let root = SVGBackend::new(path, (860, 540)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             "Handoff gap p99 vs waiters (one process, same server, same run)",
-            ("sans-serif", 20),
+            ("sans-serif", 22),
         )
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(72)
-        .build_cartesian_2d((0.8f64..80f64).log_scale(), (y_lo..y_hi).log_scale())?;
+        .build_cartesian_2d(
+            (0.8f64..80f64)
+                .log_scale()
+                .with_key_points(vec![1.0, 8.0, 64.0]),
+            (y_lo..y_hi).log_scale(),
+        )?;
     chart
         .configure_mesh()
         .x_desc("waiters")
         .y_desc("gap p99 (µs, log)")
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()?;
@@ -71,7 +91,12 @@ fn draw(
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey));
 
     for (i, (label, points)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        // By library, not by position: a skipped peer does not shift colors.
+        let slot = crate::peers::HANDOFF
+            .iter()
+            .position(|lib| lib.label == label)
+            .unwrap_or(i);
+        let color = COLORS[slot % COLORS.len()];
         chart
             .draw_series(LineSeries::new(
                 points.iter().copied(),
@@ -86,9 +111,37 @@ fn draw(
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 14))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_one_line_per_library_and_the_ping_reference() {
+        let path = std::env::temp_dir().join(format!("latchkey-plot-{}.svg", std::process::id()));
+        let series = vec![
+            (
+                "latchkey".to_owned(),
+                vec![(1.0, 250.0), (8.0, 260.0), (64.0, 300.0)],
+            ),
+            (
+                "redis-py Lock".to_owned(),
+                vec![(1.0, 100_000.0), (8.0, 101_000.0), (64.0, 90_000.0)],
+            ),
+        ];
+        draw(&path, &series, 60.0).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(svg.contains("latchkey") && svg.contains("redis-py Lock"));
+        assert!(svg.contains("PING round trip (60 µs)"));
+        // Two data lines (three points each) besides axes and legend marks.
+        assert!(svg.matches("stroke-width=\"2\" points=").count() >= 2);
+    }
 }

@@ -15,11 +15,16 @@
 mod cmd_acquire;
 mod cmd_demo;
 mod cmd_doctor;
+mod cmd_exporter;
 mod cmd_run;
+mod cmd_signal;
 mod cmd_status;
+mod cmd_top;
+mod cmd_wait;
 mod connect;
 mod duration;
 mod exit;
+mod top_view;
 mod torture;
 
 use std::process::ExitCode;
@@ -78,6 +83,10 @@ enum Command {
     Status(cmd_status::StatusArgs),
     /// List locks whose names match a glob pattern (uses SCAN, never KEYS).
     List(cmd_status::ListArgs),
+    /// A live view of the held locks, oldest first; q quits.
+    Top(cmd_top::TopArgs),
+    /// Serve Prometheus metrics of the locks (scanned periodically) over HTTP.
+    Exporter(cmd_exporter::ExporterArgs),
     /// Check the Redis server for lock safety: eviction, persistence,
     /// replication, cluster mode, clock, latency, permissions.
     Doctor(cmd_doctor::DoctorArgs),
@@ -88,6 +97,12 @@ enum Command {
     /// while faults are injected; prints one row of figures per scenario
     /// (starts private redis-servers unless --redis is given).
     Torture(torture::TortureArgs),
+    /// Send a signal to the waiters on a name (all, or one with --one);
+    /// prints the number of receivers.
+    Signal(cmd_signal::SignalArgs),
+    /// Wait for a signal on one or more names (or patterns); prints what
+    /// it received, exits 1 on timeout.
+    Wait(cmd_wait::WaitArgs),
 }
 
 fn main() -> ExitCode {
@@ -158,9 +173,13 @@ fn main() -> ExitCode {
             Command::Extend(args) => cmd_acquire::extend(&target, args).await,
             Command::Status(args) => cmd_status::status(&target, args).await,
             Command::List(args) => cmd_status::list(&target, args).await,
+            Command::Top(args) => cmd_top::top(&target, args).await,
+            Command::Exporter(args) => cmd_exporter::exporter(&target, args).await,
             Command::Doctor(args) => cmd_doctor::doctor(&target, args).await,
             Command::Demo(args) => cmd_demo::demo(&target, args).await,
             Command::Torture(args) => torture::run(&target, args).await,
+            Command::Signal(args) => cmd_signal::signal(&target, args).await,
+            Command::Wait(args) => cmd_wait::wait(&target, args).await,
         }
     });
     // Background tasks (watchdogs, the subscriber) end with the runtime.

@@ -18,6 +18,7 @@ use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, Script};
 
 use crate::error::{Error, Result};
+use crate::metrics::MetricsLabels;
 use crate::subscriber::Subscriber;
 use crate::token::Identity;
 
@@ -68,11 +69,12 @@ pub(crate) struct ClientInner {
     /// Started on first use: a client that never waits opens no second connection.
     pub(crate) subscriber: OnceLock<Subscriber>,
     /// Replicas of the server, given by [`ClientBuilder::replica`]: signal
-    /// waiters also listen there (see [`crate::signal`]).
+    /// waiters also listen there (see `crate::signal`).
     pub(crate) replicas: Vec<redis::Client>,
     /// One subscriber per replica, started on first use.
     pub(crate) replica_subscribers: OnceLock<Vec<Subscriber>>,
     pub(crate) local_queues: crate::queue::LocalQueues,
+    pub(crate) metrics_labels: MetricsLabels,
 }
 
 impl std::fmt::Debug for Client {
@@ -93,6 +95,7 @@ pub struct ClientBuilder {
     command_timeout: Duration,
     pubsub_ping_every: Duration,
     replicas: Vec<String>,
+    metrics_labels: MetricsLabels,
 }
 
 impl ClientBuilder {
@@ -120,10 +123,17 @@ impl ClientBuilder {
 
     /// Adds a replica of the server (repeatable). Signal waiters subscribe on
     /// the server and on every replica, so they still hear signals while
-    /// their connection to the server is down (see [`crate::signal`]).
+    /// their connection to the server is down (see [`Listener`](crate::Listener)).
     /// Replicas are connected on first use; one that is down is not an error.
     pub fn replica(mut self, url: &str) -> Self {
         self.replicas.push(url.to_owned());
+        self
+    }
+
+    /// Which `lock` label this client's lock metrics carry (default
+    /// [`MetricsLabels::None`]); see [`crate::metrics`].
+    pub fn metrics_labels(mut self, labels: MetricsLabels) -> Self {
+        self.metrics_labels = labels;
         self
     }
 
@@ -176,6 +186,7 @@ impl ClientBuilder {
                 replicas,
                 replica_subscribers: OnceLock::new(),
                 local_queues: Default::default(),
+                metrics_labels: self.metrics_labels,
             }),
         };
         // A connection is only useful if we may use it: surface auth and ACL
@@ -201,6 +212,7 @@ impl Client {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             pubsub_ping_every: Duration::from_secs(1),
             replicas: Vec::new(),
+            metrics_labels: MetricsLabels::None,
         }
     }
 
@@ -269,14 +281,16 @@ impl Client {
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T> {
         let after = self.inner.command_timeout;
-        match tokio::time::timeout(after, fut).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(match Error::from_redis(e, key) {
+        let error = match tokio::time::timeout(after, fut).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) => match Error::from_redis(e, key) {
                 Error::Timeout { .. } => Error::Timeout { op, after },
                 other => other,
-            }),
-            Err(_) => Err(Error::Timeout { op, after }),
-        }
+            },
+            Err(_) => Error::Timeout { op, after },
+        };
+        crate::metrics::redis_error(&error);
+        Err(error)
     }
 
     /// The shared subscriber, started on first use.

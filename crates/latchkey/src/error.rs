@@ -60,6 +60,15 @@ pub enum Error {
         key: String,
     },
 
+    /// A lock's fencing counter (`name:fence`) holds something other than a
+    /// token: something else wrote it. The lock was not taken. Deleting the
+    /// counter resets it (see `docs/fencing.md` for what that costs).
+    #[error("fencing counter {key:?} does not hold a fencing token; delete it to reset the lock")]
+    BadFencingCounter {
+        /// The counter's key, lossily decoded as UTF-8.
+        key: String,
+    },
+
     /// The server refused a command for lack of permission (ACL NOPERM).
     #[error("Redis refused permission: {0}")]
     NoPermission(#[source] redis::RedisError),
@@ -117,6 +126,11 @@ impl Error {
         if err.code() == Some("WRONGTYPE") || err.to_string().contains("WRONGTYPE") {
             return Error::WrongType {
                 key: String::from_utf8_lossy(key).into_owned(),
+            };
+        }
+        if err.to_string().contains("latchkey: the fencing counter") {
+            return Error::BadFencingCounter {
+                key: format!("{}:fence", String::from_utf8_lossy(key)),
             };
         }
         if err.code() == Some("NOAUTH") || err.code() == Some("WRONGPASS") {

@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::error::Result;
 use crate::lock::{Backend, Extend, Lock, Release};
+use crate::metrics::LockLabel;
 use crate::names::LockKeys;
 use crate::token::short;
 
@@ -34,6 +36,8 @@ pub struct LockGuard {
     fencing_token: u64,
     state: Arc<State>,
     released: bool,
+    /// When the guard was made, for the hold-time metric.
+    acquired_at: Instant,
 }
 
 /// What the guard, its watchdog and its lost-timer share.
@@ -45,6 +49,9 @@ struct State {
     done: CancellationToken,
     /// Whether a background task already cancels `lost` at the deadline.
     timer_running: AtomicBool,
+    /// Whether the loss was counted: several paths may notice it.
+    lost_counted: AtomicBool,
+    metrics_label: LockLabel,
 }
 
 impl State {
@@ -56,13 +63,21 @@ impl State {
         *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = at;
     }
 
+    /// Ownership can no longer be proven: fire `lost` (and count it, once).
+    fn mark_lost(&self) {
+        if !self.lost_counted.swap(true, Ordering::Relaxed) {
+            crate::metrics::lock_lost(&self.metrics_label);
+        }
+        self.lost.cancel();
+    }
+
     /// Completes when ownership is lost: `lost` cancelled or the deadline
     /// passed (re-read after every wake-up, since extensions move it).
     async fn until_lost(&self) {
         loop {
             let deadline = self.deadline();
             if Instant::now() >= deadline {
-                self.lost.cancel();
+                self.mark_lost();
                 return;
             }
             tokio::select! {
@@ -91,6 +106,8 @@ impl LockGuard {
             lost: CancellationToken::new(),
             done: CancellationToken::new(),
             timer_running: AtomicBool::new(false),
+            lost_counted: AtomicBool::new(false),
+            metrics_label: lock.metrics_label.clone(),
         });
         if let Some(every) = lock.renew_every {
             state.timer_running.store(true, Ordering::Relaxed);
@@ -103,6 +120,7 @@ impl LockGuard {
                 state.clone(),
             ));
         }
+        tracing::Span::current().record("token", short(&token));
         tracing::debug!(lock = %String::from_utf8_lossy(lock.name()), token = short(&token), fencing_token, "acquired");
         LockGuard {
             lock,
@@ -110,6 +128,7 @@ impl LockGuard {
             fencing_token,
             state,
             released: false,
+            acquired_at: Instant::now(),
         }
     }
 
@@ -174,12 +193,23 @@ impl LockGuard {
     /// marks the guard lost. One round trip.
     pub async fn extend(&self, ttl: Duration) -> Result<Extend> {
         crate::names::check_ttl(ttl)?;
-        let (outcome, valid_until) = self.lock.backend.extend(&self.lock.keys, &self.token, ttl).await?;
+        let span = renew_span(self.name(), &self.token);
+        let result = self
+            .lock
+            .backend
+            .extend(&self.lock.keys, &self.token, ttl)
+            .instrument(span)
+            .await;
+        crate::metrics::renewal(
+            &self.lock.metrics_label,
+            matches!(result, Ok((Extend::Extended, _))),
+        );
+        let (outcome, valid_until) = result?;
         match outcome {
             Extend::Extended => self.state.set_deadline(valid_until),
             Extend::Expired | Extend::HeldByOther => {
                 tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "extend found the lock no longer ours");
-                self.state.lost.cancel();
+                self.state.mark_lost();
             }
         }
         Ok(outcome)
@@ -190,14 +220,8 @@ impl LockGuard {
     ///
     /// On an error (Redis unreachable) the lock frees itself at its TTL; the
     /// guard is consumed either way.
-    pub async fn release(mut self) -> Result<Release> {
-        self.released = true;
-        self.state.done.cancel();
-        let outcome = self.lock.backend.release(&self.lock.keys, &self.token).await?;
-        if outcome != Release::Released {
-            tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "release found the lock no longer ours");
-        }
-        Ok(outcome)
+    pub async fn release(self) -> Result<Release> {
+        Ok(self.release_report().await?.outcome)
     }
 
     /// Like [`release`](LockGuard::release), but also says on how many
@@ -207,7 +231,19 @@ impl LockGuard {
     pub async fn release_report(mut self) -> Result<crate::lock::ReleaseReport> {
         self.released = true;
         self.state.done.cancel();
-        let report = self.lock.backend.release_report(&self.lock.keys, &self.token).await?;
+        crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
+        let span = release_span(self.name(), &self.token);
+        let report = self
+            .lock
+            .backend
+            .release_report(&self.lock.keys, &self.token)
+            .instrument(span)
+            .await;
+        crate::metrics::release_outcome(
+            &self.lock.metrics_label,
+            report.as_ref().ok().map(|r| r.outcome),
+        );
+        let report = report?;
         if report.outcome != Release::Released {
             tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?report, "release found the lock no longer ours");
         }
@@ -222,27 +258,58 @@ impl Drop for LockGuard {
             return;
         }
         tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), "lock guard dropped without release(); releasing in the background");
+        crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
         release_in_background(
             self.lock.backend.clone(),
             self.lock.keys.clone(),
             self.token.to_string(),
             "guard dropped",
+            Some(self.lock.metrics_label.clone()),
         );
     }
 }
 
+/// The span of a release, with the lock's name and a token prefix.
+fn release_span(name: &[u8], token: &str) -> tracing::Span {
+    tracing::debug_span!("release", lock = %String::from_utf8_lossy(name), token = short(token))
+}
+
+/// The span of a renewal (watchdog or extend).
+fn renew_span(name: &[u8], token: &str) -> tracing::Span {
+    tracing::debug_span!("renew", lock = %String::from_utf8_lossy(name), token = short(token))
+}
+
 /// Best-effort compare-and-delete on a tokio runtime, if there is one.
-pub(crate) fn release_in_background(backend: Backend, keys: Arc<LockKeys>, token: String, why: &'static str) {
+/// `counted`: the label under which to count the release in the metrics
+/// (a held guard's), or `None` for a lock we never knew we held.
+pub(crate) fn release_in_background(
+    backend: Backend,
+    keys: Arc<LockKeys>,
+    token: String,
+    why: &'static str,
+    counted: Option<LockLabel>,
+) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        tracing::warn!(why, "no tokio runtime to release the lock on; it frees itself at its TTL");
+        tracing::warn!(
+            why,
+            "no tokio runtime to release the lock on; it frees itself at its TTL"
+        );
         return;
     };
-    runtime.spawn(async move {
-        match backend.release(&keys, &token).await {
-            Ok(outcome) => tracing::debug!(why, ?outcome, token = short(&token), "background release"),
-            Err(e) => tracing::warn!(why, error = %e, "background release failed; the lock frees itself at its TTL"),
+    let span = release_span(&keys.key[backend.prefix().len()..], &token);
+    runtime.spawn(
+        async move {
+            let result = backend.release(&keys, &token).await;
+            if let Some(label) = &counted {
+                crate::metrics::release_outcome(label, result.as_ref().ok().copied());
+            }
+            match result {
+                Ok(outcome) => tracing::debug!(why, ?outcome, token = short(&token), "background release"),
+                Err(e) => tracing::warn!(why, error = %e, "background release failed; the lock frees itself at its TTL"),
+            }
         }
-    });
+        .instrument(span),
+    );
 }
 
 /// Renews the lease every `every` until the guard is done; cancels `lost`
@@ -256,6 +323,7 @@ async fn watchdog(
     state: Arc<State>,
 ) {
     let name = String::from_utf8_lossy(&keys.key).into_owned();
+    let label = state.metrics_label.clone();
     let mut next = Instant::now() + every;
     loop {
         let deadline = state.deadline();
@@ -266,15 +334,17 @@ async fn watchdog(
         let now = Instant::now();
         if now >= state.deadline() {
             tracing::warn!(lock = %name, token = short(&token), "lease ran out before a renewal succeeded; lock lost");
-            state.lost.cancel();
+            state.mark_lost();
             return;
         }
         // A renewal that answers after the deadline is worthless: bound it.
-        let renewal = backend.extend(&keys, &token, ttl);
+        let span = renew_span(&keys.key[backend.prefix().len()..], &token);
+        let renewal = backend.extend(&keys, &token, ttl).instrument(span);
         let result = tokio::select! {
             _ = state.done.cancelled() => return,
             r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
         };
+        crate::metrics::renewal(&label, matches!(result, Ok(Ok((Extend::Extended, _)))));
         match result {
             Ok(Ok((Extend::Extended, valid_until))) => {
                 state.set_deadline(valid_until);
@@ -283,7 +353,7 @@ async fn watchdog(
             }
             Ok(Ok((outcome, _))) => {
                 tracing::warn!(lock = %name, token = short(&token), ?outcome, "renewal found the lock no longer ours; lock lost");
-                state.lost.cancel();
+                state.mark_lost();
                 return;
             }
             Ok(Err(e)) => {
@@ -294,7 +364,7 @@ async fn watchdog(
             }
             Err(_) => {
                 tracing::warn!(lock = %name, token = short(&token), "renewal did not answer before the lease ran out; lock lost");
-                state.lost.cancel();
+                state.mark_lost();
                 return;
             }
         }

@@ -20,6 +20,10 @@
 //!   independent instances (a majority must agree), one constructor away
 //!   (`docs/redlock.md`).
 //!
+//! Beside locks, [signals](Client::signal): one process waits, another
+//! signals it (to all waiters or [to one](Client::signal_one)), over the
+//! same shared pub/sub connection — fire-and-forget, see [`Listener`].
+//!
 //! ## Example
 //!
 //! ```no_run
@@ -63,6 +67,7 @@ mod guard;
 mod inspect;
 mod listener;
 mod lock;
+pub mod metrics;
 mod names;
 mod queue;
 mod redlock;
@@ -80,6 +85,7 @@ pub use guard::LockGuard;
 pub use inspect::LockInfo;
 pub use listener::{Listener, Signal};
 pub use lock::{Extend, Lock, Release, ReleaseReport};
+pub use crate::metrics::MetricsLabels;
 pub use names::{drift, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use redlock::{Fencing, Redlock, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 pub use token::{Holder, TOKEN_MARKER};

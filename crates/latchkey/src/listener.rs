@@ -27,7 +27,6 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -62,9 +61,71 @@ const WAITER_BUFFER: usize = 2;
 const RECENT: usize = 64;
 
 /// Signals from one or more names or patterns. Made by [`Client::listen`]
-/// and [`Client::listen_patterns`]; see the [module docs](self).
+/// and [`Client::listen_patterns`]; [`Client::wait`] and its siblings make
+/// one for a single wait.
+///
+/// ```no_run
+/// # async fn demo(client: latchkey::Client) -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// // Listen first, then start what will signal: nothing can be missed.
+/// let mut listener = client.listen(["build-done"]).await?;
+/// // ... start the build ...
+/// match listener.recv_timeout(Duration::from_secs(60)).await {
+///     Some(signal) => println!("build says {:?}", String::from_utf8_lossy(&signal.payload)),
+///     None => println!("no word from the build"),
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # Signals: what you get
+/// * [`Client::signal`] broadcasts to every current waiter on a name and
+///   returns how many subscribers (connections) received it;
+///   [`Client::signal_one`] hands it to exactly one current waiter, picked
+///   at random, or reports that nobody waits; [`Client::waiters`] counts
+///   the waiters on a name.
+/// * [`Client::wait`], [`Client::wait_any`], [`Client::wait_all`] and
+///   [`Client::wait_pattern`] wait with a timeout; [`Client::listen`] and
+///   [`Client::listen_patterns`] return a listener that is already
+///   subscribed when it is returned, so "listen, then start whatever will
+///   signal, then receive" cannot miss the signal.
+/// * Thousands of waiters in one process share one subscriber connection
+///   (per server); a waiter that times out or is dropped unsubscribes.
+/// * With replicas ([`ClientBuilder::replica`](crate::ClientBuilder::replica))
+///   waiters listen on every server, so a waiter still hears signals while
+///   its connection to the primary is down; each signal reaches it once.
+///
+/// # What you do not get: pub/sub is fire-and-forget
+/// Redis keeps no pub/sub message. A signal sent while nobody listens is
+/// lost, and so is one sent while a waiter is reconnecting to every server
+/// it listens on (with replicas, all of them at once). A waiter hears only
+/// what is signalled after it subscribed. When a signal must not be lost —
+/// "the migration is done" for a process that starts later — use a
+/// persistent primitive instead (a latch or barrier, which keep their state
+/// in a key), or pair the signal with state in Redis that the waiter checks
+/// after subscribing.
+///
+/// There is no `try_wait`: since nothing is kept, a wait that does not wait
+/// could only see a signal published in the instant it listens, which is
+/// almost never, whatever happened before. [`Listener::try_recv`] is the
+/// honest form: it returns, without waiting, what arrived since the listener
+/// was made.
+///
+/// # Unicast
+/// Every waiter on a name also subscribes to a channel of its own
+/// (`P + "signal-one:" + len + ":" + name + ":" + waiter id`); `signal_one`
+/// runs a script that lists those channels (`PUBSUB CHANNELS`) and publishes
+/// to one of them, picked with a random number from the client, atomically.
+/// Only waiters subscribed on the primary are candidates. If the chosen
+/// waiter is cancelled at that very moment the signal is lost with it. A
+/// waiter given several signals at once by `wait`/`wait_any` returns with one
+/// of them and drops the rest; a `Listener` kept across calls buffers them.
+///
+/// The channel layout and message format are in `docs/protocol.md`
+/// ("Signals"); other programs may publish plain messages on the broadcast
+/// channel, and waiters receive them as they are.
 pub struct Listener {
-    prefix: Arc<[u8]>,
+    /// The key prefix, to tell the name in a pattern match (patterns only).
+    prefix: Option<Box<[u8]>>,
     watches: Vec<Watch>,
     subs: Vec<Sub>,
     /// Servers whose subscriptions are still being confirmed (with replicas
@@ -78,7 +139,11 @@ pub struct Listener {
 
 impl std::fmt::Debug for Listener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what: Vec<_> = self.watches.iter().map(|w| String::from_utf8_lossy(&w.what)).collect();
+        let what: Vec<_> = self
+            .watches
+            .iter()
+            .map(|w| String::from_utf8_lossy(&w.what))
+            .collect();
         f.debug_struct("Listener")
             .field("watching", &what)
             .field("subscriptions", &self.subs.len())
@@ -123,9 +188,15 @@ enum Got {
 impl Listener {
     /// Subscribes to `items` (names, or patterns when `patterns`) on every
     /// server of `client`; returns once at least one server confirmed.
-    pub(crate) async fn open(client: &Client, items: Vec<Vec<u8>>, patterns: bool) -> Result<Listener> {
+    pub(crate) async fn open(
+        client: &Client,
+        items: Vec<Vec<u8>>,
+        patterns: bool,
+    ) -> Result<Listener> {
         if items.is_empty() {
-            return Err(Error::InvalidInput("nothing to wait for: no names given".into()));
+            return Err(Error::InvalidInput(
+                "nothing to wait for: no names given".into(),
+            ));
         }
         for (i, item) in items.iter().enumerate() {
             if patterns {
@@ -140,25 +211,40 @@ impl Listener {
                 )));
             }
         }
-        let prefix: Arc<[u8]> = Arc::from(client.prefix());
+        let prefix = client.prefix();
         let primary = client.subscriber();
         let waiter_id = primary.new_waiter_id();
         let mut topics = Vec::new();
         let mut slots = Vec::new();
         for (watch, item) in items.iter().enumerate() {
             if patterns {
-                topics.push((Topic::Pattern(wire::broadcast_pattern(&prefix, item)), EVENT_BUFFER));
-                slots.push(Slot { watch, unicast: false });
+                topics.push((
+                    Topic::Pattern(wire::broadcast_pattern(prefix, item)),
+                    EVENT_BUFFER,
+                ));
+                slots.push(Slot {
+                    watch,
+                    unicast: false,
+                });
             } else {
-                topics.push((Topic::Channel(wire::broadcast_channel(&prefix, item)), EVENT_BUFFER));
-                slots.push(Slot { watch, unicast: false });
-                let own = wire::waiter_channel(&prefix, item, &waiter_id);
+                topics.push((
+                    Topic::Channel(wire::broadcast_channel(prefix, item)),
+                    EVENT_BUFFER,
+                ));
+                slots.push(Slot {
+                    watch,
+                    unicast: false,
+                });
+                let own = wire::waiter_channel(prefix, item, &waiter_id);
                 topics.push((Topic::Channel(own), WAITER_BUFFER));
-                slots.push(Slot { watch, unicast: true });
+                slots.push(Slot {
+                    watch,
+                    unicast: true,
+                });
             }
         }
         let mut listener = Listener {
-            prefix,
+            prefix: patterns.then(|| prefix.into()),
             watches: items
                 .into_iter()
                 .map(|what| Watch {
@@ -196,7 +282,9 @@ impl Listener {
         let mut first_error = None;
         while listener.subs.is_empty() {
             if listener.joining.is_empty() {
-                return Err(first_error.unwrap_or_else(|| Error::Protocol("no server to listen on".into())));
+                return Err(
+                    first_error.unwrap_or_else(|| Error::Protocol("no server to listen on".into()))
+                );
             }
             if let Got::Joined(server, Err(e)) = listener.next_event().await {
                 tracing::debug!(server, error = %e, "cannot listen for signals on one server");
@@ -209,8 +297,9 @@ impl Listener {
     /// The next signal, waiting as long as it takes.
     ///
     /// A listener passes on each signal once, also when it hears it from
-    /// several servers or through several of its names and patterns. Signals
-    /// that arrive while nobody calls `recv` wait in a small buffer (16 per
+    /// several servers or through several of its patterns. Signals that
+    /// arrive while nobody calls `recv` wait in a small buffer (16 per
+    /// broadcast channel or pattern, 2 for the listener's own unicast
     /// channel; beyond that the oldest are dropped).
     ///
     /// # Cancel safety
@@ -284,9 +373,15 @@ impl Listener {
     fn slots(&self) -> Vec<Slot> {
         let mut slots = Vec::with_capacity(self.watches.len() * 2);
         for (watch, w) in self.watches.iter().enumerate() {
-            slots.push(Slot { watch, unicast: false });
+            slots.push(Slot {
+                watch,
+                unicast: false,
+            });
             if !w.pattern {
-                slots.push(Slot { watch, unicast: true });
+                slots.push(Slot {
+                    watch,
+                    unicast: true,
+                });
             }
         }
         slots
@@ -317,12 +412,16 @@ impl Listener {
             let mut waiting: Vec<Pin<Box<dyn Future<Output = Got> + Send + '_>>> =
                 Vec::with_capacity(self.subs.len() + self.joining.len());
             for (i, sub) in self.subs.iter_mut().enumerate() {
-                waiting.push(Box::pin(async move { Got::Event(i, sub.subscription.recv().await) }));
+                waiting.push(Box::pin(async move {
+                    Got::Event(i, sub.subscription.recv().await)
+                }));
             }
             for (k, joining) in self.joining.iter_mut().enumerate() {
                 waiting.push(Box::pin(async move {
                     let result = (&mut joining.rx).await.unwrap_or_else(|_| {
-                        Err(Error::Protocol("a subscribing task ended without an answer".into()))
+                        Err(Error::Protocol(
+                            "a subscribing task ended without an answer".into(),
+                        ))
                     });
                     Got::Joined(k, result)
                 }));
@@ -389,7 +488,8 @@ impl Listener {
         let watch = &self.watches[w];
         let (channel, payload) = (&message.channel, &message.payload);
         let name = if watch.pattern {
-            wire::name_of_broadcast_channel(&self.prefix, channel)?.to_vec()
+            let prefix = self.prefix.as_deref().unwrap_or_default();
+            wire::name_of_broadcast_channel(prefix, channel)?.to_vec()
         } else {
             watch.what.to_vec()
         };
@@ -397,7 +497,9 @@ impl Listener {
         let copy = match (&mut self.recent, id) {
             (None, _) => false,
             (Some(recent), Some(id)) => recent.seen_id(id),
-            (Some(recent), None) => recent.seen_foreign(wire::fingerprint(channel, payload), source),
+            (Some(recent), None) => {
+                recent.seen_foreign(wire::fingerprint(channel, payload), source)
+            }
         };
         // `recv_all` takes the first signal of every watch: the same signal
         // may satisfy two patterns, and a watch that is done hears nothing.
@@ -409,6 +511,9 @@ impl Listener {
             payload: body.to_vec(),
             unicast,
         };
+        if !copy {
+            crate::metrics::signal_received(unicast);
+        }
         if all {
             if self.watches[w].got.is_none() {
                 self.watches[w].got = Some(signal.clone());

@@ -30,9 +30,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
+use crate::metrics::{LockLabel, MetricsLabels, Outcome};
 use crate::names::{check_name, check_ttl, LockKeys};
 use crate::subscriber::{jitter, Event, Subscription, Topic};
 
@@ -101,6 +104,13 @@ impl Backend {
         match self {
             Backend::Single(client) => client.prefix(),
             Backend::Redlock(redlock) => redlock.prefix(),
+        }
+    }
+
+    fn metrics_labels(&self) -> &MetricsLabels {
+        match self {
+            Backend::Single(client) => &client.inner.metrics_labels,
+            Backend::Redlock(redlock) => redlock.metrics_labels(),
         }
     }
 
@@ -200,9 +210,10 @@ impl Wakeups {
     }
 
     /// Completes on the next event from any server.
-    async fn next(&mut self) {
+    async fn next(&mut self) -> Event {
         let events = self.0.iter_mut().map(|s| Box::pin(s.recv()));
-        let _: (Event, _, _) = futures_util::future::select_all(events).await;
+        let (event, _, _) = futures_util::future::select_all(events).await;
+        event
     }
 }
 
@@ -217,6 +228,8 @@ pub struct Lock {
     pub(crate) keys: Arc<LockKeys>,
     pub(crate) ttl: Duration,
     pub(crate) renew_every: Option<Duration>,
+    /// The `lock` label of this lock's metrics, computed once.
+    pub(crate) metrics_label: LockLabel,
 }
 
 impl std::fmt::Debug for Lock {
@@ -249,6 +262,7 @@ impl Lock {
         check_ttl(ttl)?;
         Ok(Lock {
             keys: Arc::new(LockKeys::new(backend.prefix(), name)),
+            metrics_label: LockLabel::new(backend.metrics_labels(), name),
             backend,
             name: Arc::from(name),
             ttl,
@@ -309,6 +323,21 @@ impl Lock {
     /// release cannot run (no runtime, Redis gone) the lock frees itself at
     /// the TTL.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        let called = Instant::now();
+        let result = self
+            .try_acquire_once()
+            .instrument(self.span_acquire())
+            .await;
+        crate::metrics::acquire_outcome(
+            &self.metrics_label,
+            Outcome::of_try(&result),
+            called.elapsed(),
+        );
+        result
+    }
+
+    /// `try_acquire` without metrics and span: also the first step of a wait.
+    async fn try_acquire_once(&self) -> Result<Option<LockGuard>> {
         let token = self.backend.new_token()?;
         let pending = PendingAttempt {
             lock: self,
@@ -355,23 +384,55 @@ impl Lock {
     /// background (see [`Lock::try_acquire`]); the local queue place and the
     /// subscription are given up.
     pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
+        let called = Instant::now();
+        let result = self
+            .acquire_until_once(deadline)
+            .instrument(self.span_acquire())
+            .await;
+        crate::metrics::acquire_outcome(
+            &self.metrics_label,
+            Outcome::of_wait(&result),
+            called.elapsed(),
+        );
+        result
+    }
+
+    /// The span of one acquire call; the guard records its token in it.
+    fn span_acquire(&self) -> tracing::Span {
+        tracing::debug_span!("acquire", lock = %String::from_utf8_lossy(&self.name), token = tracing::field::Empty)
+    }
+
+    async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let started = Instant::now();
-        let timed_out = || Error::WaitTimedOut {
-            name: String::from_utf8_lossy(&self.name).into_owned(),
-            waited: started.elapsed(),
-        };
         let queues = self.backend.local_queues();
         // The uncontended case costs one round trip and no subscription. If
         // another task of ours already waits, the lock is busy: queue up
         // behind it (FIFO) instead of spending a round trip to learn that.
         if !queues.is_contended(&self.keys.key) {
-            match self.try_acquire().await {
+            match self.try_acquire_once().await {
                 Ok(Some(guard)) => return Ok(guard),
                 Ok(None) => {}
                 Err(e) if e.is_transient() => {}
                 Err(e) => return Err(e),
             }
         }
+        let span = tracing::debug_span!("wait", lock = %String::from_utf8_lossy(&self.name), token = tracing::field::Empty);
+        self.wait_and_acquire(deadline, started)
+            .instrument(span)
+            .await
+    }
+
+    /// The slow path of [`Lock::acquire_until`]: the lock was busy.
+    async fn wait_and_acquire(
+        &self,
+        deadline: Option<Instant>,
+        started: Instant,
+    ) -> Result<LockGuard> {
+        let timed_out = || Error::WaitTimedOut {
+            name: String::from_utf8_lossy(&self.name).into_owned(),
+            waited: started.elapsed(),
+        };
+        let queues = self.backend.local_queues();
         // Subscribe before queueing: the server-side subscription is shared,
         // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
         let mut wakeups = self.subscribe_or_poll(None).await;
@@ -386,6 +447,8 @@ impl Lock {
 
         let mut poll = MIN_POLL;
         let mut failing_since: Option<Instant> = None;
+        // When a release notification woke us: the start of a handoff.
+        let mut woken_at: Option<Instant> = None;
         loop {
             // A Redlock that cannot reach a majority reports that at the
             // deadline rather than "still busy", which would be untrue.
@@ -394,7 +457,12 @@ impl Lock {
                 w.reset();
             }
             let retry_in = match self.try_acquire_with_ttl().await {
-                Ok(Ok(guard)) => return Ok(guard),
+                Ok(Ok(guard)) => {
+                    if let Some(woken_at) = woken_at {
+                        crate::metrics::handoff(&self.metrics_label, woken_at.elapsed());
+                    }
+                    return Ok(guard);
+                }
                 Ok(Err(retry_in)) => {
                     failing_since = None;
                     retry_in
@@ -436,10 +504,15 @@ impl Lock {
             if let Some(d) = deadline {
                 wake_at = wake_at.min(d);
             }
+            woken_at = None;
             match wakeups.as_mut() {
                 Some(w) => {
                     tokio::select! {
-                        _ = w.next() => {}
+                        event = w.next() => {
+                            if !matches!(event, Event::Resubscribed) {
+                                woken_at = Some(Instant::now());
+                            }
+                        }
                         _ = tokio::time::sleep_until(wake_at.into()) => {}
                     }
                 }
@@ -509,6 +582,7 @@ impl Drop for PendingAttempt<'_> {
                 self.lock.keys.clone(),
                 token.to_owned(),
                 "an acquire attempt was cancelled or failed after its request was sent",
+                None,
             );
         }
     }

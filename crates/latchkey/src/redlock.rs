@@ -335,6 +335,17 @@ impl Redlock {
         self.inner.identity.new_token()
     }
 
+    /// The metrics label policy of the first connected instance's client
+    /// (all are made alike by [`Redlock::connect_with`]).
+    pub(crate) fn metrics_labels(&self) -> &crate::metrics::MetricsLabels {
+        static NONE: crate::metrics::MetricsLabels = crate::metrics::MetricsLabels::None;
+        self.inner
+            .instances
+            .iter()
+            .find_map(|i| i.client.get())
+            .map_or(&NONE, |c| &c.inner.metrics_labels)
+    }
+
     /// The per-instance timeout for a round on a lock with this TTL.
     fn timeout_for(&self, ttl: Duration) -> Duration {
         self.options

@@ -82,7 +82,15 @@ pub(crate) fn broadcast_channel(prefix: &[u8], name: &[u8]) -> Vec<u8> {
 /// `P + "signal-one:" + len + ":" + name + ":"`: what every waiter channel
 /// of `name` starts with.
 pub(crate) fn waiter_channel_prefix(prefix: &[u8], name: &[u8]) -> Vec<u8> {
-    [prefix, WAITER_NS, name.len().to_string().as_bytes(), b":", name, b":"].concat()
+    [
+        prefix,
+        WAITER_NS,
+        name.len().to_string().as_bytes(),
+        b":",
+        name,
+        b":",
+    ]
+    .concat()
 }
 
 /// The channel of one waiter on `name`.
@@ -173,7 +181,12 @@ pub(crate) fn random_u64() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let mut hasher = std::hash::DefaultHasher::new();
-    (nanos, COUNTER.fetch_add(1, Ordering::Relaxed), std::process::id()).hash(&mut hasher);
+    (
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        std::process::id(),
+    )
+        .hash(&mut hasher);
     hasher.finish()
 }
 
@@ -184,9 +197,17 @@ mod tests {
     #[test]
     fn envelopes_round_trip_and_foreign_messages_pass() {
         let sealed = seal(0xdead_beef, b"payload:with:colons");
-        assert_eq!(open(&sealed), (Some(0xdead_beef), &b"payload:with:colons"[..]));
+        assert_eq!(
+            open(&sealed),
+            (Some(0xdead_beef), &b"payload:with:colons"[..])
+        );
         assert_eq!(open(&seal(7, b"")), (Some(7), &b""[..]));
-        for foreign in [&b"hello"[..], b"lksig1:", b"lksig1:0123456789abcdefX", b"lksig1:0123456789ABCDEF:x"] {
+        for foreign in [
+            &b"hello"[..],
+            b"lksig1:",
+            b"lksig1:0123456789abcdefX",
+            b"lksig1:0123456789ABCDEF:x",
+        ] {
             assert_eq!(open(foreign), (None, foreign));
         }
     }
@@ -199,7 +220,11 @@ mod tests {
         assert!(waiter_channel(b"p:", b"jobs", id).starts_with(b"p:signal-one:4:jobs:"));
         assert_eq!(
             waiters_pattern(b"p*", b"a?[b]\\"),
-            [&b"p\\*signal-one:6:a\\?\\[b\\]\\\\:"[..], &b"[0-9a-f]".repeat(32)].concat()
+            [
+                &b"p\\*signal-one:6:a\\?\\[b\\]\\\\:"[..],
+                &b"[0-9a-f]".repeat(32)
+            ]
+            .concat()
         );
     }
 
@@ -211,8 +236,14 @@ mod tests {
         assert!(check_name(b"job*?[]:\0\xff").is_ok());
         assert!(check_pattern(b"").is_err());
         let channel = broadcast_channel(b"p:", b"job:1");
-        assert_eq!(name_of_broadcast_channel(b"p:", &channel), Some(&b"job:1"[..]));
-        assert_eq!(name_of_broadcast_channel(b"p:", b"p:signal:lock:released"), None);
+        assert_eq!(
+            name_of_broadcast_channel(b"p:", &channel),
+            Some(&b"job:1"[..])
+        );
+        assert_eq!(
+            name_of_broadcast_channel(b"p:", b"p:signal:lock:released"),
+            None
+        );
         assert_eq!(name_of_broadcast_channel(b"p:", b"q:signal:x"), None);
     }
 }

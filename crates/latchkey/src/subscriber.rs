@@ -151,7 +151,13 @@ impl Subscriber {
         });
         // The actor holds the registry weakly: when the last client handle and
         // subscription are gone, the request channel closes and it exits.
-        tokio::spawn(actor(client, Arc::downgrade(&shared), inbox, timeout, ping_every));
+        tokio::spawn(actor(
+            client,
+            Arc::downgrade(&shared),
+            inbox,
+            timeout,
+            ping_every,
+        ));
         Subscriber { shared }
     }
 
@@ -165,7 +171,9 @@ impl Subscriber {
     /// subscription does.
     pub(crate) async fn subscribe(&self, topic: Topic) -> Result<Subscription> {
         let mut subscriptions = self.subscribe_many(vec![(topic, EVENT_BUFFER)]).await?;
-        subscriptions.pop().ok_or_else(|| Error::Protocol("no subscription was made".into()))
+        subscriptions
+            .pop()
+            .ok_or_else(|| Error::Protocol("no subscription was made".into()))
     }
 
     /// Subscribes to all of `topics` at once (one request, confirmed
@@ -177,7 +185,10 @@ impl Subscriber {
     ///
     /// # Cancel safety
     /// Cancel safe, like [`Subscriber::subscribe`].
-    pub(crate) async fn subscribe_many(&self, topics: Vec<(Topic, usize)>) -> Result<Vec<Subscription>> {
+    pub(crate) async fn subscribe_many(
+        &self,
+        topics: Vec<(Topic, usize)>,
+    ) -> Result<Vec<Subscription>> {
         let mut subscriptions = Vec::with_capacity(topics.len());
         let mut unconfirmed = Vec::new();
         {
@@ -274,7 +285,9 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        let Some(topic) = self.topic.take() else { return };
+        let Some(topic) = self.topic.take() else {
+            return;
+        };
         let first = {
             let mut releases = lock(&self.shared.releases);
             releases.push(topic);
@@ -289,7 +302,9 @@ impl Drop for Subscription {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // The registry holds no invariant a panic elsewhere could break halfway.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 async fn actor(
@@ -319,7 +334,7 @@ async fn actor(
         };
         let Some(pubsub) = connected else {
             // Fail pending subscribes at once (their waiters then poll), and
-            // drop the unsubscribes: the new connection starts empty.
+            // count the releases: the new connection starts empty.
             if !fail_pending(&shared, &mut inbox) {
                 return;
             }
@@ -333,15 +348,29 @@ async fn actor(
 
         // Subscribe to everything that is wanted now.
         let Some(wanted) = shared.upgrade().map(|s| {
-            lock(&s.registry).keys().cloned().collect::<Vec<Arc<Topic>>>()
+            lock(&s.registry)
+                .keys()
+                .cloned()
+                .collect::<Vec<Arc<Topic>>>()
         }) else {
             return;
         };
-        if let Err(e) = resubscribe(&mut sink, &wanted, timeout).await {
-            tracing::warn!(%server, error = %e, "resubscribing failed; reconnecting");
-            continue;
+        let refused = match subscribe_checked(&sink, &wanted, &[], timeout).await {
+            Ok(refused) => refused,
+            Err(e) => {
+                tracing::warn!(%server, error = %e, "resubscribing failed; reconnecting");
+                tokio::time::sleep(jitter(backoff)).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        for (topic, e) in &refused {
+            tracing::warn!(%server, ?topic, error = %e, "the server refused a subscription");
         }
-        let wanted: HashSet<Arc<Topic>> = wanted.into_iter().collect();
+        let wanted: HashSet<Arc<Topic>> = wanted
+            .into_iter()
+            .filter(|topic| !refused.contains_key(topic))
+            .collect();
         if let Some(s) = shared.upgrade() {
             for (topic, entry) in lock(&s.registry).iter_mut() {
                 if wanted.contains(topic) {
@@ -362,7 +391,9 @@ async fn actor(
         ping.tick().await;
         let mut flush_at: Option<tokio::time::Instant> = None;
         loop {
-            let flush = tokio::time::sleep_until(flush_at.unwrap_or_else(|| tokio::time::Instant::now() + ping_every));
+            let flush = tokio::time::sleep_until(
+                flush_at.unwrap_or_else(|| tokio::time::Instant::now() + ping_every),
+            );
             tokio::select! {
                 message = stream.next() => {
                     let Some(message) = message else {
@@ -444,7 +475,9 @@ fn fail_pending(shared: &Weak<Shared>, inbox: &mut mpsc::UnboundedReceiver<Reque
 /// wants any more; returns their topics.
 fn count_releases(shared: &Weak<Shared>) -> Vec<Arc<Topic>> {
     let mut gone = Vec::new();
-    let Some(s) = shared.upgrade() else { return gone };
+    let Some(s) = shared.upgrade() else {
+        return gone;
+    };
     let released = std::mem::take(&mut *lock(&s.releases));
     let mut registry = lock(&s.registry);
     for topic in released {
@@ -459,12 +492,51 @@ fn count_releases(shared: &Weak<Shared>) -> Vec<Arc<Topic>> {
     gone
 }
 
-async fn resubscribe(
-    sink: &mut redis::aio::PubSubSink,
-    wanted: &[Arc<Topic>],
+/// True when `e` means the connection is unusable (it is then replaced);
+/// false for a refusal by the server, such as an ACL that forbids a
+/// channel, after which the connection works as before.
+fn broken(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_unrecoverable_error()
+}
+
+/// [`apply`], and when the server refuses it, the topics it refuses with
+/// why: a `SUBSCRIBE` of many channels is refused as a whole when one is
+/// forbidden, so each topic is then tried alone, and the others are not
+/// held hostage by one. Errs only when the connection is broken.
+async fn subscribe_checked(
+    sink: &redis::aio::PubSubSink,
+    subscribe: &[Arc<Topic>],
+    unsubscribe: &[Arc<Topic>],
     timeout: Duration,
-) -> redis::RedisResult<()> {
-    bounded(timeout, apply(sink, wanted, &[])).await
+) -> redis::RedisResult<HashMap<Arc<Topic>, redis::RedisError>> {
+    match bounded(timeout, apply(sink, subscribe, unsubscribe)).await {
+        Ok(()) => return Ok(HashMap::new()),
+        Err(e) if broken(&e) => return Err(e),
+        Err(_) => {}
+    }
+    let alone = subscribe.iter().map(|topic| async move {
+        let result = apply(sink, std::slice::from_ref(topic), &[]).await;
+        (topic.clone(), result)
+    });
+    let results = bounded(timeout, async {
+        Ok(futures_util::future::join_all(alone).await)
+    })
+    .await?;
+    let mut refused = HashMap::new();
+    for (topic, result) in results {
+        match result {
+            Ok(()) => {}
+            Err(e) if broken(&e) => return Err(e),
+            Err(e) => {
+                refused.insert(topic, e);
+            }
+        }
+    }
+    Ok(refused)
 }
 
 /// Counts the releases, brings the server in line with the registry for
@@ -479,34 +551,48 @@ async fn handle(
     let mut answers = Vec::new();
     for request in batch {
         if let Request::Subscribe(topics, done) = request {
-            named.extend(topics);
-            answers.push(done);
+            named.extend(topics.iter().cloned());
+            answers.push((topics, done));
         }
     }
     named.extend(count_releases(shared));
-    let Some(s) = shared.upgrade() else { return Ok(()) };
+    let Some(s) = shared.upgrade() else {
+        return Ok(());
+    };
     // Wanted now: subscribe (again; SUBSCRIBE is idempotent). Not wanted
     // (given up, perhaps before its SUBSCRIBE was even sent): unsubscribe.
     let (wanted, unwanted): (Vec<Arc<Topic>>, Vec<Arc<Topic>>) = {
         let registry = lock(&s.registry);
-        named.into_iter().partition(|topic| registry.contains_key(topic))
+        named
+            .into_iter()
+            .partition(|topic| registry.contains_key(topic))
     };
     drop(s);
-    let result = bounded(timeout, apply(sink, &wanted, &unwanted)).await;
-    if result.is_ok() {
-        if let Some(s) = shared.upgrade() {
-            let mut registry = lock(&s.registry);
-            for topic in &wanted {
-                if let Some(entry) = registry.get_mut(topic) {
-                    entry.confirmed = true;
-                }
+    let refused = match subscribe_checked(sink, &wanted, &unwanted, timeout).await {
+        Ok(refused) => refused,
+        Err(e) => {
+            for (_, done) in answers {
+                let _ = done.send(Err(Error::from_redis(e.clone(), b"")));
+            }
+            return Err(e);
+        }
+    };
+    if let Some(s) = shared.upgrade() {
+        let mut registry = lock(&s.registry);
+        for topic in wanted.iter().filter(|t| !refused.contains_key(*t)) {
+            if let Some(entry) = registry.get_mut(topic) {
+                entry.confirmed = true;
             }
         }
     }
-    for done in answers {
-        let _ = done.send(result.clone().map_err(|e| Error::from_redis(e, b"")));
+    for (topics, done) in answers {
+        let answer = match topics.iter().find_map(|t| refused.get(t)) {
+            Some(e) => Err(Error::from_redis(e.clone(), b"")),
+            None => Ok(()),
+        };
+        let _ = done.send(answer);
     }
-    result
+    Ok(())
 }
 
 #[derive(Clone, Copy)]
@@ -540,7 +626,9 @@ async fn apply(
     }
     // The sink is a pipeline: every command is written before the first
     // confirmation is awaited, in this order.
-    futures_util::future::try_join_all(commands).await.map(|_| ())
+    futures_util::future::try_join_all(commands)
+        .await
+        .map(|_| ())
 }
 
 /// The names of `topics`: channels, then patterns.
@@ -556,7 +644,11 @@ fn split(topics: &[Arc<Topic>]) -> (Vec<&[u8]>, Vec<&[u8]>) {
     (channels, patterns)
 }
 
-async fn send(mut sink: redis::aio::PubSubSink, command: Command, names: &[&[u8]]) -> redis::RedisResult<()> {
+async fn send(
+    mut sink: redis::aio::PubSubSink,
+    command: Command,
+    names: &[&[u8]],
+) -> redis::RedisResult<()> {
     match command {
         Command::Subscribe => sink.subscribe(names).await,
         Command::PSubscribe => sink.psubscribe(names).await,
@@ -603,6 +695,10 @@ fn dispatch(shared: &Shared, message: &redis::Msg) {
 /// polls of many processes.
 pub(crate) fn jitter(d: Duration) -> Duration {
     let mut byte = [0u8; 1];
-    let r = if getrandom::fill(&mut byte).is_ok() { byte[0] } else { 128 };
+    let r = if getrandom::fill(&mut byte).is_ok() {
+        byte[0]
+    } else {
+        128
+    };
     d.mul_f64(0.5 + f64::from(r) / 256.0)
 }

@@ -251,3 +251,22 @@ async fn a_cancelled_acquire_does_not_leave_the_lock_held() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let lock = c.lock("counted", Duration::from_secs(5)).unwrap();
+    for garbage in ["9007199254740993", "1e400", "-5", "12.5", "not-a-number"] {
+        server.command(&["SET", "test:counted:fence", garbage]).unwrap();
+        match lock.try_acquire().await {
+            Err(Error::BadFencingCounter { key }) => assert_eq!(key, "test:counted:fence"),
+            other => panic!("counter {garbage:?}: expected BadFencingCounter, got {other:?}"),
+        }
+        let exists = server.command(&["EXISTS", "test:counted"]).unwrap();
+        assert_eq!(exists, "0", "counter {garbage:?}: the lock was taken anyway");
+    }
+    server.command(&["DEL", "test:counted:fence"]).unwrap();
+    let g = lock.try_acquire().await.unwrap().expect("free after the counter was reset");
+    assert_eq!(g.release().await.unwrap(), Release::Released);
+}

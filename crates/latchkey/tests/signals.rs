@@ -50,7 +50,11 @@ async fn channels(conn: &mut redis::aio::MultiplexedConnection, pattern: &str) -
 }
 
 async fn numpat(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
-    redis::cmd("PUBSUB").arg("NUMPAT").query_async(conn).await.unwrap()
+    redis::cmd("PUBSUB")
+        .arg("NUMPAT")
+        .query_async(conn)
+        .await
+        .unwrap()
 }
 
 /// Returns once every subscription change `client` asked for before has
@@ -78,7 +82,10 @@ async fn listeners(client: &Client, name: &str, n: usize) -> Vec<Listener> {
 async fn heard_until_fence(listener: &mut Listener) -> Vec<Signal> {
     let mut heard = Vec::new();
     loop {
-        let signal = listener.recv_timeout(PATIENCE).await.expect("the fence arrives");
+        let signal = listener
+            .recv_timeout(PATIENCE)
+            .await
+            .expect("the fence arrives");
         if signal.payload == b"fence" {
             break;
         }
@@ -98,19 +105,31 @@ async fn broadcast_reaches_every_waiter_and_counts_them() {
     let mut all = listeners(&a, "deploy", 60).await;
     all.extend(listeners(&b, "deploy", 40).await);
     // And a program that is not latchkey, subscribed to the channel.
-    let mut foreign = redis::Client::open(server.url()).unwrap().get_async_pubsub().await.unwrap();
+    let mut foreign = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
     foreign.subscribe("test:signal:deploy").await.unwrap();
 
     assert_eq!(a.waiters("deploy").await.unwrap(), 100);
     // PUBLISH counts connections: two of latchkey's and the other program.
     assert_eq!(a.signal("deploy", b"v42").await.unwrap(), 3);
     for listener in &mut all {
-        let signal = listener.recv_timeout(PATIENCE).await.expect("every waiter hears it");
-        assert_eq!((signal.name.as_slice(), signal.payload.as_slice()), (&b"deploy"[..], &b"v42"[..]));
+        let signal = listener
+            .recv_timeout(PATIENCE)
+            .await
+            .expect("every waiter hears it");
+        assert_eq!(
+            (signal.name.as_slice(), signal.payload.as_slice()),
+            (&b"deploy"[..], &b"v42"[..])
+        );
         assert!(!signal.unicast);
     }
     // The other program sees the documented envelope.
-    let message = futures_util::StreamExt::next(&mut foreign.on_message()).await.unwrap();
+    let message = futures_util::StreamExt::next(&mut foreign.on_message())
+        .await
+        .unwrap();
     let raw = message.get_payload_bytes();
     assert!(raw.starts_with(b"lksig1:") && raw.ends_with(b":v42") && raw.len() == 7 + 16 + 1 + 3);
 
@@ -124,7 +143,10 @@ async fn broadcast_reaches_every_waiter_and_counts_them() {
     drop(foreign);
     until("the waiters are gone", || {
         let (a, mut conn) = (a.clone(), conn.clone());
-        async move { numsub(&mut conn, "test:signal:deploy").await == 0 && a.waiters("deploy").await.unwrap() == 0 }
+        async move {
+            numsub(&mut conn, "test:signal:deploy").await == 0
+                && a.waiters("deploy").await.unwrap() == 0
+        }
     })
     .await;
 }
@@ -137,7 +159,11 @@ async fn raw_conn(server: &RedisServer) -> redis::aio::MultiplexedConnection {
 async fn unicast_reaches_exactly_one_waiter_at_random() {
     let server = RedisServer::start();
     let (a, b) = (client(&server.url()).await, client(&server.url()).await);
-    assert_eq!(a.signal_one("work", b"lost").await.unwrap(), 0, "nobody waits yet");
+    assert_eq!(
+        a.signal_one("work", b"lost").await.unwrap(),
+        0,
+        "nobody waits yet"
+    );
 
     let mut all = listeners(&a, "work", 5).await;
     all.extend(listeners(&b, "work", 5).await);
@@ -169,18 +195,28 @@ async fn unicast_reaches_exactly_one_waiter_at_random() {
     for n in 0..60 {
         assert_eq!(a.signal_one("work", n.to_string()).await.unwrap(), 1);
         // One at a time: each must be heard before the next is sent.
-        let (i, signal) = tokio::time::timeout(PATIENCE, rx.recv()).await.unwrap().unwrap();
+        let (i, signal) = tokio::time::timeout(PATIENCE, rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
         assert!(signal.unicast);
         assert_eq!(signal.payload, n.to_string().as_bytes());
         *chosen.entry(i).or_default() += 1;
     }
-    assert_eq!(a.signal("work", b"fence").await.unwrap(), 2, "two connections");
+    assert_eq!(
+        a.signal("work", b"fence").await.unwrap(),
+        2,
+        "two connections"
+    );
     for task in tasks {
         task.await.unwrap();
     }
     drop(tx);
     let extra: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-    assert!(extra.is_empty(), "a unicast reached a second waiter: {extra:?}");
+    assert!(
+        extra.is_empty(),
+        "a unicast reached a second waiter: {extra:?}"
+    );
     // 60 uniform picks among 10 leave fewer than 4 waiters unpicked with
     // overwhelming probability; a fixed pick would hit one waiter only.
     assert!(chosen.len() >= 4, "picks are not spread: {chosen:?}");
@@ -190,14 +226,24 @@ async fn unicast_reaches_exactly_one_waiter_at_random() {
 async fn names_sharing_a_prefix_or_glob_characters_stay_apart() {
     let server = RedisServer::start();
     // A prefix with glob characters too, to check it is escaped.
-    let client = Client::builder(&server.url()).prefix("t[1]*:").connect().await.unwrap();
-    let names = ["job", "jobs", "job:x", "j*b", "job?", "[job]", "jo\\b", "job:", "3:job"];
+    let client = Client::builder(&server.url())
+        .prefix("t[1]*:")
+        .connect()
+        .await
+        .unwrap();
+    let names = [
+        "job", "jobs", "job:x", "j*b", "job?", "[job]", "jo\\b", "job:", "3:job",
+    ];
     let mut all = Vec::new();
     for name in names {
         all.push(client.listen([name]).await.unwrap());
     }
     // A client whose prefix the escaped glob must not match.
-    let other = Client::builder(&server.url()).prefix("t1zz:").connect().await.unwrap();
+    let other = Client::builder(&server.url())
+        .prefix("t1zz:")
+        .connect()
+        .await
+        .unwrap();
     let _bystander = other.listen(["job"]).await.unwrap();
 
     for name in names {
@@ -224,23 +270,68 @@ async fn waits_time_out_and_bad_input_is_refused() {
     let server = RedisServer::start();
     let client = client(&server.url()).await;
     let started = Instant::now();
-    assert_eq!(client.wait("nobody", Duration::from_millis(50)).await.unwrap(), None);
+    assert_eq!(
+        client
+            .wait("nobody", Duration::from_millis(50))
+            .await
+            .unwrap(),
+        None
+    );
     // The timeout is the point: at least 50 ms, and not wildly more.
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_millis(50) && waited < PATIENCE, "{waited:?}");
-    assert_eq!(client.wait_all(["x", "y"], Duration::from_millis(20)).await.unwrap(), None);
-    assert_eq!(client.wait_pattern("x*", Duration::from_millis(20)).await.unwrap(), None);
+    assert!(
+        waited >= Duration::from_millis(50) && waited < PATIENCE,
+        "{waited:?}"
+    );
+    assert_eq!(
+        client
+            .wait_all(["x", "y"], Duration::from_millis(20))
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        client
+            .wait_pattern("x*", Duration::from_millis(20))
+            .await
+            .unwrap(),
+        None
+    );
 
     for bad in ["", "lock:released"] {
-        assert!(matches!(client.signal(bad, b"").await, Err(Error::InvalidName { .. })), "{bad:?}");
-        assert!(matches!(client.signal_one(bad, b"").await, Err(Error::InvalidName { .. })));
-        assert!(matches!(client.listen([bad]).await, Err(Error::InvalidName { .. })));
+        assert!(
+            matches!(
+                client.signal(bad, b"").await,
+                Err(Error::InvalidName { .. })
+            ),
+            "{bad:?}"
+        );
+        assert!(matches!(
+            client.signal_one(bad, b"").await,
+            Err(Error::InvalidName { .. })
+        ));
+        assert!(matches!(
+            client.listen([bad]).await,
+            Err(Error::InvalidName { .. })
+        ));
     }
     let long = "x".repeat(latchkey::MAX_NAME_LEN + 1);
-    assert!(matches!(client.signal(&long, b"").await, Err(Error::InvalidName { .. })));
-    assert!(matches!(client.listen(Vec::<&str>::new()).await, Err(Error::InvalidInput(_))));
-    assert!(matches!(client.listen(["a", "a"]).await, Err(Error::InvalidInput(_))));
-    assert!(matches!(client.listen_patterns([""]).await, Err(Error::InvalidName { .. })));
+    assert!(matches!(
+        client.signal(&long, b"").await,
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(matches!(
+        client.listen(Vec::<&str>::new()).await,
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        client.listen(["a", "a"]).await,
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        client.listen_patterns([""]).await,
+        Err(Error::InvalidName { .. })
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,7 +349,10 @@ async fn wait_any_returns_the_first_and_wait_all_every_name() {
     .await;
     assert_eq!(client.signal("b", b"bee").await.unwrap(), 1);
     let signal = any.await.unwrap().unwrap().expect("a signal");
-    assert_eq!((signal.name, signal.payload), (b"b".to_vec(), b"bee".to_vec()));
+    assert_eq!(
+        (signal.name, signal.payload),
+        (b"b".to_vec(), b"bee".to_vec())
+    );
     settle(&client).await;
 
     let waiter = client.clone();
@@ -273,18 +367,31 @@ async fn wait_any_returns_the_first_and_wait_all_every_name() {
     until("\"a\" is given up", || {
         let mut conn = conn.clone();
         async move {
-            numsub(&mut conn, "test:signal:a").await == 0 && channels(&mut conn, "test:signal-one:1:a:*").await.is_empty()
+            numsub(&mut conn, "test:signal:a").await == 0
+                && channels(&mut conn, "test:signal-one:1:a:*")
+                    .await
+                    .is_empty()
         }
     })
     .await;
     assert_eq!(client.signal("a", b"second a").await.unwrap(), 0);
-    assert_eq!(client.signal_one("a", b"").await.unwrap(), 0, "no longer a unicast candidate");
+    assert_eq!(
+        client.signal_one("a", b"").await.unwrap(),
+        0,
+        "no longer a unicast candidate"
+    );
     assert_eq!(client.signal_one("b", b"bee").await.unwrap(), 1);
     let got = all.await.unwrap().unwrap().expect("all signals");
-    let got: Vec<_> = got.into_iter().map(|s| (s.name, s.payload, s.unicast)).collect();
+    let got: Vec<_> = got
+        .into_iter()
+        .map(|s| (s.name, s.payload, s.unicast))
+        .collect();
     assert_eq!(
         got,
-        [(b"a".to_vec(), b"first a".to_vec(), false), (b"b".to_vec(), b"bee".to_vec(), true)]
+        [
+            (b"a".to_vec(), b"first a".to_vec(), false),
+            (b"b".to_vec(), b"bee".to_vec(), true)
+        ]
     );
 }
 
@@ -295,22 +402,46 @@ async fn patterns_hear_matching_names_only() {
     let mut listener = client.listen_patterns(["job.*"]).await.unwrap();
     let mut everything = client.listen_patterns(["*"]).await.unwrap();
 
-    assert_eq!(client.signal("other", b"no").await.unwrap(), 1, "only `*` matches");
-    assert_eq!(client.signal_one("job.1", b"no").await.unwrap(), 0, "patterns are not unicast candidates");
+    assert_eq!(
+        client.signal("other", b"no").await.unwrap(),
+        1,
+        "only `*` matches"
+    );
+    assert_eq!(
+        client.signal_one("job.1", b"no").await.unwrap(),
+        0,
+        "patterns are not unicast candidates"
+    );
     // A lock called "signal:x" publishes on "test:signal:x:released", which
     // `*` matches on the server: it is not a signal and must not show up.
     let lock = client.lock("signal:x", Duration::from_secs(5)).unwrap();
-    let released = lock.try_acquire().await.unwrap().unwrap().release().await.unwrap();
+    let released = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
     assert_eq!(released, latchkey::Release::Released);
     assert_eq!(client.signal("job.1", b"yes").await.unwrap(), 2);
 
     let signal = listener.recv_timeout(PATIENCE).await.unwrap();
-    assert_eq!((signal.name, signal.payload), (b"job.1".to_vec(), b"yes".to_vec()));
+    assert_eq!(
+        (signal.name, signal.payload),
+        (b"job.1".to_vec(), b"yes".to_vec())
+    );
     let names: Vec<_> = [everything.recv().await, everything.recv().await]
         .into_iter()
         .map(|s| (s.name, s.payload))
         .collect();
-    assert_eq!(names, [(b"other".to_vec(), b"no".to_vec()), (b"job.1".to_vec(), b"yes".to_vec())]);
+    assert_eq!(
+        names,
+        [
+            (b"other".to_vec(), b"no".to_vec()),
+            (b"job.1".to_vec(), b"yes".to_vec())
+        ]
+    );
 
     // wait_all over patterns: one signal matching both satisfies both.
     let mut both = client.listen_patterns(["a*", "*z"]).await.unwrap();
@@ -354,7 +485,11 @@ async fn start_replica(primary: &RedisServer) -> RedisServer {
     until("replication is up", || {
         let mut conn = conn.clone();
         async move {
-            let info: String = redis::cmd("INFO").arg("replication").query_async(&mut conn).await.unwrap();
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
             info.contains("master_link_status:up")
         }
     })
@@ -371,18 +506,31 @@ async fn a_waiter_whose_primary_connection_is_killed_hears_via_the_replica_once(
     let (on_primary, on_replica) = (raw_conn(&primary).await, raw_conn(&replica).await);
     until("the waiter listens on both servers", || {
         let (mut p, mut r) = (on_primary.clone(), on_replica.clone());
-        async move { numsub(&mut p, "test:signal:r").await == 1 && numsub(&mut r, "test:signal:r").await == 1 }
+        async move {
+            numsub(&mut p, "test:signal:r").await == 1 && numsub(&mut r, "test:signal:r").await == 1
+        }
     })
     .await;
 
     // Both copies arrive (one per server); the waiter passes on one.
     assert_eq!(client.signal("r", b"before").await.unwrap(), 1);
-    assert_eq!(listener.recv_timeout(PATIENCE).await.unwrap().payload, b"before");
+    assert_eq!(
+        listener.recv_timeout(PATIENCE).await.unwrap().payload,
+        b"before"
+    );
 
-    let killed = primary.command(&["CLIENT", "KILL", "TYPE", "pubsub"]).unwrap();
-    assert_eq!(killed, "1", "the waiter's primary subscriber connection was killed");
+    let killed = primary
+        .command(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .unwrap();
+    assert_eq!(
+        killed, "1",
+        "the waiter's primary subscriber connection was killed"
+    );
     client.signal("r", b"during").await.unwrap();
-    assert_eq!(listener.recv_timeout(PATIENCE).await.unwrap().payload, b"during");
+    assert_eq!(
+        listener.recv_timeout(PATIENCE).await.unwrap().payload,
+        b"during"
+    );
 
     // The primary subscriber comes back; still one delivery per signal.
     until("the primary subscription is back", || {
@@ -392,7 +540,11 @@ async fn a_waiter_whose_primary_connection_is_killed_hears_via_the_replica_once(
     .await;
     client.signal("r", b"after").await.unwrap();
     client.signal("r", b"fence").await.unwrap();
-    let heard: Vec<_> = heard_until_fence(&mut listener).await.into_iter().map(|s| s.payload).collect();
+    let heard: Vec<_> = heard_until_fence(&mut listener)
+        .await
+        .into_iter()
+        .map(|s| s.payload)
+        .collect();
     assert_eq!(heard, [b"after".to_vec()], "each signal exactly once");
 }
 
@@ -411,7 +563,10 @@ async fn a_waiter_cut_off_from_the_primary_still_hears_signals() {
     let (on_primary, on_replica) = (raw_conn(&primary).await, raw_conn(&replica).await);
     until("the waiter listens on both servers", || {
         let (mut p, mut r) = (on_primary.clone(), on_replica.clone());
-        async move { numsub(&mut p, "test:signal:cut").await == 1 && numsub(&mut r, "test:signal:cut").await == 1 }
+        async move {
+            numsub(&mut p, "test:signal:cut").await == 1
+                && numsub(&mut r, "test:signal:cut").await == 1
+        }
     })
     .await;
 
@@ -419,11 +574,17 @@ async fn a_waiter_cut_off_from_the_primary_still_hears_signals() {
     // The primary delivers to the blackholed connection (its copy never
     // arrives), so it counts the waiter; the replica's copy gets through.
     assert_eq!(sender.signal("cut", b"via replica").await.unwrap(), 1);
-    let signal = listener.recv_timeout(PATIENCE).await.expect("heard through the replica");
+    let signal = listener
+        .recv_timeout(PATIENCE)
+        .await
+        .expect("heard through the replica");
     assert_eq!(signal.payload, b"via replica");
     // Unicast goes to waiters the primary lists; its copy is replicated too.
     assert_eq!(sender.signal_one("cut", b"one").await.unwrap(), 1);
-    let signal = listener.recv_timeout(PATIENCE).await.expect("unicast through the replica");
+    let signal = listener
+        .recv_timeout(PATIENCE)
+        .await
+        .expect("unicast through the replica");
     assert!(signal.unicast && signal.payload == b"one");
 }
 
@@ -458,5 +619,36 @@ async fn a_thousand_timed_out_waits_leave_no_subscription_behind() {
     // The subscriber still works after all that.
     let mut listener = client.listen(["n1"]).await.unwrap();
     assert_eq!(client.signal("n1", b"ok").await.unwrap(), 1);
-    assert_eq!(listener.recv_timeout(PATIENCE).await.unwrap().payload, b"ok");
+    assert_eq!(
+        listener.recv_timeout(PATIENCE).await.unwrap().payload,
+        b"ok"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forbidden_channel_fails_only_its_own_waiter() {
+    let server = RedisServer::start();
+    // This user may use the channels of signal "a" only.
+    server
+        .command(&[
+            "ACL",
+            "SETUSER",
+            "limited",
+            "on",
+            ">pw",
+            "~*",
+            "+@all",
+            "resetchannels",
+            "&test:signal:a",
+            "&test:signal-one:1:a:*",
+        ])
+        .unwrap();
+    let client = client(&format!("redis://limited:pw@127.0.0.1:{}/", server.port())).await;
+    // Asked for together, so that the subscriber sends them in one batch:
+    // the refusal of "b" must not take "a" down with it.
+    let (a, b) = tokio::join!(client.listen(["a"]), client.listen(["b"]));
+    assert!(matches!(b, Err(Error::NoPermission(_))), "{b:?}");
+    let mut a = a.unwrap();
+    assert_eq!(client.signal("a", b"allowed").await.unwrap(), 1);
+    assert_eq!(a.recv_timeout(PATIENCE).await.unwrap().payload, b"allowed");
 }

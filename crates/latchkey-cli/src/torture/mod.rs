@@ -493,6 +493,16 @@ mod tests {
     }
 
     #[test]
+    fn the_help_names_every_fault() {
+        for f in Fault::ALL {
+            assert!(
+                HELP.contains(&format!("\n  {:<18}", f.name())),
+                "{f:?} missing from --help"
+            );
+        }
+    }
+
+    #[test]
     fn user_servers_skip_what_would_disturb_them() {
         let user = Place::User(vec!["redis://db:6379/".into()]);
         let restart = &plan(&[Fault::Restart], true)[0];

@@ -14,10 +14,23 @@
 --                       (-1: the key has no TTL, e.g. set by a foreign client).
 -- Errors
 --   WRONGTYPE           the lock key exists but is not a string.
+--   ERR latchkey: …     the fencing counter holds something other than a
+--                       token (nothing is changed; the lock is not taken).
+-- Tokens are exact in Lua's doubles only below 2^53; latchkey's are server
+-- microseconds (about 2^51 in 2026). A counter that is not such an integer
+-- was written by something else: refuse rather than issue a wrong token.
+local stored = redis.call('GET', KEYS[2])
+local last = 0
+if stored then
+  last = tonumber(stored)
+  if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
+    return redis.error_reply('ERR latchkey: the fencing counter ' .. KEYS[2] ..
+      ' does not hold a token (an integer below 2^53); delete it to reset the lock')
+  end
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local now = redis.call('TIME')
   local now_us = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
   local fence = math.max(last + 1, now_us)
   -- %.0f: Lua numbers are doubles; integers below 2^53 print exactly this way,
   -- while the default number-to-string conversion would round to 14 digits.

@@ -1,0 +1,117 @@
+//! `latchkey wait NAME... [--any | --all] [--pattern] [--timeout D]`: wait
+//! for signals.
+//!
+//! ```text
+//! $ latchkey wait cache-warm --timeout 30s
+//! v42
+//! $ latchkey wait build test --all
+//! build<TAB>ok
+//! test<TAB>ok
+//! $ latchkey wait 'job.*' --pattern
+//! job.17<TAB>go
+//! ```
+//!
+//! Prints the payload (raw bytes, then a newline). When several names or a
+//! pattern are involved, each line is the signal's name, a tab, and the
+//! payload: with `--all` one line per name (or pattern) in the order given,
+//! otherwise the first signal. Exits 1 when the timeout passes first.
+//!
+//! Only signals sent after `wait` has subscribed are seen: start it before
+//! whatever will signal. `--replica URL` (repeatable) also listens on
+//! replicas of the server, so the wait survives losing the connection to it.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Args;
+use latchkey::{Client, Signal};
+
+use crate::connect::{redact, Target};
+use crate::exit::{self, Failure, Outcome};
+
+#[derive(Args, Debug)]
+pub struct WaitArgs {
+    /// The signal name(s), or glob patterns over names with --pattern.
+    #[arg(required = true)]
+    pub names: Vec<String>,
+    /// Return on the first signal on any of the names (the default).
+    #[arg(long, conflicts_with = "all")]
+    pub any: bool,
+    /// Return once every name has been signalled; print all of them.
+    #[arg(long)]
+    pub all: bool,
+    /// Treat the names as Redis glob patterns (* ? [abc] \x).
+    #[arg(long)]
+    pub pattern: bool,
+    /// Give up after this long (e.g. 500ms, 30s, 2m) and exit 1 [default: wait forever].
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub timeout: Option<Duration>,
+    /// A replica of the server to listen on as well (repeatable).
+    #[arg(long = "replica", value_name = "URL")]
+    pub replicas: Vec<String>,
+}
+
+pub async fn wait(target: &Target, args: WaitArgs) -> Outcome {
+    let client = connect(target, &args.replicas).await?;
+    let mut listener = if args.pattern {
+        client.listen_patterns(&args.names).await?
+    } else {
+        client.listen(&args.names).await?
+    };
+    let receiving = async {
+        if args.all {
+            listener.recv_all().await
+        } else {
+            vec![listener.recv().await]
+        }
+    };
+    let signals = match args.timeout {
+        Some(timeout) => match tokio::time::timeout(timeout, receiving).await {
+            Ok(signals) => signals,
+            Err(_) => {
+                return Err(Failure::new(
+                    exit::CONFLICT,
+                    "timed out waiting for a signal",
+                ))
+            }
+        },
+        None => receiving.await,
+    };
+    let named = args.pattern || args.names.len() > 1;
+    print(&signals, named)
+        .map_err(|e| Failure::new(exit::INTERNAL, format!("cannot write the signal: {e}")))?;
+    Ok(exit::OK)
+}
+
+/// The target's one server, plus the replicas.
+async fn connect(target: &Target, replicas: &[String]) -> Result<Client, Failure> {
+    if replicas.is_empty() {
+        return target.client("wait").await;
+    }
+    let url = target.single_url("wait")?;
+    let mut builder = Client::builder(&url);
+    if let Some(prefix) = &target.prefix {
+        builder = builder.prefix(prefix);
+    }
+    for replica in replicas {
+        builder = builder.replica(replica);
+    }
+    builder.connect().await.map_err(|e| {
+        let mut failure = Failure::from(e);
+        failure.message = format!("{}: {}", redact(&url), failure.message);
+        failure
+    })
+}
+
+fn print(signals: &[Signal], named: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for signal in signals {
+        if named {
+            out.write_all(&signal.name)?;
+            out.write_all(b"\t")?;
+        }
+        out.write_all(&signal.payload)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}

@@ -1,0 +1,160 @@
+//! `latchkey signal` and `latchkey wait`: what they print and how they exit.
+
+mod common;
+
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const QUICK: Duration = Duration::from_secs(15);
+
+/// Starts `latchkey wait ARGS...` in the background.
+fn spawn_wait(redis: &RedisServer, args: &[&str]) -> Child {
+    latchkey(redis)
+        .arg("wait")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn latchkey wait")
+}
+
+/// Waits until the server reports `check` true: the waiter process has
+/// subscribed (no other signal tells another process that).
+fn until_server(redis: &RedisServer, what: &str, check: impl Fn(&RedisServer) -> bool) {
+    let deadline = Instant::now() + QUICK;
+    while !check(redis) {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn subscribers(redis: &RedisServer, name: &str) -> usize {
+    let reply = redis
+        .command(&["PUBSUB", "NUMSUB", &format!("{PREFIX}signal:{name}")])
+        .unwrap();
+    reply.lines().nth(1).unwrap().parse().unwrap()
+}
+
+fn patterns(redis: &RedisServer) -> usize {
+    redis
+        .command(&["PUBSUB", "NUMPAT"])
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn signal(redis: &RedisServer, args: &[&str]) -> String {
+    let out = output(latchkey(redis).arg("signal").args(args), QUICK);
+    assert_eq!(code(out.status), 0, "signal {args:?}: {}", stderr(&out));
+    stdout(&out)
+}
+
+fn finish(child: Child) -> Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(QUICK) {
+        Ok(out) => out.expect("wait for latchkey wait"),
+        Err(_) => {
+            // SAFETY: sending SIGKILL to our own child.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            panic!("latchkey wait did not finish");
+        }
+    }
+}
+
+#[test]
+fn a_waiter_prints_the_payload_and_signal_prints_the_receivers() {
+    let redis = RedisServer::start();
+    let waiter = spawn_wait(&redis, &["deploy", "--timeout", "10s"]);
+    until_server(&redis, "the waiter listens", |r| {
+        subscribers(r, "deploy") == 1
+    });
+    assert_eq!(signal(&redis, &["deploy", "v42"]), "1\n");
+    let out = finish(waiter);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "v42\n");
+    // Nobody listens any more: the signal is lost, and says so.
+    assert_eq!(signal(&redis, &["deploy", "v43"]), "0\n");
+}
+
+#[test]
+fn one_waiter_gets_a_unicast_and_nobody_is_reported() {
+    let redis = RedisServer::start();
+    assert_eq!(signal(&redis, &["jobs", "j1", "--one"]), "0\n");
+    let waiter = spawn_wait(&redis, &["jobs"]);
+    until_server(&redis, "the waiter listens", |r| {
+        subscribers(r, "jobs") == 1
+    });
+    assert_eq!(signal(&redis, &["jobs", "j2", "--one"]), "1\n");
+    let out = finish(waiter);
+    assert_eq!((code(out.status), stdout(&out)), (0, "j2\n".to_owned()));
+}
+
+#[test]
+fn all_prints_every_name_in_the_order_given() {
+    let redis = RedisServer::start();
+    let waiter = spawn_wait(&redis, &["build", "test", "--all", "--timeout", "10s"]);
+    until_server(&redis, "the waiter listens", |r| {
+        subscribers(r, "test") == 1
+    });
+    assert_eq!(signal(&redis, &["test", "passed"]), "1\n");
+    assert_eq!(signal(&redis, &["build", "ok"]), "1\n");
+    let out = finish(waiter);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "build\tok\ntest\tpassed\n");
+}
+
+#[test]
+fn any_and_pattern_print_the_name_first() {
+    let redis = RedisServer::start();
+    let any = spawn_wait(&redis, &["a", "b", "--any"]);
+    until_server(&redis, "the waiter listens", |r| subscribers(r, "b") == 1);
+    signal(&redis, &["b", "bee"]);
+    assert_eq!(stdout(&finish(any)), "b\tbee\n");
+
+    let pattern = spawn_wait(&redis, &["job.*", "--pattern"]);
+    until_server(&redis, "the pattern is subscribed", |r| patterns(r) == 1);
+    assert_eq!(
+        signal(&redis, &["other", "no"]),
+        "0\n",
+        "the pattern does not match"
+    );
+    assert_eq!(
+        signal(&redis, &["job.17", "go"]),
+        "1\n",
+        "the pattern subscription counts"
+    );
+    let out = finish(pattern);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "job.17\tgo\n");
+}
+
+#[test]
+fn a_timeout_exits_1_and_bad_input_exits_2() {
+    let redis = RedisServer::start();
+    let started = Instant::now();
+    let out = output(
+        latchkey(&redis).args(["wait", "nobody", "--timeout", "100ms"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 1);
+    assert!(started.elapsed() >= Duration::from_millis(100));
+    assert_eq!(stdout(&out), "");
+    assert_one_error_line(&out);
+
+    for args in [
+        &["wait", ""][..],
+        &["signal", ""],
+        &["wait", "x", "--timeout", "5"],
+        &["wait", "a", "--any", "--all"],
+    ] {
+        let out = output(latchkey(&redis).args(args), QUICK);
+        assert_eq!(code(out.status), 2, "{args:?}: {}", stderr(&out));
+        assert_one_error_line(&out);
+    }
+}

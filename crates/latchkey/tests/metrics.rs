@@ -1,0 +1,348 @@
+//! The library's metrics: known operations against a real Redis, then exact
+//! counts from a `metrics-util` DebuggingRecorder.
+//!
+//! Each test runs on a current-thread runtime inside
+//! `metrics::with_local_recorder`, so the recorder sees everything the test
+//! does (background tasks included) and nothing another test does.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use latchkey::metrics as m;
+use latchkey::{Client, MetricsLabels, Release};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use redis::AsyncCommands;
+
+use common::{raw, RedisServer};
+
+/// A metric with its labels, as `name{k=v,...}` (labels sorted).
+type Series = String;
+
+/// What a test recorded, summed over snapshots (a snapshot drains counters).
+#[derive(Default, Debug)]
+struct Recorded {
+    counters: BTreeMap<Series, u64>,
+    histograms: BTreeMap<Series, Vec<f64>>,
+}
+
+impl Recorded {
+    fn add(&mut self, snapshotter: &Snapshotter) {
+        for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+            let key = key.key();
+            let mut labels: Vec<String> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            labels.sort();
+            let series = format!("{}{{{}}}", key.name(), labels.join(","));
+            match value {
+                DebugValue::Counter(n) => *self.counters.entry(series).or_default() += n,
+                DebugValue::Histogram(values) => self
+                    .histograms
+                    .entry(series)
+                    .or_default()
+                    .extend(values.into_iter().map(|v| v.into_inner())),
+                DebugValue::Gauge(_) => {}
+            }
+        }
+    }
+
+    fn counter(&self, series: &str) -> u64 {
+        self.counters.get(series).copied().unwrap_or(0)
+    }
+
+    fn histogram(&self, series: &str) -> &[f64] {
+        self.histograms.get(series).map_or(&[], Vec::as_slice)
+    }
+
+    /// The counters whose series start with `name{`.
+    fn counters_of(&self, name: &str) -> BTreeMap<&str, u64> {
+        let prefix = format!("{name}{{");
+        self.counters
+            .iter()
+            .filter(|(series, _)| series.starts_with(&prefix))
+            .map(|(series, n)| (series.as_str(), *n))
+            .collect()
+    }
+}
+
+/// Runs `test` on a current-thread runtime with a fresh local recorder.
+fn recorded<F: Future<Output = ()>>(test: impl FnOnce(Snapshotter) -> F) {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || runtime.block_on(test(snapshotter)));
+}
+
+async fn client_with(url: &str, labels: MetricsLabels) -> Client {
+    Client::builder(url)
+        .prefix("test:")
+        .command_timeout(Duration::from_millis(500))
+        .metrics_labels(labels)
+        .connect()
+        .await
+        .unwrap()
+}
+
+#[test]
+fn acquisitions_and_releases_are_counted_by_outcome() {
+    let server = RedisServer::start();
+    recorded(|snapshotter| async move {
+        let client = client_with(&server.url(), MetricsLabels::None).await;
+        let a = client.lock("a", Duration::from_secs(10)).unwrap();
+        let b = client.lock("b", Duration::from_secs(10)).unwrap();
+
+        let g1 = a.try_acquire().await.unwrap().expect("free"); // ok
+        assert!(a.try_acquire().await.unwrap().is_none()); // busy
+        let err = a
+            .acquire_timeout(Duration::from_millis(50))
+            .await
+            .unwrap_err(); // timeout
+        assert!(matches!(err, latchkey::Error::WaitTimedOut { .. }), "{err}");
+        assert_eq!(g1.release().await.unwrap(), Release::Released);
+        let g2 = a.acquire().await.unwrap(); // ok
+        let g3 = b.acquire_timeout(Duration::from_secs(1)).await.unwrap(); // ok
+        assert_eq!(g2.release().await.unwrap(), Release::Released);
+        // The key vanishes under the holder: its release finds it gone.
+        let _: i64 = raw(&server.url()).await.del("test:b").await.unwrap();
+        assert_eq!(g3.release().await.unwrap(), Release::Expired);
+
+        let mut rec = Recorded::default();
+        rec.add(&snapshotter);
+        let acquisitions = rec.counters_of(m::ACQUISITIONS);
+        assert_eq!(
+            acquisitions,
+            BTreeMap::from([
+                ("latchkey_acquisitions_total{outcome=busy}", 1),
+                ("latchkey_acquisitions_total{outcome=ok}", 3),
+                ("latchkey_acquisitions_total{outcome=timeout}", 1),
+            ])
+        );
+        assert_eq!(
+            rec.counters_of(m::RELEASES),
+            BTreeMap::from([
+                ("latchkey_releases_total{outcome=expired}", 1),
+                ("latchkey_releases_total{outcome=released}", 2),
+            ])
+        );
+        let waits = rec.histogram("latchkey_acquire_wait_seconds{}");
+        assert_eq!(waits.len(), 3, "one wait per successful acquisition");
+        assert!(waits.iter().all(|w| (0.0..5.0).contains(w)), "{waits:?}");
+        assert_eq!(rec.histogram("latchkey_hold_seconds{}").len(), 3);
+        assert!(
+            rec.counters_of(m::REDIS_ERRORS).is_empty(),
+            "{:?}",
+            rec.counters
+        );
+    });
+}
+
+#[test]
+fn the_lock_label_follows_the_client_option() {
+    let server = RedisServer::start();
+    recorded(|snapshotter| async move {
+        let named = client_with(&server.url(), MetricsLabels::LockName).await;
+        let fixed = client_with(&server.url(), MetricsLabels::Static("billing".into())).await;
+        for name in ["alpha", "beta"] {
+            let guard = named
+                .lock(name, Duration::from_secs(5))
+                .unwrap()
+                .try_acquire()
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(guard.release().await.unwrap(), Release::Released);
+        }
+        let guard = fixed
+            .lock("gamma", Duration::from_secs(5))
+            .unwrap()
+            .try_acquire()
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+
+        let mut rec = Recorded::default();
+        rec.add(&snapshotter);
+        assert_eq!(
+            rec.counters_of(m::ACQUISITIONS),
+            BTreeMap::from([
+                ("latchkey_acquisitions_total{lock=alpha,outcome=ok}", 1),
+                ("latchkey_acquisitions_total{lock=beta,outcome=ok}", 1),
+                ("latchkey_acquisitions_total{lock=billing,outcome=ok}", 1),
+            ])
+        );
+        assert_eq!(
+            rec.histogram("latchkey_hold_seconds{lock=billing}").len(),
+            1
+        );
+    });
+}
+
+#[test]
+fn renewals_losses_and_releases_of_a_taken_lock() {
+    let server = RedisServer::start();
+    recorded(|snapshotter| async move {
+        let client = client_with(&server.url(), MetricsLabels::None).await;
+        let mut conn = raw(&server.url()).await;
+        let lock = client.lock("r", Duration::from_secs(10)).unwrap();
+
+        let guard = lock.try_acquire().await.unwrap().unwrap();
+        assert_eq!(
+            guard.extend(Duration::from_secs(10)).await.unwrap(),
+            latchkey::Extend::Extended
+        );
+        // Someone else takes the lock under us: the next extension fails
+        // and the guard is lost; the release finds it held by the other.
+        let _: () = conn.set("test:r", "someone-else").await.unwrap();
+        assert_eq!(
+            guard.extend(Duration::from_secs(10)).await.unwrap(),
+            latchkey::Extend::HeldByOther
+        );
+        assert_eq!(guard.release().await.unwrap(), Release::HeldByOther);
+        let _: i64 = conn.del("test:r").await.unwrap();
+
+        // The watchdog's first renewal (after 100 ms) finds the key gone.
+        let watched = client
+            .lock("w", Duration::from_millis(900))
+            .unwrap()
+            .renew_every(Duration::from_millis(100))
+            .unwrap();
+        let guard = watched.try_acquire().await.unwrap().unwrap();
+        let _: i64 = conn.del("test:w").await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), guard.lost())
+            .await
+            .expect("lost fires");
+        // Polling `lost()` again must not count the loss twice.
+        guard.lost().await;
+        assert_eq!(guard.release().await.unwrap(), Release::Expired);
+
+        let mut rec = Recorded::default();
+        rec.add(&snapshotter);
+        assert_eq!(
+            rec.counters_of(m::RENEWALS),
+            BTreeMap::from([
+                ("latchkey_renewals_total{outcome=failed}", 2),
+                ("latchkey_renewals_total{outcome=ok}", 1),
+            ])
+        );
+        assert_eq!(rec.counter("latchkey_locks_lost_total{}"), 2);
+        assert_eq!(
+            rec.counters_of(m::RELEASES),
+            BTreeMap::from([
+                ("latchkey_releases_total{outcome=expired}", 1),
+                ("latchkey_releases_total{outcome=held_by_other}", 1),
+            ])
+        );
+    });
+}
+
+#[test]
+fn a_dropped_guard_is_counted_when_its_background_release_ends() {
+    let server = RedisServer::start();
+    recorded(|snapshotter| async move {
+        let client = client_with(&server.url(), MetricsLabels::None).await;
+        let guard = client
+            .lock("d", Duration::from_secs(10))
+            .unwrap()
+            .try_acquire()
+            .await
+            .unwrap()
+            .unwrap();
+        drop(guard);
+        let mut rec = Recorded::default();
+        // The release runs in a background task: wait for its count.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while rec.counter("latchkey_releases_total{outcome=released}") == 0 {
+            assert!(Instant::now() < deadline, "no release counted: {rec:?}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            rec.add(&snapshotter);
+        }
+        assert_eq!(rec.counter("latchkey_releases_total{outcome=released}"), 1);
+        assert_eq!(rec.histogram("latchkey_hold_seconds{}").len(), 1);
+    });
+}
+
+#[test]
+fn a_waiter_woken_by_a_release_records_its_handoff() {
+    let server = RedisServer::start();
+    recorded(|snapshotter| async move {
+        let client = client_with(&server.url(), MetricsLabels::None).await;
+        let mut conn = raw(&server.url()).await;
+        let lock = client.lock("h", Duration::from_secs(30)).unwrap();
+        let holder = lock.try_acquire().await.unwrap().unwrap();
+
+        // From here on, every EVALSHA is one of the waiter's attempts.
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let waiter = tokio::spawn({
+            let lock = lock.clone();
+            async move { lock.acquire_timeout(Duration::from_secs(10)).await }
+        });
+        // The waiter tries once, subscribes, tries again, then sleeps; a
+        // release after its second attempt is a wake-up it must act on.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if info.contains("cmdstat_evalsha:calls=2,") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the waiter never tried twice: {info}"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        assert_eq!(holder.release().await.unwrap(), Release::Released);
+        let guard = waiter.await.unwrap().unwrap();
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+
+        let mut rec = Recorded::default();
+        rec.add(&snapshotter);
+        let handoffs = rec.histogram("latchkey_handoff_seconds{}");
+        assert_eq!(handoffs.len(), 1, "{rec:?}");
+        // One round trip on loopback; the bound only rules out nonsense.
+        assert!(handoffs[0] < 2.0, "{handoffs:?}");
+        assert_eq!(rec.counter("latchkey_acquisitions_total{outcome=ok}"), 2);
+    });
+}
+
+#[test]
+fn describe_names_every_metric() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        m::describe();
+        // A description shows in a snapshot only for a registered metric.
+        metrics::counter!(m::ACQUISITIONS).increment(1);
+        metrics::histogram!(m::HOLD).record(1.0);
+    });
+    let described: Vec<(String, Option<metrics::Unit>, bool)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, unit, description, _)| {
+            (key.key().name().to_owned(), unit, description.is_some())
+        })
+        .collect();
+    assert_eq!(
+        described,
+        vec![
+            (m::ACQUISITIONS.to_owned(), None, true),
+            (m::HOLD.to_owned(), Some(metrics::Unit::Seconds), true),
+        ]
+    );
+}
