@@ -90,9 +90,9 @@ pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
             latchkey::metrics::SECONDS_BUCKETS,
         )
         .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics exporter: {e}")))?;
-    let (recorder, serve) = builder.build().map_err(|e| {
-        Failure::usage(format!("cannot serve metrics on {}: {e}", args.listen))
-    })?;
+    let (recorder, serve) = builder
+        .build()
+        .map_err(|e| Failure::usage(format!("cannot serve metrics on {}: {e}", args.listen)))?;
     metrics::set_global_recorder(recorder)
         .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics recorder: {e}")))?;
     latchkey::metrics::describe();
@@ -102,7 +102,10 @@ pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
             tracing::error!(error = ?e, "the metrics HTTP listener stopped");
         }
     });
-    println!("serving Prometheus metrics on http://{}/metrics", args.listen);
+    println!(
+        "serving Prometheus metrics on http://{}/metrics",
+        args.listen
+    );
 
     let mut ticks = tokio::time::interval(args.scan_every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -162,8 +165,15 @@ async fn scan(client: &Client, prefix: &str, args: &ExporterArgs) {
 /// Completes on SIGINT, SIGTERM or SIGHUP (never, if they cannot be caught).
 pub async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    let kinds = [SignalKind::interrupt(), SignalKind::terminate(), SignalKind::hangup()];
-    let mut streams: Vec<_> = kinds.into_iter().filter_map(|kind| signal(kind).ok()).collect();
+    let kinds = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ];
+    let mut streams: Vec<_> = kinds
+        .into_iter()
+        .filter_map(|kind| signal(kind).ok())
+        .collect();
     if streams.is_empty() {
         return std::future::pending().await;
     }
@@ -174,11 +184,94 @@ pub async fn stop_signal() {
 fn describe() {
     describe_gauge!(LOCKS_HELD, "Locks held now (server-side scan).");
     describe_gauge!(LOCKS_LONG_HELD, "Locks held longer than --long-held.");
-    describe_gauge!(LOCK_TTL, Unit::Seconds, "Remaining TTL of each held lock (-1: no TTL).");
+    describe_gauge!(
+        LOCK_TTL,
+        Unit::Seconds,
+        "Remaining TTL of each held lock (-1: no TTL)."
+    );
     describe_gauge!(LOCK_AGE, Unit::Seconds, "How long each lock has been held.");
-    describe_gauge!(LOCK_LONG_HELD, Unit::Seconds, "Age of each lock held longer than --long-held, with its holder.");
-    describe_gauge!(LONG_HELD_THRESHOLD, Unit::Seconds, "The --long-held threshold.");
-    describe_counter!(SCANS, "Scans of the server's locks, by outcome (ok, error).");
-    describe_gauge!(SCAN_DURATION, Unit::Seconds, "How long the last successful scan took.");
+    describe_gauge!(
+        LOCK_LONG_HELD,
+        Unit::Seconds,
+        "Age of each lock held longer than --long-held, with its holder."
+    );
+    describe_gauge!(
+        LONG_HELD_THRESHOLD,
+        Unit::Seconds,
+        "The --long-held threshold."
+    );
+    describe_counter!(
+        SCANS,
+        "Scans of the server's locks, by outcome (ok, error)."
+    );
+    describe_gauge!(
+        SCAN_DURATION,
+        Unit::Seconds,
+        "How long the last successful scan took."
+    );
     describe_gauge!(UP, "1 when the last scan of the server succeeded, else 0.");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latchkey::metrics as lib;
+
+    const EVERY_METRIC: [&str; 19] = [
+        lib::ACQUISITIONS,
+        lib::ACQUIRE_WAIT,
+        lib::HOLD,
+        lib::HANDOFF,
+        lib::RENEWALS,
+        lib::LOCKS_LOST,
+        lib::RELEASES,
+        lib::SIGNALS_SENT,
+        lib::SIGNALS_RECEIVED,
+        lib::REDIS_ERRORS,
+        LOCKS_HELD,
+        LOCKS_LONG_HELD,
+        LOCK_TTL,
+        LOCK_AGE,
+        LOCK_LONG_HELD,
+        LONG_HELD_THRESHOLD,
+        SCANS,
+        SCAN_DURATION,
+        UP,
+    ];
+
+    /// Every `latchkey_*` word in `text`.
+    fn metric_names(text: &str) -> std::collections::BTreeSet<&str> {
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| word.starts_with("latchkey_"))
+            .collect()
+    }
+
+    #[test]
+    fn the_docs_name_every_metric_and_the_dashboard_no_other() {
+        let docs = include_str!("../../../docs/monitoring.md");
+        for name in EVERY_METRIC {
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "docs/monitoring.md lacks {name}"
+            );
+        }
+        let dashboard = include_str!("../../../docs/grafana-latchkey.json");
+        let json: serde_json::Value = serde_json::from_str(dashboard).expect("valid JSON");
+        let panels = json["panels"].as_array().expect("panels");
+        let mut used = 0;
+        for panel in panels {
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                let expr = target["expr"].as_str().expect("expr");
+                for name in metric_names(expr) {
+                    let base = name.strip_suffix("_bucket").unwrap_or(name);
+                    assert!(
+                        EVERY_METRIC.contains(&base),
+                        "the dashboard uses unknown {name}"
+                    );
+                    used += 1;
+                }
+            }
+        }
+        assert!(used >= 10, "the dashboard queries only {used} metrics");
+    }
 }

@@ -69,7 +69,12 @@ pub async fn top(target: &Target, args: TopArgs) -> Outcome {
     snapshot.rows = load(&client, &args.pattern).await?;
 
     let (loaded_tx, mut loaded) = mpsc::channel(1);
-    let loader = tokio::spawn(reload(client, args.pattern.clone(), args.refresh, loaded_tx));
+    let loader = tokio::spawn(reload(
+        client,
+        args.pattern.clone(),
+        args.refresh,
+        loaded_tx,
+    ));
     let (input_tx, mut inputs) = mpsc::unbounded_channel();
     // Not joined: it blocks in `event::read` and ends with the process.
     std::thread::spawn(move || read_keys(input_tx));
@@ -110,7 +115,10 @@ impl Screen {
             Ok(terminal) => Ok(Screen(terminal)),
             Err(e) => {
                 let _ = ratatui::try_restore();
-                Err(Failure::new(exit::INTERNAL, format!("cannot set up the terminal: {e}")))
+                Err(Failure::new(
+                    exit::INTERNAL,
+                    format!("cannot set up the terminal: {e}"),
+                ))
             }
         }
     }
@@ -151,7 +159,11 @@ async fn reload(
 /// The held locks matching `pattern` with their waiters, oldest first.
 async fn load(client: &Client, pattern: &str) -> latchkey::Result<Vec<top_view::Row>> {
     let infos = client.list(pattern).await?;
-    let held: Vec<&[u8]> = infos.iter().filter(|i| i.held).map(|i| &i.name[..]).collect();
+    let held: Vec<&[u8]> = infos
+        .iter()
+        .filter(|i| i.held)
+        .map(|i| &i.name[..])
+        .collect();
     let waiters = waiters(client, &held).await;
     Ok(Snapshot::rows_of(&infos, &waiters))
 }

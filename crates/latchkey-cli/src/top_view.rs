@@ -117,9 +117,16 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
         "latchkey top · {} · prefix {} · pattern {}",
         snapshot.server, snapshot.prefix, snapshot.pattern
     );
-    frame.render_widget(Line::from(title_text).style(Style::new().add_modifier(Modifier::BOLD)), title);
+    frame.render_widget(
+        Line::from(title_text).style(Style::new().add_modifier(Modifier::BOLD)),
+        title,
+    );
 
-    let long = snapshot.rows.iter().filter(|r| r.is_long_held(snapshot.long_held)).count();
+    let long = snapshot
+        .rows
+        .iter()
+        .filter(|r| r.is_long_held(snapshot.long_held))
+        .count();
     let summary_line = match &snapshot.error {
         Some(error) => Line::from(Span::styled(
             format!("refresh failed, showing the last view: {error}"),
@@ -136,10 +143,14 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
     let fixed = HOLDER + AGE + TTL + FENCE + WAIT + 5 * SPACING;
     let name_width = table.width.saturating_sub(fixed).max(4);
     let visible = usize::from(table.height.saturating_sub(1));
-    let header = TableRow::new(["NAME", "HOLDER", "AGE", "TTL", "FENCING TOKEN", "WAIT"].map(|h| Cell::from(h)))
-        .style(Style::new().add_modifier(Modifier::REVERSED));
+    let header =
+        TableRow::new(["NAME", "HOLDER", "AGE", "TTL", "FENCING TOKEN", "WAIT"].map(Cell::from))
+            .style(Style::new().add_modifier(Modifier::REVERSED));
     let rows: Vec<TableRow> = if snapshot.rows.is_empty() {
-        vec![TableRow::new([Cell::from(format!("no held locks match {}", snapshot.pattern))])]
+        vec![TableRow::new([Cell::from(format!(
+            "no held locks match {}",
+            snapshot.pattern
+        ))])]
     } else {
         snapshot
             .rows
@@ -156,7 +167,10 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
                     Cell::from(row.age.map_or("-".into(), human)),
                     Cell::from(row.ttl.map_or("never".into(), human)),
                     Cell::from(row.fencing_token.map_or("-".into(), |t| t.to_string())),
-                    Cell::from(Line::from(row.waiters.map_or("-".into(), |w| w.to_string())).right_aligned()),
+                    Cell::from(
+                        Line::from(row.waiters.map_or("-".into(), |w| w.to_string()))
+                            .right_aligned(),
+                    ),
                 ])
                 .style(style)
             })
@@ -171,7 +185,9 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
         Constraint::Length(WAIT),
     ];
     frame.render_widget(
-        Table::new(rows, widths).header(header).column_spacing(SPACING),
+        Table::new(rows, widths)
+            .header(header)
+            .column_spacing(SPACING),
         table,
     );
 
@@ -227,13 +243,19 @@ mod tests {
     }
 
     /// The screen as text lines, trailing blanks trimmed.
-    fn draw(snapshot: &Snapshot, width: u16, height: u16) -> (Vec<String>, ratatui::buffer::Buffer) {
+    fn draw(
+        snapshot: &Snapshot,
+        width: u16,
+        height: u16,
+    ) -> (Vec<String>, ratatui::buffer::Buffer) {
         let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
         terminal.draw(|frame| render(frame, snapshot)).unwrap();
         let buffer = terminal.backend().buffer().clone();
         let lines = (0..height)
             .map(|y| {
-                let line: String = (0..width).map(|x| buffer[(x, y)].symbol().to_owned()).collect();
+                let line: String = (0..width)
+                    .map(|x| buffer[(x, y)].symbol().to_owned())
+                    .collect();
                 line.trim_end().to_owned()
             })
             .collect();
@@ -241,10 +263,14 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_drawn_oldest_first_with_long_held_ones_highlighted() {
+    fn rows_are_drawn_in_order_with_long_held_ones_highlighted() {
         let snap = snapshot(vec![
             row("nightly-report", Some(723), Some(2)),
-            row("a-lock-with-a-name-much-too-long-for-the-column", Some(41), Some(0)),
+            row(
+                "a-lock-with-a-name-much-too-long-for-the-column",
+                Some(41),
+                Some(0),
+            ),
             Row {
                 holder: "other client".into(),
                 ttl: None,
@@ -272,19 +298,30 @@ mod tests {
             assert!(buffer[(x, 3)].modifier.contains(Modifier::BOLD));
             assert_eq!(buffer[(x, 4)].fg, Color::Reset, "x={x}");
         }
-        assert!(buffer[(0, 2)].modifier.contains(Modifier::REVERSED), "header");
+        assert!(
+            buffer[(0, 2)].modifier.contains(Modifier::REVERSED),
+            "header"
+        );
     }
 
     #[test]
     fn rows_that_do_not_fit_are_counted_and_errors_shown() {
-        let rows = (0..5).map(|i| row(&format!("lock-{i}"), Some(10 - i), None)).collect();
+        let rows = (0..5)
+            .map(|i| row(&format!("lock-{i}"), Some(10 - i), None))
+            .collect();
         let mut snap = snapshot(rows);
         snap.error = Some("Redis unreachable: connection refused".into());
         let (lines, _) = draw(&snap, 80, 7);
-        assert_eq!(lines[1], "refresh failed, showing the last view: Redis unreachable: connection refused");
+        assert_eq!(
+            lines[1],
+            "refresh failed, showing the last view: Redis unreachable: connection refused"
+        );
         assert_eq!(lines[3].split_whitespace().next(), Some("lock-0"));
         assert_eq!(lines[5].split_whitespace().next(), Some("lock-2"));
-        assert_eq!(lines[6], "q quit · every 1.00s · red: held longer than 5m00s · 3 of 5 shown");
+        assert_eq!(
+            lines[6],
+            "q quit · every 1.00s · red: held longer than 5m00s · 3 of 5 shown"
+        );
     }
 
     #[test]

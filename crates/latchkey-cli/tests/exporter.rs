@@ -51,9 +51,15 @@ fn scrape(port: u16) -> std::io::Result<Scrape> {
     let (head, body) = response
         .split_once("\r\n\r\n")
         .ok_or_else(|| std::io::Error::other(format!("no HTTP body in {response:?}")))?;
-    assert!(head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
     let mut series = BTreeMap::new();
-    for line in body.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let (key, value) = line.rsplit_once(' ').expect("a sample line");
         series.insert(normalize(key), value.parse::<f64>().expect("a number"));
     }
@@ -114,29 +120,44 @@ impl Drop for Reaper {
 }
 
 fn now_ms() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
 }
 
 #[test]
 fn server_side_gauges_follow_the_locks_and_the_long_held_one_is_listed() {
     let redis = RedisServer::start();
     for name in ["fresh-1", "fresh-2"] {
-        let out = output(latchkey(&redis).args(["acquire", name, "--ttl", "60s"]), QUICK);
+        let out = output(
+            latchkey(&redis).args(["acquire", name, "--ttl", "60s"]),
+            QUICK,
+        );
         assert_eq!(code(out.status), 0, "{}", stderr(&out));
     }
     // A holder that took its lock ten minutes ago (the age is in its token).
     let old = format!("lk1:{:032x}:{}:4242:web-1", 7u128, now_ms() - 600_000);
-    redis.command(&["SET", "test:old", &old, "PX", "60000"]).unwrap();
+    redis
+        .command(&["SET", "test:old", &old, "PX", "60000"])
+        .unwrap();
     // Another client's lock without a TTL (listed: a fencing counter exists).
-    redis.command(&["SET", "test:foreign", "some-uuid"]).unwrap();
+    redis
+        .command(&["SET", "test:foreign", "some-uuid"])
+        .unwrap();
     redis.command(&["SET", "test:foreign:fence", "7"]).unwrap();
     // A free lock: listed by `list`, not held.
     redis.command(&["SET", "test:free:fence", "3"]).unwrap();
 
     let port = free_port();
-    let exporter = Reaper(start_exporter(&redis, port, &["--scan-every", "100ms", "--long-held", "1m"]));
+    let exporter = Reaper(start_exporter(
+        &redis,
+        port,
+        &["--scan-every", "100ms", "--long-held", "1m"],
+    ));
     let s = scrape_until(port, "a first scan", |s| {
-        s.get(r#"latchkey_exporter_scans_total{outcome="ok"}"#).is_some()
+        s.get(r#"latchkey_exporter_scans_total{outcome="ok"}"#)
+            .is_some()
     });
 
     assert_eq!(s.value(r#"latchkey_locks_held{prefix="test:"}"#), 4.0);
@@ -153,22 +174,40 @@ fn server_side_gauges_follow_the_locks_and_the_long_held_one_is_listed() {
     assert!((600.0..660.0).contains(&listed[0].1), "{listed:?}");
 
     for name in ["fresh-1", "fresh-2"] {
-        let ttl = s.value(&format!(r#"latchkey_lock_ttl_seconds{{lock="{name}",prefix="test:"}}"#));
+        let ttl = s.value(&format!(
+            r#"latchkey_lock_ttl_seconds{{lock="{name}",prefix="test:"}}"#
+        ));
         assert!(ttl > 30.0 && ttl <= 60.0, "{name}: ttl {ttl}");
-        let age = s.value(&format!(r#"latchkey_lock_age_seconds{{lock="{name}",prefix="test:"}}"#));
+        let age = s.value(&format!(
+            r#"latchkey_lock_age_seconds{{lock="{name}",prefix="test:"}}"#
+        ));
         assert!((0.0..30.0).contains(&age), "{name}: age {age}");
     }
-    assert_eq!(s.value(r#"latchkey_lock_ttl_seconds{lock="foreign",prefix="test:"}"#), -1.0);
-    assert_eq!(s.get(r#"latchkey_lock_age_seconds{lock="foreign",prefix="test:"}"#), None);
-    assert_eq!(s.all("latchkey_lock_ttl_seconds").len(), 4, "the free lock has no TTL gauge");
-    assert!(s.text.contains("# HELP latchkey_locks_long_held "), "described");
+    assert_eq!(
+        s.value(r#"latchkey_lock_ttl_seconds{lock="foreign",prefix="test:"}"#),
+        -1.0
+    );
+    assert_eq!(
+        s.get(r#"latchkey_lock_age_seconds{lock="foreign",prefix="test:"}"#),
+        None
+    );
+    assert_eq!(
+        s.all("latchkey_lock_ttl_seconds").len(),
+        4,
+        "the free lock has no TTL gauge"
+    );
+    assert!(
+        s.text.contains("# HELP latchkey_locks_long_held "),
+        "described"
+    );
 
     // The long-held lock is released: its series goes (after the idle
     // timeout of two scans plus a second) and the count drops.
     redis.command(&["DEL", "test:old"]).unwrap();
     let s = scrape_until(port, "the old lock gone", |s| {
         s.all("latchkey_lock_long_held_seconds").is_empty()
-            && s.get(r#"latchkey_lock_ttl_seconds{lock="old",prefix="test:"}"#).is_none()
+            && s.get(r#"latchkey_lock_ttl_seconds{lock="old",prefix="test:"}"#)
+                .is_none()
     });
     assert_eq!(s.value(r#"latchkey_locks_held{prefix="test:"}"#), 3.0);
     assert_eq!(s.value(r#"latchkey_locks_long_held{prefix="test:"}"#), 0.0);
@@ -179,9 +218,14 @@ fn server_side_gauges_follow_the_locks_and_the_long_held_one_is_listed() {
     redis.kill();
     let s = scrape_until(port, "scans failing", |s| {
         s.get("latchkey_exporter_up") == Some(0.0)
-            && s.get(r#"latchkey_exporter_scans_total{outcome="error"}"#).is_some()
+            && s.get(r#"latchkey_exporter_scans_total{outcome="error"}"#)
+                .is_some()
     });
-    let errors: f64 = s.all("latchkey_redis_errors_total").iter().map(|(_, n)| n).sum();
+    let errors: f64 = s
+        .all("latchkey_redis_errors_total")
+        .iter()
+        .map(|(_, n)| n)
+        .sum();
     assert!(errors >= 1.0, "{}", s.text);
 
     let mut exporter = exporter;
@@ -200,5 +244,9 @@ fn a_listen_address_in_use_is_one_line_and_exit_2() {
     );
     assert_eq!(code(out.status), 2, "{}", stderr(&out));
     assert_one_error_line(&out);
-    assert!(stderr(&out).contains("cannot serve metrics on"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot serve metrics on"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -25,7 +25,13 @@ fn pty() -> (File, OwnedFd) {
         ws_ypixel: 0,
     };
     let rc = unsafe {
-        libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &size)
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
     unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
@@ -40,7 +46,10 @@ fn wait_for_screen(screen: &Mutex<Vec<u8>>, needle: &str, times: usize) {
         if text.matches(needle).count() >= times {
             return;
         }
-        assert!(Instant::now() < deadline, "no {needle:?} ×{times} on the screen: {text:?}");
+        assert!(
+            Instant::now() < deadline,
+            "no {needle:?} ×{times} on the screen: {text:?}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -48,7 +57,10 @@ fn wait_for_screen(screen: &Mutex<Vec<u8>>, needle: &str, times: usize) {
 #[test]
 fn top_draws_the_held_locks_and_quits_on_q() {
     let redis = RedisServer::start();
-    let out = output(latchkey(&redis).args(["acquire", "report-job", "--ttl", "60s"]), QUICK);
+    let out = output(
+        latchkey(&redis).args(["acquire", "report-job", "--ttl", "60s"]),
+        QUICK,
+    );
     assert_eq!(code(out.status), 0, "{}", stderr(&out));
 
     let (mut master, slave) = pty();
@@ -78,7 +90,7 @@ fn top_draws_the_held_locks_and_quits_on_q() {
 
     wait_for_screen(&screen, "report-job", 1);
     wait_for_screen(&screen, "1m00s", 2); // the summary and the footer
-    // Every frame ends by hiding the cursor: a second one is a refresh.
+                                          // Every frame ends by hiding the cursor: a second one is a refresh.
     wait_for_screen(&screen, "\x1b[?25l", 2);
     master.write_all(b"q").unwrap();
     assert_eq!(code(wait_exit(&mut child, QUICK)), 0);
@@ -86,7 +98,10 @@ fn top_draws_the_held_locks_and_quits_on_q() {
     let _ = reader.join();
     let text = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
     assert!(text.contains("\x1b[?1049h"), "entered the alternate screen");
-    assert!(text.contains("\x1b[?1049l"), "left the alternate screen: {text:?}");
+    assert!(
+        text.contains("\x1b[?1049l"),
+        "left the alternate screen: {text:?}"
+    );
 }
 
 #[test]

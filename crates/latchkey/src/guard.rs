@@ -120,6 +120,7 @@ impl LockGuard {
                 state.clone(),
             ));
         }
+        // The `wait` or `acquire` span this guard is made in.
         tracing::Span::current().record("token", short(&token));
         tracing::debug!(lock = %String::from_utf8_lossy(lock.name()), token = short(&token), fencing_token, "acquired");
         LockGuard {

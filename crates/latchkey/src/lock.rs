@@ -324,10 +324,11 @@ impl Lock {
     /// the TTL.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         let called = Instant::now();
-        let result = self
-            .try_acquire_once()
-            .instrument(self.span_acquire())
-            .await;
+        let span = self.span_acquire();
+        let result = self.try_acquire_once().instrument(span.clone()).await;
+        if let Ok(Some(guard)) = &result {
+            span.record("token", crate::token::short(guard.token()));
+        }
         crate::metrics::acquire_outcome(
             &self.metrics_label,
             Outcome::of_try(&result),
@@ -385,10 +386,14 @@ impl Lock {
     /// subscription are given up.
     pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let called = Instant::now();
+        let span = self.span_acquire();
         let result = self
             .acquire_until_once(deadline)
-            .instrument(self.span_acquire())
+            .instrument(span.clone())
             .await;
+        if let Ok(guard) = &result {
+            span.record("token", crate::token::short(guard.token()));
+        }
         crate::metrics::acquire_outcome(
             &self.metrics_label,
             Outcome::of_wait(&result),
@@ -397,7 +402,7 @@ impl Lock {
         result
     }
 
-    /// The span of one acquire call; the guard records its token in it.
+    /// The span of one acquire call; its token is recorded once held.
     fn span_acquire(&self) -> tracing::Span {
         tracing::debug_span!("acquire", lock = %String::from_utf8_lossy(&self.name), token = tracing::field::Empty)
     }

@@ -1,0 +1,113 @@
+//! The tracing spans: acquire / wait / renew / release, each with the lock
+//! name and a short prefix of the owner token, captured by a small layer.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use latchkey::Release;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+use common::{client, RedisServer};
+
+/// A closed span: its name and fields.
+type Closed = (String, BTreeMap<String, String>);
+
+#[derive(Default)]
+struct Fields(BTreeMap<String, String>);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+/// Collects every latchkey span, with its fields, when it closes.
+struct Capture(Arc<Mutex<Vec<Closed>>>);
+
+impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        ctx.span(id).unwrap().extensions_mut().insert(fields);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let span = ctx.span(id).unwrap();
+        let mut extensions = span.extensions_mut();
+        values.record(extensions.get_mut::<Fields>().unwrap());
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let span = ctx.span(&id).unwrap();
+        if !span.metadata().target().starts_with("latchkey") {
+            return;
+        }
+        let fields = span.extensions_mut().remove::<Fields>().unwrap_or_default();
+        self.0
+            .lock()
+            .unwrap()
+            .push((span.name().to_owned(), fields.0));
+    }
+}
+
+fn fields(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn each_operation_has_a_span_with_the_name_and_a_token_prefix() {
+    let server = RedisServer::start();
+    let closed = Arc::new(Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(Capture(closed.clone()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (first, second) = tracing::subscriber::with_default(subscriber, || {
+        runtime.block_on(async {
+            let client = client(&server.url()).await;
+            let lock = client.lock("spans", Duration::from_secs(10)).unwrap();
+            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let first = guard.token()[..12].to_owned();
+            let waiter = tokio::spawn({
+                let lock = lock.clone();
+                async move { lock.acquire_timeout(Duration::from_secs(5)).await }
+            });
+            let _ = guard.extend(Duration::from_secs(10)).await.unwrap();
+            assert_eq!(guard.release().await.unwrap(), Release::Released);
+            let guard = waiter.await.unwrap().unwrap();
+            let second = guard.token()[..12].to_owned();
+            assert_eq!(guard.release().await.unwrap(), Release::Released);
+            (first, second)
+        })
+    });
+    assert!(first.starts_with("lk1:") && second.starts_with("lk1:"));
+    let closed = closed.lock().unwrap().clone();
+    let lock = ("lock", "spans");
+    // In the order they closed: the wait ends inside the second acquire.
+    assert_eq!(
+        closed,
+        vec![
+            ("acquire".into(), fields(&[lock, ("token", &first)])),
+            ("renew".into(), fields(&[lock, ("token", &first)])),
+            ("release".into(), fields(&[lock, ("token", &first)])),
+            ("wait".into(), fields(&[lock, ("token", &second)])),
+            ("acquire".into(), fields(&[lock, ("token", &second)])),
+            ("release".into(), fields(&[lock, ("token", &second)])),
+        ]
+    );
+}
