@@ -178,7 +178,7 @@ async fn scenario(quick: bool) -> Report {
                 }
                 if sum.commands > 4.0 {
                     missed.push(format!(
-                        "{:.2} Redis commands per handoff with {} waiters (> 4)",
+                        "{:.3} Redis commands per handoff with {} waiters (> 4)",
                         sum.commands, shape.waiters
                     ));
                 }

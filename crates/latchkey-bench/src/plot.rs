@@ -1,6 +1,6 @@
 //! The SVG plot of the handoff scenario: gap p99 against the number of
 //! waiters (one process), one line per library, log–log, with the PING round
-//! trip of the same run as a dashed reference.
+//! trip of the same run, and latchkey's target (5× that), as dashed references.
 //!
 //! ```text
 //! plot::handoff_p99(&[("latchkey".into(), vec![(1.0, 180.0), (8.0, 210.0)])], ping)?;
@@ -89,6 +89,18 @@ fn draw(
         ))?
         .label(format!("PING round trip ({ping_us:.0} µs)"))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey));
+
+    let target = 5.0 * ping_us;
+    let pink = RGBColor(214, 39, 40).mix(0.45);
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![(0.8, target), (80.0, target)],
+            3,
+            5,
+            pink.stroke_width(1),
+        ))?
+        .label(format!("latchkey target: 5× PING ({target:.0} µs)"))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], pink));
 
     for (i, (label, points)) in series.iter().enumerate() {
         // By library, not by position: a skipped peer does not shift colors.

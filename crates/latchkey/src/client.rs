@@ -80,7 +80,10 @@ pub(crate) struct ClientInner {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("server", &self.inner.redis.get_connection_info().addr().to_string())
+            .field(
+                "server",
+                &self.inner.redis.get_connection_info().addr().to_string(),
+            )
             .field("prefix", &String::from_utf8_lossy(&self.inner.prefix))
             .field("command_timeout", &self.inner.command_timeout)
             .finish()
@@ -141,10 +144,14 @@ impl ClientBuilder {
     /// [`Error::Auth`] when the server cannot be used.
     pub async fn connect(self) -> Result<Client> {
         if self.command_timeout.is_zero() {
-            return Err(Error::InvalidInput("command timeout must be positive".into()));
+            return Err(Error::InvalidInput(
+                "command timeout must be positive".into(),
+            ));
         }
         if self.pubsub_ping_every.is_zero() {
-            return Err(Error::InvalidInput("pubsub ping interval must be positive".into()));
+            return Err(Error::InvalidInput(
+                "pubsub ping interval must be positive".into(),
+            ));
         }
         let redis = redis::Client::open(self.url.as_str())
             .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
@@ -271,7 +278,8 @@ impl Client {
         }
         let mut conn = self.inner.conn.clone();
         let fut = invocation.invoke_async::<T>(&mut conn);
-        self.bounded(op, keys.first().copied().unwrap_or_default(), fut).await
+        self.bounded(op, keys.first().copied().unwrap_or_default(), fut)
+            .await
     }
 
     async fn bounded<T>(

@@ -101,15 +101,19 @@ impl FencedResource {
             .client
             .query(
                 "fenced read",
-                redis::cmd("HMGET").arg(&self.key).arg("value").arg("fence").clone(),
+                redis::cmd("HMGET")
+                    .arg(&self.key)
+                    .arg("value")
+                    .arg("fence")
+                    .clone(),
                 &self.key,
             )
             .await?;
         match (value, fence) {
             (Some(value), Some(fence)) => {
-                let fence = fence
-                    .parse()
-                    .map_err(|_| Error::Protocol(format!("fenced resource holds a bad token {fence:?}")))?;
+                let fence = fence.parse().map_err(|_| {
+                    Error::Protocol(format!("fenced resource holds a bad token {fence:?}"))
+                })?;
                 Ok(Some((value, fence)))
             }
             _ => Ok(None),

@@ -120,6 +120,7 @@ impl LockGuard {
                 state.clone(),
             ));
         }
+        lock.backend.local_queues().hold(&lock.keys.key);
         // The `wait` or `acquire` span this guard is made in.
         tracing::Span::current().record("token", short(&token));
         tracing::debug!(lock = %String::from_utf8_lossy(lock.name()), token = short(&token), fencing_token, "acquired");
@@ -255,6 +256,8 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         self.state.done.cancel();
+        // After a release this runs once the release has finished.
+        self.lock.backend.local_queues().unhold(&self.lock.keys.key);
         if self.released {
             return;
         }

@@ -78,6 +78,7 @@ mod single;
 mod subscriber;
 mod token;
 
+pub use crate::metrics::MetricsLabels;
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use error::{Error, Result};
 pub use fence::{FencedResource, FencedWrite};
@@ -85,7 +86,6 @@ pub use guard::LockGuard;
 pub use inspect::LockInfo;
 pub use listener::{Listener, Signal};
 pub use lock::{Extend, Lock, Release, ReleaseReport};
-pub use crate::metrics::MetricsLabels;
 pub use names::{drift, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use redlock::{Fencing, Redlock, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 pub use token::{Holder, TOKEN_MARKER};

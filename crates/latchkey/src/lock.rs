@@ -114,7 +114,12 @@ impl Backend {
         }
     }
 
-    pub(crate) async fn try_once(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Attempt> {
+    pub(crate) async fn try_once(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<Attempt> {
         match self {
             Backend::Single(client) => client.try_once(keys, token, ttl).await,
             Backend::Redlock(redlock) => redlock.try_once(keys, token, ttl).await,
@@ -175,14 +180,15 @@ impl Backend {
         match self {
             Backend::Single(client) => {
                 if let Some(subscriber) = client.subscriber_if_started() {
-                    subscriber.notify_local(&Topic::Channel(keys.channel.clone()), Event::LocalRelease);
+                    subscriber
+                        .notify_local(&Topic::Channel(keys.channel.clone()), Event::LocalRelease);
                 }
             }
             Backend::Redlock(redlock) => redlock.wake_local(keys),
         }
     }
 
-    fn local_queues(&self) -> &crate::queue::LocalQueues {
+    pub(crate) fn local_queues(&self) -> &crate::queue::LocalQueues {
         match self {
             Backend::Single(client) => &client.inner.local_queues,
             Backend::Redlock(redlock) => redlock.local_queues(),
@@ -351,7 +357,12 @@ impl Lock {
                 valid_until,
             } => {
                 pending.disarm();
-                Ok(Some(LockGuard::new(self.clone(), token, fencing_token, valid_until)))
+                Ok(Some(LockGuard::new(
+                    self.clone(),
+                    token,
+                    fencing_token,
+                    valid_until,
+                )))
             }
             Attempt::Busy { .. } => {
                 pending.disarm();
@@ -539,7 +550,12 @@ impl Lock {
             Attempt::Acquired {
                 fencing_token,
                 valid_until,
-            } => Ok(LockGuard::new(self.clone(), token, fencing_token, valid_until)),
+            } => Ok(LockGuard::new(
+                self.clone(),
+                token,
+                fencing_token,
+                valid_until,
+            )),
             Attempt::Busy { retry_in } => Err(retry_in),
         })
     }

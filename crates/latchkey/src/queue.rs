@@ -15,6 +15,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 #[derive(Default)]
 pub(crate) struct LocalQueues {
     slots: Mutex<HashMap<Vec<u8>, Weak<Semaphore>>>,
+    /// Guards of this client alive per key: while one lives, the lock is
+    /// (almost certainly) ours, so newcomers queue instead of trying.
+    held: Mutex<HashMap<Vec<u8>, usize>>,
 }
 
 impl LocalQueues {
@@ -28,18 +31,37 @@ impl LocalQueues {
         self.slot(key).acquire_owned().await.ok()
     }
 
-    /// True while some task of this client holds its turn for `key`: the
-    /// lock is then (almost certainly) busy, and a newcomer should queue.
+    /// True while some task of this client holds its turn for `key` or a
+    /// guard for it: the lock is then (almost certainly) busy, and a
+    /// newcomer should queue rather than spend a round trip to learn that.
     pub(crate) fn is_contended(&self, key: &[u8]) -> bool {
-        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots
+        if lock(&self.held).contains_key(key) {
+            return true;
+        }
+        lock(&self.slots)
             .get(key)
             .and_then(Weak::upgrade)
             .is_some_and(|slot| slot.available_permits() == 0)
     }
 
+    /// A guard for `key` was made.
+    pub(crate) fn hold(&self, key: &[u8]) {
+        *lock(&self.held).entry(key.to_vec()).or_insert(0) += 1;
+    }
+
+    /// A guard for `key` is gone (released or dropped).
+    pub(crate) fn unhold(&self, key: &[u8]) {
+        let mut held = lock(&self.held);
+        if let Some(n) = held.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(key);
+            }
+        }
+    }
+
     fn slot(&self, key: &[u8]) -> Arc<Semaphore> {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = lock(&self.slots);
         if let Some(slot) = slots.get(key).and_then(Weak::upgrade) {
             return slot;
         }
@@ -52,4 +74,11 @@ impl LocalQueues {
         slots.insert(key.to_vec(), Arc::downgrade(&slot));
         slot
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The maps hold no invariant a panic elsewhere could break halfway.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

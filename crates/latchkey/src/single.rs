@@ -10,7 +10,12 @@ use crate::scripts;
 
 impl Client {
     /// One acquire attempt: `SET NX PX` plus the fencing token, in one script.
-    pub(crate) async fn try_once(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Attempt> {
+    pub(crate) async fn try_once(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<Attempt> {
         let sent = Instant::now();
         let ttl_arg = ttl_ms(ttl).to_string();
         let (acquired, value): (i64, i64) = self

@@ -50,9 +50,15 @@ async fn tokens_strictly_increase_across_ten_thousand_acquisitions() {
         return;
     }
     let server = RedisServer::start();
-    let mut child = spawn_child("child_token_appender", &[("LATCHKEY_TEST_URL", server.url())]);
+    let mut child = spawn_child(
+        "child_token_appender",
+        &[("LATCHKEY_TEST_URL", server.url())],
+    );
     append_tokens(&server.url()).await;
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(status.success(), "child failed: {status}");
     let mut conn = raw(&server.url()).await;
     let tokens: Vec<u64> = conn.lrange("tokens", 0, -1).await.unwrap();
@@ -64,7 +70,13 @@ async fn tokens_strictly_increase_across_ten_thousand_acquisitions() {
 
 async fn one_token(url: &str) -> u64 {
     let c = client(url).await;
-    let g = c.lock("restarted", Duration::from_secs(5)).unwrap().try_acquire().await.unwrap().unwrap();
+    let g = c
+        .lock("restarted", Duration::from_secs(5))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
     let t = g.fencing_token();
     assert_eq!(g.release().await.unwrap(), Release::Released);
     t
@@ -77,7 +89,10 @@ async fn tokens_keep_increasing_across_a_restart_without_persistence() {
     server.restart(); // the counter is gone
     let mut conn = raw(&server.url()).await;
     let counter: Option<u64> = conn.get("test:restarted:fence").await.unwrap();
-    assert_eq!(counter, None, "the restart kept data; this test needs it lost");
+    assert_eq!(
+        counter, None,
+        "the restart kept data; this test needs it lost"
+    );
     let after = one_token(&server.url()).await;
     assert!(after > before, "token went back from {before} to {after}");
 }
@@ -106,15 +121,36 @@ async fn fenced_writes_accept_equal_and_newer_and_reject_older_tokens() {
     let c = client(&server.url()).await;
     let resource = c.fenced("doc").unwrap();
     assert_eq!(resource.read().await.unwrap(), None);
-    assert_eq!(resource.write(10, "a").await.unwrap(), FencedWrite::Accepted);
-    assert_eq!(resource.write(10, "b").await.unwrap(), FencedWrite::Accepted);
-    assert_eq!(resource.write(9, "stale").await.unwrap(), FencedWrite::Rejected { seen: 10 });
+    assert_eq!(
+        resource.write(10, "a").await.unwrap(),
+        FencedWrite::Accepted
+    );
+    assert_eq!(
+        resource.write(10, "b").await.unwrap(),
+        FencedWrite::Accepted
+    );
+    assert_eq!(
+        resource.write(9, "stale").await.unwrap(),
+        FencedWrite::Rejected { seen: 10 }
+    );
     // Beyond 2^53, where Lua numbers would round: still exact.
     let big = (1u64 << 53) + 1;
-    assert_eq!(resource.write(big, "c").await.unwrap(), FencedWrite::Accepted);
-    assert_eq!(resource.write(big - 1, "d").await.unwrap(), FencedWrite::Rejected { seen: big });
-    assert_eq!(resource.write(u64::MAX, "e").await.unwrap(), FencedWrite::Accepted);
-    assert_eq!(resource.read().await.unwrap(), Some((b"e".to_vec(), u64::MAX)));
+    assert_eq!(
+        resource.write(big, "c").await.unwrap(),
+        FencedWrite::Accepted
+    );
+    assert_eq!(
+        resource.write(big - 1, "d").await.unwrap(),
+        FencedWrite::Rejected { seen: big }
+    );
+    assert_eq!(
+        resource.write(u64::MAX, "e").await.unwrap(),
+        FencedWrite::Accepted
+    );
+    assert_eq!(
+        resource.read().await.unwrap(),
+        Some((b"e".to_vec(), u64::MAX))
+    );
 }
 
 /// The stale holder: acquires with a short TTL, checks it holds the lock,
@@ -126,12 +162,23 @@ async fn child_paused_holder() {
         return;
     }
     let c = client(&std::env::var("LATCHKEY_TEST_URL").unwrap()).await;
-    let guard = c.lock("gc", Duration::from_millis(300)).unwrap().try_acquire().await.unwrap().unwrap();
+    let guard = c
+        .lock("gc", Duration::from_millis(300))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
     assert!(guard.is_held());
     println!("holding {}", guard.fencing_token());
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).unwrap();
-    let outcome = c.fenced("gc-resource").unwrap().write(guard.fencing_token(), "from A").await.unwrap();
+    let outcome = c
+        .fenced("gc-resource")
+        .unwrap()
+        .write(guard.fencing_token(), "from A")
+        .await
+        .unwrap();
     println!("{outcome:?}");
     std::mem::forget(guard);
 }
@@ -143,7 +190,13 @@ async fn a_paused_holders_write_is_rejected() {
     }
     let server = RedisServer::start();
     let mut a = Command::new(std::env::current_exe().unwrap())
-        .args(["child_paused_holder", "--exact", "--nocapture", "--test-threads=1", "--quiet"])
+        .args([
+            "child_paused_holder",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "--quiet",
+        ])
         .env("LATCHKEY_CHILD", "1")
         .env("LATCHKEY_TEST_URL", server.url())
         .stdin(Stdio::piped())
@@ -154,7 +207,10 @@ async fn a_paused_holders_write_is_rejected() {
     let mut line = String::new();
     while !line.starts_with("holding ") {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "child A exited early");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "child A exited early"
+        );
     }
     let a_token: u64 = line.trim().trim_start_matches("holding ").parse().unwrap();
 
@@ -164,10 +220,18 @@ async fn a_paused_holders_write_is_rejected() {
 
     // B waits for A's TTL to run out, takes the lock and writes.
     let c = client(&server.url()).await;
-    let b = c.lock("gc", Duration::from_secs(5)).unwrap().acquire_timeout(Duration::from_secs(5)).await.unwrap();
+    let b = c
+        .lock("gc", Duration::from_secs(5))
+        .unwrap()
+        .acquire_timeout(Duration::from_secs(5))
+        .await
+        .unwrap();
     assert!(b.fencing_token() > a_token);
     let resource = c.fenced("gc-resource").unwrap();
-    assert_eq!(resource.write(b.fencing_token(), "from B").await.unwrap(), FencedWrite::Accepted);
+    assert_eq!(
+        resource.write(b.fencing_token(), "from B").await.unwrap(),
+        FencedWrite::Accepted
+    );
 
     // A wakes up and writes, unaware: the resource refuses it.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
@@ -179,7 +243,13 @@ async fn a_paused_holders_write_is_rejected() {
     }
     assert!(a.wait().unwrap().success());
     let expected = format!("Rejected {{ seen: {} }}", b.fencing_token());
-    assert!(rest.contains(&expected), "A's write was not rejected: {rest}");
-    assert_eq!(resource.read().await.unwrap(), Some((b"from B".to_vec(), b.fencing_token())));
+    assert!(
+        rest.contains(&expected),
+        "A's write was not rejected: {rest}"
+    );
+    assert_eq!(
+        resource.read().await.unwrap(),
+        Some((b"from B".to_vec(), b.fencing_token()))
+    );
     assert_eq!(b.release().await.unwrap(), Release::Released);
 }

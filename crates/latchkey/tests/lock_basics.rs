@@ -55,11 +55,18 @@ async fn two_processes_exclude_each_other() {
     let server = RedisServer::start();
     let mut child = spawn_child("child_contender", &[("LATCHKEY_TEST_URL", server.url())]);
     contend(&server.url()).await;
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(status.success(), "child process failed: {status}");
     let mut conn = raw(&server.url()).await;
     let count: usize = conn.get("counter-value").await.unwrap();
-    assert_eq!(count, 2 * TASKS * ROUNDS, "lost updates: the lock let two holders in");
+    assert_eq!(
+        count,
+        2 * TASKS * ROUNDS,
+        "lost updates: the lock let two holders in"
+    );
 }
 
 #[tokio::test]
@@ -68,15 +75,28 @@ async fn only_the_owner_releases_or_extends() {
     let client = client(&server.url()).await;
     let lock = client.lock("owned", Duration::from_millis(50)).unwrap();
     let first = lock.try_acquire().await.unwrap().expect("free lock");
-    assert!(lock.try_acquire().await.unwrap().is_none(), "held lock acquired twice");
+    assert!(
+        lock.try_acquire().await.unwrap().is_none(),
+        "held lock acquired twice"
+    );
 
     // Let the first holder's TTL run out (timing is the point of the test).
     tokio::time::sleep(Duration::from_millis(80)).await;
-    assert!(!first.is_held(), "guard still believes it holds an expired lock");
-    let second = lock.try_acquire().await.unwrap().expect("expired lock is free");
+    assert!(
+        !first.is_held(),
+        "guard still believes it holds an expired lock"
+    );
+    let second = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("expired lock is free");
     assert!(second.fencing_token() > first.fencing_token());
 
-    assert_eq!(first.extend(Duration::from_secs(1)).await.unwrap(), Extend::HeldByOther);
+    assert_eq!(
+        first.extend(Duration::from_secs(1)).await.unwrap(),
+        Extend::HeldByOther
+    );
     assert_eq!(first.release().await.unwrap(), Release::HeldByOther);
     let mut conn = raw(&server.url()).await;
     let holder: String = conn.get("test:owned").await.unwrap();
@@ -109,11 +129,18 @@ async fn script_flush_is_invisible() {
     let lock = client.lock("flushed", Duration::from_secs(5)).unwrap();
     let guard = lock.try_acquire().await.unwrap().unwrap();
     server.command(&["SCRIPT", "FLUSH"]).unwrap();
-    assert_eq!(guard.extend(Duration::from_secs(5)).await.unwrap(), Extend::Extended);
+    assert_eq!(
+        guard.extend(Duration::from_secs(5)).await.unwrap(),
+        Extend::Extended
+    );
     server.command(&["SCRIPT", "FLUSH"]).unwrap();
     assert_eq!(guard.release().await.unwrap(), Release::Released);
     server.command(&["SCRIPT", "FLUSH"]).unwrap();
-    let again = lock.try_acquire().await.unwrap().expect("free after release");
+    let again = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free after release");
     assert_eq!(again.release().await.unwrap(), Release::Released);
 }
 
@@ -128,9 +155,14 @@ async fn a_wrong_type_key_is_a_typed_error() {
         other => panic!("expected WrongType, got {other:?}"),
     }
     // A wrong-type fencing counter is caught too.
-    server.command(&["LPUSH", "test:fenced:fence", "x"]).unwrap();
+    server
+        .command(&["LPUSH", "test:fenced:fence", "x"])
+        .unwrap();
     let lock = client.lock("fenced", Duration::from_secs(1)).unwrap();
-    assert!(matches!(lock.try_acquire().await, Err(Error::WrongType { .. })));
+    assert!(matches!(
+        lock.try_acquire().await,
+        Err(Error::WrongType { .. })
+    ));
 }
 
 #[tokio::test]
@@ -138,19 +170,45 @@ async fn bad_names_and_ttls_are_typed_errors() {
     let server = RedisServer::start();
     let client = client(&server.url()).await;
     let ok = Duration::from_secs(1);
-    assert!(matches!(client.lock("", ok), Err(Error::InvalidName { .. })));
-    assert!(matches!(client.lock(vec![b'a'; 1025], ok), Err(Error::InvalidName { .. })));
-    assert!(matches!(client.lock("x:fence", ok), Err(Error::InvalidName { .. })));
-    for ttl in [Duration::ZERO, Duration::from_micros(500), Duration::from_secs(86_401)] {
-        assert!(matches!(client.lock("x", ttl), Err(Error::InvalidTtl { .. })), "{ttl:?} accepted");
+    assert!(matches!(
+        client.lock("", ok),
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(matches!(
+        client.lock(vec![b'a'; 1025], ok),
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(matches!(
+        client.lock("x:fence", ok),
+        Err(Error::InvalidName { .. })
+    ));
+    for ttl in [
+        Duration::ZERO,
+        Duration::from_micros(500),
+        Duration::from_secs(86_401),
+    ] {
+        assert!(
+            matches!(client.lock("x", ttl), Err(Error::InvalidTtl { .. })),
+            "{ttl:?} accepted"
+        );
     }
     let lock = client.lock("x", ok).unwrap();
-    assert!(matches!(lock.clone().renew_every(ok), Err(Error::InvalidTtl { .. })));
+    assert!(matches!(
+        lock.clone().renew_every(ok),
+        Err(Error::InvalidTtl { .. })
+    ));
     let guard = lock.try_acquire().await.unwrap().unwrap();
-    assert!(matches!(guard.extend(Duration::ZERO).await, Err(Error::InvalidTtl { .. })));
+    assert!(matches!(
+        guard.extend(Duration::ZERO).await,
+        Err(Error::InvalidTtl { .. })
+    ));
     // Binary names work.
     let binary = client.lock([0u8, 0xff, b'\n'], ok).unwrap();
-    let g = binary.try_acquire().await.unwrap().expect("binary-named lock");
+    let g = binary
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("binary-named lock");
     assert_eq!(g.release().await.unwrap(), Release::Released);
     assert_eq!(guard.release().await.unwrap(), Release::Released);
 }
@@ -165,9 +223,15 @@ async fn a_paused_redis_times_out_within_the_configured_timeout() {
     let result = lock.try_acquire().await;
     let took = started.elapsed();
     server.resume();
-    assert!(matches!(result, Err(Error::Timeout { .. })), "got {result:?}");
+    assert!(
+        matches!(result, Err(Error::Timeout { .. })),
+        "got {result:?}"
+    );
     // Lower bound: it did wait for the server; upper: the timeout plus scheduling margin.
-    assert!(took >= Duration::from_millis(450) && took < Duration::from_millis(1500), "took {took:?}");
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_millis(1500),
+        "took {took:?}"
+    );
 }
 
 #[tokio::test]
@@ -179,7 +243,10 @@ async fn a_dead_redis_is_unreachable() {
     let started = Instant::now();
     let result = lock.try_acquire().await;
     assert!(
-        matches!(result, Err(Error::Unreachable(_)) | Err(Error::Timeout { .. })),
+        matches!(
+            result,
+            Err(Error::Unreachable(_)) | Err(Error::Timeout { .. })
+        ),
         "got {result:?}"
     );
     assert!(started.elapsed() < Duration::from_millis(1500));
@@ -204,15 +271,23 @@ async fn wrong_credentials_are_an_auth_error() {
 #[tokio::test]
 async fn interoperates_with_plain_set_nx_locks_when_unprefixed() {
     let server = RedisServer::start();
-    let client = latchkey::Client::builder(&server.url()).prefix("").connect().await.unwrap();
+    let client = latchkey::Client::builder(&server.url())
+        .prefix("")
+        .connect()
+        .await
+        .unwrap();
     // Another library (redis-py Lock, redsync, node-redlock) holds "shared".
-    server.command(&["SET", "shared", "their-uuid", "NX", "PX", "5000"]).unwrap();
+    server
+        .command(&["SET", "shared", "their-uuid", "NX", "PX", "5000"])
+        .unwrap();
     let lock = client.lock("shared", Duration::from_secs(1)).unwrap();
     assert!(lock.try_acquire().await.unwrap().is_none());
     server.command(&["DEL", "shared"]).unwrap();
     let guard = lock.try_acquire().await.unwrap().expect("free");
     // ... and theirs is refused while ours is held.
-    let theirs = server.command(&["SET", "shared", "their-uuid", "NX", "PX", "5000"]).unwrap();
+    let theirs = server
+        .command(&["SET", "shared", "their-uuid", "NX", "PX", "5000"])
+        .unwrap();
     assert_ne!(theirs, "OK");
     assert_eq!(guard.release().await.unwrap(), Release::Released);
 }
@@ -230,7 +305,13 @@ async fn a_cancelled_acquire_does_not_leave_the_lock_held() {
     let lock = c.lock("cancelled", Duration::from_secs(30)).unwrap();
     let mut conn = raw(&server.url()).await;
     // Load the script first: a cold EVALSHA would only get NOSCRIPT back.
-    let warm = c.lock("warm", Duration::from_secs(1)).unwrap().try_acquire().await.unwrap().unwrap();
+    let warm = c
+        .lock("warm", Duration::from_secs(1))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(warm.release().await.unwrap(), Release::Released);
     // 300 ms each way: the request reaches Redis after 300 ms, the reply
     // would reach us after 600 ms. Cancel in between.
@@ -238,7 +319,10 @@ async fn a_cancelled_acquire_does_not_leave_the_lock_held() {
     let cancelled = tokio::time::timeout(Duration::from_millis(450), lock.try_acquire()).await;
     assert!(cancelled.is_err(), "the attempt was not cancelled");
     let exists: bool = conn.exists("test:cancelled").await.unwrap();
-    assert!(exists, "the cancelled request never took the lock; the test proves nothing");
+    assert!(
+        exists,
+        "the cancelled request never took the lock; the test proves nothing"
+    );
     // The background release goes through the same slow link: it must land
     // well before the 30 s TTL.
     let started = Instant::now();
@@ -247,7 +331,10 @@ async fn a_cancelled_acquire_does_not_leave_the_lock_held() {
         if !exists {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(5), "lock left held after a cancelled acquire");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "lock left held after a cancelled acquire"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -258,15 +345,24 @@ async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
     let c = client(&server.url()).await;
     let lock = c.lock("counted", Duration::from_secs(5)).unwrap();
     for garbage in ["9007199254740993", "1e400", "-5", "12.5", "not-a-number"] {
-        server.command(&["SET", "test:counted:fence", garbage]).unwrap();
+        server
+            .command(&["SET", "test:counted:fence", garbage])
+            .unwrap();
         match lock.try_acquire().await {
             Err(Error::BadFencingCounter { key }) => assert_eq!(key, "test:counted:fence"),
             other => panic!("counter {garbage:?}: expected BadFencingCounter, got {other:?}"),
         }
         let exists = server.command(&["EXISTS", "test:counted"]).unwrap();
-        assert_eq!(exists, "0", "counter {garbage:?}: the lock was taken anyway");
+        assert_eq!(
+            exists, "0",
+            "counter {garbage:?}: the lock was taken anyway"
+        );
     }
     server.command(&["DEL", "test:counted:fence"]).unwrap();
-    let g = lock.try_acquire().await.unwrap().expect("free after the counter was reset");
+    let g = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free after the counter was reset");
     assert_eq!(g.release().await.unwrap(), Release::Released);
 }

@@ -21,7 +21,10 @@ async fn until_subscribed(server: &RedisServer, channel: &str, n: usize) {
         if count >= n {
             return;
         }
-        assert!(started.elapsed() < Duration::from_secs(5), "no waiter subscribed to {channel}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no waiter subscribed to {channel}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -31,10 +34,14 @@ async fn a_waiter_wakes_at_release_not_at_expiry() {
     let server = RedisServer::start();
     let holder_client = client(&server.url()).await;
     let waiter_client = client(&server.url()).await;
-    let held = holder_client.lock("handoff", Duration::from_secs(30)).unwrap();
+    let held = holder_client
+        .lock("handoff", Duration::from_secs(30))
+        .unwrap();
     let guard = held.try_acquire().await.unwrap().unwrap();
 
-    let lock = waiter_client.lock("handoff", Duration::from_secs(30)).unwrap();
+    let lock = waiter_client
+        .lock("handoff", Duration::from_secs(30))
+        .unwrap();
     let waiter = tokio::spawn(async move {
         let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
         (Instant::now(), g)
@@ -59,8 +66,14 @@ async fn a_waiter_wakes_when_the_holder_vanishes() {
     let g = lock.acquire_timeout(Duration::from_secs(5)).await.unwrap();
     let waited = started.elapsed();
     // It cannot get the lock before the TTL ran out, and should not wait much longer.
-    assert!(waited >= Duration::from_millis(390), "acquired a held lock after {waited:?}");
-    assert!(waited < Duration::from_millis(400 + 300), "woke {waited:?} after a 400 ms TTL");
+    assert!(
+        waited >= Duration::from_millis(390),
+        "acquired a held lock after {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_millis(400 + 300),
+        "woke {waited:?} after a 400 ms TTL"
+    );
     assert_eq!(g.release().await.unwrap(), Release::Released);
 }
 
@@ -82,12 +95,21 @@ async fn no_lost_wakeup_when_the_subscriber_connection_is_killed() {
 
     // Kill the waiter's subscriber connection, and release while it is gone:
     // the release message is published to nobody.
-    server.command(&["CLIENT", "KILL", "TYPE", "pubsub"]).unwrap();
+    server
+        .command(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .unwrap();
     assert_eq!(guard.release().await.unwrap(), Release::Released);
     let started = Instant::now();
-    let g = waiter.await.unwrap().expect("waiter acquired before its deadline");
+    let g = waiter
+        .await
+        .unwrap()
+        .expect("waiter acquired before its deadline");
     // Far below the 30 s TTL: the reconnect made the waiter look again.
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
     assert_eq!(g.release().await.unwrap(), Release::Released);
 }
 
@@ -104,7 +126,11 @@ async fn sixty_four_local_waiters_each_get_the_lock_once() {
         let (inside, acquisitions) = (inside.clone(), acquisitions.clone());
         tasks.push(tokio::spawn(async move {
             let g = lock.acquire_timeout(Duration::from_secs(30)).await.unwrap();
-            assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+            assert_eq!(
+                inside.fetch_add(1, Ordering::SeqCst),
+                0,
+                "two holders at once"
+            );
             tokio::time::sleep(Duration::from_millis(1)).await;
             inside.fetch_sub(1, Ordering::SeqCst);
             acquisitions.fetch_add(1, Ordering::SeqCst);
@@ -116,7 +142,11 @@ async fn sixty_four_local_waiters_each_get_the_lock_once() {
     }
     assert_eq!(acquisitions.load(Ordering::SeqCst), 64);
     // Bounded: 64 handoffs of a 1 ms hold; polling at the TTL would take minutes.
-    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -124,7 +154,16 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
     let server = RedisServer::start();
     // A user that may run everything but use no pub/sub channel at all.
     server
-        .command(&["ACL", "SETUSER", "nopubsub", "on", ">pw", "~*", "resetchannels", "+@all"])
+        .command(&[
+            "ACL",
+            "SETUSER",
+            "nopubsub",
+            "on",
+            ">pw",
+            "~*",
+            "resetchannels",
+            "+@all",
+        ])
         .unwrap();
     let url = format!("redis://nopubsub:pw@127.0.0.1:{}/", server.port());
     let holder_client = client(&server.url()).await;
@@ -136,14 +175,23 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
         .await
         .unwrap()
         .unwrap();
-    let lock = waiter_client.lock("polled", Duration::from_secs(30)).unwrap();
+    let lock = waiter_client
+        .lock("polled", Duration::from_secs(30))
+        .unwrap();
     let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
     tokio::time::sleep(Duration::from_millis(200)).await; // let it poll a few times
     let released_at = Instant::now();
     assert_eq!(guard.release().await.unwrap(), Release::Released);
-    let g = waiter.await.unwrap().expect("the polling waiter got the lock");
+    let g = waiter
+        .await
+        .unwrap()
+        .expect("the polling waiter got the lock");
     // Polling backs off to at most 500 ms (±50% jitter): well below the 30 s TTL.
-    assert!(released_at.elapsed() < Duration::from_secs(2), "took {:?}", released_at.elapsed());
+    assert!(
+        released_at.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        released_at.elapsed()
+    );
     // The restricted user can still release: the wake-up PUBLISH is best-effort.
     assert_eq!(g.release().await.unwrap(), Release::Released);
 }

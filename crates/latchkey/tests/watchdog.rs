@@ -35,10 +35,19 @@ async fn the_watchdog_keeps_a_short_lock_for_five_seconds() {
 /// returns how long `lost()` took to fire afterwards.
 async fn time_to_lost(server: &RedisServer, name: &str, sabotage: &[&str]) -> Duration {
     let c = client(&server.url()).await;
-    let guard = c.lock(name, TTL).unwrap().with_watchdog().try_acquire().await.unwrap().unwrap();
+    let guard = c
+        .lock(name, TTL)
+        .unwrap()
+        .with_watchdog()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
     server.command(sabotage).unwrap();
     let started = Instant::now();
-    tokio::time::timeout(Duration::from_secs(3), guard.lost()).await.expect("lost() never fired");
+    tokio::time::timeout(Duration::from_secs(3), guard.lost())
+        .await
+        .expect("lost() never fired");
     assert!(!guard.is_held());
     started.elapsed()
 }
@@ -54,7 +63,12 @@ async fn lost_fires_within_a_renewal_interval_when_the_key_is_deleted() {
 #[tokio::test]
 async fn lost_fires_within_a_renewal_interval_when_the_key_is_overwritten() {
     let server = RedisServer::start();
-    let took = time_to_lost(&server, "stolen", &["SET", "test:stolen", "someone-else", "PX", "60000"]).await;
+    let took = time_to_lost(
+        &server,
+        "stolen",
+        &["SET", "test:stolen", "someone-else", "PX", "60000"],
+    )
+    .await;
     assert!(took < TTL / 3 + Duration::from_millis(300), "took {took:?}");
 }
 
@@ -63,33 +77,61 @@ async fn lost_fires_before_the_ttl_when_the_link_is_blackholed() {
     let server = RedisServer::start();
     let proxy = Proxy::start(server.addr()).await;
     let c = client(&proxy.url()).await;
-    let guard = c.lock("cut", TTL).unwrap().with_watchdog().try_acquire().await.unwrap().unwrap();
+    let guard = c
+        .lock("cut", TTL)
+        .unwrap()
+        .with_watchdog()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
     let deadline_before = guard.deadline();
     proxy.set_mode(ProxyMode::Blackhole);
-    tokio::time::timeout(Duration::from_secs(3), guard.lost()).await.expect("lost() never fired");
+    tokio::time::timeout(Duration::from_secs(3), guard.lost())
+        .await
+        .expect("lost() never fired");
     // At the moment we learn of the loss the key must still be ours on the
     // server: we stopped before anyone else could have taken the lock.
     let mut raw = raw(&server.url()).await;
     let holder: Option<String> = raw.get("test:cut").await.unwrap();
     let pttl: i64 = raw.pttl("test:cut").await.unwrap();
-    assert_eq!(holder.as_deref(), Some(guard.token()), "lost() fired after the key expired");
+    assert_eq!(
+        holder.as_deref(),
+        Some(guard.token()),
+        "lost() fired after the key expired"
+    );
     assert!(pttl > 0, "lost() fired after the key expired (pttl {pttl})");
-    assert!(Instant::now() >= deadline_before, "lost() fired although renewals could still succeed");
+    assert!(
+        Instant::now() >= deadline_before,
+        "lost() fired although renewals could still succeed"
+    );
 }
 
 #[tokio::test]
 async fn lost_fires_before_the_ttl_when_redis_stops() {
     let server = RedisServer::start();
     let c = client(&server.url()).await;
-    let guard = c.lock("stopped", TTL).unwrap().with_watchdog().try_acquire().await.unwrap().unwrap();
+    let guard = c
+        .lock("stopped", TTL)
+        .unwrap()
+        .with_watchdog()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
     server.pause(); // SIGSTOP: no answers, no resets
     let paused_at = Instant::now();
-    tokio::time::timeout(Duration::from_secs(3), guard.lost()).await.expect("lost() never fired");
+    tokio::time::timeout(Duration::from_secs(3), guard.lost())
+        .await
+        .expect("lost() never fired");
     let took = paused_at.elapsed();
     server.resume();
     // The last renewal sent before the pause gives at most TTL − drift of
     // validity from the moment it was sent, which was before `paused_at`.
-    assert!(took < TTL, "lost() fired {took:?} after the pause: past the TTL");
+    assert!(
+        took < TTL,
+        "lost() fired {took:?} after the pause: past the TTL"
+    );
     assert!(!guard.is_held());
 }
 
@@ -97,9 +139,17 @@ async fn lost_fires_before_the_ttl_when_redis_stops() {
 async fn without_a_watchdog_lost_fires_at_the_deadline() {
     let server = RedisServer::start();
     let c = client(&server.url()).await;
-    let guard = c.lock("plain", Duration::from_millis(300)).unwrap().try_acquire().await.unwrap().unwrap();
+    let guard = c
+        .lock("plain", Duration::from_millis(300))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
     let token = guard.lost_token();
-    tokio::time::timeout(Duration::from_secs(2), token.cancelled()).await.expect("token never cancelled");
+    tokio::time::timeout(Duration::from_secs(2), token.cancelled())
+        .await
+        .expect("token never cancelled");
     let now = Instant::now();
     assert!(now >= guard.deadline(), "fired before the deadline");
     // Then the key is still there for at most the drift allowance (5 ms) plus scheduling.
@@ -112,7 +162,10 @@ async fn without_a_watchdog_lost_fires_at_the_deadline() {
 async fn release_stops_the_watchdog() {
     let server = RedisServer::start();
     let c = client(&server.url()).await;
-    let lock = c.lock("stopping", Duration::from_millis(300)).unwrap().with_watchdog();
+    let lock = c
+        .lock("stopping", Duration::from_millis(300))
+        .unwrap()
+        .with_watchdog();
     let guard = lock.try_acquire().await.unwrap().unwrap();
     assert_eq!(guard.release().await.unwrap(), Release::Released);
     let before = server.command(&["INFO", "commandstats"]).unwrap();
