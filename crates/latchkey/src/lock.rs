@@ -27,7 +27,9 @@
 //! unavailable, waiters poll with jittered backoff (10 ms doubling to
 //! 500 ms) and say so in a log line.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
@@ -137,18 +139,42 @@ impl Backend {
     ) -> Result<ReleaseReport> {
         let report = match self {
             Backend::Single(client) => {
-                let outcome = client.release_once(keys, token).await?;
+                // Send the release, then wake this client's next waiter before
+                // the reply is back: its attempt travels on the same
+                // connection right behind the release, and Redis runs them in
+                // order, so a local handoff costs one round trip, not two. A
+                // wake-up for a release that then fails is harmless: the
+                // waiter finds the lock busy and waits again.
+                let mut release = std::pin::pin!(client.release_once(keys, token));
+                let first_poll =
+                    std::future::poll_fn(|cx| Poll::Ready(release.as_mut().poll(cx))).await;
+                let outcome = match first_poll {
+                    Poll::Ready(outcome) => {
+                        let outcome = outcome?;
+                        if outcome == Release::Released {
+                            self.wake_local(keys);
+                        }
+                        outcome
+                    }
+                    Poll::Pending => {
+                        self.wake_local(keys);
+                        release.await?
+                    }
+                };
                 ReleaseReport {
                     outcome,
                     confirmed: usize::from(outcome == Release::Released),
                     instances: 1,
                 }
             }
-            Backend::Redlock(redlock) => redlock.release_all(keys, token).await?,
+            Backend::Redlock(redlock) => {
+                let report = redlock.release_all(keys, token).await?;
+                if report.outcome == Release::Released {
+                    self.wake_local(keys);
+                }
+                report
+            }
         };
-        if report.outcome == Release::Released {
-            self.wake_local(keys);
-        }
         Ok(report)
     }
 
