@@ -511,7 +511,7 @@ async fn extend_and_release_need_a_majority() {
 // ---- No two holders: two processes, a minority instance restarting ----
 
 const TASKS: usize = 6;
-const ROUNDS: usize = 25;
+const ROUNDS: usize = 84; // 2 processes × 6 tasks × 84 ≈ 1,000 acquisitions
 
 /// One process's side: TASKS tasks doing ROUNDS read-sleep-write increments
 /// of a counter kept on a separate server, each under the Redlock.
