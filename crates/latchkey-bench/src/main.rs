@@ -68,11 +68,7 @@ fn main() {
             std::process::exit(2);
         }
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("latchkey-bench: cannot start a tokio runtime: {e}");
@@ -105,4 +101,13 @@ fn main() {
         eprintln!("latchkey-bench: {} target(s) missed", missed.len());
         std::process::exit(1);
     }
+}
+
+/// The runtime every bench process uses: two workers, like the machine's
+/// two cores, so the client's scheduling is the same in every scenario.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
 }

@@ -33,11 +33,7 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("usage: latchkey-bench --worker LIB PORT");
         return 2;
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::runtime() {
         Ok(rt) => rt,
         Err(e) => {
             emit(&serde_json::json!({ "error": format!("no tokio runtime: {e}") }));
