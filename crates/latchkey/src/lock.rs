@@ -477,7 +477,15 @@ impl Lock {
         let queues = self.backend.local_queues();
         // Subscribe before queueing: the server-side subscription is shared,
         // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
-        let mut wakeups = self.subscribe_or_poll(None).await;
+        // A subscriber that is slow to answer must not carry us past the
+        // deadline: then we poll instead.
+        let subscribing = self.subscribe_or_poll(None);
+        let mut wakeups = match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), subscribing)
+                .await
+                .unwrap_or(None),
+            None => subscribing.await,
+        };
         let mut last_subscribe = Instant::now();
         let turn = queues.turn(&self.keys.key);
         let _turn = match deadline {
