@@ -120,7 +120,7 @@ pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
             .await);
     };
     println!("{}", guard.token());
-    println!("{}", guard.fencing_token());
+    println!("{}", guard.fencing_token().await?);
     // Dropping the guard would release the lock; the whole point is to keep
     // it held (until its TTL, or `latchkey release`) after we exit. No
     // watchdog runs, so forgetting it leaks nothing but a little memory.

@@ -139,10 +139,11 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
                     increment(&mut conn, &key).await?;
                     // Recorded inside the critical section: the list is in
                     // the order the sections ran.
+                    let fencing_token = guard.fencing_token().await?;
                     lock_sections(&sections).push(Section {
                         waited: got - asked,
                         held: got.elapsed(),
-                        fencing_token: guard.fencing_token(),
+                        fencing_token,
                     });
                     let released = guard.release().await?;
                     if released != Release::Released {

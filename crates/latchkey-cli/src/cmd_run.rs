@@ -112,7 +112,13 @@ fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Failure> {
     cmd.args(rest)
         .env("LATCHKEY_NAME", &args.name)
         .env("LATCHKEY_TOKEN", guard.token())
-        .env("LATCHKEY_FENCING_TOKEN", guard.fencing_token().to_string())
+        .env(
+            "LATCHKEY_FENCING_TOKEN",
+            // Issued with the acquisition: `Target::lock` locks are `with_fencing`.
+            guard
+                .issued_fencing_token()
+                .map_or_else(String::new, |t| t.to_string()),
+        )
         .process_group(0);
     cmd.spawn().map_err(|e| {
         let code = match e.kind() {

@@ -66,12 +66,17 @@ impl Target {
     }
 
     /// The lock `name` with `ttl` on the configured server(s): several URLs
-    /// mean Redlock (held while a majority of them agree).
+    /// mean Redlock (held while a majority of them agree). Made
+    /// [`with_fencing`](Lock::with_fencing): every command that takes a lock
+    /// prints or passes on its fencing token.
     pub async fn lock(&self, name: &str, ttl: Duration) -> Result<Lock, Failure> {
         let urls = self.urls();
         if let [url] = &urls[..] {
             let client = self.client_for(url).await?;
-            return client.lock(name, ttl).map_err(Failure::from);
+            return client
+                .lock(name, ttl)
+                .map(Lock::with_fencing)
+                .map_err(Failure::from);
         }
         let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
         let redlock = Redlock::connect_with(&refs, |builder| match &self.prefix {
@@ -84,7 +89,10 @@ impl Target {
             failure.message = format!("Redlock over {} servers: {}", urls.len(), failure.message);
             failure
         })?;
-        redlock.lock(name, ttl).map_err(Failure::from)
+        redlock
+            .lock(name, ttl)
+            .map(Lock::with_fencing)
+            .map_err(Failure::from)
     }
 }
 

@@ -30,29 +30,23 @@ async fn main() -> latchkey::Result<()> {
     let resource = a.fenced("example:report-output")?;
 
     let guard_a = lock_a.acquire().await?;
-    println!(
-        "A holds the lock with fencing token {}",
-        guard_a.fencing_token()
-    );
+    // Issued while A holds the lock (one round trip, on the first call).
+    let token_a = guard_a.fencing_token().await?;
+    println!("A holds the lock with fencing token {token_a}");
     println!("A pauses (GC) for 500 ms, longer than its 200 ms TTL...");
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let guard_b = lock_b.acquire().await?;
-    println!(
-        "B takes over with fencing token {}",
-        guard_b.fencing_token()
-    );
+    let token_b = guard_b.fencing_token().await?;
+    println!("B takes over with fencing token {token_b}");
     let written = b
         .fenced("example:report-output")?
-        .write(guard_b.fencing_token(), "B's report")
+        .write(token_b, "B's report")
         .await?;
     println!("B writes: {written:?}");
 
     println!("A wakes up, still thinking it holds the lock, and writes...");
-    match resource
-        .write(guard_a.fencing_token(), "A's stale report")
-        .await?
-    {
+    match resource.write(token_a, "A's stale report").await? {
         FencedWrite::Accepted => println!("A's write was accepted: this must not happen"),
         FencedWrite::Rejected { seen } => {
             println!("A's write is rejected: the resource has seen token {seen}")

@@ -61,12 +61,23 @@ pub enum Error {
     },
 
     /// A lock's fencing counter (`name:fence`) holds something other than a
-    /// token: something else wrote it. The lock was not taken. Deleting the
-    /// counter resets it (see `docs/fencing.md` for what that costs).
+    /// token: something else wrote it. No token was issued (and, for a lock
+    /// made [`with_fencing`](crate::Lock::with_fencing), the lock was not
+    /// taken). Deleting the counter resets it (see `docs/fencing.md` for what
+    /// that costs).
     #[error("fencing counter {key:?} does not hold a fencing token; delete it to reset the lock")]
     BadFencingCounter {
         /// The counter's key, lossily decoded as UTF-8.
         key: String,
+    },
+
+    /// A fencing token was asked of a guard whose lock is no longer held
+    /// (it expired, or someone else holds it now): a token issued now could
+    /// outrank the new holder's, so none is. Stop working on the resource.
+    #[error("lock {name:?} is no longer held: no fencing token can be issued")]
+    NotHeld {
+        /// The lock's name, lossily decoded as UTF-8.
+        name: String,
     },
 
     /// The server refused a command for lack of permission (ACL NOPERM).

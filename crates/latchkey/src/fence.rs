@@ -16,7 +16,7 @@
 //! let report = client.fenced("report-output")?;
 //!
 //! let guard = lock.acquire().await?;
-//! match report.write(guard.fencing_token(), b"rows: 42").await? {
+//! match report.write(guard.fencing_token().await?, b"rows: 42").await? {
 //!     FencedWrite::Accepted => {}
 //!     FencedWrite::Rejected { seen } => eprintln!("a newer holder ({seen}) wrote first; we are stale"),
 //! }

@@ -33,7 +33,9 @@ use crate::token::short;
 pub struct LockGuard {
     lock: Lock,
     token: Arc<str>,
-    fencing_token: u64,
+    /// Set at acquisition (a lock made `with_fencing`) or on the first
+    /// [`LockGuard::fencing_token`] call.
+    fencing_token: tokio::sync::OnceCell<u64>,
     state: Arc<State>,
     released: bool,
     /// When the guard was made, for the hold-time metric.
@@ -93,14 +95,19 @@ impl std::fmt::Debug for LockGuard {
         f.debug_struct("LockGuard")
             .field("name", &String::from_utf8_lossy(self.lock.name()))
             .field("token", &short(&self.token))
-            .field("fencing_token", &self.fencing_token)
+            .field("fencing_token", &self.fencing_token.get())
             .field("held", &self.is_held())
             .finish()
     }
 }
 
 impl LockGuard {
-    pub(crate) fn new(lock: Lock, token: String, fencing_token: u64, valid_until: Instant) -> Self {
+    pub(crate) fn new(
+        lock: Lock,
+        token: String,
+        fencing_token: Option<u64>,
+        valid_until: Instant,
+    ) -> Self {
         let state = Arc::new(State {
             valid_until: Mutex::new(valid_until),
             lost: CancellationToken::new(),
@@ -123,11 +130,11 @@ impl LockGuard {
         lock.backend.local_queues().hold(&lock.keys.key);
         // The `wait` or `acquire` span this guard is made in.
         tracing::Span::current().record("token", short(&token));
-        tracing::debug!(lock = %String::from_utf8_lossy(lock.name()), token = short(&token), fencing_token, "acquired");
+        tracing::debug!(lock = %String::from_utf8_lossy(lock.name()), token = short(&token), ?fencing_token, "acquired");
         LockGuard {
             lock,
             token: Arc::from(token),
-            fencing_token,
+            fencing_token: tokio::sync::OnceCell::new_with(fencing_token),
             state,
             released: false,
             acquired_at: Instant::now(),
@@ -144,11 +151,48 @@ impl LockGuard {
         &self.token
     }
 
-    /// The fencing token of this acquisition: greater than that of every
-    /// earlier acquisition of this lock name. Pass it to the resource you
-    /// write to so it can reject writes from a stale holder. Extensions keep it.
-    pub fn fencing_token(&self) -> u64 {
+    /// The fencing token of this hold: greater than the token of every
+    /// earlier hold of this lock name, smaller than that of every later one.
+    /// Pass it to the resource you write to, so that it can reject the
+    /// writes of a stale holder (see [`Client::fenced`](crate::Client::fenced)).
+    ///
+    /// Issued on the first call, by one round trip (a script that checks
+    /// that we still hold the lock and bumps the lock's fencing counter), and
+    /// the same on every later call; ready at once when the lock was made
+    /// [`with_fencing`](crate::Lock::with_fencing). Extensions keep it.
+    ///
+    /// Fails with [`Error::NotHeld`](crate::Error::NotHeld) when the lock is
+    /// no longer ours (and marks the guard [lost](LockGuard::lost)): a token
+    /// issued then could outrank the new holder's.
+    ///
+    /// # Cancel safety
+    /// Cancel safe. If the future is dropped after the request was sent, the
+    /// counter may have moved on without us keeping the token; the next call
+    /// issues another one, which is just as good.
+    pub async fn fencing_token(&self) -> Result<u64> {
         self.fencing_token
+            .get_or_try_init(|| async {
+                let issued = self
+                    .lock
+                    .backend
+                    .issue_fence(&self.lock.keys, &self.token, self.state.deadline())
+                    .await?;
+                issued.map_err(|outcome| {
+                    tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "fencing token refused: the lock is no longer ours");
+                    self.state.mark_lost();
+                    crate::Error::NotHeld {
+                        name: String::from_utf8_lossy(self.name()).into_owned(),
+                    }
+                })
+            })
+            .await
+            .copied()
+    }
+
+    /// The fencing token, if it was issued already (at acquisition, or by an
+    /// earlier [`fencing_token`](LockGuard::fencing_token) call). Asks nobody.
+    pub fn issued_fencing_token(&self) -> Option<u64> {
+        self.fencing_token.get().copied()
     }
 
     /// Until when we may assume we hold the lock (monotonic clock).

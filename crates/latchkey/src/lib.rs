@@ -3,17 +3,18 @@
 //! Two processes on two machines must not run the same critical section at
 //! once. latchkey gives them a lock in Redis that is safe to use:
 //!
-//! * **atomic and owner-only**: acquiring is one `SET key token NX PX ttl`
-//!   (inside a script that also issues a fencing token); the token is 128
-//!   random bits from the OS, so only the holder can release or extend
-//!   (Lua compare-and-delete / compare-and-pexpire);
+//! * **atomic and owner-only**: acquiring is one `SET key token NX PX ttl`;
+//!   the token is 128 random bits from the OS, so only the holder can
+//!   release or extend (Lua compare-and-delete / compare-and-pexpire);
 //! * **always expiring**: a TTL is mandatory, so a crashed holder frees the
 //!   lock after at most its TTL;
 //! * **self-healing**: the [watchdog](Lock::with_watchdog) renews a held lock
 //!   in the background and [`LockGuard::lost`] tells the holder, *before* the
 //!   TTL runs out, when it can no longer prove ownership;
-//! * **fenced**: every acquisition gets a [fencing token](LockGuard::fencing_token)
-//!   greater than all before it, so a resource can reject a stale holder;
+//! * **fenced**: every hold can have a [fencing token](LockGuard::fencing_token)
+//!   greater than those of all holds before it, so a resource can reject a
+//!   stale holder. It is issued while the hold lasts, on request (one round
+//!   trip) or with every acquisition ([`Lock::with_fencing`]);
 //! * **fast to hand over**: waiters sleep until a release message (one shared
 //!   pub/sub connection per client) or the holder's TTL, instead of polling;
 //! * **on one Redis or several**: [`Redlock`] holds the same [`Lock`] over N
@@ -35,7 +36,7 @@
 //!
 //! match lock.try_acquire().await? {
 //!     Some(guard) => {
-//!         println!("ours; fencing token {}", guard.fencing_token());
+//!         println!("ours; fencing token {}", guard.fencing_token().await?);
 //!         // ... the critical section ...
 //!         guard.release().await?;
 //!     }

@@ -12,6 +12,8 @@ use redis::Script;
 
 pub(crate) static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
+pub(crate) static ISSUE_FENCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/issue_fence.lua")));
 pub(crate) static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
 pub(crate) static EXTEND: LazyLock<Script> =

@@ -15,18 +15,27 @@ const TASKS: usize = 8;
 const PER_TASK: usize = 625; // 2 processes × 8 tasks × 625 = 10,000 acquisitions
 
 /// Each task acquires PER_TASK times and, while holding the lock, appends its
-/// fencing token to a list: the list is then in acquisition order.
-async fn append_tokens(url: &str) {
+/// fencing token to a list: the list is then in acquisition order. `eager`:
+/// the token comes with the acquisition (`with_fencing`); otherwise it is
+/// issued on request during the hold. The two processes use one kind each,
+/// so the tokens of both kinds interleave in one order.
+async fn append_tokens(url: &str, eager: bool) {
     let c = client(url).await;
     let mut tasks = Vec::new();
     for _ in 0..TASKS {
-        let lock = c.lock("fenced", Duration::from_secs(5)).unwrap();
+        let mut lock = c.lock("fenced", Duration::from_secs(5)).unwrap();
+        if eager {
+            lock = lock.with_fencing();
+        }
         let url = url.to_owned();
         tasks.push(tokio::spawn(async move {
             let mut conn = raw(&url).await;
             for _ in 0..PER_TASK {
                 let g = lock.acquire_timeout(Duration::from_secs(60)).await.unwrap();
-                let _: () = conn.rpush("tokens", g.fencing_token()).await.unwrap();
+                let _: () = conn
+                    .rpush("tokens", g.fencing_token().await.unwrap())
+                    .await
+                    .unwrap();
                 assert_eq!(g.release().await.unwrap(), Release::Released);
             }
         }));
@@ -41,7 +50,7 @@ async fn child_token_appender() {
     if !is_child() {
         return;
     }
-    append_tokens(&std::env::var("LATCHKEY_TEST_URL").unwrap()).await;
+    append_tokens(&std::env::var("LATCHKEY_TEST_URL").unwrap(), false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -54,7 +63,7 @@ async fn tokens_strictly_increase_across_ten_thousand_acquisitions() {
         "child_token_appender",
         &[("LATCHKEY_TEST_URL", server.url())],
     );
-    append_tokens(&server.url()).await;
+    append_tokens(&server.url(), true).await;
     let status = tokio::task::spawn_blocking(move || child.wait())
         .await
         .unwrap()
@@ -77,7 +86,7 @@ async fn one_token(url: &str) -> u64 {
         .await
         .unwrap()
         .unwrap();
-    let t = g.fencing_token();
+    let t = g.fencing_token().await.unwrap();
     assert_eq!(g.release().await.unwrap(), Release::Released);
     t
 }
@@ -170,13 +179,13 @@ async fn child_paused_holder() {
         .unwrap()
         .unwrap();
     assert!(guard.is_held());
-    println!("holding {}", guard.fencing_token());
+    println!("holding {}", guard.fencing_token().await.unwrap());
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).unwrap();
     let outcome = c
         .fenced("gc-resource")
         .unwrap()
-        .write(guard.fencing_token(), "from A")
+        .write(guard.fencing_token().await.unwrap(), "from A")
         .await
         .unwrap();
     println!("{outcome:?}");
@@ -226,10 +235,13 @@ async fn a_paused_holders_write_is_rejected() {
         .acquire_timeout(Duration::from_secs(5))
         .await
         .unwrap();
-    assert!(b.fencing_token() > a_token);
+    assert!(b.fencing_token().await.unwrap() > a_token);
     let resource = c.fenced("gc-resource").unwrap();
     assert_eq!(
-        resource.write(b.fencing_token(), "from B").await.unwrap(),
+        resource
+            .write(b.fencing_token().await.unwrap(), "from B")
+            .await
+            .unwrap(),
         FencedWrite::Accepted
     );
 
@@ -242,14 +254,84 @@ async fn a_paused_holders_write_is_rejected() {
         rest.push('\n');
     }
     assert!(a.wait().unwrap().success());
-    let expected = format!("Rejected {{ seen: {} }}", b.fencing_token());
+    let expected = format!("Rejected {{ seen: {} }}", b.fencing_token().await.unwrap());
     assert!(
         rest.contains(&expected),
         "A's write was not rejected: {rest}"
     );
     assert_eq!(
         resource.read().await.unwrap(),
-        Some((b"from B".to_vec(), b.fencing_token()))
+        Some((b"from B".to_vec(), b.fencing_token().await.unwrap()))
     );
     assert_eq!(b.release().await.unwrap(), Release::Released);
+}
+
+/// A token is issued only while the hold lasts: a holder whose lock expired
+/// and was taken gets an error (and its guard is marked lost), not a token
+/// that would outrank the new holder's.
+#[tokio::test]
+async fn a_token_asked_after_the_lock_was_lost_is_refused() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let stale = c
+        .lock("late", Duration::from_millis(30))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free");
+    assert_eq!(stale.issued_fencing_token(), None, "issued without asking");
+    // The new holder waits for the stale one's TTL (the TTL is the point).
+    let fresh = c
+        .lock("late", Duration::from_secs(5))
+        .unwrap()
+        .acquire_timeout(Duration::from_secs(5))
+        .await
+        .unwrap();
+    let fresh_token = fresh.fencing_token().await.unwrap();
+    match stale.fencing_token().await {
+        Err(latchkey::Error::NotHeld { name }) => assert_eq!(name, "late"),
+        other => panic!("expected NotHeld, got {other:?}"),
+    }
+    // Refusing the token proved the loss: `lost` has fired.
+    tokio::time::timeout(Duration::from_millis(1), stale.lost())
+        .await
+        .expect("lost() did not fire");
+    assert_eq!(stale.issued_fencing_token(), None);
+    // The counter did not move for the refused request.
+    let counter: u64 = server
+        .command(&["GET", "test:late:fence"])
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(counter, fresh_token);
+    assert_eq!(stale.release().await.unwrap(), Release::HeldByOther);
+    assert_eq!(fresh.release().await.unwrap(), Release::Released);
+}
+
+/// `with_fencing` issues the token with the acquisition; without it the
+/// token is issued on the first request, and both kinds share one counter.
+#[tokio::test]
+async fn eager_and_lazy_tokens_share_one_order() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let eager = c
+        .lock("kinds", Duration::from_secs(5))
+        .unwrap()
+        .with_fencing();
+    let lazy = c.lock("kinds", Duration::from_secs(5)).unwrap();
+    let mut last = 0;
+    for round in 0..10 {
+        let guard = if round % 2 == 0 { &eager } else { &lazy }
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("free");
+        assert_eq!(guard.issued_fencing_token().is_some(), round % 2 == 0);
+        let token = guard.fencing_token().await.unwrap();
+        assert_eq!(guard.issued_fencing_token(), Some(token));
+        assert!(token > last, "round {round}: {token} after {last}");
+        last = token;
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+    }
 }

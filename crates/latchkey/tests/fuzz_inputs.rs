@@ -145,7 +145,7 @@ proptest! {
                 }
                 block_on(async {
                     let guard = lock.try_acquire().await.unwrap().expect("a fresh name is free");
-                    assert!(guard.fencing_token() > 0);
+                    assert!(guard.fencing_token().await.unwrap() > 0);
                     match guard.extend(every).await {
                         Ok(_) => assert!((MIN_TTL..=MAX_TTL).contains(&every)),
                         Err(e) => assert!(matches!(e, Error::InvalidTtl { .. }), "{e}"),
@@ -210,7 +210,9 @@ proptest! {
         block_on(async {
             match lock.try_acquire().await {
                 Ok(Some(guard)) => {
-                    let _ = guard.fencing_token();
+                    if let Err(e) = guard.fencing_token().await {
+                        assert_not_transport(&e);
+                    }
                     match guard.release().await {
                         Ok(_) => {}
                         Err(e) => assert_not_transport(&e),

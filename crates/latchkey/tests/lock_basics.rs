@@ -75,6 +75,7 @@ async fn only_the_owner_releases_or_extends() {
     let client = client(&server.url()).await;
     let lock = client.lock("owned", Duration::from_millis(50)).unwrap();
     let first = lock.try_acquire().await.unwrap().expect("free lock");
+    let first_token = first.fencing_token().await.unwrap();
     assert!(
         lock.try_acquire().await.unwrap().is_none(),
         "held lock acquired twice"
@@ -91,7 +92,9 @@ async fn only_the_owner_releases_or_extends() {
         .await
         .unwrap()
         .expect("expired lock is free");
-    assert!(second.fencing_token() > first.fencing_token());
+    assert!(second.fencing_token().await.unwrap() > first_token);
+    // Asked again, the first guard's token is the one it was issued.
+    assert_eq!(first.fencing_token().await.unwrap(), first_token);
 
     assert_eq!(
         first.extend(Duration::from_secs(1)).await.unwrap(),
@@ -159,8 +162,15 @@ async fn a_wrong_type_key_is_a_typed_error() {
         .command(&["LPUSH", "test:fenced:fence", "x"])
         .unwrap();
     let lock = client.lock("fenced", Duration::from_secs(1)).unwrap();
+    // When the token is asked for, or at once for a lock `with_fencing`.
+    let guard = lock.try_acquire().await.unwrap().expect("free");
     assert!(matches!(
-        lock.try_acquire().await,
+        guard.fencing_token().await,
+        Err(Error::WrongType { .. })
+    ));
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert!(matches!(
+        lock.with_fencing().try_acquire().await,
         Err(Error::WrongType { .. })
     ));
 }
@@ -343,7 +353,10 @@ async fn a_cancelled_acquire_does_not_leave_the_lock_held() {
 async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
     let server = RedisServer::start();
     let c = client(&server.url()).await;
-    let lock = c.lock("counted", Duration::from_secs(5)).unwrap();
+    let lock = c
+        .lock("counted", Duration::from_secs(5))
+        .unwrap()
+        .with_fencing();
     for garbage in ["9007199254740993", "1e400", "-5", "12.5", "not-a-number"] {
         server
             .command(&["SET", "test:counted:fence", garbage])
@@ -357,6 +370,24 @@ async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
             exists, "0",
             "counter {garbage:?}: the lock was taken anyway"
         );
+        // Without `with_fencing` the lock is taken (no token asked yet) and
+        // the token is refused when asked for, the counter left as it was.
+        let guard = c
+            .lock("counted", Duration::from_secs(5))
+            .unwrap()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("free");
+        match guard.fencing_token().await {
+            Err(Error::BadFencingCounter { key }) => assert_eq!(key, "test:counted:fence"),
+            other => panic!("counter {garbage:?}: expected BadFencingCounter, got {other:?}"),
+        }
+        assert_eq!(
+            server.command(&["GET", "test:counted:fence"]).unwrap(),
+            garbage
+        );
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
     }
     server.command(&["DEL", "test:counted:fence"]).unwrap();
     let g = lock

@@ -278,7 +278,7 @@ fn a_waiter_woken_by_a_release_records_its_handoff() {
         let lock = client.lock("h", Duration::from_secs(30)).unwrap();
         let holder = lock.try_acquire().await.unwrap().unwrap();
 
-        // From here on, every EVALSHA is one of the waiter's attempts.
+        // From here on, every PTTL follows a busy attempt of the waiter's.
         let _: () = redis::cmd("CONFIG")
             .arg("RESETSTAT")
             .query_async(&mut conn)
@@ -298,7 +298,7 @@ fn a_waiter_woken_by_a_release_records_its_handoff() {
                 .query_async(&mut conn)
                 .await
                 .unwrap();
-            if info.contains("cmdstat_evalsha:calls=1,") {
+            if info.contains("cmdstat_pttl:calls=1,") {
                 break;
             }
             assert!(Instant::now() < deadline, "the waiter never tried: {info}");

@@ -373,7 +373,7 @@ async fn strict_tokens_increase_across_minority_restarts() {
     for round in 0..5 {
         until_all_answer(&redlock).await;
         let guard = lock.acquire_timeout(Duration::from_secs(5)).await.unwrap();
-        let token = guard.fencing_token();
+        let token = guard.fencing_token().await.unwrap();
         assert!(token > last, "round {round}: token {token} after {last}");
         assert!(
             token > base,
@@ -401,13 +401,13 @@ async fn time_floor_tokens_can_go_backwards_where_strict_ones_cannot() {
         let lock = redlock.lock(name, Duration::from_secs(5)).unwrap();
         servers[2].kill();
         let first = lock.try_acquire().await.unwrap().expect("i0 and i1");
-        let first_token = first.fencing_token();
+        let first_token = first.fencing_token().await.unwrap();
         assert_eq!(first_token, base + 51);
         assert_eq!(first.release().await.unwrap(), Release::Released);
         servers[2].restart(); // without persistence: its counter is gone
         servers[1].kill();
         let second = lock.try_acquire().await.unwrap().expect("i0 and i2");
-        let second_token = second.fencing_token();
+        let second_token = second.fencing_token().await.unwrap();
         match fencing {
             Fencing::TimeFloor => assert_eq!(second_token, base + 12, "the documented regression"),
             _ => assert_eq!(second_token, base + 52),

@@ -208,7 +208,12 @@ pub async fn run(spec_json: &str) -> u8 {
             }
         };
         let t_reply = mono_ns();
-        let fence = guard.fencing_token();
+        // Issued with the acquisition (the lock is `with_fencing`), so the
+        // checker sees the token of the acquisition it times.
+        let Some(fence) = guard.issued_fencing_token() else {
+            out.error("acquired without a fencing token");
+            break;
+        };
         // The guard's first deadline is `sent + ttl - drift`: recover `sent`.
         let validity = spec.ttl - latchkey::drift(spec.ttl);
         let t_send = guard
@@ -302,7 +307,9 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
                 .connect()
                 .await
             {
-                Ok(client) => client.lock(&spec.lock_name, spec.ttl),
+                Ok(client) => client
+                    .lock(&spec.lock_name, spec.ttl)
+                    .map(Lock::with_fencing),
                 Err(e) => Err(e),
             }
         } else {
@@ -310,7 +317,9 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
             let (prefix, timeout) = (spec.prefix.clone(), spec.command_timeout);
             match Redlock::connect_with(&urls, |b| b.prefix(&prefix).command_timeout(timeout)).await
             {
-                Ok(redlock) => redlock.lock(&spec.lock_name, spec.ttl),
+                Ok(redlock) => redlock
+                    .lock(&spec.lock_name, spec.ttl)
+                    .map(Lock::with_fencing),
                 Err(e) => Err(e),
             }
         };

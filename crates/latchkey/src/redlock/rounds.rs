@@ -19,7 +19,7 @@ use super::tally::{contention, Contention, OwnerTally, Seen, Verdict};
 use super::{Fencing, Redlock};
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::lock::{Attempt, Extend, Release, ReleaseReport};
+use crate::lock::{Attempt, AttemptMode, Extend, Release, ReleaseReport};
 use crate::names::{drift, LockKeys};
 use crate::scripts;
 use crate::subscriber::{jitter, Event, Subscription, Topic};
@@ -66,6 +66,7 @@ impl Redlock {
         keys: &LockKeys,
         token: &str,
         ttl: Duration,
+        mode: AttemptMode,
     ) -> Result<Attempt> {
         let timeout = self.timeout_for(ttl);
         let quorum = self.inner.quorum;
@@ -81,7 +82,7 @@ impl Redlock {
         let shared = Arc::new((keys.clone(), token.to_owned()));
         let mut tasks = self.spawn_each(self.all(), timeout, "acquire", |client| {
             let shared = shared.clone();
-            async move { client.try_once(&shared.0, &shared.1, ttl).await }
+            async move { client.try_once(&shared.0, &shared.1, ttl, mode).await }
         });
         let mut requests = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.iter_mut() {
@@ -110,7 +111,7 @@ impl Redlock {
             )
             .await;
 
-        let mut acquired: Vec<(usize, u64)> = Vec::new();
+        let mut acquired: Vec<(usize, Option<u64>)> = Vec::new();
         let mut busy: Vec<(usize, Option<Duration>)> = Vec::new();
         let mut errored = Vec::new();
         let mut errors = Vec::new();
@@ -131,7 +132,7 @@ impl Redlock {
             .filter_map(|&i| Some((i, tasks[i].1.take()?)))
             .collect();
         let errored = &errored;
-        let retract = |acquired: Vec<(usize, u64)>| async move {
+        let retract = |acquired: Vec<(usize, Option<u64>)>| async move {
             let ours: Vec<usize> = acquired.iter().map(|&(i, _)| i).collect();
             let targets = Targets {
                 ours: &ours,
@@ -142,23 +143,26 @@ impl Redlock {
         };
 
         if acquired.len() >= quorum {
-            let fence = acquired.iter().map(|&(_, t)| t).max().unwrap_or_default();
-            let fenced = match self.options.fencing {
-                Fencing::Strict => {
-                    self.raise_fences(keys, &acquired, errored, fence, timeout)
-                        .await
-                }
-                Fencing::TimeFloor => Ok(()),
+            let fenced = if mode.fenced {
+                let issued: Vec<(usize, u64)> = acquired
+                    .iter()
+                    .filter_map(|&(i, t)| Some((i, t?)))
+                    .collect();
+                self.fence_of(keys, &issued, errored, timeout)
+                    .await
+                    .map(Some)
+            } else {
+                Ok(None)
             };
             let outcome = match fenced {
-                Ok(()) if Instant::now() < valid_until => {
+                Ok(fencing_token) if Instant::now() < valid_until => {
                     return Ok(Attempt::Acquired {
-                        fencing_token: fence,
+                        fencing_token,
                         valid_until,
                     })
                 }
                 // Everything was free; only slowness failed us. Retry soon.
-                Ok(()) => {
+                Ok(_) => {
                     tracing::debug!(elapsed = ?start.elapsed(), ?ttl, "Redlock majority answered too late: no validity left");
                     Ok(Attempt::Busy { retry_in: None })
                 }
@@ -190,6 +194,78 @@ impl Redlock {
             Contention::Split => Some(jitter((round * 2).max(Duration::from_millis(2)))),
         };
         Ok(Attempt::Busy { retry_in })
+    }
+
+    /// The one token of a hold from the tokens the instances of its majority
+    /// issued: their maximum, made to stick as [`Fencing`] says.
+    async fn fence_of(
+        &self,
+        keys: &LockKeys,
+        issued: &[(usize, u64)],
+        errored: &[usize],
+        timeout: Duration,
+    ) -> Result<u64> {
+        let fence = issued.iter().map(|&(_, t)| t).max().unwrap_or_default();
+        if self.options.fencing == Fencing::Strict {
+            self.raise_fences(keys, issued, errored, fence, timeout)
+                .await?;
+        }
+        Ok(fence)
+    }
+
+    /// Issues the fencing token of a hold on every instance where we still
+    /// hold the key; `Ok(Ok(token))` when a majority did, within the hold's
+    /// validity (`valid_until`), else what was found instead.
+    pub(crate) async fn issue_fence(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        valid_until: Instant,
+    ) -> Result<std::result::Result<u64, Release>> {
+        let timeout = self.timeout_without_ttl();
+        let quorum = self.inner.quorum;
+        let Gathered {
+            answers,
+            unanswered,
+        } = self
+            .gather(
+                self.all(),
+                timeout,
+                "issue fencing token",
+                |c| c.issue_fence_once(keys, token),
+                |answers, pending| {
+                    let tally = tally_issues(answers.iter().map(|(_, a)| a), pending);
+                    tally.verdict(quorum) != Verdict::Undecided
+                },
+                false,
+            )
+            .await;
+        let tally = tally_issues(answers.iter().map(|(_, a)| a), unanswered.len());
+        match tally.verdict(quorum) {
+            Verdict::Confirmed => {}
+            Verdict::Expired => return Ok(Err(Release::Expired)),
+            Verdict::HeldByOther => return Ok(Err(Release::HeldByOther)),
+            Verdict::Undecided => {
+                let errors = answers.into_iter().filter_map(|(_, a)| a.err());
+                return Err(self.undecided("issue fencing token", &tally, errors));
+            }
+        }
+        let mut issued = Vec::new();
+        let mut errored = Vec::new();
+        for (i, answer) in answers {
+            match answer {
+                Ok(Ok(t)) => issued.push((i, t)),
+                Ok(Err(_)) => {}
+                Err(_) => errored.push(i),
+            }
+        }
+        let fence = self.fence_of(keys, &issued, &errored, timeout).await?;
+        // Issued, but so late that the hold may be over: a token now could
+        // outrank the next holder's.
+        if Instant::now() >= valid_until {
+            return Ok(Err(Release::Expired));
+        }
+        Ok(Ok(fence))
     }
 
     /// What the busy instances hold now: the owner token (one `GET` each,
@@ -533,6 +609,26 @@ fn tally_extends<'a>(
             Ok((Extend::Extended, _)) => tally.ok += 1,
             Ok((Extend::Expired, _)) => tally.expired += 1,
             Ok((Extend::HeldByOther, _)) => tally.held_by_other += 1,
+            Err(_) => tally.failed += 1,
+        }
+    }
+    tally
+}
+
+/// Counts fencing token answers; `unknown` instances count as failed.
+fn tally_issues<'a>(
+    answers: impl Iterator<Item = &'a Result<std::result::Result<u64, Release>>>,
+    unknown: usize,
+) -> OwnerTally {
+    let mut tally = OwnerTally {
+        failed: unknown,
+        ..OwnerTally::default()
+    };
+    for answer in answers {
+        match answer {
+            Ok(Ok(_)) => tally.ok += 1,
+            Ok(Err(Release::HeldByOther)) => tally.held_by_other += 1,
+            Ok(Err(_)) => tally.expired += 1,
             Err(_) => tally.failed += 1,
         }
     }

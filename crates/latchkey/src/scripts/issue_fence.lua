@@ -1,0 +1,40 @@
+-- latchkey: issue the fencing token of a hold, only while the caller holds it.
+--
+-- KEYS[1]  lock key            (plain string holding the owner's token)
+-- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
+-- ARGV[1]  owner token
+--
+-- Returns
+--   {1, fencing_token}  we hold the lock; fencing_token = max(counter + 1,
+--                       server time in µs), stored back in KEYS[2] (no TTL)
+--                       so it never goes backwards (see docs/fencing.md).
+--   {0, 0}              not issued: the key is gone (the lock expired)
+--   {-1, 0}             not issued: someone else holds the lock now
+-- Errors
+--   WRONGTYPE           the lock key exists but is not a string.
+--   ERR latchkey: …     the fencing counter holds something other than a
+--                       token (nothing is changed).
+-- Why "only while held": a token issued during our hold is smaller than any
+-- token issued during a later hold, since that hold starts after ours ended
+-- and its token is issued after that. A stale holder asking too late gets
+-- nothing, not a token that would outrank the new holder's.
+local holder = redis.call('GET', KEYS[1])
+if holder ~= ARGV[1] then
+  if holder then return {-1, 0} end
+  return {0, 0}
+end
+local stored = redis.call('GET', KEYS[2])
+local last = 0
+if stored then
+  last = tonumber(stored)
+  if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
+    return redis.error_reply('ERR latchkey: the fencing counter ' .. KEYS[2] ..
+      ' does not hold a token (an integer below 2^53); delete it to reset the lock')
+  end
+end
+local now = redis.call('TIME')
+local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
+-- %.0f: integers below 2^53 print exactly this way (the default conversion
+-- would round to 14 digits).
+redis.call('SET', KEYS[2], string.format('%.0f', fence))
+return {1, fence}
