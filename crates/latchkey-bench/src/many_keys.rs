@@ -3,23 +3,24 @@
 //! against what `redis-benchmark` reaches for the same command mix on the
 //! same server in the same run.
 //!
-//! A latchkey cycle is two `EVALSHA`s: the acquire script (`SET NX PX`,
-//! fencing counter) and the release script (compare-and-delete, `PUBLISH`).
-//! The fair equivalent in `redis-benchmark` (which sends one command shape
-//! per run) is two runs, each with 64 connections and keys drawn from the
-//! same 1,000 (`-c 64 -r 1000`), sending those same two scripts by SHA with
-//! a token of latchkey's length:
+//! A latchkey cycle is two commands: the acquire (`SET key token NX PX ttl
+//! GET`; no fencing token is asked for) and the release script
+//! (compare-and-delete, `PUBLISH`). The fair equivalent in
+//! `redis-benchmark` (which sends one command shape per run) is two runs,
+//! each with 64 connections and keys drawn from the same 1,000 (`-c 64 -r
+//! 1000`), sending those same two commands with a token of latchkey's
+//! length:
 //!
-//! * `EVALSHA <acquire> 2 mk:__rand_int__ mk:__rand_int__:fence <token> 1`
-//!   — a 1 ms TTL, so that nearly every call takes the success path (as
-//!   latchkey's uncontended acquires do) instead of finding the key held;
+//! * `SET mk:__rand_int__ <token> NX PX 1 GET` — a 1 ms TTL, so that nearly
+//!   every call takes the success path (as latchkey's uncontended acquires
+//!   do) instead of finding the key held;
 //! * `EVALSHA <release> 1 mk:__rand_int__ <token> <channel>`.
 //!
 //! Its cycle rate is `1 / (1/acquire_rps + 1/release_rps)`: N of each in
 //! the time both runs took. Its releases mostly find the key gone (the
 //! cheaper path: one `GET`, no `DEL`/`PUBLISH`), which slightly favours the
 //! reference. Also shown, as a diagnosis of client overhead: raw redis-rs
-//! sending the same two scripts from 64 tasks over one multiplexed
+//! sending the same two commands from 64 tasks over one multiplexed
 //! connection (a busy key is skipped, not waited for).
 //!
 //! No target is set by the issue; the ratio is reported. Rounds interleave
@@ -37,7 +38,6 @@ use crate::Report;
 
 const TASKS: usize = 64;
 const LOCKS: usize = 1000;
-const ACQUIRE_LUA: &str = include_str!("../../latchkey/src/scripts/acquire.lua");
 const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
 /// The shape and length of a latchkey token.
 const TOKEN: &str = "lk1:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
@@ -65,9 +65,6 @@ async fn scenario(quick: bool) -> Report {
             .map(|i| client.lock(format!("mk:{i}"), TTL).expect("lock"))
             .collect(),
     );
-    let acquire_sha = server
-        .command(&["SCRIPT", "LOAD", ACQUIRE_LUA])
-        .unwrap_or_default();
     let release_sha = server
         .command(&["SCRIPT", "LOAD", RELEASE_LUA])
         .unwrap_or_default();
@@ -77,8 +74,8 @@ async fn scenario(quick: bool) -> Report {
     let labels = [
         format!("latchkey: {TASKS} tasks, one client, `acquire` (waits when busy) + `release`"),
         format!("latchkey: {TASKS} tasks, one client, `try_acquire` (skips a busy lock) + `release`"),
-        format!("raw redis-rs: {TASKS} tasks, one multiplexed connection, same two scripts (skips a busy lock)"),
-        format!("redis-benchmark: -c {TASKS} -r {LOCKS}, same two scripts (N = {bench_n} each)"),
+        format!("raw redis-rs: {TASKS} tasks, one multiplexed connection, same two commands (skips a busy lock)"),
+        format!("redis-benchmark: -c {TASKS} -r {LOCKS}, same two commands (N = {bench_n} each)"),
     ];
     let mut rates: [Vec<f64>; 4] = Default::default();
     let mut vs_bench: [Vec<f64>; 4] = Default::default();
@@ -99,7 +96,7 @@ async fn scenario(quick: bool) -> Report {
                 0 => Some(run_latchkey(&locks, window, false).await),
                 1 => Some(run_latchkey(&locks, window, true).await),
                 2 => Some(run_raw(&url, window).await),
-                _ => match redis_benchmark(&server, &acquire_sha, &release_sha, bench_n) {
+                _ => match redis_benchmark(&server, &release_sha, bench_n) {
                     Ok(b) => Some(b),
                     Err(e) => {
                         if notes.is_empty() {
@@ -225,11 +222,10 @@ async fn run_latchkey(locks: &Arc<Vec<latchkey::Lock>>, window: Duration, skip_b
     count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// Cycles per second of 64 tasks sending the two scripts over one
+/// Cycles per second of 64 tasks sending the two commands over one
 /// multiplexed redis-rs connection. A busy key is skipped.
 async fn run_raw(url: &str, window: Duration) -> f64 {
     let conn = crate::handoff::connect(url).await;
-    let acquire = redis::Script::new(ACQUIRE_LUA);
     let release = redis::Script::new(RELEASE_LUA);
     let count = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + window;
@@ -249,10 +245,9 @@ async fn run_raw(url: &str, window: Duration) -> f64 {
     );
     let joins: Vec<_> = (0..TASKS)
         .map(|t| {
-            let (mut conn, count, acquire, release, ttl, keys) = (
+            let (mut conn, count, release, ttl, keys) = (
                 conn.clone(),
                 count.clone(),
-                acquire.clone(),
                 release.clone(),
                 ttl.clone(),
                 keys.clone(),
@@ -261,15 +256,17 @@ async fn run_raw(url: &str, window: Duration) -> f64 {
                 let mut rng = XorShift::new(t as u64 + 1000);
                 let token = format!("{TOKEN}{t}");
                 while Instant::now() < deadline {
-                    let [key, fence, channel] = &keys[rng.below(LOCKS)];
-                    let got: Result<(i64, i64), _> = acquire
-                        .key(key)
-                        .key(fence)
+                    let [key, _fence, channel] = &keys[rng.below(LOCKS)];
+                    let got: Result<Option<Vec<u8>>, _> = redis::cmd("SET")
+                        .arg(key)
                         .arg(&token)
+                        .arg("NX")
+                        .arg("PX")
                         .arg(&ttl)
-                        .invoke_async(&mut conn)
+                        .arg("GET")
+                        .query_async(&mut conn)
                         .await;
-                    if !matches!(got, Ok((1, _))) {
+                    if !matches!(got, Ok(None)) {
                         continue;
                     }
                     let released: Result<i64, _> = release
@@ -291,28 +288,15 @@ async fn run_raw(url: &str, window: Duration) -> f64 {
     count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// redis-benchmark's cycle rate for the same two scripts (see module docs).
-fn redis_benchmark(
-    server: &RedisServer,
-    acquire_sha: &str,
-    release_sha: &str,
-    n: u64,
-) -> Result<f64, String> {
-    if acquire_sha.len() != 40 || release_sha.len() != 40 {
-        return Err("could not load the scripts".into());
+/// redis-benchmark's cycle rate for the same two commands (see module docs).
+fn redis_benchmark(server: &RedisServer, release_sha: &str, n: u64) -> Result<f64, String> {
+    if release_sha.len() != 40 {
+        return Err("could not load the release script".into());
     }
     let acquire = run_redis_benchmark(
         server.port(),
         n,
-        &[
-            "EVALSHA",
-            acquire_sha,
-            "2",
-            "mk:__rand_int__",
-            "mk:__rand_int__:fence",
-            TOKEN,
-            "1",
-        ],
+        &["SET", "mk:__rand_int__", TOKEN, "NX", "PX", "1", "GET"],
     )?;
     let release = run_redis_benchmark(
         server.port(),

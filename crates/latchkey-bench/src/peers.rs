@@ -74,6 +74,8 @@ pub const LATCHKEY: Lib = Lib {
     label: "latchkey",
     runtime: Runtime::Rust,
     commands: &[
+        "set",
+        "pttl",
         "evalsha",
         "eval",
         "script|load",

@@ -4,15 +4,18 @@
 //! Compared in the same run, rounds interleaved (the order rotates every
 //! round), on one server:
 //!
-//! * **latchkey**: `lock.try_acquire()` then `guard.release()` — two
-//!   `EVALSHA` round trips (the acquire script also issues the fencing token;
-//!   the release script also publishes the wake-up);
-//! * **raw redis-rs, same scripts**: a bare `MultiplexedConnection` sending
-//!   the same two `EVALSHA`s with the same scripts, keys and token shape —
-//!   the client's limit, what latchkey costs over redis-rs itself;
+//! * **latchkey**: `lock.try_acquire()` then `guard.release()` — two round
+//!   trips: `SET key token NX PX ttl GET` and the release script (which
+//!   also publishes the wake-up); no fencing token is asked for;
+//! * **latchkey, `with_fencing`**: the same lock issuing a fencing token
+//!   with every acquisition (the acquire script instead of the bare `SET`):
+//!   what an eager token costs;
+//! * **raw redis-rs, same commands**: a bare `MultiplexedConnection` sending
+//!   the same two commands with the same keys and token shape — the
+//!   client's limit, what latchkey costs over redis-rs itself;
 //! * **raw redis-rs, SET NX PX + CAD**: the minimal lock, `SET key token NX
 //!   PX ttl` and an `EVALSHA` compare-and-delete — what a lock without
-//!   fencing and wake-ups costs;
+//!   wake-ups costs;
 //! * **rslock** (`LockManager::lock` + `unlock` on one instance);
 //! * the Python and Node peers, in their driver processes.
 //!
@@ -34,7 +37,6 @@ use crate::stats::{cpu_time, median, table};
 use crate::worker::{COMPARE_AND_DELETE, TTL};
 use crate::Report;
 
-const ACQUIRE_LUA: &str = include_str!("../../latchkey/src/scripts/acquire.lua");
 const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
@@ -56,7 +58,7 @@ pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Re
 /// One contender of this scenario.
 enum Cycler {
     Latchkey(latchkey::Lock),
-    RawScripts(Raw),
+    RawSame(Raw),
     RawSetNx(Raw),
     Rslock(rslock::LockManager),
     /// A driver process and the key it uses.
@@ -65,10 +67,8 @@ enum Cycler {
 
 struct Raw {
     conn: redis::aio::MultiplexedConnection,
-    acquire: redis::Script,
     release: redis::Script,
     key: String,
-    fence_key: String,
     channel: String,
     host: String,
     counter: u128,
@@ -91,20 +91,21 @@ impl Cycler {
                     }
                 }
             }
-            Cycler::RawScripts(raw) => {
+            Cycler::RawSame(raw) => {
                 let ttl = TTL.as_millis().to_string();
                 for _ in 0..n {
                     let token = raw.token();
-                    let (ok, _fence): (i64, i64) = raw
-                        .acquire
-                        .key(&raw.key)
-                        .key(&raw.fence_key)
+                    let holder: Option<Vec<u8>> = redis::cmd("SET")
+                        .arg(&raw.key)
                         .arg(&token)
+                        .arg("NX")
+                        .arg("PX")
                         .arg(&ttl)
-                        .invoke_async(&mut raw.conn)
+                        .arg("GET")
+                        .query_async(&mut raw.conn)
                         .await
                         .map_err(|e| e.to_string())?;
-                    if ok != 1 {
+                    if holder.is_some() {
                         return Err("raw: uncontended lock was busy".into());
                     }
                     let _: i64 = raw
@@ -161,13 +162,11 @@ impl Cycler {
 }
 
 impl Raw {
-    async fn new(url: &str, prefix: &str, acquire: &str, release: &str) -> Raw {
+    async fn new(url: &str, prefix: &str, release: &str) -> Raw {
         Raw {
             conn: crate::handoff::connect(url).await,
-            acquire: redis::Script::new(acquire),
             release: redis::Script::new(release),
             key: format!("{prefix}{KEY}"),
-            fence_key: format!("{prefix}{KEY}:fence"),
             channel: format!("{prefix}{KEY}:released"),
             host: "bench-host".into(),
             counter: 0,
@@ -208,16 +207,20 @@ async fn scenario(quick: bool) -> Report {
             Cycler::Latchkey(client.lock(KEY, TTL).expect("lock")),
         ),
         (
-            "raw redis-rs, same scripts".into(),
-            Cycler::RawScripts(Raw::new(&url, "raw:", ACQUIRE_LUA, RELEASE_LUA).await),
+            "raw redis-rs, same commands".into(),
+            Cycler::RawSame(Raw::new(&url, "raw:", RELEASE_LUA).await),
         ),
         (
             "raw redis-rs, SET NX PX + CAD".into(),
-            Cycler::RawSetNx(Raw::new(&url, "rawset:", ACQUIRE_LUA, COMPARE_AND_DELETE).await),
+            Cycler::RawSetNx(Raw::new(&url, "rawset:", COMPARE_AND_DELETE).await),
         ),
         (
             "rslock 0.10".into(),
             Cycler::Rslock(rslock::LockManager::new(vec![url.clone()])),
+        ),
+        (
+            "latchkey, with_fencing (a token every acquisition)".into(),
+            Cycler::Latchkey(client.lock("eager", TTL).expect("lock").with_fencing()),
         ),
     ];
     let mut notes = Vec::new();
@@ -241,7 +244,7 @@ async fn scenario(quick: bool) -> Report {
         .map_or_else(|| "bench-host".into(), |h| h.host);
     let _ = probe.release().await;
     for (_, c) in contenders.iter_mut() {
-        if let Cycler::RawScripts(raw) | Cycler::RawSetNx(raw) = c {
+        if let Cycler::RawSame(raw) | Cycler::RawSetNx(raw) = c {
             raw.host = host.clone();
         }
     }

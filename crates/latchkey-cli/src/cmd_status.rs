@@ -12,7 +12,7 @@
 //! `{"host", "pid", "acquired_at_ms"}` for a latchkey holder;
 //! `{"value"}` with the raw key value for another client's lock); `age_ms`
 //! (null unless the holder is known); `fencing_token` (the last one issued
-//! for the name, null if never acquired). `status` prints one object,
+//! for the name, null if none ever was). `status` prints one object,
 //! `list` an array sorted by name.
 
 use std::time::UNIX_EPOCH;

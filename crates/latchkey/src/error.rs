@@ -100,7 +100,7 @@ pub enum Error {
     /// Transient: the instances may come back.
     #[error("Redlock {op}: only {answered} of {instances} Redis instances answered; a majority needs {needed}")]
     NoQuorum {
-        /// The operation: "connect", "acquire", "raise fence", "extend", "release", "subscribe".
+        /// The operation: "connect", "acquire", "issue fencing token", "raise fence", "extend", "release", "subscribe".
         op: &'static str,
         /// How many instances answered.
         answered: usize,

@@ -55,8 +55,10 @@ pub struct LockInfo {
     /// with ours (zero when the holder's clock is ahead); `None` unless
     /// [`holder`](Self::holder) is known.
     pub age: Option<Duration>,
-    /// The last fencing token issued for this name (the holder's, while a
-    /// latchkey client holds it); `None` when it was never acquired.
+    /// The last fencing token issued for this name: the holder's once it
+    /// has one (tokens are issued with the acquisition only for locks made
+    /// [`with_fencing`](crate::Lock::with_fencing), otherwise on request),
+    /// else an earlier holder's; `None` when no token was ever issued.
     pub fencing_token: Option<u64>,
 }
 
@@ -114,8 +116,9 @@ impl Client {
     /// syntax: `*`, `?`, `[abc]`, `\` escapes; `*` for all), sorted by name.
     ///
     /// A lock is listed when it is held with a latchkey owner token, or when
-    /// its fencing counter exists (it was acquired before, so free locks are
-    /// listed too, and so are locks on such names held by other clients).
+    /// its fencing counter exists (a fencing token was issued for it before,
+    /// so such free locks are listed too, and so are locks on such names
+    /// held by other clients).
     /// Other keys under the prefix are skipped.
     ///
     /// Uses `SCAN` (never `KEYS`, which blocks the server), twice: once for

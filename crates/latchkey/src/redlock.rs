@@ -15,7 +15,7 @@
 //! let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
 //! tokio::select! {
 //!     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
-//!     _ = async { /* write, passing guard.fencing_token() */ } => {}
+//!     _ = async { /* write, passing guard.fencing_token().await? */ } => {}
 //! }
 //! let report = guard.release_report().await?;
 //! println!("released on {} of {} instances", report.confirmed, report.instances);
@@ -48,20 +48,22 @@ pub const MAX_INSTANCE_TIMEOUT: Duration = Duration::from_millis(250);
 /// The floor of the TTL-derived per-instance timeout.
 pub const MIN_INSTANCE_TIMEOUT: Duration = Duration::from_millis(5);
 
-/// How a [`Redlock`] turns the per-instance fencing tokens of an acquisition
-/// into the one token of its guard. Both take the maximum over the acquiring
-/// majority; they differ in what makes the next token greater. See
+/// How a [`Redlock`] turns the per-instance fencing tokens of a hold (issued
+/// by the acquisition of a lock made [`with_fencing`](Lock::with_fencing),
+/// else by the guard's first [`fencing_token`](crate::LockGuard::fencing_token)
+/// call) into the one token of its guard. Both take the maximum over the
+/// issuing majority; they differ in what makes the next token greater. See
 /// `docs/redlock.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Fencing {
-    /// After a quorum acquire, raise the fencing counters of the acquiring
-    /// instances to the token before handing out the guard (one more
-    /// concurrent round trip). Any later majority then contains an instance
-    /// whose counter is at least this token, so later tokens are strictly
+    /// After a majority issued tokens, raise the fencing counters of the
+    /// instances to the token before handing it out (one more concurrent
+    /// round trip). Any later majority then contains an instance whose
+    /// counter is at least this token, so later tokens are strictly
     /// greater, whatever the clocks say, as long as a majority keeps its
     /// counters (persistence, or at most a minority restarted between two
-    /// acquisitions).
+    /// tokens).
     #[default]
     Strict,
     /// No extra round trip: the token is the maximum over the majority, and

@@ -607,3 +607,38 @@ async fn no_two_holders_across_processes_while_an_instance_restarts() {
     );
     assert!(restarts >= 1, "the run ended before any instance restarted");
 }
+
+/// A Redlock's token, like a single lock's, comes with the acquisition for
+/// a lock `with_fencing`, else on request; either is refused once the lock
+/// is someone else's.
+#[tokio::test]
+async fn tokens_on_request_or_with_the_acquisition() {
+    let servers = RedisServer::start_many(3);
+    let redlock = redlock(&servers).await;
+    let eager = redlock
+        .lock("when", Duration::from_secs(5))
+        .unwrap()
+        .with_fencing();
+    let guard = eager.try_acquire().await.unwrap().expect("free");
+    let first = guard
+        .issued_fencing_token()
+        .expect("issued with the acquisition");
+    assert_eq!(guard.fencing_token().await.unwrap(), first);
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+
+    let lazy = redlock.lock("when", Duration::from_millis(50)).unwrap();
+    let stale = lazy.try_acquire().await.unwrap().expect("free");
+    assert_eq!(stale.issued_fencing_token(), None);
+    // Another holder once the stale one's keys expired (the TTL is the point).
+    let fresh = eager.acquire_timeout(Duration::from_secs(5)).await.unwrap();
+    let fresh_token = fresh.issued_fencing_token().expect("eager");
+    assert!(fresh_token > first);
+    assert!(matches!(
+        stale.fencing_token().await,
+        Err(latchkey::Error::NotHeld { .. })
+    ));
+    assert_eq!(fresh.release().await.unwrap(), Release::Released);
+    let later = lazy.try_acquire().await.unwrap().expect("free");
+    assert!(later.fencing_token().await.unwrap() > fresh_token);
+    assert_eq!(later.release().await.unwrap(), Release::Released);
+}

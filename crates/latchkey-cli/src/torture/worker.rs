@@ -3,10 +3,11 @@
 //!
 //! ```text
 //! loop until the scenario ends:
-//!     guard = lock.acquire()                       (watchdog on)
-//!     n = resource.read(guard.fencing_token())
+//!     guard = lock.acquire()                       (watchdog on, with_fencing)
+//!     t = the fencing token                        (issued with the acquisition)
+//!     n = resource.read(t)
 //!     sleep(random fraction of the TTL)            ← faults land here
-//!     resource.write(guard.fencing_token(), n + 1)
+//!     resource.write(t, n + 1)
 //!     guard.release()
 //!     sleep(a little)                              ← so that waiters get the lock
 //! ```

@@ -4,9 +4,13 @@
 //! `single.rs`; only the fence raise is Redlock's own.
 //!
 //! ```text
-//! acquire:  start ─► SET NX on all ─► majority? ─► raise fences (Strict) ─► now < start + ttl − drift?
-//!                                       │ no                                  │ no
-//!                                       └──────── retract on all ◄────────────┘  → Busy / NoQuorum
+//! acquire:  start ─► SET NX on all ─► majority? ─► raise fences (with_fencing, Strict) ─► now < start + ttl − drift?
+//!                                     │ no                                                │ no
+//!                                     └──────── retract on all ◄──────────────────────────┘  → Busy / NoQuorum
+//!
+//! issue:    issue_fence.lua on all ─► majority holds our key? ─► raise fences (Strict) ─► now < deadline?
+//!                                     │ no → NotHeld / NoQuorum                           │ no → NotHeld
+//! (issue: the first `fencing_token()` of a guard whose lock is not `with_fencing`)
 //! ```
 
 use std::sync::Arc;
@@ -302,15 +306,16 @@ impl Redlock {
     }
 
     /// Strict fencing: raise the fencing counters to `fence` on every
-    /// instance but those already there and those whose acquire failed;
-    /// return once a majority holds at least `fence`. The raises to the
-    /// other instances run on to the end in their own tasks.
+    /// instance but those already there and those whose acquire (or issue)
+    /// failed; return once a majority holds at least `fence`. The raises to
+    /// the other instances run on to the end in their own tasks.
     ///
     /// The more instances hold `fence`, the more may lose their counters
-    /// (restart without persistence) before the next acquisition without
-    /// breaking monotonicity: with all N raised, any minority. Instances
-    /// that did not answer the acquire in time, or answered "busy", are
-    /// raised too: raising only ever moves a counter up.
+    /// (restart without persistence) before the next token is issued
+    /// without breaking monotonicity: with all N raised, any minority.
+    /// Instances that did not answer the acquire in time, or answered
+    /// "busy" (or, in an issue round, no longer held our key), are raised
+    /// too: raising only ever moves a counter up.
     async fn raise_fences(
         &self,
         keys: &LockKeys,
