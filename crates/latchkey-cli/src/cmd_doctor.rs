@@ -218,13 +218,14 @@ fn version(info: &Info) -> Check {
         .next()
         .and_then(|m| m.parse().ok())
         .unwrap_or(0);
-    if major >= 6 {
+    if major >= 7 {
         Check::pass("version", format!("Redis {version}"))
     } else {
-        Check::warn(
+        // `SET key token NX PX ttl GET` (a plain acquisition) is 7.0+.
+        Check::fail(
             "version",
-            format!("Redis {version}: `latchkey list` needs SCAN … TYPE (6.0+)"),
-            "upgrade to Redis 6.0 or later",
+            format!("Redis {version}: acquiring needs SET … NX … GET (Redis 7.0+)"),
+            "upgrade to Redis 7.0 or later",
         )
     }
 }
@@ -432,17 +433,26 @@ async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
     let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
     let fix = format!("ACL SETUSER {user} +evalsha +eval +get +set +del +pexpire +pttl +publish +time +type ~{prefix}* &{prefix}*");
     let name = format!("doctor-probe-{}", std::process::id());
+    // Both ways of taking a lock and both ways of issuing a fencing token:
+    // a plain lock asked for its token, and a lock `with_fencing`.
     let probe = async {
         let lock = client.lock(&name, Duration::from_secs(5))?;
-        match lock.try_acquire().await? {
-            Some(guard) => guard.release().await.map(Some),
-            None => Ok(None),
+        for lock in [lock.clone(), lock.with_fencing()] {
+            let Some(guard) = lock.try_acquire().await? else {
+                return Ok(None);
+            };
+            guard.fencing_token().await?;
+            let released = guard.release().await?;
+            if released != Release::Released {
+                return Ok(Some(released));
+            }
         }
+        Ok::<_, latchkey::Error>(Some(Release::Released))
     };
     let check = match probe.await {
         Ok(Some(Release::Released)) => Check::pass(
             NAME,
-            format!("acquired and released a probe lock as user {user} (EVALSHA, SET, GET, DEL, PUBLISH allowed)"),
+            format!("acquired and released a probe lock as user {user}, with fencing tokens (EVALSHA, SET, GET, DEL, PUBLISH allowed)"),
         ),
         Ok(other) => Check::warn(NAME, format!("probe lock {name:?} behaved oddly ({other:?})"), "run doctor again"),
         Err(e) => return Check::fail(NAME, format!("user {user} cannot use latchkey's scripts: {e}"), fix),

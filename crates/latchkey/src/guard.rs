@@ -157,7 +157,9 @@ impl LockGuard {
     /// writes of a stale holder (see [`Client::fenced`](crate::Client::fenced)).
     ///
     /// Issued on the first call, by one round trip (a script that checks
-    /// that we still hold the lock and bumps the lock's fencing counter), and
+    /// that we still hold the lock and bumps the lock's fencing counter; on
+    /// a [`Redlock`](crate::Redlock), one round to all instances, plus the
+    /// raise round under [`Fencing::Strict`](crate::Fencing::Strict)), and
     /// the same on every later call; ready at once when the lock was made
     /// [`with_fencing`](crate::Lock::with_fencing). Extensions keep it.
     ///

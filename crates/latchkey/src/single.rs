@@ -13,9 +13,9 @@ impl Client {
     ///
     /// With `fenced`, the acquire script: `SET NX PX` and the fencing token,
     /// atomically, one round trip; a busy reply carries the holder's TTL.
-    /// Without, a plain `SET key token NX PX ttl GET`: no script, so about
-    /// a fifth of the server's time (a script that writes costs Redis
-    /// several µs more than the same write sent bare); `GET` makes a key of
+    /// Without, a plain `SET key token NX PX ttl GET`: no script (a script
+    /// that writes costs Redis several µs more than the same write sent
+    /// bare; `docs/fencing.md` has the figures); `GET` makes a key of
     /// the wrong type an error instead of a lock that looks busy forever.
     /// A busy reply then says nothing of the holder's TTL: with `ask_ttl` a
     /// `PTTL` follows (a second round trip, only when busy: a waiter is

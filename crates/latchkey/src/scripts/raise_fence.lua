@@ -1,6 +1,7 @@
 -- latchkey: raise a fencing counter to at least a given value (Redlock's
--- strict fencing: after a quorum acquire, the acquiring majority's counters
--- are raised to the token handed out, so any later majority meets one).
+-- strict fencing: once a majority issued a hold's token, at acquisition or
+-- on request, their counters are raised to the token handed out, the
+-- maximum of theirs, so any later majority meets one).
 --
 -- KEYS[1]  fencing counter key (plain string holding an integer; may be missing)
 -- ARGV[1]  the value to raise it to (integer >= 0, below 2^53)
