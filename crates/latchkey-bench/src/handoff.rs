@@ -312,7 +312,7 @@ async fn run_round(
         all.acquired.extend(e.acquired);
         all.released.extend(e.released);
     }
-    let sent = lib.sent(&before, &command_calls(server));
+    let sent = lib.sent(&before, &command_calls(server), all.acquisitions);
     let gaps = gaps(&all.acquired, &all.released);
     if gaps.is_empty() {
         return Err("no handoff happened in the window".into());

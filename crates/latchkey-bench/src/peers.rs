@@ -49,12 +49,24 @@ pub struct Lib {
     /// and its release script runs one `GET` inside: its own `GET`s are the
     /// `GET` calls minus one per script call.
     pub gets_outside_scripts: bool,
+    /// latchkey sends `SET` itself (a bare `SET … NX PX … GET` for a first
+    /// try) and its acquire script runs one `SET` inside: its own `SET`s are
+    /// the `SET` calls minus one per acquire-script call, which is every
+    /// script call but the releases (one per acquisition).
+    pub sets_outside_scripts: bool,
 }
 
 impl Lib {
     /// Commands this library's clients sent between two `INFO commandstats`
     /// readings (see [`Lib::commands`]).
-    pub fn sent(&self, before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> u64 {
+    /// `acquisitions`: how many acquisitions (each released once) happened
+    /// between them.
+    pub fn sent(
+        &self,
+        before: &HashMap<String, u64>,
+        after: &HashMap<String, u64>,
+        acquisitions: u64,
+    ) -> u64 {
         let delta = |name: &str| {
             let a = after.get(name).copied().unwrap_or(0);
             a.saturating_sub(before.get(name).copied().unwrap_or(0))
@@ -65,7 +77,13 @@ impl Lib {
         } else {
             0
         };
-        listed + own_gets
+        let own_sets = if self.sets_outside_scripts {
+            let acquire_scripts = (delta("evalsha") + delta("eval")).saturating_sub(acquisitions);
+            delta("set").saturating_sub(acquire_scripts)
+        } else {
+            0
+        };
+        listed + own_gets + own_sets
     }
 }
 
@@ -74,8 +92,6 @@ pub const LATCHKEY: Lib = Lib {
     label: "latchkey",
     runtime: Runtime::Rust,
     commands: &[
-        "set",
-        "pttl",
         "evalsha",
         "eval",
         "script|load",
@@ -84,6 +100,7 @@ pub const LATCHKEY: Lib = Lib {
         "ping",
     ],
     gets_outside_scripts: false,
+    sets_outside_scripts: true,
 };
 
 pub const POLLING: Lib = Lib {
@@ -92,6 +109,7 @@ pub const POLLING: Lib = Lib {
     runtime: Runtime::Rust,
     commands: &["set", "evalsha", "eval", "script|load"],
     gets_outside_scripts: false,
+    sets_outside_scripts: false,
 };
 
 pub const RSLOCK: Lib = Lib {
@@ -100,6 +118,7 @@ pub const RSLOCK: Lib = Lib {
     runtime: Runtime::Rust,
     commands: &["set", "evalsha", "eval", "script|load"],
     gets_outside_scripts: false,
+    sets_outside_scripts: false,
 };
 
 pub const REDIS_PY: Lib = Lib {
@@ -108,6 +127,7 @@ pub const REDIS_PY: Lib = Lib {
     runtime: Runtime::Python,
     commands: &["set", "evalsha", "eval", "script|load"],
     gets_outside_scripts: false,
+    sets_outside_scripts: false,
 };
 
 pub const PYTHON_REDIS_LOCK: Lib = Lib {
@@ -116,6 +136,7 @@ pub const PYTHON_REDIS_LOCK: Lib = Lib {
     runtime: Runtime::Python,
     commands: &["set", "blpop", "evalsha", "eval", "script|load"],
     gets_outside_scripts: true,
+    sets_outside_scripts: false,
 };
 
 pub const NODE_REDLOCK: Lib = Lib {
@@ -124,6 +145,7 @@ pub const NODE_REDLOCK: Lib = Lib {
     runtime: Runtime::Node,
     commands: &["evalsha", "eval", "script|load"],
     gets_outside_scripts: false,
+    sets_outside_scripts: false,
 };
 
 /// The peers in other languages, for scenarios 1 and 2.

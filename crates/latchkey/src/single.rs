@@ -9,17 +9,17 @@ use crate::names::{drift, ttl_ms, LockKeys};
 use crate::scripts;
 
 impl Client {
-    /// One acquire attempt.
+    /// One acquire attempt, one round trip.
     ///
-    /// With `fenced`, the acquire script: `SET NX PX` and the fencing token,
-    /// atomically, one round trip; a busy reply carries the holder's TTL.
-    /// Without, a plain `SET key token NX PX ttl GET`: no script (a script
-    /// that writes costs Redis several µs more than the same write sent
-    /// bare; `docs/fencing.md` has the figures); `GET` makes a key of
-    /// the wrong type an error instead of a lock that looks busy forever.
-    /// A busy reply then says nothing of the holder's TTL: with `ask_ttl` a
-    /// `PTTL` follows (a second round trip, only when busy: a waiter is
-    /// about to sleep anyway).
+    /// A first try of a plain lock (neither `fenced` nor `ask_ttl`) is a
+    /// bare `SET key token NX PX ttl GET`: no script (a script that writes
+    /// costs Redis several µs more than the same write sent bare;
+    /// `docs/fencing.md` has the figures); `GET` makes a key of the wrong
+    /// type an error instead of a lock that looks busy forever. Otherwise
+    /// the acquire script: it also issues the fencing token (`fenced`), and
+    /// a busy reply carries the holder's TTL, which a waiter sleeps on
+    /// (`ask_ttl`): in one command, where a `PTTL` after the `SET` would
+    /// cost Redis a second round trip of its own.
     pub(crate) async fn try_once(
         &self,
         keys: &LockKeys,
@@ -30,7 +30,7 @@ impl Client {
         let sent = Instant::now();
         let valid_until = sent + ttl - drift(ttl);
         let ttl_arg = ttl_ms(ttl).to_string();
-        if !mode.fenced {
+        if !mode.fenced && !mode.ask_ttl {
             let mut set = redis::cmd("SET");
             set.arg(&keys.key)
                 .arg(token)
@@ -45,31 +45,23 @@ impl Client {
                     valid_until,
                 });
             }
-            let retry_in = if mode.ask_ttl {
-                let pttl: i64 = self
-                    .query("PTTL", redis::Cmd::pttl(&keys.key), &keys.key)
-                    .await?;
-                // -2: released meanwhile (retry at once); -1: no TTL.
-                match pttl {
-                    -2 => Some(Duration::ZERO),
-                    ms => u64::try_from(ms).ok().map(Duration::from_millis),
-                }
-            } else {
-                None
-            };
-            return Ok(Attempt::Busy { retry_in });
+            return Ok(Attempt::Busy { retry_in: None });
         }
+        let issue = if mode.fenced { "1" } else { "0" };
         let (acquired, value): (i64, i64) = self
             .eval(
                 "acquire",
                 &scripts::ACQUIRE,
                 &[&keys.key, &keys.fence_key],
-                &[token.as_bytes(), ttl_arg.as_bytes()],
+                &[token.as_bytes(), ttl_arg.as_bytes(), issue.as_bytes()],
             )
             .await?;
         match acquired {
             1 => Ok(Attempt::Acquired {
-                fencing_token: Some(fencing_token(value)?),
+                fencing_token: match mode.fenced {
+                    true => Some(fencing_token(value)?),
+                    false => None,
+                },
                 valid_until,
             }),
             0 => Ok(Attempt::Busy {

@@ -278,7 +278,9 @@ fn a_waiter_woken_by_a_release_records_its_handoff() {
         let lock = client.lock("h", Duration::from_secs(30)).unwrap();
         let holder = lock.try_acquire().await.unwrap().unwrap();
 
-        // From here on, every PTTL follows a busy attempt of the waiter's.
+        // From here on, every PTTL is run by the acquire script of one of
+        // the waiter's attempts finding the lock busy (counting EVALSHA
+        // would also count a NOSCRIPT retry: the script's first use here).
         let _: () = redis::cmd("CONFIG")
             .arg("RESETSTAT")
             .query_async(&mut conn)

@@ -1,24 +1,41 @@
--- latchkey: acquire a lock and issue its fencing token, atomically.
+-- latchkey: one acquire attempt in a script: take the lock and, if asked,
+-- issue its fencing token, atomically; or say how long the holder has left.
+-- Used by locks made `with_fencing` and by waiters (whose busy attempts need
+-- the holder's TTL in the same round trip); a first try of a plain lock is a
+-- bare `SET key token NX PX ttl GET` instead (see docs/protocol.md).
 --
 -- KEYS[1]  lock key            (plain string holding the owner's token)
 -- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
 -- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
 -- ARGV[2]  TTL in milliseconds (integer > 0)
+-- ARGV[3]  '0': do not issue a fencing token (KEYS[2] untouched); '1' or absent: issue it
 --
 -- Returns
---   {1, fencing_token}  acquired; fencing_token = max(counter + 1, server time in µs),
---                       stored back in KEYS[2] (no TTL) so it never goes backwards,
---                       even when the counter was lost in a restart without
---                       persistence (see docs/fencing.md).
+--   {1, fencing_token}  acquired; unless ARGV[3] = '0', fencing_token =
+--                       max(counter + 1, server time in µs), stored back in
+--                       KEYS[2] (no TTL) so it never goes backwards, even
+--                       when the counter was lost in a restart without
+--                       persistence (see docs/fencing.md); otherwise 0.
 --   {0, pttl}           busy; pttl is the holder's remaining TTL in ms
 --                       (-1: the key has no TTL, e.g. set by a foreign client).
 -- Errors
 --   WRONGTYPE           the lock key exists but is not a string.
---   ERR latchkey: …     the fencing counter holds something other than a
---                       token (nothing is changed; the lock is not taken).
+--   ERR latchkey: …     (issuing) the fencing counter holds something
+--                       other than a token (nothing is changed; the lock is
+--                       not taken).
 -- Tokens are exact in Lua's doubles only below 2^53; latchkey's are server
 -- microseconds (about 2^51 in 2026). A counter that is not such an integer
 -- was written by something else: refuse rather than issue a wrong token.
+local fenced = ARGV[3] ~= '0'
+if not fenced then
+  if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return {1, 0}
+  end
+  if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
+    return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
+  end
+  return {0, redis.call('PTTL', KEYS[1])}
+end
 local stored = redis.call('GET', KEYS[2])
 local last = 0
 if stored then
