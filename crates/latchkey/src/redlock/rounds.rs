@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 use super::gather::{finish, Gathered};
-use super::tally::{contention, Contention, OwnerTally, Seen, Verdict};
+use super::tally::{contention, Contention, Found, OwnerTally, Seen, Verdict};
 use super::{Fencing, Redlock};
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -605,19 +605,20 @@ fn tally_extends<'a>(
     answers: impl Iterator<Item = &'a Result<(Extend, Instant)>>,
     unknown: usize,
 ) -> OwnerTally {
-    let mut tally = OwnerTally {
-        failed: unknown,
-        ..OwnerTally::default()
-    };
-    for answer in answers {
-        match answer {
-            Ok((Extend::Extended, _)) => tally.ok += 1,
-            Ok((Extend::Expired, _)) => tally.expired += 1,
-            Ok((Extend::HeldByOther, _)) => tally.held_by_other += 1,
-            Err(_) => tally.failed += 1,
-        }
+    OwnerTally::of(answers, unknown, |(extend, _)| match extend {
+        Extend::Extended => Found::Ours,
+        Extend::Expired => Found::Gone,
+        Extend::HeldByOther => Found::Other,
+    })
+}
+
+/// What a compare-and-delete (or a refused token) found.
+fn found(outcome: Release) -> Found {
+    match outcome {
+        Release::Released => Found::Ours,
+        Release::Expired => Found::Gone,
+        Release::HeldByOther => Found::Other,
     }
-    tally
 }
 
 /// Counts fencing token answers; `unknown` instances count as failed.
@@ -625,19 +626,10 @@ fn tally_issues<'a>(
     answers: impl Iterator<Item = &'a Result<std::result::Result<u64, Release>>>,
     unknown: usize,
 ) -> OwnerTally {
-    let mut tally = OwnerTally {
-        failed: unknown,
-        ..OwnerTally::default()
-    };
-    for answer in answers {
-        match answer {
-            Ok(Ok(_)) => tally.ok += 1,
-            Ok(Err(Release::HeldByOther)) => tally.held_by_other += 1,
-            Ok(Err(_)) => tally.expired += 1,
-            Err(_) => tally.failed += 1,
-        }
-    }
-    tally
+    OwnerTally::of(answers, unknown, |issued| match issued {
+        Ok(_) => Found::Ours,
+        Err(outcome) => found(*outcome),
+    })
 }
 
 /// Counts release answers; `unknown` instances count as failed.
@@ -645,19 +637,7 @@ fn tally_releases<'a>(
     answers: impl Iterator<Item = &'a Result<Release>>,
     unknown: usize,
 ) -> OwnerTally {
-    let mut tally = OwnerTally {
-        failed: unknown,
-        ..OwnerTally::default()
-    };
-    for answer in answers {
-        match answer {
-            Ok(Release::Released) => tally.ok += 1,
-            Ok(Release::Expired) => tally.expired += 1,
-            Ok(Release::HeldByOther) => tally.held_by_other += 1,
-            Err(_) => tally.failed += 1,
-        }
-    }
-    tally
+    OwnerTally::of(answers, unknown, |released| found(*released))
 }
 
 /// Where a retraction goes; see [`Redlock::retract`].

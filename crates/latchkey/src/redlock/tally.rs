@@ -17,7 +17,7 @@ pub(crate) fn quorum(n: usize) -> usize {
     n / 2 + 1
 }
 
-/// Answers to one round of an owner-only operation (extend or release).
+/// Answers to one round of an owner-only operation (extend, release, issuing a token).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OwnerTally {
     /// The operation succeeded: our key was there and was extended / deleted.
@@ -46,7 +46,40 @@ pub(crate) enum Verdict {
     Undecided,
 }
 
+/// What one instance's answer to an owner-only command found there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// Our key: the command did its work.
+    Ours,
+    /// No key: ours expired.
+    Gone,
+    /// Someone else's key.
+    Other,
+}
+
 impl OwnerTally {
+    /// Counts the answers of one round; `unknown` instances (not answered)
+    /// count as failed, like the answers that are errors.
+    pub(crate) fn of<'a, T: 'a>(
+        answers: impl Iterator<Item = &'a crate::error::Result<T>>,
+        unknown: usize,
+        found: impl Fn(&T) -> Found,
+    ) -> OwnerTally {
+        let mut tally = OwnerTally {
+            failed: unknown,
+            ..OwnerTally::default()
+        };
+        for answer in answers {
+            match answer.as_ref().map(&found) {
+                Ok(Found::Ours) => tally.ok += 1,
+                Ok(Found::Gone) => tally.expired += 1,
+                Ok(Found::Other) => tally.held_by_other += 1,
+                Err(_) => tally.failed += 1,
+            }
+        }
+        tally
+    }
+
     /// Instances that gave an answer.
     pub(crate) fn answered(&self) -> usize {
         self.ok + self.expired + self.held_by_other
