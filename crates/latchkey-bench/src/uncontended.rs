@@ -317,6 +317,12 @@ async fn scenario(quick: bool) -> Report {
         }
         let rate = median(&mut rates[i]);
         let ratio = median(&mut ratios[i]);
+        // `median` sorted them: the middle half of the triples' ratios, to
+        // show how far one run's median can be trusted.
+        let spread = match ratios[i].len() {
+            0 => String::new(),
+            n => format!("{:.2}–{:.2}", ratios[i][n / 4], ratios[i][(3 * n) / 4]),
+        };
         let target = match i {
             1 => Some(0.95),
             3 => Some(1.0),
@@ -341,6 +347,7 @@ async fn scenario(quick: bool) -> Report {
             } else {
                 format!("{ratio:.3}×")
             },
+            spread,
             verdict,
             per_cycle(client_cpu[i], measured[i]),
             per_cycle(server_cpu[i], measured[i]),
@@ -349,7 +356,7 @@ async fn scenario(quick: bool) -> Report {
     let body = format!(
         "{}\n{rounds} rounds; in each, for every library X (order rotated): {per_round} cycles of latchkey, of X, of latchkey \
          again. One task, TTL 10 s. Ratio = latchkey (both chunks) ÷ X, per triple, then the median (> 1: latchkey \
-         faster); cycles/s = median over chunks. \
+         faster), and beside it the 25th–75th percentiles of the per-triple ratios; cycles/s = median over chunks. \
          CPU per cycle: total CPU time of the client's process (all threads) and of redis-server during that \
          library's rounds, divided by its cycles (from /proc/PID/task/*/schedstat).\n{}",
         table(
@@ -358,6 +365,7 @@ async fn scenario(quick: bool) -> Report {
                 "cycles/s",
                 "µs/cycle",
                 "latchkey ÷ library",
+                "middle half of the triples",
                 "target",
                 "client CPU µs/cycle",
                 "redis CPU µs/cycle",
