@@ -228,23 +228,15 @@ impl Redlock {
     ) -> Result<std::result::Result<u64, Release>> {
         let timeout = self.timeout_without_ttl();
         let quorum = self.inner.quorum;
-        let Gathered {
-            answers,
-            unanswered,
-        } = self
-            .gather(
-                self.all(),
+        let (Gathered { answers, .. }, tally) = self
+            .owner_round(
                 timeout,
                 "issue fencing token",
                 |c| c.issue_fence_once(keys, token),
-                |answers, pending| {
-                    let tally = tally_issues(answers.iter().map(|(_, a)| a), pending);
-                    tally.verdict(quorum) != Verdict::Undecided
-                },
+                found_issue,
                 false,
             )
             .await;
-        let tally = tally_issues(answers.iter().map(|(_, a)| a), unanswered.len());
         match tally.verdict(quorum) {
             Verdict::Confirmed => {}
             Verdict::Expired => return Ok(Err(Release::Expired)),
@@ -446,23 +438,15 @@ impl Redlock {
         let quorum = self.inner.quorum;
         let start = Instant::now();
         let valid_until = start + ttl - drift(ttl);
-        let Gathered {
-            answers,
-            unanswered,
-        } = self
-            .gather(
-                self.all(),
+        let (Gathered { answers, .. }, tally) = self
+            .owner_round(
                 timeout,
                 "extend",
                 |c| c.extend_once(keys, token, ttl),
-                |answers, pending| {
-                    let tally = tally_extends(answers.iter().map(|(_, a)| a), pending);
-                    tally.verdict(quorum) != Verdict::Undecided
-                },
+                found_extend,
                 false,
             )
             .await;
-        let tally = tally_extends(answers.iter().map(|(_, a)| a), unanswered.len());
         let outcome = match tally.verdict(quorum) {
             // A majority extended, but so late that the new lease is already
             // used up: nothing is proven any more.
@@ -484,24 +468,22 @@ impl Redlock {
     pub(crate) async fn release_all(&self, keys: &LockKeys, token: &str) -> Result<ReleaseReport> {
         let timeout = self.timeout_without_ttl();
         let quorum = self.inner.quorum;
-        let Gathered {
-            answers,
-            unanswered,
-        } = self
-            .gather(
-                self.all(),
+        let (
+            Gathered {
+                answers,
+                unanswered,
+            },
+            tally,
+        ) = self
+            .owner_round(
                 timeout,
                 "release",
                 |c| c.release_once(keys, token),
-                |answers, pending| {
-                    let tally = tally_releases(answers.iter().map(|(_, a)| a), pending);
-                    tally.verdict(quorum) != Verdict::Undecided
-                },
+                |released| found(*released),
                 true,
             )
             .await;
         self.release_detached(&unanswered, keys.clone(), token, timeout);
-        let tally = tally_releases(answers.iter().map(|(_, a)| a), unanswered.len());
         let outcome = match tally.verdict(quorum) {
             Verdict::Confirmed => Release::Released,
             Verdict::HeldByOther => Release::HeldByOther,
@@ -523,6 +505,39 @@ impl Redlock {
             confirmed: tally.ok,
             instances: self.inner.instances.len(),
         })
+    }
+
+    /// One round of an owner-only command (extend, release, issuing a
+    /// token) on every instance, stopping once the answers decide the
+    /// verdict (see [`Redlock::gather`] for `grace`); returns what was
+    /// gathered and its tally, the unanswered instances counted as failed.
+    async fn owner_round<'a, T, Fut>(
+        &'a self,
+        timeout: Duration,
+        op: &'static str,
+        call: impl Fn(&'a Client) -> Fut,
+        found: impl Fn(&T) -> Found + Copy,
+        grace: bool,
+    ) -> (Gathered<T>, OwnerTally)
+    where
+        Fut: std::future::Future<Output = Result<T>> + 'a,
+    {
+        let quorum = self.inner.quorum;
+        let tally = |answers: &[(usize, Result<T>)], unknown: usize| {
+            OwnerTally::of(answers.iter().map(|(_, a)| a), unknown, found)
+        };
+        let gathered = self
+            .gather(
+                self.all(),
+                timeout,
+                op,
+                call,
+                |answers, pending| tally(answers, pending).verdict(quorum) != Verdict::Undecided,
+                grace,
+            )
+            .await;
+        let tally = tally(&gathered.answers, gathered.unanswered.len());
+        (gathered, tally)
     }
 
     /// The error for a round whose failures leave the outcome open: the
@@ -600,16 +615,13 @@ impl Redlock {
     }
 }
 
-/// Counts extend answers; `unknown` instances count as failed.
-fn tally_extends<'a>(
-    answers: impl Iterator<Item = &'a Result<(Extend, Instant)>>,
-    unknown: usize,
-) -> OwnerTally {
-    OwnerTally::of(answers, unknown, |(extend, _)| match extend {
+/// What an extend found.
+fn found_extend((extend, _): &(Extend, Instant)) -> Found {
+    match extend {
         Extend::Extended => Found::Ours,
         Extend::Expired => Found::Gone,
         Extend::HeldByOther => Found::Other,
-    })
+    }
 }
 
 /// What a compare-and-delete (or a refused token) found.
@@ -621,23 +633,12 @@ fn found(outcome: Release) -> Found {
     }
 }
 
-/// Counts fencing token answers; `unknown` instances count as failed.
-fn tally_issues<'a>(
-    answers: impl Iterator<Item = &'a Result<std::result::Result<u64, Release>>>,
-    unknown: usize,
-) -> OwnerTally {
-    OwnerTally::of(answers, unknown, |issued| match issued {
+/// What a request for the fencing token found.
+fn found_issue(issued: &std::result::Result<u64, Release>) -> Found {
+    match issued {
         Ok(_) => Found::Ours,
         Err(outcome) => found(*outcome),
-    })
-}
-
-/// Counts release answers; `unknown` instances count as failed.
-fn tally_releases<'a>(
-    answers: impl Iterator<Item = &'a Result<Release>>,
-    unknown: usize,
-) -> OwnerTally {
-    OwnerTally::of(answers, unknown, |released| found(*released))
+    }
 }
 
 /// Where a retraction goes; see [`Redlock::retract`].
