@@ -335,3 +335,45 @@ async fn eager_and_lazy_tokens_share_one_order() {
         assert_eq!(guard.release().await.unwrap(), Release::Released);
     }
 }
+
+/// With Redis gone, asking for the token is a typed, transient error that
+/// neither issues a token nor declares the lock lost (it may still be ours);
+/// once Redis is back with our key, the token is issued.
+#[tokio::test]
+async fn a_token_asked_while_redis_is_down_is_a_transient_error() {
+    let mut server = RedisServer::builder().aof(true).start();
+    let c = client(&server.url()).await;
+    let guard = c
+        .lock("outage", Duration::from_secs(30))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free");
+    server.stop();
+    let started = std::time::Instant::now();
+    let err = guard.fencing_token().await.expect_err("Redis is down");
+    assert!(err.is_transient(), "not transient: {err:?}");
+    // Bounded by the test client's 500 ms command timeout (plus margin for a
+    // loaded machine): the error must not wait for Redis to return.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(guard.issued_fencing_token(), None);
+    assert!(guard.is_held(), "a transient error marked the guard lost");
+    server.restart(); // with AOF: our key survived
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let token = loop {
+        match guard.fencing_token().await {
+            Ok(t) => break t,
+            Err(e) if e.is_transient() && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("after the restart: {e:?}"),
+        }
+    };
+    assert!(token > 0);
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+}

@@ -642,3 +642,26 @@ async fn tokens_on_request_or_with_the_acquisition() {
     assert!(later.fencing_token().await.unwrap() > fresh_token);
     assert_eq!(later.release().await.unwrap(), Release::Released);
 }
+
+/// A Redlock token needs a majority that still holds our key: with three of
+/// five instances gone, asking for it is `NoQuorum` (transient), not a token.
+#[tokio::test]
+async fn a_token_without_a_majority_is_no_quorum() {
+    let mut servers = RedisServer::start_many(5);
+    let redlock = redlock(&servers).await;
+    let guard = redlock
+        .lock("minority", Duration::from_secs(30))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free");
+    for s in &mut servers[..3] {
+        s.kill();
+    }
+    match guard.fencing_token().await {
+        Err(e @ Error::NoQuorum { .. }) => assert!(e.is_transient()),
+        other => panic!("expected NoQuorum, got {other:?}"),
+    }
+    assert_eq!(guard.issued_fencing_token(), None);
+}
