@@ -31,7 +31,7 @@ impl Lock {
     /// Releases the lock if `token` still owns it, and wakes its waiters.
     /// One round trip.
     pub async fn release_token(&self, token: &str) -> Result<Release> {
-        self.backend.release(&self.keys, token).await
+        self.inner.backend.release(&self.inner.keys, token).await
     }
 
     /// Resets the lock's TTL to `ttl` from now if `token` still owns it.
@@ -39,7 +39,11 @@ impl Lock {
     /// for a TTL outside [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL).
     pub async fn extend_token(&self, token: &str, ttl: Duration) -> Result<Extend> {
         check_ttl(ttl)?;
-        let (outcome, _valid_until) = self.backend.extend(&self.keys, token, ttl).await?;
+        let (outcome, _valid_until) = self
+            .inner
+            .backend
+            .extend(&self.inner.keys, token, ttl)
+            .await?;
         Ok(outcome)
     }
 }

@@ -32,7 +32,7 @@ use crate::token::short;
 #[must_use = "the lock is released (in the background) when the guard is dropped"]
 pub struct LockGuard {
     lock: Lock,
-    token: Arc<str>,
+    token: String,
     /// Set at acquisition (a lock made `with_fencing`) or on the first
     /// [`LockGuard::fencing_token`] call.
     fencing_token: tokio::sync::OnceCell<u64>,
@@ -45,18 +45,69 @@ pub struct LockGuard {
 /// What the guard, its watchdog and its lost-timer share.
 struct State {
     valid_until: Mutex<Instant>,
-    /// Cancelled when ownership can no longer be proven.
-    lost: CancellationToken,
-    /// Cancelled when the guard is released or dropped: stops background tasks.
-    done: CancellationToken,
+    /// Set when ownership can no longer be proven (several paths may notice;
+    /// the first counts it).
+    lost: AtomicBool,
+    /// What waiting tasks are woken by, made on first need: most guards never
+    /// need them (two tokens made and dropped per guard were a measurable
+    /// share of an uncontended acquire + release).
+    signals: Mutex<Signals>,
     /// Whether a background task already cancels `lost` at the deadline.
     timer_running: AtomicBool,
-    /// Whether the loss was counted: several paths may notice it.
-    lost_counted: AtomicBool,
     metrics_label: LockLabel,
 }
 
+#[derive(Default)]
+struct Signals {
+    /// Cancelled when `State::lost` is set.
+    lost: Option<CancellationToken>,
+    /// Cancelled when the guard is released or dropped: stops background tasks.
+    done: Option<CancellationToken>,
+    /// The guard was released or dropped.
+    finished: bool,
+}
+
 impl State {
+    fn signals(&self) -> std::sync::MutexGuard<'_, Signals> {
+        // Nothing in `Signals` can be left half-updated by a panic.
+        self.signals.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Cancelled once ownership is lost (at once if it already is).
+    fn lost_token(&self) -> CancellationToken {
+        let mut signals = self.signals();
+        let token = signals.lost.get_or_insert_with(CancellationToken::new);
+        // Under the mutex: `mark_lost` sets the flag before taking it.
+        if self.lost.load(Ordering::SeqCst) {
+            token.cancel();
+        }
+        token.clone()
+    }
+
+    /// Cancelled once the guard is released or dropped.
+    fn done_token(&self) -> CancellationToken {
+        let mut signals = self.signals();
+        let finished = signals.finished;
+        let token = signals.done.get_or_insert_with(CancellationToken::new);
+        if finished {
+            token.cancel();
+        }
+        token.clone()
+    }
+
+    /// The guard is released or dropped: stop the background tasks.
+    fn finish(&self) {
+        let mut signals = self.signals();
+        signals.finished = true;
+        if let Some(done) = &signals.done {
+            done.cancel();
+        }
+    }
+
+    fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
     fn deadline(&self) -> Instant {
         *self.valid_until.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -67,15 +118,18 @@ impl State {
 
     /// Ownership can no longer be proven: fire `lost` (and count it, once).
     fn mark_lost(&self) {
-        if !self.lost_counted.swap(true, Ordering::Relaxed) {
+        if !self.lost.swap(true, Ordering::SeqCst) {
             crate::metrics::lock_lost(&self.metrics_label);
         }
-        self.lost.cancel();
+        if let Some(lost) = &self.signals().lost {
+            lost.cancel();
+        }
     }
 
     /// Completes when ownership is lost: `lost` cancelled or the deadline
     /// passed (re-read after every wake-up, since extensions move it).
     async fn until_lost(&self) {
+        let lost = self.lost_token();
         loop {
             let deadline = self.deadline();
             if Instant::now() >= deadline {
@@ -83,7 +137,7 @@ impl State {
                 return;
             }
             tokio::select! {
-                _ = self.lost.cancelled() => return,
+                _ = lost.cancelled() => return,
                 _ = tokio::time::sleep_until(deadline.into()) => {}
             }
         }
@@ -110,30 +164,29 @@ impl LockGuard {
     ) -> Self {
         let state = Arc::new(State {
             valid_until: Mutex::new(valid_until),
-            lost: CancellationToken::new(),
-            done: CancellationToken::new(),
+            lost: AtomicBool::new(false),
+            signals: Mutex::new(Signals::default()),
             timer_running: AtomicBool::new(false),
-            lost_counted: AtomicBool::new(false),
-            metrics_label: lock.metrics_label.clone(),
+            metrics_label: lock.inner.metrics_label.clone(),
         });
-        if let Some(every) = lock.renew_every {
+        if let Some(every) = lock.inner.renew_every {
             state.timer_running.store(true, Ordering::Relaxed);
             tokio::spawn(watchdog(
-                lock.backend.clone(),
-                lock.keys.clone(),
+                lock.inner.backend.clone(),
+                lock.inner.keys.clone(),
                 token.clone(),
-                lock.ttl,
+                lock.inner.ttl,
                 every,
                 state.clone(),
             ));
         }
-        lock.backend.local_queues().hold(&lock.keys.key);
+        lock.inner.local.hold();
         // The `wait` or `acquire` span this guard is made in.
         tracing::Span::current().record("token", short(&token));
         tracing::debug!(lock = %String::from_utf8_lossy(lock.name()), token = short(&token), ?fencing_token, "acquired");
         LockGuard {
             lock,
-            token: Arc::from(token),
+            token,
             fencing_token: tokio::sync::OnceCell::new_with(fencing_token),
             state,
             released: false,
@@ -176,8 +229,8 @@ impl LockGuard {
             .get_or_try_init(|| async {
                 let issued = self
                     .lock
-                    .backend
-                    .issue_fence(&self.lock.keys, &self.token, self.state.deadline())
+                    .inner.backend
+                    .issue_fence(&self.lock.inner.keys, &self.token, self.state.deadline())
                     .await?;
                 issued.map_err(|outcome| {
                     tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "fencing token refused: the lock is no longer ours");
@@ -206,7 +259,7 @@ impl LockGuard {
     /// passed. Asks nobody; a `true` is a statement about the past request,
     /// not a promise: use fencing tokens where that matters.
     pub fn is_held(&self) -> bool {
-        !self.state.lost.is_cancelled() && Instant::now() < self.state.deadline()
+        !self.state.is_lost() && Instant::now() < self.state.deadline()
     }
 
     /// Completes when ownership can no longer be proven: at once when a
@@ -227,14 +280,15 @@ impl LockGuard {
     pub fn lost_token(&self) -> CancellationToken {
         if !self.state.timer_running.swap(true, Ordering::Relaxed) {
             let state = self.state.clone();
+            let done = state.done_token();
             tokio::spawn(async move {
                 tokio::select! {
                     _ = state.until_lost() => {}
-                    _ = state.done.cancelled() => {}
+                    _ = done.cancelled() => {}
                 }
             });
         }
-        self.state.lost.clone()
+        self.state.lost_token()
     }
 
     /// Resets the TTL to `ttl` from now, if we still own the lock; otherwise
@@ -244,12 +298,13 @@ impl LockGuard {
         let span = renew_span(self.name(), &self.token);
         let result = self
             .lock
+            .inner
             .backend
-            .extend(&self.lock.keys, &self.token, ttl)
+            .extend(&self.lock.inner.keys, &self.token, ttl)
             .instrument(span)
             .await;
         crate::metrics::renewal(
-            &self.lock.metrics_label,
+            &self.lock.inner.metrics_label,
             matches!(result, Ok((Extend::Extended, _))),
         );
         let (outcome, valid_until) = result?;
@@ -278,17 +333,18 @@ impl LockGuard {
     /// majority confirmed); for a single-instance lock, 1 or 0 of 1.
     pub async fn release_report(mut self) -> Result<crate::lock::ReleaseReport> {
         self.released = true;
-        self.state.done.cancel();
-        crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
+        self.state.finish();
+        crate::metrics::hold_time(&self.lock.inner.metrics_label, self.acquired_at.elapsed());
         let span = release_span(self.name(), &self.token);
         let report = self
             .lock
+            .inner
             .backend
-            .release_report(&self.lock.keys, &self.token)
+            .release_report(&self.lock.inner.keys, &self.token)
             .instrument(span)
             .await;
         crate::metrics::release_outcome(
-            &self.lock.metrics_label,
+            &self.lock.inner.metrics_label,
             report.as_ref().ok().map(|r| r.outcome),
         );
         let report = report?;
@@ -301,20 +357,20 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        self.state.done.cancel();
+        self.state.finish();
         // After a release this runs once the release has finished.
-        self.lock.backend.local_queues().unhold(&self.lock.keys.key);
+        self.lock.inner.local.unhold();
         if self.released {
             return;
         }
         tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), "lock guard dropped without release(); releasing in the background");
-        crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
+        crate::metrics::hold_time(&self.lock.inner.metrics_label, self.acquired_at.elapsed());
         release_in_background(
-            self.lock.backend.clone(),
-            self.lock.keys.clone(),
-            self.token.to_string(),
+            self.lock.inner.backend.clone(),
+            self.lock.inner.keys.clone(),
+            std::mem::take(&mut self.token),
             "guard dropped",
-            Some(self.lock.metrics_label.clone()),
+            Some(self.lock.inner.metrics_label.clone()),
         );
     }
 }
@@ -372,13 +428,14 @@ async fn watchdog(
     every: Duration,
     state: Arc<State>,
 ) {
+    let done = state.done_token();
     let name = String::from_utf8_lossy(&keys.key).into_owned();
     let label = state.metrics_label.clone();
     let mut next = Instant::now() + every;
     loop {
         let deadline = state.deadline();
         tokio::select! {
-            _ = state.done.cancelled() => return,
+            _ = done.cancelled() => return,
             _ = tokio::time::sleep_until(next.min(deadline).into()) => {}
         }
         let now = Instant::now();
@@ -391,7 +448,7 @@ async fn watchdog(
         let span = renew_span(&keys.key[backend.prefix().len()..], &token);
         let renewal = backend.extend(&keys, &token, ttl).instrument(span);
         let result = tokio::select! {
-            _ = state.done.cancelled() => return,
+            _ = done.cancelled() => return,
             r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
         };
         crate::metrics::renewal(&label, matches!(result, Ok(Ok((Extend::Extended, _)))));

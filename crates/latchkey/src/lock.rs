@@ -39,6 +39,7 @@ use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::metrics::{LockLabel, MetricsLabels, Outcome};
 use crate::names::{check_name, check_ttl, LockKeys};
+use crate::queue::LocalSlot;
 pub(crate) use crate::single::AttemptMode;
 use crate::subscriber::{jitter, Event, Subscription, Topic};
 
@@ -232,7 +233,7 @@ impl Backend {
         }
     }
 
-    pub(crate) fn local_queues(&self) -> &crate::queue::LocalQueues {
+    fn local_queues(&self) -> &crate::queue::LocalQueues {
         match self {
             Backend::Single(client) => &client.inner.local_queues,
             Backend::Redlock(redlock) => redlock.local_queues(),
@@ -273,6 +274,14 @@ impl Wakeups {
 /// Made by [`Client::lock`].
 #[derive(Clone)]
 pub struct Lock {
+    /// Shared: a guard keeps a clone, and one reference count per guard
+    /// costs less than one per field.
+    pub(crate) inner: Arc<LockInner>,
+}
+
+/// What a [`Lock`] is.
+#[derive(Clone)]
+pub(crate) struct LockInner {
     pub(crate) backend: Backend,
     pub(crate) name: Arc<[u8]>,
     pub(crate) keys: Arc<LockKeys>,
@@ -283,15 +292,17 @@ pub struct Lock {
     pub(crate) fenced: bool,
     /// The `lock` label of this lock's metrics, computed once.
     pub(crate) metrics_label: LockLabel,
+    /// This client's queue and guard count for the name, looked up once.
+    pub(crate) local: Arc<LocalSlot>,
 }
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("name", &String::from_utf8_lossy(&self.name))
-            .field("ttl", &self.ttl)
-            .field("renew_every", &self.renew_every)
-            .field("fenced", &self.fenced)
+            .field("name", &String::from_utf8_lossy(&self.inner.name))
+            .field("ttl", &self.inner.ttl)
+            .field("renew_every", &self.inner.renew_every)
+            .field("fenced", &self.inner.fenced)
             .finish()
     }
 }
@@ -314,14 +325,18 @@ impl Lock {
     pub(crate) fn new(backend: Backend, name: &[u8], ttl: Duration) -> Result<Lock> {
         check_name(name)?;
         check_ttl(ttl)?;
+        let keys = LockKeys::new(backend.prefix(), name);
         Ok(Lock {
-            keys: Arc::new(LockKeys::new(backend.prefix(), name)),
-            metrics_label: LockLabel::new(backend.metrics_labels(), name),
-            backend,
-            name: Arc::from(name),
-            ttl,
-            renew_every: None,
-            fenced: false,
+            inner: Arc::new(LockInner {
+                local: backend.local_queues().slot(&keys.key),
+                keys: Arc::new(keys),
+                metrics_label: LockLabel::new(backend.metrics_labels(), name),
+                backend,
+                name: Arc::from(name),
+                ttl,
+                renew_every: None,
+                fenced: false,
+            }),
         })
     }
 
@@ -339,14 +354,15 @@ impl Lock {
     /// a token is only issued while its hold lasts, so it is smaller than
     /// every token of a later hold.
     pub fn with_fencing(mut self) -> Self {
-        self.fenced = true;
+        Arc::make_mut(&mut self.inner).fenced = true;
         self
     }
 
     /// Keeps every guard of this lock alive in the background, renewing it
     /// every `ttl / 3`. See [`Lock::renew_every`].
     pub fn with_watchdog(mut self) -> Self {
-        self.renew_every = Some(self.ttl / 3);
+        let every = self.inner.ttl / 3;
+        Arc::make_mut(&mut self.inner).renew_every = Some(every);
         self
     }
 
@@ -360,29 +376,29 @@ impl Lock {
     /// signal fires: at once when a renewal finds the lock gone or taken,
     /// and at the validity deadline when renewals keep failing.
     pub fn renew_every(mut self, every: Duration) -> Result<Self> {
-        if every.is_zero() || every >= self.ttl - crate::names::drift(self.ttl) {
+        if every.is_zero() || every >= self.inner.ttl - crate::names::drift(self.inner.ttl) {
             return Err(Error::InvalidTtl {
                 ttl: every,
                 reason: "the renewal interval must be positive and shorter than the TTL minus the drift allowance",
             });
         }
-        self.renew_every = Some(every);
+        Arc::make_mut(&mut self.inner).renew_every = Some(every);
         Ok(self)
     }
 
     /// The lock's name.
     pub fn name(&self) -> &[u8] {
-        &self.name
+        &self.inner.name
     }
 
     /// The lock's TTL.
     pub fn ttl(&self) -> Duration {
-        self.ttl
+        self.inner.ttl
     }
 
     /// The Redis key holding the lock (prefix + name).
     pub fn key(&self) -> &[u8] {
-        &self.keys.key
+        &self.inner.keys.key
     }
 
     /// Tries once: `Ok(Some(guard))` if we now hold the lock, `Ok(None)` if
@@ -403,7 +419,7 @@ impl Lock {
             span.record("token", crate::token::short(guard.token()));
         }
         crate::metrics::acquire_outcome(
-            &self.metrics_label,
+            &self.inner.metrics_label,
             Outcome::of_try(&result),
             called.elapsed(),
         );
@@ -412,14 +428,20 @@ impl Lock {
 
     /// `try_acquire` without metrics and span: also the first step of a wait.
     async fn try_acquire_once(&self) -> Result<Option<LockGuard>> {
-        let token = self.backend.new_token()?;
+        let token = self.inner.backend.new_token()?;
         let pending = PendingAttempt {
             lock: self,
             token: Some(&token),
         };
         let attempt = self
+            .inner
             .backend
-            .try_once(&self.keys, &token, self.ttl, self.attempt_mode(false))
+            .try_once(
+                &self.inner.keys,
+                &token,
+                self.inner.ttl,
+                self.attempt_mode(false),
+            )
             .await;
         match attempt? {
             Attempt::Acquired {
@@ -476,7 +498,7 @@ impl Lock {
             span.record("token", crate::token::short(guard.token()));
         }
         crate::metrics::acquire_outcome(
-            &self.metrics_label,
+            &self.inner.metrics_label,
             Outcome::of_wait(&result),
             called.elapsed(),
         );
@@ -485,16 +507,15 @@ impl Lock {
 
     /// The span of one acquire call; its token is recorded once held.
     fn span_acquire(&self) -> tracing::Span {
-        tracing::debug_span!("acquire", lock = %String::from_utf8_lossy(&self.name), token = tracing::field::Empty)
+        tracing::debug_span!("acquire", lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty)
     }
 
     async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let started = Instant::now();
-        let queues = self.backend.local_queues();
         // The uncontended case costs one round trip and no subscription. If
         // another task of ours already waits, the lock is busy: queue up
         // behind it (FIFO) instead of spending a round trip to learn that.
-        if !queues.is_contended(&self.keys.key) {
+        if !self.inner.local.is_contended() {
             match self.try_acquire_once().await {
                 Ok(Some(guard)) => return Ok(guard),
                 Ok(None) => {}
@@ -502,7 +523,7 @@ impl Lock {
                 Err(e) => return Err(e),
             }
         }
-        let span = tracing::debug_span!("wait", lock = %String::from_utf8_lossy(&self.name), token = tracing::field::Empty);
+        let span = tracing::debug_span!("wait", lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty);
         self.wait_and_acquire(deadline, started)
             .instrument(span)
             .await
@@ -515,10 +536,9 @@ impl Lock {
         started: Instant,
     ) -> Result<LockGuard> {
         let timed_out = || Error::WaitTimedOut {
-            name: String::from_utf8_lossy(&self.name).into_owned(),
+            name: String::from_utf8_lossy(&self.inner.name).into_owned(),
             waited: started.elapsed(),
         };
-        let queues = self.backend.local_queues();
         // Subscribe before queueing: the server-side subscription is shared,
         // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
         // A subscriber that is slow to answer must not carry us past the
@@ -531,7 +551,7 @@ impl Lock {
             None => subscribing.await,
         };
         let mut last_subscribe = Instant::now();
-        let turn = queues.turn(&self.keys.key);
+        let turn = self.inner.local.turn();
         let _turn = match deadline {
             Some(d) => tokio::time::timeout_at(d.into(), turn)
                 .await
@@ -553,7 +573,7 @@ impl Lock {
             let retry_in = match self.try_acquire_with_ttl().await {
                 Ok(Ok(guard)) => {
                     if let Some(woken_at) = woken_at {
-                        crate::metrics::handoff(&self.metrics_label, woken_at.elapsed());
+                        crate::metrics::handoff(&self.inner.metrics_label, woken_at.elapsed());
                     }
                     return Ok(guard);
                 }
@@ -566,7 +586,7 @@ impl Lock {
                     if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
                         return Err(e);
                     }
-                    tracing::warn!(lock = %String::from_utf8_lossy(&self.name), error = %e, "acquire attempt failed; retrying");
+                    tracing::warn!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "acquire attempt failed; retrying");
                     no_quorum = matches!(e, Error::NoQuorum { .. }).then_some(e);
                     poll = (poll * 2).min(MAX_POLL);
                     Some(poll)
@@ -617,21 +637,27 @@ impl Lock {
 
     fn attempt_mode(&self, ask_ttl: bool) -> AttemptMode {
         AttemptMode {
-            fenced: self.fenced,
+            fenced: self.inner.fenced,
             ask_ttl,
         }
     }
 
     /// Like `try_acquire`, but a busy lock returns the holder's TTL left.
     async fn try_acquire_with_ttl(&self) -> Result<Result<LockGuard, Option<Duration>>> {
-        let token = self.backend.new_token()?;
+        let token = self.inner.backend.new_token()?;
         let pending = PendingAttempt {
             lock: self,
             token: Some(&token),
         };
         let attempt = self
+            .inner
             .backend
-            .try_once(&self.keys, &token, self.ttl, self.attempt_mode(true))
+            .try_once(
+                &self.inner.keys,
+                &token,
+                self.inner.ttl,
+                self.attempt_mode(true),
+            )
             .await?;
         pending.disarm();
         Ok(match attempt {
@@ -649,16 +675,16 @@ impl Lock {
     }
 
     async fn subscribe_or_poll(&self, previous: Option<&Option<Wakeups>>) -> Option<Wakeups> {
-        match self.backend.wakeups(&self.keys).await {
+        match self.inner.backend.wakeups(&self.inner.keys).await {
             Ok(w) => {
                 if previous.is_some() {
-                    tracing::info!(lock = %String::from_utf8_lossy(&self.name), "pub/sub is back; waiting for wake-ups again");
+                    tracing::info!(lock = %String::from_utf8_lossy(&self.inner.name), "pub/sub is back; waiting for wake-ups again");
                 }
                 Some(w)
             }
             Err(e) => {
                 if previous.is_none() {
-                    tracing::warn!(lock = %String::from_utf8_lossy(&self.name), error = %e, "pub/sub unavailable; falling back to polling with backoff");
+                    tracing::warn!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "pub/sub unavailable; falling back to polling with backoff");
                 }
                 None
             }
@@ -687,8 +713,8 @@ impl Drop for PendingAttempt<'_> {
     fn drop(&mut self) {
         if let Some(token) = self.token {
             crate::guard::release_in_background(
-                self.lock.backend.clone(),
-                self.lock.keys.clone(),
+                self.lock.inner.backend.clone(),
+                self.lock.inner.keys.clone(),
                 token.to_owned(),
                 "an acquire attempt was cancelled or failed after its request was sent",
                 None,

@@ -15,10 +15,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The library depends on the facade only. Without an installed recorder
-//! every call goes to the facade's no-op recorder: a key built and dropped,
-//! about 30–50 ns per acquisition (counter and histogram, measured), nothing
-//! next to its round trip to Redis. The names, types and labels below are a public interface
+//! The library depends on the facade only. Each lock builds the keys of its
+//! metrics once (unlabelled locks share one set), so recording is a lookup
+//! of the current recorder and a call to it; without an installed recorder
+//! that is the facade's no-op recorder, a few nanoseconds. The names, types and labels below are a public interface
 //! (`docs/monitoring.md` explains each and has alert rules and a dashboard).
 //!
 //! # Labels
@@ -34,10 +34,10 @@
 //! histogram as a summary unless given buckets: [`SECONDS_BUCKETS`] suits
 //! every `*_seconds` metric here.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use ::metrics::{counter, describe_counter, describe_histogram, histogram, Label, Unit};
+use ::metrics::{counter, describe_counter, describe_histogram, Key, Label, Level, Metadata, Unit};
 
 use crate::error::Error;
 use crate::lock::Release;
@@ -164,40 +164,107 @@ pub enum MetricsLabels {
 }
 
 /// The label of one lock, computed once by [`Lock`](crate::Lock)'s
-/// constructor; cloning it shares the value.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LockLabel(Option<Label>);
+/// constructor, with the keys of all its metrics: recording then hashes
+/// and allocates nothing (building a key per call cost as much as the rest
+/// of a guard's bookkeeping). Unlabelled locks share one set of keys.
+/// Cloning shares them too.
+#[derive(Debug, Clone)]
+pub(crate) struct LockLabel(Arc<LockMetricKeys>);
+
+#[derive(Debug)]
+struct LockMetricKeys {
+    /// By [`Outcome`], in its order.
+    acquisitions: [Key; 4],
+    acquire_wait: Key,
+    hold: Key,
+    handoff: Key,
+    /// `ok`, `failed`.
+    renewals: [Key; 2],
+    locks_lost: Key,
+    /// `released`, `expired`, `held_by_other`, `error`.
+    releases: [Key; 4],
+}
+
+impl LockMetricKeys {
+    fn new(label: Option<Label>) -> LockMetricKeys {
+        let alone =
+            |name: &'static str| Key::from_parts(name, label.iter().cloned().collect::<Vec<_>>());
+        let with = |name: &'static str, key: &'static str, value: &'static str| {
+            let mut labels = Vec::with_capacity(2);
+            labels.extend(label.iter().cloned());
+            labels.push(Label::from_static_parts(key, value));
+            Key::from_parts(name, labels)
+        };
+        let acquisitions = |outcome: Outcome| with(ACQUISITIONS, "outcome", outcome.as_str());
+        let releases = |outcome: &'static str| with(RELEASES, "outcome", outcome);
+        LockMetricKeys {
+            acquisitions: [
+                acquisitions(Outcome::Ok),
+                acquisitions(Outcome::Busy),
+                acquisitions(Outcome::Timeout),
+                acquisitions(Outcome::Error),
+            ],
+            acquire_wait: alone(ACQUIRE_WAIT),
+            hold: alone(HOLD),
+            handoff: alone(HANDOFF),
+            renewals: [
+                with(RENEWALS, "outcome", "ok"),
+                with(RENEWALS, "outcome", "failed"),
+            ],
+            locks_lost: alone(LOCKS_LOST),
+            releases: [
+                releases("released"),
+                releases("expired"),
+                releases("held_by_other"),
+                releases("error"),
+            ],
+        }
+    }
+}
 
 impl LockLabel {
     pub(crate) fn new(policy: &MetricsLabels, name: &[u8]) -> LockLabel {
+        static UNLABELLED: OnceLock<LockLabel> = OnceLock::new();
         let value: Arc<str> = match policy {
-            MetricsLabels::None => return LockLabel(None),
+            MetricsLabels::None => {
+                return UNLABELLED
+                    .get_or_init(|| LockLabel(Arc::new(LockMetricKeys::new(None))))
+                    .clone()
+            }
             MetricsLabels::Static(value) => Arc::from(value.as_str()),
             MetricsLabels::LockName => Arc::from(String::from_utf8_lossy(name).as_ref()),
         };
-        LockLabel(Some(Label::new(LOCK_LABEL, value)))
+        LockLabel(Arc::new(LockMetricKeys::new(Some(Label::new(
+            LOCK_LABEL, value,
+        )))))
     }
+}
 
-    /// This label plus a static one (outcome, kind).
-    fn with(&self, key: &'static str, value: &'static str) -> Vec<Label> {
-        let mut labels = Vec::with_capacity(2);
-        labels.extend(self.0.clone());
-        labels.push(Label::from_static_parts(key, value));
-        labels
-    }
+/// What the facade's macros would pass for a metric of this module.
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
-    fn alone(&self) -> Vec<Label> {
-        self.0.iter().cloned().collect()
-    }
+/// Adds one to a counter of the current recorder (looked up on every call,
+/// as the macros do, so a recorder installed later still gets everything).
+fn increment(key: &Key) {
+    ::metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA).increment(1));
+}
+
+fn record(key: &Key, value: Duration) {
+    ::metrics::with_recorder(|recorder| {
+        recorder
+            .register_histogram(key, &METADATA)
+            .record(value.as_secs_f64())
+    });
 }
 
 /// How an acquire call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    Ok,
-    Busy,
-    Timeout,
-    Error,
+    Ok = 0,
+    Busy = 1,
+    Timeout = 2,
+    Error = 3,
 }
 
 impl Outcome {
@@ -231,38 +298,37 @@ impl Outcome {
 
 /// Counts a finished acquire call; for a success also records its wait.
 pub(crate) fn acquire_outcome(label: &LockLabel, outcome: Outcome, since_call: Duration) {
-    counter!(ACQUISITIONS, label.with("outcome", outcome.as_str())).increment(1);
+    increment(&label.0.acquisitions[outcome as usize]);
     if outcome == Outcome::Ok {
-        histogram!(ACQUIRE_WAIT, label.alone()).record(since_call.as_secs_f64());
+        record(&label.0.acquire_wait, since_call);
     }
 }
 
 pub(crate) fn hold_time(label: &LockLabel, held: Duration) {
-    histogram!(HOLD, label.alone()).record(held.as_secs_f64());
+    record(&label.0.hold, held);
 }
 
 pub(crate) fn handoff(label: &LockLabel, since_wakeup: Duration) {
-    histogram!(HANDOFF, label.alone()).record(since_wakeup.as_secs_f64());
+    record(&label.0.handoff, since_wakeup);
 }
 
 pub(crate) fn renewal(label: &LockLabel, ok: bool) {
-    let outcome = if ok { "ok" } else { "failed" };
-    counter!(RENEWALS, label.with("outcome", outcome)).increment(1);
+    increment(&label.0.renewals[usize::from(!ok)]);
 }
 
 pub(crate) fn lock_lost(label: &LockLabel) {
-    counter!(LOCKS_LOST, label.alone()).increment(1);
+    increment(&label.0.locks_lost);
 }
 
 /// Counts a release; `None` for one that failed with an error.
 pub(crate) fn release_outcome(label: &LockLabel, outcome: Option<Release>) {
-    let outcome = match outcome {
-        Some(Release::Released) => "released",
-        Some(Release::Expired) => "expired",
-        Some(Release::HeldByOther) => "held_by_other",
-        None => "error",
+    let index = match outcome {
+        Some(Release::Released) => 0,
+        Some(Release::Expired) => 1,
+        Some(Release::HeldByOther) => 2,
+        None => 3,
     };
-    counter!(RELEASES, label.with("outcome", outcome)).increment(1);
+    increment(&label.0.releases[index]);
 }
 
 fn signal_kind(unicast: bool) -> &'static str {
@@ -298,20 +364,41 @@ pub(crate) fn redis_error(error: &Error) {
 mod tests {
     use super::*;
 
+    fn labels(key: &Key) -> Vec<Label> {
+        key.labels().cloned().collect()
+    }
+
     #[test]
     fn labels_follow_the_policy() {
-        assert!(LockLabel::new(&MetricsLabels::None, b"job")
-            .alone()
-            .is_empty());
+        let none = LockLabel::new(&MetricsLabels::None, b"job");
+        assert!(labels(&none.0.hold).is_empty());
+        assert_eq!(none.0.hold.name(), HOLD);
+        assert!(
+            Arc::ptr_eq(&none.0, &LockLabel::new(&MetricsLabels::None, b"other").0),
+            "unlabelled locks share their keys"
+        );
         let fixed = LockLabel::new(&MetricsLabels::Static("billing".into()), b"job");
-        assert_eq!(fixed.alone(), vec![Label::new("lock", "billing")]);
+        assert_eq!(labels(&fixed.0.hold), vec![Label::new("lock", "billing")]);
         let named = LockLabel::new(&MetricsLabels::LockName, b"job\xff");
+        let busy = &named.0.acquisitions[Outcome::Busy as usize];
+        assert_eq!(busy.name(), ACQUISITIONS);
         assert_eq!(
-            named.with("outcome", "ok"),
+            labels(busy),
             vec![
                 Label::new("lock", "job\u{fffd}"),
-                Label::new("outcome", "ok")
+                Label::new("outcome", "busy")
             ]
+        );
+        assert_eq!(
+            labels(&named.0.releases[2]),
+            vec![
+                Label::new("lock", "job\u{fffd}"),
+                Label::new("outcome", "held_by_other")
+            ]
+        );
+        assert_eq!(
+            labels(&named.0.renewals[1])[1],
+            Label::new("outcome", "failed")
         );
     }
 }

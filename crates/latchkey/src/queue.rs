@@ -5,80 +5,107 @@
 //! hit Redis on every release (N failed `SET NX` per handoff, growing with
 //! waiters). With it, the others wait in a FIFO queue in memory, and Redis
 //! commands per handoff stay flat however many tasks wait.
+//!
+//! Every [`Lock`](crate::Lock) looks its name's [`LocalSlot`] up once, when
+//! it is made, and keeps it: acquiring and releasing then touch two atomics,
+//! not a map (a map lookup and a key copy per guard cost more than the rest
+//! of a guard's bookkeeping).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
-/// One FIFO slot per lock name, shared by all tasks of a client.
+/// The slots of one client, by lock key.
 #[derive(Default)]
 pub(crate) struct LocalQueues {
-    slots: Mutex<HashMap<Vec<u8>, Weak<Semaphore>>>,
-    /// Guards of this client alive per key: while one lives, the lock is
-    /// (almost certainly) ours, so newcomers queue instead of trying.
-    held: Mutex<HashMap<Vec<u8>, usize>>,
+    slots: Mutex<HashMap<Vec<u8>, Weak<LocalSlot>>>,
 }
 
 impl LocalQueues {
-    /// Waits (FIFO) until this task is the one that may contend for `key`.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: a cancelled task leaves the queue without taking a turn.
-    /// The semaphore is never closed, so this returns `Some`; were it ever
-    /// `None`, contending without the queue is still correct, only busier.
-    pub(crate) async fn turn(&self, key: &[u8]) -> Option<OwnedSemaphorePermit> {
-        self.slot(key).acquire_owned().await.ok()
-    }
-
-    /// True while some task of this client holds its turn for `key` or a
-    /// guard for it: the lock is then (almost certainly) busy, and a
-    /// newcomer should queue rather than spend a round trip to learn that.
-    pub(crate) fn is_contended(&self, key: &[u8]) -> bool {
-        if lock(&self.held).contains_key(key) {
-            return true;
-        }
-        lock(&self.slots)
-            .get(key)
-            .and_then(Weak::upgrade)
-            .is_some_and(|slot| slot.available_permits() == 0)
-    }
-
-    /// A guard for `key` was made.
-    pub(crate) fn hold(&self, key: &[u8]) {
-        *lock(&self.held).entry(key.to_vec()).or_insert(0) += 1;
-    }
-
-    /// A guard for `key` is gone (released or dropped).
-    pub(crate) fn unhold(&self, key: &[u8]) {
-        let mut held = lock(&self.held);
-        if let Some(n) = held.get_mut(key) {
-            *n -= 1;
-            if *n == 0 {
-                held.remove(key);
-            }
-        }
-    }
-
-    fn slot(&self, key: &[u8]) -> Arc<Semaphore> {
-        let mut slots = lock(&self.slots);
+    /// The slot of `key`, shared by every `Lock` of this client with that key.
+    pub(crate) fn slot(&self, key: &[u8]) -> Arc<LocalSlot> {
+        // The map holds no invariant a panic elsewhere could break halfway.
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(slot) = slots.get(key).and_then(Weak::upgrade) {
             return slot;
         }
-        // Forget slots nobody waits on any more, so the map does not grow
-        // with every name ever locked. Amortized: only when we insert.
+        // Forget slots no `Lock` uses any more, so the map does not grow with
+        // every name ever locked. Amortized: only when we insert.
         if slots.len() >= 64 && slots.len().is_power_of_two() {
             slots.retain(|_, slot| slot.strong_count() > 0);
         }
-        let slot = Arc::new(Semaphore::new(1));
+        let slot = Arc::new(LocalSlot {
+            turn: Semaphore::new(1),
+            held: AtomicUsize::new(0),
+        });
         slots.insert(key.to_vec(), Arc::downgrade(&slot));
         slot
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // The maps hold no invariant a panic elsewhere could break halfway.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// What the tasks of one client share about one lock name.
+pub(crate) struct LocalSlot {
+    /// One permit: the turn to contend with Redis, handed out FIFO.
+    turn: Semaphore,
+    /// Guards of this client alive for the name: while one lives, the lock
+    /// is (almost certainly) ours, so newcomers queue instead of trying.
+    held: AtomicUsize,
+}
+
+impl LocalSlot {
+    /// Waits (FIFO) until this task is the one that may contend.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a cancelled task leaves the queue without taking a turn.
+    /// The semaphore is never closed, so this returns `Some`; were it ever
+    /// `None`, contending without the queue is still correct, only busier.
+    pub(crate) async fn turn(&self) -> Option<SemaphorePermit<'_>> {
+        self.turn.acquire().await.ok()
+    }
+
+    /// True while some task of this client holds its turn or a guard: the
+    /// lock is then (almost certainly) busy, and a newcomer should queue
+    /// rather than spend a round trip to learn that.
+    pub(crate) fn is_contended(&self) -> bool {
+        self.held.load(Ordering::Relaxed) > 0 || self.turn.available_permits() == 0
+    }
+
+    /// A guard was made.
+    pub(crate) fn hold(&self) {
+        self.held.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A guard is gone (released or dropped).
+    pub(crate) fn unhold(&self) {
+        self.held.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locks_of_one_name_share_a_slot_and_unused_slots_are_forgotten() {
+        let queues = LocalQueues::default();
+        let a = queues.slot(b"a");
+        assert!(Arc::ptr_eq(&a, &queues.slot(b"a")));
+        assert!(!Arc::ptr_eq(&a, &queues.slot(b"b")));
+        a.hold();
+        assert!(queues.slot(b"a").is_contended());
+        a.unhold();
+        assert!(!a.is_contended());
+        // Names nobody keeps are swept once the map reaches 64 entries.
+        for i in 0..100 {
+            let _ = queues.slot(format!("gone{i}").as_bytes());
+        }
+        let len = queues.slots.lock().map(|s| s.len()).unwrap_or(0);
+        assert!(len < 64, "{len} slots kept for 102 names, 1 of them used");
+        assert!(
+            Arc::ptr_eq(&a, &queues.slot(b"a")),
+            "a used slot survives a sweep"
+        );
+    }
 }

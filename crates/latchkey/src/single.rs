@@ -29,14 +29,13 @@ impl Client {
     ) -> Result<Attempt> {
         let sent = Instant::now();
         let valid_until = sent + ttl - drift(ttl);
-        let ttl_arg = ttl_ms(ttl).to_string();
         if !mode.fenced && !mode.ask_ttl {
             let mut set = redis::cmd("SET");
             set.arg(&keys.key)
                 .arg(token)
                 .arg("NX")
                 .arg("PX")
-                .arg(&ttl_arg)
+                .arg(ttl_ms(ttl))
                 .arg("GET");
             let holder: Option<redis::Value> = self.query("acquire", set, &keys.key).await?;
             if holder.is_none() {
@@ -47,6 +46,7 @@ impl Client {
             }
             return Ok(Attempt::Busy { retry_in: None });
         }
+        let ttl_arg = ttl_ms(ttl).to_string();
         let issue = if mode.fenced { "1" } else { "0" };
         let (acquired, value): (i64, i64) = self
             .eval(
