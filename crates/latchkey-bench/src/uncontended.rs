@@ -19,10 +19,12 @@
 //! * **rslock** (`LockManager::lock` + `unlock` on one instance);
 //! * the Python and Node peers, in their driver processes.
 //!
-//! Measured as triples — latchkey, library X, latchkey — a few hundred
-//! cycles each, rounds rotating the order of the X: each ratio compares X
-//! with the latchkey runs right around it, before the machine's load can
-//! change much. Reported: median rates and the median of the ratios
+//! Measured in blocks — latchkey, X, latchkey, X, latchkey, a few hundred
+//! cycles each, after a short warm-up of both — rounds rotating the order
+//! of the X: each ratio compares an X chunk with the latchkey chunks right
+//! around it, before the machine's load can change much, and inside a block
+//! both connections idle equally long between their chunks (an idle
+//! connection is slower for a while; see the round loop). Reported: median rates and the median of the ratios
 //! latchkey ÷ X, plus the CPU each client process and redis-server used
 //! per cycle. Targets (issue 9): ≥ 0.95× the
 //! raw client sending the same two commands, ≥ 1.0× rslock.
@@ -75,6 +77,10 @@ struct Raw {
 }
 
 const KEY: &str = "uncontended";
+
+/// One block of chunks: `true` for latchkey, `false` for the library
+/// compared; every compared chunk sits between two of latchkey's.
+const BLOCK: [bool; 5] = [true, false, true, false, true];
 
 impl Cycler {
     /// Runs `n` cycles; returns their total time.
@@ -266,15 +272,35 @@ async fn scenario(quick: bool) -> Report {
     let mut measured = vec![0u64; contenders.len()];
     let server_pid = server.pid().unwrap_or(0);
     for round in 0..rounds {
-        // latchkey, X, latchkey for every other library X (order rotating):
-        // each ratio compares X with the latchkey chunks right around it.
+        // A block per library X (order rotating): both warmed, then latchkey
+        // and X alternating, L X L X L; each ratio compares an X chunk with
+        // the latchkey chunks right around it. Alternating inside a block
+        // keeps both connections equally busy: a connection that sat idle
+        // while other libraries ran is slower for a while, and the earlier
+        // design (L X L, then the next X) let X's connection idle for whole
+        // rounds while latchkey's never did, which favoured latchkey by
+        // about 2 % (two identical raw clients read 1.7 % apart that way,
+        // under 1 % apart in blocks).
         for k in 0..contenders.len() - 1 {
             let i = 1 + (k + round) % (contenders.len() - 1);
             if failed[0] || failed[i] {
                 continue;
             }
-            let mut times = [Duration::ZERO; 3];
-            for (step, who) in [0, i, 0].into_iter().enumerate() {
+            for who in [0, i] {
+                if let Err(e) = contenders[who].1.cycles(per_round / 10).await {
+                    notes.push(format!("- {}: failed: {e}", contenders[who].0));
+                    failed[who] = true;
+                }
+            }
+            let mut times = [Duration::ZERO; BLOCK.len()];
+            for (step, who) in BLOCK
+                .map(|ours| if ours { 0 } else { i })
+                .into_iter()
+                .enumerate()
+            {
+                if failed[0] || failed[i] {
+                    break;
+                }
                 let (label, c) = &mut contenders[who];
                 let client_pid = match c {
                     Cycler::Peer(d, _) => d.pid().unwrap_or(0),
@@ -294,18 +320,23 @@ async fn scenario(quick: bool) -> Report {
                     Err(e) => {
                         notes.push(format!("- {label}: failed: {e}"));
                         failed[who] = true;
-                        break;
                     }
                 }
             }
             if failed[0] || failed[i] {
                 continue;
             }
-            let ours = 2.0 * per_round as f64 / (times[0] + times[2]).as_secs_f64();
-            let theirs = per_round as f64 / times[1].as_secs_f64();
-            rates[0].push(ours);
-            rates[i].push(theirs);
-            ratios[i].push(ours / theirs);
+            let rate = |t: Duration| per_round as f64 / t.as_secs_f64();
+            for step in (0..BLOCK.len()).step_by(2) {
+                rates[0].push(rate(times[step]));
+            }
+            for step in (1..BLOCK.len()).step_by(2) {
+                let ours =
+                    2.0 * per_round as f64 / (times[step - 1] + times[step + 1]).as_secs_f64();
+                let theirs = rate(times[step]);
+                rates[i].push(theirs);
+                ratios[i].push(ours / theirs);
+            }
         }
     }
 
@@ -317,7 +348,7 @@ async fn scenario(quick: bool) -> Report {
         }
         let rate = median(&mut rates[i]);
         let ratio = median(&mut ratios[i]);
-        // `median` sorted them: the middle half of the triples' ratios, to
+        // `median` sorted them: the middle half of the ratios, to
         // show how far one run's median can be trusted.
         let spread = match ratios[i].len() {
             0 => String::new(),
@@ -353,10 +384,12 @@ async fn scenario(quick: bool) -> Report {
             per_cycle(server_cpu[i], measured[i]),
         ]);
     }
+    let warm = per_round / 10;
     let body = format!(
-        "{}\n{rounds} rounds; in each, for every library X (order rotated): {per_round} cycles of latchkey, of X, of latchkey \
-         again. One task, TTL 10 s. Ratio = latchkey (both chunks) ÷ X, per triple, then the median (> 1: latchkey \
-         faster), and beside it the 25th–75th percentiles of the per-triple ratios; cycles/s = median over chunks. \
+        "{}\n{rounds} rounds; in each, for every library X (order rotated), a block: both warmed ({warm} cycles), then \
+         {per_round} cycles of latchkey, X, latchkey, X, latchkey. One task, TTL 10 s. Ratio = the two latchkey chunks \
+         around an X chunk ÷ that chunk, then the median (> 1: latchkey faster), and beside it the 25th–75th \
+         percentiles of those ratios; cycles/s = median over chunks. \
          CPU per cycle: total CPU time of the client's process (all threads) and of redis-server during that \
          library's rounds, divided by its cycles (from /proc/PID/task/*/schedstat).\n{}",
         table(
@@ -365,7 +398,7 @@ async fn scenario(quick: bool) -> Report {
                 "cycles/s",
                 "µs/cycle",
                 "latchkey ÷ library",
-                "middle half of the triples",
+                "middle half of the ratios",
                 "target",
                 "client CPU µs/cycle",
                 "redis CPU µs/cycle",
