@@ -9,7 +9,9 @@
 //! plot `bench/handoff_p99.svg`. `--no-peers` skips the Python and Node
 //! peers (installed on first use by `bench/peers/install.sh`). The binary
 //! re-executes itself as `latchkey-bench --worker LIB PORT` for the handoff
-//! scenario's driver processes (see `worker.rs`).
+//! scenario's driver processes (see `worker.rs`), and, under callgrind, as
+//! `latchkey-bench --instructions LIB PORT N` to count a client's
+//! instructions per cycle (see `uncontended.rs`).
 //!
 //! Each scenario lives in its own module and returns a [`Report`]. The process
 //! exits non-zero when any scenario missed one of its targets.
@@ -54,6 +56,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--worker") {
         std::process::exit(worker::main(&args[1..]));
+    }
+    if args.first().map(String::as_str) == Some("--instructions") {
+        std::process::exit(uncontended::probe_main(&args[1..]));
     }
     let quick = args.iter().any(|a| a == "--quick");
     let wanted: Vec<&str> = args

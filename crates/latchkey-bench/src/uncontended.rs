@@ -340,6 +340,25 @@ async fn scenario(quick: bool) -> Report {
         }
     }
 
+    // Client instructions per cycle of the Rust contenders (callgrind), the
+    // deterministic side of the comparison.
+    let mut instructions: Vec<Option<f64>> = vec![None; contenders.len()];
+    let have_valgrind = std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if have_valgrind {
+        let n = if quick { 300 } else { 1000 };
+        for (row, lib) in PROBED.iter().enumerate() {
+            match instructions_per_cycle(lib, server.port(), n).await {
+                Ok(count) => instructions[row] = Some(count),
+                Err(e) => notes.push(format!("- instruction count of {lib}: {e}")),
+            }
+        }
+    } else {
+        notes.push("- client instructions per cycle: not counted (valgrind not installed)".into());
+    }
+
     let mut missed = Vec::new();
     let mut rows = Vec::new();
     for (i, (label, _)) in contenders.iter().enumerate() {
@@ -382,16 +401,20 @@ async fn scenario(quick: bool) -> Report {
             verdict,
             per_cycle(client_cpu[i], measured[i]),
             per_cycle(server_cpu[i], measured[i]),
+            instructions[i].map_or_else(|| "–".into(), |n| format!("{n:.0}")),
         ]);
     }
     let warm = per_round / 10;
+    let probe_cycles = if quick { 300 } else { 1000 };
     let body = format!(
         "{}\n{rounds} rounds; in each, for every library X (order rotated), a block: both warmed ({warm} cycles), then \
          {per_round} cycles of latchkey, X, latchkey, X, latchkey. One task, TTL 10 s. Ratio = the two latchkey chunks \
          around an X chunk ÷ that chunk, then the median (> 1: latchkey faster), and beside it the 25th–75th \
          percentiles of those ratios; cycles/s = median over chunks. \
          CPU per cycle: total CPU time of the client's process (all threads) and of redis-server during that \
-         library's rounds, divided by its cycles (from /proc/PID/task/*/schedstat).\n{}",
+         library's rounds, divided by its cycles (from /proc/PID/task/*/schedstat). Client instructions per cycle: \
+         counted by callgrind in a process of the contender's own ({probe_cycles} and three times as many cycles, the \
+         difference), redis-rs and tokio included: unlike times, counts do not swing with the machine's load.\n{}",
         table(
             &[
                 "library",
@@ -402,6 +425,7 @@ async fn scenario(quick: bool) -> Report {
                 "target",
                 "client CPU µs/cycle",
                 "redis CPU µs/cycle",
+                "client instructions/cycle",
             ],
             &rows
         ),
@@ -423,4 +447,90 @@ fn per_cycle(cpu: Duration, cycles: u64) -> String {
         return "–".into();
     }
     format!("{:.1}", cpu.as_secs_f64() * 1e6 / cycles as f64)
+}
+
+/// The contenders a process of their own runs under callgrind, in the order
+/// of the first rows of the table: latchkey, raw (same commands), raw (SET
+/// NX PX + CAD), rslock.
+const PROBED: [&str; 4] = ["latchkey", "raw-same", "raw-setnx", "rslock"];
+
+/// `latchkey-bench --instructions LIB PORT N`: a warm-up, then N cycles of
+/// one contender on the server at PORT, nothing printed: what callgrind
+/// counts. Returns the exit code.
+pub fn probe_main(args: &[String]) -> i32 {
+    let (Some(lib), Some(port), Some(n)) = (
+        args.first().cloned(),
+        args.get(1).and_then(|p| p.parse::<u16>().ok()),
+        args.get(2).and_then(|n| n.parse::<u64>().ok()),
+    ) else {
+        eprintln!("usage: latchkey-bench --instructions LIB PORT N");
+        return 2;
+    };
+    let result = crate::runtime().map_err(|e| e.to_string()).and_then(|rt| {
+        // On a worker, as in the scenario (see `run`).
+        rt.block_on(async { tokio::spawn(probe(lib, port, n)).await })
+            .map_err(|e| e.to_string())?
+    });
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("latchkey-bench --instructions: {e}");
+            1
+        }
+    }
+}
+
+async fn probe(lib: String, port: u16, n: u64) -> Result<(), String> {
+    let url = format!("redis://127.0.0.1:{port}/");
+    let mut cycler = match lib.as_str() {
+        "latchkey" => {
+            let client = latchkey::Client::connect(&url)
+                .await
+                .map_err(|e| e.to_string())?;
+            Cycler::Latchkey(client.lock(KEY, TTL).map_err(|e| e.to_string())?)
+        }
+        "raw-same" => Cycler::RawSame(Raw::new(&url, "raw:", RELEASE_LUA).await),
+        "raw-setnx" => Cycler::RawSetNx(Raw::new(&url, "rawset:", COMPARE_AND_DELETE).await),
+        "rslock" => Cycler::Rslock(rslock::LockManager::new(vec![url.clone()])),
+        other => return Err(format!("unknown contender {other:?}")),
+    };
+    cycler.cycles(200).await?;
+    cycler.cycles(n).await?;
+    Ok(())
+}
+
+/// Instructions the client executes per cycle, counted by callgrind: two
+/// runs, of `n` and `3n` cycles, and the difference over `2n`, so start-up
+/// and warm-up cancel out. Counts are the same run after run, whatever else
+/// the machine does, where times on this VM swing by more than the few per
+/// cent that separate the Rust clients; they include redis-rs and tokio.
+async fn instructions_per_cycle(lib: &str, port: u16, n: u64) -> Result<f64, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own binary: {e}"))?;
+    let mut counts = Vec::new();
+    for cycles in [n, 3 * n] {
+        let out = tokio::process::Command::new("valgrind")
+            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .arg(&exe)
+            .args([
+                "--instructions",
+                lib,
+                &port.to_string(),
+                &cycles.to_string(),
+            ])
+            .output()
+            .await
+            .map_err(|e| format!("valgrind: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            let last = stderr.lines().last().unwrap_or_default().to_owned();
+            return Err(format!("valgrind failed: {last}"));
+        }
+        let collected = stderr
+            .lines()
+            .find_map(|line| line.split("Collected :").nth(1))
+            .and_then(|count| count.trim().parse::<u64>().ok())
+            .ok_or("no instruction count in valgrind's output")?;
+        counts.push(collected);
+    }
+    Ok(counts[1].saturating_sub(counts[0]) as f64 / (2 * n) as f64)
 }
