@@ -23,6 +23,7 @@ mod driver;
 mod handoff;
 mod many_keys;
 mod peers;
+mod pin;
 mod plot;
 mod redlock;
 mod results;

@@ -255,6 +255,14 @@ async fn scenario(quick: bool) -> Report {
         }
     }
 
+    let peer_pids: Vec<u32> = contenders
+        .iter()
+        .filter_map(|(_, c)| match c {
+            Cycler::Peer(d, _) => d.pid(),
+            _ => None,
+        })
+        .collect();
+    let pinned = crate::pin::Pinned::new(server.pid(), &peer_pids);
     // Warm-up: connections, script caches, JITs.
     let mut failed = vec![false; contenders.len()];
     for (i, (label, c)) in contenders.iter_mut().enumerate() {
@@ -340,6 +348,9 @@ async fn scenario(quick: bool) -> Report {
         }
     }
 
+    let pinning = pinned.note.clone();
+    // Every process may use every CPU again.
+    drop(pinned);
     // Client instructions per cycle of the Rust contenders (callgrind), the
     // deterministic side of the comparison.
     let mut instructions: Vec<Option<f64>> = vec![None; contenders.len()];
@@ -412,7 +423,9 @@ async fn scenario(quick: bool) -> Report {
          around an X chunk ÷ that chunk, then the median (> 1: latchkey faster), and beside it the 25th–75th \
          percentiles of those ratios; cycles/s = median over chunks. \
          CPU per cycle: total CPU time of the client's process (all threads) and of redis-server during that \
-         library's rounds, divided by its cycles (from /proc/PID/task/*/schedstat). Client instructions per cycle: \
+         library's rounds, divided by its cycles (from /proc/PID/task/*/schedstat). CPUs: {pinning} (see `pin.rs`: unpinned, \
+         the scheduler's placement swung cycle times 3× and favoured whichever library ran right after a peer). \
+         Client instructions per cycle: \
          counted by callgrind in a process of the contender's own ({probe_cycles} and three times as many cycles, the \
          difference), redis-rs and tokio included: unlike times, counts do not swing with the machine's load.\n{}",
         table(
