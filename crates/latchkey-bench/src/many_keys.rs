@@ -40,7 +40,7 @@ const TASKS: usize = 64;
 const LOCKS: usize = 1000;
 const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
 /// The shape and length of a latchkey token.
-const TOKEN: &str = "lk1:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
+const TOKEN: &str = "lk2:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
     Box::pin(scenario(quick))

@@ -179,7 +179,7 @@ impl Raw {
         }
     }
 
-    /// A token of latchkey's shape and length (`lk1:<32 hex>:<ms>:<pid>:<host>`),
+    /// A token of latchkey's shape and length (`lk2:<32 hex>:<ms>:<pid>:<host>`),
     /// so both send the same bytes; a counter stands in for the random part.
     fn token(&mut self) -> String {
         self.counter += 1;
@@ -188,7 +188,7 @@ impl Raw {
             .unwrap_or_default()
             .as_millis();
         format!(
-            "lk1:{:032x}:{ms}:{}:{}",
+            "lk2:{:032x}:{ms}:{}:{}",
             self.counter,
             std::process::id(),
             self.host

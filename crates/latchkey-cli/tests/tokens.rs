@@ -33,7 +33,7 @@ fn pttl(redis: &RedisServer, name: &str) -> i64 {
 fn acquire_prints_token_and_fencing_token_and_leaves_the_lock_held() {
     let redis = RedisServer::start();
     let (token, fence) = acquire(&redis, "deploy", "10s");
-    assert!(token.starts_with("lk1:"), "{token}");
+    assert!(token.starts_with("lk2:"), "{token}");
     assert_eq!(
         redis.command(&["GET", &format!("{PREFIX}deploy")]).unwrap(),
         token

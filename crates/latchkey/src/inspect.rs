@@ -31,7 +31,7 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names::{LockKeys, FENCE_SUFFIX};
 use crate::scripts;
-use crate::token::{Holder, TOKEN_MARKER};
+use crate::token::Holder;
 
 /// What Redis says about one lock at one moment; made by [`Client::inspect`]
 /// and [`Client::list`].
@@ -45,8 +45,10 @@ pub struct LockInfo {
     /// The remaining TTL; `None` when the lock is free, or when it is held
     /// without a TTL (a key set by another client without `PX`).
     pub ttl: Option<Duration>,
-    /// The raw value of the lock key (the holder's owner token) while held.
-    /// Treat it as a secret: whoever knows it can release the lock.
+    /// The raw value of the lock key while held: the holder's owner token,
+    /// followed by [`WAITING_MARK`](crate::WAITING_MARK) once a waiter asked
+    /// to be woken at its release. Treat it as a secret: whoever knows it
+    /// can release the lock.
     pub value: Option<Vec<u8>>,
     /// Who holds the lock, parsed from a latchkey owner token; `None` when the
     /// lock is free or held by another client (see [`value`](Self::value)).
@@ -178,10 +180,7 @@ impl Client {
 
 /// Whether an inspected key is one of ours to list (see [`Client::list`]).
 fn is_lock(info: &LockInfo) -> bool {
-    let our_token = info
-        .value
-        .as_deref()
-        .is_some_and(|v| v.starts_with(TOKEN_MARKER.as_bytes()));
+    let our_token = info.value.as_deref().is_some_and(crate::token::is_token);
     our_token || info.fencing_token.is_some()
 }
 

@@ -89,5 +89,5 @@ pub use listener::{Listener, Signal};
 pub use lock::{Extend, Lock, Release, ReleaseReport};
 pub use names::{drift, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use redlock::{Fencing, Redlock, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
-pub use token::{Holder, TOKEN_MARKER};
+pub use token::{Holder, TOKEN_MARKER, WAITING_MARK};
 pub use tokio_util::sync::CancellationToken;

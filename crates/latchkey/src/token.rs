@@ -1,18 +1,48 @@
 //! Owner tokens: the unique value a lock key holds while a holder owns it.
 //!
-//! Format (see `docs/protocol.md`): `lk1:<32 hex digits>:<unix ms>:<pid>:<host>`.
+//! Format (see `docs/protocol.md`): `lk2:<32 hex digits>:<unix ms>:<pid>:<host>`.
 //! The 32 hex digits are 128 bits from the operating system's CSPRNG, which
 //! alone make a token unique; the rest tells an operator *who* holds a lock
 //! and since when (`latchkey status`). Everything else treats a token as one
-//! opaque string: ownership is always compared on the whole string.
+//! opaque string: ownership is compared on the whole string, which a waiter
+//! may have marked by appending [`WAITING_MARK`] (then the release wakes
+//! the waiters; a release nobody waits for publishes nothing).
+//!
+//! Version 1 tokens (`lk1:`, latchkey 0.1) are never marked: a 0.1 client
+//! compares the unmarked token and could not release a marked lock. They
+//! still parse, and 0.1 releases publish every time, so mixed versions stay
+//! safe; only a 0.1 waiter on a newer holder waits for the holder's TTL
+//! instead of its release message.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 
-/// The marker every latchkey token starts with; `latchkey list` uses it to
-/// tell our locks from other keys under the same prefix.
-pub const TOKEN_MARKER: &str = "lk1:";
+/// The marker every latchkey token starts with; `latchkey list` uses it (and
+/// version 1's, `lk1:`) to tell our locks from other keys under the same prefix.
+pub const TOKEN_MARKER: &str = "lk2:";
+
+/// The prefix of version 1 tokens (latchkey 0.1), which are never marked.
+const TOKEN_MARKER_V1: &str = "lk1:";
+
+/// Appended to a holder's token by a waiter (in the acquire script) so that
+/// the holder's release publishes the wake-up. No token contains a `+`: the
+/// host field is cleaned of everything but letters, digits, `.`, `-`, `_`.
+pub const WAITING_MARK: &str = "+w";
+
+/// Whether a lock key's value is a latchkey owner token (of any version,
+/// marked or not).
+pub(crate) fn is_token(value: &[u8]) -> bool {
+    value.starts_with(TOKEN_MARKER.as_bytes()) || value.starts_with(TOKEN_MARKER_V1.as_bytes())
+}
+
+/// A lock key's value without the waiting mark: the holder's token.
+pub(crate) fn unmarked(value: &[u8]) -> &[u8] {
+    match value.strip_suffix(WAITING_MARK.as_bytes()) {
+        Some(token) if token.starts_with(TOKEN_MARKER.as_bytes()) => token,
+        _ => value,
+    }
+}
 
 /// Who this process is, computed once per client.
 #[derive(Debug, Clone)]
@@ -23,9 +53,16 @@ pub(crate) struct Identity {
 
 impl Identity {
     pub(crate) fn of_this_process() -> Identity {
-        let host = gethostname::gethostname().to_string_lossy().into_owned();
-        // ':' separates the fields; a hostname never contains one, but be safe.
-        let host = host.replace(':', "_");
+        // ':' separates the fields and '+' starts the waiting mark: keep a
+        // host name to the characters host names are made of.
+        let host: String = gethostname::gethostname()
+            .to_string_lossy()
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '-' | '_' => c,
+                _ => '_',
+            })
+            .collect();
         Identity {
             suffix: format!(":{}:{host}", std::process::id()),
         }
@@ -117,11 +154,14 @@ pub struct Holder {
 }
 
 impl Holder {
-    /// Parses a latchkey token; `None` for anything else (a foreign client's
-    /// value, a token of a later format).
+    /// Parses a latchkey token (version 1 or 2, with or without the waiting
+    /// mark); `None` for anything else (a foreign client's value, a token of
+    /// a later format).
     pub fn from_token(token: &[u8]) -> Option<Holder> {
-        let token = std::str::from_utf8(token).ok()?;
-        let rest = token.strip_prefix(TOKEN_MARKER)?;
+        let token = std::str::from_utf8(unmarked(token)).ok()?;
+        let rest = token
+            .strip_prefix(TOKEN_MARKER)
+            .or_else(|| token.strip_prefix(TOKEN_MARKER_V1))?;
         let mut fields = rest.splitn(4, ':');
         let random = fields.next()?;
         let millis: u64 = fields.next()?.parse().ok()?;
@@ -179,6 +219,26 @@ mod tests {
             );
             assert!(seen.insert(random), "repeated: {token}");
         }
+    }
+
+    #[test]
+    fn a_marked_token_names_the_same_holder() {
+        let id = Identity::of_this_process();
+        let token = id.new_token().unwrap();
+        assert!(!token.contains('+'), "{token}");
+        let marked = format!("{token}{WAITING_MARK}");
+        assert_eq!(unmarked(marked.as_bytes()), token.as_bytes());
+        assert_eq!(unmarked(token.as_bytes()), token.as_bytes());
+        assert_eq!(
+            Holder::from_token(marked.as_bytes()),
+            Holder::from_token(token.as_bytes())
+        );
+        assert!(is_token(marked.as_bytes()) && is_token(b"lk1:x"));
+        // Only version 2 tokens carry marks; other values are left alone.
+        assert_eq!(unmarked(b"lk1:a:1:2:h+w"), b"lk1:a:1:2:h+w");
+        assert_eq!(unmarked(b"foreign+w"), b"foreign+w");
+        let v1 = format!("lk1:{}:1700000000000:42:old-host", "0".repeat(32));
+        assert_eq!(Holder::from_token(v1.as_bytes()).map(|h| h.pid), Some(42));
     }
 
     #[test]

@@ -265,17 +265,20 @@ async fn a_slow_majority_is_not_acquired_and_leaves_no_key() {
         .unwrap();
     let ttl = Duration::from_millis(300);
     let lock = redlock.lock("slow-majority", ttl).unwrap();
-    // A retraction (the release undoing a failed attempt) publishes here
-    // when it deletes our key: proof that it was released, not left to expire.
+    // Keyspace events of our key: a retraction (the release undoing a failed
+    // attempt) deletes it ("del"), proof that it was released, not left to
+    // expire ("expired"). (The release publishes nothing: nobody waits.)
     let mut retractions = Vec::new();
     for s in &servers {
+        s.command(&["CONFIG", "SET", "notify-keyspace-events", "Kgx"])
+            .unwrap();
         let mut pubsub = redis::Client::open(s.url())
             .unwrap()
             .get_async_pubsub()
             .await
             .unwrap();
         pubsub
-            .subscribe("test:slow-majority:retracted")
+            .subscribe("__keyspace@0__:test:slow-majority")
             .await
             .unwrap();
         retractions.push(pubsub);
@@ -316,11 +319,23 @@ async fn a_slow_majority_is_not_acquired_and_leaves_no_key() {
         );
     }
     for (i, pubsub) in retractions.iter_mut().enumerate().take(3) {
-        let message =
-            tokio::time::timeout(Duration::from_millis(500), pubsub.on_message().next()).await;
-        assert!(
-            matches!(message, Ok(Some(_))),
-            "slow instance {i} was not retracted"
+        // "expire" comes first: the SET's PX.
+        let mut events = Vec::new();
+        let mut stream = pubsub.on_message();
+        while let Ok(Some(message)) =
+            tokio::time::timeout(Duration::from_millis(500), stream.next()).await
+        {
+            let event = message.get_payload::<String>().unwrap();
+            let last = event == "del" || event == "expired";
+            events.push(event);
+            if last {
+                break;
+            }
+        }
+        assert_eq!(
+            events.last().map(String::as_str),
+            Some("del"),
+            "slow instance {i} was not retracted: {events:?}"
         );
     }
 }

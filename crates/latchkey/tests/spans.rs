@@ -95,7 +95,7 @@ fn each_operation_has_a_span_with_the_name_and_a_token_prefix() {
             (first, second)
         })
     });
-    assert!(first.starts_with("lk1:") && second.starts_with("lk1:"));
+    assert!(first.starts_with("lk2:") && second.starts_with("lk2:"));
     let closed = closed.lock().unwrap().clone();
     let lock = ("lock", "spans");
     // In the order they closed: the wait ends inside the second acquire.

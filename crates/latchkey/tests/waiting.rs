@@ -195,3 +195,103 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
     // The restricted user can still release: the wake-up PUBLISH is best-effort.
     assert_eq!(g.release().await.unwrap(), Release::Released);
 }
+
+/// How many PUBLISH commands the server ran (scripts' included).
+fn publishes(server: &RedisServer) -> u64 {
+    let stats = server.command(&["INFO", "commandstats"]).unwrap();
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
+/// Reads the lock key's raw value until `done` says yes (5 s at most): the
+/// deterministic sign that a waiter's attempt has reached the server.
+async fn until_value(server: &RedisServer, key: &str, done: impl Fn(&str) -> bool) -> String {
+    let started = Instant::now();
+    loop {
+        let value = server.command(&["GET", key]).unwrap();
+        if done(value.trim()) {
+            return value.trim().to_owned();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{key} still holds {value:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_release_nobody_waits_for_publishes_nothing() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let lock = c.lock("quiet", Duration::from_secs(30)).unwrap();
+    let before = publishes(&server);
+    for _ in 0..20 {
+        let guard = lock.acquire().await.unwrap();
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+    }
+    assert_eq!(publishes(&server) - before, 0);
+}
+
+#[tokio::test]
+async fn a_waiter_marks_the_holders_token_and_its_release_wakes_it() {
+    let server = RedisServer::start();
+    let holder_client = client(&server.url()).await;
+    let waiter_client = client(&server.url()).await;
+    let held = holder_client
+        .lock("marked", Duration::from_secs(30))
+        .unwrap();
+    let guard = held.try_acquire().await.unwrap().unwrap();
+    let token = guard.token().to_owned();
+
+    let lock = waiter_client
+        .lock("marked", Duration::from_secs(30))
+        .unwrap();
+    let waiter = tokio::spawn(async move {
+        let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
+        (Instant::now(), g)
+    });
+    let marked = until_value(&server, "test:marked", |v| v != token).await;
+    assert_eq!(marked, format!("{token}{}", latchkey::WAITING_MARK));
+    // The mark changes nothing for the holder: status, extension, token.
+    let info = holder_client.inspect("marked").await.unwrap();
+    assert_eq!(info.holder.map(|h| h.pid), Some(std::process::id()));
+    assert_eq!(
+        guard.extend(Duration::from_secs(30)).await.unwrap(),
+        latchkey::Extend::Extended
+    );
+    assert!(guard.fencing_token().await.is_ok());
+    let before = publishes(&server);
+    let released_at = Instant::now();
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    let (acquired_at, g) = waiter.await.unwrap();
+    assert_eq!(publishes(&server) - before, 1, "one wake-up for one waiter");
+    // Milliseconds, not the 30 s TTL: a generous bound for a loaded 2-core box.
+    let gap = acquired_at - released_at;
+    assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
+    assert_eq!(g.release().await.unwrap(), Release::Released);
+}
+
+#[tokio::test]
+async fn a_version_1_holder_is_not_marked() {
+    // A latchkey 0.1 client compares its bare token when releasing: a mark
+    // would make its lock unreleasable. (0.1 releases always publish.)
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let old = "lk1:0123456789abcdef0123456789abcdef:1700000000000:42:old-host";
+    server
+        .command(&["SET", "test:old", old, "PX", "30000"])
+        .unwrap();
+    let lock = c.lock("old", Duration::from_secs(30)).unwrap();
+    let waited = lock.acquire_timeout(Duration::from_millis(300)).await;
+    assert!(
+        matches!(waited, Err(latchkey::Error::WaitTimedOut { .. })),
+        "{waited:?}"
+    );
+    assert_eq!(server.command(&["GET", "test:old"]).unwrap().trim(), old);
+    let info = c.inspect("old").await.unwrap();
+    assert_eq!(info.holder.map(|h| h.host), Some("old-host".to_owned()));
+}

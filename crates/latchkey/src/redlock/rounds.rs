@@ -289,7 +289,9 @@ impl Redlock {
         answers
             .into_iter()
             .map(|(i, answer)| match answer {
-                Ok(Some(token)) => Seen::Held(token, ttl_left(i)),
+                // Compared across instances: without the waiting mark, which
+                // waiters set on some instances and not on others.
+                Ok(Some(value)) => Seen::Held(crate::token::unmarked(&value).to_vec(), ttl_left(i)),
                 Ok(None) => Seen::Free,
                 Err(_) => Seen::Unknown,
             })

@@ -9,6 +9,9 @@
 -- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
 -- ARGV[2]  TTL in milliseconds (integer > 0)
 -- ARGV[3]  '0': do not issue a fencing token (KEYS[2] untouched); '1' or absent: issue it
+-- ARGV[4]  '1': the caller waits for the lock: when busy, append '+w' to the
+--          holder's token (a version 2 token, 'lk2:…', not yet marked) so
+--          that its release publishes the wake-up; absent or '0': do not
 --
 -- Returns
 --   {1, fencing_token}  acquired; unless ARGV[3] = '0', fencing_token =
@@ -18,6 +21,8 @@
 --                       persistence (see docs/fencing.md); otherwise 0.
 --   {0, pttl}           busy; pttl is the holder's remaining TTL in ms
 --                       (-1: the key has no TTL, e.g. set by a foreign client).
+--                       The holder's token may now end in '+w' (ARGV[4]); the
+--                       key keeps its TTL.
 -- Errors
 --   WRONGTYPE           the lock key exists but is not a string.
 --   ERR latchkey: …     (issuing) the fencing counter holds something
@@ -26,15 +31,24 @@
 -- Tokens are exact in Lua's doubles only below 2^53; latchkey's are server
 -- microseconds (about 2^51 in 2026). A counter that is not such an integer
 -- was written by something else: refuse rather than issue a wrong token.
+local function busy()
+  local holder = redis.pcall('GET', KEYS[1])
+  if type(holder) == 'table' and holder.err then
+    return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
+  end
+  -- Version 1 tokens are never marked: their holders compare the bare token.
+  if ARGV[4] == '1' and holder and string.sub(holder, 1, 4) == 'lk2:'
+      and string.sub(holder, -2) ~= '+w' then
+    redis.call('APPEND', KEYS[1], '+w')
+  end
+  return {0, redis.call('PTTL', KEYS[1])}
+end
 local fenced = ARGV[3] ~= '0'
 if not fenced then
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     return {1, 0}
   end
-  if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
-    return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
-  end
-  return {0, redis.call('PTTL', KEYS[1])}
+  return busy()
 end
 local stored = redis.call('GET', KEYS[2])
 local last = 0
@@ -54,7 +68,4 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('SET', KEYS[2], string.format('%.0f', fence))
   return {1, fence}
 end
-if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
-  return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
-end
-return {0, redis.call('PTTL', KEYS[1])}
+return busy()

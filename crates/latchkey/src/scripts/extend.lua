@@ -1,7 +1,7 @@
 -- latchkey: extend a lock's TTL only if the caller still owns it.
 --
 -- KEYS[1]  lock key
--- ARGV[1]  owner token
+-- ARGV[1]  owner token (the key may hold it marked by a waiter: token .. '+w')
 -- ARGV[2]  new TTL in milliseconds, counted from now (replaces the remaining TTL)
 --
 -- Returns
@@ -11,7 +11,7 @@
 -- Errors
 --   WRONGTYPE  the key exists but is not a string.
 local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then
+if holder == ARGV[1] or holder == ARGV[1] .. '+w' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 elseif holder then

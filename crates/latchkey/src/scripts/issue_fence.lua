@@ -2,7 +2,7 @@
 --
 -- KEYS[1]  lock key            (plain string holding the owner's token)
 -- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
--- ARGV[1]  owner token
+-- ARGV[1]  owner token (the key may hold it marked by a waiter: token .. '+w')
 --
 -- Returns
 --   {1, fencing_token}  we hold the lock; fencing_token = max(counter + 1,
@@ -19,7 +19,7 @@
 -- and its token is issued after that. A stale holder asking too late gets
 -- nothing, not a token that would outrank the new holder's.
 local holder = redis.call('GET', KEYS[1])
-if holder ~= ARGV[1] then
+if holder ~= ARGV[1] and holder ~= ARGV[1] .. '+w' then
   if holder then return {-1, 0} end
   return {0, 0}
 end
