@@ -14,19 +14,12 @@ use latchkey::Release;
 /// Waits until `n` clients are subscribed to `channel` on `server`: the
 /// deterministic sign that a waiter is parked on the lock.
 async fn until_subscribed(server: &RedisServer, channel: &str, n: usize) {
-    let started = Instant::now();
-    loop {
+    eventually(&format!("no waiter subscribed to {channel}"), || async {
         let reply = server.command(&["PUBSUB", "NUMSUB", channel]).unwrap();
         let count: usize = reply.lines().nth(1).unwrap_or("0").parse().unwrap();
-        if count >= n {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "no waiter subscribed to {channel}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+        (count >= n).then_some(())
+    })
+    .await
 }
 
 #[tokio::test]
@@ -209,18 +202,12 @@ fn publishes(server: &RedisServer) -> u64 {
 /// Reads the lock key's raw value until `done` says yes (5 s at most): the
 /// deterministic sign that a waiter's attempt has reached the server.
 async fn until_value(server: &RedisServer, key: &str, done: impl Fn(&str) -> bool) -> String {
-    let started = Instant::now();
-    loop {
+    eventually(&format!("{key} kept its value"), || async {
         let value = server.command(&["GET", key]).unwrap();
-        if done(value.trim()) {
-            return value.trim().to_owned();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{key} still holds {value:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+        let value = value.trim();
+        done(value).then(|| value.to_owned())
+    })
+    .await
 }
 
 #[tokio::test]

@@ -46,3 +46,22 @@ pub fn spawn_child(test_name: &str, env: &[(&str, String)]) -> std::process::Chi
 pub fn is_child() -> bool {
     std::env::var_os("LATCHKEY_CHILD").is_some()
 }
+
+/// Polls `check` every 5 ms until it gives a value, and returns it; fails
+/// the test after 5 s, naming `what` did not happen. For a state change the
+/// test can observe in Redis but is not told about (a waiter subscribed, a
+/// key's value changed or gone).
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
