@@ -431,7 +431,7 @@ async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
         .await
         .unwrap_or_else(|_| "default".to_owned());
     let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
-    let fix = format!("ACL SETUSER {user} +evalsha +eval +get +set +del +pexpire +pttl +publish +time +type ~{prefix}* &{prefix}*");
+    let fix = format!("ACL SETUSER {user} +evalsha +eval +get +set +append +del +pexpire +pttl +publish +time +type ~{prefix}* &{prefix}*");
     let name = format!("doctor-probe-{}", std::process::id());
     // Both ways of taking a lock and both ways of issuing a fencing token:
     // a plain lock asked for its token, and a lock `with_fencing`.

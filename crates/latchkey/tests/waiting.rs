@@ -189,14 +189,19 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
     assert_eq!(g.release().await.unwrap(), Release::Released);
 }
 
-/// How many PUBLISH commands the server ran (scripts' included).
-fn publishes(server: &RedisServer) -> u64 {
+/// How many times the server ran `command` (from scripts too).
+fn calls(server: &RedisServer, command: &str) -> u64 {
     let stats = server.command(&["INFO", "commandstats"]).unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
     stats
         .lines()
-        .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.split(',').next())
         .map_or(0, |calls| calls.parse().unwrap())
+}
+
+fn publishes(server: &RedisServer) -> u64 {
+    calls(server, "publish")
 }
 
 /// Reads the lock key's raw value until `done` says yes (5 s at most): the
@@ -281,4 +286,48 @@ async fn a_version_1_holder_is_not_marked() {
     assert_eq!(server.command(&["GET", "test:old"]).unwrap().trim(), old);
     let info = c.inspect("old").await.unwrap();
     assert_eq!(info.holder.map(|h| h.host), Some("old-host".to_owned()));
+}
+
+#[tokio::test]
+async fn a_waiter_not_allowed_to_mark_still_gets_the_lock() {
+    let server = RedisServer::start();
+    // May run everything but APPEND: its attempts cannot mark the holder.
+    server
+        .command(&[
+            "ACL", "SETUSER", "noappend", "on", ">pw", "~*", "&*", "+@all", "-append",
+        ])
+        .unwrap();
+    let url = format!("redis://noappend:pw@127.0.0.1:{}/", server.port());
+    let holder_client = client(&server.url()).await;
+    let waiter_client = client(&url).await;
+    let ttl = Duration::from_millis(1500);
+    let guard = holder_client
+        .lock("unmarked", ttl)
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    let token = guard.token().to_owned();
+    let lock = waiter_client.lock("unmarked", ttl).unwrap();
+    let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
+    until_subscribed(&server, "test:unmarked:released", 1).await;
+    // Its scripted attempt has run once the holder's TTL was asked for (only
+    // the busy path of the acquire script sends PTTL); the key must still
+    // hold the bare token.
+    eventually("the waiter never tried", || async {
+        (calls(&server, "pttl") >= 1).then_some(())
+    })
+    .await;
+    assert_eq!(
+        server.command(&["GET", "test:unmarked"]).unwrap().trim(),
+        token
+    );
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    // No mark, no message: woken at the holder's TTL it saw (at most 1.5 s).
+    let g = waiter
+        .await
+        .unwrap()
+        .expect("the waiter that could not mark got the lock");
+    assert_eq!(g.release().await.unwrap(), Release::Released);
 }

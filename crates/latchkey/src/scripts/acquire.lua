@@ -37,9 +37,11 @@ local function busy()
     return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
   end
   -- Version 1 tokens are never marked: their holders compare the bare token.
+  -- pcall: the mark is a hint, like the wake-up itself; a user not allowed
+  -- APPEND still waits, woken at the holder's TTL instead of its release.
   if ARGV[4] == '1' and holder and string.sub(holder, 1, 4) == 'lk2:'
       and string.sub(holder, -2) ~= '+w' then
-    redis.call('APPEND', KEYS[1], '+w')
+    redis.pcall('APPEND', KEYS[1], '+w')
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
