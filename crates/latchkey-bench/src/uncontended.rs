@@ -207,28 +207,19 @@ async fn scenario(quick: bool) -> Report {
     let client = latchkey::Client::connect(&url)
         .await
         .expect("latchkey connect");
-    let mut contenders: Vec<(String, Cycler)> = vec![
-        (
-            "latchkey".into(),
-            Cycler::Latchkey(client.lock(KEY, TTL).expect("lock")),
-        ),
-        (
-            "raw redis-rs, same commands".into(),
-            Cycler::RawSame(Raw::new(&url, "raw:", RELEASE_LUA).await),
-        ),
-        (
-            "raw redis-rs, SET NX PX + CAD".into(),
-            Cycler::RawSetNx(Raw::new(&url, "rawset:", COMPARE_AND_DELETE).await),
-        ),
-        (
-            "rslock 0.10".into(),
-            Cycler::Rslock(rslock::LockManager::new(vec![url.clone()])),
-        ),
-        (
-            "latchkey, with_fencing (a token every acquisition)".into(),
-            Cycler::Latchkey(client.lock("eager", TTL).expect("lock").with_fencing()),
-        ),
-    ];
+    // The first rows are the contenders whose instructions are counted, in
+    // `PROBED`'s order (rows and counts share their index).
+    let mut contenders: Vec<(String, Cycler)> = Vec::new();
+    for (id, label) in PROBED {
+        let cycler = Cycler::probed(id, &url, Some(&client))
+            .await
+            .expect("contender");
+        contenders.push((label.into(), cycler));
+    }
+    contenders.push((
+        "latchkey, with_fencing (a token every acquisition)".into(),
+        Cycler::Latchkey(client.lock("eager", TTL).expect("lock").with_fencing()),
+    ));
     let mut notes = Vec::new();
     for lib in peers::FOREIGN {
         match peers::driver(lib, server.port()).await {
@@ -360,7 +351,7 @@ async fn scenario(quick: bool) -> Report {
         .is_ok_and(|o| o.status.success());
     if have_valgrind {
         let n = if quick { 300 } else { 1000 };
-        for (row, lib) in PROBED.iter().enumerate() {
+        for (row, (lib, _)) in PROBED.iter().enumerate() {
             match instructions_per_cycle(lib, server.port(), n).await {
                 Ok(count) => instructions[row] = Some(count),
                 Err(e) => notes.push(format!("- instruction count of {lib}: {e}")),
@@ -462,10 +453,37 @@ fn per_cycle(cpu: Duration, cycles: u64) -> String {
     format!("{:.1}", cpu.as_secs_f64() * 1e6 / cycles as f64)
 }
 
-/// The contenders a process of their own runs under callgrind, in the order
-/// of the first rows of the table: latchkey, raw (same commands), raw (SET
-/// NX PX + CAD), rslock.
-const PROBED: [&str; 4] = ["latchkey", "raw-same", "raw-setnx", "rslock"];
+/// The Rust contenders, by id (for `--instructions`) and label: the first
+/// rows of the table, and the ones a process of their own runs under
+/// callgrind.
+const PROBED: [(&str, &str); 4] = [
+    ("latchkey", "latchkey"),
+    ("raw-same", "raw redis-rs, same commands"),
+    ("raw-setnx", "raw redis-rs, SET NX PX + CAD"),
+    ("rslock", "rslock 0.10"),
+];
+
+impl Cycler {
+    /// The contender `id` of [`PROBED`], on the server at `url`; latchkey's
+    /// uses `client`.
+    async fn probed(
+        id: &str,
+        url: &str,
+        client: Option<&latchkey::Client>,
+    ) -> Result<Cycler, String> {
+        Ok(match (id, client) {
+            ("latchkey", Some(client)) => {
+                Cycler::Latchkey(client.lock(KEY, TTL).map_err(|e| e.to_string())?)
+            }
+            ("raw-same", _) => Cycler::RawSame(Raw::new(url, "raw:", RELEASE_LUA).await),
+            ("raw-setnx", _) => {
+                Cycler::RawSetNx(Raw::new(url, "rawset:", COMPARE_AND_DELETE).await)
+            }
+            ("rslock", _) => Cycler::Rslock(rslock::LockManager::new(vec![url.to_owned()])),
+            (other, _) => return Err(format!("no contender {other:?} (latchkey needs a client)")),
+        })
+    }
+}
 
 /// `latchkey-bench --instructions LIB PORT N`: a warm-up, then N cycles of
 /// one contender on the server at PORT, nothing printed: what callgrind
@@ -495,18 +513,17 @@ pub fn probe_main(args: &[String]) -> i32 {
 
 async fn probe(lib: String, port: u16, n: u64) -> Result<(), String> {
     let url = format!("redis://127.0.0.1:{port}/");
-    let mut cycler = match lib.as_str() {
-        "latchkey" => {
-            let client = latchkey::Client::connect(&url)
+    // Only latchkey's process connects a latchkey client: the others count
+    // nothing of latchkey's.
+    let client = match lib.as_str() {
+        "latchkey" => Some(
+            latchkey::Client::connect(&url)
                 .await
-                .map_err(|e| e.to_string())?;
-            Cycler::Latchkey(client.lock(KEY, TTL).map_err(|e| e.to_string())?)
-        }
-        "raw-same" => Cycler::RawSame(Raw::new(&url, "raw:", RELEASE_LUA).await),
-        "raw-setnx" => Cycler::RawSetNx(Raw::new(&url, "rawset:", COMPARE_AND_DELETE).await),
-        "rslock" => Cycler::Rslock(rslock::LockManager::new(vec![url.clone()])),
-        other => return Err(format!("unknown contender {other:?}")),
+                .map_err(|e| e.to_string())?,
+        ),
+        _ => None,
     };
+    let mut cycler = Cycler::probed(&lib, &url, client.as_ref()).await?;
     cycler.cycles(200).await?;
     cycler.cycles(n).await?;
     Ok(())
