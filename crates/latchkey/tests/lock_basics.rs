@@ -157,6 +157,22 @@ async fn a_wrong_type_key_is_a_typed_error() {
         Err(Error::WrongType { key }) => assert_eq!(key, "test:hashy"),
         other => panic!("expected WrongType, got {other:?}"),
     }
+    // Through the acquire script's busy path too (a lock `with_fencing`,
+    // and a waiter's attempts): an error, not a lock that looks busy.
+    match lock.clone().with_fencing().try_acquire().await {
+        Err(Error::WrongType { key }) => assert_eq!(key, "test:hashy"),
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert!(matches!(
+        lock.with_fencing()
+            .acquire_timeout(Duration::from_millis(300))
+            .await,
+        Err(Error::WrongType { .. })
+    ));
+    assert_eq!(
+        server.command(&["TYPE", "test:hashy"]).unwrap().trim(),
+        "hash"
+    );
     // A wrong-type fencing counter is caught too.
     server
         .command(&["LPUSH", "test:fenced:fence", "x"])
