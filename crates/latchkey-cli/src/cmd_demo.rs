@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use latchkey::Release;
+use latchkey::Ownership;
 use latchkey_testkit::RedisServer;
 use redis::aio::ConnectionManager;
 
@@ -146,7 +146,7 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
                         fencing_token,
                     });
                     let released = guard.release().await?;
-                    if released != Release::Released {
+                    if released != Ownership::Owned {
                         // Only if a 1 ms hold outlived a 5 s TTL: worth saying.
                         return Err(Failure::new(
                             exit::INTERNAL,

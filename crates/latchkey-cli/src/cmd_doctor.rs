@@ -46,7 +46,7 @@ use std::fmt;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use latchkey::{Client, Release};
+use latchkey::{Client, Ownership};
 use redis::aio::ConnectionManager;
 
 use crate::connect::{redact, Target};
@@ -443,14 +443,14 @@ async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
             };
             guard.fencing_token().await?;
             let released = guard.release().await?;
-            if released != Release::Released {
+            if released != Ownership::Owned {
                 return Ok(Some(released));
             }
         }
-        Ok::<_, latchkey::Error>(Some(Release::Released))
+        Ok::<_, latchkey::Error>(Some(Ownership::Owned))
     };
     let check = match probe.await {
-        Ok(Some(Release::Released)) => Check::pass(
+        Ok(Some(Ownership::Owned)) => Check::pass(
             NAME,
             format!("acquired and released a probe lock as user {user}, with fencing tokens (EVALSHA, SET, GET, DEL, PUBLISH allowed)"),
         ),
