@@ -176,7 +176,7 @@ impl ClientBuilder {
         let connecting = redis::aio::ConnectionManager::new_with_config(redis.clone(), config);
         let conn = match tokio::time::timeout(self.command_timeout, connecting).await {
             Ok(Ok(conn)) => conn,
-            Ok(Err(e)) => return Err(Error::from_redis(e, b"")),
+            Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),
             Err(_) => {
                 return Err(Error::Timeout {
                     op: "connect",
@@ -274,7 +274,7 @@ impl Client {
     ) -> Result<T> {
         let mut conn = self.inner.conn.clone();
         let fut = cmd.query_async::<T>(&mut conn);
-        self.bounded(op, key, fut).await
+        self.bounded(op, &[key], fut).await
     }
 
     /// Runs a script (EVALSHA, re-sent with its body after a `NOSCRIPT`, so a
@@ -296,20 +296,19 @@ impl Client {
         }
         let mut conn = self.inner.conn.clone();
         let fut = invocation.invoke_async::<T>(&mut conn);
-        self.bounded(op, keys.first().copied().unwrap_or_default(), fut)
-            .await
+        self.bounded(op, keys, fut).await
     }
 
     async fn bounded<T>(
         &self,
         op: &'static str,
-        key: &[u8],
+        keys: &[&[u8]],
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T> {
         let after = self.inner.command_timeout;
         let error = match tokio::time::timeout(after, fut).await {
             Ok(Ok(value)) => return Ok(value),
-            Ok(Err(e)) => match Error::from_redis(e, key) {
+            Ok(Err(e)) => match Error::from_redis(e, keys, after) {
                 Error::Timeout { .. } => Error::Timeout { op, after },
                 other => other,
             },

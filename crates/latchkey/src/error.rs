@@ -22,7 +22,7 @@ pub enum Error {
         reason: String,
     },
 
-    /// A TTL (or renewal interval) is zero, below a millisecond, or absurdly long.
+    /// A TTL is below [`MIN_TTL`](crate::MIN_TTL) or above [`MAX_TTL`](crate::MAX_TTL).
     #[error("invalid ttl {ttl:?}: {reason}")]
     InvalidTtl {
         /// The TTL that was refused.
@@ -31,7 +31,8 @@ pub enum Error {
         reason: &'static str,
     },
 
-    /// Some other argument or option was refused (a bad URL, a bad option value).
+    /// Some other argument or option was refused (a bad URL, a bad option
+    /// value, a renewal interval that does not fit the TTL).
     #[error("invalid input: {0}")]
     InvalidInput(String),
 
@@ -84,6 +85,18 @@ pub enum Error {
     #[error("Redis refused permission: {0}")]
     NoPermission(#[source] redis::RedisError),
 
+    /// The server is out of memory (`maxmemory` reached under the
+    /// `noeviction` policy) and refuses writes (OOM). Transient: it passes
+    /// when memory is freed. Fix: free memory or raise `maxmemory`.
+    #[error("Redis is out of memory and refuses writes (maxmemory reached): {0}")]
+    OutOfMemory(#[source] redis::RedisError),
+
+    /// The server is a read-only replica (READONLY): connect to the
+    /// primary. Transient: a replica being promoted after a failover
+    /// starts to accept writes.
+    #[error("Redis is a read-only replica; connect to the primary: {0}")]
+    ReadOnlyReplica(#[source] redis::RedisError),
+
     /// A blocking acquire gave up because its wait deadline passed while the
     /// lock was held by someone else.
     #[error("lock {name:?} still busy after waiting {waited:?}")]
@@ -117,6 +130,15 @@ pub enum Error {
     /// Redis answered with something this version of latchkey does not understand.
     #[error("unexpected reply from Redis: {0}")]
     Protocol(String),
+
+    /// The operating system could not give random bytes for an owner token.
+    #[error("no random bytes from the operating system: {0}")]
+    Random(#[source] std::io::Error),
+
+    /// A background task of latchkey's ended without an answer (it
+    /// panicked or its runtime shut down): a bug or a runtime going away.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -126,33 +148,48 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            Error::Unreachable(_) | Error::Timeout { .. } | Error::NoQuorum { .. }
+            Error::Unreachable(_)
+                | Error::Timeout { .. }
+                | Error::NoQuorum { .. }
+                | Error::OutOfMemory(_)
+                | Error::ReadOnlyReplica(_)
         )
     }
 
-    /// Classifies an error from redis-rs. `key` names the key the command
-    /// touched, for the WRONGTYPE message.
-    pub(crate) fn from_redis(err: redis::RedisError, key: &[u8]) -> Error {
+    /// Classifies an error from redis-rs, by its kind and error code (never
+    /// by message text). `keys`: the keys the command touched, to name the
+    /// right one (the lock key, or its fencing counter) in a WRONGTYPE or
+    /// BADFENCE error; `after`: the timeout in force, for a timeout.
+    pub(crate) fn from_redis(err: redis::RedisError, keys: &[&[u8]], after: Duration) -> Error {
         use redis::{ErrorKind, ServerErrorKind};
-        if err.code() == Some("WRONGTYPE") || err.to_string().contains("WRONGTYPE") {
-            return Error::WrongType {
-                key: String::from_utf8_lossy(key).into_owned(),
-            };
-        }
-        if err.to_string().contains("latchkey: the fencing counter") {
-            return Error::BadFencingCounter {
-                key: format!("{}:fence", String::from_utf8_lossy(key)),
-            };
-        }
-        if err.code() == Some("NOAUTH") || err.code() == Some("WRONGPASS") {
-            return Error::Auth(err);
+        let name = |key: Option<&&[u8]>| {
+            String::from_utf8_lossy(key.copied().unwrap_or_default()).into_owned()
+        };
+        match err.code() {
+            Some("WRONGTYPE") => {
+                return Error::WrongType {
+                    key: name(keys.first()),
+                }
+            }
+            // Raised by our scripts for a fencing counter that holds no token
+            // (garbage, a negative or huge number, or not a string at all).
+            Some("BADFENCE") => {
+                let counter = keys
+                    .iter()
+                    .find(|k| k.ends_with(crate::names::FENCE_SUFFIX));
+                return Error::BadFencingCounter { key: name(counter) };
+            }
+            Some("NOAUTH") | Some("WRONGPASS") => return Error::Auth(err),
+            Some("OOM") => return Error::OutOfMemory(err),
+            _ => {}
         }
         match err.kind() {
             ErrorKind::AuthenticationFailed => Error::Auth(err),
             ErrorKind::Server(ServerErrorKind::NoPerm) => Error::NoPermission(err),
+            ErrorKind::Server(ServerErrorKind::ReadOnly) => Error::ReadOnlyReplica(err),
             _ if err.is_timeout() => Error::Timeout {
                 op: "command",
-                after: Duration::ZERO,
+                after,
             },
             _ if err.is_io_error()
                 || err.is_connection_refusal()

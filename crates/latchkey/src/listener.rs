@@ -419,7 +419,7 @@ impl Listener {
             for (k, joining) in self.joining.iter_mut().enumerate() {
                 waiting.push(Box::pin(async move {
                     let result = (&mut joining.rx).await.unwrap_or_else(|_| {
-                        Err(Error::Protocol(
+                        Err(Error::Internal(
                             "a subscribing task ended without an answer".into(),
                         ))
                     });
@@ -456,7 +456,7 @@ impl Listener {
             match self.joining[k].rx.try_recv() {
                 Ok(result) => return Some(self.joined(k, result)),
                 Err(oneshot::error::TryRecvError::Closed) => {
-                    let e = Error::Protocol("a subscribing task ended without an answer".into());
+                    let e = Error::Internal("a subscribing task ended without an answer".into());
                     return Some(self.joined(k, Err(e)));
                 }
                 Err(oneshot::error::TryRecvError::Empty) => {}

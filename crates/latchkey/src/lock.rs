@@ -336,10 +336,10 @@ impl Lock {
     /// and at the validity deadline when renewals keep failing.
     pub fn renew_every(mut self, every: Duration) -> Result<Self> {
         if every.is_zero() || every >= self.inner.ttl - crate::names::drift(self.inner.ttl) {
-            return Err(Error::InvalidTtl {
-                ttl: every,
-                reason: "the renewal interval must be positive and shorter than the TTL minus the drift allowance",
-            });
+            return Err(Error::InvalidInput(format!(
+                "renewal interval {every:?}: it must be positive and shorter than the TTL ({:?}) minus the drift allowance",
+                self.inner.ttl
+            )));
         }
         Arc::make_mut(&mut self.inner).renew_every = Some(every);
         Ok(self)

@@ -572,7 +572,7 @@ async fn handle(
         Ok(refused) => refused,
         Err(e) => {
             for (_, done) in answers {
-                let _ = done.send(Err(Error::from_redis(e.clone(), b"")));
+                let _ = done.send(Err(Error::from_redis(e.clone(), &[], timeout)));
             }
             return Err(e);
         }
@@ -587,7 +587,7 @@ async fn handle(
     }
     for (topics, done) in answers {
         let answer = match topics.iter().find_map(|t| refused.get(t)) {
-            Some(e) => Err(Error::from_redis(e.clone(), b"")),
+            Some(e) => Err(Error::from_redis(e.clone(), &[], timeout)),
             None => Ok(()),
         };
         let _ = done.send(answer);

@@ -131,7 +131,7 @@ fn random_16() -> Result<[u8; 16]> {
         let (bytes, next) = &mut *pool;
         if *next == bytes.len() {
             getrandom::fill(bytes)
-                .map_err(|e| Error::InvalidInput(format!("no randomness from the OS: {e}")))?;
+                .map_err(|e| Error::Random(std::io::Error::other(e.to_string())))?;
             *next = 0;
         }
         let mut out = [0u8; 16];

@@ -377,3 +377,77 @@ async fn a_token_asked_while_redis_is_down_is_a_transient_error() {
     assert!(token > 0);
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 }
+
+/// `raise_fence.lua` (Redlock's strict fencing) refuses a foreign or corrupt
+/// counter as `acquire.lua` and `issue_fence.lua` do, instead of reading it
+/// as 0 and overwriting it, and never writes a token at or above 2^53.
+#[tokio::test]
+async fn raise_fence_refuses_a_foreign_counter_and_keeps_it() {
+    let server = RedisServer::start();
+    let mut conn = raw(&server.url()).await;
+    let raise = redis::Script::new(include_str!("../src/scripts/raise_fence.lua"));
+    let raise_to = |floor: &'static str| {
+        let mut invocation = raise.key("c:fence");
+        invocation.arg(floor);
+        invocation
+    };
+    for garbage in ["hello", "-5", "12.5", "9007199254740993"] {
+        server.command(&["SET", "c:fence", garbage]).unwrap();
+        let err = raise_to("42")
+            .invoke_async::<i64>(&mut conn)
+            .await
+            .expect_err(garbage);
+        assert_eq!(err.code(), Some("BADFENCE"), "{garbage}: {err}");
+        assert_eq!(server.command(&["GET", "c:fence"]).unwrap(), garbage);
+    }
+    server.command(&["DEL", "c:fence"]).unwrap();
+    server.command(&["RPUSH", "c:fence", "x"]).unwrap();
+    let err = raise_to("42")
+        .invoke_async::<i64>(&mut conn)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some("BADFENCE"), "a list counter: {err}");
+    server.command(&["DEL", "c:fence"]).unwrap();
+    let err = raise_to("9007199254740992")
+        .invoke_async::<i64>(&mut conn)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some("BADFENCE"), "a floor of 2^53: {err}");
+    assert_eq!(
+        raise_to("42").invoke_async::<i64>(&mut conn).await.unwrap(),
+        42
+    );
+    assert_eq!(
+        raise_to("7").invoke_async::<i64>(&mut conn).await.unwrap(),
+        42
+    );
+}
+
+/// A fencing counter of the wrong type is a bad counter, named as such, not
+/// a WRONGTYPE that blames the lock key.
+#[tokio::test]
+async fn a_counter_of_the_wrong_type_names_the_counter() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    server.command(&["RPUSH", "test:typed:fence", "x"]).unwrap();
+    let fenced = c
+        .lock("typed", Duration::from_secs(5))
+        .unwrap()
+        .with_fencing();
+    match fenced.try_acquire().await {
+        Err(latchkey::Error::BadFencingCounter { key }) => assert_eq!(key, "test:typed:fence"),
+        other => panic!("expected BadFencingCounter, got {other:?}"),
+    }
+    let guard = c
+        .lock("typed", Duration::from_secs(5))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    match guard.fencing_token().await {
+        Err(latchkey::Error::BadFencingCounter { key }) => assert_eq!(key, "test:typed:fence"),
+        other => panic!("expected BadFencingCounter, got {other:?}"),
+    }
+    let _ = guard.release().await.unwrap();
+}

@@ -141,7 +141,7 @@ proptest! {
                 let renewal_ok = !every.is_zero() && every < ttl - latchkey::drift(ttl);
                 match lock.clone().renew_every(every) {
                     Ok(_) => prop_assert!(renewal_ok),
-                    Err(e) => prop_assert!(matches!(e, Error::InvalidTtl { .. }) && !renewal_ok, "{e}"),
+                    Err(e) => prop_assert!(matches!(e, Error::InvalidInput(_)) && !renewal_ok, "{e}"),
                 }
                 block_on(async {
                     let guard = lock.try_acquire().await.unwrap().expect("a fresh name is free");

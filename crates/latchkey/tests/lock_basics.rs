@@ -409,3 +409,43 @@ async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
         .expect("free after the counter was reset");
     assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
+
+/// A full server and a read-only replica refuse writes: each is a typed,
+/// transient error saying so, not a raw script error.
+#[tokio::test]
+async fn out_of_memory_and_read_only_replicas_are_typed_errors() {
+    let primary = RedisServer::start();
+    let c = client(&primary.url()).await;
+    primary
+        .command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"])
+        .unwrap();
+    primary
+        .command(&["CONFIG", "SET", "maxmemory", "1"])
+        .unwrap();
+    for fenced in [false, true] {
+        let mut lock = c.lock("full", Duration::from_secs(5)).unwrap();
+        if fenced {
+            lock = lock.with_fencing();
+        }
+        match lock.try_acquire().await {
+            Err(e @ Error::OutOfMemory(_)) => assert!(e.is_transient()),
+            other => panic!("fenced {fenced}: expected OutOfMemory, got {other:?}"),
+        }
+    }
+    primary
+        .command(&["CONFIG", "SET", "maxmemory", "0"])
+        .unwrap();
+
+    let replica = RedisServer::builder().replica_of(primary.port()).start();
+    let r = client(&replica.url()).await;
+    for fenced in [false, true] {
+        let mut lock = r.lock("replicated", Duration::from_secs(5)).unwrap();
+        if fenced {
+            lock = lock.with_fencing();
+        }
+        match lock.try_acquire().await {
+            Err(e @ Error::ReadOnlyReplica(_)) => assert!(e.is_transient()),
+            other => panic!("fenced {fenced}: expected ReadOnlyReplica, got {other:?}"),
+        }
+    }
+}

@@ -206,5 +206,5 @@ fn not_connected() -> Error {
 /// every lifetime, and `Lock::acquire` must stay spawnable.
 pub(super) async fn finish<T>(task: &mut JoinHandle<Result<T>>) -> Result<T> {
     task.await
-        .unwrap_or_else(|e| Err(Error::Protocol(format!("Redlock task failed: {e}"))))
+        .unwrap_or_else(|e| Err(Error::Internal(format!("Redlock task failed: {e}"))))
 }

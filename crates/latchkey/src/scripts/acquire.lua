@@ -25,8 +25,8 @@
 --                       key keeps its TTL.
 -- Errors
 --   WRONGTYPE           the lock key exists but is not a string.
---   ERR latchkey: …     (issuing) the fencing counter holds something
---                       other than a token (nothing is changed; the lock is
+--   BADFENCE latchkey: … (issuing) the fencing counter holds something
+--                       other than a token, or is not a string (nothing is changed; the lock is
 --                       not taken).
 -- Tokens are exact in Lua's doubles only below 2^53; latchkey's are server
 -- microseconds (about 2^51 in 2026). A counter that is not such an integer
@@ -52,12 +52,15 @@ if not fenced then
   end
   return busy()
 end
-local stored = redis.call('GET', KEYS[2])
+-- pcall: a counter of the wrong type is a bad counter (BADFENCE, naming the
+-- counter), not a WRONGTYPE that would blame the lock key.
+local stored = redis.pcall('GET', KEYS[2])
 local last = 0
+if type(stored) == 'table' and stored.err then stored = '' end
 if stored then
   last = tonumber(stored)
   if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
-    return redis.error_reply('ERR latchkey: the fencing counter ' .. KEYS[2] ..
+    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[2] ..
       ' does not hold a token (an integer below 2^53); delete it to reset the lock')
   end
 end

@@ -12,8 +12,8 @@
 --   {-1, 0}             not issued: someone else holds the lock now
 -- Errors
 --   WRONGTYPE           the lock key exists but is not a string.
---   ERR latchkey: …     the fencing counter holds something other than a
---                       token (nothing is changed).
+--   BADFENCE latchkey: … the fencing counter holds something other than a
+--                       token, or is not a string (nothing is changed).
 -- Why "only while held": a token issued during our hold is smaller than any
 -- token issued during a later hold, since that hold starts after ours ended
 -- and its token is issued after that. A stale holder asking too late gets
@@ -23,12 +23,15 @@ if holder ~= ARGV[1] and holder ~= ARGV[1] .. '+w' then
   if holder then return {-1, 0} end
   return {0, 0}
 end
-local stored = redis.call('GET', KEYS[2])
+-- pcall: a counter of the wrong type is a bad counter (BADFENCE, naming the
+-- counter), not a WRONGTYPE that would blame the lock key.
+local stored = redis.pcall('GET', KEYS[2])
 local last = 0
+if type(stored) == 'table' and stored.err then stored = '' end
 if stored then
   last = tonumber(stored)
   if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
-    return redis.error_reply('ERR latchkey: the fencing counter ' .. KEYS[2] ..
+    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[2] ..
       ' does not hold a token (an integer below 2^53); delete it to reset the lock')
   end
 end

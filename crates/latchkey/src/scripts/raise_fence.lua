@@ -9,9 +9,25 @@
 -- Returns
 --   the counter after the call: max(counter, ARGV[1]). It never goes down.
 -- Errors
---   WRONGTYPE  the counter exists but is not a string.
-local current = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
-local floor = tonumber(ARGV[1])
+--   BADFENCE latchkey: … the counter holds something other than a token (an
+--                        integer below 2^53), or is not a string; or ARGV[1]
+--                        is not such an integer. Nothing is changed: a
+--                        foreign or corrupt counter is refused as acquire.lua
+--                        and issue_fence.lua refuse it, never overwritten.
+local function token(value)
+  local n = tonumber(value)
+  if n and n >= 0 and n < 9007199254740992 and n == math.floor(n) then return n end
+  return nil
+end
+local stored = redis.pcall('GET', KEYS[1])
+local current = 0
+if type(stored) == 'table' and stored.err then stored = '' end
+if stored then current = token(stored) end
+local floor = token(ARGV[1])
+if not current or not floor then
+  return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[1] ..
+    ' does not hold a token (an integer below 2^53); delete it to reset the lock')
+end
 if floor > current then
   -- %.0f: see acquire.lua (exact for integers below 2^53).
   redis.call('SET', KEYS[1], string.format('%.0f', floor))
