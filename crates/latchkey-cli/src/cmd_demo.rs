@@ -93,7 +93,7 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
         clients.push(target.client_for(&url).await?);
     }
     let counter_key = [clients[0].prefix(), COUNTER.as_bytes()].concat();
-    let mut admin = clients[0].connection().await?;
+    let mut admin = clients[0].connection();
 
     println!();
     println!(
@@ -107,7 +107,7 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
         .map(|client| {
             let (client, key) = (client.clone(), counter_key.clone());
             tokio::spawn(async move {
-                let mut conn = client.connection().await?;
+                let mut conn = client.connection();
                 for _ in 0..increments {
                     increment(&mut conn, &key).await?;
                 }
@@ -131,7 +131,7 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
             let (client, key, sections) = (client.clone(), counter_key.clone(), sections.clone());
             tokio::spawn(async move {
                 let lock = client.lock(LOCK_NAME, LOCK_TTL)?;
-                let mut conn = client.connection().await?;
+                let mut conn = client.connection();
                 for _ in 0..increments {
                     let asked = Instant::now();
                     let guard = lock.acquire_timeout(MAX_WAIT).await?;

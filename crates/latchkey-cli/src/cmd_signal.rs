@@ -33,7 +33,7 @@ pub struct SignalArgs {
 pub async fn signal(target: &Target, args: SignalArgs) -> Outcome {
     let client = target.client("signal").await?;
     let receivers = if args.one {
-        client.signal_one(&args.name, &args.payload).await?
+        usize::from(client.signal_one(&args.name, &args.payload).await?)
     } else {
         client.signal(&args.name, &args.payload).await?
     };

@@ -180,9 +180,7 @@ async fn waiters(client: &Client, names: &[&[u8]]) -> HashMap<Vec<u8>, u64> {
     for name in names {
         numsub.arg(channel(name));
     }
-    let Ok(mut conn) = client.connection().await else {
-        return HashMap::new();
-    };
+    let mut conn = client.connection();
     let counts: HashMap<Vec<u8>, u64> = match numsub.query_async(&mut conn).await {
         Ok(counts) => counts,
         Err(e) => {

@@ -246,8 +246,8 @@ impl Client {
     /// itself), for commands latchkey has no method for: the CLI's `SCAN`,
     /// monitoring. Unlike latchkey's own calls, these are bounded only by
     /// the connection's response timeout (the command timeout).
-    pub async fn connection(&self) -> Result<ConnectionManager> {
-        Ok(self.inner.conn.clone())
+    pub fn connection(&self) -> ConnectionManager {
+        self.inner.conn.clone()
     }
 
     /// Waits, at most `within`, for the work this client does in the

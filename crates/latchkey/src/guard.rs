@@ -151,6 +151,30 @@ impl State {
     }
 }
 
+/// Fires when a guard's lock is lost (see [`LockGuard::lost`]); made by
+/// [`LockGuard::lost_signal`]. Cheap to clone; clones fire together. It
+/// keeps firing after the guard is gone, and never fires for a guard that
+/// was released while it still held the lock.
+#[derive(Clone, Debug)]
+pub struct LostSignal {
+    token: CancellationToken,
+}
+
+impl LostSignal {
+    /// Completes once the lock is lost (at once if it already is).
+    ///
+    /// # Cancel safety
+    /// Cancel safe; it can be polled again, or from several places.
+    pub async fn lost(&self) {
+        self.token.cancelled().await
+    }
+
+    /// Whether the lock is known to be lost. Asks nobody.
+    pub fn is_lost(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
@@ -282,11 +306,11 @@ impl LockGuard {
         self.state.until_lost().await
     }
 
-    /// A token that is cancelled when the lock is lost (see
-    /// [`lost`](LockGuard::lost)): hand clones to tasks that must stop, or
-    /// use `run_until_cancelled`. Needs a tokio runtime: without the
-    /// watchdog, a small task is started to cancel it at the deadline.
-    pub fn lost_token(&self) -> CancellationToken {
+    /// A handle on the [`lost`](LockGuard::lost) signal that outlives the
+    /// borrow of the guard: clone it into the tasks that must stop when the
+    /// lock is lost. Needs a tokio runtime: without the watchdog, a small
+    /// task is started to fire it at the deadline.
+    pub fn lost_signal(&self) -> LostSignal {
         if !self.state.timer_running.swap(true, Ordering::Relaxed) {
             let state = self.state.clone();
             let done = state.done_token();
@@ -297,7 +321,9 @@ impl LockGuard {
                 }
             });
         }
-        self.state.lost_token()
+        LostSignal {
+            token: self.state.lost_token(),
+        }
     }
 
     /// Resets the TTL to `ttl` from now, if we still own the lock; otherwise

@@ -46,7 +46,7 @@ pub struct LockInfo {
     /// without a TTL (a key set by another client without `PX`).
     pub ttl: Option<Duration>,
     /// The raw value of the lock key while held: the holder's owner token,
-    /// followed by [`WAITING_MARK`](crate::WAITING_MARK) once a waiter asked
+    /// followed by [`WAITING_MARK`](crate::protocol::WAITING_MARK) once a waiter asked
     /// to be woken at its release. Treat it as a secret: whoever knows it
     /// can release the lock.
     pub value: Option<Vec<u8>>,

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 pub const MAX_NAME_LEN: usize = 1024;
 
 /// The shortest TTL accepted. A lease is only valid for `ttl - drift`
-/// where `drift = ttl / 100 + 2 ms` (see [`drift`]); below 10 ms almost
+/// where `drift = ttl / 100 + 2 ms` (see [`drift`](crate::protocol::drift)); below 10 ms almost
 /// nothing of it would be left.
 pub const MIN_TTL: Duration = Duration::from_millis(10);
 
@@ -20,12 +20,7 @@ pub const MIN_TTL: Duration = Duration::from_millis(10);
 /// holder dies.
 pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Suffix of the fencing-counter key. A lock name may not end with it, so a
-/// lock key can never be another lock's counter key.
-pub const FENCE_SUFFIX: &[u8] = b":fence";
-
-/// Suffix of the per-lock release channel.
-pub const RELEASE_SUFFIX: &[u8] = b":released";
+pub(crate) use crate::protocol::{drift, FENCE_SUFFIX, RELEASE_SUFFIX};
 
 pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     if name.is_empty() {
@@ -70,14 +65,6 @@ pub(crate) fn check_ttl(ttl: Duration) -> Result<()> {
 /// dropped; `check_ttl` guarantees at least 10).
 pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     ttl.as_millis() as u64
-}
-
-/// How much of a TTL we do not trust: the clock-drift allowance of the
-/// Redlock algorithm, `ttl / 100 + 2 ms`. A holder considers its lock valid
-/// until `sent + ttl - drift(ttl)`, where `sent` is when the acquiring (or
-/// extending) request was sent, on the monotonic clock.
-pub fn drift(ttl: Duration) -> Duration {
-    ttl / 100 + Duration::from_millis(2)
 }
 
 /// Keys and channel of one lock, computed once per [`Lock`](crate::Lock).

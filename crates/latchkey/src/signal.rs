@@ -73,7 +73,8 @@ impl Client {
     }
 
     /// Sends `payload` to exactly one current waiter on `name`, picked at
-    /// random; returns 1, or 0 when nobody waits (then nothing was sent).
+    /// random; returns whether one did (`false`: nobody waits, and nothing
+    /// was sent).
     ///
     /// Pattern waiters are never candidates. See [`Listener`] ("Unicast")
     /// for who counts as waiting. The script lists the waiters'
@@ -84,7 +85,7 @@ impl Client {
         &self,
         name: impl AsRef<[u8]>,
         payload: impl AsRef<[u8]>,
-    ) -> Result<usize> {
+    ) -> Result<bool> {
         let name = name.as_ref();
         wire::check_name(name)?;
         let prefix = self.prefix();
@@ -105,7 +106,7 @@ impl Client {
         if heard > 0 {
             crate::metrics::signal_sent(true);
         }
-        Ok(usize::from(heard > 0))
+        Ok(heard > 0)
     }
 
     /// Subscribes to `names` and returns a [`Listener`] that hears every

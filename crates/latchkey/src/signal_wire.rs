@@ -33,7 +33,7 @@ pub(crate) const WAITER_ID_LEN: usize = 32;
 
 /// Suffixes of the channels locks publish on (`P + lock name + suffix`: the
 /// release channel, and Redlock's retraction channel in `redlock/rounds.rs`).
-const LOCK_CHANNEL_SUFFIXES: [&[u8]; 2] = [RELEASE_SUFFIX, b":retracted"];
+const LOCK_CHANNEL_SUFFIXES: [&[u8]; 2] = [RELEASE_SUFFIX, crate::protocol::RETRACTED_SUFFIX];
 
 /// A signal name is 1 to [`MAX_NAME_LEN`] bytes of anything, except that it
 /// must not end with a lock channel suffix (`:released`, `:retracted`): with

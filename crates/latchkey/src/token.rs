@@ -5,7 +5,7 @@
 //! alone make a token unique; the rest tells an operator *who* holds a lock
 //! and since when (`latchkey status`). Everything else treats a token as one
 //! opaque string: ownership is compared on the whole string, which a waiter
-//! may have marked by appending [`WAITING_MARK`] (then the release wakes
+//! may have marked by appending [`WAITING_MARK`](crate::protocol::WAITING_MARK) (then the release wakes
 //! the waiters; a release nobody waits for publishes nothing).
 //!
 //! Version 1 tokens (`lk1:`, latchkey 0.1) are never marked: a 0.1 client
@@ -18,17 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 
-/// The marker every latchkey token starts with; `latchkey list` uses it (and
-/// version 1's, `lk1:`) to tell our locks from other keys under the same prefix.
-pub const TOKEN_MARKER: &str = "lk2:";
-
-/// The prefix of version 1 tokens (latchkey 0.1), which are never marked.
-const TOKEN_MARKER_V1: &str = "lk1:";
-
-/// Appended to a holder's token by a waiter (in the acquire script) so that
-/// the holder's release publishes the wake-up. No token contains a `+`: the
-/// host field is cleaned of everything but letters, digits, `.`, `-`, `_`.
-pub const WAITING_MARK: &str = "+w";
+use crate::protocol::{TOKEN_MARKER, TOKEN_MARKER_V1, WAITING_MARK};
 
 /// Whether a lock key's value is a latchkey owner token (of any version,
 /// marked or not).

@@ -247,7 +247,10 @@ async fn a_waiter_marks_the_holders_token_and_its_release_wakes_it() {
         (Instant::now(), g)
     });
     let marked = until_value(&server, "test:marked", |v| v != token).await;
-    assert_eq!(marked, format!("{token}{}", latchkey::WAITING_MARK));
+    assert_eq!(
+        marked,
+        format!("{token}{}", latchkey::protocol::WAITING_MARK)
+    );
     // The mark changes nothing for the holder: status, extension, token.
     let info = holder_client.inspect("marked").await.unwrap();
     assert_eq!(info.holder.map(|h| h.pid), Some(std::process::id()));

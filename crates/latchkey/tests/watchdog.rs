@@ -146,8 +146,9 @@ async fn without_a_watchdog_lost_fires_at_the_deadline() {
         .await
         .unwrap()
         .unwrap();
-    let token = guard.lost_token();
-    tokio::time::timeout(Duration::from_secs(2), token.cancelled())
+    let signal = guard.lost_signal();
+    assert!(!signal.is_lost());
+    tokio::time::timeout(Duration::from_secs(2), signal.lost())
         .await
         .expect("token never cancelled");
     let now = Instant::now();

@@ -228,7 +228,7 @@ pub async fn run(spec_json: &str) -> u8 {
         };
         let t_reply = mono_ns();
         // The guard's first deadline is `sent + ttl - drift`: recover `sent`.
-        let validity = spec.ttl - latchkey::drift(spec.ttl);
+        let validity = spec.ttl - latchkey::protocol::drift(spec.ttl);
         let t_send = guard
             .deadline()
             .checked_sub(validity)

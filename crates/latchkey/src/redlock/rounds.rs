@@ -31,7 +31,7 @@ use crate::subscriber::{jitter, Event, Subscription, Topic};
 /// Suffix of the channel a retraction (the release that undoes a failed
 /// attempt) publishes on: nobody listens there, so contenders are not
 /// woken in lockstep by each other's failures and keep their random delays.
-pub(crate) const RETRACTED_SUFFIX: &[u8] = b":retracted";
+use crate::protocol::RETRACTED_SUFFIX;
 
 impl Client {
     /// Raises the lock's fencing counter to at least `fence`; returns the
