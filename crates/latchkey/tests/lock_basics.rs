@@ -39,19 +39,14 @@ async fn contend(url: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper process: run by its parent test"]
 async fn child_contender() {
-    if !is_child() {
-        return;
-    }
-    let url = std::env::var("LATCHKEY_TEST_URL").unwrap();
+    let url = helper_env("LATCHKEY_TEST_URL");
     contend(&url).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_exclude_each_other() {
-    if is_child() {
-        return;
-    }
     let server = RedisServer::start();
     let mut child = spawn_child("child_contender", &[("LATCHKEY_TEST_URL", server.url())]);
     contend(&server.url()).await;

@@ -559,25 +559,20 @@ async fn contend(lock_urls: &[String], counter_url: &str) {
 }
 
 fn urls_from_env() -> (Vec<String>, String) {
-    let locks = std::env::var("LATCHKEY_REDLOCK_URLS").unwrap();
-    let counter = std::env::var("LATCHKEY_COUNTER_URL").unwrap();
+    let locks = helper_env("LATCHKEY_REDLOCK_URLS");
+    let counter = helper_env("LATCHKEY_COUNTER_URL");
     (locks.split(' ').map(str::to_owned).collect(), counter)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper process: run by its parent test"]
 async fn child_redlock_contender() {
-    if !is_child() {
-        return;
-    }
     let (locks, counter) = urls_from_env();
     contend(&locks, &counter).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_two_holders_across_processes_while_an_instance_restarts() {
-    if is_child() {
-        return;
-    }
     let servers = RedisServer::start_many(5);
     let counter = RedisServer::start();
     let lock_urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
