@@ -89,11 +89,16 @@ async fn without_a_majority_acquire_fails_with_no_quorum_at_the_deadline() {
     // retracted within a few milliseconds (the round was decided by the
     // dead instances' errors, so the live ones may be undone in the
     // background), far sooner than the 1 s TTL would remove it.
-    let left = Instant::now() + Duration::from_millis(300);
-    while has_key(&servers[3], "test:three-down") || has_key(&servers[4], "test:three-down") {
-        assert!(Instant::now() < left, "the failed attempt left its key");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let failed_at = Instant::now();
+    eventually("the failed attempt's keys are retracted", || async {
+        !has_key(&servers[3], "test:three-down") && !has_key(&servers[4], "test:three-down")
+    })
+    .await;
+    assert!(
+        failed_at.elapsed() < Duration::from_millis(300),
+        "the failed attempt left its key for {:?}",
+        failed_at.elapsed()
+    );
 
     let wait = Duration::from_millis(600);
     let started = Instant::now();
@@ -156,11 +161,10 @@ async fn connect_starts_with_a_majority_and_picks_up_the_rest() {
 
     // The missing instance joins once it is back (background reconnect).
     servers[2].restart();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while redlock.connected() < 3 {
-        assert!(Instant::now() < deadline, "instance never reconnected");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the instance reconnected", || async {
+        redlock.connected() == 3
+    })
+    .await;
     // It counts: with one of the original two gone, it makes the majority.
     servers[0].kill();
     let guard = lock
@@ -362,20 +366,16 @@ fn seed_fences(servers: &[RedisServer], name: &str, offsets: &[u64]) -> u64 {
 /// that reached all N.
 async fn until_all_answer(redlock: &Redlock) {
     let probe = redlock.lock("probe", Duration::from_secs(5)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(Some(guard)) = probe.try_acquire().await {
-            if guard
+    eventually("every instance answers again", || async {
+        match probe.try_acquire().await {
+            Ok(Some(guard)) => guard
                 .release_report()
                 .await
-                .is_ok_and(|r| r.confirmed == redlock.instances())
-            {
-                return;
-            }
+                .is_ok_and(|r| r.confirmed == redlock.instances()),
+            _ => false,
         }
-        assert!(Instant::now() < deadline, "instances did not come back");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -448,8 +448,16 @@ async fn a_release_on_any_instance_wakes_waiters() {
             at
         }
     });
-    // Let the waiter fail once and go to sleep on its subscriptions.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Until the waiter listens on the live instances and its attempt (a
+    // second SET, after the holder's) was refused there: from then on only a
+    // wake-up gets it the lock before the TTL.
+    for live in &servers[1..] {
+        until_subscribed(live, "test:handover:released", 1).await;
+        eventually("the waiter's attempt was refused", || async {
+            live.calls("set") >= 2
+        })
+        .await;
+    }
     let released_at = Instant::now();
     assert_eq!(holder.release().await.unwrap(), Release::Released);
     let acquired_at = waiter.await.unwrap();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use latchkey::Client;
 #[allow(unused_imports)]
-pub use latchkey_testkit::{Proxy, ProxyMode, RedisServer};
+pub use latchkey_testkit::{eventually, Proxy, ProxyMode, RedisServer};
 
 /// A client with a short command timeout, so failure tests end quickly.
 pub async fn client(url: &str) -> Client {
@@ -63,21 +63,13 @@ pub fn helper_env(name: &str) -> String {
         .unwrap_or_else(|_| panic!("{name} is not set: a helper process, run by its parent test"))
 }
 
-/// Polls `check` every 5 ms until it gives a value, and returns it; fails
-/// the test after 5 s, naming `what` did not happen. For a state change the
-/// test can observe in Redis but is not told about (a waiter subscribed, a
-/// key's value changed or gone).
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let started = std::time::Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(started.elapsed() < Duration::from_secs(5), "{what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+/// Waits until `channel` has at least `n` subscribers (`PUBSUB NUMSUB`): the
+/// sign that a waiter is listening, so that a release from now on is one it
+/// must hear. Instead of sleeping "to let the waiter subscribe".
+pub async fn until_subscribed(server: &RedisServer, channel: &str, n: u64) {
+    eventually(
+        &format!("{n} waiter(s) subscribed to {channel}"),
+        || async { server.subscribers(channel) >= n },
+    )
+    .await
 }
