@@ -24,7 +24,7 @@
 //! The pieces: `args` (the command line), `plan` (which scenarios run),
 //! `worker` (the contending process), `resource` (the recording counter),
 //! `faults` (what an injection does), `scenario` (running one row),
-//! `checker` (figures and verdicts).
+//! `checker` (figures and verdicts), `report` (the table).
 
 mod args;
 mod checker;
@@ -32,6 +32,7 @@ mod events;
 mod faults;
 mod links;
 mod plan;
+mod report;
 mod resource;
 mod rng;
 mod scenario;
@@ -41,7 +42,8 @@ use std::fmt;
 use std::io::Write as _;
 use std::time::Duration;
 
-use checker::{Limits, Row, Verdict};
+use checker::{Limits, Verdict};
+use report::Row;
 use rng::Rng;
 use scenario::{Place, Settings};
 
@@ -242,7 +244,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     }
 
     println!();
-    print!("{}", checker::table(&rows, &limits));
+    print!("{}", report::table(&rows, &limits));
     println!();
     for line in details {
         println!("{line}");

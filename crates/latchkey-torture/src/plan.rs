@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::checker;
 use crate::faults::Fault;
 use crate::links;
+use crate::report;
 use crate::scenario::{Place, Scenario};
 
 /// The scenarios of a run: a baseline without faults (unless faults were
@@ -127,13 +128,13 @@ pub fn label(scn: &Scenario) -> String {
 /// The figures that do not fit the table, one line per scenario.
 pub fn detail(name: &str, f: &checker::Figures, notes: &[String]) -> String {
     let handoff = match (
-        checker::percentile(&f.handoffs, 50),
-        checker::percentile(&f.handoffs, 99),
+        report::percentile(&f.handoffs, 50),
+        report::percentile(&f.handoffs, 99),
     ) {
         (Some(p50), Some(p99)) => format!(
             "hand-over p50 {} p99 {}",
-            checker::secs(p50),
-            checker::secs(p99)
+            report::secs(p50),
+            report::secs(p99)
         ),
         _ => "no hand-overs measured".into(),
     };
