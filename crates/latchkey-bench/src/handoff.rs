@@ -301,7 +301,7 @@ async fn run_round(
             .arm_handoff(key, tasks, HOLD, window, max_handoffs)
             .await?;
     }
-    let before = command_calls(server);
+    let before = server.command_calls();
     for driver in drivers.iter_mut() {
         driver.go().await?;
     }
@@ -312,7 +312,7 @@ async fn run_round(
         all.acquired.extend(e.acquired);
         all.released.extend(e.released);
     }
-    let sent = lib.sent(&before, &command_calls(server), all.acquisitions);
+    let sent = lib.sent(&before, &server.command_calls(), all.acquisitions);
     let gaps = gaps(&all.acquired, &all.released);
     if gaps.is_empty() {
         return Err("no handoff happened in the window".into());
@@ -395,17 +395,4 @@ pub async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
         .get_multiplexed_async_connection()
         .await
         .expect("connect")
-}
-
-/// Calls per command name, from `INFO commandstats`.
-pub fn command_calls(server: &RedisServer) -> HashMap<String, u64> {
-    let info = server
-        .command(&["INFO", "commandstats"])
-        .unwrap_or_default();
-    info.lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
-            Some((name.to_owned(), rest.split(',').next()?.parse().ok()?))
-        })
-        .collect()
 }

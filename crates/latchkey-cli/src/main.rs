@@ -25,7 +25,6 @@ mod connect;
 mod duration;
 mod exit;
 mod top_view;
-mod torture;
 
 use std::process::ExitCode;
 
@@ -96,7 +95,7 @@ enum Command {
     /// Prove correctness under faults: worker processes contend for a lock
     /// while faults are injected; prints one row of figures per scenario
     /// (starts private redis-servers unless --redis is given).
-    Torture(torture::TortureArgs),
+    Torture(latchkey_torture::TortureArgs),
     /// Send a signal to the waiters on a name (all, or one with --one);
     /// prints the number of receivers.
     Signal(cmd_signal::SignalArgs),
@@ -177,7 +176,11 @@ fn main() -> ExitCode {
             Command::Exporter(args) => cmd_exporter::exporter(&target, args).await,
             Command::Doctor(args) => cmd_doctor::doctor(&target, args).await,
             Command::Demo(args) => cmd_demo::demo(&target, args).await,
-            Command::Torture(args) => torture::run(&target, args).await,
+            Command::Torture(args) => {
+                latchkey_torture::run(&target.urls, target.prefix.as_deref(), args)
+                    .await
+                    .map_err(|f| Failure::new(f.code, f.message))
+            }
             Command::Signal(args) => cmd_signal::signal(&target, args).await,
             Command::Wait(args) => cmd_wait::wait(&target, args).await,
         }

@@ -78,18 +78,12 @@ fn persistence_and_replication_are_judged() {
 
     let replica = RedisServer::builder().replica_of(primary.port()).start();
     // The replica shows up in the primary's INFO once it has connected.
-    let deadline = std::time::Instant::now() + QUICK;
-    while primary
-        .command(&["INFO", "replication"])
-        .unwrap()
-        .contains("connected_slaves:0")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "replica never connected"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    latchkey_testkit::eventually_blocking("the replica is connected", || {
+        !primary
+            .command(&["INFO", "replication"])
+            .unwrap()
+            .contains("connected_slaves:0")
+    });
     let (line, _) = doctor(&primary, "replication");
     assert!(line.starts_with("WARN"), "{line}");
     let (line, exit) = doctor(&replica, "replication");

@@ -23,18 +23,11 @@ fn spawn_wait(redis: &RedisServer, args: &[&str]) -> Child {
 /// Waits until the server reports `check` true: the waiter process has
 /// subscribed (no other signal tells another process that).
 fn until_server(redis: &RedisServer, what: &str, check: impl Fn(&RedisServer) -> bool) {
-    let deadline = Instant::now() + QUICK;
-    while !check(redis) {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    latchkey_testkit::eventually_blocking(what, || check(redis));
 }
 
-fn subscribers(redis: &RedisServer, name: &str) -> usize {
-    let reply = redis
-        .command(&["PUBSUB", "NUMSUB", &format!("{PREFIX}signal:{name}")])
-        .unwrap();
-    reply.lines().nth(1).unwrap().parse().unwrap()
+fn subscribers(redis: &RedisServer, name: &str) -> u64 {
+    redis.subscribers(&format!("{PREFIX}signal:{name}"))
 }
 
 fn patterns(redis: &RedisServer) -> usize {

@@ -33,7 +33,10 @@
 //! assert!(redis.url().ends_with(&format!(":{}/", redis.port())));
 //! ```
 //!
-//! See [`Proxy`] for network faults.
+//! See [`Proxy`] for network faults. For what happens on its own, wait with
+//! [`eventually`] (polled, bounded by [`PATIENCE`]) and count what the server
+//! saw with [`RedisServer::command_calls`] and [`RedisServer::subscribers`]
+//! rather than sleeping.
 
 #![warn(missing_docs)]
 
@@ -45,7 +48,10 @@ mod proxy;
 mod resp;
 mod server;
 mod spawn;
+mod stats;
+mod wait;
 
 pub use ports::free_port;
 pub use proxy::{Proxy, ProxyMode};
 pub use server::{RedisServer, ServerBuilder};
+pub use wait::{eventually, eventually_blocking, Check, PATIENCE};

@@ -3,7 +3,7 @@
 use std::io;
 use std::time::Duration;
 
-use latchkey_testkit::{Proxy, ProxyMode, RedisServer};
+use latchkey_testkit::{eventually, Proxy, ProxyMode, RedisServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{self, timeout, Instant};
@@ -34,17 +34,6 @@ async fn sees_close(conn: &mut TcpStream) -> bool {
     )
 }
 
-async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while !check() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        time::sleep(Duration::from_millis(10)).await;
-    }
-    true
-}
-
 #[tokio::test]
 async fn pass_forwards_and_counts_connections() {
     let redis = RedisServer::start();
@@ -60,7 +49,10 @@ async fn pass_forwards_and_counts_connections() {
     assert_eq!(proxy.connection_count(), 1);
 
     drop(conn);
-    assert!(eventually(Duration::from_secs(2), || proxy.connection_count() == 0).await);
+    eventually("the proxy counts the closed connection", || async {
+        proxy.connection_count() == 0
+    })
+    .await;
 }
 
 #[tokio::test]

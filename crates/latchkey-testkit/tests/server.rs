@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use latchkey_testkit::RedisServer;
+use latchkey_testkit::{eventually_blocking, RedisServer};
 
 /// Sends one inline command on a fresh connection and returns the first reply
 /// line; deliberately independent of `RedisServer::command`.
@@ -16,20 +16,6 @@ fn raw_command(addr: SocketAddr, line: &str) -> io::Result<String> {
     let mut reply = String::new();
     BufReader::new(stream).read_line(&mut reply)?;
     Ok(reply)
-}
-
-/// Polls `check` every 20 ms for up to `limit`.
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if check() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn process_exists(pid: u32) -> bool {
@@ -144,12 +130,11 @@ fn replica_follows_its_primary() {
         "OK"
     );
 
-    let replicated = eventually(Duration::from_secs(5), || {
+    eventually_blocking("the replica saw the primary's write", || {
         replica
             .command(&["GET", "k"])
             .is_ok_and(|v| v == "from-primary")
     });
-    assert!(replicated, "replica never saw the primary's write");
     assert!(replica.command(&["ROLE"]).unwrap().starts_with("slave\n"));
     let err = replica.command(&["SET", "k", "x"]).unwrap_err();
     assert!(err.to_string().starts_with("READONLY"), "{err}");
@@ -311,12 +296,11 @@ fn server_dies_with_a_killed_test_process() {
     helper.kill().unwrap();
     helper.wait().unwrap();
     let mut status = 0;
-    let reaped = eventually(Duration::from_secs(3), || {
+    eventually_blocking(&format!("redis-server {pid} is reaped"), || {
         // Fails with ECHILD until the server has been reparented to us.
         // SAFETY: waitpid writes only to `status`.
         unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == pid }
     });
-    assert!(reaped, "redis-server {pid} outlived its test process");
     assert!(
         libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL,
         "status {status:#x}"

@@ -306,8 +306,8 @@ impl Lock {
     /// Without this, a guard's token is issued on its first
     /// [`fencing_token`](LockGuard::fencing_token) call (one more round trip
     /// then), and a hold that never asks costs Redis no script: the
-    /// acquisition is a bare `SET NX PX` (about 1 µs of server time against
-    /// 4–9 µs for the script; see `docs/fencing.md`), and a Redlock's
+    /// acquisition is a bare `SET NX PX` (less server time than the script;
+    /// the figures are in `docs/fencing.md`), and a Redlock's
     /// acquisition saves that on every instance, and the strict fencing
     /// round. Both kinds of token are ordered the same way:
     /// a token is only issued while its hold lasts, so it is smaller than

@@ -17,8 +17,7 @@
 //!     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
 //!     _ = async { /* write, passing guard.fencing_token().await? */ } => {}
 //! }
-//! let report = guard.release_report().await?;
-//! println!("released on {} of {} instances", report.confirmed, report.instances);
+//! let outcome = guard.release().await?; // Owned: a majority confirmed
 //! # Ok(()) }
 //! ```
 //!

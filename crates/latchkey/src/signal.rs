@@ -79,8 +79,8 @@ impl Client {
     /// Pattern waiters are never candidates. See [`Listener`] ("Unicast")
     /// for who counts as waiting. The script lists the waiters'
     /// channels (`PUBSUB CHANNELS`), so its cost grows with the channels
-    /// subscribed on the server, and Redis serves nobody else meanwhile:
-    /// about 10 ms per call with 10,000 waiters in the benchmark.
+    /// subscribed on the server, and Redis serves nobody else meanwhile (the
+    /// figure for 10,000 waiters is in `bench/RESULTS.md`, "signals").
     pub async fn signal_one(
         &self,
         name: impl AsRef<[u8]>,

@@ -13,15 +13,16 @@ impl Client {
     ///
     /// A first try of a plain lock (neither `fenced` nor `ask_ttl`) is a
     /// bare `SET key token NX PX ttl GET`: no script (a script that writes
-    /// costs Redis several µs more than the same write sent bare;
-    /// `docs/fencing.md` has the figures); `GET` makes a key of the wrong
+    /// costs Redis more server time than the same write sent bare; the
+    /// figures are in `docs/fencing.md`); `GET` makes a key of the wrong
     /// type an error instead of a lock that looks busy forever. Otherwise
     /// the acquire script: it also issues the fencing token (`fenced`), and
     /// a busy reply carries the holder's TTL, which a waiter sleeps on
     /// (`ask_ttl`): in one command, where a `PTTL` after the `SET` would
     /// cost Redis a second round trip of its own; and marks the holder's
-    /// token, so that its release publishes (only then: the wake-up of a
-    /// release nobody waits for cost about 1 % of an uncontended cycle).
+    /// token, so that its release publishes (only then: a wake-up nobody
+    /// waits for is a measurable cost; see `docs/protocol.md`, "The waiting
+    /// mark").
     pub(crate) async fn try_once(
         &self,
         keys: &LockKeys,

@@ -109,9 +109,9 @@ thread_local! {
 }
 
 /// 16 bytes from the OS's CSPRNG, each handed out once. Fetched 1 KiB at a
-/// time: a `getrandom` syscall per token cost about 2 µs of a ~150 µs
-/// uncontended acquire + release in a VM (syscall entry, cache), more than
-/// the rest of latchkey's client-side bookkeeping. Used bytes are zeroed.
+/// time: a `getrandom` syscall per token cost more than the rest of
+/// latchkey's client-side bookkeeping (figures in `docs/protocol.md`,
+/// "Owner tokens"). Used bytes are zeroed.
 /// (A process that forks inherits its pool, but a forked child cannot use
 /// a client made before the fork anyway: tokio's runtime does not survive
 /// `fork`.)

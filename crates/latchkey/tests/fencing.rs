@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
@@ -46,18 +46,13 @@ async fn append_tokens(url: &str, eager: bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper process: run by its parent test"]
 async fn child_token_appender() {
-    if !is_child() {
-        return;
-    }
-    append_tokens(&std::env::var("LATCHKEY_TEST_URL").unwrap(), false).await;
+    append_tokens(&helper_env("LATCHKEY_TEST_URL"), false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_strictly_increase_across_ten_thousand_acquisitions() {
-    if is_child() {
-        return;
-    }
     let server = RedisServer::start();
     let mut child = spawn_child(
         "child_token_appender",
@@ -166,11 +161,9 @@ async fn fenced_writes_accept_equal_and_newer_and_reject_older_tokens() {
 /// says so on stdout and waits for a line on stdin (where the parent pauses
 /// it), then writes through the fenced resource and prints the outcome.
 #[tokio::test]
+#[ignore = "helper process: run by its parent test"]
 async fn child_paused_holder() {
-    if !is_child() {
-        return;
-    }
-    let c = client(&std::env::var("LATCHKEY_TEST_URL").unwrap()).await;
+    let c = client(&helper_env("LATCHKEY_TEST_URL")).await;
     let guard = c
         .lock("gc", Duration::from_millis(300))
         .unwrap()
@@ -194,19 +187,9 @@ async fn child_paused_holder() {
 
 #[tokio::test]
 async fn a_paused_holders_write_is_rejected() {
-    if is_child() {
-        return;
-    }
     let server = RedisServer::start();
-    let mut a = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_paused_holder",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-            "--quiet",
-        ])
-        .env("LATCHKEY_CHILD", "1")
+    let mut a = child_command("child_paused_holder")
+        .arg("--quiet")
         .env("LATCHKEY_TEST_URL", server.url())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -364,16 +347,14 @@ async fn a_token_asked_while_redis_is_down_is_a_transient_error() {
     assert_eq!(guard.issued_fencing_token(), None);
     assert!(guard.is_held(), "a transient error marked the guard lost");
     server.restart(); // with AOF: our key survived
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let token = loop {
+    let token = eventually("the restarted server gives the token", || async {
         match guard.fencing_token().await {
-            Ok(t) => break t,
-            Err(e) if e.is_transient() && std::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await
-            }
+            Ok(t) => Some(t),
+            Err(e) if e.is_transient() => None,
             Err(e) => panic!("after the restart: {e:?}"),
         }
-    };
+    })
+    .await;
     assert!(token > 0);
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 }

@@ -9,14 +9,14 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use latchkey::metrics as m;
 use latchkey::{Client, MetricsLabels, Ownership};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use redis::AsyncCommands;
 
-use common::{raw, RedisServer};
+use common::{eventually, raw, RedisServer};
 
 /// A metric with its labels, as `name{k=v,...}` (labels sorted).
 type Series = String;
@@ -258,12 +258,12 @@ fn a_dropped_guard_is_counted_when_its_background_release_ends() {
         drop(guard);
         let mut rec = Recorded::default();
         // The release runs in a background task: wait for its count.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while rec.counter("latchkey_releases_total{outcome=released}") == 0 {
-            assert!(Instant::now() < deadline, "no release counted: {rec:?}");
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        eventually("the release is counted", || {
             rec.add(&snapshotter);
-        }
+            let counted = rec.counter("latchkey_releases_total{outcome=released}") > 0;
+            async move { counted }
+        })
+        .await;
         assert_eq!(rec.counter("latchkey_releases_total{outcome=released}"), 1);
         assert_eq!(rec.histogram("latchkey_hold_seconds{}").len(), 1);
     });
@@ -293,19 +293,10 @@ fn a_waiter_woken_by_a_release_records_its_handoff() {
         // The holder is a guard of this same client, so the waiter skips
         // the blind first try: it subscribes, tries once, then sleeps; a
         // release after that attempt is a wake-up it must act on.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let info: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            if info.contains("cmdstat_pttl:calls=1,") {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the waiter never tried: {info}");
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        eventually("the waiter tried once", || async {
+            server.calls("pttl") >= 1
+        })
+        .await;
         assert_eq!(holder.release().await.unwrap(), Ownership::Owned);
         let guard = waiter.await.unwrap().unwrap();
         assert_eq!(guard.release().await.unwrap(), Ownership::Owned);

@@ -85,11 +85,16 @@ async fn without_a_majority_acquire_fails_with_no_quorum_at_the_deadline() {
     // retracted within a few milliseconds (the round was decided by the
     // dead instances' errors, so the live ones may be undone in the
     // background), far sooner than the 1 s TTL would remove it.
-    let left = Instant::now() + Duration::from_millis(300);
-    while has_key(&servers[3], "test:three-down") || has_key(&servers[4], "test:three-down") {
-        assert!(Instant::now() < left, "the failed attempt left its key");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let failed_at = Instant::now();
+    eventually("the failed attempt's keys are retracted", || async {
+        !has_key(&servers[3], "test:three-down") && !has_key(&servers[4], "test:three-down")
+    })
+    .await;
+    assert!(
+        failed_at.elapsed() < Duration::from_millis(300),
+        "the failed attempt left its key for {:?}",
+        failed_at.elapsed()
+    );
 
     let wait = Duration::from_millis(600);
     let started = Instant::now();
@@ -152,11 +157,10 @@ async fn connect_starts_with_a_majority_and_picks_up_the_rest() {
 
     // The missing instance joins once it is back (background reconnect).
     servers[2].restart();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while redlock.connected() < 3 {
-        assert!(Instant::now() < deadline, "instance never reconnected");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the instance reconnected", || async {
+        redlock.connected() == 3
+    })
+    .await;
     // It counts: with one of the original two gone, it makes the majority.
     servers[0].kill();
     let guard = lock
@@ -361,19 +365,18 @@ fn seed_fences(servers: &[RedisServer], name: &str, offsets: &[u64]) -> u64 {
 /// that reached all N.
 async fn until_all_answer(redlock: &Redlock, servers: &[RedisServer]) {
     let probe = redlock.lock("probe", Duration::from_secs(5)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(Some(guard)) = probe.try_acquire().await {
-            let everywhere = servers.iter().all(|s| has_key(s, "test:probe"));
-            let released = guard.release().await;
-            let gone = servers.iter().all(|s| !has_key(s, "test:probe"));
-            if everywhere && gone && released.is_ok() {
-                return;
+    eventually("every instance answers again", || async {
+        match probe.try_acquire().await {
+            Ok(Some(guard)) => {
+                let everywhere = servers.iter().all(|s| has_key(s, "test:probe"));
+                let released = guard.release().await;
+                let gone = servers.iter().all(|s| !has_key(s, "test:probe"));
+                everywhere && gone && released.is_ok()
             }
+            _ => false,
         }
-        assert!(Instant::now() < deadline, "instances did not come back");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -446,8 +449,16 @@ async fn a_release_on_any_instance_wakes_waiters() {
             at
         }
     });
-    // Let the waiter fail once and go to sleep on its subscriptions.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Until the waiter listens on the live instances and its attempt (a
+    // second SET, after the holder's) was refused there: from then on only a
+    // wake-up gets it the lock before the TTL.
+    for live in &servers[1..] {
+        until_subscribed(live, "test:handover:released", 1).await;
+        eventually("the waiter's attempt was refused", || async {
+            live.calls("set") >= 2
+        })
+        .await;
+    }
     let released_at = Instant::now();
     assert_eq!(holder.release().await.unwrap(), Ownership::Owned);
     let acquired_at = waiter.await.unwrap();
@@ -554,25 +565,20 @@ async fn contend(lock_urls: &[String], counter_url: &str) {
 }
 
 fn urls_from_env() -> (Vec<String>, String) {
-    let locks = std::env::var("LATCHKEY_REDLOCK_URLS").unwrap();
-    let counter = std::env::var("LATCHKEY_COUNTER_URL").unwrap();
+    let locks = helper_env("LATCHKEY_REDLOCK_URLS");
+    let counter = helper_env("LATCHKEY_COUNTER_URL");
     (locks.split(' ').map(str::to_owned).collect(), counter)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper process: run by its parent test"]
 async fn child_redlock_contender() {
-    if !is_child() {
-        return;
-    }
     let (locks, counter) = urls_from_env();
     contend(&locks, &counter).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_two_holders_across_processes_while_an_instance_restarts() {
-    if is_child() {
-        return;
-    }
     let servers = RedisServer::start_many(5);
     let counter = RedisServer::start();
     let lock_urls: Vec<String> = servers.iter().map(RedisServer::url).collect();

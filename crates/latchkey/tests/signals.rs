@@ -15,21 +15,6 @@ use redis::AsyncCommands;
 /// and shared, and a slow pass is not what these tests look for.
 const PATIENCE: Duration = Duration::from_secs(5);
 
-/// Polls `check` until it is true; fails the test after [`PATIENCE`].
-/// Used where the condition lives on the server (subscriptions confirmed,
-/// replication up) and no event tells us.
-async fn until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + PATIENCE;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 async fn numsub(conn: &mut redis::aio::MultiplexedConnection, channel: &str) -> i64 {
     let reply: Vec<(String, i64)> = redis::cmd("PUBSUB")
         .arg("NUMSUB")
@@ -141,7 +126,7 @@ async fn broadcast_reaches_every_waiter_and_counts_them() {
 
     drop(all);
     drop(foreign);
-    until("the waiters are gone", || {
+    eventually("the waiters are gone", || {
         let (a, mut conn) = (a.clone(), conn.clone());
         async move {
             numsub(&mut conn, "test:signal:deploy").await == 0
@@ -342,7 +327,7 @@ async fn wait_any_returns_the_first_and_wait_all_every_name() {
 
     let waiter = client.clone();
     let any = tokio::spawn(async move { waiter.wait_any(["a", "b", "c"], PATIENCE).await });
-    until("wait_any is subscribed", || {
+    eventually("wait_any is subscribed", || {
         let mut conn = conn.clone();
         async move { numsub(&mut conn, "test:signal:c").await == 1 }
     })
@@ -357,14 +342,14 @@ async fn wait_any_returns_the_first_and_wait_all_every_name() {
 
     let waiter = client.clone();
     let all = tokio::spawn(async move { waiter.wait_all(["a", "b"], PATIENCE).await });
-    until("wait_all is subscribed", || {
+    eventually("wait_all is subscribed", || {
         let mut conn = conn.clone();
         async move { numsub(&mut conn, "test:signal:b").await == 1 }
     })
     .await;
     assert_eq!(client.signal("a", b"first a").await.unwrap(), 1);
     // A name that got its signal stops listening at once.
-    until("\"a\" is given up", || {
+    eventually("\"a\" is given up", || {
         let mut conn = conn.clone();
         async move {
             numsub(&mut conn, "test:signal:a").await == 0
@@ -449,7 +434,7 @@ async fn patterns_hear_matching_names_only() {
     let got: Vec<_> = both.recv_all().await.into_iter().map(|s| s.name).collect();
     assert_eq!(got, [b"abz".to_vec(), b"abz".to_vec()]);
     let conn = raw_conn(&server).await;
-    until("recv_all gave up the patterns it is done with", || {
+    eventually("recv_all gave up the patterns it is done with", || {
         let mut conn = conn.clone();
         async move { numpat(&mut conn).await == 2 }
     })
@@ -457,7 +442,7 @@ async fn patterns_hear_matching_names_only() {
 
     let waiter = client.clone();
     let pattern = tokio::spawn(async move { waiter.wait_pattern("q?", PATIENCE).await });
-    until("the pattern is subscribed", || {
+    eventually("the pattern is subscribed", || {
         let mut conn = conn.clone();
         async move { numpat(&mut conn).await == 3 }
     })
@@ -482,7 +467,7 @@ async fn replicated_client(primary: &str, replica: &RedisServer, ping: Duration)
 async fn start_replica(primary: &RedisServer) -> RedisServer {
     let replica = RedisServer::builder().replica_of(primary.port()).start();
     let conn = raw_conn(&replica).await;
-    until("replication is up", || {
+    eventually("replication is up", || {
         let mut conn = conn.clone();
         async move {
             let info: String = redis::cmd("INFO")
@@ -504,7 +489,7 @@ async fn a_waiter_whose_primary_connection_is_killed_hears_via_the_replica_once(
     let client = replicated_client(&primary.url(), &replica, Duration::from_millis(100)).await;
     let mut listener = client.listen(["r"]).await.unwrap();
     let (on_primary, on_replica) = (raw_conn(&primary).await, raw_conn(&replica).await);
-    until("the waiter listens on both servers", || {
+    eventually("the waiter listens on both servers", || {
         let (mut p, mut r) = (on_primary.clone(), on_replica.clone());
         async move {
             numsub(&mut p, "test:signal:r").await == 1 && numsub(&mut r, "test:signal:r").await == 1
@@ -533,7 +518,7 @@ async fn a_waiter_whose_primary_connection_is_killed_hears_via_the_replica_once(
     );
 
     // The primary subscriber comes back; still one delivery per signal.
-    until("the primary subscription is back", || {
+    eventually("the primary subscription is back", || {
         let mut p = on_primary.clone();
         async move { numsub(&mut p, "test:signal:r").await == 1 }
     })
@@ -561,7 +546,7 @@ async fn a_waiter_cut_off_from_the_primary_still_hears_signals() {
     let sender = client(&primary.url()).await;
     let mut listener = waiter.listen(["cut"]).await.unwrap();
     let (on_primary, on_replica) = (raw_conn(&primary).await, raw_conn(&replica).await);
-    until("the waiter listens on both servers", || {
+    eventually("the waiter listens on both servers", || {
         let (mut p, mut r) = (on_primary.clone(), on_replica.clone());
         async move {
             numsub(&mut p, "test:signal:cut").await == 1

@@ -11,17 +11,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use latchkey::Ownership;
 
-/// Waits until `n` clients are subscribed to `channel` on `server`: the
-/// deterministic sign that a waiter is parked on the lock.
-async fn until_subscribed(server: &RedisServer, channel: &str, n: usize) {
-    eventually(&format!("no waiter subscribed to {channel}"), || async {
-        let reply = server.command(&["PUBSUB", "NUMSUB", channel]).unwrap();
-        let count: usize = reply.lines().nth(1).unwrap_or("0").parse().unwrap();
-        (count >= n).then_some(())
-    })
-    .await
-}
-
 #[tokio::test]
 async fn a_waiter_wakes_at_release_not_at_expiry() {
     let server = RedisServer::start();
@@ -124,6 +113,7 @@ async fn sixty_four_local_waiters_each_get_the_lock_once() {
                 0,
                 "two holders at once"
             );
+            // Held for 1 ms: long enough for a second holder to be seen.
             tokio::time::sleep(Duration::from_millis(1)).await;
             inside.fetch_sub(1, Ordering::SeqCst);
             acquisitions.fetch_add(1, Ordering::SeqCst);
@@ -172,7 +162,12 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
         .lock("polled", Duration::from_secs(30))
         .unwrap();
     let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
-    tokio::time::sleep(Duration::from_millis(200)).await; // let it poll a few times
+    // Until it has polled twice (each refused attempt runs the acquire
+    // script's busy path, the only PTTL here): it knows it must poll.
+    eventually("the waiter polled twice", || async {
+        server.calls("pttl") >= 2
+    })
+    .await;
     let released_at = Instant::now();
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let g = waiter
@@ -189,25 +184,10 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
     assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
 
-/// How many times the server ran `command` (from scripts too).
-fn calls(server: &RedisServer, command: &str) -> u64 {
-    let stats = server.command(&["INFO", "commandstats"]).unwrap();
-    let prefix = format!("cmdstat_{command}:calls=");
-    stats
-        .lines()
-        .find_map(|line| line.strip_prefix(prefix.as_str()))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |calls| calls.parse().unwrap())
-}
-
-fn publishes(server: &RedisServer) -> u64 {
-    calls(server, "publish")
-}
-
 /// Reads the lock key's raw value until `done` says yes (5 s at most): the
 /// deterministic sign that a waiter's attempt has reached the server.
 async fn until_value(server: &RedisServer, key: &str, done: impl Fn(&str) -> bool) -> String {
-    eventually(&format!("{key} kept its value"), || async {
+    eventually(&format!("{key} has the value awaited"), || async {
         let value = server.command(&["GET", key]).unwrap();
         let value = value.trim();
         done(value).then(|| value.to_owned())
@@ -220,12 +200,12 @@ async fn a_release_nobody_waits_for_publishes_nothing() {
     let server = RedisServer::start();
     let c = client(&server.url()).await;
     let lock = c.lock("quiet", Duration::from_secs(30)).unwrap();
-    let before = publishes(&server);
+    let before = server.calls("publish");
     for _ in 0..20 {
         let guard = lock.acquire().await.unwrap();
         assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     }
-    assert_eq!(publishes(&server) - before, 0);
+    assert_eq!(server.calls("publish") - before, 0);
 }
 
 #[tokio::test]
@@ -259,11 +239,15 @@ async fn a_waiter_marks_the_holders_token_and_its_release_wakes_it() {
         latchkey::Ownership::Owned
     );
     assert!(guard.fencing_token().await.is_ok());
-    let before = publishes(&server);
+    let before = server.calls("publish");
     let released_at = Instant::now();
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let (acquired_at, g) = waiter.await.unwrap();
-    assert_eq!(publishes(&server) - before, 1, "one wake-up for one waiter");
+    assert_eq!(
+        server.calls("publish") - before,
+        1,
+        "one wake-up for one waiter"
+    );
     // Milliseconds, not the 30 s TTL: a generous bound for a loaded 2-core box.
     let gap = acquired_at - released_at;
     assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
@@ -318,8 +302,8 @@ async fn a_waiter_not_allowed_to_mark_still_gets_the_lock() {
     // Its scripted attempt has run once the holder's TTL was asked for (only
     // the busy path of the acquire script sends PTTL); the key must still
     // hold the bare token.
-    eventually("the waiter never tried", || async {
-        (calls(&server, "pttl") >= 1).then_some(())
+    eventually("the waiter tried once", || async {
+        server.calls("pttl") >= 1
     })
     .await;
     assert_eq!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use latchkey::Client;
 #[allow(unused_imports)]
-pub use latchkey_testkit::{Proxy, ProxyMode, RedisServer};
+pub use latchkey_testkit::{eventually, Proxy, ProxyMode, RedisServer};
 
 /// A client with a short command timeout, so failure tests end quickly.
 pub async fn client(url: &str) -> Client {
@@ -28,40 +28,48 @@ pub async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
         .expect("raw connection")
 }
 
-/// Runs the test function `test_name` of this same test binary in a child
-/// process with `env` set, and returns the child. The child side of a test
-/// recognizes itself by the `LATCHKEY_CHILD` variable.
-pub fn spawn_child(test_name: &str, env: &[(&str, String)]) -> std::process::Child {
+/// The command that runs the helper test `helper` of this same test binary
+/// in a child process. Helpers are marked
+/// `#[ignore = "helper process: run by its parent test"]`, so a normal run
+/// neither runs nor counts them; the child runs just that one with
+/// `--ignored --exact`. A parent must check in Redis that its child did its
+/// work (a child that ran no test would exit 0 too).
+pub fn child_command(helper: &str) -> std::process::Command {
     let exe = std::env::current_exe().expect("test binary path");
     let mut cmd = std::process::Command::new(exe);
-    cmd.args([test_name, "--exact", "--nocapture", "--test-threads=1"])
-        .env("LATCHKEY_CHILD", "1");
+    cmd.args([
+        helper,
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    cmd
+}
+
+/// Spawns [`child_command`]`(helper)` with `env` set.
+pub fn spawn_child(helper: &str, env: &[(&str, String)]) -> std::process::Child {
+    let mut cmd = child_command(helper);
     for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.spawn().expect("spawn child test process")
 }
 
-/// True in a child process started by [`spawn_child`].
-pub fn is_child() -> bool {
-    std::env::var_os("LATCHKEY_CHILD").is_some()
+/// The variable `name` its parent set for a helper; a helper run by hand
+/// (`--ignored`) fails here, saying so, rather than passing without work.
+pub fn helper_env(name: &str) -> String {
+    std::env::var(name)
+        .unwrap_or_else(|_| panic!("{name} is not set: a helper process, run by its parent test"))
 }
 
-/// Polls `check` every 5 ms until it gives a value, and returns it; fails
-/// the test after 5 s, naming `what` did not happen. For a state change the
-/// test can observe in Redis but is not told about (a waiter subscribed, a
-/// key's value changed or gone).
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let started = std::time::Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(started.elapsed() < Duration::from_secs(5), "{what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+/// Waits until `channel` has at least `n` subscribers (`PUBSUB NUMSUB`): the
+/// sign that a waiter is listening, so that a release from now on is one it
+/// must hear. Instead of sleeping "to let the waiter subscribe".
+pub async fn until_subscribed(server: &RedisServer, channel: &str, n: u64) {
+    eventually(
+        &format!("{n} waiter(s) subscribed to {channel}"),
+        || async { server.subscribers(channel) >= n },
+    )
+    .await
 }

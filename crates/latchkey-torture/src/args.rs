@@ -1,0 +1,163 @@
+//! The command line of `latchkey torture`: [`TortureArgs`] (a clap
+//! `Args`, flattened into the CLI as its `torture` subcommand) and the
+//! parsing and formatting it needs.
+
+use std::time::Duration;
+
+use crate::faults::Fault;
+
+pub(crate) const HELP: &str = "\
+Faults (--fault NAME, repeatable; default: all, each alone, then mixed):
+  kill              kill -9 the holder (it is restarted as a new process)
+  pause             SIGSTOP the holder for 2 x TTL, then SIGCONT
+  restart           crash and restart Redis without persistence
+  restart-aof       crash and restart Redis with AOF, fsync always
+  blackhole         silence the holder's network link for 1.5 x TTL
+  delay             delay the holder's link by TTL/5 each way for 2 x TTL
+  clock             jump the holder's wall clock by an hour (needs libfaketime)
+  script-flush      SCRIPT FLUSH
+  delete-key        DEL the lock key under the holder
+  overwrite-key     SET the lock key to a foreign value under the holder
+  pubsub-kill       CLIENT KILL TYPE pubsub
+  redlock-minority  Redlock over 3 instances: crash one, restart it empty
+
+A control scenario (no fencing, pause) always runs and must show violations.
+
+Exit codes:
+    0  every must-hold figure held
+    1  a must-hold figure failed (see the verdict column)
+    2  usage error
+   69  Redis unavailable, or no redis-server to start
+   70  internal error";
+
+/// `latchkey torture`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = HELP)]
+pub struct TortureArgs {
+    /// The CI profile: every scenario for 2.5s with a 500ms TTL (under a minute in all).
+    #[arg(long)]
+    pub(crate) quick: bool,
+
+    /// Plain writes instead of fenced ones in every scenario; violations are
+    /// then expected: reported, not failures.
+    #[arg(long)]
+    pub(crate) no_fencing: bool,
+
+    /// Inject only this fault (repeatable): each alone, then all mixed.
+    #[arg(long = "fault", value_name = "NAME", value_parser = parse_fault)]
+    pub(crate) faults: Vec<Fault>,
+
+    /// Seed of the fault schedule and the workers' timings, for a replay.
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+
+    /// Worker processes contending for the lock.
+    #[arg(long, value_name = "W", default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=64))]
+    pub(crate) workers: u32,
+
+    /// How long each scenario runs [default: 60s; with --quick: 2.5s; the
+    /// control at least 6s].
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub(crate) duration: Option<Duration>,
+
+    /// The lock's TTL [default: 1s; with --quick: 500ms].
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub(crate) ttl: Option<Duration>,
+}
+
+fn parse_fault(name: &str) -> Result<Fault, String> {
+    Fault::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown fault {name:?}; known: {}", names.join(", "))
+    })
+}
+
+/// Parses a duration as the `latchkey` command line writes them:
+/// `<number><unit>`, unit `ms`, `s`, `m` or `h` (mandatory), e.g. `500ms`,
+/// `1.5s`. The same syntax as the CLI's own `duration::parse`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("{text:?} has no unit; write e.g. 500ms, 10s, 2m or 1h"))?;
+    let (number, unit) = text.split_at(split);
+    let seconds_per_unit = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?}; use ms, s, m or h"
+            ))
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: {number:?} is not a number"))?;
+    Duration::try_from_secs_f64(value * seconds_per_unit)
+        .map_err(|_| format!("{text:?} is out of range"))
+}
+
+/// Formats a duration as the CLI does: `850µs`, `12.3ms`, `4.20s`, `3m05s`, `2h00m`.
+pub(crate) fn human(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 0.001 {
+        format!("{}µs", d.as_micros())
+    } else if secs < 1.0 {
+        format!("{:.1}ms", secs * 1000.0)
+    } else if secs < 60.0 {
+        format!("{secs:.2}s")
+    } else if secs < 3600.0 {
+        format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60)
+    } else {
+        format!("{}h{:02}m", d.as_secs() / 3600, (d.as_secs() % 3600) / 60)
+    }
+}
+
+/// `url` with any password replaced by `***`, for the header line.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+    format!("{scheme}://{user}:***@{host}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_names_every_fault() {
+        for f in Fault::ALL {
+            assert!(
+                HELP.contains(&format!("\n  {:<18}", f.name())),
+                "{f:?} missing from --help"
+            );
+        }
+    }
+
+    #[test]
+    fn durations_need_a_unit() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        for bad in ["10", "", "s", "10x", "1.2.3s", "-1s", "1e400h"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn human_durations_and_hidden_passwords() {
+        assert_eq!(human(Duration::from_millis(500)), "500.0ms");
+        assert_eq!(human(Duration::from_millis(2500)), "2.50s");
+        assert_eq!(human(Duration::from_secs(185)), "3m05s");
+        assert_eq!(human(Duration::from_secs(7200)), "2h00m");
+        assert_eq!(redact("redis://h:1/"), "redis://h:1/");
+        assert_eq!(redact("redis://u:p@ss@h:1/0"), "redis://u:***@h:1/0");
+    }
+}

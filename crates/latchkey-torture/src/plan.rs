@@ -1,0 +1,219 @@
+//! What a run consists of: the scenarios ([`plan`]), which of them can run
+//! here ([`applicable`]), and how each is named and summed up in the output.
+
+use std::path::PathBuf;
+
+use crate::checker;
+use crate::faults::Fault;
+use crate::links;
+use crate::report;
+use crate::scenario::{Place, Scenario};
+
+/// The scenarios of a run: a baseline without faults (unless faults were
+/// chosen), each fault alone, all of them mixed, and the control.
+pub fn plan(chosen: &[Fault], fenced: bool) -> Vec<Scenario> {
+    let mut faults: Vec<Fault> = Vec::new();
+    for f in if chosen.is_empty() {
+        &Fault::ALL[..]
+    } else {
+        chosen
+    } {
+        if !faults.contains(f) {
+            faults.push(*f);
+        }
+    }
+    let mut scenarios = Vec::new();
+    if chosen.is_empty() {
+        scenarios.push(Scenario {
+            name: "none".into(),
+            faults: vec![],
+            fenced,
+            control: false,
+        });
+    }
+    for f in &faults {
+        scenarios.push(Scenario {
+            name: f.name().into(),
+            faults: vec![*f],
+            fenced,
+            control: false,
+        });
+    }
+    // Mixed: one server setup for all, so neither the AOF restart nor
+    // the Redlock minority (which need servers of their own) take part.
+    let mixable: Vec<Fault> = faults
+        .iter()
+        .copied()
+        .filter(|f| !matches!(f, Fault::RestartAof | Fault::RedlockMinority))
+        .collect();
+    if mixable.len() > 1 {
+        scenarios.push(Scenario {
+            name: "mixed".into(),
+            faults: mixable,
+            fenced,
+            control: false,
+        });
+    }
+    scenarios.push(Scenario {
+        name: "control".into(),
+        faults: vec![Fault::Pause],
+        fenced: false,
+        control: true,
+    });
+    scenarios
+}
+
+/// The scenario as it can run here: faults that cannot are dropped from a
+/// mix, and a scenario left with none that it needs is skipped.
+pub fn applicable(scn: &Scenario, place: &Place, faketime: bool) -> Result<Scenario, String> {
+    let why_not = |f: Fault| -> Option<String> {
+        let needs = f.needs();
+        let user = matches!(place, Place::User(_));
+        if needs.private_server && user {
+            return Some(
+                "needs a redis-server of its own (it would disturb your server's other clients)"
+                    .into(),
+            );
+        }
+        if needs.proxy {
+            if let Place::User(urls) = place {
+                if urls.iter().any(|u| links::host_port(u).is_none()) {
+                    return Some("cannot proxy a rediss:// or unix URL".into());
+                }
+            }
+        }
+        if needs.faketime && !faketime {
+            return Some("libfaketime is not installed (apt-get install faketime)".into());
+        }
+        None
+    };
+    let mut kept = Vec::new();
+    let mut reasons = Vec::new();
+    for f in &scn.faults {
+        match why_not(*f) {
+            None => kept.push(*f),
+            Some(reason) => reasons.push(format!("{}: {reason}", f.name())),
+        }
+    }
+    if !scn.faults.is_empty() && (kept.is_empty() || (scn.faults.len() == 1 && !reasons.is_empty()))
+    {
+        return Err(reasons.join("; "));
+    }
+    Ok(Scenario {
+        faults: kept,
+        ..scn.clone()
+    })
+}
+
+pub fn describe(scn: &Scenario) -> String {
+    match &scn.faults[..] {
+        [] => "no faults".into(),
+        [one] if scn.control => format!("NO FENCING, {}", one.about()),
+        [one] => one.about().into(),
+        many => format!(
+            "random mix of {}",
+            many.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+pub fn label(scn: &Scenario) -> String {
+    if scn.fenced {
+        scn.name.clone()
+    } else {
+        format!("{} (unfenced)", scn.name)
+    }
+}
+
+/// The figures that do not fit the table, one line per scenario.
+pub fn detail(name: &str, f: &checker::Figures, notes: &[String]) -> String {
+    let handoff = match (
+        report::percentile(&f.handoffs, 50),
+        report::percentile(&f.handoffs, 99),
+    ) {
+        (Some(p50), Some(p99)) => format!(
+            "hand-over p50 {} p99 {}",
+            report::secs(p50),
+            report::secs(p99)
+        ),
+        _ => "no hand-overs measured".into(),
+    };
+    let mut line = format!(
+        "{name}: {handoff}; lost() fired {} times; {} writes after lost(); {} worker errors",
+        f.lost_fired, f.writes_after_lost, f.errors
+    );
+    if f.clock_jumped > 0 {
+        line.push_str(&format!(
+            "; {} acquisitions with the wall clock an hour off",
+            f.clock_jumped
+        ));
+    }
+    for note in notes {
+        line.push_str(&format!("; note: {note}"));
+    }
+    line
+}
+
+/// libfaketime's preload library, where Debian (or a local build) puts it.
+pub fn find_faketime() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
+        for entry in entries.flatten() {
+            candidates.push(entry.path().join("faketime/libfaketime.so.1"));
+        }
+    }
+    candidates.push(PathBuf::from("/usr/lib/faketime/libfaketime.so.1"));
+    candidates.push(PathBuf::from("/usr/local/lib/faketime/libfaketime.so.1"));
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_plan_covers_every_fault_and_ends_with_the_control() {
+        let scenarios = plan(&[], true);
+        assert_eq!(scenarios[0].name, "none");
+        for f in Fault::ALL {
+            assert!(
+                scenarios.iter().any(|s| s.faults == [f] && s.fenced),
+                "{f:?}"
+            );
+        }
+        let last = scenarios.last().unwrap();
+        assert!(last.control && !last.fenced && last.faults == [Fault::Pause]);
+        assert!(scenarios.iter().any(|s| s.name == "mixed"));
+    }
+
+    #[test]
+    fn chosen_faults_run_alone_then_mixed() {
+        let scenarios = plan(&[Fault::Kill, Fault::Pause, Fault::Kill], true);
+        let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["kill", "pause", "mixed", "control"]);
+        let one = plan(&[Fault::Kill], false);
+        assert_eq!(one.len(), 2);
+        assert!(!one[0].fenced);
+    }
+
+    #[test]
+    fn user_servers_skip_what_would_disturb_them() {
+        let user = Place::User(vec!["redis://db:6379/".into()]);
+        let restart = &plan(&[Fault::Restart], true)[0];
+        assert!(applicable(restart, &user, true).is_err());
+        assert!(applicable(restart, &Place::Private, true).is_ok());
+        let mixed = plan(&[Fault::Restart, Fault::Kill], true).pop().unwrap();
+        assert_eq!(mixed.name, "control");
+        let mixed = &plan(&[Fault::Restart, Fault::Kill], true)[2];
+        assert_eq!(
+            applicable(mixed, &user, true).unwrap().faults,
+            [Fault::Kill]
+        );
+        let clock = &plan(&[Fault::Clock], true)[0];
+        assert!(applicable(clock, &Place::Private, false)
+            .unwrap_err()
+            .contains("libfaketime"));
+        let tls = Place::User(vec!["rediss://db:6379/".into()]);
+        assert!(applicable(&plan(&[Fault::Blackhole], true)[0], &tls, true).is_err());
+    }
+}

@@ -1,0 +1,106 @@
+//! Carrying out a fault's actions on a running scenario: kill, stop and
+//! continue a worker, switch its proxies, move its clock, send an admin
+//! command, crash or restart a private server.
+
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use super::{LockServer, Runner};
+use crate::faults::Action;
+use crate::rng::Rng;
+
+impl Runner<'_> {
+    /// Does `action` (a step of a fault's injection or its undoing).
+    pub(super) async fn act(&mut self, action: &Action, rng: &mut Rng) -> Result<(), String> {
+        match action {
+            Action::Kill(id) => {
+                let slot = &mut self.slots[*id as usize];
+                if let Some(mut child) = slot.child.take() {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+                slot.pid = None;
+                slot.spec.seed = rng.fork();
+                self.spawn(*id)
+            }
+            Action::Stop(id) => self.signal(*id, libc::SIGSTOP),
+            Action::Cont(id) => self.signal(*id, libc::SIGCONT),
+            Action::Proxy(id, mode) => {
+                let slot = &self.slots[*id as usize];
+                if slot.proxies.is_empty() {
+                    return Err("no proxy on this link".into());
+                }
+                for proxy in &slot.proxies {
+                    proxy.set_mode(*mode);
+                }
+                Ok(())
+            }
+            Action::Clock(id, offset) => {
+                let file = self.slots[*id as usize]
+                    .clock_file
+                    .as_ref()
+                    .ok_or("no libfaketime for this worker")?;
+                std::fs::write(file, format!("{offset:+}\n"))
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))
+            }
+            Action::Command(args) => {
+                for server in &self.servers {
+                    admin(server.url(), args).await?;
+                }
+                Ok(())
+            }
+            Action::Crash(i) | Action::Start(i) => {
+                let Some(LockServer::Private(server, _)) = self.servers.get(*i) else {
+                    return Err("only a private server can be crashed or restarted".into());
+                };
+                let server = server.clone();
+                let crash = matches!(action, Action::Crash(_));
+                tokio::task::spawn_blocking(move || {
+                    let mut server = server.lock().unwrap_or_else(PoisonError::into_inner);
+                    if crash {
+                        server.kill();
+                    } else {
+                        server.restart();
+                    }
+                })
+                .await
+                .map_err(|e| format!("restarting redis-server: {e}"))
+            }
+        }
+    }
+
+    pub(super) fn signal(&self, id: u32, signal: libc::c_int) -> Result<(), String> {
+        let slot = &self.slots[id as usize];
+        // The child is not reaped while we hold it, so its pid is still its own.
+        let pid = slot
+            .pid
+            .and_then(|p| libc::pid_t::try_from(p).ok())
+            .ok_or("worker is not running")?;
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        if unsafe { libc::kill(pid, signal) } != 0 {
+            return Err(format!("kill({pid}): {}", std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+}
+
+/// Runs one admin command on a lock server, on a connection of its own
+/// (not through any proxy).
+pub(super) async fn admin(url: &str, args: &[String]) -> Result<(), String> {
+    let timeout = Duration::from_secs(2);
+    let (name, rest) = args.split_first().ok_or("empty command")?;
+    let client = redis::Client::open(url).map_err(|e| format!("bad URL: {e}"))?;
+    let mut conn = tokio::time::timeout(timeout, client.get_multiplexed_async_connection())
+        .await
+        .map_err(|_| "connecting timed out".to_owned())?
+        .map_err(|e| format!("connecting: {e}"))?;
+    let mut cmd = redis::cmd(name);
+    for arg in rest {
+        cmd.arg(arg);
+    }
+    let _: redis::Value = tokio::time::timeout(timeout, cmd.query_async(&mut conn))
+        .await
+        .map_err(|_| format!("{name} timed out"))?
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok(())
+}
