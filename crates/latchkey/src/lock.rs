@@ -477,10 +477,12 @@ impl Lock {
     /// Waits until the lock is ours or `deadline` passes ([`Error::WaitTimedOut`]);
     /// `None` waits as long as it takes. Transient Redis errors (unreachable,
     /// timeout) during the wait are retried with backoff until the deadline;
-    /// without a deadline, an error that persists for 30 s is returned. A
-    /// [`Redlock`](crate::Redlock) lock whose last attempt could not reach a
-    /// majority of instances fails with [`Error::NoQuorum`] instead of
-    /// [`Error::WaitTimedOut`].
+    /// without a deadline, an error that persists for 30 s is returned.
+    /// [`Error::WaitTimedOut`] means the lock was busy: when the last attempt
+    /// before the deadline could not reach Redis (or, for a
+    /// [`Redlock`](crate::Redlock), a majority of instances), that error
+    /// ([`Error::Unreachable`], [`Error::Timeout`], [`Error::NoQuorum`]) is
+    /// returned instead, so an outage is never reported as a conflict.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future leaves no lock behind. A lock taken
@@ -564,9 +566,10 @@ impl Lock {
         // When a release notification woke us: the start of a handoff.
         let mut woken_at: Option<Instant> = None;
         loop {
-            // A Redlock that cannot reach a majority reports that at the
-            // deadline rather than "still busy", which would be untrue.
-            let mut no_quorum: Option<Error> = None;
+            // A wait whose last attempt could not reach Redis (or a Redlock
+            // majority) reports that at the deadline rather than "still
+            // busy", which would be untrue: an outage is not a conflict.
+            let mut unreachable: Option<Error> = None;
             if let Some(w) = wakeups.as_mut() {
                 w.reset();
             }
@@ -587,7 +590,7 @@ impl Lock {
                         return Err(e);
                     }
                     tracing::warn!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "acquire attempt failed; retrying");
-                    no_quorum = matches!(e, Error::NoQuorum { .. }).then_some(e);
+                    unreachable = Some(e);
                     poll = (poll * 2).min(MAX_POLL);
                     Some(poll)
                 }
@@ -595,7 +598,7 @@ impl Lock {
             };
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                return Err(no_quorum.take().unwrap_or_else(timed_out));
+                return Err(unreachable.take().unwrap_or_else(timed_out));
             }
             if wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1) {
                 wakeups = self.subscribe_or_poll(Some(&wakeups)).await;

@@ -331,3 +331,32 @@ async fn a_waiter_not_allowed_to_mark_still_gets_the_lock() {
         .expect("the waiter that could not mark got the lock");
     assert_eq!(g.release().await.unwrap(), Release::Released);
 }
+
+#[tokio::test]
+async fn a_wait_that_cannot_reach_redis_is_an_outage_not_a_conflict() {
+    let mut server = RedisServer::start();
+    let holder_client = client(&server.url()).await;
+    let waiter_client = client(&server.url()).await;
+    let guard = holder_client
+        .lock("outage", Duration::from_secs(30))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    let lock = waiter_client
+        .lock("outage", Duration::from_secs(30))
+        .unwrap();
+    let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(3)).await });
+    until_subscribed(&server, "test:outage:released", 1).await;
+    server.kill();
+    let waited = waiter.await.unwrap();
+    assert!(
+        matches!(
+            waited,
+            Err(ref e @ (latchkey::Error::Unreachable(_) | latchkey::Error::Timeout { .. })) if e.is_transient()
+        ),
+        "an outage must not read as 'still busy': {waited:?}"
+    );
+    drop(guard);
+}
