@@ -86,7 +86,7 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
             ));
         }
     };
-    let guard = acquired.map_err(|e| exit::from_error(e, args.conflict_exit_code))?;
+    let guard = acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))?;
     let Some(guard) = guard else {
         return Err(args
             .wait

@@ -64,3 +64,69 @@ fn the_command_dies_when_latchkey_is_killed() {
     }
     assert!(gone, "the command outlived its supervisor (and the lock)");
 }
+
+/// Polls until the lock key carries the waiting mark (`+w`): a waiter has
+/// tried and is now waiting.
+fn until_marked(redis: &RedisServer, name: &str) {
+    let key = format!("{PREFIX}{name}");
+    let deadline = Instant::now() + QUICK;
+    while !redis.command(&["GET", &key]).unwrap().ends_with("+w") {
+        assert!(Instant::now() < deadline, "no waiter marked {key}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_bounded_wait_through_an_outage_exits_69_whatever_the_conflict_code() {
+    let scratch = Scratch::new("outage");
+    let ran = scratch.path("ran");
+    let ran = ran.to_str().unwrap();
+    let commands: [&[&str]; 2] = [
+        &["run", "busy", "--wait", "3s", "-E", "0", "--", "touch", ran],
+        &["acquire", "busy", "--ttl", "10s", "--wait", "3s", "-E", "0"],
+    ];
+    for command in commands {
+        let mut redis = RedisServer::start();
+        let held = output(
+            latchkey(&redis).args(["acquire", "busy", "--ttl", "30s"]),
+            QUICK,
+        );
+        assert_eq!(code(held.status), 0, "{}", stderr(&held));
+        let waiter = latchkey(&redis)
+            .args(command)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the waiter");
+        until_marked(&redis, "busy");
+        redis.kill();
+
+        let out = finish(waiter);
+        assert_eq!(code(out.status), 69, "{command:?}: {}", stderr(&out));
+        assert_one_error_line(&out);
+        assert!(
+            stderr(&out).contains("could not reach Redis while waiting for lock \"busy\""),
+            "{command:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out), "", "{command:?}");
+    }
+    assert!(!std::path::Path::new(ran).exists(), "ran without the lock");
+}
+
+/// Collects a spawned child's output, bounded by [`QUICK`].
+fn finish(child: std::process::Child) -> std::process::Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(QUICK) {
+        Ok(out) => out.expect("wait for latchkey"),
+        Err(_) => {
+            // SAFETY: sending SIGKILL to our own child.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            panic!("latchkey did not finish within {QUICK:?}");
+        }
+    }
+}
