@@ -24,6 +24,7 @@ mod cmd_wait;
 mod connect;
 mod duration;
 mod exit;
+mod text;
 mod top_view;
 mod torture;
 
