@@ -78,6 +78,10 @@ impl Target {
                 .map(Lock::with_fencing)
                 .map_err(Failure::from);
         }
+        if let Some(why) = redlock_size_warning(urls.len()) {
+            // Always, not only with -v: the operator chose the servers.
+            eprintln!("latchkey: warning: {why}; use an odd number, at least 3");
+        }
         let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
         let redlock = Redlock::connect_with(&refs, |builder| match &self.prefix {
             Some(prefix) => builder.prefix(prefix),
@@ -94,6 +98,22 @@ impl Target {
             .map(Lock::with_fencing)
             .map_err(Failure::from)
     }
+}
+
+/// Why a Redlock over `servers` servers is a poor choice, if it is: an
+/// even number tolerates no more failures than one server fewer (4 servers
+/// need 3, tolerate 1, as 3 do), and 2 tolerate none.
+pub fn redlock_size_warning(servers: usize) -> Option<String> {
+    if servers < 2 || servers % 2 == 1 {
+        return None;
+    }
+    let majority = servers / 2 + 1;
+    Some(format!(
+        "Redlock over {servers} servers needs {majority} of them and tolerates {} failure(s), \
+         no more than {} servers would",
+        servers - majority,
+        servers - 1
+    ))
 }
 
 /// `url` with any password replaced by `***`, for messages.

@@ -22,6 +22,7 @@ mod cmd_status;
 mod cmd_top;
 mod cmd_wait;
 mod connect;
+mod doctor_acl;
 mod duration;
 mod exit;
 mod text;
