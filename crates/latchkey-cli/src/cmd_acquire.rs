@@ -89,7 +89,7 @@ pub struct AcquireArgs {
     pub name: String,
 
     /// How long the lock stays held (nothing renews it), e.g. 10m.
-    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    #[arg(long, value_name = "D", value_parser = duration::parse_ttl)]
     pub ttl: Duration,
 
     #[command(flatten)]
@@ -115,7 +115,7 @@ pub struct ExtendArgs {
     /// The owner token printed by `acquire`.
     pub token: String,
     /// The new TTL, counted from now (replaces what is left).
-    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    #[arg(long, value_name = "D", value_parser = duration::parse_ttl)]
     pub ttl: Duration,
 }
 

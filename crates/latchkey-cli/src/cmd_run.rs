@@ -47,7 +47,7 @@ pub struct RunArgs {
 
     /// Lock TTL. The watchdog renews it every third of this while CMD runs;
     /// if latchkey dies, the lock frees itself after at most this long.
-    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "30s")]
+    #[arg(long, value_name = "D", value_parser = duration::parse_ttl, default_value = "30s")]
     pub ttl: Duration,
 
     #[command(flatten)]

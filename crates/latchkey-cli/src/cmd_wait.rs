@@ -135,11 +135,10 @@ async fn connect(target: &Target, replicas: &[String]) -> Result<Client, Failure
         }
         builder = builder.replica(replica);
     }
-    let client = builder.connect().await.map_err(|e| {
-        let mut failure = Failure::from(e);
-        failure.message = format!("{}: {}", redact(&url), failure.message);
-        failure
-    })?;
+    let client = builder
+        .connect()
+        .await
+        .map_err(|e| crate::connect::connect_failure(e, &redact(&url)))?;
     for replica in replicas {
         warn_unless_replica(replica).await;
     }

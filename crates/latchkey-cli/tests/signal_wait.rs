@@ -213,3 +213,29 @@ fn a_replica_url_that_is_not_a_replica_is_warned_about() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_payload_of_dash_is_read_from_stdin() {
+    let redis = RedisServer::start();
+    let waiter = spawn_wait(&redis, &["big", "--timeout", "10s"]);
+    until_server(&redis, "the waiter subscribed", |r| {
+        subscribers(r, "big") == 1
+    });
+    // Larger than one argument may be (MAX_ARG_STRLEN is 128 KiB on Linux).
+    let payload = "p".repeat(200_000);
+    let mut sender = latchkey(&redis)
+        .args(["signal", "big", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn latchkey signal");
+    let mut stdin = sender.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, payload.as_bytes()).unwrap();
+    drop(stdin);
+    let sent = sender.wait_with_output().unwrap();
+    assert_eq!(code(sent.status), 0, "{}", stderr(&sent));
+    assert_eq!(stdout(&sent), "1\n");
+    let out = finish(waiter);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("{payload}\n"));
+}
