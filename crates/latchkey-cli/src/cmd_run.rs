@@ -276,7 +276,7 @@ fn group_alive(group: libc::pid_t) -> bool {
     unsafe { libc::kill(-group, 0) == 0 }
 }
 
-fn signal_name(signo: libc::c_int) -> &'static str {
+pub(crate) fn signal_name(signo: libc::c_int) -> &'static str {
     match signo {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
@@ -287,14 +287,14 @@ fn signal_name(signo: libc::c_int) -> &'static str {
 
 /// The signals `run` catches: while waiting they end the wait, while CMD
 /// runs they are forwarded to it.
-struct Signals {
+pub(crate) struct Signals {
     interrupt: Signal,
     terminate: Signal,
     hangup: Signal,
 }
 
 impl Signals {
-    fn install() -> Result<Signals, Failure> {
+    pub(crate) fn install() -> Result<Signals, Failure> {
         let install = |kind| {
             signal(kind).map_err(|e| {
                 Failure::new(
@@ -311,7 +311,7 @@ impl Signals {
     }
 
     /// The next signal received.
-    async fn recv(&mut self) -> libc::c_int {
+    pub(crate) async fn recv(&mut self) -> libc::c_int {
         tokio::select! {
             Some(()) = self.interrupt.recv() => libc::SIGINT,
             Some(()) = self.terminate.recv() => libc::SIGTERM,
