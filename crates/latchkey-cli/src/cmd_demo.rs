@@ -144,7 +144,7 @@ async fn rounds(
     workers: u32,
     increments: u32,
 ) -> Result<u64, Failure> {
-    let (counter_key, mut admin) = (counter_key.to_vec(), admin);
+    let counter_key = counter_key.to_vec();
     let expected = u64::from(workers) * u64::from(increments);
 
     println!();
@@ -153,7 +153,7 @@ async fn rounds(
         human(WORK)
     );
     let started = Instant::now();
-    set(&mut admin, &counter_key, 0).await?;
+    set(admin, &counter_key, 0).await?;
     let tasks: Vec<_> = clients
         .iter()
         .map(|client| {
@@ -169,13 +169,13 @@ async fn rounds(
         .collect();
     join(tasks).await?;
     let unlocked_took = started.elapsed();
-    let unlocked = get(&mut admin, &counter_key).await?;
+    let unlocked = get(admin, &counter_key).await?;
     report(expected, unlocked);
 
     println!();
     println!("With latchkey: the same loop inside lock {LOCK_NAME:?}");
     let started = Instant::now();
-    set(&mut admin, &counter_key, 0).await?;
+    set(admin, &counter_key, 0).await?;
     let sections = Arc::new(Mutex::new(Vec::with_capacity(expected as usize)));
     let tasks: Vec<_> = clients
         .iter()
@@ -212,7 +212,7 @@ async fn rounds(
         .collect();
     join(tasks).await?;
     let locked_took = started.elapsed();
-    let locked = get(&mut admin, &counter_key).await?;
+    let locked = get(admin, &counter_key).await?;
     report(expected, locked);
 
     let sections = std::mem::take(&mut *lock_sections(&sections));
