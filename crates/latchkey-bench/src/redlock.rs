@@ -67,7 +67,7 @@ impl Contender {
                 let guard = guard.ok_or("uncontended lock was busy")?;
                 let acquired = started.elapsed();
                 let released = guard.release().await.map_err(|e| e.to_string())?;
-                if released != latchkey::Release::Released {
+                if released != latchkey::Ownership::Owned {
                     return Err(format!("release found {released:?}"));
                 }
                 Ok((acquired, started.elapsed()))

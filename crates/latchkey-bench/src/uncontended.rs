@@ -92,7 +92,7 @@ impl Cycler {
                     let guard = lock.try_acquire().await.map_err(|e| e.to_string())?;
                     let guard = guard.ok_or("latchkey: uncontended lock was busy")?;
                     let released = guard.release().await.map_err(|e| e.to_string())?;
-                    if released != latchkey::Release::Released {
+                    if released != latchkey::Ownership::Owned {
                         return Err(format!("latchkey: release found {released:?}"));
                     }
                 }

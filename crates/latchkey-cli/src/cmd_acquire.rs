@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use latchkey::{Extend, Lock, LockGuard, Release};
+use latchkey::{Lock, LockGuard, Ownership};
 
 use crate::connect::Target;
 use crate::duration;
@@ -146,18 +146,18 @@ pub async fn release(target: &Target, args: ReleaseArgs) -> Outcome {
     // The TTL of this handle is never used: release takes none.
     let lock = target.lock(&args.name, Duration::from_secs(1)).await?;
     match lock.release_token(&args.token).await? {
-        Release::Released => Ok(exit::OK),
-        Release::Expired => Err(not_owner(&args.name, "it is not held (it expired?)")),
-        Release::HeldByOther => Err(not_owner(&args.name, "someone else holds it")),
+        Ownership::Owned => Ok(exit::OK),
+        Ownership::Expired => Err(not_owner(&args.name, "it is not held (it expired?)")),
+        Ownership::HeldByOther => Err(not_owner(&args.name, "someone else holds it")),
     }
 }
 
 pub async fn extend(target: &Target, args: ExtendArgs) -> Outcome {
     let lock = target.lock(&args.name, args.ttl).await?;
     match lock.extend_token(&args.token, args.ttl).await? {
-        Extend::Extended => Ok(exit::OK),
-        Extend::Expired => Err(not_owner(&args.name, "it is not held (it expired?)")),
-        Extend::HeldByOther => Err(not_owner(&args.name, "someone else holds it")),
+        Ownership::Owned => Ok(exit::OK),
+        Ownership::Expired => Err(not_owner(&args.name, "it is not held (it expired?)")),
+        Ownership::HeldByOther => Err(not_owner(&args.name, "someone else holds it")),
     }
 }
 

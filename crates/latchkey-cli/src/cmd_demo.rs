@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use latchkey::Release;
+use latchkey::Ownership;
 use latchkey_testkit::RedisServer;
 use redis::aio::ConnectionManager;
 
@@ -198,7 +198,7 @@ async fn rounds(
                         fencing_token,
                     });
                     let released = guard.release().await?;
-                    if released != Release::Released {
+                    if released != Ownership::Owned {
                         // Only if a 1 ms hold outlived a 5 s TTL: worth saying.
                         return Err(Failure::new(
                             exit::INTERNAL,

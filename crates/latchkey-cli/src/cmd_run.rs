@@ -31,7 +31,7 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use latchkey::{LockGuard, Release};
+use latchkey::{LockGuard, Ownership};
 use tokio::process::Child;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -244,7 +244,7 @@ async fn supervise(
 /// since the lock then frees itself at its TTL.
 async fn release(guard: LockGuard, name: &str, ttl: Duration) {
     match guard.release().await {
-        Ok(Release::Released) => {}
+        Ok(Ownership::Owned) => {}
         Ok(outcome) => tracing::debug!(?outcome, "the lock was no longer ours at release"),
         Err(e) => eprintln!(
             "latchkey: warning: could not release lock {name:?} ({e}); it frees itself within {}",

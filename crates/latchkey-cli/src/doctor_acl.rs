@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use latchkey::{Client, Release};
+use latchkey::{Client, Ownership};
 use redis::aio::ConnectionManager;
 
 use crate::cmd_doctor::Check;
@@ -172,14 +172,14 @@ pub async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
             };
             guard.fencing_token().await?;
             let released = guard.release().await?;
-            if released != Release::Released {
+            if released != Ownership::Owned {
                 return Ok(Some(released));
             }
         }
-        Ok::<_, latchkey::Error>(Some(Release::Released))
+        Ok::<_, latchkey::Error>(Some(Ownership::Owned))
     };
     let check = match probe.await {
-        Ok(Some(Release::Released)) => Check::pass(
+        Ok(Some(Ownership::Owned)) => Check::pass(
             NAME,
             format!("acquired and released a probe lock as user {user}, with fencing tokens (EVALSHA, SET, GET, DEL, PUBLISH allowed)"),
         ),

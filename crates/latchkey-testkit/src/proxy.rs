@@ -37,6 +37,18 @@ pub enum ProxyMode {
     /// direction: the network between client and server has gone silent. The
     /// bytes are held, not dropped, and delivered once the mode changes back.
     Blackhole,
+    /// Forward requests (client to server) at once, and throw away every
+    /// reply (server to client): the server acts on each request, the
+    /// client never learns the result. Replies dropped are gone for good,
+    /// also after the mode changes back.
+    DropReplies,
+}
+
+/// Which way a [`forward`] copies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Request,
+    Reply,
 }
 
 /// A TCP proxy on a free loopback port that forwards to an upstream address
@@ -262,8 +274,8 @@ async fn serve(client: TcpStream, upstream: SocketAddr, mode: watch::Receiver<Pr
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     let _ = tokio::try_join!(
-        forward(client_read, server_write, mode.clone()),
-        forward(server_read, client_write, mode),
+        forward(client_read, server_write, mode.clone(), Direction::Request),
+        forward(server_read, client_write, mode, Direction::Reply),
     );
 }
 
@@ -282,6 +294,7 @@ async fn forward(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     mut mode: watch::Receiver<ProxyMode>,
+    direction: Direction,
 ) -> io::Result<()> {
     let (queue, mut queued) = mpsc::channel::<Chunk>(MAX_QUEUED_CHUNKS);
     let read = async move {
@@ -301,7 +314,10 @@ async fn forward(
     };
     let write = async move {
         while let Some(chunk) = queued.recv().await {
-            wait_for_release(&mut mode, chunk.read_at).await?;
+            let forward = wait_for_release(&mut mode, chunk.read_at, direction).await?;
+            if !forward && !chunk.data.is_empty() {
+                continue;
+            }
             if chunk.data.is_empty() {
                 // Pass the half-close on, after the data before it: this is
                 // how a client's QUIT-and-close reaches the server.
@@ -315,19 +331,22 @@ async fn forward(
 }
 
 /// Waits until a chunk read at `read_at` may be forwarded under the current
-/// mode, re-evaluating whenever the mode changes.
+/// mode, re-evaluating whenever the mode changes; `false` when the chunk is
+/// to be dropped instead.
 async fn wait_for_release(
     mode: &mut watch::Receiver<ProxyMode>,
     read_at: Instant,
-) -> io::Result<()> {
+    direction: Direction,
+) -> io::Result<bool> {
     loop {
         let current = *mode.borrow_and_update();
         let changed = match current {
-            ProxyMode::Pass => return Ok(()),
+            ProxyMode::Pass => return Ok(true),
+            ProxyMode::DropReplies => return Ok(direction == Direction::Request),
             // A delay too large to represent is as good as a blackhole.
             ProxyMode::Delay(delay) => match read_at.checked_add(delay) {
                 Some(due) => tokio::select! {
-                    () = time::sleep_until(due) => return Ok(()),
+                    () = time::sleep_until(due) => return Ok(true),
                     changed = mode.changed() => changed,
                 },
                 None => mode.changed().await,

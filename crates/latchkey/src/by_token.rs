@@ -9,7 +9,7 @@
 //! let lock = client.lock("nightly-report", Duration::from_secs(30))?;
 //! let token = std::env::var("REPORT_TOKEN").unwrap_or_default();
 //!
-//! if lock.extend_token(&token, Duration::from_secs(60)).await? != latchkey::Extend::Extended {
+//! if lock.extend_token(&token, Duration::from_secs(60)).await? != latchkey::Ownership::Owned {
 //!     eprintln!("not ours any more");
 //! }
 //! lock.release_token(&token).await?;
@@ -24,20 +24,24 @@
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::lock::{Extend, Lock, Release};
+use crate::lock::Lock;
 use crate::names::check_ttl;
+use crate::outcome::Ownership;
 
 impl Lock {
     /// Releases the lock if `token` still owns it, and wakes its waiters.
     /// One round trip.
-    pub async fn release_token(&self, token: &str) -> Result<Release> {
-        self.inner.backend.release(&self.inner.keys, token).await
+    pub async fn release_token(&self, token: &str) -> Result<Ownership> {
+        self.inner
+            .backend
+            .release(&self.inner.keys, token, false)
+            .await
     }
 
     /// Resets the lock's TTL to `ttl` from now if `token` still owns it.
     /// One round trip. Fails with [`Error::InvalidTtl`](crate::Error::InvalidTtl)
     /// for a TTL outside [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL).
-    pub async fn extend_token(&self, token: &str, ttl: Duration) -> Result<Extend> {
+    pub async fn extend_token(&self, token: &str, ttl: Duration) -> Result<Ownership> {
         check_ttl(ttl)?;
         let (outcome, _valid_until) = self
             .inner

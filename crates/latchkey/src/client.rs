@@ -75,6 +75,9 @@ pub(crate) struct ClientInner {
     pub(crate) replica_subscribers: OnceLock<Vec<Subscriber>>,
     pub(crate) local_queues: crate::queue::LocalQueues,
     pub(crate) metrics_labels: MetricsLabels,
+    /// Background releases (dropped guards, cancelled attempts and
+    /// releases), so that [`Client::flush`] can wait for them.
+    pub(crate) background: tokio_util::task::TaskTracker,
 }
 
 impl std::fmt::Debug for Client {
@@ -194,6 +197,7 @@ impl ClientBuilder {
                 replica_subscribers: OnceLock::new(),
                 local_queues: Default::default(),
                 metrics_labels: self.metrics_labels,
+                background: tokio_util::task::TaskTracker::new(),
             }),
         };
         // A connection is only useful if we may use it: surface auth and ACL
@@ -244,6 +248,20 @@ impl Client {
     /// the connection's response timeout (the command timeout).
     pub async fn connection(&self) -> Result<ConnectionManager> {
         Ok(self.inner.conn.clone())
+    }
+
+    /// Waits, at most `within`, for the work this client does in the
+    /// background to finish: releases of guards dropped without
+    /// [`release`](crate::LockGuard::release), of releases and acquisitions
+    /// that were cancelled or failed after their request was sent. Returns
+    /// whether all of it finished. Call it before the process exits (a
+    /// runtime that shuts down cancels such a release, and the lock then
+    /// stays held until its TTL); the client stays usable.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future stops the waiting, not the work.
+    pub async fn flush(&self, within: Duration) -> bool {
+        flush(&self.inner.background, within).await
     }
 
     /// Runs one command on the shared connection, bounded by the command
@@ -334,4 +352,14 @@ impl Client {
     pub(crate) fn subscriber_if_started(&self) -> Option<&Subscriber> {
         self.inner.subscriber.get()
     }
+}
+
+/// Waits, at most `within`, until `tracker` has no task left.
+pub(crate) async fn flush(tracker: &tokio_util::task::TaskTracker, within: Duration) -> bool {
+    // `wait` completes only on a closed tracker; reopening lets later
+    // background work be tracked (and flushed) again.
+    tracker.close();
+    let done = tokio::time::timeout(within, tracker.wait()).await.is_ok();
+    tracker.reopen();
+    done
 }

@@ -10,7 +10,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Not getting a lock is *not* an error when you asked only to try
 /// ([`Lock::try_acquire`](crate::Lock::try_acquire) returns `Ok(None)`), and
 /// losing ownership on release or extend is reported by an outcome
-/// ([`Release`](crate::Release), [`Extend`](crate::Extend)), not an error.
+/// ([`Ownership`](crate::Ownership)), not an error.
 /// Errors are for bad input and for a Redis that cannot answer properly.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -9,9 +9,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::error::Result;
-use crate::lock::{Backend, Extend, Lock, Release};
+use crate::lock::{Backend, Lock};
 use crate::metrics::LockLabel;
 use crate::names::LockKeys;
+use crate::outcome::Ownership;
 use crate::token::short;
 
 /// A held lock.
@@ -37,7 +38,13 @@ pub struct LockGuard {
     /// [`LockGuard::fencing_token`] call.
     fencing_token: tokio::sync::OnceCell<u64>,
     state: Arc<State>,
+    /// The release's reply was read (or it failed for good): nothing is left to do.
     released: bool,
+    /// `release` was called: if it is dropped before `released`, `Drop`
+    /// finishes it in the background.
+    releasing: bool,
+    /// The release's outcome was counted in the metrics already.
+    outcome_counted: bool,
     /// When the guard was made, for the hold-time metric.
     acquired_at: Instant,
 }
@@ -190,6 +197,8 @@ impl LockGuard {
             fencing_token: tokio::sync::OnceCell::new_with(fencing_token),
             state,
             released: false,
+            releasing: false,
+            outcome_counted: false,
             acquired_at: Instant::now(),
         }
     }
@@ -293,7 +302,7 @@ impl LockGuard {
 
     /// Resets the TTL to `ttl` from now, if we still own the lock; otherwise
     /// marks the guard lost. One round trip.
-    pub async fn extend(&self, ttl: Duration) -> Result<Extend> {
+    pub async fn extend(&self, ttl: Duration) -> Result<Ownership> {
         crate::names::check_ttl(ttl)?;
         let span = renew_span(self.name(), &self.token);
         let result = self
@@ -305,12 +314,12 @@ impl LockGuard {
             .await;
         crate::metrics::renewal(
             &self.lock.inner.metrics_label,
-            matches!(result, Ok((Extend::Extended, _))),
+            matches!(result, Ok((Ownership::Owned, _))),
         );
         let (outcome, valid_until) = result?;
         match outcome {
-            Extend::Extended => self.state.set_deadline(valid_until),
-            Extend::Expired | Extend::HeldByOther => {
+            Ownership::Owned => self.state.set_deadline(valid_until),
+            Ownership::Expired | Ownership::HeldByOther => {
                 tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "extend found the lock no longer ours");
                 self.state.mark_lost();
             }
@@ -321,37 +330,51 @@ impl LockGuard {
     /// Releases the lock if we still own it (compare-and-delete), wakes the
     /// waiters, and stops the watchdog. One round trip.
     ///
-    /// On an error (Redis unreachable) the lock frees itself at its TTL; the
-    /// guard is consumed either way.
-    pub async fn release(self) -> Result<Release> {
-        Ok(self.release_report().await?.outcome)
-    }
-
-    /// Like [`release`](LockGuard::release), but also says on how many
-    /// instances our key was deleted: for a [`Redlock`](crate::Redlock),
-    /// `confirmed` of `instances` (the outcome is `Released` when a
-    /// majority confirmed); for a single-instance lock, 1 or 0 of 1.
-    pub async fn release_report(mut self) -> Result<crate::lock::ReleaseReport> {
-        self.released = true;
+    /// `Ok(Ownership::Owned)`: we held the lock and it is free now;
+    /// `Expired` or `HeldByOther`: it was no longer ours (nothing was
+    /// deleted). On a transient error (Redis unreachable, no answer in
+    /// time) the release is retried once in the background, and the lock
+    /// frees itself at its TTL if that fails too. The guard is consumed
+    /// either way.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if the future is dropped before the reply was read
+    /// (a `timeout` around it, a `select!`, a reconnecting connection), the
+    /// release is finished in the background, as for a guard dropped
+    /// without release; [`Client::flush`](crate::Client::flush) waits for it.
+    pub async fn release(mut self) -> Result<Ownership> {
+        self.releasing = true;
         self.state.finish();
         crate::metrics::hold_time(&self.lock.inner.metrics_label, self.acquired_at.elapsed());
         let span = release_span(self.name(), &self.token);
-        let report = self
+        let result = self
             .lock
             .inner
             .backend
-            .release_report(&self.lock.inner.keys, &self.token)
+            .release(&self.lock.inner.keys, &self.token, false)
             .instrument(span)
             .await;
         crate::metrics::release_outcome(
             &self.lock.inner.metrics_label,
-            report.as_ref().ok().map(|r| r.outcome),
+            result.as_ref().ok().copied(),
         );
-        let report = report?;
-        if report.outcome != Release::Released {
-            tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?report, "release found the lock no longer ours");
+        self.outcome_counted = true;
+        match result {
+            Ok(outcome) => {
+                self.released = true;
+                if outcome != Ownership::Owned {
+                    tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "release found the lock no longer ours");
+                }
+                Ok(outcome)
+            }
+            // The request may never have reached Redis: `Drop` tries once more
+            // in the background (compare-and-delete, so never someone else's lock).
+            Err(e) if e.is_transient() => Err(e),
+            Err(e) => {
+                self.released = true;
+                Err(e)
+            }
         }
-        Ok(report)
     }
 }
 
@@ -363,14 +386,23 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), "lock guard dropped without release(); releasing in the background");
-        crate::metrics::hold_time(&self.lock.inner.metrics_label, self.acquired_at.elapsed());
+        let why = if self.outcome_counted {
+            "the release failed; trying once more"
+        } else if self.releasing {
+            "the release was cancelled before its reply was read; finishing it"
+        } else {
+            "lock guard dropped without release()"
+        };
+        tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), why, "releasing in the background");
+        if !self.releasing {
+            crate::metrics::hold_time(&self.lock.inner.metrics_label, self.acquired_at.elapsed());
+        }
         release_in_background(
             self.lock.inner.backend.clone(),
             self.lock.inner.keys.clone(),
             std::mem::take(&mut self.token),
-            "guard dropped",
-            Some(self.lock.inner.metrics_label.clone()),
+            why,
+            (!self.outcome_counted).then(|| self.lock.inner.metrics_label.clone()),
         );
     }
 }
@@ -395,17 +427,18 @@ pub(crate) fn release_in_background(
     why: &'static str,
     counted: Option<LockLabel>,
 ) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+    if tokio::runtime::Handle::try_current().is_err() {
         tracing::warn!(
             why,
             "no tokio runtime to release the lock on; it frees itself at its TTL"
         );
         return;
-    };
+    }
     let span = release_span(&keys.key[backend.prefix().len()..], &token);
-    runtime.spawn(
+    let tracker = backend.background().clone();
+    tracker.spawn(
         async move {
-            let result = backend.release(&keys, &token).await;
+            let result = backend.release(&keys, &token, true).await;
             if let Some(label) = &counted {
                 crate::metrics::release_outcome(label, result.as_ref().ok().copied());
             }
@@ -451,9 +484,9 @@ async fn watchdog(
             _ = done.cancelled() => return,
             r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
         };
-        crate::metrics::renewal(&label, matches!(result, Ok(Ok((Extend::Extended, _)))));
+        crate::metrics::renewal(&label, matches!(result, Ok(Ok((Ownership::Owned, _)))));
         match result {
-            Ok(Ok((Extend::Extended, valid_until))) => {
+            Ok(Ok((Ownership::Owned, valid_until))) => {
                 state.set_deadline(valid_until);
                 next = Instant::now() + every;
                 tracing::trace!(lock = %name, token = short(&token), "renewed");

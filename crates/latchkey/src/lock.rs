@@ -39,48 +39,9 @@ use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::metrics::{LockLabel, MetricsLabels, Outcome};
 use crate::names::{check_name, check_ttl, LockKeys};
+pub(crate) use crate::outcome::{Attempt, AttemptMode, Ownership};
 use crate::queue::LocalSlot;
-pub(crate) use crate::single::AttemptMode;
 use crate::subscriber::{jitter, Event, Subscription, Topic};
-
-/// What [`LockGuard::release`] found.
-#[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Release {
-    /// We held the lock and it is now free.
-    Released,
-    /// The lock had expired before we released it (nothing was deleted).
-    Expired,
-    /// The lock had expired and someone else holds it now (nothing was deleted).
-    HeldByOther,
-}
-
-/// What [`LockGuard::release_report`] found: the outcome and how many
-/// instances confirmed it.
-#[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReleaseReport {
-    /// As [`LockGuard::release`] returns it. For a [`Redlock`](crate::Redlock):
-    /// `Released` when a majority deleted our key; otherwise `HeldByOther` if
-    /// any instance holds someone else's key, else `Expired`.
-    pub outcome: Release,
-    /// On how many instances our key was deleted by this release.
-    pub confirmed: usize,
-    /// How many instances the lock lives on (1 for a single-instance lock).
-    pub instances: usize,
-}
-
-/// What [`LockGuard::extend`] found.
-#[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Extend {
-    /// We still hold the lock; its TTL was reset.
-    Extended,
-    /// The lock had expired (nothing was changed).
-    Expired,
-    /// The lock had expired and someone else holds it now (nothing was changed).
-    HeldByOther,
-}
 
 /// Where locks live. Every variant offers the same three operations, so the
 /// waiting, guard and watchdog logic above them is written once.
@@ -88,20 +49,6 @@ pub enum Extend {
 pub(crate) enum Backend {
     Single(Client),
     Redlock(crate::redlock::Redlock),
-}
-
-/// The result of one acquisition attempt.
-pub(crate) enum Attempt {
-    Acquired {
-        /// Issued with the acquisition (a lock made `with_fencing`), or not yet.
-        fencing_token: Option<u64>,
-        /// Monotonic instant until which we may assume we hold the lock.
-        valid_until: Instant,
-    },
-    Busy {
-        /// The holder's remaining TTL, when known.
-        retry_in: Option<Duration>,
-    },
 }
 
 impl Backend {
@@ -140,23 +87,30 @@ impl Backend {
         keys: &LockKeys,
         token: &str,
         valid_until: Instant,
-    ) -> Result<std::result::Result<u64, Release>> {
+    ) -> Result<std::result::Result<u64, Ownership>> {
         match self {
             Backend::Single(client) => client.issue_fence_once(keys, token).await,
             Backend::Redlock(redlock) => redlock.issue_fence(keys, token, valid_until).await,
         }
     }
 
-    pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<Release> {
-        Ok(self.release_report(keys, token).await?.outcome)
-    }
-
-    pub(crate) async fn release_report(
+    /// Owner-only release. `cleanup`: it finishes what a failure or a
+    /// cancellation left (sent as the whole script, see
+    /// `Client::release_whole`), and no local waiter is woken ahead of it.
+    pub(crate) async fn release(
         &self,
         keys: &LockKeys,
         token: &str,
-    ) -> Result<ReleaseReport> {
-        let report = match self {
+        cleanup: bool,
+    ) -> Result<Ownership> {
+        let outcome = match self {
+            Backend::Single(client) if cleanup => {
+                let outcome = client.release_whole(keys, token).await?;
+                if outcome == Ownership::Owned {
+                    self.wake_local(keys);
+                }
+                outcome
+            }
             Backend::Single(client) => {
                 // Send the release, then wake this client's next waiter before
                 // the reply is back: its attempt travels on the same
@@ -167,10 +121,10 @@ impl Backend {
                 let mut release = std::pin::pin!(client.release_once(keys, token));
                 let first_poll =
                     std::future::poll_fn(|cx| Poll::Ready(release.as_mut().poll(cx))).await;
-                let outcome = match first_poll {
+                match first_poll {
                     Poll::Ready(outcome) => {
                         let outcome = outcome?;
-                        if outcome == Release::Released {
+                        if outcome == Ownership::Owned {
                             self.wake_local(keys);
                         }
                         outcome
@@ -179,22 +133,17 @@ impl Backend {
                         self.wake_local(keys);
                         release.await?
                     }
-                };
-                ReleaseReport {
-                    outcome,
-                    confirmed: usize::from(outcome == Release::Released),
-                    instances: 1,
                 }
             }
             Backend::Redlock(redlock) => {
-                let report = redlock.release_all(keys, token).await?;
-                if report.outcome == Release::Released {
+                let outcome = redlock.release_all(keys, token, cleanup).await?;
+                if outcome == Ownership::Owned {
                     self.wake_local(keys);
                 }
-                report
+                outcome
             }
         };
-        Ok(report)
+        Ok(outcome)
     }
 
     pub(crate) async fn extend(
@@ -202,7 +151,7 @@ impl Backend {
         keys: &LockKeys,
         token: &str,
         ttl: Duration,
-    ) -> Result<(Extend, Instant)> {
+    ) -> Result<(Ownership, Instant)> {
         match self {
             Backend::Single(client) => client.extend_once(keys, token, ttl).await,
             Backend::Redlock(redlock) => redlock.extend_all(keys, token, ttl).await,
@@ -237,6 +186,16 @@ impl Backend {
         match self {
             Backend::Single(client) => &client.inner.local_queues,
             Backend::Redlock(redlock) => redlock.local_queues(),
+        }
+    }
+
+    /// Where background work for this backend's locks (releases of dropped
+    /// guards, cancelled attempts and releases) is tracked, so that
+    /// `flush` can wait for it.
+    pub(crate) fn background(&self) -> &tokio_util::task::TaskTracker {
+        match self {
+            Backend::Single(client) => &client.inner.background,
+            Backend::Redlock(redlock) => redlock.background(),
         }
     }
 

@@ -40,7 +40,7 @@ use std::time::Duration;
 use ::metrics::{counter, describe_counter, describe_histogram, Key, Label, Level, Metadata, Unit};
 
 use crate::error::Error;
-use crate::lock::Release;
+use crate::outcome::Ownership;
 
 /// Counter, label `outcome` = `ok` | `busy` | `timeout` | `error`: finished
 /// acquire calls. `busy` is a [`try_acquire`](crate::Lock::try_acquire) that
@@ -79,7 +79,7 @@ pub const LOCKS_LOST: &str = "latchkey_locks_lost_total";
 /// Counter, label `outcome` = `released` | `expired` | `held_by_other` |
 /// `error`: releases of held locks, explicit or by a dropped guard.
 /// `expired` and `held_by_other` are releases that found the lock already
-/// gone (see [`Release`]).
+/// gone (see [`Ownership`](crate::Ownership)).
 pub const RELEASES: &str = "latchkey_releases_total";
 
 /// Counter, label `kind` = `broadcast` | `unicast`: signals sent
@@ -321,11 +321,11 @@ pub(crate) fn lock_lost(label: &LockLabel) {
 }
 
 /// Counts a release; `None` for one that failed with an error.
-pub(crate) fn release_outcome(label: &LockLabel, outcome: Option<Release>) {
+pub(crate) fn release_outcome(label: &LockLabel, outcome: Option<Ownership>) {
     let index = match outcome {
-        Some(Release::Released) => 0,
-        Some(Release::Expired) => 1,
-        Some(Release::HeldByOther) => 2,
+        Some(Ownership::Owned) => 0,
+        Some(Ownership::Expired) => 1,
+        Some(Ownership::HeldByOther) => 2,
         None => 3,
     };
     increment(&label.0.releases[index]);

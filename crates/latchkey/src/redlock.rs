@@ -98,6 +98,8 @@ pub(crate) struct Inner {
     prefix: Vec<u8>,
     identity: Identity,
     local_queues: LocalQueues,
+    /// Background releases, so that [`Redlock::flush`] can wait for them.
+    pub(crate) background: tokio_util::task::TaskTracker,
 }
 
 struct Instance {
@@ -261,6 +263,7 @@ impl Redlock {
                 prefix,
                 identity: Identity::of_this_process(),
                 local_queues: LocalQueues::default(),
+                background: tokio_util::task::TaskTracker::new(),
             }),
             options: Options {
                 instance_timeout: None,
@@ -327,6 +330,20 @@ impl Redlock {
     /// The key prefix shared by all instances.
     pub fn prefix(&self) -> &[u8] {
         &self.inner.prefix
+    }
+
+    /// Waits, at most `within`, for the releases this Redlock finishes in
+    /// the background (dropped guards, cancelled or unanswered releases) to
+    /// end; see [`Client::flush`]. Returns whether all of them did.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future stops the waiting, not the work.
+    pub async fn flush(&self, within: Duration) -> bool {
+        crate::client::flush(&self.inner.background, within).await
+    }
+
+    pub(crate) fn background(&self) -> &tokio_util::task::TaskTracker {
+        &self.inner.background
     }
 
     pub(crate) fn local_queues(&self) -> &LocalQueues {

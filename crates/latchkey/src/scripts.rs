@@ -14,8 +14,11 @@ pub(crate) static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
 pub(crate) static ISSUE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/issue_fence.lua")));
-pub(crate) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_BODY));
+/// The release script's text, sent whole (`EVAL`) by releases that clean up
+/// after a failure: one round trip whatever the script cache holds, so a
+/// lost `NOSCRIPT` reply cannot stop it.
+pub(crate) const RELEASE_BODY: &str = include_str!("scripts/release.lua");
 pub(crate) static EXTEND: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
 pub(crate) static INSPECT: LazyLock<Script> =

@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::lock::{Attempt, Extend, Release};
 use crate::names::{drift, ttl_ms, LockKeys};
+use crate::outcome::{Attempt, AttemptMode, Ownership};
 use crate::scripts;
 
 impl Client {
@@ -86,7 +86,7 @@ impl Client {
         &self,
         keys: &LockKeys,
         token: &str,
-    ) -> Result<std::result::Result<u64, Release>> {
+    ) -> Result<std::result::Result<u64, Ownership>> {
         let (issued, value): (i64, i64) = self
             .eval(
                 "issue fencing token",
@@ -97,8 +97,8 @@ impl Client {
             .await?;
         match issued {
             1 => Ok(Ok(fencing_token(value)?)),
-            0 => Ok(Err(Release::Expired)),
-            -1 => Ok(Err(Release::HeldByOther)),
+            0 => Ok(Err(Ownership::Expired)),
+            -1 => Ok(Err(Ownership::HeldByOther)),
             other => Err(Error::Protocol(format!(
                 "issue fence script returned {other}"
             ))),
@@ -107,7 +107,7 @@ impl Client {
 
     /// Compare-and-delete; publishes a wake-up on success if a waiter marked
     /// the token.
-    pub(crate) async fn release_once(&self, keys: &LockKeys, token: &str) -> Result<Release> {
+    pub(crate) async fn release_once(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
         let outcome: i64 = self
             .eval(
                 "release",
@@ -116,21 +116,42 @@ impl Client {
                 &[token.as_bytes(), &keys.channel],
             )
             .await?;
-        match outcome {
-            1 => Ok(Release::Released),
-            0 => Ok(Release::Expired),
-            -1 => Ok(Release::HeldByOther),
-            other => Err(Error::Protocol(format!("release script returned {other}"))),
-        }
+        release_outcome(outcome)
     }
 
+    /// [`Client::release_once`] sent as the whole script (`EVAL`), for a
+    /// release that cleans up after a failure or a cancellation: it takes
+    /// effect in one request even when the script cache is empty and the
+    /// replies are being lost.
+    pub(crate) async fn release_whole(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
+        let mut eval = redis::cmd("EVAL");
+        eval.arg(scripts::RELEASE_BODY)
+            .arg(1)
+            .arg(&keys.key)
+            .arg(token)
+            .arg(&keys.channel);
+        let outcome: i64 = self.query("release", eval, &keys.key).await?;
+        release_outcome(outcome)
+    }
+}
+
+fn release_outcome(outcome: i64) -> Result<Ownership> {
+    match outcome {
+        1 => Ok(Ownership::Owned),
+        0 => Ok(Ownership::Expired),
+        -1 => Ok(Ownership::HeldByOther),
+        other => Err(Error::Protocol(format!("release script returned {other}"))),
+    }
+}
+
+impl Client {
     /// Compare-and-pexpire. On success also returns the new validity deadline.
     pub(crate) async fn extend_once(
         &self,
         keys: &LockKeys,
         token: &str,
         ttl: Duration,
-    ) -> Result<(Extend, Instant)> {
+    ) -> Result<(Ownership, Instant)> {
         let sent = Instant::now();
         let ttl_arg = ttl_ms(ttl).to_string();
         let outcome: i64 = self
@@ -143,23 +164,12 @@ impl Client {
             .await?;
         let valid_until = sent + ttl - drift(ttl);
         match outcome {
-            1 => Ok((Extend::Extended, valid_until)),
-            0 => Ok((Extend::Expired, valid_until)),
-            -1 => Ok((Extend::HeldByOther, valid_until)),
+            1 => Ok((Ownership::Owned, valid_until)),
+            0 => Ok((Ownership::Expired, valid_until)),
+            -1 => Ok((Ownership::HeldByOther, valid_until)),
             other => Err(Error::Protocol(format!("extend script returned {other}"))),
         }
     }
-}
-
-/// How [`Client::try_once`] asks.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AttemptMode {
-    /// Issue the fencing token in the same round trip (the acquire script).
-    pub(crate) fenced: bool,
-    /// The caller waits: when busy, learn the holder's TTL (a waiter sleeps
-    /// until then) and mark the holder's token so that its release
-    /// publishes the wake-up (a release nobody marked publishes nothing).
-    pub(crate) ask_ttl: bool,
 }
 
 fn fencing_token(value: i64) -> Result<u64> {

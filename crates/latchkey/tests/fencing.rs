@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use latchkey::{FencedWrite, Release};
+use latchkey::{FencedWrite, Ownership};
 use redis::AsyncCommands;
 
 const TASKS: usize = 8;
@@ -36,7 +36,7 @@ async fn append_tokens(url: &str, eager: bool) {
                     .rpush("tokens", g.fencing_token().await.unwrap())
                     .await
                     .unwrap();
-                assert_eq!(g.release().await.unwrap(), Release::Released);
+                assert_eq!(g.release().await.unwrap(), Ownership::Owned);
             }
         }));
     }
@@ -87,7 +87,7 @@ async fn one_token(url: &str) -> u64 {
         .unwrap()
         .unwrap();
     let t = g.fencing_token().await.unwrap();
-    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
     t
 }
 
@@ -263,7 +263,7 @@ async fn a_paused_holders_write_is_rejected() {
         resource.read().await.unwrap(),
         Some((b"from B".to_vec(), b.fencing_token().await.unwrap()))
     );
-    assert_eq!(b.release().await.unwrap(), Release::Released);
+    assert_eq!(b.release().await.unwrap(), Ownership::Owned);
 }
 
 /// A token is issued only while the hold lasts: a holder whose lock expired
@@ -305,8 +305,8 @@ async fn a_token_asked_after_the_lock_was_lost_is_refused() {
         .parse()
         .unwrap();
     assert_eq!(counter, fresh_token);
-    assert_eq!(stale.release().await.unwrap(), Release::HeldByOther);
-    assert_eq!(fresh.release().await.unwrap(), Release::Released);
+    assert_eq!(stale.release().await.unwrap(), Ownership::HeldByOther);
+    assert_eq!(fresh.release().await.unwrap(), Ownership::Owned);
 }
 
 /// `with_fencing` issues the token with the acquisition; without it the
@@ -332,7 +332,7 @@ async fn eager_and_lazy_tokens_share_one_order() {
         assert_eq!(guard.issued_fencing_token(), Some(token));
         assert!(token > last, "round {round}: {token} after {last}");
         last = token;
-        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     }
 }
 
@@ -375,5 +375,5 @@ async fn a_token_asked_while_redis_is_down_is_a_transient_error() {
         }
     };
     assert!(token > 0);
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 }

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use latchkey::{Error, Extend, Release};
+use latchkey::{Error, Ownership};
 use redis::AsyncCommands;
 
 const TASKS: usize = 32;
@@ -29,7 +29,7 @@ async fn contend(url: &str) {
                 // The sleep widens the race window a missing lock would expose.
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 let _: () = conn.set("counter-value", n + 1).await.unwrap();
-                assert_eq!(guard.release().await.unwrap(), Release::Released);
+                assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
             }
         }));
     }
@@ -98,15 +98,15 @@ async fn only_the_owner_releases_or_extends() {
 
     assert_eq!(
         first.extend(Duration::from_secs(1)).await.unwrap(),
-        Extend::HeldByOther
+        Ownership::HeldByOther
     );
-    assert_eq!(first.release().await.unwrap(), Release::HeldByOther);
+    assert_eq!(first.release().await.unwrap(), Ownership::HeldByOther);
     let mut conn = raw(&server.url()).await;
     let holder: String = conn.get("test:owned").await.unwrap();
     assert_eq!(holder, second.token(), "a non-owner changed the lock");
 
     tokio::time::sleep(Duration::from_millis(80)).await;
-    assert_eq!(second.release().await.unwrap(), Release::Expired);
+    assert_eq!(second.release().await.unwrap(), Ownership::Expired);
 }
 
 #[tokio::test]
@@ -134,17 +134,17 @@ async fn script_flush_is_invisible() {
     server.command(&["SCRIPT", "FLUSH"]).unwrap();
     assert_eq!(
         guard.extend(Duration::from_secs(5)).await.unwrap(),
-        Extend::Extended
+        Ownership::Owned
     );
     server.command(&["SCRIPT", "FLUSH"]).unwrap();
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     server.command(&["SCRIPT", "FLUSH"]).unwrap();
     let again = lock
         .try_acquire()
         .await
         .unwrap()
         .expect("free after release");
-    assert_eq!(again.release().await.unwrap(), Release::Released);
+    assert_eq!(again.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]
@@ -184,7 +184,7 @@ async fn a_wrong_type_key_is_a_typed_error() {
         guard.fencing_token().await,
         Err(Error::WrongType { .. })
     ));
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     assert!(matches!(
         lock.with_fencing().try_acquire().await,
         Err(Error::WrongType { .. })
@@ -235,8 +235,8 @@ async fn bad_names_and_ttls_are_typed_errors() {
         .await
         .unwrap()
         .expect("binary-named lock");
-    assert_eq!(g.release().await.unwrap(), Release::Released);
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]
@@ -315,7 +315,7 @@ async fn interoperates_with_plain_set_nx_locks_when_unprefixed() {
         .command(&["SET", "shared", "their-uuid", "NX", "PX", "5000"])
         .unwrap();
     assert_ne!(theirs, "OK");
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]
@@ -338,7 +338,7 @@ async fn a_cancelled_acquire_does_not_leave_the_lock_held() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(warm.release().await.unwrap(), Release::Released);
+    assert_eq!(warm.release().await.unwrap(), Ownership::Owned);
     // 300 ms each way: the request reaches Redis after 300 ms, the reply
     // would reach us after 600 ms. Cancel in between.
     proxy.set_mode(ProxyMode::Delay(Duration::from_millis(300)));
@@ -399,7 +399,7 @@ async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
             server.command(&["GET", "test:counted:fence"]).unwrap(),
             garbage
         );
-        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     }
     server.command(&["DEL", "test:counted:fence"]).unwrap();
     let g = lock
@@ -407,5 +407,5 @@ async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
         .await
         .unwrap()
         .expect("free after the counter was reset");
-    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }

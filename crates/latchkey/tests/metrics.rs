@@ -12,7 +12,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use latchkey::metrics as m;
-use latchkey::{Client, MetricsLabels, Release};
+use latchkey::{Client, MetricsLabels, Ownership};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use redis::AsyncCommands;
 
@@ -105,13 +105,13 @@ fn acquisitions_and_releases_are_counted_by_outcome() {
             .await
             .unwrap_err(); // timeout
         assert!(matches!(err, latchkey::Error::WaitTimedOut { .. }), "{err}");
-        assert_eq!(g1.release().await.unwrap(), Release::Released);
+        assert_eq!(g1.release().await.unwrap(), Ownership::Owned);
         let g2 = a.acquire().await.unwrap(); // ok
         let g3 = b.acquire_timeout(Duration::from_secs(1)).await.unwrap(); // ok
-        assert_eq!(g2.release().await.unwrap(), Release::Released);
+        assert_eq!(g2.release().await.unwrap(), Ownership::Owned);
         // The key vanishes under the holder: its release finds it gone.
         let _: i64 = raw(&server.url()).await.del("test:b").await.unwrap();
-        assert_eq!(g3.release().await.unwrap(), Release::Expired);
+        assert_eq!(g3.release().await.unwrap(), Ownership::Expired);
 
         let mut rec = Recorded::default();
         rec.add(&snapshotter);
@@ -157,7 +157,7 @@ fn the_lock_label_follows_the_client_option() {
                 .await
                 .unwrap()
                 .unwrap();
-            assert_eq!(guard.release().await.unwrap(), Release::Released);
+            assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
         }
         let guard = fixed
             .lock("gamma", Duration::from_secs(5))
@@ -166,7 +166,7 @@ fn the_lock_label_follows_the_client_option() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 
         let mut rec = Recorded::default();
         rec.add(&snapshotter);
@@ -196,16 +196,16 @@ fn renewals_losses_and_releases_of_a_taken_lock() {
         let guard = lock.try_acquire().await.unwrap().unwrap();
         assert_eq!(
             guard.extend(Duration::from_secs(10)).await.unwrap(),
-            latchkey::Extend::Extended
+            latchkey::Ownership::Owned
         );
         // Someone else takes the lock under us: the next extension fails
         // and the guard is lost; the release finds it held by the other.
         let _: () = conn.set("test:r", "someone-else").await.unwrap();
         assert_eq!(
             guard.extend(Duration::from_secs(10)).await.unwrap(),
-            latchkey::Extend::HeldByOther
+            latchkey::Ownership::HeldByOther
         );
-        assert_eq!(guard.release().await.unwrap(), Release::HeldByOther);
+        assert_eq!(guard.release().await.unwrap(), Ownership::HeldByOther);
         let _: i64 = conn.del("test:r").await.unwrap();
 
         // The watchdog's first renewal (after 100 ms) finds the key gone.
@@ -221,7 +221,7 @@ fn renewals_losses_and_releases_of_a_taken_lock() {
             .expect("lost fires");
         // Polling `lost()` again must not count the loss twice.
         guard.lost().await;
-        assert_eq!(guard.release().await.unwrap(), Release::Expired);
+        assert_eq!(guard.release().await.unwrap(), Ownership::Expired);
 
         let mut rec = Recorded::default();
         rec.add(&snapshotter);
@@ -306,9 +306,9 @@ fn a_waiter_woken_by_a_release_records_its_handoff() {
             assert!(Instant::now() < deadline, "the waiter never tried: {info}");
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        assert_eq!(holder.release().await.unwrap(), Release::Released);
+        assert_eq!(holder.release().await.unwrap(), Ownership::Owned);
         let guard = waiter.await.unwrap().unwrap();
-        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 
         let mut rec = Recorded::default();
         rec.add(&snapshotter);

@@ -423,7 +423,7 @@ async fn patterns_hear_matching_names_only() {
         .release()
         .await
         .unwrap();
-    assert_eq!(released, latchkey::Release::Released);
+    assert_eq!(released, latchkey::Ownership::Owned);
     assert_eq!(client.signal("job.1", b"yes").await.unwrap(), 2);
 
     let signal = listener.recv_timeout(PATIENCE).await.unwrap();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use latchkey::Release;
+use latchkey::Ownership;
 
 /// Waits until `n` clients are subscribed to `channel` on `server`: the
 /// deterministic sign that a waiter is parked on the lock.
@@ -41,12 +41,12 @@ async fn a_waiter_wakes_at_release_not_at_expiry() {
     });
     until_subscribed(&server, "test:handoff:released", 1).await;
     let released_at = Instant::now();
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let (acquired_at, g) = waiter.await.unwrap();
     let gap = acquired_at - released_at;
     // Milliseconds, not the 30 s TTL: a generous bound for a loaded 2-core CI box.
     assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
-    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]
@@ -67,7 +67,7 @@ async fn a_waiter_wakes_when_the_holder_vanishes() {
         waited < Duration::from_millis(400 + 300),
         "woke {waited:?} after a 400 ms TTL"
     );
-    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]
@@ -91,7 +91,7 @@ async fn no_lost_wakeup_when_the_subscriber_connection_is_killed() {
     server
         .command(&["CLIENT", "KILL", "TYPE", "pubsub"])
         .unwrap();
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let started = Instant::now();
     let g = waiter
         .await
@@ -103,7 +103,7 @@ async fn no_lost_wakeup_when_the_subscriber_connection_is_killed() {
         "took {:?}",
         started.elapsed()
     );
-    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,7 +127,7 @@ async fn sixty_four_local_waiters_each_get_the_lock_once() {
             tokio::time::sleep(Duration::from_millis(1)).await;
             inside.fetch_sub(1, Ordering::SeqCst);
             acquisitions.fetch_add(1, Ordering::SeqCst);
-            assert_eq!(g.release().await.unwrap(), Release::Released);
+            assert_eq!(g.release().await.unwrap(), Ownership::Owned);
         }));
     }
     for t in tasks {
@@ -174,7 +174,7 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
     let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
     tokio::time::sleep(Duration::from_millis(200)).await; // let it poll a few times
     let released_at = Instant::now();
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let g = waiter
         .await
         .unwrap()
@@ -186,7 +186,7 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
         released_at.elapsed()
     );
     // The restricted user can still release: the wake-up PUBLISH is best-effort.
-    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
 
 /// How many times the server ran `command` (from scripts too).
@@ -223,7 +223,7 @@ async fn a_release_nobody_waits_for_publishes_nothing() {
     let before = publishes(&server);
     for _ in 0..20 {
         let guard = lock.acquire().await.unwrap();
-        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     }
     assert_eq!(publishes(&server) - before, 0);
 }
@@ -253,18 +253,18 @@ async fn a_waiter_marks_the_holders_token_and_its_release_wakes_it() {
     assert_eq!(info.holder.map(|h| h.pid), Some(std::process::id()));
     assert_eq!(
         guard.extend(Duration::from_secs(30)).await.unwrap(),
-        latchkey::Extend::Extended
+        latchkey::Ownership::Owned
     );
     assert!(guard.fencing_token().await.is_ok());
     let before = publishes(&server);
     let released_at = Instant::now();
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let (acquired_at, g) = waiter.await.unwrap();
     assert_eq!(publishes(&server) - before, 1, "one wake-up for one waiter");
     // Milliseconds, not the 30 s TTL: a generous bound for a loaded 2-core box.
     let gap = acquired_at - released_at;
     assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
-    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]
@@ -323,13 +323,13 @@ async fn a_waiter_not_allowed_to_mark_still_gets_the_lock() {
         server.command(&["GET", "test:unmarked"]).unwrap().trim(),
         token
     );
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     // No mark, no message: woken at the holder's TTL it saw (at most 1.5 s).
     let g = waiter
         .await
         .unwrap()
         .expect("the waiter that could not mark got the lock");
-    assert_eq!(g.release().await.unwrap(), Release::Released);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]

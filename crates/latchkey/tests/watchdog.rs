@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use latchkey::Release;
+use latchkey::Ownership;
 use redis::AsyncCommands;
 
 const TTL: Duration = Duration::from_secs(1);
@@ -28,7 +28,7 @@ async fn the_watchdog_keeps_a_short_lock_for_five_seconds() {
     let holder: String = raw.get("test:kept").await.unwrap();
     assert_eq!(holder, guard.token());
     assert!(lock.try_acquire().await.unwrap().is_none());
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 }
 
 /// Acquires `name` with the watchdog, lets `sabotage` act on the key, and
@@ -167,7 +167,7 @@ async fn release_stops_the_watchdog() {
         .unwrap()
         .with_watchdog();
     let guard = lock.try_acquire().await.unwrap().unwrap();
-    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let before = server.command(&["INFO", "commandstats"]).unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await; // > 3 renewal intervals
     let after = server.command(&["INFO", "commandstats"]).unwrap();

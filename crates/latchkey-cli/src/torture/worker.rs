@@ -29,7 +29,7 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use latchkey::{Client, Lock, Redlock, Release};
+use latchkey::{Client, Lock, Ownership, Redlock};
 use serde_json::{json, Value};
 
 use super::events::{instant_ns, mono_ns, Event};
@@ -290,9 +290,9 @@ pub async fn run(spec_json: &str) -> u8 {
 
         let t_send = mono_ns();
         let outcome = match guard.release().await {
-            Ok(Release::Released) => "released",
-            Ok(Release::Expired) => "expired",
-            Ok(Release::HeldByOther) => "held-by-other",
+            Ok(Ownership::Owned) => "released",
+            Ok(Ownership::Expired) => "expired",
+            Ok(Ownership::HeldByOther) => "held-by-other",
             Err(e) => {
                 out.error(format!("release: {e}"));
                 "error"

@@ -185,8 +185,9 @@ impl Redlock {
             .filter_map(|&i| self.inner.instances[i].client.get().cloned())
             .map(|client| {
                 let (keys, token) = (keys.clone(), token.clone());
-                tokio::spawn(async move {
-                    let _ = tokio::time::timeout(timeout, client.release_once(&keys, &token)).await;
+                self.inner.background.spawn(async move {
+                    let _ =
+                        tokio::time::timeout(timeout, client.release_whole(&keys, &token)).await;
                 })
             })
             .collect()

@@ -23,8 +23,8 @@ use super::tally::{contention, Contention, Found, OwnerTally, Seen, Verdict};
 use super::{Fencing, Redlock};
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::lock::{Attempt, AttemptMode, Extend, Release, ReleaseReport};
 use crate::names::{drift, LockKeys};
+use crate::outcome::{Attempt, AttemptMode, Ownership};
 use crate::scripts;
 use crate::subscriber::{jitter, Event, Subscription, Topic};
 
@@ -225,7 +225,7 @@ impl Redlock {
         keys: &LockKeys,
         token: &str,
         valid_until: Instant,
-    ) -> Result<std::result::Result<u64, Release>> {
+    ) -> Result<std::result::Result<u64, Ownership>> {
         let timeout = self.timeout_without_ttl();
         let quorum = self.inner.quorum;
         let (Gathered { answers, .. }, tally) = self
@@ -239,8 +239,8 @@ impl Redlock {
             .await;
         match tally.verdict(quorum) {
             Verdict::Confirmed => {}
-            Verdict::Expired => return Ok(Err(Release::Expired)),
-            Verdict::HeldByOther => return Ok(Err(Release::HeldByOther)),
+            Verdict::Expired => return Ok(Err(Ownership::Expired)),
+            Verdict::HeldByOther => return Ok(Err(Ownership::HeldByOther)),
             Verdict::Undecided => {
                 let errors = answers.into_iter().filter_map(|(_, a)| a.err());
                 return Err(self.undecided("issue fencing token", &tally, errors));
@@ -259,7 +259,7 @@ impl Redlock {
         // Issued, but so late that the hold may be over: a token now could
         // outrank the next holder's.
         if Instant::now() >= valid_until {
-            return Ok(Err(Release::Expired));
+            return Ok(Err(Ownership::Expired));
         }
         Ok(Ok(fence))
     }
@@ -413,7 +413,7 @@ impl Redlock {
                     // Undo what our acquire did, after it did it. "Busy"
                     // left nothing of ours; anything else might have.
                     if !matches!(acquire.await, Ok(Ok(Attempt::Busy { .. }))) {
-                        let release = client.release_once(&quiet, &token);
+                        let release = client.release_whole(&quiet, &token);
                         let _ = tokio::time::timeout(timeout, release).await;
                     }
                 }))
@@ -435,7 +435,7 @@ impl Redlock {
         keys: &LockKeys,
         token: &str,
         ttl: Duration,
-    ) -> Result<(Extend, Instant)> {
+    ) -> Result<(Ownership, Instant)> {
         let timeout = self.timeout_for(ttl);
         let quorum = self.inner.quorum;
         let start = Instant::now();
@@ -452,10 +452,10 @@ impl Redlock {
         let outcome = match tally.verdict(quorum) {
             // A majority extended, but so late that the new lease is already
             // used up: nothing is proven any more.
-            Verdict::Confirmed if Instant::now() >= valid_until => Extend::Expired,
-            Verdict::Confirmed => Extend::Extended,
-            Verdict::Expired => Extend::Expired,
-            Verdict::HeldByOther => Extend::HeldByOther,
+            Verdict::Confirmed if Instant::now() >= valid_until => Ownership::Expired,
+            Verdict::Confirmed => Ownership::Owned,
+            Verdict::Expired => Ownership::Expired,
+            Verdict::HeldByOther => Ownership::HeldByOther,
             Verdict::Undecided => {
                 let errors = answers.into_iter().filter_map(|(_, a)| a.err());
                 return Err(self.undecided("extend", &tally, errors));
@@ -467,7 +467,12 @@ impl Redlock {
     /// Owner-only release on all instances. Stops waiting once the outcome
     /// is decided and the rest had their grace; those are released again in
     /// the background, so the count says what was confirmed by then.
-    pub(crate) async fn release_all(&self, keys: &LockKeys, token: &str) -> Result<ReleaseReport> {
+    pub(crate) async fn release_all(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        cleanup: bool,
+    ) -> Result<Ownership> {
         let timeout = self.timeout_without_ttl();
         let quorum = self.inner.quorum;
         let (
@@ -480,33 +485,40 @@ impl Redlock {
             .owner_round(
                 timeout,
                 "release",
-                |c| c.release_once(keys, token),
+                |c| async move {
+                    match cleanup {
+                        true => c.release_whole(keys, token).await,
+                        false => c.release_once(keys, token).await,
+                    }
+                },
                 |released| found(*released),
                 true,
             )
             .await;
         self.release_detached(&unanswered, keys.clone(), token, timeout);
         let outcome = match tally.verdict(quorum) {
-            Verdict::Confirmed => Release::Released,
-            Verdict::HeldByOther => Release::HeldByOther,
-            Verdict::Expired => Release::Expired,
+            Verdict::Confirmed => Ownership::Owned,
+            Verdict::HeldByOther => Ownership::HeldByOther,
+            Verdict::Expired => Ownership::Expired,
             // Unlike an extend, a release is not worth retrying: our keys
             // are gone wherever we were answered. With a majority answering
             // but too few confirming, we cannot prove we held the lock to
             // the end: say so (Expired; someone else cannot hold a majority
             // here, ours and the silent ones make up one). With fewer than a
             // majority answering, our keys may live on until the TTL: an error.
-            Verdict::Undecided if tally.answered() >= quorum => Release::Expired,
+            Verdict::Undecided if tally.answered() >= quorum => Ownership::Expired,
             Verdict::Undecided => {
                 let errors = answers.into_iter().filter_map(|(_, a)| a.err());
                 return Err(self.undecided("release", &tally, errors));
             }
         };
-        Ok(ReleaseReport {
-            outcome,
-            confirmed: tally.ok,
-            instances: self.inner.instances.len(),
-        })
+        tracing::debug!(
+            ?outcome,
+            confirmed = tally.ok,
+            instances = self.inner.instances.len(),
+            "Redlock release"
+        );
+        Ok(outcome)
     }
 
     /// One round of an owner-only command (extend, release, issuing a
@@ -618,25 +630,25 @@ impl Redlock {
 }
 
 /// What an extend found.
-fn found_extend((extend, _): &(Extend, Instant)) -> Found {
+fn found_extend((extend, _): &(Ownership, Instant)) -> Found {
     match extend {
-        Extend::Extended => Found::Ours,
-        Extend::Expired => Found::Gone,
-        Extend::HeldByOther => Found::Other,
+        Ownership::Owned => Found::Ours,
+        Ownership::Expired => Found::Gone,
+        Ownership::HeldByOther => Found::Other,
     }
 }
 
 /// What a compare-and-delete (or a refused token) found.
-fn found(outcome: Release) -> Found {
+fn found(outcome: Ownership) -> Found {
     match outcome {
-        Release::Released => Found::Ours,
-        Release::Expired => Found::Gone,
-        Release::HeldByOther => Found::Other,
+        Ownership::Owned => Found::Ours,
+        Ownership::Expired => Found::Gone,
+        Ownership::HeldByOther => Found::Other,
     }
 }
 
 /// What a request for the fencing token found.
-fn found_issue(issued: &std::result::Result<u64, Release>) -> Found {
+fn found_issue(issued: &std::result::Result<u64, Ownership>) -> Found {
     match issued {
         Ok(_) => Found::Ours,
         Err(outcome) => found(*outcome),
