@@ -51,6 +51,20 @@ impl WaitArgs {
         }
     }
 
+    /// The failure for an acquisition that ended in `error`. `-E` (`code`)
+    /// applies to a real conflict only: a wait whose last attempt could not
+    /// reach Redis ends in that error, not "busy", and exits 69 saying so.
+    pub fn failed(&self, name: &str, error: latchkey::Error, code: u8) -> Failure {
+        let mut failure = exit::from_error(error, code);
+        if failure.code == exit::UNAVAILABLE && !self.no_wait {
+            failure.message = format!(
+                "could not reach Redis while waiting for lock {name:?}: {}",
+                failure.message
+            );
+        }
+        failure
+    }
+
     /// The failure for a lock that stayed busy, naming the holder if known.
     pub async fn busy(&self, target: &Target, name: &str, code: u8) -> Failure {
         let holder = crate::cmd_status::holder_summary(target, name).await;
@@ -75,7 +89,7 @@ pub struct AcquireArgs {
     pub name: String,
 
     /// How long the lock stays held (nothing renews it), e.g. 10m.
-    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    #[arg(long, value_name = "D", value_parser = duration::parse_ttl)]
     pub ttl: Duration,
 
     #[command(flatten)]
@@ -101,7 +115,7 @@ pub struct ExtendArgs {
     /// The owner token printed by `acquire`.
     pub token: String,
     /// The new TTL, counted from now (replaces what is left).
-    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    #[arg(long, value_name = "D", value_parser = duration::parse_ttl)]
     pub ttl: Duration,
 }
 
@@ -112,7 +126,7 @@ pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
         .wait
         .acquire(&lock)
         .await
-        .map_err(|e| exit::from_error(e, args.conflict_exit_code))?;
+        .map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))?;
     let Some(guard) = guard else {
         return Err(args
             .wait

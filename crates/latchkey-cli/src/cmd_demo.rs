@@ -20,7 +20,8 @@
 //! the critical sections come out strictly increasing. Without `--redis` (or
 //! `LATCHKEY_REDIS_URL`) the demo starts a private `redis-server` on a free
 //! loopback port and stops it at the end; with one, it uses two keys under
-//! the prefix (`demo-counter`, `demo-lock`) and deletes them afterwards.
+//! the prefix (`demo-counter`, `demo-lock`) and deletes them afterwards, also
+//! when interrupted; the counter has a TTL, for a demo killed outright.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -93,7 +94,58 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
         clients.push(target.client_for(&url).await?);
     }
     let counter_key = [clients[0].prefix(), COUNTER.as_bytes()].concat();
+    let fence_key = [clients[0].prefix(), LOCK_NAME.as_bytes(), b":fence"].concat();
     let mut admin = clients[0].connection();
+
+    // Interrupted (Ctrl-C, SIGTERM, SIGHUP): the workers stop (their tasks
+    // are aborted with the rounds) and the keys are deleted all the same;
+    // a demo killed outright leaves only the counter, which expires.
+    let mut signals = crate::cmd_run::Signals::install()?;
+    let ran = tokio::select! {
+        ran = rounds(&clients, &counter_key, &mut admin, workers, increments) => ran,
+        signo = signals.recv() => Err(Failure::new(
+            128u8.saturating_add(signo as u8),
+            format!("{} during the demo; removed its keys", crate::cmd_run::signal_name(signo)),
+        )),
+    };
+
+    // Leave nothing behind on someone else's server.
+    let _: redis::RedisResult<i64> = redis::cmd("DEL")
+        .arg(&counter_key)
+        .arg(&fence_key)
+        .query_async(&mut admin)
+        .await;
+    drop(clients);
+    if let Some(mut server) = server {
+        tokio::task::spawn_blocking(move || server.stop())
+            .await
+            .map_err(|e| Failure::new(exit::INTERNAL, format!("stopping redis-server: {e}")))?;
+        println!("Stopped the private redis-server.");
+    }
+    let locked = ran?;
+    if locked != expected {
+        return Err(Failure::new(
+            exit::INTERNAL,
+            format!(
+                "{} updates were lost under the lock: this is a bug",
+                expected.saturating_sub(locked)
+            ),
+        ));
+    }
+    Ok(exit::OK)
+}
+
+/// Both rounds, without and with the lock; returns the counter after the
+/// locked round.
+async fn rounds(
+    clients: &[latchkey::Client],
+    counter_key: &[u8],
+    admin: &mut ConnectionManager,
+    workers: u32,
+    increments: u32,
+) -> Result<u64, Failure> {
+    let counter_key = counter_key.to_vec();
+    let expected = u64::from(workers) * u64::from(increments);
 
     println!();
     println!(
@@ -101,7 +153,7 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
         human(WORK)
     );
     let started = Instant::now();
-    set(&mut admin, &counter_key, 0).await?;
+    set(admin, &counter_key, 0).await?;
     let tasks: Vec<_> = clients
         .iter()
         .map(|client| {
@@ -117,13 +169,13 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
         .collect();
     join(tasks).await?;
     let unlocked_took = started.elapsed();
-    let unlocked = get(&mut admin, &counter_key).await?;
+    let unlocked = get(admin, &counter_key).await?;
     report(expected, unlocked);
 
     println!();
     println!("With latchkey: the same loop inside lock {LOCK_NAME:?}");
     let started = Instant::now();
-    set(&mut admin, &counter_key, 0).await?;
+    set(admin, &counter_key, 0).await?;
     let sections = Arc::new(Mutex::new(Vec::with_capacity(expected as usize)));
     let tasks: Vec<_> = clients
         .iter()
@@ -160,36 +212,12 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
         .collect();
     join(tasks).await?;
     let locked_took = started.elapsed();
-    let locked = get(&mut admin, &counter_key).await?;
+    let locked = get(admin, &counter_key).await?;
     report(expected, locked);
 
     let sections = std::mem::take(&mut *lock_sections(&sections));
     summary(&sections, workers, locked_took, unlocked_took);
-
-    // Leave nothing behind on someone else's server.
-    let fence_key = [clients[0].prefix(), LOCK_NAME.as_bytes(), b":fence"].concat();
-    let _: redis::RedisResult<i64> = redis::cmd("DEL")
-        .arg(&counter_key)
-        .arg(fence_key)
-        .query_async(&mut admin)
-        .await;
-    drop(clients);
-    if let Some(mut server) = server {
-        tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .map_err(|e| Failure::new(exit::INTERNAL, format!("stopping redis-server: {e}")))?;
-        println!("Stopped the private redis-server.");
-    }
-    if locked != expected {
-        return Err(Failure::new(
-            exit::INTERNAL,
-            format!(
-                "{} updates were lost under the lock: this is a bug",
-                expected.saturating_sub(locked)
-            ),
-        ));
-    }
-    Ok(exit::OK)
+    Ok(locked)
 }
 
 fn report(expected: u64, actual: u64) {
@@ -258,10 +286,15 @@ async fn get(conn: &mut ConnectionManager, key: &[u8]) -> Result<u64, Failure> {
     Ok(value.unwrap_or(0))
 }
 
+/// How long the counter outlives a demo killed before it could delete it.
+const COUNTER_TTL_MS: u64 = 60_000;
+
 async fn set(conn: &mut ConnectionManager, key: &[u8], value: u64) -> Result<(), Failure> {
     redis::cmd("SET")
         .arg(key)
         .arg(value)
+        .arg("PX")
+        .arg(COUNTER_TTL_MS)
         .query_async::<()>(conn)
         .await
         .map_err(redis_failure)
@@ -272,7 +305,16 @@ fn redis_failure(e: redis::RedisError) -> Failure {
 }
 
 async fn join(tasks: Vec<tokio::task::JoinHandle<Result<(), Failure>>>) -> Result<(), Failure> {
-    for task in tasks {
+    // Dropped unfinished (the demo was interrupted): the workers stop too,
+    // instead of writing the counter again after it was deleted.
+    struct AbortOnDrop(Vec<tokio::task::JoinHandle<Result<(), Failure>>>);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.iter().for_each(|task| task.abort());
+        }
+    }
+    let mut tasks = AbortOnDrop(tasks);
+    for task in &mut tasks.0 {
         task.await
             .map_err(|e| Failure::new(exit::INTERNAL, format!("a demo worker failed: {e}")))??;
     }

@@ -37,7 +37,13 @@
 //! * **scripts** — acquiring and releasing a probe lock exercises `EVALSHA`,
 //!   `EVAL`, `SET`, `GET`, `DEL`, `PUBLISH` and the key and channel
 //!   permissions of the ACL user (trying is the only check that also works
-//!   for users without `ACL DRYRUN` rights): FAIL on refusal.
+//!   for users without `ACL DRYRUN` rights): FAIL on refusal, with the
+//!   real fix for an out-of-memory server or a read-only replica, and an
+//!   ACL rule valid for this user otherwise (see `doctor_acl.rs`).
+//! * **append** — without `APPEND` waiters cannot mark a lock as waited
+//!   for, and wake only by polling (at worst at the holder's TTL): WARN.
+//! * **redlock** (several URLs) — an even number of servers tolerates no
+//!   more failures than one server fewer: WARN.
 //! * **subscribe** — waiters subscribe to release channels; without it they
 //!   poll: WARN.
 
@@ -46,10 +52,11 @@ use std::fmt;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use latchkey::{Client, Ownership};
+use latchkey::Client;
 use redis::aio::ConnectionManager;
 
 use crate::connect::{redact, Target};
+use crate::doctor_acl;
 use crate::duration::human;
 use crate::exit::{self, Outcome};
 
@@ -82,7 +89,7 @@ impl fmt::Display for Level {
     }
 }
 
-struct Check {
+pub struct Check {
     level: Level,
     name: &'static str,
     reason: String,
@@ -90,7 +97,7 @@ struct Check {
 }
 
 impl Check {
-    fn pass(name: &'static str, reason: impl Into<String>) -> Check {
+    pub fn pass(name: &'static str, reason: impl Into<String>) -> Check {
         Check {
             level: Level::Pass,
             name,
@@ -99,7 +106,7 @@ impl Check {
         }
     }
 
-    fn warn(name: &'static str, reason: impl Into<String>, fix: impl Into<String>) -> Check {
+    pub fn warn(name: &'static str, reason: impl Into<String>, fix: impl Into<String>) -> Check {
         Check {
             level: Level::Warn,
             name,
@@ -108,7 +115,7 @@ impl Check {
         }
     }
 
-    fn fail(name: &'static str, reason: impl Into<String>, fix: impl Into<String>) -> Check {
+    pub fn fail(name: &'static str, reason: impl Into<String>, fix: impl Into<String>) -> Check {
         Check {
             level: Level::Fail,
             name,
@@ -130,6 +137,14 @@ impl Check {
 pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
     let urls = target.urls();
     let mut failed = false;
+    if let Some(why) = crate::connect::redlock_size_warning(urls.len()) {
+        Check::warn(
+            "redlock",
+            why,
+            "use an odd number of independent servers, at least 3",
+        )
+        .print();
+    }
     for url in &urls {
         if urls.len() > 1 {
             println!("== {} ==", redact(url));
@@ -154,8 +169,9 @@ async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
         cluster(&info),
         clock(&mut conn).await,
         latency(&mut conn, pings).await,
-        scripts(client, &mut conn).await,
-        subscribe(client, url).await,
+        doctor_acl::scripts(client, &mut conn).await,
+        doctor_acl::append(client, &mut conn).await,
+        doctor_acl::subscribe(client, url).await,
     ]
 }
 
@@ -411,65 +427,6 @@ async fn latency(conn: &mut ConnectionManager, pings: u32) -> Check {
             format!("{reason}: every acquire, renewal and release costs one round trip"),
             "run latchkey close to Redis, and keep lock TTLs at least 100 times the p99",
         )
-    }
-}
-
-async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
-    const NAME: &str = "scripts";
-    let user: String = redis::cmd("ACL")
-        .arg("WHOAMI")
-        .query_async(conn)
-        .await
-        .unwrap_or_else(|_| "default".to_owned());
-    let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
-    let fix = format!("ACL SETUSER {user} +evalsha +eval +get +set +append +del +pexpire +pttl +publish +time +type ~{prefix}* &{prefix}*");
-    let name = format!("doctor-probe-{}", std::process::id());
-    // Both ways of taking a lock and both ways of issuing a fencing token:
-    // a plain lock asked for its token, and a lock `with_fencing`.
-    let probe = async {
-        let lock = client.lock(&name, Duration::from_secs(5))?;
-        for lock in [lock.clone(), lock.with_fencing()] {
-            let Some(guard) = lock.try_acquire().await? else {
-                return Ok(None);
-            };
-            guard.fencing_token().await?;
-            let released = guard.release().await?;
-            if released != Ownership::Owned {
-                return Ok(Some(released));
-            }
-        }
-        Ok::<_, latchkey::Error>(Some(Ownership::Owned))
-    };
-    let check = match probe.await {
-        Ok(Some(Ownership::Owned)) => Check::pass(
-            NAME,
-            format!("acquired and released a probe lock as user {user}, with fencing tokens (EVALSHA, SET, GET, DEL, PUBLISH allowed)"),
-        ),
-        Ok(other) => Check::warn(NAME, format!("probe lock {name:?} behaved oddly ({other:?})"), "run doctor again"),
-        Err(e) => return Check::fail(NAME, format!("user {user} cannot use latchkey's scripts: {e}"), fix),
-    };
-    // The probe's fencing counter has no TTL; do not leave one per run behind.
-    let fence_key = [client.prefix(), name.as_bytes(), b":fence"].concat();
-    let _: redis::RedisResult<i64> = redis::cmd("DEL").arg(fence_key).query_async(conn).await;
-    check
-}
-
-async fn subscribe(client: &Client, url: &str) -> Check {
-    const NAME: &str = "subscribe";
-    let channel = [client.prefix(), b"doctor-probe:released"].concat();
-    let attempt = async {
-        let mut pubsub = redis::Client::open(url)?.get_async_pubsub().await?;
-        pubsub.subscribe(&channel).await?;
-        pubsub.unsubscribe(&channel).await
-    };
-    match tokio::time::timeout(client.command_timeout(), attempt).await {
-        Ok(Ok(())) => Check::pass(NAME, "SUBSCRIBE allowed: waiters wake as soon as a lock is released"),
-        Ok(Err(e)) => Check::warn(
-            NAME,
-            format!("cannot SUBSCRIBE to release channels ({e}): waiters poll instead, so hand-overs are slower"),
-            "allow SUBSCRIBE on the channels under the prefix (ACL &<prefix>*)",
-        ),
-        Err(_) => Check::warn(NAME, format!("SUBSCRIBE did not answer within {}", human(client.command_timeout())), "check the server"),
     }
 }
 

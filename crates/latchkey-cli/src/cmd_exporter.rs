@@ -28,12 +28,13 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use latchkey::{Client, LockInfo};
 use metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use metrics_exporter_prometheus::{ExporterFuture, Matcher, PrometheusBuilder, PrometheusRecorder};
 use metrics_util::MetricKindMask;
 
 use crate::connect::Target;
 use crate::duration;
 use crate::exit::{self, Failure, Outcome};
+use crate::text::escape;
 
 /// Gauge, label `prefix`: locks held now.
 pub const LOCKS_HELD: &str = "latchkey_locks_held";
@@ -82,17 +83,7 @@ pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
     // A gauge no scan has set for two intervals (plus slack for a slow
     // scan) belongs to a lock that is gone, or to a server we cannot scan.
     let idle = args.scan_every * 2 + Duration::from_secs(1);
-    let builder = PrometheusBuilder::new()
-        .with_http_listener(args.listen)
-        .idle_timeout(MetricKindMask::GAUGE, Some(idle))
-        .set_buckets_for_metric(
-            Matcher::Suffix("_seconds".into()),
-            latchkey::metrics::SECONDS_BUCKETS,
-        )
-        .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics exporter: {e}")))?;
-    let (recorder, serve) = builder
-        .build()
-        .map_err(|e| Failure::usage(format!("cannot serve metrics on {}: {e}", args.listen)))?;
+    let (listen, recorder, serve) = bind(args.listen, idle)?;
     metrics::set_global_recorder(recorder)
         .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics recorder: {e}")))?;
     latchkey::metrics::describe();
@@ -102,35 +93,113 @@ pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
             tracing::error!(error = ?e, "the metrics HTTP listener stopped");
         }
     });
-    println!(
-        "serving Prometheus metrics on http://{}/metrics",
-        args.listen
-    );
+    println!("serving Prometheus metrics on http://{listen}/metrics");
 
     let mut ticks = tokio::time::interval(args.scan_every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let stop = stop_signal();
     tokio::pin!(stop);
+    let mut log = ScanLog::default();
     loop {
         tokio::select! {
             _ = &mut stop => return Ok(exit::OK),
-            _ = ticks.tick() => scan(&client, &prefix, &args).await,
+            _ = ticks.tick() => scan(&client, &prefix, &args, &mut log).await,
+        }
+    }
+}
+
+/// The exporter's recorder and HTTP server, listening on `listen`; returns
+/// the address it listens on. Port 0 means any free port: the Prometheus
+/// crate binds inside `build` and does not tell which port it got, so a
+/// free port is picked first (and picked again if another process takes it
+/// in between).
+fn bind(
+    listen: SocketAddr,
+    idle: Duration,
+) -> Result<(SocketAddr, PrometheusRecorder, ExporterFuture), Failure> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let addr = if listen.port() == 0 {
+            std::net::TcpListener::bind(listen)
+                .and_then(|probe| probe.local_addr())
+                .map_err(|e| Failure::usage(format!("cannot serve metrics on {listen}: {e}")))?
+        } else {
+            listen
+        };
+        let builder = PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .idle_timeout(MetricKindMask::GAUGE, Some(idle))
+            .set_buckets_for_metric(
+                Matcher::Suffix("_seconds".into()),
+                latchkey::metrics::SECONDS_BUCKETS,
+            )
+            .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics exporter: {e}")))?;
+        match builder.build() {
+            Ok((recorder, serve)) => return Ok((addr, recorder, serve)),
+            Err(_) if listen.port() == 0 && attempts < 5 => continue,
+            Err(e) => {
+                return Err(Failure::usage(format!(
+                    "cannot serve metrics on {listen}: {e}"
+                )))
+            }
+        }
+    }
+}
+
+/// Scan failures, on stderr: the first of a run (and any that differs from
+/// the last one printed), then one line when scans work again. Every scan
+/// of a long outage would be noise; none would leave the operator blind
+/// (tracing only shows with `-v`).
+#[derive(Default)]
+struct ScanLog {
+    failing: Option<String>,
+    /// Fencing counters already warned about: once each, not every scan.
+    bad_counters: std::collections::HashSet<Vec<u8>>,
+}
+
+impl ScanLog {
+    fn failed(&mut self, error: &latchkey::Error) {
+        let message = error.to_string();
+        if self.failing.as_ref() != Some(&message) {
+            eprintln!("latchkey: warning: exporter scan failed: {message}");
+        }
+        tracing::warn!(error = %message, "scan failed");
+        self.failing = Some(message);
+    }
+
+    fn succeeded(&mut self, prefix: &str, infos: &[LockInfo]) {
+        if self.failing.take().is_some() {
+            eprintln!("latchkey: exporter scans work again");
+        }
+        for info in infos {
+            if let Some(raw) = &info.bad_fencing_counter {
+                if self.bad_counters.insert(info.name.clone()) {
+                    eprintln!(
+                        "latchkey: warning: fencing counter \"{prefix}{}:fence\" holds \"{}\", \
+                         not a fencing token; the lock is exported without it",
+                        escape(&info.name),
+                        escape(raw)
+                    );
+                }
+            }
         }
     }
 }
 
 /// One scan: lists the locks and sets every server-side gauge from them.
-async fn scan(client: &Client, prefix: &str, args: &ExporterArgs) {
+async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut ScanLog) {
     let started = Instant::now();
     let infos = match client.list(&args.pattern).await {
         Ok(infos) => infos,
         Err(e) => {
-            tracing::warn!(error = %e, "scan failed");
+            log.failed(&e);
             counter!(SCANS, "outcome" => "error").increment(1);
             gauge!(UP).set(0.0);
             return;
         }
     };
+    log.succeeded(prefix, &infos);
     let held: Vec<&LockInfo> = infos.iter().filter(|info| info.held).collect();
     let mut long_held = 0usize;
     for info in &held {

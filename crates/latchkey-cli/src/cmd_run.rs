@@ -47,7 +47,7 @@ pub struct RunArgs {
 
     /// Lock TTL. The watchdog renews it every third of this while CMD runs;
     /// if latchkey dies, the lock frees itself after at most this long.
-    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "30s")]
+    #[arg(long, value_name = "D", value_parser = duration::parse_ttl, default_value = "30s")]
     pub ttl: Duration,
 
     #[command(flatten)]
@@ -86,7 +86,7 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
             ));
         }
     };
-    let guard = acquired.map_err(|e| exit::from_error(e, args.conflict_exit_code))?;
+    let guard = acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))?;
     let Some(guard) = guard else {
         return Err(args
             .wait
@@ -120,6 +120,7 @@ fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Failure> {
                 .map_or_else(String::new, |t| t.to_string()),
         )
         .process_group(0);
+    die_with_us(&mut cmd);
     cmd.spawn().map_err(|e| {
         let code = match e.kind() {
             std::io::ErrorKind::NotFound => exit::NOT_FOUND,
@@ -131,6 +132,50 @@ fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Failure> {
         )
     })
 }
+
+/// Makes CMD get SIGKILL when `latchkey` dies (Linux `PR_SET_PDEATHSIG`).
+///
+/// A `latchkey` killed with SIGKILL (OOM killer, `kill -9`) cannot stop CMD,
+/// and its lock expires within the TTL: without this, a second holder would
+/// then run beside the first CMD. (`flock(1)` has no such gap: its child
+/// inherits the lock itself, which a Redis lock cannot do.)
+///
+/// The death signal fires when the *thread* that forked the child exits; the
+/// runtime is current-thread, so that is the main thread, which lives as long
+/// as the process. It is not inherited by CMD's own children (cleared on
+/// fork), and other systems have no equivalent: docs/cli.md says so.
+#[cfg(target_os = "linux")]
+fn die_with_us(cmd: &mut tokio::process::Command) {
+    // Recorded before the fork: if we die between fork and prctl, the child
+    // is reparented and the death signal would never come.
+    // SAFETY: getpid(2) cannot fail and has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: runs in the forked child before exec; prctl, getppid and
+    // _exit are async-signal-safe and the closure allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Already orphaned: the parent died before prctl took effect.
+            // Do not run CMD without anyone holding the lock.
+            if libc::getppid() != parent {
+                libc::_exit(exit::LOCK_LOST as libc::c_int);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_us(_cmd: &mut tokio::process::Command) {}
 
 /// Waits for CMD, forwarding signals, and stops it if the lock is lost.
 async fn supervise(
@@ -231,7 +276,7 @@ fn group_alive(group: libc::pid_t) -> bool {
     unsafe { libc::kill(-group, 0) == 0 }
 }
 
-fn signal_name(signo: libc::c_int) -> &'static str {
+pub(crate) fn signal_name(signo: libc::c_int) -> &'static str {
     match signo {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
@@ -242,14 +287,14 @@ fn signal_name(signo: libc::c_int) -> &'static str {
 
 /// The signals `run` catches: while waiting they end the wait, while CMD
 /// runs they are forwarded to it.
-struct Signals {
+pub(crate) struct Signals {
     interrupt: Signal,
     terminate: Signal,
     hangup: Signal,
 }
 
 impl Signals {
-    fn install() -> Result<Signals, Failure> {
+    pub(crate) fn install() -> Result<Signals, Failure> {
         let install = |kind| {
             signal(kind).map_err(|e| {
                 Failure::new(
@@ -266,7 +311,7 @@ impl Signals {
     }
 
     /// The next signal received.
-    async fn recv(&mut self) -> libc::c_int {
+    pub(crate) async fn recv(&mut self) -> libc::c_int {
         tokio::select! {
             Some(()) = self.interrupt.recv() => libc::SIGINT,
             Some(()) = self.terminate.recv() => libc::SIGTERM,

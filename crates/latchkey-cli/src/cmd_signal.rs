@@ -5,6 +5,8 @@
 //! 1
 //! $ latchkey signal jobs job-17 --one
 //! 1
+//! $ tar c report/ | latchkey signal report -     # the payload from stdin
+//! 1
 //! ```
 //!
 //! Prints the number of receivers: for a broadcast, the subscriber
@@ -16,13 +18,14 @@
 use clap::Args;
 
 use crate::connect::Target;
-use crate::exit::{self, Outcome};
+use crate::exit::{self, Failure, Outcome};
 
 #[derive(Args, Debug)]
 pub struct SignalArgs {
     /// The signal's name.
     pub name: String,
-    /// What to send (empty if not given).
+    /// What to send (empty if not given); `-` reads it from stdin (any
+    /// bytes, any size Redis accepts).
     #[arg(default_value = "")]
     pub payload: String,
     /// Deliver to exactly one waiter, picked at random, instead of all.
@@ -31,11 +34,24 @@ pub struct SignalArgs {
 }
 
 pub async fn signal(target: &Target, args: SignalArgs) -> Outcome {
+    let payload = if args.payload == "-" {
+        // Read before connecting: a payload that cannot be read sends nothing.
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(|e| {
+            Failure::new(
+                exit::USAGE,
+                format!("cannot read the payload from stdin: {e}"),
+            )
+        })?;
+        bytes
+    } else {
+        args.payload.into_bytes()
+    };
     let client = target.client("signal").await?;
     let receivers = if args.one {
-        usize::from(client.signal_one(&args.name, &args.payload).await?)
+        usize::from(client.signal_one(&args.name, &payload).await?)
     } else {
-        client.signal(&args.name, &args.payload).await?
+        client.signal(&args.name, &payload).await?
     };
     println!("{receivers}");
     Ok(exit::OK)

@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use crate::connect::Target;
 use crate::duration::human;
 use crate::exit::{self, Outcome};
+use crate::text::escape;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
@@ -47,10 +48,11 @@ pub struct ListArgs {
 pub async fn status(target: &Target, args: StatusArgs) -> Outcome {
     let client = target.client("status").await?;
     let info = client.inspect(&args.name).await?;
+    warn_bad_counters(&client, std::slice::from_ref(&info));
     if args.json {
         println!("{}", to_json(&info));
     } else {
-        println!("{}: {}", args.name, describe(&info));
+        println!("{}: {}", escape(args.name.as_bytes()), describe(&info));
     }
     Ok(exit::OK)
 }
@@ -58,24 +60,25 @@ pub async fn status(target: &Target, args: StatusArgs) -> Outcome {
 pub async fn list(target: &Target, args: ListArgs) -> Outcome {
     let client = target.client("list").await?;
     let infos = client.list(&args.pattern).await?;
+    warn_bad_counters(&client, &infos);
     if args.json {
         println!("{}", Value::Array(infos.iter().map(to_json).collect()));
         return Ok(exit::OK);
     }
     if infos.is_empty() {
-        println!("no locks match {:?}", args.pattern);
+        println!("no locks match \"{}\"", escape(args.pattern.as_bytes()));
         return Ok(exit::OK);
     }
     let header = ["NAME", "HELD", "TTL", "HOLDER", "AGE", "FENCING TOKEN"].map(String::from);
     let rows: Vec<[String; 6]> = std::iter::once(header)
         .chain(infos.iter().map(|info| {
             [
-                String::from_utf8_lossy(&info.name).into_owned(),
+                escape(&info.name),
                 if info.held { "yes" } else { "no" }.to_owned(),
                 ttl_text(info),
                 holder_text(info).unwrap_or_else(|| "-".into()),
                 info.age.map_or("-".into(), human),
-                info.fencing_token.map_or("-".into(), |t| t.to_string()),
+                fence_text(info),
             ]
         }))
         .collect();
@@ -98,6 +101,33 @@ pub async fn list(target: &Target, args: ListArgs) -> Outcome {
     Ok(exit::OK)
 }
 
+/// One warning line on stderr per lock whose fencing counter holds garbage:
+/// the lock is still shown (one bad key must not hide the others), and the
+/// operator learns which key to delete.
+fn warn_bad_counters(client: &latchkey::Client, infos: &[LockInfo]) {
+    for info in infos {
+        if let Some(raw) = &info.bad_fencing_counter {
+            let key = [client.prefix(), &info.name[..], b":fence"].concat();
+            eprintln!(
+                "latchkey: warning: fencing counter \"{}\" holds \"{}\", not a fencing token \
+                 (another program wrote it); delete it to reset the lock's fencing",
+                escape(&key),
+                escape(raw)
+            );
+        }
+    }
+}
+
+/// The FENCING TOKEN cell: the token, `invalid` for a counter holding
+/// garbage, `-` when none was issued.
+fn fence_text(info: &LockInfo) -> String {
+    match (info.fencing_token, &info.bad_fencing_counter) {
+        (Some(token), _) => token.to_string(),
+        (None, Some(_)) => "invalid".to_owned(),
+        (None, None) => "-".to_owned(),
+    }
+}
+
 /// ` (held by web-1 pid 4242 for 3.20s, 26.8s left)` for error messages
 /// about a busy lock; empty when the holder cannot be told (several servers,
 /// or any error: the message is a courtesy).
@@ -113,14 +143,16 @@ pub async fn holder_summary(target: &Target, name: &str) -> String {
 
 /// One line about a lock, for people.
 fn describe(info: &LockInfo) -> String {
-    let fence = match info.fencing_token {
-        Some(token) => format!("fencing token {token}"),
-        None => "never acquired by latchkey".to_owned(),
+    let fence = match (info.fencing_token, &info.bad_fencing_counter) {
+        (Some(token), _) => format!("fencing token {token}"),
+        (None, Some(_)) => "fencing counter invalid".to_owned(),
+        (None, None) => "never acquired by latchkey".to_owned(),
     };
     if !info.held {
-        return match info.fencing_token {
-            Some(token) => format!("free, last fencing token {token}"),
-            None => "free, never acquired".to_owned(),
+        return match (info.fencing_token, &info.bad_fencing_counter) {
+            (Some(token), _) => format!("free, last fencing token {token}"),
+            (None, Some(_)) => "free, fencing counter invalid".to_owned(),
+            (None, None) => "free, never acquired".to_owned(),
         };
     }
     let holder = holder_text(info).unwrap_or_default();
@@ -137,7 +169,7 @@ fn describe(info: &LockInfo) -> String {
 
 fn holder_text(info: &LockInfo) -> Option<String> {
     match (&info.holder, &info.value) {
-        (Some(h), _) => Some(format!("{} pid {}", h.host, h.pid)),
+        (Some(h), _) => Some(format!("{} pid {}", escape(h.host.as_bytes()), h.pid)),
         (None, Some(value)) => Some(format!(
             "another client (value {:?})",
             String::from_utf8_lossy(value)

@@ -53,11 +53,10 @@ impl Target {
         if let Some(prefix) = &self.prefix {
             builder = builder.prefix(prefix);
         }
-        builder.connect().await.map_err(|e| {
-            let mut failure = Failure::from(e);
-            failure.message = format!("{}: {}", redact(url), failure.message);
-            failure
-        })
+        builder
+            .connect()
+            .await
+            .map_err(|e| connect_failure(e, &redact(url)))
     }
 
     /// Connects to the one server.
@@ -78,22 +77,61 @@ impl Target {
                 .map(Lock::with_fencing)
                 .map_err(Failure::from);
         }
+        if let Some(why) = redlock_size_warning(urls.len()) {
+            // Always, not only with -v: the operator chose the servers.
+            eprintln!("latchkey: warning: {why}; use an odd number, at least 3");
+        }
         let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
         let redlock = Redlock::connect_with(&refs, |builder| match &self.prefix {
             Some(prefix) => builder.prefix(prefix),
             None => builder,
         })
         .await
-        .map_err(|e| {
-            let mut failure = Failure::from(e);
-            failure.message = format!("Redlock over {} servers: {}", urls.len(), failure.message);
-            failure
-        })?;
+        .map_err(|e| connect_failure(e, &format!("Redlock over {} servers", urls.len())))?;
         redlock
             .lock(name, ttl)
             .map(Lock::with_fencing)
             .map_err(Failure::from)
     }
+}
+
+/// The failure of a connection attempt, its message led by `whom`. A
+/// server that refuses the URL's database (`/99` where it has 16) is a bad
+/// URL: exit 2 with the cause, not 70 ("internal error"). Any other refusal
+/// while setting the connection up is the server being unusable: 69.
+pub fn connect_failure(error: latchkey::Error, whom: &str) -> Failure {
+    let mut failure = Failure::from(error);
+    if failure.message.contains("DB index is out of range")
+        || failure.message.contains("switch database")
+    {
+        failure.code = crate::exit::USAGE;
+        failure.message = format!(
+            "{whom}: the URL's database does not exist on this server ({})",
+            failure.message
+        );
+        return failure;
+    }
+    if failure.code == crate::exit::INTERNAL {
+        failure.code = crate::exit::UNAVAILABLE;
+    }
+    failure.message = format!("{whom}: {}", failure.message);
+    failure
+}
+
+/// Why a Redlock over `servers` servers is a poor choice, if it is: an
+/// even number tolerates no more failures than one server fewer (4 servers
+/// need 3, tolerate 1, as 3 do), and 2 tolerate none.
+pub fn redlock_size_warning(servers: usize) -> Option<String> {
+    if servers < 2 || servers % 2 == 1 {
+        return None;
+    }
+    let majority = servers / 2 + 1;
+    Some(format!(
+        "Redlock over {servers} servers needs {majority} of them and tolerates {} failure(s), \
+         no more than {} servers would",
+        servers - majority,
+        servers - 1
+    ))
 }
 
 /// `url` with any password replaced by `***`, for messages.

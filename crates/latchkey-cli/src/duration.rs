@@ -36,6 +36,28 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("{text:?} is out of range"))
 }
 
+/// A lock TTL: [`parse`], then within the library's bounds
+/// ([`latchkey::MIN_TTL`] to [`latchkey::MAX_TTL`]), checked here so that
+/// the message quotes what the user typed (`0ms`, `25h`), not the library's
+/// rendering of it (`0ns`, `90000s`).
+pub fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = parse(text)?;
+    if ttl < latchkey::MIN_TTL {
+        return Err(format!(
+            "invalid ttl {:?}: a lock TTL must be at least {}",
+            text.trim(),
+            human(latchkey::MIN_TTL)
+        ));
+    }
+    if ttl > latchkey::MAX_TTL {
+        return Err(format!(
+            "invalid ttl {:?}: a lock TTL must be at most 24h; keep longer holds alive with `run` (its watchdog renews the lock)",
+            text.trim()
+        ));
+    }
+    Ok(ttl)
+}
+
 /// Formats a duration for people: `850µs`, `12.3ms`, `4.20s`, `3m05s`.
 pub fn human(d: Duration) -> String {
     let secs = d.as_secs_f64();
@@ -71,6 +93,16 @@ mod tests {
         for bad in ["10", "", "s", "10x", "1.2.3s", "-1s", "ten s", "1e400h"] {
             assert!(parse(bad).is_err(), "{bad:?} should be refused");
         }
+    }
+
+    #[test]
+    fn ttls_out_of_bounds_quote_the_input() {
+        assert_eq!(parse_ttl("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_ttl("24h"), Ok(Duration::from_secs(86_400)));
+        let low = parse_ttl("0ms").unwrap_err();
+        assert!(low.starts_with("invalid ttl \"0ms\""), "{low}");
+        let high = parse_ttl("25h").unwrap_err();
+        assert!(high.starts_with("invalid ttl \"25h\""), "{high}");
     }
 
     #[test]

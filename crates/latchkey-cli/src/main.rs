@@ -22,8 +22,10 @@ mod cmd_status;
 mod cmd_top;
 mod cmd_wait;
 mod connect;
+mod doctor_acl;
 mod duration;
 mod exit;
+mod text;
 mod top_view;
 
 use std::process::ExitCode;
@@ -125,7 +127,11 @@ fn main() -> ExitCode {
         let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
             tracing_subscriber::EnvFilter::new("latchkey=debug,latchkey_cli=debug")
         });
+        // Colours only for a terminal: in a pipe or a log file the escape
+        // sequences are noise.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
         tracing_subscriber::fmt()
+            .with_ansi(ansi)
             .with_writer(std::io::stderr)
             .with_env_filter(filter)
             .init();
@@ -141,12 +147,21 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    // An empty URL is a mistake (an unset deployment variable, a stray
+    // comma), never "the default server": taken as 127.0.0.1:6379, every
+    // machine would lock on its own local Redis without a word.
+    let env_set_but_empty =
+        cli.redis.is_empty() && std::env::var_os("LATCHKEY_REDIS_URL").is_some();
+    if env_set_but_empty || cli.redis.iter().any(|url| url.trim().is_empty()) {
+        Failure::usage(
+            "empty Redis URL in --redis or LATCHKEY_REDIS_URL; give a URL such as \
+             redis://host:6379, or leave both unset for the default",
+        )
+        .print();
+        return ExitCode::from(exit::USAGE);
+    }
     let target = Target {
-        urls: cli
-            .redis
-            .into_iter()
-            .filter(|url| !url.trim().is_empty())
-            .collect(),
+        urls: cli.redis,
         prefix: cli.prefix,
     };
 

@@ -50,6 +50,9 @@ pub struct Row {
     /// `None`: held without a TTL (another client's key).
     pub ttl: Option<Duration>,
     pub fencing_token: Option<u64>,
+    /// The fencing counter holds something other than a token (shown as
+    /// `invalid`; `list` names the key to delete).
+    pub bad_fence: bool,
     /// Connections subscribed to the lock's release channel (≈ processes
     /// waiting); `None` when unknown.
     pub waiters: Option<u64>,
@@ -76,14 +79,17 @@ impl Snapshot {
             .iter()
             .filter(|info| info.held)
             .map(|info| Row {
-                name: String::from_utf8_lossy(&info.name).into_owned(),
+                // Escaped: a name or host with a newline or ESC would
+                // otherwise reach the terminal.
+                name: crate::text::escape(&info.name),
                 holder: match &info.holder {
-                    Some(h) => format!("{} pid {}", h.host, h.pid),
+                    Some(h) => format!("{} pid {}", crate::text::escape(h.host.as_bytes()), h.pid),
                     None => "other client".to_owned(),
                 },
                 age: info.age,
                 ttl: info.ttl,
                 fencing_token: info.fencing_token,
+                bad_fence: info.bad_fencing_counter.is_some(),
                 waiters: waiters.get(&info.name).copied(),
             })
             .collect();
@@ -166,7 +172,10 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
                     Cell::from(truncate(&row.holder, HOLDER)),
                     Cell::from(row.age.map_or("-".into(), human)),
                     Cell::from(row.ttl.map_or("never".into(), human)),
-                    Cell::from(row.fencing_token.map_or("-".into(), |t| t.to_string())),
+                    Cell::from(row.fencing_token.map_or_else(
+                        || if row.bad_fence { "invalid" } else { "-" }.to_owned(),
+                        |t| t.to_string(),
+                    )),
                     Cell::from(
                         Line::from(row.waiters.map_or("-".into(), |w| w.to_string()))
                             .right_aligned(),
@@ -226,6 +235,7 @@ mod tests {
             age: age_s.map(Duration::from_secs),
             ttl: Some(Duration::from_millis(27_200)),
             fencing_token: Some(1_718_000_000_000_123),
+            bad_fence: false,
             waiters,
         }
     }
@@ -275,6 +285,7 @@ mod tests {
                 holder: "other client".into(),
                 ttl: None,
                 fencing_token: None,
+                bad_fence: false,
                 ..row("foreign", None, None)
             },
         ]);

@@ -51,3 +51,37 @@ fn the_demo_uses_a_given_server_and_cleans_up() {
         "nothing left behind"
     );
 }
+
+#[test]
+fn an_interrupted_demo_leaves_no_keys_behind() {
+    let redis = RedisServer::start();
+    let counter = format!("{PREFIX}demo-counter");
+    // Long enough to be interrupted mid-way: 64 × 1000 increments of 1 ms.
+    let mut demo = latchkey(&redis)
+        .args(["demo", "--workers", "64", "--increments", "1000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the demo");
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while redis.command(&["EXISTS", &counter]).unwrap() != "1" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the demo never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Even a demo killed outright cannot leave the counter for good.
+    let pttl: i64 = redis.command(&["PTTL", &counter]).unwrap().parse().unwrap();
+    assert!(pttl > 0, "the counter has no TTL ({pttl})");
+
+    send_signal(&demo, libc::SIGINT);
+    assert_eq!(code(wait_exit(&mut demo, Duration::from_secs(15))), 130);
+    for key in [counter.clone(), format!("{PREFIX}demo-lock:fence")] {
+        assert_eq!(
+            redis.command(&["EXISTS", &key]).unwrap(),
+            "0",
+            "{key} left behind"
+        );
+    }
+}

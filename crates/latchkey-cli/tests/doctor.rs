@@ -119,3 +119,118 @@ fn a_user_without_script_permission_fails() {
     );
     assert_eq!(code(out.status), 1);
 }
+
+/// `latchkey doctor` as the user in `url`: stdout and the exit code.
+fn doctor_at(url: &str) -> (String, i32) {
+    let out = output(latchkey_at(url).args(["doctor", "--pings", "5"]), QUICK);
+    (stdout(&out), code(out.status))
+}
+
+/// The line of `check` in doctor output `text`.
+fn line_of<'a>(text: &'a str, check: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.get(6..).is_some_and(|rest| rest.starts_with(check)))
+        .unwrap_or_else(|| panic!("no {check} line in {text}"))
+}
+
+/// The `ACL SETUSER …` fix at the end of a doctor line, as arguments.
+fn fix_of(line: &str) -> Vec<&str> {
+    let (_, fix) = line.split_once("Fix: ").expect(line);
+    assert!(fix.starts_with("ACL SETUSER "), "{line}");
+    fix.split_whitespace().collect()
+}
+
+#[test]
+fn a_full_server_or_a_replica_gets_the_real_fix_not_an_acl_one() {
+    let primary = RedisServer::start();
+    primary
+        .command(&["CONFIG", "SET", "maxmemory", "1"])
+        .unwrap();
+    let (text, exit) = doctor_at(&primary.url());
+    primary
+        .command(&["CONFIG", "SET", "maxmemory", "0"])
+        .unwrap();
+    let line = line_of(&text, "scripts");
+    assert!(
+        line.starts_with("FAIL") && line.contains("out of memory") && line.contains("maxmemory"),
+        "{line}"
+    );
+    assert!(!line.contains("ACL SETUSER"), "{line}");
+    assert_eq!(exit, 1);
+
+    let replica = RedisServer::builder().replica_of(primary.port()).start();
+    let (text, _) = doctor_at(&replica.url());
+    let line = line_of(&text, "scripts");
+    assert!(
+        line.starts_with("FAIL")
+            && line.contains("read-only replica")
+            && line.contains("connect to the primary"),
+        "{line}"
+    );
+    assert!(!line.contains("ACL SETUSER"), "{line}");
+}
+
+#[test]
+fn a_user_without_append_is_warned_and_the_fix_works() {
+    let redis = RedisServer::start();
+    redis
+        .command(&[
+            "ACL", "SETUSER", "noappend", "on", ">pw", "~*", "&*", "+@all", "-append",
+        ])
+        .unwrap();
+    let url = format!("redis://noappend:pw@127.0.0.1:{}/", redis.port());
+    let (text, exit) = doctor_at(&url);
+    assert!(line_of(&text, "scripts").starts_with("PASS"), "{text}");
+    let line = line_of(&text, "append");
+    assert!(line.starts_with("WARN"), "{line}");
+    assert_eq!(exit, 0, "a WARN is not a failure: {text}");
+
+    redis.command(&fix_of(line)).expect("the fix is accepted");
+    let (text, _) = doctor_at(&url);
+    assert!(line_of(&text, "append").starts_with("PASS"), "{text}");
+}
+
+#[test]
+fn the_acl_fix_applies_to_a_user_with_all_keys_and_channels() {
+    let redis = RedisServer::start();
+    redis
+        .command(&[
+            "ACL", "SETUSER", "allkeys", "on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval",
+        ])
+        .unwrap();
+    let url = format!("redis://allkeys:pw@127.0.0.1:{}/", redis.port());
+    let (text, _) = doctor_at(&url);
+    let line = line_of(&text, "scripts");
+    assert!(line.starts_with("FAIL"), "{line}");
+    // Redis refuses `&test:*` after `&*` ("adding a pattern after the *
+    // pattern is not valid"): the rule must be one it accepts.
+    redis.command(&fix_of(line)).expect("the fix is accepted");
+    let (text, exit) = doctor_at(&url);
+    assert!(line_of(&text, "scripts").starts_with("PASS"), "{text}");
+    assert_eq!(exit, 0, "{text}");
+}
+
+#[test]
+fn an_even_number_of_redlock_servers_is_warned_about_without_verbose() {
+    let servers = RedisServer::start_many(2);
+    let mut doctor = latchkey_at(&servers[0].url());
+    doctor.args(["--redis", &servers[1].url(), "doctor", "--pings", "5"]);
+    let out = output(&mut doctor, QUICK);
+    assert!(
+        stdout(&out)
+            .lines()
+            .any(|l| l.starts_with("WARN  redlock") && l.contains("2 servers")),
+        "{}",
+        stdout(&out)
+    );
+
+    let mut acquire = latchkey_at(&servers[0].url());
+    acquire.args(["--redis", &servers[1].url(), "acquire", "x", "--ttl", "5s"]);
+    let out = output(&mut acquire, QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: Redlock over 2 servers"),
+        "{}",
+        stderr(&out)
+    );
+}

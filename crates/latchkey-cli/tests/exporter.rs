@@ -250,3 +250,92 @@ fn a_listen_address_in_use_is_one_line_and_exit_2() {
         stderr(&out)
     );
 }
+
+/// The lines a child writes to `stream`, as they come.
+fn lines_of(stream: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stream)) {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The next line containing `needle`, within [`QUICK`].
+fn line_with(lines: &std::sync::mpsc::Receiver<String>, needle: &str) -> String {
+    let deadline = Instant::now() + QUICK;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return line,
+            Ok(_) => {}
+            Err(e) => panic!("no line with {needle:?}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn port_0_prints_the_bound_port_and_a_bad_counter_is_logged_not_fatal() {
+    let redis = RedisServer::start();
+    for name in ["good", "wg"] {
+        let out = output(
+            latchkey(&redis).args(["acquire", name, "--ttl", "60s"]),
+            QUICK,
+        );
+        assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    }
+    redis.command(&["SET", "test:wg:fence", "hello"]).unwrap();
+
+    let mut child = latchkey(&redis)
+        .args([
+            "exporter",
+            "--listen",
+            "127.0.0.1:0",
+            "--scan-every",
+            "100ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the exporter");
+    let out = lines_of(child.stdout.take().unwrap());
+    let err = lines_of(child.stderr.take().unwrap());
+    let exporter = Reaper(child);
+
+    let serving = line_with(&out, "serving Prometheus metrics on");
+    let port: u16 = serving
+        .rsplit_once(':')
+        .and_then(|(_, rest)| rest.strip_suffix("/metrics"))
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {serving:?}"));
+    assert_ne!(port, 0, "{serving}");
+
+    let s = scrape_until(port, "a scan with both locks", |s| {
+        s.get("latchkey_exporter_up") == Some(1.0)
+            && s.get(r#"latchkey_locks_held{prefix="test:"}"#) == Some(2.0)
+    });
+    assert!(
+        s.get(r#"latchkey_lock_ttl_seconds{lock="wg",prefix="test:"}"#)
+            .is_some(),
+        "{}",
+        s.text
+    );
+    let warning = line_with(&err, "fencing counter");
+    assert!(
+        warning.contains("\"test:wg:fence\" holds \"hello\""),
+        "{warning}"
+    );
+
+    // A scan error reaches stderr too.
+    let mut redis = redis;
+    redis.kill();
+    line_with(&err, "exporter scan failed");
+
+    let mut exporter = exporter;
+    send_signal(&exporter.0, libc::SIGTERM);
+    assert_eq!(code(wait_exit(&mut exporter.0, QUICK)), 0);
+}

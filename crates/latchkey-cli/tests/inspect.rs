@@ -186,3 +186,78 @@ fn gethostname() -> String {
         .trim()
         .replace(':', "_")
 }
+
+#[test]
+fn a_malformed_fencing_counter_is_flagged_and_every_other_lock_listed() {
+    let redis = RedisServer::start();
+    acquire(&redis, "good");
+    acquire(&redis, "wg");
+    redis
+        .command(&["SET", &format!("{PREFIX}wg:fence"), "hello"])
+        .unwrap();
+
+    let out = output(latchkey(&redis).args(["list"]), QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.lines().any(|l| l.starts_with("good ")), "{text}");
+    let wg = text.lines().find(|l| l.starts_with("wg ")).expect(&text);
+    assert!(wg.contains("yes") && wg.ends_with("invalid"), "{wg}");
+    // Logged: which key holds what.
+    assert_one_error_line(&out);
+    assert!(
+        stderr(&out).contains("fencing counter \"test:wg:fence\" holds \"hello\""),
+        "{}",
+        stderr(&out)
+    );
+
+    let list = json(&redis, &["list"]);
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list}");
+    assert_eq!(list[1]["name"], "wg");
+    assert_eq!(list[1]["held"], true);
+    assert_eq!(list[1]["fencing_token"], Value::Null);
+
+    let out = output(latchkey(&redis).args(["status", "wg"]), QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("fencing counter invalid"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn names_that_would_forge_rows_or_reach_the_terminal_are_escaped() {
+    let redis = RedisServer::start();
+    acquire(&redis, "evil\nforged  yes  1s");
+    acquire(&redis, "esc\u{1b}[2Jname");
+
+    let out = output(latchkey(&redis).args(["list"]), QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 3, "a header and two rows: {text}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(text.contains("evil\\nforged"), "{text}");
+    assert!(text.contains("esc\\e[2Jname"), "{text}");
+
+    let out = output(latchkey(&redis).args(["status", "esc\u{1b}[2Jname"]), QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert!(!stdout(&out).contains('\u{1b}'), "{:?}", stdout(&out));
+    assert_eq!(stdout(&out).lines().count(), 1);
+
+    // JSON keeps the name as it is (the encoder escapes it).
+    let list = json(&redis, &["list"]);
+    assert_eq!(list[1]["name"], "evil\nforged  yes  1s");
+}
+
+#[test]
+fn status_of_a_name_no_lock_can_have_is_a_usage_error() {
+    let redis = RedisServer::start();
+    let long = "n".repeat(2000);
+    for name in ["", long.as_str(), "x:fence"] {
+        let out = output(latchkey(&redis).args(["status", name]), QUICK);
+        assert_eq!(code(out.status), 2, "{}", stderr(&out));
+        assert_one_error_line(&out);
+        assert!(stderr(&out).contains("invalid name"), "{}", stderr(&out));
+    }
+}

@@ -151,3 +151,84 @@ fn a_timeout_exits_1_and_bad_input_exits_2() {
         assert_one_error_line(&out);
     }
 }
+
+#[test]
+fn a_wait_that_never_subscribed_is_unavailable_within_its_timeout() {
+    let redis = RedisServer::start();
+    // Frozen: connections are accepted but nothing is answered, so the
+    // connect would wait for its own 2 s timeout. The wait's timeout bounds it.
+    redis.pause();
+    let out = output(
+        latchkey(&redis).args(["wait", "nobody", "--timeout", "300ms"]),
+        QUICK,
+    );
+    redis.resume();
+    assert_eq!(code(out.status), 69, "{}", stderr(&out));
+    assert_one_error_line(&out);
+    assert!(
+        stderr(&out).contains("could not subscribe within 300.0ms"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_wait_whose_server_died_is_unavailable_at_its_timeout() {
+    let mut redis = RedisServer::start();
+    let waiter = spawn_wait(&redis, &["lonely", "--timeout", "4s"]);
+    until_server(&redis, "the waiter subscribed", |r| {
+        subscribers(r, "lonely") == 1
+    });
+    redis.kill();
+    let out = finish(waiter);
+    assert_eq!(code(out.status), 69, "{}", stderr(&out));
+    assert!(stderr(&out).contains("not subscribed"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_replica_url_that_is_not_a_replica_is_warned_about() {
+    let redis = RedisServer::start();
+    let other = RedisServer::start();
+    let waiter = spawn_wait(
+        &redis,
+        &["w", "--replica", &other.url(), "--timeout", "10s"],
+    );
+    until_server(&redis, "the waiter subscribed", |r| {
+        subscribers(r, "w") == 1
+    });
+    assert_eq!(signal(&redis, &["w", "hi"]), "1\n");
+    let out = finish(waiter);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+    assert!(
+        stderr(&out).contains("is not a replica (ROLE: master)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_payload_of_dash_is_read_from_stdin() {
+    let redis = RedisServer::start();
+    let waiter = spawn_wait(&redis, &["big", "--timeout", "10s"]);
+    until_server(&redis, "the waiter subscribed", |r| {
+        subscribers(r, "big") == 1
+    });
+    // Larger than one argument may be (MAX_ARG_STRLEN is 128 KiB on Linux).
+    let payload = "p".repeat(200_000);
+    let mut sender = latchkey(&redis)
+        .args(["signal", "big", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn latchkey signal");
+    let mut stdin = sender.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, payload.as_bytes()).unwrap();
+    drop(stdin);
+    let sent = sender.wait_with_output().unwrap();
+    assert_eq!(code(sent.status), 0, "{}", stderr(&sent));
+    assert_eq!(stdout(&sent), "1\n");
+    let out = finish(waiter);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("{payload}\n"));
+}

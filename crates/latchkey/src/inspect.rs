@@ -62,6 +62,12 @@ pub struct LockInfo {
     /// [`with_fencing`](crate::Lock::with_fencing), otherwise on request),
     /// else an earlier holder's; `None` when no token was ever issued.
     pub fencing_token: Option<u64>,
+    /// The raw value of the fencing counter when it holds something other
+    /// than a fencing token (another program wrote it; `fencing_token` is
+    /// then `None`). Such a lock is still inspected and listed, so that one
+    /// bad key does not hide every other lock. Deleting the counter resets
+    /// it (see [`Error::BadFencingCounter`]).
+    pub bad_fencing_counter: Option<Vec<u8>>,
 }
 
 /// Locks inspected at once by [`Client::list`]: the connection is
@@ -75,12 +81,23 @@ const SCAN_COUNT: usize = 1000;
 impl Client {
     /// Reads the state of the lock `name` in one atomic round trip.
     ///
-    /// Fails with [`Error::WrongType`] when the key holds something other
-    /// than a string. A free lock is not an error: `held` is false.
+    /// Fails with [`Error::InvalidName`] for a name no lock can have (empty,
+    /// longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN), ending in
+    /// `:fence`), as [`Client::lock`] does, and with [`Error::WrongType`]
+    /// when the key holds something other than a string. A free lock is not
+    /// an error: `held` is false. Neither is a fencing counter that holds
+    /// garbage: see [`LockInfo::bad_fencing_counter`].
     pub async fn inspect(&self, name: impl AsRef<[u8]>) -> Result<LockInfo> {
         let name = name.as_ref();
+        crate::names::check_name(name)?;
+        self.inspect_key(name).await
+    }
+
+    /// [`Client::inspect`] without the name check: [`Client::list`] reports
+    /// whatever it finds under the prefix.
+    async fn inspect_key(&self, name: &[u8]) -> Result<LockInfo> {
         let keys = LockKeys::new(self.prefix(), name);
-        let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<String>) = self
+        let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = self
             .eval(
                 "inspect",
                 &scripts::INSPECT,
@@ -88,14 +105,22 @@ impl Client {
                 &[],
             )
             .await?;
-        let fencing_token = match fence {
-            None => None,
-            Some(text) => Some(text.parse::<u64>().map_err(|_| {
-                Error::Protocol(format!(
-                    "fencing counter of {:?} holds {text:?}",
-                    String::from_utf8_lossy(name)
-                ))
-            })?),
+        let parsed = fence.as_ref().map(|raw| {
+            std::str::from_utf8(raw)
+                .ok()
+                .and_then(|text| text.parse::<u64>().ok())
+        });
+        let fencing_token = parsed.flatten();
+        let bad_fencing_counter = match parsed {
+            Some(None) => {
+                tracing::warn!(
+                    key = %String::from_utf8_lossy(&keys.fence_key),
+                    value = %String::from_utf8_lossy(fence.as_deref().unwrap_or_default()),
+                    "a fencing counter holds something other than a fencing token; delete it to reset it"
+                );
+                fence
+            }
+            _ => None,
         };
         let holder = value.as_deref().and_then(Holder::from_token);
         let age = holder.as_ref().map(|h| {
@@ -111,6 +136,7 @@ impl Client {
             holder,
             age,
             fencing_token,
+            bad_fencing_counter,
         })
     }
 
@@ -143,7 +169,7 @@ impl Client {
         }
         let infos: Vec<Option<LockInfo>> = futures_util::stream::iter(names)
             .map(|name| async move {
-                match self.inspect(&name).await {
+                match self.inspect_key(&name).await {
                     // The key became something else since the scan: not a lock.
                     Err(Error::WrongType { .. }) => Ok(None),
                     other => other.map(Some),
@@ -181,7 +207,7 @@ impl Client {
 /// Whether an inspected key is one of ours to list (see [`Client::list`]).
 fn is_lock(info: &LockInfo) -> bool {
     let our_token = info.value.as_deref().is_some_and(crate::token::is_token);
-    our_token || info.fencing_token.is_some()
+    our_token || info.fencing_token.is_some() || info.bad_fencing_counter.is_some()
 }
 
 /// Escapes the glob metacharacters of a literal (the key prefix) for `MATCH`.

@@ -294,6 +294,17 @@ impl Listener {
         Ok(listener)
     }
 
+    /// Whether the listener hears signals now: at least one server has
+    /// confirmed its subscriptions on its current connection. False while
+    /// every connection it listens on is down or being re-established
+    /// (signals sent meanwhile are lost). A caller whose wait ends without a
+    /// signal can tell "nothing was signalled" from "we could not hear":
+    /// the `latchkey wait` command reports the latter as Redis unavailable,
+    /// not as a timeout.
+    pub fn is_subscribed(&self) -> bool {
+        self.subs.iter().any(|sub| sub.subscription.is_confirmed())
+    }
+
     /// The next signal, waiting as long as it takes.
     ///
     /// A listener passes on each signal once, also when it hears it from

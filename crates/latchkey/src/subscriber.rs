@@ -277,6 +277,16 @@ impl Subscription {
 }
 
 impl Subscription {
+    /// Whether the server confirmed this topic on the current connection:
+    /// false while the connection is down or being re-established.
+    pub(crate) fn is_confirmed(&self) -> bool {
+        self.topic.as_ref().is_some_and(|topic| {
+            lock(&self.shared.registry)
+                .get(topic)
+                .is_some_and(|entry| entry.confirmed)
+        })
+    }
+
     /// Drops the events received so far, unread.
     pub(crate) fn skip_pending(&mut self) {
         self.rx = self.rx.resubscribe();
