@@ -10,6 +10,7 @@
 //! over those (independent) servers; `status`, `list` and `demo` talk to one
 //! server, and `doctor` checks each in turn.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use latchkey::{Client, Lock, Redlock};
@@ -53,10 +54,12 @@ impl Target {
         if let Some(prefix) = &self.prefix {
             builder = builder.prefix(prefix);
         }
-        builder
+        let client = builder
             .connect()
             .await
-            .map_err(|e| connect_failure(e, &redact(url)))
+            .map_err(|e| connect_failure(e, &redact(url)))?;
+        remember(Made::Client(client.clone()));
+        Ok(client)
     }
 
     /// Connects to the one server.
@@ -88,10 +91,45 @@ impl Target {
         })
         .await
         .map_err(|e| connect_failure(e, &format!("Redlock over {} servers", urls.len())))?;
+        remember(Made::Redlock(redlock.clone()));
         redlock
             .lock(name, ttl)
             .map(Lock::with_fencing)
             .map_err(Failure::from)
+    }
+}
+
+/// What this process connected, so that [`flush`] can wait for the releases
+/// they left running in the background (a failed or cancelled acquisition,
+/// a guard dropped on an error path) before the process exits and its
+/// runtime would cancel them, leaving the lock held until its TTL.
+enum Made {
+    Client(Client),
+    Redlock(Redlock),
+}
+
+static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+
+fn remember(made: Made) {
+    MADE.lock().unwrap_or_else(|p| p.into_inner()).push(made);
+}
+
+/// Waits, at most `within` in all, for the background releases of every
+/// client and Redlock this process made. Called by `main` before exiting.
+pub async fn flush(within: Duration) {
+    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(|p| p.into_inner()));
+    let deadline = tokio::time::Instant::now() + within;
+    for made in made {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let done = match &made {
+            Made::Client(client) => client.flush(left).await,
+            Made::Redlock(redlock) => redlock.flush(left).await,
+        };
+        if !done {
+            tracing::warn!(
+                "a background release did not finish before exit; its lock frees itself at its TTL"
+            );
+        }
     }
 }
 

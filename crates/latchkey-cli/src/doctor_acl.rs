@@ -186,7 +186,12 @@ pub async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
         Ok(other) => Check::warn(NAME, format!("probe lock {name:?} behaved oddly ({other:?})"), "run doctor again"),
         Err(e) => {
             let message = e.to_string();
-            let refusal = classify(&message);
+            // The library names these by their error code.
+            let refusal = match e {
+                latchkey::Error::OutOfMemory(_) => Refusal::OutOfMemory,
+                latchkey::Error::ReadOnlyReplica(_) => Refusal::ReadOnly,
+                _ => classify(&message),
+            };
             if let Some(check) = not_acl(NAME, &refusal, &message) {
                 return check;
             }

@@ -97,6 +97,8 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::Timeout { .. }
         | E::Auth(_)
         | E::NoPermission(_)
+        | E::OutOfMemory(_)
+        | E::ReadOnlyReplica(_)
         | E::NoQuorum { .. } => UNAVAILABLE,
         _ => INTERNAL,
     };

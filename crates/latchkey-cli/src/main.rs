@@ -180,7 +180,7 @@ fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        match cli.command {
+        let outcome = match cli.command {
             Command::Run(args) => cmd_run::run(&target, args).await,
             Command::Acquire(args) => cmd_acquire::acquire(&target, args).await,
             Command::Release(args) => cmd_acquire::release(&target, args).await,
@@ -198,7 +198,12 @@ fn main() -> ExitCode {
             }
             Command::Signal(args) => cmd_signal::signal(&target, args).await,
             Command::Wait(args) => cmd_wait::wait(&target, args).await,
-        }
+        };
+        // A release started in the background (an acquisition whose reply
+        // was lost, a guard dropped on an error path) must reach Redis
+        // before the runtime is dropped, or the lock stays held to its TTL.
+        connect::flush(FLUSH_WITHIN).await;
+        outcome
     });
     // Background tasks (watchdogs, the subscriber) end with the runtime.
     drop(runtime);
@@ -210,6 +215,10 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// How long the process waits for background releases before exiting: more
+/// than one command timeout, so a release whose reply is lost still lands.
+const FLUSH_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// `--help` and `--version` print as clap formats them; real usage errors
 /// become one line and exit 2.

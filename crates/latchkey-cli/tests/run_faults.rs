@@ -130,3 +130,53 @@ fn finish(child: std::process::Child) -> std::process::Output {
         }
     }
 }
+
+/// `acquire` whose reply is lost (the request reached Redis, the reply
+/// never came back) exits 69, and does not leave the lock held for its
+/// TTL: the owner-only release it sends in the background lands before the
+/// process exits.
+#[test]
+fn an_acquisition_whose_reply_was_lost_leaves_no_lock_behind() {
+    use latchkey_testkit::{Proxy, ProxyMode};
+    let redis = RedisServer::start();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let proxy = runtime.block_on(Proxy::start(redis.addr()));
+    // Once with replies: the acquire script is then in Redis' script cache
+    // (a lost NOSCRIPT reply would stop the attempt before it took anything).
+    let warm = output(
+        latchkey_at(&proxy.url()).args(["acquire", "lost", "--ttl", "60s"]),
+        QUICK,
+    );
+    assert!(warm.status.success(), "{warm:?}");
+    let token = String::from_utf8_lossy(&warm.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let released = output(
+        latchkey_at(&proxy.url()).args(["release", "lost", &token]),
+        QUICK,
+    );
+    assert!(released.status.success(), "{released:?}");
+
+    for wait in ["--no-wait", "--wait=3s"] {
+        // Connecting (PING) goes through; the acquire script's reply is lost.
+        proxy.set_mode(ProxyMode::DropRepliesFrom("EVALSHA"));
+        let lost = output(
+            latchkey_at(&proxy.url()).args(["acquire", "lost", "--ttl", "60s", wait]),
+            QUICK,
+        );
+        assert_eq!(lost.status.code(), Some(69), "{wait}: {lost:?}");
+        assert_eq!(
+            redis.command(&["EXISTS", "test:lost"]).unwrap().trim(),
+            "0",
+            "{wait}: the lost acquisition left the lock held until its TTL"
+        );
+        proxy.set_mode(ProxyMode::Pass);
+    }
+    drop(proxy);
+}

@@ -42,6 +42,11 @@ pub enum ProxyMode {
     /// client never learns the result. Replies dropped are gone for good,
     /// also after the mode changes back.
     DropReplies,
+    /// Forward everything until a request containing these bytes passes
+    /// (e.g. `"EVALSHA"`), then, on that connection, throw away every reply
+    /// as [`ProxyMode::DropReplies`] does: a client that connected normally
+    /// loses the reply of one chosen command and all after it.
+    DropRepliesFrom(&'static str),
 }
 
 /// Which way a [`forward`] copies.
@@ -273,9 +278,17 @@ async fn serve(client: TcpStream, upstream: SocketAddr, mode: watch::Receiver<Pr
     let _ = server.set_nodelay(true);
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
+    // Set once a request matched `DropRepliesFrom`: replies are cut from then on.
+    let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let _ = tokio::try_join!(
-        forward(client_read, server_write, mode.clone(), Direction::Request),
-        forward(server_read, client_write, mode, Direction::Reply),
+        forward(
+            client_read,
+            server_write,
+            mode.clone(),
+            Direction::Request,
+            cut.clone()
+        ),
+        forward(server_read, client_write, mode, Direction::Reply, cut),
     );
 }
 
@@ -295,6 +308,7 @@ async fn forward(
     mut to: OwnedWriteHalf,
     mut mode: watch::Receiver<ProxyMode>,
     direction: Direction,
+    cut: Arc<std::sync::atomic::AtomicBool>,
 ) -> io::Result<()> {
     let (queue, mut queued) = mpsc::channel::<Chunk>(MAX_QUEUED_CHUNKS);
     let read = async move {
@@ -314,7 +328,22 @@ async fn forward(
     };
     let write = async move {
         while let Some(chunk) = queued.recv().await {
-            let forward = wait_for_release(&mut mode, chunk.read_at, direction).await?;
+            let mut forward = wait_for_release(&mut mode, chunk.read_at, direction).await?;
+            if let ProxyMode::DropRepliesFrom(pattern) = *mode.borrow() {
+                let pattern = pattern.as_bytes();
+                match direction {
+                    Direction::Request => {
+                        if chunk
+                            .data
+                            .windows(pattern.len().max(1))
+                            .any(|w| w == pattern)
+                        {
+                            cut.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    }
+                    Direction::Reply => forward = !cut.load(std::sync::atomic::Ordering::SeqCst),
+                }
+            }
             if !forward && !chunk.data.is_empty() {
                 continue;
             }
@@ -341,7 +370,7 @@ async fn wait_for_release(
     loop {
         let current = *mode.borrow_and_update();
         let changed = match current {
-            ProxyMode::Pass => return Ok(true),
+            ProxyMode::Pass | ProxyMode::DropRepliesFrom(_) => return Ok(true),
             ProxyMode::DropReplies => return Ok(direction == Direction::Request),
             // A delay too large to represent is as good as a blackhole.
             ProxyMode::Delay(delay) => match read_at.checked_add(delay) {
