@@ -144,9 +144,8 @@ async fn raw_conn(server: &RedisServer) -> redis::aio::MultiplexedConnection {
 async fn unicast_reaches_exactly_one_waiter_at_random() {
     let server = RedisServer::start();
     let (a, b) = (client(&server.url()).await, client(&server.url()).await);
-    assert_eq!(
-        a.signal_one("work", b"lost").await.unwrap(),
-        false,
+    assert!(
+        !a.signal_one("work", b"lost").await.unwrap(),
         "nobody waits yet"
     );
 
@@ -178,7 +177,7 @@ async fn unicast_reaches_exactly_one_waiter_at_random() {
 
     let mut chosen = BTreeMap::<usize, usize>::new();
     for n in 0..60 {
-        assert_eq!(a.signal_one("work", n.to_string()).await.unwrap(), true);
+        assert!(a.signal_one("work", n.to_string()).await.unwrap());
         // One at a time: each must be heard before the next is sent.
         let (i, signal) = tokio::time::timeout(PATIENCE, rx.recv())
             .await
@@ -233,7 +232,7 @@ async fn names_sharing_a_prefix_or_glob_characters_stay_apart() {
 
     for name in names {
         assert_eq!(client.signal(name, name).await.unwrap(), 1, "{name}");
-        assert_eq!(client.signal_one(name, name).await.unwrap(), true, "{name}");
+        assert!(client.signal_one(name, name).await.unwrap(), "{name}");
     }
     for name in names {
         assert_eq!(client.signal(name, b"fence").await.unwrap(), 1);
@@ -360,12 +359,11 @@ async fn wait_any_returns_the_first_and_wait_all_every_name() {
     })
     .await;
     assert_eq!(client.signal("a", b"second a").await.unwrap(), 0);
-    assert_eq!(
-        client.signal_one("a", b"").await.unwrap(),
-        false,
+    assert!(
+        !client.signal_one("a", b"").await.unwrap(),
         "no longer a unicast candidate"
     );
-    assert_eq!(client.signal_one("b", b"bee").await.unwrap(), true);
+    assert!(client.signal_one("b", b"bee").await.unwrap());
     let got = all.await.unwrap().unwrap().expect("all signals");
     let got: Vec<_> = got
         .into_iter()
@@ -392,9 +390,8 @@ async fn patterns_hear_matching_names_only() {
         1,
         "only `*` matches"
     );
-    assert_eq!(
-        client.signal_one("job.1", b"no").await.unwrap(),
-        false,
+    assert!(
+        !client.signal_one("job.1", b"no").await.unwrap(),
         "patterns are not unicast candidates"
     );
     // A lock called "signal:x" publishes on "test:signal:x:released", which
@@ -565,7 +562,7 @@ async fn a_waiter_cut_off_from_the_primary_still_hears_signals() {
         .expect("heard through the replica");
     assert_eq!(signal.payload, b"via replica");
     // Unicast goes to waiters the primary lists; its copy is replicated too.
-    assert_eq!(sender.signal_one("cut", b"one").await.unwrap(), true);
+    assert!(sender.signal_one("cut", b"one").await.unwrap());
     let signal = listener
         .recv_timeout(PATIENCE)
         .await
