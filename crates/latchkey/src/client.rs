@@ -1,45 +1,21 @@
-//! The [`Client`]: one connection to one Redis, shared by every primitive.
-//!
-//! Like etcd's `concurrency.Session`, a `Client` is the thing every lock,
-//! guard, watchdog and waiter is built from. It owns
-//!
-//! * one multiplexed command connection (redis-rs `ConnectionManager`, which
-//!   reconnects by itself),
-//! * one shared subscriber connection for wake-ups and signals, started on
-//!   first use (see [`crate::subscriber`]),
-//! * the options every primitive obeys: key prefix and command timeout.
-//!
-//! Cloning a `Client` is cheap and shares all of the above.
+//! [`Client`]: the front door (layer 5, a facade). Every method here is a
+//! few lines over the primitive that does the work; the crate docs list the
+//! layers.
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
-use redis::{FromRedisValue, Script};
 
-use crate::error::{Error, Result};
-use crate::metrics::MetricsLabels;
-use crate::subscriber::Subscriber;
-use crate::token::Identity;
+use crate::error::Result;
+use crate::fence::FencedResource;
+use crate::inspect::LockInfo;
+use crate::listener::{Listener, Signal};
+use crate::lock::Lock;
+use crate::session::{ClientBuilder, Session};
 
-/// How long a single Redis command may take before it fails with
-/// [`Error::Timeout`], unless [`ClientBuilder::command_timeout`] says otherwise.
-///
-/// redis-rs would silently cut responses at 500 ms. We choose 2 s: long
-/// enough that a busy server (a slow `SCAN`, a fork for persistence) is not
-/// mistaken for a dead one, short enough that a waiter or watchdog notices a
-/// dead link well within common lock TTLs (tens of seconds). The watchdog
-/// additionally bounds each renewal by the lease's remaining validity.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The key prefix used unless [`ClientBuilder::prefix`] says otherwise.
-///
-/// An empty prefix makes the lock key equal to the lock name, which is what
-/// other clients' single-key locks (redis-py `Lock`, node-redlock, redsync)
-/// use: then a latchkey lock and theirs exclude each other on the same name.
-pub const DEFAULT_PREFIX: &str = "latchkey:";
-
-/// A handle to one Redis server: connections, options and shared state.
+/// A handle to one Redis server: the connections, options and shared state
+/// every lock, guard, signal and listener made from it uses. Cheap to clone;
+/// clones share all of it.
 ///
 /// # Example
 ///
@@ -56,154 +32,26 @@ pub const DEFAULT_PREFIX: &str = "latchkey:";
 /// ```
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<ClientInner>,
-}
-
-pub(crate) struct ClientInner {
-    pub(crate) redis: redis::Client,
-    pub(crate) conn: ConnectionManager,
-    pub(crate) prefix: Vec<u8>,
-    pub(crate) command_timeout: Duration,
-    pub(crate) pubsub_ping_every: Duration,
-    pub(crate) identity: Identity,
-    /// Started on first use: a client that never waits opens no second connection.
-    pub(crate) subscriber: OnceLock<Subscriber>,
-    /// Replicas of the server, given by [`ClientBuilder::replica`]: signal
-    /// waiters also listen there (see `crate::signal`).
-    pub(crate) replicas: Vec<redis::Client>,
-    /// One subscriber per replica, started on first use.
-    pub(crate) replica_subscribers: OnceLock<Vec<Subscriber>>,
-    pub(crate) local_queues: crate::queue::LocalQueues,
-    pub(crate) metrics_labels: MetricsLabels,
-    /// Background releases (dropped guards, cancelled attempts and
-    /// releases), so that [`Client::flush`] can wait for them.
-    pub(crate) background: tokio_util::task::TaskTracker,
+    pub(crate) session: Session,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field(
-                "server",
-                &self.inner.redis.get_connection_info().addr().to_string(),
-            )
-            .field("prefix", &String::from_utf8_lossy(&self.inner.prefix))
-            .field("command_timeout", &self.inner.command_timeout)
-            .finish()
+        self.session.fmt(f)
     }
-}
-
-/// Options for a [`Client`]; made by [`Client::builder`].
-#[derive(Debug, Clone)]
-pub struct ClientBuilder {
-    url: String,
-    prefix: Vec<u8>,
-    command_timeout: Duration,
-    pubsub_ping_every: Duration,
-    replicas: Vec<String>,
-    metrics_labels: MetricsLabels,
 }
 
 impl ClientBuilder {
-    /// Prefix prepended to every key and channel latchkey uses (default
-    /// [`DEFAULT_PREFIX`]). May be empty.
-    pub fn prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
-        self.prefix = prefix.as_ref().to_vec();
-        self
-    }
-
-    /// Per-command timeout (default [`DEFAULT_COMMAND_TIMEOUT`]). Also bounds
-    /// connecting.
-    pub fn command_timeout(mut self, timeout: Duration) -> Self {
-        self.command_timeout = timeout;
-        self
-    }
-
-    /// How often the shared subscriber connection is PINGed to detect a dead
-    /// link that never closes (default 1 s). A failed ping reconnects and
-    /// resubscribes, and every waiter re-checks its lock.
-    pub fn pubsub_ping_every(mut self, every: Duration) -> Self {
-        self.pubsub_ping_every = every;
-        self
-    }
-
-    /// Adds a replica of the server (repeatable). Signal waiters subscribe on
-    /// the server and on every replica, so they still hear signals while
-    /// their connection to the server is down (see [`Listener`](crate::Listener)).
-    /// Replicas are connected on first use; one that is down is not an error.
-    pub fn replica(mut self, url: &str) -> Self {
-        self.replicas.push(url.to_owned());
-        self
-    }
-
-    /// Which `lock` label this client's lock metrics carry (default
-    /// [`MetricsLabels::None`]); see [`crate::metrics`].
-    pub fn metrics_labels(mut self, labels: MetricsLabels) -> Self {
-        self.metrics_labels = labels;
-        self
-    }
-
-    /// Connects. Fails with [`Error::Unreachable`], [`Error::Timeout`] or
-    /// [`Error::Auth`] when the server cannot be used.
+    /// Connects. Fails with [`Error::Unreachable`](crate::Error::Unreachable),
+    /// [`Error::Timeout`](crate::Error::Timeout) or [`Error::Auth`](crate::Error::Auth)
+    /// when the server cannot be used.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future drops the half-made connection.
     pub async fn connect(self) -> Result<Client> {
-        if self.command_timeout.is_zero() {
-            return Err(Error::InvalidInput(
-                "command timeout must be positive".into(),
-            ));
-        }
-        if self.pubsub_ping_every.is_zero() {
-            return Err(Error::InvalidInput(
-                "pubsub ping interval must be positive".into(),
-            ));
-        }
-        let redis = redis::Client::open(self.url.as_str())
-            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
-        let replicas = self
-            .replicas
-            .iter()
-            .map(|url| {
-                redis::Client::open(url.as_str())
-                    .map_err(|e| Error::InvalidInput(format!("bad replica URL {url:?}: {e}")))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.command_timeout))
-            .set_response_timeout(Some(self.command_timeout))
-            // Fail fast when the server is down: callers (and our own waiters
-            // and watchdogs) decide when to retry, with their own deadlines.
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(500));
-        let connecting = redis::aio::ConnectionManager::new_with_config(redis.clone(), config);
-        let conn = match tokio::time::timeout(self.command_timeout, connecting).await {
-            Ok(Ok(conn)) => conn,
-            Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),
-            Err(_) => {
-                return Err(Error::Timeout {
-                    op: "connect",
-                    after: self.command_timeout,
-                })
-            }
-        };
-        let client = Client {
-            inner: Arc::new(ClientInner {
-                redis,
-                conn,
-                prefix: self.prefix,
-                command_timeout: self.command_timeout,
-                pubsub_ping_every: self.pubsub_ping_every,
-                identity: Identity::of_this_process(),
-                subscriber: OnceLock::new(),
-                replicas,
-                replica_subscribers: OnceLock::new(),
-                local_queues: Default::default(),
-                metrics_labels: self.metrics_labels,
-                background: tokio_util::task::TaskTracker::new(),
-            }),
-        };
-        // A connection is only useful if we may use it: surface auth and ACL
-        // problems now, with a clear error, instead of at the first lock.
-        let _: String = client.query("PING", redis::cmd("PING"), b"").await?;
-        Ok(client)
+        Ok(Client {
+            session: self.open().await?,
+        })
     }
 }
 
@@ -211,35 +59,31 @@ impl Client {
     /// Connects with default options. See [`Client::builder`] for the rest.
     ///
     /// The URL is a redis-rs URL: `redis://[[user]:password@]host[:port][/db]`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`ClientBuilder::connect`].
     pub async fn connect(url: &str) -> Result<Client> {
         Self::builder(url).connect().await
     }
 
     /// Starts building a client for `url`.
     pub fn builder(url: &str) -> ClientBuilder {
-        ClientBuilder {
-            url: url.to_owned(),
-            prefix: DEFAULT_PREFIX.as_bytes().to_vec(),
-            command_timeout: DEFAULT_COMMAND_TIMEOUT,
-            pubsub_ping_every: Duration::from_secs(1),
-            replicas: Vec::new(),
-            metrics_labels: MetricsLabels::None,
-        }
+        ClientBuilder::new(url)
     }
 
     /// The key prefix in force.
     pub fn prefix(&self) -> &[u8] {
-        &self.inner.prefix
+        self.session.prefix()
     }
 
     /// The per-command timeout in force.
     pub fn command_timeout(&self) -> Duration {
-        self.inner.command_timeout
+        self.session.command_timeout()
     }
 
     /// The host and port of the server, for messages.
     pub fn server(&self) -> String {
-        self.inner.redis.get_connection_info().addr().to_string()
+        self.session.server()
     }
 
     /// A handle to the client's shared command connection (it reconnects by
@@ -247,7 +91,7 @@ impl Client {
     /// monitoring. Unlike latchkey's own calls, these are bounded only by
     /// the connection's response timeout (the command timeout).
     pub fn connection(&self) -> ConnectionManager {
-        self.inner.conn.clone()
+        self.session.connection()
     }
 
     /// Waits, at most `within`, for the work this client does in the
@@ -261,104 +105,229 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: dropping the future stops the waiting, not the work.
     pub async fn flush(&self, within: Duration) -> bool {
-        flush(&self.inner.background, within).await
+        self.session.flush(within).await
     }
 
-    /// Runs one command on the shared connection, bounded by the command
-    /// timeout. `key` is only used to name the key in a WRONGTYPE error.
-    pub(crate) async fn query<T: FromRedisValue>(
+    // ---- Locks --------------------------------------------------------
+
+    /// A lock called `name` whose holder owns it for at most `ttl` unless it
+    /// extends it (by hand or with the [watchdog](Lock::with_watchdog)).
+    ///
+    /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for an
+    /// empty name, one longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
+    /// bytes or ending in `:fence`, and with
+    /// [`Error::InvalidTtl`](crate::Error::InvalidTtl) for a TTL outside
+    /// [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL). Any other
+    /// bytes are fine in a name.
+    pub fn lock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
+        Lock::on_session(&self.session, name.as_ref(), ttl)
+    }
+
+    /// The fenced resource called `name` (same naming rules as locks): a
+    /// value that refuses writes carrying a fencing token lower than the
+    /// highest it has seen. See [`FencedResource`].
+    ///
+    /// A fenced resource is a hash at `prefix + name`, the same key as a
+    /// lock of that name: give the resource and the lock that guards it
+    /// different names (`report` and `report-output`), or they collide.
+    pub fn fenced(&self, name: impl AsRef<[u8]>) -> Result<FencedResource> {
+        FencedResource::on_session(&self.session, name.as_ref())
+    }
+
+    /// Reads the state of the lock `name` in one atomic round trip.
+    ///
+    /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for a
+    /// name no lock can have (empty, longer than
+    /// [`MAX_NAME_LEN`](crate::MAX_NAME_LEN), ending in `:fence`), as
+    /// [`Client::lock`] does, and with [`Error::WrongType`](crate::Error::WrongType)
+    /// when the key holds something other than a string. A free lock is not
+    /// an error: `held` is false. Neither is a fencing counter that holds
+    /// garbage: see [`LockInfo::bad_fencing_counter`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn inspect(&self, name: impl AsRef<[u8]>) -> Result<LockInfo> {
+        self.session.inspect(name.as_ref()).await
+    }
+
+    /// Every lock whose name matches the glob `pattern` (Redis `MATCH`
+    /// syntax: `*`, `?`, `[abc]`, `\` escapes; `*` for all), sorted by name.
+    ///
+    /// A lock is listed when it is held with a latchkey owner token, or when
+    /// its fencing counter exists (a fencing token was issued for it before,
+    /// so such free locks are listed too, and so are locks on such names
+    /// held by other clients). Other keys under the prefix are skipped.
+    ///
+    /// Uses `SCAN` (never `KEYS`, which blocks the server), twice: once for
+    /// lock keys, once for fencing counters, each `COUNT 1000`, so it costs
+    /// about `2 × keyspace / 1000` round trips, and then one inspection per
+    /// lock. Keys created or deleted meanwhile may or may not be seen.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn list(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<LockInfo>> {
+        self.session.list(pattern.as_ref()).await
+    }
+
+    // ---- Signals ------------------------------------------------------
+
+    /// Sends `payload` to every current waiter on `name` and returns how many
+    /// subscribers received it, as `PUBLISH` counts them: each connection
+    /// subscribed to the name once — and a process's waiters share one
+    /// connection, so 1,000 waiters in one process count 1 — plus each
+    /// pattern subscription (per connection and pattern) that matched.
+    /// Zero means nobody was listening: the signal is gone. The count is
+    /// the primary's; waiters listening only on a replica at that moment are
+    /// not counted but do hear it. [`Client::waiters`] counts waiters.
+    ///
+    /// One `PUBLISH`: the cost does not grow with the number of waiters.
+    ///
+    /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for an
+    /// empty name, one longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
+    /// bytes, or one ending in a lock channel suffix (`:released`,
+    /// `:retracted`).
+    ///
+    /// # Cancel safety
+    /// If the future is dropped after the request was written, the signal
+    /// may or may not have been sent; nothing else is left behind.
+    pub async fn signal(&self, name: impl AsRef<[u8]>, payload: impl AsRef<[u8]>) -> Result<usize> {
+        self.session.signal(name.as_ref(), payload.as_ref()).await
+    }
+
+    /// How many latchkey waiters listen on `name` on the primary now (each
+    /// waiter once, whichever process it is in); pattern listeners are not
+    /// counted. These are the candidates of [`Client::signal_one`].
+    ///
+    /// Lists the waiters' channels (`PUBSUB CHANNELS`), which costs the
+    /// server time in proportion to all channels subscribed on it: for
+    /// monitoring, not for every signal.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn waiters(&self, name: impl AsRef<[u8]>) -> Result<usize> {
+        self.session.waiters(name.as_ref()).await
+    }
+
+    /// Sends `payload` to exactly one current waiter on `name`, picked at
+    /// random; returns whether one got it (`false`: nobody waits, and
+    /// nothing was sent).
+    ///
+    /// Pattern waiters are never candidates. See [`Listener`] ("Unicast")
+    /// for who counts as waiting. The script lists the waiters' channels
+    /// (`PUBSUB CHANNELS`), so its cost grows with the channels subscribed
+    /// on the server, and Redis serves nobody else meanwhile (the figure for
+    /// 10,000 waiters is in `bench/RESULTS.md`, "signals").
+    ///
+    /// # Cancel safety
+    /// As [`Client::signal`]: dropped after the request was written, one
+    /// waiter may or may not have got the signal.
+    pub async fn signal_one(
         &self,
-        op: &'static str,
-        cmd: redis::Cmd,
-        key: &[u8],
-    ) -> Result<T> {
-        let mut conn = self.inner.conn.clone();
-        let fut = cmd.query_async::<T>(&mut conn);
-        self.bounded(op, &[key], fut).await
+        name: impl AsRef<[u8]>,
+        payload: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        self.session
+            .signal_one(name.as_ref(), payload.as_ref())
+            .await
     }
 
-    /// Runs a script (EVALSHA, re-sent with its body after a `NOSCRIPT`, so a
-    /// `SCRIPT FLUSH` on the server is invisible) bounded by the command
-    /// timeout.
-    pub(crate) async fn eval<T: FromRedisValue>(
+    /// Subscribes to `names` and returns a [`Listener`] that hears every
+    /// signal on any of them from now on. Returns once the subscriptions are
+    /// confirmed (with replicas: by at least one server).
+    ///
+    /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput) for no
+    /// names or a name given twice, [`Error::InvalidName`](crate::Error::InvalidName)
+    /// as [`Client::signal`] does, and with [`Error::Unreachable`](crate::Error::Unreachable)
+    /// or [`Error::Timeout`](crate::Error::Timeout) when no server can be
+    /// subscribed to.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future gives up the subscriptions made so far.
+    pub async fn listen<N: AsRef<[u8]>>(
         &self,
-        op: &'static str,
-        script: &Script,
-        keys: &[&[u8]],
-        args: &[&[u8]],
-    ) -> Result<T> {
-        let mut invocation = script.prepare_invoke();
-        for key in keys {
-            invocation.key(*key);
-        }
-        for arg in args {
-            invocation.arg(*arg);
-        }
-        let mut conn = self.inner.conn.clone();
-        let fut = invocation.invoke_async::<T>(&mut conn);
-        self.bounded(op, keys, fut).await
+        names: impl IntoIterator<Item = N>,
+    ) -> Result<Listener> {
+        let names = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
+        Listener::open(&self.session, names, false).await
     }
 
-    async fn bounded<T>(
+    /// Subscribes to Redis glob `patterns` over signal names (`*`, `?`,
+    /// `[abc]`, `\` escapes) and returns a [`Listener`]; each [`Signal`] it
+    /// returns carries the name that matched. Pattern listeners hear
+    /// broadcasts only, never [`Client::signal_one`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Client::listen`].
+    pub async fn listen_patterns<P: AsRef<[u8]>>(
         &self,
-        op: &'static str,
-        keys: &[&[u8]],
-        fut: impl std::future::Future<Output = redis::RedisResult<T>>,
-    ) -> Result<T> {
-        let after = self.inner.command_timeout;
-        let error = match tokio::time::timeout(after, fut).await {
-            Ok(Ok(value)) => return Ok(value),
-            Ok(Err(e)) => match Error::from_redis(e, keys, after) {
-                Error::Timeout { .. } => Error::Timeout { op, after },
-                other => other,
-            },
-            Err(_) => Error::Timeout { op, after },
-        };
-        crate::metrics::redis_error(&error);
-        Err(error)
+        patterns: impl IntoIterator<Item = P>,
+    ) -> Result<Listener> {
+        let patterns = patterns.into_iter().map(|p| p.as_ref().to_vec()).collect();
+        Listener::open(&self.session, patterns, true).await
     }
 
-    /// The shared subscriber, started on first use.
-    pub(crate) fn subscriber(&self) -> &Subscriber {
-        self.inner.subscriber.get_or_init(|| {
-            Subscriber::start(
-                self.inner.redis.clone(),
-                self.inner.command_timeout,
-                self.inner.pubsub_ping_every,
-            )
+    /// Waits at most `timeout` (subscribing included) for a signal on
+    /// `name`; `Ok(None)` when none came.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future unsubscribes. A signal that arrived
+    /// but was not yet returned is lost with it (signals are
+    /// fire-and-forget); keep a [`Listener`] to wait again without a gap.
+    pub async fn wait(&self, name: impl AsRef<[u8]>, timeout: Duration) -> Result<Option<Signal>> {
+        self.wait_any([name], timeout).await
+    }
+
+    /// Waits at most `timeout` for the first signal on any of `names`;
+    /// [`Signal::name`] says which.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Client::wait`].
+    pub async fn wait_any<N: AsRef<[u8]>>(
+        &self,
+        names: impl IntoIterator<Item = N>,
+        timeout: Duration,
+    ) -> Result<Option<Signal>> {
+        crate::signal::within(timeout, async {
+            let mut listener = self.listen(names).await?;
+            Ok(listener.recv().await)
         })
+        .await
     }
 
-    /// The replicas' subscribers (empty without replicas), started on first use.
-    pub(crate) fn replica_subscribers(&self) -> &[Subscriber] {
-        self.inner.replica_subscribers.get_or_init(|| {
-            self.inner
-                .replicas
-                .iter()
-                .map(|replica| {
-                    Subscriber::start(
-                        replica.clone(),
-                        self.inner.command_timeout,
-                        self.inner.pubsub_ping_every,
-                    )
-                })
-                .collect()
+    /// Waits at most `timeout` until each of `names` has been signalled and
+    /// returns the first signal of each, in the order of `names`. A name
+    /// stops listening (and being a `signal_one` candidate) once it got its
+    /// signal. `Ok(None)` when the timeout passed first.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future unsubscribes; the signals gathered
+    /// so far are dropped with it.
+    pub async fn wait_all<N: AsRef<[u8]>>(
+        &self,
+        names: impl IntoIterator<Item = N>,
+        timeout: Duration,
+    ) -> Result<Option<Vec<Signal>>> {
+        crate::signal::within(timeout, async {
+            let mut listener = self.listen(names).await?;
+            Ok(listener.recv_all().await)
         })
+        .await
     }
 
-    /// The subscriber if it was started: used to wake local waiters at once
-    /// on a local release, without starting a connection nobody listens on.
-    pub(crate) fn subscriber_if_started(&self) -> Option<&Subscriber> {
-        self.inner.subscriber.get()
+    /// Waits at most `timeout` for a signal whose name matches the Redis
+    /// glob `pattern`; [`Signal::name`] is the name that matched.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Client::wait`].
+    pub async fn wait_pattern(
+        &self,
+        pattern: impl AsRef<[u8]>,
+        timeout: Duration,
+    ) -> Result<Option<Signal>> {
+        crate::signal::within(timeout, async {
+            let mut listener = self.listen_patterns([pattern]).await?;
+            Ok(listener.recv().await)
+        })
+        .await
     }
-}
-
-/// Waits, at most `within`, until `tracker` has no task left.
-pub(crate) async fn flush(tracker: &tokio_util::task::TaskTracker, within: Duration) -> bool {
-    // `wait` completes only on a closed tracker; reopening lets later
-    // background work be tracked (and flushed) again.
-    tracker.close();
-    let done = tokio::time::timeout(within, tracker.wait()).await.is_ok();
-    tracker.reopen();
-    done
 }

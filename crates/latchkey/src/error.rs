@@ -176,7 +176,7 @@ impl Error {
             Some("BADFENCE") => {
                 let counter = keys
                     .iter()
-                    .find(|k| k.ends_with(crate::names::FENCE_SUFFIX));
+                    .find(|k| k.ends_with(crate::protocol::FENCE_SUFFIX));
                 return Error::BadFencingCounter { key: name(counter) };
             }
             Some("NOAUTH") | Some("WRONGPASS") => return Error::Auth(err),

@@ -27,10 +27,10 @@
 //! For a resource outside Redis, do the same check where the data lives; for
 //! SQL see `docs/fencing.md`.
 
-use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names::check_name;
 use crate::scripts;
+use crate::session::Session;
 
 /// The outcome of a [`FencedResource::write`].
 #[must_use]
@@ -50,23 +50,20 @@ pub enum FencedWrite {
 /// with fields `value` and `fence`). Made by [`Client::fenced`].
 #[derive(Clone, Debug)]
 pub struct FencedResource {
-    client: Client,
+    client: Session,
     key: Vec<u8>,
 }
 
-impl Client {
-    /// The fenced resource called `name` (same naming rules as locks).
-    pub fn fenced(&self, name: impl AsRef<[u8]>) -> Result<FencedResource> {
-        let name = name.as_ref();
+impl FencedResource {
+    /// See [`Client::fenced`](crate::Client::fenced).
+    pub(crate) fn on_session(session: &Session, name: &[u8]) -> Result<FencedResource> {
         check_name(name)?;
         Ok(FencedResource {
-            client: self.clone(),
-            key: [self.prefix(), name].concat(),
+            client: session.clone(),
+            key: [session.prefix(), name].concat(),
         })
     }
-}
 
-impl FencedResource {
     /// The Redis key of the resource.
     pub fn key(&self) -> &[u8] {
         &self.key

@@ -5,15 +5,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::backend::{release_in_background, release_span};
 use crate::error::Result;
-use crate::lock::{Backend, Lock};
-use crate::metrics::LockLabel;
-use crate::names::LockKeys;
 use crate::outcome::Ownership;
+use crate::spec::LockSpec;
 use crate::token::short;
+use crate::watchdog::{renew_span, watchdog, LostSignal, Signals, State};
 
 /// A held lock.
 ///
@@ -32,7 +31,7 @@ use crate::token::short;
 /// lock frees itself when its TTL runs out.
 #[must_use = "the lock is released (in the background) when the guard is dropped"]
 pub struct LockGuard {
-    lock: Lock,
+    lock: Arc<LockSpec>,
     token: String,
     /// Set at acquisition (a lock made `with_fencing`) or on the first
     /// [`LockGuard::fencing_token`] call.
@@ -49,136 +48,10 @@ pub struct LockGuard {
     acquired_at: Instant,
 }
 
-/// What the guard, its watchdog and its lost-timer share.
-struct State {
-    valid_until: Mutex<Instant>,
-    /// Set when ownership can no longer be proven (several paths may notice;
-    /// the first counts it).
-    lost: AtomicBool,
-    /// What waiting tasks are woken by, made on first need: most guards never
-    /// need them (two tokens made and dropped per guard were a measurable
-    /// share of an uncontended acquire + release).
-    signals: Mutex<Signals>,
-    /// Whether a background task already cancels `lost` at the deadline.
-    timer_running: AtomicBool,
-    metrics_label: LockLabel,
-}
-
-#[derive(Default)]
-struct Signals {
-    /// Cancelled when `State::lost` is set.
-    lost: Option<CancellationToken>,
-    /// Cancelled when the guard is released or dropped: stops background tasks.
-    done: Option<CancellationToken>,
-    /// The guard was released or dropped.
-    finished: bool,
-}
-
-impl State {
-    fn signals(&self) -> std::sync::MutexGuard<'_, Signals> {
-        // Nothing in `Signals` can be left half-updated by a panic.
-        self.signals.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Cancelled once ownership is lost (at once if it already is).
-    fn lost_token(&self) -> CancellationToken {
-        let mut signals = self.signals();
-        let token = signals.lost.get_or_insert_with(CancellationToken::new);
-        // Under the mutex: `mark_lost` sets the flag before taking it.
-        if self.lost.load(Ordering::SeqCst) {
-            token.cancel();
-        }
-        token.clone()
-    }
-
-    /// Cancelled once the guard is released or dropped.
-    fn done_token(&self) -> CancellationToken {
-        let mut signals = self.signals();
-        let finished = signals.finished;
-        let token = signals.done.get_or_insert_with(CancellationToken::new);
-        if finished {
-            token.cancel();
-        }
-        token.clone()
-    }
-
-    /// The guard is released or dropped: stop the background tasks.
-    fn finish(&self) {
-        let mut signals = self.signals();
-        signals.finished = true;
-        if let Some(done) = &signals.done {
-            done.cancel();
-        }
-    }
-
-    fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
-    }
-
-    fn deadline(&self) -> Instant {
-        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn set_deadline(&self, at: Instant) {
-        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = at;
-    }
-
-    /// Ownership can no longer be proven: fire `lost` (and count it, once).
-    fn mark_lost(&self) {
-        if !self.lost.swap(true, Ordering::SeqCst) {
-            crate::metrics::lock_lost(&self.metrics_label);
-        }
-        if let Some(lost) = &self.signals().lost {
-            lost.cancel();
-        }
-    }
-
-    /// Completes when ownership is lost: `lost` cancelled or the deadline
-    /// passed (re-read after every wake-up, since extensions move it).
-    async fn until_lost(&self) {
-        let lost = self.lost_token();
-        loop {
-            let deadline = self.deadline();
-            if Instant::now() >= deadline {
-                self.mark_lost();
-                return;
-            }
-            tokio::select! {
-                _ = lost.cancelled() => return,
-                _ = tokio::time::sleep_until(deadline.into()) => {}
-            }
-        }
-    }
-}
-
-/// Fires when a guard's lock is lost (see [`LockGuard::lost`]); made by
-/// [`LockGuard::lost_signal`]. Cheap to clone; clones fire together. It
-/// keeps firing after the guard is gone, and never fires for a guard that
-/// was released while it still held the lock.
-#[derive(Clone, Debug)]
-pub struct LostSignal {
-    token: CancellationToken,
-}
-
-impl LostSignal {
-    /// Completes once the lock is lost (at once if it already is).
-    ///
-    /// # Cancel safety
-    /// Cancel safe; it can be polled again, or from several places.
-    pub async fn lost(&self) {
-        self.token.cancelled().await
-    }
-
-    /// Whether the lock is known to be lost. Asks nobody.
-    pub fn is_lost(&self) -> bool {
-        self.token.is_cancelled()
-    }
-}
-
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
-            .field("name", &String::from_utf8_lossy(self.lock.name()))
+            .field("name", &self.lock.display_name())
             .field("token", &short(&self.token))
             .field("fencing_token", &self.fencing_token.get())
             .field("held", &self.is_held())
@@ -188,7 +61,7 @@ impl std::fmt::Debug for LockGuard {
 
 impl LockGuard {
     pub(crate) fn new(
-        lock: Lock,
+        lock: Arc<LockSpec>,
         token: String,
         fencing_token: Option<u64>,
         valid_until: Instant,
@@ -198,23 +71,23 @@ impl LockGuard {
             lost: AtomicBool::new(false),
             signals: Mutex::new(Signals::default()),
             timer_running: AtomicBool::new(false),
-            metrics_label: lock.inner.metrics_label.clone(),
+            metrics_label: lock.metrics_label.clone(),
         });
-        if let Some(every) = lock.inner.renew_every {
+        if let Some(every) = lock.renew_every {
             state.timer_running.store(true, Ordering::Relaxed);
             tokio::spawn(watchdog(
-                lock.inner.backend.clone(),
-                lock.inner.keys.clone(),
+                lock.backend.clone(),
+                lock.keys.clone(),
                 token.clone(),
-                lock.inner.ttl,
+                lock.ttl,
                 every,
                 state.clone(),
             ));
         }
-        lock.inner.local.hold();
+        lock.local.hold();
         // The `wait` or `acquire` span this guard is made in.
         tracing::Span::current().record("token", short(&token));
-        tracing::debug!(lock = %String::from_utf8_lossy(lock.name()), token = short(&token), ?fencing_token, "acquired");
+        tracing::debug!(lock = %lock.display_name(), token = short(&token), ?fencing_token, "acquired");
         LockGuard {
             lock,
             token,
@@ -229,7 +102,7 @@ impl LockGuard {
 
     /// The lock's name.
     pub fn name(&self) -> &[u8] {
-        self.lock.name()
+        &self.lock.name
     }
 
     /// Our owner token: the value the lock key holds while we own it.
@@ -262,8 +135,8 @@ impl LockGuard {
             .get_or_try_init(|| async {
                 let issued = self
                     .lock
-                    .inner.backend
-                    .issue_fence(&self.lock.inner.keys, &self.token, self.state.deadline())
+                    .backend
+                    .issue_fence(&self.lock.keys, &self.token, self.state.deadline())
                     .await?;
                 issued.map_err(|outcome| {
                     tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "fencing token refused: the lock is no longer ours");
@@ -333,13 +206,12 @@ impl LockGuard {
         let span = renew_span(self.name(), &self.token);
         let result = self
             .lock
-            .inner
             .backend
-            .extend(&self.lock.inner.keys, &self.token, ttl)
+            .extend(&self.lock.keys, &self.token, ttl)
             .instrument(span)
             .await;
         crate::metrics::renewal(
-            &self.lock.inner.metrics_label,
+            &self.lock.metrics_label,
             matches!(result, Ok((Ownership::Owned, _))),
         );
         let (outcome, valid_until) = result?;
@@ -371,19 +243,15 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<Ownership> {
         self.releasing = true;
         self.state.finish();
-        crate::metrics::hold_time(&self.lock.inner.metrics_label, self.acquired_at.elapsed());
+        crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
         let span = release_span(self.name(), &self.token);
         let result = self
             .lock
-            .inner
             .backend
-            .release(&self.lock.inner.keys, &self.token, false)
+            .release(&self.lock.keys, &self.token, false)
             .instrument(span)
             .await;
-        crate::metrics::release_outcome(
-            &self.lock.inner.metrics_label,
-            result.as_ref().ok().copied(),
-        );
+        crate::metrics::release_outcome(&self.lock.metrics_label, result.as_ref().ok().copied());
         self.outcome_counted = true;
         match result {
             Ok(outcome) => {
@@ -408,7 +276,7 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         self.state.finish();
         // After a release this runs once the release has finished.
-        self.lock.inner.local.unhold();
+        self.lock.local.unhold();
         if self.released {
             return;
         }
@@ -421,118 +289,14 @@ impl Drop for LockGuard {
         };
         tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), why, "releasing in the background");
         if !self.releasing {
-            crate::metrics::hold_time(&self.lock.inner.metrics_label, self.acquired_at.elapsed());
+            crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
         }
         release_in_background(
-            self.lock.inner.backend.clone(),
-            self.lock.inner.keys.clone(),
+            self.lock.backend.clone(),
+            self.lock.keys.clone(),
             std::mem::take(&mut self.token),
             why,
-            (!self.outcome_counted).then(|| self.lock.inner.metrics_label.clone()),
+            (!self.outcome_counted).then(|| self.lock.metrics_label.clone()),
         );
-    }
-}
-
-/// The span of a release, with the lock's name and a token prefix.
-fn release_span(name: &[u8], token: &str) -> tracing::Span {
-    tracing::debug_span!("release", lock = %String::from_utf8_lossy(name), token = short(token))
-}
-
-/// The span of a renewal (watchdog or extend).
-fn renew_span(name: &[u8], token: &str) -> tracing::Span {
-    tracing::debug_span!("renew", lock = %String::from_utf8_lossy(name), token = short(token))
-}
-
-/// Best-effort compare-and-delete on a tokio runtime, if there is one.
-/// `counted`: the label under which to count the release in the metrics
-/// (a held guard's), or `None` for a lock we never knew we held.
-pub(crate) fn release_in_background(
-    backend: Backend,
-    keys: Arc<LockKeys>,
-    token: String,
-    why: &'static str,
-    counted: Option<LockLabel>,
-) {
-    if tokio::runtime::Handle::try_current().is_err() {
-        tracing::warn!(
-            why,
-            "no tokio runtime to release the lock on; it frees itself at its TTL"
-        );
-        return;
-    }
-    let span = release_span(&keys.key[backend.prefix().len()..], &token);
-    let tracker = backend.background().clone();
-    tracker.spawn(
-        async move {
-            let result = backend.release(&keys, &token, true).await;
-            if let Some(label) = &counted {
-                crate::metrics::release_outcome(label, result.as_ref().ok().copied());
-            }
-            match result {
-                Ok(outcome) => tracing::debug!(why, ?outcome, token = short(&token), "background release"),
-                Err(e) => tracing::warn!(why, error = %e, "background release failed; the lock frees itself at its TTL"),
-            }
-        }
-        .instrument(span),
-    );
-}
-
-/// Renews the lease every `every` until the guard is done; cancels `lost`
-/// as soon as ownership cannot be proven.
-async fn watchdog(
-    backend: Backend,
-    keys: Arc<LockKeys>,
-    token: String,
-    ttl: Duration,
-    every: Duration,
-    state: Arc<State>,
-) {
-    let done = state.done_token();
-    let name = String::from_utf8_lossy(&keys.key).into_owned();
-    let label = state.metrics_label.clone();
-    let mut next = Instant::now() + every;
-    loop {
-        let deadline = state.deadline();
-        tokio::select! {
-            _ = done.cancelled() => return,
-            _ = tokio::time::sleep_until(next.min(deadline).into()) => {}
-        }
-        let now = Instant::now();
-        if now >= state.deadline() {
-            tracing::warn!(lock = %name, token = short(&token), "lease ran out before a renewal succeeded; lock lost");
-            state.mark_lost();
-            return;
-        }
-        // A renewal that answers after the deadline is worthless: bound it.
-        let span = renew_span(&keys.key[backend.prefix().len()..], &token);
-        let renewal = backend.extend(&keys, &token, ttl).instrument(span);
-        let result = tokio::select! {
-            _ = done.cancelled() => return,
-            r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
-        };
-        crate::metrics::renewal(&label, matches!(result, Ok(Ok((Ownership::Owned, _)))));
-        match result {
-            Ok(Ok((Ownership::Owned, valid_until))) => {
-                state.set_deadline(valid_until);
-                next = Instant::now() + every;
-                tracing::trace!(lock = %name, token = short(&token), "renewed");
-            }
-            Ok(Ok((outcome, _))) => {
-                tracing::warn!(lock = %name, token = short(&token), ?outcome, "renewal found the lock no longer ours; lock lost");
-                state.mark_lost();
-                return;
-            }
-            Ok(Err(e)) => {
-                // Try again soon, but not in a tight loop: a quarter of the
-                // interval leaves several tries before the deadline.
-                tracing::warn!(lock = %name, token = short(&token), error = %e, "renewal failed; retrying until the lease runs out");
-                next = Instant::now() + every / 4;
-            }
-            Err(_) => {
-                tracing::warn!(lock = %name, token = short(&token), "renewal did not answer before the lease ran out; lock lost");
-                state.mark_lost();
-                return;
-            }
-        }
     }
 }

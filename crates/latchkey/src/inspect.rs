@@ -27,10 +27,10 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::{StreamExt, TryStreamExt};
 
-use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names::{LockKeys, FENCE_SUFFIX};
 use crate::scripts;
+use crate::session::Session;
 use crate::token::Holder;
 
 /// What Redis says about one lock at one moment; made by [`Client::inspect`]
@@ -78,17 +78,9 @@ const INSPECT_IN_FLIGHT: usize = 64;
 /// round trips, small enough that each call stays short on the server.
 const SCAN_COUNT: usize = 1000;
 
-impl Client {
-    /// Reads the state of the lock `name` in one atomic round trip.
-    ///
-    /// Fails with [`Error::InvalidName`] for a name no lock can have (empty,
-    /// longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN), ending in
-    /// `:fence`), as [`Client::lock`] does, and with [`Error::WrongType`]
-    /// when the key holds something other than a string. A free lock is not
-    /// an error: `held` is false. Neither is a fencing counter that holds
-    /// garbage: see [`LockInfo::bad_fencing_counter`].
-    pub async fn inspect(&self, name: impl AsRef<[u8]>) -> Result<LockInfo> {
-        let name = name.as_ref();
+impl Session {
+    /// See [`Client::inspect`](crate::Client::inspect).
+    pub(crate) async fn inspect(&self, name: &[u8]) -> Result<LockInfo> {
         crate::names::check_name(name)?;
         self.inspect_key(name).await
     }
@@ -140,22 +132,9 @@ impl Client {
         })
     }
 
-    /// Every lock whose name matches the glob `pattern` (Redis `MATCH`
-    /// syntax: `*`, `?`, `[abc]`, `\` escapes; `*` for all), sorted by name.
-    ///
-    /// A lock is listed when it is held with a latchkey owner token, or when
-    /// its fencing counter exists (a fencing token was issued for it before,
-    /// so such free locks are listed too, and so are locks on such names
-    /// held by other clients).
-    /// Other keys under the prefix are skipped.
-    ///
-    /// Uses `SCAN` (never `KEYS`, which blocks the server), twice: once for
-    /// lock keys, once for fencing counters, each `COUNT 1000`, so it costs
-    /// about `2 × keyspace / 1000` round trips, and then one inspection per
-    /// lock. Keys created or deleted meanwhile may or may not be seen. Needs
-    /// Redis 6.0 or later (`SCAN … TYPE`).
-    pub async fn list(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<LockInfo>> {
-        let glob: Vec<u8> = [&escape_glob(self.prefix())[..], pattern.as_ref()].concat();
+    /// See [`Client::list`](crate::Client::list).
+    pub(crate) async fn list(&self, pattern: &[u8]) -> Result<Vec<LockInfo>> {
+        let glob: Vec<u8> = [&escape_glob(self.prefix())[..], pattern].concat();
         let mut names = BTreeSet::new();
         for key in self.scan_strings(&glob).await? {
             if !key.ends_with(FENCE_SUFFIX) {

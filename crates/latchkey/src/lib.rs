@@ -60,6 +60,7 @@
 
 #![warn(missing_docs)]
 
+mod backend;
 mod by_token;
 mod client;
 mod error;
@@ -75,21 +76,27 @@ pub mod protocol;
 mod queue;
 mod redlock;
 mod scripts;
+mod session;
 mod signal;
 mod signal_wire;
 mod single;
+mod spec;
 mod subscriber;
 mod token;
+mod wait;
+mod watchdog;
 
 pub use crate::metrics::MetricsLabels;
-pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
+pub use client::Client;
 pub use error::{Error, Result};
 pub use fence::{FencedResource, FencedWrite};
-pub use guard::{LockGuard, LostSignal};
+pub use guard::LockGuard;
 pub use inspect::LockInfo;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
 pub use names::{MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use outcome::Ownership;
 pub use redlock::{Fencing, Redlock, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
+pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use token::Holder;
+pub use watchdog::LostSignal;

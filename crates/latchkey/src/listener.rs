@@ -32,8 +32,8 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use tokio::sync::oneshot;
 
-use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::session::Session;
 use crate::signal_wire as wire;
 use crate::subscriber::{Event, Subscriber, Subscription, Topic, EVENT_BUFFER};
 
@@ -189,7 +189,7 @@ impl Listener {
     /// Subscribes to `items` (names, or patterns when `patterns`) on every
     /// server of `client`; returns once at least one server confirmed.
     pub(crate) async fn open(
-        client: &Client,
+        client: &Session,
         items: Vec<Vec<u8>>,
         patterns: bool,
     ) -> Result<Listener> {

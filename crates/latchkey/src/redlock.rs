@@ -29,10 +29,12 @@
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use crate::client::{Client, ClientBuilder};
+use crate::backend::Backend;
+use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::lock::{Backend, Lock};
+use crate::lock::Lock;
 use crate::queue::LocalQueues;
+use crate::session::{ClientBuilder, Session};
 use crate::token::Identity;
 
 mod gather;
@@ -107,7 +109,7 @@ struct Instance {
     /// Set at construction, or later by the reconnect task for an instance
     /// that was down when [`Redlock::connect`] ran. Until then every
     /// operation counts it as unreachable, at once.
-    client: OnceLock<Client>,
+    client: OnceLock<Session>,
 }
 
 impl std::fmt::Debug for Redlock {
@@ -160,7 +162,7 @@ impl Redlock {
             .zip(labels)
             .map(|(client, label)| Instance {
                 label,
-                client: OnceLock::from(client),
+                client: OnceLock::from(client.session),
             })
             .collect();
         Ok(Redlock::from_instances(instances, prefix))
@@ -193,9 +195,11 @@ impl Redlock {
         if urls.is_empty() {
             return Err(no_instances());
         }
-        let builders: Vec<ClientBuilder> =
-            urls.iter().map(|u| configure(Client::builder(u))).collect();
-        let attempts = builders.iter().map(|b| b.clone().connect());
+        let builders: Vec<ClientBuilder> = urls
+            .iter()
+            .map(|u| configure(ClientBuilder::new(u)))
+            .collect();
+        let attempts = builders.iter().map(|b| b.clone().open());
         let results = futures_util::future::join_all(attempts).await;
 
         let mut instances = Vec::with_capacity(urls.len());
@@ -338,7 +342,7 @@ impl Redlock {
     /// # Cancel safety
     /// Cancel safe: dropping the future stops the waiting, not the work.
     pub async fn flush(&self, within: Duration) -> bool {
-        crate::client::flush(&self.inner.background, within).await
+        crate::session::flush(&self.inner.background, within).await
     }
 
     pub(crate) fn background(&self) -> &tokio_util::task::TaskTracker {
@@ -412,7 +416,7 @@ fn spawn_reconnect(inner: Weak<Inner>, index: usize, builder: ClientBuilder) {
             if inner.strong_count() == 0 {
                 return;
             }
-            match builder.clone().connect().await {
+            match builder.clone().open().await {
                 Ok(client) => {
                     let Some(inner) = inner.upgrade() else { return };
                     let instance = &inner.instances[index];

@@ -2,13 +2,13 @@
 
 use std::time::{Duration, Instant};
 
-use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names::{drift, ttl_ms, LockKeys};
 use crate::outcome::{Attempt, AttemptMode, Ownership};
 use crate::scripts;
+use crate::session::Session;
 
-impl Client {
+impl Session {
     /// One acquire attempt, one round trip.
     ///
     /// A first try of a plain lock (neither `fenced` nor `ask_ttl`) is a
@@ -145,7 +145,7 @@ fn release_outcome(outcome: i64) -> Result<Ownership> {
     }
 }
 
-impl Client {
+impl Session {
     /// Compare-and-pexpire. On success also returns the new validity deadline.
     pub(crate) async fn extend_once(
         &self,

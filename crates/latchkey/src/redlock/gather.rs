@@ -26,9 +26,9 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::task::JoinHandle;
 
 use super::Redlock;
-use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names::LockKeys;
+use crate::session::Session;
 
 /// The least grace given to the rest after a decision, when asked for.
 const MIN_GRACE: Duration = Duration::from_millis(2);
@@ -53,7 +53,7 @@ impl Redlock {
         indices: impl IntoIterator<Item = usize>,
         timeout: Duration,
         op: &'static str,
-        call: impl Fn(&'a Client) -> Fut,
+        call: impl Fn(&'a Session) -> Fut,
         decided: impl Fn(&[(usize, Result<T>)], usize) -> bool,
         grace: bool,
     ) -> Gathered<T>
@@ -143,7 +143,7 @@ impl Redlock {
         indices: impl IntoIterator<Item = usize>,
         timeout: Duration,
         op: &'static str,
-        call: impl Fn(Client) -> Fut,
+        call: impl Fn(Session) -> Fut,
     ) -> Vec<(usize, Option<JoinHandle<Result<T>>>)>
     where
         T: Send + 'static,

@@ -21,11 +21,11 @@ use tokio::task::JoinHandle;
 use super::gather::{finish, Gathered};
 use super::tally::{contention, Contention, Found, OwnerTally, Seen, Verdict};
 use super::{Fencing, Redlock};
-use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names::{drift, LockKeys};
 use crate::outcome::{Attempt, AttemptMode, Ownership};
 use crate::scripts;
+use crate::session::Session;
 use crate::subscriber::{jitter, Event, Subscription, Topic};
 
 /// Suffix of the channel a retraction (the release that undoes a failed
@@ -33,7 +33,7 @@ use crate::subscriber::{jitter, Event, Subscription, Topic};
 /// woken in lockstep by each other's failures and keep their random delays.
 use crate::protocol::RETRACTED_SUFFIX;
 
-impl Client {
+impl Session {
     /// Raises the lock's fencing counter to at least `fence`; returns the
     /// counter after the call.
     async fn raise_fence_once(&self, keys: &LockKeys, fence: &str) -> Result<u64> {
@@ -529,7 +529,7 @@ impl Redlock {
         &'a self,
         timeout: Duration,
         op: &'static str,
-        call: impl Fn(&'a Client) -> Fut,
+        call: impl Fn(&'a Session) -> Fut,
         found: impl Fn(&T) -> Found + Copy,
         grace: bool,
     ) -> (Gathered<T>, OwnerTally)
@@ -621,7 +621,7 @@ impl Redlock {
             if let Some(subscriber) = instance
                 .client
                 .get()
-                .and_then(Client::subscriber_if_started)
+                .and_then(Session::subscriber_if_started)
             {
                 subscriber.notify_local(&topic, Event::LocalRelease);
             }

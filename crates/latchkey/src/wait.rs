@@ -1,0 +1,152 @@
+//! The waiting loop of [`Lock::acquire_until`] (layer 4): what a waiter
+//! does while the lock is busy.
+//!
+//! # How waiting works
+//! A waiter first tries once. If the lock is busy it queues behind the other
+//! tasks of its client that wait for the same name (only the head of that
+//! local queue talks to Redis), subscribes to the lock's release channel
+//! through the client's shared subscriber, tries again, and then sleeps until
+//! a release message arrives *or* the holder's remaining TTL (returned by the
+//! failed attempt) runs out, whichever comes first — so a holder that died
+//! without releasing costs its waiters at most its TTL. Pub/sub is only a
+//! hint: a missed message costs time, never safety. When pub/sub is
+//! unavailable, waiters poll with jittered backoff (10 ms doubling to
+//! 500 ms) and say so in a log line.
+
+use std::time::{Duration, Instant};
+
+use crate::backend::Wakeups;
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::lock::Lock;
+use crate::subscriber::{jitter, Event};
+
+impl Lock {
+    /// The slow path of [`Lock::acquire_until`]: the lock was busy.
+    pub(crate) async fn wait_and_acquire(
+        &self,
+        deadline: Option<Instant>,
+        started: Instant,
+    ) -> Result<LockGuard> {
+        let timed_out = || Error::WaitTimedOut {
+            name: String::from_utf8_lossy(&self.inner.name).into_owned(),
+            waited: started.elapsed(),
+        };
+        // Subscribe before queueing: the server-side subscription is shared,
+        // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
+        // A subscriber that is slow to answer must not carry us past the
+        // deadline: then we poll instead.
+        let subscribing = self.subscribe_or_poll(None);
+        let mut wakeups = match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), subscribing)
+                .await
+                .unwrap_or(None),
+            None => subscribing.await,
+        };
+        let mut last_subscribe = Instant::now();
+        let turn = self.inner.local.turn();
+        let _turn = match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), turn)
+                .await
+                .map_err(|_| timed_out())?,
+            None => turn.await,
+        };
+
+        let mut poll = MIN_POLL;
+        let mut failing_since: Option<Instant> = None;
+        // When a release notification woke us: the start of a handoff.
+        let mut woken_at: Option<Instant> = None;
+        loop {
+            // A wait whose last attempt could not reach Redis (or a Redlock
+            // majority) reports that at the deadline rather than "still
+            // busy", which would be untrue: an outage is not a conflict.
+            let mut unreachable: Option<Error> = None;
+            if let Some(w) = wakeups.as_mut() {
+                w.reset();
+            }
+            let retry_in = match self.try_acquire_with_ttl().await {
+                Ok(Ok(guard)) => {
+                    if let Some(woken_at) = woken_at {
+                        crate::metrics::handoff(&self.inner.metrics_label, woken_at.elapsed());
+                    }
+                    return Ok(guard);
+                }
+                Ok(Err(retry_in)) => {
+                    failing_since = None;
+                    retry_in
+                }
+                Err(e) if e.is_transient() => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
+                        return Err(e);
+                    }
+                    tracing::warn!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "acquire attempt failed; retrying");
+                    unreachable = Some(e);
+                    poll = (poll * 2).min(MAX_POLL);
+                    Some(poll)
+                }
+                Err(e) => return Err(e),
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(unreachable.take().unwrap_or_else(timed_out));
+            }
+            if wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1) {
+                wakeups = self.subscribe_or_poll(Some(&wakeups)).await;
+                last_subscribe = now;
+            }
+            // With wake-ups, sleep until the holder's TTL runs out (a release
+            // message ends the sleep sooner). Without, poll.
+            let mut sleep = match (retry_in, wakeups.is_some()) {
+                (Some(ttl_left), true) => ttl_left + Duration::from_millis(1),
+                (Some(ttl_left), false) => (ttl_left + Duration::from_millis(1)).min(jitter(poll)),
+                (None, _) => jitter(poll),
+            };
+            if wakeups.is_none() || retry_in.is_none() {
+                poll = (poll * 2).min(MAX_POLL);
+            }
+            if failing_since.is_some() {
+                sleep = jitter(poll);
+            }
+            let mut wake_at = Instant::now() + sleep;
+            if let Some(d) = deadline {
+                wake_at = wake_at.min(d);
+            }
+            woken_at = None;
+            match wakeups.as_mut() {
+                Some(w) => {
+                    tokio::select! {
+                        event = w.next() => {
+                            if !matches!(event, Event::Resubscribed) {
+                                woken_at = Some(Instant::now());
+                            }
+                        }
+                        _ = tokio::time::sleep_until(wake_at.into()) => {}
+                    }
+                }
+                None => tokio::time::sleep_until(wake_at.into()).await,
+            }
+        }
+    }
+
+    async fn subscribe_or_poll(&self, previous: Option<&Option<Wakeups>>) -> Option<Wakeups> {
+        match self.inner.backend.wakeups(&self.inner.keys).await {
+            Ok(w) => {
+                if previous.is_some() {
+                    tracing::info!(lock = %String::from_utf8_lossy(&self.inner.name), "pub/sub is back; waiting for wake-ups again");
+                }
+                Some(w)
+            }
+            Err(e) => {
+                if previous.is_none() {
+                    tracing::warn!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "pub/sub unavailable; falling back to polling with backoff");
+                }
+                None
+            }
+        }
+    }
+}
+
+const MIN_POLL: Duration = Duration::from_millis(10);
+const MAX_POLL: Duration = Duration::from_millis(500);
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
