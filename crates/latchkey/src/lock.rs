@@ -94,7 +94,7 @@ impl Lock {
     }
 
     /// Keeps every guard of this lock alive in the background, renewing it
-    /// every `ttl / 3`. See [`Lock::renew_every`].
+    /// every `ttl / 3`. See [`Lock::with_renewal_every`].
     pub fn with_watchdog(mut self) -> Self {
         let every = self.inner.ttl / 3;
         Arc::make_mut(&mut self.inner).renew_every = Some(every);
@@ -110,7 +110,7 @@ impl Lock {
     /// no longer prove ownership, the guard's [`lost`](LockGuard::lost)
     /// signal fires: at once when a renewal finds the lock gone or taken,
     /// and at the validity deadline when renewals keep failing.
-    pub fn renew_every(mut self, every: Duration) -> Result<Self> {
+    pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
         if every.is_zero() || every >= self.inner.ttl - crate::names::drift(self.inner.ttl) {
             return Err(Error::InvalidInput(format!(
                 "renewal interval {every:?}: it must be positive and shorter than the TTL ({:?}) minus the drift allowance",

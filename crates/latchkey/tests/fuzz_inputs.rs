@@ -139,7 +139,7 @@ proptest! {
             Ok(lock) => {
                 prop_assert!((MIN_TTL..=MAX_TTL).contains(&ttl));
                 let renewal_ok = !every.is_zero() && every < ttl - latchkey::protocol::drift(ttl);
-                match lock.clone().renew_every(every) {
+                match lock.clone().with_renewal_every(every) {
                     Ok(_) => prop_assert!(renewal_ok),
                     Err(e) => prop_assert!(matches!(e, Error::InvalidInput(_)) && !renewal_ok, "{e}"),
                 }

@@ -217,7 +217,7 @@ async fn bad_names_and_ttls_are_typed_errors() {
     }
     let lock = client.lock("x", ok).unwrap();
     assert!(matches!(
-        lock.clone().renew_every(ok),
+        lock.clone().with_renewal_every(ok),
         Err(Error::InvalidInput(_))
     ));
     let guard = lock.try_acquire().await.unwrap().unwrap();

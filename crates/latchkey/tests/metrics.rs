@@ -212,7 +212,7 @@ fn renewals_losses_and_releases_of_a_taken_lock() {
         let watched = client
             .lock("w", Duration::from_millis(900))
             .unwrap()
-            .renew_every(Duration::from_millis(100))
+            .with_renewal_every(Duration::from_millis(100))
             .unwrap();
         let guard = watched.try_acquire().await.unwrap().unwrap();
         let _: i64 = conn.del("test:w").await.unwrap();

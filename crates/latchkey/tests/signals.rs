@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use futures_util::future::join_all;
+use futures_util::FutureExt;
 use latchkey::{Client, Error, Listener, Signal};
 use redis::AsyncCommands;
 
@@ -633,4 +634,111 @@ async fn a_forbidden_channel_fails_only_its_own_waiter() {
     let mut a = a.unwrap();
     assert_eq!(client.signal("a", b"allowed").await.unwrap(), 1);
     assert_eq!(a.recv_timeout(PATIENCE).await.unwrap().payload, b"allowed");
+}
+
+/// `Listener::recv` and `recv_timeout` are cancel safe: a future dropped
+/// while it waited (here after one poll; a lost `select!` branch is the
+/// same) loses the signal that arrived meanwhile to nobody, and the
+/// listener stays usable. Once with one name (a name's two channels, read
+/// with a biased `select!`) and once with two (`select_all` over four).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_recv_loses_no_signal() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    for names in [&["cs"][..], &["cs", "cs-other"][..]] {
+        let mut listener = client.listen(names.iter().copied()).await.unwrap();
+        // Same client, same topic: one shared buffer per topic, so once the
+        // observer has the signal, the listener's buffer has it too.
+        let mut observer = client.listen(["cs"]).await.unwrap();
+
+        // Nothing yet: a timeout passes, the listener is still subscribed.
+        assert_eq!(listener.recv_timeout(Duration::from_millis(1)).await, None);
+        assert!(listener.is_subscribed());
+
+        {
+            let mut waiting = std::pin::pin!(listener.recv());
+            assert!(
+                waiting.as_mut().now_or_never().is_none(),
+                "nothing to receive yet"
+            );
+            assert_eq!(client.signal("cs", b"one").await.unwrap(), 1);
+            let seen = observer.recv_timeout(PATIENCE).await.expect("delivered");
+            assert_eq!(seen.payload, b"one");
+            // Dropped here, after the signal reached its buffer, unpolled.
+        }
+        let signal = listener.try_recv().expect("kept for the next call");
+        assert_eq!(
+            (signal.name, signal.payload),
+            (b"cs".to_vec(), b"one".to_vec())
+        );
+
+        // The same through a `select!` whose other branch wins, then
+        // `recv_timeout`: the signal is still there.
+        assert_eq!(client.signal("cs", b"two").await.unwrap(), 1);
+        observer.recv_timeout(PATIENCE).await.expect("delivered");
+        tokio::select! {
+            biased;
+            () = std::future::ready(()) => {}
+            _ = listener.recv() => unreachable!("the first branch is ready"),
+        }
+        let signal = listener.recv_timeout(PATIENCE).await.expect("not lost");
+        assert_eq!(signal.payload, b"two");
+        assert!(listener.try_recv().is_none(), "each signal once");
+    }
+}
+
+/// `Listener::recv_all` is cancel safe: what a dropped call collected is
+/// kept (and its name given up at once), a later call finishes the set, and
+/// a finished listener hears nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_recv_all_keeps_what_it_collected() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    let mut listener = client.listen(["ra", "rb"]).await.unwrap();
+    let mut observer = client.listen(["ra", "rb"]).await.unwrap();
+    assert_eq!(client.waiters("ra").await.unwrap(), 2);
+
+    assert_eq!(client.signal("ra", b"first").await.unwrap(), 1);
+    observer.recv_timeout(PATIENCE).await.expect("delivered");
+    {
+        // One poll takes "first" from the buffer; then it waits for "rb".
+        let mut collecting = std::pin::pin!(listener.recv_all());
+        assert!(
+            collecting.as_mut().now_or_never().is_none(),
+            "rb is missing"
+        );
+    }
+    // "ra" was given up by the dropped call: only the observer waits on it.
+    eventually("the dropped recv_all gave \"ra\" up", || {
+        let client = client.clone();
+        async move { client.waiters("ra").await.unwrap() == 1 }
+    })
+    .await;
+    assert_eq!(client.signal("ra", b"second").await.unwrap(), 1);
+    observer.recv_timeout(PATIENCE).await.expect("delivered");
+    assert_eq!(client.signal("rb", b"bee").await.unwrap(), 1);
+    let got: Vec<_> = tokio::time::timeout(PATIENCE, listener.recv_all())
+        .await
+        .expect("rb arrives")
+        .into_iter()
+        .map(|s| (s.name, s.payload))
+        .collect();
+    let expected = [
+        (b"ra".to_vec(), b"first".to_vec()),
+        (b"rb".to_vec(), b"bee".to_vec()),
+    ];
+    assert_eq!(got, expected);
+
+    // Done: a later signal reaches the observer, not the listener.
+    observer.recv_timeout(PATIENCE).await.expect("delivered");
+    assert_eq!(client.signal("rb", b"late").await.unwrap(), 1);
+    let seen = observer.recv_timeout(PATIENCE).await.expect("delivered");
+    assert_eq!(seen.payload, b"late");
+    assert!(
+        listener.try_recv().is_none(),
+        "a finished listener hears nothing"
+    );
+    let again = listener.recv_all().now_or_never().expect("without waiting");
+    let again: Vec<_> = again.into_iter().map(|s| (s.name, s.payload)).collect();
+    assert_eq!(again, expected);
 }

@@ -9,6 +9,8 @@
 //! ```
 //!
 //! Pure functions, no I/O, so the rules can be tested exhaustively here.
+//! Every rule that counts answers against the quorum lives here; the rounds
+//! (`rounds/`) only gather the answers and act on what these say.
 
 use std::time::Duration;
 
@@ -96,6 +98,69 @@ impl OwnerTally {
             Verdict::Expired
         }
     }
+}
+
+impl OwnerTally {
+    /// The verdict on a release: as [`OwnerTally::verdict`], except that an
+    /// undecided round in which a majority answered is `Expired`.
+    ///
+    /// Unlike an extend, a release is not worth retrying: our keys are gone
+    /// wherever we were answered. With a majority answering but too few
+    /// confirming, we cannot prove we held the lock to the end (someone else
+    /// cannot hold a majority either: ours and the silent ones make up one).
+    /// With fewer than a majority answering, our keys may live on until the
+    /// TTL: still undecided, which the caller reports as an error.
+    pub(crate) fn release_verdict(&self, quorum: usize) -> Verdict {
+        match self.verdict(quorum) {
+            Verdict::Undecided if self.answered() >= quorum => Verdict::Expired,
+            verdict => verdict,
+        }
+    }
+}
+
+/// What an acquire round's answers prove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AcquireVerdict {
+    /// A majority gave us the key.
+    Won,
+    /// Fewer than a majority answered at all: nothing is known (an error,
+    /// not "busy").
+    Unanswered,
+    /// A majority answered, and too few of them gave us the key: lost to
+    /// other holders or contenders.
+    Lost,
+}
+
+/// The verdict on an acquire round in which `acquired` instances gave us
+/// the key and `answered` (those included) answered at all.
+pub(crate) fn acquire_verdict(acquired: usize, answered: usize, quorum: usize) -> AcquireVerdict {
+    if acquired >= quorum {
+        AcquireVerdict::Won
+    } else if answered < quorum {
+        AcquireVerdict::Unanswered
+    } else {
+        AcquireVerdict::Lost
+    }
+}
+
+/// Whether an acquire round can stop waiting with `pending` requests still
+/// out: won; or lost, and also known whether for want of answers. That is,
+/// no answer still to come can change [`acquire_verdict`].
+pub(crate) fn acquire_decided(
+    acquired: usize,
+    answered: usize,
+    pending: usize,
+    quorum: usize,
+) -> bool {
+    acquired >= quorum
+        || (acquired + pending < quorum && (answered >= quorum || answered + pending < quorum))
+}
+
+/// Whether a count that must reach the quorum (instances whose fencing
+/// counter is raised) is settled with `pending` answers still to come: it
+/// reached the quorum, or can no longer reach it.
+pub(crate) fn reach_decided(count: usize, pending: usize, quorum: usize) -> bool {
+    count >= quorum || count + pending < quorum
 }
 
 /// What a busy instance had, as far as a failed attempt could tell.
@@ -206,6 +271,96 @@ mod tests {
                         "{t:?}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_release_is_expired_once_a_majority_answered() {
+        let q = quorum(5);
+        // 2 released, 2 gone, 1 silent: the silent one could be ours, but a
+        // majority answered, so the release is over (not provably held).
+        assert_eq!(tally(2, 2, 0, 1).verdict(q), Verdict::Undecided);
+        assert_eq!(tally(2, 2, 0, 1).release_verdict(q), Verdict::Expired);
+        // Only 2 answered: our keys may live on elsewhere.
+        assert_eq!(tally(2, 0, 0, 3).release_verdict(q), Verdict::Undecided);
+        for ok in 0..=5 {
+            for failed in 0..=5 - ok {
+                for other in 0..=5 - ok - failed {
+                    let t = tally(ok, 5 - ok - failed - other, other, failed);
+                    let (v, r) = (t.verdict(q), t.release_verdict(q));
+                    if v == Verdict::Undecided && t.answered() >= q {
+                        assert_eq!(r, Verdict::Expired, "{t:?}");
+                    } else {
+                        assert_eq!(r, v, "{t:?}");
+                    }
+                    assert_eq!(
+                        r == Verdict::Undecided,
+                        v == Verdict::Undecided && t.answered() < q
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn acquire_verdicts() {
+        let q = quorum(5);
+        assert_eq!(acquire_verdict(3, 3, q), AcquireVerdict::Won);
+        assert_eq!(acquire_verdict(2, 5, q), AcquireVerdict::Lost);
+        assert_eq!(acquire_verdict(2, 2, q), AcquireVerdict::Unanswered);
+        assert_eq!(acquire_verdict(0, 3, q), AcquireVerdict::Lost);
+    }
+
+    /// The round stops exactly when no way the pending requests can answer
+    /// (the key, busy, or an error) changes the verdict.
+    #[test]
+    fn an_acquire_round_stops_exactly_when_the_verdict_is_settled() {
+        for n in 1..=7 {
+            let q = quorum(n);
+            for acquired in 0..=n {
+                for busy in 0..=n - acquired {
+                    for failed in 0..=n - acquired - busy {
+                        let answered = acquired + busy;
+                        let pending = n - answered - failed;
+                        let now = acquire_verdict(acquired, answered, q);
+                        let mut settled = true;
+                        for more_acquired in 0..=pending {
+                            for more_busy in 0..=pending - more_acquired {
+                                let later = acquire_verdict(
+                                    acquired + more_acquired,
+                                    answered + more_acquired + more_busy,
+                                    q,
+                                );
+                                settled &= later == now;
+                            }
+                        }
+                        assert_eq!(
+                            acquire_decided(acquired, answered, pending, q),
+                            settled,
+                            "n {n}: {acquired} acquired, {busy} busy, {failed} failed, {pending} pending"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_count_is_settled_once_it_reached_the_quorum_or_cannot() {
+        let q = quorum(5);
+        assert!(reach_decided(3, 2, q), "reached");
+        assert!(!reach_decided(2, 1, q), "one more may reach it");
+        assert!(reach_decided(1, 1, q), "out of reach");
+        for count in 0..=5 {
+            for pending in 0..=5 - count {
+                let outcomes: Vec<bool> = (0..=pending).map(|more| count + more >= q).collect();
+                let settled = outcomes.iter().all(|&o| o == outcomes[0]);
+                assert_eq!(
+                    reach_decided(count, pending, q),
+                    settled,
+                    "{count} + {pending}"
+                );
             }
         }
     }

@@ -1,0 +1,179 @@
+//! The owner-only rounds: extend and release, which only the holder of the
+//! lock may run (a compare on the owner token on each instance), and the
+//! round they share with issuing a fencing token.
+//!
+//! Apart from the acquire because these rounds never undo anything: their
+//! answers are counted into an [`OwnerTally`], whose verdict decides.
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::names::{drift, LockKeys};
+use crate::outcome::Ownership;
+use crate::redlock::gather::Gathered;
+use crate::redlock::tally::{Found, OwnerTally, Verdict};
+use crate::redlock::Redlock;
+use crate::session::Session;
+
+impl Redlock {
+    /// Owner-only extend on all instances; `Extended` only with a majority
+    /// that answered within the validity of the new lease.
+    pub(crate) async fn extend_all(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<(Ownership, Instant)> {
+        let timeout = self.timeout_for(ttl);
+        let quorum = self.inner.quorum;
+        let start = Instant::now();
+        let valid_until = start + ttl - drift(ttl);
+        let (Gathered { answers, .. }, tally) = self
+            .owner_round(
+                timeout,
+                "extend",
+                |c| c.extend_once(keys, token, ttl),
+                found_extend,
+                false,
+            )
+            .await;
+        let outcome = match tally.verdict(quorum) {
+            // A majority extended, but so late that the new lease is already
+            // used up: nothing is proven any more.
+            Verdict::Confirmed if Instant::now() >= valid_until => Ownership::Expired,
+            Verdict::Confirmed => Ownership::Owned,
+            Verdict::Expired => Ownership::Expired,
+            Verdict::HeldByOther => Ownership::HeldByOther,
+            Verdict::Undecided => {
+                let errors = answers.into_iter().filter_map(|(_, a)| a.err());
+                return Err(self.undecided("extend", &tally, errors));
+            }
+        };
+        Ok((outcome, valid_until))
+    }
+
+    /// Owner-only release on all instances. Stops waiting once the outcome
+    /// is decided and the rest had their grace; those are released again in
+    /// the background, so the count says what was confirmed by then.
+    pub(crate) async fn release_all(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        cleanup: bool,
+    ) -> Result<Ownership> {
+        let timeout = self.timeout_without_ttl();
+        let quorum = self.inner.quorum;
+        let (
+            Gathered {
+                answers,
+                unanswered,
+            },
+            tally,
+        ) = self
+            .owner_round(
+                timeout,
+                "release",
+                |c| async move {
+                    match cleanup {
+                        true => c.release_whole(keys, token).await,
+                        false => c.release_once(keys, token).await,
+                    }
+                },
+                |released| found(*released),
+                true,
+            )
+            .await;
+        self.release_detached(&unanswered, keys.clone(), token, timeout);
+        // Not worth retrying, unlike an extend: see `release_verdict`.
+        let outcome = match tally.release_verdict(quorum) {
+            Verdict::Confirmed => Ownership::Owned,
+            Verdict::HeldByOther => Ownership::HeldByOther,
+            Verdict::Expired => Ownership::Expired,
+            Verdict::Undecided => {
+                let errors = answers.into_iter().filter_map(|(_, a)| a.err());
+                return Err(self.undecided("release", &tally, errors));
+            }
+        };
+        tracing::debug!(
+            ?outcome,
+            confirmed = tally.ok,
+            instances = self.inner.instances.len(),
+            "Redlock release"
+        );
+        Ok(outcome)
+    }
+
+    /// One round of an owner-only command (extend, release, issuing a
+    /// token) on every instance, stopping once the answers decide the
+    /// verdict (see [`Redlock::gather`] for `grace`); returns what was
+    /// gathered and its tally, the unanswered instances counted as failed.
+    pub(super) async fn owner_round<'a, T, Fut>(
+        &'a self,
+        timeout: Duration,
+        op: &'static str,
+        call: impl Fn(&'a Session) -> Fut,
+        found: impl Fn(&T) -> Found + Copy,
+        grace: bool,
+    ) -> (Gathered<T>, OwnerTally)
+    where
+        Fut: std::future::Future<Output = Result<T>> + 'a,
+    {
+        let quorum = self.inner.quorum;
+        let tally = |answers: &[(usize, Result<T>)], unknown: usize| {
+            OwnerTally::of(answers.iter().map(|(_, a)| a), unknown, found)
+        };
+        let gathered = self
+            .gather(
+                self.all(),
+                timeout,
+                op,
+                call,
+                |answers, pending| tally(answers, pending).verdict(quorum) != Verdict::Undecided,
+                grace,
+            )
+            .await;
+        let tally = tally(&gathered.answers, gathered.unanswered.len());
+        (gathered, tally)
+    }
+
+    /// The error for a round whose failures leave the outcome open: the
+    /// first non-transient one if any (a broken setup), else `NoQuorum`.
+    pub(super) fn undecided(
+        &self,
+        op: &'static str,
+        tally: &OwnerTally,
+        errors: impl Iterator<Item = Error>,
+    ) -> Error {
+        let mut errors = errors;
+        match errors.find(|e| !e.is_transient()) {
+            Some(e) => e,
+            None => self.no_quorum(op, tally.answered()),
+        }
+    }
+}
+
+/// What an extend found.
+fn found_extend((extend, _): &(Ownership, Instant)) -> Found {
+    match extend {
+        Ownership::Owned => Found::Ours,
+        Ownership::Expired => Found::Gone,
+        Ownership::HeldByOther => Found::Other,
+    }
+}
+
+/// What a compare-and-delete (or a refused token) found.
+fn found(outcome: Ownership) -> Found {
+    match outcome {
+        Ownership::Owned => Found::Ours,
+        Ownership::Expired => Found::Gone,
+        Ownership::HeldByOther => Found::Other,
+    }
+}
+
+/// What a request for the fencing token found.
+pub(super) fn found_issue(issued: &std::result::Result<u64, Ownership>) -> Found {
+    match issued {
+        Ok(_) => Found::Ours,
+        Err(outcome) => found(*outcome),
+    }
+}

@@ -1,0 +1,75 @@
+//! Waking Redlock waiters: the subscriptions to a lock's release channel
+//! on the instances, and the local wake-up after a release by this process.
+//!
+//! Apart from the rounds that change keys: these only listen, and need a
+//! majority of subscriptions, not of keys.
+
+use crate::error::Result;
+use crate::names::LockKeys;
+use crate::redlock::gather::Gathered;
+use crate::redlock::Redlock;
+use crate::session::Session;
+use crate::subscriber::{Event, Subscription, Topic};
+
+impl Redlock {
+    /// Subscribes to the lock's release channel on the instances, all at
+    /// once; a release on any of them wakes the waiter.
+    ///
+    /// Returns once every instance answered, or once a majority confirmed
+    /// and the rest had their grace: a holder's release publishes on each
+    /// instance of its majority, and any two majorities meet, so a majority
+    /// of subscriptions hears it; a down instance (whose subscriber may take
+    /// its full timeout to say so) does not hold up every waiter. A missing
+    /// subscription only costs time when some of a holder's keys are gone:
+    /// the waiter still wakes at the holder's TTL. Fails only when none
+    /// can subscribe.
+    pub(crate) async fn subscriptions(&self, keys: &LockKeys) -> Result<Vec<Subscription>> {
+        let topic = Topic::Channel(keys.channel.clone());
+        let topic = &topic;
+        let quorum = self.inner.quorum;
+        // Subscribing may include connecting the subscriber: allow the
+        // longer timeout, not the TTL-derived one.
+        let timeout = self
+            .timeout_without_ttl()
+            .max(crate::redlock::MAX_INSTANCE_TIMEOUT);
+        let Gathered { answers, .. } = self
+            .gather(
+                self.all(),
+                timeout,
+                "subscribe",
+                |c| c.subscriber().subscribe(topic.clone()),
+                |answers, _| answers.iter().filter(|(_, a)| a.is_ok()).count() >= quorum,
+                true,
+            )
+            .await;
+        let mut subscriptions = Vec::new();
+        let mut first_error = None;
+        for (_, answer) in answers {
+            match answer {
+                Ok(s) => subscriptions.push(s),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match (subscriptions.is_empty(), first_error) {
+            (true, Some(e)) => Err(e),
+            (true, None) => Err(self.no_quorum("subscribe", 0)),
+            (false, _) => Ok(subscriptions),
+        }
+    }
+
+    /// Wakes this process's waiters at once after a local release.
+    pub(crate) fn wake_local(&self, keys: &LockKeys) {
+        let topic = Topic::Channel(keys.channel.clone());
+        for instance in &self.inner.instances {
+            if let Some(subscriber) = instance
+                .client
+                .get()
+                .and_then(Session::subscriber_if_started)
+            {
+                subscriber.notify_local(&topic, Event::LocalRelease);
+            }
+        }
+    }
+}

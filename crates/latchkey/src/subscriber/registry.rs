@@ -1,0 +1,105 @@
+//! The registry shared by the [`Subscriber`](super::Subscriber) handles and
+//! the actor: which topics are wanted, by how many subscriptions, and
+//! whether the server confirmed them.
+//!
+//! It sits below both: the API adds interest and records releases here, the
+//! actor counts the releases down and marks confirmations, and neither has
+//! to know the other's internals. The lock is never held across an await.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::error::Result;
+
+/// What a subscription receives.
+#[derive(Debug, Clone)]
+pub(crate) enum Event {
+    /// A message published on the channel (or on a channel matching the
+    /// pattern). Lock waiters only need the wake-up; signals read it. One
+    /// `Arc` for both parts: every receiver of a topic clones the event.
+    Message(Arc<Published>),
+    /// A lock on this channel was released by this same client: wake at once
+    /// instead of waiting for our own PUBLISH to come back.
+    LocalRelease,
+    /// The connection was re-established; messages may have been missed.
+    Resubscribed,
+}
+
+/// A message as it came from the server.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub(crate) channel: Box<[u8]>,
+    pub(crate) payload: Box<[u8]>,
+}
+
+/// A channel name or a glob pattern.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Topic {
+    Channel(Vec<u8>),
+    Pattern(Vec<u8>),
+}
+
+pub(super) struct Entry {
+    /// Live subscriptions plus releases the actor has not counted yet: an
+    /// entry stays (and stays subscribed) until its last release is counted.
+    pub(super) refs: usize,
+    /// Set once the server confirmed the current connection's SUBSCRIBE.
+    pub(super) confirmed: bool,
+    pub(super) tx: broadcast::Sender<Event>,
+}
+
+/// How many events a slow subscription may fall behind before it sees a
+/// `Lagged` error (which waiters treat as "something happened").
+pub(crate) const EVENT_BUFFER: usize = 16;
+
+pub(super) enum Request {
+    /// Subscribe to all of these; one answer once all are confirmed.
+    Subscribe(Vec<Arc<Topic>>, oneshot::Sender<Result<()>>),
+    /// The list of releases is no longer empty: count it within the linger.
+    Released,
+}
+
+pub(super) struct Shared {
+    /// Keyed by shared topics: each subscription holds the same `Arc`.
+    pub(super) registry: Mutex<HashMap<Arc<Topic>, Entry>>,
+    /// Topics of dropped subscriptions, not yet counted down in the registry.
+    pub(super) releases: Mutex<Vec<Arc<Topic>>>,
+    pub(super) requests: mpsc::UnboundedSender<Request>,
+    pub(super) timeout: Duration,
+    /// Random per subscriber: names this connection in per-waiter channels.
+    pub(super) id: u64,
+    /// Source of per-waiter sequence numbers, unique within `id`.
+    pub(super) next_waiter: AtomicU64,
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The registry holds no invariant a panic elsewhere could break halfway.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Counts the releases down in the registry and removes the entries nobody
+/// wants any more; returns their topics.
+pub(super) fn count_releases(shared: &Weak<Shared>) -> Vec<Arc<Topic>> {
+    let mut gone = Vec::new();
+    let Some(s) = shared.upgrade() else {
+        return gone;
+    };
+    let released = std::mem::take(&mut *lock(&s.releases));
+    let mut registry = lock(&s.registry);
+    for topic in released {
+        if let Some(entry) = registry.get_mut(&*topic) {
+            entry.refs = entry.refs.saturating_sub(1);
+            if entry.refs == 0 {
+                registry.remove(&*topic);
+                gone.push(topic);
+            }
+        }
+    }
+    gone
+}
