@@ -134,7 +134,7 @@ async fn scenario(quick: bool) -> Report {
             "Redlock(5), with_fencing, time-floor",
             Contender::Latchkey(
                 r5.clone()
-                    .fencing(Fencing::TimeFloor)
+                    .with_fencing_mode(Fencing::TimeFloor)
                     .lock("r5tf", TTL)
                     .expect("lock")
                     .with_fencing(),

@@ -32,10 +32,7 @@ impl Lock {
     /// Releases the lock if `token` still owns it, and wakes its waiters.
     /// One round trip.
     pub async fn release_token(&self, token: &str) -> Result<Ownership> {
-        self.inner
-            .backend
-            .release(&self.inner.keys, token, false)
-            .await
+        crate::handoff::release(&self.inner.backend, &self.inner.keys, token, false).await
     }
 
     /// Resets the lock's TTL to `ttl` from now if `token` still owns it.

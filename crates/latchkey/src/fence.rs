@@ -47,7 +47,7 @@ pub enum FencedWrite {
 }
 
 /// A value in Redis guarded by fencing tokens (a hash at `prefix + name`
-/// with fields `value` and `fence`). Made by [`Client::fenced`].
+/// with fields `value` and `fence`). Made by [`Client::fenced`](crate::Client::fenced).
 #[derive(Clone, Debug)]
 pub struct FencedResource {
     client: Session,

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use crate::backend::{release_in_background, release_span};
+use crate::backend::release_span;
 use crate::error::Result;
+use crate::handoff::release_in_background;
 use crate::outcome::Ownership;
 use crate::spec::LockSpec;
 use crate::token::short;
@@ -245,12 +246,10 @@ impl LockGuard {
         self.state.finish();
         crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
         let span = release_span(self.name(), &self.token);
-        let result = self
-            .lock
-            .backend
-            .release(&self.lock.keys, &self.token, false)
-            .instrument(span)
-            .await;
+        let result =
+            crate::handoff::release(&self.lock.backend, &self.lock.keys, &self.token, false)
+                .instrument(span)
+                .await;
         crate::metrics::release_outcome(&self.lock.metrics_label, result.as_ref().ok().copied());
         self.outcome_counted = true;
         match result {

@@ -33,8 +33,8 @@ use crate::scripts;
 use crate::session::Session;
 use crate::token::Holder;
 
-/// What Redis says about one lock at one moment; made by [`Client::inspect`]
-/// and [`Client::list`].
+/// What Redis says about one lock at one moment; made by [`Client::inspect`](crate::Client::inspect)
+/// and [`Client::list`](crate::Client::list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockInfo {

@@ -32,7 +32,7 @@ use crate::spec::LockSpec;
 /// A named lock with a TTL; a recipe, cheap to clone. Holding it is
 /// represented by a [`LockGuard`].
 ///
-/// Made by [`Client::lock`].
+/// Made by [`Client::lock`](crate::Client::lock).
 #[derive(Clone)]
 pub struct Lock {
     /// Shared: a guard keeps a clone, and one reference count per guard
@@ -322,7 +322,7 @@ impl PendingAttempt<'_> {
 impl Drop for PendingAttempt<'_> {
     fn drop(&mut self) {
         if let Some(token) = self.token {
-            crate::backend::release_in_background(
+            crate::handoff::release_in_background(
                 self.lock.inner.backend.clone(),
                 self.lock.inner.keys.clone(),
                 token.to_owned(),

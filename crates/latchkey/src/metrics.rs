@@ -79,7 +79,7 @@ pub const LOCKS_LOST: &str = "latchkey_locks_lost_total";
 /// Counter, label `outcome` = `released` | `expired` | `held_by_other` |
 /// `error`: releases of held locks, explicit or by a dropped guard.
 /// `expired` and `held_by_other` are releases that found the lock already
-/// gone (see [`Ownership`](crate::Ownership)).
+/// gone (see [`Ownership`]).
 pub const RELEASES: &str = "latchkey_releases_total";
 
 /// Counter, label `kind` = `broadcast` | `unicast`: signals sent

@@ -116,8 +116,8 @@ impl State {
     }
 }
 
-/// Fires when a guard's lock is lost (see [`LockGuard::lost`]); made by
-/// [`LockGuard::lost_signal`]. Cheap to clone; clones fire together. It
+/// Fires when a guard's lock is lost (see [`LockGuard::lost`](crate::LockGuard::lost)); made by
+/// [`LockGuard::lost_signal`](crate::LockGuard::lost_signal). Cheap to clone; clones fire together. It
 /// keeps firing after the guard is gone, and never fires for a guard that
 /// was released while it still held the lock.
 #[derive(Clone, Debug)]

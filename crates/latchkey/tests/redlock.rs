@@ -205,7 +205,7 @@ async fn bad_setups_are_typed_errors() {
     );
     let one = Redlock::new(vec![a]).unwrap();
     assert!(matches!(
-        one.clone().instance_timeout(Duration::ZERO),
+        one.clone().with_instance_timeout(Duration::ZERO),
         Err(Error::InvalidInput(_))
     ));
     assert!(matches!(
@@ -264,7 +264,7 @@ async fn a_slow_majority_is_not_acquired_and_leaves_no_key() {
     // the TTL is used up.
     let redlock = Redlock::new(clients)
         .unwrap()
-        .instance_timeout(Duration::from_secs(2))
+        .with_instance_timeout(Duration::from_secs(2))
         .unwrap();
     let ttl = Duration::from_millis(300);
     let lock = redlock.lock("slow-majority", ttl).unwrap();
@@ -413,7 +413,7 @@ async fn time_floor_tokens_can_go_backwards_where_strict_ones_cannot() {
     for (fencing, name) in [(Fencing::TimeFloor, "floor"), (Fencing::Strict, "strict")] {
         let mut servers = RedisServer::start_many(3);
         let base = seed_fences(&servers, name, &[10, 50, 5]);
-        let redlock = redlock(&servers).await.fencing(fencing);
+        let redlock = redlock(&servers).await.with_fencing_mode(fencing);
         let lock = redlock.lock(name, Duration::from_secs(5)).unwrap();
         servers[2].kill();
         let first = lock.try_acquire().await.unwrap().expect("i0 and i1");
@@ -510,7 +510,7 @@ async fn extend_and_release_need_a_majority() {
     // the default 250 ms, which would rightly make the outcome unprovable).
     let redlock = redlock(&servers)
         .await
-        .instance_timeout(Duration::from_millis(500))
+        .with_instance_timeout(Duration::from_millis(500))
         .unwrap();
     let lock = redlock.lock("majority", Duration::from_secs(5)).unwrap();
     let guard = lock.try_acquire().await.unwrap().unwrap();

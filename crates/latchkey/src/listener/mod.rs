@@ -33,9 +33,9 @@ use std::time::Duration;
 
 use self::merge::{Joining, Sub, Watch};
 use self::recent::Recent;
-// For the links in the docs only: the listener is made by `open.rs`.
+// The facade, for the doc links only (the listener is made by `open.rs`).
 #[cfg(doc)]
-use crate::client::Client;
+use crate::Client;
 
 mod merge;
 mod open;

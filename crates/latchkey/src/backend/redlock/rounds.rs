@@ -21,15 +21,15 @@
 //! tokens: issuing them and raising the counters), `wake.rs` (the release
 //! subscriptions of waiters). This file holds what they share.
 
+use crate::backend::redlock::Group;
 use crate::error::Error;
-use crate::redlock::Redlock;
 
 mod acquire;
 mod fence;
 mod owner;
 mod wake;
 
-impl Redlock {
+impl Group {
     fn all(&self) -> std::ops::Range<usize> {
         0..self.inner.instances.len()
     }

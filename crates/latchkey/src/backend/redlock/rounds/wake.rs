@@ -4,14 +4,14 @@
 //! Apart from the rounds that change keys: these only listen, and need a
 //! majority of subscriptions, not of keys.
 
+use crate::backend::redlock::gather::Gathered;
+use crate::backend::redlock::Group;
 use crate::error::Result;
 use crate::names::LockKeys;
-use crate::redlock::gather::Gathered;
-use crate::redlock::Redlock;
 use crate::session::Session;
 use crate::subscriber::{Event, Subscription, Topic};
 
-impl Redlock {
+impl Group {
     /// Subscribes to the lock's release channel on the instances, all at
     /// once; a release on any of them wakes the waiter.
     ///
@@ -31,7 +31,7 @@ impl Redlock {
         // longer timeout, not the TTL-derived one.
         let timeout = self
             .timeout_without_ttl()
-            .max(crate::redlock::MAX_INSTANCE_TIMEOUT);
+            .max(crate::backend::redlock::MAX_INSTANCE_TIMEOUT);
         let Gathered { answers, .. } = self
             .gather(
                 self.all(),

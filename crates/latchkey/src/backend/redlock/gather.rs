@@ -12,10 +12,10 @@
 //! attempts). Stopping at the decision makes a round as fast as the
 //! quorum-th fastest instance. What happens to the requests the round stops
 //! waiting for depends on how they were made: requests made by
-//! [`Redlock::gather`] are dropped (one already written to its connection
+//! [`Group::gather`] are dropped (one already written to its connection
 //! still runs on the server; one not yet written is not sent; a release
 //! repeats them in a task of its own), while requests started with
-//! [`Redlock::spawn_each`] (acquire, fence raise) run to the end in their
+//! [`Group::spawn_each`] (acquire, fence raise) run to the end in their
 //! own tasks, so every reachable instance gets them.
 
 use std::future::Future;
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::task::JoinHandle;
 
-use super::Redlock;
+use super::Group;
 use crate::error::{Error, Result};
 use crate::names::LockKeys;
 use crate::session::Session;
@@ -41,7 +41,7 @@ pub(super) struct Gathered<T> {
     pub(super) unanswered: Vec<usize>,
 }
 
-impl Redlock {
+impl Group {
     /// Runs `call` on the instances at `indices` at once, each bounded by
     /// `timeout` (an instance without a connection fails at once), until all
     /// answered or `decided(answers so far, still pending)` says the rest
@@ -68,7 +68,7 @@ impl Redlock {
             .await
     }
 
-    /// [`gather`](Redlock::gather) over requests already made: one per
+    /// [`gather`](Group::gather) over requests already made: one per
     /// instance index, `None` for an instance without a connection.
     pub(super) async fn gather_requests<T, Fut>(
         &self,
@@ -201,7 +201,7 @@ fn not_connected() -> Error {
     )))
 }
 
-/// The outcome of a task from [`Redlock::spawn_each`]. A named function,
+/// The outcome of a task from [`Group::spawn_each`]. A named function,
 /// not a closure: a future made in a closure over `&mut` is not `Send` for
 /// every lifetime, and `Lock::acquire` must stay spawnable.
 pub(super) async fn finish<T>(task: &mut JoinHandle<Result<T>>) -> Result<T> {

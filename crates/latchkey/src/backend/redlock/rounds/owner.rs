@@ -7,15 +7,15 @@
 
 use std::time::{Duration, Instant};
 
+use crate::backend::redlock::gather::Gathered;
+use crate::backend::redlock::tally::{Found, OwnerTally, Verdict};
+use crate::backend::redlock::Group;
 use crate::error::{Error, Result};
 use crate::names::{drift, LockKeys};
 use crate::outcome::Ownership;
-use crate::redlock::gather::Gathered;
-use crate::redlock::tally::{Found, OwnerTally, Verdict};
-use crate::redlock::Redlock;
 use crate::session::Session;
 
-impl Redlock {
+impl Group {
     /// Owner-only extend on all instances; `Extended` only with a majority
     /// that answered within the validity of the new lease.
     pub(crate) async fn extend_all(
@@ -105,7 +105,7 @@ impl Redlock {
 
     /// One round of an owner-only command (extend, release, issuing a
     /// token) on every instance, stopping once the answers decide the
-    /// verdict (see [`Redlock::gather`] for `grace`); returns what was
+    /// verdict (see [`Group::gather`] for `grace`); returns what was
     /// gathered and its tally, the unanswered instances counted as failed.
     pub(super) async fn owner_round<'a, T, Fut>(
         &'a self,

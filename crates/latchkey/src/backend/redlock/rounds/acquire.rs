@@ -17,17 +17,17 @@ use tokio::task::JoinHandle;
 /// woken in lockstep by each other's failures and keep their random delays.
 use crate::protocol::RETRACTED_SUFFIX;
 
+use crate::backend::redlock::gather::{finish, Gathered};
+use crate::backend::redlock::tally::{
+    acquire_decided, acquire_verdict, contention, AcquireVerdict, Contention, Seen,
+};
+use crate::backend::redlock::Group;
 use crate::error::Result;
 use crate::names::{drift, LockKeys};
 use crate::outcome::{Attempt, AttemptMode};
-use crate::redlock::gather::{finish, Gathered};
-use crate::redlock::tally::{
-    acquire_decided, acquire_verdict, contention, AcquireVerdict, Contention, Seen,
-};
-use crate::redlock::Redlock;
 use crate::subscriber::jitter;
 
-impl Redlock {
+impl Group {
     /// One acquire attempt over all instances.
     pub(crate) async fn try_once(
         &self,
@@ -252,7 +252,7 @@ impl Redlock {
     }
 }
 
-/// Where a retraction goes; see [`Redlock::retract`].
+/// Where a retraction goes; see [`Group::retract`].
 struct Targets<'a> {
     /// Instances that gave us the key.
     ours: &'a [usize],

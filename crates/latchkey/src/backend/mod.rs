@@ -2,17 +2,15 @@
 //! operations (one attempt, issue a fencing token, release, extend, wake-ups),
 //! so the waiting, guard and watchdog logic above them is written once. A
 //! single Redis is [`Session`]; Redlock's N instances are
-//! [`Redlock`](crate::redlock::Redlock)'s group.
+//! [`Group`](redlock::Group) of instances.
 
-use std::future::Future;
-use std::sync::Arc;
-use std::task::Poll;
+pub(crate) mod redlock;
+mod single;
+
 use std::time::{Duration, Instant};
 
-use tracing::Instrument;
-
 use crate::error::Result;
-use crate::metrics::{LockLabel, MetricsLabels};
+use crate::metrics::MetricsLabels;
 use crate::names::LockKeys;
 use crate::outcome::{Attempt, AttemptMode, Ownership};
 use crate::session::Session;
@@ -23,7 +21,7 @@ use crate::token::short;
 #[derive(Clone)]
 pub(crate) enum Backend {
     Single(Session),
-    Redlock(crate::redlock::Redlock),
+    Redlock(redlock::Group),
 }
 
 impl Backend {
@@ -69,56 +67,29 @@ impl Backend {
         }
     }
 
-    /// Owner-only release. `cleanup`: it finishes what a failure or a
-    /// cancellation left (sent as the whole script, see
-    /// `Client::release_whole`), and no local waiter is woken ahead of it.
+    /// Owner-only release (compare-and-delete), waking nobody: the lock
+    /// layer decides when this process's waiters are woken (see
+    /// `crate::handoff`). `cleanup`: it finishes what a failure or a
+    /// cancellation left, so it is sent as the whole script (see
+    /// `Session::release_whole`).
     pub(crate) async fn release(
         &self,
         keys: &LockKeys,
         token: &str,
         cleanup: bool,
     ) -> Result<Ownership> {
-        let outcome = match self {
-            Backend::Single(client) if cleanup => {
-                let outcome = client.release_whole(keys, token).await?;
-                if outcome == Ownership::Owned {
-                    self.wake_local(keys);
-                }
-                outcome
-            }
-            Backend::Single(client) => {
-                // Send the release, then wake this client's next waiter before
-                // the reply is back: its attempt travels on the same
-                // connection right behind the release, and Redis runs them in
-                // order, so a local handoff costs one round trip, not two. A
-                // wake-up for a release that then fails is harmless: the
-                // waiter finds the lock busy and waits again.
-                let mut release = std::pin::pin!(client.release_once(keys, token));
-                let first_poll =
-                    std::future::poll_fn(|cx| Poll::Ready(release.as_mut().poll(cx))).await;
-                match first_poll {
-                    Poll::Ready(outcome) => {
-                        let outcome = outcome?;
-                        if outcome == Ownership::Owned {
-                            self.wake_local(keys);
-                        }
-                        outcome
-                    }
-                    Poll::Pending => {
-                        self.wake_local(keys);
-                        release.await?
-                    }
-                }
-            }
-            Backend::Redlock(redlock) => {
-                let outcome = redlock.release_all(keys, token, cleanup).await?;
-                if outcome == Ownership::Owned {
-                    self.wake_local(keys);
-                }
-                outcome
-            }
-        };
-        Ok(outcome)
+        match self {
+            Backend::Single(client) if cleanup => client.release_whole(keys, token).await,
+            Backend::Single(client) => client.release_once(keys, token).await,
+            Backend::Redlock(redlock) => redlock.release_all(keys, token, cleanup).await,
+        }
+    }
+
+    /// Whether requests sent one after the other on this backend reach
+    /// Redis in that order (one connection to one server): then a waiter's
+    /// attempt sent after a release is run after it.
+    pub(crate) fn is_ordered(&self) -> bool {
+        matches!(self, Backend::Single(_))
     }
 
     pub(crate) async fn extend(
@@ -205,38 +176,4 @@ impl Wakeups {
 /// The span of a release, with the lock's name and a token prefix.
 pub(crate) fn release_span(name: &[u8], token: &str) -> tracing::Span {
     tracing::debug_span!("release", lock = %String::from_utf8_lossy(name), token = short(token))
-}
-
-/// Best-effort compare-and-delete on a tokio runtime, if there is one.
-/// `counted`: the label under which to count the release in the metrics
-/// (a held guard's), or `None` for a lock we never knew we held.
-pub(crate) fn release_in_background(
-    backend: Backend,
-    keys: Arc<LockKeys>,
-    token: String,
-    why: &'static str,
-    counted: Option<LockLabel>,
-) {
-    if tokio::runtime::Handle::try_current().is_err() {
-        tracing::warn!(
-            why,
-            "no tokio runtime to release the lock on; it frees itself at its TTL"
-        );
-        return;
-    }
-    let span = release_span(&keys.key[backend.prefix().len()..], &token);
-    let tracker = backend.background().clone();
-    tracker.spawn(
-        async move {
-            let result = backend.release(&keys, &token, true).await;
-            if let Some(label) = &counted {
-                crate::metrics::release_outcome(label, result.as_ref().ok().copied());
-            }
-            match result {
-                Ok(outcome) => tracing::debug!(why, ?outcome, token = short(&token), "background release"),
-                Err(e) => tracing::warn!(why, error = %e, "background release failed; the lock frees itself at its TTL"),
-            }
-        }
-        .instrument(span),
-    );
 }

@@ -9,12 +9,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::backend::redlock::gather::{finish, Gathered};
+use crate::backend::redlock::tally::{reach_decided, Verdict};
+use crate::backend::redlock::{Fencing, Group};
 use crate::error::{Error, Result};
 use crate::names::LockKeys;
 use crate::outcome::Ownership;
-use crate::redlock::gather::{finish, Gathered};
-use crate::redlock::tally::{reach_decided, Verdict};
-use crate::redlock::{Fencing, Redlock};
 use crate::scripts;
 use crate::session::Session;
 
@@ -37,7 +37,7 @@ impl Session {
     }
 }
 
-impl Redlock {
+impl Group {
     /// The one token of a hold from the tokens the instances of its majority
     /// issued: their maximum, made to stick as [`Fencing`] says.
     pub(super) async fn fence_of(
