@@ -273,8 +273,9 @@ impl Lock {
         }
     }
 
-    /// Like `try_acquire`, but a busy lock returns the holder's TTL left.
-    pub(crate) async fn try_acquire_with_ttl(&self) -> Result<Result<LockGuard, Option<Duration>>> {
+    /// Like `try_acquire`, but a busy lock says how long the holder has
+    /// left, and whether its release will wake us.
+    pub(crate) async fn try_acquire_with_ttl(&self) -> Result<Result<LockGuard, Busy>> {
         let token = self.inner.backend.new_token()?;
         let pending = PendingAttempt {
             lock: self,
@@ -301,9 +302,23 @@ impl Lock {
                 fencing_token,
                 valid_until,
             )),
-            Attempt::Busy { retry_in } => Err(retry_in),
+            Attempt::Busy {
+                retry_in,
+                announced,
+            } => Err(Busy {
+                retry_in,
+                announced,
+            }),
         })
     }
+}
+
+/// A waiter's attempt found the lock busy.
+pub(crate) struct Busy {
+    /// The holder's remaining TTL, when known.
+    pub(crate) retry_in: Option<Duration>,
+    /// Whether the holder's release will publish a wake-up.
+    pub(crate) announced: bool,
 }
 
 /// Releases, in the background, a lock that an attempt may have taken if the

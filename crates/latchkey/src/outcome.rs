@@ -33,6 +33,12 @@ pub(crate) enum Attempt {
     Busy {
         /// The holder's remaining TTL, when known.
         retry_in: Option<Duration>,
+        /// Whether the holder's release will publish a wake-up: a latchkey
+        /// holder whose token a waiter marked. False for a holder of
+        /// another library (redis-py, node-redlock, redsync: their releases
+        /// publish nothing), for a mark that could not be set (no APPEND
+        /// permission), and when not asked: a waiter then polls.
+        announced: bool,
     },
 }
 

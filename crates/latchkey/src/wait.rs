@@ -53,6 +53,8 @@ impl Lock {
         };
 
         let mut poll = MIN_POLL;
+        // Polling a holder whose release publishes nothing (another library's).
+        let mut foreign_poll = MIN_FOREIGN_POLL;
         let mut failing_since: Option<Instant> = None;
         // When a release notification woke us: the start of a handoff.
         let mut woken_at: Option<Instant> = None;
@@ -64,6 +66,7 @@ impl Lock {
             if let Some(w) = wakeups.as_mut() {
                 w.reset();
             }
+            let mut announced = true;
             let retry_in = match self.try_acquire_with_ttl().await {
                 Ok(Ok(guard)) => {
                     if let Some(woken_at) = woken_at {
@@ -71,9 +74,10 @@ impl Lock {
                     }
                     return Ok(guard);
                 }
-                Ok(Err(retry_in)) => {
+                Ok(Err(busy)) => {
                     failing_since = None;
-                    retry_in
+                    announced = busy.announced;
+                    busy.retry_in
                 }
                 Err(e) if e.is_transient() => {
                     let since = *failing_since.get_or_insert_with(Instant::now);
@@ -98,6 +102,14 @@ impl Lock {
             // With wake-ups, sleep until the holder's TTL runs out (a release
             // message ends the sleep sooner). Without, poll.
             let mut sleep = match (retry_in, wakeups.is_some()) {
+                // A holder that will not announce its release (another
+                // library's, or one a waiter could not mark): poll it, with
+                // a cap, so its release is found soon after it happens.
+                (Some(ttl_left), true) if !announced => {
+                    let every = jitter(foreign_poll);
+                    foreign_poll = (foreign_poll * 2).min(MAX_FOREIGN_POLL);
+                    (ttl_left + Duration::from_millis(1)).min(every)
+                }
                 (Some(ttl_left), true) => ttl_left + Duration::from_millis(1),
                 (Some(ttl_left), false) => (ttl_left + Duration::from_millis(1)).min(jitter(poll)),
                 (None, _) => jitter(poll),
@@ -148,5 +160,11 @@ impl Lock {
 }
 
 const MIN_POLL: Duration = Duration::from_millis(10);
+/// Polling a holder that will not announce its release: from this, doubling
+/// up to [`MAX_FOREIGN_POLL`]; with the jitter (×0.5 to ×1.5) such a release
+/// is found at most 1.5 × `MAX_FOREIGN_POLL` plus a round trip late
+/// (`docs/protocol.md`, "Waiting", has the cost in commands).
+const MIN_FOREIGN_POLL: Duration = Duration::from_millis(25);
+const MAX_FOREIGN_POLL: Duration = Duration::from_millis(200);
 const MAX_POLL: Duration = Duration::from_millis(500);
 const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

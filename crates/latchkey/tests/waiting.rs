@@ -347,3 +347,37 @@ async fn a_wait_that_cannot_reach_redis_is_an_outage_not_a_conflict() {
     );
     drop(guard);
 }
+
+/// A holder of another library (redis-py, node-redlock, redsync: a plain
+/// value, and a release that publishes nothing) is polled with a cap, so its
+/// release is found within a bounded, small delay instead of at its TTL.
+#[tokio::test]
+async fn a_foreign_holders_release_is_found_without_waiting_for_its_ttl() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    server
+        .command(&["SET", "test:shared", "redis-py-0123456789", "PX", "8000"])
+        .unwrap();
+    let lock = c.lock("shared", Duration::from_secs(5)).unwrap();
+    let waiter = tokio::spawn(async move {
+        let guard = lock.acquire_timeout(Duration::from_secs(7)).await;
+        (Instant::now(), guard)
+    });
+    until_subscribed(&server, "test:shared:released", 1).await;
+    let attempts_before = server.calls("evalsha") + server.calls("eval");
+    // The foreign holder lets go the way those libraries do: a bare DEL.
+    let released_at = Instant::now();
+    server.command(&["DEL", "test:shared"]).unwrap();
+    let (acquired_at, guard) = waiter.await.unwrap();
+    let guard = guard.expect("acquired after the foreign release");
+    let late = acquired_at - released_at;
+    // The poll interval is capped at 200 ms; far below the 8 s TTL left.
+    assert!(
+        late < Duration::from_millis(1500),
+        "found the release {late:?} late"
+    );
+    // The holder was not marked: its value is not ours to change.
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    let attempts = server.calls("evalsha") + server.calls("eval") - attempts_before;
+    assert!(attempts <= 10, "{attempts} attempts for one release");
+}

@@ -47,12 +47,16 @@ impl Session {
                     valid_until,
                 });
             }
-            return Ok(Attempt::Busy { retry_in: None });
+            return Ok(Attempt::Busy {
+                retry_in: None,
+                announced: false,
+            });
         }
         let ttl_arg = ttl_ms(ttl).to_string();
         let issue = if mode.fenced { "1" } else { "0" };
         let waiting = if mode.ask_ttl { "1" } else { "0" };
-        let (acquired, value): (i64, i64) = self
+        // {acquired, value} or, busy, {0, pttl, announced}.
+        let reply: Vec<i64> = self
             .eval(
                 "acquire",
                 &scripts::ACQUIRE,
@@ -65,6 +69,14 @@ impl Session {
                 ],
             )
             .await?;
+        let (acquired, value) = match reply[..] {
+            [acquired, value, ..] => (acquired, value),
+            _ => {
+                return Err(Error::Protocol(format!(
+                    "acquire script returned {reply:?}"
+                )))
+            }
+        };
         match acquired {
             1 => Ok(Attempt::Acquired {
                 fencing_token: match mode.fenced {
@@ -75,6 +87,7 @@ impl Session {
             }),
             0 => Ok(Attempt::Busy {
                 retry_in: u64::try_from(value).ok().map(Duration::from_millis),
+                announced: reply.get(2) == Some(&1),
             }),
             other => Err(Error::Protocol(format!("acquire script returned {other}"))),
         }

@@ -19,10 +19,14 @@
 --                       KEYS[2] (no TTL) so it never goes backwards, even
 --                       when the counter was lost in a restart without
 --                       persistence (see docs/fencing.md); otherwise 0.
---   {0, pttl}           busy; pttl is the holder's remaining TTL in ms
+--   {0, pttl, announced} busy; pttl is the holder's remaining TTL in ms
 --                       (-1: the key has no TTL, e.g. set by a foreign client).
 --                       The holder's token may now end in '+w' (ARGV[4]); the
---                       key keeps its TTL.
+--                       key keeps its TTL. announced = 1 when the holder's
+--                       release will publish the wake-up (a marked 'lk2:'
+--                       token, or an 'lk1:' one, whose releases always
+--                       publish), 0 otherwise (a foreign holder, or a mark
+--                       APPEND was not allowed to set): a waiter then polls.
 -- Errors
 --   WRONGTYPE           the lock key exists but is not a string.
 --   BADFENCE latchkey: … (issuing) the fencing counter holds something
@@ -36,14 +40,21 @@ local function busy()
   if type(holder) == 'table' and holder.err then
     return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
   end
-  -- Version 1 tokens are never marked: their holders compare the bare token.
+  -- Version 1 tokens are never marked: their holders compare the bare token
+  -- (and their releases always publish).
   -- pcall: the mark is a hint, like the wake-up itself; a user not allowed
-  -- APPEND still waits, woken at the holder's TTL instead of its release.
-  if ARGV[4] == '1' and holder and string.sub(holder, 1, 4) == 'lk2:'
-      and string.sub(holder, -2) ~= '+w' then
-    redis.pcall('APPEND', KEYS[1], '+w')
+  -- APPEND still waits, polling (announced = 0) instead of being woken.
+  local announced = 0
+  if holder and string.sub(holder, 1, 4) == 'lk1:' then
+    announced = 1
+  elseif holder and string.sub(holder, 1, 4) == 'lk2:' then
+    if string.sub(holder, -2) == '+w' then
+      announced = 1
+    elseif ARGV[4] == '1' and type(redis.pcall('APPEND', KEYS[1], '+w')) == 'number' then
+      announced = 1
+    end
   end
-  return {0, redis.call('PTTL', KEYS[1])}
+  return {0, redis.call('PTTL', KEYS[1]), announced}
 end
 local fenced = ARGV[3] ~= '0'
 if not fenced then

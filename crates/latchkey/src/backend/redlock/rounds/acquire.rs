@@ -80,10 +80,18 @@ impl Group {
         let mut busy: Vec<(usize, Option<Duration>)> = Vec::new();
         let mut errored = Vec::new();
         let mut errors = Vec::new();
+        // Whether every busy instance's holder will publish its release.
+        let mut announced = true;
         for (i, answer) in answers {
             match answer {
                 Ok(Attempt::Acquired { fencing_token, .. }) => acquired.push((i, fencing_token)),
-                Ok(Attempt::Busy { retry_in }) => busy.push((i, retry_in)),
+                Ok(Attempt::Busy {
+                    retry_in,
+                    announced: heard,
+                }) => {
+                    busy.push((i, retry_in));
+                    announced &= heard;
+                }
                 Err(e) => {
                     errored.push(i);
                     errors.push(e);
@@ -131,7 +139,10 @@ impl Group {
                 // Everything was free; only slowness failed us. Retry soon.
                 Ok(_) => {
                     tracing::debug!(elapsed = ?start.elapsed(), ?ttl, "Redlock majority answered too late: no validity left");
-                    Ok(Attempt::Busy { retry_in: None })
+                    Ok(Attempt::Busy {
+                        retry_in: None,
+                        announced: true,
+                    })
                 }
                 Err(e) => Err(e),
             };
@@ -159,7 +170,10 @@ impl Group {
             Contention::Holder(ttl_left) => ttl_left,
             Contention::Split => Some(jitter((round * 2).max(Duration::from_millis(2)))),
         };
-        Ok(Attempt::Busy { retry_in })
+        Ok(Attempt::Busy {
+            retry_in,
+            announced,
+        })
     }
 
     /// What the busy instances hold now: the owner token (one `GET` each,
