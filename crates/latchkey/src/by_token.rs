@@ -31,6 +31,12 @@ use crate::outcome::Ownership;
 impl Lock {
     /// Releases the lock if `token` still owns it, and wakes its waiters.
     /// One round trip.
+    ///
+    /// # Cancel safety
+    /// Not finished for you: dropped after the request was sent, the lock
+    /// may or may not be released (no guard owns this token, so nothing
+    /// releases it in the background). Call it again: a second release of
+    /// a released lock is harmless (`Expired`).
     pub async fn release_token(&self, token: &str) -> Result<Ownership> {
         crate::handoff::release(&self.inner.backend, &self.inner.keys, token, false).await
     }
@@ -38,6 +44,10 @@ impl Lock {
     /// Resets the lock's TTL to `ttl` from now if `token` still owns it.
     /// One round trip. Fails with [`Error::InvalidTtl`](crate::Error::InvalidTtl)
     /// for a TTL outside [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL).
+    ///
+    /// # Cancel safety
+    /// Dropped after the request was sent, the TTL may or may not have been
+    /// reset; calling it again is harmless.
     pub async fn extend_token(&self, token: &str, ttl: Duration) -> Result<Ownership> {
         check_ttl(ttl)?;
         let (outcome, _valid_until) = self

@@ -72,6 +72,11 @@ impl FencedResource {
     /// Stores `value` if `token` is at least the highest token seen so far
     /// (equal tokens are accepted: one holder may write several times).
     /// Atomic, one round trip.
+    ///
+    /// # Cancel safety
+    /// Dropped after the request was sent, the write may or may not have
+    /// been stored (atomically: all or nothing). Writing the same value with
+    /// the same token again is harmless.
     pub async fn write(&self, token: u64, value: impl AsRef<[u8]>) -> Result<FencedWrite> {
         let token_arg = token.to_string();
         let (accepted, seen): (i64, String) = self
@@ -93,6 +98,9 @@ impl FencedResource {
     }
 
     /// The current value and the token of the write that stored it.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn read(&self) -> Result<Option<(Vec<u8>, u64)>> {
         let (value, fence): (Option<Vec<u8>>, Option<String>) = self
             .client

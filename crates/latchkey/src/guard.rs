@@ -202,6 +202,12 @@ impl LockGuard {
 
     /// Resets the TTL to `ttl` from now, if we still own the lock; otherwise
     /// marks the guard lost. One round trip.
+    ///
+    /// # Cancel safety
+    /// Cancel safe. If the future is dropped after the request was sent,
+    /// Redis may have reset the TTL, but the guard's
+    /// [`deadline`](LockGuard::deadline) stays where it was: the guard never
+    /// assumes more than a reply proved, and the watchdog (if any) goes on.
     pub async fn extend(&self, ttl: Duration) -> Result<Ownership> {
         crate::names::check_ttl(ttl)?;
         let span = renew_span(self.name(), &self.token);

@@ -57,46 +57,97 @@
 //!
 //! The data layout in Redis (keys, values, channels, scripts) is a documented
 //! protocol: see `docs/protocol.md` in the repository.
+//!
+//! ## How the crate is built: five layers, each looking only down
+//!
+//! Every file belongs to one layer and imports only from its own layer or
+//! those below (no two files import each other). A new primitive (a
+//! semaphore, an election) is a small file in layer 4 over the same session,
+//! backends and lease, plus a few lines in a facade.
+//!
+//! 1. **Vocabulary**: what every layer speaks. `error` ([`Error`],
+//!    [`Result`]), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
+//!    [`MIN_TTL`], [`MAX_TTL`]; name and TTL checks, a lock's keys),
+//!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
+//!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
+//!    ([`MetricsLabels`]).
+//! 2. **Transport**: `session` (one server's command connection, options,
+//!    background work: [`ClientBuilder`], [`DEFAULT_COMMAND_TIMEOUT`],
+//!    [`DEFAULT_PREFIX`]), `subscriber` (the shared pub/sub connection and
+//!    its registry), `queue` (this process's waiters per lock name).
+//! 3. **Backends**: `backend` — where a lock lives, behind one enum: a
+//!    single server (`backend/single.rs`) or Redlock's N instances
+//!    (`backend/redlock/`: the group, its rounds, and every quorum rule in
+//!    `tally.rs`; [`Fencing`], [`MIN_INSTANCE_TIMEOUT`],
+//!    [`MAX_INSTANCE_TIMEOUT`]). A cluster will be a kind of connection
+//!    here, not a new algorithm.
+//! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
+//!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
+//!    `handoff` (when a release wakes this process's waiters), `by_token`,
+//!    `fence` ([`FencedResource`], [`FencedWrite`]), `signal` and
+//!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
+//!    ([`LockInfo`]).
+//! 5. **Facades**: [`Client`] and [`Redlock`], thin: each method is a few
+//!    lines over the primitive that does the work.
+//!
+//! ## Cancel safety
+//! Every public `async fn` says in a `# Cancel safety` section what happens
+//! when its future is dropped at an await point. Nothing leaks: a lock that
+//! a dropped acquisition may have taken, or that a dropped release did not
+//! finish releasing, is released in the background
+//! ([`Client::flush`] waits for that before a process exits); a dropped
+//! waiter leaves its queue and its subscription.
 
 #![warn(missing_docs)]
 
-mod backend;
-mod by_token;
-mod client;
+// 1. Vocabulary
 mod error;
+pub mod metrics;
+mod names;
+mod outcome;
+pub mod protocol;
+mod scripts;
+mod token;
+// 2. Transport
+mod queue;
+mod session;
+mod subscriber;
+// 3. Backends
+mod backend;
+// 4. Primitives
+mod by_token;
 mod fence;
 mod guard;
 mod handoff;
 mod inspect;
 mod listener;
 mod lock;
-pub mod metrics;
-mod names;
-mod outcome;
-pub mod protocol;
-mod queue;
-mod redlock;
-mod scripts;
-mod session;
 mod signal;
 mod signal_wire;
 mod spec;
-mod subscriber;
-mod token;
 mod wait;
 mod watchdog;
+// 5. Facades
+mod client;
+mod redlock;
 
+// 1. Vocabulary
 pub use crate::metrics::MetricsLabels;
-pub use client::Client;
 pub use error::{Error, Result};
+pub use names::{MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+pub use outcome::Ownership;
+pub use token::Holder;
+// 2. Transport
+pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
+// 3. Backends
+pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
+// 4. Primitives
 pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
 pub use inspect::LockInfo;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
-pub use names::{MAX_NAME_LEN, MAX_TTL, MIN_TTL};
-pub use outcome::Ownership;
-pub use redlock::{Fencing, Redlock, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
-pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
-pub use token::Holder;
 pub use watchdog::LostSignal;
+// 5. Facades
+pub use client::Client;
+pub use redlock::Redlock;

@@ -199,12 +199,18 @@ impl Lock {
     }
 
     /// Waits as long as it takes. See [`Lock::acquire_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire_until`].
     pub async fn acquire(&self) -> Result<LockGuard> {
         self.acquire_until(None).await
     }
 
     /// Waits at most `wait`, then fails with [`Error::WaitTimedOut`]. See
     /// [`Lock::acquire_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire_until`].
     pub async fn acquire_timeout(&self, wait: Duration) -> Result<LockGuard> {
         self.acquire_until(Some(Instant::now() + wait)).await
     }
