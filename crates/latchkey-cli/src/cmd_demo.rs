@@ -94,7 +94,8 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
         clients.push(target.client_for(&url).await?);
     }
     let counter_key = [clients[0].prefix(), COUNTER.as_bytes()].concat();
-    let fence_key = [clients[0].prefix(), LOCK_NAME.as_bytes(), b":fence"].concat();
+    let fence_key =
+        latchkey::protocol::fence_key(&[clients[0].prefix(), LOCK_NAME.as_bytes()].concat());
     let mut admin = clients[0].connection();
 
     // Interrupted (Ctrl-C, SIGTERM, SIGHUP): the workers stop (their tasks

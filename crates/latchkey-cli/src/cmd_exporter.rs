@@ -175,10 +175,13 @@ impl ScanLog {
         for info in infos {
             if let Some(raw) = &info.bad_fencing_counter {
                 if self.bad_counters.insert(info.name.clone()) {
+                    let key = latchkey::protocol::fence_key(
+                        &[prefix.as_bytes(), &info.name[..]].concat(),
+                    );
                     eprintln!(
-                        "latchkey: warning: fencing counter \"{prefix}{}:fence\" holds \"{}\", \
+                        "latchkey: warning: fencing counter \"{}\" holds \"{}\", \
                          not a fencing token; the lock is exported without it",
-                        escape(&info.name),
+                        escape(&key),
                         escape(raw)
                     );
                 }

@@ -107,7 +107,7 @@ pub async fn list(target: &Target, args: ListArgs) -> Outcome {
 fn warn_bad_counters(client: &latchkey::Client, infos: &[LockInfo]) {
     for info in infos {
         if let Some(raw) = &info.bad_fencing_counter {
-            let key = [client.prefix(), &info.name[..], b":fence"].concat();
+            let key = latchkey::protocol::fence_key(&[client.prefix(), &info.name[..]].concat());
             eprintln!(
                 "latchkey: warning: fencing counter \"{}\" holds \"{}\", not a fencing token \
                  (another program wrote it); delete it to reset the lock's fencing",

@@ -9,7 +9,7 @@
 //! loads snapshots (a background task, so a slow `SCAN` never delays a key)
 //! and reads keys (a thread: crossterm's reader blocks). Waiters per lock
 //! are the connections subscribed to its release channel (`PUBSUB NUMSUB`
-//! of `P + name + ":released"`): every latchkey process waiting for the lock
+//! of `{P + name}:released`, see `docs/protocol.md`): every latchkey process waiting for the lock
 //! has one, whatever its number of waiting tasks.
 
 use std::collections::HashMap;
@@ -174,7 +174,8 @@ async fn waiters(client: &Client, names: &[&[u8]]) -> HashMap<Vec<u8>, u64> {
     if names.is_empty() {
         return HashMap::new();
     }
-    let channel = |name: &[u8]| [client.prefix(), name, b":released"].concat();
+    let channel =
+        |name: &[u8]| latchkey::protocol::release_channel(&[client.prefix(), name].concat());
     let mut numsub = redis::cmd("PUBSUB");
     numsub.arg("NUMSUB");
     for name in names {

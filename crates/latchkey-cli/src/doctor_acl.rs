@@ -200,7 +200,7 @@ pub async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
         }
     };
     // The probe's fencing counter has no TTL; do not leave one per run behind.
-    let fence_key = [client.prefix(), name.as_bytes(), b":fence"].concat();
+    let fence_key = latchkey::protocol::fence_key(&[client.prefix(), name.as_bytes()].concat());
     let _: redis::RedisResult<i64> = redis::cmd("DEL").arg(fence_key).query_async(conn).await;
     check
 }
@@ -262,7 +262,7 @@ pub async fn append(client: &Client, conn: &mut ConnectionManager) -> Check {
 /// Waiters subscribe to release channels; without SUBSCRIBE they poll.
 pub async fn subscribe(client: &Client, url: &str) -> Check {
     const NAME: &str = "subscribe";
-    let channel = [client.prefix(), b"doctor-probe:released"].concat();
+    let channel = latchkey::protocol::release_channel(&[client.prefix(), b"doctor-probe"].concat());
     let attempt = async {
         let mut pubsub = redis::Client::open(url)?.get_async_pubsub().await?;
         pubsub.subscribe(&channel).await?;

@@ -77,7 +77,7 @@ fn an_interrupted_demo_leaves_no_keys_behind() {
 
     send_signal(&demo, libc::SIGINT);
     assert_eq!(code(wait_exit(&mut demo, Duration::from_secs(15))), 130);
-    for key in [counter.clone(), format!("{PREFIX}demo-lock:fence")] {
+    for key in [counter.clone(), format!("{{{PREFIX}demo-lock}}:fence")] {
         assert_eq!(
             redis.command(&["EXISTS", &key]).unwrap(),
             "0",

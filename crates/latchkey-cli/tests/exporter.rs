@@ -288,7 +288,7 @@ fn port_0_prints_the_bound_port_and_a_bad_counter_is_logged_not_fatal() {
         );
         assert_eq!(code(out.status), 0, "{}", stderr(&out));
     }
-    redis.command(&["SET", "test:wg:fence", "hello"]).unwrap();
+    redis.command(&["SET", "{test:wg}:fence", "hello"]).unwrap();
 
     let mut child = latchkey(&redis)
         .args([
@@ -326,7 +326,7 @@ fn port_0_prints_the_bound_port_and_a_bad_counter_is_logged_not_fatal() {
     );
     let warning = line_with(&err, "fencing counter");
     assert!(
-        warning.contains("\"test:wg:fence\" holds \"hello\""),
+        warning.contains("\"{test:wg}:fence\" holds \"hello\""),
         "{warning}"
     );
 

@@ -193,7 +193,7 @@ fn a_malformed_fencing_counter_is_flagged_and_every_other_lock_listed() {
     acquire(&redis, "good");
     acquire(&redis, "wg");
     redis
-        .command(&["SET", &format!("{PREFIX}wg:fence"), "hello"])
+        .command(&["SET", &format!("{{{PREFIX}wg}}:fence"), "hello"])
         .unwrap();
 
     let out = output(latchkey(&redis).args(["list"]), QUICK);
@@ -206,7 +206,7 @@ fn a_malformed_fencing_counter_is_flagged_and_every_other_lock_listed() {
     // Logged: which key holds what.
     assert_one_error_line(&out);
     assert!(
-        stderr(&out).contains("fencing counter \"test:wg:fence\" holds \"hello\""),
+        stderr(&out).contains("fencing counter \"{test:wg}:fence\" holds \"hello\""),
         "{}",
         stderr(&out)
     );

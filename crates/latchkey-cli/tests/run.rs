@@ -230,7 +230,7 @@ fn the_command_gets_the_lock_in_its_environment() {
     );
     assert_eq!(
         redis
-            .command(&["GET", &format!("{PREFIX}envy:fence")])
+            .command(&["GET", &format!("{{{PREFIX}envy}}:fence")])
             .unwrap(),
         fields[2],
         "fencing token is the one just issued"

@@ -40,7 +40,7 @@ fn acquire_prints_token_and_fencing_token_and_leaves_the_lock_held() {
     );
     assert_eq!(
         redis
-            .command(&["GET", &format!("{PREFIX}deploy:fence")])
+            .command(&["GET", &format!("{{{PREFIX}deploy}}:fence")])
             .unwrap(),
         fence.to_string()
     );

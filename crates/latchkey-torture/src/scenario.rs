@@ -210,8 +210,14 @@ pub async fn run(
         // Leave the user's server as we found it.
         let _ = resource::delete(resource_url, &keys, Duration::from_secs(2)).await;
         for server in &runner.servers {
-            let fence_key = format!("{lock_key}:fence");
-            let _ = admin(server.url(), &["DEL".into(), lock_key.clone(), fence_key]).await;
+            // Both layouts' counters (docs/protocol.md).
+            let fence_key = format!("{{{lock_key}}}:fence");
+            let legacy_fence_key = format!("{lock_key}:fence");
+            let _ = admin(
+                server.url(),
+                &["DEL".into(), lock_key.clone(), fence_key, legacy_fence_key],
+            )
+            .await;
         }
     }
     for slot in &runner.slots {

@@ -174,9 +174,16 @@ impl Error {
             // Raised by our scripts for a fencing counter that holds no token
             // (garbage, a negative or huge number, or not a string at all).
             Some("BADFENCE") => {
-                let counter = keys
+                // The message names the bad counter (there may be two: the
+                // layout 2 one is read too); else the first counter.
+                let detail = err.detail().unwrap_or_default();
+                let counters = keys
                     .iter()
-                    .find(|k| k.ends_with(crate::protocol::FENCE_SUFFIX));
+                    .filter(|k| k.ends_with(crate::protocol::FENCE_SUFFIX));
+                let named = counters
+                    .clone()
+                    .find(|k| detail.contains(String::from_utf8_lossy(k).as_ref()));
+                let counter = named.or_else(|| counters.clone().next());
                 return Error::BadFencingCounter { key: name(counter) };
             }
             Some("NOAUTH") | Some("WRONGPASS") => return Error::Auth(err),

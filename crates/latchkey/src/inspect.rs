@@ -90,12 +90,7 @@ impl Session {
     async fn inspect_key(&self, name: &[u8]) -> Result<LockInfo> {
         let keys = LockKeys::new(self.prefix(), name);
         let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = self
-            .eval(
-                "inspect",
-                &scripts::INSPECT,
-                &[&keys.key, &keys.fence_key],
-                &[],
-            )
+            .eval("inspect", &scripts::INSPECT, &keys.counted(), &[])
             .await?;
         let parsed = fence.as_ref().map(|raw| {
             std::str::from_utf8(raw)
@@ -141,9 +136,16 @@ impl Session {
                 names.insert(key[self.prefix().len()..].to_vec());
             }
         }
+        // Counters: `{P + name}:fence` (layout 3), and `P + name:fence` for
+        // names with their own hash tag and for layout 2's counters.
         let fence_glob: Vec<u8> = [&glob[..], FENCE_SUFFIX].concat();
         for key in self.scan_strings(&fence_glob).await? {
             let name = &key[self.prefix().len()..key.len() - FENCE_SUFFIX.len()];
+            names.insert(name.to_vec());
+        }
+        let braced_glob: Vec<u8> = [b"{", &glob[..], b"}", FENCE_SUFFIX].concat();
+        for key in self.scan_strings(&braced_glob).await? {
+            let name = &key[1 + self.prefix().len()..key.len() - 1 - FENCE_SUFFIX.len()];
             names.insert(name.to_vec());
         }
         let infos: Vec<Option<LockInfo>> = futures_util::stream::iter(names)

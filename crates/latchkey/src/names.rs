@@ -67,10 +67,24 @@ pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     ttl.as_millis() as u64
 }
 
-/// Keys and channel of one lock, computed once per [`Lock`](crate::Lock).
+/// Keys and channels of one lock (layout 3, `docs/protocol.md`), computed
+/// once per [`Lock`](crate::Lock): all share the lock key's hash slot.
 #[derive(Debug, Clone)]
 pub(crate) struct LockKeys {
     pub(crate) key: Vec<u8>,
+    pub(crate) fence_key: Vec<u8>,
+    pub(crate) channel: Vec<u8>,
+    /// Where layout 2 (latchkey 0.2) kept the counter and the channel, when
+    /// that differs: on a standalone server the scripts also read (and keep
+    /// up) that counter, releases also publish there and waiters also
+    /// listen there, so that 0.2 and 0.3 clients of one lock keep excluding
+    /// each other, keep their tokens increasing, and wake each other.
+    pub(crate) legacy: Option<LegacyKeys>,
+}
+
+/// Layout 2's counter and release channel of a lock.
+#[derive(Debug, Clone)]
+pub(crate) struct LegacyKeys {
     pub(crate) fence_key: Vec<u8>,
     pub(crate) channel: Vec<u8>,
 }
@@ -78,11 +92,32 @@ pub(crate) struct LockKeys {
 impl LockKeys {
     pub(crate) fn new(prefix: &[u8], name: &[u8]) -> LockKeys {
         let key: Vec<u8> = [prefix, name].concat();
-        LockKeys {
+        let stem = crate::protocol::tag_stem(&key);
+        let legacy = (stem != key).then(|| LegacyKeys {
             fence_key: [&key[..], FENCE_SUFFIX].concat(),
             channel: [&key[..], RELEASE_SUFFIX].concat(),
+        });
+        LockKeys {
+            fence_key: [&stem[..], FENCE_SUFFIX].concat(),
+            channel: [&stem[..], RELEASE_SUFFIX].concat(),
             key,
+            legacy,
         }
+    }
+
+    /// The script keys of an attempt or a token: the lock, its counter and,
+    /// during the transition from layout 2, the old counter.
+    pub(crate) fn counted(&self) -> Vec<&[u8]> {
+        let mut keys: Vec<&[u8]> = vec![&self.key, &self.fence_key];
+        if let Some(legacy) = &self.legacy {
+            keys.push(&legacy.fence_key);
+        }
+        keys
+    }
+
+    /// The release channels to publish on and listen to.
+    pub(crate) fn channels(&self) -> impl Iterator<Item = &[u8]> {
+        std::iter::once(&self.channel[..]).chain(self.legacy.as_ref().map(|l| &l.channel[..]))
     }
 }
 
@@ -113,7 +148,30 @@ mod tests {
         let a = LockKeys::new(b"p:", b"job");
         let b = LockKeys::new(b"p:", b"jobs");
         assert_ne!(a.key, b.key);
-        assert_eq!(a.fence_key, b"p:job:fence");
-        assert_eq!(a.channel, b"p:job:released");
+        assert_eq!(a.fence_key, b"{p:job}:fence");
+        assert_eq!(a.channel, b"{p:job}:released");
+        let legacy = a.legacy.expect("layout 2 differs");
+        assert_eq!(legacy.fence_key, b"p:job:fence");
+        assert_eq!(legacy.channel, b"p:job:released");
+    }
+
+    #[test]
+    fn a_name_with_its_own_hash_tag_keeps_it() {
+        for name in [&b"{user42}:cart"[..], b"cart:{user42}", b"a{b}c{d}"] {
+            let keys = LockKeys::new(b"p:", name);
+            assert_eq!(keys.fence_key, [b"p:", name, b":fence"].concat());
+            assert!(keys.legacy.is_none(), "{:?}", String::from_utf8_lossy(name));
+        }
+        // Not tags: an empty one, a lone brace. Braced whole.
+        for name in [&b"a{}b"[..], b"a{b", b"}{"] {
+            let keys = LockKeys::new(b"p:", name);
+            let expected: &[u8] = if name.contains(&b'}') { b"" } else { b"{" };
+            assert!(
+                keys.fence_key.starts_with(expected),
+                "{:?}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        assert_eq!(LockKeys::new(b"", b"a{b").fence_key, b"{a{b}:fence");
     }
 }

@@ -35,3 +35,37 @@ pub const RETRACTED_SUFFIX: &[u8] = b":retracted";
 pub fn drift(ttl: Duration) -> Duration {
     ttl / 100 + Duration::from_millis(2)
 }
+
+/// Whether `key` carries a Redis Cluster hash tag: a `{`, later a `}`, and
+/// at least one byte between them (then only those bytes pick the slot).
+pub fn has_hash_tag(key: &[u8]) -> bool {
+    let Some(open) = key.iter().position(|&b| b == b'{') else {
+        return false;
+    };
+    matches!(key[open + 1..].iter().position(|&b| b == b'}'), Some(len) if len > 0)
+}
+
+/// The stem of every auxiliary key and channel of the lock at `lock_key`
+/// (layout 3): the lock key itself when it carries its own hash tag (a name
+/// such as `{user42}:cart`), else the lock key in braces, `{P + name}`,
+/// whose slot is the lock key's. Either way the lock key, its fencing
+/// counter and its channels share one Redis Cluster slot. A key with a `}`
+/// and no tag cannot be put in braces; its stem is the key itself (layout
+/// 2), and on a cluster its counter may land in another slot.
+pub fn tag_stem(lock_key: &[u8]) -> Vec<u8> {
+    if has_hash_tag(lock_key) || lock_key.contains(&b'}') {
+        lock_key.to_vec()
+    } else {
+        [b"{", lock_key, b"}"].concat()
+    }
+}
+
+/// The fencing counter of the lock at `lock_key`: [`tag_stem`] + [`FENCE_SUFFIX`].
+pub fn fence_key(lock_key: &[u8]) -> Vec<u8> {
+    [&tag_stem(lock_key)[..], FENCE_SUFFIX].concat()
+}
+
+/// The release channel of the lock at `lock_key`: [`tag_stem`] + [`RELEASE_SUFFIX`].
+pub fn release_channel(lock_key: &[u8]) -> Vec<u8> {
+    [&tag_stem(lock_key)[..], RELEASE_SUFFIX].concat()
+}

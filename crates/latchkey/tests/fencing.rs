@@ -92,7 +92,7 @@ async fn tokens_keep_increasing_across_a_restart_without_persistence() {
     let before = one_token(&server.url()).await;
     server.restart(); // the counter is gone
     let mut conn = raw(&server.url()).await;
-    let counter: Option<u64> = conn.get("test:restarted:fence").await.unwrap();
+    let counter: Option<u64> = conn.get("{test:restarted}:fence").await.unwrap();
     assert_eq!(
         counter, None,
         "the restart kept data; this test needs it lost"
@@ -113,7 +113,7 @@ async fn tokens_keep_increasing_across_a_restart_with_aof() {
     server.kill(); // a crash, not a clean shutdown: AOF with fsync always keeps the counter
     server.restart();
     let mut conn = raw(&server.url()).await;
-    let counter: u64 = conn.get("test:restarted:fence").await.unwrap();
+    let counter: u64 = conn.get("{test:restarted}:fence").await.unwrap();
     assert_eq!(counter, last, "AOF lost the counter");
     let after = one_token(&server.url()).await;
     assert!(after > last, "token went back from {last} to {after}");
@@ -283,7 +283,7 @@ async fn a_token_asked_after_the_lock_was_lost_is_refused() {
     assert_eq!(stale.issued_fencing_token(), None);
     // The counter did not move for the refused request.
     let counter: u64 = server
-        .command(&["GET", "test:late:fence"])
+        .command(&["GET", "{test:late}:fence"])
         .unwrap()
         .parse()
         .unwrap();
@@ -431,4 +431,53 @@ async fn a_counter_of_the_wrong_type_names_the_counter() {
         other => panic!("expected BadFencingCounter, got {other:?}"),
     }
     let _ = guard.release().await.unwrap();
+}
+
+/// Layout 3 moved the counter to `{P + name}:fence`. While 0.2 clients may
+/// still issue tokens from `P + name:fence`, the scripts read both counters,
+/// take the larger, and keep the old one up: tokens keep increasing across
+/// versions.
+#[tokio::test]
+async fn a_layout_2_counter_is_honoured_and_kept_up() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let old = "5000000000000000";
+    server.command(&["SET", "test:mixed:fence", old]).unwrap();
+    let guard = c
+        .lock("mixed", Duration::from_secs(5))
+        .unwrap()
+        .with_fencing()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    let token = guard
+        .issued_fencing_token()
+        .expect("issued with the acquisition");
+    assert!(
+        token > old.parse().unwrap(),
+        "{token} not above the 0.2 counter"
+    );
+    let counter = |key: &str| server.command(&["GET", key]).unwrap().trim().to_owned();
+    assert_eq!(counter("{test:mixed}:fence"), token.to_string());
+    assert_eq!(
+        counter("test:mixed:fence"),
+        token.to_string(),
+        "the 0.2 counter was not kept up"
+    );
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    // A lock no 0.2 client ever fenced gets no old counter.
+    let fresh = c
+        .lock("fresh", Duration::from_secs(5))
+        .unwrap()
+        .with_fencing();
+    let guard = fresh.try_acquire().await.unwrap().unwrap();
+    assert_eq!(
+        server
+            .command(&["EXISTS", "test:fresh:fence"])
+            .unwrap()
+            .trim(),
+        "0"
+    );
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 }

@@ -453,7 +453,7 @@ async fn a_release_on_any_instance_wakes_waiters() {
     // second SET, after the holder's) was refused there: from then on only a
     // wake-up gets it the lock before the TTL.
     for live in &servers[1..] {
-        until_subscribed(live, "test:handover:released", 1).await;
+        until_subscribed(live, "{test:handover}:released", 1).await;
         eventually("the waiter's attempt was refused", || async {
             live.calls("set") >= 2
         })

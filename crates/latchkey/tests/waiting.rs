@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
+use futures_util::StreamExt;
 use latchkey::Ownership;
 
 #[tokio::test]
@@ -28,7 +29,7 @@ async fn a_waiter_wakes_at_release_not_at_expiry() {
         let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
         (Instant::now(), g)
     });
-    until_subscribed(&server, "test:handoff:released", 1).await;
+    until_subscribed(&server, "{test:handoff}:released", 1).await;
     let released_at = Instant::now();
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let (acquired_at, g) = waiter.await.unwrap();
@@ -73,7 +74,7 @@ async fn no_lost_wakeup_when_the_subscriber_connection_is_killed() {
         .unwrap();
     let lock = waiter_client.lock("gap", Duration::from_secs(30)).unwrap();
     let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
-    until_subscribed(&server, "test:gap:released", 1).await;
+    until_subscribed(&server, "{test:gap}:released", 1).await;
 
     // Kill the waiter's subscriber connection, and release while it is gone:
     // the release message is published to nobody.
@@ -243,9 +244,11 @@ async fn a_waiter_marks_the_holders_token_and_its_release_wakes_it() {
     let released_at = Instant::now();
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let (acquired_at, g) = waiter.await.unwrap();
+    // One wake-up for one waiter, on each layout's channel (layout 2's for
+    // 0.2 waiters, while those may exist: docs/protocol.md).
     assert_eq!(
         server.calls("publish") - before,
-        1,
+        2,
         "one wake-up for one waiter"
     );
     // Milliseconds, not the 30 s TTL: a generous bound for a loaded 2-core box.
@@ -298,7 +301,7 @@ async fn a_waiter_not_allowed_to_mark_still_gets_the_lock() {
     let token = guard.token().to_owned();
     let lock = waiter_client.lock("unmarked", ttl).unwrap();
     let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
-    until_subscribed(&server, "test:unmarked:released", 1).await;
+    until_subscribed(&server, "{test:unmarked}:released", 1).await;
     // Its scripted attempt has run once the holder's TTL was asked for (only
     // the busy path of the acquire script sends PTTL); the key must still
     // hold the bare token.
@@ -335,7 +338,7 @@ async fn a_wait_that_cannot_reach_redis_is_an_outage_not_a_conflict() {
         .lock("outage", Duration::from_secs(30))
         .unwrap();
     let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(3)).await });
-    until_subscribed(&server, "test:outage:released", 1).await;
+    until_subscribed(&server, "{test:outage}:released", 1).await;
     server.kill();
     let waited = waiter.await.unwrap();
     assert!(
@@ -363,7 +366,7 @@ async fn a_foreign_holders_release_is_found_without_waiting_for_its_ttl() {
         let guard = lock.acquire_timeout(Duration::from_secs(7)).await;
         (Instant::now(), guard)
     });
-    until_subscribed(&server, "test:shared:released", 1).await;
+    until_subscribed(&server, "{test:shared}:released", 1).await;
     let attempts_before = server.calls("evalsha") + server.calls("eval");
     // The foreign holder lets go the way those libraries do: a bare DEL.
     let released_at = Instant::now();
@@ -380,4 +383,47 @@ async fn a_foreign_holders_release_is_found_without_waiting_for_its_ttl() {
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let attempts = server.calls("evalsha") + server.calls("eval") - attempts_before;
     assert!(attempts <= 10, "{attempts} attempts for one release");
+}
+
+/// Mixed versions on one lock: a 0.2 holder's release publishes only on the
+/// layout 2 channel (`P + name:released`), which 0.3 waiters listen to as
+/// well; a 0.3 release that no 0.3 waiter hears publishes there too, for a
+/// 0.2 waiter that marked the holder.
+#[tokio::test]
+async fn releases_wake_waiters_across_layout_versions() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    // A 0.2 holder (same token format), then its release: DEL + PUBLISH on the old channel.
+    let old_holder = "lk2:0123456789abcdef0123456789abcdef:1700000000000:42:old-host";
+    server
+        .command(&["SET", "test:mixed", old_holder, "PX", "30000"])
+        .unwrap();
+    let lock = c.lock("mixed", Duration::from_secs(30)).unwrap();
+    let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(20)).await });
+    until_subscribed(&server, "test:mixed:released", 1).await;
+    until_subscribed(&server, "{test:mixed}:released", 1).await;
+    server.command(&["DEL", "test:mixed"]).unwrap();
+    server
+        .command(&["PUBLISH", "test:mixed:released", "released"])
+        .unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("a 0.2 release did not wake the 0.3 waiter before the TTL")
+        .unwrap()
+        .unwrap();
+
+    // A 0.2 waiter: listens on the old channel only, and marks the holder.
+    let mut old_waiter = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    old_waiter.subscribe("test:mixed:released").await.unwrap();
+    server.command(&["APPEND", "test:mixed", "+w"]).unwrap();
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    let message = tokio::time::timeout(Duration::from_secs(5), old_waiter.on_message().next())
+        .await
+        .expect("the 0.2 waiter was not woken")
+        .expect("a message");
+    assert_eq!(message.get_channel_name(), "test:mixed:released");
 }

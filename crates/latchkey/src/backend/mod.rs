@@ -108,8 +108,13 @@ impl Backend {
     pub(crate) async fn wakeups(&self, keys: &LockKeys) -> Result<Wakeups> {
         match self {
             Backend::Single(client) => {
-                let topic = Topic::Channel(keys.channel.clone());
-                Ok(Wakeups(vec![client.subscriber().subscribe(topic).await?]))
+                // Both layouts' channels while 0.2 clients may hold the lock
+                // (their releases publish only on the old one): one round trip.
+                let topics = keys
+                    .channels()
+                    .map(|c| (Topic::Channel(c.to_vec()), crate::subscriber::EVENT_BUFFER))
+                    .collect();
+                Ok(Wakeups(client.subscriber().subscribe_many(topics).await?))
             }
             Backend::Redlock(redlock) => Ok(Wakeups(redlock.subscriptions(keys).await?)),
         }

@@ -60,7 +60,7 @@ impl Session {
             .eval(
                 "acquire",
                 &scripts::ACQUIRE,
-                &[&keys.key, &keys.fence_key],
+                &keys.counted(),
                 &[
                     token.as_bytes(),
                     ttl_arg.as_bytes(),
@@ -105,7 +105,7 @@ impl Session {
             .eval(
                 "issue fencing token",
                 &scripts::ISSUE_FENCE,
-                &[&keys.key, &keys.fence_key],
+                &keys.counted(),
                 &[token.as_bytes()],
             )
             .await?;
@@ -122,13 +122,10 @@ impl Session {
     /// Compare-and-delete; publishes a wake-up on success if a waiter marked
     /// the token.
     pub(crate) async fn release_once(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
+        let mut args: Vec<&[u8]> = vec![token.as_bytes()];
+        args.extend(keys.channels());
         let outcome: i64 = self
-            .eval(
-                "release",
-                &scripts::RELEASE,
-                &[&keys.key],
-                &[token.as_bytes(), &keys.channel],
-            )
+            .eval("release", &scripts::RELEASE, &[&keys.key], &args)
             .await?;
         release_outcome(outcome)
     }
@@ -142,8 +139,10 @@ impl Session {
         eval.arg(scripts::RELEASE_BODY)
             .arg(1)
             .arg(&keys.key)
-            .arg(token)
-            .arg(&keys.channel);
+            .arg(token);
+        for channel in keys.channels() {
+            eval.arg(channel);
+        }
         let outcome: i64 = self.query("release", eval, &keys.key).await?;
         release_outcome(outcome)
     }

@@ -6,6 +6,8 @@
 --
 -- KEYS[1]  lock key            (plain string holding the owner's token)
 -- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
+-- KEYS[3]  optional: the layout 2 counter of the same lock (read, and kept up
+--          while it exists; see docs/protocol.md, "Layout versions")
 -- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
 -- ARGV[2]  TTL in milliseconds (integer > 0)
 -- ARGV[3]  '0': do not issue a fencing token (KEYS[2] untouched); '1' or absent: issue it
@@ -63,18 +65,30 @@ if not fenced then
   end
   return busy()
 end
--- pcall: a counter of the wrong type is a bad counter (BADFENCE, naming the
--- counter), not a WRONGTYPE that would blame the lock key.
-local stored = redis.pcall('GET', KEYS[2])
-local last = 0
-if type(stored) == 'table' and stored.err then stored = '' end
-if stored then
-  last = tonumber(stored)
-  if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
-    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[2] ..
-      ' does not hold a token (an integer below 2^53); delete it to reset the lock')
+-- The last token issued: the counter's, and the layout 2 counter's (KEYS[3],
+-- present while 0.2 clients may still issue tokens for this lock), the
+-- larger. pcall: a counter of the wrong type is a bad counter (BADFENCE,
+-- naming that counter), not a WRONGTYPE that would blame the lock key.
+local function counter(key)
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'table' and stored.err then stored = '' end
+  if not stored then return 0, false end
+  local n = tonumber(stored)
+  if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
+    return nil, true
   end
+  return n, true
 end
+local last, _ = counter(KEYS[2])
+local legacy_last, legacy_exists = 0, false
+if KEYS[3] then legacy_last, legacy_exists = counter(KEYS[3]) end
+local function bad(key)
+  return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. key ..
+    ' does not hold a token (an integer below 2^53); delete it to reset the lock')
+end
+if not last then return bad(KEYS[2]) end
+if not legacy_last then return bad(KEYS[3]) end
+last = math.max(last, legacy_last)
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local now = redis.call('TIME')
   local now_us = tonumber(now[1]) * 1000000 + tonumber(now[2])
@@ -82,6 +96,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   -- %.0f: Lua numbers are doubles; integers below 2^53 print exactly this way,
   -- while the default number-to-string conversion would round to 14 digits.
   redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  -- A 0.2 client reads only the old counter: keep it up while it exists.
+  if legacy_exists then redis.call('SET', KEYS[3], string.format('%.0f', fence)) end
   return {1, fence}
 end
 return busy()

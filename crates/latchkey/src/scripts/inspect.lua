@@ -3,6 +3,7 @@
 --
 -- KEYS[1]  lock key
 -- KEYS[2]  fencing counter key
+-- KEYS[3]  optional: the layout 2 counter, read when KEYS[2] is missing
 --
 -- Returns {value, pttl, fence}
 --   value  the lock key's value (the holder's owner token), or nil when the lock is free
@@ -21,5 +22,8 @@ end
 local fence = false
 if redis.call('TYPE', KEYS[2]).ok == 'string' then
   fence = redis.call('GET', KEYS[2])
+elseif KEYS[3] and redis.call('TYPE', KEYS[3]).ok == 'string' then
+  -- A lock whose tokens only 0.2 clients issued so far.
+  fence = redis.call('GET', KEYS[3])
 end
 return {value, redis.call('PTTL', KEYS[1]), fence}

@@ -5,6 +5,9 @@
 -- ARGV[1]  owner token
 -- ARGV[2]  release channel (PUBLISHed to on success if a waiter marked the
 --          token with '+w', so waiters wake at once; see acquire.lua)
+-- ARGV[3]  optional: the layout 2 release channel, published to as well
+--          (a 0.2 waiter, which may have made the mark, listens only there;
+--          see docs/protocol.md, "Layout versions")
 --
 -- Returns
 --    1  released (and, if marked, a wake-up published if this user may publish)
@@ -24,6 +27,7 @@ elseif holder == ARGV[1] .. '+w' then
   -- by polling), and scripts are not rolled back, so an error here would
   -- report a failure for a release that happened.
   redis.pcall('PUBLISH', ARGV[2], 'released')
+  if ARGV[3] then redis.pcall('PUBLISH', ARGV[3], 'released') end
   return 1
 elseif holder then
   return -1

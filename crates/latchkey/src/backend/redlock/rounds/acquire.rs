@@ -231,10 +231,16 @@ impl Group {
         timeout: Duration,
         round: Duration,
     ) {
+        // Same keys, but the release publishes on the `:retracted` channels.
+        let stem = crate::protocol::tag_stem(&keys.key);
         let quiet = LockKeys {
             key: keys.key.clone(),
             fence_key: keys.fence_key.clone(),
-            channel: [&keys.key[..], RETRACTED_SUFFIX].concat(),
+            channel: [&stem[..], RETRACTED_SUFFIX].concat(),
+            legacy: keys.legacy.as_ref().map(|legacy| crate::names::LegacyKeys {
+                fence_key: legacy.fence_key.clone(),
+                channel: [&keys.key[..], RETRACTED_SUFFIX].concat(),
+            }),
         };
         self.release_detached(targets.errored, quiet.clone(), token, timeout);
         let ours = self.release_detached(targets.ours, quiet.clone(), token, timeout);

@@ -28,7 +28,7 @@ impl Session {
             .eval(
                 "raise fence",
                 &scripts::RAISE_FENCE,
-                &[&keys.fence_key],
+                &keys.counted()[1..],
                 &[fence.as_bytes()],
             )
             .await?;
