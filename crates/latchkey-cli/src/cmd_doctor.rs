@@ -27,8 +27,9 @@
 //! * **replication** — replication is asynchronous: a failover can promote a
 //!   replica that never saw a lock (WARN); pointing at a replica cannot work
 //!   (FAIL).
-//! * **cluster** — a lock's key and its fencing counter are in different
-//!   hash slots, so the scripts fail with CROSSSLOT: FAIL.
+//! * **cluster** — a lock's keys share a hash slot (layout 3), but this
+//!   version talks to one node only, so locks in other nodes' slots fail
+//!   with MOVED: FAIL until cluster support lands.
 //! * **clock** — lock validity never depends on wall clocks, but a server
 //!   clock far from ours means one of them is not synchronised, and a
 //!   server clock that jumps expires keys early or late: WARN beyond 1 s.
@@ -349,7 +350,7 @@ fn cluster(info: &Info) -> Check {
         Ok("0") => Check::pass(NAME, "not a cluster"),
         Ok(_) => Check::fail(
             NAME,
-            "cluster mode: a lock's key and its fencing counter live in different hash slots, so latchkey's scripts fail with CROSSSLOT",
+            "cluster mode: latchkey's keys of one lock share a hash slot (layout 3), but this version still talks to one node only, so a lock whose slot another node serves fails with MOVED",
             "use a non-cluster Redis, or Redlock over several independent ones",
         ),
         Err(check) => check,
