@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::process::Command;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use latchkey_testkit::{key_slot, ClusterNode, NodeRole, RedisCluster, SLOTS};
 use redis::cluster::ClusterClient;
@@ -203,6 +203,46 @@ fn failover_promotes_the_replica_and_keeps_the_data() {
         );
         assert_eq!(get(&mut con, key).await.as_deref(), Some("41"));
     });
+}
+
+#[test]
+fn a_killed_primary_is_replaced_by_its_replica_and_rejoins_as_a_replica() {
+    let mut cluster = RedisCluster::builder()
+        .node_timeout(Duration::from_millis(1000))
+        .start();
+    let key = "{kill}fence";
+    let primary = cluster.primary_for_key(key);
+    let replica_id = cluster.replicas_of(primary)[0].id().to_owned();
+    primary.command(&["SET", key, "7"]).unwrap();
+    // The replica has the write before its primary dies.
+    assert_eq!(primary.command(&["WAIT", "1", "5000"]).unwrap(), "1");
+    let index = cluster
+        .nodes()
+        .iter()
+        .position(|n| n.id() == primary.id())
+        .expect("the primary is one of the nodes");
+
+    let started = Instant::now();
+    cluster.nodes_mut()[index].kill();
+    // No manual failover: the other primaries fail the dead one and its
+    // replica takes over on its own; wait_ok skips the dead node.
+    cluster.wait_ok();
+    eprintln!("automatic failover done after {:?}", started.elapsed());
+    let new_primary = cluster.primary_for_key(key);
+    assert_eq!(new_primary.id(), replica_id);
+    assert_eq!(new_primary.command(&["GET", key]).unwrap(), "7");
+    assert_eq!(cluster.primaries().len(), 3);
+
+    // Back with its node id, it learns it lost its slots and follows the
+    // new primary.
+    cluster.nodes_mut()[index].restart();
+    cluster.wait_ok();
+    let restarted = &cluster.nodes()[index];
+    assert_eq!(restarted.role(), Some(NodeRole::Replica));
+    let new_primary = cluster.primary_for_key(key);
+    assert_eq!(new_primary.id(), replica_id);
+    assert_eq!(ids(&cluster.replicas_of(new_primary)), ids(&[restarted]));
+    assert_eq!(restarted.command(&["READONLY"]).unwrap(), "OK");
 }
 
 #[test]

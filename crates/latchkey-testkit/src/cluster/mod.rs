@@ -172,7 +172,10 @@ impl RedisCluster {
     /// primary is in sync with it. Polled, bounded by 30 s.
     ///
     /// A paused node does not answer, so the cluster is not healthy while one
-    /// is; a killed one is skipped (once the others have failed it over).
+    /// is. A killed or stopped node is skipped once no slot is served by it
+    /// any more: after a primary dies, this waits until its replica has taken
+    /// over (the cluster's node timeout, plus an election); a dead primary
+    /// without a replica leaves the cluster unhealthy, and this panics.
     ///
     /// # Panics
     ///
@@ -246,6 +249,20 @@ impl RedisCluster {
             }
         }
         let (_, view) = first.ok_or("no node is running")?;
+        // Right after a kill the others still count the dead node in; its
+        // slots are only served again once its replica has taken over.
+        for entry in &view.0 {
+            let down = !self
+                .node_by_id(&entry.id)
+                .is_some_and(ClusterNode::is_running);
+            if down && !entry.slots.is_empty() {
+                let port = entry.port;
+                return Err(format!(
+                    "node {port} is down but still serves {:?}",
+                    entry.slots
+                ));
+            }
+        }
         for node in self.running() {
             let Some(primary) = view.get(node.id()).and_then(|e| e.primary.as_deref()) else {
                 continue;
