@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{ClusterNode, RedisCluster, PATIENCE, POLL_INTERVAL};
+use super::{ClusterNode, RedisCluster, CLUSTER_PATIENCE, POLL_INTERVAL};
 use crate::{spawn, RedisServer};
 
 /// `redis-cli --cluster create` needs at least this many primaries.
@@ -134,7 +134,7 @@ impl RedisCluster {
             }
             panic!("latchkey-testkit: cannot run redis-cli: {e}")
         });
-        let deadline = Instant::now() + PATIENCE;
+        let deadline = Instant::now() + CLUSTER_PATIENCE;
         let failure = loop {
             match child.try_wait() {
                 Ok(Some(status)) if status.success() => return,
@@ -143,7 +143,7 @@ impl RedisCluster {
                 Ok(None) | Err(_) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    break format!("did not finish within {PATIENCE:?}");
+                    break format!("did not finish within {CLUSTER_PATIENCE:?}");
                 }
             }
         };
@@ -168,4 +168,24 @@ fn strip_colours(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_redis_cli_colours() {
+        let text = "\u{1b}[31;1m[ERR] Node 127.0.0.1:7000 is not empty.\u{1b}[0m\n";
+        assert_eq!(
+            strip_colours(text),
+            "[ERR] Node 127.0.0.1:7000 is not empty.\n"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "at least 3 primaries")]
+    fn refuses_fewer_than_three_primaries_before_starting_anything() {
+        let _ = RedisCluster::builder().primaries(2).start();
+    }
 }

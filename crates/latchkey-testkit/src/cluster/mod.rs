@@ -27,7 +27,7 @@ pub use topology::{key_slot, SLOTS};
 
 /// How long forming the cluster, a failover or a slot migration may take.
 /// Seconds normally; generous because test hosts are shared and slow.
-const PATIENCE: Duration = Duration::from_secs(30);
+const CLUSTER_PATIENCE: Duration = Duration::from_secs(30);
 /// Pause between polls of the nodes' state.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -281,15 +281,15 @@ impl RedisCluster {
     }
 }
 
-/// Polls `check` until it is `Ok`, for at most [`PATIENCE`]; then panics with
+/// Polls `check` until it is `Ok`, for at most [`CLUSTER_PATIENCE`]; then panics with
 /// `what` and the last reason.
 fn poll<T>(what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + PATIENCE;
+    let deadline = Instant::now() + CLUSTER_PATIENCE;
     loop {
         match check() {
             Ok(value) => return value,
             Err(why) if Instant::now() >= deadline => {
-                panic!("latchkey-testkit: timed out after {PATIENCE:?} waiting until {what}: {why}")
+                panic!("latchkey-testkit: timed out after {CLUSTER_PATIENCE:?} waiting until {what}: {why}")
             }
             Err(_) => thread::sleep(POLL_INTERVAL),
         }
