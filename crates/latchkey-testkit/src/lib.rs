@@ -7,6 +7,10 @@
 //! restart, pause and resume it, or make it a replica or AOF-persistent.
 //! [`Proxy`] sits between a client and a server and can delay, blackhole or
 //! reset the traffic, to simulate a slow or partitioned network.
+//! [`RedisCluster`] runs a private Redis Cluster (3 primaries, each with a
+//! replica, or another shape) of such servers, joined with `redis-cli
+//! --cluster create`, and can fail a primary over to its replica or move a
+//! hash slot, keys included, to another primary.
 //!
 //! Servers never outlive the test that started them: they are killed on drop
 //! (also when the test panics), and on Linux also when the test process itself
@@ -43,6 +47,7 @@
 #[cfg(not(unix))]
 compile_error!("latchkey-testkit needs Unix: it controls redis-server with signals");
 
+mod cluster;
 mod ports;
 mod proxy;
 mod resp;
@@ -51,7 +56,8 @@ mod spawn;
 mod stats;
 mod wait;
 
-pub use ports::free_port;
+pub use cluster::{key_slot, ClusterBuilder, ClusterNode, NodeRole, RedisCluster, SLOTS};
+pub use ports::{free_cluster_port, free_port};
 pub use proxy::{Proxy, ProxyMode};
 pub use server::{RedisServer, ServerBuilder};
 pub use wait::{eventually, eventually_blocking, Check, PATIENCE};

@@ -20,6 +20,19 @@ pub(crate) fn command(
     args: &[&str],
     timeout: Duration,
 ) -> io::Result<String> {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    render(command_raw(addr, password, &args, timeout)?)
+}
+
+/// [`command`] with binary arguments, returning the parsed reply (an error
+/// reply is `Ok(Reply::Error(..))`, not `Err`); for keys that need not be
+/// text, as when migrating a slot's keys.
+pub(crate) fn command_raw(
+    addr: SocketAddr,
+    password: Option<&str>,
+    args: &[&[u8]],
+    timeout: Duration,
+) -> io::Result<Reply> {
     let stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
@@ -27,27 +40,28 @@ pub(crate) fn command(
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
 
-    let mut call = |args: &[&str]| -> io::Result<String> {
+    let mut call = |args: &[&[u8]]| -> io::Result<Reply> {
         writer.write_all(&encode(args))?;
-        let reply = read_reply(&mut reader).map_err(|e| match e.kind() {
+        read_reply(&mut reader).map_err(|e| match e.kind() {
             // A read timeout surfaces as WouldBlock on Unix; say what happened.
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!("no reply from {addr} within {timeout:?}"),
             ),
             _ => e,
-        })?;
-        render(reply)
+        })
     };
     if let Some(password) = password {
-        call(&["AUTH", password])?;
+        if let Reply::Error(message) = call(&[b"AUTH", password.as_bytes()])? {
+            return Err(io::Error::other(message));
+        }
     }
     call(args)
 }
 
 /// A parsed RESP2 reply.
 #[derive(Debug, PartialEq)]
-enum Reply {
+pub(crate) enum Reply {
     Simple(String),
     Error(String),
     Integer(i64),
@@ -58,11 +72,11 @@ enum Reply {
 }
 
 /// Encodes a command as a RESP array of bulk strings.
-fn encode(args: &[&str]) -> Vec<u8> {
+fn encode(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for arg in args {
         out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg.as_bytes());
+        out.extend_from_slice(arg);
         out.extend_from_slice(b"\r\n");
     }
     out
@@ -152,7 +166,7 @@ mod tests {
     #[test]
     fn encodes_commands_as_arrays_of_bulk_strings() {
         assert_eq!(
-            encode(&["SET", "k", ""]),
+            encode(&[b"SET", b"k", b""]),
             b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n"
         );
     }

@@ -11,7 +11,7 @@ use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::ports::free_port;
+use crate::ports::{free_cluster_port, free_port};
 use crate::{resp, spawn};
 
 /// How long a fresh or restarted server may take to answer PING. Loading a
@@ -67,6 +67,8 @@ pub struct ServerBuilder {
     password: Option<String>,
     extra: Vec<(String, String)>,
     port: Option<u16>,
+    /// A Redis Cluster node: `cluster-enabled`, a bus port free as well.
+    cluster: bool,
 }
 
 impl RedisServer {
@@ -286,6 +288,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Makes the server a Redis Cluster node (`cluster-enabled yes`, its
+    /// `nodes.conf` in its data dir) on a port whose bus port (port + 10000)
+    /// is free too. [`RedisCluster`](crate::RedisCluster) joins such nodes.
+    pub(crate) fn cluster_node(mut self) -> Self {
+        self.cluster = true;
+        self
+    }
+
     /// Starts the server and waits until it answers PING.
     ///
     /// # Panics
@@ -308,7 +318,11 @@ impl ServerBuilder {
         };
         let mut attempt = 1;
         loop {
-            let port = self.port.unwrap_or_else(free_port);
+            let port = match (self.port, self.cluster) {
+                (Some(port), _) => port,
+                (None, true) => free_cluster_port(),
+                (None, false) => free_port(),
+            };
             match launch(&self, port, &dir) {
                 Ok(child) => {
                     return Ok(RedisServer {
@@ -319,7 +333,11 @@ impl ServerBuilder {
                     })
                 }
                 // Lost the race for a free port to another process: pick another.
-                Err(e) if e.port_in_use && attempt < attempts => attempt += 1,
+                Err(e) if e.port_in_use && attempt < attempts => {
+                    attempt += 1;
+                    // A cluster node may have written its ID and old port.
+                    let _ = fs::remove_file(dir.join("nodes.conf"));
+                }
                 Err(e) => {
                     let _ = fs::remove_dir_all(&dir);
                     return Err(e.error);
@@ -344,6 +362,10 @@ impl ServerBuilder {
         cmd.args(["--repl-diskless-sync-delay", "0"]);
         if self.aof {
             cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        }
+        if self.cluster {
+            cmd.args(["--cluster-enabled", "yes", "--cluster-config-file"]);
+            cmd.arg(dir.join("nodes.conf"));
         }
         if let Some(primary) = self.replica_of {
             cmd.args(["--replicaof", "127.0.0.1"])
