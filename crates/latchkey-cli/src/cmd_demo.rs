@@ -110,7 +110,14 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
         )),
     };
 
-    // Leave nothing behind on someone else's server.
+    // Leave nothing behind on someone else's server. The workers were
+    // stopped, but a request one of them had queued may still be on its way:
+    // a PING on each worker connection returns after everything sent before
+    // it ran, so the DEL below is the last word.
+    for client in &clients {
+        let mut conn = client.connection();
+        let _: redis::RedisResult<String> = redis::cmd("PING").query_async(&mut conn).await;
+    }
     let _: redis::RedisResult<i64> = redis::cmd("DEL")
         .arg(&counter_key)
         .arg(&fence_key)
