@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use latchkey::Connection;
 use latchkey::Ownership;
 use latchkey_testkit::RedisServer;
-use redis::aio::ConnectionManager;
 
 use crate::connect::{redact, Target};
 use crate::duration::human;
@@ -148,7 +148,7 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
 async fn rounds(
     clients: &[latchkey::Client],
     counter_key: &[u8],
-    admin: &mut ConnectionManager,
+    admin: &mut Connection,
     workers: u32,
     increments: u32,
 ) -> Result<u64, Failure> {
@@ -279,13 +279,13 @@ fn summary(sections: &[Section], workers: u32, took: Duration, unlocked_took: Du
 
 /// GET, a little "work", SET: the read-modify-write that loses updates
 /// unless something serialises it.
-async fn increment(conn: &mut ConnectionManager, key: &[u8]) -> Result<(), Failure> {
+async fn increment(conn: &mut Connection, key: &[u8]) -> Result<(), Failure> {
     let value = get(conn, key).await?;
     tokio::time::sleep(WORK).await;
     set(conn, key, value + 1).await
 }
 
-async fn get(conn: &mut ConnectionManager, key: &[u8]) -> Result<u64, Failure> {
+async fn get(conn: &mut Connection, key: &[u8]) -> Result<u64, Failure> {
     let value: Option<u64> = redis::cmd("GET")
         .arg(key)
         .query_async(conn)
@@ -297,7 +297,7 @@ async fn get(conn: &mut ConnectionManager, key: &[u8]) -> Result<u64, Failure> {
 /// How long the counter outlives a demo killed before it could delete it.
 const COUNTER_TTL_MS: u64 = 60_000;
 
-async fn set(conn: &mut ConnectionManager, key: &[u8], value: u64) -> Result<(), Failure> {
+async fn set(conn: &mut Connection, key: &[u8], value: u64) -> Result<(), Failure> {
     redis::cmd("SET")
         .arg(key)
         .arg(value)

@@ -54,7 +54,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use latchkey::Client;
-use redis::aio::ConnectionManager;
+use latchkey::Connection;
 
 use crate::connect::{redact, Target};
 use crate::doctor_acl;
@@ -180,7 +180,7 @@ async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
 struct Info(Result<HashMap<String, String>, String>);
 
 impl Info {
-    async fn fetch(conn: &mut ConnectionManager) -> Info {
+    async fn fetch(conn: &mut Connection) -> Info {
         let mut fields = HashMap::new();
         // One section per call: Redis before 7.0 takes only one.
         for section in ["server", "memory", "persistence", "replication", "cluster"] {
@@ -279,7 +279,7 @@ fn eviction(info: &Info) -> Check {
     }
 }
 
-async fn persistence(info: &Info, conn: &mut ConnectionManager) -> Check {
+async fn persistence(info: &Info, conn: &mut Connection) -> Check {
     const NAME: &str = "persistence";
     let fix = "appendonly yes with appendfsync always, or keep a crashed Redis down for longer than your longest lock TTL before restarting it";
     let aof = match info.get(NAME, "aof_enabled") {
@@ -357,7 +357,7 @@ fn cluster(info: &Info) -> Check {
     }
 }
 
-async fn clock(conn: &mut ConnectionManager) -> Check {
+async fn clock(conn: &mut Connection) -> Check {
     const NAME: &str = "clock";
     let before = SystemTime::now();
     let sent = Instant::now();
@@ -397,7 +397,7 @@ async fn clock(conn: &mut ConnectionManager) -> Check {
     }
 }
 
-async fn latency(conn: &mut ConnectionManager, pings: u32) -> Check {
+async fn latency(conn: &mut Connection, pings: u32) -> Check {
     const NAME: &str = "latency";
     let mut rtts = Vec::with_capacity(pings as usize);
     for _ in 0..pings {
@@ -432,7 +432,7 @@ async fn latency(conn: &mut ConnectionManager, pings: u32) -> Check {
 }
 
 /// `CONFIG GET name`, or `None` when CONFIG is not allowed (managed services).
-async fn config(conn: &mut ConnectionManager, name: &str) -> Option<String> {
+async fn config(conn: &mut Connection, name: &str) -> Option<String> {
     let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
         .arg("GET")
         .arg(name)

@@ -17,8 +17,8 @@
 
 use std::time::Duration;
 
+use latchkey::Connection;
 use latchkey::{Client, Ownership};
-use redis::aio::ConnectionManager;
 
 use crate::cmd_doctor::Check;
 use crate::duration::human;
@@ -84,12 +84,7 @@ fn not_acl(name: &'static str, refusal: &Refusal, message: &str) -> Option<Check
 }
 
 /// `ACL SETUSER` that grants what latchkey needs to `user`, valid for it.
-async fn acl_fix(
-    conn: &mut ConnectionManager,
-    user: &str,
-    prefix: &str,
-    refusal: &Refusal,
-) -> String {
+async fn acl_fix(conn: &mut Connection, user: &str, prefix: &str, refusal: &Refusal) -> String {
     let (keys_refused, channels_refused) = match refusal {
         Refusal::Permission { keys, channels } => (*keys, *channels),
         _ => (false, false),
@@ -113,7 +108,7 @@ async fn acl_fix(
 /// Whether `user` may use all keys and all channels, from `ACL GETUSER`
 /// (Redis 6 lists `allkeys`/`allchannels` flags, 7 the `~*`/`&*` patterns);
 /// `None` when this user may not run it.
-async fn patterns(conn: &mut ConnectionManager, user: &str) -> Option<(bool, bool)> {
+async fn patterns(conn: &mut Connection, user: &str) -> Option<(bool, bool)> {
     let reply: redis::Value = redis::cmd("ACL")
         .arg("GETUSER")
         .arg(user)
@@ -149,7 +144,7 @@ fn flatten(value: &redis::Value, out: &mut Vec<String>) {
     }
 }
 
-async fn whoami(conn: &mut ConnectionManager) -> String {
+async fn whoami(conn: &mut Connection) -> String {
     redis::cmd("ACL")
         .arg("WHOAMI")
         .query_async(conn)
@@ -157,7 +152,7 @@ async fn whoami(conn: &mut ConnectionManager) -> String {
         .unwrap_or_else(|_| "default".to_owned())
 }
 
-pub async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
+pub async fn scripts(client: &Client, conn: &mut Connection) -> Check {
     const NAME: &str = "scripts";
     let user = whoami(conn).await;
     let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
@@ -210,7 +205,7 @@ pub async fn scripts(client: &Client, conn: &mut ConnectionManager) -> Check {
 /// and the `scripts` probe passes, but its waiters are never woken by a
 /// release: they find the lock free only when they poll, at worst at the
 /// holder's TTL.
-pub async fn append(client: &Client, conn: &mut ConnectionManager) -> Check {
+pub async fn append(client: &Client, conn: &mut Connection) -> Check {
     const NAME: &str = "append";
     let user = whoami(conn).await;
     let key = [

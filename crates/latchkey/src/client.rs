@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
-
+use crate::connection::Connection;
 use crate::error::Result;
 use crate::fence::FencedResource;
 use crate::inspect::LockInfo;
@@ -89,8 +88,9 @@ impl Client {
     /// A handle to the client's shared command connection (it reconnects by
     /// itself), for commands latchkey has no method for: the CLI's `SCAN`,
     /// monitoring. Unlike latchkey's own calls, these are bounded only by
-    /// the connection's response timeout (the command timeout).
-    pub fn connection(&self) -> ConnectionManager {
+    /// the connection's response timeout (the command timeout). On a Redis
+    /// Cluster it routes each command by its first key (see [`Connection`]).
+    pub fn connection(&self) -> Connection {
         self.session.connection()
     }
 
@@ -178,7 +178,10 @@ impl Client {
     /// pattern subscription (per connection and pattern) that matched.
     /// Zero means nobody was listening: the signal is gone. The count is
     /// the primary's; waiters listening only on a replica at that moment are
-    /// not counted but do hear it. [`Client::waiters`] counts waiters.
+    /// not counted but do hear it. On a Redis Cluster the count is the
+    /// subscribers of the one node that took the `PUBLISH` (Redis passes the
+    /// message on to the other nodes' subscribers without counting them).
+    /// [`Client::waiters`] counts waiters.
     ///
     /// One `PUBLISH`: the cost does not grow with the number of waiters.
     ///

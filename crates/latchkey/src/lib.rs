@@ -71,7 +71,8 @@
 //!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
 //!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
 //!    ([`MetricsLabels`]).
-//! 2. **Transport**: `session` (one server's command connection, options,
+//! 2. **Transport**: `connection` ([`Connection`]: standalone or cluster),
+//!    `session` (one server's command connection, options,
 //!    background work: [`ClientBuilder`], [`DEFAULT_COMMAND_TIMEOUT`],
 //!    [`DEFAULT_PREFIX`]), `subscriber` (the shared pub/sub connection and
 //!    its registry), `queue` (this process's waiters per lock name).
@@ -109,6 +110,7 @@ pub mod protocol;
 mod scripts;
 mod token;
 // 2. Transport
+mod connection;
 mod queue;
 mod session;
 mod subscriber;
@@ -138,6 +140,7 @@ pub use names::{MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use outcome::Ownership;
 pub use token::Holder;
 // 2. Transport
+pub use connection::Connection;
 pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};

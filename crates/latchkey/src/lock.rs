@@ -60,7 +60,7 @@ impl Lock {
     pub(crate) fn new(backend: Backend, name: &[u8], ttl: Duration) -> Result<Lock> {
         check_name(name)?;
         check_ttl(ttl)?;
-        let keys = LockKeys::new(backend.prefix(), name);
+        let keys = LockKeys::new(backend.prefix(), name, !backend.is_cluster());
         Ok(Lock {
             inner: Arc::new(LockSpec {
                 local: backend.local_queues().slot(&keys.key),

@@ -90,10 +90,12 @@ pub(crate) struct LegacyKeys {
 }
 
 impl LockKeys {
-    pub(crate) fn new(prefix: &[u8], name: &[u8]) -> LockKeys {
+    /// `layout_2`: also name layout 2's counter and channel (on a
+    /// standalone server; on a cluster they live in another slot).
+    pub(crate) fn new(prefix: &[u8], name: &[u8], layout_2: bool) -> LockKeys {
         let key: Vec<u8> = [prefix, name].concat();
         let stem = crate::protocol::tag_stem(&key);
-        let legacy = (stem != key).then(|| LegacyKeys {
+        let legacy = (layout_2 && stem != key).then(|| LegacyKeys {
             fence_key: [&key[..], FENCE_SUFFIX].concat(),
             channel: [&key[..], RELEASE_SUFFIX].concat(),
         });
@@ -145,8 +147,8 @@ mod tests {
 
     #[test]
     fn keys_do_not_collide() {
-        let a = LockKeys::new(b"p:", b"job");
-        let b = LockKeys::new(b"p:", b"jobs");
+        let a = LockKeys::new(b"p:", b"job", true);
+        let b = LockKeys::new(b"p:", b"jobs", true);
         assert_ne!(a.key, b.key);
         assert_eq!(a.fence_key, b"{p:job}:fence");
         assert_eq!(a.channel, b"{p:job}:released");
@@ -158,13 +160,13 @@ mod tests {
     #[test]
     fn a_name_with_its_own_hash_tag_keeps_it() {
         for name in [&b"{user42}:cart"[..], b"cart:{user42}", b"a{b}c{d}"] {
-            let keys = LockKeys::new(b"p:", name);
+            let keys = LockKeys::new(b"p:", name, true);
             assert_eq!(keys.fence_key, [b"p:", name, b":fence"].concat());
             assert!(keys.legacy.is_none(), "{:?}", String::from_utf8_lossy(name));
         }
         // Not tags: an empty one, a lone brace. Braced whole.
         for name in [&b"a{}b"[..], b"a{b", b"}{"] {
-            let keys = LockKeys::new(b"p:", name);
+            let keys = LockKeys::new(b"p:", name, true);
             let expected: &[u8] = if name.contains(&b'}') { b"" } else { b"{" };
             assert!(
                 keys.fence_key.starts_with(expected),
@@ -172,6 +174,10 @@ mod tests {
                 String::from_utf8_lossy(name)
             );
         }
-        assert_eq!(LockKeys::new(b"", b"a{b").fence_key, b"{a{b}:fence");
+        assert_eq!(LockKeys::new(b"", b"a{b", true).fence_key, b"{a{b}:fence");
+        assert!(
+            LockKeys::new(b"p:", b"job", false).legacy.is_none(),
+            "on a cluster"
+        );
     }
 }

@@ -22,6 +22,7 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, Script};
 
+use crate::connection::{Connection, Kind};
 use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
 use crate::subscriber::Subscriber;
@@ -52,7 +53,7 @@ pub(crate) struct Session {
 
 pub(crate) struct SessionInner {
     pub(crate) redis: redis::Client,
-    pub(crate) conn: ConnectionManager,
+    pub(crate) conn: Connection,
     pub(crate) prefix: Vec<u8>,
     pub(crate) command_timeout: Duration,
     pub(crate) pubsub_ping_every: Duration,
@@ -167,7 +168,7 @@ impl ClientBuilder {
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500));
         let connecting = redis::aio::ConnectionManager::new_with_config(redis.clone(), config);
-        let conn = match tokio::time::timeout(self.command_timeout, connecting).await {
+        let standalone = match tokio::time::timeout(self.command_timeout, connecting).await {
             Ok(Ok(conn)) => conn,
             Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),
             Err(_) => {
@@ -177,6 +178,7 @@ impl ClientBuilder {
                 })
             }
         };
+        let conn = self.cluster_or(standalone).await?;
         let client = Session {
             inner: Arc::new(SessionInner {
                 redis,
@@ -201,6 +203,38 @@ impl ClientBuilder {
 }
 
 impl ClientBuilder {
+    /// A connection to the cluster when the server at the URL is a cluster
+    /// node (`cluster_enabled:1`), else `standalone`. A server that does not
+    /// answer `INFO cluster` (an ACL without `INFO`) is taken as standalone.
+    async fn cluster_or(&self, mut standalone: ConnectionManager) -> Result<Connection> {
+        let info = tokio::time::timeout(
+            self.command_timeout,
+            redis::cmd("INFO")
+                .arg("cluster")
+                .query_async::<String>(&mut standalone),
+        )
+        .await;
+        let cluster =
+            matches!(&info, Ok(Ok(text)) if text.lines().any(|l| l.trim() == "cluster_enabled:1"));
+        if !cluster {
+            return Ok(Connection(Kind::Standalone(standalone)));
+        }
+        let client = redis::cluster::ClusterClient::builder(vec![self.url.as_str()])
+            .connection_timeout(self.command_timeout)
+            .response_timeout(self.command_timeout)
+            .retries(2)
+            .build()
+            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
+        match tokio::time::timeout(self.command_timeout, client.get_async_connection()).await {
+            Ok(Ok(conn)) => Ok(Connection(Kind::Cluster(conn))),
+            Ok(Err(e)) => Err(Error::from_redis(e, &[], self.command_timeout)),
+            Err(_) => Err(Error::Timeout {
+                op: "connect",
+                after: self.command_timeout,
+            }),
+        }
+    }
+
     /// The options for `url`, all at their defaults.
     pub(crate) fn new(url: &str) -> ClientBuilder {
         ClientBuilder {
@@ -234,8 +268,13 @@ impl Session {
     /// itself), for commands latchkey has no method for: the CLI's `SCAN`,
     /// monitoring. Unlike latchkey's own calls, these are bounded only by
     /// the connection's response timeout (the command timeout).
-    pub(crate) fn connection(&self) -> ConnectionManager {
+    pub(crate) fn connection(&self) -> Connection {
         self.inner.conn.clone()
+    }
+
+    /// Whether the server is a Redis Cluster (commands are routed by slot).
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.inner.conn.is_cluster()
     }
 
     /// Waits, at most `within`, for the work this client does in the

@@ -43,6 +43,7 @@ impl Session {
     /// See [`Client::waiters`](crate::Client::waiters).
     pub(crate) async fn waiters(&self, name: &[u8]) -> Result<usize> {
         wire::check_name(name)?;
+        self.refuse_on_cluster("counting waiters")?;
         let pattern = wire::waiters_pattern(self.prefix(), name);
         let mut list = redis::cmd("PUBSUB");
         list.arg("CHANNELS").arg(&pattern);
@@ -53,6 +54,7 @@ impl Session {
     /// See [`Client::signal_one`](crate::Client::signal_one).
     pub(crate) async fn signal_one(&self, name: &[u8], payload: &[u8]) -> Result<bool> {
         wire::check_name(name)?;
+        self.refuse_on_cluster("signal_one")?;
         let prefix = self.prefix();
         let waiters = wire::waiters_pattern(prefix, name);
         // Lua's math.random is seeded the same way for every script call on
@@ -72,6 +74,20 @@ impl Session {
             crate::metrics::signal_sent(true);
         }
         Ok(heard > 0)
+    }
+}
+
+impl Session {
+    /// Unicast and counting waiters list the waiters' channels with
+    /// `PUBSUB CHANNELS`, which on a cluster sees one node's subscribers
+    /// only: refused there rather than wrong.
+    fn refuse_on_cluster(&self, what: &str) -> Result<()> {
+        if self.is_cluster() {
+            return Err(Error::InvalidInput(format!(
+                "{what} is not supported on a Redis Cluster yet (it lists one node's subscribers only); broadcast signals work"
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -85,6 +85,15 @@ impl Backend {
         }
     }
 
+    /// Whether the lock lives on a Redis Cluster (then only layout 3's keys
+    /// may be named in a script: the others are in other slots).
+    pub(crate) fn is_cluster(&self) -> bool {
+        match self {
+            Backend::Single(session) => session.is_cluster(),
+            Backend::Redlock(redlock) => redlock.has_cluster(),
+        }
+    }
+
     /// Whether requests sent one after the other on this backend reach
     /// Redis in that order (one connection to one server): then a waiter's
     /// attempt sent after a release is run after it.

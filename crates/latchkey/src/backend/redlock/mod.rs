@@ -292,6 +292,14 @@ impl Group {
         crate::session::flush(&self.inner.background, within).await
     }
 
+    /// Whether any instance is a Redis Cluster.
+    pub(crate) fn has_cluster(&self) -> bool {
+        self.inner
+            .instances
+            .iter()
+            .any(|i| i.client.get().is_some_and(Session::is_cluster))
+    }
+
     pub(crate) fn background(&self) -> &tokio_util::task::TaskTracker {
         &self.inner.background
     }

@@ -1,0 +1,168 @@
+//! The lock on a real Redis Cluster (3 primaries on loopback, from the test
+//! kit): given any node's URL, the client detects the cluster and routes
+//! each script to the node that serves the lock's slot; layout 3 keeps the
+//! lock key, its fencing counter and its channel in one slot. Waiting is
+//! woken by the release message (a PUBLISH inside the release script reaches
+//! every node's subscribers).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use latchkey::{Client, Error, FencedWrite, Ownership};
+use latchkey_testkit::{key_slot, RedisCluster};
+
+async fn cluster_client(cluster: &RedisCluster) -> Client {
+    Client::builder(&cluster.seed_url())
+        .prefix("test:")
+        .command_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .expect("connect to the cluster")
+}
+
+fn cluster() -> RedisCluster {
+    RedisCluster::builder()
+        .primaries(3)
+        .replicas_per_primary(0)
+        .start()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_on_every_primary_with_fencing_and_watchdog() {
+    let cluster = tokio::task::spawn_blocking(cluster).await.unwrap();
+    let client = cluster_client(&cluster).await;
+    assert!(client.connection().is_cluster());
+    // Names whose slots cover all three primaries.
+    let mut primaries_used = std::collections::HashSet::new();
+    let mut last_token = std::collections::HashMap::new();
+    for round in 0..2 {
+        for i in 0..30 {
+            let name = format!("job-{i}");
+            let key = format!("test:{name}");
+            primaries_used.insert(cluster.primary_for_key(&key).port());
+            let lock = client
+                .lock(&name, Duration::from_secs(3))
+                .unwrap()
+                .with_fencing()
+                .with_watchdog();
+            let guard = lock.try_acquire().await.unwrap().expect("free");
+            let token = guard
+                .issued_fencing_token()
+                .expect("issued with the acquisition");
+            if let Some(previous) = last_token.insert(name.clone(), token) {
+                assert!(token > previous, "round {round}: {name} token went back");
+            }
+            // The counter is in the lock key's slot, on the node that serves it.
+            let counter = latchkey::protocol::fence_key(key.as_bytes());
+            assert_eq!(key_slot(&counter), key_slot(key.as_bytes()));
+            let owner = cluster.primary_for_key(&key);
+            assert_eq!(
+                owner
+                    .command(&["GET", &String::from_utf8_lossy(&counter)])
+                    .unwrap(),
+                token.to_string()
+            );
+            assert!(
+                lock.try_acquire().await.unwrap().is_none(),
+                "{name} acquired twice"
+            );
+            assert_eq!(
+                guard.extend(Duration::from_secs(3)).await.unwrap(),
+                Ownership::Owned
+            );
+            assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+        }
+    }
+    assert_eq!(
+        primaries_used.len(),
+        3,
+        "the names did not spread over the primaries"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_is_woken_by_a_release_on_another_client() {
+    let cluster = tokio::task::spawn_blocking(cluster).await.unwrap();
+    let holder = cluster_client(&cluster).await;
+    let waiter = cluster_client(&cluster).await;
+    for name in ["alpha", "beta", "gamma", "{user42}:cart"] {
+        let guard = holder
+            .lock(name, Duration::from_secs(30))
+            .unwrap()
+            .try_acquire()
+            .await
+            .unwrap()
+            .unwrap();
+        let lock = waiter.lock(name, Duration::from_secs(30)).unwrap();
+        let waiting = tokio::spawn(async move {
+            let guard = lock.acquire_timeout(Duration::from_secs(20)).await;
+            (Instant::now(), guard)
+        });
+        // The waiter's refused attempt marked the holder's token: from then
+        // on only the release message wakes it before the 30 s TTL.
+        let key = format!("test:{name}");
+        let owner = cluster.primary_for_key(&key);
+        latchkey_testkit::eventually("the waiter marked the holder", || async {
+            owner.command(&["GET", &key]).unwrap().ends_with("+w")
+        })
+        .await;
+        let released_at = Instant::now();
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+        let (acquired_at, got) = waiting.await.unwrap();
+        let got = got.expect("woken and acquired");
+        assert!(
+            acquired_at - released_at < Duration::from_secs(5),
+            "{name}: woken {:?} after the release, not by it",
+            acquired_at - released_at
+        );
+        assert_eq!(got.release().await.unwrap(), Ownership::Owned);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_writes_signals_and_what_is_refused() {
+    let cluster = tokio::task::spawn_blocking(cluster).await.unwrap();
+    let client = cluster_client(&cluster).await;
+    let resource = client.fenced("report-output").unwrap();
+    assert_eq!(
+        resource.write(10, b"new").await.unwrap(),
+        FencedWrite::Accepted
+    );
+    assert_eq!(
+        resource.write(9, b"stale").await.unwrap(),
+        FencedWrite::Rejected { seen: 10 }
+    );
+    // Broadcast signals reach a listener connected to any node.
+    let mut listener = client.listen(["deploy-done"]).await.unwrap();
+    let sender = cluster_client(&cluster).await;
+    // (The count is the receiving node's subscribers only: not asserted.)
+    let _counted = sender.signal("deploy-done", b"v42").await.unwrap();
+    let signal = listener
+        .recv_timeout(Duration::from_secs(5))
+        .await
+        .expect("the signal");
+    assert_eq!(signal.payload, b"v42");
+    // What would be silently wrong on a cluster is refused, with a reason.
+    for refused in [
+        client.list("*").await.map(|_| ()),
+        client.signal_one("deploy-done", b"x").await.map(|_| ()),
+        client.waiters("deploy-done").await.map(|_| ()),
+    ] {
+        match refused {
+            Err(Error::InvalidInput(why)) => assert!(why.contains("Redis Cluster"), "{why}"),
+            other => panic!("expected a clear refusal, got {other:?}"),
+        }
+    }
+    // Inspecting one lock works: it is one script on one slot.
+    let guard = client
+        .lock("inspected", Duration::from_secs(5))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    let info = client.inspect("inspected").await.unwrap();
+    assert!(info.held);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+}
