@@ -6,6 +6,10 @@
 #   cargo build --release -p latchkey-bench
 #   bench/profile.sh [N] [WORKLOAD...]     (default N=300; all workloads)
 #
+# Counts still move by a few per cent from run to run (which worker thread
+# a task lands on decides how often threads park and wake): each workload
+# is counted REPEAT times (default 3); printed: the median, then every count.
+#
 # Workloads: latchkey raw-same rslock (the `uncontended` scenario's
 # `--instructions` probes), redlock5 rslock5 mk-try mk-acquire mk-raw (see
 # crates/latchkey-bench/src/profile.rs). With KEEP=DIR, both runs' callgrind
@@ -42,7 +46,12 @@ for w in $WORKLOADS; do
   if [ -n "${KEEP:-}" ]; then
     mkdir -p "$KEEP"; out1="$KEEP/callgrind.$w.1.out"; out3="$KEEP/callgrind.$w.3.out"
   fi
-  a=$(count "$w" "$N" "$out1")
-  b=$(count "$w" $((3 * N)) "$out3")
-  echo "$w $(( (b - a) / (2 * N) ))"
+  counts=()
+  for _ in $(seq "${REPEAT:-3}"); do
+    a=$(count "$w" "$N" "$out1")
+    b=$(count "$w" $((3 * N)) "$out3")
+    counts+=($(( (b - a) / (2 * N) )))
+  done
+  sorted=($(printf '%s\n' "${counts[@]}" | sort -n))
+  echo "$w ${sorted[$(( ${#sorted[@]} / 2 ))]} (${counts[*]})"
 done
