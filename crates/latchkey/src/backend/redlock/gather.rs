@@ -60,9 +60,14 @@ impl Group {
     where
         Fut: Future<Output = Result<T>> + 'a,
     {
-        let requests: Vec<(usize, Option<Fut>)> = indices
+        // Boxed, as in `spawn_each`: the round's futures then move a
+        // pointer, not the request's whole state machine.
+        let requests: Vec<(usize, Option<std::pin::Pin<Box<Fut>>>)> = indices
             .into_iter()
-            .map(|i| (i, self.inner.instances[i].client.get().map(&call)))
+            .map(|i| {
+                let client = self.inner.instances[i].client.get();
+                (i, client.map(|c| Box::pin(call(c))))
+            })
             .collect();
         self.gather_requests(requests, timeout, op, decided, grace)
             .await
@@ -153,7 +158,11 @@ impl Group {
             .into_iter()
             .map(|i| {
                 let task = self.inner.instances[i].client.get().map(|client| {
-                    let request = call(client.clone());
+                    // Boxed: the task then holds a pointer, and spawning
+                    // copies a few words instead of the whole request's
+                    // state machine several times over (the copies were a
+                    // tenth of a Redlock acquire's client instructions).
+                    let request = Box::pin(call(client.clone()));
                     tokio::spawn(async move {
                         match tokio::time::timeout(timeout, request).await {
                             Ok(result) => result,
