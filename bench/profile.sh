@@ -20,9 +20,9 @@ cd "$(dirname "$0")/.."
 N=${1:-300}
 shift || true
 WORKLOADS=${*:-latchkey raw-same rslock redlock5 rslock5 mk-try mk-acquire mk-raw}
-BIN=target/release/latchkey-bench
+BIN=${BIN:-target/release/latchkey-bench}
 DIR=$(mktemp -d)
-trap 'for p in "$DIR"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; rm -rf "$DIR"' EXIT
+trap 'for p in "$DIR"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; sleep 0.2; rm -rf "$DIR"' EXIT
 BASE=$((20000 + RANDOM % 20000))
 PORTS=""
 for i in 0 1 2 3 4; do

@@ -69,16 +69,20 @@ impl Group {
                 (i, client.map(|c| Box::pin(call(c))))
             })
             .collect();
-        self.gather_requests(requests, timeout, op, decided, grace)
+        self.gather_requests(requests, Some(timeout), op, decided, grace)
             .await
     }
 
     /// [`gather`](Group::gather) over requests already made: one per
-    /// instance index, `None` for an instance without a connection.
+    /// instance index, `None` for an instance without a connection. Each
+    /// is bounded by `timeout`; `None` for requests that bound themselves
+    /// (the tasks of [`Group::spawn_each`]): a second timer each would
+    /// cost as much as the rest of the round's bookkeeping and never fire
+    /// first.
     pub(super) async fn gather_requests<T, Fut>(
         &self,
         requests: impl IntoIterator<Item = (usize, Option<Fut>)>,
-        timeout: Duration,
+        timeout: Option<Duration>,
         op: &'static str,
         decided: impl Fn(&[(usize, Result<T>)], usize) -> bool,
         grace: bool,
@@ -96,9 +100,12 @@ impl Group {
                 async move {
                     let result = match request {
                         None => Err(not_connected()),
-                        Some(request) => match tokio::time::timeout(timeout, request).await {
-                            Ok(result) => result,
-                            Err(_) => Err(Error::Timeout { op, after: timeout }),
+                        Some(request) => match timeout {
+                            None => request.await,
+                            Some(after) => match tokio::time::timeout(after, request).await {
+                                Ok(result) => result,
+                                Err(_) => Err(Error::Timeout { op, after }),
+                            },
                         },
                     };
                     if let Err(e) = &result {
@@ -138,7 +145,8 @@ impl Group {
     }
 
     /// Starts `call` on every instance at `indices` in a task of its own,
-    /// bounded by `timeout`, that runs to the end whether or not a round
+    /// bounded by `timeout` from now (not from when the task first runs, so
+    /// that a round awaiting the task needs no timer of its own), that runs to the end whether or not a round
     /// still listens: for requests that should reach every instance even
     /// after the round has been decided. `None` for an instance without a
     /// connection. Await one with [`finish`], by reference, so that the
@@ -154,6 +162,7 @@ impl Group {
         T: Send + 'static,
         Fut: Future<Output = Result<T>> + Send + 'static,
     {
+        let deadline = tokio::time::Instant::now() + timeout;
         indices
             .into_iter()
             .map(|i| {
@@ -164,7 +173,7 @@ impl Group {
                     // tenth of a Redlock acquire's client instructions).
                     let request = Box::pin(call(client.clone()));
                     tokio::spawn(async move {
-                        match tokio::time::timeout(timeout, request).await {
+                        match tokio::time::timeout_at(deadline, request).await {
                             Ok(result) => result,
                             Err(_) => Err(Error::Timeout { op, after: timeout }),
                         }
