@@ -25,6 +25,7 @@ mod many_keys;
 mod peers;
 mod pin;
 mod plot;
+mod profile;
 mod redlock;
 mod results;
 mod signals;
@@ -60,6 +61,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("--instructions") {
         std::process::exit(uncontended::probe_main(&args[1..]));
+    }
+    if args.first().map(String::as_str) == Some("--profile") {
+        std::process::exit(profile::main(&args[1..]));
     }
     let quick = args.iter().any(|a| a == "--quick");
     let wanted: Vec<&str> = args

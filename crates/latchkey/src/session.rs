@@ -314,15 +314,8 @@ impl Session {
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<T> {
-        let mut invocation = script.prepare_invoke();
-        for key in keys {
-            invocation.key(*key);
-        }
-        for arg in args {
-            invocation.arg(*arg);
-        }
         let mut conn = self.inner.conn.clone();
-        let fut = invocation.invoke_async::<T>(&mut conn);
+        let fut = evalsha(script, keys, args, &mut conn);
         self.bounded(op, keys, fut).await
     }
 
@@ -377,6 +370,34 @@ impl Session {
     /// on a local release, without starting a connection nobody listens on.
     pub(crate) fn subscriber_if_started(&self) -> Option<&Subscriber> {
         self.inner.subscriber.get()
+    }
+}
+
+/// What `ScriptInvocation::invoke_async` does (`EVALSHA`; on `NOSCRIPT`,
+/// `SCRIPT LOAD` and the same `EVALSHA` again), with the command built in
+/// one buffer sized up front: the invocation copies every key and argument
+/// into a `Vec` of its own and then again into the command, which cost more
+/// than the rest of a release's client-side work.
+async fn evalsha<T: FromRedisValue>(
+    script: &Script,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+    conn: &mut ConnectionManager,
+) -> redis::RedisResult<T> {
+    let hash = script.get_hash();
+    let data =
+        keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + "EVALSHA".len() + hash.len() + 2;
+    let mut cmd = redis::Cmd::with_capacity(3 + keys.len() + args.len(), data);
+    cmd.arg("EVALSHA").arg(hash).arg(keys.len());
+    for arg in keys.iter().chain(args) {
+        cmd.arg(*arg);
+    }
+    match cmd.query_async(conn).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            script.load_async(conn).await?;
+            cmd.query_async(conn).await
+        }
+        result => result,
     }
 }
 

@@ -33,8 +33,12 @@ impl Session {
         let sent = Instant::now();
         let valid_until = sent + ttl - drift(ttl);
         if !mode.fenced && !mode.ask_ttl {
-            let mut set = redis::cmd("SET");
-            set.arg(&keys.key)
+            // Sized up front: growing the command's buffers argument by
+            // argument cost more than filling them.
+            let mut set =
+                redis::Cmd::with_capacity(7, 3 + keys.key.len() + token.len() + 2 + 2 + 20 + 3);
+            set.arg("SET")
+                .arg(&keys.key)
                 .arg(token)
                 .arg("NX")
                 .arg("PX")

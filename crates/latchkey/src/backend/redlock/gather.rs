@@ -60,20 +60,29 @@ impl Group {
     where
         Fut: Future<Output = Result<T>> + 'a,
     {
-        let requests: Vec<(usize, Option<Fut>)> = indices
+        // Boxed, as in `spawn_each`: the round's futures then move a
+        // pointer, not the request's whole state machine.
+        let requests: Vec<(usize, Option<std::pin::Pin<Box<Fut>>>)> = indices
             .into_iter()
-            .map(|i| (i, self.inner.instances[i].client.get().map(&call)))
+            .map(|i| {
+                let client = self.inner.instances[i].client.get();
+                (i, client.map(|c| Box::pin(call(c))))
+            })
             .collect();
-        self.gather_requests(requests, timeout, op, decided, grace)
+        self.gather_requests(requests, Some(timeout), op, decided, grace)
             .await
     }
 
     /// [`gather`](Group::gather) over requests already made: one per
-    /// instance index, `None` for an instance without a connection.
+    /// instance index, `None` for an instance without a connection. Each
+    /// is bounded by `timeout`; `None` for requests that bound themselves
+    /// (the tasks of [`Group::spawn_each`]): a second timer each would
+    /// cost as much as the rest of the round's bookkeeping and never fire
+    /// first.
     pub(super) async fn gather_requests<T, Fut>(
         &self,
         requests: impl IntoIterator<Item = (usize, Option<Fut>)>,
-        timeout: Duration,
+        timeout: Option<Duration>,
         op: &'static str,
         decided: impl Fn(&[(usize, Result<T>)], usize) -> bool,
         grace: bool,
@@ -91,9 +100,12 @@ impl Group {
                 async move {
                     let result = match request {
                         None => Err(not_connected()),
-                        Some(request) => match tokio::time::timeout(timeout, request).await {
-                            Ok(result) => result,
-                            Err(_) => Err(Error::Timeout { op, after: timeout }),
+                        Some(request) => match timeout {
+                            None => request.await,
+                            Some(after) => match tokio::time::timeout(after, request).await {
+                                Ok(result) => result,
+                                Err(_) => Err(Error::Timeout { op, after }),
+                            },
                         },
                     };
                     if let Err(e) = &result {
@@ -133,7 +145,8 @@ impl Group {
     }
 
     /// Starts `call` on every instance at `indices` in a task of its own,
-    /// bounded by `timeout`, that runs to the end whether or not a round
+    /// bounded by `timeout` from now (not from when the task first runs, so
+    /// that a round awaiting the task needs no timer of its own), that runs to the end whether or not a round
     /// still listens: for requests that should reach every instance even
     /// after the round has been decided. `None` for an instance without a
     /// connection. Await one with [`finish`], by reference, so that the
@@ -149,13 +162,18 @@ impl Group {
         T: Send + 'static,
         Fut: Future<Output = Result<T>> + Send + 'static,
     {
+        let deadline = tokio::time::Instant::now() + timeout;
         indices
             .into_iter()
             .map(|i| {
                 let task = self.inner.instances[i].client.get().map(|client| {
-                    let request = call(client.clone());
+                    // Boxed: the task then holds a pointer, and spawning
+                    // copies a few words instead of the whole request's
+                    // state machine several times over (the copies were a
+                    // tenth of a Redlock acquire's client instructions).
+                    let request = Box::pin(call(client.clone()));
                     tokio::spawn(async move {
-                        match tokio::time::timeout(timeout, request).await {
+                        match tokio::time::timeout_at(deadline, request).await {
                             Ok(result) => result,
                             Err(_) => Err(Error::Timeout { op, after: timeout }),
                         }

@@ -62,7 +62,8 @@ impl Group {
         } = self
             .gather_requests(
                 requests,
-                timeout,
+                // The tasks are bounded by `timeout` already.
+                None,
                 "acquire",
                 |answers, pending| {
                     let acquired = answers

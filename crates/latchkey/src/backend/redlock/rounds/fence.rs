@@ -149,7 +149,8 @@ impl Group {
         let Gathered { answers, .. } = self
             .gather_requests(
                 requests,
-                timeout,
+                // The tasks are bounded by `timeout` already.
+                None,
                 "raise fence",
                 |answers, pending| reach_decided(raised(answers), pending, quorum),
                 false,

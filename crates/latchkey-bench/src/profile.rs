@@ -1,0 +1,193 @@
+//! `latchkey-bench --profile KIND PORTS N`: a warm-up, then N cycles of one
+//! workload on the servers at PORTS (comma-separated), nothing printed: a
+//! driver for callgrind (`dev/profile.sh` runs it twice, N and 3N cycles,
+//! and takes the difference), for the workloads `--instructions` does not
+//! cover:
+//!
+//! * `redlock5`: latchkey `Redlock` over 5 instances, `try_acquire` + `release`;
+//! * `rslock5`: rslock over the same 5, `lock` + `unlock`;
+//! * `mk-try`, `mk-acquire`: the `many_keys` scenario's shape, 64 tasks of
+//!   one client on 1,000 locks, `try_acquire` (or `acquire`) + `release`;
+//! * `mk-raw`: raw redis-rs sending the same two commands from 64 tasks over
+//!   one multiplexed connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+const TTL: Duration = Duration::from_secs(10);
+const TASKS: u64 = 64;
+const LOCKS: usize = 1000;
+const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
+const TOKEN: &str = "lk2:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
+
+pub fn main(args: &[String]) -> i32 {
+    let (Some(kind), Some(ports), Some(n)) = (
+        args.first().cloned(),
+        args.get(1).map(|p| {
+            p.split(',')
+                .filter_map(|p| p.parse::<u16>().ok())
+                .collect::<Vec<_>>()
+        }),
+        args.get(2).and_then(|n| n.parse::<u64>().ok()),
+    ) else {
+        eprintln!("usage: latchkey-bench --profile KIND PORTS N");
+        return 2;
+    };
+    let urls: Vec<String> = ports
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{p}/"))
+        .collect();
+    let result = crate::runtime().map_err(|e| e.to_string()).and_then(|rt| {
+        // On a worker, as in the scenarios.
+        rt.block_on(async { tokio::spawn(run(kind, urls, n)).await })
+            .map_err(|e| e.to_string())?
+    });
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("latchkey-bench --profile: {e}");
+            1
+        }
+    }
+}
+
+async fn run(kind: String, urls: Vec<String>, n: u64) -> Result<(), String> {
+    let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+    match kind.as_str() {
+        "redlock5" => {
+            let r5 = latchkey::Redlock::connect(&refs)
+                .await
+                .map_err(|e| e.to_string())?;
+            let lock = r5.lock("r5", TTL).map_err(|e| e.to_string())?;
+            for count in [200, n] {
+                for _ in 0..count {
+                    let guard = lock.try_acquire().await.map_err(|e| e.to_string())?;
+                    let guard = guard.ok_or("busy")?;
+                    let _ = guard.release().await.map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        "rslock5" => {
+            let manager = rslock::LockManager::new(urls.clone());
+            for count in [200, n] {
+                for _ in 0..count {
+                    let lock = manager
+                        .lock(&b"bench:redlock:rslock"[..], TTL)
+                        .await
+                        .map_err(|e| format!("rslock: {e}"))?;
+                    manager.unlock(&lock).await;
+                }
+            }
+        }
+        "mk-try" | "mk-acquire" => {
+            let client = latchkey::Client::connect(refs[0])
+                .await
+                .map_err(|e| e.to_string())?;
+            let locks: Arc<Vec<latchkey::Lock>> = Arc::new(
+                (0..LOCKS)
+                    .map(|i| client.lock(format!("mk:{i}"), TTL).expect("lock"))
+                    .collect(),
+            );
+            let wait = kind == "mk-acquire";
+            many(200, |t, per| mk_latchkey(locks.clone(), wait, t, per)).await;
+            many(n, |t, per| mk_latchkey(locks.clone(), wait, t, per)).await;
+        }
+        "mk-raw" => {
+            let conn = crate::handoff::connect(refs[0]).await;
+            let keys: Arc<Vec<[String; 2]>> = Arc::new(
+                (0..LOCKS)
+                    .map(|i| [format!("raw:mk:{i}"), format!("raw:mk:{i}:released")])
+                    .collect(),
+            );
+            many(200, |t, per| mk_raw(conn.clone(), keys.clone(), t, per)).await;
+            many(n, |t, per| mk_raw(conn.clone(), keys.clone(), t, per)).await;
+        }
+        other => return Err(format!("no workload {other:?}")),
+    }
+    Ok(())
+}
+
+/// `n` cycles over 64 tasks.
+async fn many<F, Fut>(n: u64, task: F)
+where
+    F: Fn(u64, u64) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let joins: Vec<_> = (0..TASKS)
+        .map(|t| tokio::spawn(task(t, n / TASKS)))
+        .collect();
+    for j in joins {
+        let _ = j.await;
+    }
+}
+
+async fn mk_latchkey(locks: Arc<Vec<latchkey::Lock>>, wait: bool, t: u64, per: u64) {
+    let mut rng = XorShift::new(t);
+    let mut done = 0;
+    while done < per {
+        let lock = &locks[rng.below(LOCKS)];
+        let guard = if wait {
+            match lock.acquire().await {
+                Ok(guard) => guard,
+                Err(_) => continue,
+            }
+        } else {
+            match lock.try_acquire().await {
+                Ok(Some(guard)) => guard,
+                _ => continue,
+            }
+        };
+        let _ = guard.release().await;
+        done += 1;
+    }
+}
+
+async fn mk_raw(
+    mut conn: redis::aio::MultiplexedConnection,
+    keys: Arc<Vec<[String; 2]>>,
+    t: u64,
+    per: u64,
+) {
+    let release = redis::Script::new(RELEASE_LUA);
+    let ttl = TTL.as_millis().to_string();
+    let token = format!("{TOKEN}{t}");
+    let mut rng = XorShift::new(t + 1000);
+    let mut done = 0;
+    while done < per {
+        let [key, channel] = &keys[rng.below(LOCKS)];
+        let got: Result<Option<Vec<u8>>, _> = redis::cmd("SET")
+            .arg(key)
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(&ttl)
+            .arg("GET")
+            .query_async(&mut conn)
+            .await;
+        if !matches!(got, Ok(None)) {
+            continue;
+        }
+        let _: Result<i64, _> = release
+            .key(key)
+            .arg(&token)
+            .arg(channel)
+            .invoke_async(&mut conn)
+            .await;
+        done += 1;
+    }
+}
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: u64) -> XorShift {
+        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
