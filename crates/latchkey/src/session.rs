@@ -382,7 +382,7 @@ async fn evalsha<T: FromRedisValue>(
     script: &Script,
     keys: &[&[u8]],
     args: &[&[u8]],
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
 ) -> redis::RedisResult<T> {
     let hash = script.get_hash();
     let data =
