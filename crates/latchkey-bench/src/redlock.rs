@@ -36,7 +36,10 @@ use crate::stats::{quantile, table, us};
 use crate::Report;
 
 const TTL: Duration = Duration::from_secs(10);
-const TARGET: f64 = 1.5;
+/// Issue 17's target: Redlock(5)'s median acquire at most rslock's over the
+/// same 5 instances, in the same run (it replaced "≤ 1.5× the single
+/// instance's", a figure that says more about the machine than the code).
+const RSLOCK_ROW: usize = 3;
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
     // On a runtime worker, as application tasks run (see `uncontended`).
@@ -189,6 +192,8 @@ async fn scenario(quick: bool) -> Report {
         |d: Duration, reference: Duration| d.as_secs_f64() / reference.as_secs_f64().max(1e-9);
     let mut rows = Vec::new();
     let mut missed = Vec::new();
+    let mut rslock_acquire = acquires[RSLOCK_ROW].clone();
+    let rslock_acquire = (!rslock_acquire.is_empty()).then(|| quantile(&mut rslock_acquire, 0.5));
     for (i, (label, _, reference)) in contenders.iter().enumerate() {
         if cycles[i].is_empty() {
             continue;
@@ -204,17 +209,19 @@ async fn scenario(quick: bool) -> Report {
         let (single_acquire, single_cycle) = medians[*reference];
         let acquire_ratio = ratio(a50, single_acquire);
         let cycle_ratio = ratio(c50, single_cycle);
-        let target = if *label == "Redlock(5)" {
-            if acquire_ratio <= TARGET {
-                format!("acquire ≤ {TARGET}× ✓")
-            } else {
-                missed.push(format!(
-                    "redlock: Redlock(5) acquire is {acquire_ratio:.2}× the single-instance lock's (target ≤ {TARGET}×)"
-                ));
-                format!("acquire ≤ {TARGET}× ✗")
+        let target = match (*label == "Redlock(5)", rslock_acquire) {
+            (true, Some(theirs)) => {
+                let vs = ratio(a50, theirs);
+                if vs <= 1.0 {
+                    format!("acquire ≤ rslock's ✓ ({vs:.2}×)")
+                } else {
+                    missed.push(format!(
+                        "redlock: Redlock(5) acquire is {vs:.2}× rslock's over the same 5 instances (target ≤ 1.00×)"
+                    ));
+                    format!("acquire ≤ rslock's ✗ ({vs:.2}×)")
+                }
             }
-        } else {
-            String::new()
+            _ => String::new(),
         };
         rows.push(vec![
             (*label).to_owned(),

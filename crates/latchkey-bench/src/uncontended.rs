@@ -375,20 +375,29 @@ async fn scenario(quick: bool) -> Report {
             0 => String::new(),
             n => format!("{:.2}–{:.2}", ratios[i][n / 4], ratios[i][(3 * n) / 4]),
         };
-        let target = match i {
-            1 => Some(0.95),
+        // Issue 17: the gate is the client's instructions per cycle, a count
+        // the VM's noise does not move (the wall-clock ratio stays beside it
+        // as information): at most 1.10× raw redis-rs sending the same
+        // commands, and at most rslock's.
+        let limit = match i {
+            1 => Some(1.10),
             3 => Some(1.0),
             _ => None,
         };
-        let verdict = match target {
-            Some(t) if ratio >= t => format!("≥ {t:.2}× ✓"),
-            Some(t) => {
-                missed.push(format!(
-                    "uncontended: latchkey is {ratio:.3}× {label} (target ≥ {t:.2}×)"
-                ));
-                format!("≥ {t:.2}× ✗")
+        let verdict = match (limit, instructions[0], instructions[i]) {
+            (Some(limit), Some(ours), Some(theirs)) => {
+                let share = ours / theirs;
+                if share <= limit {
+                    format!("instructions ≤ {limit:.2}× ✓ ({share:.3}×)")
+                } else {
+                    missed.push(format!(
+                        "uncontended: latchkey runs {share:.3}× the client instructions of {label} (target ≤ {limit:.2}×)"
+                    ));
+                    format!("instructions ≤ {limit:.2}× ✗ ({share:.3}×)")
+                }
             }
-            None => String::new(),
+            (Some(limit), _, _) => format!("instructions ≤ {limit:.2}×: not counted"),
+            _ => String::new(),
         };
         rows.push(vec![
             label.clone(),
