@@ -180,3 +180,35 @@ fn an_acquisition_whose_reply_was_lost_leaves_no_lock_behind() {
     }
     drop(proxy);
 }
+
+/// A server that refuses writes is an outage with its cause named (exit
+/// 69), not a raw script error with exit 70: a read-only replica, and a
+/// primary at `maxmemory` under `noeviction`.
+#[test]
+fn a_full_server_or_a_replica_is_named_and_exits_69() {
+    let primary = RedisServer::start();
+    let replica = RedisServer::builder().replica_of(primary.port()).start();
+    let out = output(
+        latchkey(&replica).args(["acquire", "job", "--ttl", "5s", "--no-wait"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 69, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("read-only replica"),
+        "{}",
+        stderr(&out)
+    );
+
+    primary
+        .command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"])
+        .unwrap();
+    primary
+        .command(&["CONFIG", "SET", "maxmemory", "1"])
+        .unwrap();
+    let out = output(
+        latchkey(&primary).args(["acquire", "job", "--ttl", "5s", "--no-wait"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 69, "{}", stderr(&out));
+    assert!(stderr(&out).contains("out of memory"), "{}", stderr(&out));
+}
