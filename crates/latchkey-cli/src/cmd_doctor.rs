@@ -349,7 +349,7 @@ fn cluster(info: &Info) -> Check {
         Ok("0") => Check::pass(NAME, "not a cluster"),
         Ok(_) => Check::warn(
             NAME,
-            "Redis Cluster: locks, fencing, the watchdog, waiting and broadcast signals work (each lock's keys share a slot); `list`, `top`, `exporter`, `signal --one` and waiter counts do not yet, and this doctor checks the one node it is connected to",
+            "Redis Cluster: locks, fencing, the watchdog, waiting, listing and broadcast signals work (each lock's keys share a slot); `signal --one` and waiter counts do not yet, and this doctor checks the one node it is connected to",
             "run doctor against each primary for its own figures",
         ),
         Err(check) => check,

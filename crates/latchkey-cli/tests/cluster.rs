@@ -1,7 +1,7 @@
 //! The command line on a real Redis Cluster (3 primaries on loopback): one
-//! node's URL is enough for `run`, `acquire`, `release`, `status`; what does
-//! not work on a cluster yet is refused with exit 2 and says so; `doctor`'s
-//! cluster line is a WARN that names it.
+//! node's URL is enough for `run`, `acquire`, `release`, `status`, `list`;
+//! what does not work on a cluster yet is refused with exit 2 and says so;
+//! `doctor`'s cluster line is a WARN that names it.
 
 mod common;
 
@@ -56,7 +56,9 @@ fn what_a_cluster_cannot_do_yet_is_refused_and_doctor_says_so() {
         .replicas_per_primary(0)
         .start();
     let url = cluster.seed_url();
-    for args in [&["list"][..], &["signal", "--one", "jobs", "x"][..]] {
+    let listed = output(latchkey_at(&url).args(["list"]), QUICK);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    for args in [&["signal", "--one", "jobs", "x"][..]] {
         let out = output(latchkey_at(&url).args(args), QUICK);
         assert_eq!(code(out.status), 2, "{args:?}: {}", stderr(&out));
         assert!(

@@ -161,7 +161,8 @@ impl Client {
     /// Uses `SCAN` (never `KEYS`, which blocks the server), twice: once for
     /// lock keys, once for fencing counters, each `COUNT 1000`, so it costs
     /// about `2 × keyspace / 1000` round trips, and then one inspection per
-    /// lock. Keys created or deleted meanwhile may or may not be seen.
+    /// lock. Keys created or deleted meanwhile may or may not be seen. On a
+    /// Redis Cluster every primary is walked.
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.

@@ -27,6 +27,52 @@ impl Connection {
     pub fn is_cluster(&self) -> bool {
         matches!(self.0, Kind::Cluster(_))
     }
+
+    /// The nodes a whole-keyspace walk must visit: the one server, or every
+    /// cluster primary that is not marked failed (`None`: the one server).
+    pub(crate) async fn primaries(&mut self) -> redis::RedisResult<Vec<Option<(String, u16)>>> {
+        let Kind::Cluster(conn) = &mut self.0 else {
+            return Ok(vec![None]);
+        };
+        let nodes: String = redis::cmd("CLUSTER").arg("NODES").query_async(conn).await?;
+        Ok(nodes
+            .lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let (addr, flags) = (fields.get(1)?, fields.get(2)?);
+                let primary = flags.split(',').any(|f| f == "master")
+                    && !flags.split(',').any(|f| f == "fail" || f == "noaddr");
+                if !primary {
+                    return None;
+                }
+                // `ip:port@cport[,hostname]`
+                let (host, port) = addr.split('@').next()?.rsplit_once(':')?;
+                Some((host.to_owned(), port.parse().ok()?))
+            })
+            .map(Some)
+            .collect())
+    }
+
+    /// Runs `cmd` on the node at `node` (`None`: wherever this connection
+    /// sends it, the one server).
+    pub(crate) async fn query_on<T: redis::FromRedisValue>(
+        &mut self,
+        cmd: Cmd,
+        node: &Option<(String, u16)>,
+    ) -> redis::RedisResult<T> {
+        match (&mut self.0, node) {
+            (Kind::Cluster(conn), Some((host, port))) => {
+                use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port: *port,
+                });
+                let value = conn.route_command(cmd, routing).await?;
+                Ok(redis::from_redis_value(value)?)
+            }
+            _ => cmd.query_async(self).await,
+        }
+    }
 }
 
 impl std::fmt::Debug for Connection {

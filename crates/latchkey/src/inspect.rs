@@ -129,12 +129,6 @@ impl Session {
 
     /// See [`Client::list`](crate::Client::list).
     pub(crate) async fn list(&self, pattern: &[u8]) -> Result<Vec<LockInfo>> {
-        if self.is_cluster() {
-            // SCAN walks one node's keys: a listing would silently miss the others.
-            return Err(Error::InvalidInput(
-                "listing locks on a Redis Cluster is not supported yet (it needs a SCAN of every primary)".into(),
-            ));
-        }
         let glob: Vec<u8> = [&escape_glob(self.prefix())[..], pattern].concat();
         let mut names = BTreeSet::new();
         for key in self.scan_strings(&glob).await? {
@@ -169,25 +163,33 @@ impl Session {
     }
 
     /// All string keys matching `glob`, via `SCAN … MATCH glob TYPE string`.
+    /// On a Redis Cluster, `SCAN` walks one node's keys: every primary is
+    /// walked in turn.
     async fn scan_strings(&self, glob: &[u8]) -> Result<Vec<Vec<u8>>> {
         let mut keys = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let mut cmd = redis::cmd("SCAN");
-            cmd.arg(cursor)
-                .arg("MATCH")
-                .arg(glob)
-                .arg("COUNT")
-                .arg(SCAN_COUNT)
-                .arg("TYPE")
-                .arg("string");
-            let (next, batch): (u64, Vec<Vec<u8>>) = self.query("SCAN", cmd, b"").await?;
-            keys.extend(batch);
-            if next == 0 {
-                return Ok(keys);
+        let mut conn = self.connection();
+        let nodes = self.bounded("CLUSTER NODES", &[], conn.primaries()).await?;
+        for node in &nodes {
+            let mut cursor: u64 = 0;
+            loop {
+                let mut cmd = redis::cmd("SCAN");
+                cmd.arg(cursor)
+                    .arg("MATCH")
+                    .arg(glob)
+                    .arg("COUNT")
+                    .arg(SCAN_COUNT)
+                    .arg("TYPE")
+                    .arg("string");
+                let (next, batch): (u64, Vec<Vec<u8>>) =
+                    self.bounded("SCAN", &[], conn.query_on(cmd, node)).await?;
+                keys.extend(batch);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
             }
-            cursor = next;
         }
+        Ok(keys)
     }
 }
 

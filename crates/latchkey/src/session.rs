@@ -319,7 +319,7 @@ impl Session {
         self.bounded(op, keys, fut).await
     }
 
-    async fn bounded<T>(
+    pub(crate) async fn bounded<T>(
         &self,
         op: &'static str,
         keys: &[&[u8]],

@@ -151,7 +151,6 @@ async fn fenced_writes_signals_and_what_is_refused() {
     assert_eq!(signal.payload, b"v42");
     // What would be silently wrong on a cluster is refused, with a reason.
     for refused in [
-        client.list("*").await.map(|_| ()),
         client.signal_one("deploy-done", b"x").await.map(|_| ()),
         client.waiters("deploy-done").await.map(|_| ()),
     ] {
@@ -171,4 +170,38 @@ async fn fenced_writes_signals_and_what_is_refused() {
     let info = client.inspect("inspected").await.unwrap();
     assert!(info.held);
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_walks_every_primary() {
+    let cluster = tokio::task::spawn_blocking(cluster).await.unwrap();
+    let client = cluster_client(&cluster).await;
+    let names: Vec<String> = (0..24).map(|i| format!("listed-{i}")).collect();
+    let mut guards = Vec::new();
+    for name in &names {
+        let lock = client.lock(name, Duration::from_secs(30)).unwrap();
+        guards.push(lock.try_acquire().await.unwrap().unwrap());
+    }
+    let ports: std::collections::HashSet<u16> = names
+        .iter()
+        .map(|n| cluster.primary_for_key(&format!("test:{n}")).port())
+        .collect();
+    assert_eq!(
+        ports.len(),
+        3,
+        "the names did not spread over the primaries"
+    );
+    let listed: Vec<String> = client
+        .list("listed-*")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|info| String::from_utf8_lossy(&info.name).into_owned())
+        .collect();
+    let mut expected = names.clone();
+    expected.sort();
+    assert_eq!(listed, expected);
+    for guard in guards {
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    }
 }
