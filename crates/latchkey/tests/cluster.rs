@@ -184,7 +184,7 @@ async fn list_walks_every_primary() {
     }
     let ports: std::collections::HashSet<u16> = names
         .iter()
-        .map(|n| cluster.primary_for_key(&format!("test:{n}")).port())
+        .map(|n| cluster.primary_for_key(format!("test:{n}")).port())
         .collect();
     assert_eq!(
         ports.len(),
