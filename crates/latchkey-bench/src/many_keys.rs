@@ -282,25 +282,7 @@ async fn run_raw(url: &str, window: Duration) -> f64 {
                 let token = format!("{TOKEN}{t}");
                 while Instant::now() < deadline {
                     let [key, _fence, channel] = &keys[rng.below(LOCKS)];
-                    let got: Result<Option<Vec<u8>>, _> = redis::cmd("SET")
-                        .arg(key)
-                        .arg(&token)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(&ttl)
-                        .arg("GET")
-                        .query_async(&mut conn)
-                        .await;
-                    if !matches!(got, Ok(None)) {
-                        continue;
-                    }
-                    let released: Result<i64, _> = release
-                        .key(key)
-                        .arg(&token)
-                        .arg(channel)
-                        .invoke_async(&mut conn)
-                        .await;
-                    if released.is_ok() {
+                    if raw_cycle(&mut conn, &release, key, channel, &token, &ttl).await {
                         count.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -363,15 +345,47 @@ fn run_redis_benchmark(port: u16, n: u64, command: &[&str]) -> Result<f64, Strin
         .ok_or_else(|| format!("unexpected redis-benchmark output: {text:?}"))
 }
 
+/// One cycle of the raw redis-rs reference: `SET NX PX GET`, and when that
+/// took the lock, the release script. Whether a whole cycle ran (a busy key
+/// is skipped). Shared with the `--profile` driver (`profile.rs`).
+pub(crate) async fn raw_cycle(
+    conn: &mut redis::aio::MultiplexedConnection,
+    release: &redis::Script,
+    key: &str,
+    channel: &str,
+    token: &str,
+    ttl: &str,
+) -> bool {
+    let got: Result<Option<Vec<u8>>, _> = redis::cmd("SET")
+        .arg(key)
+        .arg(token)
+        .arg("NX")
+        .arg("PX")
+        .arg(ttl)
+        .arg("GET")
+        .query_async(conn)
+        .await;
+    if !matches!(got, Ok(None)) {
+        return false;
+    }
+    let released: Result<i64, _> = release
+        .key(key)
+        .arg(token)
+        .arg(channel)
+        .invoke_async(conn)
+        .await;
+    released.is_ok()
+}
+
 /// A small per-task PRNG: spreads tasks over the locks without a shared RNG.
-struct XorShift(u64);
+pub(crate) struct XorShift(u64);
 
 impl XorShift {
-    fn new(seed: u64) -> XorShift {
+    pub(crate) fn new(seed: u64) -> XorShift {
         XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

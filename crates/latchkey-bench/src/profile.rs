@@ -14,6 +14,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::many_keys::{raw_cycle, XorShift};
+
 const TTL: Duration = Duration::from_secs(10);
 const TASKS: u64 = 64;
 const LOCKS: usize = 1000;
@@ -155,39 +157,8 @@ async fn mk_raw(
     let mut done = 0;
     while done < per {
         let [key, channel] = &keys[rng.below(LOCKS)];
-        let got: Result<Option<Vec<u8>>, _> = redis::cmd("SET")
-            .arg(key)
-            .arg(&token)
-            .arg("NX")
-            .arg("PX")
-            .arg(&ttl)
-            .arg("GET")
-            .query_async(&mut conn)
-            .await;
-        if !matches!(got, Ok(None)) {
-            continue;
+        if raw_cycle(&mut conn, &release, key, channel, &token, &ttl).await {
+            done += 1;
         }
-        let _: Result<i64, _> = release
-            .key(key)
-            .arg(&token)
-            .arg(channel)
-            .invoke_async(&mut conn)
-            .await;
-        done += 1;
-    }
-}
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> XorShift {
-        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
     }
 }

@@ -38,13 +38,8 @@ pub struct LockGuard {
     /// [`LockGuard::fencing_token`] call.
     fencing_token: tokio::sync::OnceCell<u64>,
     state: Arc<State>,
-    /// The release's reply was read (or it failed for good): nothing is left to do.
-    released: bool,
-    /// `release` was called: if it is dropped before `released`, `Drop`
-    /// finishes it in the background.
-    releasing: bool,
-    /// The release's outcome was counted in the metrics already.
-    outcome_counted: bool,
+    /// How far [`release`](LockGuard::release) got: `Drop` finishes what it left.
+    release: ReleaseState,
     /// When the guard was made, for the hold-time metric.
     acquired_at: Instant,
 }
@@ -94,9 +89,7 @@ impl LockGuard {
             token,
             fencing_token: tokio::sync::OnceCell::new_with(fencing_token),
             state,
-            released: false,
-            releasing: false,
-            outcome_counted: false,
+            release: ReleaseState::NotAsked,
             acquired_at: Instant::now(),
         }
     }
@@ -248,7 +241,7 @@ impl LockGuard {
     /// release is finished in the background, as for a guard dropped
     /// without release; [`Client::flush`](crate::Client::flush) waits for it.
     pub async fn release(mut self) -> Result<Ownership> {
-        self.releasing = true;
+        self.release = ReleaseState::Sent;
         self.state.finish();
         crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
         let span = release_span(self.name(), &self.token);
@@ -257,10 +250,9 @@ impl LockGuard {
                 .instrument(span)
                 .await;
         crate::metrics::release_outcome(&self.lock.metrics_label, result.as_ref().ok().copied());
-        self.outcome_counted = true;
         match result {
             Ok(outcome) => {
-                self.released = true;
+                self.release = ReleaseState::Done;
                 if outcome != Ownership::Owned {
                     tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "release found the lock no longer ours");
                 }
@@ -268,13 +260,29 @@ impl LockGuard {
             }
             // The request may never have reached Redis: `Drop` tries once more
             // in the background (compare-and-delete, so never someone else's lock).
-            Err(e) if e.is_transient() => Err(e),
+            Err(e) if e.is_transient() => {
+                self.release = ReleaseState::Failed;
+                Err(e)
+            }
             Err(e) => {
-                self.released = true;
+                self.release = ReleaseState::Done;
                 Err(e)
             }
         }
     }
+}
+
+/// How far a guard's release got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReleaseState {
+    /// Never asked: `Drop` releases in the background.
+    NotAsked,
+    /// Sent, reply not read (the future was dropped): `Drop` finishes it.
+    Sent,
+    /// Failed transiently (counted in the metrics): `Drop` tries once more.
+    Failed,
+    /// Answered, or failed for good: nothing left to do.
+    Done,
 }
 
 impl Drop for LockGuard {
@@ -282,26 +290,27 @@ impl Drop for LockGuard {
         self.state.finish();
         // After a release this runs once the release has finished.
         self.lock.local.unhold();
-        if self.released {
-            return;
-        }
-        let why = if self.outcome_counted {
-            "the release failed; trying once more"
-        } else if self.releasing {
-            "the release was cancelled before its reply was read; finishing it"
-        } else {
-            "lock guard dropped without release()"
+        let why = match self.release {
+            ReleaseState::Done => return,
+            ReleaseState::Failed => "the release failed; trying once more",
+            ReleaseState::Sent => {
+                "the release was cancelled before its reply was read; finishing it"
+            }
+            ReleaseState::NotAsked => {
+                crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
+                "lock guard dropped without release()"
+            }
         };
         tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), why, "releasing in the background");
-        if !self.releasing {
-            crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
-        }
+        // A failed release was counted already; every other one is counted here.
+        let counted =
+            (self.release != ReleaseState::Failed).then(|| self.lock.metrics_label.clone());
         release_in_background(
             self.lock.backend.clone(),
             self.lock.keys.clone(),
             std::mem::take(&mut self.token),
             why,
-            (!self.outcome_counted).then(|| self.lock.metrics_label.clone()),
+            counted,
         );
     }
 }

@@ -89,8 +89,9 @@ impl Session {
     /// whatever it finds under the prefix.
     async fn inspect_key(&self, name: &[u8]) -> Result<LockInfo> {
         let keys = LockKeys::new(self.prefix(), name, !self.is_cluster());
+        let (counted, n) = keys.counted();
         let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = self
-            .eval("inspect", &scripts::INSPECT, &keys.counted(), &[])
+            .eval("inspect", &scripts::INSPECT, &counted[..n], &[])
             .await?;
         let parsed = fence.as_ref().map(|raw| {
             std::str::from_utf8(raw)

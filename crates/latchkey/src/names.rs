@@ -108,18 +108,27 @@ impl LockKeys {
     }
 
     /// The script keys of an attempt or a token: the lock, its counter and,
-    /// during the transition from layout 2, the old counter.
-    pub(crate) fn counted(&self) -> Vec<&[u8]> {
-        let mut keys: Vec<&[u8]> = vec![&self.key, &self.fence_key];
-        if let Some(legacy) = &self.legacy {
-            keys.push(&legacy.fence_key);
+    /// during the transition from layout 2, the old counter. On the stack:
+    /// this is on every waiter's attempt.
+    pub(crate) fn counted(&self) -> ([&[u8]; 3], usize) {
+        match &self.legacy {
+            Some(legacy) => ([&self.key, &self.fence_key, &legacy.fence_key], 3),
+            None => ([&self.key, &self.fence_key, &[]], 2),
         }
-        keys
     }
 
     /// The release channels to publish on and listen to.
     pub(crate) fn channels(&self) -> impl Iterator<Item = &[u8]> {
         std::iter::once(&self.channel[..]).chain(self.legacy.as_ref().map(|l| &l.channel[..]))
+    }
+
+    /// The release script's arguments: `token`, then [`LockKeys::channels`].
+    /// On the stack: this is on every release.
+    pub(crate) fn release_args<'a>(&'a self, token: &'a [u8]) -> ([&'a [u8]; 3], usize) {
+        match &self.legacy {
+            Some(legacy) => ([token, &self.channel, &legacy.channel], 3),
+            None => ([token, &self.channel, &[]], 2),
+        }
     }
 }
 

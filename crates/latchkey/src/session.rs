@@ -178,7 +178,7 @@ impl ClientBuilder {
                 })
             }
         };
-        let conn = self.cluster_or(standalone).await?;
+        let (conn, answered) = self.cluster_or(standalone).await?;
         let client = Session {
             inner: Arc::new(SessionInner {
                 redis,
@@ -196,8 +196,11 @@ impl ClientBuilder {
             }),
         };
         // A connection is only useful if we may use it: surface auth and ACL
-        // problems now, with a clear error, instead of at the first lock.
-        let _: String = client.query("PING", redis::cmd("PING"), b"").await?;
+        // problems now, with a clear error, instead of at the first lock. A
+        // server that answered `INFO` took us already: no second round trip.
+        if !answered {
+            let _: String = client.query("PING", redis::cmd("PING"), b"").await?;
+        }
         Ok(client)
     }
 }
@@ -205,8 +208,10 @@ impl ClientBuilder {
 impl ClientBuilder {
     /// A connection to the cluster when the server at the URL is a cluster
     /// node (`cluster_enabled:1`), else `standalone`. A server that does not
-    /// answer `INFO cluster` (an ACL without `INFO`) is taken as standalone.
-    async fn cluster_or(&self, mut standalone: ConnectionManager) -> Result<Connection> {
+    /// answer `INFO cluster` (an ACL without `INFO`, a wrong password) is
+    /// taken as standalone, and the caller's `PING` says what is wrong;
+    /// `true` with the connection when the server answered.
+    async fn cluster_or(&self, mut standalone: ConnectionManager) -> Result<(Connection, bool)> {
         let info = tokio::time::timeout(
             self.command_timeout,
             redis::cmd("INFO")
@@ -214,10 +219,11 @@ impl ClientBuilder {
                 .query_async::<String>(&mut standalone),
         )
         .await;
+        let answered = matches!(&info, Ok(Ok(_)));
         let cluster =
             matches!(&info, Ok(Ok(text)) if text.lines().any(|l| l.trim() == "cluster_enabled:1"));
         if !cluster {
-            return Ok(Connection(Kind::Standalone(standalone)));
+            return Ok((Connection(Kind::Standalone(standalone)), answered));
         }
         let client = redis::cluster::ClusterClient::builder(vec![self.url.as_str()])
             .connection_timeout(self.command_timeout)
@@ -226,7 +232,7 @@ impl ClientBuilder {
             .build()
             .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
         match tokio::time::timeout(self.command_timeout, client.get_async_connection()).await {
-            Ok(Ok(conn)) => Ok(Connection(Kind::Cluster(conn))),
+            Ok(Ok(conn)) => Ok((Connection(Kind::Cluster(conn)), true)),
             Ok(Err(e)) => Err(Error::from_redis(e, &[], self.command_timeout)),
             Err(_) => Err(Error::Timeout {
                 op: "connect",

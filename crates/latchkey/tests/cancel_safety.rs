@@ -136,24 +136,17 @@ async fn a_cancelled_wait_leaves_no_lock_and_no_subscription() {
     // Release while the waiter's attempt travels, then cancel it: its
     // attempt may take the lock, and nobody would know.
     let waiting = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(20)).await });
-    eventually("waiter never subscribed", || async {
-        let reply = server
-            .command(&["PUBSUB", "NUMSUB", "test:cancelled-wait:released"])
-            .unwrap();
-        (reply.lines().nth(1) == Some("1")).then_some(())
-    })
-    .await;
+    until_subscribed(&server, "{test:cancelled-wait}:released", 1).await;
     assert_eq!(held.release().await.unwrap(), Ownership::Owned);
     tokio::time::sleep(Duration::from_millis(25)).await; // the scenario: cancel mid-flight
     waiting.abort();
     let _ = waiting.await;
     waiter.flush(Duration::from_secs(3)).await;
     until_gone(&server, "test:cancelled-wait").await;
+    // Neither layout's channel keeps a subscriber of the cancelled waiter.
     eventually("the cancelled waiter is still subscribed", || async {
-        let reply = server
-            .command(&["PUBSUB", "NUMSUB", "test:cancelled-wait:released"])
-            .unwrap();
-        (reply.lines().nth(1) == Some("0")).then_some(())
+        server.subscribers("{test:cancelled-wait}:released") == 0
+            && server.subscribers("test:cancelled-wait:released") == 0
     })
     .await;
 }

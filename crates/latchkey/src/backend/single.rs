@@ -59,12 +59,13 @@ impl Session {
         let ttl_arg = ttl_ms(ttl).to_string();
         let issue = if mode.fenced { "1" } else { "0" };
         let waiting = if mode.ask_ttl { "1" } else { "0" };
+        let (counted, n) = keys.counted();
         // {acquired, value} or, busy, {0, pttl, announced}.
         let reply: Vec<i64> = self
             .eval(
                 "acquire",
                 &scripts::ACQUIRE,
-                &keys.counted(),
+                &counted[..n],
                 &[
                     token.as_bytes(),
                     ttl_arg.as_bytes(),
@@ -105,11 +106,12 @@ impl Session {
         keys: &LockKeys,
         token: &str,
     ) -> Result<std::result::Result<u64, Ownership>> {
+        let (counted, n) = keys.counted();
         let (issued, value): (i64, i64) = self
             .eval(
                 "issue fencing token",
                 &scripts::ISSUE_FENCE,
-                &keys.counted(),
+                &counted[..n],
                 &[token.as_bytes()],
             )
             .await?;
@@ -126,10 +128,9 @@ impl Session {
     /// Compare-and-delete; publishes a wake-up on success if a waiter marked
     /// the token.
     pub(crate) async fn release_once(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
-        let mut args: Vec<&[u8]> = vec![token.as_bytes()];
-        args.extend(keys.channels());
+        let (args, n) = keys.release_args(token.as_bytes());
         let outcome: i64 = self
-            .eval("release", &scripts::RELEASE, &[&keys.key], &args)
+            .eval("release", &scripts::RELEASE, &[&keys.key], &args[..n])
             .await?;
         release_outcome(outcome)
     }
