@@ -372,6 +372,7 @@ pub(crate) async fn raw_cycle(
         .key(key)
         .arg(token)
         .arg(channel)
+        .arg("PUBLISH")
         .invoke_async(conn)
         .await;
     released.is_ok()

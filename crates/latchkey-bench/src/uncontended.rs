@@ -119,6 +119,7 @@ impl Cycler {
                         .key(&raw.key)
                         .arg(&token)
                         .arg(&raw.channel)
+                        .arg("PUBLISH")
                         .invoke_async(&mut raw.conn)
                         .await
                         .map_err(|e| e.to_string())?;

@@ -39,6 +39,19 @@ impl RedisServer {
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or(0)
     }
+
+    /// Subscribers of the sharded `channel` on this node (`PUBSUB
+    /// SHARDNUMSUB`): on a cluster, who listens to a lock's wake-ups there.
+    pub fn shard_subscribers(&self, channel: &str) -> u64 {
+        let reply = self
+            .command(&["PUBSUB", "SHARDNUMSUB", channel])
+            .unwrap_or_default();
+        reply
+            .lines()
+            .nth(1)
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    }
 }
 
 #[cfg(test)]

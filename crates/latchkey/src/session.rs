@@ -283,6 +283,18 @@ impl Session {
         self.inner.conn.is_cluster()
     }
 
+    /// The command that publishes wake-ups and signals: `SPUBLISH` on a
+    /// cluster (sharded pub/sub: a message travels only within the shard
+    /// that owns its channel's slot, where the waiters `SSUBSCRIBE`),
+    /// `PUBLISH` elsewhere.
+    pub(crate) fn publish_command(&self) -> &'static [u8] {
+        if self.is_cluster() {
+            b"SPUBLISH"
+        } else {
+            b"PUBLISH"
+        }
+    }
+
     /// Waits, at most `within`, for the work this client does in the
     /// background to finish: releases of guards dropped without
     /// [`release`](crate::LockGuard::release), of releases and acquisitions
@@ -347,6 +359,14 @@ impl Session {
     /// The shared subscriber, started on first use.
     pub(crate) fn subscriber(&self) -> &Subscriber {
         self.inner.subscriber.get_or_init(|| {
+            if self.is_cluster() {
+                let seed = self.inner.redis.get_connection_info().clone();
+                return Subscriber::start_cluster(
+                    redis::cluster::ClusterClientBuilder::new(vec![seed]),
+                    self.inner.command_timeout,
+                    self.inner.pubsub_ping_every,
+                );
+            }
             Subscriber::start(
                 self.inner.redis.clone(),
                 self.inner.command_timeout,

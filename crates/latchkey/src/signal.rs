@@ -33,8 +33,12 @@ impl Session {
         wire::check_name(name)?;
         let channel = wire::broadcast_channel(self.prefix(), name);
         let message = wire::seal(wire::random_u64(), payload);
-        let mut publish = redis::cmd("PUBLISH");
-        publish.arg(&channel).arg(&message);
+        // SPUBLISH on a cluster, where waiters SSUBSCRIBE (see the subscriber).
+        let mut publish = redis::Cmd::new();
+        publish
+            .arg(self.publish_command())
+            .arg(&channel)
+            .arg(&message);
         let heard: i64 = self.query("PUBLISH", publish, &channel).await?;
         crate::metrics::signal_sent(false);
         usize::try_from(heard).map_err(|_| Error::Protocol(format!("PUBLISH returned {heard}")))

@@ -2,8 +2,9 @@
 //! kit): given any node's URL, the client detects the cluster and routes
 //! each script to the node that serves the lock's slot; layout 3 keeps the
 //! lock key, its fencing counter and its channel in one slot. Waiting is
-//! woken by the release message (a PUBLISH inside the release script reaches
-//! every node's subscribers).
+//! woken by the release message, over sharded pub/sub (SPUBLISH in the
+//! release script, SSUBSCRIBE at the node that owns the lock's slot), also
+//! after the slot moved to another node.
 
 mod common;
 
@@ -113,8 +114,20 @@ async fn a_waiter_is_woken_by_a_release_on_another_client() {
             owner.command(&["GET", &key]).unwrap().ends_with("+w")
         })
         .await;
+        // Sharded pub/sub: the waiter listens at the node that owns the
+        // lock's slot, and the release publishes there with SPUBLISH.
+        let channel =
+            String::from_utf8(latchkey::protocol::release_channel(key.as_bytes())).unwrap();
+        assert_eq!(owner.server().shard_subscribers(&channel), 1, "{name}");
+        let published_before = owner.server().calls("publish");
         let released_at = Instant::now();
         assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+        assert!(owner.server().calls("spublish") >= 1, "{name}: no SPUBLISH");
+        assert_eq!(
+            owner.server().calls("publish"),
+            published_before,
+            "{name}: a PUBLISH"
+        );
         let (acquired_at, got) = waiting.await.unwrap();
         let got = got.expect("woken and acquired");
         assert!(
@@ -204,4 +217,87 @@ async fn list_walks_every_primary() {
     for guard in guards {
         assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     }
+}
+
+/// A held and waited-on lock whose slot moves to another primary (`CLUSTER
+/// SETSLOT … MIGRATING/IMPORTING`, `MIGRATE`, `SETSLOT … NODE`): the holder
+/// keeps it (its watchdog renews at the new owner and nothing is lost), and
+/// the waiter — whose sharded subscription the old owner drops with an
+/// unsolicited `sunsubscribe` — is subscribed again at the new owner and is
+/// woken there by the release, long before the 30 s TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_keeps_its_holder_and_wakes_its_waiter_after_its_slot_moves() {
+    let cluster = tokio::task::spawn_blocking(cluster).await.unwrap();
+    let cluster = std::sync::Arc::new(cluster);
+    let holder = cluster_client(&cluster).await;
+    let waiter = cluster_client(&cluster).await;
+    let name = "moving";
+    let key = format!("test:{name}");
+    let channel = String::from_utf8(latchkey::protocol::release_channel(key.as_bytes())).unwrap();
+    let slot = key_slot(key.as_bytes());
+    let guard = holder
+        .lock(name, Duration::from_secs(2))
+        .unwrap()
+        .with_fencing()
+        .with_watchdog()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    let token = guard.issued_fencing_token().unwrap();
+    let lock = waiter.lock(name, Duration::from_secs(30)).unwrap();
+    let waiting = tokio::spawn(async move {
+        let guard = lock.acquire_timeout(Duration::from_secs(25)).await;
+        (Instant::now(), guard)
+    });
+    let from_port = cluster.primary_for_slot(slot).port();
+    latchkey_testkit::eventually("the waiter listens at the slot's owner", || async {
+        cluster
+            .primary_for_slot(slot)
+            .server()
+            .shard_subscribers(&channel)
+            == 1
+    })
+    .await;
+
+    let moving = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let to = moving
+            .primaries()
+            .into_iter()
+            .find(|p| p.port() != from_port)
+            .unwrap();
+        moving.migrate_slot(slot, to);
+    })
+    .await
+    .unwrap();
+    let to = cluster.primary_for_slot(slot);
+    assert_ne!(to.port(), from_port, "the slot did not move");
+    latchkey_testkit::eventually("the waiter listens at the new owner", || async {
+        to.server().shard_subscribers(&channel) == 1
+    })
+    .await;
+
+    // The holder still holds it, at the new owner, and can prove it.
+    assert!(guard.is_held());
+    assert_eq!(
+        guard.extend(Duration::from_secs(2)).await.unwrap(),
+        Ownership::Owned
+    );
+    assert!(to
+        .command(&["GET", &key])
+        .unwrap()
+        .starts_with(guard.token()));
+    let released_at = Instant::now();
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    let (acquired_at, got) = waiting.await.unwrap();
+    let got = got.expect("woken and acquired");
+    assert!(
+        acquired_at - released_at < Duration::from_secs(5),
+        "woken {:?} after the release, not by it",
+        acquired_at - released_at
+    );
+    // The counter moved with the slot: the next token is still greater.
+    assert!(got.fencing_token().await.unwrap() > token);
+    assert_eq!(got.release().await.unwrap(), Ownership::Owned);
 }

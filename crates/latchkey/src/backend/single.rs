@@ -128,7 +128,7 @@ impl Session {
     /// Compare-and-delete; publishes a wake-up on success if a waiter marked
     /// the token.
     pub(crate) async fn release_once(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
-        let (args, n) = keys.release_args(token.as_bytes());
+        let (args, n) = keys.release_args(token.as_bytes(), self.publish_command());
         let outcome: i64 = self
             .eval("release", &scripts::RELEASE, &[&keys.key], &args[..n])
             .await?;
@@ -145,9 +145,8 @@ impl Session {
             .arg(1)
             .arg(&keys.key)
             .arg(token);
-        for channel in keys.channels() {
-            eval.arg(channel);
-        }
+        let (args, n) = keys.release_args(token.as_bytes(), self.publish_command());
+        eval.arg(&args[1..n]);
         let outcome: i64 = self.query("release", eval, &keys.key).await?;
         release_outcome(outcome)
     }

@@ -5,9 +5,11 @@
 -- ARGV[1]  owner token
 -- ARGV[2]  release channel (PUBLISHed to on success if a waiter marked the
 --          token with '+w', so waiters wake at once; see acquire.lua)
--- ARGV[3]  optional: the layout 2 release channel, published to as well
+-- ARGV[3]  the publish command: 'PUBLISH', or 'SPUBLISH' on a Redis Cluster
+--          (sharded pub/sub: the message stays on the lock's shard)
+-- ARGV[4]  optional: the layout 2 release channel, published to as well
 --          (a 0.2 waiter, which may have made the mark, listens only there;
---          see docs/protocol.md, "Layout versions")
+--          see docs/protocol.md, "Layout versions"; never on a cluster)
 --
 -- Returns
 --    1  released (and, if marked, a wake-up published if this user may publish)
@@ -26,8 +28,8 @@ elseif holder == ARGV[1] .. '+w' then
   -- channel must still be able to release (waiters then wake at the TTL or
   -- by polling), and scripts are not rolled back, so an error here would
   -- report a failure for a release that happened.
-  redis.pcall('PUBLISH', ARGV[2], 'released')
-  if ARGV[3] then redis.pcall('PUBLISH', ARGV[3], 'released') end
+  redis.pcall(ARGV[3], ARGV[2], 'released')
+  if ARGV[4] then redis.pcall(ARGV[3], ARGV[4], 'released') end
   return 1
 elseif holder then
   return -1

@@ -176,7 +176,10 @@ pub(super) async fn actor(
 
 /// Answers every queued subscribe with an error and counts the releases.
 /// Returns false when the subscriber is gone for good.
-fn fail_pending(shared: &Weak<Shared>, inbox: &mut mpsc::UnboundedReceiver<Request>) -> bool {
+pub(super) fn fail_pending(
+    shared: &Weak<Shared>,
+    inbox: &mut mpsc::UnboundedReceiver<Request>,
+) -> bool {
     let open = loop {
         match inbox.try_recv() {
             Ok(Request::Subscribe(_, done)) => {
@@ -250,7 +253,7 @@ async fn handle(
     Ok(())
 }
 
-fn dispatch(shared: &Shared, message: &redis::Msg) {
+pub(super) fn dispatch(shared: &Shared, message: &redis::Msg) {
     let Ok(channel) = message.get_channel::<Vec<u8>>() else {
         return;
     };

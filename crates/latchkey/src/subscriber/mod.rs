@@ -48,6 +48,7 @@ use crate::error::{Error, Result};
 mod actor;
 mod commands;
 mod registry;
+mod sharded;
 
 pub(crate) use actor::jitter;
 use registry::{lock, Entry, Request, Shared};
@@ -57,6 +58,8 @@ pub(crate) use registry::{Event, Topic, EVENT_BUFFER};
 #[derive(Clone)]
 pub(crate) struct Subscriber {
     shared: Arc<Shared>,
+    /// A cluster's subscriber: channels only (see `sharded.rs`).
+    sharded: bool,
 }
 
 /// One interest in one topic. Dropping it gives the interest up.
@@ -70,6 +73,39 @@ pub(crate) struct Subscription {
 impl Subscriber {
     /// Starts the actor. Needs a tokio runtime.
     pub(crate) fn start(client: redis::Client, timeout: Duration, ping_every: Duration) -> Self {
+        let (subscriber, inbox) = Self::new(false, timeout);
+        // The actor holds the registry weakly: when the last client handle and
+        // subscription are gone, the request channel closes and it exits.
+        tokio::spawn(actor::actor(
+            client,
+            Arc::downgrade(&subscriber.shared),
+            inbox,
+            timeout,
+            ping_every,
+        ));
+        subscriber
+    }
+
+    /// Starts the actor of a Redis Cluster's subscriber, which subscribes
+    /// with `SSUBSCRIBE` at the node that owns each channel's slot (see
+    /// `sharded.rs`). `seed` is any node. Needs a tokio runtime.
+    pub(crate) fn start_cluster(
+        seed: redis::cluster::ClusterClientBuilder,
+        timeout: Duration,
+        ping_every: Duration,
+    ) -> Self {
+        let (subscriber, inbox) = Self::new(true, timeout);
+        tokio::spawn(sharded::actor(
+            seed,
+            Arc::downgrade(&subscriber.shared),
+            inbox,
+            timeout,
+            ping_every,
+        ));
+        subscriber
+    }
+
+    fn new(sharded: bool, timeout: Duration) -> (Self, mpsc::UnboundedReceiver<Request>) {
         let (requests, inbox) = mpsc::unbounded_channel();
         let mut id = [0u8; 8];
         if getrandom::fill(&mut id).is_err() {
@@ -88,16 +124,7 @@ impl Subscriber {
             id: u64::from_le_bytes(id),
             next_waiter: AtomicU64::new(0),
         });
-        // The actor holds the registry weakly: when the last client handle and
-        // subscription are gone, the request channel closes and it exits.
-        tokio::spawn(actor::actor(
-            client,
-            Arc::downgrade(&shared),
-            inbox,
-            timeout,
-            ping_every,
-        ));
-        Subscriber { shared }
+        (Subscriber { shared, sharded }, inbox)
     }
 
     /// Subscribes to `topic`; returns once the server has confirmed it.
@@ -128,6 +155,13 @@ impl Subscriber {
         &self,
         topics: Vec<(Topic, usize)>,
     ) -> Result<Vec<Subscription>> {
+        if self.sharded && topics.iter().any(|(t, _)| matches!(t, Topic::Pattern(_))) {
+            // Sharded messages never reach a pattern subscription, and a
+            // PSUBSCRIBE on one node hears only what is published there.
+            return Err(Error::InvalidInput(
+                "pattern subscriptions are not supported on a Redis Cluster (messages are published with SPUBLISH, which patterns do not hear)".into(),
+            ));
+        }
         let mut subscriptions = Vec::with_capacity(topics.len());
         let mut unconfirmed = Vec::new();
         {
