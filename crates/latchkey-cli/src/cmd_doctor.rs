@@ -27,8 +27,11 @@
 //! * **replication** — replication is asynchronous: a failover can promote a
 //!   replica that never saw a lock (WARN); pointing at a replica cannot work
 //!   (FAIL).
-//! * **cluster** — a Redis Cluster works for locks, fencing, waiting and
-//!   broadcast signals; what does not yet is named: WARN.
+//! * **cluster** — on a Redis Cluster every primary gets the server checks
+//!   above (each line names its node), and the cluster itself PASSes when
+//!   its state is `ok` with every slot served by a primary that is up; a
+//!   cluster that is not (a failed primary, unassigned slots) can refuse
+//!   a lock's commands: WARN (see `doctor_cluster.rs`).
 //! * **clock** — lock validity never depends on wall clocks, but a server
 //!   clock far from ours means one of them is not synchronised, and a
 //!   server clock that jumps expires keys early or late: WARN beyond 1 s.
@@ -53,7 +56,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use latchkey::Client;
-use latchkey::Connection;
+use redis::aio::ConnectionLike;
 
 use crate::connect::{redact, Target};
 use crate::doctor_acl;
@@ -73,7 +76,7 @@ const SLOW_P99: Duration = Duration::from_millis(50);
 const CLOCK_WARN: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Level {
+pub(crate) enum Level {
     Pass,
     Warn,
     Fail,
@@ -90,9 +93,9 @@ impl fmt::Display for Level {
 }
 
 pub struct Check {
-    level: Level,
+    pub(crate) level: Level,
     name: &'static str,
-    reason: String,
+    pub(crate) reason: String,
     fix: Option<String>,
 }
 
@@ -124,7 +127,7 @@ impl Check {
         }
     }
 
-    fn print(&self) {
+    pub(crate) fn print(&self) {
         let fix = self
             .fix
             .as_ref()
@@ -160,13 +163,16 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
 
 async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
     let mut conn = client.connection();
+    if conn.is_cluster() {
+        return crate::doctor_cluster::checks(client, url, pings).await;
+    }
     let info = Info::fetch(&mut conn).await;
     vec![
         version(&info),
         eviction(&info),
         persistence(&info, &mut conn).await,
         replication(&info),
-        cluster(&info),
+        Check::pass("cluster", "not a cluster"),
         clock(&mut conn).await,
         latency(&mut conn, pings).await,
         doctor_acl::scripts(client, &mut conn).await,
@@ -176,10 +182,10 @@ async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
 }
 
 /// The `INFO` fields we look at, or why we could not read them.
-struct Info(Result<HashMap<String, String>, String>);
+pub(crate) struct Info(Result<HashMap<String, String>, String>);
 
 impl Info {
-    async fn fetch(conn: &mut Connection) -> Info {
+    pub(crate) async fn fetch(conn: &mut impl ConnectionLike) -> Info {
         let mut fields = HashMap::new();
         // One section per call: Redis before 7.0 takes only one.
         for section in ["server", "memory", "persistence", "replication", "cluster"] {
@@ -215,7 +221,7 @@ impl Info {
     }
 }
 
-fn version(info: &Info) -> Check {
+pub(crate) fn version(info: &Info) -> Check {
     let version = match info.get("version", "redis_version") {
         Ok(v) => v,
         Err(check) => return check,
@@ -237,7 +243,7 @@ fn version(info: &Info) -> Check {
     }
 }
 
-fn eviction(info: &Info) -> Check {
+pub(crate) fn eviction(info: &Info) -> Check {
     const NAME: &str = "eviction";
     let policy = match info.get(NAME, "maxmemory_policy") {
         Ok(p) => p,
@@ -278,7 +284,7 @@ fn eviction(info: &Info) -> Check {
     }
 }
 
-async fn persistence(info: &Info, conn: &mut Connection) -> Check {
+pub(crate) async fn persistence(info: &Info, conn: &mut impl ConnectionLike) -> Check {
     const NAME: &str = "persistence";
     let fix = "appendonly yes with appendfsync always, or keep a crashed Redis down for longer than your longest lock TTL before restarting it";
     let aof = match info.get(NAME, "aof_enabled") {
@@ -310,7 +316,7 @@ async fn persistence(info: &Info, conn: &mut Connection) -> Check {
     }
 }
 
-fn replication(info: &Info) -> Check {
+pub(crate) fn replication(info: &Info) -> Check {
     const NAME: &str = "replication";
     let role = match info.get(NAME, "role") {
         Ok(role) => role,
@@ -343,20 +349,7 @@ fn replication(info: &Info) -> Check {
     }
 }
 
-fn cluster(info: &Info) -> Check {
-    const NAME: &str = "cluster";
-    match info.get(NAME, "cluster_enabled") {
-        Ok("0") => Check::pass(NAME, "not a cluster"),
-        Ok(_) => Check::warn(
-            NAME,
-            "Redis Cluster: locks, fencing, the watchdog, waiting, listing and broadcast signals work (each lock's keys share a slot); `signal --one` and waiter counts do not yet, and this doctor checks the one node it is connected to",
-            "run doctor against each primary for its own figures",
-        ),
-        Err(check) => check,
-    }
-}
-
-async fn clock(conn: &mut Connection) -> Check {
+pub(crate) async fn clock(conn: &mut impl ConnectionLike) -> Check {
     const NAME: &str = "clock";
     let before = SystemTime::now();
     let sent = Instant::now();
@@ -396,7 +389,7 @@ async fn clock(conn: &mut Connection) -> Check {
     }
 }
 
-async fn latency(conn: &mut Connection, pings: u32) -> Check {
+pub(crate) async fn latency(conn: &mut impl ConnectionLike, pings: u32) -> Check {
     const NAME: &str = "latency";
     let mut rtts = Vec::with_capacity(pings as usize);
     for _ in 0..pings {
@@ -431,7 +424,7 @@ async fn latency(conn: &mut Connection, pings: u32) -> Check {
 }
 
 /// `CONFIG GET name`, or `None` when CONFIG is not allowed (managed services).
-async fn config(conn: &mut Connection, name: &str) -> Option<String> {
+async fn config(conn: &mut impl ConnectionLike, name: &str) -> Option<String> {
     let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
         .arg("GET")
         .arg(name)

@@ -152,7 +152,8 @@ async fn fenced_writes_signals_and_what_is_refused() {
         resource.write(9, b"stale").await.unwrap(),
         FencedWrite::Rejected { seen: 10 }
     );
-    // Broadcast signals reach a listener connected to any node.
+    // Broadcast signals reach a listener connected to any node (both
+    // sharded: SSUBSCRIBE and SPUBLISH at the channel's node).
     let mut listener = client.listen(["deploy-done"]).await.unwrap();
     let sender = cluster_client(&cluster).await;
     // (The count is the receiving node's subscribers only: not asserted.)
@@ -166,6 +167,7 @@ async fn fenced_writes_signals_and_what_is_refused() {
     for refused in [
         client.signal_one("deploy-done", b"x").await.map(|_| ()),
         client.waiters("deploy-done").await.map(|_| ()),
+        client.listen_patterns(["deploy-*"]).await.map(|_| ()),
     ] {
         match refused {
             Err(Error::InvalidInput(why)) => assert!(why.contains("Redis Cluster"), "{why}"),
