@@ -1,0 +1,326 @@
+//! The core behaviours — exclusion, owner-only release and extend, expiry,
+//! fencing, the watchdog and `lost()`, waiting woken by the release,
+//! timeouts, cancellation and signals — as one suite run against a
+//! standalone server **and** a 3-primary Redis Cluster (the `deployments!`
+//! macro at the bottom makes one test of each per deployment). The
+//! deployment-specific tests (proxies, restarts, replicas, slot moves) stay
+//! in their own files.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use latchkey::{Client, Error, FencedWrite, Ownership};
+use latchkey_testkit::{eventually, RedisCluster, RedisServer};
+
+/// Where the suite runs.
+enum Deployment {
+    Standalone(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl Deployment {
+    async fn start(cluster: bool) -> Deployment {
+        tokio::task::spawn_blocking(move || {
+            if cluster {
+                Deployment::Cluster(
+                    RedisCluster::builder()
+                        .primaries(3)
+                        .replicas_per_primary(0)
+                        .start(),
+                )
+            } else {
+                Deployment::Standalone(RedisServer::start())
+            }
+        })
+        .await
+        .expect("start the deployment")
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Deployment::Standalone(server) => server.url(),
+            Deployment::Cluster(cluster) => cluster.seed_url(),
+        }
+    }
+
+    async fn client(&self) -> Client {
+        let client = Client::builder(&self.url())
+            .prefix("test:")
+            .command_timeout(Duration::from_secs(1))
+            .pubsub_ping_every(Duration::from_millis(200))
+            .connect()
+            .await
+            .expect("connect");
+        assert_eq!(
+            client.connection().is_cluster(),
+            matches!(self, Deployment::Cluster(_))
+        );
+        client
+    }
+
+    /// The server that holds `key` (on a cluster: the primary of its slot).
+    fn server_of(&self, key: &str) -> &RedisServer {
+        match self {
+            Deployment::Standalone(server) => server,
+            Deployment::Cluster(cluster) => cluster.primary_for_key(key).server(),
+        }
+    }
+
+    /// A raw command on the server that holds `key`.
+    fn command(&self, key: &str, args: &[&str]) -> String {
+        self.server_of(key).command(args).expect("raw command")
+    }
+
+    /// Waits until `channel` (of the lock or signal named by `key`) has a
+    /// subscriber where its messages are published.
+    async fn until_subscribed(&self, key: &str, channel: &str) {
+        eventually(&format!("a subscriber of {channel}"), || async {
+            let server = self.server_of(key);
+            match self {
+                Deployment::Standalone(_) => server.subscribers(channel) >= 1,
+                Deployment::Cluster(_) => server.shard_subscribers(channel) >= 1,
+            }
+        })
+        .await
+    }
+}
+
+async fn exclusion_and_owner_only_release_and_extend(cluster: bool) {
+    let d = Deployment::start(cluster).await;
+    let (a, b) = (d.client().await, d.client().await);
+    for i in 0..12 {
+        let name = format!("job-{i}");
+        let key = format!("test:{name}");
+        let guard = a
+            .lock(&name, Duration::from_secs(10))
+            .unwrap()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("free");
+        let other = b.lock(&name, Duration::from_secs(10)).unwrap();
+        assert!(other.try_acquire().await.unwrap().is_none(), "{name} twice");
+        assert_eq!(
+            guard.extend(Duration::from_secs(20)).await.unwrap(),
+            Ownership::Owned
+        );
+        let pttl: i64 = d.command(&key, &["PTTL", &key]).parse().unwrap();
+        assert!(
+            pttl > 10_000,
+            "{name}: extend did not reach the key: {pttl}"
+        );
+        // Someone else's value under the key: neither extended nor deleted.
+        d.command(&key, &["SET", &key, "someone-else", "PX", "10000"]);
+        assert_eq!(
+            guard.extend(Duration::from_secs(20)).await.unwrap(),
+            Ownership::HeldByOther
+        );
+        assert_eq!(guard.release().await.unwrap(), Ownership::HeldByOther);
+        assert_eq!(d.command(&key, &["GET", &key]), "someone-else");
+        d.command(&key, &["DEL", &key]);
+        let guard = other.try_acquire().await.unwrap().expect("free again");
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    }
+}
+
+async fn expiry_frees_the_lock(cluster: bool) {
+    let d = Deployment::start(cluster).await;
+    let c = d.client().await;
+    let lock = c.lock("short", Duration::from_millis(300)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().unwrap();
+    eventually("the key expires", || async {
+        d.command("test:short", &["EXISTS", "test:short"]) == "0"
+    })
+    .await;
+    let again = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free after the TTL");
+    assert_eq!(guard.release().await.unwrap(), Ownership::HeldByOther);
+    assert_eq!(again.release().await.unwrap(), Ownership::Owned);
+    // A key gone by the time of the release: told, not mistaken for ours.
+    let guard = c
+        .lock("gone", Duration::from_secs(5))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    d.command("test:gone", &["DEL", "test:gone"]);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Expired);
+}
+
+async fn fencing_tokens_increase_and_fence_writes(cluster: bool) {
+    let d = Deployment::start(cluster).await;
+    let c = d.client().await;
+    let mut last = 0;
+    for i in 0..40 {
+        let name = format!("fenced-{}", i % 4);
+        let lock = c.lock(&name, Duration::from_secs(5)).unwrap();
+        let lock = if i % 2 == 0 {
+            lock.with_fencing()
+        } else {
+            lock
+        };
+        let guard = lock.try_acquire().await.unwrap().unwrap();
+        let token = guard.fencing_token().await.unwrap();
+        // Per name the tokens increase; across names they come from the
+        // clock-raised counters, so compare per name only.
+        if i % 4 == 0 {
+            assert!(token > last, "token {token} after {last}");
+            last = token;
+        }
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    }
+    let resource = c.fenced("output").unwrap();
+    assert_eq!(
+        resource.write(last, b"new").await.unwrap(),
+        FencedWrite::Accepted
+    );
+    assert_eq!(
+        resource.write(last - 1, b"stale").await.unwrap(),
+        FencedWrite::Rejected { seen: last }
+    );
+}
+
+async fn the_watchdog_renews_and_lost_fires_when_the_key_goes(cluster: bool) {
+    let d = Deployment::start(cluster).await;
+    let c = d.client().await;
+    let ttl = Duration::from_millis(600);
+    let guard = c
+        .lock("renewed", ttl)
+        .unwrap()
+        .with_watchdog()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    // Three TTLs: only renewals keep it.
+    tokio::time::sleep(ttl * 3).await;
+    assert!(guard.is_held());
+    assert!(d
+        .command("test:renewed", &["GET", "test:renewed"])
+        .starts_with(guard.token()));
+    d.command("test:renewed", &["DEL", "test:renewed"]);
+    let deleted = Instant::now();
+    tokio::time::timeout(Duration::from_secs(3), guard.lost())
+        .await
+        .expect("lost() never fired");
+    assert!(!guard.is_held());
+    assert!(
+        deleted.elapsed() < ttl,
+        "lost() {:?} after",
+        deleted.elapsed()
+    );
+}
+
+async fn a_waiter_is_woken_by_the_release_and_times_out_otherwise(cluster: bool) {
+    let d = Deployment::start(cluster).await;
+    let (holder, waiter) = (d.client().await, d.client().await);
+    let guard = holder
+        .lock("handoff", Duration::from_secs(30))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    let lock = waiter.lock("handoff", Duration::from_secs(30)).unwrap();
+    match lock.acquire_timeout(Duration::from_millis(300)).await {
+        Err(Error::WaitTimedOut { .. }) => {}
+        other => panic!("expected WaitTimedOut, got {other:?}"),
+    }
+    let waiting = tokio::spawn(async move {
+        let got = lock.acquire_timeout(Duration::from_secs(20)).await;
+        (Instant::now(), got)
+    });
+    d.until_subscribed("test:handoff", "{test:handoff}:released")
+        .await;
+    let released = Instant::now();
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    let (acquired, got) = waiting.await.unwrap();
+    let got = got.expect("acquired");
+    assert!(
+        acquired - released < Duration::from_secs(2),
+        "woken {:?} after the release: not by it",
+        acquired - released
+    );
+    assert_eq!(got.release().await.unwrap(), Ownership::Owned);
+}
+
+async fn a_cancelled_acquire_leaves_the_lock_free(cluster: bool) {
+    let d = Deployment::start(cluster).await;
+    let c = d.client().await;
+    let lock = c.lock("cancelled", Duration::from_secs(30)).unwrap();
+    let held = lock.try_acquire().await.unwrap().unwrap();
+    let other = c.lock("cancelled", Duration::from_secs(30)).unwrap();
+    // Cancelled while waiting: nothing of it stays behind.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), other.acquire())
+            .await
+            .is_err()
+    );
+    assert_eq!(held.release().await.unwrap(), Ownership::Owned);
+    assert!(c.flush(Duration::from_secs(3)).await);
+    assert_eq!(
+        d.command("test:cancelled", &["EXISTS", "test:cancelled"]),
+        "0"
+    );
+    let again = other.try_acquire().await.unwrap().expect("free");
+    assert_eq!(again.release().await.unwrap(), Ownership::Owned);
+}
+
+async fn signals_reach_every_listener(cluster: bool) {
+    let d = Deployment::start(cluster).await;
+    let (a, b) = (d.client().await, d.client().await);
+    let mut listeners = Vec::new();
+    for _ in 0..3 {
+        listeners.push(b.listen(["deploy"]).await.unwrap());
+    }
+    a.signal("deploy", b"v1").await.unwrap();
+    for listener in &mut listeners {
+        let signal = listener
+            .recv_timeout(Duration::from_secs(5))
+            .await
+            .expect("the signal");
+        assert_eq!(signal.payload, b"v1");
+    }
+    assert!(b
+        .wait("nobody-signals", Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
+}
+
+/// One test per deployment for each of the suite's functions.
+macro_rules! deployments {
+    ($($test:ident),* $(,)?) => {
+        mod standalone {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(false).await
+                }
+            )*
+        }
+        mod cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(true).await
+                }
+            )*
+        }
+    };
+}
+
+deployments!(
+    exclusion_and_owner_only_release_and_extend,
+    expiry_frees_the_lock,
+    fencing_tokens_increase_and_fence_writes,
+    the_watchdog_renews_and_lost_fires_when_the_key_goes,
+    a_waiter_is_woken_by_the_release_and_times_out_otherwise,
+    a_cancelled_acquire_leaves_the_lock_free,
+    signals_reach_every_listener,
+);
