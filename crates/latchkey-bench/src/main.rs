@@ -19,6 +19,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
+mod cluster;
 mod driver;
 mod handoff;
 mod many_keys;
@@ -52,6 +53,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("many_keys", many_keys::run),
     ("signals", signals::run),
     ("redlock", redlock::run),
+    ("cluster", cluster::run),
 ];
 
 fn main() {
