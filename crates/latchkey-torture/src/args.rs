@@ -20,6 +20,11 @@ Faults (--fault NAME, repeatable; default: all, each alone, then mixed):
   overwrite-key     SET the lock key to a foreign value under the holder
   pubsub-kill       CLIENT KILL TYPE pubsub
   redlock-minority  Redlock over 3 instances: crash one, restart it empty
+With --cluster (a private 3-primary cluster, a replica each; the single-server
+faults above are left out):
+  primary-kill      kill -9 the lock's primary; its replica takes over
+  failover          CLUSTER FAILOVER on the lock's replica
+  slot-migration    move the lock's slot, keys included, to another primary
 
 A control scenario (no fencing, pause) always runs and must show violations.
 
@@ -42,6 +47,12 @@ pub struct TortureArgs {
     /// then expected: reported, not failures.
     #[arg(long)]
     pub(crate) no_fencing: bool,
+
+    /// Run on a private Redis Cluster (3 primaries, a replica each) instead
+    /// of a single server, with the cluster's faults (primary-kill,
+    /// failover, slot-migration) beside those of any server.
+    #[arg(long)]
+    pub(crate) cluster: bool,
 
     /// Inject only this fault (repeatable): each alone, then all mixed.
     #[arg(long = "fault", value_name = "NAME", value_parser = parse_fault)]

@@ -32,6 +32,9 @@ pub enum Fault {
     OverwriteKey,
     PubsubKill,
     RedlockMinority,
+    PrimaryKill,
+    Failover,
+    SlotMigration,
 }
 
 /// What a fault needs from the environment; a scenario whose fault cannot
@@ -49,10 +52,14 @@ pub struct Needs {
     pub redlock: bool,
     /// The lock server runs with AOF, fsync always.
     pub aof: bool,
+    /// A Redis Cluster of our own (`--cluster`): 3 primaries, a replica each.
+    pub cluster: bool,
+    /// One server (or Redlock's several): not a cluster.
+    pub single: bool,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 12] = [
+    pub const ALL: [Fault; 15] = [
         Fault::Kill,
         Fault::Pause,
         Fault::Restart,
@@ -65,6 +72,9 @@ impl Fault {
         Fault::OverwriteKey,
         Fault::PubsubKill,
         Fault::RedlockMinority,
+        Fault::PrimaryKill,
+        Fault::Failover,
+        Fault::SlotMigration,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +91,9 @@ impl Fault {
             Fault::OverwriteKey => "overwrite-key",
             Fault::PubsubKill => "pubsub-kill",
             Fault::RedlockMinority => "redlock-minority",
+            Fault::PrimaryKill => "primary-kill",
+            Fault::Failover => "failover",
+            Fault::SlotMigration => "slot-migration",
         }
     }
 
@@ -103,22 +116,40 @@ impl Fault {
             Fault::OverwriteKey => "SET the lock key to a foreign value (with a TTL) under the holder",
             Fault::PubsubKill => "CLIENT KILL TYPE pubsub: drop every wake-up connection",
             Fault::RedlockMinority => "Redlock over 3 instances: kill -9 one, restart it empty after a TTL",
+            Fault::PrimaryKill => "cluster: kill -9 the lock's primary; its replica takes over; the old one rejoins as a replica",
+            Fault::Failover => "cluster: CLUSTER FAILOVER on the lock's replica (a manual failover, nothing lost)",
+            Fault::SlotMigration => "cluster: move the lock's slot, keys included, to another primary",
         }
     }
 
     pub fn needs(self) -> Needs {
         let mut needs = Needs::default();
         match self {
-            Fault::Restart | Fault::ScriptFlush | Fault::PubsubKill => needs.private_server = true,
+            Fault::Restart => {
+                needs.private_server = true;
+                needs.single = true;
+            }
+            Fault::ScriptFlush | Fault::PubsubKill => needs.private_server = true,
             Fault::RestartAof => {
                 needs.private_server = true;
+                needs.single = true;
                 needs.aof = true;
             }
-            Fault::Blackhole | Fault::Delay => needs.proxy = true,
+            Fault::Blackhole | Fault::Delay => {
+                // A cluster client reaches the nodes at the addresses they
+                // announce, not through a proxy.
+                needs.proxy = true;
+                needs.single = true;
+            }
             Fault::Clock => needs.faketime = true,
             Fault::RedlockMinority => {
                 needs.private_server = true;
+                needs.single = true;
                 needs.redlock = true;
+            }
+            Fault::PrimaryKill | Fault::Failover | Fault::SlotMigration => {
+                needs.private_server = true;
+                needs.cluster = true;
             }
             Fault::Kill | Fault::Pause | Fault::DeleteKey | Fault::OverwriteKey => {}
         }
@@ -175,6 +206,15 @@ pub enum Action {
     /// kill -9 a lock server / start it again (same port and config).
     Crash(usize),
     Start(usize),
+    /// Cluster: kill -9 the primary of the lock's slot.
+    KillPrimary,
+    /// Cluster: start every node that is down (a killed primary rejoins as
+    /// a replica of the one that replaced it).
+    StartNodes,
+    /// Cluster: `CLUSTER FAILOVER` on a replica of the lock's primary.
+    Failover,
+    /// Cluster: move the lock's slot to another primary.
+    MigrateSlot,
 }
 
 /// One injection: do `start`, wait `hold`, do `clear`.
@@ -283,6 +323,26 @@ pub fn steps(
                 format!("crashed instance {i} of {servers}"),
             )
         }
+        Fault::PrimaryKill => (
+            vec![Action::KillPrimary],
+            // Long enough for the replica to be promoted (cluster node
+            // timeout 1 s, then an election) before the old one returns.
+            ttl.max(Duration::from_secs(3)),
+            vec![Action::StartNodes],
+            "killed the lock's primary".into(),
+        ),
+        Fault::Failover => (
+            vec![Action::Failover],
+            Duration::ZERO,
+            vec![],
+            "CLUSTER FAILOVER".into(),
+        ),
+        Fault::SlotMigration => (
+            vec![Action::MigrateSlot],
+            Duration::ZERO,
+            vec![],
+            "migrated the lock's slot".into(),
+        ),
     };
     Steps {
         start,
@@ -330,6 +390,7 @@ mod tests {
                     Action::Crash(i) => {
                         s.start.contains(&Action::Start(*i)) || s.clear.contains(&Action::Start(*i))
                     }
+                    Action::KillPrimary => s.clear.contains(&Action::StartNodes),
                     _ => true,
                 };
                 assert!(undone, "{fault:?} leaves {action:?} in place");

@@ -11,10 +11,22 @@ use crate::scenario::{Place, Scenario};
 
 /// The scenarios of a run: a baseline without faults (unless faults were
 /// chosen), each fault alone, all of them mixed, and the control.
-pub fn plan(chosen: &[Fault], fenced: bool) -> Vec<Scenario> {
+pub fn plan(chosen: &[Fault], fenced: bool, cluster: bool) -> Vec<Scenario> {
     let mut faults: Vec<Fault> = Vec::new();
+    // By default the faults of this kind of deployment: a cluster's own and
+    // those of any server, or a single server's and those of any server.
+    let default: Vec<Fault> = Fault::ALL
+        .into_iter()
+        .filter(|f| {
+            if cluster {
+                !f.needs().single
+            } else {
+                !f.needs().cluster
+            }
+        })
+        .collect();
     for f in if chosen.is_empty() {
-        &Fault::ALL[..]
+        &default[..]
     } else {
         chosen
     } {
@@ -69,6 +81,13 @@ pub fn applicable(scn: &Scenario, place: &Place, faketime: bool) -> Result<Scena
     let why_not = |f: Fault| -> Option<String> {
         let needs = f.needs();
         let user = matches!(place, Place::User(_));
+        let cluster = matches!(place, Place::Cluster);
+        if needs.cluster && !cluster {
+            return Some("needs a Redis Cluster (--cluster)".into());
+        }
+        if needs.single && cluster {
+            return Some("needs a single server, not a cluster".into());
+        }
         if needs.private_server && user {
             return Some(
                 "needs a redis-server of its own (it would disturb your server's other clients)"
@@ -173,7 +192,7 @@ mod tests {
 
     #[test]
     fn the_default_plan_covers_every_fault_and_ends_with_the_control() {
-        let scenarios = plan(&[], true);
+        let scenarios = plan(&[], true, false);
         assert_eq!(scenarios[0].name, "none");
         for f in Fault::ALL {
             assert!(
@@ -188,7 +207,7 @@ mod tests {
 
     #[test]
     fn chosen_faults_run_alone_then_mixed() {
-        let scenarios = plan(&[Fault::Kill, Fault::Pause, Fault::Kill], true);
+        let scenarios = plan(&[Fault::Kill, Fault::Pause, Fault::Kill], true, false);
         let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["kill", "pause", "mixed", "control"]);
         let one = plan(&[Fault::Kill], false);

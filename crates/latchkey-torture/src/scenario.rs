@@ -10,10 +10,9 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use latchkey_testkit::{Proxy, ProxyMode, RedisServer};
+use latchkey_testkit::{Proxy, ProxyMode};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
@@ -27,8 +26,11 @@ use super::rng::Rng;
 use super::worker::{Spec, WORKER_ENV};
 
 mod inject;
+mod servers;
 
 use inject::admin;
+pub use servers::Place;
+use servers::{start_servers, LockServer};
 
 /// One row of the table: the faults it mixes, and whether writes are fenced.
 #[derive(Debug, Clone)]
@@ -52,6 +54,8 @@ impl Scenario {
                 faketime: a.faketime || b.faketime,
                 redlock: a.redlock || b.redlock,
                 aof: a.aof || b.aof,
+                cluster: a.cluster || b.cluster,
+                single: a.single || b.single,
             }
         })
     }
@@ -70,28 +74,6 @@ pub struct Settings {
     pub run_id: String,
     /// libfaketime's library, when installed.
     pub faketime: Option<PathBuf>,
-}
-
-/// Where the lock lives: servers of our own, or the user's.
-#[derive(Debug, Clone)]
-pub enum Place {
-    Private,
-    User(Vec<String>),
-}
-
-enum LockServer {
-    /// Ours: we may crash and restart it. Behind a mutex because the test
-    /// kit's restart blocks and so runs on a blocking thread.
-    Private(Arc<Mutex<RedisServer>>, String),
-    User(String),
-}
-
-impl LockServer {
-    fn url(&self) -> &str {
-        match self {
-            LockServer::Private(_, url) | LockServer::User(url) => url,
-        }
-    }
 }
 
 struct Slot {
@@ -142,6 +124,11 @@ pub async fn run(
         let mut proxies = Vec::new();
         let mut lock_urls = Vec::new();
         for server in &runner.servers {
+            if server.is_cluster() {
+                // Cluster clients connect to the nodes they discover.
+                lock_urls.push(server.url().to_owned());
+                continue;
+            }
             match links::upstream(server.url()).await {
                 Ok(upstream) => {
                     let proxy = Proxy::start(upstream).await;
@@ -226,28 +213,6 @@ pub async fn run(
         }
     }
     Ok(record)
-}
-
-async fn start_servers(place: &Place, needs: Needs) -> Result<Vec<LockServer>, String> {
-    match place {
-        Place::User(urls) => Ok(urls.iter().cloned().map(LockServer::User).collect()),
-        Place::Private => {
-            let n = if needs.redlock { 3 } else { 1 };
-            let mut servers = Vec::with_capacity(n);
-            for _ in 0..n {
-                let aof = needs.aof;
-                let server = tokio::task::spawn_blocking(move || {
-                    RedisServer::builder().aof(aof).try_start()
-                })
-                .await
-                .map_err(|e| format!("starting redis-server: {e}"))?
-                .map_err(|e| format!("cannot start a private redis-server: {e}"))?;
-                let url = server.url();
-                servers.push(LockServer::Private(Arc::new(Mutex::new(server)), url));
-            }
-            Ok(servers)
-        }
-    }
 }
 
 struct Runner<'a> {

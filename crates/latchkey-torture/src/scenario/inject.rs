@@ -2,12 +2,13 @@
 //! continue a worker, switch its proxies, move its clock, send an admin
 //! command, crash or restart a private server.
 
-use std::sync::PoisonError;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use super::{LockServer, Runner};
 use crate::faults::Action;
 use crate::rng::Rng;
+use latchkey_testkit::RedisCluster;
 
 impl Runner<'_> {
     /// Does `action` (a step of a fault's injection or its undoing).
@@ -45,9 +46,40 @@ impl Runner<'_> {
             }
             Action::Command(args) => {
                 for server in &self.servers {
-                    admin(server.url(), args).await?;
+                    match server {
+                        LockServer::Cluster(cluster, _) => {
+                            let urls = cluster_urls(cluster);
+                            on_cluster(&urls, args).await?;
+                        }
+                        _ => admin(server.url(), args).await?,
+                    }
                 }
                 Ok(())
+            }
+            Action::KillPrimary | Action::StartNodes | Action::Failover | Action::MigrateSlot => {
+                let Some(LockServer::Cluster(cluster, _)) = self.servers.first() else {
+                    return Err("only a private cluster can be failed over".into());
+                };
+                let (cluster, action) = (cluster.clone(), action.clone());
+                let slot = latchkey_testkit::key_slot(self.lock_key.as_bytes());
+                let pick = rng.below(2) as usize;
+                tokio::task::spawn_blocking(move || {
+                    let mut cluster = cluster.lock().unwrap_or_else(PoisonError::into_inner);
+                    // The test kit panics (with the reason) when the cluster
+                    // does not do what it is told in time.
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        change_cluster(&mut cluster, &action, slot, pick)
+                    }))
+                    .map_err(|panic| {
+                        panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .unwrap_or_else(|| "the cluster change failed".into())
+                    })
+                })
+                .await
+                .map_err(|e| format!("changing the cluster: {e}"))?
+                .and_then(|changed| changed)
             }
             Action::Crash(i) | Action::Start(i) => {
                 let Some(LockServer::Private(server, _)) = self.servers.get(*i) else {
@@ -103,4 +135,84 @@ pub(super) async fn admin(url: &str, args: &[String]) -> Result<(), String> {
         .map_err(|_| format!("{name} timed out"))?
         .map_err(|e| format!("{name}: {e}"))?;
     Ok(())
+}
+
+/// The URLs of a cluster's running nodes.
+fn cluster_urls(cluster: &Mutex<RedisCluster>) -> Vec<String> {
+    let cluster = cluster.lock().unwrap_or_else(PoisonError::into_inner);
+    cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.is_running())
+        .map(|n| n.url())
+        .collect()
+}
+
+/// Runs `args` on every running node of a cluster: a keyed command takes
+/// effect on the node that serves the key (the others answer `MOVED`), an
+/// unkeyed one (`SCRIPT FLUSH`, `CLIENT KILL`) on all. Fails only when no
+/// node took it.
+async fn on_cluster(urls: &[String], args: &[String]) -> Result<(), String> {
+    let mut last = Err("no node is running".to_owned());
+    for url in urls {
+        match admin(url, args).await {
+            Ok(()) => last = Ok(()),
+            Err(e) if last.is_err() => last = Err(e),
+            Err(_) => {}
+        }
+    }
+    last
+}
+
+/// Carries out a cluster fault (blocking: the test kit waits for the
+/// cluster to agree). `pick` chooses among candidates.
+fn change_cluster(
+    cluster: &mut RedisCluster,
+    action: &Action,
+    slot: u16,
+    pick: usize,
+) -> Result<(), String> {
+    match action {
+        Action::KillPrimary => {
+            let port = cluster.primary_for_slot(slot).port();
+            let node = cluster
+                .nodes_mut()
+                .iter_mut()
+                .find(|n| n.port() == port)
+                .ok_or("no primary for the lock's slot")?;
+            node.kill();
+            Ok(())
+        }
+        Action::StartNodes => {
+            for node in cluster.nodes_mut().iter_mut().filter(|n| !n.is_running()) {
+                node.restart();
+            }
+            cluster.wait_ok();
+            Ok(())
+        }
+        Action::Failover => {
+            let primary = cluster.primary_for_slot(slot);
+            let replicas = cluster.replicas_of(primary);
+            let replica = replicas
+                .iter()
+                .find(|r| r.is_running())
+                .ok_or("the lock's primary has no running replica")?;
+            cluster.failover(replica);
+            Ok(())
+        }
+        Action::MigrateSlot => {
+            let from = cluster.primary_for_slot(slot).port();
+            let targets: Vec<_> = cluster
+                .primaries()
+                .into_iter()
+                .filter(|p| p.port() != from && p.is_running())
+                .collect();
+            let to = targets
+                .get(pick % targets.len().max(1))
+                .ok_or("no other primary to move the slot to")?;
+            cluster.migrate_slot(slot, to);
+            Ok(())
+        }
+        _ => Err("not a cluster change".into()),
+    }
 }

@@ -1,0 +1,83 @@
+//! Where a scenario's lock lives: a private redis-server (or three, for
+//! Redlock), a private Redis Cluster (`--cluster`), or the user's servers.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use latchkey_testkit::{RedisCluster, RedisServer};
+
+use crate::faults::Needs;
+
+/// Where the lock lives: servers of our own, or the user's.
+#[derive(Debug, Clone)]
+pub enum Place {
+    Private,
+    /// A Redis Cluster of our own: 3 primaries with a replica each.
+    Cluster,
+    User(Vec<String>),
+}
+
+pub(super) enum LockServer {
+    /// Ours: we may crash and restart it. Behind a mutex because the test
+    /// kit's restart blocks and so runs on a blocking thread.
+    Private(Arc<Mutex<RedisServer>>, String),
+    /// Ours, a cluster (its seed node's URL): we kill, fail over and
+    /// reshard it, on blocking threads too.
+    Cluster(Arc<Mutex<RedisCluster>>, String),
+    User(String),
+}
+
+impl LockServer {
+    pub(super) fn url(&self) -> &str {
+        match self {
+            LockServer::Private(_, url) | LockServer::Cluster(_, url) | LockServer::User(url) => {
+                url
+            }
+        }
+    }
+
+    pub(super) fn is_cluster(&self) -> bool {
+        matches!(self, LockServer::Cluster(..))
+    }
+}
+
+pub(super) async fn start_servers(place: &Place, needs: Needs) -> Result<Vec<LockServer>, String> {
+    match place {
+        Place::User(urls) => Ok(urls.iter().cloned().map(LockServer::User).collect()),
+        Place::Cluster => {
+            let cluster = tokio::task::spawn_blocking(|| {
+                std::panic::catch_unwind(|| {
+                    RedisCluster::builder()
+                        .primaries(3)
+                        .replicas_per_primary(1)
+                        .node_timeout(Duration::from_millis(1000))
+                        .start()
+                })
+            })
+            .await
+            .map_err(|e| format!("starting a cluster: {e}"))?
+            .map_err(|_| "cannot start a private Redis Cluster".to_owned())?;
+            let url = cluster.seed_url();
+            Ok(vec![LockServer::Cluster(
+                Arc::new(Mutex::new(cluster)),
+                url,
+            )])
+        }
+        Place::Private => {
+            let n = if needs.redlock { 3 } else { 1 };
+            let mut servers = Vec::with_capacity(n);
+            for _ in 0..n {
+                let aof = needs.aof;
+                let server = tokio::task::spawn_blocking(move || {
+                    RedisServer::builder().aof(aof).try_start()
+                })
+                .await
+                .map_err(|e| format!("starting redis-server: {e}"))?
+                .map_err(|e| format!("cannot start a private redis-server: {e}"))?;
+                let url = server.url();
+                servers.push(LockServer::Private(Arc::new(Mutex::new(server)), url));
+            }
+            Ok(servers)
+        }
+    }
+}
