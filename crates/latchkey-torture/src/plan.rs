@@ -194,7 +194,8 @@ mod tests {
     fn the_default_plan_covers_every_fault_and_ends_with_the_control() {
         let scenarios = plan(&[], true, false);
         assert_eq!(scenarios[0].name, "none");
-        for f in Fault::ALL {
+        // Every fault but the cluster's, which a cluster run has.
+        for f in Fault::ALL.into_iter().filter(|f| !f.needs().cluster) {
             assert!(
                 scenarios.iter().any(|s| s.faults == [f] && s.fenced),
                 "{f:?}"
@@ -210,7 +211,7 @@ mod tests {
         let scenarios = plan(&[Fault::Kill, Fault::Pause, Fault::Kill], true, false);
         let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["kill", "pause", "mixed", "control"]);
-        let one = plan(&[Fault::Kill], false);
+        let one = plan(&[Fault::Kill], false, false);
         assert_eq!(one.len(), 2);
         assert!(!one[0].fenced);
     }
@@ -218,21 +219,53 @@ mod tests {
     #[test]
     fn user_servers_skip_what_would_disturb_them() {
         let user = Place::User(vec!["redis://db:6379/".into()]);
-        let restart = &plan(&[Fault::Restart], true)[0];
+        let restart = &plan(&[Fault::Restart], true, false)[0];
         assert!(applicable(restart, &user, true).is_err());
         assert!(applicable(restart, &Place::Private, true).is_ok());
-        let mixed = plan(&[Fault::Restart, Fault::Kill], true).pop().unwrap();
+        let mixed = plan(&[Fault::Restart, Fault::Kill], true, false)
+            .pop()
+            .unwrap();
         assert_eq!(mixed.name, "control");
-        let mixed = &plan(&[Fault::Restart, Fault::Kill], true)[2];
+        let mixed = &plan(&[Fault::Restart, Fault::Kill], true, false)[2];
         assert_eq!(
             applicable(mixed, &user, true).unwrap().faults,
             [Fault::Kill]
         );
-        let clock = &plan(&[Fault::Clock], true)[0];
+        let clock = &plan(&[Fault::Clock], true, false)[0];
         assert!(applicable(clock, &Place::Private, false)
             .unwrap_err()
             .contains("libfaketime"));
         let tls = Place::User(vec!["rediss://db:6379/".into()]);
-        assert!(applicable(&plan(&[Fault::Blackhole], true)[0], &tls, true).is_err());
+        assert!(applicable(&plan(&[Fault::Blackhole], true, false)[0], &tls, true).is_err());
+    }
+
+    #[test]
+    fn a_cluster_run_has_the_cluster_faults_and_no_single_server_ones() {
+        let scenarios = plan(&[], true, true);
+        let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+        for cluster_fault in [
+            "primary-kill",
+            "failover",
+            "slot-migration",
+            "kill",
+            "pubsub-kill",
+        ] {
+            assert!(names.contains(&cluster_fault), "{names:?}");
+        }
+        for single in [
+            "restart",
+            "restart-aof",
+            "blackhole",
+            "delay",
+            "redlock-minority",
+        ] {
+            assert!(!names.contains(&single), "{names:?}");
+        }
+        assert!(!plan(&[], true, false).iter().any(|s| s.name == "failover"));
+        let failover = &plan(&[Fault::Failover], true, true)[0];
+        assert!(applicable(failover, &Place::Private, true).is_err());
+        assert!(applicable(failover, &Place::Cluster, true).is_ok());
+        let restart = &plan(&[Fault::Restart], true, false)[0];
+        assert!(applicable(restart, &Place::Cluster, true).is_err());
     }
 }
