@@ -92,6 +92,64 @@ fn the_quick_profile_holds_and_its_control_run_shows_violations() {
     assert!(text.contains("All must-hold figures held"), "{text}");
 }
 
+/// `--cluster`: a private 3-primary cluster with replicas, its primary
+/// killed and the lock's slot moved under the workload; fencing holds, the
+/// control still shows violations (about 30 s: four cluster start-ups).
+#[test]
+fn the_cluster_profile_holds_through_a_primary_kill_and_a_slot_move() {
+    let out = output(
+        torture().args([
+            "--quick",
+            "--cluster",
+            "--fault",
+            "primary-kill",
+            "--fault",
+            "slot-migration",
+        ]),
+        Duration::from_secs(180),
+    );
+    let text = stdout(&out);
+    assert_eq!(code(out.status), 0, "{text}{}", stderr(&out));
+    let rows = table_rows(&text);
+    let names: Vec<&str> = rows.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "primary-kill",
+            "slot-migration",
+            "mixed",
+            "control (unfenced)"
+        ],
+        "{text}"
+    );
+    for (name, cells) in &rows {
+        if name.starts_with("control") {
+            let violations: u64 = cells[3..6].iter().map(|c| c.parse::<u64>().unwrap()).sum();
+            assert!(
+                violations > 0,
+                "the control run showed no violation:\n{text}"
+            );
+        } else {
+            assert_eq!(cells[11..].join(" "), "PASS", "{name}:\n{text}");
+            assert!(
+                cells[0].parse::<u64>().unwrap() > 0,
+                "{name}: no fault injected:\n{text}"
+            );
+            assert_eq!(&cells[3..6], ["0", "0", "0"], "{name}:\n{text}");
+        }
+    }
+    // A single-server fault is refused on a cluster, clearly.
+    let out = output(
+        torture().args(["--quick", "--cluster", "--fault", "restart"]),
+        Duration::from_secs(60),
+    );
+    assert!(
+        stdout(&out).contains("needs a single server"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn an_unknown_fault_is_a_usage_error() {
     let out = output(
