@@ -9,8 +9,9 @@
 //! loads snapshots (a background task, so a slow `SCAN` never delays a key)
 //! and reads keys (a thread: crossterm's reader blocks). Waiters per lock
 //! are the connections subscribed to its release channel (`PUBSUB NUMSUB`
-//! of `{P + name}:released`, see `docs/protocol.md`): every latchkey process waiting for the lock
-//! has one, whatever its number of waiting tasks.
+//! of `{P + name}:released`, see `docs/protocol.md`; `SHARDNUMSUB` on every
+//! primary of a cluster): every latchkey process waiting for the lock has
+//! one, whatever its number of waiting tasks.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -168,31 +169,16 @@ async fn load(client: &Client, pattern: &str) -> latchkey::Result<Vec<top_view::
     Ok(Snapshot::rows_of(&infos, &waiters))
 }
 
-/// Subscribers of each lock's release channel, by lock name; empty when
-/// that cannot be told (the column then shows `-`).
+/// Waiting clients of each lock (subscribers of its release channel), by
+/// lock name; empty when that cannot be told (the column then shows `-`).
 async fn waiters(client: &Client, names: &[&[u8]]) -> HashMap<Vec<u8>, u64> {
-    if names.is_empty() {
-        return HashMap::new();
-    }
-    let channel =
-        |name: &[u8]| latchkey::protocol::release_channel(&[client.prefix(), name].concat());
-    let mut numsub = redis::cmd("PUBSUB");
-    numsub.arg("NUMSUB");
-    for name in names {
-        numsub.arg(channel(name));
-    }
-    let mut conn = client.connection();
-    let counts: HashMap<Vec<u8>, u64> = match numsub.query_async(&mut conn).await {
-        Ok(counts) => counts,
+    match client.lock_waiters(names).await {
+        Ok(counts) => names.iter().map(|n| n.to_vec()).zip(counts).collect(),
         Err(e) => {
-            tracing::debug!(error = %e, "PUBSUB NUMSUB failed; waiters unknown");
-            return HashMap::new();
+            tracing::debug!(error = %e, "counting waiters failed; waiters unknown");
+            HashMap::new()
         }
-    };
-    names
-        .iter()
-        .filter_map(|name| Some((name.to_vec(), *counts.get(&channel(name))?)))
-        .collect()
+    }
 }
 
 /// Reads the keyboard until the screen goes away: `q`, Esc or Ctrl-C quit.

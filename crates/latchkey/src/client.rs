@@ -170,6 +170,20 @@ impl Client {
         self.session.list(pattern.as_ref()).await
     }
 
+    /// How many clients wait for each of the locks `names` (in that
+    /// order): the connections subscribed to each lock's release channel.
+    /// A process's waiting tasks share its client's one connection, so this
+    /// counts waiting clients (processes, usually), not tasks; clients that
+    /// wait by polling (a foreign holder, no pub/sub) are not seen. One
+    /// `PUBSUB NUMSUB` (on a Redis Cluster, `PUBSUB SHARDNUMSUB` on every
+    /// primary).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn lock_waiters(&self, names: &[&[u8]]) -> Result<Vec<u64>> {
+        self.session.lock_waiters(names).await
+    }
+
     // ---- Signals ------------------------------------------------------
 
     /// Sends `payload` to every current waiter on `name` and returns how many
@@ -179,9 +193,9 @@ impl Client {
     /// pattern subscription (per connection and pattern) that matched.
     /// Zero means nobody was listening: the signal is gone. The count is
     /// the primary's; waiters listening only on a replica at that moment are
-    /// not counted but do hear it. On a Redis Cluster the count is the
-    /// subscribers of the one node that took the `PUBLISH` (Redis passes the
-    /// message on to the other nodes' subscribers without counting them).
+    /// not counted but do hear it. On a Redis Cluster the signal is sent
+    /// with `SPUBLISH` (sharded pub/sub) and the count is that of the node
+    /// that serves the channel's slot.
     /// [`Client::waiters`] counts waiters.
     ///
     /// One `PUBLISH`: the cost does not grow with the number of waiters.

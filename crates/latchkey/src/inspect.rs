@@ -163,6 +163,38 @@ impl Session {
         Ok(infos.into_iter().flatten().filter(is_lock).collect())
     }
 
+    /// See [`Client::lock_waiters`](crate::Client::lock_waiters).
+    pub(crate) async fn lock_waiters(&self, names: &[&[u8]]) -> Result<Vec<u64>> {
+        let channels: Vec<Vec<u8>> = names
+            .iter()
+            .map(|name| crate::protocol::release_channel(&[self.prefix(), name].concat()))
+            .collect();
+        let mut totals = vec![0; channels.len()];
+        if channels.is_empty() {
+            return Ok(totals);
+        }
+        let mut conn = self.connection();
+        // Waiters subscribe with SSUBSCRIBE on a cluster, at the node of
+        // the channel's slot: ask every primary (the others count 0).
+        let (command, nodes) = if conn.is_cluster() {
+            let nodes = self.bounded("CLUSTER NODES", &[], conn.primaries()).await?;
+            ("SHARDNUMSUB", nodes)
+        } else {
+            ("NUMSUB", vec![None])
+        };
+        for node in &nodes {
+            let mut cmd = redis::cmd("PUBSUB");
+            cmd.arg(command).arg(&channels);
+            let counts: std::collections::HashMap<Vec<u8>, u64> = self
+                .bounded("PUBSUB NUMSUB", &[], conn.query_on(cmd, node))
+                .await?;
+            for (total, channel) in totals.iter_mut().zip(&channels) {
+                *total += counts.get(channel).copied().unwrap_or(0);
+            }
+        }
+        Ok(totals)
+    }
+
     /// All string keys matching `glob`, via `SCAN … MATCH glob TYPE string`.
     /// On a Redis Cluster, `SCAN` walks one node's keys: every primary is
     /// walked in turn.

@@ -237,6 +237,11 @@ async fn a_waiter_is_woken_by_the_release_and_times_out_otherwise(cluster: bool)
     });
     d.until_subscribed("test:handoff", "{test:handoff}:released")
         .await;
+    // One waiting client, as `latchkey top` shows it.
+    assert_eq!(
+        holder.lock_waiters(&[b"handoff", b"nobody"]).await.unwrap(),
+        [1, 0]
+    );
     let released = Instant::now();
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let (acquired, got) = waiting.await.unwrap();
