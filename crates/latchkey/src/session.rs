@@ -36,6 +36,14 @@ use crate::token::Identity;
 /// mistaken for a dead one, short enough that a waiter or watchdog notices a
 /// dead link well within common lock TTLs (tens of seconds). The watchdog
 /// additionally bounds each renewal by the lease's remaining validity.
+///
+/// The bound is per request: the reply must come within the timeout once
+/// the request is sent, and a request made while the connection is being
+/// re-established first waits for that, at most the timeout again (on a
+/// standalone server the connection's own timers enforce both, which costs
+/// less than a timer per command; on a cluster one timer bounds the whole
+/// request, redirects and retries included). A script whose cached copy was
+/// flushed (`NOSCRIPT`) is loaded and sent again, each within the bound.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The key prefix used unless [`ClientBuilder::prefix`] says otherwise.
@@ -344,7 +352,17 @@ impl Session {
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T> {
         let after = self.inner.command_timeout;
-        let error = match tokio::time::timeout(after, fut).await {
+        // A standalone connection bounds each request itself (its response
+        // timeout is the command timeout, and so is its connection timeout
+        // when it reconnects): a timer of our own per command would cost
+        // more than the rest of the client's work on it. The cluster
+        // client retries and follows redirects within one request: bounded
+        // here as a whole.
+        let outcome = match &self.inner.conn.0 {
+            crate::connection::Kind::Standalone(_) => Ok(fut.await),
+            _ => tokio::time::timeout(after, fut).await,
+        };
+        let error = match outcome {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(e)) => match Error::from_redis(e, keys, after) {
                 Error::Timeout { .. } => Error::Timeout { op, after },
