@@ -54,10 +54,12 @@ mod resp;
 mod server;
 mod spawn;
 mod stats;
+mod tls;
 mod wait;
 
 pub use cluster::{key_slot, ClusterBuilder, ClusterNode, NodeRole, RedisCluster, SLOTS};
 pub use ports::{free_cluster_port, free_port};
 pub use proxy::{Proxy, ProxyMode};
 pub use server::{RedisServer, ServerBuilder};
+pub use tls::{ClientAuth, TlsCerts};
 pub use wait::{eventually, eventually_blocking, Check, PATIENCE};

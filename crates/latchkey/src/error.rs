@@ -49,6 +49,17 @@ pub enum Error {
         after: Duration,
     },
 
+    /// A TLS connection could not be set up: the server's certificate was
+    /// refused (unknown CA, wrong name, expired), the server refused ours
+    /// or wanted one, the port does not speak TLS, or a certificate or key
+    /// given to [`ClientBuilder`](crate::ClientBuilder) is unusable. Not
+    /// transient: the configuration must change (`docs/security.md`).
+    #[error("TLS failed: {reason}")]
+    Tls {
+        /// What went wrong and what to do about it.
+        reason: String,
+    },
+
     /// The server refused our credentials (wrong password or user, or NOAUTH).
     #[error("Redis authentication failed: {0}")]
     Auth(#[source] redis::RedisError),
@@ -165,6 +176,9 @@ impl Error {
         let name = |key: Option<&&[u8]>| {
             String::from_utf8_lossy(key.copied().unwrap_or_default()).into_owned()
         };
+        if let Some(reason) = crate::error_tls::tls_failure(&err) {
+            return Error::Tls { reason };
+        }
         match err.code() {
             Some("WRONGTYPE") => {
                 return Error::WrongType {

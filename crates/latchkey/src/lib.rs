@@ -66,7 +66,7 @@
 //! backends and lease, plus a few lines in a facade.
 //!
 //! 1. **Vocabulary**: what every layer speaks. `error` ([`Error`],
-//!    [`Result`]), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
+//!    [`Result`]; `error_tls` explains TLS failures), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
 //!    [`MIN_TTL`], [`MAX_TTL`]; name and TTL checks, a lock's keys),
 //!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
 //!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
@@ -74,7 +74,8 @@
 //! 2. **Transport**: `connection` ([`Connection`]: standalone or cluster),
 //!    `session` (one server's command connection, options,
 //!    background work: [`ClientBuilder`], [`DEFAULT_COMMAND_TIMEOUT`],
-//!    [`DEFAULT_PREFIX`]), `subscriber` (the shared pub/sub connection and
+//!    [`DEFAULT_PREFIX`]), `tls` (`rediss://`: CA and client
+//!    certificates), `subscriber` (the shared pub/sub connection and
 //!    its registry), `queue` (this process's waiters per lock name).
 //! 3. **Backends**: `backend` — where a lock lives, behind one enum: a
 //!    single server (`backend/single.rs`) or Redlock's N instances
@@ -103,6 +104,7 @@
 
 // 1. Vocabulary
 mod error;
+mod error_tls;
 pub mod metrics;
 mod names;
 mod outcome;
@@ -114,6 +116,7 @@ mod connection;
 mod queue;
 mod session;
 mod subscriber;
+mod tls;
 // 3. Backends
 mod backend;
 // 4. Primitives

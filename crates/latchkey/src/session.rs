@@ -26,6 +26,7 @@ use crate::connection::{Connection, Kind};
 use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
 use crate::subscriber::Subscriber;
+use crate::tls::{Pem, TlsOptions};
 use crate::token::Identity;
 
 /// How long a single Redis command may take before it fails with
@@ -96,6 +97,7 @@ pub struct ClientBuilder {
     pubsub_ping_every: Duration,
     replicas: Vec<String>,
     metrics_labels: MetricsLabels,
+    tls: TlsOptions,
 }
 
 impl ClientBuilder {
@@ -137,6 +139,49 @@ impl ClientBuilder {
         self
     }
 
+    /// Trusts the CA certificate(s) in the PEM file at `path` for a
+    /// `rediss://` server, instead of the system's CAs. Read when the client
+    /// connects: a missing file is [`Error::InvalidInput`], one without a
+    /// certificate [`Error::Tls`]. Applies to every connection of the client
+    /// (commands, waiters and signals, cluster nodes, `rediss://` replicas).
+    /// See `docs/security.md`.
+    pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls.ca = Some(Pem::File(path.into()));
+        self
+    }
+
+    /// [`tls_ca_file`](Self::tls_ca_file) with the PEM text itself.
+    pub fn tls_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.ca = Some(Pem::Bytes(pem.into()));
+        self
+    }
+
+    /// Presents the client certificate (chain) in the PEM file `cert`, with
+    /// the private key in the PEM file `key`, to a `rediss://` server that
+    /// asks for one (mutual TLS, `tls-auth-clients`). Read and checked when
+    /// the client connects: a missing file is [`Error::InvalidInput`]; no
+    /// certificate or key in it, or a key that is not the certificate's,
+    /// [`Error::Tls`].
+    pub fn tls_client_cert_files(
+        mut self,
+        cert: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.tls.client = Some((Pem::File(cert.into()), Pem::File(key.into())));
+        self
+    }
+
+    /// [`tls_client_cert_files`](Self::tls_client_cert_files) with the PEM
+    /// texts themselves (say, from a secret store).
+    pub fn tls_client_cert_pem(
+        mut self,
+        cert: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls.client = Some((Pem::Bytes(cert.into()), Pem::Bytes(key.into())));
+        self
+    }
+
     /// Connects the session behind a [`Client`](crate::Client) (or a
     /// Redlock instance); see [`ClientBuilder::connect`].
     pub(crate) async fn open(self) -> Result<Session> {
@@ -150,14 +195,22 @@ impl ClientBuilder {
                 "pubsub ping interval must be positive".into(),
             ));
         }
-        let redis = redis::Client::open(self.url.as_str())
-            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
+        let redis = crate::tls::redis_client(&self.url, &self.tls)?;
         let replicas = self
             .replicas
             .iter()
             .map(|url| {
-                redis::Client::open(url.as_str())
-                    .map_err(|e| Error::InvalidInput(format!("bad replica URL {url:?}: {e}")))
+                // The server's TLS options apply to `rediss://` replicas.
+                let tls = match url.starts_with("rediss:") {
+                    true => self.tls.clone(),
+                    false => TlsOptions::default(),
+                };
+                crate::tls::redis_client(url, &tls).map_err(|e| match e {
+                    Error::InvalidInput(why) => {
+                        Error::InvalidInput(format!("replica {url:?}: {why}"))
+                    }
+                    other => other,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         let config = redis::aio::ConnectionManagerConfig::new()
@@ -225,10 +278,14 @@ impl ClientBuilder {
         if !cluster {
             return Ok((Connection(Kind::Standalone(standalone)), answered));
         }
-        let client = redis::cluster::ClusterClient::builder(vec![self.url.as_str()])
+        let mut builder = redis::cluster::ClusterClient::builder(vec![self.url.as_str()])
             .connection_timeout(self.command_timeout)
             .response_timeout(self.command_timeout)
-            .retries(2)
+            .retries(2);
+        if let Some(certs) = crate::tls::cluster_certificates(&self.tls)? {
+            builder = builder.certs(certs);
+        }
+        let client = builder
             .build()
             .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
         match tokio::time::timeout(self.command_timeout, client.get_async_connection()).await {
@@ -250,6 +307,7 @@ impl ClientBuilder {
             pubsub_ping_every: Duration::from_secs(1),
             replicas: Vec::new(),
             metrics_labels: MetricsLabels::None,
+            tls: TlsOptions::default(),
         }
     }
 }
