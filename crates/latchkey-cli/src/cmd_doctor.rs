@@ -150,7 +150,8 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
             println!("== {} ==", redact(url));
         }
         let client = target.client_for(url).await?;
-        for check in checks(&client, url, args.pings).await {
+        let raw = target.tls.redis_client(url);
+        for check in checks(&client, raw, args.pings).await {
             check.print();
             failed |= check.level == Level::Fail;
         }
@@ -158,7 +159,7 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
     Ok(if failed { exit::CONFLICT } else { exit::OK })
 }
 
-async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
+async fn checks(client: &Client, raw: redis::RedisResult<redis::Client>, pings: u32) -> Vec<Check> {
     let mut conn = client.connection();
     let info = Info::fetch(&mut conn).await;
     vec![
@@ -171,7 +172,7 @@ async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
         latency(&mut conn, pings).await,
         doctor_acl::scripts(client, &mut conn).await,
         doctor_acl::append(client, &mut conn).await,
-        doctor_acl::subscribe(client, url).await,
+        doctor_acl::subscribe(client, raw).await,
     ]
 }
 

@@ -255,11 +255,11 @@ pub async fn append(client: &Client, conn: &mut Connection) -> Check {
 }
 
 /// Waiters subscribe to release channels; without SUBSCRIBE they poll.
-pub async fn subscribe(client: &Client, url: &str) -> Check {
+pub async fn subscribe(client: &Client, raw: redis::RedisResult<redis::Client>) -> Check {
     const NAME: &str = "subscribe";
     let channel = latchkey::protocol::release_channel(&[client.prefix(), b"doctor-probe"].concat());
     let attempt = async {
-        let mut pubsub = redis::Client::open(url)?.get_async_pubsub().await?;
+        let mut pubsub = raw?.get_async_pubsub().await?;
         pubsub.subscribe(&channel).await?;
         pubsub.unsubscribe(&channel).await
     };

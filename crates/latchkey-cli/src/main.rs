@@ -26,6 +26,7 @@ mod doctor_acl;
 mod duration;
 mod exit;
 mod text;
+mod tls_args;
 mod top_view;
 
 use std::process::ExitCode;
@@ -59,6 +60,9 @@ struct Cli {
     /// locks with other clients' single-key locks (redis-py, redsync, …).
     #[arg(long, value_name = "PREFIX", global = true, env = "LATCHKEY_PREFIX")]
     prefix: Option<String>,
+
+    #[command(flatten)]
+    tls: tls_args::TlsArgs,
 
     /// Log what latchkey does to stderr (filter with RUST_LOG).
     #[arg(short, long, global = true)]
@@ -160,9 +164,14 @@ fn main() -> ExitCode {
         .print();
         return ExitCode::from(exit::USAGE);
     }
+    if let Err(failure) = cli.tls.check() {
+        failure.print();
+        return ExitCode::from(failure.code);
+    }
     let target = Target {
         urls: cli.redis,
         prefix: cli.prefix,
+        tls: cli.tls,
     };
 
     let runtime = match tokio::runtime::Builder::new_current_thread()
