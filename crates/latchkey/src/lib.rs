@@ -65,7 +65,8 @@
 //! semaphore, an election) is a small file in layer 4 over the same session,
 //! backends and lease, plus a few lines in a facade.
 //!
-//! 1. **Vocabulary**: what every layer speaks. `error` ([`Error`],
+//! 1. **Vocabulary**: what every layer speaks. [`acl`] (the ACL rule latchkey
+//!    needs), `error` ([`Error`],
 //!    [`Result`]; `error_tls` explains TLS failures), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
 //!    [`MIN_TTL`], [`MAX_TTL`]; name and TTL checks, a lock's keys),
 //!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
@@ -103,6 +104,7 @@
 #![warn(missing_docs)]
 
 // 1. Vocabulary
+pub mod acl;
 mod error;
 mod error_tls;
 pub mod metrics;
