@@ -116,11 +116,9 @@ async fn a_user_without_the_signal_channel_is_told_what_is_missing() {
         });
     create_user(&server, "nochannel", &no_channels.join(" "));
     let c = client(&url(&server, "nochannel")).await;
-    let err = c
-        .listen(["acl-deploy"])
-        .await
-        .err()
-        .expect("no channel, no listener");
+    let Err(err) = c.listen(["acl-deploy"]).await else {
+        panic!("no channel, no listener");
+    };
     assert!(matches!(err, Error::NoPermission(_)), "{err:?}");
     let message = err.to_string();
     assert!(message.contains("channel"), "{message}");
