@@ -56,9 +56,9 @@ use latchkey::Client;
 use latchkey::Connection;
 
 use crate::connect::{redact, Target};
-use crate::doctor_acl;
 use crate::duration::human;
 use crate::exit::{self, Outcome};
+use crate::{doctor_acl, doctor_rule};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
@@ -162,6 +162,7 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
 async fn checks(client: &Client, raw: redis::RedisResult<redis::Client>, pings: u32) -> Vec<Check> {
     let mut conn = client.connection();
     let info = Info::fetch(&mut conn).await;
+    let user = doctor_acl::whoami(&mut conn).await;
     vec![
         version(&info),
         eviction(&info),
@@ -170,6 +171,7 @@ async fn checks(client: &Client, raw: redis::RedisResult<redis::Client>, pings: 
         cluster(&info),
         clock(&mut conn).await,
         latency(&mut conn, pings).await,
+        doctor_rule::check(client, &mut conn, &user).await,
         doctor_acl::scripts(client, &mut conn).await,
         doctor_acl::append(client, &mut conn).await,
         doctor_acl::subscribe(client, raw).await,

@@ -23,6 +23,7 @@ mod cmd_top;
 mod cmd_wait;
 mod connect;
 mod doctor_acl;
+mod doctor_rule;
 mod duration;
 mod exit;
 mod text;
