@@ -245,22 +245,27 @@ mod generate {
         let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
         let issuer = Issuer::new(ca, ca_key);
 
-        let leaf = |names: Vec<String>, purpose: ExtendedKeyUsagePurpose, cn: &str| {
+        let leaf = |names: Vec<String>, purposes: Vec<ExtendedKeyUsagePurpose>, cn: &str| {
             let key = KeyPair::generate().map_err(err)?;
             let mut params = CertificateParams::new(names).map_err(err)?;
             params.distinguished_name.push(DnType::CommonName, cn);
-            params.extended_key_usages = vec![purpose];
+            params.extended_key_usages = purposes;
             let cert = params.signed_by(&key, &issuer).map_err(err)?;
             Ok::<_, io::Error>((cert.pem(), key.serialize_pem()))
         };
         let (server, server_key) = leaf(
             vec!["localhost".into(), "127.0.0.1".into()],
-            ExtendedKeyUsagePurpose::ServerAuth,
+            // A cluster node or replica is a TLS client of its peers too,
+            // with the same certificate (`tls-cert-file`).
+            vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
             "latchkey test server",
         )?;
         let (client, client_key) = leaf(
             vec!["latchkey-test-client".into()],
-            ExtendedKeyUsagePurpose::ClientAuth,
+            vec![ExtendedKeyUsagePurpose::ClientAuth],
             "latchkey test client",
         )?;
         fs::write(certs.ca(), ca_cert.pem())?;

@@ -357,3 +357,48 @@ async fn tls_options_need_a_rediss_url() {
         other => panic!("expected bad input, got {:?}", other.map(|_| ())),
     }
 }
+
+/// A Redis Cluster whose nodes (bus and all) speak mutual TLS only: the
+/// client finds it is a cluster and reaches every primary with the same
+/// certificates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_over_mutual_tls() {
+    let certs = TlsCerts::generate();
+    let cluster = {
+        let certs = certs.clone();
+        tokio::task::spawn_blocking(move || {
+            latchkey_testkit::RedisCluster::builder()
+                .primaries(3)
+                .replicas_per_primary(0)
+                .tls(&certs)
+                .start()
+        })
+        .await
+        .unwrap()
+    };
+    let seed = cluster.seed_url();
+    assert!(seed.starts_with("rediss://"), "{seed}");
+    let client = builder(&seed, &certs, true)
+        .connect()
+        .await
+        .expect("connect to the TLS cluster");
+    assert!(client.connection().is_cluster());
+    // Locks whose slots cover every primary, each with a fencing token.
+    let mut primaries = std::collections::HashSet::new();
+    for i in 0..30 {
+        let name = format!("tls-cluster-{i}");
+        let node = cluster.primary_for_key(format!("test:{name}")).addr();
+        let guard = client
+            .lock(&name, Duration::from_secs(10))
+            .unwrap()
+            .with_fencing()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("free lock");
+        assert!(guard.fencing_token().await.unwrap() > 0);
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+        primaries.insert(node);
+    }
+    assert_eq!(primaries.len(), 3, "every primary served a lock");
+}
