@@ -402,3 +402,29 @@ async fn a_cluster_over_mutual_tls() {
     }
     assert_eq!(primaries.len(), 3, "every primary served a lock");
 }
+
+/// A `rediss://` replica gets the client's TLS options: a signal listener
+/// subscribes there too, with the client certificate.
+#[tokio::test]
+async fn a_tls_replica_gets_the_same_options() {
+    let certs = TlsCerts::generate();
+    let primary = RedisServer::builder()
+        .tls(&certs, ClientAuth::Required)
+        .start();
+    let replica = RedisServer::builder()
+        .tls(&certs, ClientAuth::Required)
+        .arg("tls-replication", "yes")
+        .replica_of(primary.port())
+        .start();
+    let client = builder(&primary.url(), &certs, true)
+        .replica(&replica.url())
+        .connect()
+        .await
+        .expect("connect over TLS");
+    let _listener = client.listen(["tls-replicated"]).await.unwrap();
+    eventually("the listener subscribed on the replica too", || async {
+        replica.subscribers("test:signal:tls-replicated") == 1
+    })
+    .await;
+    assert_eq!(primary.subscribers("test:signal:tls-replicated"), 1);
+}
