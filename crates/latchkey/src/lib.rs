@@ -19,7 +19,11 @@
 //!   pub/sub connection per client) or the holder's TTL, instead of polling;
 //! * **on one Redis or several**: [`Redlock`] holds the same [`Lock`] over N
 //!   independent instances (a majority must agree), one constructor away
-//!   (`docs/redlock.md`).
+//!   (`docs/redlock.md`);
+//! * **over TLS, as a least-privilege user**: `rediss://` with a private CA
+//!   and a client certificate ([`ClientBuilder::tls_ca_file`],
+//!   [`ClientBuilder::tls_client_cert_files`]), and the ACL rule of [`acl`]
+//!   (`docs/security.md`).
 //!
 //! Beside locks, [signals](Client::signal): one process waits, another
 //! signals it (to all waiters or [to one](Client::signal_one)), over the
