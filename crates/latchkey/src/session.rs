@@ -140,10 +140,9 @@ impl ClientBuilder {
     }
 
     /// Trusts the CA certificate(s) in the PEM file at `path` for a
-    /// `rediss://` server, instead of the system's CAs. Read when the client
-    /// connects: a missing file is [`Error::InvalidInput`], one without a
-    /// certificate [`Error::Tls`]. Applies to every connection of the client
-    /// (commands, waiters and signals, cluster nodes, `rediss://` replicas).
+    /// `rediss://` server, instead of the system's CAs, on every connection
+    /// of the client. Read when it connects: a missing file is
+    /// [`Error::InvalidInput`], one without a certificate [`Error::Tls`].
     /// See `docs/security.md`.
     pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.tls.ca = Some(Pem::File(path.into()));
@@ -157,11 +156,9 @@ impl ClientBuilder {
     }
 
     /// Presents the client certificate (chain) in the PEM file `cert`, with
-    /// the private key in the PEM file `key`, to a `rediss://` server that
-    /// asks for one (mutual TLS, `tls-auth-clients`). Read and checked when
-    /// the client connects: a missing file is [`Error::InvalidInput`]; no
-    /// certificate or key in it, or a key that is not the certificate's,
-    /// [`Error::Tls`].
+    /// its private key in the PEM file `key` (mutual TLS). Read and checked
+    /// when the client connects, as [`tls_ca_file`](Self::tls_ca_file); a
+    /// key that is not the certificate's is [`Error::Tls`].
     pub fn tls_client_cert_files(
         mut self,
         cert: impl Into<std::path::PathBuf>,
@@ -196,23 +193,7 @@ impl ClientBuilder {
             ));
         }
         let redis = crate::tls::redis_client(&self.url, &self.tls)?;
-        let replicas = self
-            .replicas
-            .iter()
-            .map(|url| {
-                // The server's TLS options apply to `rediss://` replicas.
-                let tls = match url.starts_with("rediss:") {
-                    true => self.tls.clone(),
-                    false => TlsOptions::default(),
-                };
-                crate::tls::redis_client(url, &tls).map_err(|e| match e {
-                    Error::InvalidInput(why) => {
-                        Error::InvalidInput(format!("replica {url:?}: {why}"))
-                    }
-                    other => other,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let replicas = crate::tls::replica_clients(&self.replicas, &self.tls)?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.command_timeout))
             .set_response_timeout(Some(self.command_timeout))

@@ -186,6 +186,25 @@ pub(crate) fn redis_client(url: &str, tls: &TlsOptions) -> Result<redis::Client>
     })
 }
 
+/// The clients of `urls` (replicas): the server's TLS options apply to the
+/// `rediss://` ones.
+pub(crate) fn replica_clients(urls: &[String], tls: &TlsOptions) -> Result<Vec<redis::Client>> {
+    let plain = TlsOptions::default();
+    urls.iter()
+        .map(|url| {
+            let tls = if url.starts_with("rediss:") {
+                tls
+            } else {
+                &plain
+            };
+            redis_client(url, tls).map_err(|e| match e {
+                Error::InvalidInput(why) => Error::InvalidInput(format!("replica {url:?}: {why}")),
+                other => other,
+            })
+        })
+        .collect()
+}
+
 /// The certificates for a cluster client (`None`: no TLS options).
 pub(crate) fn cluster_certificates(tls: &TlsOptions) -> Result<Option<redis::TlsCertificates>> {
     if tls.is_set() {
