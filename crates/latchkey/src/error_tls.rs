@@ -14,11 +14,10 @@ use rustls::{AlertDescription, CertificateError};
 
 /// Why a TLS connection failed, when `err` is a TLS failure; `None` for
 /// anything else (a refused TCP connection stays "unreachable").
+///
+/// (A certificate and key that rustls refuses as a pair never get this far:
+/// `tls.rs` checks them before connecting.)
 pub(crate) fn tls_failure(err: &redis::RedisError) -> Option<String> {
-    if err.kind() == redis::ErrorKind::InvalidClientConfig && err.to_string().contains("TLS") {
-        // redis-rs's own wording for a certificate and key it could not use.
-        return Some(format!("the TLS client configuration was refused: {err}"));
-    }
     let tls = find_rustls(err)?;
     Some(explain(tls))
 }
