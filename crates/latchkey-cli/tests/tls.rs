@@ -12,13 +12,9 @@ use latchkey_testkit::{eventually_blocking, ClientAuth, TlsCerts};
 
 const QUICK: Duration = Duration::from_secs(15);
 
-/// `latchkey` for `server` with no TLS options from the environment.
+/// `latchkey` for `server` (no TLS options from the environment).
 fn bare(server: &RedisServer) -> Command {
-    let mut cmd = latchkey(server);
-    for var in ["LATCHKEY_TLS_CA", "LATCHKEY_TLS_CERT", "LATCHKEY_TLS_KEY"] {
-        cmd.env_remove(var);
-    }
-    cmd
+    latchkey(server)
 }
 
 /// `latchkey` with the CA and, if `mutual`, the client certificate, as flags.
