@@ -59,9 +59,9 @@ use latchkey::Client;
 use redis::aio::ConnectionLike;
 
 use crate::connect::{redact, Target};
-use crate::doctor_acl;
 use crate::duration::human;
 use crate::exit::{self, Outcome};
+use crate::{doctor_acl, doctor_rule};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
@@ -153,7 +153,8 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
             println!("== {} ==", redact(url));
         }
         let client = target.client_for(url).await?;
-        for check in checks(&client, url, args.pings).await {
+        let raw = target.tls.redis_client(url);
+        for check in checks(&client, raw, args.pings).await {
             check.print();
             failed |= check.level == Level::Fail;
         }
@@ -161,12 +162,13 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
     Ok(if failed { exit::CONFLICT } else { exit::OK })
 }
 
-async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
+async fn checks(client: &Client, raw: redis::RedisResult<redis::Client>, pings: u32) -> Vec<Check> {
     let mut conn = client.connection();
     if conn.is_cluster() {
-        return crate::doctor_cluster::checks(client, url, pings).await;
+        return crate::doctor_cluster::checks(client, raw, pings).await;
     }
     let info = Info::fetch(&mut conn).await;
+    let user = doctor_acl::whoami(&mut conn).await;
     vec![
         version(&info),
         eviction(&info),
@@ -175,9 +177,10 @@ async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
         Check::pass("cluster", "not a cluster"),
         clock(&mut conn).await,
         latency(&mut conn, pings).await,
+        doctor_rule::check(client, &mut conn, &user).await,
         doctor_acl::scripts(client, &mut conn).await,
         doctor_acl::append(client, &mut conn).await,
-        doctor_acl::subscribe(client, url).await,
+        doctor_acl::subscribe(client, raw).await,
     ]
 }
 

@@ -125,10 +125,7 @@ async fn connect(target: &Target, replicas: &[String]) -> Result<Client, Failure
         return target.client("wait").await;
     }
     let url = target.single_url("wait")?;
-    let mut builder = Client::builder(&url);
-    if let Some(prefix) = &target.prefix {
-        builder = builder.prefix(prefix);
-    }
+    let mut builder = target.builder(&url);
     for replica in replicas {
         if replica.trim().is_empty() {
             return Err(Failure::usage("--replica: empty URL"));

@@ -26,6 +26,8 @@ pub struct Target {
     /// As given; empty means "not given" (the demo then starts its own server).
     pub urls: Vec<String>,
     pub prefix: Option<String>,
+    /// `--tls-ca`, `--tls-cert`, `--tls-key`.
+    pub tls: crate::tls_args::TlsArgs,
 }
 
 impl Target {
@@ -48,13 +50,22 @@ impl Target {
         }
     }
 
-    /// Connects to `url` with the prefix; errors name the server (password hidden).
-    pub async fn client_for(&self, url: &str) -> Result<Client, Failure> {
-        let mut builder = Client::builder(url);
+    /// The options for `url`: the prefix and the TLS files.
+    pub fn builder(&self, url: &str) -> latchkey::ClientBuilder {
+        self.with_options(Client::builder(url))
+    }
+
+    fn with_options(&self, mut builder: latchkey::ClientBuilder) -> latchkey::ClientBuilder {
         if let Some(prefix) = &self.prefix {
             builder = builder.prefix(prefix);
         }
-        let client = builder
+        self.tls.apply(builder)
+    }
+
+    /// Connects to `url` with the prefix; errors name the server (password hidden).
+    pub async fn client_for(&self, url: &str) -> Result<Client, Failure> {
+        let client = self
+            .builder(url)
             .connect()
             .await
             .map_err(|e| connect_failure(e, &redact(url)))?;
@@ -85,12 +96,9 @@ impl Target {
             eprintln!("latchkey: warning: {why}; use an odd number, at least 3");
         }
         let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
-        let redlock = Redlock::connect_with(&refs, |builder| match &self.prefix {
-            Some(prefix) => builder.prefix(prefix),
-            None => builder,
-        })
-        .await
-        .map_err(|e| connect_failure(e, &format!("Redlock over {} servers", urls.len())))?;
+        let redlock = Redlock::connect_with(&refs, |builder| self.with_options(builder))
+            .await
+            .map_err(|e| connect_failure(e, &format!("Redlock over {} servers", urls.len())))?;
         remember(Made::Redlock(redlock.clone()));
         redlock
             .lock(name, ttl)

@@ -23,9 +23,17 @@ use latchkey::{Client, Ownership};
 use crate::cmd_doctor::Check;
 use crate::duration::human;
 
-/// Every command latchkey sends (scripts included): granting them cannot be
-/// refused, whatever the user's other rules.
-const COMMANDS: &str = "+evalsha +eval +get +set +append +del +pexpire +pttl +publish +time +type";
+/// Every command latchkey's locks send (scripts included; `latchkey::acl`,
+/// docs/security.md): granting them cannot be refused, whatever the user's
+/// other rules.
+fn commands() -> String {
+    let plus: Vec<String> = latchkey::acl::Use::Locks
+        .commands()
+        .iter()
+        .map(|c| format!("+{c}"))
+        .collect();
+    plus.join(" ")
+}
 
 /// Why a write was refused.
 #[derive(Debug, PartialEq, Eq)]
@@ -95,12 +103,14 @@ async fn acl_fix(conn: &mut Connection, user: &str, prefix: &str, refusal: &Refu
         Some((all_keys, all_channels)) => (!all_keys, !all_channels),
         None => (keys_refused, channels_refused),
     };
-    let mut rule = format!("ACL SETUSER {user} {COMMANDS}");
+    let mut rule = format!("ACL SETUSER {user} {}", commands());
     if need_keys {
-        rule.push_str(&format!(" ~{prefix}*"));
+        rule.push(' ');
+        rule.push_str(&latchkey::acl::key_patterns(prefix).join(" "));
     }
     if need_channels {
-        rule.push_str(&format!(" &{prefix}*"));
+        rule.push(' ');
+        rule.push_str(&latchkey::acl::channel_patterns(prefix).join(" "));
     }
     rule
 }
@@ -144,7 +154,8 @@ fn flatten(value: &redis::Value, out: &mut Vec<String>) {
     }
 }
 
-async fn whoami(conn: &mut Connection) -> String {
+/// The current user (`default` when `ACL WHOAMI` is refused).
+pub async fn whoami(conn: &mut Connection) -> String {
     redis::cmd("ACL")
         .arg("WHOAMI")
         .query_async(conn)
@@ -255,11 +266,11 @@ pub async fn append(client: &Client, conn: &mut Connection) -> Check {
 }
 
 /// Waiters subscribe to release channels; without SUBSCRIBE they poll.
-pub async fn subscribe(client: &Client, url: &str) -> Check {
+pub async fn subscribe(client: &Client, raw: redis::RedisResult<redis::Client>) -> Check {
     const NAME: &str = "subscribe";
     let channel = latchkey::protocol::release_channel(&[client.prefix(), b"doctor-probe"].concat());
     let attempt = async {
-        let mut pubsub = redis::Client::open(url)?.get_async_pubsub().await?;
+        let mut pubsub = raw?.get_async_pubsub().await?;
         pubsub.subscribe(&channel).await?;
         pubsub.unsubscribe(&channel).await
     };
@@ -268,7 +279,7 @@ pub async fn subscribe(client: &Client, url: &str) -> Check {
         Ok(Err(e)) => Check::warn(
             NAME,
             format!("cannot SUBSCRIBE to release channels ({e}): waiters poll instead, so hand-overs are slower"),
-            "allow SUBSCRIBE on the channels under the prefix (ACL &<prefix>*)",
+            "allow SUBSCRIBE on the channels under the prefix (ACL &<prefix>* &{<prefix>*; docs/security.md)",
         ),
         Err(_) => Check::warn(NAME, format!("SUBSCRIBE did not answer within {}", human(client.command_timeout())), "check the server"),
     }

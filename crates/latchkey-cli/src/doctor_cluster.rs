@@ -4,12 +4,12 @@
 //! A lock lives on the primary that serves its slot, so each primary must be
 //! safe on its own: `version`, `eviction`, `persistence`, `replication`,
 //! `clock` and `latency` run against each of them (found with `CLUSTER
-//! NODES`, reached directly with the URL's credentials), one line per check
+//! NODES`, reached directly with the URL's credentials and TLS options), one line per check
 //! and node, the node named first. The `cluster` line PASSes when `CLUSTER
 //! INFO` says `cluster_state:ok`, all 16384 slots are assigned and no
 //! primary is marked failed; otherwise some locks' commands are refused
-//! (`CLUSTERDOWN`): WARN. `scripts`, `append` and `subscribe` run once,
-//! through the cluster client, as a lock would.
+//! (`CLUSTERDOWN`): WARN. `acl`, `scripts`, `append` and `subscribe` run
+//! once, through the cluster client, as a lock would.
 //!
 //! What a cluster does differently (sharded pub/sub; `signal --one`, waiter
 //! counts and pattern waits refused) is said in the `cluster` line: a
@@ -22,7 +22,11 @@ use crate::cmd_doctor::{self as doctor, Check, Info};
 use crate::doctor_acl;
 
 /// All checks for a cluster reached through `url`.
-pub(crate) async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check> {
+pub(crate) async fn checks(
+    client: &Client,
+    raw: redis::RedisResult<redis::Client>,
+    pings: u32,
+) -> Vec<Check> {
     let mut conn = client.connection();
     let nodes: redis::RedisResult<String> = redis::cmd("CLUSTER")
         .arg("NODES")
@@ -39,11 +43,13 @@ pub(crate) async fn checks(client: &Client, url: &str, pings: u32) -> Vec<Check>
     };
     checks.push(health(&nodes, &info, primaries.len()));
     for primary in &primaries {
-        checks.extend(node_checks(url, primary, pings).await);
+        checks.extend(node_checks(&raw, primary, pings).await);
     }
+    let user = doctor_acl::whoami(&mut conn).await;
+    checks.push(crate::doctor_rule::check(client, &mut conn, &user).await);
     checks.push(doctor_acl::scripts(client, &mut conn).await);
     checks.push(doctor_acl::append(client, &mut conn).await);
-    checks.push(doctor_acl::subscribe(client, url).await);
+    checks.push(doctor_acl::subscribe(client, raw).await);
     checks
 }
 
@@ -111,13 +117,19 @@ fn health(
 }
 
 /// The server checks against one primary, reached directly.
-async fn node_checks(url: &str, primary: &Primary, pings: u32) -> Vec<Check> {
+async fn node_checks(
+    seed: &redis::RedisResult<redis::Client>,
+    primary: &Primary,
+    pings: u32,
+) -> Vec<Check> {
     let node = format!("{}:{}", primary.host, primary.port);
     let named = |mut check: Check| {
         check.reason = format!("{node}: {}", check.reason);
         check
     };
-    let direct = match redis::Client::open(url) {
+    // The seed's client, TLS options and credentials included, aimed at
+    // this primary.
+    let direct = match seed {
         Ok(seed) => {
             let info = seed.get_connection_info().clone();
             let addr = match info.addr().clone() {
@@ -135,7 +147,7 @@ async fn node_checks(url: &str, primary: &Primary, pings: u32) -> Vec<Check> {
             };
             redis::Client::open(info.set_addr(addr))
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.clone()),
     };
     let mut conn = match direct {
         Ok(client) => match client.get_multiplexed_async_connection().await {

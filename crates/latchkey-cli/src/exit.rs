@@ -5,8 +5,8 @@
 //!   1   conflict: the lock is held (--no-wait), the wait timed out, or
 //!       release/extend found the lock not ours (-E/--conflict-exit-code N)
 //!   2   usage error: bad arguments, duration, name or URL
-//!  69   Redis unavailable: unreachable, timed out, authentication or permission
-//!       refused, or (Redlock) no majority of the servers answered; also a
+//!  69   Redis unavailable: unreachable, timed out, TLS, authentication or
+//!       permission refused, or (Redlock) no majority of the servers answered; also a
 //!       bounded wait (`--wait`, `wait --timeout`) that ended without Redis
 //!  70   internal error: an unexpected reply (e.g. WRONGTYPE at the lock key)
 //!  75   `run`: the lock was lost while the command ran; it was terminated
@@ -44,7 +44,7 @@ Exit codes:
     1  conflict: lock busy (--no-wait), wait timed out, or not the owner
        (change with -E/--conflict-exit-code)
     2  usage error
-   69  Redis unavailable (unreachable, timeout, auth or ACL refusal,
+   69  Redis unavailable (unreachable, timeout, TLS, auth or ACL refusal,
        no Redlock majority; also a bounded wait that could not reach Redis)
    70  internal error (unexpected reply from Redis)
    75  run: the lock was lost while the command ran
@@ -96,6 +96,7 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         E::Unreachable(_)
         | E::Timeout { .. }
         | E::Auth(_)
+        | E::Tls { .. }
         | E::NoPermission(_)
         | E::OutOfMemory(_)
         | E::ReadOnlyReplica(_)

@@ -24,9 +24,11 @@ mod cmd_wait;
 mod connect;
 mod doctor_acl;
 mod doctor_cluster;
+mod doctor_rule;
 mod duration;
 mod exit;
 mod text;
+mod tls_args;
 mod top_view;
 
 use std::process::ExitCode;
@@ -60,6 +62,9 @@ struct Cli {
     /// locks with other clients' single-key locks (redis-py, redsync, …).
     #[arg(long, value_name = "PREFIX", global = true, env = "LATCHKEY_PREFIX")]
     prefix: Option<String>,
+
+    #[command(flatten)]
+    tls: tls_args::TlsArgs,
 
     /// Log what latchkey does to stderr (filter with RUST_LOG).
     #[arg(short, long, global = true)]
@@ -161,9 +166,14 @@ fn main() -> ExitCode {
         .print();
         return ExitCode::from(exit::USAGE);
     }
+    if let Err(failure) = cli.tls.check() {
+        failure.print();
+        return ExitCode::from(failure.code);
+    }
     let target = Target {
         urls: cli.redis,
         prefix: cli.prefix,
+        tls: cli.tls,
     };
 
     let runtime = match tokio::runtime::Builder::new_current_thread()

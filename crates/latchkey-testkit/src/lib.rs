@@ -11,6 +11,9 @@
 //! replica, or another shape) of such servers, joined with `redis-cli
 //! --cluster create`, and can fail a primary over to its replica or move a
 //! hash slot, keys included, to another primary.
+//! [`ServerBuilder::tls`] and [`ClusterBuilder::tls`] make them serve TLS
+//! only (`--tls-port`, `--port 0`), with a CA, server and client
+//! certificates made at test time by [`TlsCerts::generate`] (feature `tls`).
 //!
 //! Servers never outlive the test that started them: they are killed on drop
 //! (also when the test panics), and on Linux also when the test process itself
@@ -54,10 +57,12 @@ mod resp;
 mod server;
 mod spawn;
 mod stats;
+mod tls;
 mod wait;
 
 pub use cluster::{key_slot, ClusterBuilder, ClusterNode, NodeRole, RedisCluster, SLOTS};
 pub use ports::{free_cluster_port, free_port};
 pub use proxy::{Proxy, ProxyMode};
 pub use server::{RedisServer, ServerBuilder};
+pub use tls::{ClientAuth, TlsCerts};
 pub use wait::{eventually, eventually_blocking, Check, PATIENCE};

@@ -4,7 +4,7 @@
 //! depending on the client library under test, so this speaks the protocol
 //! over a plain `std` socket: one connection per command, no pipelining.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -33,16 +33,51 @@ pub(crate) fn command_raw(
     args: &[&[u8]],
     timeout: Duration,
 ) -> io::Result<Reply> {
+    command_over(addr, None, password, args, timeout)
+}
+
+/// [`command`] over TLS when `tls` is given (a server started with
+/// [`ServerBuilder::tls`](crate::ServerBuilder::tls)).
+pub(crate) fn command_tls(
+    addr: SocketAddr,
+    tls: Option<&crate::tls::AdminTls>,
+    password: Option<&str>,
+    args: &[&str],
+    timeout: Duration,
+) -> io::Result<String> {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    render(command_over(addr, tls, password, &args, timeout)?)
+}
+
+fn command_over(
+    addr: SocketAddr,
+    tls: Option<&crate::tls::AdminTls>,
+    password: Option<&str>,
+    args: &[&[u8]],
+    timeout: Duration,
+) -> io::Result<Reply> {
     let stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     stream.set_nodelay(true)?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut writer = stream;
+    match tls {
+        None => exchange(stream, addr, password, args, timeout),
+        Some(tls) => exchange(tls.wrap(stream)?, addr, password, args, timeout),
+    }
+}
 
+/// Authenticates if `password` is set, then sends `args` on `stream`.
+fn exchange(
+    stream: impl Read + Write,
+    addr: SocketAddr,
+    password: Option<&str>,
+    args: &[&[u8]],
+    timeout: Duration,
+) -> io::Result<Reply> {
+    let mut stream = BufReader::new(stream);
     let mut call = |args: &[&[u8]]| -> io::Result<Reply> {
-        writer.write_all(&encode(args))?;
-        read_reply(&mut reader).map_err(|e| match e.kind() {
+        stream.get_mut().write_all(&encode(args))?;
+        read_reply(&mut stream).map_err(|e| match e.kind() {
             // A read timeout surfaces as WouldBlock on Unix; say what happened.
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
                 io::ErrorKind::TimedOut,

@@ -69,6 +69,8 @@ pub struct ServerBuilder {
     port: Option<u16>,
     /// A Redis Cluster node: `cluster-enabled`, a bus port free as well.
     cluster: bool,
+    /// TLS only (see `tls.rs`).
+    tls: Option<crate::tls::ServerTls>,
 }
 
 impl RedisServer {
@@ -111,6 +113,14 @@ impl RedisServer {
     /// `redis://:PASSWORD@127.0.0.1:PORT/` when a password is configured (the
     /// password is percent-encoded as needed).
     pub fn url(&self) -> String {
+        if self.config.tls.is_some() {
+            let url = self.url_plain();
+            return url.replacen("redis://", "rediss://", 1);
+        }
+        self.url_plain()
+    }
+
+    fn url_plain(&self) -> String {
         match &self.config.password {
             None => format!("redis://127.0.0.1:{}/", self.port),
             Some(pw) => format!("redis://:{}@127.0.0.1:{}/", percent_encode(pw), self.port),
@@ -217,7 +227,7 @@ impl RedisServer {
     /// [`command`](Self::command) with an explicit bound on connecting and on
     /// each read and write (a timeout yields [`io::ErrorKind::TimedOut`]).
     pub fn command_with_timeout(&self, args: &[&str], timeout: Duration) -> io::Result<String> {
-        resp::command(self.addr(), self.config.password.as_deref(), args, timeout)
+        self.config.command_at(self.addr(), args, timeout)
     }
 
     /// The server's private data directory (AOF files, `redis.log`), unique
@@ -294,6 +304,21 @@ impl ServerBuilder {
     pub(crate) fn cluster_node(mut self) -> Self {
         self.cluster = true;
         self
+    }
+
+    /// The TLS settings (`tls.rs`).
+    pub(crate) fn with_tls(mut self, tls: crate::tls::ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// One admin command to this server at `addr`, over TLS if it has it.
+    fn command_at(&self, addr: SocketAddr, args: &[&str], timeout: Duration) -> io::Result<String> {
+        let password = self.password.as_deref();
+        match &self.tls {
+            None => resp::command(addr, password, args, timeout),
+            Some(tls) => resp::command_tls(addr, Some(&tls.admin()?), password, args, timeout),
+        }
     }
 
     /// Starts the server and waits until it answers PING.
@@ -374,6 +399,9 @@ impl ServerBuilder {
         if let Some(pw) = &self.password {
             cmd.arg("--requirepass").arg(pw);
         }
+        if let Some(tls) = &self.tls {
+            cmd.args(tls.args(port));
+        }
         for (name, value) in &self.extra {
             cmd.arg(format!("--{name}")).arg(value);
         }
@@ -420,7 +448,7 @@ fn launch(config: &ServerBuilder, port: u16, dir: &Path) -> Result<Child, Launch
         port_in_use: false,
     })?;
 
-    match wait_ready(&mut child, port, config.password.as_deref()) {
+    match wait_ready(&mut child, port, config) {
         Ok(()) => Ok(child),
         Err(reason) => {
             let _ = child.kill();
@@ -434,7 +462,7 @@ fn launch(config: &ServerBuilder, port: u16, dir: &Path) -> Result<Child, Launch
 }
 
 /// Polls until the server answers PING, or says why it never will.
-fn wait_ready(child: &mut Child, port: u16, password: Option<&str>) -> Result<(), String> {
+fn wait_ready(child: &mut Child, port: u16, config: &ServerBuilder) -> Result<(), String> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
@@ -442,11 +470,14 @@ fn wait_ready(child: &mut Child, port: u16, password: Option<&str>) -> Result<()
             return Err(format!("exited during startup ({status})"));
         }
         // PING answers "-LOADING" until an AOF is loaded, so PONG means ready.
-        if resp::command(addr, password, &["PING"], PROBE_TIMEOUT).is_ok_and(|r| r == "PONG") {
+        if config
+            .command_at(addr, &["PING"], PROBE_TIMEOUT)
+            .is_ok_and(|r| r == "PONG")
+        {
             // Whoever took the port before our redis could bind it (making
             // ours exit) might be a redis too and answer PONG; make sure the
             // answer came from our child.
-            let info = resp::command(addr, password, &["INFO", "server"], PROBE_TIMEOUT);
+            let info = config.command_at(addr, &["INFO", "server"], PROBE_TIMEOUT);
             let ours = format!("process_id:{}", child.id());
             if info.is_ok_and(|info| info.lines().any(|line| line == ours)) {
                 return Ok(());

@@ -49,6 +49,17 @@ pub enum Error {
         after: Duration,
     },
 
+    /// A TLS connection could not be set up: the server's certificate was
+    /// refused (unknown CA, wrong name, expired), the server refused ours
+    /// or wanted one, the port does not speak TLS, or a certificate or key
+    /// given to [`ClientBuilder`](crate::ClientBuilder) is unusable. Not
+    /// transient: the configuration must change (`docs/security.md`).
+    #[error("TLS failed: {reason}")]
+    Tls {
+        /// What went wrong and what to do about it.
+        reason: String,
+    },
+
     /// The server refused our credentials (wrong password or user, or NOAUTH).
     #[error("Redis authentication failed: {0}")]
     Auth(#[source] redis::RedisError),
@@ -82,7 +93,9 @@ pub enum Error {
     },
 
     /// The server refused a command for lack of permission (ACL NOPERM).
-    #[error("Redis refused permission: {0}")]
+    /// The message says what was refused: the command, or the keys or
+    /// channel it touched. `docs/security.md` has the rule latchkey needs.
+    #[error("Redis refused permission (ACL): {0}; latchkey's ACL rule is in docs/security.md, and `latchkey doctor` prints the fix")]
     NoPermission(#[source] redis::RedisError),
 
     /// The server is out of memory (`maxmemory` reached under the
@@ -141,6 +154,23 @@ pub enum Error {
     Internal(String),
 }
 
+/// A NOPERM refusal of a key or channel (Redis says "one of the keys used
+/// as arguments") with the keys or channel named; a refused command is
+/// named by Redis already.
+fn naming(err: redis::RedisError, keys: &[&[u8]]) -> redis::RedisError {
+    use redis::{ErrorKind, ServerErrorKind};
+    let detail = err.detail().unwrap_or_default();
+    if keys.is_empty() || detail.contains("command") {
+        return err;
+    }
+    let names: Vec<String> = keys
+        .iter()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    let detail = format!("{detail} ({})", names.join(", "));
+    redis::RedisError::from((ErrorKind::Server(ServerErrorKind::NoPerm), "NOPERM", detail))
+}
+
 impl Error {
     /// True for errors that may go away by themselves (unreachable, timeout,
     /// no quorum): retrying later can help. Bad input, auth and wrong-type
@@ -165,6 +195,9 @@ impl Error {
         let name = |key: Option<&&[u8]>| {
             String::from_utf8_lossy(key.copied().unwrap_or_default()).into_owned()
         };
+        if let Some(reason) = crate::error_tls::tls_failure(&err) {
+            return Error::Tls { reason };
+        }
         match err.code() {
             Some("WRONGTYPE") => {
                 return Error::WrongType {
@@ -192,7 +225,7 @@ impl Error {
         }
         match err.kind() {
             ErrorKind::AuthenticationFailed => Error::Auth(err),
-            ErrorKind::Server(ServerErrorKind::NoPerm) => Error::NoPermission(err),
+            ErrorKind::Server(ServerErrorKind::NoPerm) => Error::NoPermission(naming(err, keys)),
             ErrorKind::Server(ServerErrorKind::ReadOnly) => Error::ReadOnlyReplica(err),
             _ if err.is_timeout() => Error::Timeout {
                 op: "command",

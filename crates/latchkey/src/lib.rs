@@ -19,7 +19,11 @@
 //!   pub/sub connection per client) or the holder's TTL, instead of polling;
 //! * **on one Redis or several**: [`Redlock`] holds the same [`Lock`] over N
 //!   independent instances (a majority must agree), one constructor away
-//!   (`docs/redlock.md`).
+//!   (`docs/redlock.md`);
+//! * **over TLS, as a least-privilege user**: `rediss://` with a private CA
+//!   and a client certificate ([`ClientBuilder::tls_ca_file`],
+//!   [`ClientBuilder::tls_client_cert_files`]), and the ACL rule of [`acl`]
+//!   (`docs/security.md`).
 //!
 //! Beside locks, [signals](Client::signal): one process waits, another
 //! signals it (to all waiters or [to one](Client::signal_one)), over the
@@ -65,8 +69,9 @@
 //! semaphore, an election) is a small file in layer 4 over the same session,
 //! backends and lease, plus a few lines in a facade.
 //!
-//! 1. **Vocabulary**: what every layer speaks. `error` ([`Error`],
-//!    [`Result`]), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
+//! 1. **Vocabulary**: what every layer speaks. [`acl`] (the ACL rule latchkey
+//!    needs), `error` ([`Error`],
+//!    [`Result`]; `error_tls` explains TLS failures), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
 //!    [`MIN_TTL`], [`MAX_TTL`]; name and TTL checks, a lock's keys),
 //!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
 //!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
@@ -74,7 +79,8 @@
 //! 2. **Transport**: `connection` ([`Connection`]: standalone or cluster),
 //!    `session` (one server's command connection, options,
 //!    background work: [`ClientBuilder`], [`DEFAULT_COMMAND_TIMEOUT`],
-//!    [`DEFAULT_PREFIX`]), `subscriber` (the shared pub/sub connection and
+//!    [`DEFAULT_PREFIX`]), `tls` (`rediss://`: CA and client
+//!    certificates), `subscriber` (the shared pub/sub connection and
 //!    its registry), `queue` (this process's waiters per lock name).
 //! 3. **Backends**: `backend` — where a lock lives, behind one enum: a
 //!    single server (`backend/single.rs`) or Redlock's N instances
@@ -102,7 +108,9 @@
 #![warn(missing_docs)]
 
 // 1. Vocabulary
+pub mod acl;
 mod error;
+mod error_tls;
 pub mod metrics;
 mod names;
 mod outcome;
@@ -114,6 +122,7 @@ mod connection;
 mod queue;
 mod session;
 mod subscriber;
+mod tls;
 // 3. Backends
 mod backend;
 // 4. Primitives

@@ -93,7 +93,7 @@ pub const SIGNALS_SENT: &str = "latchkey_signals_sent_total";
 pub const SIGNALS_RECEIVED: &str = "latchkey_signals_received_total";
 
 /// Counter, label `kind` = `unreachable` | `timeout` | `auth` |
-/// `no_permission` | `wrong_type` | `other`: failed Redis commands on the
+/// `no_permission` | `tls` | `wrong_type` | `other`: failed Redis commands on the
 /// command connection (every instance of a Redlock counts its own).
 pub const REDIS_ERRORS: &str = "latchkey_redis_errors_total";
 
@@ -354,6 +354,7 @@ pub(crate) fn redis_error(error: &Error) {
         Error::Timeout { .. } => "timeout",
         Error::Auth(_) => "auth",
         Error::NoPermission(_) => "no_permission",
+        Error::Tls { .. } => "tls",
         Error::WrongType { .. } => "wrong_type",
         _ => "other",
     };

@@ -26,6 +26,7 @@ use crate::connection::{Connection, Kind};
 use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
 use crate::subscriber::Subscriber;
+use crate::tls::{Pem, TlsOptions};
 use crate::token::Identity;
 
 /// How long a single Redis command may take before it fails with
@@ -73,6 +74,8 @@ pub(crate) struct SessionInner {
     pub(crate) replicas: Vec<redis::Client>,
     /// One subscriber per replica, started on first use.
     pub(crate) replica_subscribers: OnceLock<Vec<Subscriber>>,
+    /// A TLS cluster's certificates, for its subscriber's connections.
+    pub(crate) cluster_certs: Option<redis::TlsCertificates>,
     pub(crate) local_queues: crate::queue::LocalQueues,
     pub(crate) metrics_labels: MetricsLabels,
     /// Background releases (dropped guards, cancelled attempts and
@@ -104,6 +107,7 @@ pub struct ClientBuilder {
     pubsub_ping_every: Duration,
     replicas: Vec<String>,
     metrics_labels: MetricsLabels,
+    tls: TlsOptions,
 }
 
 impl ClientBuilder {
@@ -145,6 +149,46 @@ impl ClientBuilder {
         self
     }
 
+    /// Trusts the CA certificate(s) in the PEM file at `path` for a
+    /// `rediss://` server, instead of the system's CAs, on every connection
+    /// of the client. Read when it connects: a missing file is
+    /// [`Error::InvalidInput`], one without a certificate [`Error::Tls`].
+    /// See `docs/security.md`.
+    pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls.ca = Some(Pem::File(path.into()));
+        self
+    }
+
+    /// [`tls_ca_file`](Self::tls_ca_file) with the PEM text itself.
+    pub fn tls_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.ca = Some(Pem::Bytes(pem.into()));
+        self
+    }
+
+    /// Presents the client certificate (chain) in the PEM file `cert`, with
+    /// its private key in the PEM file `key` (mutual TLS). Read and checked
+    /// when the client connects, as [`tls_ca_file`](Self::tls_ca_file); a
+    /// key that is not the certificate's is [`Error::Tls`].
+    pub fn tls_client_cert_files(
+        mut self,
+        cert: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.tls.client = Some((Pem::File(cert.into()), Pem::File(key.into())));
+        self
+    }
+
+    /// [`tls_client_cert_files`](Self::tls_client_cert_files) with the PEM
+    /// texts themselves (say, from a secret store).
+    pub fn tls_client_cert_pem(
+        mut self,
+        cert: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls.client = Some((Pem::Bytes(cert.into()), Pem::Bytes(key.into())));
+        self
+    }
+
     /// Connects the session behind a [`Client`](crate::Client) (or a
     /// Redlock instance); see [`ClientBuilder::connect`].
     pub(crate) async fn open(self) -> Result<Session> {
@@ -158,16 +202,8 @@ impl ClientBuilder {
                 "pubsub ping interval must be positive".into(),
             ));
         }
-        let redis = redis::Client::open(self.url.as_str())
-            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
-        let replicas = self
-            .replicas
-            .iter()
-            .map(|url| {
-                redis::Client::open(url.as_str())
-                    .map_err(|e| Error::InvalidInput(format!("bad replica URL {url:?}: {e}")))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let redis = crate::tls::redis_client(&self.url, &self.tls)?;
+        let replicas = crate::tls::replica_clients(&self.replicas, &self.tls)?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.command_timeout))
             .set_response_timeout(Some(self.command_timeout))
@@ -187,6 +223,13 @@ impl ClientBuilder {
             }
         };
         let (conn, answered) = self.cluster_or(standalone).await?;
+        // The cluster subscriber (started on first use) connects with the
+        // same certificates as the command connection.
+        let cluster_certs = if conn.is_cluster() {
+            crate::tls::cluster_certificates(&self.tls)?
+        } else {
+            None
+        };
         let client = Session {
             inner: Arc::new(SessionInner {
                 redis,
@@ -198,6 +241,7 @@ impl ClientBuilder {
                 subscriber: OnceLock::new(),
                 replicas,
                 replica_subscribers: OnceLock::new(),
+                cluster_certs,
                 local_queues: Default::default(),
                 metrics_labels: self.metrics_labels,
                 background: tokio_util::task::TaskTracker::new(),
@@ -233,10 +277,14 @@ impl ClientBuilder {
         if !cluster {
             return Ok((Connection(Kind::Standalone(standalone)), answered));
         }
-        let client = redis::cluster::ClusterClient::builder(vec![self.url.as_str()])
+        let mut builder = redis::cluster::ClusterClient::builder(vec![self.url.as_str()])
             .connection_timeout(self.command_timeout)
             .response_timeout(self.command_timeout)
-            .retries(2)
+            .retries(2);
+        if let Some(certs) = crate::tls::cluster_certificates(&self.tls)? {
+            builder = builder.certs(certs);
+        }
+        let client = builder
             .build()
             .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
         match tokio::time::timeout(self.command_timeout, client.get_async_connection()).await {
@@ -258,6 +306,7 @@ impl ClientBuilder {
             pubsub_ping_every: Duration::from_secs(1),
             replicas: Vec::new(),
             metrics_labels: MetricsLabels::None,
+            tls: TlsOptions::default(),
         }
     }
 }
@@ -379,8 +428,12 @@ impl Session {
         self.inner.subscriber.get_or_init(|| {
             if self.is_cluster() {
                 let seed = self.inner.redis.get_connection_info().clone();
+                let mut builder = redis::cluster::ClusterClientBuilder::new(vec![seed]);
+                if let Some(certs) = &self.inner.cluster_certs {
+                    builder = builder.certs(certs.clone());
+                }
                 return Subscriber::start_cluster(
-                    redis::cluster::ClusterClientBuilder::new(vec![seed]),
+                    builder,
                     self.inner.command_timeout,
                     self.inner.pubsub_ping_every,
                 );

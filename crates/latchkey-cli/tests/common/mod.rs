@@ -22,6 +22,9 @@ pub fn latchkey_at(url: &str) -> Command {
     cmd.args(["--redis", url, "--prefix", PREFIX])
         .env_remove("LATCHKEY_REDIS_URL")
         .env_remove("LATCHKEY_PREFIX")
+        .env_remove("LATCHKEY_TLS_CA")
+        .env_remove("LATCHKEY_TLS_CERT")
+        .env_remove("LATCHKEY_TLS_KEY")
         .stdin(Stdio::null());
     cmd
 }

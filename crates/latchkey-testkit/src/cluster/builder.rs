@@ -21,6 +21,8 @@ pub struct ClusterBuilder {
     replicas_per_primary: usize,
     node_timeout: Duration,
     extra: Vec<(String, String)>,
+    /// Every node TLS only, the bus and replication too.
+    tls: Option<crate::TlsCerts>,
 }
 
 impl Default for ClusterBuilder {
@@ -30,6 +32,7 @@ impl Default for ClusterBuilder {
             replicas_per_primary: 1,
             node_timeout: Duration::from_millis(2000),
             extra: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -64,6 +67,16 @@ impl ClusterBuilder {
         self
     }
 
+    /// Makes every node serve TLS only (mutual TLS with `certs`, as
+    /// [`ServerBuilder::tls`](crate::ServerBuilder::tls) with
+    /// [`ClientAuth::Required`](crate::ClientAuth::Required)), with the
+    /// cluster bus and replication over TLS too; the nodes' URLs are then
+    /// `rediss://`.
+    pub fn tls(mut self, certs: &crate::TlsCerts) -> Self {
+        self.tls = Some(certs.clone());
+        self
+    }
+
     /// Starts the nodes, joins them into a cluster and waits until it is
     /// healthy (see [`RedisCluster::wait_ok`]).
     ///
@@ -87,6 +100,12 @@ impl ClusterBuilder {
                 let mut builder = RedisServer::builder()
                     .cluster_node()
                     .arg("cluster-node-timeout", &timeout_ms);
+                if let Some(certs) = &self.tls {
+                    builder = builder
+                        .tls(certs, crate::ClientAuth::Required)
+                        .arg("tls-cluster", "yes")
+                        .arg("tls-replication", "yes");
+                }
                 for (name, value) in &self.extra {
                     builder = builder.arg(name, value);
                 }
@@ -98,7 +117,7 @@ impl ClusterBuilder {
             })
             .collect();
         let cluster = RedisCluster { nodes };
-        cluster.create(self.replicas_per_primary);
+        cluster.create(self.replicas_per_primary, self.tls.as_ref());
         cluster.wait_ok();
         cluster
     }
@@ -107,7 +126,7 @@ impl ClusterBuilder {
 impl RedisCluster {
     /// `redis-cli --cluster create` over all nodes: assigns the slots and
     /// the replicas and introduces the nodes to each other.
-    fn create(&self, replicas_per_primary: usize) {
+    fn create(&self, replicas_per_primary: usize, tls: Option<&crate::TlsCerts>) {
         let log_path = self.nodes[0].server.dir().join("cluster-create.log");
         let log = File::create(&log_path).unwrap_or_else(|e| {
             panic!(
@@ -119,6 +138,15 @@ impl RedisCluster {
             .try_clone()
             .expect("latchkey-testkit: cannot clone a file handle");
         let mut cmd = Command::new("redis-cli");
+        if let Some(certs) = tls {
+            cmd.arg("--tls")
+                .arg("--cacert")
+                .arg(certs.ca())
+                .arg("--cert")
+                .arg(certs.client_cert())
+                .arg("--key")
+                .arg(certs.client_key());
+        }
         cmd.args(["--cluster", "create"]);
         cmd.args(self.nodes.iter().map(|node| node.addr().to_string()));
         cmd.arg("--cluster-replicas")

@@ -244,8 +244,9 @@ async fn handle(
         }
     }
     for (topics, done) in answers {
-        let answer = match topics.iter().find_map(|t| refused.get(t)) {
-            Some(e) => Err(Error::from_redis(e.clone(), &[], timeout)),
+        let answer = match topics.iter().find_map(|t| refused.get(t).map(|e| (t, e))) {
+            // The channel or pattern named, so a refusal says what is missing.
+            Some((topic, e)) => Err(Error::from_redis(e.clone(), &[topic.bytes()], timeout)),
             None => Ok(()),
         };
         let _ = done.send(answer);

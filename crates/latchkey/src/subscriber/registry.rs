@@ -43,6 +43,15 @@ pub(crate) enum Topic {
     Pattern(Vec<u8>),
 }
 
+impl Topic {
+    /// The channel or pattern.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Topic::Channel(name) | Topic::Pattern(name) => name,
+        }
+    }
+}
+
 pub(super) struct Entry {
     /// Live subscriptions plus releases the actor has not counted yet: an
     /// entry stays (and stays subscribed) until its last release is counted.
