@@ -4,10 +4,12 @@
 
 use std::time::Duration;
 
+use crate::barrier::Barrier;
 use crate::connection::Connection;
 use crate::error::Result;
 use crate::fence::FencedResource;
 use crate::inspect::LockInfo;
+use crate::latch::Latch;
 use crate::listener::{Listener, Signal};
 use crate::lock::Lock;
 use crate::session::{ClientBuilder, Session};
@@ -168,6 +170,23 @@ impl Client {
     /// Cancel safe: it only reads.
     pub async fn list(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<LockInfo>> {
         self.session.list(pattern.as_ref()).await
+    }
+
+    // ---- Latches and barriers ----------------------------------------
+
+    /// The count-down latch called `name`, which lives `ttl` after its
+    /// creation or last count-down (same naming and TTL rules as
+    /// [`Client::lock`]). See [`Latch`].
+    pub fn latch(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Latch> {
+        Latch::on_session(&self.session, name.as_ref(), ttl)
+    }
+
+    /// The barrier called `name` of `parties` parties (1 to
+    /// [`MAX_COUNT`](crate::MAX_COUNT), else
+    /// [`Error::InvalidCount`](crate::Error::InvalidCount)), which lives
+    /// `ttl` after its last arrival. See [`Barrier`].
+    pub fn barrier(&self, name: impl AsRef<[u8]>, parties: u64, ttl: Duration) -> Result<Barrier> {
+        Barrier::on_session(&self.session, name.as_ref(), parties, ttl)
     }
 
     // ---- Signals ------------------------------------------------------

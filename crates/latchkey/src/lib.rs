@@ -85,7 +85,9 @@
 //! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
 //!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
 //!    `handoff` (when a release wakes this process's waiters), `by_token`,
-//!    `fence` ([`FencedResource`], [`FencedWrite`]), `signal` and
+//!    `fence` ([`FencedResource`], [`FencedWrite`]), `latch` ([`Latch`]),
+//!    `barrier` ([`Barrier`]), `primitive` (what those share: keys,
+//!    wake-ups, background clean-up), `signal` and
 //!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
 //!    ([`LockInfo`]).
 //! 5. **Facades**: [`Client`] and [`Redlock`], thin: each method is a few
@@ -117,13 +119,16 @@ mod subscriber;
 // 3. Backends
 mod backend;
 // 4. Primitives
+mod barrier;
 mod by_token;
 mod fence;
 mod guard;
 mod handoff;
 mod inspect;
+mod latch;
 mod listener;
 mod lock;
+mod primitive;
 mod signal;
 mod signal_wire;
 mod spec;
@@ -136,7 +141,7 @@ mod redlock;
 // 1. Vocabulary
 pub use crate::metrics::MetricsLabels;
 pub use error::{Error, Result};
-pub use names::{MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+pub use names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use outcome::Ownership;
 pub use token::Holder;
 // 2. Transport
@@ -145,9 +150,11 @@ pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
+pub use barrier::Barrier;
 pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
 pub use inspect::LockInfo;
+pub use latch::Latch;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
 pub use watchdog::LostSignal;

@@ -29,3 +29,11 @@ pub(crate) static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));
 pub(crate) static SIGNAL_ONE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/signal_one.lua")));
+pub(crate) static LATCH_CREATE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/latch_create.lua")));
+pub(crate) static LATCH_COUNT_DOWN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/latch_count_down.lua")));
+pub(crate) static BARRIER_ARRIVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/barrier_arrive.lua")));
+pub(crate) static BARRIER_LEAVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/barrier_leave.lua")));
