@@ -29,7 +29,7 @@ fn stdout(out: &Output) -> String {
 }
 
 fn run(redis: &RedisServer, args: &[&str]) -> Output {
-    output(&mut latchkey(redis).args(args), QUICK)
+    output(latchkey(redis).args(args), QUICK)
 }
 
 #[test]
