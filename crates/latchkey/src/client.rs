@@ -12,6 +12,7 @@ use crate::inspect::LockInfo;
 use crate::latch::Latch;
 use crate::listener::{Listener, Signal};
 use crate::lock::Lock;
+use crate::semaphore::Semaphore;
 use crate::session::{ClientBuilder, Session};
 
 /// A handle to one Redis server: the connections, options and shared state
@@ -187,6 +188,22 @@ impl Client {
     /// `ttl` after its last arrival. See [`Barrier`].
     pub fn barrier(&self, name: impl AsRef<[u8]>, parties: u64, ttl: Duration) -> Result<Barrier> {
         Barrier::on_session(&self.session, name.as_ref(), parties, ttl)
+    }
+
+    // ---- Semaphores ----------------------------------------------------
+
+    /// The counting semaphore called `name` of `permits` permits (1 to
+    /// [`MAX_COUNT`](crate::MAX_COUNT), else
+    /// [`Error::InvalidCount`](crate::Error::InvalidCount)), each a lease of
+    /// `ttl` (same naming and TTL rules as [`Client::lock`]). Every caller
+    /// passes N; see [`Semaphore`] for changing it.
+    pub fn semaphore(
+        &self,
+        name: impl AsRef<[u8]>,
+        permits: u64,
+        ttl: Duration,
+    ) -> Result<Semaphore> {
+        Semaphore::on_session(&self.session, name.as_ref(), permits, ttl)
     }
 
     // ---- Signals ------------------------------------------------------

@@ -86,7 +86,8 @@
 //!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
 //!    `handoff` (when a release wakes this process's waiters), `by_token`,
 //!    `fence` ([`FencedResource`], [`FencedWrite`]), `latch` ([`Latch`]),
-//!    `barrier` ([`Barrier`]), `primitive` (what those share: keys,
+//!    `barrier` ([`Barrier`]), `semaphore` ([`Semaphore`]) and `permit`
+//!    ([`PermitGuard`]), `primitive` (what those share: keys,
 //!    wake-ups, background clean-up), `signal` and
 //!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
 //!    ([`LockInfo`]).
@@ -128,7 +129,9 @@ mod inspect;
 mod latch;
 mod listener;
 mod lock;
+mod permit;
 mod primitive;
+mod semaphore;
 mod signal;
 mod signal_wire;
 mod spec;
@@ -157,6 +160,8 @@ pub use inspect::LockInfo;
 pub use latch::Latch;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
+pub use permit::{PermitGuard, PermitHolder};
+pub use semaphore::Semaphore;
 pub use watchdog::LostSignal;
 // 5. Facades
 pub use client::Client;

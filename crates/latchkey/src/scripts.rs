@@ -37,3 +37,9 @@ pub(crate) static BARRIER_ARRIVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/barrier_arrive.lua")));
 pub(crate) static BARRIER_LEAVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/barrier_leave.lua")));
+pub(crate) static SEM_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/sem_acquire.lua")));
+pub(crate) static SEM_EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/sem_extend.lua")));
+pub(crate) static SEM_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/sem_release.lua")));
