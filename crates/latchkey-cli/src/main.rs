@@ -17,6 +17,7 @@ mod cmd_demo;
 mod cmd_doctor;
 mod cmd_exporter;
 mod cmd_latch;
+mod cmd_permits;
 mod cmd_run;
 mod cmd_signal;
 mod cmd_status;
