@@ -12,6 +12,7 @@ use crate::inspect::LockInfo;
 use crate::latch::Latch;
 use crate::listener::{Listener, Signal};
 use crate::lock::Lock;
+use crate::rwlock::RwLock;
 use crate::semaphore::Semaphore;
 use crate::session::{ClientBuilder, Session};
 
@@ -204,6 +205,13 @@ impl Client {
         ttl: Duration,
     ) -> Result<Semaphore> {
         Semaphore::on_session(&self.session, name.as_ref(), permits, ttl)
+    }
+
+    /// The read-write lock called `name`, each hold a lease of `ttl` (same
+    /// naming and TTL rules as [`Client::lock`]). See [`RwLock`] for the
+    /// policy (phase-fair: neither writers nor readers starve).
+    pub fn rwlock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<RwLock> {
+        RwLock::on_session(&self.session, name.as_ref(), ttl)
     }
 
     // ---- Signals ------------------------------------------------------

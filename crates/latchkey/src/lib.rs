@@ -87,7 +87,8 @@
 //!    `handoff` (when a release wakes this process's waiters), `by_token`,
 //!    `fence` ([`FencedResource`], [`FencedWrite`]), `latch` ([`Latch`]),
 //!    `barrier` ([`Barrier`]), `semaphore` ([`Semaphore`]) and `permit`
-//!    ([`PermitGuard`]), `primitive` (what those share: keys,
+//!    ([`PermitGuard`]), `rwlock` ([`RwLock`]) and `rwguard` ([`RwGuard`]),
+//!    `primitive` (what those share: keys,
 //!    wake-ups, background clean-up), `signal` and
 //!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
 //!    ([`LockInfo`]).
@@ -131,6 +132,8 @@ mod listener;
 mod lock;
 mod permit;
 mod primitive;
+mod rwguard;
+mod rwlock;
 mod semaphore;
 mod signal;
 mod signal_wire;
@@ -161,6 +164,8 @@ pub use latch::Latch;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
 pub use permit::{PermitGuard, PermitHolder};
+pub use rwguard::{Access, RwGuard};
+pub use rwlock::RwLock;
 pub use semaphore::Semaphore;
 pub use watchdog::LostSignal;
 // 5. Facades

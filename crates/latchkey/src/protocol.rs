@@ -94,6 +94,21 @@ pub const PERMITS_FENCE_SUFFIX: &[u8] = b":permits:fence";
 /// Suffix of the channel a semaphore's releases are published on.
 pub const PERMITS_RELEASED_SUFFIX: &[u8] = b":permits:released";
 
+/// Suffixes of a read-write lock's keys and channel, in this order: the
+/// writer (string), the readers (sorted set: token → expiry), the writers
+/// waiting and the readers waiting (sorted sets: token → expiry of the
+/// intent), the readers let in before the next writer (set), the writers'
+/// fencing counter, and the released channel.
+pub const RWLOCK_SUFFIXES: [&[u8]; 7] = [
+    b":rw:writer",
+    b":rw:readers",
+    b":rw:writers-waiting",
+    b":rw:readers-waiting",
+    b":rw:readers-next",
+    b":rw:fence",
+    b":rw:released",
+];
+
 /// The key or channel `suffix` of the primitive `name` under `prefix`:
 /// [`tag_stem`]`(prefix + name) + suffix`, so all of one primitive's keys
 /// and channels share one Redis Cluster slot.

@@ -43,3 +43,9 @@ pub(crate) static SEM_EXTEND: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/sem_extend.lua")));
 pub(crate) static SEM_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/sem_release.lua")));
+pub(crate) static RW_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/rw_acquire.lua")));
+pub(crate) static RW_RELEASE_WRITE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/rw_release_write.lua")));
+pub(crate) static RW_FORGET: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/rw_forget.lua")));
