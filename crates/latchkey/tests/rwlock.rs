@@ -94,7 +94,7 @@ async fn a_writer_behind_a_stream_of_readers_gets_in_within_one_reader_ttl() {
         rw.try_read().await.unwrap().is_none(),
         "no reader while it writes"
     );
-    writer.release().await.unwrap();
+    assert_eq!(writer.release().await.unwrap(), Ownership::Owned);
     stop.store(true, Ordering::Relaxed);
     let mut reads = 0;
     for r in readers {
@@ -138,7 +138,7 @@ async fn a_reader_between_a_stream_of_writers_gets_in() {
         .await
         .expect("the reader gets in");
     let waited = started.elapsed();
-    reader.release().await.unwrap();
+    assert_eq!(reader.release().await.unwrap(), Ownership::Owned);
     stop.store(true, Ordering::Relaxed);
     let mut writes = 0;
     for w in writers {
@@ -204,14 +204,15 @@ async fn a_cancelled_writer_wait_leaves_no_intent() {
     assert!(client.flush(Duration::from_secs(5)).await);
     let intents: u64 = raw.zcard("{test:cancel}:rw:writers-waiting").await.unwrap();
     assert_eq!(intents, 0);
-    rw.try_read()
+    let _ = rw
+        .try_read()
         .await
         .unwrap()
         .expect("readers enter again")
         .release()
         .await
         .unwrap();
-    reader.release().await.unwrap();
+    assert_eq!(reader.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]
@@ -225,11 +226,11 @@ async fn writers_fencing_tokens_increase_and_bad_input_is_typed() {
         let token = writer.fencing_token().expect("issued");
         assert!(token > last);
         last = token;
-        writer.release().await.unwrap();
+        assert_eq!(writer.release().await.unwrap(), Ownership::Owned);
     }
     let reader = rw.try_read().await.unwrap().unwrap();
     assert_eq!(reader.fencing_token(), None);
-    reader.release().await.unwrap();
+    assert_eq!(reader.release().await.unwrap(), Ownership::Owned);
 
     assert!(matches!(
         client.rwlock("", TTL),
