@@ -63,8 +63,18 @@ pub struct RunArgs {
 
     /// Take one of N permits of a semaphore called NAME instead of the lock:
     /// at most N commands run at once, across machines (1 to 100000).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with_all = ["read", "write"])]
     pub permits: Option<u64>,
+
+    /// Hold the read-write lock NAME as one of many readers (no writer
+    /// runs meanwhile; a waiting writer stops new readers).
+    #[arg(long, conflicts_with = "write")]
+    pub read: bool,
+
+    /// Hold the read-write lock NAME as its one writer (no reader or other
+    /// writer runs meanwhile).
+    #[arg(long)]
+    pub write: bool,
 
     /// The command to run and its arguments (after `--`).
     #[arg(
@@ -80,8 +90,8 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     // Installed first, so that a signal while waiting ends the wait cleanly
     // (the acquire future is cancel safe) instead of killing us mid-request.
     let mut signals = Signals::install()?;
-    if let Some(permits) = args.permits {
-        return crate::cmd_permits::run(target, &args, permits, signals).await;
+    if args.permits.is_some() || args.read || args.write {
+        return crate::cmd_permits::run(target, &args, signals).await;
     }
     let lock = target.lock(&args.name, args.ttl).await?.with_watchdog();
 

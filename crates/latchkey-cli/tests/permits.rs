@@ -137,3 +137,76 @@ fn bad_permits_exit_2() {
         assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     }
 }
+
+fn readers_inside(redis: &RedisServer, name: &str) -> usize {
+    redis
+        .command(&["ZCARD", &format!("{{{PREFIX}{name}}}:rw:readers")])
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn readers_share_and_a_writer_runs_alone() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("rw");
+    let log = scratch.path("log");
+    let gate = scratch.path("gate");
+    // Readers stay inside until the gate file exists.
+    let reader = format!(
+        "printf r >> {l}; while [ ! -e {g} ]; do sleep 0.02; done; printf R >> {l}",
+        l = log.display(),
+        g = gate.display()
+    );
+    let readers: Vec<Child> = (0..2)
+        .map(|_| {
+            latchkey(&redis)
+                .args(["run", "--read", "doc", "--", "sh", "-c", &reader])
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn reader")
+        })
+        .collect();
+    latchkey_testkit::eventually_blocking("both readers are inside at once", || {
+        readers_inside(&redis, "doc") == 2
+    });
+    let refused = output(
+        latchkey(&redis).args(["run", "--write", "--no-wait", "doc", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let writer = latchkey(&redis)
+        .args(["run", "--write", "--wait", "10s", "doc", "--", "sh", "-c"])
+        .arg(format!(
+            "printf w >> {l}; printf W >> {l}",
+            l = log.display()
+        ))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn writer");
+    latchkey_testkit::eventually_blocking("the writer waits", || {
+        redis
+            .command(&["ZCARD", "{test:doc}:rw:writers-waiting"])
+            .is_ok_and(|n| n.trim() == "1")
+    });
+    let late = output(
+        latchkey(&redis).args(["run", "--read", "--no-wait", "doc", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(
+        late.status.code(),
+        Some(1),
+        "a waiting writer holds new readers back"
+    );
+    std::fs::write(&gate, "").unwrap();
+    for mut child in readers.into_iter().chain([writer]) {
+        assert_eq!(wait_exit(&mut child, QUICK).code(), Some(0));
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        &text[text.len() - 2..],
+        "wW",
+        "the writer ran alone, last: {text:?}"
+    );
+    assert_eq!(text.len(), 6, "{text:?}");
+}
