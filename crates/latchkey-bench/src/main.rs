@@ -25,6 +25,7 @@ mod many_keys;
 mod peers;
 mod pin;
 mod plot;
+mod primitives;
 mod profile;
 mod redlock;
 mod results;
@@ -52,6 +53,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("many_keys", many_keys::run),
     ("signals", signals::run),
     ("redlock", redlock::run),
+    ("primitives", primitives::run),
 ];
 
 fn main() {
