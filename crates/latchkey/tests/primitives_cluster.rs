@@ -46,7 +46,7 @@ async fn every_primitive_works_on_a_cluster() {
     let mut primaries = std::collections::HashSet::new();
     for i in 0..6 {
         let name = format!("prim-{i}");
-        primaries.insert(cluster.primary_for_key(&format!("{{test:{name}}}")).port());
+        primaries.insert(cluster.primary_for_key(format!("{{test:{name}}}")).port());
 
         // Latch: a waiter woken by the opening.
         let latch = client.latch(&name, TTL).unwrap();
