@@ -54,11 +54,19 @@ pub async fn status(target: &Target, args: StatusArgs) -> Outcome {
     let client = target.client("status").await?;
     let info = client.inspect(&args.name).await?;
     warn_bad_counters(&client, std::slice::from_ref(&info));
-    // The permits of a semaphore of the same name, if any are held.
-    let permits = client
+    // The permits of a semaphore of the same name, if any are held. Best
+    // effort: a permits key that cannot be read must not hide the lock.
+    let permits = match client
         .semaphore(&args.name, 1, std::time::Duration::from_secs(1))?
         .holders()
-        .await?;
+        .await
+    {
+        Ok(permits) => permits,
+        Err(e) => {
+            eprintln!("latchkey: warning: cannot read the semaphore permits of this name: {e}");
+            Vec::new()
+        }
+    };
     if args.json {
         let mut object = to_json(&info);
         if let (Value::Object(map), false) = (&mut object, permits.is_empty()) {
