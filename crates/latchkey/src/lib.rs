@@ -21,7 +21,13 @@
 //!   independent instances (a majority must agree), one constructor away
 //!   (`docs/redlock.md`).
 //!
-//! Beside locks, [signals](Client::signal): one process waits, another
+//! Beside locks, the other tools of distributed coordination, each a small
+//! module over the same session, wake-ups, watchdog and fencing:
+//! a counting [`Semaphore`] whose permits are leases, a phase-fair
+//! read-write lock ([`RwLock`]), and a count-down [`Latch`] and a
+//! [`Barrier`] whose state lives in Redis (a late waiter returns at once).
+//!
+//! And [signals](Client::signal): one process waits, another
 //! signals it (to all waiters or [to one](Client::signal_one)), over the
 //! same shared pub/sub connection — fire-and-forget, see [`Listener`].
 //!
