@@ -286,3 +286,36 @@ async fn semaphore_holder() {
         let _ = permit.release().await.unwrap();
     }
 }
+
+/// Cut off from Redis, a holder's `lost()` fires while the server still
+/// counts its permit held: it stops before anyone else can get the permit.
+#[tokio::test]
+async fn lost_fires_before_the_permit_expires_when_redis_is_cut_off() {
+    let redis = RedisServer::start();
+    let proxy = Proxy::start(redis.addr()).await;
+    let client = client(&proxy.url()).await;
+    let ttl = Duration::from_secs(3);
+    let pool = client.semaphore("cut", 1, ttl).unwrap().with_watchdog();
+    let permit = pool.try_acquire().await.unwrap().expect("free");
+    let mut raw = raw(&redis.url()).await;
+    proxy.set_mode(ProxyMode::Blackhole);
+    let lost = permit.lost_signal();
+    tokio::time::timeout(ttl * 2, lost.lost())
+        .await
+        .expect("lost fires while cut off");
+    // Read at once, on a connection that bypasses the proxy.
+    let (expires, (secs, micros)): (Option<f64>, (u64, u64)) = redis::pipe()
+        .zscore("{test:cut}:permits", permit.token())
+        .cmd("TIME")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let now_ms = (secs * 1000 + micros / 1000) as f64;
+    let expires = expires.expect("the permit is still in the set");
+    assert!(
+        expires > now_ms,
+        "lost fired {} ms after the permit expired on the server",
+        now_ms - expires
+    );
+    assert!(!permit.is_held());
+}
