@@ -252,3 +252,91 @@ async fn writers_fencing_tokens_increase_and_bad_input_is_typed() {
         Err(Error::WrongType { .. })
     ));
 }
+
+const PROCESSES: usize = 4;
+const ROUNDS: usize = 15;
+
+/// Records who is inside: KEYS = readers inside, writers inside, violations,
+/// peak readers; ARGV[1] = 'r' or 'w'. A writer beside anyone, or a reader
+/// beside a writer, is a violation.
+const ENTER: &str = "
+local r = tonumber(redis.call('GET', KEYS[1]) or '0')
+local w = tonumber(redis.call('GET', KEYS[2]) or '0')
+if ARGV[1] == 'w' then
+  if r > 0 or w > 0 then redis.call('INCR', KEYS[3]) end
+  redis.call('INCR', KEYS[2])
+else
+  if w > 0 then redis.call('INCR', KEYS[3]) end
+  r = redis.call('INCR', KEYS[1])
+  if r > tonumber(redis.call('GET', KEYS[4]) or '0') then redis.call('SET', KEYS[4], r) end
+end
+return 0";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_a_writer_beside_anyone_across_processes() {
+    let redis = RedisServer::start();
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|i| {
+            spawn_child(
+                "rw_worker",
+                &[("RW_URL", redis.url()), ("RW_ID", i.to_string())],
+            )
+        })
+        .collect();
+    for mut child in children {
+        let status = tokio::task::spawn_blocking(move || child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success());
+    }
+    let mut raw = raw(&redis.url()).await;
+    let done: usize = raw.get("done").await.unwrap();
+    let violations: Option<u64> = raw.get("violations").await.unwrap();
+    let peak: u64 = raw.get("peak-readers").await.unwrap();
+    let writes: u64 = raw.get("writes").await.unwrap();
+    assert_eq!(done, PROCESSES * ROUNDS, "every child did its rounds");
+    assert_eq!(violations, None, "a writer was never beside anyone");
+    assert!(peak >= 2, "readers did share ({peak})");
+    assert!(writes >= 3, "writers did write ({writes})");
+}
+
+#[tokio::test]
+#[ignore = "helper process: run by its parent test"]
+async fn rw_worker() {
+    let url = helper_env("RW_URL");
+    let id: usize = helper_env("RW_ID").parse().unwrap();
+    let client = client(&url).await;
+    let rw = client.rwlock("procs", TTL).unwrap();
+    let mut raw = raw(&url).await;
+    let enter = redis::Script::new(ENTER);
+    for round in 0..ROUNDS {
+        // Every third hold of each process writes, staggered by id.
+        let write = (round + id) % 3 == 0;
+        let (access, mode, inside) = if write {
+            (Access::Write, "w", "writers-inside")
+        } else {
+            (Access::Read, "r", "readers-inside")
+        };
+        let guard = rw
+            .acquire_until(access, Some(Instant::now() + Duration::from_secs(30)))
+            .await
+            .unwrap();
+        let _: i64 = enter
+            .key("readers-inside")
+            .key("writers-inside")
+            .key("violations")
+            .key("peak-readers")
+            .arg(mode)
+            .invoke_async(&mut raw)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let _: i64 = raw.decr(inside, 1).await.unwrap();
+        if write {
+            let _: i64 = raw.incr("writes", 1).await.unwrap();
+        }
+        let _: i64 = raw.incr("done", 1).await.unwrap();
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    }
+}
