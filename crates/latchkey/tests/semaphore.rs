@@ -319,3 +319,103 @@ async fn lost_fires_before_the_permit_expires_when_redis_is_cut_off() {
     );
     assert!(!permit.is_held());
 }
+
+/// Records a holder's entry with the time it may still assume it holds
+/// its permit, in server time, and counts the live entries: KEYS[1] =
+/// entries (sorted set: token → until, server ms), KEYS[2] = violations,
+/// KEYS[3] = peak; ARGV = token, ms of validity left, N.
+const ENTER_LEASED: &str = "
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local live = redis.call('ZCARD', KEYS[1])
+if live > tonumber(ARGV[3]) then redis.call('INCR', KEYS[2]) end
+if live > tonumber(redis.call('GET', KEYS[3]) or '0') then redis.call('SET', KEYS[3], live) end
+return live";
+
+const KILL_TTL: Duration = Duration::from_millis(400);
+
+/// Holders are killed with SIGKILL (their permits are never given back)
+/// while others contend: the permits come back at the TTL, and never are
+/// more than N holders inside at once, as seen by a recording resource
+/// that counts a killed holder inside until its own deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_than_n_holders_while_holders_are_killed() {
+    let redis = RedisServer::start();
+    let spawn = || spawn_child("killable_holder", &[("SEM_URL", redis.url())]);
+    let mut children: Vec<_> = (0..PROCESSES).map(|_| spawn()).collect();
+    let mut raw = raw(&redis.url()).await;
+    let mut kills = 0;
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut i = 0;
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Kill a process while it is inside (it says so in `inside:PID`).
+        let victim = &mut children[i % PROCESSES];
+        let inside: Option<u64> = raw.get(format!("inside:{}", victim.id())).await.unwrap();
+        if inside == Some(1) {
+            victim.kill().unwrap();
+            let _ = victim.wait();
+            kills += 1;
+            children[i % PROCESSES] = spawn();
+        }
+        i += 1;
+    }
+    let _: () = raw.set("stop", 1).await.unwrap();
+    for mut child in children {
+        let status = tokio::task::spawn_blocking(move || child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success());
+    }
+    let violations: Option<u64> = raw.get("violations").await.unwrap();
+    let peak: u64 = raw.get("peak").await.unwrap();
+    let entries: u64 = raw.get("entries").await.unwrap();
+    assert!(kills >= 2, "holders were killed inside ({kills})");
+    assert_eq!(violations, None, "never more than {PERMITS} holders inside");
+    assert_eq!(peak, PERMITS, "contended up to N");
+    assert!(
+        entries > 20,
+        "work went on after the kills ({entries} holds)"
+    );
+}
+
+#[tokio::test]
+#[ignore = "helper process: run by its parent test"]
+async fn killable_holder() {
+    let url = helper_env("SEM_URL");
+    let client = client(&url).await;
+    let pool = client.semaphore("killed", PERMITS, KILL_TTL).unwrap();
+    let mut raw = raw(&url).await;
+    let enter = redis::Script::new(ENTER_LEASED);
+    let me = format!("inside:{}", std::process::id());
+    loop {
+        let stop: Option<u64> = raw.get("stop").await.unwrap();
+        if stop.is_some() {
+            return;
+        }
+        let Ok(permit) = pool.acquire_timeout(Duration::from_secs(5)).await else {
+            continue;
+        };
+        let left = permit.deadline().saturating_duration_since(Instant::now());
+        let _: u64 = enter
+            .key("entries-live")
+            .key("violations")
+            .key("peak")
+            .arg(permit.token())
+            .arg(left.as_millis() as u64)
+            .arg(PERMITS)
+            .invoke_async(&mut raw)
+            .await
+            .unwrap();
+        let _: () = raw.set(&me, 1).await.unwrap();
+        let _: i64 = raw.incr("entries", 1).await.unwrap();
+        // Inside for a while (well within the TTL): a kill lands here.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _: () = raw.set(&me, 0).await.unwrap();
+        let _: i64 = raw.zrem("entries-live", permit.token()).await.unwrap();
+        let _ = permit.release().await.unwrap();
+    }
+}
