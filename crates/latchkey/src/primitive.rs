@@ -66,6 +66,10 @@ impl Waker {
     }
 
     async fn try_subscribe(&mut self, deadline: Option<Instant>) {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            // No time to wait: the caller reads the state once and returns.
+            return;
+        }
         let subscribing = self
             .session
             .subscriber()
