@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use latchkey::{Access, Ownership, PermitGuard, RwGuard, RwLock, Semaphore};
+use latchkey::{Ownership, PermitGuard, RwAccess, RwGuard, RwLock, Semaphore};
 
 use crate::cmd_run::{spawn, supervise, RunArgs, Signals};
 use crate::connect::Target;
@@ -84,9 +84,9 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
         }
         None => {
             let access = if args.write {
-                Access::Write
+                RwAccess::Write
             } else {
-                Access::Read
+                RwAccess::Read
             };
             let rw = client
                 .rwlock(&args.name, args.ttl)?
@@ -135,13 +135,13 @@ async fn interruptible<T>(
 /// The hold, or `None` when it stayed unavailable (`--no-wait`, `--wait D`).
 async fn acquire_rw(
     rw: &RwLock,
-    access: Access,
+    access: RwAccess,
     args: &RunArgs,
 ) -> latchkey::Result<Option<RwGuard>> {
     if args.wait.no_wait {
         return match access {
-            Access::Read => rw.try_read().await,
-            Access::Write => rw.try_write().await,
+            RwAccess::Read => rw.try_read().await,
+            RwAccess::Write => rw.try_write().await,
         };
     }
     let deadline = args.wait.wait.map(|wait| std::time::Instant::now() + wait);
@@ -152,10 +152,10 @@ async fn acquire_rw(
     }
 }
 
-fn rw_busy(access: Access, args: &RunArgs) -> Failure {
+fn rw_busy(access: RwAccess, args: &RunArgs) -> Failure {
     let (side, others) = match access {
-        Access::Read => ("read", "a writer holds it or waits"),
-        Access::Write => ("write", "readers or a writer hold it"),
+        RwAccess::Read => ("read", "a writer holds it or waits"),
+        RwAccess::Write => ("write", "readers or a writer hold it"),
     };
     let message = format!("cannot {side} {:?}: {others}", args.name);
     if args.conflict_exit_code == exit::OK {

@@ -170,7 +170,7 @@ pub use latch::Latch;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
 pub use permit::{PermitGuard, PermitHolder};
-pub use rwguard::{Access, RwGuard};
+pub use rwguard::{RwAccess, RwGuard};
 pub use rwlock::RwLock;
 pub use semaphore::Semaphore;
 pub use watchdog::LostSignal;

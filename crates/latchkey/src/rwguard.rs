@@ -18,7 +18,7 @@ use crate::watchdog::{renew_until_done, LostSignal, State};
 
 /// How a read-write lock is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub enum RwAccess {
     /// One of many readers.
     Read,
     /// The one writer.
@@ -61,7 +61,7 @@ impl RwSpec {
 #[must_use = "the hold is released (in the background) when the guard is dropped"]
 pub struct RwGuard {
     spec: Arc<RwSpec>,
-    access: Access,
+    access: RwAccess,
     token: String,
     fencing_token: Option<u64>,
     state: Arc<State>,
@@ -83,7 +83,7 @@ impl std::fmt::Debug for RwGuard {
 impl RwGuard {
     pub(crate) fn new(
         spec: Arc<RwSpec>,
-        access: Access,
+        access: RwAccess,
         token: String,
         fencing_token: Option<u64>,
         valid_until: Instant,
@@ -118,7 +118,7 @@ impl RwGuard {
     }
 
     /// Whether this is a reader's hold or the writer's.
-    pub fn access(&self) -> Access {
+    pub fn access(&self) -> RwAccess {
         self.access
     }
 
@@ -195,10 +195,10 @@ impl Drop for RwGuard {
 }
 
 /// Owner-only release of a hold, waking the waiters.
-pub(crate) async fn release(spec: &RwSpec, access: Access, token: &str) -> Result<Ownership> {
+pub(crate) async fn release(spec: &RwSpec, access: RwAccess, token: &str) -> Result<Ownership> {
     let publish = publish_command(&spec.session);
     let reply: i64 = match access {
-        Access::Read => {
+        RwAccess::Read => {
             spec.session
                 .eval(
                     "rwlock release",
@@ -208,7 +208,7 @@ pub(crate) async fn release(spec: &RwSpec, access: Access, token: &str) -> Resul
                 )
                 .await?
         }
-        Access::Write => {
+        RwAccess::Write => {
             let ttl = ttl_ms(spec.ttl).to_string();
             let k = &spec.keys;
             spec.session
@@ -230,12 +230,12 @@ pub(crate) async fn release(spec: &RwSpec, access: Access, token: &str) -> Resul
 
 /// Renews a hold: a reader's member (`sem_extend.lua`), or the writer's key
 /// (the lock's `extend.lua`).
-async fn extend(spec: &RwSpec, access: Access, token: &str) -> Result<(Ownership, Instant)> {
+async fn extend(spec: &RwSpec, access: RwAccess, token: &str) -> Result<(Ownership, Instant)> {
     let sent = Instant::now();
     let ttl = ttl_ms(spec.ttl).to_string();
     let (script, key) = match access {
-        Access::Read => (&*scripts::SEM_EXTEND, spec.readers()),
-        Access::Write => (&*scripts::EXTEND, spec.writer()),
+        RwAccess::Read => (&*scripts::SEM_EXTEND, spec.readers()),
+        RwAccess::Write => (&*scripts::EXTEND, spec.writer()),
     };
     let reply: i64 = spec
         .session

@@ -49,7 +49,7 @@ use crate::metrics::LockLabel;
 use crate::names::{check_name, check_ttl, drift, ttl_ms};
 use crate::primitive::{in_background, key, Waker};
 use crate::protocol::RWLOCK_SUFFIXES;
-use crate::rwguard::{Access, RwGuard, RwSpec};
+use crate::rwguard::{RwAccess, RwGuard, RwSpec};
 use crate::scripts;
 
 /// A read-write lock called by name; a recipe, cheap to clone. Made by
@@ -116,7 +116,7 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
     pub async fn try_read(&self) -> Result<Option<RwGuard>> {
-        self.try_once(Access::Read).await
+        self.try_once(RwAccess::Read).await
     }
 
     /// Tries once to write: `Ok(None)` when anyone holds it (or readers
@@ -125,7 +125,7 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
     pub async fn try_write(&self) -> Result<Option<RwGuard>> {
-        self.try_once(Access::Write).await
+        self.try_once(RwAccess::Write).await
     }
 
     /// Waits at most `wait` to read ([`Error::WaitTimedOut`] after).
@@ -133,7 +133,7 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
     pub async fn read_timeout(&self, wait: Duration) -> Result<RwGuard> {
-        self.acquire_until(Access::Read, Some(Instant::now() + wait))
+        self.acquire_until(RwAccess::Read, Some(Instant::now() + wait))
             .await
     }
 
@@ -142,11 +142,11 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
     pub async fn write_timeout(&self, wait: Duration) -> Result<RwGuard> {
-        self.acquire_until(Access::Write, Some(Instant::now() + wait))
+        self.acquire_until(RwAccess::Write, Some(Instant::now() + wait))
             .await
     }
 
-    async fn try_once(&self, access: Access) -> Result<Option<RwGuard>> {
+    async fn try_once(&self, access: RwAccess) -> Result<Option<RwGuard>> {
         let mut pending = Pending::new(&self.inner, access)?;
         let attempt = self.attempt(&mut pending, false).await?;
         Ok(attempt.ok())
@@ -165,7 +165,7 @@ impl RwLock {
     /// the background (tracked by the client: [`Client::flush`](crate::Client::flush)).
     pub async fn acquire_until(
         &self,
-        access: Access,
+        access: RwAccess,
         deadline: Option<Instant>,
     ) -> Result<RwGuard> {
         let started = Instant::now();
@@ -212,8 +212,8 @@ impl RwLock {
         let sent = Instant::now();
         let ttl = ttl_ms(spec.ttl).to_string();
         let mode: &[u8] = match pending.access {
-            Access::Read => b"r",
-            Access::Write => b"w",
+            RwAccess::Read => b"r",
+            RwAccess::Write => b"w",
         };
         let issue: &[u8] = if spec.fenced { b"1" } else { b"0" };
         let keys: Vec<&[u8]> = spec.keys[..6].iter().map(Vec::as_slice).collect();
@@ -237,7 +237,7 @@ impl RwLock {
         match reply {
             (1, fence) => {
                 pending.armed = false;
-                let fencing_token = (pending.access == Access::Write && spec.fenced)
+                let fencing_token = (pending.access == RwAccess::Write && spec.fenced)
                     .then(|| u64::try_from(fence).unwrap_or_default());
                 let valid_until = sent + spec.ttl - drift(spec.ttl);
                 Ok(Ok(RwGuard::new(
@@ -268,14 +268,14 @@ impl RwLock {
 /// `armed`, it withdraws both in the background.
 struct Pending<'a> {
     spec: &'a Arc<RwSpec>,
-    access: Access,
+    access: RwAccess,
     /// Empty once moved into a guard.
     token: String,
     armed: bool,
 }
 
 impl<'a> Pending<'a> {
-    fn new(spec: &'a Arc<RwSpec>, access: Access) -> Result<Pending<'a>> {
+    fn new(spec: &'a Arc<RwSpec>, access: RwAccess) -> Result<Pending<'a>> {
         Ok(Pending {
             spec,
             access,

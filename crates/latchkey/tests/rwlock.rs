@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use latchkey::{Access, Error, Ownership, RwLock};
+use latchkey::{Error, Ownership, RwAccess, RwLock};
 use redis::AsyncCommands;
 
 const TTL: Duration = Duration::from_secs(60);
@@ -24,7 +24,7 @@ async fn many_readers_or_one_writer() {
     for _ in 0..3 {
         readers.push(rw.try_read().await.unwrap().expect("readers share"));
     }
-    assert_eq!(readers[0].access(), Access::Read);
+    assert_eq!(readers[0].access(), RwAccess::Read);
     assert!(
         rw.try_write().await.unwrap().is_none(),
         "no writer beside readers"
@@ -314,9 +314,9 @@ async fn rw_worker() {
         // Every third hold of each process writes, staggered by id.
         let write = (round + id) % 3 == 0;
         let (access, mode, inside) = if write {
-            (Access::Write, "w", "writers-inside")
+            (RwAccess::Write, "w", "writers-inside")
         } else {
-            (Access::Read, "r", "readers-inside")
+            (RwAccess::Read, "r", "readers-inside")
         };
         let guard = rw
             .acquire_until(access, Some(Instant::now() + Duration::from_secs(30)))
