@@ -26,6 +26,7 @@ mod many_keys;
 mod peers;
 mod pin;
 mod plot;
+mod primitives;
 mod profile;
 mod redlock;
 mod results;
@@ -54,6 +55,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("signals", signals::run),
     ("redlock", redlock::run),
     ("cluster", cluster::run),
+    ("primitives", primitives::run),
 ];
 
 fn main() {

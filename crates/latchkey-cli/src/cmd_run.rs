@@ -61,6 +61,21 @@ pub struct RunArgs {
     #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5s")]
     pub grace: Duration,
 
+    /// Take one of N permits of a semaphore called NAME instead of the lock:
+    /// at most N commands run at once, across machines (1 to 100000).
+    #[arg(long, value_name = "N", conflicts_with_all = ["read", "write"])]
+    pub permits: Option<u64>,
+
+    /// Hold the read-write lock NAME as one of many readers (no writer
+    /// runs meanwhile; a waiting writer stops new readers).
+    #[arg(long, conflicts_with = "write")]
+    pub read: bool,
+
+    /// Hold the read-write lock NAME as its one writer (no reader or other
+    /// writer runs meanwhile).
+    #[arg(long)]
+    pub write: bool,
+
     /// The command to run and its arguments (after `--`).
     #[arg(
         value_name = "CMD",
@@ -75,6 +90,9 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     // Installed first, so that a signal while waiting ends the wait cleanly
     // (the acquire future is cancel safe) instead of killing us mid-request.
     let mut signals = Signals::install()?;
+    if args.permits.is_some() || args.read || args.write {
+        return crate::cmd_permits::run(target, &args, signals).await;
+    }
     let lock = target.lock(&args.name, args.ttl).await?.with_watchdog();
 
     let acquired = tokio::select! {
@@ -94,16 +112,24 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
             .await);
     };
 
-    let ended = match spawn(&args, &guard) {
-        Ok(child) => supervise(child, &guard, &mut signals, args.grace).await,
+    let ended = match spawn(&args, guard.token(), guard.issued_fencing_token()) {
+        Ok(child) => {
+            let what = format!("lock {:?}", args.name);
+            supervise(child, guard.lost(), &what, &mut signals, args.grace).await
+        }
         Err(failure) => Err(failure),
     };
     release(guard, &args.name, args.ttl).await;
     ended
 }
 
-/// Starts CMD in a new process group with the lock's environment.
-fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Failure> {
+/// Starts CMD in a new process group with the lock's (or permit's)
+/// environment: its owner token and fencing token (if issued).
+pub(crate) fn spawn(
+    args: &RunArgs,
+    token: &str,
+    fencing_token: Option<u64>,
+) -> Result<Child, Failure> {
     let (program, rest) = args
         .command
         .split_first()
@@ -111,13 +137,11 @@ fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Failure> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(rest)
         .env("LATCHKEY_NAME", &args.name)
-        .env("LATCHKEY_TOKEN", guard.token())
+        .env("LATCHKEY_TOKEN", token)
         .env(
             "LATCHKEY_FENCING_TOKEN",
             // Issued with the acquisition: `Target::lock` locks are `with_fencing`.
-            guard
-                .issued_fencing_token()
-                .map_or_else(String::new, |t| t.to_string()),
+            fencing_token.map_or_else(String::new, |t| t.to_string()),
         )
         .process_group(0);
     die_with_us(&mut cmd);
@@ -177,13 +201,16 @@ fn die_with_us(cmd: &mut tokio::process::Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_us(_cmd: &mut tokio::process::Command) {}
 
-/// Waits for CMD, forwarding signals, and stops it if the lock is lost.
-async fn supervise(
+/// Waits for CMD, forwarding signals, and stops it if the lock is lost
+/// (`lost` completes); `what` names the lock (or permit) in the message.
+pub(crate) async fn supervise(
     mut child: Child,
-    guard: &LockGuard,
+    lost: impl std::future::Future<Output = ()>,
+    what: &str,
     signals: &mut Signals,
     grace: Duration,
 ) -> Outcome {
+    let mut lost = std::pin::pin!(lost);
     let Some(group) = child.id().and_then(|id| libc::pid_t::try_from(id).ok()) else {
         // Only possible if the child was already reaped, which we have not done.
         return Err(Failure::new(
@@ -197,7 +224,7 @@ async fn supervise(
                 let status = status.map_err(|e| Failure::new(exit::INTERNAL, format!("waiting for the command: {e}")))?;
                 return Ok(exit_code(status));
             }
-            _ = guard.lost() => break,
+            _ = &mut lost => break,
             signo = signals.recv() => {
                 tracing::debug!(signal = signal_name(signo), "forwarding to the command's process group");
                 kill_group(group, signo);
@@ -233,10 +260,7 @@ async fn supervise(
     };
     Err(Failure::new(
         exit::LOCK_LOST,
-        format!(
-            "lost lock {:?} while the command ran (expired or taken over); {how} to the command",
-            String::from_utf8_lossy(guard.name())
-        ),
+        format!("lost {what} while the command ran (expired or taken over); {how} to the command"),
     ))
 }
 
@@ -254,7 +278,7 @@ async fn release(guard: LockGuard, name: &str, ttl: Duration) {
 }
 
 /// Shell convention: the exit code, or 128+N for death by signal N.
-fn exit_code(status: ExitStatus) -> u8 {
+pub(crate) fn exit_code(status: ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code as u8,
         (None, Some(signo)) => 128u8.saturating_add(signo as u8),

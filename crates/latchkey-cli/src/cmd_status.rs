@@ -14,6 +14,11 @@
 //! (null unless the holder is known); `fencing_token` (the last one issued
 //! for the name, null if none ever was). `status` prints one object,
 //! `list` an array sorted by name.
+//!
+//! `status` also shows the permits held of a semaphore of the same name
+//! (`latchkey run --permits N NAME`), one line each, and in JSON a
+//! `permits` array of `{"token", "host", "pid", "acquired_at_ms",
+//! "ttl_ms"}` (only when some are held).
 
 use std::time::UNIX_EPOCH;
 
@@ -49,12 +54,79 @@ pub async fn status(target: &Target, args: StatusArgs) -> Outcome {
     let client = target.client("status").await?;
     let info = client.inspect(&args.name).await?;
     warn_bad_counters(&client, std::slice::from_ref(&info));
+    // The permits of a semaphore of the same name, if any are held. Best
+    // effort: a permits key that cannot be read must not hide the lock.
+    let permits = match client
+        .semaphore(&args.name, 1, std::time::Duration::from_secs(1))?
+        .holders()
+        .await
+    {
+        Ok(permits) => permits,
+        Err(e) => {
+            eprintln!("latchkey: warning: cannot read the semaphore permits of this name: {e}");
+            Vec::new()
+        }
+    };
     if args.json {
-        println!("{}", to_json(&info));
+        let mut object = to_json(&info);
+        if let (Value::Object(map), false) = (&mut object, permits.is_empty()) {
+            map.insert("permits".into(), permits_json(&permits));
+        }
+        println!("{object}");
     } else {
         println!("{}: {}", escape(args.name.as_bytes()), describe(&info));
+        if !permits.is_empty() {
+            println!(
+                "{}: {} semaphore permit(s) held:",
+                escape(args.name.as_bytes()),
+                permits.len()
+            );
+            for permit in &permits {
+                println!("  {}", describe_permit(permit));
+            }
+        }
     }
     Ok(exit::OK)
+}
+
+/// One permit holder: who, for how long, until when.
+fn describe_permit(permit: &latchkey::PermitHolder) -> String {
+    let who = match &permit.holder {
+        Some(h) => format!(
+            "{} pid {} for {}",
+            escape(h.host.as_bytes()),
+            h.pid,
+            human(
+                std::time::SystemTime::now()
+                    .duration_since(h.acquired_at)
+                    .unwrap_or_default()
+            )
+        ),
+        None => format!("token \"{}\"", escape(permit.token.as_bytes())),
+    };
+    format!("{who}, expires in {}", human(permit.ttl_left))
+}
+
+/// `[{"token", "host", "pid", "acquired_at_ms", "ttl_ms"}]` (host, pid and
+/// acquired_at_ms null for a token not made by latchkey).
+fn permits_json(permits: &[latchkey::PermitHolder]) -> Value {
+    Value::Array(
+        permits
+            .iter()
+            .map(|p| {
+                json!({
+                    "token": p.token,
+                    "host": p.holder.as_ref().map(|h| h.host.clone()),
+                    "pid": p.holder.as_ref().map(|h| h.pid),
+                    "acquired_at_ms": p.holder.as_ref().map(|h| h
+                        .acquired_at
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64)),
+                    "ttl_ms": p.ttl_left.as_millis() as u64,
+                })
+            })
+            .collect(),
+    )
 }
 
 pub async fn list(target: &Target, args: ListArgs) -> Outcome {

@@ -92,7 +92,13 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
     use latchkey::Error as E;
     let code = match &error {
         E::WaitTimedOut { .. } => conflict,
-        E::InvalidName { .. } | E::InvalidTtl { .. } | E::InvalidInput(_) => USAGE,
+        E::InvalidName { .. }
+        | E::InvalidTtl { .. }
+        | E::InvalidInput(_)
+        | E::InvalidCount { .. }
+        | E::PartiesMismatch { .. } => USAGE,
+        // A latch counted below zero, or one that does not exist.
+        E::CountedBelowZero { .. } | E::NotFound { .. } => CONFLICT,
         E::Unreachable(_)
         | E::Timeout { .. }
         | E::Auth(_)

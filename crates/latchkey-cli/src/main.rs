@@ -16,6 +16,8 @@ mod cmd_acquire;
 mod cmd_demo;
 mod cmd_doctor;
 mod cmd_exporter;
+mod cmd_latch;
+mod cmd_permits;
 mod cmd_run;
 mod cmd_signal;
 mod cmd_status;
@@ -110,6 +112,12 @@ enum Command {
     /// Wait for a signal on one or more names (or patterns); prints what
     /// it received, exits 1 on timeout.
     Wait(cmd_wait::WaitArgs),
+    /// A count-down latch: create it (--count N), count it down, or wait
+    /// until it is open.
+    Latch(cmd_latch::LatchArgs),
+    /// Wait at a barrier until all --parties N have arrived; prints the
+    /// generation released, exits 1 on timeout.
+    Barrier(cmd_latch::BarrierArgs),
 }
 
 fn main() -> ExitCode {
@@ -209,6 +217,8 @@ fn main() -> ExitCode {
             }
             Command::Signal(args) => cmd_signal::signal(&target, args).await,
             Command::Wait(args) => cmd_wait::wait(&target, args).await,
+            Command::Latch(args) => cmd_latch::latch(&target, args).await,
+            Command::Barrier(args) => cmd_latch::barrier(&target, args).await,
         };
         // A release started in the background (an acquisition whose reply
         // was lost, a guard dropped on an error path) must reach Redis

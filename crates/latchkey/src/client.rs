@@ -4,12 +4,16 @@
 
 use std::time::Duration;
 
+use crate::barrier::Barrier;
 use crate::connection::Connection;
 use crate::error::Result;
 use crate::fence::FencedResource;
 use crate::inspect::LockInfo;
+use crate::latch::Latch;
 use crate::listener::{Listener, Signal};
 use crate::lock::Lock;
+use crate::rwlock::RwLock;
+use crate::semaphore::Semaphore;
 use crate::session::{ClientBuilder, Session};
 
 /// A handle to one Redis server: the connections, options and shared state
@@ -182,6 +186,46 @@ impl Client {
     /// Cancel safe: it only reads.
     pub async fn lock_waiters(&self, names: &[&[u8]]) -> Result<Vec<u64>> {
         self.session.lock_waiters(names).await
+    }
+
+    // ---- Latches and barriers ----------------------------------------
+
+    /// The count-down latch called `name`, which lives `ttl` after its
+    /// creation or last count-down (same naming and TTL rules as
+    /// [`Client::lock`]). See [`Latch`].
+    pub fn latch(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Latch> {
+        Latch::on_session(&self.session, name.as_ref(), ttl)
+    }
+
+    /// The barrier called `name` of `parties` parties (1 to
+    /// [`MAX_COUNT`](crate::MAX_COUNT), else
+    /// [`Error::InvalidCount`](crate::Error::InvalidCount)), which lives
+    /// `ttl` after its last arrival. See [`Barrier`].
+    pub fn barrier(&self, name: impl AsRef<[u8]>, parties: u64, ttl: Duration) -> Result<Barrier> {
+        Barrier::on_session(&self.session, name.as_ref(), parties, ttl)
+    }
+
+    // ---- Semaphores ----------------------------------------------------
+
+    /// The counting semaphore called `name` of `permits` permits (1 to
+    /// [`MAX_COUNT`](crate::MAX_COUNT), else
+    /// [`Error::InvalidCount`](crate::Error::InvalidCount)), each a lease of
+    /// `ttl` (same naming and TTL rules as [`Client::lock`]). Every caller
+    /// passes N; see [`Semaphore`] for changing it.
+    pub fn semaphore(
+        &self,
+        name: impl AsRef<[u8]>,
+        permits: u64,
+        ttl: Duration,
+    ) -> Result<Semaphore> {
+        Semaphore::on_session(&self.session, name.as_ref(), permits, ttl)
+    }
+
+    /// The read-write lock called `name`, each hold a lease of `ttl` (same
+    /// naming and TTL rules as [`Client::lock`]). See [`RwLock`] for the
+    /// policy (phase-fair: neither writers nor readers starve).
+    pub fn rwlock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<RwLock> {
+        RwLock::on_session(&self.session, name.as_ref(), ttl)
     }
 
     // ---- Signals ------------------------------------------------------

@@ -136,6 +136,48 @@ pub enum Error {
         instances: usize,
     },
 
+    /// A count was refused: a latch's count, a barrier's parties or a
+    /// semaphore's permits of 0, or above [`MAX_COUNT`](crate::MAX_COUNT).
+    #[error("invalid {what} {count}: {reason}")]
+    InvalidCount {
+        /// What was counted: "latch count", "barrier parties", "semaphore permits".
+        what: &'static str,
+        /// The count that was refused.
+        count: u64,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+
+    /// [`Latch::count_down`](crate::Latch::count_down) on a latch that is
+    /// open already (its count is 0): it cannot go below zero.
+    #[error("latch {name:?} is open already: it cannot be counted below zero")]
+    CountedBelowZero {
+        /// The latch's name, lossily decoded as UTF-8.
+        name: String,
+    },
+
+    /// The latch or barrier does not exist in Redis: never created, or gone
+    /// at its TTL.
+    #[error("{what} {name:?} does not exist (never created, or gone at its TTL)")]
+    NotFound {
+        /// "latch" or "barrier".
+        what: &'static str,
+        /// The name, lossily decoded as UTF-8.
+        name: String,
+    },
+
+    /// A barrier was joined with a number of parties other than the one its
+    /// current generation was started with.
+    #[error("barrier {name:?} has {stored} parties, not {given}")]
+    PartiesMismatch {
+        /// The barrier's name, lossily decoded as UTF-8.
+        name: String,
+        /// The parties stored in Redis by the first arrival.
+        stored: u64,
+        /// The parties this caller gave.
+        given: u64,
+    },
+
     /// Any other error reported by Redis or the client library.
     #[error("Redis error: {0}")]
     Redis(#[source] redis::RedisError),

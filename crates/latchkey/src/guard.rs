@@ -178,19 +178,7 @@ impl LockGuard {
     /// lock is lost. Needs a tokio runtime: without the watchdog, a small
     /// task is started to fire it at the deadline.
     pub fn lost_signal(&self) -> LostSignal {
-        if !self.state.timer_running.swap(true, Ordering::Relaxed) {
-            let state = self.state.clone();
-            let done = state.done_token();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = state.until_lost() => {}
-                    _ = done.cancelled() => {}
-                }
-            });
-        }
-        LostSignal {
-            token: self.state.lost_token(),
-        }
+        self.state.lost_signal()
     }
 
     /// Resets the TTL to `ttl` from now, if we still own the lock; otherwise

@@ -25,7 +25,13 @@
 //!   [`ClientBuilder::tls_client_cert_files`]), and the ACL rule of [`acl`]
 //!   (`docs/security.md`).
 //!
-//! Beside locks, [signals](Client::signal): one process waits, another
+//! Beside locks, the other tools of distributed coordination, each a small
+//! module over the same session, wake-ups, watchdog and fencing:
+//! a counting [`Semaphore`] whose permits are leases, a phase-fair
+//! read-write lock ([`RwLock`]), and a count-down [`Latch`] and a
+//! [`Barrier`] whose state lives in Redis (a late waiter returns at once).
+//!
+//! And [signals](Client::signal): one process waits, another
 //! signals it (to all waiters or [to one](Client::signal_one)), over the
 //! same shared pub/sub connection — fire-and-forget, see [`Listener`].
 //!
@@ -91,7 +97,11 @@
 //! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
 //!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
 //!    `handoff` (when a release wakes this process's waiters), `by_token`,
-//!    `fence` ([`FencedResource`], [`FencedWrite`]), `signal` and
+//!    `fence` ([`FencedResource`], [`FencedWrite`]), `latch` ([`Latch`]),
+//!    `barrier` ([`Barrier`]), `semaphore` ([`Semaphore`]) and `permit`
+//!    ([`PermitGuard`]), `rwlock` ([`RwLock`]) and `rwguard` ([`RwGuard`]),
+//!    `primitive` (what those share: keys,
+//!    wake-ups, background clean-up), `signal` and
 //!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
 //!    ([`LockInfo`]).
 //! 5. **Facades**: [`Client`] and [`Redlock`], thin: each method is a few
@@ -126,13 +136,20 @@ mod tls;
 // 3. Backends
 mod backend;
 // 4. Primitives
+mod barrier;
 mod by_token;
 mod fence;
 mod guard;
 mod handoff;
 mod inspect;
+mod latch;
 mod listener;
 mod lock;
+mod permit;
+mod primitive;
+mod rwguard;
+mod rwlock;
+mod semaphore;
 mod signal;
 mod signal_wire;
 mod spec;
@@ -145,7 +162,7 @@ mod redlock;
 // 1. Vocabulary
 pub use crate::metrics::MetricsLabels;
 pub use error::{Error, Result};
-pub use names::{MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+pub use names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use outcome::Ownership;
 pub use token::Holder;
 // 2. Transport
@@ -154,11 +171,17 @@ pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
+pub use barrier::Barrier;
 pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
 pub use inspect::LockInfo;
+pub use latch::Latch;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
+pub use permit::{PermitGuard, PermitHolder};
+pub use rwguard::{RwAccess, RwGuard};
+pub use rwlock::RwLock;
+pub use semaphore::Semaphore;
 pub use watchdog::LostSignal;
 // 5. Facades
 pub use client::Client;

@@ -20,6 +20,30 @@ pub const MIN_TTL: Duration = Duration::from_millis(10);
 /// holder dies.
 pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The largest count accepted for a latch, the most parties of a barrier
+/// and the most permits of a semaphore. Far above any sensible use; below
+/// it, every count is exact in the scripts' Lua numbers and a semaphore's
+/// sorted set stays small enough to scan in one script call.
+pub const MAX_COUNT: u32 = 100_000;
+
+pub(crate) fn check_count(what: &'static str, count: u64) -> Result<u32> {
+    if count == 0 {
+        return Err(Error::InvalidCount {
+            what,
+            count,
+            reason: "it must be at least 1",
+        });
+    }
+    match u32::try_from(count) {
+        Ok(n) if n <= MAX_COUNT => Ok(n),
+        _ => Err(Error::InvalidCount {
+            what,
+            count,
+            reason: "it must be at most MAX_COUNT (100000)",
+        }),
+    }
+}
+
 pub(crate) use crate::protocol::{drift, FENCE_SUFFIX, RELEASE_SUFFIX};
 
 pub(crate) fn check_name(name: &[u8]) -> Result<()> {

@@ -69,3 +69,49 @@ pub fn fence_key(lock_key: &[u8]) -> Vec<u8> {
 pub fn release_channel(lock_key: &[u8]) -> Vec<u8> {
     [&tag_stem(lock_key)[..], RELEASE_SUFFIX].concat()
 }
+
+/// Suffix of a count-down latch's key, after the stem of `P + name`
+/// ([`tag_stem`]): the key holds the count left, `0` once open.
+pub const LATCH_SUFFIX: &[u8] = b":latch";
+
+/// Suffix of the channel a latch's opening is published on.
+pub const LATCH_OPENED_SUFFIX: &[u8] = b":latch:opened";
+
+/// Suffix of a barrier's key (a hash: `parties`, `gen`, `arrived`).
+pub const BARRIER_SUFFIX: &[u8] = b":barrier";
+
+/// Suffix of the channel a barrier's release is published on (the message
+/// is the generation released).
+pub const BARRIER_RELEASED_SUFFIX: &[u8] = b":barrier:released";
+
+/// Suffix of a semaphore's key (a sorted set: holder token → expiry in
+/// server milliseconds).
+pub const PERMITS_SUFFIX: &[u8] = b":permits";
+
+/// Suffix of a semaphore's fencing counter.
+pub const PERMITS_FENCE_SUFFIX: &[u8] = b":permits:fence";
+
+/// Suffix of the channel a semaphore's releases are published on.
+pub const PERMITS_RELEASED_SUFFIX: &[u8] = b":permits:released";
+
+/// Suffixes of a read-write lock's keys and channel, in this order: the
+/// writer (string), the readers (sorted set: token → expiry), the writers
+/// waiting and the readers waiting (sorted sets: token → expiry of the
+/// intent), the readers let in before the next writer (set), the writers'
+/// fencing counter, and the released channel.
+pub const RWLOCK_SUFFIXES: [&[u8]; 7] = [
+    b":rw:writer",
+    b":rw:readers",
+    b":rw:writers-waiting",
+    b":rw:readers-waiting",
+    b":rw:readers-next",
+    b":rw:fence",
+    b":rw:released",
+];
+
+/// The key or channel `suffix` of the primitive `name` under `prefix`:
+/// [`tag_stem`]`(prefix + name) + suffix`, so all of one primitive's keys
+/// and channels share one Redis Cluster slot.
+pub fn primitive_key(prefix: &[u8], name: &[u8], suffix: &[u8]) -> Vec<u8> {
+    [&tag_stem(&[prefix, name].concat())[..], suffix].concat()
+}

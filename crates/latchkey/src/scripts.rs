@@ -29,3 +29,23 @@ pub(crate) static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));
 pub(crate) static SIGNAL_ONE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/signal_one.lua")));
+pub(crate) static LATCH_CREATE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/latch_create.lua")));
+pub(crate) static LATCH_COUNT_DOWN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/latch_count_down.lua")));
+pub(crate) static BARRIER_ARRIVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/barrier_arrive.lua")));
+pub(crate) static BARRIER_LEAVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/barrier_leave.lua")));
+pub(crate) static SEM_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/sem_acquire.lua")));
+pub(crate) static SEM_EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/sem_extend.lua")));
+pub(crate) static SEM_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/sem_release.lua")));
+pub(crate) static RW_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/rw_acquire.lua")));
+pub(crate) static RW_RELEASE_WRITE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/rw_release_write.lua")));
+pub(crate) static RW_FORGET: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/rw_forget.lua")));

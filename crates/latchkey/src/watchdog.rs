@@ -40,6 +40,36 @@ pub(crate) struct Signals {
 }
 
 impl State {
+    /// A lease valid until `valid_until`, not lost.
+    pub(crate) fn new(valid_until: Instant, metrics_label: LockLabel) -> State {
+        State {
+            valid_until: Mutex::new(valid_until),
+            lost: AtomicBool::new(false),
+            signals: Mutex::new(Signals::default()),
+            timer_running: AtomicBool::new(false),
+            metrics_label,
+        }
+    }
+
+    /// See [`LockGuard::lost_signal`](crate::LockGuard::lost_signal): a
+    /// handle on the lost signal; without a watchdog, a small task is
+    /// started to fire it at the deadline.
+    pub(crate) fn lost_signal(self: &Arc<Self>) -> LostSignal {
+        if !self.timer_running.swap(true, Ordering::Relaxed) {
+            let state = self.clone();
+            let done = state.done_token();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = state.until_lost() => {}
+                    _ = done.cancelled() => {}
+                }
+            });
+        }
+        LostSignal {
+            token: self.lost_token(),
+        }
+    }
+
     pub(crate) fn signals(&self) -> std::sync::MutexGuard<'_, Signals> {
         // Nothing in `Signals` can be left half-updated by a panic.
         self.signals.lock().unwrap_or_else(|p| p.into_inner())
@@ -155,8 +185,30 @@ pub(crate) async fn watchdog(
     every: Duration,
     state: Arc<State>,
 ) {
-    let done = state.done_token();
     let name = String::from_utf8_lossy(&keys.key).into_owned();
+    let renew = || {
+        let span = renew_span(&keys.key[backend.prefix().len()..], &token);
+        backend.extend(&keys, &token, ttl).instrument(span)
+    };
+    renew_until_done(&name, &token, every, &state, renew).await
+}
+
+/// The watchdog of any lease (a lock, a semaphore's permit): calls `renew`
+/// every `every` until the guard is done (each renewal bounded by the
+/// lease's deadline, which a success moves to the instant it returns);
+/// cancels `lost` as soon as ownership cannot be proven (a renewal that
+/// finds the lease gone, or the deadline passing first).
+pub(crate) async fn renew_until_done<F, Fut>(
+    name: &str,
+    token: &str,
+    every: Duration,
+    state: &State,
+    mut renew: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = crate::Result<(Ownership, Instant)>>,
+{
+    let done = state.done_token();
     let label = state.metrics_label.clone();
     let mut next = Instant::now() + every;
     loop {
@@ -167,13 +219,12 @@ pub(crate) async fn watchdog(
         }
         let now = Instant::now();
         if now >= state.deadline() {
-            tracing::warn!(lock = %name, token = short(&token), "lease ran out before a renewal succeeded; lock lost");
+            tracing::warn!(lock = %name, token = short(token), "lease ran out before a renewal succeeded; lock lost");
             state.mark_lost();
             return;
         }
         // A renewal that answers after the deadline is worthless: bound it.
-        let span = renew_span(&keys.key[backend.prefix().len()..], &token);
-        let renewal = backend.extend(&keys, &token, ttl).instrument(span);
+        let renewal = renew();
         let result = tokio::select! {
             _ = done.cancelled() => return,
             r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
@@ -183,21 +234,21 @@ pub(crate) async fn watchdog(
             Ok(Ok((Ownership::Owned, valid_until))) => {
                 state.set_deadline(valid_until);
                 next = Instant::now() + every;
-                tracing::trace!(lock = %name, token = short(&token), "renewed");
+                tracing::trace!(lock = %name, token = short(token), "renewed");
             }
             Ok(Ok((outcome, _))) => {
-                tracing::warn!(lock = %name, token = short(&token), ?outcome, "renewal found the lock no longer ours; lock lost");
+                tracing::warn!(lock = %name, token = short(token), ?outcome, "renewal found the lock no longer ours; lock lost");
                 state.mark_lost();
                 return;
             }
             Ok(Err(e)) => {
                 // Try again soon, but not in a tight loop: a quarter of the
                 // interval leaves several tries before the deadline.
-                tracing::warn!(lock = %name, token = short(&token), error = %e, "renewal failed; retrying until the lease runs out");
+                tracing::warn!(lock = %name, token = short(token), error = %e, "renewal failed; retrying until the lease runs out");
                 next = Instant::now() + every / 4;
             }
             Err(_) => {
-                tracing::warn!(lock = %name, token = short(&token), "renewal did not answer before the lease ran out; lock lost");
+                tracing::warn!(lock = %name, token = short(token), "renewal did not answer before the lease ran out; lock lost");
                 state.mark_lost();
                 return;
             }

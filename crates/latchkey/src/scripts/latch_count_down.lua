@@ -1,0 +1,33 @@
+-- latchkey: count a latch down by one; the count that reaches 0 opens it
+-- and publishes the opening.
+--
+-- KEYS[1]  latch key (see latch_create.lua)
+-- ARGV[1]  TTL in milliseconds: the key's TTL is reset to it, so a latch
+--          lives ARGV[1] ms after its last count-down (and an open one is
+--          remembered that long: late waiters return at once)
+-- ARGV[2]  the publish command: 'PUBLISH' (or 'SPUBLISH' on a cluster with
+--          sharded pub/sub)
+-- ARGV[3]  the opened channel
+--
+-- Returns
+--   n >= 0  the count left after this call; 0: this call opened the latch
+--           and published 'opened' on ARGV[3]
+--   -1      no such latch (never created, or gone at its TTL); nothing changed
+--   -2      the latch is open already (the count would go below zero);
+--           nothing changed
+-- Errors
+--   WRONGTYPE  the key is not a string, or holds something other than a count.
+local left = redis.call('GET', KEYS[1])
+if not left then return -1 end
+local n = tonumber(left)
+if not n or n < 0 or n ~= math.floor(n) then
+  return redis.error_reply('WRONGTYPE latch key does not hold a count')
+end
+if n == 0 then return -2 end
+n = n - 1
+redis.call('SET', KEYS[1], string.format('%d', n), 'PX', ARGV[1])
+if n == 0 then
+  -- pcall: the message is a wake-up hint; waiters also read the key.
+  redis.pcall(ARGV[2], ARGV[3], 'opened')
+end
+return n
