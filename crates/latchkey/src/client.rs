@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::barrier::Barrier;
+use crate::builder::ClientBuilder;
 use crate::connection::Connection;
 use crate::error::Result;
 use crate::fence::FencedResource;
@@ -14,7 +15,7 @@ use crate::listener::{Listener, Signal};
 use crate::lock::Lock;
 use crate::rwlock::RwLock;
 use crate::semaphore::Semaphore;
-use crate::session::{ClientBuilder, Session};
+use crate::session::Session;
 
 /// A handle to one Redis server: the connections, options and shared state
 /// every lock, guard, signal and listener made from it uses. Cheap to clone;

@@ -83,9 +83,9 @@
 //!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
 //!    ([`MetricsLabels`]).
 //! 2. **Transport**: `connection` ([`Connection`]: standalone or cluster),
-//!    `session` (one server's command connection, options,
-//!    background work: [`ClientBuilder`], [`DEFAULT_COMMAND_TIMEOUT`],
-//!    [`DEFAULT_PREFIX`]), `tls` (`rediss://`: CA and client
+//!    `builder` (the options and connecting: [`ClientBuilder`]),
+//!    `session` (one server's command connection, options, background
+//!    work: [`DEFAULT_COMMAND_TIMEOUT`], [`DEFAULT_PREFIX`]), `tls` (`rediss://`: CA and client
 //!    certificates), `subscriber` (the shared pub/sub connection and
 //!    its registry), `queue` (this process's waiters per lock name).
 //! 3. **Backends**: `backend` — where a lock lives, behind one enum: a
@@ -128,6 +128,7 @@ pub mod protocol;
 mod scripts;
 mod token;
 // 2. Transport
+mod builder;
 mod connection;
 mod queue;
 mod session;
@@ -166,8 +167,9 @@ pub use names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use outcome::Ownership;
 pub use token::Holder;
 // 2. Transport
+pub use builder::ClientBuilder;
 pub use connection::Connection;
-pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
+pub use session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives

@@ -7,9 +7,10 @@
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
+use crate::builder::ClientBuilder;
 use crate::error::{Error, Result};
 use crate::queue::LocalQueues;
-use crate::session::{ClientBuilder, Session};
+use crate::session::Session;
 use crate::token::Identity;
 
 mod gather;
