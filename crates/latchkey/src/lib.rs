@@ -92,8 +92,9 @@
 //!    single server (`backend/single.rs`) or Redlock's N instances
 //!    (`backend/redlock/`: the group, its rounds, and every quorum rule in
 //!    `tally.rs`; [`Fencing`], [`MIN_INSTANCE_TIMEOUT`],
-//!    [`MAX_INSTANCE_TIMEOUT`]). A cluster will be a kind of connection
-//!    here, not a new algorithm.
+//!    [`MAX_INSTANCE_TIMEOUT`]). A Redis Cluster is not a backend: it is a
+//!    kind of connection under the single-server backend (each lock's keys
+//!    share a slot), with a sharded subscriber (`subscriber/sharded.rs`).
 //! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
 //!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
 //!    `handoff` (when a release wakes this process's waiters), `by_token`,
