@@ -92,7 +92,9 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
     use latchkey::Error as E;
     let code = match &error {
         E::WaitTimedOut { .. } => conflict,
-        E::InvalidName { .. } | E::InvalidTtl { .. } | E::InvalidInput(_) => USAGE,
+        E::InvalidName { .. } | E::InvalidTtl { .. } | E::InvalidInput(_) | E::Unsupported(_) => {
+            USAGE
+        }
         E::Unreachable(_)
         | E::Timeout { .. }
         | E::Auth(_)

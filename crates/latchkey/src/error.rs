@@ -123,6 +123,12 @@ pub enum Error {
         instances: usize,
     },
 
+    /// What was asked is not offered for this kind of lock (a
+    /// [fair](crate::Lock::fair) lock on a [`Redlock`](crate::Redlock):
+    /// see `docs/redlock.md`).
+    #[error("not supported: {0}")]
+    Unsupported(&'static str),
+
     /// Any other error reported by Redis or the client library.
     #[error("Redis error: {0}")]
     Redis(#[source] redis::RedisError),

@@ -84,7 +84,8 @@
 //!    here, not a new algorithm.
 //! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
 //!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
-//!    `handoff` (when a release wakes this process's waiters), `by_token`,
+//!    `handoff` (when a release wakes this process's waiters), `fair` and
+//!    `fair_wait` (fair locks: a queue in Redis, direct hand-off), `by_token`,
 //!    `fence` ([`FencedResource`], [`FencedWrite`]), `signal` and
 //!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
 //!    ([`LockInfo`]).
@@ -118,6 +119,8 @@ mod subscriber;
 mod backend;
 // 4. Primitives
 mod by_token;
+mod fair;
+mod fair_wait;
 mod fence;
 mod guard;
 mod handoff;
@@ -145,6 +148,7 @@ pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
+pub use fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
 pub use inspect::LockInfo;

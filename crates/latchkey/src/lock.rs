@@ -47,6 +47,7 @@ impl std::fmt::Debug for Lock {
             .field("ttl", &self.inner.ttl)
             .field("renew_every", &self.inner.renew_every)
             .field("fenced", &self.inner.fenced)
+            .field("fair_lease", &self.inner.fair_lease)
             .finish()
     }
 }
@@ -71,6 +72,7 @@ impl Lock {
                 ttl,
                 renew_every: None,
                 fenced: false,
+                fair_lease: None,
             }),
         })
     }
@@ -163,6 +165,9 @@ impl Lock {
 
     /// `try_acquire` without metrics and span: also the first step of a wait.
     pub(crate) async fn try_acquire_once(&self) -> Result<Option<LockGuard>> {
+        if self.inner.fair_lease.is_some() {
+            return self.fair_try_once().await;
+        }
         let token = self.inner.backend.new_token()?;
         let pending = PendingAttempt {
             lock: self,
@@ -255,6 +260,9 @@ impl Lock {
 
     async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let started = Instant::now();
+        if self.inner.fair_lease.is_some() {
+            return self.fair_acquire_until(deadline, started).await;
+        }
         // The uncontended case costs one round trip and no subscription. If
         // another task of ours already waits, the lock is busy: queue up
         // behind it (FIFO) instead of spending a round trip to learn that.

@@ -29,3 +29,7 @@ pub(crate) static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));
 pub(crate) static SIGNAL_ONE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/signal_one.lua")));
+pub(crate) static FAIR_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/fair_acquire.lua")));
+pub(crate) static FAIR_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/fair_release.lua")));
