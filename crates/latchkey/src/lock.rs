@@ -234,7 +234,10 @@ impl Lock {
     /// Cancel safe: dropping the future leaves no lock behind. A lock taken
     /// by a request whose reply was never read is released in the
     /// background (see [`Lock::try_acquire`]); the local queue place and the
-    /// subscription are given up.
+    /// subscription are given up. A [fair](Lock::fair) waiter leaves the
+    /// queue in Redis in the background, handing on a lock handed to it in
+    /// that instant ([`Client::flush`](crate::Client::flush) waits for it);
+    /// one that times out leaves before returning.
     pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let called = Instant::now();
         let span = self.span_acquire();
