@@ -70,6 +70,8 @@ pub struct Settings {
     pub run_id: String,
     /// libfaketime's library, when installed.
     pub faketime: Option<PathBuf>,
+    /// Workers use fair locks (`--fair`).
+    pub fair: bool,
 }
 
 /// Where the lock lives: servers of our own, or the user's.
@@ -177,6 +179,7 @@ pub async fn run(
             keys: keys.clone(),
             ttl: settings.ttl,
             fenced: scenario.fenced,
+            fair: settings.fair,
             end_ns,
             seed: rng.fork(),
             hold_min: settings.hold.0,
