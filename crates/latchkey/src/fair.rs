@@ -25,8 +25,10 @@
 //!   releasing when the waiter is at the head. It also wakes at the
 //!   holder's TTL, and when the subscriber reconnects.
 //! * A hand-off sets the key's TTL to the smaller of the lock's TTL and the
-//!   lease; the new holder extends it to the lock's TTL as soon as the
-//!   message arrives (in the background: the guard is usable at once). So
+//!   lease; the new holder extends it to the lock's TTL in the background a
+//!   third of a lease before that runs out (the guard is usable at once,
+//!   its [`deadline`](crate::LockGuard::deadline) is the hand-off's until
+//!   then, and a hold released sooner costs no extension). So
 //!   a waiter that died while queued delays the queue by at most its lease
 //!   (its entry is skipped once the lease ran out), and one that died just
 //!   as the lock was handed to it by at most the lease too (the key expires);

@@ -103,7 +103,7 @@ impl Lock {
                 }) => {
                     leaving.disarm();
                     let guard = LockGuard::new(spec.clone(), token, fencing_token, valid_until);
-                    guard.extend_after_handoff();
+                    guard.extend_after_handoff(extend_at(valid_until, lease));
                     return Ok(guard);
                 }
                 Ok(FairAttempt::Busy { retry_in, .. }) => {
@@ -154,13 +154,22 @@ impl Lock {
                         leaving.disarm();
                         let valid_until = handed_valid_until(not_ours_since, handoff_ttl);
                         let guard = LockGuard::new(spec.clone(), token, fencing_token, valid_until);
-                        guard.extend_after_handoff();
+                        guard.extend_after_handoff(extend_at(valid_until, lease));
                         return Ok(guard);
                     }
                 }
             }
         }
     }
+}
+
+/// When a handed-over hold is extended to its TTL: a third of a lease
+/// before its hand-off deadline (time for retries), so that a short hold
+/// is released before and costs no extension.
+fn extend_at(valid_until: Instant, lease: Duration) -> Instant {
+    valid_until
+        .checked_sub(lease / 3)
+        .map_or_else(Instant::now, |at| at.max(Instant::now()))
 }
 
 /// The next event of any subscription; never, without subscriptions.

@@ -96,9 +96,10 @@ impl LockGuard {
 
     /// A fair lock's hand-off sets a short TTL (the waiter lease, so that a
     /// waiter that died in between frees the lock soon): bring it to the
-    /// lock's TTL now, in the background, as the watchdog would; retried
-    /// until the guard's deadline while Redis does not answer.
-    pub(crate) fn extend_after_handoff(&self) {
+    /// lock's TTL at `at` (a hold released before costs no extension), in
+    /// the background, as the watchdog would; retried until the guard's
+    /// deadline while Redis does not answer.
+    pub(crate) fn extend_after_handoff(&self, at: Instant) {
         let (backend, keys, token) = (
             self.lock.backend.clone(),
             self.lock.keys.clone(),
@@ -107,6 +108,10 @@ impl LockGuard {
         let (ttl, state) = (self.lock.ttl, self.state.clone());
         let done = state.done_token();
         tokio::spawn(async move {
+            tokio::select! {
+                _ = done.cancelled() => return,
+                _ = tokio::time::sleep_until(at.into()) => {}
+            }
             loop {
                 let extend = backend.extend(&keys, &token, ttl);
                 let result = tokio::select! {

@@ -124,6 +124,11 @@ async fn a_release_hands_the_lock_over_in_its_own_script() {
     })
     .await;
     assert!(guard.is_held());
+    // Held for longer than the hand-off TTL (no watchdog): the extension
+    // kept it, so the release finds it still ours.
+    tokio::time::sleep(LEASE * 2).await;
+    assert!(guard.is_held());
+    assert_eq!(holder(&server), guard.token());
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     assert_eq!(holder(&server), "");
 }
