@@ -62,7 +62,11 @@ async fn scenario(quick: bool) -> Report {
                     continue;
                 };
                 let key = format!("fair-{s}-{round}-{}", lib.id);
-                let max = if processes == 1 { 1000 } else { usize::MAX >> 1 };
+                let max = if processes == 1 {
+                    1000
+                } else {
+                    usize::MAX >> 1
+                };
                 match run_round(&server, lib, drivers, &key, shape, window, max).await {
                     Ok(r) => samples.entry((s, lib.id)).or_default().add(r),
                     Err(e) => pool.fail(lib, format!("failed: {e}")),
@@ -154,7 +158,8 @@ async fn scenario(quick: bool) -> Report {
          its sibling acquired (as in the handoff scenario). Gap = release start → next holder \
          has the lock, across processes on one clock; p50 and p99 per round, then the median \
          over {rounds} interleaved rounds ({:.1} s each; the range of the rounds' p99 beside it). \
-         \"p99 / PING p99\": the gap's p99 over the PINGs' p99. Commands = what the clients \
+         \"p99 / PING p99\": the gap's p99 over the PINGs' p99 (both tails of one machine; \
+         a p99 over a median PING would mostly measure the VM's scheduling tail). Commands = what the clients \
          sent per hand-off (a script call counts once, with the waiters' subscriptions, lease \
          renewals and pub/sub health PINGs). TTL 10 s, waiter lease 2 s (the default).\n\n\
          The demo's workload (8 workers with a client each, 25 increments: GET, 1 ms, SET \

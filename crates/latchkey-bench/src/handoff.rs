@@ -250,7 +250,12 @@ pub(crate) struct DriverPool {
 }
 
 impl DriverPool {
-    pub(crate) async fn get(&mut self, lib: &'static Lib, n: usize, port: u16) -> Option<&mut [Driver]> {
+    pub(crate) async fn get(
+        &mut self,
+        lib: &'static Lib,
+        n: usize,
+        port: u16,
+    ) -> Option<&mut [Driver]> {
         if self.notes.contains_key(lib.id) {
             return None;
         }

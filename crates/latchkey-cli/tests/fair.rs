@@ -289,3 +289,27 @@ fn fair_workers_hold_under_the_torture_faults() {
         assert!(row.trim_end().ends_with("PASS"), "{row}\n{text}");
     }
 }
+
+#[test]
+fn the_demo_runs_the_fair_lock_beside_the_barging_one() {
+    let redis = RedisServer::start();
+    let out = output(
+        latchkey(&redis).args(["demo", "--workers", "4", "--increments", "10"]),
+        QUICK,
+    );
+    let text = stdout(&out);
+    assert_eq!(code(out.status), 0, "{text}{}", stderr(&out));
+    let fair = text.split("With a fair latchkey lock").nth(1).expect(&text);
+    assert!(
+        fair.contains("expected 40, got 40: 0 updates lost"),
+        "{text}"
+    );
+    assert!(fair.contains("acquisitions    40"), "{text}");
+    assert!(fair.contains("strictly increasing"), "{text}");
+    assert!(fair.contains("longest wait"), "{text}");
+    assert_eq!(
+        redis.command(&["DBSIZE"]).unwrap(),
+        "0",
+        "nothing left behind"
+    );
+}
