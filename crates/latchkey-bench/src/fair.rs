@@ -126,6 +126,28 @@ async fn scenario(quick: bool) -> Report {
         .collect();
     notes.sort();
 
+    // Uncontended: one task, acquire + release, interleaved.
+    let mut cycles: HashMap<bool, Vec<f64>> = HashMap::new();
+    for round in 0..rounds {
+        for fair in [round % 2 == 1, round % 2 == 0] {
+            match uncontended(&server.url(), fair, if quick { 1000 } else { 3000 }).await {
+                Ok(us) => cycles.entry(fair).or_default().push(us),
+                Err(e) => notes.push(format!("- uncontended ({fair}): {e}")),
+            }
+        }
+    }
+    let mut cycle_rows = Vec::new();
+    for fair in [false, true] {
+        if let Some(runs) = cycles.get_mut(&fair) {
+            let us_per_cycle = median(runs);
+            cycle_rows.push(vec![
+                if fair { "latchkey fair" } else { "latchkey" }.to_owned(),
+                format!("{us_per_cycle:.1}"),
+                format!("{:.0}", 1e6 / us_per_cycle),
+            ]);
+        }
+    }
+
     let mut spread_rows = Vec::new();
     let mut spreads: HashMap<bool, Vec<Spread>> = HashMap::new();
     for round in 0..rounds {
@@ -162,6 +184,9 @@ async fn scenario(quick: bool) -> Report {
          a p99 over a median PING would mostly measure the VM's scheduling tail). Commands = what the clients \
          sent per hand-off (a script call counts once, with the waiters' subscriptions, lease \
          renewals and pub/sub health PINGs). TTL 10 s, waiter lease 2 s (the default).\n\n\
+         Uncontended, one task, `acquire` + `release` (barging: a bare `SET NX PX` and \
+         `release.lua`; fair: `fair_acquire.lua` and `fair_release.lua`), median of {rounds} \
+         interleaved runs:\n\n{}\n\
          The demo's workload (8 workers with a client each, 25 increments: GET, 1 ms, SET \
          under the lock), median of {rounds} runs each, alternating:\n\n{}{}",
         table(
@@ -182,6 +207,7 @@ async fn scenario(quick: bool) -> Report {
         us(ping_p50),
         us(ping_p99),
         window.as_secs_f64(),
+        table(&["lock", "µs/cycle", "cycles/s"], &cycle_rows),
         table(
             &["lock", "avg wait ms", "max wait ms", "max / avg", "took ms"],
             &spread_rows
@@ -197,6 +223,28 @@ async fn scenario(quick: bool) -> Report {
         body,
         missed,
     }
+}
+
+/// µs per uncontended acquire + release, over `n` cycles.
+async fn uncontended(url: &str, fair: bool, n: u32) -> Result<f64, String> {
+    let client = latchkey::Client::connect(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut lock = client
+        .lock(format!("uncontended-{fair}"), Duration::from_secs(10))
+        .map_err(|e| e.to_string())?;
+    if fair {
+        lock = lock.fair().map_err(|e| e.to_string())?;
+    }
+    let started = Instant::now();
+    for _ in 0..n {
+        let guard = lock.acquire().await.map_err(|e| e.to_string())?;
+        let released = guard.release().await.map_err(|e| e.to_string())?;
+        if released != latchkey::Ownership::Owned {
+            return Err(format!("an uncontended lock was lost ({released:?})"));
+        }
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e6 / f64::from(n))
 }
 
 struct Spread {

@@ -40,10 +40,25 @@ impl Lock {
             waited: started.elapsed(),
         };
         let handoff_ttl = spec.ttl.min(lease);
+        // Uncontended, one script and no subscription: try first, unless
+        // this process already listens for this lock's hand-offs (another
+        // of its waiters does), when queueing at once saves that script.
+        let listening = session.subscriber_if_started().is_some_and(|s| {
+            let id = s.new_waiter_id();
+            s.is_confirmed(&Topic::Channel(handoff_channel(&fair.handoff_prefix, &id)))
+        });
+        if !listening {
+            match self.fair_try_once().await {
+                Ok(Some(guard)) => return Ok(guard),
+                Ok(None) => {}
+                Err(e) if e.is_transient() => {}
+                Err(e) => return Err(e),
+            }
+        }
         let token = spec.backend.new_token()?;
         let subscriber = session.subscriber();
         let id = subscriber.new_waiter_id();
-        let handoff_channel = [&fair.handoff_prefix[..], &id.as_bytes()[..16]].concat();
+        let handoff_channel = handoff_channel(&fair.handoff_prefix, &id);
         let me = entry(&id, handoff_ttl, spec.fenced, &token);
 
         // Subscribed before queueing, so that no hand-off can come unheard;
@@ -161,6 +176,11 @@ impl Lock {
             }
         }
     }
+}
+
+/// The hand-off channel of the subscriber that made waiter id `id`.
+fn handoff_channel(prefix: &[u8], id: &str) -> Vec<u8> {
+    [prefix, &id.as_bytes()[..16]].concat()
 }
 
 /// When a handed-over hold is extended to its TTL: a third of a lease
