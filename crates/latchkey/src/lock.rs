@@ -30,7 +30,8 @@ use crate::session::Session;
 use crate::spec::LockSpec;
 
 /// A named lock with a TTL; a recipe, cheap to clone. Holding it is
-/// represented by a [`LockGuard`].
+/// represented by a [`LockGuard`]. Barging by default; [`Lock::fair`]
+/// serves waiters in arrival order across processes.
 ///
 /// Made by [`Client::lock`](crate::Client::lock).
 #[derive(Clone)]
