@@ -435,3 +435,55 @@ async fn bad_leases_are_refused() {
     }
     assert!(c.lock("fair", TTL).unwrap().fair().unwrap().is_fair());
 }
+
+/// On a Redis Cluster: the queue keys share the lock's slot (the scripts
+/// would fail with CROSSSLOT otherwise), and the hand-off message published
+/// inside the release script reaches the waiter's node. Names spread over
+/// the primaries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_hand_off_on_a_cluster() {
+    use latchkey_testkit::RedisCluster;
+    let cluster = tokio::task::spawn_blocking(|| {
+        RedisCluster::builder()
+            .primaries(3)
+            .replicas_per_primary(0)
+            .start()
+    })
+    .await
+    .unwrap();
+    let connect = || async {
+        Client::builder(&cluster.seed_url())
+            .prefix("test:")
+            .command_timeout(Duration::from_secs(2))
+            .connect()
+            .await
+            .unwrap()
+    };
+    let (a, b) = (connect().await, connect().await);
+    let mut primaries = std::collections::HashSet::new();
+    for i in 0..6 {
+        let name = format!("fair-{i}");
+        let node = cluster.primary_for_key(&format!("test:{name}"));
+        primaries.insert(node.port());
+        let lock = |c: &Client| c.lock(&name, TTL).unwrap().fair().unwrap().with_fencing();
+        let held = lock(&a).try_acquire().await.unwrap().expect("free");
+        let first = held.issued_fencing_token().unwrap();
+        let waiter = lock(&b);
+        let waiting = tokio::spawn(async move { waiter.acquire().await });
+        let queue = format!("{{test:{name}}}:queue");
+        eventually("queued on the lock's node", || async {
+            node.command(&["LLEN", &queue]).unwrap().trim() == "1"
+        })
+        .await;
+        assert_eq!(held.release().await.unwrap(), Ownership::Owned);
+        // Before the waiter's first lease renewal (2 s / 3): by message.
+        let guard = tokio::time::timeout(Duration::from_millis(500), waiting)
+            .await
+            .expect("handed over by message")
+            .unwrap()
+            .unwrap();
+        assert!(guard.issued_fencing_token().unwrap() > first);
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    }
+    assert!(primaries.len() > 1, "names on one primary only");
+}
