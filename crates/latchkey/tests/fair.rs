@@ -463,7 +463,7 @@ async fn fair_hand_off_on_a_cluster() {
     let mut primaries = std::collections::HashSet::new();
     for i in 0..6 {
         let name = format!("fair-{i}");
-        let node = cluster.primary_for_key(&format!("test:{name}"));
+        let node = cluster.primary_for_key(format!("test:{name}"));
         primaries.insert(node.port());
         let lock = |c: &Client| c.lock(&name, TTL).unwrap().fair().unwrap().with_fencing();
         let held = lock(&a).try_acquire().await.unwrap().expect("free");
