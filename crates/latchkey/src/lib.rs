@@ -17,6 +17,9 @@
 //!   trip) or with every acquisition ([`Lock::with_fencing`]);
 //! * **fast to hand over**: waiters sleep until a release message (one shared
 //!   pub/sub connection per client) or the holder's TTL, instead of polling;
+//! * **fair on request**: a [`Lock::fair`] queues its waiters in Redis in
+//!   arrival order, across processes, and its release hands the lock to the
+//!   next live waiter in the same script;
 //! * **on one Redis or several**: [`Redlock`] holds the same [`Lock`] over N
 //!   independent instances (a majority must agree), one constructor away
 //!   (`docs/redlock.md`).
