@@ -48,13 +48,13 @@ pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Re
 
 /// How many waiters, in how many processes.
 #[derive(Clone, Copy)]
-struct Shape {
-    waiters: usize,
-    processes: usize,
+pub(crate) struct Shape {
+    pub(crate) waiters: usize,
+    pub(crate) processes: usize,
 }
 
 impl Shape {
-    fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self.processes {
             1 => self.waiters.to_string(),
             p => format!("{} in {p} procs", self.waiters),
@@ -244,13 +244,18 @@ async fn scenario(quick: bool) -> Report {
 /// Driver processes per library, started on first use and reused across
 /// rounds; a library whose driver fails is not tried again.
 #[derive(Default)]
-struct DriverPool {
+pub(crate) struct DriverPool {
     drivers: HashMap<&'static str, Vec<Driver>>,
-    notes: HashMap<&'static str, String>,
+    pub(crate) notes: HashMap<&'static str, String>,
 }
 
 impl DriverPool {
-    async fn get(&mut self, lib: &'static Lib, n: usize, port: u16) -> Option<&mut [Driver]> {
+    pub(crate) async fn get(
+        &mut self,
+        lib: &'static Lib,
+        n: usize,
+        port: u16,
+    ) -> Option<&mut [Driver]> {
         if self.notes.contains_key(lib.id) {
             return None;
         }
@@ -267,12 +272,12 @@ impl DriverPool {
         self.drivers.get_mut(lib.id).map(|d| &mut d[..n])
     }
 
-    fn fail(&mut self, lib: &'static Lib, why: String) {
+    pub(crate) fn fail(&mut self, lib: &'static Lib, why: String) {
         self.drivers.remove(lib.id);
         self.notes.entry(lib.id).or_insert(why);
     }
 
-    fn version(&self, lib: &Lib) -> String {
+    pub(crate) fn version(&self, lib: &Lib) -> String {
         self.drivers
             .get(lib.id)
             .and_then(|d| d.first())
@@ -281,13 +286,13 @@ impl DriverPool {
     }
 }
 
-struct RoundResult {
+pub(crate) struct RoundResult {
     gaps: Vec<Duration>,
     commands_per_handoff: f64,
     handoffs_per_sec: f64,
 }
 
-async fn run_round(
+pub(crate) async fn run_round(
     server: &RedisServer,
     lib: &Lib,
     drivers: &mut [Driver],
@@ -332,7 +337,7 @@ async fn run_round(
 /// from elsewhere on a shared machine spoils one round's tail, not the
 /// result (the range of the rounds' p99 is shown next to it).
 #[derive(Default)]
-struct Sample {
+pub(crate) struct Sample {
     p50s: Vec<f64>,
     p99s: Vec<f64>,
     commands: Vec<f64>,
@@ -340,18 +345,18 @@ struct Sample {
     n: usize,
 }
 
-struct Summary {
-    p50: Duration,
-    p99: Duration,
-    p99_min: Duration,
-    p99_max: Duration,
-    commands: f64,
-    rate: f64,
-    n: usize,
+pub(crate) struct Summary {
+    pub(crate) p50: Duration,
+    pub(crate) p99: Duration,
+    pub(crate) p99_min: Duration,
+    pub(crate) p99_max: Duration,
+    pub(crate) commands: f64,
+    pub(crate) rate: f64,
+    pub(crate) n: usize,
 }
 
 impl Sample {
-    fn add(&mut self, mut r: RoundResult) {
+    pub(crate) fn add(&mut self, mut r: RoundResult) {
         self.p50s.push(quantile(&mut r.gaps, 0.5).as_secs_f64());
         self.p99s.push(quantile(&mut r.gaps, 0.99).as_secs_f64());
         self.n += r.gaps.len();
@@ -359,7 +364,7 @@ impl Sample {
         self.rates.push(r.handoffs_per_sec);
     }
 
-    fn summary(&mut self) -> Summary {
+    pub(crate) fn summary(&mut self) -> Summary {
         let secs = Duration::from_secs_f64;
         let p99 = median(&mut self.p99s);
         Summary {

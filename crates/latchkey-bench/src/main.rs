@@ -21,6 +21,7 @@ use std::pin::Pin;
 
 mod cluster;
 mod driver;
+mod fair;
 mod handoff;
 mod many_keys;
 mod peers;
@@ -51,6 +52,7 @@ type Scenario = fn(bool) -> Pin<Box<dyn Future<Output = Report>>>;
 const SCENARIOS: &[(&str, Scenario)] = &[
     ("uncontended", uncontended::run),
     ("handoff", handoff::run),
+    ("fair", fair::run),
     ("many_keys", many_keys::run),
     ("signals", signals::run),
     ("redlock", redlock::run),

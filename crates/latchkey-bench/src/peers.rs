@@ -103,6 +103,24 @@ pub const LATCHKEY: Lib = Lib {
     sets_outside_scripts: true,
 };
 
+/// latchkey's fair lock (`Lock::fair`): the same commands as the barging
+/// one, but no bare `SET` (every attempt is a script).
+pub const LATCHKEY_FAIR: Lib = Lib {
+    id: "latchkey-fair",
+    label: "latchkey fair",
+    runtime: Runtime::Rust,
+    commands: &[
+        "evalsha",
+        "eval",
+        "script|load",
+        "subscribe",
+        "unsubscribe",
+        "ping",
+    ],
+    gets_outside_scripts: false,
+    sets_outside_scripts: false,
+};
+
 pub const POLLING: Lib = Lib {
     id: "polling",
     label: "polling (SET NX, 10 ms ± 50 %)",

@@ -54,7 +54,7 @@ async fn serve(lib: &str, port: u16) -> i32 {
     let url = format!("redis://127.0.0.1:{port}/");
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let version = match lib {
-        "latchkey" | "polling" => "0.1.0",
+        "latchkey" | "latchkey-fair" | "polling" => "0.1.0",
         "rslock" => "0.10",
         other => {
             emit(&serde_json::json!({ "error": format!("unknown library {other:?}") }));
@@ -132,6 +132,13 @@ impl Contender {
                     .await
                     .map_err(|e| e.to_string())?;
                 Contender::Latchkey(client.lock(key, TTL).map_err(|e| e.to_string())?)
+            }
+            "latchkey-fair" => {
+                let client = latchkey::Client::connect(url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let lock = client.lock(key, TTL).and_then(latchkey::Lock::fair);
+                Contender::Latchkey(lock.map_err(|e| e.to_string())?)
             }
             "polling" => {
                 let client = redis::Client::open(url).map_err(|e| e.to_string())?;

@@ -32,9 +32,30 @@ pub struct WaitArgs {
     /// Fail at once if the lock is busy.
     #[arg(long)]
     pub no_wait: bool,
+
+    /// Wait in line: waiters get the lock in arrival order, across
+    /// processes, and a release hands it straight to the next one. With
+    /// --no-wait: take it only if it is free and nobody waits.
+    #[arg(long)]
+    pub fair: bool,
+
+    /// With --fair: how long a waiter keeps its place in the queue without
+    /// renewing it; a waiter that dies delays the queue by about this long
+    /// at most [default: 2s]
+    #[arg(long, value_name = "D", value_parser = duration::parse, requires = "fair")]
+    pub waiter_lease: Option<Duration>,
 }
 
 impl WaitArgs {
+    /// `lock`, made fair if `--fair` says so.
+    pub fn fair_or_not(&self, lock: Lock) -> latchkey::Result<Lock> {
+        match (self.fair, self.waiter_lease) {
+            (false, _) => Ok(lock),
+            (true, None) => lock.fair(),
+            (true, Some(lease)) => lock.fair_with_lease(lease),
+        }
+    }
+
     /// The guard, or `None` when the lock stayed busy.
     pub async fn acquire(&self, lock: &Lock) -> latchkey::Result<Option<LockGuard>> {
         if self.no_wait {
@@ -109,6 +130,10 @@ pub struct ReleaseArgs {
     pub name: String,
     /// The owner token printed by `acquire`.
     pub token: String,
+    /// The lock is fair (`acquire --fair`): hand it straight to the next
+    /// waiter (without, the next waiter is woken and takes it).
+    #[arg(long)]
+    pub fair: bool,
 }
 
 #[derive(Args, Debug)]
@@ -124,7 +149,9 @@ pub struct ExtendArgs {
 
 /// Prints the token and the fencing token, one per line, and leaves the lock held.
 pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
-    let lock = target.lock(&args.name, args.ttl).await?;
+    let lock = args
+        .wait
+        .fair_or_not(target.lock(&args.name, args.ttl).await?)?;
     let guard = args
         .wait
         .acquire(&lock)
@@ -136,6 +163,20 @@ pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
             .busy(target, &args.name, args.conflict_exit_code)
             .await);
     };
+    if lock.is_fair() {
+        // A hand-off sets the waiter lease as the TTL and the guard extends
+        // it in the background, which would die with this process: extend
+        // to --ttl now.
+        if guard.extend(args.ttl).await? != Ownership::Owned {
+            return Err(Failure::new(
+                exit::LOCK_LOST,
+                format!(
+                    "lock {:?} was lost as soon as it was handed over",
+                    args.name
+                ),
+            ));
+        }
+    }
     println!("{}", guard.token());
     println!("{}", guard.fencing_token().await?);
     // Dropping the guard would release the lock; the whole point is to keep
@@ -147,7 +188,10 @@ pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
 
 pub async fn release(target: &Target, args: ReleaseArgs) -> Outcome {
     // The TTL of this handle is never used: release takes none.
-    let lock = target.lock(&args.name, Duration::from_secs(1)).await?;
+    let mut lock = target.lock(&args.name, Duration::from_secs(1)).await?;
+    if args.fair {
+        lock = lock.fair()?;
+    }
     match lock.release_token(&args.token).await? {
         Ownership::Owned => Ok(exit::OK),
         Ownership::Expired => Err(not_owner(&args.name, "it is not held (it expired?)")),

@@ -96,7 +96,8 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::InvalidTtl { .. }
         | E::InvalidInput(_)
         | E::InvalidCount { .. }
-        | E::PartiesMismatch { .. } => USAGE,
+        | E::PartiesMismatch { .. }
+        | E::Unsupported(_) => USAGE,
         // A latch counted below zero, or one that does not exist.
         E::CountedBelowZero { .. } | E::NotFound { .. } => CONFLICT,
         E::Unreachable(_)

@@ -74,6 +74,12 @@ pub struct TortureArgs {
     /// The lock's TTL [default: 1s; with --quick: 500ms].
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub(crate) ttl: Option<Duration>,
+
+    /// Every worker uses a fair lock (`Lock::fair`: a queue in Redis, the
+    /// lock handed to the next waiter by the release); Redlock scenarios
+    /// are skipped (a Redlock cannot be fair).
+    #[arg(long)]
+    pub(crate) fair: bool,
 }
 
 fn parse_fault(name: &str) -> Result<Fault, String> {

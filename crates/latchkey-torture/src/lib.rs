@@ -122,6 +122,11 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     }
     let seed = args.seed.unwrap_or_else(Rng::fresh_seed);
     let mut rng = Rng::new(seed);
+    if args.fair && urls.len() > 1 {
+        return Err(Failure::usage(
+            "--fair: a Redlock (several --redis URLs) cannot be fair",
+        ));
+    }
     let place = match (urls.is_empty(), args.cluster) {
         (true, false) => Place::Private,
         (true, true) => Place::Cluster,
@@ -150,6 +155,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
             (events::mono_ns() ^ u64::from(std::process::id())) & 0xff_ffff
         ),
         faketime: faketime.clone(),
+        fair: args.fair,
     };
     let limits = Limits {
         ttl,
@@ -204,7 +210,11 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     let mut rows = Vec::new();
     let mut details = Vec::new();
     for scn in &scenarios {
-        let scn = match plan::applicable(scn, &place, faketime.is_some()) {
+        let fair_redlock = (args.fair && scn.needs().redlock)
+            .then(|| "a Redlock cannot be fair (--fair)".to_owned());
+        let scn = match fair_redlock
+            .map_or_else(|| plan::applicable(scn, &place, faketime.is_some()), Err)
+        {
             Ok(scn) => scn,
             Err(reason) => {
                 println!("- {}: skipped: {reason}", scn.name);

@@ -74,6 +74,8 @@ pub struct Settings {
     pub run_id: String,
     /// libfaketime's library, when installed.
     pub faketime: Option<PathBuf>,
+    /// Workers use fair locks (`--fair`).
+    pub fair: bool,
 }
 
 struct Slot {
@@ -164,6 +166,7 @@ pub async fn run(
             keys: keys.clone(),
             ttl: settings.ttl,
             fenced: scenario.fenced,
+            fair: settings.fair,
             end_ns,
             seed: rng.fork(),
             hold_min: settings.hold.0,

@@ -51,6 +51,8 @@ pub struct Spec {
     pub keys: Keys,
     pub ttl: Duration,
     pub fenced: bool,
+    /// A fair lock (`--fair`), with a waiter lease of the TTL.
+    pub fair: bool,
     /// When to stop contending, in `mono_ns` time.
     pub end_ns: u64,
     pub seed: u64,
@@ -77,6 +79,7 @@ impl Spec {
             "log_key": self.keys.log,
             "ttl_ms": self.ttl.as_millis() as u64,
             "fenced": self.fenced,
+            "fair": self.fair,
             "end_ns": self.end_ns,
             "seed": self.seed,
             "hold_min_ms": self.hold_min.as_millis() as u64,
@@ -121,6 +124,7 @@ impl Spec {
             },
             ttl: ms("ttl_ms")?,
             fenced: v["fenced"].as_bool().ok_or("worker spec: fenced missing")?,
+            fair: v["fair"].as_bool().unwrap_or(false),
             end_ns: num("end_ns")?,
             seed: num("seed")?,
             hold_min: ms("hold_min_ms")?,
@@ -309,6 +313,15 @@ pub async fn run(spec_json: &str) -> u8 {
     0
 }
 
+/// A fair lock when the run is `--fair`: a waiter lease of the TTL, so that
+/// a dead waiter costs the queue what a dead holder does.
+fn fair(spec: &Spec, lock: Lock) -> latchkey::Result<Lock> {
+    match spec.fair {
+        true => lock.fair_with_lease(spec.ttl.max(latchkey::MIN_WAITER_LEASE)),
+        false => Ok(lock),
+    }
+}
+
 /// Half the workers take their tokens with the acquisition, half on
 /// request, so that both ways are tortured together on one lock.
 fn tokens(spec: &Spec, lock: Lock) -> Lock {
@@ -332,6 +345,7 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
             {
                 Ok(client) => client
                     .lock(&spec.lock_name, spec.ttl)
+                    .and_then(|l| fair(spec, l))
                     .map(|l| tokens(spec, l)),
                 Err(e) => Err(e),
             }
@@ -375,6 +389,7 @@ mod tests {
             keys: Keys::new("p:", "run", "kill"),
             ttl: Duration::from_millis(1000),
             fenced: true,
+            fair: true,
             end_ns: u64::MAX / 3,
             seed: 99,
             hold_min: Duration::from_millis(50),

@@ -178,6 +178,12 @@ pub enum Error {
         given: u64,
     },
 
+    /// What was asked is not offered for this kind of lock (a
+    /// [fair](crate::Lock::fair) lock on a [`Redlock`](crate::Redlock):
+    /// see `docs/redlock.md`).
+    #[error("not supported: {0}")]
+    Unsupported(&'static str),
+
     /// Any other error reported by Redis or the client library.
     #[error("Redis error: {0}")]
     Redis(#[source] redis::RedisError),

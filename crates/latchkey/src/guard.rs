@@ -94,6 +94,56 @@ impl LockGuard {
         }
     }
 
+    /// A fair lock's hand-off sets a short TTL (the waiter lease, so that a
+    /// waiter that died in between frees the lock soon): bring it to the
+    /// lock's TTL at `at` (a hold released before costs no extension), in
+    /// the background, as the watchdog would; retried until the guard's
+    /// deadline while Redis does not answer.
+    pub(crate) fn extend_after_handoff(&self, at: Instant) {
+        let (backend, keys, token) = (
+            self.lock.backend.clone(),
+            self.lock.keys.clone(),
+            self.token.clone(),
+        );
+        let (ttl, state) = (self.lock.ttl, self.state.clone());
+        let done = state.done_token();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = done.cancelled() => return,
+                _ = tokio::time::sleep_until(at.into()) => {}
+            }
+            loop {
+                let extend = backend.extend(&keys, &token, ttl);
+                let result = tokio::select! {
+                    _ = done.cancelled() => return,
+                    r = tokio::time::timeout_at(state.deadline().into(), extend) => r,
+                };
+                match result {
+                    Ok(Ok((Ownership::Owned, valid_until))) => {
+                        if valid_until > state.deadline() {
+                            state.set_deadline(valid_until);
+                        }
+                        return;
+                    }
+                    Ok(Ok((outcome, _))) => {
+                        tracing::warn!(
+                            token = short(&token),
+                            ?outcome,
+                            "a handed-over lock was gone before it was extended; lock lost"
+                        );
+                        state.mark_lost();
+                        return;
+                    }
+                    Ok(Err(_)) if Instant::now() < state.deadline() => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    // The deadline fires `lost` (the watchdog, if any, goes on).
+                    _ => return,
+                }
+            }
+        });
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &[u8] {
         &self.lock.name

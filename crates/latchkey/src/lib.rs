@@ -17,6 +17,9 @@
 //!   trip) or with every acquisition ([`Lock::with_fencing`]);
 //! * **fast to hand over**: waiters sleep until a release message (one shared
 //!   pub/sub connection per client) or the holder's TTL, instead of polling;
+//! * **fair on request**: a [`Lock::fair`] queues its waiters in Redis in
+//!   arrival order, across processes, and its release hands the lock to the
+//!   next live waiter in the same script;
 //! * **on one Redis or several**: [`Redlock`] holds the same [`Lock`] over N
 //!   independent instances (a majority must agree), one constructor away
 //!   (`docs/redlock.md`);
@@ -97,7 +100,8 @@
 //!    share a slot), with a sharded subscriber (`subscriber/sharded.rs`).
 //! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
 //!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
-//!    `handoff` (when a release wakes this process's waiters), `by_token`,
+//!    `handoff` (when a release wakes this process's waiters), `fair` and
+//!    `fair_wait` (fair locks: a queue in Redis, direct hand-off), `by_token`,
 //!    `fence` ([`FencedResource`], [`FencedWrite`]), `latch` ([`Latch`]),
 //!    `barrier` ([`Barrier`]), `semaphore` ([`Semaphore`]) and `permit`
 //!    ([`PermitGuard`]), `rwlock` ([`RwLock`]) and `rwguard` ([`RwGuard`]),
@@ -140,6 +144,8 @@ mod backend;
 // 4. Primitives
 mod barrier;
 mod by_token;
+mod fair;
+mod fair_wait;
 mod fence;
 mod guard;
 mod handoff;
@@ -175,6 +181,7 @@ pub use session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
 pub use barrier::Barrier;
+pub use fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
 pub use inspect::LockInfo;

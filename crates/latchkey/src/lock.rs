@@ -30,7 +30,8 @@ use crate::session::Session;
 use crate::spec::LockSpec;
 
 /// A named lock with a TTL; a recipe, cheap to clone. Holding it is
-/// represented by a [`LockGuard`].
+/// represented by a [`LockGuard`]. Barging by default; [`Lock::fair`]
+/// serves waiters in arrival order across processes.
 ///
 /// Made by [`Client::lock`](crate::Client::lock).
 #[derive(Clone)]
@@ -47,6 +48,7 @@ impl std::fmt::Debug for Lock {
             .field("ttl", &self.inner.ttl)
             .field("renew_every", &self.inner.renew_every)
             .field("fenced", &self.inner.fenced)
+            .field("fair_lease", &self.inner.fair_lease)
             .finish()
     }
 }
@@ -71,6 +73,7 @@ impl Lock {
                 ttl,
                 renew_every: None,
                 fenced: false,
+                fair_lease: None,
             }),
         })
     }
@@ -163,6 +166,9 @@ impl Lock {
 
     /// `try_acquire` without metrics and span: also the first step of a wait.
     pub(crate) async fn try_acquire_once(&self) -> Result<Option<LockGuard>> {
+        if self.inner.fair_lease.is_some() {
+            return self.fair_try_once().await;
+        }
         let token = self.inner.backend.new_token()?;
         let pending = PendingAttempt {
             lock: self,
@@ -229,7 +235,10 @@ impl Lock {
     /// Cancel safe: dropping the future leaves no lock behind. A lock taken
     /// by a request whose reply was never read is released in the
     /// background (see [`Lock::try_acquire`]); the local queue place and the
-    /// subscription are given up.
+    /// subscription are given up. A [fair](Lock::fair) waiter leaves the
+    /// queue in Redis in the background, handing on a lock handed to it in
+    /// that instant ([`Client::flush`](crate::Client::flush) waits for it);
+    /// one that times out leaves before returning.
     pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let called = Instant::now();
         let span = self.span_acquire();
@@ -255,6 +264,9 @@ impl Lock {
 
     async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let started = Instant::now();
+        if self.inner.fair_lease.is_some() {
+            return self.fair_acquire_until(deadline, started).await;
+        }
         // The uncontended case costs one round trip and no subscription. If
         // another task of ours already waits, the lock is busy: queue up
         // behind it (FIFO) instead of spending a round trip to learn that.

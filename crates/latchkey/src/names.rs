@@ -104,6 +104,19 @@ pub(crate) struct LockKeys {
     /// listen there, so that 0.2 and 0.3 clients of one lock keep excluding
     /// each other, keep their tokens increasing, and wake each other.
     pub(crate) legacy: Option<LegacyKeys>,
+    /// A fair lock's queue keys (`Lock::fair`): its releases hand the lock
+    /// to the first live waiter instead of freeing it.
+    pub(crate) fair: Option<FairKeys>,
+}
+
+/// A fair lock's queue, leases and hand-off channel stem (layout 3: under
+/// the lock's tag stem, so in its slot).
+#[derive(Debug, Clone)]
+pub(crate) struct FairKeys {
+    pub(crate) queue: Vec<u8>,
+    pub(crate) leases: Vec<u8>,
+    /// `S:handoff:`; a subscriber's channel is this + its 16 hex digits.
+    pub(crate) handoff_prefix: Vec<u8>,
 }
 
 /// Layout 2's counter and release channel of a lock.
@@ -128,6 +141,21 @@ impl LockKeys {
             channel: [&stem[..], RELEASE_SUFFIX].concat(),
             key,
             legacy,
+            fair: None,
+        }
+    }
+
+    /// The same keys, with a fair lock's queue keys.
+    pub(crate) fn with_fair(&self) -> LockKeys {
+        let stem = crate::protocol::tag_stem(&self.key);
+        let under = |suffix: &[u8]| [&stem[..], suffix].concat();
+        LockKeys {
+            fair: Some(FairKeys {
+                queue: under(crate::protocol::QUEUE_SUFFIX),
+                leases: under(crate::protocol::LEASES_SUFFIX),
+                handoff_prefix: under(crate::protocol::HANDOFF_SUFFIX),
+            }),
+            ..self.clone()
         }
     }
 

@@ -115,3 +115,16 @@ pub const RWLOCK_SUFFIXES: [&[u8]; 7] = [
 pub fn primitive_key(prefix: &[u8], name: &[u8], suffix: &[u8]) -> Vec<u8> {
     [&tag_stem(&[prefix, name].concat())[..], suffix].concat()
 }
+
+/// Suffix of a fair lock's queue: a list of waiter entries in arrival order
+/// (see `docs/protocol.md`, "Fair locks").
+pub const QUEUE_SUFFIX: &[u8] = b":queue";
+
+/// Suffix of a fair lock's waiter leases: a sorted set, entry → lease
+/// deadline in server milliseconds.
+pub const LEASES_SUFFIX: &[u8] = b":leases";
+
+/// Suffix of a fair lock's hand-off channels: `S + ":handoff:" + 16 hex
+/// digits` naming one subscriber connection (all the waiters of one process
+/// for one lock share it).
+pub const HANDOFF_SUFFIX: &[u8] = b":handoff:";

@@ -49,3 +49,7 @@ pub(crate) static RW_RELEASE_WRITE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/rw_release_write.lua")));
 pub(crate) static RW_FORGET: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/rw_forget.lua")));
+pub(crate) static FAIR_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/fair_acquire.lua")));
+pub(crate) static FAIR_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/fair_release.lua")));

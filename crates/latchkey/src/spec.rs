@@ -20,6 +20,8 @@ pub(crate) struct LockSpec {
     /// Whether every acquisition also issues the fencing token (one script
     /// instead of a bare `SET`): see [`Lock::with_fencing`].
     pub(crate) fenced: bool,
+    /// A fair lock's waiter lease (`Lock::fair`); `None`: a barging lock.
+    pub(crate) fair_lease: Option<Duration>,
     /// The `lock` label of this lock's metrics, computed once.
     pub(crate) metrics_label: LockLabel,
     /// This client's queue and guard count for the name, looked up once.

@@ -4,6 +4,7 @@
 //! single Redis is [`Session`]; Redlock's N instances are
 //! [`Group`](redlock::Group) of instances.
 
+pub(crate) mod fair;
 pub(crate) mod redlock;
 mod single;
 

@@ -128,6 +128,9 @@ impl Session {
     /// Compare-and-delete; publishes a wake-up on success if a waiter marked
     /// the token.
     pub(crate) async fn release_once(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
+        if keys.fair.is_some() {
+            return self.fair_release(keys, token, None).await;
+        }
         let (args, n) = keys.release_args(token.as_bytes(), self.publish_command());
         let outcome: i64 = self
             .eval("release", &scripts::RELEASE, &[&keys.key], &args[..n])
@@ -140,6 +143,10 @@ impl Session {
     /// effect in one request even when the script cache is empty and the
     /// replies are being lost.
     pub(crate) async fn release_whole(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
+        if keys.fair.is_some() {
+            // A fair lock hands itself on: its own script (EVALSHA).
+            return self.fair_release(keys, token, None).await;
+        }
         let mut eval = redis::cmd("EVAL");
         eval.arg(scripts::RELEASE_BODY)
             .arg(1)

@@ -223,6 +223,14 @@ impl Subscriber {
         format!("{:016x}{seq:016x}", self.shared.id)
     }
 
+    /// Whether `topic` is subscribed and confirmed on the current
+    /// connection: subscribing to it again costs no round trip.
+    pub(crate) fn is_confirmed(&self, topic: &Topic) -> bool {
+        lock(&self.shared.registry)
+            .get(topic)
+            .is_some_and(|entry| entry.confirmed)
+    }
+
     /// Delivers `event` to the local subscribers of `topic`, if any, without
     /// touching the server.
     pub(crate) fn notify_local(&self, topic: &Topic, event: Event) {

@@ -242,6 +242,7 @@ impl Group {
                 fence_key: legacy.fence_key.clone(),
                 channel: [&keys.key[..], RETRACTED_SUFFIX].concat(),
             }),
+            fair: None,
         };
         self.release_detached(targets.errored, quiet.clone(), token, timeout);
         let ours = self.release_detached(targets.ours, quiet.clone(), token, timeout);

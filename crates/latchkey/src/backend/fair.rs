@@ -1,0 +1,163 @@
+//! A fair lock's scripts on one server (layer 3): the attempt that queues a
+//! waiter and renews its lease (`fair_acquire.lua`), and the release that
+//! hands the lock to the first live waiter (`fair_release.lua`). The
+//! waiting loop above them is `crate::fair` (layer 4); the layout is in
+//! `docs/protocol.md`, "Fair locks".
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::names::{drift, ttl_ms, FairKeys, LockKeys};
+use crate::outcome::Ownership;
+use crate::scripts;
+use crate::session::Session;
+
+/// What one fair attempt found.
+#[derive(Debug)]
+pub(crate) enum FairAttempt {
+    /// Taken now (the lock was free and nobody live was ahead).
+    Taken {
+        fencing_token: Option<u64>,
+        valid_until: Instant,
+    },
+    /// Ours already: a release handed it to us (its message may be lost).
+    Handed {
+        fencing_token: Option<u64>,
+        valid_until: Instant,
+    },
+    /// Not ours. `retry_in`: the holder's TTL, or the lease left to the
+    /// live head when the lock is free.
+    Busy { retry_in: Option<Duration> },
+}
+
+/// A waiter's queue entry: `<32 hex id>:<hand-off ttl ms>:<0|1>:<token>`.
+pub(crate) fn entry(id: &str, handoff_ttl: Duration, fenced: bool, token: &str) -> String {
+    let fenced = if fenced { '1' } else { '0' };
+    format!("{id}:{}:{fenced}:{token}", ttl_ms(handoff_ttl))
+}
+
+fn fair_keys(keys: &LockKeys) -> Result<&FairKeys> {
+    keys.fair.as_ref().ok_or(Error::Internal(
+        "a fair script on a lock that is not fair".into(),
+    ))
+}
+
+/// The script keys: lock, queue, leases, counter (and the layout 2 counter).
+fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> ([&'a [u8]; 5], usize) {
+    let mut all: [&[u8]; 5] = [&keys.key, &fair.queue, &fair.leases, &keys.fence_key, &[]];
+    match &keys.legacy {
+        Some(legacy) => {
+            all[4] = &legacy.fence_key;
+            (all, 5)
+        }
+        None => (all, 4),
+    }
+}
+
+fn fence(fenced: bool, value: i64) -> Option<u64> {
+    match fenced {
+        true => u64::try_from(value).ok().filter(|&v| v > 0),
+        false => None,
+    }
+}
+
+impl Session {
+    /// One run of `fair_acquire.lua`: take the lock if it is free and
+    /// nobody live is ahead; else, when `wait`, queue (or renew) `entry`
+    /// for `lease`. One round trip.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn fair_attempt(
+        &self,
+        keys: &LockKeys,
+        entry: &str,
+        token: &str,
+        ttl: Duration,
+        fenced: bool,
+        wait: bool,
+        lease: Duration,
+    ) -> Result<FairAttempt> {
+        let fair = fair_keys(keys)?;
+        let (all, n) = script_keys(keys, fair);
+        let sent = Instant::now();
+        let ttl_arg = ttl_ms(ttl).to_string();
+        let lease_arg = ttl_ms(lease).to_string();
+        let reply: Vec<i64> = self
+            .eval(
+                "fair acquire",
+                &scripts::FAIR_ACQUIRE,
+                &all[..n],
+                &[
+                    entry.as_bytes(),
+                    token.as_bytes(),
+                    ttl_arg.as_bytes(),
+                    if fenced { b"1" } else { b"0" },
+                    if wait { b"wait" } else { b"try" },
+                    lease_arg.as_bytes(),
+                ],
+            )
+            .await?;
+        match reply[..] {
+            [1, value, ..] => Ok(FairAttempt::Taken {
+                fencing_token: fence(fenced, value),
+                valid_until: sent + ttl - drift(ttl),
+            }),
+            [2, value, pttl, ..] => {
+                let left = Duration::from_millis(u64::try_from(pttl).unwrap_or(0));
+                Ok(FairAttempt::Handed {
+                    fencing_token: fence(fenced, value),
+                    valid_until: sent + left.saturating_sub(drift(left)),
+                })
+            }
+            [0, wait_ms, ..] => Ok(FairAttempt::Busy {
+                retry_in: u64::try_from(wait_ms).ok().map(Duration::from_millis),
+            }),
+            _ => Err(Error::Protocol(format!(
+                "fair acquire script returned {reply:?}"
+            ))),
+        }
+    }
+
+    /// One run of `fair_release.lua`: hand the lock to the first live
+    /// waiter, or free it; `leaving`: an entry to take out of the queue
+    /// first (a waiter that gives up). `Owned` when we held it (handed on
+    /// or freed). One round trip.
+    pub(crate) async fn fair_release(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        leaving: Option<&str>,
+    ) -> Result<Ownership> {
+        let fair = fair_keys(keys)?;
+        let (all, n) = script_keys(keys, fair);
+        let mut args: [&[u8]; 6] = [
+            token.as_bytes(),
+            // SPUBLISH on a cluster (sharded pub/sub), PUBLISH elsewhere.
+            self.publish_command(),
+            &fair.handoff_prefix,
+            &keys.channel,
+            leaving.unwrap_or_default().as_bytes(),
+            &[],
+        ];
+        let mut m = 5;
+        if let Some(legacy) = &keys.legacy {
+            args[5] = &legacy.channel;
+            m = 6;
+        }
+        let outcome: i64 = self
+            .eval(
+                "fair release",
+                &scripts::FAIR_RELEASE,
+                &all[..n],
+                &args[..m],
+            )
+            .await?;
+        match outcome {
+            1 | 2 => Ok(Ownership::Owned),
+            0 => Ok(Ownership::Expired),
+            -1 => Ok(Ownership::HeldByOther),
+            other => Err(Error::Protocol(format!(
+                "fair release script returned {other}"
+            ))),
+        }
+    }
+}

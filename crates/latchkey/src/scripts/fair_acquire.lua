@@ -1,0 +1,135 @@
+-- latchkey: a fair lock's attempt, queueing and queue-lease renewal in one
+-- script (see docs/protocol.md, "Fair locks"). The lock is taken only when
+-- it is free and the queue has no live waiter ahead of the caller; a waiter
+-- calls it again every third of its lease, which renews its place and finds
+-- a hand-off whose message was lost.
+--
+-- KEYS[1]  lock key            (string: the owner's token, maybe marked '+w')
+-- KEYS[2]  queue               (list of waiter entries, arrival order)
+-- KEYS[3]  leases              (sorted set: entry -> lease deadline, server ms)
+-- KEYS[4]  fencing counter key
+-- KEYS[5]  optional: the layout 2 counter (read, and kept up while it exists)
+-- ARGV[1]  the caller's entry: <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>
+-- ARGV[2]  owner token         (the entry's last field)
+-- ARGV[3]  TTL in milliseconds of a lock taken here
+-- ARGV[4]  '1': issue a fencing token when taking the lock; '0': do not
+-- ARGV[5]  'wait': queue the caller (or renew its lease) when it cannot take
+--          the lock, and mark an unmarked 'lk2:' holder with '+w';
+--          'try': change nothing when it cannot
+-- ARGV[6]  lease in milliseconds (the entry's deadline is server time + this)
+--
+-- Returns
+--   {1, fence}        taken now (SET NX PX ARGV[3]); the caller left the queue.
+--                     fence: the fencing token (ARGV[4] = '1') or 0.
+--   {2, fence, pttl}  already the caller's: a release handed it over (its
+--                     message may have been lost). fence: the counter (the
+--                     token the hand-off issued) when ARGV[4] = '1', else 0;
+--                     -1 when the counter holds no token. pttl: the key's TTL.
+--   {0, wait_ms, queued}  not taken. wait_ms: the holder's PTTL (-1: no TTL),
+--                     or, when the lock is free but a live waiter is ahead,
+--                     the ms until the head's lease runs out. queued: 1 when
+--                     the caller is in the queue now.
+-- Errors
+--   WRONGTYPE         the lock key, queue or leases hold the wrong type.
+--   BADFENCE latchkey: … (taking, fenced) the counter does not hold a token;
+--                     the lock is not taken (dead entries may have been dropped).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local me, token = ARGV[1], ARGV[2]
+local lease = tonumber(ARGV[6])
+
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) == 'table' and holder.err then
+  return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
+end
+
+local function counter(key)
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'table' and stored.err then stored = '' end
+  if not stored then return 0, false end
+  local n = tonumber(stored)
+  if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
+    return nil, true
+  end
+  return n, true
+end
+local function last_fence()
+  local last = counter(KEYS[4])
+  if not last then return nil, KEYS[4] end
+  if KEYS[5] then
+    local legacy = counter(KEYS[5])
+    if not legacy then return nil, KEYS[5] end
+    last = math.max(last, legacy)
+  end
+  return last
+end
+
+local function leave()
+  if redis.call('ZREM', KEYS[3], me) == 1 then
+    redis.call('LREM', KEYS[2], 1, me)
+  end
+end
+
+-- Ours already: a release handed it over.
+if holder == token or holder == token .. '+w' then
+  leave()
+  local fence = 0
+  if ARGV[4] == '1' then fence = last_fence() or -1 end
+  return {2, fence, redis.call('PTTL', KEYS[1])}
+end
+
+-- Drop dead heads (lease gone or run out): the first live entry is the head.
+local head
+while true do
+  head = redis.call('LINDEX', KEYS[2], 0)
+  if not head then break end
+  local deadline = redis.call('ZSCORE', KEYS[3], head)
+  if deadline and tonumber(deadline) >= now then break end
+  redis.call('LPOP', KEYS[2])
+  if deadline then redis.call('ZREM', KEYS[3], head) end
+end
+
+if not holder and (not head or head == me) then
+  local fence = 0
+  if ARGV[4] == '1' then
+    local last, bad = last_fence()
+    if not last then
+      return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. bad ..
+        ' does not hold a token (an integer below 2^53); delete it to reset the lock')
+    end
+    local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    fence = math.max(last + 1, now_us)
+  end
+  redis.call('SET', KEYS[1], token, 'PX', ARGV[3])
+  if fence > 0 then
+    redis.call('SET', KEYS[4], string.format('%.0f', fence))
+    if KEYS[5] and redis.call('EXISTS', KEYS[5]) == 1 then
+      redis.call('SET', KEYS[5], string.format('%.0f', fence))
+    end
+  end
+  leave()
+  return {1, fence}
+end
+
+local queued = 0
+if ARGV[5] == 'wait' then
+  if not redis.call('ZSCORE', KEYS[3], me) then
+    redis.call('RPUSH', KEYS[2], me)
+  end
+  redis.call('ZADD', KEYS[3], now + lease, me)
+  queued = 1
+  -- The queue lives as long as its longest lease: no key outlives its waiters.
+  for i = 2, 3 do
+    if redis.call('PTTL', KEYS[i]) < lease then redis.call('PEXPIRE', KEYS[i], lease) end
+  end
+  -- A holder that releases with the plain script (a barging client, or
+  -- `latchkey release`) then publishes the wake-up: the head takes it then.
+  if holder and string.sub(holder, 1, 4) == 'lk2:' and string.sub(holder, -2) ~= '+w' then
+    redis.pcall('APPEND', KEYS[1], '+w')
+  end
+end
+if holder then
+  return {0, redis.call('PTTL', KEYS[1]), queued}
+end
+local head_deadline = tonumber(redis.call('ZSCORE', KEYS[3], head) or now)
+return {0, math.max(head_deadline - now, 0), queued}

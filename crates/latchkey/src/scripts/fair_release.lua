@@ -1,0 +1,96 @@
+-- latchkey: a fair lock's release: if the caller owns the lock, hand it to
+-- the first live waiter in this same script (the key then holds that
+-- waiter's token, and the waiter is told on its hand-off channel), or free
+-- it when nobody live waits. Also how a waiter leaves the queue (ARGV[5]),
+-- releasing (handing on) a lock that was handed to it in that instant.
+-- See docs/protocol.md, "Fair locks".
+--
+-- KEYS[1]  lock key
+-- KEYS[2]  queue               (list of waiter entries, arrival order)
+-- KEYS[3]  leases              (sorted set: entry -> lease deadline, server ms)
+-- KEYS[4]  fencing counter key
+-- KEYS[5]  optional: the layout 2 counter (kept up while it exists)
+-- ARGV[1]  owner token
+-- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH' (anything else: PUBLISH)
+-- ARGV[3]  hand-off channel stem, S:handoff: (+ the entry's first 16 hex digits)
+-- ARGV[4]  release channel (published 'released' when the lock is freed and
+--          the token was marked '+w')
+-- ARGV[5]  '' or an entry to take out of the queue first (a waiter leaving)
+-- ARGV[6]  optional: the layout 2 release channel, published to as well
+--
+-- An entry is <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>.
+-- The hand-off sets the lock to the entry's token with PX <hand-off ttl>
+-- (the waiter extends it to its TTL on arrival: a waiter that died in
+-- between frees the lock within that bound), issues a fencing token when
+-- the entry says 1 (-1 in the message when the counter holds no token: the
+-- hold then has none, as when issuing fails later), and publishes
+-- '<id>:<fence>' (fence 0 when not fenced) on ARGV[3] .. id[1..16].
+--
+-- Returns
+--    2  handed to the next live waiter
+--    1  released: nobody live waited (and, if marked, 'released' published)
+--    0  not released: the key is gone (the lock expired)
+--   -1  not released: someone else holds the lock now
+-- Errors
+--   WRONGTYPE  the lock key, queue or leases hold the wrong type.
+if ARGV[5] ~= '' then
+  if redis.call('ZREM', KEYS[3], ARGV[5]) == 1 then
+    redis.call('LREM', KEYS[2], 1, ARGV[5])
+  end
+end
+local holder = redis.call('GET', KEYS[1])
+local marked = holder == ARGV[1] .. '+w'
+if holder ~= ARGV[1] and not marked then
+  if holder then return -1 end
+  return 0
+end
+local publish = 'PUBLISH'
+if ARGV[2] == 'SPUBLISH' then publish = 'SPUBLISH' end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function counter(key)
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'table' and stored.err then stored = '' end
+  if not stored then return 0, false end
+  local n = tonumber(stored)
+  if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
+    return nil, true
+  end
+  return n, true
+end
+local function issue()
+  local last = counter(KEYS[4])
+  local legacy, legacy_exists = 0, false
+  if KEYS[5] then legacy, legacy_exists = counter(KEYS[5]) end
+  if not last or not legacy then return -1 end
+  local fence = math.max(last, legacy) + 1
+  fence = math.max(fence, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  redis.call('SET', KEYS[4], string.format('%.0f', fence))
+  if legacy_exists then redis.call('SET', KEYS[5], string.format('%.0f', fence)) end
+  return fence
+end
+
+while true do
+  local entry = redis.call('LPOP', KEYS[2])
+  if not entry then break end
+  local deadline = redis.call('ZSCORE', KEYS[3], entry)
+  if deadline then redis.call('ZREM', KEYS[3], entry) end
+  local id, px, fenced, token = string.match(entry, '^(%x+):(%d+):([01]):(.+)$')
+  -- A dead entry (lease run out) or one that is not ours to read: skip it.
+  if deadline and tonumber(deadline) >= now and id and #id == 32 and tonumber(px) > 0 then
+    redis.call('SET', KEYS[1], token, 'PX', px)
+    local fence = 0
+    if fenced == '1' then fence = issue() end
+    redis.pcall(publish, ARGV[3] .. string.sub(id, 1, 16),
+      id .. ':' .. string.format('%.0f', fence))
+    return 2
+  end
+end
+redis.call('DEL', KEYS[1])
+if marked then
+  redis.pcall(publish, ARGV[4], 'released')
+  if ARGV[6] then redis.pcall(publish, ARGV[6], 'released') end
+end
+return 1
