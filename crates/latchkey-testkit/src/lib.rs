@@ -11,6 +11,8 @@
 //! replica, or another shape) of such servers, joined with `redis-cli
 //! --cluster create`, and can fail a primary over to its replica or move a
 //! hash slot, keys included, to another primary.
+//! [`SentinelSet`] runs a primary, its replica and three Sentinels that
+//! fail it over (on request, or when the primary is killed).
 //!
 //! Servers never outlive the test that started them: they are killed on drop
 //! (also when the test panics), and on Linux also when the test process itself
@@ -51,6 +53,7 @@ mod cluster;
 mod ports;
 mod proxy;
 mod resp;
+mod sentinel;
 mod server;
 mod spawn;
 mod stats;
@@ -59,5 +62,6 @@ mod wait;
 pub use cluster::{key_slot, ClusterBuilder, ClusterNode, NodeRole, RedisCluster, SLOTS};
 pub use ports::{free_cluster_port, free_port};
 pub use proxy::{Proxy, ProxyMode};
+pub use sentinel::{SentinelBuilder, SentinelSet};
 pub use server::{RedisServer, ServerBuilder};
 pub use wait::{eventually, eventually_blocking, Check, PATIENCE};
