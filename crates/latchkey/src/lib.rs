@@ -71,7 +71,9 @@
 //!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
 //!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
 //!    ([`MetricsLabels`]).
-//! 2. **Transport**: `connection` ([`Connection`]: standalone or cluster),
+//! 2. **Transport**: `connection` ([`Connection`]: standalone, cluster or
+//!    Sentinel), `sentinel` (the primary Sentinels name, followed across
+//!    failovers),
 //!    `session` (one server's command connection, options,
 //!    background work: [`ClientBuilder`], [`DEFAULT_COMMAND_TIMEOUT`],
 //!    [`DEFAULT_PREFIX`]), `subscriber` (the shared pub/sub connection and
@@ -112,6 +114,7 @@ mod token;
 // 2. Transport
 mod connection;
 mod queue;
+mod sentinel;
 mod session;
 mod subscriber;
 // 3. Backends
@@ -143,6 +146,7 @@ pub use token::Holder;
 pub use connection::Connection;
 pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
+pub use backend::replicas::DEFAULT_REPLICA_TIMEOUT;
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
 pub use fence::{FencedResource, FencedWrite};

@@ -25,6 +25,7 @@ use redis::{FromRedisValue, Script};
 use crate::connection::{Connection, Kind};
 use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
+use crate::sentinel::{SentinelConnection, SentinelSpec, Source};
 use crate::subscriber::Subscriber;
 use crate::token::Identity;
 
@@ -75,10 +76,7 @@ pub(crate) struct SessionInner {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field(
-                "server",
-                &self.inner.redis.get_connection_info().addr().to_string(),
-            )
+            .field("server", &self.server())
             .field("prefix", &String::from_utf8_lossy(&self.inner.prefix))
             .field("command_timeout", &self.inner.command_timeout)
             .finish()
@@ -96,6 +94,8 @@ pub struct ClientBuilder {
     pubsub_ping_every: Duration,
     replicas: Vec<String>,
     metrics_labels: MetricsLabels,
+    /// Set: the URL gives the primary's settings, the Sentinels its address.
+    sentinel: Option<SentinelSpec>,
 }
 
 impl ClientBuilder {
@@ -130,6 +130,30 @@ impl ClientBuilder {
         self
     }
 
+    /// Connects to the primary that the Redis Sentinels at `sentinels`
+    /// (`host:port` each) name for the master `master`, and follows it
+    /// across failovers (see `docs/reliability.md`, "Sentinel"). The URL
+    /// the builder was made with then gives only the primary's settings
+    /// (user, password, database), not its address. The URL form
+    /// `redis+sentinel://[user:password@]host:port[,host:port...]/master[/db]`
+    /// does the same. The Sentinels are asked every
+    /// [`pubsub_ping_every`](Self::pubsub_ping_every), so a client moves to a
+    /// new primary within that interval after they announce it.
+    pub fn sentinel<S: AsRef<str>>(
+        mut self,
+        sentinels: impl IntoIterator<Item = S>,
+        master: &str,
+    ) -> Self {
+        self.sentinel = Some(SentinelSpec {
+            sentinels: sentinels
+                .into_iter()
+                .map(|s| s.as_ref().to_owned())
+                .collect(),
+            master: master.to_owned(),
+        });
+        self
+    }
+
     /// Which `lock` label this client's lock metrics carry (default
     /// [`MetricsLabels::None`]); see [`crate::metrics`].
     pub fn metrics_labels(mut self, labels: MetricsLabels) -> Self {
@@ -150,16 +174,38 @@ impl ClientBuilder {
                 "pubsub ping interval must be positive".into(),
             ));
         }
-        let redis = redis::Client::open(self.url.as_str())
-            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
-        let replicas = self
-            .replicas
+        let mut this = self;
+        if let Some(parsed) = crate::sentinel::parse_url(&this.url) {
+            let (spec, template) = parsed.map_err(|e| {
+                Error::InvalidInput(format!("bad Sentinel URL {:?}: {e}", this.url))
+            })?;
+            this.sentinel = Some(spec);
+            this.url = template;
+        }
+        let redis = redis::Client::open(this.url.as_str())
+            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", this.url)))?;
+        let replicas = this.replica_clients()?;
+        match this.sentinel.take() {
+            Some(spec) => this.open_sentinel(spec, redis, replicas).await,
+            None => this.open_standalone(redis, replicas).await,
+        }
+    }
+
+    fn replica_clients(&self) -> Result<Vec<redis::Client>> {
+        self.replicas
             .iter()
             .map(|url| {
                 redis::Client::open(url.as_str())
                     .map_err(|e| Error::InvalidInput(format!("bad replica URL {url:?}: {e}")))
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect()
+    }
+
+    async fn open_standalone(
+        self,
+        redis: redis::Client,
+        replicas: Vec<redis::Client>,
+    ) -> Result<Session> {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.command_timeout))
             .set_response_timeout(Some(self.command_timeout))
@@ -179,6 +225,47 @@ impl ClientBuilder {
             }
         };
         let (conn, answered) = self.cluster_or(standalone).await?;
+        self.session(redis, replicas, conn, answered).await
+    }
+
+    /// Connects to the primary the Sentinels of `spec` name; `template`
+    /// gives its settings (user, password, db), not its address.
+    async fn open_sentinel(
+        self,
+        spec: SentinelSpec,
+        template: redis::Client,
+        replicas: Vec<redis::Client>,
+    ) -> Result<Session> {
+        if spec.sentinels.is_empty() || spec.master.is_empty() {
+            return Err(Error::InvalidInput(
+                "Sentinel needs at least one address and a master name".into(),
+            ));
+        }
+        let info = template.get_connection_info().clone();
+        let connecting =
+            SentinelConnection::connect(spec, info, self.command_timeout, self.pubsub_ping_every);
+        let conn = match tokio::time::timeout(self.command_timeout * 2, connecting).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),
+            Err(_) => {
+                return Err(Error::Timeout {
+                    op: "connect",
+                    after: self.command_timeout * 2,
+                })
+            }
+        };
+        let conn = Connection(Kind::Sentinel(conn));
+        self.session(template, replicas, conn, false).await
+    }
+
+    /// The session over `conn`; checks it may be used unless `answered`.
+    async fn session(
+        self,
+        redis: redis::Client,
+        replicas: Vec<redis::Client>,
+        conn: Connection,
+        answered: bool,
+    ) -> Result<Session> {
         let client = Session {
             inner: Arc::new(SessionInner {
                 redis,
@@ -250,6 +337,7 @@ impl ClientBuilder {
             pubsub_ping_every: Duration::from_secs(1),
             replicas: Vec::new(),
             metrics_labels: MetricsLabels::None,
+            sentinel: None,
         }
     }
 }
@@ -267,7 +355,16 @@ impl Session {
 
     /// The host and port of the server, for messages.
     pub(crate) fn server(&self) -> String {
-        self.inner.redis.get_connection_info().addr().to_string()
+        self.source().server()
+    }
+
+    /// What the shared subscriber connects to: the server, or the primary
+    /// the Sentinels name.
+    fn source(&self) -> Source {
+        match &self.inner.conn.0 {
+            Kind::Sentinel(conn) => Source::Sentinel(conn.clone()),
+            _ => Source::Fixed(self.inner.redis.clone()),
+        }
     }
 
     /// A handle to the client's shared command connection (it reconnects by
@@ -348,7 +445,7 @@ impl Session {
     pub(crate) fn subscriber(&self) -> &Subscriber {
         self.inner.subscriber.get_or_init(|| {
             Subscriber::start(
-                self.inner.redis.clone(),
+                self.source(),
                 self.inner.command_timeout,
                 self.inner.pubsub_ping_every,
             )
@@ -363,7 +460,7 @@ impl Session {
                 .iter()
                 .map(|replica| {
                     Subscriber::start(
-                        replica.clone(),
+                        Source::Fixed(replica.clone()),
                         self.inner.command_timeout,
                         self.inner.pubsub_ping_every,
                     )

@@ -20,6 +20,9 @@ pub(crate) struct LockSpec {
     /// Whether every acquisition also issues the fencing token (one script
     /// instead of a bare `SET`): see [`Lock::with_fencing`].
     pub(crate) fenced: bool,
+    /// Replicas that must acknowledge an acquisition (`WAIT`), and how long
+    /// to wait for them: see [`Lock::with_replicas`](crate::Lock::with_replicas).
+    pub(crate) replicas: Option<(usize, std::time::Duration)>,
     /// The `lock` label of this lock's metrics, computed once.
     pub(crate) metrics_label: LockLabel,
     /// This client's queue and guard count for the name, looked up once.

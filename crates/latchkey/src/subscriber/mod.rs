@@ -44,6 +44,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::error::{Error, Result};
+use crate::sentinel::Source;
 
 mod actor;
 mod commands;
@@ -68,8 +69,8 @@ pub(crate) struct Subscription {
 }
 
 impl Subscriber {
-    /// Starts the actor. Needs a tokio runtime.
-    pub(crate) fn start(client: redis::Client, timeout: Duration, ping_every: Duration) -> Self {
+    /// Starts the actor, which connects to `source`. Needs a tokio runtime.
+    pub(crate) fn start(source: Source, timeout: Duration, ping_every: Duration) -> Self {
         let (requests, inbox) = mpsc::unbounded_channel();
         let mut id = [0u8; 8];
         if getrandom::fill(&mut id).is_err() {
@@ -91,7 +92,7 @@ impl Subscriber {
         // The actor holds the registry weakly: when the last client handle and
         // subscription are gone, the request channel closes and it exits.
         tokio::spawn(actor::actor(
-            client,
+            source,
             Arc::downgrade(&shared),
             inbox,
             timeout,
