@@ -32,9 +32,22 @@ pub struct WaitArgs {
     /// Fail at once if the lock is busy.
     #[arg(long)]
     pub no_wait: bool,
+
+    /// After taking the lock, wait (at most 500 ms) until N replicas of the
+    /// server acknowledge it (WAIT N); fewer: release it and exit 69.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub replicas: usize,
 }
 
 impl WaitArgs {
+    /// `lock`, made to wait for `--replicas` (a Redlock refuses: exit 2).
+    pub fn replicated(&self, lock: Lock) -> Result<Lock, Failure> {
+        if self.replicas == 0 {
+            return Ok(lock);
+        }
+        lock.with_replicas(self.replicas).map_err(Failure::from)
+    }
+
     /// The guard, or `None` when the lock stayed busy.
     pub async fn acquire(&self, lock: &Lock) -> latchkey::Result<Option<LockGuard>> {
         if self.no_wait {
@@ -121,7 +134,9 @@ pub struct ExtendArgs {
 
 /// Prints the token and the fencing token, one per line, and leaves the lock held.
 pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
-    let lock = target.lock(&args.name, args.ttl).await?;
+    let lock = args
+        .wait
+        .replicated(target.lock(&args.name, args.ttl).await?)?;
     let guard = args
         .wait
         .acquire(&lock)

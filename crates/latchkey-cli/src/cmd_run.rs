@@ -75,7 +75,9 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     // Installed first, so that a signal while waiting ends the wait cleanly
     // (the acquire future is cancel safe) instead of killing us mid-request.
     let mut signals = Signals::install()?;
-    let lock = target.lock(&args.name, args.ttl).await?.with_watchdog();
+    let lock = args
+        .wait
+        .replicated(target.lock(&args.name, args.ttl).await?.with_watchdog())?;
 
     let acquired = tokio::select! {
         acquired = args.wait.acquire(&lock) => acquired,
