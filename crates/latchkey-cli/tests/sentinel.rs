@@ -147,3 +147,33 @@ fn sentinel_options_misused_are_usage_errors() {
     assert_eq!(code(out.status), 69, "{}", stderr(&out));
     assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
 }
+
+#[test]
+fn torture_on_a_sentinel_set_survives_a_failover() {
+    let started = std::time::Instant::now();
+    let out = output(
+        bare().args([
+            "torture",
+            "--quick",
+            "--sentinel-set",
+            "--fault",
+            "failover",
+        ]),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let report = stdout(&out);
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("failover "))
+        .unwrap_or_else(|| panic!("no failover row in\n{report}"));
+    assert!(row.trim_end().ends_with("PASS"), "{row}");
+    assert!(!row.contains("skipped"), "{row}");
+    let faults: u32 = row
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_default();
+    assert!(faults >= 1, "no failover was injected: {row}");
+    eprintln!("torture --sentinel-set --quick: {:?}", started.elapsed());
+}

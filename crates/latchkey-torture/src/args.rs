@@ -20,6 +20,7 @@ Faults (--fault NAME, repeatable; default: all, each alone, then mixed):
   overwrite-key     SET the lock key to a foreign value under the holder
   pubsub-kill       CLIENT KILL TYPE pubsub
   redlock-minority  Redlock over 3 instances: crash one, restart it empty
+  failover          --sentinel-set: SENTINEL FAILOVER (each takes about 10 s)
 
 A control scenario (no fencing, pause) always runs and must show violations.
 
@@ -59,6 +60,17 @@ pub struct TortureArgs {
     /// control at least 6s].
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub(crate) duration: Option<Duration>,
+
+    /// The lock on a private Sentinel set (a primary, a replica, 3
+    /// Sentinels), reached through the Sentinels; adds the failover fault.
+    /// Not with --redis. (Not `--sentinel`: that names the user's Sentinels.)
+    #[arg(long = "sentinel-set")]
+    pub(crate) sentinel_set: bool,
+
+    /// With --sentinel-set: every acquisition waits until the replica
+    /// acknowledges it (Lock::with_replicas).
+    #[arg(long = "with-replicas", requires = "sentinel_set")]
+    pub(crate) with_replicas: bool,
 
     /// The lock's TTL [default: 1s; with --quick: 500ms].
     #[arg(long, value_name = "D", value_parser = parse_duration)]

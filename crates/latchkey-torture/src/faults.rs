@@ -32,6 +32,7 @@ pub enum Fault {
     OverwriteKey,
     PubsubKill,
     RedlockMinority,
+    Failover,
 }
 
 /// What a fault needs from the environment; a scenario whose fault cannot
@@ -49,10 +50,12 @@ pub struct Needs {
     pub redlock: bool,
     /// The lock server runs with AOF, fsync always.
     pub aof: bool,
+    /// The lock lives on a private Sentinel set (`--sentinel`).
+    pub sentinel: bool,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 12] = [
+    pub const ALL: [Fault; 13] = [
         Fault::Kill,
         Fault::Pause,
         Fault::Restart,
@@ -65,6 +68,7 @@ impl Fault {
         Fault::OverwriteKey,
         Fault::PubsubKill,
         Fault::RedlockMinority,
+        Fault::Failover,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +85,7 @@ impl Fault {
             Fault::OverwriteKey => "overwrite-key",
             Fault::PubsubKill => "pubsub-kill",
             Fault::RedlockMinority => "redlock-minority",
+            Fault::Failover => "failover",
         }
     }
 
@@ -103,6 +108,7 @@ impl Fault {
             Fault::OverwriteKey => "SET the lock key to a foreign value (with a TTL) under the holder",
             Fault::PubsubKill => "CLIENT KILL TYPE pubsub: drop every wake-up connection",
             Fault::RedlockMinority => "Redlock over 3 instances: kill -9 one, restart it empty after a TTL",
+            Fault::Failover => "--sentinel-set: SENTINEL FAILOVER, the replica promoted (then the old primary rejoins as a replica)",
         }
     }
 
@@ -120,6 +126,7 @@ impl Fault {
                 needs.private_server = true;
                 needs.redlock = true;
             }
+            Fault::Failover => needs.sentinel = true,
             Fault::Kill | Fault::Pause | Fault::DeleteKey | Fault::OverwriteKey => {}
         }
         needs
@@ -139,6 +146,7 @@ impl Fault {
                 | Fault::OverwriteKey
                 | Fault::Restart
                 | Fault::RestartAof
+                | Fault::Failover
         )
     }
 
@@ -175,6 +183,9 @@ pub enum Action {
     /// kill -9 a lock server / start it again (same port and config).
     Crash(usize),
     Start(usize),
+    /// `SENTINEL FAILOVER` of the Sentinel set, once a replica is in sync
+    /// (after a failover: the old primary, about 10 s later).
+    Failover,
 }
 
 /// One injection: do `start`, wait `hold`, do `clear`.
@@ -283,6 +294,12 @@ pub fn steps(
                 format!("crashed instance {i} of {servers}"),
             )
         }
+        Fault::Failover => (
+            vec![Action::Failover],
+            Duration::ZERO,
+            vec![],
+            "SENTINEL FAILOVER".into(),
+        ),
     };
     Steps {
         start,

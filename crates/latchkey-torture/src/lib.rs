@@ -122,10 +122,17 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     }
     let seed = args.seed.unwrap_or_else(Rng::fresh_seed);
     let mut rng = Rng::new(seed);
-    let place = if urls.is_empty() {
-        Place::Private
-    } else {
-        Place::User(urls.to_vec())
+    let place = match (args.sentinel_set, urls.is_empty()) {
+        (true, false) => {
+            return Err(Failure::usage(
+                "--sentinel-set starts a Sentinel set of its own; leave out --redis",
+            ))
+        }
+        (true, true) => Place::Sentinel {
+            replicas: args.with_replicas,
+        },
+        (false, true) => Place::Private,
+        (false, false) => Place::User(urls.to_vec()),
     };
     let faketime = plan::find_faketime();
     let settings = Settings {
@@ -155,7 +162,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         slow_handoff: ttl / 5,
     };
 
-    let scenarios = plan::plan(&args.faults, !args.no_fencing);
+    let scenarios = plan::plan(&args.faults, !args.no_fencing, args.sentinel_set);
     println!("latchkey torture: seed {seed} (replay with --seed {seed})");
     println!(
         "  {} workers, TTL {}, {} per scenario, {} scenarios, {}",
@@ -165,6 +172,10 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         scenarios.len(),
         match &place {
             Place::Private => "on private redis-servers".to_owned(),
+            Place::Sentinel { replicas: false } => "on a private Sentinel set".to_owned(),
+            Place::Sentinel { replicas: true } => {
+                "on a private Sentinel set, acquisitions acknowledged by the replica".to_owned()
+            }
             Place::User(urls) => format!(
                 "on {}",
                 urls.iter()
@@ -177,7 +188,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
 
     // The resource: a server of its own, or keys of their own on the user's first server.
     let private_resource = match place {
-        Place::Private => Some(
+        Place::Private | Place::Sentinel { .. } => Some(
             tokio::task::spawn_blocking(|| latchkey_testkit::RedisServer::builder().try_start())
                 .await
                 .map_err(|e| Failure::new(INTERNAL, format!("starting redis-server: {e}")))?
@@ -190,7 +201,9 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     let resource_url = match (&private_resource, &place) {
         (Some(server), _) => server.url(),
         (None, Place::User(urls)) => urls[0].clone(),
-        (None, Place::Private) => unreachable!("a private run has a private resource"),
+        (None, Place::Private | Place::Sentinel { .. }) => {
+            unreachable!("a private run has a private resource")
+        }
     };
 
     let mut rows = Vec::new();

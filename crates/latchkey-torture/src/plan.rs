@@ -11,14 +11,17 @@ use crate::scenario::{Place, Scenario};
 
 /// The scenarios of a run: a baseline without faults (unless faults were
 /// chosen), each fault alone, all of them mixed, and the control.
-pub fn plan(chosen: &[Fault], fenced: bool) -> Vec<Scenario> {
+pub fn plan(chosen: &[Fault], fenced: bool, sentinel: bool) -> Vec<Scenario> {
     let mut faults: Vec<Fault> = Vec::new();
     for f in if chosen.is_empty() {
         &Fault::ALL[..]
     } else {
         chosen
     } {
-        if !faults.contains(f) {
+        // The failover only by default with --sentinel (elsewhere it would
+        // be a skipped row in every run).
+        let unasked = chosen.is_empty() && *f == Fault::Failover && !sentinel;
+        if !faults.contains(f) && !unasked {
             faults.push(*f);
         }
     }
@@ -69,6 +72,13 @@ pub fn applicable(scn: &Scenario, place: &Place, faketime: bool) -> Result<Scena
     let why_not = |f: Fault| -> Option<String> {
         let needs = f.needs();
         let user = matches!(place, Place::User(_));
+        let sentinel = matches!(place, Place::Sentinel { .. });
+        if needs.sentinel && !sentinel {
+            return Some("needs --sentinel-set".into());
+        }
+        if sentinel && (needs.proxy || needs.redlock || needs.aof || f == Fault::Restart) {
+            return Some("not with --sentinel-set (no proxy, no restart of a Sentinel set)".into());
+        }
         if needs.private_server && user {
             return Some(
                 "needs a redis-server of its own (it would disturb your server's other clients)"
@@ -173,7 +183,7 @@ mod tests {
 
     #[test]
     fn the_default_plan_covers_every_fault_and_ends_with_the_control() {
-        let scenarios = plan(&[], true);
+        let scenarios = plan(&[], true, true);
         assert_eq!(scenarios[0].name, "none");
         for f in Fault::ALL {
             assert!(
@@ -184,14 +194,29 @@ mod tests {
         let last = scenarios.last().unwrap();
         assert!(last.control && !last.fenced && last.faults == [Fault::Pause]);
         assert!(scenarios.iter().any(|s| s.name == "mixed"));
+        // Without --sentinel-set the failover is left out, not skipped.
+        let plain = plan(&[], true, false);
+        assert!(plain.iter().all(|s| !s.faults.contains(&Fault::Failover)));
+    }
+
+    #[test]
+    fn the_failover_needs_the_sentinel_set_which_skips_proxies_and_restarts() {
+        let sentinel = Place::Sentinel { replicas: false };
+        let failover = &plan(&[Fault::Failover], true, false)[0];
+        assert!(applicable(failover, &Place::Private, true).is_err());
+        assert!(applicable(failover, &sentinel, true).is_ok());
+        for f in [Fault::Restart, Fault::Blackhole, Fault::RedlockMinority] {
+            assert!(applicable(&plan(&[f], true, true)[0], &sentinel, true).is_err());
+        }
+        assert!(applicable(&plan(&[Fault::Kill], true, true)[0], &sentinel, true).is_ok());
     }
 
     #[test]
     fn chosen_faults_run_alone_then_mixed() {
-        let scenarios = plan(&[Fault::Kill, Fault::Pause, Fault::Kill], true);
+        let scenarios = plan(&[Fault::Kill, Fault::Pause, Fault::Kill], true, false);
         let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["kill", "pause", "mixed", "control"]);
-        let one = plan(&[Fault::Kill], false);
+        let one = plan(&[Fault::Kill], false, false);
         assert_eq!(one.len(), 2);
         assert!(!one[0].fenced);
     }
@@ -199,21 +224,23 @@ mod tests {
     #[test]
     fn user_servers_skip_what_would_disturb_them() {
         let user = Place::User(vec!["redis://db:6379/".into()]);
-        let restart = &plan(&[Fault::Restart], true)[0];
+        let restart = &plan(&[Fault::Restart], true, false)[0];
         assert!(applicable(restart, &user, true).is_err());
         assert!(applicable(restart, &Place::Private, true).is_ok());
-        let mixed = plan(&[Fault::Restart, Fault::Kill], true).pop().unwrap();
+        let mixed = plan(&[Fault::Restart, Fault::Kill], true, false)
+            .pop()
+            .unwrap();
         assert_eq!(mixed.name, "control");
-        let mixed = &plan(&[Fault::Restart, Fault::Kill], true)[2];
+        let mixed = &plan(&[Fault::Restart, Fault::Kill], true, false)[2];
         assert_eq!(
             applicable(mixed, &user, true).unwrap().faults,
             [Fault::Kill]
         );
-        let clock = &plan(&[Fault::Clock], true)[0];
+        let clock = &plan(&[Fault::Clock], true, false)[0];
         assert!(applicable(clock, &Place::Private, false)
             .unwrap_err()
             .contains("libfaketime"));
         let tls = Place::User(vec!["rediss://db:6379/".into()]);
-        assert!(applicable(&plan(&[Fault::Blackhole], true)[0], &tls, true).is_err());
+        assert!(applicable(&plan(&[Fault::Blackhole], true, false)[0], &tls, true).is_err());
     }
 }

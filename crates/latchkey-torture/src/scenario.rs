@@ -13,7 +13,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use latchkey_testkit::{Proxy, ProxyMode, RedisServer};
+use latchkey_testkit::{Proxy, ProxyMode, RedisServer, SentinelSet};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
@@ -52,6 +52,7 @@ impl Scenario {
                 faketime: a.faketime || b.faketime,
                 redlock: a.redlock || b.redlock,
                 aof: a.aof || b.aof,
+                sentinel: a.sentinel || b.sentinel,
             }
         })
     }
@@ -77,6 +78,11 @@ pub struct Settings {
 pub enum Place {
     Private,
     User(Vec<String>),
+    /// A private Sentinel set (`--sentinel`); `replicas`: acquisitions wait
+    /// for the replica (`--replicas`).
+    Sentinel {
+        replicas: bool,
+    },
 }
 
 enum LockServer {
@@ -84,12 +90,16 @@ enum LockServer {
     /// kit's restart blocks and so runs on a blocking thread.
     Private(Arc<Mutex<RedisServer>>, String),
     User(String),
+    /// Ours, reached through its Sentinels (a `redis+sentinel://` URL).
+    Sentinel(Arc<Mutex<SentinelSet>>, String),
 }
 
 impl LockServer {
     fn url(&self) -> &str {
         match self {
-            LockServer::Private(_, url) | LockServer::User(url) => url,
+            LockServer::Private(_, url) | LockServer::User(url) | LockServer::Sentinel(_, url) => {
+                url
+            }
         }
     }
 }
@@ -184,6 +194,7 @@ pub async fn run(
             think_min: settings.think.0,
             think_max: settings.think.1,
             command_timeout: settings.command_timeout,
+            replicas: matches!(place, Place::Sentinel { replicas: true }),
         };
         runner.slots.push(Slot {
             spec,
@@ -231,6 +242,17 @@ pub async fn run(
 async fn start_servers(place: &Place, needs: Needs) -> Result<Vec<LockServer>, String> {
     match place {
         Place::User(urls) => Ok(urls.iter().cloned().map(LockServer::User).collect()),
+        Place::Sentinel { .. } => {
+            let set = tokio::task::spawn_blocking(SentinelSet::start)
+                .await
+                .map_err(|e| format!("cannot start a private Sentinel set: {e}"))?;
+            let url = format!(
+                "redis+sentinel://{}/{}",
+                set.sentinel_addrs().join(","),
+                set.master_name()
+            );
+            Ok(vec![LockServer::Sentinel(Arc::new(Mutex::new(set)), url)])
+        }
         Place::Private => {
             let n = if needs.redlock { 3 } else { 1 };
             let mut servers = Vec::with_capacity(n);
@@ -421,7 +443,9 @@ impl Runner<'_> {
         // commands) and exits; give it that, generously.
         let grace =
             self.settings.hold.1 + self.settings.command_timeout * 4 + Duration::from_secs(5);
-        let deadline = ns_instant(end_ns) + grace;
+        // A fault that outlasted the scenario (a failover waits for the
+        // set to heal) leaves the workers done already: still reap them.
+        let deadline = (ns_instant(end_ns) + grace).max(Instant::now() + Duration::from_secs(2));
         for id in 0..self.slots.len() {
             let Some(mut child) = self.slots[id].child.take() else {
                 continue;

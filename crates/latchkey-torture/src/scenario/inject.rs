@@ -45,9 +45,25 @@ impl Runner<'_> {
             }
             Action::Command(args) => {
                 for server in &self.servers {
-                    admin(server.url(), args).await?;
+                    admin(&admin_url(server).await?, args).await?;
                 }
                 Ok(())
+            }
+            Action::Failover => {
+                let Some(LockServer::Sentinel(set, _)) = self.servers.first() else {
+                    return Err("a failover needs --sentinel-set".into());
+                };
+                let set = set.clone();
+                tokio::task::spawn_blocking(move || {
+                    let set = set.lock().unwrap_or_else(PoisonError::into_inner);
+                    // A failover needs a replica in sync: after the last
+                    // one, the old primary once Sentinel has made it one
+                    // (about 10 s later).
+                    set.wait_replicas_synced();
+                    set.failover();
+                })
+                .await
+                .map_err(|e| format!("failing over: {e}"))
             }
             Action::Crash(i) | Action::Start(i) => {
                 let Some(LockServer::Private(server, _)) = self.servers.get(*i) else {
@@ -82,6 +98,23 @@ impl Runner<'_> {
         }
         Ok(())
     }
+}
+
+/// Where admin commands for `server` go: its URL, or for a Sentinel set
+/// the primary's now.
+async fn admin_url(server: &LockServer) -> Result<String, String> {
+    let LockServer::Sentinel(set, _) = server else {
+        return Ok(server.url().to_owned());
+    };
+    let set = set.clone();
+    tokio::task::spawn_blocking(move || {
+        set.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .primary()
+            .url()
+    })
+    .await
+    .map_err(|e| format!("asking the Sentinels: {e}"))
 }
 
 /// Runs one admin command on a lock server, on a connection of its own
