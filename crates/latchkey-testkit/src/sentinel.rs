@@ -240,7 +240,8 @@ impl SentinelSet {
         });
     }
 
-    /// Asks a Sentinel for a failover (`SENTINEL FAILOVER`) and waits until
+    /// Asks a Sentinel for a failover (`SENTINEL FAILOVER`; again while it
+    /// answers that no replica is fit yet) and waits until
     /// every Sentinel announces a new primary that says it is one; returns
     /// its port. The old primary is made a replica of it later: Sentinel
     /// leaves a running old primary alone for about 8 s before it sends it
@@ -250,12 +251,25 @@ impl SentinelSet {
     /// When the failover is refused or not announced within 30 s.
     pub fn failover(&self) -> u16 {
         let old = self.primary_port();
-        let reply = self
-            .running_sentinel()
-            .command(&["SENTINEL", "FAILOVER", &self.master]);
-        if let Err(e) = reply {
-            panic!("latchkey-testkit: SENTINEL FAILOVER refused: {e}");
-        }
+        // A Sentinel refuses while its view of the replicas is stale (it
+        // reads a replica's INFO every 10 s): `NOGOODSLAVE` right after a
+        // replica (re)joined; `INPROG` while a failover runs. Ask again.
+        poll("a Sentinel accepts SENTINEL FAILOVER", || {
+            let reply = self
+                .running_sentinel()
+                .command(&["SENTINEL", "FAILOVER", &self.master]);
+            match reply {
+                Ok(_) => Ok(()),
+                Err(e)
+                    if ["NOGOODSLAVE", "INPROG"]
+                        .iter()
+                        .any(|c| e.to_string().contains(c)) =>
+                {
+                    Err(e.to_string())
+                }
+                Err(e) => panic!("latchkey-testkit: SENTINEL FAILOVER refused: {e}"),
+            }
+        });
         self.wait_new_primary(old)
     }
 
