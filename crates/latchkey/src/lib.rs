@@ -82,7 +82,8 @@
 //!    single server (`backend/single.rs`) or Redlock's N instances
 //!    (`backend/redlock/`: the group, its rounds, and every quorum rule in
 //!    `tally.rs`; [`Fencing`], [`MIN_INSTANCE_TIMEOUT`],
-//!    [`MAX_INSTANCE_TIMEOUT`]). A cluster will be a kind of connection
+//!    [`MAX_INSTANCE_TIMEOUT`]), and `backend/replicas.rs` (`WAIT` for a
+//!    lock's replicas on its own node; [`DEFAULT_REPLICA_TIMEOUT`]). A cluster will be a kind of connection
 //!    here, not a new algorithm.
 //! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
 //!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),

@@ -144,7 +144,9 @@ impl Lock {
     /// does not make Redis consistent (see `docs/reliability.md`,
     /// "Replicated acquisition"). Renewals do not wait. A `WAIT` that runs
     /// into its timeout holds the client's other commands back as long
-    /// (they share its connection).
+    /// (they share its connection). An acquisition cancelled while it waits
+    /// for the replicas releases the lock in the background, as any
+    /// cancelled acquisition does (see [`Lock::try_acquire`]).
     ///
     /// Fails with [`Error::InvalidInput`] for a Redlock (each instance is
     /// its own primary), or a timeout that is zero or not shorter than the
