@@ -363,7 +363,7 @@ impl Session {
     fn source(&self) -> Source {
         match &self.inner.conn.0 {
             Kind::Sentinel(conn) => Source::Sentinel(conn.clone()),
-            _ => Source::Fixed(self.inner.redis.clone()),
+            _ => Source::Fixed(Box::new(self.inner.redis.clone())),
         }
     }
 
@@ -460,7 +460,7 @@ impl Session {
                 .iter()
                 .map(|replica| {
                     Subscriber::start(
-                        Source::Fixed(replica.clone()),
+                        Source::Fixed(Box::new(replica.clone())),
                         self.inner.command_timeout,
                         self.inner.pubsub_ping_every,
                     )

@@ -10,7 +10,7 @@ use super::SentinelConnection;
 /// name (followed across failovers).
 #[derive(Clone)]
 pub(crate) enum Source {
-    Fixed(redis::Client),
+    Fixed(Box<redis::Client>),
     Sentinel(SentinelConnection),
 }
 
