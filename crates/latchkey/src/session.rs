@@ -131,12 +131,13 @@ impl ClientBuilder {
     }
 
     /// Connects to the primary that the Redis Sentinels at `sentinels`
-    /// (`host:port` each) name for the master `master`, and follows it
+    /// (`host:port` each; a bare `host` means port 26379) name for the master `master`, and follows it
     /// across failovers (see `docs/reliability.md`, "Sentinel"). The URL
     /// the builder was made with then gives only the primary's settings
     /// (user, password, database), not its address. The URL form
     /// `redis+sentinel://[user:password@]host:port[,host:port...]/master[/db]`
-    /// does the same. The Sentinels are asked every
+    /// does the same. A malformed address fails with
+    /// [`Error::InvalidInput`]. The Sentinels are asked every
     /// [`pubsub_ping_every`](Self::pubsub_ping_every), so a client moves to a
     /// new primary within that interval after they announce it.
     pub fn sentinel<S: AsRef<str>>(
@@ -240,6 +241,10 @@ impl ClientBuilder {
             return Err(Error::InvalidInput(
                 "Sentinel needs at least one address and a master name".into(),
             ));
+        }
+        for addr in &spec.sentinels {
+            crate::sentinel::sentinel_client(addr)
+                .map_err(|e| Error::InvalidInput(format!("bad Sentinel address {addr:?}: {e}")))?;
         }
         let info = template.get_connection_info().clone();
         let connecting =

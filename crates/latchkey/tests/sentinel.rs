@@ -416,6 +416,12 @@ async fn bad_sentinel_input_is_a_typed_error() {
             other => panic!("{url}: expected InvalidInput, got {other:?}"),
         }
     }
+    assert!(matches!(
+        Client::builder_sentinel(["127.0.0.1:notaport"], "m")
+            .connect()
+            .await,
+        Err(Error::InvalidInput(_))
+    ));
     let empty: [&str; 0] = [];
     assert!(matches!(
         Client::builder_sentinel(empty, "m").connect().await,

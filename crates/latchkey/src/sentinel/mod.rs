@@ -93,13 +93,7 @@ impl SentinelConnection {
         let sentinels = spec
             .sentinels
             .iter()
-            .map(|s| {
-                if s.contains("://") {
-                    redis::Client::open(s.as_str())
-                } else {
-                    redis::Client::open(format!("redis://{s}/"))
-                }
-            })
+            .map(|s| sentinel_client(s))
             .collect::<RedisResult<Vec<_>>>()?;
         let conn = SentinelConnection {
             shared: Arc::new(Shared {
@@ -331,6 +325,22 @@ async fn follow(shared: Weak<Shared>, poll: Duration) {
                 shared.named(&addr);
             }
         }
+    }
+}
+
+/// A client for the Sentinel at `addr`: `host:port`, `host` (port 26379,
+/// Sentinel's own), `[v6]:port`, or a `redis://` URL.
+pub(crate) fn sentinel_client(addr: &str) -> RedisResult<redis::Client> {
+    if addr.contains("://") {
+        return redis::Client::open(addr);
+    }
+    let has_port = match addr.strip_prefix('[') {
+        Some(v6) => v6.contains("]:"),
+        None => addr.contains(':'),
+    };
+    match has_port {
+        true => redis::Client::open(format!("redis://{addr}/")),
+        false => redis::Client::open(format!("redis://{addr}:26379/")),
     }
 }
 

@@ -50,6 +50,12 @@ mod tests {
         assert_eq!(spec.master, "jobs");
         assert_eq!(template, "redis://:pw@127.0.0.1/3");
         assert!(parse_url("redis://a:1/").is_none());
+        let default_port = super::super::sentinel_client("s1").unwrap();
+        assert_eq!(
+            default_port.get_connection_info().addr().to_string(),
+            "s1:26379"
+        );
+        assert!(super::super::sentinel_client("s1:notaport").is_err());
         assert!(parse_url("redis+sentinel://a:1").unwrap().is_err());
         assert!(parse_url("redis+sentinel:///m").unwrap().is_err());
         assert!(parse_url("redis+sentinel://a:1/m/x").unwrap().is_err());
