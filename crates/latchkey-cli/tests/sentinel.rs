@@ -118,6 +118,14 @@ fn sentinel_options_misused_are_usage_errors() {
         &["--master", "m", "status", "x"][..],
         &[
             "--sentinel",
+            "127.0.0.1:notaport",
+            "--master",
+            "m",
+            "status",
+            "x",
+        ][..],
+        &[
+            "--sentinel",
             "127.0.0.1:1",
             "--master",
             "m",
