@@ -16,8 +16,9 @@
 //!   once, on the server asked anew; other failures go back to the caller,
 //!   whose retry (a waiter's, a watchdog's) reaches the new primary;
 //! * a background task asks the Sentinels every `poll` (the client's
-//!   pub/sub ping interval) and drops the connection when they name another
-//!   server. Sentinel leaves a demoted primary that still runs alone for
+//!   pub/sub ping interval), and at once when a Sentinel announces a
+//!   failover (`+switch-master`), and drops the connection when they name
+//!   another server. Sentinel leaves a demoted primary that still runs alone for
 //!   seconds before it makes it a replica (and closes its clients), so
 //!   without this a client could go on writing to the old primary.
 //!
@@ -25,7 +26,7 @@
 //! or the primary the Sentinels name (the subscriber reconnects when it
 //! changes, and so re-subscribes on the new primary).
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -35,6 +36,7 @@ use redis::{
 };
 use tokio::sync::watch;
 
+mod follow;
 mod source;
 mod url;
 
@@ -108,7 +110,7 @@ impl SentinelConnection {
             }),
         };
         conn.current().await?;
-        tokio::spawn(follow(Arc::downgrade(&conn.shared), poll));
+        tokio::spawn(follow::follow(Arc::downgrade(&conn.shared), poll));
         Ok(conn)
     }
 
@@ -307,24 +309,6 @@ impl Shared {
             }
             moved
         });
-    }
-}
-
-/// Asks the Sentinels every `poll` while the connection lives; when they
-/// name another primary, drops the connection in use (see the module docs).
-async fn follow(shared: Weak<Shared>, poll: Duration) {
-    loop {
-        tokio::time::sleep(poll).await;
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        if let Ok(addr) = shared.ask_sentinels().await {
-            let moved = shared.primary.borrow().as_ref() != Some(&addr);
-            if moved {
-                lock(&shared.state).conn = None;
-                shared.named(&addr);
-            }
-        }
     }
 }
 

@@ -15,9 +15,9 @@ impl ClientBuilder {
     /// (user, password, database), not its address. The URL form
     /// `redis+sentinel://[user:password@]host:port[,host:port...]/master[/db]`
     /// does the same. A malformed address fails with
-    /// [`Error::InvalidInput`]. The Sentinels are asked every
-    /// [`pubsub_ping_every`](Self::pubsub_ping_every), so a client moves to a
-    /// new primary within that interval after they announce it.
+    /// [`Error::InvalidInput`]. The client moves to a new primary when a
+    /// Sentinel announces it (`+switch-master`), and asks the Sentinels
+    /// every [`pubsub_ping_every`](Self::pubsub_ping_every) besides.
     pub fn sentinel<S: AsRef<str>>(
         mut self,
         sentinels: impl IntoIterator<Item = S>,
