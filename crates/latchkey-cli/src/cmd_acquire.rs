@@ -44,6 +44,11 @@ pub struct WaitArgs {
     /// at most [default: 2s]
     #[arg(long, value_name = "D", value_parser = duration::parse, requires = "fair")]
     pub waiter_lease: Option<Duration>,
+
+    /// After taking the lock, wait (at most 500 ms) until N replicas of the
+    /// server acknowledge it (WAIT N); fewer: release it and exit 69.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub replicas: usize,
 }
 
 impl WaitArgs {
@@ -54,6 +59,14 @@ impl WaitArgs {
             (true, None) => lock.fair(),
             (true, Some(lease)) => lock.fair_with_lease(lease),
         }
+    }
+
+    /// `lock`, made to wait for `--replicas` (a Redlock refuses: exit 2).
+    pub fn replicated(&self, lock: Lock) -> Result<Lock, Failure> {
+        if self.replicas == 0 {
+            return Ok(lock);
+        }
+        lock.with_replicas(self.replicas).map_err(Failure::from)
     }
 
     /// The guard, or `None` when the lock stayed busy.

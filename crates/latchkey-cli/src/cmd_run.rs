@@ -93,10 +93,11 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     if args.permits.is_some() || args.read || args.write {
         return crate::cmd_permits::run(target, &args, signals).await;
     }
-    let lock = args
-        .wait
-        .fair_or_not(target.lock(&args.name, args.ttl).await?)?
-        .with_watchdog();
+    let lock = args.wait.replicated(
+        args.wait
+            .fair_or_not(target.lock(&args.name, args.ttl).await?)?
+            .with_watchdog(),
+    )?;
 
     let acquired = tokio::select! {
         acquired = args.wait.acquire(&lock) => acquired,

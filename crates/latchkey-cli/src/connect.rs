@@ -6,6 +6,12 @@
 //! LATCHKEY_REDIS_URL=redis://a:6379,redis://b:6379,redis://c:6379 latchkey run ...
 //! ```
 //!
+//! With `--sentinel HOST:PORT` (repeatable) and `--master NAME` every
+//! command talks to the primary the Sentinels name, and follows failovers;
+//! `--redis` then gives only the primary's password and database. The URL
+//! form `redis+sentinel://[:password@]host:port[,host:port...]/master[/db]`
+//! does the same.
+//!
 //! Several URLs make `run`, `acquire`, `release` and `extend` use Redlock
 //! over those (independent) servers; `status`, `list` and `demo` talk to one
 //! server, and `doctor` checks each in turn.
@@ -28,6 +34,8 @@ pub struct Target {
     pub prefix: Option<String>,
     /// `--tls-ca`, `--tls-cert`, `--tls-key`.
     pub tls: crate::tls_args::TlsArgs,
+    /// `--sentinel` addresses and `--master` name, when given.
+    pub sentinel: Option<(Vec<String>, String)>,
 }
 
 impl Target {
@@ -50,11 +58,16 @@ impl Target {
         }
     }
 
-    /// The options for `url`: the prefix and the TLS files.
+    /// The options for `url`: the prefix, the TLS files and the Sentinels.
     pub fn builder(&self, url: &str) -> latchkey::ClientBuilder {
-        self.with_options(Client::builder(url))
+        let builder = self.with_options(Client::builder(url));
+        match &self.sentinel {
+            Some((sentinels, master)) => builder.sentinel(sentinels, master),
+            None => builder,
+        }
     }
 
+    /// The prefix and the TLS files (a Redlock instance's too).
     fn with_options(&self, mut builder: latchkey::ClientBuilder) -> latchkey::ClientBuilder {
         if let Some(prefix) = &self.prefix {
             builder = builder.prefix(prefix);
@@ -64,11 +77,17 @@ impl Target {
 
     /// Connects to `url` with the prefix; errors name the server (password hidden).
     pub async fn client_for(&self, url: &str) -> Result<Client, Failure> {
+        let whom = match &self.sentinel {
+            Some((sentinels, master)) => {
+                format!("Sentinel master {master:?} (via {})", sentinels.join(","))
+            }
+            None => redact(url),
+        };
         let client = self
             .builder(url)
             .connect()
             .await
-            .map_err(|e| connect_failure(e, &redact(url)))?;
+            .map_err(|e| connect_failure(e, &whom))?;
         remember(Made::Client(client.clone()));
         Ok(client)
     }
@@ -105,6 +124,52 @@ impl Target {
             .map(Lock::with_fencing)
             .map_err(Failure::from)
     }
+}
+
+/// The `--sentinel` and `--master` options, checked: both or neither, and
+/// at most one `--redis` URL (the primary's settings) beside them.
+pub fn sentinel_target(
+    sentinels: Vec<String>,
+    master: Option<String>,
+    urls: &[String],
+) -> Result<Option<(Vec<String>, String)>, Failure> {
+    let sentinels: Vec<String> = sentinels
+        .into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    match (sentinels.is_empty(), master) {
+        (true, None) => Ok(None),
+        (true, Some(_)) => Err(Failure::usage(
+            "--master needs --sentinel HOST:PORT (or LATCHKEY_SENTINEL)",
+        )),
+        (false, None) => Err(Failure::usage(
+            "--sentinel needs --master NAME (or LATCHKEY_SENTINEL_MASTER)",
+        )),
+        (false, Some(master)) if master.trim().is_empty() => {
+            Err(Failure::usage("--master: empty master name"))
+        }
+        (false, Some(_)) if urls.len() > 1 => Err(Failure::usage(
+            "--sentinel takes at most one --redis URL (the primary's password and database)",
+        )),
+        (false, Some(master)) => Ok(Some((sentinels, master))),
+    }
+}
+
+/// `--redis` values split at commas (for Redlock), put back together where
+/// they were one `redis+sentinel://a:1,b:2/master` URL.
+pub fn rejoin_sentinel_url(urls: Vec<String>) -> Vec<String> {
+    let mut joined: Vec<String> = Vec::with_capacity(urls.len());
+    for url in urls {
+        match joined.last_mut() {
+            Some(last) if last.starts_with("redis+sentinel://") && !url.contains("://") => {
+                last.push(',');
+                last.push_str(&url);
+            }
+            _ => joined.push(url),
+        }
+    }
+    joined
 }
 
 /// What this process connected, so that [`flush`] can wait for the releases
@@ -195,6 +260,30 @@ pub fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sentinel_urls_split_at_commas_are_put_back_together() {
+        let split = ["redis+sentinel://a:1", "b:2/m", "redis://c:3"].map(String::from);
+        assert_eq!(
+            rejoin_sentinel_url(split.to_vec()),
+            ["redis+sentinel://a:1,b:2/m", "redis://c:3"]
+        );
+        let plain = ["redis://a:1", "redis://b:2"].map(String::from);
+        assert_eq!(rejoin_sentinel_url(plain.to_vec()), plain);
+    }
+
+    #[test]
+    fn sentinel_needs_a_master_and_one_url_at_most() {
+        let s = vec!["h:1".to_owned()];
+        assert!(sentinel_target(s.clone(), None, &[]).is_err());
+        assert!(sentinel_target(vec![], Some("m".into()), &[]).is_err());
+        let two = ["redis://a".to_owned(), "redis://b".to_owned()];
+        assert!(sentinel_target(s.clone(), Some("m".into()), &two).is_err());
+        assert_eq!(
+            sentinel_target(s.clone(), Some("m".into()), &[]).unwrap(),
+            Some((s, "m".to_owned()))
+        );
+    }
 
     #[test]
     fn passwords_are_hidden() {

@@ -6,7 +6,8 @@
 //!       release/extend found the lock not ours (-E/--conflict-exit-code N)
 //!   2   usage error: bad arguments, duration, name or URL
 //!  69   Redis unavailable: unreachable, timed out, TLS, authentication or
-//!       permission refused, or (Redlock) no majority of the servers answered; also a
+//!       permission refused, fewer replicas acknowledged than --replicas
+//!       asked, or (Redlock) no majority of the servers answered; also a
 //!       bounded wait (`--wait`, `wait --timeout`) that ended without Redis
 //!  70   internal error: an unexpected reply (e.g. WRONGTYPE at the lock key)
 //!  75   `run`: the lock was lost while the command ran; it was terminated
@@ -45,7 +46,8 @@ Exit codes:
        (change with -E/--conflict-exit-code)
     2  usage error
    69  Redis unavailable (unreachable, timeout, TLS, auth or ACL refusal,
-       no Redlock majority; also a bounded wait that could not reach Redis)
+       too few --replicas, no Redlock majority; also a bounded wait that
+       could not reach Redis)
    70  internal error (unexpected reply from Redis)
    75  run: the lock was lost while the command ran
   126  run: the command could not be executed; 127: not found
@@ -107,6 +109,7 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::NoPermission(_)
         | E::OutOfMemory(_)
         | E::ReadOnlyReplica(_)
+        | E::TooFewReplicas { .. }
         | E::NoQuorum { .. } => UNAVAILABLE,
         _ => INTERNAL,
     };

@@ -60,6 +60,28 @@ struct Cli {
     )]
     redis: Vec<String>,
 
+    /// A Redis Sentinel, HOST:PORT. Repeat (or separate with commas) for
+    /// each; with --master, commands go to the primary the Sentinels name
+    /// and follow it across failovers (--redis then gives only the
+    /// primary's password and database).
+    #[arg(
+        long = "sentinel",
+        value_name = "HOST:PORT",
+        global = true,
+        env = "LATCHKEY_SENTINEL",
+        value_delimiter = ','
+    )]
+    sentinel: Vec<String>,
+
+    /// The master name the Sentinels monitor (with --sentinel).
+    #[arg(
+        long = "master",
+        value_name = "NAME",
+        global = true,
+        env = "LATCHKEY_SENTINEL_MASTER"
+    )]
+    master: Option<String>,
+
     /// Key prefix of every lock key [default: latchkey:]. Use "" to share
     /// locks with other clients' single-key locks (redis-py, redsync, …).
     #[arg(long, value_name = "PREFIX", global = true, env = "LATCHKEY_PREFIX")]
@@ -178,10 +200,18 @@ fn main() -> ExitCode {
         failure.print();
         return ExitCode::from(failure.code);
     }
+    let sentinel = match connect::sentinel_target(cli.sentinel, cli.master, &cli.redis) {
+        Ok(sentinel) => sentinel,
+        Err(failure) => {
+            failure.print();
+            return ExitCode::from(failure.code);
+        }
+    };
     let target = Target {
-        urls: cli.redis,
+        urls: connect::rejoin_sentinel_url(cli.redis),
         prefix: cli.prefix,
         tls: cli.tls,
+        sentinel,
     };
 
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -14,6 +14,8 @@
 //! [`ServerBuilder::tls`] and [`ClusterBuilder::tls`] make them serve TLS
 //! only (`--tls-port`, `--port 0`), with a CA, server and client
 //! certificates made at test time by [`TlsCerts::generate`] (feature `tls`).
+//! [`SentinelSet`] runs a primary, its replica and three Sentinels that
+//! fail it over (on request, or when the primary is killed).
 //!
 //! Servers never outlive the test that started them: they are killed on drop
 //! (also when the test panics), and on Linux also when the test process itself
@@ -54,6 +56,7 @@ mod cluster;
 mod ports;
 mod proxy;
 mod resp;
+mod sentinel;
 mod server;
 mod spawn;
 mod stats;
@@ -63,6 +66,7 @@ mod wait;
 pub use cluster::{key_slot, ClusterBuilder, ClusterNode, NodeRole, RedisCluster, SLOTS};
 pub use ports::{free_cluster_port, free_port};
 pub use proxy::{Proxy, ProxyMode};
+pub use sentinel::{SentinelBuilder, SentinelSet};
 pub use server::{RedisServer, ServerBuilder};
 pub use tls::{ClientAuth, TlsCerts};
 pub use wait::{eventually, eventually_blocking, Check, PATIENCE};

@@ -36,6 +36,8 @@ const LOG_TAIL_LINES: usize = 20;
 const LOG_FILE: &str = "redis.log";
 /// Config errors are printed to stderr before the log file is opened.
 const STDERR_FILE: &str = "stderr.log";
+/// A Sentinel's config file in its data dir.
+const SENTINEL_CONF: &str = "sentinel.conf";
 
 /// A private `redis-server` child process on a loopback port.
 ///
@@ -71,6 +73,9 @@ pub struct ServerBuilder {
     cluster: bool,
     /// TLS only (see `tls.rs`).
     tls: Option<crate::tls::ServerTls>,
+    /// A Sentinel (`--sentinel`) with this config, written to its data dir
+    /// on first launch (Sentinel rewrites it; a restart keeps its state).
+    sentinel_conf: Option<String>,
 }
 
 impl RedisServer {
@@ -321,6 +326,14 @@ impl ServerBuilder {
         }
     }
 
+    /// Makes the server a Sentinel (`redis-server CONF --sentinel`) whose
+    /// config file, in its data dir, starts as `conf`.
+    /// [`SentinelSet`](crate::SentinelSet) starts such servers.
+    pub(crate) fn sentinel(mut self, conf: String) -> Self {
+        self.sentinel_conf = Some(conf);
+        self
+    }
+
     /// Starts the server and waits until it answers PING.
     ///
     /// # Panics
@@ -374,6 +387,10 @@ impl ServerBuilder {
     /// The full `redis-server` command line for `port` and `dir`.
     fn command(&self, port: u16, dir: &Path) -> Command {
         let mut cmd = Command::new("redis-server");
+        if self.sentinel_conf.is_some() {
+            // The config file must come first.
+            cmd.arg(dir.join(SENTINEL_CONF)).arg("--sentinel");
+        }
         cmd.arg("--port").arg(port.to_string());
         cmd.args(["--bind", "127.0.0.1", "--protected-mode", "no"]);
         // No RDB snapshots: they fork and write in the background at
@@ -432,6 +449,15 @@ fn launch(config: &ServerBuilder, port: u16, dir: &Path) -> Result<Child, Launch
         port_in_use: false,
     })?;
 
+    if let Some(conf) = &config.sentinel_conf {
+        let path = dir.join(SENTINEL_CONF);
+        if !path.exists() {
+            fs::write(&path, conf).map_err(|e| LaunchError {
+                error: io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())),
+                port_in_use: false,
+            })?;
+        }
+    }
     let mut cmd = config.command(port, dir);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())

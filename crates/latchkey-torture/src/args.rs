@@ -25,6 +25,8 @@ faults above are left out):
   primary-kill      kill -9 the lock's primary; its replica takes over
   failover          CLUSTER FAILOVER on the lock's replica
   slot-migration    move the lock's slot, keys included, to another primary
+With --sentinel-set:
+  failover          SENTINEL FAILOVER (each takes about 10 s)
 
 A control scenario (no fencing, pause) always runs and must show violations.
 
@@ -70,6 +72,17 @@ pub struct TortureArgs {
     /// control at least 6s].
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub(crate) duration: Option<Duration>,
+
+    /// The lock on a private Sentinel set (a primary, a replica, 3
+    /// Sentinels), reached through the Sentinels; adds the failover fault.
+    /// Not with --redis. (Not `--sentinel`: that names the user's Sentinels.)
+    #[arg(long = "sentinel-set")]
+    pub(crate) sentinel_set: bool,
+
+    /// With --sentinel-set: every acquisition waits until the replica
+    /// acknowledges it (Lock::with_replicas).
+    #[arg(long = "with-replicas", requires = "sentinel_set")]
+    pub(crate) with_replicas: bool,
 
     /// The lock's TTL [default: 1s; with --quick: 500ms].
     #[arg(long, value_name = "D", value_parser = parse_duration)]

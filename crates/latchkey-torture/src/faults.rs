@@ -56,6 +56,9 @@ pub struct Needs {
     pub cluster: bool,
     /// One server (or Redlock's several): not a cluster.
     pub single: bool,
+    /// A deployment that can fail over: a private cluster (`--cluster`) or
+    /// Sentinel set (`--sentinel-set`).
+    pub replicated: bool,
 }
 
 impl Fault {
@@ -117,7 +120,7 @@ impl Fault {
             Fault::PubsubKill => "CLIENT KILL TYPE pubsub: drop every wake-up connection",
             Fault::RedlockMinority => "Redlock over 3 instances: kill -9 one, restart it empty after a TTL",
             Fault::PrimaryKill => "cluster: kill -9 the lock's primary; its replica takes over; the old one rejoins as a replica",
-            Fault::Failover => "cluster: CLUSTER FAILOVER on the lock's replica (a manual failover, nothing lost)",
+            Fault::Failover => "a manual failover (nothing lost): CLUSTER FAILOVER on the lock's replica (--cluster), SENTINEL FAILOVER (--sentinel-set; then the old primary rejoins as a replica)",
             Fault::SlotMigration => "cluster: move the lock's slot, keys included, to another primary",
         }
     }
@@ -147,9 +150,13 @@ impl Fault {
                 needs.single = true;
                 needs.redlock = true;
             }
-            Fault::PrimaryKill | Fault::Failover | Fault::SlotMigration => {
+            Fault::PrimaryKill | Fault::SlotMigration => {
                 needs.private_server = true;
                 needs.cluster = true;
+            }
+            Fault::Failover => {
+                needs.private_server = true;
+                needs.replicated = true;
             }
             Fault::Kill | Fault::Pause | Fault::DeleteKey | Fault::OverwriteKey => {}
         }
@@ -170,6 +177,7 @@ impl Fault {
                 | Fault::OverwriteKey
                 | Fault::Restart
                 | Fault::RestartAof
+                | Fault::Failover
         )
     }
 
@@ -211,7 +219,9 @@ pub enum Action {
     /// Cluster: start every node that is down (a killed primary rejoins as
     /// a replica of the one that replaced it).
     StartNodes,
-    /// Cluster: `CLUSTER FAILOVER` on a replica of the lock's primary.
+    /// Cluster: `CLUSTER FAILOVER` on a replica of the lock's primary;
+    /// Sentinel set: `SENTINEL FAILOVER`, once a replica is in sync (after
+    /// a failover: the old primary, about 10 s later).
     Failover,
     /// Cluster: move the lock's slot to another primary.
     MigrateSlot,
@@ -335,7 +345,7 @@ pub fn steps(
             vec![Action::Failover],
             Duration::ZERO,
             vec![],
-            "CLUSTER FAILOVER".into(),
+            "failover".into(),
         ),
         Fault::SlotMigration => (
             vec![Action::MigrateSlot],

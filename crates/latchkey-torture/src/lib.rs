@@ -127,15 +127,19 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
             "--fair: a Redlock (several --redis URLs) cannot be fair",
         ));
     }
-    let place = match (urls.is_empty(), args.cluster) {
-        (true, false) => Place::Private,
-        (true, true) => Place::Cluster,
-        (false, false) => Place::User(urls.to_vec()),
-        (false, true) => {
+    let place = match (urls.is_empty(), args.cluster, args.sentinel_set) {
+        (_, true, true) => return Err(Failure::usage("--cluster and --sentinel-set: choose one")),
+        (false, true, _) | (false, _, true) => {
             return Err(Failure::usage(
-                "--cluster starts a cluster of its own; it takes no --redis URL",
+                "--cluster and --sentinel-set start servers of their own; leave out --redis",
             ))
         }
+        (true, false, false) => Place::Private,
+        (true, true, false) => Place::Cluster,
+        (true, false, true) => Place::Sentinel {
+            replicas: args.with_replicas,
+        },
+        (false, false, false) => Place::User(urls.to_vec()),
     };
     let faketime = plan::find_faketime();
     let settings = Settings {
@@ -166,7 +170,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         slow_handoff: ttl / 5,
     };
 
-    let scenarios = plan::plan(&args.faults, !args.no_fencing, args.cluster);
+    let scenarios = plan::plan(&args.faults, !args.no_fencing, &place);
     println!("latchkey torture: seed {seed} (replay with --seed {seed})");
     println!(
         "  {} workers, TTL {}, {} per scenario, {} scenarios, {}",
@@ -177,6 +181,10 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         match &place {
             Place::Private => "on private redis-servers".to_owned(),
             Place::Cluster => "on a private Redis Cluster (3 primaries, a replica each)".to_owned(),
+            Place::Sentinel { replicas: false } => "on a private Sentinel set".to_owned(),
+            Place::Sentinel { replicas: true } => {
+                "on a private Sentinel set, acquisitions acknowledged by the replica".to_owned()
+            }
             Place::User(urls) => format!(
                 "on {}",
                 urls.iter()
@@ -189,7 +197,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
 
     // The resource: a server of its own, or keys of their own on the user's first server.
     let private_resource = match place {
-        Place::Private | Place::Cluster => Some(
+        Place::Private | Place::Cluster | Place::Sentinel { .. } => Some(
             tokio::task::spawn_blocking(|| latchkey_testkit::RedisServer::builder().try_start())
                 .await
                 .map_err(|e| Failure::new(INTERNAL, format!("starting redis-server: {e}")))?
@@ -202,7 +210,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     let resource_url = match (&private_resource, &place) {
         (Some(server), _) => server.url(),
         (None, Place::User(urls)) => urls[0].clone(),
-        (None, Place::Private | Place::Cluster) => {
+        (None, Place::Private | Place::Cluster | Place::Sentinel { .. }) => {
             unreachable!("a private run has a private resource")
         }
     };

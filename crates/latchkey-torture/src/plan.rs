@@ -11,18 +11,23 @@ use crate::scenario::{Place, Scenario};
 
 /// The scenarios of a run: a baseline without faults (unless faults were
 /// chosen), each fault alone, all of them mixed, and the control.
-pub fn plan(chosen: &[Fault], fenced: bool, cluster: bool) -> Vec<Scenario> {
+pub fn plan(chosen: &[Fault], fenced: bool, place: &Place) -> Vec<Scenario> {
     let mut faults: Vec<Fault> = Vec::new();
-    // By default the faults of this kind of deployment: a cluster's own and
-    // those of any server, or a single server's and those of any server.
+    // By default the faults this deployment can take: a cluster's own and
+    // those of any server; a Sentinel set's failover and those of any
+    // server; a single server's (or Redlock's) and those of any server.
+    let (cluster, replicated) = match place {
+        Place::Cluster => (true, true),
+        Place::Sentinel { .. } => (false, true),
+        Place::Private | Place::User(_) => (false, false),
+    };
     let default: Vec<Fault> = Fault::ALL
         .into_iter()
         .filter(|f| {
-            if cluster {
-                !f.needs().single
-            } else {
-                !f.needs().cluster
-            }
+            let needs = f.needs();
+            (cluster || !needs.cluster)
+                && (!cluster || !needs.single)
+                && (replicated || !needs.replicated)
         })
         .collect();
     for f in if chosen.is_empty() {
@@ -82,11 +87,18 @@ pub fn applicable(scn: &Scenario, place: &Place, faketime: bool) -> Result<Scena
         let needs = f.needs();
         let user = matches!(place, Place::User(_));
         let cluster = matches!(place, Place::Cluster);
+        let sentinel = matches!(place, Place::Sentinel { .. });
         if needs.cluster && !cluster {
             return Some("needs a Redis Cluster (--cluster)".into());
         }
+        if needs.replicated && !cluster && !sentinel {
+            return Some("needs --cluster or --sentinel-set".into());
+        }
         if needs.single && cluster {
             return Some("needs a single server, not a cluster".into());
+        }
+        if sentinel && (needs.proxy || needs.redlock || needs.aof || f == Fault::Restart) {
+            return Some("not with --sentinel-set (no proxy, no restart of a Sentinel set)".into());
         }
         if needs.private_server && user {
             return Some(
@@ -192,10 +204,13 @@ mod tests {
 
     #[test]
     fn the_default_plan_covers_every_fault_and_ends_with_the_control() {
-        let scenarios = plan(&[], true, false);
+        let scenarios = plan(&[], true, &Place::Private);
         assert_eq!(scenarios[0].name, "none");
         // Every fault but the cluster's, which a cluster run has.
-        for f in Fault::ALL.into_iter().filter(|f| !f.needs().cluster) {
+        for f in Fault::ALL
+            .into_iter()
+            .filter(|f| !f.needs().cluster && !f.needs().replicated)
+        {
             assert!(
                 scenarios.iter().any(|s| s.faults == [f] && s.fenced),
                 "{f:?}"
@@ -204,14 +219,38 @@ mod tests {
         let last = scenarios.last().unwrap();
         assert!(last.control && !last.fenced && last.faults == [Fault::Pause]);
         assert!(scenarios.iter().any(|s| s.name == "mixed"));
+        // Without --sentinel-set the failover is left out, not skipped.
+        let plain = plan(&[], true, &Place::Private);
+        assert!(plain.iter().all(|s| !s.faults.contains(&Fault::Failover)));
+    }
+
+    #[test]
+    fn the_failover_needs_the_sentinel_set_which_skips_proxies_and_restarts() {
+        let sentinel = Place::Sentinel { replicas: false };
+        let failover = &plan(&[Fault::Failover], true, &Place::Private)[0];
+        assert!(applicable(failover, &Place::Private, true).is_err());
+        assert!(applicable(failover, &sentinel, true).is_ok());
+        for f in [Fault::Restart, Fault::Blackhole, Fault::RedlockMinority] {
+            assert!(applicable(&plan(&[f], true, &Place::Cluster)[0], &sentinel, true).is_err());
+        }
+        assert!(applicable(
+            &plan(&[Fault::Kill], true, &Place::Cluster)[0],
+            &sentinel,
+            true
+        )
+        .is_ok());
     }
 
     #[test]
     fn chosen_faults_run_alone_then_mixed() {
-        let scenarios = plan(&[Fault::Kill, Fault::Pause, Fault::Kill], true, false);
+        let scenarios = plan(
+            &[Fault::Kill, Fault::Pause, Fault::Kill],
+            true,
+            &Place::Private,
+        );
         let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["kill", "pause", "mixed", "control"]);
-        let one = plan(&[Fault::Kill], false, false);
+        let one = plan(&[Fault::Kill], false, &Place::Private);
         assert_eq!(one.len(), 2);
         assert!(!one[0].fenced);
     }
@@ -219,29 +258,34 @@ mod tests {
     #[test]
     fn user_servers_skip_what_would_disturb_them() {
         let user = Place::User(vec!["redis://db:6379/".into()]);
-        let restart = &plan(&[Fault::Restart], true, false)[0];
+        let restart = &plan(&[Fault::Restart], true, &Place::Private)[0];
         assert!(applicable(restart, &user, true).is_err());
         assert!(applicable(restart, &Place::Private, true).is_ok());
-        let mixed = plan(&[Fault::Restart, Fault::Kill], true, false)
+        let mixed = plan(&[Fault::Restart, Fault::Kill], true, &Place::Private)
             .pop()
             .unwrap();
         assert_eq!(mixed.name, "control");
-        let mixed = &plan(&[Fault::Restart, Fault::Kill], true, false)[2];
+        let mixed = &plan(&[Fault::Restart, Fault::Kill], true, &Place::Private)[2];
         assert_eq!(
             applicable(mixed, &user, true).unwrap().faults,
             [Fault::Kill]
         );
-        let clock = &plan(&[Fault::Clock], true, false)[0];
+        let clock = &plan(&[Fault::Clock], true, &Place::Private)[0];
         assert!(applicable(clock, &Place::Private, false)
             .unwrap_err()
             .contains("libfaketime"));
         let tls = Place::User(vec!["rediss://db:6379/".into()]);
-        assert!(applicable(&plan(&[Fault::Blackhole], true, false)[0], &tls, true).is_err());
+        assert!(applicable(
+            &plan(&[Fault::Blackhole], true, &Place::Private)[0],
+            &tls,
+            true
+        )
+        .is_err());
     }
 
     #[test]
     fn a_cluster_run_has_the_cluster_faults_and_no_single_server_ones() {
-        let scenarios = plan(&[], true, true);
+        let scenarios = plan(&[], true, &Place::Cluster);
         let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
         for cluster_fault in [
             "primary-kill",
@@ -261,11 +305,13 @@ mod tests {
         ] {
             assert!(!names.contains(&single), "{names:?}");
         }
-        assert!(!plan(&[], true, false).iter().any(|s| s.name == "failover"));
-        let failover = &plan(&[Fault::Failover], true, true)[0];
+        assert!(!plan(&[], true, &Place::Private)
+            .iter()
+            .any(|s| s.name == "failover"));
+        let failover = &plan(&[Fault::Failover], true, &Place::Cluster)[0];
         assert!(applicable(failover, &Place::Private, true).is_err());
         assert!(applicable(failover, &Place::Cluster, true).is_ok());
-        let restart = &plan(&[Fault::Restart], true, false)[0];
+        let restart = &plan(&[Fault::Restart], true, &Place::Private)[0];
         assert!(applicable(restart, &Place::Cluster, true).is_err());
     }
 }

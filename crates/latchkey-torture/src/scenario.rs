@@ -56,6 +56,7 @@ impl Scenario {
                 aof: a.aof || b.aof,
                 cluster: a.cluster || b.cluster,
                 single: a.single || b.single,
+                replicated: a.replicated || b.replicated,
             }
         })
     }
@@ -126,8 +127,9 @@ pub async fn run(
         let mut proxies = Vec::new();
         let mut lock_urls = Vec::new();
         for server in &runner.servers {
-            if server.is_cluster() {
-                // Cluster clients connect to the nodes they discover.
+            if server.is_cluster() || server.is_sentinel() {
+                // Cluster clients connect to the nodes they discover, and a
+                // Sentinel set's to the primary the Sentinels name.
                 lock_urls.push(server.url().to_owned());
                 continue;
             }
@@ -174,6 +176,7 @@ pub async fn run(
             think_min: settings.think.0,
             think_max: settings.think.1,
             command_timeout: settings.command_timeout,
+            replicas: matches!(place, Place::Sentinel { replicas: true }),
         };
         runner.slots.push(Slot {
             spec,
@@ -389,7 +392,9 @@ impl Runner<'_> {
         // commands) and exits; give it that, generously.
         let grace =
             self.settings.hold.1 + self.settings.command_timeout * 4 + Duration::from_secs(5);
-        let deadline = ns_instant(end_ns) + grace;
+        // A fault that outlasted the scenario (a failover waits for the
+        // set to heal) leaves the workers done already: still reap them.
+        let deadline = (ns_instant(end_ns) + grace).max(Instant::now() + Duration::from_secs(2));
         for id in 0..self.slots.len() {
             let Some(mut child) = self.slots[id].child.take() else {
                 continue;

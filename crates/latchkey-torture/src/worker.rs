@@ -65,6 +65,8 @@ pub struct Spec {
     pub think_min: Duration,
     pub think_max: Duration,
     pub command_timeout: Duration,
+    /// Every acquisition waits for one replica (`--sentinel --replicas`).
+    pub replicas: bool,
 }
 
 impl Spec {
@@ -87,6 +89,7 @@ impl Spec {
             "think_min_ms": self.think_min.as_millis() as u64,
             "think_max_ms": self.think_max.as_millis() as u64,
             "command_timeout_ms": self.command_timeout.as_millis() as u64,
+            "replicas": self.replicas,
         })
         .to_string()
     }
@@ -132,6 +135,7 @@ impl Spec {
             think_min: ms("think_min_ms")?,
             think_max: ms("think_max_ms")?,
             command_timeout: ms("command_timeout_ms")?,
+            replicas: v["replicas"].as_bool().unwrap_or(false),
         })
     }
 }
@@ -360,6 +364,10 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
                 Err(e) => Err(e),
             }
         };
+        let attempt = attempt.and_then(|lock| match spec.replicas {
+            true => lock.with_replicas_within(1, spec.command_timeout / 2),
+            false => Ok(lock),
+        });
         match attempt {
             Ok(lock) => return Some(lock.with_watchdog()),
             Err(e) if e.is_transient() && mono_ns() < spec.end_ns => {
@@ -397,6 +405,7 @@ mod tests {
             think_min: Duration::from_millis(250),
             think_max: Duration::from_millis(500),
             command_timeout: Duration::from_millis(800),
+            replicas: true,
         };
         assert_eq!(Spec::from_json(&spec.to_json()), Ok(spec));
         assert!(Spec::from_json("{}").is_err());

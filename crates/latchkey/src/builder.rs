@@ -12,9 +12,12 @@ use redis::aio::ConnectionManager;
 use crate::connection::{Connection, Kind};
 use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
+use crate::sentinel::SentinelSpec;
 use crate::session::{Session, SessionInner, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 use crate::tls::{Pem, TlsOptions};
 use crate::token::Identity;
+
+mod sentinel;
 
 /// Options for a [`Client`](crate::Client); made by
 /// [`Client::builder`](crate::Client::builder), connected by
@@ -28,6 +31,8 @@ pub struct ClientBuilder {
     replicas: Vec<String>,
     metrics_labels: MetricsLabels,
     tls: TlsOptions,
+    /// Set: the URL gives the primary's settings, the Sentinels its address.
+    sentinel: Option<SentinelSpec>,
 }
 
 impl ClientBuilder {
@@ -122,8 +127,27 @@ impl ClientBuilder {
                 "pubsub ping interval must be positive".into(),
             ));
         }
-        let redis = crate::tls::redis_client(&self.url, &self.tls)?;
-        let replicas = crate::tls::replica_clients(&self.replicas, &self.tls)?;
+        let mut this = self;
+        if let Some(parsed) = crate::sentinel::parse_url(&this.url) {
+            let (spec, template) = parsed.map_err(|e| {
+                Error::InvalidInput(format!("bad Sentinel URL {:?}: {e}", this.url))
+            })?;
+            this.sentinel = Some(spec);
+            this.url = template;
+        }
+        let redis = crate::tls::redis_client(&this.url, &this.tls)?;
+        let replicas = crate::tls::replica_clients(&this.replicas, &this.tls)?;
+        match this.sentinel.take() {
+            Some(spec) => this.open_sentinel(spec, redis, replicas).await,
+            None => this.open_standalone(redis, replicas).await,
+        }
+    }
+
+    async fn open_standalone(
+        self,
+        redis: redis::Client,
+        replicas: Vec<redis::Client>,
+    ) -> Result<Session> {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.command_timeout))
             .set_response_timeout(Some(self.command_timeout))
@@ -143,6 +167,17 @@ impl ClientBuilder {
             }
         };
         let (conn, answered) = self.cluster_or(standalone).await?;
+        self.session(redis, replicas, conn, answered).await
+    }
+
+    /// The session over `conn`; checks it may be used unless `answered`.
+    pub(super) async fn session(
+        self,
+        redis: redis::Client,
+        replicas: Vec<redis::Client>,
+        conn: Connection,
+        answered: bool,
+    ) -> Result<Session> {
         // The cluster subscriber (started on first use) connects with the
         // same certificates as the command connection.
         let cluster_certs = if conn.is_cluster() {
@@ -227,6 +262,7 @@ impl ClientBuilder {
             replicas: Vec::new(),
             metrics_labels: MetricsLabels::None,
             tls: TlsOptions::default(),
+            sentinel: None,
         }
     }
 }

@@ -75,6 +75,24 @@ impl Client {
         ClientBuilder::new(url)
     }
 
+    /// Starts building a client for the primary that the Redis Sentinels at
+    /// `sentinels` (`host:port` each) name for `master`, followed across
+    /// failovers; see [`ClientBuilder::sentinel`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> latchkey::Result<()> {
+    /// let client = latchkey::Client::builder_sentinel(["10.0.0.1:26379", "10.0.0.2:26379"], "jobs")
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_sentinel<S: AsRef<str>>(
+        sentinels: impl IntoIterator<Item = S>,
+        master: &str,
+    ) -> ClientBuilder {
+        ClientBuilder::new("redis://127.0.0.1/").sentinel(sentinels, master)
+    }
+
     /// The key prefix in force.
     pub fn prefix(&self) -> &[u8] {
         self.session.prefix()

@@ -1,6 +1,7 @@
 //! The command connection (layer 2): to a standalone server, or to a Redis
 //! Cluster through redis-rs's cluster client, chosen by asking the server
-//! (`INFO cluster`). Everything above sends commands through it and does
+//! (`INFO cluster`), or to the primary that Redis Sentinels name
+//! (`crate::sentinel`). Everything above sends commands through it and does
 //! not care which: on a cluster each command goes to the node that serves
 //! its first key's slot, and layout 3 keeps every key of one lock in one
 //! slot (`docs/protocol.md`).
@@ -8,6 +9,8 @@
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use crate::sentinel::SentinelConnection;
 
 /// A handle to a client's command connection (cheap to clone; it reconnects
 /// by itself), for commands latchkey has no method for: use it with
@@ -20,6 +23,7 @@ pub struct Connection(pub(crate) Kind);
 pub(crate) enum Kind {
     Standalone(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(SentinelConnection),
 }
 
 impl Connection {
@@ -77,10 +81,10 @@ impl Connection {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if self.is_cluster() {
-            "cluster"
-        } else {
-            "standalone"
+        let kind = match self.0 {
+            Kind::Standalone(_) => "standalone",
+            Kind::Cluster(_) => "cluster",
+            Kind::Sentinel(_) => "sentinel",
         };
         f.debug_tuple("Connection").field(&kind).finish()
     }
@@ -91,6 +95,7 @@ impl ConnectionLike for Connection {
         match &mut self.0 {
             Kind::Standalone(conn) => conn.req_packed_command(cmd),
             Kind::Cluster(conn) => conn.req_packed_command(cmd),
+            Kind::Sentinel(conn) => conn.req_packed_command(cmd),
         }
     }
 
@@ -103,6 +108,7 @@ impl ConnectionLike for Connection {
         match &mut self.0 {
             Kind::Standalone(conn) => conn.req_packed_commands(pipeline, offset, count),
             Kind::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Kind::Sentinel(conn) => conn.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -110,6 +116,7 @@ impl ConnectionLike for Connection {
         match &self.0 {
             Kind::Standalone(conn) => conn.get_db(),
             Kind::Cluster(conn) => conn.get_db(),
+            Kind::Sentinel(conn) => conn.get_db(),
         }
     }
 }

@@ -184,6 +184,22 @@ pub enum Error {
     #[error("not supported: {0}")]
     Unsupported(&'static str),
 
+    /// A lock made [`with_replicas`](crate::Lock::with_replicas) was taken,
+    /// but fewer replicas than asked acknowledged it (`WAIT`) within the
+    /// replica timeout, so it could be lost in a failover: it was released
+    /// again. Transient: the replicas may catch up or come back.
+    #[error("lock {name:?}: only {acked} of {wanted} replicas acknowledged it within {waited:?}; it was released")]
+    TooFewReplicas {
+        /// The lock's name, lossily decoded as UTF-8.
+        name: String,
+        /// How many replicas were asked for.
+        wanted: usize,
+        /// How many acknowledged in time.
+        acked: usize,
+        /// How long `WAIT` waited.
+        waited: Duration,
+    },
+
     /// Any other error reported by Redis or the client library.
     #[error("Redis error: {0}")]
     Redis(#[source] redis::RedisError),
@@ -231,6 +247,7 @@ impl Error {
                 | Error::NoQuorum { .. }
                 | Error::OutOfMemory(_)
                 | Error::ReadOnlyReplica(_)
+                | Error::TooFewReplicas { .. }
         )
     }
 

@@ -85,8 +85,9 @@
 //!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
 //!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
 //!    ([`MetricsLabels`]).
-//! 2. **Transport**: `connection` ([`Connection`]: standalone or cluster),
-//!    `builder` (the options and connecting: [`ClientBuilder`]),
+//! 2. **Transport**: `connection` ([`Connection`]: standalone, cluster or
+//!    Sentinel), `sentinel` (the primary Sentinels name, followed across
+//!    failovers), `builder` (the options and connecting: [`ClientBuilder`]),
 //!    `session` (one server's command connection, options, background
 //!    work: [`DEFAULT_COMMAND_TIMEOUT`], [`DEFAULT_PREFIX`]), `tls` (`rediss://`: CA and client
 //!    certificates), `subscriber` (the shared pub/sub connection and
@@ -95,9 +96,12 @@
 //!    single server (`backend/single.rs`) or Redlock's N instances
 //!    (`backend/redlock/`: the group, its rounds, and every quorum rule in
 //!    `tally.rs`; [`Fencing`], [`MIN_INSTANCE_TIMEOUT`],
-//!    [`MAX_INSTANCE_TIMEOUT`]). A Redis Cluster is not a backend: it is a
-//!    kind of connection under the single-server backend (each lock's keys
-//!    share a slot), with a sharded subscriber (`subscriber/sharded.rs`).
+//!    [`MAX_INSTANCE_TIMEOUT`]), and `backend/replicas.rs` (`WAIT` for a
+//!    lock's replicas on its own node; [`DEFAULT_REPLICA_TIMEOUT`]). A Redis
+//!    Cluster or a Sentinel-watched primary is not a backend: each is a
+//!    kind of connection under the single-server backend (on a cluster each
+//!    lock's keys share a slot, and the subscriber is sharded:
+//!    `subscriber/sharded.rs`).
 //! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
 //!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
 //!    `handoff` (when a release wakes this process's waiters), `fair` and
@@ -136,6 +140,7 @@ mod token;
 mod builder;
 mod connection;
 mod queue;
+mod sentinel;
 mod session;
 mod subscriber;
 mod tls;
@@ -178,6 +183,7 @@ pub use builder::ClientBuilder;
 pub use connection::Connection;
 pub use session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
+pub use backend::replicas::DEFAULT_REPLICA_TIMEOUT;
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
 pub use barrier::Barrier;

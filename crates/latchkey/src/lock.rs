@@ -49,6 +49,7 @@ impl std::fmt::Debug for Lock {
             .field("renew_every", &self.inner.renew_every)
             .field("fenced", &self.inner.fenced)
             .field("fair_lease", &self.inner.fair_lease)
+            .field("replicas", &self.inner.replicas)
             .finish()
     }
 }
@@ -74,6 +75,7 @@ impl Lock {
                 renew_every: None,
                 fenced: false,
                 fair_lease: None,
+                replicas: None,
             }),
         })
     }
@@ -121,6 +123,40 @@ impl Lock {
             )));
         }
         Arc::make_mut(&mut self.inner).renew_every = Some(every);
+        Ok(self)
+    }
+
+    /// Makes every acquisition wait until `n` replicas of the lock's server
+    /// acknowledge it (`WAIT n`), at most [`DEFAULT_REPLICA_TIMEOUT`](crate::DEFAULT_REPLICA_TIMEOUT);
+    /// see [`Lock::with_replicas_within`].
+    pub fn with_replicas(self, n: usize) -> Result<Self> {
+        self.with_replicas_within(n, crate::backend::replicas::DEFAULT_REPLICA_TIMEOUT)
+    }
+
+    /// Makes every acquisition wait, at most `timeout`, until `n` replicas
+    /// of the lock's server acknowledge it: after the lock (and, with
+    /// [`with_fencing`](Lock::with_fencing), its fencing token) is taken,
+    /// `WAIT n timeout` is sent on the same connection, to the server that
+    /// holds the key (on a Redis Cluster, the primary of the key's slot).
+    /// When fewer acknowledge in time, the lock is released again and the
+    /// acquisition fails with [`Error::TooFewReplicas`] (a waiting acquire
+    /// retries it, as any transient error, until its deadline). `n = 0`
+    /// turns this off.
+    ///
+    /// This makes losing a lock in a failover rare, not impossible: `WAIT`
+    /// does not make Redis consistent (see `docs/reliability.md`,
+    /// "Replicated acquisition"). Renewals do not wait. A `WAIT` that runs
+    /// into its timeout holds the client's other commands back as long
+    /// (they share its connection). An acquisition cancelled while it waits
+    /// for the replicas releases the lock in the background, as any
+    /// cancelled acquisition does (see [`Lock::try_acquire`]).
+    ///
+    /// Fails with [`Error::InvalidInput`] for a Redlock (each instance is
+    /// its own primary), or a timeout that is zero or not shorter than the
+    /// client's command timeout.
+    pub fn with_replicas_within(mut self, n: usize, timeout: Duration) -> Result<Self> {
+        crate::backend::replicas::check(&self.inner.backend, timeout)?;
+        Arc::make_mut(&mut self.inner).replicas = (n > 0).then_some((n, timeout));
         Ok(self)
     }
 
@@ -189,6 +225,7 @@ impl Lock {
                 fencing_token,
                 valid_until,
             } => {
+                let pending = self.replicated(&token, pending).await?;
                 pending.disarm();
                 Ok(Some(LockGuard::new(
                     self.inner.clone(),
@@ -309,6 +346,10 @@ impl Lock {
                 self.attempt_mode(true),
             )
             .await?;
+        let pending = match attempt {
+            Attempt::Acquired { .. } => self.replicated(&token, pending).await?,
+            Attempt::Busy { .. } => pending,
+        };
         pending.disarm();
         Ok(match attempt {
             Attempt::Acquired {
@@ -327,6 +368,43 @@ impl Lock {
                 retry_in,
                 announced,
             }),
+        })
+    }
+}
+
+impl Lock {
+    /// For a lock made [`with_replicas`](Lock::with_replicas): waits for
+    /// the replicas; when too few acknowledge, releases the lock just taken
+    /// (in the background if that fails) and says so. An error leaves
+    /// `pending` to release the lock.
+    async fn replicated<'a>(
+        &'a self,
+        token: &str,
+        pending: PendingAttempt<'a>,
+    ) -> Result<PendingAttempt<'a>> {
+        let Some((wanted, timeout)) = self.inner.replicas else {
+            return Ok(pending);
+        };
+        let backend = &self.inner.backend;
+        let acked = backend
+            .wait_replicas(&self.inner.keys, wanted, timeout)
+            .await?;
+        if acked >= wanted {
+            return Ok(pending);
+        }
+        if backend
+            .release(&self.inner.keys, token, false)
+            .await
+            .is_ok()
+        {
+            pending.disarm();
+            backend.wake_local(&self.inner.keys);
+        }
+        Err(Error::TooFewReplicas {
+            name: self.inner.display_name().into_owned(),
+            wanted,
+            acked,
+            waited: timeout,
         })
     }
 }

@@ -24,6 +24,7 @@ use redis::{FromRedisValue, Script};
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
+use crate::sentinel::Source;
 use crate::subscriber::Subscriber;
 use crate::token::Identity;
 
@@ -84,10 +85,7 @@ pub(crate) struct SessionInner {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field(
-                "server",
-                &self.inner.redis.get_connection_info().addr().to_string(),
-            )
+            .field("server", &self.server())
             .field("prefix", &String::from_utf8_lossy(&self.inner.prefix))
             .field("command_timeout", &self.inner.command_timeout)
             .finish()
@@ -107,7 +105,16 @@ impl Session {
 
     /// The host and port of the server, for messages.
     pub(crate) fn server(&self) -> String {
-        self.inner.redis.get_connection_info().addr().to_string()
+        self.source().server()
+    }
+
+    /// What the shared subscriber connects to: the server, or the primary
+    /// the Sentinels name.
+    fn source(&self) -> Source {
+        match &self.inner.conn.0 {
+            crate::connection::Kind::Sentinel(conn) => Source::Sentinel(conn.clone()),
+            _ => Source::Fixed(Box::new(self.inner.redis.clone())),
+        }
     }
 
     /// A handle to the client's shared command connection (it reconnects by
@@ -222,7 +229,7 @@ impl Session {
                 );
             }
             Subscriber::start(
-                self.inner.redis.clone(),
+                self.source(),
                 self.inner.command_timeout,
                 self.inner.pubsub_ping_every,
             )
@@ -237,7 +244,7 @@ impl Session {
                 .iter()
                 .map(|replica| {
                     Subscriber::start(
-                        replica.clone(),
+                        Source::Fixed(Box::new(replica.clone())),
                         self.inner.command_timeout,
                         self.inner.pubsub_ping_every,
                     )

@@ -22,6 +22,9 @@ pub(crate) struct LockSpec {
     pub(crate) fenced: bool,
     /// A fair lock's waiter lease (`Lock::fair`); `None`: a barging lock.
     pub(crate) fair_lease: Option<Duration>,
+    /// Replicas that must acknowledge an acquisition (`WAIT`), and how long
+    /// to wait for them: see [`Lock::with_replicas`](crate::Lock::with_replicas).
+    pub(crate) replicas: Option<(usize, std::time::Duration)>,
     /// The `lock` label of this lock's metrics, computed once.
     pub(crate) metrics_label: LockLabel,
     /// This client's queue and guard count for the name, looked up once.

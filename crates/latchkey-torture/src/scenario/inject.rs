@@ -51,14 +51,30 @@ impl Runner<'_> {
                             let urls = cluster_urls(cluster);
                             on_cluster(&urls, args).await?;
                         }
-                        _ => admin(server.url(), args).await?,
+                        _ => admin(&admin_url(server).await?, args).await?,
                     }
                 }
                 Ok(())
             }
+            Action::Failover if matches!(self.servers.first(), Some(LockServer::Sentinel(..))) => {
+                let Some(LockServer::Sentinel(set, _)) = self.servers.first() else {
+                    return Err("a failover needs --sentinel-set".into());
+                };
+                let set = set.clone();
+                tokio::task::spawn_blocking(move || {
+                    let set = set.lock().unwrap_or_else(PoisonError::into_inner);
+                    // A failover needs a replica in sync: after the last
+                    // one, the old primary once Sentinel has made it one
+                    // (about 10 s later).
+                    set.wait_replicas_synced();
+                    set.failover();
+                })
+                .await
+                .map_err(|e| format!("failing over: {e}"))
+            }
             Action::KillPrimary | Action::StartNodes | Action::Failover | Action::MigrateSlot => {
                 let Some(LockServer::Cluster(cluster, _)) = self.servers.first() else {
-                    return Err("only a private cluster can be failed over".into());
+                    return Err("a failover needs --cluster or --sentinel-set".into());
                 };
                 let (cluster, action) = (cluster.clone(), action.clone());
                 let slot = latchkey_testkit::key_slot(self.lock_key.as_bytes());
@@ -114,6 +130,23 @@ impl Runner<'_> {
         }
         Ok(())
     }
+}
+
+/// Where admin commands for `server` go: its URL, or for a Sentinel set
+/// the primary's now.
+async fn admin_url(server: &LockServer) -> Result<String, String> {
+    let LockServer::Sentinel(set, _) = server else {
+        return Ok(server.url().to_owned());
+    };
+    let set = set.clone();
+    tokio::task::spawn_blocking(move || {
+        set.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .primary()
+            .url()
+    })
+    .await
+    .map_err(|e| format!("asking the Sentinels: {e}"))
 }
 
 /// Runs one admin command on a lock server, on a connection of its own

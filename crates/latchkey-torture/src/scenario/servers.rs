@@ -1,10 +1,11 @@
 //! Where a scenario's lock lives: a private redis-server (or three, for
-//! Redlock), a private Redis Cluster (`--cluster`), or the user's servers.
+//! Redlock), a private Redis Cluster (`--cluster`) or Sentinel set
+//! (`--sentinel-set`), or the user's servers.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use latchkey_testkit::{RedisCluster, RedisServer};
+use latchkey_testkit::{RedisCluster, RedisServer, SentinelSet};
 
 use crate::faults::Needs;
 
@@ -14,6 +15,11 @@ pub enum Place {
     Private,
     /// A Redis Cluster of our own: 3 primaries with a replica each.
     Cluster,
+    /// A private Sentinel set (`--sentinel-set`); `replicas`: acquisitions
+    /// wait for the replica (`--with-replicas`).
+    Sentinel {
+        replicas: bool,
+    },
     User(Vec<String>),
 }
 
@@ -24,26 +30,44 @@ pub(super) enum LockServer {
     /// Ours, a cluster (its seed node's URL): we kill, fail over and
     /// reshard it, on blocking threads too.
     Cluster(Arc<Mutex<RedisCluster>>, String),
+    /// Ours, reached through its Sentinels (a `redis+sentinel://` URL).
+    Sentinel(Arc<Mutex<SentinelSet>>, String),
     User(String),
 }
 
 impl LockServer {
     pub(super) fn url(&self) -> &str {
         match self {
-            LockServer::Private(_, url) | LockServer::Cluster(_, url) | LockServer::User(url) => {
-                url
-            }
+            LockServer::Private(_, url)
+            | LockServer::Cluster(_, url)
+            | LockServer::Sentinel(_, url)
+            | LockServer::User(url) => url,
         }
     }
 
     pub(super) fn is_cluster(&self) -> bool {
         matches!(self, LockServer::Cluster(..))
     }
+
+    pub(super) fn is_sentinel(&self) -> bool {
+        matches!(self, LockServer::Sentinel(..))
+    }
 }
 
 pub(super) async fn start_servers(place: &Place, needs: Needs) -> Result<Vec<LockServer>, String> {
     match place {
         Place::User(urls) => Ok(urls.iter().cloned().map(LockServer::User).collect()),
+        Place::Sentinel { .. } => {
+            let set = tokio::task::spawn_blocking(SentinelSet::start)
+                .await
+                .map_err(|e| format!("cannot start a private Sentinel set: {e}"))?;
+            let url = format!(
+                "redis+sentinel://{}/{}",
+                set.sentinel_addrs().join(","),
+                set.master_name()
+            );
+            Ok(vec![LockServer::Sentinel(Arc::new(Mutex::new(set)), url)])
+        }
         Place::Cluster => {
             let cluster = tokio::task::spawn_blocking(|| {
                 std::panic::catch_unwind(|| {

@@ -6,6 +6,7 @@
 
 pub(crate) mod fair;
 pub(crate) mod redlock;
+pub(crate) mod replicas;
 mod single;
 
 use std::time::{Duration, Instant};
@@ -111,6 +112,21 @@ impl Backend {
         match self {
             Backend::Single(client) => client.extend_once(keys, token, ttl).await,
             Backend::Redlock(redlock) => redlock.extend_all(keys, token, ttl).await,
+        }
+    }
+
+    /// `WAIT`s, at most `timeout`, until `n` replicas acknowledged the
+    /// writes sent so far, on the server of `keys`; returns how many did.
+    /// A Redlock never gets here (`Lock::with_replicas` refuses it): 0.
+    pub(crate) async fn wait_replicas(
+        &self,
+        keys: &LockKeys,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<usize> {
+        match self {
+            Backend::Single(session) => session.wait_replicas(keys, n, timeout).await,
+            Backend::Redlock(_) => Ok(0),
         }
     }
 

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::commands::subscribe_checked;
 use super::registry::{count_releases, lock, Event, Published, Request, Shared, Topic};
 use crate::error::Error;
+use crate::sentinel::Source;
 
 /// Requests taken from the queue at a time: bounds one batch's commands
 /// (and the time messages wait behind them).
@@ -31,7 +32,7 @@ const RELEASE_LINGER: Duration = Duration::from_millis(50);
 /// Serves the subscriber until its last handle and subscription are gone
 /// (the request channel closes, or the registry can no longer be upgraded).
 pub(super) async fn actor(
-    client: redis::Client,
+    source: Source,
     shared: Weak<Shared>,
     mut inbox: mpsc::UnboundedReceiver<Request>,
     timeout: Duration,
@@ -39,12 +40,17 @@ pub(super) async fn actor(
 ) {
     let mut backoff = Duration::from_millis(10);
     let mut reconnecting = false;
-    let server = client.get_connection_info().addr().to_string();
+    let mut server = source.server();
+    // Told when the Sentinels name another primary: reconnect there.
+    let mut moved = source.moved();
     loop {
         // A new connection starts empty: releases count down the registry,
         // there is nothing to unsubscribe.
         count_releases(&shared);
-        let connected = match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
+        if let Some(moved) = &mut moved {
+            moved.mark_unchanged();
+        }
+        let connected = match tokio::time::timeout(timeout, source.pubsub()).await {
             Ok(Ok(pubsub)) => Some(pubsub),
             Ok(Err(e)) => {
                 tracing::warn!(%server, error = %e, "subscriber connection failed; waiters poll until it is back");
@@ -67,6 +73,7 @@ pub(super) async fn actor(
             continue;
         };
         backoff = Duration::from_millis(10);
+        server = source.server();
         let (mut sink, mut stream) = pubsub.split();
 
         // Subscribe to everything that is wanted now.
@@ -153,6 +160,10 @@ pub(super) async fn actor(
                         break;
                     }
                 }
+                _ = primary_moved(&mut moved) => {
+                    tracing::warn!(%server, "the Sentinels name another primary; reconnecting");
+                    break;
+                }
                 _ = ping.tick() => {
                     // Any reply will do: a subscribed RESP2 connection
                     // answers `["pong", ""]`, not `PONG`, which a `String`
@@ -172,6 +183,16 @@ pub(super) async fn actor(
             }
         }
     }
+}
+
+/// Completes when the Sentinels name another primary; never without Sentinels.
+async fn primary_moved(moved: &mut Option<tokio::sync::watch::Receiver<Option<(String, u16)>>>) {
+    if let Some(moved) = moved {
+        if moved.changed().await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending().await
 }
 
 /// Answers every queued subscribe with an error and counts the releases.

@@ -44,6 +44,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::error::{Error, Result};
+use crate::sentinel::Source;
 
 mod actor;
 mod commands;
@@ -71,13 +72,13 @@ pub(crate) struct Subscription {
 }
 
 impl Subscriber {
-    /// Starts the actor. Needs a tokio runtime.
-    pub(crate) fn start(client: redis::Client, timeout: Duration, ping_every: Duration) -> Self {
+    /// Starts the actor, which connects to `source`. Needs a tokio runtime.
+    pub(crate) fn start(source: Source, timeout: Duration, ping_every: Duration) -> Self {
         let (subscriber, inbox) = Self::new(false, timeout);
         // The actor holds the registry weakly: when the last client handle and
         // subscription are gone, the request channel closes and it exits.
         tokio::spawn(actor::actor(
-            client,
+            source,
             Arc::downgrade(&subscriber.shared),
             inbox,
             timeout,
