@@ -87,7 +87,8 @@
 //!    `handoff` (when a release wakes this process's waiters), `by_token`,
 //!    `fence` ([`FencedResource`], [`FencedWrite`]), `signal` and
 //!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
-//!    ([`LockInfo`]).
+//!    ([`LockInfo`]), `election_spec` ([`Leader`]), `election` ([`Election`]), `leadership`
+//!    ([`Leadership`]) and `observe` ([`Observer`]).
 //! 5. **Facades**: [`Client`] and [`Redlock`], thin: each method is a few
 //!    lines over the primitive that does the work.
 //!
@@ -118,12 +119,16 @@ mod subscriber;
 mod backend;
 // 4. Primitives
 mod by_token;
+mod election;
+mod election_spec;
 mod fence;
 mod guard;
 mod handoff;
 mod inspect;
+mod leadership;
 mod listener;
 mod lock;
+mod observe;
 mod signal;
 mod signal_wire;
 mod spec;
@@ -145,11 +150,15 @@ pub use session::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
+pub use election::Election;
+pub use election_spec::Leader;
 pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
 pub use inspect::LockInfo;
+pub use leadership::Leadership;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
+pub use observe::Observer;
 pub use watchdog::LostSignal;
 // 5. Facades
 pub use client::Client;

@@ -29,3 +29,11 @@ pub(crate) static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));
 pub(crate) static SIGNAL_ONE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/signal_one.lua")));
+pub(crate) static ELECT_CAMPAIGN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/elect_campaign.lua")));
+pub(crate) static ELECT_PROCLAIM: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/elect_proclaim.lua")));
+pub(crate) static ELECT_RESIGN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/elect_resign.lua")));
+pub(crate) static ELECT_LEADER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/elect_leader.lua")));
