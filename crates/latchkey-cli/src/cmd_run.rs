@@ -145,7 +145,7 @@ fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Failure> {
 /// as the process. It is not inherited by CMD's own children (cleared on
 /// fork), and other systems have no equivalent: docs/cli.md says so.
 #[cfg(target_os = "linux")]
-fn die_with_us(cmd: &mut tokio::process::Command) {
+pub(crate) fn die_with_us(cmd: &mut tokio::process::Command) {
     // Recorded before the fork: if we die between fork and prctl, the child
     // is reparented and the death signal would never come.
     // SAFETY: getpid(2) cannot fail and has no preconditions.
@@ -175,7 +175,7 @@ fn die_with_us(cmd: &mut tokio::process::Command) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_us(_cmd: &mut tokio::process::Command) {}
+pub(crate) fn die_with_us(_cmd: &mut tokio::process::Command) {}
 
 /// Waits for CMD, forwarding signals, and stops it if the lock is lost.
 async fn supervise(
@@ -207,6 +207,19 @@ async fn supervise(
 
     // Lost: the command must stop touching whatever the lock protects.
     tracing::warn!("lock lost; sending SIGTERM to the command's process group");
+    let how = stop_group(&mut child, group, grace).await;
+    Err(Failure::new(
+        exit::LOCK_LOST,
+        format!(
+            "lost lock {:?} while the command ran (expired or taken over); {how} to the command",
+            String::from_utf8_lossy(guard.name())
+        ),
+    ))
+}
+
+/// Stops CMD's process group: SIGTERM, then SIGKILL if anything in it is
+/// still alive after `grace`. Says what it sent.
+pub(crate) async fn stop_group(child: &mut Child, group: libc::pid_t, grace: Duration) -> String {
     kill_group(group, libc::SIGTERM);
     let give_up = Instant::now() + grace;
     let leader = tokio::select! {
@@ -223,21 +236,14 @@ async fn supervise(
         kill_group(group, libc::SIGKILL);
         let _ = child.wait().await;
     }
-    let how = if killed {
+    if killed {
         format!(
             "sent SIGTERM, then SIGKILL after {}",
             duration::human(grace)
         )
     } else {
         "sent SIGTERM".to_owned()
-    };
-    Err(Failure::new(
-        exit::LOCK_LOST,
-        format!(
-            "lost lock {:?} while the command ran (expired or taken over); {how} to the command",
-            String::from_utf8_lossy(guard.name())
-        ),
-    ))
+    }
 }
 
 /// Releases the lock after CMD ended. A failure is not CMD's failure: warn,
@@ -254,7 +260,7 @@ async fn release(guard: LockGuard, name: &str, ttl: Duration) {
 }
 
 /// Shell convention: the exit code, or 128+N for death by signal N.
-fn exit_code(status: ExitStatus) -> u8 {
+pub(crate) fn exit_code(status: ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code as u8,
         (None, Some(signo)) => 128u8.saturating_add(signo as u8),
@@ -262,7 +268,7 @@ fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-fn kill_group(group: libc::pid_t, signo: libc::c_int) {
+pub(crate) fn kill_group(group: libc::pid_t, signo: libc::c_int) {
     // SAFETY: kill(2) has no memory-safety preconditions. `group` is the
     // process group of our unreaped child (or of its remaining members), so
     // it cannot have been reused. ESRCH (group empty) is fine to ignore.

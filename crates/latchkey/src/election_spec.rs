@@ -173,11 +173,19 @@ pub(crate) fn non_negative(n: i64, what: &str) -> Result<u64> {
     u64::try_from(n).map_err(|_| Error::Protocol(format!("negative {what} {n}")))
 }
 
+/// A leader as announced by a change message, with how long its lease had
+/// left then.
+pub(crate) type Announced = (Leader, Option<Duration>);
+
 /// Parses a change message: `<change> -` (nobody leads) or
-/// `<change> <term> <since_ms> <value>`. `None` for anything else.
-pub(crate) fn parse_change(payload: &[u8]) -> Option<(u64, Option<Leader>)> {
-    let mut parts = payload.splitn(4, |&b| b == b' ');
-    let number = |p: Option<&[u8]>| -> Option<u64> { std::str::from_utf8(p?).ok()?.parse().ok() };
+/// `<change> <term> <since_ms> <lease_ms> <value>` (`lease_ms`: how long the
+/// leader's lease had left when it was sent; negative: no TTL). `None` for
+/// anything else.
+pub(crate) fn parse_change(payload: &[u8]) -> Option<(u64, Option<Announced>)> {
+    let mut parts = payload.splitn(5, |&b| b == b' ');
+    fn number<T: std::str::FromStr>(p: Option<&[u8]>) -> Option<T> {
+        std::str::from_utf8(p?).ok()?.parse().ok()
+    }
     let change = number(parts.next())?;
     let second = parts.next()?;
     if second == b"-" {
@@ -185,15 +193,17 @@ pub(crate) fn parse_change(payload: &[u8]) -> Option<(u64, Option<Leader>)> {
     }
     let term = number(Some(second))?;
     let since = number(parts.next())?;
+    let lease: i64 = number(parts.next())?;
     let value = parts.next()?.to_vec();
+    let leader = Leader {
+        value,
+        term,
+        since: SystemTime::UNIX_EPOCH + Duration::from_millis(since),
+        change,
+    };
     Some((
         change,
-        Some(Leader {
-            value,
-            term,
-            since: SystemTime::UNIX_EPOCH + Duration::from_millis(since),
-            change,
-        }),
+        Some((leader, u64::try_from(lease).ok().map(Duration::from_millis))),
     ))
 }
 
@@ -203,14 +213,24 @@ mod tests {
 
     #[test]
     fn change_messages_parse() {
-        let (change, leader) = parse_change(b"7 100 5 host a:1").unwrap();
+        let (change, leader) = parse_change(b"7 100 5 900 host a:1").unwrap();
         assert_eq!(change, 7);
-        let leader = leader.unwrap();
+        let (leader, lease) = leader.unwrap();
         assert_eq!((leader.term, &leader.value[..]), (100, &b"host a:1"[..]));
+        assert_eq!(lease, Some(std::time::Duration::from_millis(900)));
         assert_eq!(parse_change(b"8 -").unwrap(), (8, None));
-        let (_, empty) = parse_change(b"9 1 2 ").unwrap();
-        assert_eq!(empty.unwrap().value, b"");
-        for bad in [&b""[..], b"x -", b"1", b"1 - extra", b"1 2 3", b"-1 -"] {
+        let (_, empty) = parse_change(b"9 1 2 -1 ").unwrap();
+        let (empty, lease) = empty.unwrap();
+        assert_eq!((&empty.value[..], lease), (&b""[..], None));
+        for bad in [
+            &b""[..],
+            b"x -",
+            b"1",
+            b"1 - extra",
+            b"1 2 3",
+            b"1 2 3 4",
+            b"-1 -",
+        ] {
             assert!(
                 parse_change(bad).is_none(),
                 "{:?}",

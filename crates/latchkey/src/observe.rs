@@ -191,11 +191,13 @@ impl Observer {
             return;
         }
         self.change = change;
-        // A leader's lease ends a TTL after its last renewal: re-read then
-        // (the reading says how long it really has).
+        // Re-read when the leader's lease would end if not renewed (the
+        // reading then says how long it really has).
         self.recheck_at = state
             .as_ref()
-            .map(|_| Instant::now() + self.election.ttl + Duration::from_millis(1));
+            .and_then(|(_, lease)| *lease)
+            .map(|lease| Instant::now() + lease + Duration::from_millis(1));
+        let state = state.map(|(leader, _)| leader);
         self.offer(state);
     }
 

@@ -21,7 +21,7 @@
 -- Publishes (pcall: a hint; refused by an ACL, observers re-read later)
 --   '<change> -'                         when the previous leader's lease ran
 --                                        out without a resign (recorded now)
---   '<change> <term> <since_ms> <value>' the election itself
+--   '<change> <term> <since_ms> <ttl_ms> <value>' the election itself
 -- Errors
 --   WRONGTYPE           a key exists with the wrong type.
 --   BADFENCE latchkey: … last_term holds something other than a term.
@@ -55,5 +55,5 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[2], 'token', ARGV[1], 'value', ARGV[3],
   'term', string.format('%.0f', term), 'since', string.format('%.0f', since),
   'last_term', string.format('%.0f', term), 'change', string.format('%.0f', change))
-redis.pcall(ARGV[5], ARGV[4], string.format('%.0f %.0f %.0f ', change, term, since) .. ARGV[3])
+redis.pcall(ARGV[5], ARGV[4], string.format('%.0f %.0f %.0f ', change, term, since) .. ARGV[2] .. ' ' .. ARGV[3])
 return {1, term, since, change}

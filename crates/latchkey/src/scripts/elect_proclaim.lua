@@ -8,7 +8,8 @@
 -- ARGV[4]  the publish command: 'PUBLISH', or 'SPUBLISH' on a Redis Cluster
 --
 -- Returns
---   {1, change}  proclaimed (and '<change> <term> <since_ms> <value>' published)
+--   {1, change}  proclaimed (and '<change> <term> <since_ms> <pttl_ms> <value>'
+--                published; pttl_ms: the lease's remaining TTL)
 --   {0, 0}       not ours: the lease is gone (it ran out)
 --   {-1, 0}      not ours: someone else leads now
 -- Errors
@@ -25,5 +26,6 @@ if state[1] ~= ARGV[1] then
 end
 local change = (tonumber(state[4]) or 0) + 1
 redis.call('HSET', KEYS[2], 'value', ARGV[2], 'change', string.format('%.0f', change))
-redis.pcall(ARGV[4], ARGV[3], string.format('%.0f ', change) .. state[2] .. ' ' .. state[3] .. ' ' .. ARGV[2])
+redis.pcall(ARGV[4], ARGV[3], string.format('%.0f ', change) .. state[2] .. ' ' .. state[3] ..
+  ' ' .. redis.call('PTTL', KEYS[1]) .. ' ' .. ARGV[2])
 return {1, change}
