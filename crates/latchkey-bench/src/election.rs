@@ -6,8 +6,10 @@
 //! Each sample starts two candidate processes on a fresh election key: the
 //! first is elected; the second campaigns (for latchkey: until it is
 //! subscribed to the change channel; for redis-leader: once it made its
-//! first try). Then the leader is told to resign (a line on its stdin) or
-//! is sent SIGKILL, and the time runs until the standby prints `elected`.
+//! first try), and a random 0–1 s more, so the fault lands at a random
+//! phase of the renewals and of redis-leader's tries. Then the leader is
+//! told to resign (a line on its stdin) or is sent SIGKILL, and the time
+//! runs until the standby prints `elected`.
 //! Both libraries pay the same pipe latencies. latchkey's lease is 10 s
 //! too (the candidate of this binary: `latchkey-bench --elect PORT KEY`).
 //!
@@ -124,6 +126,12 @@ async fn sample(lib: Lib, server: &RedisServer, key: &str, kill: bool) -> Result
         // sent right after `ready`; one round trip is plenty.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // At a random phase of the leader's renewals and of redis-leader's
+    // tries: 0–1 s more (its try interval).
+    let phase = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() % 1_000_000_000);
+    tokio::time::sleep(Duration::from_nanos(u64::from(phase))).await;
     let start = Instant::now();
     if kill {
         leader.child.start_kill().map_err(|e| e.to_string())?;

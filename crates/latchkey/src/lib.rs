@@ -24,6 +24,11 @@
 //! Beside locks, [signals](Client::signal): one process waits, another
 //! signals it (to all waiters or [to one](Client::signal_one)), over the
 //! same shared pub/sub connection — fire-and-forget, see [`Listener`].
+//! And [leader election](Client::election): candidates
+//! [`campaign`](Election::campaign) until one leads; its [`Leadership`] is
+//! renewed like a lock and says when it is [lost](Leadership::lost), its
+//! [term](Leadership::term) is a fencing token, and an [`Observer`] follows
+//! every change of leader.
 //!
 //! ## Example
 //!

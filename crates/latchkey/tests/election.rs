@@ -339,3 +339,61 @@ async fn bad_input_is_a_typed_error() {
         Err(latchkey::Error::BadFencingCounter { .. })
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_candidates_and_observers_are_woken_by_sharded_messages() {
+    let cluster = tokio::task::spawn_blocking(|| {
+        latchkey_testkit::RedisCluster::builder()
+            .primaries(3)
+            .replicas_per_primary(0)
+            .start()
+    })
+    .await
+    .unwrap();
+    let connect = || async {
+        latchkey::Client::builder(&cluster.seed_url())
+            .prefix("test:")
+            .command_timeout(Duration::from_secs(2))
+            .connect()
+            .await
+            .expect("connect to the cluster")
+    };
+    // Three clients: three subscriber connections to count.
+    let (a, b, c) = (connect().await, connect().await, connect().await);
+    assert!(a.connection().is_cluster());
+    let ttl = Duration::from_secs(5);
+    let ea = a.election("e", ttl).unwrap();
+    let mut observer = b.election("e", ttl).unwrap().observe().await.unwrap();
+    assert_eq!(next(&mut observer).await, None);
+    let leader = ea.campaign("a").await.unwrap();
+    let a_term = leader.term();
+    let seen = next(&mut observer).await.expect("a leads");
+    assert_eq!((seen.value, seen.term), (b"a".to_vec(), a_term));
+
+    let ec = c.election("e", ttl).unwrap();
+    let waiting = tokio::spawn(async move {
+        let l = ec.campaign("c").await.unwrap();
+        (Instant::now(), l)
+    });
+    let node = cluster.primary_for_key("{test:e}:leader").server();
+    eventually(
+        "the candidate subscribed at the election's shard",
+        || async { node.shard_subscribers(CHANGES) >= 2 },
+    )
+    .await;
+    let resigned_at = Instant::now();
+    assert_eq!(leader.resign().await.unwrap(), Ownership::Owned);
+    let (elected_at, successor) = waiting.await.unwrap();
+    let handover = elected_at - resigned_at;
+    println!("election hand-over after resign on a cluster: {handover:?}");
+    assert!(
+        handover < Duration::from_millis(500),
+        "the candidate was not woken by the SPUBLISHed resign: {handover:?}"
+    );
+    assert!(successor.term() > a_term);
+    assert_eq!(next(&mut observer).await, None);
+    let seen = next(&mut observer).await.expect("c leads");
+    assert_eq!((seen.value, seen.term), (b"c".to_vec(), successor.term()));
+    assert_eq!(observer.missed(), 0);
+    assert_eq!(successor.resign().await.unwrap(), Ownership::Owned);
+}
