@@ -160,3 +160,33 @@ fn a_bad_name_or_ttl_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert_one_error_line(&out);
 }
+
+#[test]
+fn without_once_a_lost_leader_stops_its_command_and_campaigns_again() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("elect-again");
+    let marks = scratch.path("marks");
+    let section = format!(
+        "echo \"$LATCHKEY_TERM\" >> {}; exec sleep 60",
+        marks.display()
+    );
+    let mut elect = latchkey(&redis)
+        .args([
+            "elect", "e", "--ttl", "600ms", "--grace", "1s", "--", "sh", "-c",
+        ])
+        .arg(&section)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_text_lines(&marks, 1);
+    redis.command(&["DEL", "{test:e}:leader"]).unwrap();
+    // The first command is stopped; re-elected, the second one runs.
+    let text = wait_for_text_lines(&marks, 2);
+    let terms: Vec<u64> = text.lines().map(|t| t.parse().unwrap()).collect();
+    assert!(terms[1] > terms[0], "{terms:?}");
+    send_signal(&elect, libc::SIGTERM);
+    assert_eq!(code(wait_exit(&mut elect, QUICK)), 128 + 15);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut elect.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("campaigning again"), "{err:?}");
+}
