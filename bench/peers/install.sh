@@ -3,7 +3,7 @@
 # throwaway folder (git-ignored), with their own package managers:
 #
 #   venv/          python3 -m venv, then pip: redis (its Lock), python-redis-lock
-#   node/          npm: @sesamecare-oss/redlock, ioredis, redis-semaphore
+#   node/          npm: @sesamecare-oss/redlock, ioredis, redis-semaphore, redis-leader (election)
 #
 # Usage: bench/peers/install.sh        (idempotent; re-running is cheap)
 #
@@ -36,7 +36,7 @@ if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
     echo '{"name":"latchkey-bench-peers","private":true}' >node/package.json
   fi
   if npm install --prefix node --no-audit --no-fund --silent \
-    '@sesamecare-oss/redlock@^1' 'ioredis@>=5' 'redis-semaphore@^5'; then
+    '@sesamecare-oss/redlock@^1' 'ioredis@>=5' 'redis-semaphore@^5' 'redis-leader@0.1.0'; then
     touch node/.installed && ok=1
   else
     echo "install.sh: npm could not install @sesamecare-oss/redlock / ioredis; Node peers skipped" >&2

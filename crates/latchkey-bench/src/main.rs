@@ -11,7 +11,8 @@
 //! re-executes itself as `latchkey-bench --worker LIB PORT` for the handoff
 //! scenario's driver processes (see `worker.rs`), and, under callgrind, as
 //! `latchkey-bench --instructions LIB PORT N` to count a client's
-//! instructions per cycle (see `uncontended.rs`).
+//! instructions per cycle (see `uncontended.rs`), and as
+//! `latchkey-bench --elect PORT KEY` for the election scenario's candidates.
 //!
 //! Each scenario lives in its own module and returns a [`Report`]. The process
 //! exits non-zero when any scenario missed one of its targets.
@@ -21,6 +22,7 @@ use std::pin::Pin;
 
 mod cluster;
 mod driver;
+mod election;
 mod fair;
 mod handoff;
 mod many_keys;
@@ -58,6 +60,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("redlock", redlock::run),
     ("cluster", cluster::run),
     ("primitives", primitives::run),
+    ("election", election::run),
 ];
 
 fn main() {
@@ -67,6 +70,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("--instructions") {
         std::process::exit(uncontended::probe_main(&args[1..]));
+    }
+    if args.first().map(String::as_str) == Some("--elect") {
+        std::process::exit(election::candidate_main(&args[1..]));
     }
     if args.first().map(String::as_str) == Some("--profile") {
         std::process::exit(profile::main(&args[1..]));

@@ -173,7 +173,7 @@ pub(crate) fn spawn(
 /// as the process. It is not inherited by CMD's own children (cleared on
 /// fork), and other systems have no equivalent: docs/cli.md says so.
 #[cfg(target_os = "linux")]
-fn die_with_us(cmd: &mut tokio::process::Command) {
+pub(crate) fn die_with_us(cmd: &mut tokio::process::Command) {
     // Recorded before the fork: if we die between fork and prctl, the child
     // is reparented and the death signal would never come.
     // SAFETY: getpid(2) cannot fail and has no preconditions.
@@ -203,7 +203,7 @@ fn die_with_us(cmd: &mut tokio::process::Command) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_us(_cmd: &mut tokio::process::Command) {}
+pub(crate) fn die_with_us(_cmd: &mut tokio::process::Command) {}
 
 /// Waits for CMD, forwarding signals, and stops it if the lock is lost
 /// (`lost` completes); `what` names the lock (or permit) in the message.
@@ -238,6 +238,16 @@ pub(crate) async fn supervise(
 
     // Lost: the command must stop touching whatever the lock protects.
     tracing::warn!("lock lost; sending SIGTERM to the command's process group");
+    let how = stop_group(&mut child, group, grace).await;
+    Err(Failure::new(
+        exit::LOCK_LOST,
+        format!("lost {what} while the command ran (expired or taken over); {how} to the command"),
+    ))
+}
+
+/// Stops CMD's process group: SIGTERM, then SIGKILL if anything in it is
+/// still alive after `grace`. Says what it sent.
+pub(crate) async fn stop_group(child: &mut Child, group: libc::pid_t, grace: Duration) -> String {
     kill_group(group, libc::SIGTERM);
     let give_up = Instant::now() + grace;
     let leader = tokio::select! {
@@ -254,18 +264,14 @@ pub(crate) async fn supervise(
         kill_group(group, libc::SIGKILL);
         let _ = child.wait().await;
     }
-    let how = if killed {
+    if killed {
         format!(
             "sent SIGTERM, then SIGKILL after {}",
             duration::human(grace)
         )
     } else {
         "sent SIGTERM".to_owned()
-    };
-    Err(Failure::new(
-        exit::LOCK_LOST,
-        format!("lost {what} while the command ran (expired or taken over); {how} to the command"),
-    ))
+    }
 }
 
 /// Releases the lock after CMD ended. A failure is not CMD's failure: warn,
@@ -290,7 +296,7 @@ pub(crate) fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-fn kill_group(group: libc::pid_t, signo: libc::c_int) {
+pub(crate) fn kill_group(group: libc::pid_t, signo: libc::c_int) {
     // SAFETY: kill(2) has no memory-safety preconditions. `group` is the
     // process group of our unreaped child (or of its remaining members), so
     // it cannot have been reused. ESRCH (group empty) is fine to ignore.

@@ -11,6 +11,7 @@
 //!       bounded wait (`--wait`, `wait --timeout`) that ended without Redis
 //!  70   internal error: an unexpected reply (e.g. WRONGTYPE at the lock key)
 //!  75   `run`: the lock was lost while the command ran; it was terminated
+//!       (`elect --once`: leadership was lost)
 //! 126   `run`: the command could not be executed
 //! 127   `run`: the command was not found
 //! else  `run`: the command's exit code, or 128+N when it was killed by signal N
@@ -50,6 +51,7 @@ Exit codes:
        could not reach Redis)
    70  internal error (unexpected reply from Redis)
    75  run: the lock was lost while the command ran
+       (elect --once: leadership was lost)
   126  run: the command could not be executed; 127: not found
  else  run: the command's exit code (128+N if killed by signal N)";
 

@@ -15,6 +15,7 @@
 mod cmd_acquire;
 mod cmd_demo;
 mod cmd_doctor;
+mod cmd_elect;
 mod cmd_exporter;
 mod cmd_latch;
 mod cmd_permits;
@@ -140,6 +141,13 @@ enum Command {
     /// Wait at a barrier until all --parties N have arrived; prints the
     /// generation released, exits 1 on timeout.
     Barrier(cmd_latch::BarrierArgs),
+    /// Run a command only while this process leads an election; campaign
+    /// again (or exit 75 with --once) when leadership is lost.
+    #[command(override_usage = "latchkey elect [OPTIONS] <NAME> -- <CMD>...")]
+    Elect(cmd_elect::ElectArgs),
+    /// Print the leader of an election (value, term, since when); --watch
+    /// follows every change.
+    Leader(cmd_elect::LeaderArgs),
 }
 
 fn main() -> ExitCode {
@@ -172,7 +180,7 @@ fn main() -> ExitCode {
             .with_env_filter(filter)
             .init();
     }
-    if !matches!(cli.command, Command::Run(_)) {
+    if !matches!(cli.command, Command::Run(_) | Command::Elect(_)) {
         // `latchkey list | head` should end quietly, as Unix tools do, not
         // report a write error. Rust ignores SIGPIPE by default; restore it.
         // Not for `run`: its supervisor must outlive a closed stderr pipe
@@ -249,6 +257,8 @@ fn main() -> ExitCode {
             Command::Wait(args) => cmd_wait::wait(&target, args).await,
             Command::Latch(args) => cmd_latch::latch(&target, args).await,
             Command::Barrier(args) => cmd_latch::barrier(&target, args).await,
+            Command::Elect(args) => cmd_elect::elect(&target, args).await,
+            Command::Leader(args) => cmd_elect::leader(&target, args).await,
         };
         // A release started in the background (an acquisition whose reply
         // was lost, a guard dropped on an error path) must reach Redis

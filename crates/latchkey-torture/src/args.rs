@@ -29,6 +29,9 @@ With --sentinel-set:
   failover          SENTINEL FAILOVER (each takes about 10 s)
 
 A control scenario (no fencing, pause) always runs and must show violations.
+--workload election: the workers campaign in an election instead (the term is
+the fencing token; delete-key and overwrite-key hit the leader's lease);
+single server or cluster only (no Redlock, no redlock-minority).
 
 Exit codes:
     0  every must-hold figure held
@@ -55,6 +58,11 @@ pub struct TortureArgs {
     /// failover, slot-migration) beside those of any server.
     #[arg(long)]
     pub(crate) cluster: bool,
+
+    /// What the workers contend for: `lock` (a lock, the default) or
+    /// `election` (campaign, lead with the term as fencing token, resign).
+    #[arg(long, value_name = "KIND", default_value = "lock", value_parser = ["lock", "election"])]
+    pub(crate) workload: String,
 
     /// Inject only this fault (repeatable): each alone, then all mixed.
     #[arg(long = "fault", value_name = "NAME", value_parser = parse_fault)]

@@ -28,6 +28,7 @@
 
 mod args;
 mod checker;
+mod contender;
 mod events;
 mod faults;
 mod links;
@@ -160,7 +161,13 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         ),
         faketime: faketime.clone(),
         fair: args.fair,
+        election: args.workload == "election",
     };
+    if settings.election && matches!(&place, Place::User(urls) if urls.len() > 1) {
+        return Err(Failure::usage(
+            "--workload election runs on one server or a cluster, not over Redlock; give one --redis URL",
+        ));
+    }
     let limits = Limits {
         ttl,
         // A waiter retries at the holder's TTL, or polls at most every
@@ -170,8 +177,19 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         slow_handoff: ttl / 5,
     };
 
-    let scenarios = plan::plan(&args.faults, !args.no_fencing, &place);
-    println!("latchkey torture: seed {seed} (replay with --seed {seed})");
+    let mut scenarios = plan::plan(&args.faults, !args.no_fencing, &place);
+    if settings.election {
+        // An election lives on one server: no Redlock minority to lose.
+        scenarios.retain(|s| s.faults != [faults::Fault::RedlockMinority]);
+    }
+    println!(
+        "latchkey torture: seed {seed} (replay with --seed {seed}){}",
+        if settings.election {
+            ", workload election"
+        } else {
+            ""
+        }
+    );
     println!(
         "  {} workers, TTL {}, {} per scenario, {} scenarios, {}",
         settings.workers,

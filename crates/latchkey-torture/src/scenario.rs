@@ -77,6 +77,8 @@ pub struct Settings {
     pub faketime: Option<PathBuf>,
     /// Workers use fair locks (`--fair`).
     pub fair: bool,
+    /// The `election` workload: workers campaign instead of locking.
+    pub election: bool,
 }
 
 struct Slot {
@@ -100,6 +102,11 @@ pub async fn run(
     let servers = start_servers(place, needs).await?;
     let lock_name = format!("torture:{}:{}", settings.run_id, scenario.name);
     let lock_key = format!("{}{lock_name}", settings.prefix);
+    // The election workload's "lock" is the leader's lease (docs/protocol.md).
+    let lock_key = match settings.election {
+        true => format!("{{{lock_key}}}:leader"),
+        false => lock_key,
+    };
     let keys = Keys::new(&settings.prefix, &settings.run_id, &scenario.name);
     let (tx, rx) = mpsc::unbounded_channel();
     let exe = std::env::current_exe()
@@ -177,6 +184,7 @@ pub async fn run(
             think_max: settings.think.1,
             command_timeout: settings.command_timeout,
             replicas: matches!(place, Place::Sentinel { replicas: true }),
+            election: settings.election,
         };
         runner.slots.push(Slot {
             spec,
@@ -211,6 +219,10 @@ pub async fn run(
                 &["DEL".into(), lock_key.clone(), fence_key, legacy_fence_key],
             )
             .await;
+            if settings.election {
+                let state_key = lock_key.replace("}:leader", "}:election");
+                let _ = admin(server.url(), &["DEL".into(), state_key]).await;
+            }
         }
     }
     for slot in &runner.slots {

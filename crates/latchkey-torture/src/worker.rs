@@ -1,5 +1,6 @@
-//! A torture worker: one process that contends for the lock and, while
-//! holding it, increments the recording resource the slow way.
+//! A torture worker: one process that contends for the lock (or, with
+//! `--workload election`, campaigns: see `contender`) and, while holding
+//! it, increments the recording resource the slow way.
 //!
 //! ```text
 //! loop until the scenario ends:
@@ -30,6 +31,8 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use latchkey::{Client, Lock, Ownership, Redlock};
+
+use super::contender::Contender;
 use serde_json::{json, Value};
 
 use super::events::{instant_ns, mono_ns, Event};
@@ -67,6 +70,8 @@ pub struct Spec {
     pub command_timeout: Duration,
     /// Every acquisition waits for one replica (`--sentinel --replicas`).
     pub replicas: bool,
+    /// Campaign in an election (named `lock_name`) instead of locking.
+    pub election: bool,
 }
 
 impl Spec {
@@ -90,6 +95,7 @@ impl Spec {
             "think_max_ms": self.think_max.as_millis() as u64,
             "command_timeout_ms": self.command_timeout.as_millis() as u64,
             "replicas": self.replicas,
+            "election": self.election,
         })
         .to_string()
     }
@@ -136,6 +142,7 @@ impl Spec {
             think_max: ms("think_max_ms")?,
             command_timeout: ms("command_timeout_ms")?,
             replicas: v["replicas"].as_bool().unwrap_or(false),
+            election: v["election"].as_bool().unwrap_or(false),
         })
     }
 }
@@ -207,7 +214,7 @@ pub async fn run(spec_json: &str) -> u8 {
         }
         out.emit(Event::Waiting { t: now });
         let guard = match lock
-            .acquire_timeout(Duration::from_nanos(spec.end_ns - now))
+            .acquire_timeout(Duration::from_nanos(spec.end_ns - now), spec.id)
             .await
         {
             Ok(guard) => guard,
@@ -338,7 +345,7 @@ fn tokens(spec: &Spec, lock: Lock) -> Lock {
 
 /// The lock, retrying until the scenario's end while the server is down
 /// (a worker restarted after a kill may meet a Redis being restarted).
-async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
+async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
     loop {
         let attempt = if let [url] = &spec.lock_urls[..] {
             match Client::builder(url)
@@ -347,6 +354,10 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
                 .connect()
                 .await
             {
+                Ok(client) if spec.election => match client.election(&spec.lock_name, spec.ttl) {
+                    Ok(election) => return Some(Contender::Election(election)),
+                    Err(e) => Err(e),
+                },
                 Ok(client) => client
                     .lock(&spec.lock_name, spec.ttl)
                     .and_then(|l| fair(spec, l))
@@ -369,7 +380,7 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Lock> {
             false => Ok(lock),
         });
         match attempt {
-            Ok(lock) => return Some(lock.with_watchdog()),
+            Ok(lock) => return Some(Contender::Lock(lock.with_watchdog())),
             Err(e) if e.is_transient() && mono_ns() < spec.end_ns => {
                 out.error(format!("connect: {e}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -406,6 +417,7 @@ mod tests {
             think_max: Duration::from_millis(500),
             command_timeout: Duration::from_millis(800),
             replicas: true,
+            election: true,
         };
         assert_eq!(Spec::from_json(&spec.to_json()), Ok(spec));
         assert!(Spec::from_json("{}").is_err());

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::barrier::Barrier;
 use crate::builder::ClientBuilder;
 use crate::connection::Connection;
+use crate::election::Election;
 use crate::error::Result;
 use crate::fence::FencedResource;
 use crate::inspect::LockInfo;
@@ -144,6 +145,16 @@ impl Client {
     /// bytes are fine in a name.
     pub fn lock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
         Lock::on_session(&self.session, name.as_ref(), ttl)
+    }
+
+    /// The election called `name`: candidates [`campaign`](Election::campaign)
+    /// until one leads; its lease of `ttl` is renewed by a watchdog while
+    /// it does, and its [term](crate::Leadership::term) is a fencing token.
+    /// Same naming and TTL rules as [`Client::lock`]; an election's keys
+    /// (`{prefix + name}:leader`, `:election`) do not collide with a lock
+    /// of the same name. See [`Election`].
+    pub fn election(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Election> {
+        Election::on_session(&self.session, name.as_ref(), ttl)
     }
 
     /// The fenced resource called `name` (same naming rules as locks): a

@@ -281,7 +281,12 @@ impl Error {
                 let named = counters
                     .clone()
                     .find(|k| detail.contains(String::from_utf8_lossy(k).as_ref()));
-                let counter = named.or_else(|| counters.clone().next());
+                // An election's term counter is a field of its state hash,
+                // which the message names.
+                let counter = named.or_else(|| counters.clone().next()).or_else(|| {
+                    keys.iter()
+                        .find(|k| detail.contains(String::from_utf8_lossy(k).as_ref()))
+                });
                 return Error::BadFencingCounter { key: name(counter) };
             }
             Some("NOAUTH") | Some("WRONGPASS") => return Error::Auth(err),

@@ -37,6 +37,11 @@
 //! And [signals](Client::signal): one process waits, another
 //! signals it (to all waiters or [to one](Client::signal_one)), over the
 //! same shared pub/sub connection — fire-and-forget, see [`Listener`].
+//! And [leader election](Client::election): candidates
+//! [`campaign`](Election::campaign) until one leads; its [`Leadership`] is
+//! renewed like a lock and says when it is [lost](Leadership::lost), its
+//! [term](Leadership::term) is a fencing token, and an [`Observer`] follows
+//! every change of leader.
 //!
 //! ## Example
 //!
@@ -112,7 +117,8 @@
 //!    `primitive` (what those share: keys,
 //!    wake-ups, background clean-up), `signal` and
 //!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
-//!    ([`LockInfo`]).
+//!    ([`LockInfo`]), `election_spec` ([`Leader`]), `election` ([`Election`]), `leadership`
+//!    ([`Leadership`]) and `observe` ([`Observer`]).
 //! 5. **Facades**: [`Client`] and [`Redlock`], thin: each method is a few
 //!    lines over the primitive that does the work.
 //!
@@ -149,6 +155,8 @@ mod backend;
 // 4. Primitives
 mod barrier;
 mod by_token;
+mod election;
+mod election_spec;
 mod fair;
 mod fair_wait;
 mod fence;
@@ -156,8 +164,10 @@ mod guard;
 mod handoff;
 mod inspect;
 mod latch;
+mod leadership;
 mod listener;
 mod lock;
+mod observe;
 mod permit;
 mod primitive;
 mod rwguard;
@@ -187,13 +197,17 @@ pub use backend::replicas::DEFAULT_REPLICA_TIMEOUT;
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
 pub use barrier::Barrier;
+pub use election::Election;
+pub use election_spec::Leader;
 pub use fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
 pub use inspect::LockInfo;
 pub use latch::Latch;
+pub use leadership::Leadership;
 pub use listener::{Listener, Signal};
 pub use lock::Lock;
+pub use observe::Observer;
 pub use permit::{PermitGuard, PermitHolder};
 pub use rwguard::{RwAccess, RwGuard};
 pub use rwlock::RwLock;

@@ -28,6 +28,17 @@ pub const RELEASE_SUFFIX: &[u8] = b":released";
 /// attempt's keys (waiters listen there too).
 pub const RETRACTED_SUFFIX: &[u8] = b":retracted";
 
+/// Suffix of an election's lease key (`{P+name}:leader`, a string holding
+/// the leader's owner token, with the lease's TTL).
+pub const ELECTION_LEASE_SUFFIX: &[u8] = b":leader";
+
+/// Suffix of an election's state hash (`{P+name}:election`: the leader's
+/// token, value, term and since, and the counters `last_term` and `change`).
+pub const ELECTION_STATE_SUFFIX: &[u8] = b":election";
+
+/// Suffix of an election's change channel (`{P+name}:election:changes`).
+pub const ELECTION_CHANGES_SUFFIX: &[u8] = b":election:changes";
+
 /// How much of a TTL latchkey does not trust: the clock-drift allowance of
 /// the Redlock algorithm, `ttl / 100 + 2 ms`. A holder considers its lock
 /// valid until `sent + ttl - drift(ttl)`, where `sent` is when the acquiring

@@ -53,3 +53,11 @@ pub(crate) static FAIR_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/fair_acquire.lua")));
 pub(crate) static FAIR_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/fair_release.lua")));
+pub(crate) static ELECT_CAMPAIGN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/elect_campaign.lua")));
+pub(crate) static ELECT_PROCLAIM: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/elect_proclaim.lua")));
+pub(crate) static ELECT_RESIGN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/elect_resign.lua")));
+pub(crate) static ELECT_LEADER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/elect_leader.lua")));
