@@ -31,6 +31,9 @@ With --sentinel-set:
 A control scenario (no fencing, pause) always runs and must show violations.
 --workload election: the workers campaign in an election instead (the term is
 the fencing token; delete-key and overwrite-key hit the leader's lease);
+--workload semaphore: one permit of a semaphore (delete-key and overwrite-key
+hit its permits); --workload rwlock: the write side of a read-write lock (they
+hit its writer key). Each holds with a fencing token issued with the hold;
 single server or cluster only (no Redlock, no redlock-minority).
 
 Exit codes:
@@ -59,9 +62,10 @@ pub struct TortureArgs {
     #[arg(long)]
     pub(crate) cluster: bool,
 
-    /// What the workers contend for: `lock` (a lock, the default) or
-    /// `election` (campaign, lead with the term as fencing token, resign).
-    #[arg(long, value_name = "KIND", default_value = "lock", value_parser = ["lock", "election"])]
+    /// What the workers contend for: `lock` (a lock, the default),
+    /// `election` (campaign, lead with the term as fencing token, resign),
+    /// `semaphore` (one permit of N = 1) or `rwlock` (the write side).
+    #[arg(long, value_name = "KIND", default_value = "lock", value_parser = ["lock", "election", "semaphore", "rwlock"])]
     pub(crate) workload: String,
 
     /// Inject only this fault (repeatable): each alone, then all mixed.

@@ -161,11 +161,11 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         ),
         faketime: faketime.clone(),
         fair: args.fair,
-        election: args.workload == "election",
+        workload: args.workload.clone(),
     };
-    if settings.election && matches!(&place, Place::User(urls) if urls.len() > 1) {
+    if settings.workload != "lock" && matches!(&place, Place::User(urls) if urls.len() > 1) {
         return Err(Failure::usage(
-            "--workload election runs on one server or a cluster, not over Redlock; give one --redis URL",
+            "--workload election, semaphore and rwlock run on one server or a cluster, not over Redlock; give one --redis URL",
         ));
     }
     let limits = Limits {
@@ -178,16 +178,16 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     };
 
     let mut scenarios = plan::plan(&args.faults, !args.no_fencing, &place);
-    if settings.election {
-        // An election lives on one server: no Redlock minority to lose.
+    if settings.workload != "lock" {
+        // Only a lock runs over Redlock: no Redlock minority to lose.
         scenarios.retain(|s| s.faults != [faults::Fault::RedlockMinority]);
     }
     println!(
         "latchkey torture: seed {seed} (replay with --seed {seed}){}",
-        if settings.election {
-            ", workload election"
+        if settings.workload == "lock" {
+            String::new()
         } else {
-            ""
+            format!(", workload {}", settings.workload)
         }
     );
     println!(

@@ -77,8 +77,9 @@ pub struct Settings {
     pub faketime: Option<PathBuf>,
     /// Workers use fair locks (`--fair`).
     pub fair: bool,
-    /// The `election` workload: workers campaign instead of locking.
-    pub election: bool,
+    /// What the workers contend for (`--workload`): `lock`, `election`,
+    /// `semaphore` or `rwlock`.
+    pub workload: String,
 }
 
 struct Slot {
@@ -102,10 +103,14 @@ pub async fn run(
     let servers = start_servers(place, needs).await?;
     let lock_name = format!("torture:{}:{}", settings.run_id, scenario.name);
     let lock_key = format!("{}{lock_name}", settings.prefix);
-    // The election workload's "lock" is the leader's lease (docs/protocol.md).
-    let lock_key = match settings.election {
-        true => format!("{{{lock_key}}}:leader"),
-        false => lock_key,
+    // The key a fault deletes or overwrites: the election's leader lease,
+    // the semaphore's permits, the read-write lock's writer
+    // (docs/protocol.md).
+    let lock_key = match settings.workload.as_str() {
+        "election" => format!("{{{lock_key}}}:leader"),
+        "semaphore" => format!("{{{lock_key}}}:permits"),
+        "rwlock" => format!("{{{lock_key}}}:rw:writer"),
+        _ => lock_key,
     };
     let keys = Keys::new(&settings.prefix, &settings.run_id, &scenario.name);
     let (tx, rx) = mpsc::unbounded_channel();
@@ -184,7 +189,7 @@ pub async fn run(
             think_max: settings.think.1,
             command_timeout: settings.command_timeout,
             replicas: matches!(place, Place::Sentinel { replicas: true }),
-            election: settings.election,
+            workload: settings.workload.clone(),
         };
         runner.slots.push(Slot {
             spec,
@@ -219,9 +224,23 @@ pub async fn run(
                 &["DEL".into(), lock_key.clone(), fence_key, legacy_fence_key],
             )
             .await;
-            if settings.election {
-                let state_key = lock_key.replace("}:leader", "}:election");
-                let _ = admin(server.url(), &["DEL".into(), state_key]).await;
+            // The other keys of a primitive, under the same stem.
+            if let Some(stem) = lock_key.rfind("}:").map(|i| &lock_key[..=i]) {
+                let others: &[&str] = match settings.workload.as_str() {
+                    "election" => &[":election"],
+                    "semaphore" => &[":permits:fence"],
+                    "rwlock" => &[
+                        ":rw:readers",
+                        ":rw:writers-waiting",
+                        ":rw:readers-waiting",
+                        ":rw:readers-next",
+                        ":rw:fence",
+                    ],
+                    _ => &[],
+                };
+                for suffix in others {
+                    let _ = admin(server.url(), &["DEL".into(), format!("{stem}{suffix}")]).await;
+                }
             }
         }
     }

@@ -70,8 +70,9 @@ pub struct Spec {
     pub command_timeout: Duration,
     /// Every acquisition waits for one replica (`--sentinel --replicas`).
     pub replicas: bool,
-    /// Campaign in an election (named `lock_name`) instead of locking.
-    pub election: bool,
+    /// What the workers contend for: `lock`, `election`, `semaphore` (one
+    /// permit) or `rwlock` (the write side), named `lock_name`.
+    pub workload: String,
 }
 
 impl Spec {
@@ -95,7 +96,7 @@ impl Spec {
             "think_max_ms": self.think_max.as_millis() as u64,
             "command_timeout_ms": self.command_timeout.as_millis() as u64,
             "replicas": self.replicas,
-            "election": self.election,
+            "workload": self.workload,
         })
         .to_string()
     }
@@ -142,7 +143,7 @@ impl Spec {
             think_max: ms("think_max_ms")?,
             command_timeout: ms("command_timeout_ms")?,
             replicas: v["replicas"].as_bool().unwrap_or(false),
-            election: v["election"].as_bool().unwrap_or(false),
+            workload: v["workload"].as_str().unwrap_or("lock").to_owned(),
         })
     }
 }
@@ -354,10 +355,28 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
                 .connect()
                 .await
             {
-                Ok(client) if spec.election => match client.election(&spec.lock_name, spec.ttl) {
-                    Ok(election) => return Some(Contender::Election(election)),
-                    Err(e) => Err(e),
-                },
+                Ok(client) if spec.workload == "election" => {
+                    match client.election(&spec.lock_name, spec.ttl) {
+                        Ok(election) => return Some(Contender::Election(election)),
+                        Err(e) => Err(e),
+                    }
+                }
+                Ok(client) if spec.workload == "semaphore" => {
+                    match client.semaphore(&spec.lock_name, 1, spec.ttl) {
+                        Ok(s) => {
+                            return Some(Contender::Semaphore(s.with_fencing().with_watchdog()))
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Ok(client) if spec.workload == "rwlock" => {
+                    match client.rwlock(&spec.lock_name, spec.ttl) {
+                        Ok(rw) => {
+                            return Some(Contender::Writer(rw.with_fencing().with_watchdog()))
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
                 Ok(client) => client
                     .lock(&spec.lock_name, spec.ttl)
                     .and_then(|l| fair(spec, l))
@@ -417,7 +436,7 @@ mod tests {
             think_max: Duration::from_millis(500),
             command_timeout: Duration::from_millis(800),
             replicas: true,
-            election: true,
+            workload: "election".into(),
         };
         assert_eq!(Spec::from_json(&spec.to_json()), Ok(spec));
         assert!(Spec::from_json("{}").is_err());
