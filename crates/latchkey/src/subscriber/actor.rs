@@ -14,7 +14,10 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::commands::subscribe_checked;
-use super::registry::{count_releases, lock, Event, Published, Request, Shared, Topic};
+use super::registry::{
+    confirm_and_answer, count_releases, lock, take_batch, Batch, Event, Published, Request, Shared,
+    Topic,
+};
 use crate::error::Error;
 use crate::sentinel::Source;
 
@@ -226,27 +229,14 @@ async fn handle(
     batch: Vec<Request>,
     timeout: Duration,
 ) -> redis::RedisResult<()> {
-    let mut named = HashSet::new();
-    let mut answers = Vec::new();
-    for request in batch {
-        if let Request::Subscribe(topics, done) = request {
-            named.extend(topics.iter().cloned());
-            answers.push((topics, done));
-        }
-    }
-    named.extend(count_releases(shared));
-    let Some(s) = shared.upgrade() else {
+    let Some(Batch {
+        wanted,
+        unwanted,
+        answers,
+    }) = take_batch(shared, batch)
+    else {
         return Ok(());
     };
-    // Wanted now: subscribe (again; SUBSCRIBE is idempotent). Not wanted
-    // (given up, perhaps before its SUBSCRIBE was even sent): unsubscribe.
-    let (wanted, unwanted): (Vec<Arc<Topic>>, Vec<Arc<Topic>>) = {
-        let registry = lock(&s.registry);
-        named
-            .into_iter()
-            .partition(|topic| registry.contains_key(topic))
-    };
-    drop(s);
     let refused = match subscribe_checked(sink, &wanted, &unwanted, timeout).await {
         Ok(refused) => refused,
         Err(e) => {
@@ -256,22 +246,7 @@ async fn handle(
             return Err(e);
         }
     };
-    if let Some(s) = shared.upgrade() {
-        let mut registry = lock(&s.registry);
-        for topic in wanted.iter().filter(|t| !refused.contains_key(*t)) {
-            if let Some(entry) = registry.get_mut(topic) {
-                entry.confirmed = true;
-            }
-        }
-    }
-    for (topics, done) in answers {
-        let answer = match topics.iter().find_map(|t| refused.get(t).map(|e| (t, e))) {
-            // The channel or pattern named, so a refusal says what is missing.
-            Some((topic, e)) => Err(Error::from_redis(e.clone(), &[topic.bytes()], timeout)),
-            None => Ok(()),
-        };
-        let _ = done.send(answer);
-    }
+    confirm_and_answer(shared, &wanted, &refused, answers, timeout);
     Ok(())
 }
 

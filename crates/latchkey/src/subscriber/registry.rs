@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// What a subscription receives.
 #[derive(Debug, Clone)]
@@ -111,4 +111,71 @@ pub(super) fn count_releases(shared: &Weak<Shared>) -> Vec<Arc<Topic>> {
         }
     }
     gone
+}
+
+/// The subscribes of a batch, each waiting for its answer.
+pub(super) type Answers = Vec<(Vec<Arc<Topic>>, oneshot::Sender<Result<()>>)>;
+
+/// A batch of requests taken apart by [`take_batch`].
+pub(super) struct Batch {
+    /// Topics still wanted: to subscribe.
+    pub(super) wanted: Vec<Arc<Topic>>,
+    /// Topics nobody wants any more: to unsubscribe.
+    pub(super) unwanted: Vec<Arc<Topic>>,
+    pub(super) answers: Answers,
+}
+
+/// A batch taken apart: the releases counted, and every topic the batch or
+/// the releases name split into those still wanted (to subscribe, again if
+/// need be: subscribing is idempotent) and the rest (given up, perhaps
+/// before their subscribe was even sent: to unsubscribe). What is sent is
+/// decided by the registry now, not by the order of the requests. `None`
+/// when the subscriber is gone.
+pub(super) fn take_batch(shared: &Weak<Shared>, batch: Vec<Request>) -> Option<Batch> {
+    let mut named = std::collections::HashSet::new();
+    let mut answers = Vec::new();
+    for request in batch {
+        if let Request::Subscribe(topics, done) = request {
+            named.extend(topics.iter().cloned());
+            answers.push((topics, done));
+        }
+    }
+    named.extend(count_releases(shared));
+    let s = shared.upgrade()?;
+    let registry = lock(&s.registry);
+    let (wanted, unwanted) = named
+        .into_iter()
+        .partition(|topic| registry.contains_key(topic));
+    Some(Batch {
+        wanted,
+        unwanted,
+        answers,
+    })
+}
+
+/// Marks every `wanted` topic the server did not refuse as confirmed, then
+/// answers each subscribe: its first refused topic, named (so that an ACL
+/// refusal says what is missing), or `Ok`.
+pub(super) fn confirm_and_answer(
+    shared: &Weak<Shared>,
+    wanted: &[Arc<Topic>],
+    refused: &HashMap<Arc<Topic>, redis::RedisError>,
+    answers: Answers,
+    timeout: Duration,
+) {
+    if let Some(s) = shared.upgrade() {
+        let mut registry = lock(&s.registry);
+        for topic in wanted.iter().filter(|t| !refused.contains_key(*t)) {
+            if let Some(entry) = registry.get_mut(topic) {
+                entry.confirmed = true;
+            }
+        }
+    }
+    for (topics, done) in answers {
+        let answer = match topics.iter().find_map(|t| refused.get(t).map(|e| (t, e))) {
+            Some((topic, e)) => Err(Error::from_redis(e.clone(), &[topic.bytes()], timeout)),
+            None => Ok(()),
+        };
+        let _ = done.send(answer);
+    }
 }

@@ -36,7 +36,7 @@ use redis::{PushInfo, PushKind};
 use tokio::sync::mpsc;
 
 use super::actor::{dispatch, fail_pending, jitter};
-use super::registry::{count_releases, lock, Event, Request, Shared, Topic};
+use super::registry::{confirm_and_answer, lock, take_batch, Batch, Event, Request, Shared, Topic};
 use crate::error::Error;
 
 /// How long a release may wait to be counted (see `actor.rs`).
@@ -173,7 +173,7 @@ fn take_push(shared: &Shared, push: PushInfo, lost: &mut HashSet<Arc<Topic>>) {
             };
             let registry = lock(&shared.registry);
             if let Some((topic, _)) = registry.get_key_value(&Topic::Channel(channel)) {
-                tracing::info!(channel = ?String::from_utf8_lossy(topic_name(topic)), "the server dropped a sharded subscription (its slot moved); subscribing at the new owner");
+                tracing::info!(channel = ?String::from_utf8_lossy(topic.bytes()), "the server dropped a sharded subscription (its slot moved); subscribing at the new owner");
                 lost.insert(topic.clone());
             }
         }
@@ -182,12 +182,6 @@ fn take_push(shared: &Shared, push: PushInfo, lost: &mut HashSet<Arc<Topic>>) {
             lost.extend(lock(&shared.registry).keys().cloned());
         }
         _ => {}
-    }
-}
-
-fn topic_name(topic: &Topic) -> &[u8] {
-    match topic {
-        Topic::Channel(name) | Topic::Pattern(name) => name,
     }
 }
 
@@ -247,52 +241,24 @@ async fn handle(
     batch: Vec<Request>,
     timeout: Duration,
 ) {
-    let mut named = HashSet::new();
-    let mut answers = Vec::new();
-    for request in batch {
-        if let Request::Subscribe(topics, done) = request {
-            named.extend(topics.iter().cloned());
-            answers.push((topics, done));
-        }
-    }
-    named.extend(count_releases(shared));
-    let Some(s) = shared.upgrade() else {
+    let Some(Batch {
+        wanted,
+        unwanted,
+        answers,
+    }) = take_batch(shared, batch)
+    else {
         return;
     };
-    let (wanted, unwanted): (Vec<Arc<Topic>>, Vec<Arc<Topic>>) = {
-        let registry = lock(&s.registry);
-        named
-            .into_iter()
-            .partition(|topic| registry.contains_key(topic))
-    };
-    drop(s);
     let (subscribed, _) = tokio::join!(
         subscribe_each(conn, &wanted, true, timeout),
         subscribe_each(conn, &unwanted, false, timeout),
     );
-    let mut failed = std::collections::HashMap::new();
-    if let Some(s) = shared.upgrade() {
-        let mut registry = lock(&s.registry);
-        for (topic, result) in wanted.iter().zip(subscribed) {
-            match result {
-                Ok(()) => {
-                    if let Some(entry) = registry.get_mut(topic) {
-                        entry.confirmed = true;
-                    }
-                }
-                Err(e) => {
-                    failed.insert(topic.clone(), e);
-                }
-            }
-        }
-    }
-    for (topics, done) in answers {
-        let answer = match topics.iter().find_map(|t| failed.get(t)) {
-            Some(e) => Err(Error::from_redis(e.clone(), &[], timeout)),
-            None => Ok(()),
-        };
-        let _ = done.send(answer);
-    }
+    let refused = wanted
+        .iter()
+        .zip(subscribed)
+        .filter_map(|(topic, result)| result.err().map(|e| (topic.clone(), e)))
+        .collect();
+    confirm_and_answer(shared, &wanted, &refused, answers, timeout);
 }
 
 /// `SSUBSCRIBE` (or `SUNSUBSCRIBE`) each channel on its own — channels of
@@ -306,7 +272,7 @@ async fn subscribe_each(
 ) -> Vec<redis::RedisResult<()>> {
     let each = topics.iter().map(|topic| {
         let mut conn = conn.clone();
-        let name = topic_name(topic).to_vec();
+        let name = topic.bytes().to_vec();
         async move {
             let sent = async {
                 if subscribe {
