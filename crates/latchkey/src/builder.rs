@@ -200,6 +200,7 @@ impl ClientBuilder {
                 local_queues: Default::default(),
                 metrics_labels: self.metrics_labels,
                 background: tokio_util::task::TaskTracker::new(),
+                deferred: crate::deferred::Deferred::default(),
             }),
         };
         // A connection is only useful if we may use it: surface auth and ACL

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use crate::backend::release_span;
+use crate::backend::{release_span, Backend};
 use crate::error::Result;
 use crate::handoff::release_in_background;
+use crate::names::LockKeys;
 use crate::outcome::Ownership;
 use crate::spec::LockSpec;
 use crate::token::short;
@@ -105,43 +106,25 @@ impl LockGuard {
             self.lock.keys.clone(),
             self.token.clone(),
         );
-        let (ttl, state) = (self.lock.ttl, self.state.clone());
-        let done = state.done_token();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = done.cancelled() => return,
-                _ = tokio::time::sleep_until(at.into()) => {}
-            }
-            loop {
-                let extend = backend.extend(&keys, &token, ttl);
-                let result = tokio::select! {
-                    _ = done.cancelled() => return,
-                    r = tokio::time::timeout_at(state.deadline().into(), extend) => r,
-                };
-                match result {
-                    Ok(Ok((Ownership::Owned, valid_until))) => {
-                        if valid_until > state.deadline() {
-                            state.set_deadline(valid_until);
-                        }
-                        return;
-                    }
-                    Ok(Ok((outcome, _))) => {
-                        tracing::warn!(
-                            token = short(&token),
-                            ?outcome,
-                            "a handed-over lock was gone before it was extended; lock lost"
-                        );
-                        state.mark_lost();
-                        return;
-                    }
-                    Ok(Err(_)) if Instant::now() < state.deadline() => {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                    // The deadline fires `lost` (the watchdog, if any, goes on).
-                    _ => return,
-                }
-            }
+        let (ttl, state) = (self.lock.ttl, Arc::downgrade(&self.state));
+        // No task until it is due: most holds are released before (see
+        // `deferred.rs`), and then this finds the guard finished.
+        let job: crate::deferred::Job = Box::new(move || {
+            let Some(state) = state.upgrade().filter(|s| !s.is_finished()) else {
+                return;
+            };
+            tokio::spawn(extend_handed(backend, keys, token, ttl, state));
         });
+        match &self.lock.backend {
+            Backend::Single(session) => session.inner.deferred.run_at(at, job),
+            // Fair locks are single-server; anything else gets a task.
+            Backend::Redlock(_) => {
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(at.into()).await;
+                    job();
+                });
+            }
+        }
     }
 
     /// The lock's name.
@@ -306,6 +289,47 @@ impl LockGuard {
                 self.release = ReleaseState::Done;
                 Err(e)
             }
+        }
+    }
+}
+
+/// The extension after a fair hand-off (see [`LockGuard::extend_after_handoff`]):
+/// retried until the guard's deadline while Redis does not answer.
+async fn extend_handed(
+    backend: Backend,
+    keys: Arc<LockKeys>,
+    token: String,
+    ttl: Duration,
+    state: Arc<State>,
+) {
+    let done = state.done_token();
+    loop {
+        let extend = backend.extend(&keys, &token, ttl);
+        let result = tokio::select! {
+            _ = done.cancelled() => return,
+            r = tokio::time::timeout_at(state.deadline().into(), extend) => r,
+        };
+        match result {
+            Ok(Ok((Ownership::Owned, valid_until))) => {
+                if valid_until > state.deadline() {
+                    state.set_deadline(valid_until);
+                }
+                return;
+            }
+            Ok(Ok((outcome, _))) => {
+                tracing::warn!(
+                    token = short(&token),
+                    ?outcome,
+                    "a handed-over lock was gone before it was extended; lock lost"
+                );
+                state.mark_lost();
+                return;
+            }
+            Ok(Err(_)) if Instant::now() < state.deadline() => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            // The deadline fires `lost` (the watchdog, if any, goes on).
+            _ => return,
         }
     }
 }

@@ -94,7 +94,8 @@
 //!    Sentinel), `sentinel` (the primary Sentinels name, followed across
 //!    failovers), `builder` (the options and connecting: [`ClientBuilder`]),
 //!    `session` (one server's command connection, options, background
-//!    work: [`DEFAULT_COMMAND_TIMEOUT`], [`DEFAULT_PREFIX`]), `tls` (`rediss://`: CA and client
+//!    work: [`DEFAULT_COMMAND_TIMEOUT`], [`DEFAULT_PREFIX`]), `deferred`
+//!    (a session's jobs for later, on one timer task), `tls` (`rediss://`: CA and client
 //!    certificates), `subscriber` (the shared pub/sub connection and
 //!    its registry), `queue` (this process's waiters per lock name).
 //! 3. **Backends**: `backend` — where a lock lives, behind one enum: a
@@ -145,6 +146,7 @@ mod token;
 // 2. Transport
 mod builder;
 mod connection;
+mod deferred;
 mod queue;
 mod sentinel;
 mod session;

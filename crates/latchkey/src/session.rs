@@ -80,6 +80,9 @@ pub(crate) struct SessionInner {
     /// Background releases (dropped guards, cancelled attempts and
     /// releases), so that [`Client::flush`] can wait for them.
     pub(crate) background: tokio_util::task::TaskTracker,
+    /// Jobs to run later from one timer task: the extension after a fair
+    /// hand-off (see `deferred.rs`).
+    pub(crate) deferred: crate::deferred::Deferred,
 }
 
 impl std::fmt::Debug for Session {

@@ -106,6 +106,11 @@ impl State {
         }
     }
 
+    /// The guard was released or dropped.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.signals().finished
+    }
+
     pub(crate) fn is_lost(&self) -> bool {
         self.lost.load(Ordering::SeqCst)
     }

@@ -203,12 +203,12 @@ async fn kill_9_loses_an_unreplicated_lock_and_lost_says_so() {
     })
     .await;
     let announced = killed.elapsed();
-    assert_eq!(
-        set.server(second)
-            .command(&["EXISTS", "test:ledger"])
-            .unwrap(),
-        "0",
-        "the promoted replica never saw the key"
+    // The waiter may have taken the lock there already; the holder's key
+    // never reached it.
+    assert_ne!(
+        set.server(second).command(&["GET", "test:ledger"]).unwrap(),
+        guard.token(),
+        "the promoted replica never saw the holder's key"
     );
 
     // The holder is told at its next renewal, long before its TTL (15 s).

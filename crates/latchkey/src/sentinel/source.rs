@@ -15,12 +15,19 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    /// A fresh pub/sub connection to the server.
-    pub(crate) async fn pubsub(&self) -> RedisResult<redis::aio::PubSub> {
-        match self {
-            Source::Fixed(client) => client.get_async_pubsub().await,
-            Source::Sentinel(conn) => conn.primary_client().await?.get_async_pubsub().await,
-        }
+    /// A fresh RESP3 connection to the server for subscribing: messages
+    /// arrive as pushes, at `config`'s push sender.
+    pub(crate) async fn push_connection(
+        &self,
+        config: &redis::AsyncConnectionConfig,
+    ) -> RedisResult<redis::aio::MultiplexedConnection> {
+        let client = match self {
+            Source::Fixed(client) => resp3(client)?,
+            Source::Sentinel(conn) => resp3(&conn.primary_client().await?)?,
+        };
+        client
+            .get_multiplexed_async_connection_with_config(config)
+            .await
     }
 
     /// Told when the server to use changes (never for a fixed one).
@@ -38,4 +45,14 @@ impl Source {
             Source::Sentinel(conn) => conn.server(),
         }
     }
+}
+
+/// `client` speaking RESP3 (its address, TLS settings and user kept).
+fn resp3(client: &redis::Client) -> RedisResult<redis::Client> {
+    let info = client.get_connection_info().clone();
+    let settings = info
+        .redis_settings()
+        .clone()
+        .set_protocol(redis::ProtocolVersion::RESP3);
+    redis::Client::open(info.set_redis_settings(settings))
 }

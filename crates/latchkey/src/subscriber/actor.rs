@@ -10,10 +10,10 @@ use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::commands::subscribe_checked;
+use super::push::Dispatcher;
 use super::registry::{
     confirm_and_answer, count_releases, lock, take_batch, Batch, Event, Published, Request, Shared,
     Topic,
@@ -53,8 +53,15 @@ pub(super) async fn actor(
         if let Some(moved) = &mut moved {
             moved.mark_unchanged();
         }
-        let connected = match tokio::time::timeout(timeout, source.pubsub()).await {
-            Ok(Ok(pubsub)) => Some(pubsub),
+        // Messages go straight to their waiters (see `push.rs`); the rest
+        // of the pushes come here, on a channel of this connection's own.
+        let (dispatcher, mut pushes) = Dispatcher::new(shared.clone());
+        let config = redis::AsyncConnectionConfig::new()
+            .set_push_sender(dispatcher)
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout));
+        let connected = match tokio::time::timeout(timeout, source.push_connection(&config)).await {
+            Ok(Ok(conn)) => Some(conn),
             Ok(Err(e)) => {
                 tracing::warn!(%server, error = %e, "subscriber connection failed; waiters poll until it is back");
                 None
@@ -64,7 +71,7 @@ pub(super) async fn actor(
                 None
             }
         };
-        let Some(pubsub) = connected else {
+        let Some(mut conn) = connected else {
             // Fail pending subscribes at once (their waiters then poll), and
             // count the releases: the new connection starts empty.
             if !fail_pending(&shared, &mut inbox) {
@@ -77,7 +84,6 @@ pub(super) async fn actor(
         };
         backoff = Duration::from_millis(10);
         server = source.server();
-        let (mut sink, mut stream) = pubsub.split();
 
         // Subscribe to everything that is wanted now.
         let Some(wanted) = shared.upgrade().map(|s| {
@@ -88,7 +94,7 @@ pub(super) async fn actor(
         }) else {
             return;
         };
-        let refused = match subscribe_checked(&sink, &wanted, &[], timeout).await {
+        let refused = match subscribe_checked(&conn, &wanted, &[], timeout).await {
             Ok(refused) => refused,
             Err(e) => {
                 tracing::warn!(%server, error = %e, "resubscribing failed; reconnecting");
@@ -128,13 +134,13 @@ pub(super) async fn actor(
                 flush_at.unwrap_or_else(|| tokio::time::Instant::now() + ping_every),
             );
             tokio::select! {
-                message = stream.next() => {
-                    let Some(message) = message else {
+                push = pushes.recv() => {
+                    // Only a lost connection matters here: the server sends
+                    // no unsolicited unsubscribes outside a cluster.
+                    if push.is_none_or(|p| p.kind == redis::PushKind::Disconnection) {
                         tracing::warn!(%server, "subscriber connection closed; reconnecting");
                         break;
-                    };
-                    let Some(s) = shared.upgrade() else { return };
-                    dispatch(&s, &message);
+                    }
                 }
                 request = inbox.recv() => {
                     let Some(request) = request else { return };
@@ -151,14 +157,14 @@ pub(super) async fn actor(
                     }
                     // A subscribe takes the releases along (see `handle`).
                     flush_at = None;
-                    if let Err(e) = handle(&shared, &mut sink, batch, timeout).await {
+                    if let Err(e) = handle(&shared, &conn, batch, timeout).await {
                         tracing::warn!(%server, error = %e, "subscriber request failed; reconnecting");
                         break;
                     }
                 }
                 _ = flush, if flush_at.is_some() => {
                     flush_at = None;
-                    if let Err(e) = handle(&shared, &mut sink, Vec::new(), timeout).await {
+                    if let Err(e) = handle(&shared, &conn, Vec::new(), timeout).await {
                         tracing::warn!(%server, error = %e, "subscriber request failed; reconnecting");
                         break;
                     }
@@ -168,10 +174,8 @@ pub(super) async fn actor(
                     break;
                 }
                 _ = ping.tick() => {
-                    // Any reply will do: a subscribed RESP2 connection
-                    // answers `["pong", ""]`, not `PONG`, which a `String`
-                    // would refuse (and every ping would reconnect).
-                    let alive = tokio::time::timeout(timeout, sink.ping::<redis::Value>()).await;
+                    let ping = redis::cmd("PING");
+                    let alive = tokio::time::timeout(timeout, ping.query_async::<redis::Value>(&mut conn)).await;
                     if !matches!(alive, Ok(Ok(_))) {
                         tracing::warn!(%server, "subscriber connection did not answer PING; reconnecting");
                         break;
@@ -225,7 +229,7 @@ pub(super) fn fail_pending(
 /// every topic they or `batch` name, then answers the batch's subscribes.
 async fn handle(
     shared: &Weak<Shared>,
-    sink: &mut redis::aio::PubSubSink,
+    conn: &redis::aio::MultiplexedConnection,
     batch: Vec<Request>,
     timeout: Duration,
 ) -> redis::RedisResult<()> {
@@ -237,7 +241,7 @@ async fn handle(
     else {
         return Ok(());
     };
-    let refused = match subscribe_checked(sink, &wanted, &unwanted, timeout).await {
+    let refused = match subscribe_checked(conn, &wanted, &unwanted, timeout).await {
         Ok(refused) => refused,
         Err(e) => {
             for (_, done) in answers {

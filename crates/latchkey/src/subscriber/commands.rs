@@ -3,7 +3,8 @@
 //! the command timeout, and a refusal told apart from a broken connection.
 //!
 //! Plumbing without state: it knows topics and the sink, not the registry,
-//! so the actor decides *what* to send and this file only *how*.
+//! so the actor decides *what* to send and this file only *how*. (A RESP3
+//! connection: the confirmations are pushes, which redis-rs counts.)
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,18 +32,18 @@ fn broken(e: &redis::RedisError) -> bool {
 /// forbidden, so each topic is then tried alone, and the others are not
 /// held hostage by one. Errs only when the connection is broken.
 pub(super) async fn subscribe_checked(
-    sink: &redis::aio::PubSubSink,
+    conn: &redis::aio::MultiplexedConnection,
     subscribe: &[Arc<Topic>],
     unsubscribe: &[Arc<Topic>],
     timeout: Duration,
 ) -> redis::RedisResult<HashMap<Arc<Topic>, redis::RedisError>> {
-    match bounded(timeout, apply(sink, subscribe, unsubscribe)).await {
+    match bounded(timeout, apply(conn, subscribe, unsubscribe)).await {
         Ok(()) => return Ok(HashMap::new()),
         Err(e) if broken(&e) => return Err(e),
         Err(_) => {}
     }
     let alone = subscribe.iter().map(|topic| async move {
-        let result = apply(sink, std::slice::from_ref(topic), &[]).await;
+        let result = apply(conn, std::slice::from_ref(topic), &[]).await;
         (topic.clone(), result)
     });
     let results = bounded(timeout, async {
@@ -74,7 +75,7 @@ enum Command {
 /// most [`TOPICS_PER_COMMAND`] topics each, pipelined, and waits for every
 /// confirmation.
 async fn apply(
-    sink: &redis::aio::PubSubSink,
+    conn: &redis::aio::MultiplexedConnection,
     subscribe: &[Arc<Topic>],
     unsubscribe: &[Arc<Topic>],
 ) -> redis::RedisResult<()> {
@@ -88,10 +89,10 @@ async fn apply(
         (Command::PUnsubscribe, &unsub_patterns),
     ] {
         for chunk in names.chunks(TOPICS_PER_COMMAND) {
-            commands.push(send(sink.clone(), command, chunk));
+            commands.push(send(conn.clone(), command, chunk));
         }
     }
-    // The sink is a pipeline: every command is written before the first
+    // The connection is a pipeline: every command is written before the first
     // confirmation is awaited, in this order.
     futures_util::future::try_join_all(commands)
         .await
@@ -112,15 +113,15 @@ fn split(topics: &[Arc<Topic>]) -> (Vec<&[u8]>, Vec<&[u8]>) {
 }
 
 async fn send(
-    mut sink: redis::aio::PubSubSink,
+    mut conn: redis::aio::MultiplexedConnection,
     command: Command,
     names: &[&[u8]],
 ) -> redis::RedisResult<()> {
     match command {
-        Command::Subscribe => sink.subscribe(names).await,
-        Command::PSubscribe => sink.psubscribe(names).await,
-        Command::Unsubscribe => sink.unsubscribe(names).await,
-        Command::PUnsubscribe => sink.punsubscribe(names).await,
+        Command::Subscribe => conn.subscribe(names).await,
+        Command::PSubscribe => conn.psubscribe(names).await,
+        Command::Unsubscribe => conn.unsubscribe(names).await,
+        Command::PUnsubscribe => conn.punsubscribe(names).await,
     }
 }
 

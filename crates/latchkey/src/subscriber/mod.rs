@@ -48,6 +48,7 @@ use crate::sentinel::Source;
 
 mod actor;
 mod commands;
+mod push;
 mod registry;
 mod sharded;
 

@@ -35,7 +35,8 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::{PushInfo, PushKind};
 use tokio::sync::mpsc;
 
-use super::actor::{dispatch, fail_pending, jitter};
+use super::actor::{fail_pending, jitter};
+use super::push::Dispatcher;
 use super::registry::{confirm_and_answer, lock, take_batch, Batch, Event, Request, Shared, Topic};
 use crate::error::Error;
 
@@ -50,10 +51,11 @@ pub(super) async fn actor(
     timeout: Duration,
     ping_every: Duration,
 ) {
-    let (push_tx, mut pushes) = mpsc::unbounded_channel::<PushInfo>();
+    // Messages go straight to their waiters (see `push.rs`).
+    let (dispatcher, mut pushes) = Dispatcher::new(shared.clone());
     let client = match seed
         .use_protocol(redis::ProtocolVersion::RESP3)
-        .push_sender(push_tx)
+        .push_sender(dispatcher)
         .connection_timeout(timeout)
         .response_timeout(timeout)
         .retries(2)
@@ -157,14 +159,9 @@ pub(super) async fn actor(
     }
 }
 
-/// Delivers a message, or notes the channels that must be subscribed again.
+/// Notes the channels that must be subscribed again.
 fn take_push(shared: &Shared, push: PushInfo, lost: &mut HashSet<Arc<Topic>>) {
     match push.kind {
-        PushKind::SMessage | PushKind::Message => {
-            if let Some(message) = redis::Msg::from_push_info(push) {
-                dispatch(shared, &message);
-            }
-        }
         PushKind::SUnsubscribe => {
             // Ours (a channel given up) or the server's (its slot moved):
             // only a channel still wanted needs anything.
