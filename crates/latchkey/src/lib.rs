@@ -150,6 +150,8 @@ mod sentinel;
 mod session;
 mod subscriber;
 mod tls;
+mod tls_name;
+mod pinned;
 // 3. Backends
 mod backend;
 // 4. Primitives

@@ -5,12 +5,13 @@ use redis::RedisResult;
 use tokio::sync::watch;
 
 use super::SentinelConnection;
+use crate::tls_name::Target;
 
 /// What a subscriber connects to: one server, or the primary the Sentinels
 /// name (followed across failovers).
 #[derive(Clone)]
 pub(crate) enum Source {
-    Fixed(Box<redis::Client>),
+    Fixed(Box<Target>),
     Sentinel(SentinelConnection),
 }
 
@@ -18,8 +19,8 @@ impl Source {
     /// A fresh pub/sub connection to the server.
     pub(crate) async fn pubsub(&self) -> RedisResult<redis::aio::PubSub> {
         match self {
-            Source::Fixed(client) => client.get_async_pubsub().await,
-            Source::Sentinel(conn) => conn.primary_client().await?.get_async_pubsub().await,
+            Source::Fixed(target) => target.pubsub().await,
+            Source::Sentinel(conn) => conn.primary_target().await?.pubsub().await,
         }
     }
 
@@ -34,7 +35,7 @@ impl Source {
     /// The server, for messages.
     pub(crate) fn server(&self) -> String {
         match self {
-            Source::Fixed(client) => client.get_connection_info().addr().to_string(),
+            Source::Fixed(target) => target.server(),
             Source::Sentinel(conn) => conn.server(),
         }
     }
