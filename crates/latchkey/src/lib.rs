@@ -145,13 +145,13 @@ mod token;
 // 2. Transport
 mod builder;
 mod connection;
+mod pinned;
 mod queue;
 mod sentinel;
 mod session;
 mod subscriber;
 mod tls;
 mod tls_name;
-mod pinned;
 // 3. Backends
 mod backend;
 // 4. Primitives

@@ -129,9 +129,7 @@ impl TlsOptions {
 
     /// The client certificate chain and key, read and parsed.
     #[allow(clippy::type_complexity)]
-    fn identity(
-        &self,
-    ) -> Result<Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>> {
+    fn identity(&self) -> Result<Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>> {
         let Some((cert, key)) = &self.client else {
             return Ok(None);
         };
@@ -224,11 +222,7 @@ fn install_crypto_provider() {
 
 /// The server at `url` with `tls` (and `over`, `tls`'s server-name
 /// override if it has one: see [`TlsOptions::server_override`]).
-pub(crate) fn redis_client(
-    url: &str,
-    tls: &TlsOptions,
-    over: Option<&Override>,
-) -> Result<Target> {
+pub(crate) fn redis_client(url: &str, tls: &TlsOptions, over: Option<&Override>) -> Result<Target> {
     let client = tls_client(url, tls)?;
     match over {
         Some(over) => over

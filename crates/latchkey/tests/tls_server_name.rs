@@ -115,7 +115,9 @@ async fn the_command_connection_reconnects_under_the_override() {
         .unwrap();
     let first = client.lock("sni-before", Duration::from_secs(30)).unwrap();
     let guard = first.try_acquire().await.unwrap().expect("free lock");
-    let killed = server.command(&["CLIENT", "KILL", "TYPE", "normal"]).unwrap();
+    let killed = server
+        .command(&["CLIENT", "KILL", "TYPE", "normal"])
+        .unwrap();
     assert_ne!(killed, "0", "no connection was killed");
     // The killed connection may fail one command; a later one reconnects.
     let lock = client.lock("sni-after", Duration::from_secs(30)).unwrap();

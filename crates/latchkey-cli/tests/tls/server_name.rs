@@ -74,6 +74,11 @@ fn a_wrong_name_exits_69() {
     assert_eq!(code(out.status), 69, "{}", stderr(&out));
     assert_one_error_line(&out);
     assert!(
+        stderr(&out).contains("--tls-server-name"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
         stderr(&out).contains("not valid for the host in the URL"),
         "{}",
         stderr(&out)
