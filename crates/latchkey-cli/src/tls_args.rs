@@ -1,6 +1,6 @@
-//! TLS options of every subcommand: `--tls-ca`, `--tls-cert`, `--tls-key`
-//! (and `LATCHKEY_TLS_CA`, `LATCHKEY_TLS_CERT`, `LATCHKEY_TLS_KEY`), for
-//! `rediss://` URLs.
+//! TLS options of every subcommand: `--tls-ca`, `--tls-cert`, `--tls-key`,
+//! `--tls-server-name` (and `LATCHKEY_TLS_CA`, `LATCHKEY_TLS_CERT`,
+//! `LATCHKEY_TLS_KEY`, `LATCHKEY_TLS_SERVER_NAME`), for `rediss://` URLs.
 //!
 //! ```text
 //! latchkey --redis rediss://redis.internal:6380 --tls-ca ca.pem \
@@ -10,7 +10,9 @@
 //! The files are read when connecting: a missing one is a usage error
 //! (exit 2), one that holds no certificate or key, and every refused
 //! handshake, a TLS error (exit 69). The TLS server name is the URL's host
-//! (there is no override; see docs/security.md).
+//! unless `--tls-server-name` names another (an empty or invalid name, or one
+//! with a `redis://` URL or a Redis Cluster, is a usage error, exit 2; see
+//! docs/security.md).
 
 use std::path::PathBuf;
 
@@ -48,6 +50,16 @@ pub struct TlsArgs {
         env = "LATCHKEY_TLS_KEY"
     )]
     pub key: Option<PathBuf>,
+
+    /// Check the server's certificate against NAME, and send NAME as SNI,
+    /// instead of the URL's host (still connecting to the URL's address).
+    #[arg(
+        long = "tls-server-name",
+        value_name = "NAME",
+        global = true,
+        env = "LATCHKEY_TLS_SERVER_NAME"
+    )]
+    pub server_name: Option<String>,
 }
 
 impl TlsArgs {
@@ -71,6 +83,12 @@ impl TlsArgs {
     /// [`apply`](Self::apply)).
     pub fn redis_client(&self, url: &str) -> redis::RedisResult<redis::Client> {
         let tls = url.starts_with("rediss:");
+        if tls && self.server_name.is_some() {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "this probe does not take --tls-server-name (the library's own connections do)",
+            )));
+        }
         if !tls || (self.ca.is_none() && self.cert.is_none()) {
             return redis::Client::open(url);
         }
@@ -97,6 +115,9 @@ impl TlsArgs {
         }
         if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
             builder = builder.tls_client_cert_files(cert, key);
+        }
+        if let Some(name) = &self.server_name {
+            builder = builder.tls_server_name(name);
         }
         builder
     }

@@ -10,6 +10,9 @@ use std::time::Duration;
 use common::*;
 use latchkey_testkit::{eventually_blocking, ClientAuth, TlsCerts};
 
+#[path = "tls/server_name.rs"]
+mod server_name;
+
 const QUICK: Duration = Duration::from_secs(15);
 
 /// `latchkey` for `server` (no TLS options from the environment).

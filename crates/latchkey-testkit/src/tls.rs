@@ -18,7 +18,11 @@
 //! client certificate signed by it, as PEM files in a directory of their own
 //! that is removed when the last user of the certificates is dropped.
 //! Another `generate` makes another CA: a client that trusts one refuses a
-//! server whose certificate the other signed.
+//! server whose certificate the other signed. [`TlsCerts::generate_for`]
+//! makes the server certificate for other names only (a DNS name such as
+//! `redis.test.invalid`, not the loopback address the server listens on:
+//! what a TLS server-name override is for); the kit's own admin connection
+//! then checks it against the first of them.
 
 use std::fs;
 use std::io;
@@ -60,7 +64,7 @@ pub struct TlsCerts {
 }
 
 #[derive(Debug)]
-struct CertDir(PathBuf);
+struct CertDir(PathBuf, String);
 
 impl Drop for CertDir {
     fn drop(&mut self) {
@@ -79,7 +83,8 @@ impl TlsCerts {
         self.dir().join("ca.pem")
     }
 
-    /// The server's certificate, for `localhost` and `127.0.0.1`.
+    /// The server's certificate, for `localhost` and `127.0.0.1` (or the
+    /// names given to [`generate_for`](Self::generate_for)).
     pub fn server_cert(&self) -> PathBuf {
         self.dir().join("server.pem")
     }
@@ -114,7 +119,19 @@ impl TlsCerts {
     /// If a certificate cannot be made or written.
     #[cfg(feature = "tls")]
     pub fn generate() -> TlsCerts {
-        generate::all().unwrap_or_else(|e| panic!("latchkey-testkit: TLS certificates: {e}"))
+        TlsCerts::generate_for(&["localhost", "127.0.0.1"])
+    }
+
+    /// As [`generate`](Self::generate), with a server certificate for
+    /// `names` only (DNS names or IP addresses; the first is what the kit's
+    /// admin connection checks it against).
+    ///
+    /// # Panics
+    /// If `names` is empty, or a certificate cannot be made or written.
+    #[cfg(feature = "tls")]
+    pub fn generate_for(names: &[&str]) -> TlsCerts {
+        assert!(!names.is_empty(), "a server certificate needs a name");
+        generate::all(names).unwrap_or_else(|e| panic!("latchkey-testkit: TLS certificates: {e}"))
     }
 
     /// The rustls configuration of the kit's admin connection: trusts the
@@ -187,13 +204,15 @@ impl ServerTls {
     /// The kit's admin connection settings (read from the files each time:
     /// admin commands are few).
     pub(crate) fn admin(&self) -> io::Result<AdminTls> {
-        Ok(AdminTls(Arc::new(self.certs.admin_config()?)))
+        let name = ServerName::try_from(self.certs.dir.1.clone())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        Ok(AdminTls(Arc::new(self.certs.admin_config()?), name))
     }
 }
 
 /// The kit's admin connection over TLS (readiness, `command`).
 #[derive(Clone)]
-pub(crate) struct AdminTls(Arc<rustls::ClientConfig>);
+pub(crate) struct AdminTls(Arc<rustls::ClientConfig>, ServerName<'static>);
 
 impl std::fmt::Debug for AdminTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -207,8 +226,7 @@ impl AdminTls {
         &self,
         tcp: TcpStream,
     ) -> io::Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>> {
-        let name = ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
-        let conn = rustls::ClientConnection::new(self.0.clone(), name)
+        let conn = rustls::ClientConnection::new(self.0.clone(), self.1.clone())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         Ok(rustls::StreamOwned::new(conn, tcp))
     }
@@ -227,10 +245,11 @@ mod generate {
 
     use super::TlsCerts;
 
-    pub(super) fn all() -> io::Result<TlsCerts> {
+    pub(super) fn all(names: &[&str]) -> io::Result<TlsCerts> {
         let dir = fresh_dir()?;
+        let first = names.first().map(|n| n.to_string()).unwrap_or_default();
         let certs = TlsCerts {
-            dir: std::sync::Arc::new(super::CertDir(dir)),
+            dir: std::sync::Arc::new(super::CertDir(dir, first)),
         };
         let err = |e: rcgen::Error| io::Error::other(e.to_string());
 
@@ -254,7 +273,7 @@ mod generate {
             Ok::<_, io::Error>((cert.pem(), key.serialize_pem()))
         };
         let (server, server_key) = leaf(
-            vec!["localhost".into(), "127.0.0.1".into()],
+            names.iter().map(|n| n.to_string()).collect(),
             // A cluster node or replica is a TLS client of its peers too,
             // with the same certificate (`tls-cert-file`).
             vec![

@@ -7,14 +7,14 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
-
 use crate::connection::{Connection, Kind};
 use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
+use crate::pinned::PinnedConnection;
 use crate::sentinel::SentinelSpec;
 use crate::session::{Session, SessionInner, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 use crate::tls::{Pem, TlsOptions};
+use crate::tls_name::Target;
 use crate::token::Identity;
 
 mod sentinel;
@@ -114,6 +114,24 @@ impl ClientBuilder {
         self
     }
 
+    /// Checks the server's certificate against `name`, and sends `name` as
+    /// the TLS server name (SNI), instead of the URL's host, while still
+    /// connecting to the URL's address: for a server reached by an address
+    /// (or a name) its certificate does not carry. Applies to every
+    /// `rediss://` connection of the client: the command and pub/sub
+    /// connections, [`replica`](Self::replica)s, and the primary that
+    /// [`sentinel`](Self::sentinel)s name (not the Sentinels themselves).
+    /// Checked when the client connects: an empty name, an IP address, a
+    /// name that is not a valid DNS name, and a `redis://` URL are
+    /// [`Error::InvalidInput`]; a Redis Cluster is refused with
+    /// [`Error::InvalidInput`] (its nodes are reached by the addresses they
+    /// announce; see `docs/security.md`). A certificate without the name is
+    /// [`Error::Tls`].
+    pub fn tls_server_name(mut self, name: impl Into<String>) -> Self {
+        self.tls.server_name = Some(name.into());
+        self
+    }
+
     /// Connects the session behind a [`Client`](crate::Client) (or a
     /// Redlock instance); see [`ClientBuilder::connect`].
     pub(crate) async fn open(self) -> Result<Session> {
@@ -135,19 +153,31 @@ impl ClientBuilder {
             this.sentinel = Some(spec);
             this.url = template;
         }
-        let redis = crate::tls::redis_client(&this.url, &this.tls)?;
-        let replicas = crate::tls::replica_clients(&this.replicas, &this.tls)?;
+        let over = this.tls.server_override()?;
+        let redis = crate::tls::redis_client(&this.url, &this.tls, over.as_ref())?;
+        let replicas = crate::tls::replica_clients(&this.replicas, &this.tls, over.as_ref())?;
         match this.sentinel.take() {
-            Some(spec) => this.open_sentinel(spec, redis, replicas).await,
+            Some(spec) => this.open_sentinel(spec, redis, replicas, over).await,
             None => this.open_standalone(redis, replicas).await,
         }
     }
 
-    async fn open_standalone(
-        self,
-        redis: redis::Client,
-        replicas: Vec<redis::Client>,
-    ) -> Result<Session> {
+    async fn open_standalone(self, redis: Target, replicas: Vec<Target>) -> Result<Session> {
+        let timed_out = Error::Timeout {
+            op: "connect",
+            after: self.command_timeout,
+        };
+        if redis.is_redirected() {
+            // Under a server-name override: see `crate::pinned`.
+            let connecting = PinnedConnection::connect(redis.clone(), self.command_timeout);
+            let pinned = match tokio::time::timeout(self.command_timeout, connecting).await {
+                Ok(Ok(conn)) => conn,
+                Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),
+                Err(_) => return Err(timed_out),
+            };
+            let (conn, answered) = self.cluster_or(Connection(Kind::Pinned(pinned))).await?;
+            return self.session(redis, replicas, conn, answered).await;
+        }
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.command_timeout))
             .set_response_timeout(Some(self.command_timeout))
@@ -155,26 +185,24 @@ impl ClientBuilder {
             // and watchdogs) decide when to retry, with their own deadlines.
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500));
-        let connecting = redis::aio::ConnectionManager::new_with_config(redis.clone(), config);
+        let connecting =
+            redis::aio::ConnectionManager::new_with_config(redis.client.clone(), config);
         let standalone = match tokio::time::timeout(self.command_timeout, connecting).await {
             Ok(Ok(conn)) => conn,
             Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),
-            Err(_) => {
-                return Err(Error::Timeout {
-                    op: "connect",
-                    after: self.command_timeout,
-                })
-            }
+            Err(_) => return Err(timed_out),
         };
-        let (conn, answered) = self.cluster_or(standalone).await?;
+        let (conn, answered) = self
+            .cluster_or(Connection(Kind::Standalone(standalone)))
+            .await?;
         self.session(redis, replicas, conn, answered).await
     }
 
     /// The session over `conn`; checks it may be used unless `answered`.
     pub(super) async fn session(
         self,
-        redis: redis::Client,
-        replicas: Vec<redis::Client>,
+        redis: Target,
+        replicas: Vec<Target>,
         conn: Connection,
         answered: bool,
     ) -> Result<Session> {
@@ -218,8 +246,9 @@ impl ClientBuilder {
     /// node (`cluster_enabled:1`), else `standalone`. A server that does not
     /// answer `INFO cluster` (an ACL without `INFO`, a wrong password) is
     /// taken as standalone, and the caller's `PING` says what is wrong;
-    /// `true` with the connection when the server answered.
-    async fn cluster_or(&self, mut standalone: ConnectionManager) -> Result<(Connection, bool)> {
+    /// `true` with the connection when the server answered. A cluster is
+    /// refused under a TLS server-name override (see `docs/security.md`).
+    async fn cluster_or(&self, mut standalone: Connection) -> Result<(Connection, bool)> {
         let info = tokio::time::timeout(
             self.command_timeout,
             redis::cmd("INFO")
@@ -231,7 +260,16 @@ impl ClientBuilder {
         let cluster =
             matches!(&info, Ok(Ok(text)) if text.lines().any(|l| l.trim() == "cluster_enabled:1"));
         if !cluster {
-            return Ok((Connection(Kind::Standalone(standalone)), answered));
+            return Ok((standalone, answered));
+        }
+        if let Some(name) = &self.tls.server_name {
+            return Err(Error::InvalidInput(format!(
+                "the TLS server name {name:?} cannot be used with a Redis Cluster: \
+                 its nodes are reached by the addresses they announce, each checked \
+                 against its own certificate; have the nodes announce DNS names their \
+                 certificates carry (cluster-announce-hostname, \
+                 cluster-preferred-endpoint-type hostname) and connect without it"
+            )));
         }
         let mut builder = redis::cluster::ClusterClient::builder(vec![self.url.as_str()])
             .connection_timeout(self.command_timeout)

@@ -10,6 +10,7 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use crate::pinned::PinnedConnection;
 use crate::sentinel::SentinelConnection;
 
 /// A handle to a client's command connection (cheap to clone; it reconnects
@@ -22,6 +23,8 @@ pub struct Connection(pub(crate) Kind);
 #[derive(Clone)]
 pub(crate) enum Kind {
     Standalone(ConnectionManager),
+    /// A standalone server under a TLS server-name override.
+    Pinned(PinnedConnection),
     Cluster(ClusterConnection),
     Sentinel(SentinelConnection),
 }
@@ -82,7 +85,7 @@ impl Connection {
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self.0 {
-            Kind::Standalone(_) => "standalone",
+            Kind::Standalone(_) | Kind::Pinned(_) => "standalone",
             Kind::Cluster(_) => "cluster",
             Kind::Sentinel(_) => "sentinel",
         };
@@ -94,6 +97,7 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match &mut self.0 {
             Kind::Standalone(conn) => conn.req_packed_command(cmd),
+            Kind::Pinned(conn) => conn.req_packed_command(cmd),
             Kind::Cluster(conn) => conn.req_packed_command(cmd),
             Kind::Sentinel(conn) => conn.req_packed_command(cmd),
         }
@@ -107,6 +111,7 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match &mut self.0 {
             Kind::Standalone(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Kind::Pinned(conn) => conn.req_packed_commands(pipeline, offset, count),
             Kind::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
             Kind::Sentinel(conn) => conn.req_packed_commands(pipeline, offset, count),
         }
@@ -115,6 +120,7 @@ impl ConnectionLike for Connection {
     fn get_db(&self) -> i64 {
         match &self.0 {
             Kind::Standalone(conn) => conn.get_db(),
+            Kind::Pinned(conn) => conn.get_db(),
             Kind::Cluster(conn) => conn.get_db(),
             Kind::Sentinel(conn) => conn.get_db(),
         }

@@ -62,8 +62,9 @@ pub(crate) fn explain(tls: &rustls::Error) -> String {
         }
         E::InvalidCertificate(
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-        ) => "the server's certificate is not valid for the host in the URL; put a name \
-              (or IP address) the certificate carries in the URL"
+        ) => "the server's certificate is not valid for the host in the URL (or the TLS \
+              server name given); put a name (or IP address) the certificate carries in the \
+              URL, or give the name as the TLS server name (tls_server_name, --tls-server-name)"
             .to_owned(),
         E::InvalidCertificate(
             CertificateError::Expired

@@ -147,11 +147,13 @@ mod token;
 mod builder;
 mod connection;
 mod deferred;
+mod pinned;
 mod queue;
 mod sentinel;
 mod session;
 mod subscriber;
 mod tls;
+mod tls_name;
 // 3. Backends
 mod backend;
 // 4. Primitives

@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
 use crate::sentinel::Source;
 use crate::subscriber::Subscriber;
+use crate::tls_name::Target;
 use crate::token::Identity;
 
 /// How long a single Redis command may take before it fails with
@@ -60,7 +61,9 @@ pub(crate) struct Session {
 }
 
 pub(crate) struct SessionInner {
-    pub(crate) redis: redis::Client,
+    /// The server of the URL (under a TLS server-name override, renamed;
+    /// see `crate::tls_name`).
+    pub(crate) redis: Target,
     pub(crate) conn: Connection,
     pub(crate) prefix: Vec<u8>,
     pub(crate) command_timeout: Duration,
@@ -70,7 +73,7 @@ pub(crate) struct SessionInner {
     pub(crate) subscriber: OnceLock<Subscriber>,
     /// Replicas of the server, given by [`ClientBuilder::replica`]: signal
     /// waiters also listen there (see `crate::signal`).
-    pub(crate) replicas: Vec<redis::Client>,
+    pub(crate) replicas: Vec<Target>,
     /// One subscriber per replica, started on first use.
     pub(crate) replica_subscribers: OnceLock<Vec<Subscriber>>,
     /// A TLS cluster's certificates, for its subscriber's connections.
@@ -220,7 +223,7 @@ impl Session {
     pub(crate) fn subscriber(&self) -> &Subscriber {
         self.inner.subscriber.get_or_init(|| {
             if self.is_cluster() {
-                let seed = self.inner.redis.get_connection_info().clone();
+                let seed = self.inner.redis.client.get_connection_info().clone();
                 let mut builder = redis::cluster::ClusterClientBuilder::new(vec![seed]);
                 if let Some(certs) = &self.inner.cluster_certs {
                     builder = builder.certs(certs.clone());

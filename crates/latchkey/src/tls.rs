@@ -9,11 +9,15 @@
 //! certificate, a key that does not match its certificate, and every
 //! handshake failure are [`Error::Tls`].
 //!
-//! The TLS server name is the URL's host: redis-rs 1.8 verifies the server's
-//! certificate against it and has no separate server-name (SNI) setting, so
-//! there is no override. Connect by a name the certificate carries (an
-//! `/etc/hosts` entry can point that name at the address); see
-//! `docs/security.md`.
+//! The TLS server name is the URL's host unless a server-name override is
+//! given ([`ClientBuilder::tls_server_name`](crate::ClientBuilder::tls_server_name)):
+//! then the certificate is checked against that name, which is also sent as
+//! SNI, while the connection still goes to the URL's address
+//! (`crate::tls_name` says how, on top of redis-rs 1.8, which has no such
+//! setting). The override applies to every `rediss://` connection made from
+//! the client's URL (command, subscriber, replicas, the primary the
+//! Sentinels name), and is refused on a Redis Cluster, whose nodes are
+//! reached by the addresses they announce; see `docs/security.md`.
 
 use std::path::PathBuf;
 
@@ -21,6 +25,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::error::{Error, Result};
+use crate::tls_name::{Override, Target};
 
 /// PEM data, from a file or given directly.
 #[derive(Clone)]
@@ -66,11 +71,42 @@ pub(crate) struct TlsOptions {
     pub(crate) ca: Option<Pem>,
     /// Certificate (chain) and private key.
     pub(crate) client: Option<(Pem, Pem)>,
+    /// The name to check the server's certificate against (and send as
+    /// SNI) instead of the URL's host.
+    pub(crate) server_name: Option<String>,
 }
 
 impl TlsOptions {
     fn is_set(&self) -> bool {
-        self.ca.is_some() || self.client.is_some()
+        self.ca.is_some() || self.client.is_some() || self.server_name.is_some()
+    }
+
+    /// The server-name override, checked, with a rustls configuration of
+    /// the same CA and client certificate (`None`: no override).
+    pub(crate) fn server_override(&self) -> Result<Option<Override>> {
+        let Some(name) = &self.server_name else {
+            return Ok(None);
+        };
+        crate::tls_name::check_name(name)?;
+        Ok(Some(Override::new(name)))
+    }
+
+    /// The client certificate chain and key, read and parsed.
+    #[allow(clippy::type_complexity)]
+    fn identity(&self) -> Result<Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>> {
+        let Some((cert, key)) = &self.client else {
+            return Ok(None);
+        };
+        let cert_pem = cert.read("client certificate file")?;
+        let key_pem = key.read("client key file")?;
+        let chain = certificates(&cert_pem, &cert.origin("client certificate file"))?;
+        let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| Error::Tls {
+            reason: format!(
+                "{} holds no PEM private key ({e})",
+                key.origin("client key file")
+            ),
+        })?;
+        Ok(Some((chain, private)))
     }
 
     /// The certificates read and checked: each file holds what it should,
@@ -93,24 +129,15 @@ impl TlsOptions {
                 Some(pem)
             }
         };
-        let client_tls = match &self.client {
-            None => None,
-            Some((cert, key)) => {
-                let cert_pem = cert.read("client certificate file")?;
-                let key_pem = key.read("client key file")?;
-                let chain = certificates(&cert_pem, &cert.origin("client certificate file"))?;
-                let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| Error::Tls {
-                    reason: format!(
-                        "{} holds no PEM private key ({e})",
-                        key.origin("client key file")
-                    ),
-                })?;
+        let client_tls = match (&self.client, self.identity()?) {
+            (Some((cert, key)), Some((chain, private))) => {
                 check_pair(chain, private)?;
                 Some(redis::ClientTlsConfig {
-                    client_cert: cert_pem,
-                    client_key: key_pem,
+                    client_cert: cert.read("client certificate file")?,
+                    client_key: key.read("client key file")?,
                 })
             }
+            _ => None,
         };
         Ok(redis::TlsCertificates {
             client_tls,
@@ -157,9 +184,21 @@ fn install_crypto_provider() {
     }
 }
 
+/// The server at `url` with `tls` (and `over`, `tls`'s server-name
+/// override if it has one: see [`TlsOptions::server_override`]).
+pub(crate) fn redis_client(url: &str, tls: &TlsOptions, over: Option<&Override>) -> Result<Target> {
+    let client = tls_client(url, tls)?;
+    match over {
+        Some(over) => over
+            .target(client.get_connection_info().clone())
+            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {url:?}: {e}"))),
+        _ => Ok(Target::plain(client)),
+    }
+}
+
 /// The redis-rs client for `url` with `tls`: a `rediss://` URL always gets
 /// a crypto provider; TLS options need a `rediss://` URL.
-pub(crate) fn redis_client(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
+fn tls_client(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
     let bad_url = |e: redis::RedisError| Error::InvalidInput(format!("bad Redis URL {url:?}: {e}"));
     let client = redis::Client::open(url).map_err(bad_url)?;
     let is_tls = matches!(
@@ -169,7 +208,7 @@ pub(crate) fn redis_client(url: &str, tls: &TlsOptions) -> Result<redis::Client>
     if !is_tls {
         if tls.is_set() {
             return Err(Error::InvalidInput(format!(
-                "TLS options (CA, client certificate) need a rediss:// URL, not {url:?}"
+                "TLS options (CA, client certificate, server name) need a rediss:// URL, not {url:?}"
             )));
         }
         return Ok(client);
@@ -186,18 +225,22 @@ pub(crate) fn redis_client(url: &str, tls: &TlsOptions) -> Result<redis::Client>
     })
 }
 
-/// The clients of `urls` (replicas): the server's TLS options apply to the
-/// `rediss://` ones.
-pub(crate) fn replica_clients(urls: &[String], tls: &TlsOptions) -> Result<Vec<redis::Client>> {
+/// The clients of `urls` (replicas): the server's TLS options (the
+/// server-name override `over` included) apply to the `rediss://` ones.
+pub(crate) fn replica_clients(
+    urls: &[String],
+    tls: &TlsOptions,
+    over: Option<&Override>,
+) -> Result<Vec<Target>> {
     let plain = TlsOptions::default();
     urls.iter()
         .map(|url| {
-            let tls = if url.starts_with("rediss:") {
-                tls
+            let (tls, over) = if url.starts_with("rediss:") {
+                (tls, over)
             } else {
-                &plain
+                (&plain, None)
             };
-            redis_client(url, tls).map_err(|e| match e {
+            redis_client(url, tls, over).map_err(|e| match e {
                 Error::InvalidInput(why) => Error::InvalidInput(format!("replica {url:?}: {why}")),
                 other => other,
             })

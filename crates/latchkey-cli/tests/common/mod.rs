@@ -25,6 +25,7 @@ pub fn latchkey_at(url: &str) -> Command {
         .env_remove("LATCHKEY_TLS_CA")
         .env_remove("LATCHKEY_TLS_CERT")
         .env_remove("LATCHKEY_TLS_KEY")
+        .env_remove("LATCHKEY_TLS_SERVER_NAME")
         .stdin(Stdio::null());
     cmd
 }

@@ -5,6 +5,7 @@ use super::{ClientBuilder, Session};
 use crate::connection::{Connection, Kind};
 use crate::error::{Error, Result};
 use crate::sentinel::{SentinelConnection, SentinelSpec};
+use crate::tls_name::{Override, Target};
 
 impl ClientBuilder {
     /// Connects to the primary that the Redis Sentinels at `sentinels`
@@ -40,8 +41,9 @@ impl ClientBuilder {
     pub(super) async fn open_sentinel(
         self,
         spec: SentinelSpec,
-        template: redis::Client,
-        replicas: Vec<redis::Client>,
+        template: Target,
+        replicas: Vec<Target>,
+        over: Option<Override>,
     ) -> Result<Session> {
         if spec.sentinels.is_empty() || spec.master.is_empty() {
             return Err(Error::InvalidInput(
@@ -52,9 +54,14 @@ impl ClientBuilder {
             crate::sentinel::sentinel_client(addr)
                 .map_err(|e| Error::InvalidInput(format!("bad Sentinel address {addr:?}: {e}")))?;
         }
-        let info = template.get_connection_info().clone();
-        let connecting =
-            SentinelConnection::connect(spec, info, self.command_timeout, self.pubsub_ping_every);
+        let info = template.client.get_connection_info().clone();
+        let connecting = SentinelConnection::connect(
+            spec,
+            info,
+            over,
+            self.command_timeout,
+            self.pubsub_ping_every,
+        );
         let conn = match tokio::time::timeout(self.command_timeout * 2, connecting).await {
             Ok(Ok(conn)) => conn,
             Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),

@@ -36,6 +36,8 @@ use redis::{
 };
 use tokio::sync::watch;
 
+use crate::tls_name::{Override, Target};
+
 mod follow;
 mod source;
 mod url;
@@ -65,6 +67,9 @@ struct Shared {
     /// The primary's connection settings (user, password, db, TLS); only
     /// the address is replaced by the one the Sentinels give.
     template: ConnectionInfo,
+    /// The TLS server-name override: the name the primary's certificate
+    /// is checked against, whichever address the Sentinels give.
+    over: Option<Override>,
     timeout: Duration,
     state: Mutex<State>,
     /// One lookup at a time: commands that find no connection wait for it.
@@ -89,6 +94,7 @@ impl SentinelConnection {
     pub(crate) async fn connect(
         spec: SentinelSpec,
         template: ConnectionInfo,
+        over: Option<Override>,
         timeout: Duration,
         poll: Duration,
     ) -> RedisResult<SentinelConnection> {
@@ -103,6 +109,7 @@ impl SentinelConnection {
                 spec,
                 sentinels,
                 template,
+                over,
                 timeout,
                 state: Mutex::new(State::default()),
                 connecting: tokio::sync::Mutex::new(()),
@@ -128,12 +135,12 @@ impl SentinelConnection {
         self.shared.primary.subscribe()
     }
 
-    /// A client for the primary the Sentinels name now (no `ROLE` check:
-    /// for the subscriber, whose messages reach it on any server of the set).
-    pub(crate) async fn primary_client(&self) -> RedisResult<redis::Client> {
+    /// The primary the Sentinels name now (no `ROLE` check: for the
+    /// subscriber, whose messages reach it on any server of the set).
+    pub(crate) async fn primary_target(&self) -> RedisResult<Target> {
         let addr = self.shared.ask_sentinels().await?;
         self.shared.named(&addr);
-        redis::Client::open(self.shared.at(&addr))
+        self.shared.target(&addr)
     }
 
     /// The connection in use, or a new one to the primary named now.
@@ -224,7 +231,10 @@ impl Shared {
         for (client, cached) in self.sentinels.iter().zip(conns.iter_mut()) {
             let mut conn = match cached.take() {
                 Some(conn) => conn,
-                None => match connect(client, self.timeout).await {
+                None => match client
+                    .get_multiplexed_async_connection_with_config(&config(self.timeout))
+                    .await
+                {
                     Ok(conn) => conn,
                     Err(e) => {
                         last = Some(e);
@@ -261,8 +271,7 @@ impl Shared {
     async fn connect_primary(&self) -> RedisResult<MultiplexedConnection> {
         let addr = self.ask_sentinels().await?;
         self.named(&addr);
-        let client = redis::Client::open(self.at(&addr))?;
-        let mut conn = connect(&client, self.timeout).await?;
+        let mut conn = self.target(&addr)?.connect(config(self.timeout)).await?;
         let role = redis::cmd("ROLE")
             .query_async::<Vec<Value>>(&mut conn)
             .await;
@@ -297,6 +306,14 @@ impl Shared {
             _ => ConnectionAddr::Tcp(host.clone(), *port),
         };
         self.template.clone().set_addr(addr)
+    }
+
+    /// The server at `addr`, under the server-name override if there is one.
+    fn target(&self, addr: &(String, u16)) -> RedisResult<Target> {
+        match &self.over {
+            Some(over) => over.target(self.at(addr)),
+            None => Ok(Target::plain(redis::Client::open(self.at(addr))?)),
+        }
     }
 
     /// Records `addr` as the primary; tells the subscriber when it moved.
@@ -342,13 +359,11 @@ fn broken(e: &RedisError) -> bool {
         )
 }
 
-async fn connect(client: &redis::Client, timeout: Duration) -> RedisResult<MultiplexedConnection> {
-    let config = AsyncConnectionConfig::new()
+/// A connection's settings: connecting and each command bounded by `timeout`.
+fn config(timeout: Duration) -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
         .set_connection_timeout(Some(timeout))
-        .set_response_timeout(Some(timeout));
-    client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
+        .set_response_timeout(Some(timeout))
 }
 
 fn timed_out(what: &'static str) -> RedisError {

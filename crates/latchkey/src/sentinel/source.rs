@@ -5,12 +5,13 @@ use redis::RedisResult;
 use tokio::sync::watch;
 
 use super::SentinelConnection;
+use crate::tls_name::Target;
 
 /// What a subscriber connects to: one server, or the primary the Sentinels
 /// name (followed across failovers).
 #[derive(Clone)]
 pub(crate) enum Source {
-    Fixed(Box<redis::Client>),
+    Fixed(Box<Target>),
     Sentinel(SentinelConnection),
 }
 
@@ -19,14 +20,14 @@ impl Source {
     /// arrive as pushes, at `config`'s push sender.
     pub(crate) async fn push_connection(
         &self,
-        config: &redis::AsyncConnectionConfig,
+        config: redis::AsyncConnectionConfig,
     ) -> RedisResult<redis::aio::MultiplexedConnection> {
-        let client = match self {
-            Source::Fixed(client) => resp3(client)?,
-            Source::Sentinel(conn) => resp3(&conn.primary_client().await?)?,
+        let target = match self {
+            Source::Fixed(target) => (**target).clone(),
+            Source::Sentinel(conn) => conn.primary_target().await?,
         };
-        client
-            .get_multiplexed_async_connection_with_config(config)
+        resp3(&target.client)?
+            .get_multiplexed_async_connection_with_config(&target.config(config))
             .await
     }
 
@@ -41,7 +42,7 @@ impl Source {
     /// The server, for messages.
     pub(crate) fn server(&self) -> String {
         match self {
-            Source::Fixed(client) => client.get_connection_info().addr().to_string(),
+            Source::Fixed(target) => target.server(),
             Source::Sentinel(conn) => conn.server(),
         }
     }

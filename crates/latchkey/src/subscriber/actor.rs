@@ -60,7 +60,7 @@ pub(super) async fn actor(
             .set_push_sender(dispatcher)
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout));
-        let connected = match tokio::time::timeout(timeout, source.push_connection(&config)).await {
+        let connected = match tokio::time::timeout(timeout, source.push_connection(config)).await {
             Ok(Ok(conn)) => Some(conn),
             Ok(Err(e)) => {
                 tracing::warn!(%server, error = %e, "subscriber connection failed; waiters poll until it is back");
