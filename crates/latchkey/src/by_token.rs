@@ -38,7 +38,14 @@ impl Lock {
     /// releases it in the background). Call it again: a second release of
     /// a released lock is harmless (`Expired`).
     pub async fn release_token(&self, token: &str) -> Result<Ownership> {
-        crate::handoff::release(&self.inner.backend, &self.inner.keys, token, false).await
+        crate::handoff::release(
+            &self.inner.backend,
+            &self.inner.keys,
+            &self.inner.local,
+            token,
+            false,
+        )
+        .await
     }
 
     /// Resets the lock's TTL to `ttl` from now if `token` still owns it.

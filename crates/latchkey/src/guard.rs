@@ -266,10 +266,15 @@ impl LockGuard {
         self.state.finish();
         crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
         let span = release_span(self.name(), &self.token);
-        let result =
-            crate::handoff::release(&self.lock.backend, &self.lock.keys, &self.token, false)
-                .instrument(span)
-                .await;
+        let result = crate::handoff::release(
+            &self.lock.backend,
+            &self.lock.keys,
+            &self.lock.local,
+            &self.token,
+            false,
+        )
+        .instrument(span)
+        .await;
         crate::metrics::release_outcome(&self.lock.metrics_label, result.as_ref().ok().copied());
         match result {
             Ok(outcome) => {
@@ -370,6 +375,7 @@ impl Drop for LockGuard {
         release_in_background(
             self.lock.backend.clone(),
             self.lock.keys.clone(),
+            self.lock.local.clone(),
             std::mem::take(&mut self.token),
             why,
             counted,

@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::metrics::LockLabel;
 use crate::names::LockKeys;
 use crate::outcome::Ownership;
+use crate::queue::LocalSlot;
 use crate::token::short;
 
 /// Owner-only release that wakes this process's next waiter on the lock.
@@ -29,6 +30,7 @@ use crate::token::short;
 pub(crate) async fn release(
     backend: &Backend,
     keys: &LockKeys,
+    local: &LocalSlot,
     token: &str,
     cleanup: bool,
 ) -> Result<Ownership> {
@@ -36,23 +38,32 @@ pub(crate) async fn release(
     if backend.is_ordered() && !cleanup {
         let first_poll = std::future::poll_fn(|cx| Poll::Ready(release.as_mut().poll(cx))).await;
         if let Poll::Ready(outcome) = first_poll {
-            return woken_if_free(backend, keys, outcome);
+            return woken_if_free(backend, keys, local, outcome);
         }
-        backend.wake_local(keys);
+        wake(backend, keys, local);
         return release.await;
     }
-    woken_if_free(backend, keys, release.await)
+    woken_if_free(backend, keys, local, release.await)
 }
 
 fn woken_if_free(
     backend: &Backend,
     keys: &LockKeys,
+    local: &LocalSlot,
     outcome: Result<Ownership>,
 ) -> Result<Ownership> {
     if matches!(outcome, Ok(Ownership::Owned)) {
-        backend.wake_local(keys);
+        wake(backend, keys, local);
     }
     outcome
+}
+
+/// Wakes this process's waiters: those that listen on pub/sub (another
+/// process held the lock when they looked) through the subscriber, those
+/// behind a holder of their own client through its local slot.
+fn wake(backend: &Backend, keys: &LockKeys, local: &LocalSlot) {
+    local.wake();
+    backend.wake_local(keys);
 }
 
 /// Best-effort compare-and-delete on a tokio runtime, if there is one.
@@ -61,6 +72,7 @@ fn woken_if_free(
 pub(crate) fn release_in_background(
     backend: Backend,
     keys: Arc<LockKeys>,
+    local: Arc<LocalSlot>,
     token: String,
     why: &'static str,
     counted: Option<LockLabel>,
@@ -76,7 +88,7 @@ pub(crate) fn release_in_background(
     let tracker = backend.background().clone();
     tracker.spawn(
         async move {
-            let result = release(&backend, &keys, &token, true).await;
+            let result = release(&backend, &keys, &local, &token, true).await;
             if let Some(label) = &counted {
                 crate::metrics::release_outcome(label, result.as_ref().ok().copied());
             }

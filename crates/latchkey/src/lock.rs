@@ -325,12 +325,14 @@ impl Lock {
         AttemptMode {
             fenced: self.inner.fenced,
             ask_ttl,
+            mark: ask_ttl,
         }
     }
 
     /// Like `try_acquire`, but a busy lock says how long the holder has
-    /// left, and whether its release will wake us.
-    pub(crate) async fn try_acquire_with_ttl(&self) -> Result<Result<LockGuard, Busy>> {
+    /// left, and whether its release will wake us; `mark`: make sure it
+    /// will (see [`AttemptMode::mark`]).
+    pub(crate) async fn try_acquire_with_ttl(&self, mark: bool) -> Result<Result<LockGuard, Busy>> {
         let token = self.inner.backend.new_token()?;
         let pending = PendingAttempt {
             lock: self,
@@ -343,7 +345,10 @@ impl Lock {
                 &self.inner.keys,
                 &token,
                 self.inner.ttl,
-                self.attempt_mode(true),
+                AttemptMode {
+                    mark,
+                    ..self.attempt_mode(true)
+                },
             )
             .await?;
         let pending = match attempt {
@@ -436,6 +441,7 @@ impl Drop for PendingAttempt<'_> {
             crate::handoff::release_in_background(
                 self.lock.inner.backend.clone(),
                 self.lock.inner.keys.clone(),
+                self.lock.inner.local.clone(),
                 token.to_owned(),
                 "an acquire attempt was cancelled or failed after its request was sent",
                 None,

@@ -48,7 +48,11 @@ pub(crate) struct AttemptMode {
     /// Issue the fencing token in the same round trip (the acquire script).
     pub(crate) fenced: bool,
     /// The caller waits: when busy, learn the holder's TTL (a waiter sleeps
-    /// until then) and mark the holder's token so that its release
-    /// publishes the wake-up (a release nobody marked publishes nothing).
+    /// until then).
     pub(crate) ask_ttl: bool,
+    /// With `ask_ttl`: also mark the holder's token so that its release
+    /// publishes the wake-up (a release nobody marked publishes nothing).
+    /// Not when the holder is a guard of this client, whose release wakes
+    /// the waiter without Redis (see `wait.rs`).
+    pub(crate) mark: bool,
 }

@@ -15,7 +15,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::futures::Notified;
+use tokio::sync::{Notify, Semaphore, SemaphorePermit};
 
 /// The slots of one client, by lock key.
 #[derive(Default)]
@@ -39,6 +40,7 @@ impl LocalQueues {
         let slot = Arc::new(LocalSlot {
             turn: Semaphore::new(1),
             held: AtomicUsize::new(0),
+            released: Notify::new(),
         });
         slots.insert(key.to_vec(), Arc::downgrade(&slot));
         slot
@@ -52,6 +54,10 @@ pub(crate) struct LocalSlot {
     /// Guards of this client alive for the name: while one lives, the lock
     /// is (almost certainly) ours, so newcomers queue instead of trying.
     held: AtomicUsize,
+    /// Told when a guard of this client releases the lock, or the last one
+    /// is gone: a waiter behind a holder of its own client waits for this,
+    /// not for pub/sub (see `wait.rs`).
+    released: Notify,
 }
 
 impl LocalSlot {
@@ -77,9 +83,31 @@ impl LocalSlot {
         self.held.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A guard is gone (released or dropped).
+    /// True while a guard of this client is alive for the name: the lock
+    /// is then held here (unless that guard lost it).
+    pub(crate) fn is_held(&self) -> bool {
+        self.held.load(Ordering::Relaxed) > 0
+    }
+
+    /// A guard is gone (released or dropped). The last one tells the
+    /// waiters: whatever holds the lock now, it is not this client.
     pub(crate) fn unhold(&self) {
-        self.held.fetch_sub(1, Ordering::Relaxed);
+        if self.held.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.released.notify_waiters();
+        }
+    }
+
+    /// A guard of this client released the lock (or its release is on its
+    /// way, ahead of anything sent after this: see `handoff.rs`).
+    pub(crate) fn wake(&self) {
+        self.released.notify_waiters();
+    }
+
+    /// Completes at the next [`wake`](Self::wake) or last
+    /// [`unhold`](Self::unhold) after it is enabled (`Notified::enable`) or
+    /// first polled.
+    pub(crate) fn released(&self) -> Notified<'_> {
+        self.released.notified()
     }
 }
 

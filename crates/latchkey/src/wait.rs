@@ -12,6 +12,14 @@
 //! hint: a missed message costs time, never safety. When pub/sub is
 //! unavailable, waiters poll with jittered backoff (10 ms doubling to
 //! 500 ms) and say so in a log line.
+//!
+//! A waiter behind a holder of its own client (a live guard of the same
+//! client and name) needs no pub/sub at all: that guard's release wakes it
+//! from the releasing task (`handoff.rs`, through the name's local slot),
+//! so it neither subscribes nor marks the holder's token, and the release
+//! publishes nothing. Contention between the tasks of one process then costs
+//! Redis only the attempts. An attempt that finds the lock busy with no
+//! guard of its client left subscribes, and looks again.
 
 use std::time::{Duration, Instant};
 
@@ -32,19 +40,17 @@ impl Lock {
             name: String::from_utf8_lossy(&self.inner.name).into_owned(),
             waited: started.elapsed(),
         };
+        let local = &self.inner.local;
+        // Behind a holder of this client: no subscription (see the module docs).
+        let mut behind_local = local.is_held();
         // Subscribe before queueing: the server-side subscription is shared,
         // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
-        // A subscriber that is slow to answer must not carry us past the
-        // deadline: then we poll instead.
-        let subscribing = self.subscribe_or_poll(None);
-        let mut wakeups = match deadline {
-            Some(d) => tokio::time::timeout_at(d.into(), subscribing)
-                .await
-                .unwrap_or(None),
-            None => subscribing.await,
-        };
+        let mut wakeups = None;
+        if !behind_local {
+            wakeups = self.subscribe_until(deadline).await;
+        }
         let mut last_subscribe = Instant::now();
-        let turn = self.inner.local.turn();
+        let turn = local.turn();
         let _turn = match deadline {
             Some(d) => tokio::time::timeout_at(d.into(), turn)
                 .await
@@ -59,6 +65,10 @@ impl Lock {
         // When a release notification woke us: the start of a handoff.
         let mut woken_at: Option<Instant> = None;
         loop {
+            // Listening for a local release before looking, so that one
+            // between the look and the sleep is not missed.
+            let mut released = std::pin::pin!(local.released());
+            released.as_mut().enable();
             // A wait whose last attempt could not reach Redis (or a Redlock
             // majority) reports that at the deadline rather than "still
             // busy", which would be untrue: an outage is not a conflict.
@@ -67,16 +77,24 @@ impl Lock {
                 w.reset();
             }
             let mut announced = true;
-            let retry_in = match self.try_acquire_with_ttl().await {
+            let retry_in = match self.try_acquire_with_ttl(!behind_local).await {
                 Ok(Ok(guard)) => {
                     if let Some(woken_at) = woken_at {
                         crate::metrics::handoff(&self.inner.metrics_label, woken_at.elapsed());
                     }
                     return Ok(guard);
                 }
+                Ok(Err(_)) if behind_local && !local.is_held() => {
+                    // Held, but no longer by this client: listen to whoever
+                    // holds it now, and look again (marking it this time).
+                    behind_local = false;
+                    wakeups = self.subscribe_until(deadline).await;
+                    last_subscribe = Instant::now();
+                    continue;
+                }
                 Ok(Err(busy)) => {
                     failing_since = None;
-                    announced = busy.announced;
+                    announced = busy.announced || behind_local;
                     busy.retry_in
                 }
                 Err(e) if e.is_transient() => {
@@ -95,13 +113,15 @@ impl Lock {
             if deadline.is_some_and(|d| now >= d) {
                 return Err(unreachable.take().unwrap_or_else(timed_out));
             }
-            if wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1) {
+            if !behind_local && wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1)
+            {
                 wakeups = self.subscribe_or_poll(Some(&wakeups)).await;
                 last_subscribe = now;
             }
+            let woken = behind_local || wakeups.is_some();
             // With wake-ups, sleep until the holder's TTL runs out (a release
-            // message ends the sleep sooner). Without, poll.
-            let mut sleep = match (retry_in, wakeups.is_some()) {
+            // ends the sleep sooner). Without, poll.
+            let mut sleep = match (retry_in, woken) {
                 // A holder that will not announce its release (another
                 // library's, or one a waiter could not mark): poll it, with
                 // a cap, so its release is found soon after it happens.
@@ -114,7 +134,7 @@ impl Lock {
                 (Some(ttl_left), false) => (ttl_left + Duration::from_millis(1)).min(jitter(poll)),
                 (None, _) => jitter(poll),
             };
-            if wakeups.is_none() || retry_in.is_none() {
+            if !woken || retry_in.is_none() {
                 poll = (poll * 2).min(MAX_POLL);
             }
             if failing_since.is_some() {
@@ -125,19 +145,37 @@ impl Lock {
                 wake_at = wake_at.min(d);
             }
             woken_at = None;
+            let timer = tokio::time::sleep_until(wake_at.into());
             match wakeups.as_mut() {
-                Some(w) => {
+                Some(w) if !behind_local => {
                     tokio::select! {
                         event = w.next() => {
                             if !matches!(event, Event::Resubscribed) {
                                 woken_at = Some(Instant::now());
                             }
                         }
-                        _ = tokio::time::sleep_until(wake_at.into()) => {}
+                        _ = timer => {}
                     }
                 }
-                None => tokio::time::sleep_until(wake_at.into()).await,
+                _ => {
+                    tokio::select! {
+                        _ = released => woken_at = Some(Instant::now()),
+                        _ = timer => {}
+                    }
+                }
             }
+        }
+    }
+
+    /// [`Self::subscribe_or_poll`], given up at `deadline` (a subscriber
+    /// that is slow to answer must not carry us past it: then we poll).
+    async fn subscribe_until(&self, deadline: Option<Instant>) -> Option<Wakeups> {
+        let subscribing = self.subscribe_or_poll(None);
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), subscribing)
+                .await
+                .unwrap_or(None),
+            None => subscribing.await,
         }
     }
 

@@ -436,12 +436,15 @@ async fn time_floor_tokens_can_go_backwards_where_strict_ones_cannot() {
 async fn a_release_on_any_instance_wakes_waiters() {
     let mut servers = RedisServer::start_many(3);
     let redlock = redlock(&servers).await;
+    // Another client's waiter: one behind a holder of its own client is
+    // woken without pub/sub.
+    let other = self::redlock(&servers).await;
     servers[0].kill(); // waiters cope with an instance they cannot subscribe on
     let ttl = Duration::from_secs(20);
     let lock = redlock.lock("handover", ttl).unwrap();
     let holder = lock.try_acquire().await.unwrap().unwrap();
     let waiter = tokio::spawn({
-        let lock = lock.clone();
+        let lock = other.lock("handover", ttl).unwrap();
         async move {
             let guard = lock.acquire_timeout(Duration::from_secs(10)).await.unwrap();
             let at = Instant::now();

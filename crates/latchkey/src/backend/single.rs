@@ -58,7 +58,7 @@ impl Session {
         }
         let ttl_arg = ttl_ms(ttl).to_string();
         let issue = if mode.fenced { "1" } else { "0" };
-        let waiting = if mode.ask_ttl { "1" } else { "0" };
+        let waiting = if mode.ask_ttl && mode.mark { "1" } else { "0" };
         let (counted, n) = keys.counted();
         // {acquired, value} or, busy, {0, pttl, announced}.
         let reply: Vec<i64> = self

@@ -1,0 +1,89 @@
+//! Waiters behind a holder of their own client: woken by that holder's
+//! release without pub/sub (no subscription, no mark, nothing published),
+//! and back on pub/sub once no guard of their client is left.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use latchkey::Ownership;
+
+const CHANNEL: &str = "{test:local}:released";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_behind_a_holder_of_its_own_client_needs_no_pubsub() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let lock = c.lock("local", Duration::from_secs(30)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    let token = guard.token().to_owned();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
+            (Instant::now(), g)
+        }
+    });
+    // Its attempt asked the holder's TTL (the busy branch of the acquire
+    // script reads it): from then on only a wake-up beats the 30 s TTL.
+    eventually("the waiter's attempt was refused", || async {
+        server.calls("pttl") >= 1
+    })
+    .await;
+    assert_eq!(
+        server.command(&["GET", "test:local"]).unwrap(),
+        token,
+        "the holder's token is not marked"
+    );
+    assert_eq!(server.calls("subscribe"), 0, "nothing subscribed");
+    let published = server.calls("publish");
+    let released_at = Instant::now();
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    let (acquired_at, g) = waiter.await.unwrap();
+    let gap = acquired_at - released_at;
+    // Milliseconds, not the 30 s TTL: a generous bound for a loaded 2-core box.
+    assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
+    assert_eq!(server.calls("publish"), published, "the release published");
+    assert_eq!(server.calls("subscribe"), 0, "nothing subscribed");
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_behind_a_lost_local_holder_listens_for_the_next_one() {
+    let server = RedisServer::start();
+    let ours = client(&server.url()).await;
+    let theirs = client(&server.url()).await;
+    let lock = ours.lock("local", Duration::from_secs(30)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
+            (Instant::now(), g)
+        }
+    });
+    eventually("the waiter's attempt was refused", || async {
+        server.calls("pttl") >= 1
+    })
+    .await;
+    // Our hold is lost (the key deleted) and another client takes the lock.
+    server.command(&["DEL", "test:local"]).unwrap();
+    let their_lock = theirs.lock("local", Duration::from_secs(30)).unwrap();
+    let their_guard = their_lock.try_acquire().await.unwrap().expect("deleted");
+    let their_token = their_guard.token().to_owned();
+    // Our guard goes: the waiter now listens for the other client's release.
+    assert_eq!(guard.release().await.unwrap(), Ownership::HeldByOther);
+    until_subscribed(&server, CHANNEL, 1).await;
+    let marked = format!("{their_token}{}", latchkey::protocol::WAITING_MARK);
+    eventually("the other holder's token is marked", || async {
+        server.command(&["GET", "test:local"]).unwrap() == marked
+    })
+    .await;
+    let released_at = Instant::now();
+    assert_eq!(their_guard.release().await.unwrap(), Ownership::Owned);
+    let (acquired_at, g) = waiter.await.unwrap();
+    let gap = acquired_at - released_at;
+    assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
+}
