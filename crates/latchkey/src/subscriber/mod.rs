@@ -6,6 +6,8 @@
 //! the same channel share one server-side `SUBSCRIBE` (reference counted);
 //! the last one dropped sends `UNSUBSCRIBE`, so nothing leaks on the server.
 //!
+//! The connection speaks RESP3: messages arrive as pushes, which go to their
+//! waiters straight from the task that reads the socket (`push.rs`).
 //! One background task (the *actor*) owns the connection. All `SUBSCRIBE` and
 //! `UNSUBSCRIBE` requests go through it in order, so an unsubscribe of a
 //! channel that is being resubscribed can never overtake the subscribe.
@@ -33,7 +35,8 @@
 //!
 //! The module is split along those seams: `registry.rs` holds the shared
 //! state (topics, interest counts, confirmations) that both sides use,
-//! `actor.rs` the task that owns the connection, `commands.rs` the
+//! `actor.rs` the task that owns the connection, `push.rs` the delivery of
+//! messages, `commands.rs` the
 //! (un)subscribe commands it sends. This file is the API that waiters see.
 
 use std::collections::HashMap;
