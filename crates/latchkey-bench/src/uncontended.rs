@@ -545,18 +545,20 @@ async fn probe(lib: String, port: u16, n: u64) -> Result<(), String> {
 /// the machine does, where times on this VM swing by more than the few per
 /// cent that separate the Rust clients; they include redis-rs and tokio.
 async fn instructions_per_cycle(lib: &str, port: u16, n: u64) -> Result<f64, String> {
+    counted_instructions(&["--instructions", lib, &port.to_string()], n).await
+}
+
+/// Instructions per cycle (see [`instructions_per_cycle`]) of this binary
+/// run with `args` and a cycle count.
+pub(crate) async fn counted_instructions(args: &[&str], n: u64) -> Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own binary: {e}"))?;
     let mut counts = Vec::new();
     for cycles in [n, 3 * n] {
         let out = tokio::process::Command::new("valgrind")
             .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
             .arg(&exe)
-            .args([
-                "--instructions",
-                lib,
-                &port.to_string(),
-                &cycles.to_string(),
-            ])
+            .args(args)
+            .arg(cycles.to_string())
             .output()
             .await
             .map_err(|e| format!("valgrind: {e}"))?;
