@@ -18,19 +18,8 @@ async fn a_waiter_behind_a_holder_of_its_own_client_needs_no_pubsub() {
     let lock = c.lock("local", Duration::from_secs(30)).unwrap();
     let guard = lock.try_acquire().await.unwrap().expect("free");
     let token = guard.token().to_owned();
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
-            (Instant::now(), g)
-        }
-    });
-    // Its attempt asked the holder's TTL (the busy branch of the acquire
-    // script reads it): from then on only a wake-up beats the 30 s TTL.
-    eventually("the waiter's attempt was refused", || async {
-        server.calls("pttl") >= 1
-    })
-    .await;
+    let waiter = spawn_waiter(lock.clone());
+    until_refused(&server).await;
     assert_eq!(
         server.command(&["GET", "test:local"]).unwrap(),
         token,
@@ -56,17 +45,8 @@ async fn a_waiter_behind_a_lost_local_holder_listens_for_the_next_one() {
     let theirs = client(&server.url()).await;
     let lock = ours.lock("local", Duration::from_secs(30)).unwrap();
     let guard = lock.try_acquire().await.unwrap().expect("free");
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
-            (Instant::now(), g)
-        }
-    });
-    eventually("the waiter's attempt was refused", || async {
-        server.calls("pttl") >= 1
-    })
-    .await;
+    let waiter = spawn_waiter(lock.clone());
+    until_refused(&server).await;
     // Our hold is lost (the key deleted) and another client takes the lock.
     server.command(&["DEL", "test:local"]).unwrap();
     let their_lock = theirs.lock("local", Duration::from_secs(30)).unwrap();
@@ -86,4 +66,21 @@ async fn a_waiter_behind_a_lost_local_holder_listens_for_the_next_one() {
     let gap = acquired_at - released_at;
     assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
     assert_eq!(g.release().await.unwrap(), Ownership::Owned);
+}
+
+/// A task that waits for `lock`, and when it got it.
+fn spawn_waiter(lock: latchkey::Lock) -> tokio::task::JoinHandle<(Instant, latchkey::LockGuard)> {
+    tokio::spawn(async move {
+        let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
+        (Instant::now(), g)
+    })
+}
+
+/// Until a waiter's attempt asked the holder's TTL (the busy branch of the
+/// acquire script reads it): from then on only a wake-up beats the TTL.
+async fn until_refused(server: &RedisServer) {
+    eventually("the waiter's attempt was refused", || async {
+        server.calls("pttl") >= 1
+    })
+    .await;
 }

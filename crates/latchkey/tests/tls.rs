@@ -7,11 +7,11 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use latchkey::{Client, ClientBuilder, Error, Ownership, Redlock};
-use latchkey_testkit::{ClientAuth, TlsCerts, PATIENCE};
+use latchkey_testkit::{ClientAuth, TlsCerts};
 
 /// The test options (as `common::client`), over TLS with `certs`' CA and,
 /// if `mutual`, its client certificate.
@@ -35,39 +35,6 @@ async fn tls_client(server: &RedisServer, certs: &TlsCerts, mutual: bool) -> Cli
         .expect("connect over TLS")
 }
 
-/// Lock, fencing token, contention, release, waiting and signals, all over
-/// TLS on `server`.
-async fn core_paths(server: &RedisServer, a: &Client, b: &Client) {
-    // A lock and its fencing token.
-    let lock = a.lock("tls-core", Duration::from_secs(30)).unwrap();
-    let guard = lock.try_acquire().await.unwrap().expect("free lock");
-    assert!(guard.fencing_token().await.unwrap() > 0);
-    let other = b.lock("tls-core", Duration::from_secs(30)).unwrap();
-    assert!(other.try_acquire().await.unwrap().is_none(), "held twice");
-
-    // A waiter on the other client wakes at the release (pub/sub over TLS).
-    let waiter = tokio::spawn(async move {
-        let g = other
-            .acquire_timeout(Duration::from_secs(20))
-            .await
-            .unwrap();
-        (Instant::now(), g)
-    });
-    until_subscribed(server, "{test:tls-core}:released", 1).await;
-    let released_at = Instant::now();
-    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
-    let (acquired_at, g) = waiter.await.unwrap();
-    // Woken by the release, not by the 30 s TTL.
-    assert!(acquired_at - released_at < Duration::from_secs(5));
-    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
-
-    // A signal from one client reaches the other's listener.
-    let mut listener = b.listen(["tls-signal"]).await.unwrap();
-    assert_eq!(a.signal("tls-signal", b"over tls").await.unwrap(), 1);
-    let signal = listener.recv_timeout(PATIENCE).await.expect("signal");
-    assert_eq!(signal.payload, b"over tls");
-}
-
 #[tokio::test]
 async fn locks_waiting_and_signals_work_over_tls_with_a_custom_ca() {
     let certs = TlsCerts::generate();
@@ -75,7 +42,7 @@ async fn locks_waiting_and_signals_work_over_tls_with_a_custom_ca() {
     assert!(server.url().starts_with("rediss://"));
     let a = tls_client(&server, &certs, false).await;
     let b = tls_client(&server, &certs, false).await;
-    core_paths(&server, &a, &b).await;
+    core_paths(&server, &a, &b, "tls-core").await;
 }
 
 #[tokio::test]
@@ -86,7 +53,7 @@ async fn locks_waiting_and_signals_work_over_mutual_tls() {
         .start();
     let a = tls_client(&server, &certs, true).await;
     let b = tls_client(&server, &certs, true).await;
-    core_paths(&server, &a, &b).await;
+    core_paths(&server, &a, &b, "tls-core").await;
 }
 
 #[tokio::test]

@@ -1,17 +1,16 @@
 //! The TLS server-name override (`ClientBuilder::tls_server_name`): a
 //! server whose certificate carries only the DNS name `redis.test.invalid`
 //! (not the loopback address it listens on) is refused by address, and
-//! served under the override: locks, waiting (the subscriber, whose socket
-//! latchkey opens itself), signals and replicas. A wrong name is refused,
+//! served under the override: locks, waiting (the subscriber), signals and replicas. A wrong name is refused,
 //! bad names and a Redis Cluster are bad input.
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use latchkey::{Client, ClientBuilder, Error, Ownership};
-use latchkey_testkit::{ClientAuth, TlsCerts, PATIENCE};
+use latchkey_testkit::{ClientAuth, TlsCerts};
 
 const NAME: &str = "redis.test.invalid";
 
@@ -74,35 +73,7 @@ async fn with_the_override_locks_waiting_and_signals_work() {
     };
     let (a, b) = (connect().await, connect().await);
 
-    let lock = a.lock("sni", Duration::from_secs(30)).unwrap();
-    let guard = lock.try_acquire().await.unwrap().expect("free lock");
-    assert!(guard.fencing_token().await.unwrap() > 0);
-    let other = b.lock("sni", Duration::from_secs(30)).unwrap();
-    assert!(other.try_acquire().await.unwrap().is_none(), "held twice");
-
-    // A waiter on the other client is woken by the release: its subscriber
-    // connected under the override too.
-    let waiter = tokio::spawn(async move {
-        let g = other
-            .acquire_timeout(Duration::from_secs(20))
-            .await
-            .unwrap();
-        (Instant::now(), g)
-    });
-    until_subscribed(&server, "{test:sni}:released", 1).await;
-    let released_at = Instant::now();
-    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
-    let (acquired_at, g) = waiter.await.unwrap();
-    assert!(
-        acquired_at - released_at < Duration::from_secs(5),
-        "woken by the TTL, not by the release"
-    );
-    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
-
-    let mut listener = b.listen(["sni-signal"]).await.unwrap();
-    assert_eq!(a.signal("sni-signal", b"by name").await.unwrap(), 1);
-    let signal = listener.recv_timeout(PATIENCE).await.expect("signal");
-    assert_eq!(signal.payload, b"by name");
+    core_paths(&server, &a, &b, "sni").await;
 }
 
 #[tokio::test]

@@ -2,9 +2,9 @@
 //! redis-server(s) through the test kit: never a mock, never port 6379.
 #![allow(dead_code)]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use latchkey::Client;
+use latchkey::{Client, Ownership};
 #[allow(unused_imports)]
 pub use latchkey_testkit::{eventually, Proxy, ProxyMode, RedisServer};
 
@@ -72,4 +72,41 @@ pub async fn until_subscribed(server: &RedisServer, channel: &str, n: u64) {
         || async { server.subscribers(channel) >= n },
     )
     .await
+}
+
+/// Lock, fencing token, contention, release, waiting (on `b`, woken by
+/// `a`'s release) and signals, between clients `a` and `b` of `server`;
+/// `name` names the lock and the signal.
+pub async fn core_paths(server: &RedisServer, a: &Client, b: &Client, name: &str) {
+    // A lock and its fencing token.
+    let lock = a.lock(name, Duration::from_secs(30)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free lock");
+    assert!(guard.fencing_token().await.unwrap() > 0);
+    let other = b.lock(name, Duration::from_secs(30)).unwrap();
+    assert!(other.try_acquire().await.unwrap().is_none(), "held twice");
+
+    // A waiter on the other client wakes at the release (pub/sub).
+    let waiter = tokio::spawn(async move {
+        let g = other
+            .acquire_timeout(Duration::from_secs(20))
+            .await
+            .unwrap();
+        (Instant::now(), g)
+    });
+    until_subscribed(server, &format!("{{test:{name}}}:released"), 1).await;
+    let released_at = Instant::now();
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    let (acquired_at, g) = waiter.await.unwrap();
+    // Woken by the release, not by the 30 s TTL.
+    assert!(acquired_at - released_at < Duration::from_secs(5));
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
+
+    // A signal from one client reaches the other's listener.
+    let mut listener = b.listen([name]).await.unwrap();
+    assert_eq!(a.signal(name, b"signalled").await.unwrap(), 1);
+    let signal = listener
+        .recv_timeout(latchkey_testkit::PATIENCE)
+        .await
+        .expect("signal");
+    assert_eq!(signal.payload, b"signalled");
 }
