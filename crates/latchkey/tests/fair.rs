@@ -318,7 +318,14 @@ async fn a_dead_queued_waiter_is_skipped() {
     server
         .command(&["ZADD", LEASES, &lease_end.to_string(), &dead])
         .unwrap();
-    let lock = fair(&b);
+    // A long lease for the live waiter: its renewals (every third of it,
+    // which drop dead heads too) must not come between the dead lease's end
+    // and the release, or the release would have nothing to skip.
+    let lock = b
+        .lock("fair", TTL)
+        .unwrap()
+        .fair_with_lease(Duration::from_secs(6))
+        .unwrap();
     let waiting = tokio::spawn(async move { lock.acquire().await });
     until_queued(&server, 2).await;
     eventually("the dead waiter's lease ran out", || async {

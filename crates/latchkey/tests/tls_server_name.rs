@@ -197,3 +197,50 @@ async fn a_cluster_refuses_the_override() {
     assert!(got.contains("Redis Cluster"), "{got}");
     assert!(got.contains("cluster-announce-hostname"), "{got}");
 }
+
+/// Redlock: every instance under the same name, each reached at its own
+/// address (its certificate carries only that name); without the name none
+/// of them is reachable.
+#[tokio::test]
+async fn redlock_instances_take_the_same_name() {
+    let certs = TlsCerts::generate_for(&[NAME]);
+    let servers: Vec<RedisServer> = (0..3)
+        .map(|_| {
+            RedisServer::builder()
+                .tls(&certs, ClientAuth::Required)
+                .start()
+        })
+        .collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let options = |b: ClientBuilder| {
+        b.prefix("test:")
+            .tls_ca_file(certs.ca())
+            .tls_client_cert_files(certs.client_cert(), certs.client_key())
+    };
+    assert!(
+        latchkey::Redlock::connect_with(&urls, options)
+            .await
+            .is_err(),
+        "connected by address to certificates without it"
+    );
+    let redlock = latchkey::Redlock::connect_with(&urls, |b| options(b).tls_server_name(NAME))
+        .await
+        .expect("Redlock under the server-name override");
+    assert_eq!(redlock.connected(), 3);
+    let guard = redlock
+        .lock("sni-redlock", Duration::from_secs(5))
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free lock");
+    for server in &servers {
+        assert_eq!(
+            server.command(&["GET", "test:sni-redlock"]).unwrap(),
+            guard.token(),
+            "every instance holds the lock"
+        );
+    }
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+}
