@@ -217,7 +217,7 @@ impl Lock {
                 &self.inner.keys,
                 &token,
                 self.inner.ttl,
-                self.attempt_mode(false),
+                self.attempt_mode(false, false),
             )
             .await;
         match attempt? {
@@ -321,11 +321,11 @@ impl Lock {
             .await
     }
 
-    pub(crate) fn attempt_mode(&self, ask_ttl: bool) -> AttemptMode {
+    pub(crate) fn attempt_mode(&self, ask_ttl: bool, mark: bool) -> AttemptMode {
         AttemptMode {
             fenced: self.inner.fenced,
             ask_ttl,
-            mark: ask_ttl,
+            mark,
         }
     }
 
@@ -345,10 +345,7 @@ impl Lock {
                 &self.inner.keys,
                 &token,
                 self.inner.ttl,
-                AttemptMode {
-                    mark,
-                    ..self.attempt_mode(true)
-                },
+                self.attempt_mode(true, mark),
             )
             .await?;
         let pending = match attempt {
