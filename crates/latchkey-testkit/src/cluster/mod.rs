@@ -267,13 +267,27 @@ impl RedisCluster {
             let Some(primary) = view.get(node.id()).and_then(|e| e.primary.as_deref()) else {
                 continue;
             };
-            if self
+            if let Some(primary) = self
                 .node_by_id(primary)
-                .is_some_and(ClusterNode::is_running)
+                .filter(|p| ClusterNode::is_running(p))
             {
                 let info = node.probe(&["INFO", "replication"])?;
                 if info_field(&info, "master_link_status") != Some("up") {
                     return Err(format!("replica {} is not in sync yet", node.port()));
+                }
+                // And the primary counts it: a `WAIT` right after start-up
+                // must find the replica online there, not still syncing.
+                let theirs = primary.probe(&["INFO", "replication"])?;
+                let port = format!("port={},", node.port());
+                let online = theirs.lines().any(|l| {
+                    l.starts_with("slave") && l.contains(&port) && l.contains("state=online")
+                });
+                if !online {
+                    return Err(format!(
+                        "primary {} does not list replica {} online yet",
+                        primary.port(),
+                        node.port()
+                    ));
                 }
             }
         }
