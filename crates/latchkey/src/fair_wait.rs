@@ -17,7 +17,7 @@ enum Wake {
     Mine(Option<u64>),
     /// Something may have changed (a plain release, a reconnection): look.
     Look,
-    /// Not for us (another waiter's hand-off, a local release).
+    /// Not for us (another waiter's hand-off).
     Nothing,
 }
 
@@ -226,8 +226,6 @@ fn classify(event: Event, handoff_channel: &[u8], id: &str, fenced: bool) -> Wak
         // The lock was freed by a plain release (nobody live was queued, or
         // a barging holder): the head takes it now.
         Event::Message(_) => Wake::Look,
-        // A release by this process: a fair one hands over by message.
-        Event::LocalRelease => Wake::Nothing,
         Event::Resubscribed => Wake::Look,
     }
 }

@@ -1,7 +1,8 @@
 //! The local hand-off policy (layer 4): when a release wakes this process's
 //! own waiters for the same lock. Waiters in other processes are woken by
 //! the release's message (when a waiter marked the holder's token); waiters
-//! in this process are woken here, without waiting for that message.
+//! of this client are woken here, through the name's local slot (which
+//! they all listen to), without waiting for that message.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,32 +39,19 @@ pub(crate) async fn release(
     if backend.is_ordered() && !cleanup {
         let first_poll = std::future::poll_fn(|cx| Poll::Ready(release.as_mut().poll(cx))).await;
         if let Poll::Ready(outcome) = first_poll {
-            return woken_if_free(backend, keys, local, outcome);
+            return woken_if_free(local, outcome);
         }
-        wake(backend, keys, local);
+        local.wake();
         return release.await;
     }
-    woken_if_free(backend, keys, local, release.await)
+    woken_if_free(local, release.await)
 }
 
-fn woken_if_free(
-    backend: &Backend,
-    keys: &LockKeys,
-    local: &LocalSlot,
-    outcome: Result<Ownership>,
-) -> Result<Ownership> {
+fn woken_if_free(local: &LocalSlot, outcome: Result<Ownership>) -> Result<Ownership> {
     if matches!(outcome, Ok(Ownership::Owned)) {
-        wake(backend, keys, local);
+        local.wake();
     }
     outcome
-}
-
-/// Wakes this process's waiters: those that listen on pub/sub (another
-/// process held the lock when they looked) through the subscriber, those
-/// behind a holder of their own client through its local slot.
-fn wake(backend: &Backend, keys: &LockKeys, local: &LocalSlot) {
-    local.wake();
-    backend.wake_local(keys);
 }
 
 /// Best-effort compare-and-delete on a tokio runtime, if there is one.

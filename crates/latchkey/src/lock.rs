@@ -400,7 +400,7 @@ impl Lock {
             .is_ok()
         {
             pending.disarm();
-            backend.wake_local(&self.inner.keys);
+            self.inner.local.wake();
         }
         Err(Error::TooFewReplicas {
             name: self.inner.display_name().into_owned(),

@@ -139,7 +139,6 @@ impl Observer {
             };
             match event {
                 Some(Event::Message(published)) => self.take_message(&published.payload),
-                Some(Event::LocalRelease) => {}
                 Some(Event::Resubscribed) | None => self.must_read = true,
             }
         }

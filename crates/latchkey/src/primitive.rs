@@ -122,7 +122,7 @@ impl Waker {
         tokio::select! {
             event = subscription.recv() => match event {
                 Event::Message(published) => Woken::Message(published.payload.clone()),
-                Event::LocalRelease | Event::Resubscribed => Woken::Recheck,
+                Event::Resubscribed => Woken::Recheck,
             },
             _ = tokio::time::sleep_until(until.into()) => Woken::Recheck,
         }

@@ -259,8 +259,8 @@ impl Session {
         })
     }
 
-    /// The subscriber if it was started: used to wake local waiters at once
-    /// on a local release, without starting a connection nobody listens on.
+    /// The subscriber if it was started, without starting a connection
+    /// nobody listens on.
     pub(crate) fn subscriber_if_started(&self) -> Option<&Subscriber> {
         self.inner.subscriber.get()
     }

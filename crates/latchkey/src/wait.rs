@@ -154,6 +154,7 @@ impl Lock {
                                 woken_at = Some(Instant::now());
                             }
                         }
+                        _ = released => woken_at = Some(Instant::now()),
                         _ = timer => {}
                     }
                 }

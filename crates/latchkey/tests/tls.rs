@@ -331,18 +331,7 @@ async fn tls_options_need_a_rediss_url() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_over_mutual_tls() {
     let certs = TlsCerts::generate();
-    let cluster = {
-        let certs = certs.clone();
-        tokio::task::spawn_blocking(move || {
-            latchkey_testkit::RedisCluster::builder()
-                .primaries(3)
-                .replicas_per_primary(0)
-                .tls(&certs)
-                .start()
-        })
-        .await
-        .unwrap()
-    };
+    let cluster = tls_cluster(&certs).await;
     let seed = cluster.seed_url();
     assert!(seed.starts_with("rediss://"), "{seed}");
     let client = builder(&seed, &certs, true)

@@ -175,18 +175,7 @@ async fn a_tls_replica_is_reached_under_the_same_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_refuses_the_override() {
     let certs = TlsCerts::generate();
-    let cluster = {
-        let certs = certs.clone();
-        tokio::task::spawn_blocking(move || {
-            latchkey_testkit::RedisCluster::builder()
-                .primaries(3)
-                .replicas_per_primary(0)
-                .tls(&certs)
-                .start()
-        })
-        .await
-        .unwrap()
-    };
+    let cluster = tls_cluster(&certs).await;
     // `localhost` is on the certificate: the seed connection succeeds, and
     // the refusal is for the cluster, not the handshake.
     let result = builder(&cluster.seed_url(), &certs)

@@ -146,19 +146,6 @@ impl Backend {
         }
     }
 
-    /// Wakes this process's waiters for `keys` at once after a local release.
-    pub(crate) fn wake_local(&self, keys: &LockKeys) {
-        match self {
-            Backend::Single(client) => {
-                if let Some(subscriber) = client.subscriber_if_started() {
-                    subscriber
-                        .notify_local(&Topic::Channel(keys.channel.clone()), Event::LocalRelease);
-                }
-            }
-            Backend::Redlock(redlock) => redlock.wake_local(keys),
-        }
-    }
-
     pub(crate) fn local_queues(&self) -> &crate::queue::LocalQueues {
         match self {
             Backend::Single(client) => &client.inner.local_queues,

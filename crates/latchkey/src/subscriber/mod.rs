@@ -235,14 +235,6 @@ impl Subscriber {
             .get(topic)
             .is_some_and(|entry| entry.confirmed)
     }
-
-    /// Delivers `event` to the local subscribers of `topic`, if any, without
-    /// touching the server.
-    pub(crate) fn notify_local(&self, topic: &Topic, event: Event) {
-        if let Some(entry) = lock(&self.shared.registry).get(topic) {
-            let _ = entry.tx.send(event);
-        }
-    }
 }
 
 impl Subscription {

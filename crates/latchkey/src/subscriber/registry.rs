@@ -22,9 +22,6 @@ pub(crate) enum Event {
     /// pattern). Lock waiters only need the wake-up; signals read it. One
     /// `Arc` for both parts: every receiver of a topic clones the event.
     Message(Arc<Published>),
-    /// A lock on this channel was released by this same client: wake at once
-    /// instead of waiting for our own PUBLISH to come back.
-    LocalRelease,
     /// The connection was re-established; messages may have been missed.
     Resubscribed,
 }

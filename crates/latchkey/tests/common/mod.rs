@@ -110,3 +110,18 @@ pub async fn core_paths(server: &RedisServer, a: &Client, b: &Client, name: &str
         .expect("signal");
     assert_eq!(signal.payload, b"signalled");
 }
+
+/// A 3-primary Redis Cluster whose nodes (bus and all) speak TLS only,
+/// with `certs`.
+pub async fn tls_cluster(certs: &latchkey_testkit::TlsCerts) -> latchkey_testkit::RedisCluster {
+    let certs = certs.clone();
+    tokio::task::spawn_blocking(move || {
+        latchkey_testkit::RedisCluster::builder()
+            .primaries(3)
+            .replicas_per_primary(0)
+            .tls(&certs)
+            .start()
+    })
+    .await
+    .unwrap()
+}

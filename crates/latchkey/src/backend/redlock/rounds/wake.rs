@@ -8,8 +8,7 @@ use crate::backend::redlock::gather::Gathered;
 use crate::backend::redlock::Group;
 use crate::error::Result;
 use crate::names::LockKeys;
-use crate::session::Session;
-use crate::subscriber::{Event, Subscription, Topic};
+use crate::subscriber::{Subscription, Topic};
 
 impl Group {
     /// Subscribes to the lock's release channel on the instances, all at
@@ -58,20 +57,6 @@ impl Group {
             (true, Some(e)) => Err(e),
             (true, None) => Err(self.no_quorum("subscribe", 0)),
             (false, _) => Ok(subscriptions),
-        }
-    }
-
-    /// Wakes this process's waiters at once after a local release.
-    pub(crate) fn wake_local(&self, keys: &LockKeys) {
-        let topic = Topic::Channel(keys.channel.clone());
-        for instance in &self.inner.instances {
-            if let Some(subscriber) = instance
-                .client
-                .get()
-                .and_then(Session::subscriber_if_started)
-            {
-                subscriber.notify_local(&topic, Event::LocalRelease);
-            }
         }
     }
 }
