@@ -29,6 +29,13 @@ use crate::guard::LockGuard;
 use crate::lock::Lock;
 use crate::subscriber::{jitter, Event};
 
+/// Whether a local release was signalled to `released` (enabled) already.
+fn has_fired(released: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> bool {
+    use std::future::Future;
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    released.poll(&mut cx).is_ready()
+}
+
 impl Lock {
     /// The slow path of [`Lock::acquire_until`]: the lock was busy.
     pub(crate) async fn wait_and_acquire(
@@ -83,6 +90,13 @@ impl Lock {
                         crate::metrics::handoff(&self.inner.metrics_label, woken_at.elapsed());
                     }
                     return Ok(guard);
+                }
+                // Refused while this client's guard was being released: the
+                // attempt may have run before that release (whose first
+                // request can fail with NOSCRIPT and be sent again), so it
+                // says nothing about another holder. Look again.
+                Ok(Err(_)) if behind_local && !local.is_held() && has_fired(released.as_mut()) => {
+                    continue;
                 }
                 Ok(Err(_)) if behind_local && !local.is_held() => {
                     // Held, but no longer by this client: listen to whoever
