@@ -188,7 +188,12 @@ impl Lock {
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         let called = Instant::now();
         let span = self.span_acquire();
-        let result = self.try_acquire_once().instrument(span.clone()).await;
+        // Without a subscriber for the span, the attempt is not wrapped in
+        // it: the wrapper moves the attempt's whole future once more.
+        let result = match span.is_disabled() {
+            true => self.try_acquire_once().await,
+            false => self.try_acquire_once().instrument(span.clone()).await,
+        };
         if let Ok(Some(guard)) = &result {
             span.record("token", crate::token::short(guard.token()));
         }
@@ -203,7 +208,7 @@ impl Lock {
     /// `try_acquire` without metrics and span: also the first step of a wait.
     pub(crate) async fn try_acquire_once(&self) -> Result<Option<LockGuard>> {
         if self.inner.fair_lease.is_some() {
-            return self.fair_try_once().await;
+            return Box::pin(self.fair_try_once()).await;
         }
         let token = self.inner.backend.new_token()?;
         let pending = PendingAttempt {
@@ -279,10 +284,15 @@ impl Lock {
     pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let called = Instant::now();
         let span = self.span_acquire();
-        let result = self
-            .acquire_until_once(deadline)
-            .instrument(span.clone())
-            .await;
+        // As in `try_acquire`: unwrapped without a subscriber for the span.
+        let result = match span.is_disabled() {
+            true => self.acquire_until_once(deadline).await,
+            false => {
+                self.acquire_until_once(deadline)
+                    .instrument(span.clone())
+                    .await
+            }
+        };
         if let Ok(guard) = &result {
             span.record("token", crate::token::short(guard.token()));
         }
@@ -302,12 +312,14 @@ impl Lock {
     async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let started = Instant::now();
         if self.inner.fair_lease.is_some() {
-            return self.fair_acquire_until(deadline, started).await;
+            return Box::pin(self.fair_acquire_until(deadline, started)).await;
         }
+        let releases = self.inner.local.releases();
         // The uncontended case costs one round trip and no subscription. If
         // another task of ours already waits, the lock is busy: queue up
         // behind it (FIFO) instead of spending a round trip to learn that.
         if !self.inner.local.is_contended() {
+            let _arriving = self.inner.local.arrive();
             match self.try_acquire_once().await {
                 Ok(Some(guard)) => return Ok(guard),
                 Ok(None) => {}
@@ -316,9 +328,11 @@ impl Lock {
             }
         }
         let span = tracing::debug_span!("wait", lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty);
-        self.wait_and_acquire(deadline, started)
-            .instrument(span)
-            .await
+        Box::pin(
+            self.wait_and_acquire(deadline, started, releases)
+                .instrument(span),
+        )
+        .await
     }
 
     pub(crate) fn attempt_mode(&self, ask_ttl: bool, mark: bool) -> AttemptMode {
@@ -384,9 +398,22 @@ impl Lock {
         token: &str,
         pending: PendingAttempt<'a>,
     ) -> Result<PendingAttempt<'a>> {
-        let Some((wanted, timeout)) = self.inner.replicas else {
-            return Ok(pending);
-        };
+        match self.inner.replicas {
+            // Boxed: every attempt's future would carry this large one.
+            Some((wanted, timeout)) => {
+                Box::pin(self.wait_for_replicas(token, pending, wanted, timeout)).await
+            }
+            None => Ok(pending),
+        }
+    }
+
+    async fn wait_for_replicas<'a>(
+        &'a self,
+        token: &str,
+        pending: PendingAttempt<'a>,
+        wanted: usize,
+        timeout: Duration,
+    ) -> Result<PendingAttempt<'a>> {
         let backend = &self.inner.backend;
         let acked = backend
             .wait_replicas(&self.inner.keys, wanted, timeout)

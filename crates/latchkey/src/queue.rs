@@ -41,6 +41,8 @@ impl LocalQueues {
             turn: Semaphore::new(1),
             held: AtomicUsize::new(0),
             released: Notify::new(),
+            releases: AtomicUsize::new(0),
+            arriving: AtomicUsize::new(0),
         });
         slots.insert(key.to_vec(), Arc::downgrade(&slot));
         slot
@@ -58,6 +60,13 @@ pub(crate) struct LocalSlot {
     /// is gone: a waiter behind a holder of its own client waits for this,
     /// not for pub/sub (see `wait.rs`).
     released: Notify,
+    /// Counts what `released` was told: a waiter whose first try found the
+    /// lock busy sees from it whether a guard of this client let go since
+    /// (the try then likely met that guard; see `wait.rs`).
+    releases: AtomicUsize,
+    /// First tries of `acquire` in flight: one that finds the lock busy
+    /// may have met another of them, which is about to hold it.
+    arriving: AtomicUsize,
 }
 
 impl LocalSlot {
@@ -83,6 +92,19 @@ impl LocalSlot {
         self.held.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a first try in flight until the returned value is dropped.
+    pub(crate) fn arrive(&self) -> Arriving<'_> {
+        self.arriving.fetch_add(1, Ordering::Relaxed);
+        Arriving(self)
+    }
+
+    /// Whether a guard of this client holds the lock, is about to (a first
+    /// try in flight), or a task of this client waits for its turn ahead of
+    /// us: a waiter is then behind its own client, which wakes it.
+    pub(crate) fn is_local_ahead(&self) -> bool {
+        self.is_contended() || self.arriving.load(Ordering::Relaxed) > 0
+    }
+
     /// True while a guard of this client is alive for the name: the lock
     /// is then held here (unless that guard lost it).
     pub(crate) fn is_held(&self) -> bool {
@@ -93,6 +115,7 @@ impl LocalSlot {
     /// waiters: whatever holds the lock now, it is not this client.
     pub(crate) fn unhold(&self) {
         if self.held.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.releases.fetch_add(1, Ordering::Relaxed);
             self.released.notify_waiters();
         }
     }
@@ -100,7 +123,15 @@ impl LocalSlot {
     /// A guard of this client released the lock (or its release is on its
     /// way, ahead of anything sent after this: see `handoff.rs`).
     pub(crate) fn wake(&self) {
+        self.releases.fetch_add(1, Ordering::Relaxed);
         self.released.notify_waiters();
+    }
+
+    /// How many times [`wake`](Self::wake) or the last
+    /// [`unhold`](Self::unhold) ran: a hint (`Relaxed`), compared before and
+    /// after an attempt.
+    pub(crate) fn releases(&self) -> usize {
+        self.releases.load(Ordering::Relaxed)
     }
 
     /// Completes at the next [`wake`](Self::wake) or last
@@ -108,6 +139,15 @@ impl LocalSlot {
     /// first polled.
     pub(crate) fn released(&self) -> Notified<'_> {
         self.released.notified()
+    }
+}
+
+/// A first try in flight (see [`LocalSlot::arrive`]).
+pub(crate) struct Arriving<'a>(&'a LocalSlot);
+
+impl Drop for Arriving<'_> {
+    fn drop(&mut self) {
+        self.0.arriving.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -67,34 +67,39 @@ impl Identity {
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO)
             .as_millis() as u64;
-        // Digits written by hand into one buffer: `write!` and a `push` per
-        // character cost more than the rest of making a guard.
+        // A token is made for every attempt: its digits are written from
+        // tables into one buffer (a `write!`, or a digit at a time, cost
+        // more than the rest of making a guard).
         let mut hex = [0u8; 32];
         for (pair, byte) in hex.chunks_exact_mut(2).zip(random) {
-            pair[0] = HEX[usize::from(byte >> 4)];
-            pair[1] = HEX[usize::from(byte & 0xf)];
+            pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
         }
-        let mut digits = [0u8; 20];
-        let mut start = digits.len();
-        let mut rest = millis;
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        let mut token = Vec::with_capacity(TOKEN_MARKER.len() + 32 + 1 + 20 + self.suffix.len());
-        token.extend_from_slice(TOKEN_MARKER.as_bytes());
-        token.extend_from_slice(&hex);
-        token.push(b':');
-        token.extend_from_slice(&digits[start..]);
-        token.extend_from_slice(self.suffix.as_bytes());
-        // ASCII digits and letters, then the suffix, which is a `String`.
-        String::from_utf8(token).map_err(|e| Error::Protocol(format!("token not UTF-8: {e}")))
+        let hex = std::str::from_utf8(&hex)
+            .map_err(|e| Error::Protocol(format!("token not UTF-8: {e}")))?;
+        let mut digits = itoa::Buffer::new();
+        let millis = digits.format(millis);
+        let mut token = String::with_capacity(
+            TOKEN_MARKER.len() + hex.len() + 1 + millis.len() + self.suffix.len(),
+        );
+        token.push_str(TOKEN_MARKER);
+        token.push_str(hex);
+        token.push(':');
+        token.push_str(millis);
+        token.push_str(&self.suffix);
+        Ok(token)
     }
 }
+
+/// The two hex digits of every byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut pairs = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        pairs[i] = [HEX[i >> 4], HEX[i & 0xf]];
+        i += 1;
+    }
+    pairs
+};
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 

@@ -17,9 +17,12 @@
 //! client and name) needs no pub/sub at all: that guard's release wakes it
 //! from the releasing task (`handoff.rs`, through the name's local slot),
 //! so it neither subscribes nor marks the holder's token, and the release
-//! publishes nothing. Contention between the tasks of one process then costs
-//! Redis only the attempts. An attempt that finds the lock busy with no
-//! guard of its client left subscribes, and looks again.
+//! publishes nothing. It does not even ask Redis while that guard lives
+//! (the answer would be "busy"): it waits for the release, bounded by the
+//! lock's TTL, then tries as a first try does. Contention between the
+//! tasks of one process then costs Redis one `SET NX` per hand-off. An
+//! attempt that finds the lock busy with no guard of its client left
+//! subscribes, and looks again.
 
 use std::time::{Duration, Instant};
 
@@ -38,18 +41,24 @@ fn has_fired(released: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -
 
 impl Lock {
     /// The slow path of [`Lock::acquire_until`]: the lock was busy.
+    /// `releases`: [`LocalSlot::releases`](crate::queue::LocalSlot::releases)
+    /// before the first try.
     pub(crate) async fn wait_and_acquire(
         &self,
         deadline: Option<Instant>,
         started: Instant,
+        releases: usize,
     ) -> Result<LockGuard> {
         let timed_out = || Error::WaitTimedOut {
             name: String::from_utf8_lossy(&self.inner.name).into_owned(),
             waited: started.elapsed(),
         };
         let local = &self.inner.local;
-        // Behind a holder of this client: no subscription (see the module docs).
-        let mut behind_local = local.is_held();
+        // Behind a holder of this client: no subscription (see the module
+        // docs). So is a waiter whose first try met a guard of this client
+        // that has let go since, or one about to be made (a first try in
+        // flight, a waiter ahead of us): it looks again before it subscribes.
+        let mut behind_local = local.is_local_ahead() || local.releases() != releases;
         // Subscribe before queueing: the server-side subscription is shared,
         // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
         let mut wakeups = None;
@@ -64,6 +73,11 @@ impl Lock {
                 .map_err(|_| timed_out())?,
             None => turn.await,
         };
+        if behind_local {
+            if let Some(guard) = self.after_local_holder(deadline).await {
+                return Ok(guard);
+            }
+        }
 
         let mut poll = MIN_POLL;
         // Polling a holder whose release publishes nothing (another library's).
@@ -178,6 +192,42 @@ impl Lock {
                         _ = timer => {}
                     }
                 }
+            }
+        }
+    }
+
+    /// A waiter behind a guard of its own client: waits for that guard to
+    /// let go (its release wakes us, `handoff.rs`) before asking Redis
+    /// anything, then tries as a first try does (`SET NX`, the cheapest
+    /// command that takes the lock). `None`: not ours yet, and the general
+    /// loop takes over: the try found the lock busy with no guard of this
+    /// client left, or the lock's TTL passed without a release (a guard
+    /// that lost its lock without noticing), or an error, or the deadline.
+    async fn after_local_holder(&self, deadline: Option<Instant>) -> Option<LockGuard> {
+        let local = &self.inner.local;
+        loop {
+            let mut released = std::pin::pin!(local.released());
+            released.as_mut().enable();
+            if local.is_held() {
+                let mut bound = Instant::now() + self.inner.ttl;
+                if let Some(d) = deadline {
+                    bound = bound.min(d);
+                }
+                tokio::select! {
+                    _ = released => {}
+                    _ = tokio::time::sleep_until(bound.into()) => return None,
+                }
+            }
+            let woken_at = Instant::now();
+            match self.try_acquire_once().await {
+                Ok(Some(guard)) => {
+                    crate::metrics::handoff(&self.inner.metrics_label, woken_at.elapsed());
+                    return Some(guard);
+                }
+                // Overtaken by another guard of ours, or our try ran ahead
+                // of the release that woke us: wait for the next release.
+                Ok(None) if local.is_held() => continue,
+                _ => return None,
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Waiters behind a holder of their own client: woken by that holder's
-//! release without pub/sub (no subscription, no mark, nothing published),
-//! and back on pub/sub once no guard of their client is left.
+//! release without pub/sub (no subscription, no mark, nothing published,
+//! no request while it holds), not stuck behind a guard whose lock expired
+//! under it, and back on pub/sub once no guard of their client is left.
 
 mod common;
 
@@ -18,8 +19,13 @@ async fn a_waiter_behind_a_holder_of_its_own_client_needs_no_pubsub() {
     let lock = c.lock("local", Duration::from_secs(30)).unwrap();
     let guard = lock.try_acquire().await.unwrap().expect("free");
     let token = guard.token().to_owned();
-    let waiter = spawn_waiter(lock.clone());
-    until_refused(&server).await;
+    let (sets, scripts) = (server.calls("set"), server.calls("evalsha"));
+    let waiter = spawn_waiting(lock.clone(), Duration::from_secs(20)).await;
+    assert_eq!(
+        (server.calls("set"), server.calls("evalsha")),
+        (sets, scripts),
+        "a waiter behind a guard of its own client asks Redis nothing"
+    );
     assert_eq!(
         server.command(&["GET", "test:local"]).unwrap(),
         token,
@@ -29,7 +35,7 @@ async fn a_waiter_behind_a_holder_of_its_own_client_needs_no_pubsub() {
     let published = server.calls("publish");
     let released_at = Instant::now();
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
-    let (acquired_at, g) = waiter.await.unwrap();
+    let (acquired_at, g) = waiter.await.unwrap().unwrap();
     let gap = acquired_at - released_at;
     // Milliseconds, not the 30 s TTL: a generous bound for a loaded 2-core box.
     assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
@@ -45,8 +51,7 @@ async fn a_waiter_behind_a_lost_local_holder_listens_for_the_next_one() {
     let theirs = client(&server.url()).await;
     let lock = ours.lock("local", Duration::from_secs(30)).unwrap();
     let guard = lock.try_acquire().await.unwrap().expect("free");
-    let waiter = spawn_waiter(lock.clone());
-    until_refused(&server).await;
+    let waiter = spawn_waiting(lock.clone(), Duration::from_secs(20)).await;
     // Our hold is lost (the key deleted) and another client takes the lock.
     server.command(&["DEL", "test:local"]).unwrap();
     let their_lock = theirs.lock("local", Duration::from_secs(30)).unwrap();
@@ -62,25 +67,27 @@ async fn a_waiter_behind_a_lost_local_holder_listens_for_the_next_one() {
     .await;
     let released_at = Instant::now();
     assert_eq!(their_guard.release().await.unwrap(), Ownership::Owned);
-    let (acquired_at, g) = waiter.await.unwrap();
+    let (acquired_at, g) = waiter.await.unwrap().unwrap();
     let gap = acquired_at - released_at;
     assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
     assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
 
-/// A task that waits for `lock`, and when it got it.
-fn spawn_waiter(lock: latchkey::Lock) -> tokio::task::JoinHandle<(Instant, latchkey::LockGuard)> {
-    tokio::spawn(async move {
-        let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
-        (Instant::now(), g)
-    })
-}
-
-/// Until a waiter's attempt asked the holder's TTL (the busy branch of the
-/// acquire script reads it): from then on only a wake-up beats the TTL.
-async fn until_refused(server: &RedisServer) {
-    eventually("the waiter's attempt was refused", || async {
-        server.calls("pttl") >= 1
-    })
-    .await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_behind_a_local_guard_whose_lock_expired_gets_it_at_the_ttl() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    // No watchdog: the guard's lock expires under it, and it never releases.
+    let lock = c.lock("local", Duration::from_millis(300)).unwrap();
+    let stale = lock.try_acquire().await.unwrap().expect("free");
+    let started = Instant::now();
+    let waiter = spawn_waiting(lock.clone(), Duration::from_secs(20)).await;
+    let (acquired_at, g) = waiter.await.unwrap().unwrap();
+    // Bounded by the lock's TTL, not by the wait's 20 s deadline: a generous
+    // bound for a loaded 2-core box.
+    let waited = acquired_at - started;
+    assert!(waited < Duration::from_secs(10), "waited {waited:?}");
+    assert_ne!(g.token(), stale.token());
+    assert_eq!(stale.release().await.unwrap(), Ownership::HeldByOther);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }

@@ -16,7 +16,7 @@ use latchkey::{Client, MetricsLabels, Ownership};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use redis::AsyncCommands;
 
-use common::{eventually, raw, RedisServer};
+use common::{eventually, raw, spawn_waiting, RedisServer};
 
 /// A metric with its labels, as `name{k=v,...}` (labels sorted).
 type Series = String;
@@ -274,31 +274,13 @@ fn a_waiter_woken_by_a_release_records_its_handoff() {
     let server = RedisServer::start();
     recorded(|snapshotter| async move {
         let client = client_with(&server.url(), MetricsLabels::None).await;
-        let mut conn = raw(&server.url()).await;
         let lock = client.lock("h", Duration::from_secs(30)).unwrap();
         let holder = lock.try_acquire().await.unwrap().unwrap();
-
-        // From here on, every PTTL is run by the acquire script of one of
-        // the waiter's attempts finding the lock busy (counting EVALSHA
-        // would also count a NOSCRIPT retry: the script's first use here).
-        let _: () = redis::cmd("CONFIG")
-            .arg("RESETSTAT")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let waiter = tokio::spawn({
-            let lock = lock.clone();
-            async move { lock.acquire_timeout(Duration::from_secs(10)).await }
-        });
-        // The holder is a guard of this same client, so the waiter skips
-        // the blind first try: it subscribes, tries once, then sleeps; a
-        // release after that attempt is a wake-up it must act on.
-        eventually("the waiter tried once", || async {
-            server.calls("pttl") >= 1
-        })
-        .await;
+        // The holder is a guard of this same client: the waiter waits for
+        // its release, which is a wake-up it must act on.
+        let waiter = spawn_waiting(lock.clone(), Duration::from_secs(10)).await;
         assert_eq!(holder.release().await.unwrap(), Ownership::Owned);
-        let guard = waiter.await.unwrap().unwrap();
+        let (_, guard) = waiter.await.unwrap().unwrap();
         assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
 
         let mut rec = Recorded::default();

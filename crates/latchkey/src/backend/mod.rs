@@ -50,7 +50,7 @@ impl Backend {
     ) -> Result<Attempt> {
         match self {
             Backend::Single(client) => client.try_once(keys, token, ttl, mode).await,
-            Backend::Redlock(redlock) => redlock.try_once(keys, token, ttl, mode).await,
+            Backend::Redlock(redlock) => Box::pin(redlock.try_once(keys, token, ttl, mode)).await,
         }
     }
 
@@ -65,7 +65,9 @@ impl Backend {
     ) -> Result<std::result::Result<u64, Ownership>> {
         match self {
             Backend::Single(client) => client.issue_fence_once(keys, token).await,
-            Backend::Redlock(redlock) => redlock.issue_fence(keys, token, valid_until).await,
+            Backend::Redlock(redlock) => {
+                Box::pin(redlock.issue_fence(keys, token, valid_until)).await
+            }
         }
     }
 
@@ -83,7 +85,7 @@ impl Backend {
         match self {
             Backend::Single(client) if cleanup => client.release_whole(keys, token).await,
             Backend::Single(client) => client.release_once(keys, token).await,
-            Backend::Redlock(redlock) => redlock.release_all(keys, token, cleanup).await,
+            Backend::Redlock(redlock) => Box::pin(redlock.release_all(keys, token, cleanup)).await,
         }
     }
 
@@ -111,7 +113,7 @@ impl Backend {
     ) -> Result<(Ownership, Instant)> {
         match self {
             Backend::Single(client) => client.extend_once(keys, token, ttl).await,
-            Backend::Redlock(redlock) => redlock.extend_all(keys, token, ttl).await,
+            Backend::Redlock(redlock) => Box::pin(redlock.extend_all(keys, token, ttl)).await,
         }
     }
 

@@ -2,11 +2,29 @@
 //! redis-server(s) through the test kit: never a mock, never port 6379.
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use latchkey::{Client, Ownership};
 #[allow(unused_imports)]
 pub use latchkey_testkit::{eventually, Proxy, ProxyMode, RedisServer};
+
+/// A task waiting up to `wait` for `lock`, with when it got it. The wait is
+/// polled once before it is spawned: behind a guard of this client it then
+/// waits for that guard's release without any I/O, so it is waiting when
+/// this returns (a signal, not a sleep).
+pub async fn spawn_waiting(
+    lock: latchkey::Lock,
+    wait: Duration,
+) -> tokio::task::JoinHandle<latchkey::Result<(Instant, latchkey::LockGuard)>> {
+    let mut waiting = Box::pin(async move {
+        let guard = lock.acquire_timeout(wait).await?;
+        Ok((Instant::now(), guard))
+    });
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(waiting.as_mut().poll(cx))).await;
+    assert!(first.is_pending(), "the lock is held: the waiter waits");
+    tokio::spawn(waiting)
+}
 
 /// A client with a short command timeout, so failure tests end quickly.
 pub async fn client(url: &str) -> Client {
