@@ -82,8 +82,6 @@ impl LockGuard {
             ));
         }
         lock.local.hold();
-        // The `wait` or `acquire` span this guard is made in.
-        tracing::Span::current().record("token", short(&token));
         tracing::debug!(lock = %lock.display_name(), token = short(&token), ?fencing_token, "acquired");
         LockGuard {
             lock,
@@ -266,15 +264,18 @@ impl LockGuard {
         self.state.finish();
         crate::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
         let span = release_span(self.name(), &self.token);
-        let result = crate::handoff::release(
+        let release = crate::handoff::release(
             &self.lock.backend,
             &self.lock.keys,
             &self.lock.local,
             &self.token,
             false,
-        )
-        .instrument(span)
-        .await;
+        );
+        // As in `Lock::try_acquire`: unwrapped without a subscriber for the span.
+        let result = match span.is_disabled() {
+            true => release.await,
+            false => release.instrument(span).await,
+        };
         crate::metrics::release_outcome(&self.lock.metrics_label, result.as_ref().ok().copied());
         match result {
             Ok(outcome) => {

@@ -328,11 +328,15 @@ impl Lock {
             }
         }
         let span = tracing::debug_span!("wait", lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty);
-        Box::pin(
+        let waited = Box::pin(
             self.wait_and_acquire(deadline, started, releases)
-                .instrument(span),
+                .instrument(span.clone()),
         )
-        .await
+        .await;
+        if let Ok(guard) = &waited {
+            span.record("token", crate::token::short(guard.token()));
+        }
+        waited
     }
 
     pub(crate) fn attempt_mode(&self, ask_ttl: bool, mark: bool) -> AttemptMode {
