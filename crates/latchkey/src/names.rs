@@ -174,18 +174,16 @@ impl LockKeys {
         std::iter::once(&self.channel[..]).chain(self.legacy.as_ref().map(|l| &l.channel[..]))
     }
 
-    /// The release script's arguments: `token`, the channel, the publish
-    /// command (`PUBLISH`, or `SPUBLISH` on a cluster), then layout 2's
-    /// channel if any. On the stack: this is on every release.
+    /// The release script's arguments: `token`, the channel, and the
+    /// publish command (`PUBLISH`, or `SPUBLISH` on a cluster; the script
+    /// finds layout 2's channel itself). On the stack: this is on every
+    /// release.
     pub(crate) fn release_args<'a>(
         &'a self,
         token: &'a [u8],
         publish: &'static [u8],
-    ) -> ([&'a [u8]; 4], usize) {
-        match &self.legacy {
-            Some(legacy) => ([token, &self.channel, publish, &legacy.channel], 4),
-            None => ([token, &self.channel, publish, &[]], 3),
-        }
+    ) -> [&'a [u8]; 3] {
+        [token, &self.channel, publish]
     }
 }
 

@@ -131,9 +131,9 @@ impl Session {
         if keys.fair.is_some() {
             return self.fair_release(keys, token, None).await;
         }
-        let (args, n) = keys.release_args(token.as_bytes(), self.publish_command());
+        let args = keys.release_args(token.as_bytes(), self.publish_command());
         let outcome: i64 = self
-            .eval("release", &scripts::RELEASE, &[&keys.key], &args[..n])
+            .eval("release", &scripts::RELEASE, &[&keys.key], &args)
             .await?;
         release_outcome(outcome)
     }
@@ -152,8 +152,8 @@ impl Session {
             .arg(1)
             .arg(&keys.key)
             .arg(token);
-        let (args, n) = keys.release_args(token.as_bytes(), self.publish_command());
-        eval.arg(&args[1..n]);
+        let args = keys.release_args(token.as_bytes(), self.publish_command());
+        eval.arg(&args[1..]);
         let outcome: i64 = self.query("release", eval, &keys.key).await?;
         release_outcome(outcome)
     }
