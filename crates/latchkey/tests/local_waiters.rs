@@ -1,7 +1,8 @@
 //! Waiters behind a holder of their own client: woken by that holder's
 //! release without pub/sub (no subscription, no mark, nothing published,
 //! no request while it holds), not stuck behind a guard whose lock expired
-//! under it, and back on pub/sub once no guard of their client is left.
+//! under it or whose release met an outage, and back on pub/sub once no
+//! guard of their client is left.
 
 mod common;
 
@@ -89,5 +90,38 @@ async fn a_waiter_behind_a_local_guard_whose_lock_expired_gets_it_at_the_ttl() {
     assert!(waited < Duration::from_secs(10), "waited {waited:?}");
     assert_ne!(g.token(), stale.token());
     assert_eq!(stale.release().await.unwrap(), Ownership::HeldByOther);
+    assert_eq!(g.release().await.unwrap(), Ownership::Owned);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_behind_a_local_guard_outlives_an_outage_at_its_release() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(server.addr()).await;
+    let c = latchkey::Client::builder(&proxy.url())
+        .prefix("test:")
+        .command_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let lock = c.lock("local", Duration::from_secs(2)).unwrap();
+    let holder = lock.try_acquire().await.unwrap().expect("free");
+    let waiter = spawn_waiting(lock.clone(), Duration::from_secs(20)).await;
+    // The network goes silent: the holder's release gets no answer, and the
+    // woken waiter's tries fail too.
+    proxy.set_mode(ProxyMode::Blackhole);
+    let released = holder.release().await;
+    assert!(
+        released.as_ref().is_err_and(|e| e.is_transient()),
+        "{released:?}"
+    );
+    // Back: the held requests go through (the release among them), and the
+    // waiter, retrying, gets the lock.
+    proxy.set_mode(ProxyMode::Pass);
+    let (_, g) = waiter.await.unwrap().expect("the waiter got the lock");
+    assert_eq!(
+        server.command(&["GET", "test:local"]).unwrap(),
+        g.token(),
+        "the waiter holds the lock"
+    );
     assert_eq!(g.release().await.unwrap(), Ownership::Owned);
 }
