@@ -108,8 +108,8 @@
 //!    kind of connection under the single-server backend (on a cluster each
 //!    lock's keys share a slot, and the subscriber is sharded:
 //!    `subscriber/sharded.rs`).
-//! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `wait` (the waiting
-//!    loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
+//! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `attempt` (one
+//!    attempt's bookkeeping), `wait` (the waiting loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
 //!    `handoff` (when a release wakes this process's waiters), `fair` and
 //!    `fair_wait` (fair locks: a queue in Redis, direct hand-off), `by_token`,
 //!    `fence` ([`FencedResource`], [`FencedWrite`]), `latch` ([`Latch`]),
@@ -157,6 +157,7 @@ mod tls_name;
 // 3. Backends
 mod backend;
 // 4. Primitives
+mod attempt;
 mod barrier;
 mod by_token;
 mod election;

@@ -208,20 +208,23 @@ impl Lock {
         loop {
             let mut released = std::pin::pin!(local.released());
             released.as_mut().enable();
+            // When a release woke us: the start of a handoff.
+            let mut woken_at = None;
             if local.is_held() {
                 let mut bound = Instant::now() + self.inner.ttl;
                 if let Some(d) = deadline {
                     bound = bound.min(d);
                 }
                 tokio::select! {
-                    _ = released => {}
+                    _ = released => woken_at = Some(Instant::now()),
                     _ = tokio::time::sleep_until(bound.into()) => return None,
                 }
             }
-            let woken_at = Instant::now();
             match self.try_acquire_once().await {
                 Ok(Some(guard)) => {
-                    crate::metrics::handoff(&self.inner.metrics_label, woken_at.elapsed());
+                    if let Some(woken_at) = woken_at {
+                        crate::metrics::handoff(&self.inner.metrics_label, woken_at.elapsed());
+                    }
                     return Some(guard);
                 }
                 // Overtaken by another guard of ours, or our try ran ahead
