@@ -205,12 +205,7 @@ fn failover_promotes_the_replica_and_keeps_the_data() {
     });
 }
 
-// Ignored for now: in about one run in three on the 2-core VM the promoted
-// replica lacks a write it had acknowledged (WAIT 1 = 1) before its primary
-// was killed; until that is understood (a test-kit or a Redis issue), this
-// test cannot gate CI. Run it with `--ignored`.
 #[test]
-#[ignore = "flaky: the promoted replica sometimes lacks an acknowledged write; under investigation"]
 fn a_killed_primary_is_replaced_by_its_replica_and_rejoins_as_a_replica() {
     let mut cluster = RedisCluster::builder()
         .node_timeout(Duration::from_millis(1000))
@@ -218,9 +213,25 @@ fn a_killed_primary_is_replaced_by_its_replica_and_rejoins_as_a_replica() {
     let key = "{kill}fence";
     let primary = cluster.primary_for_key(key);
     let replica_id = cluster.replicas_of(primary)[0].id().to_owned();
-    primary.command(&["SET", key, "7"]).unwrap();
-    // The replica has the write before its primary dies.
-    assert_eq!(primary.command(&["WAIT", "1", "5000"]).unwrap(), "1");
+    // The replica has the write before its primary dies. One connection for
+    // both: WAIT counts acknowledgements of its own connection's writes (on
+    // a fresh one it has nothing to wait for and answers at once, which let
+    // the primary die before the replica had the write).
+    let mut conn = redis::Client::open(primary.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("7")
+        .query(&mut conn)
+        .unwrap();
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(acked, 1);
     let index = cluster
         .nodes()
         .iter()
