@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::lock::Lock;
-use crate::outcome::Attempt;
+use crate::outcome::{Attempt, AttemptMode};
 
 impl Lock {
     /// `try_acquire` without metrics and span: also the first step of a wait.
@@ -18,46 +18,18 @@ impl Lock {
         if self.inner.fair_lease.is_some() {
             return Box::pin(self.fair_try_once()).await;
         }
-        let token = self.inner.backend.new_token()?;
-        let pending = PendingAttempt {
-            lock: self,
-            token: Some(&token),
-        };
-        let attempt = self
-            .inner
-            .backend
-            .try_once(
-                &self.inner.keys,
-                &token,
-                self.inner.ttl,
-                self.attempt_mode(false, false),
-            )
-            .await;
-        match attempt? {
-            Attempt::Acquired {
-                fencing_token,
-                valid_until,
-            } => {
-                let pending = self.replicated(&token, pending).await?;
-                pending.disarm();
-                Ok(Some(LockGuard::new(
-                    self.inner.clone(),
-                    token,
-                    fencing_token,
-                    valid_until,
-                )))
-            }
-            Attempt::Busy { .. } => {
-                pending.disarm();
-                Ok(None)
-            }
-        }
+        Ok(self.attempt(self.attempt_mode(false, false)).await?.ok())
     }
 
     /// Like `try_acquire`, but a busy lock says how long the holder has
     /// left, and whether its release will wake us; `mark`: make sure it
     /// will (see [`AttemptMode::mark`](crate::outcome::AttemptMode::mark)).
     pub(crate) async fn try_acquire_with_ttl(&self, mark: bool) -> Result<Result<LockGuard, Busy>> {
+        self.attempt(self.attempt_mode(true, mark)).await
+    }
+
+    /// One attempt in `mode`: the lock, or why not.
+    async fn attempt(&self, mode: AttemptMode) -> Result<Result<LockGuard, Busy>> {
         let token = self.inner.backend.new_token()?;
         let pending = PendingAttempt {
             lock: self,
@@ -66,12 +38,7 @@ impl Lock {
         let attempt = self
             .inner
             .backend
-            .try_once(
-                &self.inner.keys,
-                &token,
-                self.inner.ttl,
-                self.attempt_mode(true, mark),
-            )
+            .try_once(&self.inner.keys, &token, self.inner.ttl, mode)
             .await?;
         let pending = match attempt {
             Attempt::Acquired { .. } => self.replicated(&token, pending).await?,
