@@ -115,8 +115,7 @@ impl LocalSlot {
     /// waiters: whatever holds the lock now, it is not this client.
     pub(crate) fn unhold(&self) {
         if self.held.fetch_sub(1, Ordering::Relaxed) == 1 {
-            self.releases.fetch_add(1, Ordering::Relaxed);
-            self.released.notify_waiters();
+            self.wake();
         }
     }
 

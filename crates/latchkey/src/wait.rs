@@ -32,13 +32,6 @@ use crate::guard::LockGuard;
 use crate::lock::Lock;
 use crate::subscriber::{jitter, Event};
 
-/// Whether a local release was signalled to `released` (enabled) already.
-fn has_fired(released: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> bool {
-    use std::future::Future;
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    released.poll(&mut cx).is_ready()
-}
-
 impl Lock {
     /// The slow path of [`Lock::acquire_until`]: the lock was busy.
     /// `releases`: [`LocalSlot::releases`](crate::queue::LocalSlot::releases)
@@ -98,6 +91,7 @@ impl Lock {
                 w.reset();
             }
             let mut announced = true;
+            let releases_before_try = local.releases();
             let retry_in = match self.try_acquire_with_ttl(!behind_local).await {
                 Ok(Ok(guard)) => {
                     if let Some(woken_at) = woken_at {
@@ -109,7 +103,11 @@ impl Lock {
                 // attempt may have run before that release (whose first
                 // request can fail with NOSCRIPT and be sent again), so it
                 // says nothing about another holder. Look again.
-                Ok(Err(_)) if behind_local && !local.is_held() && has_fired(released.as_mut()) => {
+                Ok(Err(_))
+                    if behind_local
+                        && !local.is_held()
+                        && local.releases() != releases_before_try =>
+                {
                     continue;
                 }
                 Ok(Err(_)) if behind_local && !local.is_held() => {
