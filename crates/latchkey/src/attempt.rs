@@ -3,20 +3,28 @@
 //! ([`Busy`]). The lock an attempt may have taken is released if the
 //! attempt is dropped or fails before its reply was understood
 //! ([`PendingAttempt`]); a lock made [`with_replicas`](Lock::with_replicas)
-//! waits for its replicas before it counts as taken.
+//! confirms a hold with its replicas before it counts as taken (a barging
+//! attempt, a fair one, and a fair wait's hand-off).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::lock::Lock;
 use crate::outcome::{Attempt, AttemptMode};
+use crate::spec::Replicated;
 
 impl Lock {
     /// `try_acquire` without metrics and span: also the first step of a wait.
     pub(crate) async fn try_acquire_once(&self) -> Result<Option<LockGuard>> {
         if self.inner.fair_lease.is_some() {
-            return Box::pin(self.fair_try_once()).await;
+            return Box::pin(async {
+                match self.fair_try_once().await? {
+                    Some(guard) => self.confirmed(guard).await.map(Some),
+                    None => Ok(None),
+                }
+            })
+            .await;
         }
         Ok(self.attempt(self.attempt_mode(false, false)).await?.ok())
     }
@@ -41,8 +49,11 @@ impl Lock {
             .try_once(&self.inner.keys, &token, self.inner.ttl, mode)
             .await?;
         let pending = match attempt {
-            Attempt::Acquired { .. } => self.replicated(&token, pending).await?,
-            Attempt::Busy { .. } => pending,
+            // Boxed: every attempt's future would carry this large one.
+            Attempt::Acquired { valid_until, .. } if self.inner.replicas.is_some() => {
+                Box::pin(self.replicated(&token, valid_until, pending)).await?
+            }
+            _ => pending,
         };
         pending.disarm();
         Ok(match attempt {
@@ -65,38 +76,22 @@ impl Lock {
         })
     }
 
-    /// For a lock made [`with_replicas`](Lock::with_replicas): waits for
-    /// the replicas; when too few acknowledge, releases the lock just taken
-    /// (in the background if that fails) and says so. An error leaves
-    /// `pending` to release the lock.
+    /// For a lock made [`with_replicas`](Lock::with_replicas): confirms
+    /// the hold just taken with the replicas; when too few acknowledge,
+    /// releases it (in the background if that fails) and says so. An error
+    /// leaves `pending` to release the lock.
     async fn replicated<'a>(
         &'a self,
         token: &str,
+        valid_until: Instant,
         pending: PendingAttempt<'a>,
     ) -> Result<PendingAttempt<'a>> {
-        match self.inner.replicas {
-            // Boxed: every attempt's future would carry this large one.
-            Some((wanted, timeout)) => {
-                Box::pin(self.wait_for_replicas(token, pending, wanted, timeout)).await
-            }
-            None => Ok(pending),
-        }
-    }
-
-    async fn wait_for_replicas<'a>(
-        &'a self,
-        token: &str,
-        pending: PendingAttempt<'a>,
-        wanted: usize,
-        timeout: Duration,
-    ) -> Result<PendingAttempt<'a>> {
+        let acked = match self.inner.confirm_replicas(token, valid_until).await? {
+            Replicated::Enough => return Ok(pending),
+            Replicated::TooFew(acked) => acked,
+            Replicated::Gone(_) => 0,
+        };
         let backend = &self.inner.backend;
-        let acked = backend
-            .wait_replicas(&self.inner.keys, wanted, timeout)
-            .await?;
-        if acked >= wanted {
-            return Ok(pending);
-        }
         if backend
             .release(&self.inner.keys, token, false)
             .await
@@ -105,14 +100,64 @@ impl Lock {
             pending.disarm();
             self.inner.local.wake();
         }
-        Err(Error::TooFewReplicas {
-            name: self.inner.display_name().into_owned(),
-            wanted,
-            acked,
-            waited: timeout,
-        })
+        Err(self.inner.too_few_replicas(acked))
+    }
+
+    /// A hold made by a fair lock's script (taken or handed on), confirmed
+    /// with the replicas of a lock made [`with_replicas`](Lock::with_replicas);
+    /// one that too few acknowledge is released (handed on) and refused.
+    pub(crate) async fn confirmed(&self, guard: LockGuard) -> Result<LockGuard> {
+        if self.inner.replicas.is_none() {
+            return Ok(guard);
+        }
+        // An error drops the guard: released in the background.
+        let acked = match self
+            .inner
+            .confirm_replicas(guard.token(), guard.deadline())
+            .await?
+        {
+            Replicated::Enough => return Ok(guard),
+            Replicated::TooFew(acked) => acked,
+            Replicated::Gone(_) => 0,
+        };
+        let _ = guard.release().await;
+        Err(self.inner.too_few_replicas(acked))
+    }
+
+    /// The wait of a fair lock, its hold confirmed with the replicas of a
+    /// lock made [`with_replicas`](Lock::with_replicas). A hold too few
+    /// acknowledge is handed on, and the waiter queues again, as a barging
+    /// waiter retries: until `deadline`, or, without one, until the
+    /// confirmations have failed for [`GIVE_UP_AFTER`].
+    pub(crate) async fn fair_acquire_replicated(
+        &self,
+        deadline: Option<Instant>,
+        started: Instant,
+    ) -> Result<LockGuard> {
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            let guard = self.fair_acquire_until(deadline, started).await?;
+            match self.confirmed(guard).await {
+                Err(e) if e.is_transient() => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    let out_of_time = match deadline {
+                        Some(d) => Instant::now() >= d,
+                        None => since.elapsed() >= GIVE_UP_AFTER,
+                    };
+                    if out_of_time {
+                        return Err(e);
+                    }
+                    tracing::warn!(lock = %self.inner.display_name(), error = %e, "a fair hold was not confirmed by the replicas; queueing again");
+                }
+                other => return other,
+            }
+        }
     }
 }
+
+/// How long a waiter without a deadline goes on when its holds are not
+/// confirmed by the replicas (as the barging wait retries errors).
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
 
 /// A waiter's attempt found the lock busy.
 pub(crate) struct Busy {

@@ -13,6 +13,7 @@ use crate::handoff::release_in_background;
 use crate::names::LockKeys;
 use crate::outcome::Ownership;
 use crate::spec::LockSpec;
+use crate::spec::Replicated;
 use crate::token::short;
 use crate::watchdog::{renew_span, watchdog, LostSignal, Signals, State};
 
@@ -146,10 +147,16 @@ impl LockGuard {
     /// raise round under [`Fencing::Strict`](crate::Fencing::Strict)), and
     /// the same on every later call; ready at once when the lock was made
     /// [`with_fencing`](crate::Lock::with_fencing). Extensions keep it.
+    /// For a lock made [`with_replicas`](crate::Lock::with_replicas), a
+    /// token issued here counts only once the replicas acknowledged it (a
+    /// second request, as at acquisition).
     ///
     /// Fails with [`Error::NotHeld`](crate::Error::NotHeld) when the lock is
     /// no longer ours (and marks the guard [lost](LockGuard::lost)): a token
-    /// issued then could outrank the new holder's.
+    /// issued then could outrank the new holder's. Fails with
+    /// [`Error::TooFewReplicas`](crate::Error::TooFewReplicas) when too few
+    /// replicas acknowledged the token: the lock stays held, and the next
+    /// call issues another token.
     ///
     /// # Cancel safety
     /// Cancel safe. If the future is dropped after the request was sent, the
@@ -163,13 +170,24 @@ impl LockGuard {
                     .backend
                     .issue_fence(&self.lock.keys, &self.token, self.state.deadline())
                     .await?;
-                issued.map_err(|outcome| {
+                let not_held = |outcome| {
                     tracing::warn!(lock = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "fencing token refused: the lock is no longer ours");
                     self.state.mark_lost();
                     crate::Error::NotHeld {
                         name: String::from_utf8_lossy(self.name()).into_owned(),
                     }
-                })
+                };
+                let token = issued.map_err(not_held)?;
+                // A lock made `with_replicas`: the counter too must reach them.
+                match self
+                    .lock
+                    .confirm_replicas(&self.token, self.state.deadline())
+                    .await?
+                {
+                    Replicated::Enough => Ok(token),
+                    Replicated::TooFew(acked) => Err(self.lock.too_few_replicas(acked)),
+                    Replicated::Gone(outcome) => Err(not_held(outcome)),
+                }
             })
             .await
             .copied()

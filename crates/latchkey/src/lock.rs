@@ -135,13 +135,23 @@ impl Lock {
 
     /// Makes every acquisition wait, at most `timeout`, until `n` replicas
     /// of the lock's server acknowledge it: after the lock (and, with
-    /// [`with_fencing`](Lock::with_fencing), its fencing token) is taken,
-    /// `WAIT n timeout` is sent on the same connection, to the server that
+    /// [`with_fencing`](Lock::with_fencing), its fencing token) is taken, a
+    /// write of ours that finds the lock still ours (the extend script,
+    /// which leaves its expiry where the acquisition put it) and `WAIT n
+    /// timeout` are sent together on one connection, to the server that
     /// holds the key (on a Redis Cluster, the primary of the key's slot).
-    /// When fewer acknowledge in time, the lock is released again and the
-    /// acquisition fails with [`Error::TooFewReplicas`] (a waiting acquire
-    /// retries it, as any transient error, until its deadline). `n = 0`
-    /// turns this off.
+    /// `WAIT` counts the acknowledgements of its own connection's writes: a
+    /// bare `WAIT` on a connection replaced after the acquisition (a
+    /// reconnect, a Sentinel failover) would count replicas that never saw
+    /// the lock. When fewer acknowledge in time, or the lock is no longer
+    /// there, the lock is released again and the acquisition fails with
+    /// [`Error::TooFewReplicas`] (a waiting acquire retries it, as any
+    /// transient error, until its deadline). `n = 0` turns this off.
+    ///
+    /// A [fair](Lock::fair) lock confirms each hold the same way, taken or
+    /// handed on (a hand-off too few acknowledge is handed on to the next
+    /// waiter, and the waiter queues again); a fencing token issued later
+    /// on request ([`LockGuard::fencing_token`]) waits for the replicas too.
     ///
     /// This makes losing a lock in a failover rare, not impossible: `WAIT`
     /// does not make Redis consistent (see `docs/reliability.md`,
@@ -271,7 +281,7 @@ impl Lock {
     async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let started = Instant::now();
         if self.inner.fair_lease.is_some() {
-            return Box::pin(self.fair_acquire_until(deadline, started)).await;
+            return Box::pin(self.fair_acquire_replicated(deadline, started)).await;
         }
         let releases = self.inner.local.releases();
         // The uncontended case costs one round trip and no subscription. If

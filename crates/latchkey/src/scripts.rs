@@ -19,8 +19,10 @@ pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEA
 /// after a failure: one round trip whatever the script cache holds, so a
 /// lost `NOSCRIPT` reply cannot stop it.
 pub(crate) const RELEASE_BODY: &str = include_str!("scripts/release.lua");
-pub(crate) static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
+pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_BODY));
+/// The extend script's text, sent whole (`EVAL`) in the pipeline that
+/// confirms a hold with its replicas (`backend/replicas.rs`).
+pub(crate) const EXTEND_BODY: &str = include_str!("scripts/extend.lua");
 pub(crate) static INSPECT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
 pub(crate) static FENCED_WRITE: LazyLock<Script> =

@@ -2,11 +2,13 @@
 //! guard made from it (layer 4): its backend, name, keys, TTL and options.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
+use crate::error::{Error, Result};
 use crate::metrics::LockLabel;
 use crate::names::LockKeys;
+use crate::outcome::Ownership;
 use crate::queue::LocalSlot;
 
 /// What a [`Lock`](crate::Lock) is.
@@ -35,5 +37,57 @@ impl LockSpec {
     /// The lock's name, lossily decoded, for messages and log lines.
     pub(crate) fn display_name(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(&self.name)
+    }
+}
+
+/// What the replicas said of a hold.
+#[derive(Debug)]
+pub(crate) enum Replicated {
+    /// Enough acknowledged it.
+    Enough,
+    /// This many did, too few.
+    TooFew(usize),
+    /// The server that answered does not have it (expired, or another
+    /// holder's): a failover to a replica that never saw it, or a lock
+    /// that expired in between.
+    Gone(Ownership),
+}
+
+impl LockSpec {
+    /// Confirms the hold of `token`, valid until `valid_until`, with the
+    /// replicas this lock asks for (`Replicated::Enough` for a lock that
+    /// asks for none): a write of ours that keeps the lock's expiry where
+    /// the hold put it (its deadline plus the drift allowance) and `WAIT`,
+    /// on one connection (see `Session::confirm_replicas` for why).
+    pub(crate) async fn confirm_replicas(
+        &self,
+        token: &str,
+        valid_until: Instant,
+    ) -> Result<Replicated> {
+        let Some((wanted, timeout)) = self.replicas else {
+            return Ok(Replicated::Enough);
+        };
+        let keep = valid_until.saturating_duration_since(Instant::now())
+            + crate::protocol::drift(self.ttl);
+        let (ownership, acked) = self
+            .backend
+            .confirm_replicas(&self.keys, token, keep, wanted, timeout)
+            .await?;
+        Ok(match ownership {
+            Ownership::Owned if acked >= wanted => Replicated::Enough,
+            Ownership::Owned => Replicated::TooFew(acked),
+            gone => Replicated::Gone(gone),
+        })
+    }
+
+    /// The error of a hold that `acked` replicas acknowledged, too few.
+    pub(crate) fn too_few_replicas(&self, acked: usize) -> Error {
+        let (wanted, waited) = self.replicas.unwrap_or_default();
+        Error::TooFewReplicas {
+            name: self.display_name().into_owned(),
+            wanted,
+            acked,
+            waited,
+        }
     }
 }

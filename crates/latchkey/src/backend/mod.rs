@@ -11,7 +11,7 @@ mod single;
 
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
 use crate::names::LockKeys;
 use crate::outcome::{Attempt, AttemptMode, Ownership};
@@ -117,18 +117,27 @@ impl Backend {
         }
     }
 
-    /// `WAIT`s, at most `timeout`, until `n` replicas acknowledged the
-    /// writes sent so far, on the server of `keys`; returns how many did.
-    /// A Redlock never gets here (`Lock::with_replicas` refuses it): 0.
-    pub(crate) async fn wait_replicas(
+    /// Confirms the hold of `token` with `n` replicas (see
+    /// `Session::confirm_replicas`): what a write of ours found, and how
+    /// many replicas acknowledged it within `timeout`. A Redlock never gets
+    /// here (`Lock::with_replicas` refuses it).
+    pub(crate) async fn confirm_replicas(
         &self,
         keys: &LockKeys,
+        token: &str,
+        keep: Duration,
         n: usize,
         timeout: Duration,
-    ) -> Result<usize> {
+    ) -> Result<(Ownership, usize)> {
         match self {
-            Backend::Single(session) => session.wait_replicas(keys, n, timeout).await,
-            Backend::Redlock(_) => Ok(0),
+            Backend::Single(session) => {
+                session
+                    .confirm_replicas(keys, token, keep, n, timeout)
+                    .await
+            }
+            Backend::Redlock(_) => Err(Error::Internal(
+                "replicated acquisition on a Redlock".into(),
+            )),
         }
     }
 

@@ -7,7 +7,9 @@ use std::time::Duration;
 use super::Backend;
 use crate::connection::Kind;
 use crate::error::{Error, Result};
-use crate::names::LockKeys;
+use crate::names::{ttl_ms, LockKeys};
+use crate::outcome::Ownership;
+use crate::scripts;
 use crate::session::Session;
 
 /// How long an acquisition of a lock made
@@ -36,36 +38,148 @@ pub(crate) fn check(backend: &Backend, timeout: Duration) -> Result<()> {
 }
 
 impl Session {
-    /// `WAIT n timeout` on the connection that took the lock, routed on a
-    /// cluster to the primary of the key's slot (the connection to that
-    /// node carried the write). Returns how many replicas acknowledged.
-    pub(crate) async fn wait_replicas(
+    /// Confirms the hold of `token` with `n` replicas: one pipeline on one
+    /// connection (on a cluster, to the primary of the key's slot) of the
+    /// extend script (a write of ours: the lock's expiry set to `keep` from
+    /// now, when it still holds `token`) and `WAIT n timeout`. Returns what
+    /// the extend found and how many replicas acknowledged.
+    ///
+    /// Why the write: `WAIT` counts the replicas that acknowledged *its own
+    /// connection's* writes. A bare `WAIT` after the acquisition would, on a
+    /// connection replaced in between (a reconnect, a Sentinel failover),
+    /// find no write to wait for and count every connected replica at once,
+    /// and on a promoted replica that never saw the lock it would confirm a
+    /// lock that is not there. The extend, sent with it, is a write on the
+    /// same connection, after the acquisition on the same server (replication
+    /// is one ordered stream), or, on a server without our key, the answer
+    /// that the lock is not ours. Sent whole (`EVAL`): a `NOSCRIPT` in a
+    /// pipeline would cost a second one.
+    pub(crate) async fn confirm_replicas(
         &self,
         keys: &LockKeys,
+        token: &str,
+        keep: Duration,
         n: usize,
         timeout: Duration,
-    ) -> Result<usize> {
+    ) -> Result<(Ownership, usize)> {
         let millis = u64::try_from(timeout.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
-        let mut wait = redis::cmd("WAIT");
-        wait.arg(n).arg(millis);
+        let mut pipe = redis::pipe();
+        pipe.cmd("EVAL")
+            .arg(scripts::EXTEND_BODY)
+            .arg(1)
+            .arg(&keys.key)
+            .arg(token)
+            .arg(ttl_ms(keep).max(1))
+            .cmd("WAIT")
+            .arg(n)
+            .arg(millis);
         let mut conn = self.connection();
         let fut = async move {
             match &mut conn.0 {
                 Kind::Cluster(cluster) => {
-                    use redis::cluster_routing::{
-                        Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
-                    };
+                    use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
                     let route = Route::with_key(&keys.key, SlotAddr::Master);
-                    let routing =
-                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-                    let value = cluster.route_command(wait, routing).await?;
-                    redis::from_redis_value::<usize>(value).map_err(redis::RedisError::from)
+                    let replies = cluster
+                        .route_pipeline(pipe, 0, 2, SingleNodeRoutingInfo::SpecificNode(route))
+                        .await?;
+                    redis::from_redis_value::<(i64, usize)>(redis::Value::Array(replies))
+                        .map_err(redis::RedisError::from)
                 }
-                _ => wait.query_async::<usize>(&mut conn).await,
+                _ => pipe.query_async::<(i64, usize)>(&mut conn).await,
             }
         };
-        self.bounded("WAIT", &[&keys.key], fut).await
+        let (extended, acked) = self.bounded("WAIT", &[&keys.key], fut).await?;
+        let ownership = match extended {
+            1 => Ownership::Owned,
+            0 => Ownership::Expired,
+            -1 => Ownership::HeldByOther,
+            other => return Err(Error::Protocol(format!("extend script returned {other}"))),
+        };
+        Ok((ownership, acked))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use latchkey_testkit::{eventually, RedisServer};
+
+    use crate::spec::Replicated;
+    use crate::Client;
+
+    /// The hole a bare `WAIT` after the acquisition had: on a connection
+    /// replaced in between, `WAIT` has no write of its own to wait for and
+    /// counts a replica that never acknowledged anything. The confirming
+    /// write closes it.
+    #[tokio::test]
+    async fn a_replaced_connection_does_not_confirm_with_a_stopped_replica() {
+        let primary = RedisServer::start();
+        let replica = RedisServer::builder().replica_of(primary.port()).start();
+        let client = Client::builder(&primary.url())
+            .prefix("test:")
+            .connect()
+            .await
+            .unwrap();
+        let lock = client
+            .lock("hole", Duration::from_secs(30))
+            .unwrap()
+            .with_replicas_within(1, Duration::from_millis(300))
+            .unwrap();
+        // Refused (too few replicas) until the replica has linked.
+        let guard = eventually("the replica is linked", || async {
+            lock.try_acquire().await.ok().flatten()
+        })
+        .await;
+
+        // The replica has acknowledged everything (so no `REPLCONF GETACK`
+        // of the primary's is still on its way to be charged to a later
+        // command), then stops answering.
+        eventually("the replica caught up", || async { in_sync(&primary) }).await;
+        replica.pause();
+        // The server drops the client's connection; the next command fails
+        // and reconnects, the one after runs on the new connection.
+        primary
+            .command(&["CLIENT", "KILL", "TYPE", "normal"])
+            .unwrap();
+        let mut conn = client.connection();
+        let _ = redis::cmd("PING").query_async::<String>(&mut conn).await;
+        // What a bare WAIT says on it: the stopped replica counted.
+        let bare: usize = redis::cmd("WAIT")
+            .arg(1)
+            .arg(300)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(bare, 1, "the hole this test is about is not there");
+
+        let confirmed = lock
+            .inner
+            .confirm_replicas(guard.token(), guard.deadline())
+            .await
+            .unwrap();
+        assert!(
+            matches!(confirmed, Replicated::TooFew(0)),
+            "a stopped replica confirmed the hold: {confirmed:?}"
+        );
+        replica.resume();
+    }
+
+    /// Whether the primary's one replica acknowledged its whole stream.
+    fn in_sync(primary: &RedisServer) -> bool {
+        let info = primary.command(&["INFO", "replication"]).unwrap();
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_owned())
+        };
+        let master = field("master_repl_offset:");
+        let acked = field("slave0:").and_then(|s| {
+            s.split(',')
+                .find_map(|kv| kv.strip_prefix("offset=").map(str::to_owned))
+        });
+        master.is_some() && master == acked
     }
 }
