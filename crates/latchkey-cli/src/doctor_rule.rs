@@ -48,16 +48,25 @@ impl Probe {
         }
     }
 
-    /// A command line that uses `command` the way latchkey does.
+    /// A command line that uses `command` the way latchkey does (with
+    /// arguments of the right number: `ACL DRYRUN` checks arity first).
     fn line(&self, command: &str) -> Vec<String> {
         let (key, counter, release) = (&self.key, &self.counter, &self.release);
         let words: Vec<&str> = match command {
             "evalsha" => vec!["EVALSHA", ZERO_SHA, "2", key, counter],
             "eval" => vec!["EVAL", "return 1", "1", key],
             "script|load" => vec!["SCRIPT", "LOAD", "return 1"],
-            "set" | "append" => vec![command, key, "v"],
-            "pexpire" => vec![command, key, "1"],
-            "get" | "del" | "pttl" | "type" => vec![command, key],
+            "wait" => vec![command, "0", "0"],
+            "get" | "del" | "pttl" | "type" | "exists" | "scard" | "zcard" | "lpop" => {
+                vec![command, key]
+            }
+            "set" | "append" | "hget" | "hmget" | "hdel" | "sadd" | "srem" | "sismember"
+            | "zrem" | "zscore" | "rpush" => vec![command, key, "v"],
+            "pexpire" | "pexpireat" | "lindex" => vec![command, key, "1"],
+            "hset" => vec![command, key, "f", "v"],
+            "hincrby" => vec![command, key, "f", "1"],
+            "zadd" | "lrem" => vec![command, key, "1", "v"],
+            "zrange" | "zrangebyscore" | "zremrangebyscore" => vec![command, key, "0", "1"],
             "publish" | "spublish" => vec![command, release, "x"],
             "subscribe" | "unsubscribe" | "ssubscribe" | "sunsubscribe" => vec![command, release],
             // Redis compares PSUBSCRIBE patterns literally with `&`
@@ -72,8 +81,8 @@ impl Probe {
 
 /// What locks can do without (a FAIL is for what they cannot): without
 /// these, waiters are not woken by a release and poll (`append`, `publish`,
-/// pub/sub), `INFO` falls back to `PING` on a single server, and the sharded
-/// commands matter on a cluster only. Signals need all of theirs, but a
+/// pub/sub), `INFO` falls back to `PING` on a single server, the sharded
+/// commands matter on a cluster only, and `WAIT` only to `with_replicas`. Signals need all of theirs, but a
 /// signal refused is an error of its own, not a lost lock.
 const SOFT: &[&str] = &[
     "info",
@@ -84,6 +93,7 @@ const SOFT: &[&str] = &[
     "ssubscribe",
     "sunsubscribe",
     "spublish",
+    "wait",
 ];
 
 const ZERO_SHA: &str = "0000000000000000000000000000000000000000";
@@ -204,7 +214,7 @@ fn verdict(user: &str, locks: Vec<String>, signals: Vec<String>) -> Check {
     } else if !signals.is_empty() {
         Check::warn(
             NAME,
-            format!("user {user} may take locks, but lacks what waking waiters (they poll instead) or signals need (docs/security.md): {}", all.join(" ")),
+            format!("user {user} may take locks, but lacks what waking waiters (they poll instead), with_replicas (WAIT) or signals need (docs/security.md): {}", all.join(" ")),
             fix,
         )
     } else {
