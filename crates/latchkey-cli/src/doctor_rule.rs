@@ -7,7 +7,13 @@
 //! PASS  acl           user app may run everything locks and signals need (ACL DRYRUN)
 //! FAIL  acl           user app lacks what locks need: +evalsha ~{latchkey:*. Fix: ACL SETUSER app +evalsha ~{latchkey:*
 //! WARN  acl           cannot check user app's permissions: ACL DRYRUN refused (…). Fix: …
+//! WARN  primitives    user app may take plain locks, but fair locks, … are refused: it lacks …: +exists +hset …. Fix: ACL SETUSER app +exists +hset …
 //! ```
+//!
+//! The `primitives` line judges the commands that fair locks, semaphores,
+//! read-write locks, latches, barriers and elections add (`Use::Primitives`):
+//! WARN when some are missing (a user of plain locks needs none of them),
+//! so it never changes the exit code.
 //!
 //! Each command is dry-run with arguments under the prefix (a lock key, a
 //! fencing counter, a release or signal channel), so a refusal says whether
@@ -221,6 +227,42 @@ fn verdict(user: &str, locks: Vec<String>, signals: Vec<String>) -> Check {
         Check::pass(
             NAME,
             format!("user {user} may run everything locks and signals need (ACL DRYRUN; docs/security.md)"),
+        )
+    }
+}
+
+/// The `primitives` check of `user`: may it run every command that fair
+/// locks, semaphores, read-write locks, latches, barriers and elections add
+/// to the locks' (`Use::Primitives`)? A WARN, never a FAIL, when not: a
+/// user that only takes plain locks needs none of them. The patterns are
+/// the locks' (the `acl` check judges them).
+pub async fn primitives(client: &Client, conn: &mut Connection, user: &str) -> Check {
+    const NAME: &str = "primitives";
+    let probe = Probe::new(&String::from_utf8_lossy(client.prefix()));
+    let mut missing: Vec<String> = Vec::new();
+    for &command in Use::Primitives.commands() {
+        match dry_run(conn, user, &probe.line(command)).await {
+            Ok(Verdict::NoCommand) => missing.push(format!("+{command}")),
+            Ok(_) => {}
+            Err(e) => {
+                return Check::warn(
+                    NAME,
+                    format!("cannot check whether user {user} may use fair locks, semaphores, read-write locks, latches, barriers and elections: ACL DRYRUN refused ({e})"),
+                    format!("ACL SETUSER {user} +acl|dryrun (Redis 7.0+) lets doctor check the rule; or compare with docs/security.md, rule (c)"),
+                )
+            }
+        }
+    }
+    if missing.is_empty() {
+        Check::pass(
+            NAME,
+            format!("user {user} may use fair locks, semaphores, read-write locks, latches, barriers and elections (ACL DRYRUN; docs/security.md)"),
+        )
+    } else {
+        Check::warn(
+            NAME,
+            format!("user {user} may take plain locks, but fair locks, semaphores, read-write locks, latches, barriers and elections are refused: it lacks (docs/security.md, rule (c)): {}", missing.join(" ")),
+            format!("ACL SETUSER {user} {}", missing.join(" ")),
         )
     }
 }
