@@ -49,6 +49,9 @@
 //!   more failures than one server fewer: WARN.
 //! * **subscribe** — waiters subscribe to release channels; without it they
 //!   poll: WARN.
+//! * **acl**, **primitives** — the user against `docs/security.md`'s rules
+//!   (`ACL DRYRUN`; see `doctor_rule.rs`): `primitives` only WARNs, since
+//!   plain locks need none of what it checks.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -178,6 +181,7 @@ async fn checks(client: &Client, raw: redis::RedisResult<redis::Client>, pings: 
         clock(&mut conn).await,
         latency(&mut conn, pings).await,
         doctor_rule::check(client, &mut conn, &user).await,
+        doctor_rule::primitives(client, &mut conn, &user).await,
         doctor_acl::scripts(client, &mut conn).await,
         doctor_acl::append(client, &mut conn).await,
         doctor_acl::subscribe(client, raw).await,

@@ -8,7 +8,7 @@
 //! and node, the node named first. The `cluster` line PASSes when `CLUSTER
 //! INFO` says `cluster_state:ok`, all 16384 slots are assigned and no
 //! primary is marked failed; otherwise some locks' commands are refused
-//! (`CLUSTERDOWN`): WARN. `acl`, `scripts`, `append` and `subscribe` run
+//! (`CLUSTERDOWN`): WARN. `acl`, `primitives`, `scripts`, `append` and `subscribe` run
 //! once, through the cluster client, as a lock would.
 //!
 //! What a cluster does differently (sharded pub/sub; `signal --one`, waiter
@@ -47,6 +47,7 @@ pub(crate) async fn checks(
     }
     let user = doctor_acl::whoami(&mut conn).await;
     checks.push(crate::doctor_rule::check(client, &mut conn, &user).await);
+    checks.push(crate::doctor_rule::primitives(client, &mut conn, &user).await);
     checks.push(doctor_acl::scripts(client, &mut conn).await);
     checks.push(doctor_acl::append(client, &mut conn).await);
     checks.push(doctor_acl::subscribe(client, raw).await);

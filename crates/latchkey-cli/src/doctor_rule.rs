@@ -7,7 +7,13 @@
 //! PASS  acl           user app may run everything locks and signals need (ACL DRYRUN)
 //! FAIL  acl           user app lacks what locks need: +evalsha ~{latchkey:*. Fix: ACL SETUSER app +evalsha ~{latchkey:*
 //! WARN  acl           cannot check user app's permissions: ACL DRYRUN refused (…). Fix: …
+//! WARN  primitives    user app may take plain locks, but fair locks, … are refused: it lacks …: +exists +hset …. Fix: ACL SETUSER app +exists +hset …
 //! ```
+//!
+//! The `primitives` line judges the commands that fair locks, semaphores,
+//! read-write locks, latches, barriers and elections add (`Use::Primitives`):
+//! WARN when some are missing (a user of plain locks needs none of them),
+//! so it never changes the exit code.
 //!
 //! Each command is dry-run with arguments under the prefix (a lock key, a
 //! fencing counter, a release or signal channel), so a refusal says whether
@@ -48,16 +54,25 @@ impl Probe {
         }
     }
 
-    /// A command line that uses `command` the way latchkey does.
+    /// A command line that uses `command` the way latchkey does (with
+    /// arguments of the right number: `ACL DRYRUN` checks arity first).
     fn line(&self, command: &str) -> Vec<String> {
         let (key, counter, release) = (&self.key, &self.counter, &self.release);
         let words: Vec<&str> = match command {
             "evalsha" => vec!["EVALSHA", ZERO_SHA, "2", key, counter],
             "eval" => vec!["EVAL", "return 1", "1", key],
             "script|load" => vec!["SCRIPT", "LOAD", "return 1"],
-            "set" | "append" => vec![command, key, "v"],
-            "pexpire" => vec![command, key, "1"],
-            "get" | "del" | "pttl" | "type" => vec![command, key],
+            "wait" => vec![command, "0", "0"],
+            "get" | "del" | "pttl" | "type" | "exists" | "scard" | "zcard" | "lpop" => {
+                vec![command, key]
+            }
+            "set" | "append" | "hget" | "hmget" | "hdel" | "sadd" | "srem" | "sismember"
+            | "zrem" | "zscore" | "rpush" => vec![command, key, "v"],
+            "pexpire" | "pexpireat" | "lindex" => vec![command, key, "1"],
+            "hset" => vec![command, key, "f", "v"],
+            "hincrby" => vec![command, key, "f", "1"],
+            "zadd" | "lrem" => vec![command, key, "1", "v"],
+            "zrange" | "zrangebyscore" | "zremrangebyscore" => vec![command, key, "0", "1"],
             "publish" | "spublish" => vec![command, release, "x"],
             "subscribe" | "unsubscribe" | "ssubscribe" | "sunsubscribe" => vec![command, release],
             // Redis compares PSUBSCRIBE patterns literally with `&`
@@ -72,8 +87,8 @@ impl Probe {
 
 /// What locks can do without (a FAIL is for what they cannot): without
 /// these, waiters are not woken by a release and poll (`append`, `publish`,
-/// pub/sub), `INFO` falls back to `PING` on a single server, and the sharded
-/// commands matter on a cluster only. Signals need all of theirs, but a
+/// pub/sub), `INFO` falls back to `PING` on a single server, the sharded
+/// commands matter on a cluster only, and `WAIT` only to `with_replicas`. Signals need all of theirs, but a
 /// signal refused is an error of its own, not a lost lock.
 const SOFT: &[&str] = &[
     "info",
@@ -84,6 +99,7 @@ const SOFT: &[&str] = &[
     "ssubscribe",
     "sunsubscribe",
     "spublish",
+    "wait",
 ];
 
 const ZERO_SHA: &str = "0000000000000000000000000000000000000000";
@@ -204,13 +220,49 @@ fn verdict(user: &str, locks: Vec<String>, signals: Vec<String>) -> Check {
     } else if !signals.is_empty() {
         Check::warn(
             NAME,
-            format!("user {user} may take locks, but lacks what waking waiters (they poll instead) or signals need (docs/security.md): {}", all.join(" ")),
+            format!("user {user} may take locks, but lacks what waking waiters (they poll instead), with_replicas (WAIT) or signals need (docs/security.md): {}", all.join(" ")),
             fix,
         )
     } else {
         Check::pass(
             NAME,
             format!("user {user} may run everything locks and signals need (ACL DRYRUN; docs/security.md)"),
+        )
+    }
+}
+
+/// The `primitives` check of `user`: may it run every command that fair
+/// locks, semaphores, read-write locks, latches, barriers and elections add
+/// to the locks' (`Use::Primitives`)? A WARN, never a FAIL, when not: a
+/// user that only takes plain locks needs none of them. The patterns are
+/// the locks' (the `acl` check judges them).
+pub async fn primitives(client: &Client, conn: &mut Connection, user: &str) -> Check {
+    const NAME: &str = "primitives";
+    let probe = Probe::new(&String::from_utf8_lossy(client.prefix()));
+    let mut missing: Vec<String> = Vec::new();
+    for &command in Use::Primitives.commands() {
+        match dry_run(conn, user, &probe.line(command)).await {
+            Ok(Verdict::NoCommand) => missing.push(format!("+{command}")),
+            Ok(_) => {}
+            Err(e) => {
+                return Check::warn(
+                    NAME,
+                    format!("cannot check whether user {user} may use fair locks, semaphores, read-write locks, latches, barriers and elections: ACL DRYRUN refused ({e})"),
+                    format!("ACL SETUSER {user} +acl|dryrun (Redis 7.0+) lets doctor check the rule; or compare with docs/security.md, rule (c)"),
+                )
+            }
+        }
+    }
+    if missing.is_empty() {
+        Check::pass(
+            NAME,
+            format!("user {user} may use fair locks, semaphores, read-write locks, latches, barriers and elections (ACL DRYRUN; docs/security.md)"),
+        )
+    } else {
+        Check::warn(
+            NAME,
+            format!("user {user} may take plain locks, but fair locks, semaphores, read-write locks, latches, barriers and elections are refused: it lacks (docs/security.md, rule (c)): {}", missing.join(" ")),
+            format!("ACL SETUSER {user} {}", missing.join(" ")),
         )
     }
 }

@@ -1,7 +1,8 @@
 //! ACL users from the command line: a user with the rule of
 //! `docs/security.md` works (inspection included) and `doctor` says so; a
 //! user lacking part of it gets one line and exit 69 naming what is missing,
-//! and `doctor` prints the `ACL SETUSER` that fixes it.
+//! and `doctor` prints the `ACL SETUSER` that fixes it. Whether the user may
+//! use the primitives is a WARN of its own (`primitives`), never a FAIL.
 
 mod common;
 
@@ -23,17 +24,24 @@ fn as_user(server: &RedisServer, user: &str) -> Command {
     latchkey_at(&format!("redis://{user}:pw@127.0.0.1:{}/", server.port()))
 }
 
-/// The doctor's `check` line for `user`.
-fn doctor_line(server: &RedisServer, user: &str, check: &str) -> String {
+/// The doctor's `check` line for `user`, and the doctor's exit code.
+fn doctor_run(server: &RedisServer, user: &str, check: &str) -> (String, i32) {
     let out = output(
         as_user(server, user).args(["doctor", "--pings", "5"]),
         QUICK,
     );
     let text = stdout(&out);
-    text.lines()
+    let line = text
+        .lines()
         .find(|line| line.get(6..).is_some_and(|rest| rest.starts_with(check)))
         .unwrap_or_else(|| panic!("no {check} line in {text}; stderr {}", stderr(&out)))
-        .to_owned()
+        .to_owned();
+    (line, code(out.status))
+}
+
+/// The doctor's `check` line for `user`.
+fn doctor_line(server: &RedisServer, user: &str, check: &str) -> String {
+    doctor_run(server, user, check).0
 }
 
 fn everything() -> String {
@@ -134,4 +142,59 @@ fn a_signal_without_its_channel_exits_69_with_one_line_naming_it() {
     assert_one_error_line(&out);
     let err = stderr(&out);
     assert!(err.contains("test:signal:deploy"), "{err}");
+}
+
+#[test]
+fn a_user_of_plain_locks_is_warned_about_the_primitives_and_the_fix_works() {
+    let server = RedisServer::start();
+    // Locks, signals and inspection (ACL DRYRUN): everything but primitives.
+    create_user(&server, "plain", &everything());
+    assert!(doctor_line(&server, "plain", "acl").starts_with("PASS"));
+    let (line, exit) = doctor_run(&server, "plain", "primitives");
+    assert!(line.starts_with("WARN"), "{line}");
+    assert_eq!(exit, 0, "a WARN is not a failure: {line}");
+    // Exactly what is missing: inspection grants ZRANGEBYSCORE already.
+    let missing: Vec<String> = Use::Primitives
+        .commands()
+        .iter()
+        .filter(|c| **c != "zrangebyscore")
+        .map(|c| format!("+{c}"))
+        .collect();
+    let fix = format!("ACL SETUSER plain {}", missing.join(" "));
+    assert!(line.ends_with(&format!("Fix: {fix}")), "{line}");
+    let out = output(
+        as_user(&server, "plain").args(["run", "--permits", "2", "pool", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 69, "refused: {}", stderr(&out));
+    assert_one_error_line(&out);
+
+    server
+        .command(&fix.split_whitespace().collect::<Vec<_>>())
+        .expect("the printed fix");
+    let line = doctor_line(&server, "plain", "primitives");
+    assert!(line.starts_with("PASS"), "{line}");
+    let out = output(
+        as_user(&server, "plain").args(["run", "--permits", "2", "pool", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn a_user_with_the_locks_and_primitives_rules_passes_the_primitives_check() {
+    let server = RedisServer::start();
+    // Inspection for `ACL DRYRUN`, which the doctor's check needs.
+    let granted = rule(&[Use::Locks, Use::Primitives, Use::Inspection], PREFIX);
+    create_user(&server, "prim", &granted);
+    let (line, exit) = doctor_run(&server, "prim", "primitives");
+    assert!(line.starts_with("PASS"), "{line}");
+    assert_eq!(exit, 0, "{line}");
+    for args in [
+        &["run", "--permits", "1", "pool", "--", "true"][..],
+        &["run", "--write", "doc", "--", "true"],
+    ] {
+        let out = output(as_user(&server, "prim").args(args), QUICK);
+        assert_eq!(code(out.status), 0, "{args:?}: {}", stderr(&out));
+    }
 }

@@ -1,8 +1,8 @@
 //! The least-privilege ACL rule latchkey needs (layer 1, vocabulary): the
 //! commands, key patterns (`~`) and channel patterns (`&`) a Redis user must
 //! be granted, per use. `docs/security.md` shows the same rules (a test
-//! keeps the two in step), and `latchkey doctor` checks the current user
-//! against them.
+//! keeps the two in step, and another that every command the scripts call
+//! is in them), and `latchkey doctor` checks the current user against them.
 //!
 //! ```
 //! use latchkey::acl::{rule, Use};
@@ -11,6 +11,18 @@
 //! assert!(rule.starts_with("+ping +info +evalsha"));
 //! assert!(rule.ends_with("~latchkey:* ~{latchkey:* &latchkey:* &{latchkey:*"));
 //! ```
+//!
+//! How the uses are cut: [`Use::Locks`] is every plain lock, with all its
+//! options (fencing, waiting, the watchdog, Redlock, `with_replicas`); an
+//! option never needs a rule of its own. [`Use::Primitives`] is everything
+//! that keeps other data types than strings (fair locks' lists and sorted
+//! sets, semaphores, read-write locks, latches, barriers, elections): an
+//! application that only takes plain locks need not grant hash, set, list
+//! and sorted-set commands. Like [`Use::Inspection`] it is granted *on top
+//! of* [`Use::Locks`] (its scripts also call the lock commands, and fair
+//! locks are locks) and lists only what it adds. Every key and channel of a
+//! primitive is `tag_stem(P + name) + suffix` (`docs/protocol.md`), so the
+//! locks' patterns cover them: no use adds patterns.
 //!
 //! Why each command is there (what the code sends; the scripts run with the
 //! user's permissions, so what they call counts too):
@@ -25,24 +37,41 @@
 //!   `append` (the waiting mark), `publish` (the release wake-up);
 //! * `subscribe`, `unsubscribe`: waiters; `ssubscribe`, `sunsubscribe`,
 //!   `spublish`: the same on a cluster (sharded pub/sub);
+//! * `wait`: `with_replicas` (`WAIT n timeout` after the acquisition; it
+//!   touches no key);
+//! * primitives, what their scripts call besides the locks' commands:
+//!   `exists` (fair locks, barriers), `pexpireat` (semaphores, read-write
+//!   locks), `hset`, `hget`, `hmget`, `hdel`, `hincrby` (barriers,
+//!   elections), `sadd`, `srem`, `scard`, `sismember` (read-write locks),
+//!   `zadd`, `zrem`, `zrange`, `zscore`, `zcard`, `zremrangebyscore`
+//!   (semaphores, read-write locks, fair locks' leases), `rpush`, `lpop`,
+//!   `lrem`, `lindex` (fair locks' queue); and sent plainly:
+//!   `zrangebyscore` (`Semaphore::holders`), `hmget` (`Barrier::state`),
+//!   `get` (`Latch::count`), `time`;
 //! * signals: `publish`, `subscribe`, `unsubscribe`, `psubscribe`,
 //!   `punsubscribe` (pattern waits), `pubsub|channels` (counting waiters,
 //!   and `signal_one.lua`), `evalsha`, `script|load` (`signal_one.lua`);
 //! * inspection: `scan` (`list`), `pubsub|numsub` (`top`), `config|get`,
-//!   `acl|whoami`, `acl|dryrun` (`doctor`), and the locks' rule for
+//!   `acl|whoami`, `acl|dryrun` (`doctor`), `zrangebyscore` (`status` shows
+//!   a semaphore's permits of the same name), and the locks' rule for
 //!   `inspect.lua` and the doctor's probe lock.
 
 /// What a user does with latchkey; each adds commands and patterns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Use {
-    /// Locks, fencing tokens, waiting, the watchdog, Redlock.
+    /// Locks, fencing tokens, waiting, the watchdog, Redlock, replicated
+    /// acquisition (`with_replicas`).
     Locks,
     /// Signals: `signal`, `signal_one`, `listen`, `wait`, `waiters`.
     Signals,
     /// The CLI's inspection: `status`, `list`, `top`, `exporter`, `doctor`
     /// (on top of [`Use::Locks`], which their probes and `inspect.lua` use).
     Inspection,
+    /// Fair locks, semaphores, read-write locks, latches, barriers and
+    /// leader elections (on top of [`Use::Locks`], whose commands their
+    /// scripts also call).
+    Primitives,
 }
 
 impl Use {
@@ -69,6 +98,7 @@ impl Use {
                 "ssubscribe",
                 "sunsubscribe",
                 "spublish",
+                "wait",
             ],
             Use::Signals => &[
                 "ping",
@@ -91,6 +121,31 @@ impl Use {
                 "config|get",
                 "acl|whoami",
                 "acl|dryrun",
+                "zrangebyscore",
+            ],
+            Use::Primitives => &[
+                "exists",
+                "pexpireat",
+                "hset",
+                "hget",
+                "hmget",
+                "hdel",
+                "hincrby",
+                "sadd",
+                "srem",
+                "scard",
+                "sismember",
+                "zadd",
+                "zrem",
+                "zrange",
+                "zrangebyscore",
+                "zscore",
+                "zcard",
+                "zremrangebyscore",
+                "rpush",
+                "lpop",
+                "lrem",
+                "lindex",
             ],
         }
     }
@@ -102,7 +157,9 @@ impl Use {
 }
 
 /// The key patterns for `prefix`: lock keys and layout 2 counters
-/// (`P…`), layout 3 counters (`{P…}:fence`).
+/// (`P…`), layout 3 counters (`{P…}:fence`) and every primitive's keys
+/// (`{P…}:permits`, `{P…}:queue`, …; `P…:…` for a name with its own hash
+/// tag).
 pub fn key_patterns(prefix: &str) -> [String; 2] {
     let p = escape(prefix);
     [format!("~{p}*"), format!("~{{{p}*")]
@@ -110,7 +167,8 @@ pub fn key_patterns(prefix: &str) -> [String; 2] {
 
 /// The channel patterns for `prefix`: signals, layout 2 release and
 /// Redlock retraction channels (`P…`), layout 3 release channels
-/// (`{P…}:released`; locks only).
+/// (`{P…}:released`; locks only) and the primitives' channels
+/// (`{P…}:permits:released`, `{P…}:handoff:…`, …).
 pub fn channel_patterns(prefix: &str) -> [String; 2] {
     let p = escape(prefix);
     [format!("&{p}*"), format!("&{{{p}*")]
@@ -163,5 +221,17 @@ mod tests {
         let signals = rule(&[Use::Signals], "latchkey:");
         assert!(!signals.contains('~'), "signals keep no keys: {signals}");
         assert!(signals.ends_with(" &latchkey:*"), "{signals}");
+    }
+
+    #[test]
+    fn primitives_list_only_what_they_add_to_locks() {
+        let locks = Use::Locks.commands();
+        for command in Use::Primitives.commands() {
+            assert!(!locks.contains(command), "{command} is a lock command");
+        }
+        let both = rule(&[Use::Locks, Use::Primitives], "latchkey:");
+        assert!(both.starts_with(&rule(&[Use::Locks], "latchkey:")[..60]));
+        assert!(both.contains(" +wait +exists +pexpireat +hset "), "{both}");
+        assert!(both.ends_with(" +lindex ~latchkey:* ~{latchkey:* &latchkey:* &{latchkey:*"));
     }
 }

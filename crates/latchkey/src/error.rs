@@ -252,7 +252,8 @@ impl Error {
     }
 
     /// Classifies an error from redis-rs, by its kind and error code (never
-    /// by message text). `keys`: the keys the command touched, to name the
+    /// by message text, but for an ACL refusal inside a script, which Redis
+    /// reports as `ERR`: see `error_acl.rs`). `keys`: the keys the command touched, to name the
     /// right one (the lock key, or its fencing counter) in a WRONGTYPE or
     /// BADFENCE error; `after`: the timeout in force, for a timeout.
     pub(crate) fn from_redis(err: redis::RedisError, keys: &[&[u8]], after: Duration) -> Error {
@@ -262,6 +263,9 @@ impl Error {
         };
         if let Some(reason) = crate::error_tls::tls_failure(&err) {
             return Error::Tls { reason };
+        }
+        if let Some(refusal) = crate::error_acl::script_refusal(&err) {
+            return Error::NoPermission(refusal);
         }
         match err.code() {
             Some("WRONGTYPE") => {

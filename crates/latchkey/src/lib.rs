@@ -136,6 +136,7 @@
 // 1. Vocabulary
 pub mod acl;
 mod error;
+mod error_acl;
 mod error_tls;
 pub mod metrics;
 mod names;

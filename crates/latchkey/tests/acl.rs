@@ -2,7 +2,8 @@
 //! `latchkey::acl` (and `docs/security.md`) passes the lock, watchdog,
 //! waiting and signal paths on both its connections (commands and pub/sub);
 //! a user without EVALSHA, or without a signal's channel, gets
-//! `Error::NoPermission` saying what is missing.
+//! `Error::NoPermission` saying what is missing. The primitives under the
+//! locks' and primitives' rules: `tests/acl_primitives.rs`.
 
 mod common;
 
@@ -13,23 +14,12 @@ use latchkey::acl::{rule, Use};
 use latchkey::{Client, Error, Ownership};
 use latchkey_testkit::PATIENCE;
 
-/// Creates `user` (password `pw`) with nothing but `rule`.
-fn create_user(server: &RedisServer, user: &str, rule: &str) {
-    let mut args = vec!["ACL", "SETUSER", user, "reset", "on", ">pw"];
-    args.extend(rule.split_whitespace());
-    server.command(&args).expect("ACL SETUSER");
-}
-
-fn url(server: &RedisServer, user: &str) -> String {
-    format!("redis://{user}:pw@127.0.0.1:{}/", server.port())
-}
-
 #[tokio::test]
 async fn the_documented_rule_is_enough_for_locks_waiting_and_signals() {
     let server = RedisServer::start();
     create_user(&server, "app", &rule(&[Use::Locks, Use::Signals], "test:"));
-    let a = client(&url(&server, "app")).await;
-    let b = client(&url(&server, "app")).await;
+    let a = client(&user_url(&server, "app")).await;
+    let b = client(&user_url(&server, "app")).await;
 
     // Fenced acquisition (the acquire script), contention, a fencing token.
     let lock = a
@@ -87,7 +77,7 @@ async fn a_user_without_evalsha_is_told_what_is_missing() {
     let server = RedisServer::start();
     let without = rule(&[Use::Locks, Use::Signals], "test:").replace("+evalsha ", "");
     create_user(&server, "noscript", &without);
-    let c = client(&url(&server, "noscript")).await;
+    let c = client(&user_url(&server, "noscript")).await;
     let err = c
         .lock("acl-noscript", Duration::from_secs(5))
         .unwrap()
@@ -115,7 +105,7 @@ async fn a_user_without_the_signal_channel_is_told_what_is_missing() {
             parts
         });
     create_user(&server, "nochannel", &no_channels.join(" "));
-    let c = client(&url(&server, "nochannel")).await;
+    let c = client(&user_url(&server, "nochannel")).await;
     let Err(err) = c.listen(["acl-deploy"]).await else {
         panic!("no channel, no listener");
     };
@@ -138,8 +128,8 @@ async fn a_user_without_the_signal_channel_is_told_what_is_missing() {
 async fn the_signals_rule_alone_is_enough_for_signals() {
     let server = RedisServer::start();
     create_user(&server, "signals", &rule(&[Use::Signals], "test:"));
-    let a = client(&url(&server, "signals")).await;
-    let b = client(&url(&server, "signals")).await;
+    let a = client(&user_url(&server, "signals")).await;
+    let b = client(&user_url(&server, "signals")).await;
     let mut listener = b.listen(["acl-only"]).await.unwrap();
     assert_eq!(a.waiters("acl-only").await.unwrap(), 1);
     assert!(a.signal_one("acl-only", b"one").await.unwrap());
@@ -174,12 +164,141 @@ fn the_documented_rules_are_the_ones_in_the_code() {
         &[Use::Locks][..],
         &[Use::Signals],
         &[Use::Locks, Use::Signals],
+        &[Use::Locks, Use::Primitives],
+        &[Use::Locks, Use::Signals, Use::Primitives],
         &[Use::Locks, Use::Signals, Use::Inspection],
     ] {
         let rule = rule(uses, "latchkey:");
         assert!(
             doc.contains(&rule),
             "docs/security.md lacks the rule for {uses:?}: {rule}"
+        );
+    }
+}
+
+/// `with_replicas` sends `WAIT`, which is in the locks' rule (replicated
+/// acquisition is a lock option, and `WAIT` touches no key); without it the
+/// acquisition is refused by name and leaves no lock behind.
+#[tokio::test]
+async fn the_locks_rule_is_enough_for_replicated_acquisition() {
+    let primary = RedisServer::start();
+    let _replica = RedisServer::builder().replica_of(primary.port()).start();
+    let locks = rule(&[Use::Locks], "test:");
+    create_user(&primary, "app", &locks);
+    create_user(&primary, "nowait", &locks.replace(" +wait ", " "));
+    let connect = |user: &str| {
+        Client::builder(&user_url(&primary, user))
+            .prefix("test:")
+            .command_timeout(Duration::from_secs(1))
+            .connect()
+    };
+    let lock = |c: &Client| {
+        c.lock("acl-replicated", Duration::from_secs(10))
+            .unwrap()
+            .with_fencing()
+            .with_replicas(1)
+            .unwrap()
+    };
+    let app = connect("app").await.unwrap();
+    let replicated = lock(&app);
+    // Too few replicas acknowledge until the replica is linked; nothing
+    // else may go wrong.
+    let guard = eventually("the replica is linked", || async {
+        match replicated.try_acquire().await {
+            Ok(guard) => guard,
+            Err(Error::TooFewReplicas { .. }) => None,
+            Err(e) => panic!("as the locks' rule: {e:?}"),
+        }
+    })
+    .await;
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+
+    let nowait = connect("nowait").await.unwrap();
+    let err = lock(&nowait)
+        .try_acquire()
+        .await
+        .expect_err("no WAIT, no replicated acquisition");
+    assert!(matches!(err, Error::NoPermission(_)), "{err:?}");
+    assert!(err.to_string().contains("'wait' command"), "{err}");
+    eventually("the refused acquisition is released", || async {
+        primary.command(&["EXISTS", "test:acl-replicated"]).unwrap() == "0"
+    })
+    .await;
+}
+
+/// The primitives need more than the locks' rule: a user with only that is
+/// refused a semaphore, by a typed error naming a command of
+/// `Use::Primitives`, and still takes plain locks.
+#[tokio::test]
+async fn the_locks_rule_alone_refuses_a_semaphore_saying_what_is_missing() {
+    let server = RedisServer::start();
+    create_user(&server, "locks", &rule(&[Use::Locks], "test:"));
+    let c = client(&user_url(&server, "locks")).await;
+    let err = c
+        .semaphore("acl-pool", 2, Duration::from_secs(5))
+        .unwrap()
+        .try_acquire()
+        .await
+        .expect_err("no sorted-set commands, no semaphore");
+    assert!(matches!(err, Error::NoPermission(_)), "{err:?}");
+    let message = err.to_string();
+    let named = Use::Primitives
+        .commands()
+        .iter()
+        .find(|c| message.contains(&format!("'{c}' command")));
+    assert!(named.is_some(), "names a primitives' command: {message}");
+    assert!(message.contains("docs/security.md"), "{message}");
+    let lock = c.lock("acl-plain", Duration::from_secs(5)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("a free lock");
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+}
+
+/// Every command a script calls is in the rules: the scripts run with the
+/// user's permissions, so one missing here is a NOPERM for everyone who
+/// grants exactly the documented rule. And no primitives' command is
+/// granted for nothing.
+#[test]
+fn every_command_the_scripts_call_is_in_the_rules() {
+    let all = rule(&[Use::Locks, Use::Signals, Use::Primitives], "p:");
+    let granted: Vec<&str> = all.split_whitespace().collect();
+    let is_granted = |name: &str| {
+        let plus = format!("+{name}");
+        granted
+            .iter()
+            .any(|g| *g == plus || g.starts_with(&format!("{plus}|")))
+    };
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/scripts");
+    let mut called: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("the scripts") {
+        let path = entry.expect("a script").path();
+        let text = std::fs::read_to_string(&path).expect("a script's text");
+        // `redis.call('NAME', …)` and `redis.pcall(…)`; a command named
+        // by a variable or ARGV is PUBLISH or SPUBLISH (checked below).
+        for call in text.split("call(").skip(1) {
+            let Some(quoted) = call.strip_prefix(['\'', '"']) else {
+                continue;
+            };
+            let name = quoted
+                .split(['\'', '"'])
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            assert!(
+                is_granted(&name),
+                "{}: {name} is not in {all}",
+                path.display()
+            );
+            called.push(name);
+        }
+    }
+    assert!(called.len() > 100, "found only {} calls", called.len());
+    assert!(is_granted("publish") && is_granted("spublish"));
+    // And the primitives' rule grants nothing they do not call, but for
+    // what the Rust code sends plainly (`Semaphore::holders`).
+    for command in Use::Primitives.commands() {
+        assert!(
+            called.iter().any(|c| c == command) || *command == "zrangebyscore",
+            "{command} is granted but no script calls it"
         );
     }
 }

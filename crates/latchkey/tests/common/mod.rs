@@ -37,6 +37,18 @@ pub async fn client(url: &str) -> Client {
         .expect("connect to the test server")
 }
 
+/// Creates the ACL user `user` (password `pw`) with nothing but `rule`.
+pub fn create_user(server: &RedisServer, user: &str, rule: &str) {
+    let mut args = vec!["ACL", "SETUSER", user, "reset", "on", ">pw"];
+    args.extend(rule.split_whitespace());
+    server.command(&args).expect("ACL SETUSER");
+}
+
+/// The URL that logs in to `server` as `user` (password `pw`).
+pub fn user_url(server: &RedisServer, user: &str) -> String {
+    format!("redis://{user}:pw@127.0.0.1:{}/", server.port())
+}
+
 /// A plain redis-rs connection for checking what is stored in Redis.
 pub async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
     redis::Client::open(url)
