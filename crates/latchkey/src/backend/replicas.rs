@@ -66,7 +66,10 @@ impl Session {
             .unwrap_or(u64::MAX)
             .max(1);
         let mut pipe = redis::pipe();
-        pipe.cmd("EVAL")
+        // Each reply as it came: a refusal (NOPERM for `WAIT`, WRONGTYPE)
+        // keeps its own kind and text (see `replies`).
+        pipe.ignore_errors()
+            .cmd("EVAL")
             .arg(scripts::EXTEND_BODY)
             .arg(1)
             .arg(&keys.key)
@@ -84,10 +87,9 @@ impl Session {
                     let replies = cluster
                         .route_pipeline(pipe, 0, 2, SingleNodeRoutingInfo::SpecificNode(route))
                         .await?;
-                    redis::from_redis_value::<(i64, usize)>(redis::Value::Array(replies))
-                        .map_err(redis::RedisError::from)
+                    replies_of(replies)
                 }
-                _ => pipe.query_async::<(i64, usize)>(&mut conn).await,
+                _ => replies_of(pipe.query_async::<Vec<redis::Value>>(&mut conn).await?),
             }
         };
         let (extended, acked) = self.bounded("WAIT", &[&keys.key], fut).await?;
@@ -99,6 +101,18 @@ impl Session {
         };
         Ok((ownership, acked))
     }
+}
+
+/// The extend script's and `WAIT`'s replies; the first refusal among them
+/// as the error it is.
+fn replies_of(replies: Vec<redis::Value>) -> redis::RedisResult<(i64, usize)> {
+    if let Some(refusal) = replies.iter().find_map(|reply| match reply {
+        redis::Value::ServerError(e) => Some(e.clone()),
+        _ => None,
+    }) {
+        return Err(refusal.into());
+    }
+    Ok(redis::from_redis_value(redis::Value::Array(replies))?)
 }
 
 #[cfg(test)]
