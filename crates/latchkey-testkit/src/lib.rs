@@ -15,7 +15,10 @@
 //! only (`--tls-port`, `--port 0`), with a CA, server and client
 //! certificates made at test time by [`TlsCerts::generate`] (feature `tls`).
 //! [`SentinelSet`] runs a primary, its replica and three Sentinels that
-//! fail it over (on request, or when the primary is killed).
+//! fail it over (on request, or when the primary is killed);
+//! [`SentinelBuilder::tls`] (feature `tls`) makes its primary and replicas
+//! serve and replicate over TLS only, the Sentinels still reached plainly
+//! by clients (they reach the data nodes, and each other, over TLS).
 //!
 //! Servers never outlive the test that started them: they are killed on drop
 //! (also when the test panics), and on Linux also when the test process itself

@@ -10,12 +10,25 @@
 //! Sentinel's timers are set low for tests: a primary that does not answer
 //! for [`SentinelBuilder::down_after`] (default 1 s) is down, and a failover
 //! that stalls is retried after twice [`SentinelBuilder::failover_timeout`].
+//!
+//! [`SentinelBuilder::tls`] (feature `tls`) makes the data nodes serve TLS
+//! only ([`ServerBuilder::tls`](crate::ServerBuilder::tls), `rediss://`
+//! URLs) and replicate over TLS (`tls-replication yes`). The Sentinels keep
+//! their plain TCP port for clients ([`SentinelSet::sentinel_addrs`]) and
+//! reach the data nodes over TLS with the server certificate (which carries
+//! ClientAuth too). With `tls-replication yes` a Sentinel also reaches the
+//! *other Sentinels* over TLS, at the port their hello messages announce:
+//! their `tls-port` when they have one. So each Sentinel has a second,
+//! TLS-only port, for its peers; clients never need it. Everything else
+//! (readiness, [`SentinelSet::failover`], [`SentinelSet::kill_primary`],
+//! [`SentinelSet::wait_replicas_synced`]) works alike: the kit's own
+//! commands to a TLS data node speak TLS.
 
 use std::io;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::RedisServer;
+use crate::{RedisServer, ServerBuilder};
 
 /// How long forming the set, or a failover, may take before the test fails.
 /// Seconds normally (a `kill -9` failover: down-after plus an election);
@@ -58,6 +71,8 @@ pub struct SentinelBuilder {
     sentinels: usize,
     down_after: Duration,
     failover_timeout: Duration,
+    /// TLS data nodes (see the module docs).
+    tls: Option<crate::tls::SetTls>,
 }
 
 impl Default for SentinelBuilder {
@@ -68,6 +83,7 @@ impl Default for SentinelBuilder {
             sentinels: 3,
             down_after: Duration::from_secs(1),
             failover_timeout: Duration::from_secs(3),
+            tls: None,
         }
     }
 }
@@ -104,17 +120,40 @@ impl SentinelBuilder {
         self
     }
 
+    /// The TLS settings (`tls.rs`, [`SentinelBuilder::tls`]).
+    #[cfg(feature = "tls")]
+    pub(crate) fn with_tls(mut self, tls: crate::tls::SetTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// A data node's builder: TLS only and replicating over TLS if the set is.
+    fn data_node(&self) -> ServerBuilder {
+        match &self.tls {
+            Some(tls) => tls.data_node(),
+            None => RedisServer::builder(),
+        }
+    }
+
+    /// A Sentinel whose config starts as `conf` (a TLS set's adds its own).
+    fn start_sentinel(&self, conf: &str) -> RedisServer {
+        match &self.tls {
+            Some(tls) => tls.start_sentinel(conf),
+            None => RedisServer::builder().sentinel(conf.to_owned()).start(),
+        }
+    }
+
     /// Starts the servers, then the Sentinels, and waits until the set is
     /// ready (see the [module docs](self)).
     ///
     /// # Panics
     /// When a process does not start, or the set is not ready within 30 s.
     pub fn start(self) -> SentinelSet {
-        let primary = RedisServer::start();
+        let primary = self.data_node().start();
         let mut servers = vec![primary];
         for _ in 0..self.replicas {
             let port = servers[0].port();
-            servers.push(RedisServer::builder().replica_of(port).start());
+            servers.push(self.data_node().replica_of(port).start());
         }
         let port = servers[0].port();
         let quorum = self.sentinels / 2 + 1;
@@ -128,7 +167,7 @@ impl SentinelBuilder {
             self.failover_timeout.as_millis().max(1),
         );
         let sentinels = (0..self.sentinels)
-            .map(|_| RedisServer::builder().sentinel(conf.clone()).start())
+            .map(|_| self.start_sentinel(&conf))
             .collect();
         let set = SentinelSet {
             master: self.master,

@@ -210,6 +210,85 @@ impl ServerTls {
     }
 }
 
+/// A TLS Sentinel set's settings, kept in its
+/// [`SentinelBuilder`](crate::SentinelBuilder) (see `sentinel.rs`'s docs).
+#[derive(Clone, Debug)]
+pub(crate) struct SetTls {
+    certs: TlsCerts,
+    auth: ClientAuth,
+}
+
+/// Tries at a Sentinel's TLS port: another process may take the free port
+/// picked for it before the Sentinel binds it.
+const SENTINEL_TLS_PORT_ATTEMPTS: usize = 5;
+
+impl crate::SentinelBuilder {
+    /// Makes the primary and the replicas serve TLS only, with `certs`,
+    /// asking clients for a certificate as `auth` says (as
+    /// [`ServerBuilder::tls`](crate::ServerBuilder::tls)), and replicate
+    /// over TLS (`tls-replication yes`). The Sentinels keep their plain
+    /// port for clients ([`SentinelSet::sentinel_addrs`](crate::SentinelSet::sentinel_addrs))
+    /// and reach the data nodes over TLS, presenting the server certificate.
+    /// They reach each other over TLS too, at the port their hello messages
+    /// announce, so each also has a TLS-only port of its own, for its peers
+    /// (without it a crashed primary is never failed over: the votes do not
+    /// get through). A client of the set connects to the primary the
+    /// Sentinels name over TLS (its [`RedisServer::url`](crate::RedisServer::url)
+    /// is `rediss://`), trusting [`TlsCerts::ca`]. Everything else of the
+    /// set works alike: the kit's own commands to the data nodes speak TLS.
+    #[cfg(feature = "tls")]
+    pub fn tls(self, certs: &TlsCerts, auth: ClientAuth) -> Self {
+        self.with_tls(SetTls {
+            certs: certs.clone(),
+            auth,
+        })
+    }
+}
+
+impl SetTls {
+    /// A data node: TLS only, replicating over TLS.
+    pub(crate) fn data_node(&self) -> crate::ServerBuilder {
+        crate::RedisServer::builder()
+            .tls(&self.certs, self.auth)
+            .arg("tls-replication", "yes")
+    }
+
+    /// A Sentinel with `conf` and the TLS directives: `tls-replication yes`
+    /// (it reaches the data nodes and its peers over TLS, presenting the
+    /// server certificate), and a TLS port of its own beside its plain
+    /// one, because its hello messages announce the TLS port to its peers.
+    pub(crate) fn start_sentinel(&self, conf: &str) -> crate::RedisServer {
+        let certs = &self.certs;
+        let mut attempt = 1;
+        loop {
+            let tls_port = crate::free_port();
+            let conf = format!(
+                "{conf}tls-port {tls_port}\n\
+                 tls-replication yes\n\
+                 tls-cert-file {}\n\
+                 tls-key-file {}\n\
+                 tls-ca-cert-file {}\n\
+                 tls-auth-clients {}\n",
+                certs.server_cert().display(),
+                certs.server_key().display(),
+                certs.ca().display(),
+                self.auth.directive(),
+            );
+            match crate::RedisServer::builder().sentinel(conf).try_start() {
+                Ok(sentinel) => return sentinel,
+                // Its TLS port was taken meanwhile: another one.
+                Err(e)
+                    if e.to_string().contains("Address already in use")
+                        && attempt < SENTINEL_TLS_PORT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => panic!("latchkey-testkit: a TLS Sentinel: {e}"),
+            }
+        }
+    }
+}
+
 /// The kit's admin connection over TLS (readiness, `command`).
 #[derive(Clone)]
 pub(crate) struct AdminTls(Arc<rustls::ClientConfig>, ServerName<'static>);

@@ -10,19 +10,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::sentinel::{blocking, start_set, until_served, FOLLOW_BOUND};
 use latchkey::{Client, Error, FencedWrite, Ownership};
 use latchkey_testkit::{eventually, RedisServer, SentinelSet};
-
-/// How long after the Sentinels announce a new primary a client may take to
-/// run commands there: the client asks the Sentinels every pub/sub ping
-/// interval (200 ms here), then reconnects. Measured: well under 1 s.
-const FOLLOW_BOUND: Duration = Duration::from_secs(2);
-
-async fn start_set() -> SentinelSet {
-    tokio::task::spawn_blocking(SentinelSet::start)
-        .await
-        .expect("start the Sentinel set")
-}
 
 async fn sentinel_client(set: &SentinelSet) -> Client {
     Client::builder_sentinel(set.sentinel_addrs(), set.master_name())
@@ -34,54 +24,9 @@ async fn sentinel_client(set: &SentinelSet) -> Client {
         .expect("connect through the Sentinels")
 }
 
-/// Runs `f` on the set on a blocking thread (the kit's calls block).
-async fn blocking<T: Send + 'static>(
-    set: SentinelSet,
-    f: impl FnOnce(&mut SentinelSet) -> T + Send + 'static,
-) -> (SentinelSet, T) {
-    tokio::task::spawn_blocking(move || {
-        let mut set = set;
-        let value = f(&mut set);
-        (set, value)
-    })
-    .await
-    .expect("the kit's call")
-}
-
-/// Takes fresh locks until one lands on the new primary `port`; returns
-/// how long after the call that was. Until the client learns of the
-/// failover, its commands fail (a dead primary) or go on landing on the old
-/// primary (Sentinel demotes a live one only seconds later).
-async fn until_served(client: &Client, set: &SentinelSet, port: u16, tag: &str) -> Duration {
-    let started = Instant::now();
-    for attempt in 0.. {
-        assert!(
-            started.elapsed() < FOLLOW_BOUND * 5,
-            "not on the new primary yet"
-        );
-        let name = format!("probe-{tag}-{attempt}");
-        let lock = client.lock(&name, Duration::from_secs(5)).unwrap();
-        match lock.try_acquire().await {
-            Ok(Some(guard)) => {
-                let took = started.elapsed();
-                let stored = set.server(port).command(&["GET", &format!("test:{name}")]);
-                let landed = stored.unwrap() == guard.token();
-                let _ = guard.release().await;
-                if landed {
-                    return took;
-                }
-            }
-            Ok(None) => panic!("{name} is busy"),
-            Err(e) => assert!(e.is_transient(), "not an outage: {e}"),
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    unreachable!()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follows_sentinel_failover_with_locks_held_waited_on_and_signals() {
-    let set = start_set().await;
+    let set = start_set(SentinelSet::builder()).await;
     let client = sentinel_client(&set).await;
     let other = sentinel_client(&set).await;
     // Polls the Sentinels only every 30 s: only their `+switch-master`
@@ -161,7 +106,7 @@ async fn follows_sentinel_failover_with_locks_held_waited_on_and_signals() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_loses_an_unreplicated_lock_and_lost_says_so() {
-    let set = start_set().await;
+    let set = start_set(SentinelSet::builder()).await;
     let client = sentinel_client(&set).await;
     let other = sentinel_client(&set).await;
     let first = set.primary_port();
@@ -258,7 +203,7 @@ fn poll_new_primary(set: &SentinelSet, old: u16) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_rejects_a_stale_write_after_kill_9() {
-    let set = start_set().await;
+    let set = start_set(SentinelSet::builder()).await;
     let stale_client = sentinel_client(&set).await;
     let client = sentinel_client(&set).await;
     let resource = client.fenced("ledger-data").unwrap();
@@ -324,7 +269,7 @@ async fn fencing_rejects_a_stale_write_after_kill_9() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_replicas_1_a_lock_survives_the_primary_death() {
-    let set = start_set().await;
+    let set = start_set(SentinelSet::builder()).await;
     let client = sentinel_client(&set).await;
     let other = sentinel_client(&set).await;
     let lock = client

@@ -2,6 +2,8 @@
 //! redis-server(s) through the test kit: never a mock, never port 6379.
 #![allow(dead_code)]
 
+pub mod sentinel;
+
 use std::future::Future;
 use std::time::{Duration, Instant};
 
