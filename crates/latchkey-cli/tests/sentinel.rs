@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use latchkey_testkit::SentinelSet;
+use latchkey_testkit::{ClientAuth, SentinelSet, TlsCerts};
 
 const QUICK: Duration = Duration::from_secs(20);
 
@@ -184,4 +184,48 @@ fn torture_on_a_sentinel_set_survives_a_failover() {
         .unwrap_or_default();
     assert!(faults >= 1, "no failover was injected: {row}");
     eprintln!("torture --sentinel-set --quick: {:?}", started.elapsed());
+}
+
+/// Sentinel with TLS (the Sentinels reached plainly, the primaries over
+/// TLS): `--redis rediss://…` beside the Sentinels gives the primary's
+/// settings, TLS included, and `--tls-ca` trusts its CA; the default
+/// `redis://` URL with TLS files is a usage error that says so.
+#[test]
+fn a_tls_primary_named_by_the_sentinels() {
+    let certs = TlsCerts::generate();
+    let set = SentinelSet::builder().tls(&certs, ClientAuth::No).start();
+    let ca = certs.ca();
+    let ca = ca.to_str().expect("a UTF-8 path");
+    let acquired = output(
+        latchkey_sentinel(&set).args([
+            "--redis",
+            "rediss://127.0.0.1/",
+            "--tls-ca",
+            ca,
+            "acquire",
+            "tls-job",
+            "--ttl",
+            "30s",
+        ]),
+        QUICK,
+    );
+    assert!(acquired.status.success(), "{}", stderr(&acquired));
+    let token = stdout(&acquired)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        set.server(set.primary_port())
+            .command(&["GET", "test:tls-job"])
+            .unwrap(),
+        token
+    );
+
+    let plain = output(
+        latchkey_sentinel(&set).args(["--tls-ca", ca, "status", "tls-job"]),
+        QUICK,
+    );
+    assert_eq!(plain.status.code(), Some(2), "{}", stderr(&plain));
+    assert_eq!(stderr(&plain).lines().count(), 1, "{}", stderr(&plain));
 }
