@@ -292,7 +292,9 @@ impl LockGuard {
         // As in `Lock::try_acquire`: unwrapped without a subscriber for the span.
         let result = match span.is_disabled() {
             true => release.await,
-            false => release.instrument(span).await,
+            // Boxed: the release's future, moved into the span's, would
+            // otherwise be carried twice by every release's future.
+            false => Box::pin(release.instrument(span)).await,
         };
         crate::metrics::release_outcome(&self.lock.metrics_label, result.as_ref().ok().copied());
         match result {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, Script};
 
-use crate::connection::Connection;
+use crate::connection::{Connection, Kind};
 use crate::error::{Error, Result};
 use crate::metrics::MetricsLabels;
 use crate::sentinel::Source;
@@ -171,8 +171,15 @@ impl Session {
         key: &[u8],
     ) -> Result<T> {
         let mut conn = self.inner.conn.clone();
-        let fut = cmd.query_async::<T>(&mut conn);
-        self.bounded(op, &[key], fut).await
+        // Awaited here, not through `bounded`: every attempt and release
+        // carries this future in its own, and a wrapper holding the command's
+        // future twice made them larger than what the client touches per
+        // command elsewhere (see `bounded`).
+        let outcome = match &self.inner.conn.0 {
+            Kind::Standalone(_) => Ok(cmd.query_async::<T>(&mut conn).await),
+            _ => Box::pin(self.timed(cmd.query_async::<T>(&mut conn))).await,
+        };
+        self.outcome(op, &[key], outcome)
     }
 
     /// Runs a script (EVALSHA, re-sent with its body after a `NOSCRIPT`, so a
@@ -186,17 +193,31 @@ impl Session {
         args: &[&[u8]],
     ) -> Result<T> {
         let mut conn = self.inner.conn.clone();
-        let fut = evalsha(script, keys, args, &mut conn);
-        self.bounded(op, keys, fut).await
+        // As in `query`.
+        let outcome = match &self.inner.conn.0 {
+            Kind::Standalone(_) => Ok(evalsha(script, keys, args, &mut conn).await),
+            _ => Box::pin(self.timed(evalsha(script, keys, args, &mut conn))).await,
+        };
+        self.outcome(op, keys, outcome)
     }
 
+    /// `fut` bounded by the command timeout, as every request to a Redis
+    /// Cluster or through Sentinel is (see `bounded`).
+    async fn timed<T>(
+        &self,
+        fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> std::result::Result<redis::RedisResult<T>, tokio::time::error::Elapsed> {
+        tokio::time::timeout(self.inner.command_timeout, fut).await
+    }
+
+    /// Runs `fut`, a request on this session's connection, bounded by the
+    /// command timeout where the connection does not bound it itself.
     pub(crate) async fn bounded<T>(
         &self,
         op: &'static str,
         keys: &[&[u8]],
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T> {
-        let after = self.inner.command_timeout;
         // A standalone connection bounds each request itself (its response
         // timeout is the command timeout, and so is its connection timeout
         // when it reconnects): a timer of our own per command would cost
@@ -204,9 +225,21 @@ impl Session {
         // client retries and follows redirects within one request: bounded
         // here as a whole.
         let outcome = match &self.inner.conn.0 {
-            crate::connection::Kind::Standalone(_) => Ok(fut.await),
-            _ => tokio::time::timeout(after, fut).await,
+            Kind::Standalone(_) => Ok(fut.await),
+            // Boxed: every command's future would carry the timer.
+            _ => Box::pin(self.timed(fut)).await,
         };
+        self.outcome(op, keys, outcome)
+    }
+
+    /// A request's outcome as latchkey's result; a failure is counted.
+    fn outcome<T>(
+        &self,
+        op: &'static str,
+        keys: &[&[u8]],
+        outcome: std::result::Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
+    ) -> Result<T> {
+        let after = self.inner.command_timeout;
         let error = match outcome {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(e)) => match Error::from_redis(e, keys, after) {
@@ -287,8 +320,12 @@ async fn evalsha<T: FromRedisValue>(
     }
     match cmd.query_async(conn).await {
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-            script.load_async(conn).await?;
-            cmd.query_async(conn).await
+            // Boxed: rare, and every script call's future would carry it.
+            Box::pin(async {
+                script.load_async(conn).await?;
+                cmd.query_async(conn).await
+            })
+            .await
         }
         result => result,
     }

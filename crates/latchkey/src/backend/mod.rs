@@ -83,7 +83,8 @@ impl Backend {
         cleanup: bool,
     ) -> Result<Ownership> {
         match self {
-            Backend::Single(client) if cleanup => client.release_whole(keys, token).await,
+            // Boxed: a cleanup is rare, and every release's future would carry it.
+            Backend::Single(client) if cleanup => Box::pin(client.release_whole(keys, token)).await,
             Backend::Single(client) => client.release_once(keys, token).await,
             Backend::Redlock(redlock) => Box::pin(redlock.release_all(keys, token, cleanup)).await,
         }

@@ -129,7 +129,8 @@ impl Session {
     /// the token.
     pub(crate) async fn release_once(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
         if keys.fair.is_some() {
-            return self.fair_release(keys, token, None).await;
+            // Boxed: every release's future would carry the fair one.
+            return Box::pin(self.fair_release(keys, token, None)).await;
         }
         let args = keys.release_args(token.as_bytes(), self.publish_command());
         let outcome: i64 = self
