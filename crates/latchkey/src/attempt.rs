@@ -12,7 +12,6 @@ use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::lock::Lock;
 use crate::outcome::{Attempt, AttemptMode};
-use crate::spec::Replicated;
 
 impl Lock {
     /// `try_acquire` without metrics and span: also the first step of a wait.
@@ -86,10 +85,9 @@ impl Lock {
         valid_until: Instant,
         pending: PendingAttempt<'a>,
     ) -> Result<PendingAttempt<'a>> {
-        let acked = match self.inner.confirm_replicas(token, valid_until).await? {
-            Replicated::Enough => return Ok(pending),
-            Replicated::TooFew(acked) => acked,
-            Replicated::Gone(_) => 0,
+        let confirmed = self.inner.confirm_replicas(token, valid_until).await?;
+        let Some(acked) = confirmed.shortfall() else {
+            return Ok(pending);
         };
         let backend = &self.inner.backend;
         if backend
@@ -111,14 +109,12 @@ impl Lock {
             return Ok(guard);
         }
         // An error drops the guard: released in the background.
-        let acked = match self
+        let confirmed = self
             .inner
             .confirm_replicas(guard.token(), guard.deadline())
-            .await?
-        {
-            Replicated::Enough => return Ok(guard),
-            Replicated::TooFew(acked) => acked,
-            Replicated::Gone(_) => 0,
+            .await?;
+        let Some(acked) = confirmed.shortfall() else {
+            return Ok(guard);
         };
         let _ = guard.release().await;
         Err(self.inner.too_few_replicas(acked))

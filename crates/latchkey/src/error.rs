@@ -253,9 +253,10 @@ impl Error {
 
     /// Classifies an error from redis-rs, by its kind and error code (never
     /// by message text, but for an ACL refusal inside a script, which Redis
-    /// reports as `ERR`: see `error_acl.rs`). `keys`: the keys the command touched, to name the
-    /// right one (the lock key, or its fencing counter) in a WRONGTYPE or
-    /// BADFENCE error; `after`: the timeout in force, for a timeout.
+    /// reports as `ERR`: see `error_acl.rs`). `keys`: the keys the command
+    /// touched, to name the right one (the lock key, or its fencing counter)
+    /// in a WRONGTYPE or BADFENCE error; `after`: the timeout in force, for
+    /// a timeout.
     pub(crate) fn from_redis(err: redis::RedisError, keys: &[&[u8]], after: Duration) -> Error {
         use redis::{ErrorKind, ServerErrorKind};
         let name = |key: Option<&&[u8]>| {

@@ -12,8 +12,7 @@ use crate::error::Result;
 use crate::handoff::release_in_background;
 use crate::names::LockKeys;
 use crate::outcome::Ownership;
-use crate::spec::LockSpec;
-use crate::spec::Replicated;
+use crate::spec::{LockSpec, Replicated};
 use crate::token::short;
 use crate::watchdog::{renew_span, watchdog, LostSignal, Signals, State};
 
@@ -159,9 +158,10 @@ impl LockGuard {
     /// call issues another token.
     ///
     /// # Cancel safety
-    /// Cancel safe. If the future is dropped after the request was sent, the
-    /// counter may have moved on without us keeping the token; the next call
-    /// issues another one, which is just as good.
+    /// Cancel safe. If the future is dropped after the request was sent (or
+    /// while the replicas are asked), the counter may have moved on without
+    /// us keeping the token; the next call issues another one, which is just
+    /// as good. The lock stays held either way.
     pub async fn fencing_token(&self) -> Result<u64> {
         self.fencing_token
             .get_or_try_init(|| async {

@@ -53,6 +53,18 @@ pub(crate) enum Replicated {
     Gone(Ownership),
 }
 
+impl Replicated {
+    /// How many acknowledged a hold that is not confirmed (none when it is
+    /// gone); `None` when it is.
+    pub(crate) fn shortfall(&self) -> Option<usize> {
+        match self {
+            Replicated::Enough => None,
+            Replicated::TooFew(acked) => Some(*acked),
+            Replicated::Gone(_) => Some(0),
+        }
+    }
+}
+
 impl LockSpec {
     /// Confirms the hold of `token`, valid until `valid_until`, with the
     /// replicas this lock asks for (`Replicated::Enough` for a lock that

@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::sentinel::{blocking, start_set, until_served, FOLLOW_BOUND};
+use common::sentinel::{blocking, signal_until_heard, start_set, until_served, FOLLOW_BOUND};
 use latchkey::{Client, Error, FencedWrite, Ownership};
 use latchkey_testkit::{eventually, RedisServer, SentinelSet};
 
@@ -79,17 +79,7 @@ async fn follows_sentinel_failover_with_locks_held_waited_on_and_signals() {
 
     // The listener re-subscribed on the new primary and hears signals there.
     // (Signals are fire-and-forget: resend until one arrives, bounded.)
-    let sent = Instant::now();
-    let heard = loop {
-        client.signal("deploy", "v2").await.unwrap();
-        if let Some(signal) = listener.recv_timeout(Duration::from_millis(100)).await {
-            break signal;
-        }
-        assert!(
-            sent.elapsed() < FOLLOW_BOUND,
-            "no signal heard after the failover"
-        );
-    };
+    let heard = signal_until_heard(&client, &mut listener, "v2").await;
     assert_eq!(heard.payload, b"v2");
 
     // The waiter is handed the lock on the new primary when it is released.

@@ -17,7 +17,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::sentinel::{blocking, start_set, until_served, FOLLOW_BOUND};
+use common::sentinel::{blocking, signal_until_heard, start_set, until_served, FOLLOW_BOUND};
 use common::{core_paths, spawn_waiting, until_subscribed};
 use latchkey::{Client, ClientBuilder, Error, Ownership};
 use latchkey_testkit::{ClientAuth, SentinelSet, TlsCerts};
@@ -187,17 +187,7 @@ async fn follows_a_failover(set: SentinelSet, a: &Client, b: &Client) {
 
     // The listener re-subscribed on the new primary (over TLS). Signals are
     // fire-and-forget: resend until one arrives, bounded.
-    let sent = Instant::now();
-    let heard = loop {
-        a.signal("deploy", "v2").await.unwrap();
-        if let Some(signal) = listener.recv_timeout(Duration::from_millis(100)).await {
-            break signal;
-        }
-        assert!(
-            sent.elapsed() < FOLLOW_BOUND,
-            "no signal heard after the failover"
-        );
-    };
+    let heard = signal_until_heard(a, &mut listener, "v2").await;
     assert_eq!(heard.payload, b"v2");
 
     // The waiter, re-subscribed on the new primary, is handed the lock

@@ -93,13 +93,7 @@ impl Session {
             }
         };
         let (extended, acked) = self.bounded("WAIT", &[&keys.key], fut).await?;
-        let ownership = match extended {
-            1 => Ownership::Owned,
-            0 => Ownership::Expired,
-            -1 => Ownership::HeldByOther,
-            other => return Err(Error::Protocol(format!("extend script returned {other}"))),
-        };
-        Ok((ownership, acked))
+        Ok((super::single::ownership("extend", extended)?, acked))
     }
 }
 
@@ -179,6 +173,59 @@ mod tests {
             "a stopped replica confirmed the hold: {confirmed:?}"
         );
         replica.resume();
+    }
+
+    /// A server without the hold (a failover to a replica that never saw
+    /// it, here a deleted key) does not confirm it, whatever its replicas
+    /// say; nor does one where another client holds the lock.
+    #[tokio::test]
+    async fn a_hold_the_server_does_not_have_is_not_confirmed() {
+        let primary = RedisServer::start();
+        let _replica = RedisServer::builder().replica_of(primary.port()).start();
+        let client = Client::builder(&primary.url())
+            .prefix("test:")
+            .connect()
+            .await
+            .unwrap();
+        let lock = client
+            .lock("gone", Duration::from_secs(30))
+            .unwrap()
+            .with_replicas_within(1, Duration::from_millis(300))
+            .unwrap();
+        let guard = eventually("the replica is linked", || async {
+            lock.try_acquire().await.ok().flatten()
+        })
+        .await;
+
+        primary.command(&["DEL", "test:gone"]).unwrap();
+        let confirmed = lock
+            .inner
+            .confirm_replicas(guard.token(), guard.deadline())
+            .await
+            .unwrap();
+        assert!(
+            matches!(confirmed, Replicated::Gone(crate::Ownership::Expired)),
+            "{confirmed:?}"
+        );
+        assert_eq!(confirmed.shortfall(), Some(0));
+
+        primary
+            .command(&["SET", "test:gone", "someone-else"])
+            .unwrap();
+        let confirmed = lock
+            .inner
+            .confirm_replicas(guard.token(), guard.deadline())
+            .await
+            .unwrap();
+        assert!(
+            matches!(confirmed, Replicated::Gone(crate::Ownership::HeldByOther)),
+            "{confirmed:?}"
+        );
+        assert_eq!(
+            primary.command(&["GET", "test:gone"]).unwrap(),
+            "someone-else",
+            "the other holder's lock is untouched"
+        );
     }
 
     /// Whether the primary's one replica acknowledged its whole stream.

@@ -136,7 +136,7 @@ impl Session {
         let outcome: i64 = self
             .eval("release", &scripts::RELEASE, &[&keys.key], &args)
             .await?;
-        release_outcome(outcome)
+        ownership("release", outcome)
     }
 
     /// [`Client::release_once`] sent as the whole script (`EVAL`), for a
@@ -156,16 +156,18 @@ impl Session {
         let args = keys.release_args(token.as_bytes(), self.publish_command());
         eval.arg(&args[1..]);
         let outcome: i64 = self.query("release", eval, &keys.key).await?;
-        release_outcome(outcome)
+        ownership("release", outcome)
     }
 }
 
-fn release_outcome(outcome: i64) -> Result<Ownership> {
+/// What `release.lua` or `extend.lua` (`script`) found: `1` ours, `0`
+/// expired, `-1` someone else's.
+pub(crate) fn ownership(script: &str, outcome: i64) -> Result<Ownership> {
     match outcome {
         1 => Ok(Ownership::Owned),
         0 => Ok(Ownership::Expired),
         -1 => Ok(Ownership::HeldByOther),
-        other => Err(Error::Protocol(format!("release script returned {other}"))),
+        other => Err(Error::Protocol(format!("{script} script returned {other}"))),
     }
 }
 
@@ -187,13 +189,7 @@ impl Session {
                 &[token.as_bytes(), ttl_arg.as_bytes()],
             )
             .await?;
-        let valid_until = sent + ttl - drift(ttl);
-        match outcome {
-            1 => Ok((Ownership::Owned, valid_until)),
-            0 => Ok((Ownership::Expired, valid_until)),
-            -1 => Ok((Ownership::HeldByOther, valid_until)),
-            other => Err(Error::Protocol(format!("extend script returned {other}"))),
-        }
+        Ok((ownership("extend", outcome)?, sent + ttl - drift(ttl)))
     }
 }
 

@@ -63,3 +63,24 @@ pub async fn until_served(client: &Client, set: &SentinelSet, port: u16, tag: &s
     }
     unreachable!()
 }
+
+/// Signals `payload` on "deploy" until `listener` hears it, within
+/// [`FOLLOW_BOUND`]: signals are fire-and-forget, and a listener that
+/// re-subscribes on a new primary misses those sent before.
+pub async fn signal_until_heard(
+    client: &Client,
+    listener: &mut latchkey::Listener,
+    payload: &str,
+) -> latchkey::Signal {
+    let sent = Instant::now();
+    loop {
+        client.signal("deploy", payload).await.unwrap();
+        if let Some(signal) = listener.recv_timeout(Duration::from_millis(100)).await {
+            return signal;
+        }
+        assert!(
+            sent.elapsed() < FOLLOW_BOUND,
+            "no signal heard after the failover"
+        );
+    }
+}
