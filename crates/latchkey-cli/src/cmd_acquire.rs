@@ -42,7 +42,7 @@ pub struct WaitArgs {
     /// With --fair: how long a waiter keeps its place in the queue without
     /// renewing it; a waiter that dies delays the queue by about this long
     /// at most [default: 2s]
-    #[arg(long, value_name = "D", value_parser = duration::parse, requires = "fair")]
+    #[arg(long, value_name = "D", value_parser = duration::parse_waiter_lease, requires = "fair")]
     pub waiter_lease: Option<Duration>,
 
     /// After taking the lock, wait (at most 500 ms) until N replicas of the

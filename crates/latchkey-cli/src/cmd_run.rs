@@ -63,7 +63,7 @@ pub struct RunArgs {
 
     /// Take one of N permits of a semaphore called NAME instead of the lock:
     /// at most N commands run at once, across machines (1 to 100000).
-    #[arg(long, value_name = "N", conflicts_with_all = ["read", "write"])]
+    #[arg(long, value_name = "N", value_parser = crate::count::parse, allow_negative_numbers = true, conflicts_with_all = ["read", "write"])]
     pub permits: Option<u64>,
 
     /// Hold the read-write lock NAME as one of many readers (no writer
