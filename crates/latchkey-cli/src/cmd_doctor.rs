@@ -64,7 +64,7 @@ use redis::aio::ConnectionLike;
 use crate::connect::{redact, Target};
 use crate::duration::human;
 use crate::exit::{self, Outcome};
-use crate::{doctor_acl, doctor_rule};
+use crate::{doctor_acl, doctor_rule, doctor_target};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
@@ -155,9 +155,15 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
         if urls.len() > 1 {
             println!("== {} ==", redact(url));
         }
-        let client = target.client_for(url).await?;
-        let raw = target.tls.redis_client(url);
-        for check in checks(&client, raw, args.pings).await {
+        let client = match doctor_target::connect(target, url).await? {
+            Ok(client) => client,
+            Err(refused) => {
+                refused.print();
+                failed = true;
+                continue;
+            }
+        };
+        for check in checks(&client, target, url, args.pings).await {
             check.print();
             failed |= check.level == Level::Fail;
         }
@@ -165,13 +171,16 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
     Ok(if failed { exit::CONFLICT } else { exit::OK })
 }
 
-async fn checks(client: &Client, raw: redis::RedisResult<redis::Client>, pings: u32) -> Vec<Check> {
+async fn checks(client: &Client, target: &Target, url: &str, pings: u32) -> Vec<Check> {
     let mut conn = client.connection();
     if conn.is_cluster() {
-        return crate::doctor_cluster::checks(client, raw, pings).await;
+        let raw = target.tls.redis_client(url);
+        return crate::doctor_cluster::checks(client, raw, url, pings).await;
     }
     let info = Info::fetch(&mut conn).await;
-    let user = doctor_acl::whoami(&mut conn).await;
+    let user = doctor_target::whoami(&mut conn, url).await;
+    // After a command went through: the primary a Sentinel named is known.
+    let raw = doctor_target::probe_url(target, url, client);
     vec![
         version(&info),
         eviction(&info),
@@ -182,9 +191,9 @@ async fn checks(client: &Client, raw: redis::RedisResult<redis::Client>, pings: 
         latency(&mut conn, pings).await,
         doctor_rule::check(client, &mut conn, &user).await,
         doctor_rule::primitives(client, &mut conn, &user).await,
-        doctor_acl::scripts(client, &mut conn).await,
-        doctor_acl::append(client, &mut conn).await,
-        doctor_acl::subscribe(client, raw).await,
+        doctor_acl::scripts(client, &mut conn, &user).await,
+        doctor_acl::append(client, &mut conn, &user).await,
+        doctor_acl::subscribe(client, &target.tls, raw, &user).await,
     ]
 }
 

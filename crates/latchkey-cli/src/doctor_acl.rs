@@ -154,18 +154,33 @@ fn flatten(value: &redis::Value, out: &mut Vec<String>) {
     }
 }
 
-/// The current user (`default` when `ACL WHOAMI` is refused).
-pub async fn whoami(conn: &mut Connection) -> String {
-    redis::cmd("ACL")
-        .arg("WHOAMI")
-        .query_async(conn)
-        .await
-        .unwrap_or_else(|_| "default".to_owned())
+/// The check for a server that refused the connection itself (`NOPERM` while
+/// connecting: a cluster user without `cluster|slots`, a user without
+/// `info` or `ping`): the command it refused, granted to the URL's user.
+pub fn refused_at_connect(url: &str, refusal: &redis::RedisError) -> Check {
+    let user = crate::doctor_target::url_user(url).unwrap_or_else(|| "default".to_owned());
+    let message = refusal.to_string();
+    // Redis: "… has no permissions to run the 'cluster|slots' command".
+    let command = message.split('\'').nth(1).filter(|c| {
+        !c.is_empty()
+            && c.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '|' || ch == '-')
+    });
+    let fix = match command {
+        Some(command) => {
+            format!("ACL SETUSER {user} +{command} (docs/security.md has the whole rule)")
+        }
+        None => format!("grant user {user} the rule in docs/security.md"),
+    };
+    Check::fail(
+        "connect",
+        format!("user {user} may not connect as latchkey does: {message}"),
+        fix,
+    )
 }
 
-pub async fn scripts(client: &Client, conn: &mut Connection) -> Check {
+pub async fn scripts(client: &Client, conn: &mut Connection, user: &str) -> Check {
     const NAME: &str = "scripts";
-    let user = whoami(conn).await;
     let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
     let name = format!("doctor-probe-{}", std::process::id());
     // Both ways of taking a lock and both ways of issuing a fencing token:
@@ -201,7 +216,7 @@ pub async fn scripts(client: &Client, conn: &mut Connection) -> Check {
             if let Some(check) = not_acl(NAME, &refusal, &message) {
                 return check;
             }
-            let fix = acl_fix(conn, &user, &prefix, &refusal).await;
+            let fix = acl_fix(conn, user, &prefix, &refusal).await;
             return Check::fail(NAME, format!("user {user} cannot use latchkey's scripts: {message}"), fix);
         }
     };
@@ -216,9 +231,8 @@ pub async fn scripts(client: &Client, conn: &mut Connection) -> Check {
 /// and the `scripts` probe passes, but its waiters are never woken by a
 /// release: they find the lock free only when they poll, at worst at the
 /// holder's TTL.
-pub async fn append(client: &Client, conn: &mut Connection) -> Check {
+pub async fn append(client: &Client, conn: &mut Connection, user: &str) -> Check {
     const NAME: &str = "append";
-    let user = whoami(conn).await;
     let key = [
         client.prefix(),
         format!("doctor-probe-{}-append", std::process::id()).as_bytes(),
@@ -265,24 +279,93 @@ pub async fn append(client: &Client, conn: &mut Connection) -> Check {
     }
 }
 
+/// The `subscribe` check at `probe` (the URL of the server the client
+/// talks to: `doctor_target::probe_url`), with the TLS options.
+pub async fn subscribe(
+    client: &Client,
+    tls: &crate::tls_args::TlsArgs,
+    probe: Result<String, String>,
+    user: &str,
+) -> Check {
+    match probe {
+        Ok(url) => subscribe_with(client, tls.redis_client(&url), user).await,
+        Err(why) => Check::warn(
+            "subscribe",
+            format!("could not test SUBSCRIBE: {why}"),
+            "run doctor again",
+        ),
+    }
+}
+
 /// Waiters subscribe to release channels; without SUBSCRIBE they poll.
-pub async fn subscribe(client: &Client, raw: redis::RedisResult<redis::Client>) -> Check {
+/// Only a refusal by the ACL gets ACL advice: a connection that fails is
+/// about the network or the address, and says so.
+pub async fn subscribe_with(
+    client: &Client,
+    raw: redis::RedisResult<redis::Client>,
+    user: &str,
+) -> Check {
     const NAME: &str = "subscribe";
     let channel = latchkey::protocol::release_channel(&[client.prefix(), b"doctor-probe"].concat());
+    let server = raw
+        .as_ref()
+        .ok()
+        .map(|raw| raw.get_connection_info().addr().to_string());
     let attempt = async {
         let mut pubsub = raw?.get_async_pubsub().await?;
         pubsub.subscribe(&channel).await?;
         pubsub.unsubscribe(&channel).await
     };
-    match tokio::time::timeout(client.command_timeout(), attempt).await {
-        Ok(Ok(())) => Check::pass(NAME, "SUBSCRIBE allowed: waiters wake as soon as a lock is released"),
-        Ok(Err(e)) => Check::warn(
+    let e = match tokio::time::timeout(client.command_timeout(), attempt).await {
+        Ok(Ok(())) => {
+            return Check::pass(
+                NAME,
+                "SUBSCRIBE allowed: waiters wake as soon as a lock is released",
+            )
+        }
+        Ok(Err(e)) => e,
+        Err(_) => {
+            return Check::warn(
+                NAME,
+                format!(
+                    "SUBSCRIBE did not answer within {}",
+                    human(client.command_timeout())
+                ),
+                "check the server",
+            )
+        }
+    };
+    let at = server.map(|s| format!(" at {s}")).unwrap_or_default();
+    if e.is_connection_refusal() || e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+        return Check::warn(
             NAME,
-            format!("cannot SUBSCRIBE to release channels ({e}): waiters poll instead, so hand-overs are slower"),
-            "allow SUBSCRIBE on the channels under the prefix (ACL &<prefix>* &{<prefix>*; docs/security.md)",
-        ),
-        Err(_) => Check::warn(NAME, format!("SUBSCRIBE did not answer within {}", human(client.command_timeout())), "check the server"),
+            format!("could not connect{at} to test SUBSCRIBE ({e}); the lock checks above went through the client's own connection"),
+            "check that this address is reachable from here, then run doctor again",
+        );
     }
+    let message = e.to_string();
+    let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
+    let fix = match classify(&message) {
+        Refusal::Permission { channels: true, .. } => {
+            format!(
+                "ACL SETUSER {user} {}",
+                latchkey::acl::channel_patterns(&prefix).join(" ")
+            )
+        }
+        Refusal::Permission { .. } => format!("ACL SETUSER {user} +subscribe +unsubscribe"),
+        _ => {
+            return Check::warn(
+                NAME,
+                format!("SUBSCRIBE failed{at}: {message}"),
+                "check the server",
+            );
+        }
+    };
+    Check::warn(
+        NAME,
+        format!("user {user} may not SUBSCRIBE to release channels ({message}): waiters poll instead, so hand-overs are slower"),
+        fix,
+    )
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod count;
 mod doctor_acl;
 mod doctor_cluster;
 mod doctor_rule;
+mod doctor_target;
 mod duration;
 mod exit;
 mod text;
