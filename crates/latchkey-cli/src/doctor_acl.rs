@@ -20,7 +20,7 @@ use std::time::Duration;
 use latchkey::Connection;
 use latchkey::{Client, Ownership};
 
-use crate::cmd_doctor::Check;
+use crate::doctor_check::Check;
 use crate::duration::human;
 
 /// Every command latchkey's locks send (scripts included; `latchkey::acl`,
@@ -152,31 +152,6 @@ fn flatten(value: &redis::Value, out: &mut Vec<String>) {
         }),
         _ => {}
     }
-}
-
-/// The check for a server that refused the connection itself (`NOPERM` while
-/// connecting: a cluster user without `cluster|slots`, a user without
-/// `info` or `ping`): the command it refused, granted to the URL's user.
-pub fn refused_at_connect(url: &str, refusal: &redis::RedisError) -> Check {
-    let user = crate::doctor_target::url_user(url).unwrap_or_else(|| "default".to_owned());
-    let message = refusal.to_string();
-    // Redis: "… has no permissions to run the 'cluster|slots' command".
-    let command = message.split('\'').nth(1).filter(|c| {
-        !c.is_empty()
-            && c.chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || ch == '|' || ch == '-')
-    });
-    let fix = match command {
-        Some(command) => {
-            format!("ACL SETUSER {user} +{command} (docs/security.md has the whole rule)")
-        }
-        None => format!("grant user {user} the rule in docs/security.md"),
-    };
-    Check::fail(
-        "connect",
-        format!("user {user} may not connect as latchkey does: {message}"),
-        fix,
-    )
 }
 
 pub async fn scripts(client: &Client, conn: &mut Connection, user: &str) -> Check {

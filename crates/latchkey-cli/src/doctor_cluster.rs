@@ -18,8 +18,9 @@
 use latchkey::Client;
 use redis::ConnectionAddr;
 
-use crate::cmd_doctor::{self as doctor, Check, Info};
 use crate::doctor_acl;
+use crate::doctor_check::Check;
+use crate::doctor_server::{self as doctor, Info};
 
 /// All checks for a cluster reached through `url`.
 pub(crate) async fn checks(

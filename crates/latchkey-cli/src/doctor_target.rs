@@ -16,8 +16,8 @@
 
 use latchkey::Client;
 
-use crate::cmd_doctor::Check;
 use crate::connect::{connect_failure, redact, Target};
+use crate::doctor_check::Check;
 use crate::exit::Failure;
 
 /// The client for `url`, or the FAIL check of a user the server refuses at
@@ -27,9 +27,7 @@ use crate::exit::Failure;
 pub async fn connect(target: &Target, url: &str) -> Result<Result<Client, Check>, Failure> {
     match target.builder(url).connect().await {
         Ok(client) => Ok(Ok(client)),
-        Err(latchkey::Error::NoPermission(e)) => {
-            Ok(Err(crate::doctor_acl::refused_at_connect(url, &e)))
-        }
+        Err(latchkey::Error::NoPermission(e)) => Ok(Err(refused_at_connect(url, &e))),
         Err(e) => {
             let whom = match &target.sentinel {
                 Some((sentinels, master)) => {
@@ -40,6 +38,31 @@ pub async fn connect(target: &Target, url: &str) -> Result<Result<Client, Check>
             Err(connect_failure(e, &whom))
         }
     }
+}
+
+/// The check for a server that refused the connection itself (`NOPERM` while
+/// connecting: a cluster user without `cluster|slots`, a user without
+/// `info` or `ping`): the command it refused, granted to the URL's user.
+pub fn refused_at_connect(url: &str, refusal: &redis::RedisError) -> Check {
+    let user = url_user(url).unwrap_or_else(|| "default".to_owned());
+    let message = refusal.to_string();
+    // Redis: "… has no permissions to run the 'cluster|slots' command".
+    let command = message.split('\'').nth(1).filter(|c| {
+        !c.is_empty()
+            && c.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '|' || ch == '-')
+    });
+    let fix = match command {
+        Some(command) => {
+            format!("ACL SETUSER {user} +{command} (docs/security.md has the whole rule)")
+        }
+        None => format!("grant user {user} the rule in docs/security.md"),
+    };
+    Check::fail(
+        "connect",
+        format!("user {user} may not connect as latchkey does: {message}"),
+        fix,
+    )
 }
 
 /// The user named in `url`'s `user:password@` part; `None` for none (or an

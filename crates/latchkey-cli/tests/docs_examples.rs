@@ -72,7 +72,7 @@ fn sh_blocks(file: &str) -> Vec<String> {
     let mut current: Option<String> = None;
     for line in text.lines() {
         match (&mut current, line.trim_start()) {
-            (None, fence) if fence == "```sh" => current = Some(String::new()),
+            (None, "```sh") => current = Some(String::new()),
             (Some(_), "```") => blocks.extend(current.take()),
             (Some(block), _) => {
                 block.push_str(line);
