@@ -65,9 +65,11 @@ fn classify(message: &str) -> Refusal {
         || message.contains("NoPermission")
         || message.to_ascii_lowercase().contains("no permissions")
     {
+        // "access a key/channel" (scripts), "access one of the keys/channels
+        // used as arguments" (a command sent directly).
         Refusal::Permission {
-            keys: message.contains("access a key"),
-            channels: message.contains("access a channel"),
+            keys: message.contains("access a key") || message.contains("of the keys"),
+            channels: message.contains("access a channel") || message.contains("of the channels"),
         }
     } else {
         Refusal::Other
@@ -359,6 +361,13 @@ mod tests {
         );
         assert_eq!(
             classify("NOPERM No permissions to access a channel"),
+            Refusal::Permission {
+                keys: false,
+                channels: true
+            }
+        );
+        assert_eq!(
+            classify("NoPerm: this user has no permissions to access one of the channels used as arguments"),
             Refusal::Permission {
                 keys: false,
                 channels: true

@@ -120,3 +120,39 @@ fn a_cluster_user_refused_at_connect_gets_the_fix_from_doctor() {
     assert!(!text.contains("FAIL  connect"), "{text}");
     assert!(line_of(&text, "scripts").starts_with("PASS"), "{text}");
 }
+
+#[test]
+fn a_user_refused_subscribe_gets_acl_advice_for_itself_and_it_works() {
+    let server = RedisServer::start();
+    let all = rule(&[Use::Locks, Use::Primitives], PREFIX);
+    let without: String = all
+        .split_whitespace()
+        .filter(|part| !part.starts_with('&'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    create_user(|args| server.command(args), "app", &without);
+    let url = format!("redis://app:pw@127.0.0.1:{}/", server.port());
+    let doctor = || {
+        let out = output(latchkey_at(&url).args(["doctor", "--pings", "5"]), QUICK);
+        stdout(&out)
+    };
+    let text = doctor();
+    let subscribe = line_of(&text, "subscribe").to_owned();
+    assert!(subscribe.starts_with("WARN"), "{subscribe}");
+    assert!(
+        subscribe.contains("user app may not SUBSCRIBE"),
+        "{subscribe}"
+    );
+    let fix = subscribe
+        .split("Fix: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{subscribe}"));
+    assert!(fix.starts_with("ACL SETUSER app "), "{subscribe}");
+
+    let args: Vec<&str> = fix.split_whitespace().skip(1).collect();
+    server
+        .command(&[&["ACL"][..], &args].concat())
+        .expect("the fix is valid");
+    let text = doctor();
+    assert!(line_of(&text, "subscribe").starts_with("PASS"), "{text}");
+}
