@@ -65,7 +65,7 @@ use crate::{doctor_acl, doctor_rule, doctor_target};
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
     /// How many PINGs to time for the latency check.
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000), allow_negative_numbers = true)]
     pub pings: u32,
 }
 

@@ -54,7 +54,7 @@ pub struct RunArgs {
     pub wait: WaitArgs,
 
     /// Exit code when the lock is busy or the wait timed out.
-    #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT)]
+    #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT, allow_negative_numbers = true)]
     pub conflict_exit_code: u8,
 
     /// After the lock is lost: time between SIGTERM and SIGKILL to CMD's process group.

@@ -1,5 +1,5 @@
 //! Counts on the command line: `--permits N`, a latch's `--count N`, a
-//! barrier's `--parties N`.
+//! barrier's `--parties N`, `--replicas N`.
 //!
 //! Checked here, as a clap `value_parser`, so that the message quotes what
 //! the user typed and says the bounds: `-1` is "not a whole number from 1 to
@@ -23,6 +23,18 @@ pub fn parse(text: &str) -> Result<u64, String> {
         Err(_) => "not a whole number",
     };
     Err(format!("{bounds} ({why})"))
+}
+
+/// A number of replicas (`--replicas N`): a whole number, 0 or more.
+pub fn parse_replicas(text: &str) -> Result<usize, String> {
+    let trimmed = text.trim();
+    match trimmed.parse::<usize>() {
+        Ok(n) => Ok(n),
+        Err(_) if trimmed.starts_with('-') => {
+            Err("it must be a whole number, 0 or more (negative)".to_owned())
+        }
+        Err(_) => Err("it must be a whole number, 0 or more".to_owned()),
+    }
 }
 
 #[cfg(test)]

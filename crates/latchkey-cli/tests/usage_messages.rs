@@ -77,3 +77,34 @@ fn a_waiter_lease_out_of_bounds_is_echoed_as_typed() {
         assert!(!stderr.contains("0ns"), "{typed}: {stderr}");
     }
 }
+
+#[test]
+fn other_negative_numbers_say_what_is_allowed() {
+    for (args, says) in [
+        (
+            &["run", "--replicas", "-1", "x", "--", "true"][..],
+            "0 or more (negative)",
+        ),
+        (
+            &["acquire", "x", "--ttl", "1s", "--replicas", "-2"],
+            "0 or more (negative)",
+        ),
+        (
+            &["run", "-E", "-1", "x", "--", "true"],
+            "-1 is not in 0..=255",
+        ),
+        (
+            &["acquire", "x", "--ttl", "1s", "-E", "-1"],
+            "-1 is not in 0..=255",
+        ),
+        (&["doctor", "--pings", "-5"], "-5 is not in 1..=100000"),
+    ] {
+        let (code, stderr) = refused(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("unexpected argument"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
