@@ -96,6 +96,10 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
             check.print();
             failed |= check.level == Level::Fail;
         }
+        // A probe lock whose release failed is retried in the background
+        // (`doctor_target::connect` does not register the client for the
+        // exit's flush): let it land rather than leave the probe held.
+        client.flush(std::time::Duration::from_secs(3)).await;
     }
     Ok(if failed { exit::CONFLICT } else { exit::OK })
 }
