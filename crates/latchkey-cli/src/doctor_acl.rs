@@ -193,6 +193,15 @@ pub async fn scripts(client: &Client, conn: &mut Connection, user: &str) -> Chec
             if let Some(check) = not_acl(NAME, &refusal, &message) {
                 return check;
             }
+            if refusal == Refusal::Other {
+                // Not refused: failed (unreachable, timed out, …). ACL
+                // advice would send the operator the wrong way.
+                return Check::fail(
+                    NAME,
+                    format!("the probe lock failed, not for lack of permission: {message}"),
+                    "check that the server answers from here (network, address, load), then run doctor again",
+                );
+            }
             let fix = acl_fix(conn, user, &prefix, &refusal).await;
             return Check::fail(NAME, format!("user {user} cannot use latchkey's scripts: {message}"), fix);
         }
@@ -246,6 +255,13 @@ pub async fn append(client: &Client, conn: &mut Connection, user: &str) -> Check
             let refusal = classify(&message);
             if let Some(check) = not_acl(NAME, &refusal, &message) {
                 return check;
+            }
+            if refusal == Refusal::Other {
+                return Check::warn(
+                    NAME,
+                    format!("could not test APPEND: {message}"),
+                    "check that the server answers from here, then run doctor again",
+                );
             }
             Check::warn(
                 NAME,

@@ -156,3 +156,19 @@ fn a_user_refused_subscribe_gets_acl_advice_for_itself_and_it_works() {
     let text = doctor();
     assert!(line_of(&text, "subscribe").starts_with("PASS"), "{text}");
 }
+
+#[test]
+fn a_probe_that_fails_without_a_refusal_gets_no_acl_advice() {
+    let server = RedisServer::start();
+    // Writes stall (reads, PING and INFO go on): the probe lock times out.
+    server
+        .command(&["CLIENT", "PAUSE", "6000", "WRITE"])
+        .expect("CLIENT PAUSE");
+    let out = output(latchkey(&server).args(["doctor", "--pings", "5"]), QUICK);
+    let text = stdout(&out);
+    let scripts = line_of(&text, "scripts");
+    assert!(scripts.starts_with("FAIL"), "{scripts}");
+    assert!(scripts.contains("not for lack of permission"), "{scripts}");
+    assert!(!scripts.contains("ACL SETUSER"), "{scripts}");
+    assert_eq!(code(out.status), 1, "{text}");
+}
