@@ -42,12 +42,12 @@ pub struct WaitArgs {
     /// With --fair: how long a waiter keeps its place in the queue without
     /// renewing it; a waiter that dies delays the queue by about this long
     /// at most [default: 2s]
-    #[arg(long, value_name = "D", value_parser = duration::parse, requires = "fair")]
+    #[arg(long, value_name = "D", value_parser = duration::parse_waiter_lease, requires = "fair")]
     pub waiter_lease: Option<Duration>,
 
     /// After taking the lock, wait (at most 500 ms) until N replicas of the
     /// server acknowledge it (WAIT N); fewer: release it and exit 69.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = crate::count::parse_replicas, allow_negative_numbers = true)]
     pub replicas: usize,
 }
 
@@ -133,7 +133,7 @@ pub struct AcquireArgs {
     pub wait: WaitArgs,
 
     /// Exit code when the lock is busy or the wait timed out.
-    #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT)]
+    #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT, allow_negative_numbers = true)]
     pub conflict_exit_code: u8,
 }
 

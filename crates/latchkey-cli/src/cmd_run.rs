@@ -54,7 +54,7 @@ pub struct RunArgs {
     pub wait: WaitArgs,
 
     /// Exit code when the lock is busy or the wait timed out.
-    #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT)]
+    #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT, allow_negative_numbers = true)]
     pub conflict_exit_code: u8,
 
     /// After the lock is lost: time between SIGTERM and SIGKILL to CMD's process group.
@@ -63,7 +63,7 @@ pub struct RunArgs {
 
     /// Take one of N permits of a semaphore called NAME instead of the lock:
     /// at most N commands run at once, across machines (1 to 100000).
-    #[arg(long, value_name = "N", conflicts_with_all = ["read", "write"])]
+    #[arg(long, value_name = "N", value_parser = crate::count::parse, allow_negative_numbers = true, conflicts_with_all = ["read", "write"])]
     pub permits: Option<u64>,
 
     /// Hold the read-write lock NAME as one of many readers (no writer

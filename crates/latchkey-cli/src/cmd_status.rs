@@ -17,8 +17,9 @@
 //!
 //! `status` also shows the permits held of a semaphore of the same name
 //! (`latchkey run --permits N NAME`), one line each, and in JSON a
-//! `permits` array of `{"token", "host", "pid", "acquired_at_ms",
-//! "ttl_ms"}` (only when some are held).
+//! `permits` array of `{"host", "pid", "acquired_at_ms", "ttl_ms"}` (only
+//! when some are held). A permit's owner token is never printed, in text or
+//! JSON: whoever has it can release the permit.
 
 use std::time::UNIX_EPOCH;
 
@@ -29,7 +30,11 @@ use serde_json::{json, Value};
 use crate::connect::Target;
 use crate::duration::human;
 use crate::exit::{self, Outcome};
-use crate::text::escape;
+use crate::text::{cut, escape};
+
+/// The widest NAME and HOLDER cells of `list`: a 1 KiB name must not make
+/// every row 1,000 columns wide (`--json` has the names whole).
+const LIST_CELL_WIDTH: usize = 40;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
@@ -102,20 +107,20 @@ fn describe_permit(permit: &latchkey::PermitHolder) -> String {
                     .unwrap_or_default()
             )
         ),
-        None => format!("token \"{}\"", escape(permit.token.as_bytes())),
+        // Not latchkey's token format: say so, without the token itself.
+        None => "another client".to_owned(),
     };
     format!("{who}, expires in {}", human(permit.ttl_left))
 }
 
-/// `[{"token", "host", "pid", "acquired_at_ms", "ttl_ms"}]` (host, pid and
-/// acquired_at_ms null for a token not made by latchkey).
+/// `[{"host", "pid", "acquired_at_ms", "ttl_ms"}]` (host, pid and
+/// acquired_at_ms null for a token not made by latchkey). No owner token.
 fn permits_json(permits: &[latchkey::PermitHolder]) -> Value {
     Value::Array(
         permits
             .iter()
             .map(|p| {
                 json!({
-                    "token": p.token,
                     "host": p.holder.as_ref().map(|h| h.host.clone()),
                     "pid": p.holder.as_ref().map(|h| h.pid),
                     "acquired_at_ms": p.holder.as_ref().map(|h| h
@@ -145,10 +150,13 @@ pub async fn list(target: &Target, args: ListArgs) -> Outcome {
     let rows: Vec<[String; 6]> = std::iter::once(header)
         .chain(infos.iter().map(|info| {
             [
-                escape(&info.name),
+                cut(&escape(&info.name), LIST_CELL_WIDTH),
                 if info.held { "yes" } else { "no" }.to_owned(),
                 ttl_text(info),
-                holder_text(info).unwrap_or_else(|| "-".into()),
+                cut(
+                    &holder_text(info).unwrap_or_else(|| "-".into()),
+                    LIST_CELL_WIDTH,
+                ),
                 info.age.map_or("-".into(), human),
                 fence_text(info),
             ]

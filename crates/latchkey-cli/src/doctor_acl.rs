@@ -20,7 +20,7 @@ use std::time::Duration;
 use latchkey::Connection;
 use latchkey::{Client, Ownership};
 
-use crate::cmd_doctor::Check;
+use crate::doctor_check::Check;
 use crate::duration::human;
 
 /// Every command latchkey's locks send (scripts included; `latchkey::acl`,
@@ -65,9 +65,11 @@ fn classify(message: &str) -> Refusal {
         || message.contains("NoPermission")
         || message.to_ascii_lowercase().contains("no permissions")
     {
+        // "access a key/channel" (scripts), "access one of the keys/channels
+        // used as arguments" (a command sent directly).
         Refusal::Permission {
-            keys: message.contains("access a key"),
-            channels: message.contains("access a channel"),
+            keys: message.contains("access a key") || message.contains("of the keys"),
+            channels: message.contains("access a channel") || message.contains("of the channels"),
         }
     } else {
         Refusal::Other
@@ -154,18 +156,8 @@ fn flatten(value: &redis::Value, out: &mut Vec<String>) {
     }
 }
 
-/// The current user (`default` when `ACL WHOAMI` is refused).
-pub async fn whoami(conn: &mut Connection) -> String {
-    redis::cmd("ACL")
-        .arg("WHOAMI")
-        .query_async(conn)
-        .await
-        .unwrap_or_else(|_| "default".to_owned())
-}
-
-pub async fn scripts(client: &Client, conn: &mut Connection) -> Check {
+pub async fn scripts(client: &Client, conn: &mut Connection, user: &str) -> Check {
     const NAME: &str = "scripts";
-    let user = whoami(conn).await;
     let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
     let name = format!("doctor-probe-{}", std::process::id());
     // Both ways of taking a lock and both ways of issuing a fencing token:
@@ -201,7 +193,16 @@ pub async fn scripts(client: &Client, conn: &mut Connection) -> Check {
             if let Some(check) = not_acl(NAME, &refusal, &message) {
                 return check;
             }
-            let fix = acl_fix(conn, &user, &prefix, &refusal).await;
+            if refusal == Refusal::Other {
+                // Not refused: failed (unreachable, timed out, …). ACL
+                // advice would send the operator the wrong way.
+                return Check::fail(
+                    NAME,
+                    format!("the probe lock failed, not for lack of permission: {message}"),
+                    "check that the server answers from here (network, address, load), then run doctor again",
+                );
+            }
+            let fix = acl_fix(conn, user, &prefix, &refusal).await;
             return Check::fail(NAME, format!("user {user} cannot use latchkey's scripts: {message}"), fix);
         }
     };
@@ -216,9 +217,8 @@ pub async fn scripts(client: &Client, conn: &mut Connection) -> Check {
 /// and the `scripts` probe passes, but its waiters are never woken by a
 /// release: they find the lock free only when they poll, at worst at the
 /// holder's TTL.
-pub async fn append(client: &Client, conn: &mut Connection) -> Check {
+pub async fn append(client: &Client, conn: &mut Connection, user: &str) -> Check {
     const NAME: &str = "append";
-    let user = whoami(conn).await;
     let key = [
         client.prefix(),
         format!("doctor-probe-{}-append", std::process::id()).as_bytes(),
@@ -256,6 +256,13 @@ pub async fn append(client: &Client, conn: &mut Connection) -> Check {
             if let Some(check) = not_acl(NAME, &refusal, &message) {
                 return check;
             }
+            if refusal == Refusal::Other {
+                return Check::warn(
+                    NAME,
+                    format!("could not test APPEND: {message}"),
+                    "check that the server answers from here, then run doctor again",
+                );
+            }
             Check::warn(
                 NAME,
                 format!("user {user} may not APPEND ({message}): waiters cannot mark a lock as waited for, so no release wakes them; they find it free only by polling, at worst when the holder's TTL runs out"),
@@ -265,24 +272,93 @@ pub async fn append(client: &Client, conn: &mut Connection) -> Check {
     }
 }
 
+/// The `subscribe` check at `probe` (the URL of the server the client
+/// talks to: `doctor_target::probe_url`), with the TLS options.
+pub async fn subscribe(
+    client: &Client,
+    tls: &crate::tls_args::TlsArgs,
+    probe: Result<String, String>,
+    user: &str,
+) -> Check {
+    match probe {
+        Ok(url) => subscribe_with(client, tls.redis_client(&url), user).await,
+        Err(why) => Check::warn(
+            "subscribe",
+            format!("could not test SUBSCRIBE: {why}"),
+            "run doctor again",
+        ),
+    }
+}
+
 /// Waiters subscribe to release channels; without SUBSCRIBE they poll.
-pub async fn subscribe(client: &Client, raw: redis::RedisResult<redis::Client>) -> Check {
+/// Only a refusal by the ACL gets ACL advice: a connection that fails is
+/// about the network or the address, and says so.
+pub async fn subscribe_with(
+    client: &Client,
+    raw: redis::RedisResult<redis::Client>,
+    user: &str,
+) -> Check {
     const NAME: &str = "subscribe";
     let channel = latchkey::protocol::release_channel(&[client.prefix(), b"doctor-probe"].concat());
+    let server = raw
+        .as_ref()
+        .ok()
+        .map(|raw| raw.get_connection_info().addr().to_string());
     let attempt = async {
         let mut pubsub = raw?.get_async_pubsub().await?;
         pubsub.subscribe(&channel).await?;
         pubsub.unsubscribe(&channel).await
     };
-    match tokio::time::timeout(client.command_timeout(), attempt).await {
-        Ok(Ok(())) => Check::pass(NAME, "SUBSCRIBE allowed: waiters wake as soon as a lock is released"),
-        Ok(Err(e)) => Check::warn(
+    let e = match tokio::time::timeout(client.command_timeout(), attempt).await {
+        Ok(Ok(())) => {
+            return Check::pass(
+                NAME,
+                "SUBSCRIBE allowed: waiters wake as soon as a lock is released",
+            )
+        }
+        Ok(Err(e)) => e,
+        Err(_) => {
+            return Check::warn(
+                NAME,
+                format!(
+                    "SUBSCRIBE did not answer within {}",
+                    human(client.command_timeout())
+                ),
+                "check the server",
+            )
+        }
+    };
+    let at = server.map(|s| format!(" at {s}")).unwrap_or_default();
+    if e.is_connection_refusal() || e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+        return Check::warn(
             NAME,
-            format!("cannot SUBSCRIBE to release channels ({e}): waiters poll instead, so hand-overs are slower"),
-            "allow SUBSCRIBE on the channels under the prefix (ACL &<prefix>* &{<prefix>*; docs/security.md)",
-        ),
-        Err(_) => Check::warn(NAME, format!("SUBSCRIBE did not answer within {}", human(client.command_timeout())), "check the server"),
+            format!("could not connect{at} to test SUBSCRIBE ({e}); the lock checks above went through the client's own connection"),
+            "check that this address is reachable from here, then run doctor again",
+        );
     }
+    let message = e.to_string();
+    let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
+    let fix = match classify(&message) {
+        Refusal::Permission { channels: true, .. } => {
+            format!(
+                "ACL SETUSER {user} {}",
+                latchkey::acl::channel_patterns(&prefix).join(" ")
+            )
+        }
+        Refusal::Permission { .. } => format!("ACL SETUSER {user} +subscribe +unsubscribe"),
+        _ => {
+            return Check::warn(
+                NAME,
+                format!("SUBSCRIBE failed{at}: {message}"),
+                "check the server",
+            );
+        }
+    };
+    Check::warn(
+        NAME,
+        format!("user {user} may not SUBSCRIBE to release channels ({message}): waiters poll instead, so hand-overs are slower"),
+        fix,
+    )
 }
 
 #[cfg(test)]
@@ -301,6 +377,13 @@ mod tests {
         );
         assert_eq!(
             classify("NOPERM No permissions to access a channel"),
+            Refusal::Permission {
+                keys: false,
+                channels: true
+            }
+        );
+        assert_eq!(
+            classify("NoPerm: this user has no permissions to access one of the channels used as arguments"),
             Refusal::Permission {
                 keys: false,
                 channels: true

@@ -18,13 +18,15 @@
 use latchkey::Client;
 use redis::ConnectionAddr;
 
-use crate::cmd_doctor::{self as doctor, Check, Info};
 use crate::doctor_acl;
+use crate::doctor_check::Check;
+use crate::doctor_server::{self as doctor, Info};
 
 /// All checks for a cluster reached through `url`.
 pub(crate) async fn checks(
     client: &Client,
     raw: redis::RedisResult<redis::Client>,
+    url: &str,
     pings: u32,
 ) -> Vec<Check> {
     let mut conn = client.connection();
@@ -45,12 +47,12 @@ pub(crate) async fn checks(
     for primary in &primaries {
         checks.extend(node_checks(&raw, primary, pings).await);
     }
-    let user = doctor_acl::whoami(&mut conn).await;
+    let user = crate::doctor_target::whoami(&mut conn, url).await;
     checks.push(crate::doctor_rule::check(client, &mut conn, &user).await);
     checks.push(crate::doctor_rule::primitives(client, &mut conn, &user).await);
-    checks.push(doctor_acl::scripts(client, &mut conn).await);
-    checks.push(doctor_acl::append(client, &mut conn).await);
-    checks.push(doctor_acl::subscribe(client, raw).await);
+    checks.push(doctor_acl::scripts(client, &mut conn, &user).await);
+    checks.push(doctor_acl::append(client, &mut conn, &user).await);
+    checks.push(doctor_acl::subscribe_with(client, raw, &user).await);
     checks
 }
 

@@ -58,6 +58,21 @@ pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     Ok(ttl)
 }
 
+/// A fair waiter's lease (`--waiter-lease`): [`parse`], then within the
+/// library's bounds ([`latchkey::MIN_WAITER_LEASE`] to 24h), checked here so
+/// that the message quotes what the user typed (`0s`, not `0ns`).
+pub fn parse_waiter_lease(text: &str) -> Result<Duration, String> {
+    let lease = parse(text)?;
+    if !(latchkey::MIN_WAITER_LEASE..=latchkey::MAX_TTL).contains(&lease) {
+        return Err(format!(
+            "invalid waiter lease {:?}: it must be between {}ms and 24h",
+            text.trim(),
+            latchkey::MIN_WAITER_LEASE.as_millis()
+        ));
+    }
+    Ok(lease)
+}
+
 /// Formats a duration for people: `850µs`, `12.3ms`, `4.20s`, `3m05s`.
 pub fn human(d: Duration) -> String {
     let secs = d.as_secs_f64();
@@ -103,6 +118,17 @@ mod tests {
         assert!(low.starts_with("invalid ttl \"0ms\""), "{low}");
         let high = parse_ttl("25h").unwrap_err();
         assert!(high.starts_with("invalid ttl \"25h\""), "{high}");
+    }
+
+    #[test]
+    fn waiter_leases_out_of_bounds_quote_the_input() {
+        assert_eq!(parse_waiter_lease("2s"), Ok(Duration::from_secs(2)));
+        let zero = parse_waiter_lease("0s").unwrap_err();
+        assert_eq!(
+            zero,
+            "invalid waiter lease \"0s\": it must be between 60ms and 24h"
+        );
+        assert!(parse_waiter_lease("25h").unwrap_err().contains("\"25h\""));
     }
 
     #[test]

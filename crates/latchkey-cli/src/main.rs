@@ -25,9 +25,13 @@ mod cmd_status;
 mod cmd_top;
 mod cmd_wait;
 mod connect;
+mod count;
 mod doctor_acl;
+mod doctor_check;
 mod doctor_cluster;
 mod doctor_rule;
+mod doctor_server;
+mod doctor_target;
 mod duration;
 mod exit;
 mod text;
@@ -41,6 +45,12 @@ use clap::{Parser, Subcommand};
 use crate::connect::Target;
 use crate::exit::Failure;
 
+/// The help heading of the options every subcommand takes (where to connect,
+/// TLS, logging), so that a subcommand's help lists its own options apart.
+/// Their environment variables are named in the help but their values never
+/// shown: `LATCHKEY_REDIS_URL` may hold a password.
+pub(crate) const GLOBAL_HEADING: &str = "Global options";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "latchkey",
@@ -49,13 +59,15 @@ use crate::exit::Failure;
     after_help = exit::HELP
 )]
 struct Cli {
-    /// Redis URL, e.g. redis://user:password@host:6379/0. Repeat (or separate
-    /// with commas) for several independent servers (Redlock).
-    /// [default: redis://127.0.0.1:6379]
+    /// Redis URL, e.g. redis://user:password@host:6379/0
+    /// [default: redis://127.0.0.1:6379]. Repeat (or separate with commas)
+    /// only where a subcommand's help says it takes several.
     #[arg(
         long = "redis",
         value_name = "URL",
         global = true,
+        help_heading = GLOBAL_HEADING,
+        hide_env_values = true,
         env = "LATCHKEY_REDIS_URL",
         value_delimiter = ','
     )]
@@ -69,6 +81,8 @@ struct Cli {
         long = "sentinel",
         value_name = "HOST:PORT",
         global = true,
+        help_heading = GLOBAL_HEADING,
+        hide_env_values = true,
         env = "LATCHKEY_SENTINEL",
         value_delimiter = ','
     )]
@@ -79,37 +93,65 @@ struct Cli {
         long = "master",
         value_name = "NAME",
         global = true,
+        help_heading = GLOBAL_HEADING,
+        hide_env_values = true,
         env = "LATCHKEY_SENTINEL_MASTER"
     )]
     master: Option<String>,
 
     /// Key prefix of every lock key [default: latchkey:]. Use "" to share
     /// locks with other clients' single-key locks (redis-py, redsync, …).
-    #[arg(long, value_name = "PREFIX", global = true, env = "LATCHKEY_PREFIX")]
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        global = true,
+        help_heading = GLOBAL_HEADING,
+        hide_env_values = true,
+        env = "LATCHKEY_PREFIX"
+    )]
     prefix: Option<String>,
 
     #[command(flatten)]
     tls: tls_args::TlsArgs,
 
     /// Log what latchkey does to stderr (filter with RUST_LOG).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL_HEADING)]
     verbose: bool,
 
     #[command(subcommand)]
     command: Command,
 }
 
+/// What several `--redis` URLs mean, in the help of the subcommands that
+/// take them (and only there: `latch`, `elect` and the others refuse them),
+/// with the options of the subcommand that refuse it.
+macro_rules! redlock_help {
+    ($($refused:literal)?) => {
+        concat!(
+            "Several --redis URLs (repeat, or separate with commas) of independent servers make a ",
+            "Redlock: the lock is held while a majority of them agree.",
+            $(" Not with ", $refused, ".")?
+        )
+    };
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a command while holding a lock; a distributed flock(1).
-    #[command(override_usage = "latchkey run [OPTIONS] <NAME> -- <CMD>...")]
+    #[command(
+        override_usage = "latchkey run [OPTIONS] <NAME> -- <CMD>...",
+        after_help = redlock_help!("--fair, --permits, --read or --write")
+    )]
     Run(cmd_run::RunArgs),
     /// Acquire a lock and exit, leaving it held until its TTL; prints the
     /// owner token, then the fencing token.
+    #[command(after_help = redlock_help!("--fair"))]
     Acquire(cmd_acquire::AcquireArgs),
     /// Release a lock acquired with `acquire`, given its token.
+    #[command(after_help = redlock_help!())]
     Release(cmd_acquire::ReleaseArgs),
     /// Reset the TTL of a lock acquired with `acquire`, given its token.
+    #[command(after_help = redlock_help!())]
     Extend(cmd_acquire::ExtendArgs),
     /// Show one lock: held or not, TTL left, holder, age, fencing token.
     Status(cmd_status::StatusArgs),
@@ -121,6 +163,9 @@ enum Command {
     Exporter(cmd_exporter::ExporterArgs),
     /// Check the Redis server for lock safety: eviction, persistence,
     /// replication, cluster mode, clock, latency, permissions.
+    #[command(
+        after_help = "Several --redis URLs (repeat, or separate with commas): each server is checked."
+    )]
     Doctor(cmd_doctor::DoctorArgs),
     /// Show lost updates without a lock and none with latchkey (starts a
     /// private redis-server unless --redis is given).

@@ -44,6 +44,17 @@ pub fn escape(bytes: &[u8]) -> String {
     out
 }
 
+/// `text` cut to `width` characters, the last one `…` when cut: a table
+/// cell stays one width whatever a name's length (names may be 1 KiB).
+pub fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// Formatting characters that reorder or hide text (bidi overrides and
 /// isolates, zero-width characters, the BOM): a name could use them to look
 /// like another.
@@ -57,6 +68,14 @@ fn invisible(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::escape;
+
+    #[test]
+    fn long_text_is_cut_with_an_ellipsis() {
+        assert_eq!(super::cut("short", 8), "short");
+        assert_eq!(super::cut("exactly8", 8), "exactly8");
+        assert_eq!(super::cut("ninechars", 8), "ninecha…");
+        assert_eq!(super::cut("ééééé", 3), "éé…");
+    }
 
     #[test]
     fn printable_text_stays() {

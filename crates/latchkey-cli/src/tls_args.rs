@@ -20,6 +20,7 @@ use clap::Args;
 use latchkey::ClientBuilder;
 
 use crate::exit::Failure;
+use crate::GLOBAL_HEADING;
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct TlsArgs {
@@ -29,6 +30,8 @@ pub struct TlsArgs {
         long = "tls-ca",
         value_name = "FILE",
         global = true,
+        help_heading = GLOBAL_HEADING,
+        hide_env_values = true,
         env = "LATCHKEY_TLS_CA"
     )]
     pub ca: Option<PathBuf>,
@@ -38,6 +41,8 @@ pub struct TlsArgs {
         long = "tls-cert",
         value_name = "FILE",
         global = true,
+        help_heading = GLOBAL_HEADING,
+        hide_env_values = true,
         env = "LATCHKEY_TLS_CERT"
     )]
     pub cert: Option<PathBuf>,
@@ -47,6 +52,8 @@ pub struct TlsArgs {
         long = "tls-key",
         value_name = "FILE",
         global = true,
+        help_heading = GLOBAL_HEADING,
+        hide_env_values = true,
         env = "LATCHKEY_TLS_KEY"
     )]
     pub key: Option<PathBuf>,
@@ -57,6 +64,8 @@ pub struct TlsArgs {
         long = "tls-server-name",
         value_name = "NAME",
         global = true,
+        help_heading = GLOBAL_HEADING,
+        hide_env_values = true,
         env = "LATCHKEY_TLS_SERVER_NAME"
     )]
     pub server_name: Option<String>,

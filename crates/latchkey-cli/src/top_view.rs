@@ -213,13 +213,7 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
 
 /// `text` cut to `width` characters, the last one `…` when cut.
 fn truncate(text: &str, width: u16) -> String {
-    let width = usize::from(width);
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    crate::text::cut(text, usize::from(width))
 }
 
 #[cfg(test)]

@@ -261,3 +261,78 @@ fn status_of_a_name_no_lock_can_have_is_a_usage_error() {
         assert!(stderr(&out).contains("invalid name"), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn no_output_of_status_or_list_prints_a_permit_holders_owner_token() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("permit-token");
+    let token_file = scratch.path("token");
+    let mut holder = latchkey(&redis)
+        .args(["run", "--permits", "2", "sem", "--", "sh", "-c"])
+        .arg(format!(
+            "printf '%s\\n' \"$LATCHKEY_TOKEN\" > {}; exec sleep 60",
+            token_file.display()
+        ))
+        .spawn()
+        .unwrap();
+    let token = wait_for_text(&token_file, "\n", QUICK).trim().to_owned();
+    assert!(token.len() > 8, "token {token:?}");
+
+    let info = json(&redis, &["status", "sem"]);
+    let permits = info["permits"].as_array().expect("a permits array");
+    assert_eq!(permits.len(), 1, "{info}");
+    assert_eq!(permits[0]["pid"], holder.id(), "{info}");
+    assert!(permits[0]["ttl_ms"].is_u64(), "{info}");
+    let mut outputs = vec![info.to_string()];
+    for args in [
+        &["status", "sem"][..],
+        &["list"],
+        &["list", "--json"],
+        &["status", "sem", "-v"],
+    ] {
+        let out = output(latchkey(&redis).args(args), QUICK);
+        assert_eq!(code(out.status), 0, "{args:?}: {}", stderr(&out));
+        outputs.push(stdout(&out) + &stderr(&out));
+    }
+    assert!(
+        outputs[1].contains("1 semaphore permit(s) held"),
+        "{}",
+        outputs[1]
+    );
+    // `lk2:<32 hex digits>:…`: the random part alone must not appear either.
+    let secret = token.split(':').nth(1).expect("a latchkey token");
+    assert_eq!(secret.len(), 32, "token {token:?}");
+    for text in &outputs {
+        assert!(!text.contains(secret), "owner token printed: {text}");
+    }
+
+    send_signal(&holder, libc::SIGTERM);
+    wait_exit(&mut holder, QUICK);
+}
+
+#[test]
+fn list_cuts_long_names_instead_of_padding_every_row() {
+    let redis = RedisServer::start();
+    let long = "n".repeat(1024);
+    acquire(&redis, &long);
+    acquire(&redis, "short");
+    let out = output(latchkey(&redis).arg("list"), QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 150,
+            "a row of {} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(text.contains("nnnn…"), "{text}");
+    // JSON keeps the name whole.
+    let list = json(&redis, &["list"]);
+    assert!(list
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["name"] == long.as_str()));
+}

@@ -192,3 +192,125 @@ fn doctor_probes_over_mutual_tls_too() {
         assert!(line.starts_with("PASS"), "{line}");
     }
 }
+
+/// Runs `openssl ARGS` in `dir`; `false` when openssl is not installed.
+fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
+    match Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+    {
+        Ok(out) => {
+            assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
+            true
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => panic!("openssl: {e}"),
+    }
+}
+
+#[test]
+fn an_x509_v1_client_certificate_is_named_with_how_to_reissue_it() {
+    let scratch = Scratch::new("tls-v1-client");
+    let dir = scratch.path("");
+    // A CA of our own, and a client key and request, made as the issue's
+    // user did: `openssl x509 -req` without -extfile makes a v1 certificate.
+    let made = openssl(
+        &dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-subj",
+            "/CN=latchkey-test-ca",
+            "-days",
+            "1",
+        ],
+    );
+    if !made {
+        eprintln!("skipped: openssl is not installed (it makes the v1 certificate)");
+        return;
+    }
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "client.key",
+            "-out",
+            "client.csr",
+            "-subj",
+            "/CN=app",
+        ],
+    );
+    let sign = |out: &str, ext: Option<&str>| {
+        let mut args = vec![
+            "x509",
+            "-req",
+            "-in",
+            "client.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-out",
+            out,
+        ];
+        if let Some(ext) = ext {
+            args.extend(["-extfile", ext]);
+        }
+        openssl(&dir, &args);
+    };
+    sign("client-v1.pem", None);
+
+    // The server trusts our CA for clients (beside the kit's, which its
+    // admin connection uses); we trust the kit's CA for the server.
+    let certs = TlsCerts::generate();
+    let server_ca = scratch.path("server-ca.pem");
+    std::fs::copy(certs.ca(), &server_ca).unwrap();
+    let bundle = [certs.read(&certs.ca()), certs.read(&dir.join("ca.pem"))].concat();
+    std::fs::write(certs.ca(), bundle).unwrap();
+    let server = RedisServer::builder()
+        .tls(&certs, ClientAuth::Required)
+        .start();
+    let with_cert = |cert: &str| {
+        let mut cmd = bare(&server);
+        cmd.arg("--tls-ca")
+            .arg(&server_ca)
+            .arg("--tls-cert")
+            .arg(dir.join(cert))
+            .arg("--tls-key")
+            .arg(dir.join("client.key"))
+            .args(["status", "v1"]);
+        output(&mut cmd, QUICK)
+    };
+
+    let refused = with_cert("client-v1.pem");
+    assert_eq!(code(refused.status), 69, "{}", stderr(&refused));
+    assert_one_error_line(&refused);
+    let message = stderr(&refused);
+    for needle in ["client-v1.pem", "X.509 v1", "reissue", "-extfile"] {
+        assert!(message.contains(needle), "{needle:?} missing: {message}");
+    }
+    assert!(!message.contains("server's certificate"), "{message}");
+
+    // The advice works: the same key and CA, reissued with an extension file.
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage = clientAuth\n").unwrap();
+    sign("client-v3.pem", Some("client.ext"));
+    let accepted = with_cert("client-v3.pem");
+    assert_eq!(code(accepted.status), 0, "{}", stderr(&accepted));
+}

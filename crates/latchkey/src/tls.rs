@@ -131,7 +131,7 @@ impl TlsOptions {
         };
         let client_tls = match (&self.client, self.identity()?) {
             (Some((cert, key)), Some((chain, private))) => {
-                check_pair(chain, private)?;
+                check_pair(chain, private, &cert.origin("client certificate file"))?;
                 Some(redis::ClientTlsConfig {
                     client_cert: cert.read("client certificate file")?,
                     client_key: key.read("client key file")?,
@@ -162,16 +162,68 @@ fn certificates(pem: &[u8], origin: &str) -> Result<Vec<CertificateDer<'static>>
 }
 
 /// Whether rustls accepts `chain` with `key` as a client identity (the key
-/// must be the certificate's), before anything is sent.
-fn check_pair(chain: Vec<CertificateDer<'static>>, key: PrivateKeyDer<'static>) -> Result<()> {
+/// must be the certificate's), before anything is sent. `origin` names the
+/// certificate file: a refusal here is about *our* certificate, never the
+/// server's.
+fn check_pair(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    origin: &str,
+) -> Result<()> {
+    if chain.first().is_some_and(|cert| is_x509_v1(cert)) {
+        // rustls (webpki) parses only v3 certificates, and refuses a v1 one
+        // as UnsupportedCertVersion; OpenSSL (redis-cli) accepts it. Say
+        // which file it is and how to reissue it.
+        return Err(Error::Tls {
+            reason: format!(
+                "{origin} is an X.509 v1 certificate (no extensions: what `openssl x509 -req` \
+                 makes unless given -extfile), which rustls cannot use as a client certificate; \
+                 reissue it as v3 from the same key and CA, e.g. `openssl x509 -req -in client.csr \
+                 -CA ca.pem -CAkey ca.key -CAcreateserial -days 365 -extfile client.ext \
+                 -out client.pem` with client.ext holding `extendedKeyUsage = clientAuth`"
+            ),
+        });
+    }
     install_crypto_provider();
     rustls::ClientConfig::builder()
         .with_root_certificates(rustls::RootCertStore::empty())
         .with_client_auth_cert(chain, key)
         .map(drop)
         .map_err(|e| Error::Tls {
-            reason: crate::error_tls::explain(&e),
+            reason: match &e {
+                rustls::Error::InvalidCertificate(why) => {
+                    format!("{origin} cannot be used as a client certificate ({why:?}) [{e}]")
+                }
+                _ => crate::error_tls::explain(&e),
+            },
         })
+}
+
+/// Whether `cert` (DER) is an X.509 v1 certificate: its `TBSCertificate`
+/// starts with the serial number, where v2 and v3 start with the explicit
+/// `[0]` version field (tag 0xA0). Not DER that parses as a certificate at
+/// all: `false` (rustls then says what is wrong with it).
+fn is_x509_v1(cert: &[u8]) -> bool {
+    /// The contents of the SEQUENCE `der` starts with (to its end: only the
+    /// first byte is looked at).
+    fn enter(der: &[u8]) -> Option<&[u8]> {
+        let (&tag, rest) = der.split_first()?;
+        let (&len, rest) = rest.split_first()?;
+        if tag != 0x30 {
+            return None;
+        }
+        // Short form: the length itself; long form: 0x80 | bytes of length.
+        let length_bytes = if len & 0x80 == 0 {
+            0
+        } else {
+            usize::from(len & 0x7f)
+        };
+        rest.get(length_bytes..)
+    }
+    enter(cert)
+        .and_then(enter)
+        .and_then(|tbs| tbs.first())
+        .is_some_and(|&first| first == 0x02)
 }
 
 /// Makes `ring` the process's rustls crypto provider unless one is already
@@ -254,5 +306,29 @@ pub(crate) fn cluster_certificates(tls: &TlsOptions) -> Result<Option<redis::Tls
         tls.certificates().map(Some)
     } else {
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_x509_v1;
+
+    #[test]
+    fn a_v1_certificate_is_told_from_a_v3_one_by_its_version_field() {
+        // Certificate SEQUENCE, TBSCertificate SEQUENCE (long-form lengths),
+        // then the serial number (v1) or the [0] version field (v3).
+        let v1 = [
+            0x30, 0x82, 0x02, 0xaa, 0x30, 0x82, 0x01, 0x92, 0x02, 0x14, 0x74,
+        ];
+        let v3 = [
+            0x30, 0x82, 0x02, 0xaa, 0x30, 0x82, 0x01, 0x92, 0xa0, 0x03, 0x02, 0x01, 0x02,
+        ];
+        let short = [0x30, 0x10, 0x30, 0x0e, 0x02, 0x01, 0x01];
+        assert!(is_x509_v1(&v1));
+        assert!(!is_x509_v1(&v3));
+        assert!(is_x509_v1(&short));
+        for garbage in [&[][..], &[0x30], &[0x04, 0x02, 0x30, 0x00], &[0x30, 0x84]] {
+            assert!(!is_x509_v1(garbage), "{garbage:?}");
+        }
     }
 }
