@@ -31,7 +31,7 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use latchkey::{LockGuard, Ownership};
+use latchkey::{Lock, LockGuard, Ownership};
 use tokio::process::Child;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -39,6 +39,7 @@ use crate::cmd_acquire::WaitArgs;
 use crate::connect::Target;
 use crate::duration;
 use crate::exit::{self, Failure, Outcome};
+use crate::supervise::{self, Ended, Leased, Started};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -98,151 +99,102 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
             .fair_or_not(target.lock(&args.name, args.ttl).await?)?
             .with_watchdog(),
     )?;
-
-    let acquired = tokio::select! {
-        acquired = args.wait.acquire(&lock) => acquired,
-        signo = signals.recv() => {
-            return Err(Failure::new(
-                128u8.saturating_add(signo as u8),
-                format!("{} while waiting for lock {:?}", signal_name(signo), args.name),
-            ));
-        }
-    };
-    let guard = acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))?;
-    let Some(guard) = guard else {
-        return Err(args
-            .wait
-            .busy(target, &args.name, args.conflict_exit_code)
-            .await);
-    };
-
-    let ended = match spawn(&args, guard.token(), guard.issued_fencing_token()) {
-        Ok(child) => {
-            let what = format!("lock {:?}", args.name);
-            supervise(child, guard.lost(), &what, &mut signals, args.grace).await
-        }
-        Err(failure) => Err(failure),
-    };
-    release(guard, &args.name, args.ttl).await;
-    ended
+    let wait_until = args.wait.wait.map(|wait| Instant::now() + wait);
+    loop {
+        let acquired = tokio::select! {
+            acquired = acquire_until(&lock, &args.wait, wait_until) => acquired,
+            signo = signals.recv() => {
+                return Err(Failure::new(
+                    128u8.saturating_add(signo as u8),
+                    format!("{} while waiting for lock {:?}", signal_name(signo), args.name),
+                ));
+            }
+        };
+        let guard =
+            acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))?;
+        let Some(guard) = guard else {
+            return Err(args
+                .wait
+                .busy(target, &args.name, args.conflict_exit_code)
+                .await);
+        };
+        let env = command_env(&args, guard.token(), guard.issued_fencing_token());
+        let lease = Leased {
+            guard: &guard,
+            ttl: args.ttl,
+        };
+        let ended = match supervise::start(&lease, &args.command, &env).await {
+            Ok(Started::Running(guardian)) => {
+                supervise::supervise(guardian, &lease, &mut signals, args.grace).await
+            }
+            Ok(Started::TooLate) => {
+                // Issue 28 item 1: a hold whose deadline passed before CMD
+                // could start (we were paused) is no hold: wait again.
+                tracing::warn!(lock = %args.name, "the hold ran out before the command could start; waiting again");
+                release(guard, &args.name, args.ttl).await;
+                continue;
+            }
+            Err(failure) => Err(failure),
+        };
+        release(guard, &args.name, args.ttl).await;
+        let what = format!("lock {:?}", args.name);
+        return ended_outcome(ended, &what);
+    }
 }
 
-/// Starts CMD in a new process group with the lock's (or permit's)
-/// environment: its owner token and fencing token (if issued).
-pub(crate) fn spawn(
+/// One acquisition: at once (`--no-wait`), until `until` (`--wait`), or for
+/// as long as it takes. `None` when the lock stayed busy.
+async fn acquire_until(
+    lock: &Lock,
+    wait: &WaitArgs,
+    until: Option<Instant>,
+) -> latchkey::Result<Option<LockGuard>> {
+    let waited = match (wait.no_wait, until) {
+        (true, _) => return lock.try_acquire().await,
+        (false, None) => lock.acquire().await,
+        (false, Some(until)) => {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            lock.acquire_timeout(left).await
+        }
+    };
+    match waited {
+        Ok(guard) => Ok(Some(guard)),
+        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// CMD's environment: the lock's (or permit's) name, its owner token and
+/// its fencing token (if issued; `Target::lock` locks are `with_fencing`).
+pub(crate) fn command_env(
     args: &RunArgs,
     token: &str,
     fencing_token: Option<u64>,
-) -> Result<Child, Failure> {
-    let (program, rest) = args
-        .command
-        .split_first()
-        .ok_or_else(|| Failure::usage("no command given"))?;
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(rest)
-        .env("LATCHKEY_NAME", &args.name)
-        .env("LATCHKEY_TOKEN", token)
-        .env(
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("LATCHKEY_NAME", args.name.clone()),
+        ("LATCHKEY_TOKEN", token.to_owned()),
+        (
             "LATCHKEY_FENCING_TOKEN",
-            // Issued with the acquisition: `Target::lock` locks are `with_fencing`.
             fencing_token.map_or_else(String::new, |t| t.to_string()),
-        )
-        .process_group(0);
-    die_with_us(&mut cmd);
-    cmd.spawn().map_err(|e| {
-        let code = match e.kind() {
-            std::io::ErrorKind::NotFound => exit::NOT_FOUND,
-            _ => exit::CANNOT_EXECUTE,
-        };
-        Failure::new(
-            code,
-            format!("cannot run {:?}: {e}", program.to_string_lossy()),
-        )
-    })
+        ),
+    ]
 }
 
-/// Makes CMD get SIGKILL when `latchkey` dies (Linux `PR_SET_PDEATHSIG`).
-///
-/// A `latchkey` killed with SIGKILL (OOM killer, `kill -9`) cannot stop CMD,
-/// and its lock expires within the TTL: without this, a second holder would
-/// then run beside the first CMD. (`flock(1)` has no such gap: its child
-/// inherits the lock itself, which a Redis lock cannot do.)
-///
-/// The death signal fires when the *thread* that forked the child exits; the
-/// runtime is current-thread, so that is the main thread, which lives as long
-/// as the process. It is not inherited by CMD's own children (cleared on
-/// fork), and other systems have no equivalent: docs/cli.md says so.
-#[cfg(target_os = "linux")]
-pub(crate) fn die_with_us(cmd: &mut tokio::process::Command) {
-    // Recorded before the fork: if we die between fork and prctl, the child
-    // is reparented and the death signal would never come.
-    // SAFETY: getpid(2) cannot fail and has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: runs in the forked child before exec; prctl, getppid and
-    // _exit are async-signal-safe and the closure allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Already orphaned: the parent died before prctl took effect.
-            // Do not run CMD without anyone holding the lock.
-            if libc::getppid() != parent {
-                libc::_exit(exit::LOCK_LOST as libc::c_int);
-            }
-            Ok(())
-        });
+/// `run`'s outcome for how CMD ended; `what` names the lock (or permit).
+pub(crate) fn ended_outcome(ended: Result<Ended, Failure>, what: &str) -> Outcome {
+    match ended? {
+        Ended::Exited(code) => Ok(code),
+        Ended::Lost(how) => Err(Failure::new(
+            exit::LOCK_LOST,
+            format!(
+                "lost {what} while the command ran (expired or taken over); {how} to the command"
+            ),
+        )),
     }
-}
-
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn die_with_us(_cmd: &mut tokio::process::Command) {}
-
-/// Waits for CMD, forwarding signals, and stops it if the lock is lost
-/// (`lost` completes); `what` names the lock (or permit) in the message.
-pub(crate) async fn supervise(
-    mut child: Child,
-    lost: impl std::future::Future<Output = ()>,
-    what: &str,
-    signals: &mut Signals,
-    grace: Duration,
-) -> Outcome {
-    let mut lost = std::pin::pin!(lost);
-    let Some(group) = child.id().and_then(|id| libc::pid_t::try_from(id).ok()) else {
-        // Only possible if the child was already reaped, which we have not done.
-        return Err(Failure::new(
-            exit::INTERNAL,
-            "the command has no process id",
-        ));
-    };
-    loop {
-        tokio::select! {
-            status = child.wait() => {
-                let status = status.map_err(|e| Failure::new(exit::INTERNAL, format!("waiting for the command: {e}")))?;
-                return Ok(exit_code(status));
-            }
-            _ = &mut lost => break,
-            signo = signals.recv() => {
-                tracing::debug!(signal = signal_name(signo), "forwarding to the command's process group");
-                kill_group(group, signo);
-            }
-        }
-    }
-
-    // Lost: the command must stop touching whatever the lock protects.
-    tracing::warn!("lock lost; sending SIGTERM to the command's process group");
-    let how = stop_group(&mut child, group, grace).await;
-    Err(Failure::new(
-        exit::LOCK_LOST,
-        format!("lost {what} while the command ran (expired or taken over); {how} to the command"),
-    ))
 }
 
 /// Stops CMD's process group: SIGTERM, then SIGKILL if anything in it is
@@ -319,12 +271,21 @@ pub(crate) fn signal_name(signo: libc::c_int) -> &'static str {
     }
 }
 
+/// What a supervising `run` caught.
+pub(crate) enum Caught {
+    /// SIGINT, SIGTERM or SIGHUP: forward it to CMD's group.
+    Forward(libc::c_int),
+    /// SIGTSTP (Ctrl-Z): stop CMD's group, then ourselves.
+    Suspend,
+}
+
 /// The signals `run` catches: while waiting they end the wait, while CMD
-/// runs they are forwarded to it.
+/// runs they are forwarded to it; SIGTSTP stops CMD's group with us.
 pub(crate) struct Signals {
     interrupt: Signal,
     terminate: Signal,
     hangup: Signal,
+    suspend: Signal,
 }
 
 impl Signals {
@@ -341,15 +302,31 @@ impl Signals {
             interrupt: install(SignalKind::interrupt())?,
             terminate: install(SignalKind::terminate())?,
             hangup: install(SignalKind::hangup())?,
+            suspend: install(SignalKind::from_raw(libc::SIGTSTP))?,
         })
     }
 
-    /// The next signal received.
+    /// The next SIGINT, SIGTERM or SIGHUP received. A SIGTSTP meanwhile (no
+    /// CMD runs) stops us, as if it were not caught.
     pub(crate) async fn recv(&mut self) -> libc::c_int {
+        loop {
+            match self.recv_supervised().await {
+                Caught::Forward(signo) => return signo,
+                // SAFETY: kill(2) on ourselves; returns once continued.
+                Caught::Suspend => unsafe {
+                    libc::kill(libc::getpid(), libc::SIGSTOP);
+                },
+            }
+        }
+    }
+
+    /// The next signal received, SIGTSTP included.
+    pub(crate) async fn recv_supervised(&mut self) -> Caught {
         tokio::select! {
-            Some(()) = self.interrupt.recv() => libc::SIGINT,
-            Some(()) = self.terminate.recv() => libc::SIGTERM,
-            Some(()) = self.hangup.recv() => libc::SIGHUP,
+            Some(()) = self.interrupt.recv() => Caught::Forward(libc::SIGINT),
+            Some(()) = self.terminate.recv() => Caught::Forward(libc::SIGTERM),
+            Some(()) = self.hangup.recv() => Caught::Forward(libc::SIGHUP),
+            Some(()) = self.suspend.recv() => Caught::Suspend,
             // The streams only end when the runtime shuts down.
             else => std::future::pending().await,
         }

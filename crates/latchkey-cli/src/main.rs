@@ -30,6 +30,8 @@ mod doctor_cluster;
 mod doctor_rule;
 mod duration;
 mod exit;
+mod guardian;
+mod supervise;
 mod text;
 mod tls_args;
 mod top_view;
@@ -151,6 +153,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `run` and `elect` re-execute themselves as CMD's guardian (hidden).
+    let mut argv = std::env::args_os().skip(1);
+    if argv
+        .next()
+        .is_some_and(|first| first == guardian::SUBCOMMAND)
+    {
+        guardian::main(argv.collect());
+    }
     std::panic::set_hook(Box::new(|info| {
         // A panic is a bug, but the user still gets one line, not a backtrace.
         let message = info
