@@ -63,8 +63,7 @@ pub struct ElectArgs {
     #[arg(
         value_name = "CMD",
         required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
+        trailing_var_arg = true
     )]
     pub command: Vec<OsString>,
 }

@@ -64,25 +64,26 @@ pub struct RunArgs {
 
     /// Take one of N permits of a semaphore called NAME instead of the lock:
     /// at most N commands run at once, across machines (1 to 100000).
-    #[arg(long, value_name = "N", conflicts_with_all = ["read", "write"])]
+    /// Not FIFO and not replicated: refused with --fair and --replicas.
+    #[arg(long, value_name = "N", conflicts_with_all = ["read", "write", "fair", "waiter_lease", "replicas"])]
     pub permits: Option<u64>,
 
     /// Hold the read-write lock NAME as one of many readers (no writer
-    /// runs meanwhile; a waiting writer stops new readers).
-    #[arg(long, conflicts_with = "write")]
+    /// runs meanwhile; a waiting writer stops new readers). Refused with
+    /// --fair and --replicas.
+    #[arg(long, conflicts_with_all = ["write", "fair", "waiter_lease", "replicas"])]
     pub read: bool,
 
     /// Hold the read-write lock NAME as its one writer (no reader or other
-    /// writer runs meanwhile).
-    #[arg(long)]
+    /// writer runs meanwhile). Refused with --fair and --replicas.
+    #[arg(long, conflicts_with_all = ["fair", "waiter_lease", "replicas"])]
     pub write: bool,
 
     /// The command to run and its arguments (after `--`).
     #[arg(
         value_name = "CMD",
         required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
+        trailing_var_arg = true
     )]
     pub command: Vec<OsString>,
 }
