@@ -83,6 +83,14 @@ pub(crate) async fn start<L: Lease>(
     if command.is_empty() {
         return Err(Failure::usage("no command given"));
     }
+    // Re-check with a round trip sent now, where the lease has one: a hold
+    // handed to a process that was paused (issue 28 item 1) may have been
+    // taken by the next waiter meanwhile, whatever its deadline says.
+    if let Some(renewed) = lease.renew_now().await {
+        if !matches!(renewed, Ok(Ownership::Owned)) {
+            return Ok(Started::TooLate);
+        }
+    }
     if !lease.is_held() {
         return Ok(Started::TooLate);
     }
