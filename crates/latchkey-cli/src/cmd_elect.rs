@@ -60,11 +60,7 @@ pub struct ElectArgs {
     pub once: bool,
 
     /// The command to run while leader, and its arguments (after `--`).
-    #[arg(
-        value_name = "CMD",
-        required = true,
-        trailing_var_arg = true
-    )]
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 

@@ -80,11 +80,7 @@ pub struct RunArgs {
     pub write: bool,
 
     /// The command to run and its arguments (after `--`).
-    #[arg(
-        value_name = "CMD",
-        required = true,
-        trailing_var_arg = true
-    )]
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 

@@ -50,11 +50,13 @@ fn members(group: i32) -> Vec<i32> {
 }
 
 /// CMD: a shell that starts a background `sleep` (the kind of descendant
-/// PR_SET_PDEATHSIG never reached) and waits; it writes both pids.
+/// PR_SET_PDEATHSIG never reached) and waits for it (no loop of short
+/// children: a shell in vfork for a stopped child shows `D`, not `T`); it
+/// writes both pids.
 fn group_script(dir: &Scratch) -> String {
     let pids = dir.path("pids");
     format!(
-        "sleep 100 & echo \"$$ $!\" > {p}.tmp; mv {p}.tmp {p}; while :; do sleep 0.05; done",
+        "sleep 100 & echo \"$$ $!\" > {p}.tmp; mv {p}.tmp {p}; wait",
         p = pids.display()
     )
 }
@@ -63,7 +65,9 @@ fn group_script(dir: &Scratch) -> String {
 /// CMD's process group.
 fn started(dir: &Scratch) -> (i32, i32, i32) {
     let text = wait_for_text(&dir.path("pids"), "\n", QUICK);
-    let mut it = text.split_whitespace().map(|p| p.parse::<i32>().expect("pid"));
+    let mut it = text
+        .split_whitespace()
+        .map(|p| p.parse::<i32>().expect("pid"));
     let (sh, bg) = (it.next().expect("sh pid"), it.next().expect("bg pid"));
     let (_, group) = stat(sh).expect("CMD runs");
     (sh, bg, group)
@@ -86,18 +90,25 @@ fn cleanup(group: i32) {
 /// CMD's group is gone.
 fn time_group_death(leader: &mut Child, group: i32) -> Duration {
     let before = members(group);
-    assert!(before.len() >= 2, "CMD's group has its shell and sleep: {before:?}");
+    assert!(
+        before.len() >= 2,
+        "CMD's group has its shell and sleep: {before:?}"
+    );
     send_signal(leader, libc::SIGKILL);
     let killed = Instant::now();
-    let _ = wait_exit(leader, QUICK);
     while !before.iter().all(|&pid| gone(pid)) {
         if killed.elapsed() > QUICK {
             cleanup(group);
-            panic!("CMD's group outlived latchkey: {:?} still run", members(group));
+            panic!(
+                "CMD's group outlived latchkey: {:?} still run",
+                members(group)
+            );
         }
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_micros(200));
     }
-    killed.elapsed()
+    let took = killed.elapsed();
+    let _ = wait_exit(leader, QUICK);
+    took
 }
 
 fn summary(label: &str, mut times: Vec<Duration>) {
@@ -131,7 +142,15 @@ fn kill_9_of_elect_kills_the_commands_whole_process_group() {
     for i in 0..3 {
         let dir = Scratch::new(&format!("kill9-elect-{i}"));
         let mut elect = latchkey(&redis)
-            .args(["elect", &format!("k9e{i}"), "--ttl", "10s", "--", "sh", "-c"])
+            .args([
+                "elect",
+                &format!("k9e{i}"),
+                "--ttl",
+                "10s",
+                "--",
+                "sh",
+                "-c",
+            ])
             .arg(group_script(&dir))
             .stderr(Stdio::null())
             .spawn()
@@ -143,7 +162,14 @@ fn kill_9_of_elect_kills_the_commands_whole_process_group() {
 }
 
 fn all_in_state(pids: &[i32], state: char) -> bool {
-    pids.iter().all(|&pid| matches!(stat(pid), Some((s, _)) if s == state))
+    let ok = pids
+        .iter()
+        .all(|&pid| matches!(stat(pid), Some((s, _)) if s == state));
+    if !ok {
+        let states: Vec<_> = pids.iter().map(|&pid| (pid, stat(pid))).collect();
+        eprintln!("states {states:?}");
+    }
+    ok
 }
 
 #[test]
@@ -161,21 +187,32 @@ fn ctrl_z_stops_the_group_and_a_lock_lost_meanwhile_kills_it_with_75() {
     });
     send_signal(&run, libc::SIGCONT);
     eventually_blocking("CMD's group continued", || {
-        [sh, bg].iter().all(|&pid| matches!(stat(pid), Some((s, _)) if s != 'T'))
+        [sh, bg]
+            .iter()
+            .all(|&pid| matches!(stat(pid), Some((s, _)) if s != 'T'))
     });
 
     // Ctrl-Z, then the lock is taken by someone else while we are stopped.
     send_signal(&run, libc::SIGTSTP);
     eventually_blocking("stopped again", || all_in_state(&[run_pid, sh, bg], 'T'));
     redis
-        .command(&["SET", &format!("{PREFIX}tstp"), "someone-else", "PX", "60000"])
+        .command(&[
+            "SET",
+            &format!("{PREFIX}tstp"),
+            "someone-else",
+            "PX",
+            "60000",
+        ])
         .unwrap();
     send_signal(&run, libc::SIGCONT);
     let status = wait_exit(&mut run, QUICK);
     let left = members(group);
     cleanup(group);
     assert_eq!(code(status), 75, "a lock lost while stopped is exit 75");
-    assert!(left.is_empty(), "CMD's group was killed, not continued: {left:?}");
+    assert!(
+        left.is_empty(),
+        "CMD's group was killed, not continued: {left:?}"
+    );
     let mut err = String::new();
     std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert!(err.contains("lost lock \"tstp\""), "{err}");
@@ -194,7 +231,7 @@ fn sigstop_of_latchkey_alone_kills_the_group_before_the_lock_expires() {
     send_signal(&run, libc::SIGSTOP);
     let stopped = Instant::now();
     while !(gone(sh) && gone(bg)) && stopped.elapsed() < QUICK {
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_micros(200));
     }
     let took = stopped.elapsed();
     let left = members(group);
@@ -203,7 +240,10 @@ fn sigstop_of_latchkey_alone_kills_the_group_before_the_lock_expires() {
     let _ = run.wait();
     assert!(left.is_empty(), "CMD's group outlived the lease: {left:?}");
     eprintln!("SIGSTOP of latchkey (ttl {ttl:?}) to CMD's group killed: {took:?}");
-    assert!(took < ttl, "killed after {took:?}, past the lock's deadline");
+    assert!(
+        took < ttl,
+        "killed after {took:?}, past the lock's deadline"
+    );
 }
 
 /// `run --fair` whose CMD appends "LABEL start", sleeps, "LABEL end".
@@ -213,7 +253,15 @@ fn fair_runner(redis: &RedisServer, label: &str, sleep: &str, marks: &Path) -> C
         m = marks.display()
     );
     latchkey(redis)
-        .args(["run", "--fair", "f4", "--wait", "60s", "--waiter-lease", "600ms"])
+        .args([
+            "run",
+            "--fair",
+            "f4",
+            "--wait",
+            "60s",
+            "--waiter-lease",
+            "600ms",
+        ])
         .args(["--", "sh", "-c", &script])
         .stderr(Stdio::piped())
         .spawn()
