@@ -29,10 +29,10 @@ use clap::Args;
 use latchkey::{Election, Leader, Leadership, Ownership};
 use serde_json::json;
 
-use crate::cmd_run::{signal_name, Signals};
 use crate::connect::Target;
 use crate::duration;
 use crate::exit::{self, Failure, Outcome};
+use crate::signals::{signal_name, Signals};
 use crate::supervise::{self, Ended, Leased, Started};
 use crate::text::escape;
 

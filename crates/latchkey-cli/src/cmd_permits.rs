@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 
 use latchkey::{Ownership, PermitGuard, RwAccess, RwGuard, RwLock, Semaphore};
 
-use crate::cmd_run::{command_env, ended_outcome, RunArgs, Signals};
 use crate::connect::Target;
 use crate::duration;
 use crate::exit::{self, Failure, Outcome};
+use crate::run_args::{command_env, ended_outcome, RunArgs};
+use crate::signals::Signals;
 use crate::supervise::{self, Lease, Leased, Started};
 
 /// What `run` holds: a permit, or a read-write lock.
@@ -181,7 +182,7 @@ async fn interruptible<T>(
         acquired = acquiring => Ok(acquired),
         signo = signals.recv() => Err(Failure::new(
             128u8.saturating_add(signo as u8),
-            format!("{} while waiting for {name:?}", crate::cmd_run::signal_name(signo)),
+            format!("{} while waiting for {name:?}", crate::signals::signal_name(signo)),
         )),
     }
 }

@@ -15,9 +15,10 @@ use latchkey::Ownership;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Child;
 
-use crate::cmd_run::{exit_code, kill_group, signal_name, stop_group, Caught, Signals};
 use crate::exit::{self, Failure};
 use crate::guardian;
+use crate::process_group::{exit_code, kill_group, stop_group};
+use crate::signals::{signal_name, Caught, Signals};
 
 /// What supervision needs of a held lease.
 pub(crate) trait Lease {
@@ -54,7 +55,7 @@ pub(crate) struct Guardian {
 
 /// What starting CMD came to.
 pub(crate) enum Started {
-    Running(Guardian),
+    Running(Box<Guardian>),
     /// The lease's deadline passed before CMD could be started: not started.
     TooLate,
 }
@@ -136,7 +137,7 @@ pub(crate) async fn start<L: Lease>(
     };
     let mut first = [0u8; 1];
     match guardian.socket.read(&mut first).await {
-        Ok(1) if first[0] == guardian::STARTED => Ok(Started::Running(guardian)),
+        Ok(1) if first[0] == guardian::STARTED => Ok(Started::Running(Box::new(guardian))),
         Ok(1) if first[0] == guardian::TOO_LATE => {
             let _ = guardian.child.wait().await;
             Ok(Started::TooLate)
@@ -185,7 +186,7 @@ fn tick_every(ttl: Duration) -> Duration {
 /// Waits for CMD, forwarding signals and Ctrl-Z, passing renewals to the
 /// guardian, and stops CMD's group if the lease is lost.
 pub(crate) async fn supervise<L: Lease>(
-    mut guardian: Guardian,
+    mut guardian: Box<Guardian>,
     lease: &L,
     signals: &mut Signals,
     grace: Duration,
