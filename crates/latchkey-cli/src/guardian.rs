@@ -249,6 +249,7 @@ fn spawn(command: &[OsString], exec_before: u64) -> std::io::Result<tokio::proce
         cmd.pre_exec(move || {
             // CMD's first process dies with the guardian, should the
             // guardian itself be killed alone.
+            #[cfg(target_os = "linux")]
             if libc::prctl(
                 libc::PR_SET_PDEATHSIG,
                 libc::SIGKILL as libc::c_ulong,
@@ -256,8 +257,10 @@ fn spawn(command: &[OsString], exec_before: u64) -> std::io::Result<tokio::proce
                 0,
                 0,
             ) != 0
-                || libc::getppid() != parent
             {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
                 return Err(std::io::Error::from_raw_os_error(libc::ECHILD));
             }
             if monotonic_ns() >= exec_before {
