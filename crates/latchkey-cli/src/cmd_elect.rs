@@ -12,8 +12,9 @@
 //! `elect`:
 //! 1. Campaigns (waits until elected). A SIGINT/SIGTERM/SIGHUP while
 //!    campaigning ends it: exit 128+signal.
-//! 2. Starts CMD as `run` does (own process group, dies with `latchkey` on
-//!    Linux) with `LATCHKEY_NAME`, `LATCHKEY_TERM` (the term: a fencing
+//! 2. Starts CMD as `run` does (under a guardian in its own process group:
+//!    killed or stopped with `latchkey`; not at all if the term ran out
+//!    first, then it campaigns again) with `LATCHKEY_NAME`, `LATCHKEY_TERM` (the term: a fencing
 //!    token), `LATCHKEY_VALUE` and `LATCHKEY_TOKEN`. The watchdog renews the
 //!    lease every `ttl / 3`; signals are forwarded to CMD's group.
 //! 3. If leadership is lost while CMD runs, CMD's group gets SIGTERM, then

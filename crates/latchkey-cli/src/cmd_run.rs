@@ -8,9 +8,13 @@
 //!
 //! 1. Acquire the lock (waiting up to `--wait`, forever by default). A
 //!    SIGINT/SIGTERM/SIGHUP while waiting ends the wait: exit 128+signal.
-//! 2. Start CMD in its own process group with `LATCHKEY_NAME`,
-//!    `LATCHKEY_TOKEN` and `LATCHKEY_FENCING_TOKEN` in its environment. The
-//!    watchdog renews the lock every `ttl / 3`.
+//! 2. Re-check the hold with a round trip; if it ran out or was taken before
+//!    CMD could start (we were paused), wait again within `--wait`. Start
+//!    CMD under a guardian (`supervise.rs`, `guardian.rs`) in its own
+//!    process group with `LATCHKEY_NAME`, `LATCHKEY_TOKEN` and
+//!    `LATCHKEY_FENCING_TOKEN` in its environment. The watchdog renews the
+//!    lock every `ttl / 3`; the guardian kills the group if `latchkey` dies
+//!    or stops renewing, and Ctrl-Z stops the group with `latchkey`.
 //! 3. SIGINT, SIGTERM and SIGHUP sent to `latchkey` are forwarded to CMD's
 //!    process group (so `sh -c 'a | b'` reaches `a` and `b` too).
 //! 4. If the lock is lost while CMD runs (a renewal finds it gone or taken,

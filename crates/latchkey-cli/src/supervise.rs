@@ -70,6 +70,10 @@ pub(crate) enum Ended {
 
 /// Starts CMD (`command`, with `env`) under a guardian, unless the lease is
 /// no longer held. The guardian refuses to exec CMD past the deadline too.
+///
+/// # Cancel safety
+/// Nothing leaks: dropped after the guardian started, its socket closes and
+/// the guardian kills CMD's group (if CMD had started at all).
 pub(crate) async fn start<L: Lease>(
     lease: &L,
     command: &[OsString],
@@ -185,6 +189,10 @@ fn tick_every(ttl: Duration) -> Duration {
 
 /// Waits for CMD, forwarding signals and Ctrl-Z, passing renewals to the
 /// guardian, and stops CMD's group if the lease is lost.
+///
+/// # Cancel safety
+/// Dropped, it drops the guardian's socket: the guardian kills CMD's group
+/// at once. Never a CMD left running without a supervisor.
 pub(crate) async fn supervise<L: Lease>(
     mut guardian: Box<Guardian>,
     lease: &L,

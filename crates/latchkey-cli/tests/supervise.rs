@@ -318,3 +318,61 @@ fn a_fair_waiter_paused_while_queued_never_starts_beside_the_holder() {
         "W1 ran inside W2's hold"
     );
 }
+
+#[test]
+fn sigstop_of_elect_kills_the_group_and_ctrl_z_after_a_lost_term_exits_75() {
+    let redis = RedisServer::start();
+    let ttl = Duration::from_secs(2);
+    let spawn = |name: &str, dir: &Scratch| {
+        latchkey(&redis)
+            .args(["elect", name, "--once", "--ttl", "2s", "--", "sh", "-c"])
+            .arg(group_script(dir))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn latchkey elect")
+    };
+
+    // SIGSTOP of elect alone: the group is killed within the lease.
+    let dir = Scratch::new("elect-stop");
+    let mut elect = spawn("es", &dir);
+    let (sh, bg, group) = started(&dir);
+    send_signal(&elect, libc::SIGSTOP);
+    let stopped = Instant::now();
+    while !(gone(sh) && gone(bg)) && stopped.elapsed() < QUICK {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let took = stopped.elapsed();
+    let left = members(group);
+    cleanup(group);
+    let _ = elect.kill();
+    let _ = elect.wait();
+    assert!(left.is_empty(), "CMD's group outlived the lease: {left:?}");
+    assert!(
+        took < ttl,
+        "killed after {took:?}, past the lease's deadline"
+    );
+
+    // Ctrl-Z, the lease deleted meanwhile, fg: killed, never continued; 75.
+    let dir = Scratch::new("elect-tstp");
+    let mut elect = spawn("et", &dir);
+    let (sh, bg, group) = started(&dir);
+    send_signal(&elect, libc::SIGTSTP);
+    let elect_pid = elect.id() as i32;
+    eventually_blocking("elect and CMD's group stopped", || {
+        all_in_state(&[elect_pid, sh, bg], 'T')
+    });
+    redis.command(&["DEL", "{test:et}:leader"]).unwrap();
+    send_signal(&elect, libc::SIGCONT);
+    let status = wait_exit(&mut elect, QUICK);
+    let left = members(group);
+    cleanup(group);
+    assert_eq!(
+        code(status),
+        75,
+        "a term lost while stopped is exit 75 with --once"
+    );
+    assert!(
+        left.is_empty(),
+        "CMD's group was killed, not continued: {left:?}"
+    );
+}
