@@ -101,7 +101,13 @@ pub(crate) async fn start<L: Lease>(
     }
     let deadline = lease.deadline();
     let told = kill_at(deadline, lease.ttl());
-    let exe = std::env::current_exe().map_err(|e| internal("own executable", e))?;
+    // The running image itself, even if its file was replaced (an upgrade
+    // while CMD runs): guardian and supervisor always speak one protocol.
+    let exe = if cfg!(target_os = "linux") {
+        std::path::PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe().map_err(|e| internal("own executable", e))?
+    };
     let (ours, theirs) = UnixStream::pair().map_err(|e| internal("socket pair", e))?;
     let fd = theirs.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
