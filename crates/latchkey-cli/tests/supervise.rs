@@ -125,9 +125,18 @@ fn summary(label: &str, mut times: Vec<Duration>) {
 fn kill_9_of_run_kills_the_commands_whole_process_group() {
     let redis = RedisServer::start();
     let mut times = Vec::new();
-    for i in 0..5 {
+    // A lock (twice), a permit, a read hold and a write hold.
+    let modes: [&[&str]; 5] = [&[], &[], &["--permits", "2"], &["--read"], &["--write"]];
+    for (i, mode) in modes.iter().enumerate() {
         let dir = Scratch::new(&format!("kill9-run-{i}"));
-        let mut run = spawn_run(&redis, &format!("k9-{i}"), "30s", &group_script(&dir));
+        let mut run = latchkey(&redis)
+            .arg("run")
+            .args(*mode)
+            .args([&format!("k9-{i}"), "--ttl", "30s", "--", "sh", "-c"])
+            .arg(group_script(&dir))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn latchkey run");
         let (_, bg, group) = started(&dir);
         times.push(time_group_death(&mut run, group));
         assert!(gone(bg), "the background sleep died with the group");
