@@ -308,3 +308,51 @@ fn end_like(status: std::process::ExitStatus) -> i32 {
     }
     128 + signo
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_checked_not_trusted() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(parse(&args(&["7", "1", "2", "true"])).is_some());
+        assert!(parse(&args(&["7", "1", "2"])).is_none(), "no CMD");
+        assert!(parse(&args(&["x", "1", "2", "true"])).is_none());
+        assert!(parse(&args(&["7", "-1", "2", "true"])).is_none());
+        assert!(parse(&args(&[])).is_none());
+    }
+
+    #[test]
+    fn a_deadline_split_across_reads_is_applied_once_whole() {
+        let at = Instant::now() + Duration::from_secs(5);
+        let message = [&[DEADLINE][..], &instant_ns(at).to_be_bytes()].concat();
+        let mut kill_at = Some(Instant::now());
+        let mut inbox = message[..4].to_vec();
+        take_messages(&mut inbox, &mut kill_at);
+        assert_eq!(inbox.len(), 4, "a partial message waits for the rest");
+        inbox.extend_from_slice(&message[4..]);
+        take_messages(&mut inbox, &mut kill_at);
+        assert!(inbox.is_empty());
+        let told = kill_at.expect("armed");
+        let off = if told > at { told - at } else { at - told };
+        assert!(off < Duration::from_millis(1), "{off:?}");
+    }
+
+    #[test]
+    fn once_disarmed_a_later_deadline_does_not_rearm() {
+        let mut kill_at = Some(Instant::now());
+        let mut inbox = [&[DISARM, DEADLINE][..], &1u64.to_be_bytes()].concat();
+        take_messages(&mut inbox, &mut kill_at);
+        assert!(inbox.is_empty());
+        assert_eq!(kill_at, None);
+    }
+
+    #[test]
+    fn instants_survive_the_trip_through_the_monotonic_clock() {
+        let at = Instant::now() + Duration::from_millis(1500);
+        let back = ns_instant(instant_ns(at));
+        let off = if back > at { back - at } else { at - back };
+        assert!(off < Duration::from_millis(1), "{off:?}");
+    }
+}
