@@ -337,3 +337,73 @@ fn every_flag_of_run_and_elect_works_in_every_mode_or_is_refused() {
         }
     }
 }
+
+#[cfg(target_os = "linux")]
+/// The guardian as `run` starts it (`latchkey __guardian FD EXEC_BEFORE
+/// KILL_AT CMD...`), with `exec_before` in CLOCK_MONOTONIC ns; returns its
+/// exit code and the first byte it sent back.
+fn guardian(exec_before: u64, kill_at: u64, cmd: &[&str]) -> (i32, Option<u8>) {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let fd = theirs.as_raw_fd();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_latchkey"));
+    command
+        .args([
+            "__guardian",
+            &fd.to_string(),
+            &exec_before.to_string(),
+            &kill_at.to_string(),
+        ])
+        .args(cmd)
+        .process_group(0);
+    unsafe {
+        command.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    drop(theirs);
+    let mut first = [0u8; 1];
+    let said = match ours.read(&mut first) {
+        Ok(1) => Some(first[0]),
+        _ => None,
+    };
+    let status = wait_exit(&mut child, QUICK);
+    drop(ours);
+    (code(status), said)
+}
+
+#[cfg(target_os = "linux")]
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_guardian_never_execs_the_command_past_the_deadline_and_passes_its_code_on() {
+    let dir = Scratch::new("guardian");
+    let ran = dir.path("ran");
+    let script = format!("touch {}; exit 7", ran.display());
+    let now = monotonic_ns();
+    let later = now + 60_000_000_000;
+
+    // A deadline that has passed: CMD is not started ('P'), exit 75.
+    let (code, said) = guardian(now, later, &["sh", "-c", &script]);
+    assert_eq!((code, said), (75, Some(b'P')));
+    assert!(!ran.exists(), "CMD ran past the deadline");
+
+    // In time: started ('X'), and CMD's own code comes back.
+    let (code, said) = guardian(later, later, &["sh", "-c", &script]);
+    assert_eq!((code, said), (7, Some(b'X')));
+    assert!(ran.exists());
+}
