@@ -12,8 +12,9 @@
 //! `elect`:
 //! 1. Campaigns (waits until elected). A SIGINT/SIGTERM/SIGHUP while
 //!    campaigning ends it: exit 128+signal.
-//! 2. Starts CMD as `run` does (own process group, dies with `latchkey` on
-//!    Linux) with `LATCHKEY_NAME`, `LATCHKEY_TERM` (the term: a fencing
+//! 2. Starts CMD as `run` does (under a guardian in its own process group:
+//!    killed or stopped with `latchkey`; not at all if the term ran out
+//!    first, then it campaigns again) with `LATCHKEY_NAME`, `LATCHKEY_TERM` (the term: a fencing
 //!    token), `LATCHKEY_VALUE` and `LATCHKEY_TOKEN`. The watchdog renews the
 //!    lease every `ttl / 3`; signals are forwarded to CMD's group.
 //! 3. If leadership is lost while CMD runs, CMD's group gets SIGTERM, then
@@ -29,10 +30,11 @@ use clap::Args;
 use latchkey::{Election, Leader, Leadership, Ownership};
 use serde_json::json;
 
-use crate::cmd_run::{die_with_us, exit_code, kill_group, signal_name, stop_group, Signals};
 use crate::connect::Target;
 use crate::duration;
 use crate::exit::{self, Failure, Outcome};
+use crate::signals::{signal_name, Signals};
+use crate::supervise::{self, Ended, Leased, Started};
 use crate::text::escape;
 
 #[derive(Args, Debug)]
@@ -59,12 +61,7 @@ pub struct ElectArgs {
     pub once: bool,
 
     /// The command to run while leader, and its arguments (after `--`).
-    #[arg(
-        value_name = "CMD",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 
@@ -107,6 +104,7 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
                     ),
                 ))
             }
+            Led::TooLate => {}
             Led::Lost(how) => eprintln!(
                 "latchkey: lost leadership of {:?}; {how} to the command; campaigning again",
                 args.name
@@ -121,6 +119,8 @@ enum Led {
     Exited(u8),
     /// Leadership was lost; CMD was stopped as described.
     Lost(String),
+    /// The term ran out before CMD could start; CMD never ran.
+    TooLate,
 }
 
 /// Runs CMD for one term.
@@ -130,69 +130,49 @@ async fn lead(
     leadership: Leadership,
     signals: &mut Signals,
 ) -> Result<Led, Failure> {
-    let mut child = match spawn(args, &leadership) {
-        Ok(child) => child,
+    let env = vec![
+        ("LATCHKEY_NAME", args.name.clone()),
+        ("LATCHKEY_TERM", leadership.term().to_string()),
+        (
+            "LATCHKEY_VALUE",
+            String::from_utf8_lossy(&leadership.value()).into_owned(),
+        ),
+        ("LATCHKEY_TOKEN", leadership.token().to_owned()),
+    ];
+    let lease = Leased {
+        guard: &leadership,
+        ttl: args.ttl,
+    };
+    let guardian = match supervise::start(&lease, &args.command, &env).await {
+        Ok(Started::Running(guardian)) => guardian,
+        Ok(Started::TooLate) => {
+            // Issue 28 item 1: the term ran out before CMD could start (we
+            // were paused): no CMD, campaign again.
+            tracing::warn!(election = %args.name, "the term ran out before the command could start; campaigning again");
+            let _ = leadership.resign().await;
+            return Ok(Led::TooLate);
+        }
         Err(failure) => {
             resign(leadership, &args.name).await;
             return Err(failure);
         }
     };
-    let Some(group) = child.id().and_then(|id| libc::pid_t::try_from(id).ok()) else {
-        resign(leadership, &args.name).await;
-        return Err(Failure::new(
-            exit::INTERNAL,
-            "the command has no process id",
-        ));
-    };
-    let ended = loop {
-        tokio::select! {
-            status = child.wait() => break Some(status),
-            _ = leadership.lost() => break None,
-            signo = signals.recv() => {
-                tracing::debug!(signal = signal_name(signo), "forwarding to the command's process group");
-                kill_group(group, signo);
-            }
+    match supervise::supervise(guardian, &lease, signals, args.grace).await {
+        Ok(Ended::Exited(code)) => {
+            resign(leadership, &args.name).await;
+            Ok(Led::Exited(code))
         }
-    };
-    if let Some(status) = ended {
-        resign(leadership, &args.name).await;
-        let status = status
-            .map_err(|e| Failure::new(exit::INTERNAL, format!("waiting for the command: {e}")))?;
-        return Ok(Led::Exited(exit_code(status)));
+        Ok(Ended::Lost(how)) => {
+            tracing::warn!(election = %String::from_utf8_lossy(election.name()), "leadership lost; the command was stopped");
+            // Compare-and-delete: harmless if someone else leads now.
+            let _ = leadership.resign().await;
+            Ok(Led::Lost(how))
+        }
+        Err(failure) => {
+            resign(leadership, &args.name).await;
+            Err(failure)
+        }
     }
-    tracing::warn!(election = %String::from_utf8_lossy(election.name()), "leadership lost; sending SIGTERM to the command's process group");
-    let how = stop_group(&mut child, group, args.grace).await;
-    // Compare-and-delete: harmless if someone else leads now.
-    let _ = leadership.resign().await;
-    Ok(Led::Lost(how))
-}
-
-fn spawn(args: &ElectArgs, leadership: &Leadership) -> Result<tokio::process::Child, Failure> {
-    let (program, rest) = args
-        .command
-        .split_first()
-        .ok_or_else(|| Failure::usage("no command given"))?;
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(rest)
-        .env("LATCHKEY_NAME", &args.name)
-        .env("LATCHKEY_TERM", leadership.term().to_string())
-        .env(
-            "LATCHKEY_VALUE",
-            String::from_utf8_lossy(&leadership.value()).as_ref(),
-        )
-        .env("LATCHKEY_TOKEN", leadership.token())
-        .process_group(0);
-    die_with_us(&mut cmd);
-    cmd.spawn().map_err(|e| {
-        let code = match e.kind() {
-            std::io::ErrorKind::NotFound => exit::NOT_FOUND,
-            _ => exit::CANNOT_EXECUTE,
-        };
-        Failure::new(
-            code,
-            format!("cannot run {:?}: {e}", program.to_string_lossy()),
-        )
-    })
 }
 
 async fn resign(leadership: Leadership, name: &str) {

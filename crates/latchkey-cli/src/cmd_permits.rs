@@ -16,17 +16,19 @@
 //! SIGKILL gives it back within `--ttl`. Every caller passes N (see
 //! `docs/cli.md`); one server only (no Redlock).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use latchkey::{Ownership, PermitGuard, RwAccess, RwGuard, RwLock, Semaphore};
 
-use crate::cmd_run::{spawn, supervise, RunArgs, Signals};
 use crate::connect::Target;
 use crate::duration;
 use crate::exit::{self, Failure, Outcome};
+use crate::run_args::{command_env, ended_outcome, RunArgs};
+use crate::signals::Signals;
+use crate::supervise::{self, Lease, Leased, Started};
 
 /// What `run` holds: a permit, or a read-write lock.
-enum Hold {
+pub(crate) enum Hold {
     Permit(PermitGuard),
     Rw(RwGuard),
 }
@@ -62,59 +64,112 @@ impl Hold {
 }
 
 pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outcome {
-    let client = target.client("run --permits/--read/--write").await?;
-    let (acquired, what) = match args.permits {
-        Some(permits) => {
-            let semaphore = client
-                .semaphore(&args.name, permits, args.ttl)?
-                .with_watchdog()
-                .with_fencing();
-            let acquiring = async {
-                match acquire(&semaphore, args).await {
-                    Ok(Some(permit)) => Ok(Ok(Hold::Permit(permit))),
-                    Ok(None) => Ok(Err(busy(&semaphore, args).await)),
-                    Err(e) => Err(e),
-                }
-            };
-            let what = format!("its permit of semaphore {:?}", args.name);
-            (
-                interruptible(acquiring, &mut signals, &args.name).await?,
-                what,
-            )
-        }
-        None => {
-            let access = if args.write {
-                RwAccess::Write
-            } else {
-                RwAccess::Read
-            };
-            let rw = client
-                .rwlock(&args.name, args.ttl)?
-                .with_watchdog()
-                .with_fencing();
-            let acquiring = async {
-                match acquire_rw(&rw, access, args).await {
-                    Ok(Some(guard)) => Ok(Ok(Hold::Rw(guard))),
-                    Ok(None) => Ok(Err(rw_busy(access, args))),
-                    Err(e) => Err(e),
-                }
-            };
-            let side = if args.write { "write" } else { "read" };
-            let what = format!("its {side} hold of {:?}", args.name);
-            (
-                interruptible(acquiring, &mut signals, &args.name).await?,
-                what,
-            )
-        }
+    let what = if args.permits.is_some() {
+        "run --permits"
+    } else if args.write {
+        "run --write"
+    } else {
+        "run --read"
     };
-    // An error while acquiring, or a hold that stayed unavailable.
-    let hold = acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))??;
-    let ended = match spawn(args, hold.token(), hold.fencing_token()) {
-        Ok(child) => supervise(child, hold.lost(), &what, &mut signals, args.grace).await,
-        Err(failure) => Err(failure),
-    };
-    release(hold, &args.name, args.ttl).await;
-    ended
+    let client = target.client(what).await?;
+    let wait_until = args.wait.wait.map(|wait| Instant::now() + wait);
+    loop {
+        let (acquired, what) = match args.permits {
+            Some(permits) => {
+                let semaphore = client
+                    .semaphore(&args.name, permits, args.ttl)?
+                    .with_watchdog()
+                    .with_fencing();
+                let acquiring = async {
+                    match acquire(&semaphore, args, wait_until).await {
+                        Ok(Some(permit)) => Ok(Ok(Hold::Permit(permit))),
+                        Ok(None) => Ok(Err(busy(&semaphore, args).await)),
+                        Err(e) => Err(e),
+                    }
+                };
+                let what = format!("its permit of semaphore {:?}", args.name);
+                (
+                    interruptible(acquiring, &mut signals, &args.name).await?,
+                    what,
+                )
+            }
+            None => {
+                let access = if args.write {
+                    RwAccess::Write
+                } else {
+                    RwAccess::Read
+                };
+                let rw = client
+                    .rwlock(&args.name, args.ttl)?
+                    .with_watchdog()
+                    .with_fencing();
+                let acquiring = async {
+                    match acquire_rw(&rw, access, args, wait_until).await {
+                        Ok(Some(guard)) => Ok(Ok(Hold::Rw(guard))),
+                        Ok(None) => Ok(Err(rw_busy(access, args))),
+                        Err(e) => Err(e),
+                    }
+                };
+                let side = if args.write { "write" } else { "read" };
+                let what = format!("its {side} hold of {:?}", args.name);
+                (
+                    interruptible(acquiring, &mut signals, &args.name).await?,
+                    what,
+                )
+            }
+        };
+        // An error while acquiring, or a hold that stayed unavailable.
+        let hold =
+            acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))??;
+        let env = command_env(args, hold.token(), hold.fencing_token());
+        let lease = Leased {
+            guard: &hold,
+            ttl: args.ttl,
+        };
+        let ended = match supervise::start(&lease, &args.command, &env).await {
+            Ok(Started::Running(guardian)) => {
+                supervise::supervise(guardian, &lease, &mut signals, args.grace).await
+            }
+            Ok(Started::TooLate) => {
+                // As in `run` with a lock: a hold that ran out before CMD
+                // could start is no hold; wait again.
+                tracing::warn!(name = %args.name, "the hold ran out before the command could start; waiting again");
+                release(hold, &args.name, args.ttl).await;
+                continue;
+            }
+            Err(failure) => Err(failure),
+        };
+        release(hold, &args.name, args.ttl).await;
+        return ended_outcome(ended, &what);
+    }
+}
+
+impl Lease for Leased<'_, Hold> {
+    fn deadline(&self) -> Instant {
+        match self.guard {
+            Hold::Permit(p) => p.deadline(),
+            Hold::Rw(g) => g.deadline(),
+        }
+    }
+    fn ttl(&self) -> Duration {
+        self.ttl
+    }
+    fn lost(&self) -> impl std::future::Future<Output = ()> {
+        self.guard.lost()
+    }
+    async fn renew_now(&self) -> Option<latchkey::Result<Ownership>> {
+        match self.guard {
+            Hold::Permit(p) => Some(p.extend().await),
+            // Only the watchdog renews a read-write hold.
+            Hold::Rw(_) => None,
+        }
+    }
+    fn is_held(&self) -> bool {
+        match self.guard {
+            Hold::Permit(p) => p.is_held(),
+            Hold::Rw(g) => g.is_held(),
+        }
+    }
 }
 
 /// Runs `acquiring` unless a SIGINT/SIGTERM/SIGHUP comes first (exit 128+N).
@@ -127,7 +182,7 @@ async fn interruptible<T>(
         acquired = acquiring => Ok(acquired),
         signo = signals.recv() => Err(Failure::new(
             128u8.saturating_add(signo as u8),
-            format!("{} while waiting for {name:?}", crate::cmd_run::signal_name(signo)),
+            format!("{} while waiting for {name:?}", crate::signals::signal_name(signo)),
         )),
     }
 }
@@ -137,6 +192,7 @@ async fn acquire_rw(
     rw: &RwLock,
     access: RwAccess,
     args: &RunArgs,
+    wait_until: Option<Instant>,
 ) -> latchkey::Result<Option<RwGuard>> {
     if args.wait.no_wait {
         return match access {
@@ -144,8 +200,10 @@ async fn acquire_rw(
             RwAccess::Write => rw.try_write().await,
         };
     }
-    let deadline = args.wait.wait.map(|wait| std::time::Instant::now() + wait);
-    match rw.acquire_until(access, deadline).await {
+    if wait_until.is_some_and(|until| until <= Instant::now()) {
+        return Ok(None);
+    }
+    match rw.acquire_until(access, wait_until).await {
         Ok(guard) => Ok(Some(guard)),
         Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
         Err(e) => Err(e),
@@ -166,12 +224,22 @@ fn rw_busy(access: RwAccess, args: &RunArgs) -> Failure {
 }
 
 /// The permit, or `None` when all stayed taken (`--no-wait`, `--wait D`).
-async fn acquire(semaphore: &Semaphore, args: &RunArgs) -> latchkey::Result<Option<PermitGuard>> {
+async fn acquire(
+    semaphore: &Semaphore,
+    args: &RunArgs,
+    wait_until: Option<Instant>,
+) -> latchkey::Result<Option<PermitGuard>> {
     if args.wait.no_wait {
         return semaphore.try_acquire().await;
     }
-    let waited = match args.wait.wait {
-        Some(wait) => semaphore.acquire_timeout(wait).await,
+    let waited = match wait_until {
+        Some(until) => {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            semaphore.acquire_timeout(left).await
+        }
         None => semaphore.acquire().await,
     };
     match waited {

@@ -34,6 +34,11 @@ mod doctor_server;
 mod doctor_target;
 mod duration;
 mod exit;
+mod guardian;
+mod process_group;
+mod run_args;
+mod signals;
+mod supervise;
 mod text;
 mod tls_args;
 mod top_view;
@@ -196,6 +201,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `run` and `elect` re-execute themselves as CMD's guardian (hidden).
+    let mut argv = std::env::args_os().skip(1);
+    if argv
+        .next()
+        .is_some_and(|first| first == guardian::SUBCOMMAND)
+    {
+        guardian::main(argv.collect());
+    }
     std::panic::set_hook(Box::new(|info| {
         // A panic is a bug, but the user still gets one line, not a backtrace.
         let message = info

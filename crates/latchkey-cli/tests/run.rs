@@ -262,3 +262,148 @@ fn exit_codes_of_the_command_pass_through() {
         "0"
     );
 }
+
+/// Every flag of `run` and `elect` against every mode (plain, fair,
+/// permits, read, write, Redlock): it does what it says (0, or 69 for
+/// replicas a server without replicas cannot give) or is refused with exit
+/// 2 and one line naming what clashes (issue 28 item 9). `N` is replaced by
+/// a fresh name per row.
+#[test]
+fn every_flag_of_run_and_elect_works_in_every_mode_or_is_refused() {
+    let redis = RedisServer::start();
+    let more = [RedisServer::start(), RedisServer::start()];
+    let redlock = format!("{},{},{}", redis.url(), more[0].url(), more[1].url());
+    // Nothing listens there: a row that reached Redis would exit 69.
+    let nowhere = "redis://127.0.0.1:1";
+    let one = redis.url();
+    #[rustfmt::skip]
+    let table: &[(&str, &[&str], i32, &[&str])] = &[
+        // Accepted, and doing what they say.
+        (&one, &["run", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--fair", "--waiter-lease", "1s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--permits", "2", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--read", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--write", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--ttl", "5s", "--grace", "1s", "--wait", "2s", "-E", "3", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--fair", "--no-wait", "-E", "3", "--grace", "1s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--permits", "2", "--ttl", "5s", "--no-wait", "-E", "3", "--grace", "1s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--read", "--ttl", "5s", "--wait", "2s", "-E", "3", "--grace", "1s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--write", "--ttl", "5s", "--no-wait", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--replicas", "1", "--no-wait", "N", "--", "true"], 69, &["replicas"]),
+        (&one, &["run", "--fair", "--replicas", "1", "--no-wait", "N", "--", "true"], 69, &["replicas"]),
+        (&one, &["elect", "N", "--ttl", "2s", "--grace", "1s", "--once", "--value", "v", "--", "true"], 0, &[]),
+        (&redlock, &["run", "--ttl", "5s", "--no-wait", "-E", "3", "--grace", "1s", "N", "--", "true"], 0, &[]),
+        // Refused before touching Redis: clashing flags, unknown flags.
+        (nowhere, &["run", "--permits", "2", "--fair", "N", "--", "true"], 2, &["--permits", "--fair"]),
+        (nowhere, &["run", "--read", "--fair", "N", "--", "true"], 2, &["--read", "--fair"]),
+        (nowhere, &["run", "--write", "--fair", "N", "--", "true"], 2, &["--write", "--fair"]),
+        (nowhere, &["run", "--permits", "2", "--replicas", "1", "N", "--", "true"], 2, &["--permits", "--replicas"]),
+        (nowhere, &["run", "--read", "--replicas", "1", "N", "--", "true"], 2, &["--read", "--replicas"]),
+        (nowhere, &["run", "--write", "--replicas", "3", "N", "--", "true"], 2, &["--write", "--replicas"]),
+        (nowhere, &["run", "--permits", "2", "--waiter-lease", "1s", "N", "--", "true"], 2, &["--permits", "--waiter-lease"]),
+        (nowhere, &["run", "--read", "--waiter-lease", "1s", "N", "--", "true"], 2, &["--read", "--waiter-lease"]),
+        (nowhere, &["run", "--write", "--waiter-lease", "1s", "N", "--", "true"], 2, &["--write", "--waiter-lease"]),
+        (nowhere, &["run", "--waiter-lease", "1s", "N", "--", "true"], 2, &["--fair"]),
+        (nowhere, &["run", "--permits", "2", "--read", "N", "--", "true"], 2, &["--permits", "--read"]),
+        (nowhere, &["run", "--permits", "2", "--write", "N", "--", "true"], 2, &["--permits", "--write"]),
+        (nowhere, &["run", "--read", "--write", "N", "--", "true"], 2, &["--read", "--write"]),
+        (nowhere, &["run", "--wait", "1s", "--no-wait", "N", "--", "true"], 2, &["--wait", "--no-wait"]),
+        (nowhere, &["run", "N", "--tll", "5s", "--", "echo", "hi"], 2, &["--tll"]),
+        (nowhere, &["run", "N", "-x", "--", "echo", "hi"], 2, &["-x"]),
+        (nowhere, &["elect", "N", "--bogus", "--", "true"], 2, &["--bogus"]),
+        // Refused: what a Redlock (several --redis) cannot do.
+        (&redlock, &["run", "--fair", "N", "--", "true"], 2, &["fair", "Redlock"]),
+        (&redlock, &["run", "--replicas", "1", "N", "--", "true"], 2, &["replicated", "Redlock"]),
+        (&redlock, &["run", "--permits", "2", "N", "--", "true"], 2, &["--permits", "single --redis"]),
+        (&redlock, &["run", "--read", "N", "--", "true"], 2, &["--read", "single --redis"]),
+        (&redlock, &["run", "--write", "N", "--", "true"], 2, &["--write", "single --redis"]),
+        (&redlock, &["elect", "N", "--", "true"], 2, &["elect", "single --redis"]),
+    ];
+    for (i, (url, args, expected, says)) in table.iter().enumerate() {
+        let name = format!("flags{i}");
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == "N" { &name } else { *a })
+            .collect();
+        eprintln!("row {i}: {args:?}");
+        let out = output(latchkey_at(url).args(&args), QUICK);
+        let err = stderr(&out);
+        assert_eq!(code(out.status), *expected, "{args:?}: {err}");
+        if *expected != 0 {
+            assert_one_error_line(&out);
+        }
+        for word in *says {
+            assert!(err.contains(word), "{args:?}: {err:?} does not name {word}");
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// The guardian as `run` starts it (`latchkey __guardian FD EXEC_BEFORE
+/// KILL_AT CMD...`), with `exec_before` in CLOCK_MONOTONIC ns; returns its
+/// exit code and the first byte it sent back.
+fn guardian(exec_before: u64, kill_at: u64, cmd: &[&str]) -> (i32, Option<u8>) {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let fd = theirs.as_raw_fd();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_latchkey"));
+    command
+        .args([
+            "__guardian",
+            &fd.to_string(),
+            &exec_before.to_string(),
+            &kill_at.to_string(),
+        ])
+        .args(cmd)
+        .process_group(0);
+    unsafe {
+        command.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    drop(theirs);
+    let mut first = [0u8; 1];
+    let said = match ours.read(&mut first) {
+        Ok(1) => Some(first[0]),
+        _ => None,
+    };
+    let status = wait_exit(&mut child, QUICK);
+    drop(ours);
+    (code(status), said)
+}
+
+#[cfg(target_os = "linux")]
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_guardian_never_execs_the_command_past_the_deadline_and_passes_its_code_on() {
+    let dir = Scratch::new("guardian");
+    let ran = dir.path("ran");
+    let script = format!("touch {}; exit 7", ran.display());
+    let now = monotonic_ns();
+    let later = now + 60_000_000_000;
+
+    // A deadline that has passed: CMD is not started ('P'), exit 75.
+    let (code, said) = guardian(now, later, &["sh", "-c", &script]);
+    assert_eq!((code, said), (75, Some(b'P')));
+    assert!(!ran.exists(), "CMD ran past the deadline");
+
+    // In time: started ('X'), and CMD's own code comes back.
+    let (code, said) = guardian(later, later, &["sh", "-c", &script]);
+    assert_eq!((code, said), (7, Some(b'X')));
+    assert!(ran.exists());
+}
