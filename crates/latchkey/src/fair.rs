@@ -41,7 +41,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::fair::FairAttempt;
+use crate::backend::fair::{FairAttempt, FairMode};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
@@ -153,28 +153,48 @@ impl Lock {
         let token = self.inner.backend.new_token()?;
         let spec = &self.inner;
         let mut pending = Leaving::new(spec, token.clone(), String::new());
-        let attempt = session
-            .fair_attempt(&spec.keys, "", &token, spec.ttl, spec.fenced, false, lease)
-            .await;
-        // A failed request may still have taken the lock: the drop releases it.
-        if attempt.is_ok() {
-            pending.disarm();
-        }
-        match attempt? {
-            FairAttempt::Taken {
-                fencing_token,
-                valid_until,
+        loop {
+            // A failed request may still have taken the lock: the drop
+            // releases it.
+            match session
+                .fair_attempt(
+                    &spec.keys,
+                    "",
+                    &token,
+                    spec.ttl,
+                    spec.fenced,
+                    FairMode::Try,
+                    lease,
+                )
+                .await?
+            {
+                // Taken, but the reply came (or was read) too late to prove
+                // anything now: ask again, which finds it ours (`Handed`,
+                // with a fresh deadline) or gone (see `still_valid`).
+                FairAttempt::Taken { valid_until, .. }
+                | FairAttempt::Handed { valid_until, .. }
+                    if !still_valid(valid_until) => {}
+                FairAttempt::Taken {
+                    fencing_token,
+                    valid_until,
+                }
+                | FairAttempt::Handed {
+                    fencing_token,
+                    valid_until,
+                } => {
+                    pending.disarm();
+                    return Ok(Some(LockGuard::new(
+                        spec.clone(),
+                        token,
+                        fencing_token,
+                        valid_until,
+                    )));
+                }
+                FairAttempt::Busy { .. } => {
+                    pending.disarm();
+                    return Ok(None);
+                }
             }
-            | FairAttempt::Handed {
-                fencing_token,
-                valid_until,
-            } => Ok(Some(LockGuard::new(
-                spec.clone(),
-                token,
-                fencing_token,
-                valid_until,
-            ))),
-            FairAttempt::Busy { .. } => Ok(None),
         }
     }
 }
@@ -203,6 +223,11 @@ impl Leaving {
 
     pub(crate) fn disarm(&mut self) {
         self.armed = false;
+    }
+
+    /// The waiter queued again under a new entry (the old one is gone).
+    pub(crate) fn set_entry(&mut self, entry: String) {
+        self.entry = entry;
     }
 
     /// Leaves now (a wait that timed out or failed); cancel safe: dropped
@@ -258,4 +283,14 @@ impl Drop for Leaving {
 /// `handoff_ttl` is valid until, at the earliest.
 pub(crate) fn handed_valid_until(not_ours_since: Instant, handoff_ttl: Duration) -> Instant {
     not_ours_since + handoff_ttl - crate::names::drift(handoff_ttl)
+}
+
+/// Whether a hold whose proven deadline is `valid_until` may be returned
+/// now. A hold is returned only with a deadline computed from a request
+/// whose send time this process knows; one already past when the wait would
+/// return it (the process was stopped or starved between the proof and
+/// now) is re-checked with a new request instead, which finds it still ours
+/// (with a fresh deadline) or queues the waiter again.
+pub(crate) fn still_valid(valid_until: Instant) -> bool {
+    Instant::now() < valid_until
 }
