@@ -80,7 +80,7 @@ pub struct BarrierArgs {
 fn parse_latch_ttl(text: &str) -> Result<Duration, String> {
     within_a_day(
         text,
-        "a latch lives at most 24h after its creation; for longer work, create it when the last part starts, or use one latch per stage",
+        "a latch lives at most 24h after its creation: create it when the work it counts starts, or count longer work on one latch per stage",
     )
 }
 
