@@ -33,6 +33,15 @@
 //!   (its entry is skipped once the lease ran out), and one that died just
 //!   as the lock was handed to it by at most the lease too (the key expires);
 //!   the next waiter notices within a third of a lease more.
+//! * A hold is returned only with a deadline still ahead that a request
+//!   proved (see [`still_valid`]). A waiter held up (stopped, starved)
+//!   while the lock was handed to it and whose hand-off ran out meanwhile
+//!   does not return the stale hand-off: its next renewal (mode `renew`)
+//!   finds its entry gone and it queues again, at the tail, under a new id,
+//!   so that the old hand-off's message, if still on its way, is not ours.
+//! * A hand-off keeps the holder's `+w` mark: a plain (barging) waiter of
+//!   the same name, which is not in the queue, is woken by the release that
+//!   finally frees the lock, not at the TTL it read.
 //!
 //! # Trade-off
 //! See [`Lock::fair`], "Barging or fair", for the figures and why the
@@ -110,7 +119,8 @@ impl Lock {
     /// it is free and nobody waits; [`acquire`](Lock::acquire) queues. A
     /// release by the holder hands the lock on in the same script. Barging
     /// acquisitions of the same name (a lock made without `fair`) still
-    /// exclude fair ones, but they do not queue.
+    /// exclude fair ones, but they do not queue: mixing is safe and live
+    /// (each kind's waiters are woken by the other's releases), not fair.
     ///
     /// Errors: [`Error::Unsupported`] on a Redlock; [`Error::InvalidInput`]
     /// for a lease below [`MIN_WAITER_LEASE`] or above
