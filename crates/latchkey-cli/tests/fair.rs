@@ -322,6 +322,44 @@ fn a_waiter_stopped_while_the_lock_is_handed_to_it_never_runs_beside_the_holder(
 }
 
 #[test]
+fn fair_and_plain_runs_of_one_name_finish_in_about_their_holds() {
+    // Issue 28 item 8: a plain waiter slept about a TTL while a fair queue
+    // handed the lock on (an 8-process mix took 31 s instead of ~2.5 s).
+    let redis = RedisServer::start();
+    let token = hold(&redis, "mixed");
+    let mut children: Vec<Child> = (0..8)
+        .map(|i| {
+            let mut cmd = latchkey(&redis);
+            cmd.arg("run");
+            if i % 2 == 0 {
+                cmd.arg("--fair");
+            }
+            cmd.args([
+                "mixed", "--ttl", "30s", "--wait", "60s", "--", "sleep", "0.1",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn latchkey run")
+        })
+        .collect();
+    until_queued(&redis, "mixed", 4);
+    eventually_blocking("every waiter listens for releases", || {
+        redis.subscribers("{test:mixed}:released") >= 8
+    });
+    release(&redis, "mixed", &token);
+    let released = Instant::now();
+    for child in &mut children {
+        exit_ok(child);
+    }
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(10),
+        "8 holds of 100 ms took {took:?} (TTL 30 s)"
+    );
+}
+
+#[test]
 fn a_redlock_refuses_fair() {
     let servers = RedisServer::start_many(3);
     let mut cmd = latchkey_at(&servers[0].url());
