@@ -119,6 +119,9 @@ async fn a_waiter_stopped_through_its_hand_off_queues_again() {
     // timer are both ready, and which one the wait sees first is chance.
     let server = RedisServer::start();
     let (a, c) = (client(&server.url()).await, client(&server.url()).await);
+    // Rounds in which the release handed the lock to the stopped waiter
+    // (its lease may also have run out first: then it was skipped).
+    let mut handed_to_stopped = 0;
     for round in 0..4 {
         let held = fair(&a, Duration::from_secs(10))
             .try_acquire()
@@ -132,10 +135,14 @@ async fn a_waiter_stopped_through_its_hand_off_queues_again() {
         until_queued(&server, 2).await;
         waiter.stop().await;
         assert_eq!(held.release().await.unwrap(), Ownership::Owned);
+        let handed_to = holder(&server);
         // Handed to the stopped waiter; its hand-off TTL (the lease) runs
         // out and the next waiter takes the lock.
         let next = next.await.unwrap();
         assert_eq!(holder(&server), next.token(), "round {round}");
+        if handed_to != next.token() {
+            handed_to_stopped += 1;
+        }
         waiter.resume.send(()).unwrap();
         tokio::select! {
             returned = &mut waiter.returned => panic!(
@@ -150,6 +157,8 @@ async fn a_waiter_stopped_through_its_hand_off_queues_again() {
         assert!(returned.deadline_ahead, "round {round}");
         eventually("released", || async { holder(&server).is_empty() }).await;
     }
+    eprintln!("handed to the stopped waiter in {handed_to_stopped} of 4 rounds");
+    assert!(handed_to_stopped > 0, "the path under test was never taken");
 }
 
 #[tokio::test]
