@@ -115,6 +115,13 @@ impl Lock {
     /// most about `lease`; see the `fair` module docs in the repository
     /// (`crates/latchkey/src/fair.rs`) for the exact bounds.
     ///
+    /// Arrival order holds while every waiter renews in time: a stall of
+    /// about two thirds of `lease` or more (Redis stopped or paused, the
+    /// waiter's process stopped) can drop a waiter's entry as dead, and it
+    /// queues again at the tail. Choose `lease` at least 1.5 × the longest
+    /// stall the order must survive. A Redis restart without persistence
+    /// forgets the queue: the order is lost, mutual exclusion is not.
+    ///
     /// [`try_acquire`](Lock::try_acquire) of a fair lock takes it only when
     /// it is free and nobody waits; [`acquire`](Lock::acquire) queues. A
     /// release by the holder hands the lock on in the same script. Barging
