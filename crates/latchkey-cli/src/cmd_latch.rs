@@ -13,14 +13,17 @@
 //! ```
 //!
 //! `--count` prints the count left (N if it created the latch, else the
-//! existing latch's); `count-down` prints the count left after it (1 when
-//! the latch is open already or does not exist); `wait` prints nothing and
-//! exits 0 once the latch is open (at once if it is already), 1 when the
-//! timeout passes first (69 when the last read could not reach Redis);
-//! `barrier` prints the generation released and exits 0 when all parties
-//! arrived, 1 when the timeout (default: the TTL) passes first (its arrival
-//! is taken back). The latch and barrier live `--ttl` (default 1h) after
-//! their last change.
+//! existing latch's) and exits 1 when the latch is open already (a latch
+//! opens once: count again under a new name); `count-down` prints the count
+//! left after it (exit 1 when the latch is open already or does not exist);
+//! `wait` prints nothing and exits 0 once the latch is open (at once if it
+//! is already), 1 when the timeout passes first (69 when the last read
+//! could not reach Redis); `barrier` prints the generation released and
+//! exits 0 when all parties arrived, 1 when the timeout (default: the TTL)
+//! passes first (its arrival is taken back). A latch lives `--ttl` (default
+//! 1h) after its creation (count-downs keep it); a barrier `--ttl` after
+//! its last arrival, and while parties wait at least as long as their
+//! `--timeout`.
 
 use std::time::Duration;
 
@@ -37,8 +40,8 @@ pub struct LatchArgs {
     /// Create the latch with this count (1 to 100000), unless it exists.
     #[arg(long, value_name = "N", value_parser = crate::count::parse, allow_negative_numbers = true)]
     pub count: Option<u64>,
-    /// How long the latch lives after its creation or last count-down.
-    #[arg(long, value_name = "D", value_parser = duration::parse_ttl, default_value = "1h", global = true)]
+    /// How long the latch lives after its creation (count-downs keep it).
+    #[arg(long, value_name = "D", value_parser = parse_latch_ttl, default_value = "1h", global = true)]
     pub ttl: Duration,
     #[command(subcommand)]
     pub action: Option<LatchAction>,
@@ -66,9 +69,37 @@ pub struct BarrierArgs {
     /// Give up after this long; the arrival is taken back [default: the TTL].
     #[arg(long, value_name = "D", value_parser = duration::parse)]
     pub timeout: Option<Duration>,
-    /// How long the barrier lives after its last arrival.
-    #[arg(long, value_name = "D", value_parser = duration::parse_ttl, default_value = "1h")]
+    /// How long the barrier lives after its last arrival (while parties
+    /// wait, at least as long as their --timeout).
+    #[arg(long, value_name = "D", value_parser = parse_barrier_ttl, default_value = "1h")]
     pub ttl: Duration,
+}
+
+/// `--ttl` of a latch: [`duration::parse_ttl`], with advice for a latch
+/// rather than a lock's (there is no hold to keep alive).
+fn parse_latch_ttl(text: &str) -> Result<Duration, String> {
+    within_a_day(
+        text,
+        "a latch lives at most 24h after its creation: create it when the work it counts starts, or count longer work on one latch per stage",
+    )
+}
+
+/// `--ttl` of a barrier, as [`parse_latch_ttl`].
+fn parse_barrier_ttl(text: &str) -> Result<Duration, String> {
+    within_a_day(
+        text,
+        "a barrier lives at most 24h after its last arrival (parties that wait keep it for their --timeout)",
+    )
+}
+
+fn within_a_day(text: &str, advice: &str) -> Result<Duration, String> {
+    let ttl = duration::parse_ttl(text);
+    match ttl {
+        Err(_) if duration::parse(text).is_ok_and(|d| d > latchkey::MAX_TTL) => {
+            Err(format!("invalid ttl {:?}: {advice}", text.trim()))
+        }
+        other => other,
+    }
 }
 
 pub async fn latch(target: &Target, args: LatchArgs) -> Outcome {

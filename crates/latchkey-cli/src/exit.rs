@@ -102,8 +102,9 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::InvalidCount { .. }
         | E::PartiesMismatch { .. }
         | E::Unsupported(_) => USAGE,
-        // A latch counted below zero, or one that does not exist.
-        E::CountedBelowZero { .. } | E::NotFound { .. } => CONFLICT,
+        // A latch counted below zero, created again once open, or one that
+        // does not exist.
+        E::CountedBelowZero { .. } | E::NotFound { .. } | E::LatchOpen { .. } => CONFLICT,
         E::Unreachable(_)
         | E::Timeout { .. }
         | E::Auth(_)

@@ -244,6 +244,121 @@ fn a_lost_handoff_message_is_recovered_within_the_lease() {
     assert!(took < LEASE + Duration::from_millis(1000), "{took:?}");
 }
 
+/// `run --fair` whose command writes `label start <ns>` and `label stop <ns>`
+/// (the clock of `date`, one for every process) to `file` around `sleep`.
+fn timed_runner(
+    redis: &RedisServer,
+    name: &str,
+    label: &str,
+    secs: &str,
+    file: &std::path::Path,
+) -> Child {
+    let f = file.display();
+    let script = format!(
+        "echo \"{label} start $(date +%s%N)\" >> {f}; sleep {secs}; echo \"{label} stop $(date +%s%N)\" >> {f}"
+    );
+    latchkey(redis)
+        .args([
+            "run",
+            "--fair",
+            name,
+            "--ttl",
+            "30s",
+            "--wait",
+            "60s",
+            "--waiter-lease",
+        ])
+        .arg(format!("{}ms", LEASE.as_millis()))
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn latchkey run --fair")
+}
+
+/// `label`'s CMD interval in `text` (start and stop, ns); a CMD that was
+/// killed before its stop line counts as running until the end.
+fn interval(text: &str, label: &str) -> (u128, u128) {
+    let at = |what: &str| {
+        let prefix = format!("{label} {what} ");
+        let line = text.lines().find(|l| l.starts_with(&prefix))?;
+        line[prefix.len()..].trim().parse::<u128>().ok()
+    };
+    let start = at("start").unwrap_or_else(|| panic!("no {label} start in {text:?}"));
+    (start, at("stop").unwrap_or(u128::MAX))
+}
+
+fn is_stopped(child: &Child) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap_or_default();
+    // The state follows the command's name in parentheses.
+    stat.rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('T'))
+}
+
+#[test]
+fn a_waiter_stopped_while_the_lock_is_handed_to_it_never_runs_beside_the_holder() {
+    // Issue 28 item 1: W1 is stopped (SIGSTOP) just before the holder's
+    // release hands it the lock; its hand-off TTL runs out and W2 takes the
+    // lock. Resumed, W1 must not start CMD while W2 holds: it queues again
+    // and runs after W2.
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("fair-stopped");
+    let file = scratch.path("times");
+    let token = hold(&redis, "stopped");
+    let mut w1 = timed_runner(&redis, "stopped", "W1", "0.5", &file);
+    until_queued(&redis, "stopped", 1);
+    let mut w2 = timed_runner(&redis, "stopped", "W2", "2", &file);
+    until_queued(&redis, "stopped", 2);
+    send_signal(&w1, libc::SIGSTOP);
+    eventually_blocking("W1 stopped", || is_stopped(&w1));
+    release(&redis, "stopped", &token);
+    wait_for_text(&file, "W2 start", QUICK);
+    send_signal(&w1, libc::SIGCONT);
+    let (s1, s2) = (wait_exit(&mut w1, QUICK), wait_exit(&mut w2, QUICK));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let ((a0, a1), (b0, b1)) = (interval(&text, "W1"), interval(&text, "W2"));
+    assert!(a1 <= b0 || b1 <= a0, "W1 ran beside W2: {text}");
+    assert_eq!((code(s1), code(s2)), (0, 0), "{text}");
+}
+
+#[test]
+fn fair_and_plain_runs_of_one_name_finish_in_about_their_holds() {
+    // Issue 28 item 8: a plain waiter slept about a TTL while a fair queue
+    // handed the lock on (an 8-process mix took 31 s instead of ~2.5 s).
+    let redis = RedisServer::start();
+    let token = hold(&redis, "mixed");
+    let mut children: Vec<Child> = (0..8)
+        .map(|i| {
+            let mut cmd = latchkey(&redis);
+            cmd.arg("run");
+            if i % 2 == 0 {
+                cmd.arg("--fair");
+            }
+            cmd.args([
+                "mixed", "--ttl", "30s", "--wait", "60s", "--", "sleep", "0.1",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn latchkey run")
+        })
+        .collect();
+    until_queued(&redis, "mixed", 4);
+    eventually_blocking("every waiter listens for releases", || {
+        redis.subscribers("{test:mixed}:released") >= 8
+    });
+    release(&redis, "mixed", &token);
+    let released = Instant::now();
+    for child in &mut children {
+        exit_ok(child);
+    }
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(10),
+        "8 holds of 100 ms took {took:?} (TTL 30 s)"
+    );
+}
+
 #[test]
 fn a_redlock_refuses_fair() {
     let servers = RedisServer::start_many(3);

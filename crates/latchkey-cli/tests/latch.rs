@@ -143,3 +143,125 @@ fn a_barrier_releases_all_parties_together() {
         "0"
     );
 }
+
+fn pttl(redis: &RedisServer, key: &str) -> i64 {
+    redis
+        .command(&["PTTL", key])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn an_open_latch_is_not_created_again_and_counting_keeps_its_ttl() {
+    // Issue 28 item 10: `--count` on an open latch printed 0 and exited 0,
+    // so the next `wait` passed at once; `count-down` reset the TTL to its
+    // own --ttl (default 1h) whatever the creator set.
+    let redis = RedisServer::start();
+    let key = "{test:short}:latch";
+    let created = run(&redis, &["latch", "short", "--count", "2", "--ttl", "2m"]);
+    assert_eq!(created.status.code(), Some(0), "{created:?}");
+    assert_eq!(stdout(&run(&redis, &["latch", "short", "count-down"])), "1");
+    assert!(pttl(&redis, key) <= 120_000, "the creator's TTL stays");
+    assert_eq!(stdout(&run(&redis, &["latch", "short", "count-down"])), "0");
+    assert!(pttl(&redis, key) <= 120_000, "the creator's TTL stays");
+    let again = run(&redis, &["latch", "short", "--count", "2"]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert_one_error_line(&again);
+    let err = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(
+        err.contains("open already") && err.contains("new name"),
+        "{err}"
+    );
+    assert_eq!(
+        redis.command(&["GET", key]).unwrap().trim(),
+        "0",
+        "left as it was"
+    );
+}
+
+#[test]
+fn a_barrier_takes_a_new_party_count_when_nobody_waits() {
+    // Issue 28 item 10: after a release the next generation kept the old
+    // N ("has 1 parties, not 2" with nobody waiting).
+    let redis = RedisServer::start();
+    let one = run(&redis, &["barrier", "reuse", "--parties", "1"]);
+    assert_eq!(
+        (one.status.code(), stdout(&one)),
+        (Some(0), "0".into()),
+        "{one:?}"
+    );
+    let first = spawn(
+        &redis,
+        &["barrier", "reuse", "--parties", "2", "--timeout", "10s"],
+    );
+    latchkey_testkit::eventually_blocking("a party of two arrived", || {
+        redis
+            .command(&["HGET", "{test:reuse}:barrier", "arrived"])
+            .is_ok_and(|n| n.trim() == "1")
+    });
+    // While one waits, its N binds: another N is refused (exit 2, one line).
+    let other = run(
+        &redis,
+        &["barrier", "reuse", "--parties", "3", "--timeout", "1s"],
+    );
+    assert_eq!(other.status.code(), Some(2), "{other:?}");
+    assert_one_error_line(&other);
+    let second = run(
+        &redis,
+        &["barrier", "reuse", "--parties", "2", "--timeout", "10s"],
+    );
+    assert_eq!(
+        (second.status.code(), stdout(&second)),
+        (Some(0), "1".into()),
+        "{second:?}"
+    );
+    assert_eq!(finish(first).status.code(), Some(0));
+}
+
+#[test]
+fn a_barrier_with_a_ttl_shorter_than_the_wait_still_releases_its_parties() {
+    // Issue 28 item 10: with --ttl below the wait the key expired under the
+    // first party, and both parties timed out although both arrived.
+    let redis = RedisServer::start();
+    let args = [
+        "barrier",
+        "brief",
+        "--parties",
+        "2",
+        "--ttl",
+        "300ms",
+        "--timeout",
+        "20s",
+    ];
+    let first = spawn(&redis, &args);
+    latchkey_testkit::eventually_blocking("the first party arrived", || {
+        redis
+            .command(&["HGET", "{test:brief}:barrier", "arrived"])
+            .is_ok_and(|n| n.trim() == "1")
+    });
+    // Past the TTL (the key's own clock says so: no sleep as a signal).
+    latchkey_testkit::eventually_blocking("the barrier outlived its --ttl", || {
+        pttl(&redis, "{test:brief}:barrier") > 19_000
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    let second = run(&redis, &args);
+    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    assert_eq!(finish(first).status.code(), Some(0));
+}
+
+#[test]
+fn latch_and_barrier_ttls_over_a_day_give_their_own_advice() {
+    let redis = RedisServer::start();
+    for args in [
+        &["latch", "x", "--count", "1", "--ttl", "25h"][..],
+        &["barrier", "x", "--parties", "2", "--ttl", "25h"],
+    ] {
+        let out = run(&redis, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert_one_error_line(&out);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(err.contains("\"25h\"") && !err.contains("run"), "{err}");
+    }
+}

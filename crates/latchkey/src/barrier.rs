@@ -26,11 +26,18 @@
 //! * A party that gives up (timeout, cancellation) takes its arrival back,
 //!   unless its generation was released meanwhile: then it was released
 //!   too, and says so.
-//! * Every caller passes N; the first arrival of a generation stores it,
-//!   and an arrival with another N fails with [`Error::PartiesMismatch`].
-//!   Change N between generations by letting the barrier expire.
-//! * The barrier's key lives `ttl` after the last arrival: an abandoned one
-//!   disappears. Choose a TTL longer than the longest wait.
+//! * Reuse: a barrier is cyclic. Each release starts the next generation
+//!   empty, and N is a property of a generation, not of the name: every
+//!   caller passes N, the first arrival of a generation stores it, and an
+//!   arrival with another N fails with [`Error::PartiesMismatch`] only
+//!   while parties of that generation wait. With nobody waiting (after a
+//!   release, or once every party gave up), the next arrival starts the
+//!   generation with its own N.
+//! * The barrier's key lives `ttl` after the last arrival while nobody
+//!   waits, so an abandoned one disappears; while parties wait, it lives at
+//!   least as long as the longest of their waits (an arrival raises its TTL
+//!   to its own timeout plus a second), so a TTL shorter than the wait never
+//!   makes parties that all arrived time out.
 //!
 //! The layout and the scripts are in `docs/protocol.md`, "Latches and barriers".
 
@@ -126,10 +133,12 @@ impl Barrier {
     /// Arrives and waits at most `timeout` for the other parties:
     /// `Ok(Some(generation))` when this generation was released (all
     /// `parties` arrived), `Ok(None)` when the timeout passed first (our
-    /// arrival is then taken back). Resets the barrier's TTL.
+    /// arrival is then taken back). The barrier's key lives at least the
+    /// barrier's TTL and `timeout` (plus a second) after our arrival.
     ///
-    /// Fails with [`Error::PartiesMismatch`] when the barrier's current
-    /// generation was started with another number of parties, and with
+    /// Fails with [`Error::PartiesMismatch`] when parties of the barrier's
+    /// current generation wait and it was started with another number of
+    /// parties (nothing changed), and with
     /// [`Error::WrongType`] when its key holds something else. A transient
     /// error while waiting is retried until the deadline.
     ///
@@ -139,6 +148,9 @@ impl Barrier {
     /// the client ([`Client::flush`](crate::Client::flush) waits for it).
     pub async fn arrive_and_wait(&self, timeout: Duration) -> Result<Option<u64>> {
         let deadline = Instant::now() + timeout;
+        // The key outlives our wait: a last party that comes just before our
+        // deadline still finds our arrival.
+        let keep = self.ttl.max(timeout.saturating_add(KEEP_AFTER_WAIT));
         // Subscribe first: the release cannot slip in before we listen.
         let mut waker =
             Waker::subscribe(&self.session, self.channel.to_vec(), Some(deadline)).await;
@@ -147,7 +159,7 @@ impl Barrier {
             token: None,
             generation: 0,
         };
-        let Some(generation) = self.arrive(&mut pending).await? else {
+        let Some(generation) = self.arrive(&mut pending, keep).await? else {
             return Ok(pending.released());
         };
         let mine = generation.to_string();
@@ -175,9 +187,14 @@ impl Barrier {
 
     /// The arrival itself. `Ok(None)`: ours was the last (`pending` says
     /// which generation was released).
-    async fn arrive(&self, pending: &mut PendingArrival<'_>) -> Result<Option<u64>> {
+    async fn arrive(
+        &self,
+        pending: &mut PendingArrival<'_>,
+        keep: Duration,
+    ) -> Result<Option<u64>> {
         let parties = self.parties.to_string();
         let ttl = ttl_ms(self.ttl).to_string();
+        let keep = ttl_ms(keep.min(KEEP_AT_MOST)).to_string();
         let token = self.session.inner.identity.new_token()?;
         // Armed before the request is sent: if the future is dropped now,
         // the arrival may have happened. Taking back one that did not find
@@ -195,6 +212,7 @@ impl Barrier {
                     publish_command(&self.session),
                     &self.channel,
                     token.as_bytes(),
+                    keep.as_bytes(),
                 ],
             )
             .await;
@@ -280,6 +298,12 @@ impl Drop for PendingArrival<'_> {
         );
     }
 }
+
+/// How long past a party's own timeout the barrier's key is kept.
+const KEEP_AFTER_WAIT: Duration = Duration::from_secs(1);
+/// A bound on that TTL, so that an endless wait (`Duration::MAX`) still
+/// makes a TTL Redis accepts.
+const KEEP_AT_MOST: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Runs the leave script: 1 withdrawn, 0 released already, -1 gone.
 async fn leave(session: &Session, key: &[u8], token: &str) -> Result<i64> {

@@ -221,8 +221,8 @@ impl Client {
     // ---- Latches and barriers ----------------------------------------
 
     /// The count-down latch called `name`, which lives `ttl` after its
-    /// creation or last count-down (same naming and TTL rules as
-    /// [`Client::lock`]). See [`Latch`].
+    /// creation by this handle (count-downs keep the creator's TTL; same
+    /// naming and TTL rules as [`Client::lock`]). See [`Latch`].
     pub fn latch(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Latch> {
         Latch::on_session(&self.session, name.as_ref(), ttl)
     }
@@ -230,7 +230,8 @@ impl Client {
     /// The barrier called `name` of `parties` parties (1 to
     /// [`MAX_COUNT`](crate::MAX_COUNT), else
     /// [`Error::InvalidCount`](crate::Error::InvalidCount)), which lives
-    /// `ttl` after its last arrival. See [`Barrier`].
+    /// `ttl` after its last arrival while nobody waits (and as long as its
+    /// parties wait). See [`Barrier`].
     pub fn barrier(&self, name: impl AsRef<[u8]>, parties: u64, ttl: Duration) -> Result<Barrier> {
         Barrier::on_session(&self.session, name.as_ref(), parties, ttl)
     }

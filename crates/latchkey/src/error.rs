@@ -156,6 +156,17 @@ pub enum Error {
         name: String,
     },
 
+    /// [`Latch::create`](crate::Latch::create) of a latch that exists and
+    /// is open already: a latch opens once, and creating it again would
+    /// neither re-arm it nor make the next `wait` wait.
+    #[error("latch {name:?} is open already{}: a latch opens once; count again under a new name, or after it expires", expires_in.map(|d| format!(" (it expires in {}s)", d.as_secs().max(1))).unwrap_or_default())]
+    LatchOpen {
+        /// The latch's name, lossily decoded as UTF-8.
+        name: String,
+        /// When the open latch expires (its creator's TTL), if it has a TTL.
+        expires_in: Option<std::time::Duration>,
+    },
+
     /// The latch or barrier does not exist in Redis: never created, or gone
     /// at its TTL.
     #[error("{what} {name:?} does not exist (never created, or gone at its TTL)")]

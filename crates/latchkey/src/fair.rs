@@ -33,6 +33,15 @@
 //!   (its entry is skipped once the lease ran out), and one that died just
 //!   as the lock was handed to it by at most the lease too (the key expires);
 //!   the next waiter notices within a third of a lease more.
+//! * A hold is returned only with a deadline still ahead that a request
+//!   proved (see [`still_valid`]). A waiter held up (stopped, starved)
+//!   while the lock was handed to it and whose hand-off ran out meanwhile
+//!   does not return the stale hand-off: its next renewal (mode `renew`)
+//!   finds its entry gone and it queues again, at the tail, under a new id,
+//!   so that the old hand-off's message, if still on its way, is not ours.
+//! * A hand-off keeps the holder's `+w` mark: a plain (barging) waiter of
+//!   the same name, which is not in the queue, is woken by the release that
+//!   finally frees the lock, not at the TTL it read.
 //!
 //! # Trade-off
 //! See [`Lock::fair`], "Barging or fair", for the figures and why the
@@ -41,7 +50,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::fair::FairAttempt;
+use crate::backend::fair::{FairAttempt, FairMode};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
@@ -106,11 +115,19 @@ impl Lock {
     /// most about `lease`; see the `fair` module docs in the repository
     /// (`crates/latchkey/src/fair.rs`) for the exact bounds.
     ///
+    /// Arrival order holds while every waiter renews in time: a stall of
+    /// about two thirds of `lease` or more (Redis stopped or paused, the
+    /// waiter's process stopped) can drop a waiter's entry as dead, and it
+    /// queues again at the tail. Choose `lease` at least 1.5 × the longest
+    /// stall the order must survive. A Redis restart without persistence
+    /// forgets the queue: the order is lost, mutual exclusion is not.
+    ///
     /// [`try_acquire`](Lock::try_acquire) of a fair lock takes it only when
     /// it is free and nobody waits; [`acquire`](Lock::acquire) queues. A
     /// release by the holder hands the lock on in the same script. Barging
     /// acquisitions of the same name (a lock made without `fair`) still
-    /// exclude fair ones, but they do not queue.
+    /// exclude fair ones, but they do not queue: mixing is safe and live
+    /// (each kind's waiters are woken by the other's releases), not fair.
     ///
     /// Errors: [`Error::Unsupported`] on a Redlock; [`Error::InvalidInput`]
     /// for a lease below [`MIN_WAITER_LEASE`] or above
@@ -153,28 +170,48 @@ impl Lock {
         let token = self.inner.backend.new_token()?;
         let spec = &self.inner;
         let mut pending = Leaving::new(spec, token.clone(), String::new());
-        let attempt = session
-            .fair_attempt(&spec.keys, "", &token, spec.ttl, spec.fenced, false, lease)
-            .await;
-        // A failed request may still have taken the lock: the drop releases it.
-        if attempt.is_ok() {
-            pending.disarm();
-        }
-        match attempt? {
-            FairAttempt::Taken {
-                fencing_token,
-                valid_until,
+        loop {
+            // A failed request may still have taken the lock: the drop
+            // releases it.
+            match session
+                .fair_attempt(
+                    &spec.keys,
+                    "",
+                    &token,
+                    spec.ttl,
+                    spec.fenced,
+                    FairMode::Try,
+                    lease,
+                )
+                .await?
+            {
+                // Taken, but the reply came (or was read) too late to prove
+                // anything now: ask again, which finds it ours (`Handed`,
+                // with a fresh deadline) or gone (see `still_valid`).
+                FairAttempt::Taken { valid_until, .. }
+                | FairAttempt::Handed { valid_until, .. }
+                    if !still_valid(valid_until) => {}
+                FairAttempt::Taken {
+                    fencing_token,
+                    valid_until,
+                }
+                | FairAttempt::Handed {
+                    fencing_token,
+                    valid_until,
+                } => {
+                    pending.disarm();
+                    return Ok(Some(LockGuard::new(
+                        spec.clone(),
+                        token,
+                        fencing_token,
+                        valid_until,
+                    )));
+                }
+                FairAttempt::Busy { .. } => {
+                    pending.disarm();
+                    return Ok(None);
+                }
             }
-            | FairAttempt::Handed {
-                fencing_token,
-                valid_until,
-            } => Ok(Some(LockGuard::new(
-                spec.clone(),
-                token,
-                fencing_token,
-                valid_until,
-            ))),
-            FairAttempt::Busy { .. } => Ok(None),
         }
     }
 }
@@ -203,6 +240,11 @@ impl Leaving {
 
     pub(crate) fn disarm(&mut self) {
         self.armed = false;
+    }
+
+    /// The waiter queued again under a new entry (the old one is gone).
+    pub(crate) fn set_entry(&mut self, entry: String) {
+        self.entry = entry;
     }
 
     /// Leaves now (a wait that timed out or failed); cancel safe: dropped
@@ -258,4 +300,14 @@ impl Drop for Leaving {
 /// `handoff_ttl` is valid until, at the earliest.
 pub(crate) fn handed_valid_until(not_ours_since: Instant, handoff_ttl: Duration) -> Instant {
     not_ours_since + handoff_ttl - crate::names::drift(handoff_ttl)
+}
+
+/// Whether a hold whose proven deadline is `valid_until` may be returned
+/// now. A hold is returned only with a deadline computed from a request
+/// whose send time this process knows; one already past when the wait would
+/// return it (the process was stopped or starved between the proof and
+/// now) is re-checked with a new request instead, which finds it still ours
+/// (with a fresh deadline) or queues the waiter again.
+pub(crate) fn still_valid(valid_until: Instant) -> bool {
+    Instant::now() < valid_until
 }

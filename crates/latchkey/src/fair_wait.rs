@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::fair::{entry, FairAttempt};
+use crate::backend::fair::{entry, FairAttempt, FairMode};
 use crate::error::{Error, Result};
-use crate::fair::{handed_valid_until, Leaving};
+use crate::fair::{handed_valid_until, still_valid, Leaving};
 use crate::guard::LockGuard;
 use crate::lock::Lock;
 use crate::subscriber::{jitter, Event, Subscription, Topic, EVENT_BUFFER};
@@ -57,9 +57,10 @@ impl Lock {
         }
         let token = spec.backend.new_token()?;
         let subscriber = session.subscriber();
-        let id = subscriber.new_waiter_id();
+        let mut id = subscriber.new_waiter_id();
+        // The same for every id of this subscriber.
         let handoff_channel = handoff_channel(&fair.handoff_prefix, &id);
-        let me = entry(&id, handoff_ttl, spec.fenced, &token);
+        let mut me = entry(&id, handoff_ttl, spec.fenced, &token);
 
         // Subscribed before queueing, so that no hand-off can come unheard;
         // a subscriber that is slow to answer must not carry us past the
@@ -90,16 +91,26 @@ impl Lock {
         let mut not_ours_since = Instant::now();
         let mut failing_since: Option<Instant> = None;
         let mut poll = MIN_POLL;
+        // `Renew` once a reply showed the entry queued: from then on, an
+        // entry that is gone means a hand-off (or a drop) this waiter missed.
+        let mut mode = FairMode::Queue;
         loop {
             for subscription in &mut subscriptions {
                 subscription.skip_pending();
             }
             let sent = Instant::now();
             let attempt = session
-                .fair_attempt(&spec.keys, &me, &token, spec.ttl, spec.fenced, true, lease)
+                .fair_attempt(&spec.keys, &me, &token, spec.ttl, spec.fenced, mode, lease)
                 .await;
             let mut unreachable = None;
             let retry_in = match attempt {
+                // Ours, but this process was held up (SIGSTOP, a starved
+                // thread) past what the reply proves: ask again (see
+                // `still_valid`). Still armed: a cancel now releases it.
+                Ok(
+                    FairAttempt::Taken { valid_until, .. }
+                    | FairAttempt::Handed { valid_until, .. },
+                ) if !still_valid(valid_until) => continue,
                 Ok(FairAttempt::Taken {
                     fencing_token,
                     valid_until,
@@ -121,7 +132,22 @@ impl Lock {
                     guard.extend_after_handoff(extend_at(valid_until, lease));
                     return Ok(guard);
                 }
-                Ok(FairAttempt::Busy { retry_in, .. }) => {
+                // Our entry is gone: handed the lock while this process was
+                // held up (the hand-off ran out since), or dropped as dead.
+                // Queue again under a new id, so that the old hand-off's
+                // message, if it is still on its way, is not ours.
+                Ok(FairAttempt::Busy { queued: false, .. }) if mode == FairMode::Renew => {
+                    tracing::warn!(lock = %spec.display_name(), "a fair waiter lost its place (held up past its lease or a hand-off); queueing again");
+                    id = subscriber.new_waiter_id();
+                    me = entry(&id, handoff_ttl, spec.fenced, &token);
+                    leaving.set_entry(me.clone());
+                    mode = FairMode::Queue;
+                    continue;
+                }
+                Ok(FairAttempt::Busy { retry_in, queued }) => {
+                    if queued {
+                        mode = FairMode::Renew;
+                    }
                     not_ours_since = sent;
                     failing_since = None;
                     poll = MIN_POLL;
@@ -166,8 +192,15 @@ impl Lock {
                     Wake::Nothing => continue,
                     Wake::Look => break,
                     Wake::Mine(fencing_token) => {
-                        leaving.disarm();
                         let valid_until = handed_valid_until(not_ours_since, handoff_ttl);
+                        // Heard too late (this process was stopped while the
+                        // hand-off's TTL ran out): the lock may be the next
+                        // waiter's by now. Ask Redis: still ours (`Handed`,
+                        // with a deadline from that request), or queue again.
+                        if !still_valid(valid_until) {
+                            break;
+                        }
+                        leaving.disarm();
                         let guard = LockGuard::new(spec.clone(), token, fencing_token, valid_until);
                         guard.extend_after_handoff(extend_at(valid_until, lease));
                         return Ok(guard);

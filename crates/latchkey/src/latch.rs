@@ -31,10 +31,16 @@
 //!   cannot slip between the two. A missed message (a reconnection) makes
 //!   the waiter read the count again; so does a 5 s timer, as a safety net.
 //!   Without pub/sub it polls with backoff (10 ms to 500 ms).
-//! * A latch lives `ttl` after its creation or its last count-down, then
-//!   disappears: an abandoned latch does not stay in Redis, and an open one
-//!   is remembered that long. A latch is one-shot, as in Java: to count
-//!   again, use another name (or wait for the TTL).
+//! * A latch lives `ttl` after its **creation**, then disappears: an
+//!   abandoned latch does not stay in Redis, and an open one is remembered
+//!   until then (late waiters return at once). Count-downs keep the TTL its
+//!   creator gave it, whatever TTL the counting [`Latch`] was made with, so
+//!   choose the creator's TTL to cover the count-downs and the late waiters.
+//! * A latch opens once, as in Java: [`create`](Latch::create) on an open
+//!   latch fails with [`Error::LatchOpen`] (it does not re-arm it, and it
+//!   does not pretend to have created it: the next `wait` would pass at
+//!   once). To count again, use a new name (one per run, e.g. with a run id
+//!   in it), or let the open latch expire.
 //!
 //! The layout (one key and one channel with the same hash tag) and the
 //! scripts are in `docs/protocol.md`, "Latches and barriers".
@@ -99,20 +105,23 @@ impl Latch {
 
     /// Creates the latch with `count` (1 to [`MAX_COUNT`](crate::MAX_COUNT)),
     /// living `ttl`, unless it exists: `Ok(true)` if this call created it,
-    /// `Ok(false)` if it existed already (its count is left as it was; see
-    /// [`count`](Latch::count)). One round trip.
+    /// `Ok(false)` if it existed already and is still closed (its count is
+    /// left as it was; see [`count`](Latch::count)). One round trip.
     ///
-    /// Fails with [`Error::InvalidCount`] for a count of 0 or above
+    /// Fails with [`Error::LatchOpen`] when the latch exists and is open
+    /// already (a latch opens once; see the module docs), with
+    /// [`Error::InvalidCount`] for a count of 0 or above
     /// [`MAX_COUNT`](crate::MAX_COUNT), and with [`Error::WrongType`] when
     /// the key holds something other than a latch.
     ///
     /// # Cancel safety
     /// If the future is dropped after the request was sent, the latch may or
-    /// may not have been created; calling again is safe (it is idempotent).
+    /// may not have been created; calling again is safe (it is idempotent,
+    /// unless the latch opened in between: then it says so).
     pub async fn create(&self, count: u64) -> Result<bool> {
         let count = check_count("latch count", count)?.to_string();
         let ttl = ttl_ms(self.ttl).to_string();
-        let (created, _left): (i64, i64) = self
+        let reply: Vec<i64> = self
             .session
             .eval(
                 "latch create",
@@ -121,12 +130,23 @@ impl Latch {
                 &[count.as_bytes(), ttl.as_bytes()],
             )
             .await?;
-        Ok(created == 1)
+        match reply[..] {
+            [1, ..] => Ok(true),
+            [0, 0, pttl, ..] => Err(Error::LatchOpen {
+                name: self.display_name(),
+                expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
+            }),
+            [0, ..] => Ok(false),
+            _ => Err(Error::Protocol(format!(
+                "latch create script returned {reply:?}"
+            ))),
+        }
     }
 
     /// Counts the latch down by one and returns the count left; the call
-    /// that reaches 0 opens the latch and wakes every waiter. Resets the
-    /// latch's TTL. One round trip.
+    /// that reaches 0 opens the latch and wakes every waiter. Keeps the TTL
+    /// the latch was created with (this `Latch`'s TTL plays no part). One
+    /// round trip.
     ///
     /// Fails with [`Error::CountedBelowZero`] when the latch is open
     /// already, [`Error::NotFound`] when it does not exist (never created,
@@ -138,18 +158,13 @@ impl Latch {
     /// the latch may or may not have been counted down, and counting again
     /// may count twice. Read [`count`](Latch::count) to find out.
     pub async fn count_down(&self) -> Result<u64> {
-        let ttl = ttl_ms(self.ttl).to_string();
         let left: i64 = self
             .session
             .eval(
                 "latch count down",
                 &scripts::LATCH_COUNT_DOWN,
                 &[&self.key],
-                &[
-                    ttl.as_bytes(),
-                    publish_command(&self.session),
-                    &self.channel,
-                ],
+                &[b"", publish_command(&self.session), &self.channel],
             )
             .await?;
         match left {

@@ -53,10 +53,11 @@ async fn the_last_party_releases_all_together_and_the_next_generation_starts_cle
             "the next generation starts with nobody arrived"
         );
     }
-    // Nothing of a released generation is left in the hash.
+    // Nothing of a released generation is left in the hash, not even its N.
     let mut raw = raw(&redis.url()).await;
-    let fields: Vec<String> = raw.hkeys("{test:step}:barrier").await.unwrap();
-    assert_eq!(fields.len(), 3, "parties, gen, arrived: {fields:?}");
+    let mut fields: Vec<String> = raw.hkeys("{test:step}:barrier").await.unwrap();
+    fields.sort();
+    assert_eq!(fields, ["arrived", "gen"]);
 }
 
 #[tokio::test]
@@ -172,4 +173,72 @@ async fn an_abandoned_barrier_disappears_at_its_ttl() {
         barrier.state().await.unwrap().is_none()
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
+    // Issue 28 item 10: after a release (or once every party gave up) the
+    // next generation kept the old N and refused another with nobody waiting.
+    let redis = RedisServer::start();
+    let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
+    let alone = a.barrier("cycle", 1, TTL).unwrap();
+    assert_eq!(alone.arrive_and_wait(WAIT).await.unwrap(), Some(0));
+    // Generation 1, nobody waiting: a barrier of 2 may start it.
+    let pair = a.barrier("cycle", 2, TTL).unwrap();
+    let waiting = tokio::spawn(async move { pair.arrive_and_wait(WAIT).await });
+    eventually("one party of two arrived", || async {
+        arrived(&b, "cycle").await == Some((1, 1))
+    })
+    .await;
+    // While it waits, its N binds.
+    let three = b.barrier("cycle", 3, TTL).unwrap();
+    assert!(matches!(
+        three.arrive_and_wait(WAIT).await,
+        Err(Error::PartiesMismatch {
+            stored: 2,
+            given: 3,
+            ..
+        })
+    ));
+    let pair = b.barrier("cycle", 2, TTL).unwrap();
+    assert_eq!(pair.arrive_and_wait(WAIT).await.unwrap(), Some(1));
+    assert_eq!(waiting.await.unwrap().unwrap(), Some(1));
+    // A party that gives up alone leaves no N behind either.
+    let four = a.barrier("cycle", 4, TTL).unwrap();
+    assert_eq!(
+        four.arrive_and_wait(Duration::from_millis(50))
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(alone.arrive_and_wait(WAIT).await.unwrap(), Some(2));
+}
+
+#[tokio::test]
+async fn a_barrier_lives_as_long_as_its_parties_wait() {
+    // Issue 28 item 10: a TTL shorter than the wait made the key expire
+    // under the first party; both timed out although both arrived.
+    let redis = RedisServer::start();
+    let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
+    let ttl = Duration::from_millis(200);
+    let first = a.barrier("brief", 2, ttl).unwrap();
+    let waiting = tokio::spawn(async move { first.arrive_and_wait(WAIT).await });
+    eventually("the first party arrived", || async {
+        b.barrier("brief", 2, ttl).unwrap().state().await.unwrap() == Some((0, 1))
+    })
+    .await;
+    let mut raw = raw(&redis.url()).await;
+    let pttl: i64 = raw.pttl("{test:brief}:barrier").await.unwrap();
+    assert!(
+        pttl > WAIT.as_millis() as i64 - 1000,
+        "kept for the wait: {pttl}"
+    );
+    // Time passing beyond the TTL is the point here, not a signal.
+    tokio::time::sleep(ttl * 3).await;
+    let second = b.barrier("brief", 2, ttl).unwrap();
+    assert_eq!(second.arrive_and_wait(WAIT).await.unwrap(), Some(0));
+    assert_eq!(waiting.await.unwrap().unwrap(), Some(0));
+    // Released, nobody waits: the key lives the barrier's own TTL again.
+    let pttl: i64 = raw.pttl("{test:brief}:barrier").await.unwrap();
+    assert!(pttl <= ttl.as_millis() as i64, "{pttl}");
 }

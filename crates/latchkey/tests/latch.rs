@@ -254,3 +254,39 @@ async fn a_thousand_waiters_wake_on_one_message() {
         "waking 1000 waiters took {took:?}"
     );
 }
+
+#[tokio::test]
+async fn an_open_latch_is_not_created_again() {
+    // Issue 28 item 10: creating an open latch said nothing, and the next
+    // wait passed at once.
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let latch = client.latch("once", TTL).unwrap();
+    assert!(latch.create(1).await.unwrap());
+    assert!(!latch.create(1).await.unwrap(), "closed: left as it is");
+    assert_eq!(latch.count_down().await.unwrap(), 0);
+    match latch.create(3).await {
+        Err(Error::LatchOpen { name, expires_in }) => {
+            assert_eq!(name, "once");
+            assert!(expires_in.is_some_and(|d| d <= TTL), "{expires_in:?}");
+        }
+        other => panic!("expected LatchOpen, got {other:?}"),
+    }
+    assert_eq!(latch.count().await.unwrap(), Some(0), "left as it was");
+}
+
+#[tokio::test]
+async fn counting_down_keeps_the_creators_ttl() {
+    // Issue 28 item 10: a count-down reset the TTL to the counting latch's.
+    let redis = RedisServer::start();
+    let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
+    let created = a.latch("kept", Duration::from_secs(5)).unwrap();
+    created.create(2).await.unwrap();
+    let counter = b.latch("kept", Duration::from_secs(3600)).unwrap();
+    let mut raw = raw(&redis.url()).await;
+    for left in [1, 0] {
+        assert_eq!(counter.count_down().await.unwrap(), left);
+        let pttl: i64 = raw.pttl("{test:kept}:latch").await.unwrap();
+        assert!((1..=5000).contains(&pttl), "after {left}: pttl {pttl}");
+    }
+}

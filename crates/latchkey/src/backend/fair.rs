@@ -26,8 +26,26 @@ pub(crate) enum FairAttempt {
         valid_until: Instant,
     },
     /// Not ours. `retry_in`: the holder's TTL, or the lease left to the
-    /// live head when the lock is free.
-    Busy { retry_in: Option<Duration> },
+    /// live head when the lock is free. `queued`: the caller's entry is in
+    /// the queue now (a [`FairMode::Renew`] that finds it gone says false).
+    Busy {
+        retry_in: Option<Duration>,
+        queued: bool,
+    },
+}
+
+/// What a fair attempt does when it cannot take the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FairMode {
+    /// Change nothing (`try_acquire`).
+    Try,
+    /// Queue the entry, or renew its lease if it is queued.
+    Queue,
+    /// Renew the entry's lease only if it is still queued. An entry that is
+    /// gone was handed the lock (or dropped as dead) while this process did
+    /// not listen: the waiter queues again under a new entry, so that a late
+    /// message for the old one is never taken for a new hand-off.
+    Renew,
 }
 
 /// A waiter's queue entry: `<32 hex id>:<hand-off ttl ms>:<0|1>:<token>`.
@@ -63,8 +81,8 @@ fn fence(fenced: bool, value: i64) -> Option<u64> {
 
 impl Session {
     /// One run of `fair_acquire.lua`: take the lock if it is free and
-    /// nobody live is ahead; else, when `wait`, queue (or renew) `entry`
-    /// for `lease`. One round trip.
+    /// nobody live is ahead; else queue or renew `entry` for `lease`, as
+    /// `mode` says. One round trip.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn fair_attempt(
         &self,
@@ -73,7 +91,7 @@ impl Session {
         token: &str,
         ttl: Duration,
         fenced: bool,
-        wait: bool,
+        mode: FairMode,
         lease: Duration,
     ) -> Result<FairAttempt> {
         let fair = fair_keys(keys)?;
@@ -91,7 +109,11 @@ impl Session {
                     token.as_bytes(),
                     ttl_arg.as_bytes(),
                     if fenced { b"1" } else { b"0" },
-                    if wait { b"wait" } else { b"try" },
+                    match mode {
+                        FairMode::Try => b"try",
+                        FairMode::Queue => b"wait",
+                        FairMode::Renew => b"renew",
+                    },
                     lease_arg.as_bytes(),
                 ],
             )
@@ -108,8 +130,9 @@ impl Session {
                     valid_until: sent + left.saturating_sub(drift(left)),
                 })
             }
-            [0, wait_ms, ..] => Ok(FairAttempt::Busy {
+            [0, wait_ms, queued, ..] => Ok(FairAttempt::Busy {
                 retry_in: u64::try_from(wait_ms).ok().map(Duration::from_millis),
+                queued: queued == 1,
             }),
             _ => Err(Error::Protocol(format!(
                 "fair acquire script returned {reply:?}"

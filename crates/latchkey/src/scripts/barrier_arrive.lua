@@ -11,16 +11,22 @@
 -- ARGV[3]  the publish command: 'PUBLISH' (or 'SPUBLISH')
 -- ARGV[4]  the released channel
 -- ARGV[5]  the party's token (unique per arrival)
+-- ARGV[6]  optional: how long in ms this party waits at most (plus a
+--          margin): the key's TTL is raised to it while parties wait, so a
+--          barrier never expires under a party that still waits for it
 --
 -- Returns
 --   {gen, 1}  this arrival was the N-th: generation gen is released (the
---             hash now holds only 'parties', 'gen' = gen + 1 and 'arrived' =
---             0) and gen was published on ARGV[4]
+--             hash now holds only 'gen' = gen + 1 and 'arrived' = 0: the
+--             next generation's first arrival stores its parties) and gen
+--             was published on ARGV[4]; the key's TTL is ARGV[2]
 --   {gen, 0}  arrived in generation gen; wait for gen on ARGV[4]
 -- Errors
 --   WRONGTYPE   the key is not a hash, or its fields are not counts.
---   BADPARTIES <n>  the current generation was started with n parties, not
---               ARGV[1] (nothing changed)
+--   BADPARTIES <n>  parties of the current generation wait, and it was
+--               started with n parties, not ARGV[1] (nothing changed). With
+--               nobody waiting, an arrival with another N starts the
+--               generation with its N.
 local stored = redis.call('HMGET', KEYS[1], 'parties', 'gen', 'arrived')
 local parties = tonumber(ARGV[1])
 local function count(v)
@@ -33,17 +39,26 @@ local sp, gen, arrived = count(stored[1]), count(stored[2]), count(stored[3])
 if not sp or not gen or not arrived then
   return redis.error_reply('WRONGTYPE barrier key does not hold a barrier')
 end
-if stored[1] and sp ~= parties then
+-- A stored N binds only the parties waiting now ('parties' of a generation
+-- nobody waits in, as 0.3.0 left it, is not a promise to anybody).
+if stored[1] and sp ~= parties and arrived > 0 then
   return redis.error_reply('BADPARTIES ' .. string.format('%d', sp))
 end
+local waiting = arrived > 0
 arrived = arrived + 1
 if arrived >= parties then
   redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'parties', ARGV[1], 'gen', string.format('%d', gen + 1), 'arrived', '0')
+  redis.call('HSET', KEYS[1], 'gen', string.format('%d', gen + 1), 'arrived', '0')
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.pcall(ARGV[3], ARGV[4], string.format('%d', gen))
   return {gen, 1}
 end
 redis.call('HSET', KEYS[1], 'parties', ARGV[1], 'gen', string.format('%d', gen), 'arrived', string.format('%d', arrived), 'a:' .. ARGV[5], '1')
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+-- The TTL: ARGV[2], raised to this party's wait, and never lowered under
+-- parties that wait already (their own arrivals raised it for their waits).
+local keep = math.max(tonumber(ARGV[2]), tonumber(ARGV[6] or ARGV[2]))
+local left = redis.call('PTTL', KEYS[1])
+if not waiting or left < keep then
+  redis.call('PEXPIRE', KEYS[1], keep)
+end
 return {gen, 0}

@@ -15,6 +15,11 @@
 -- ARGV[4]  '1': issue a fencing token when taking the lock; '0': do not
 -- ARGV[5]  'wait': queue the caller (or renew its lease) when it cannot take
 --          the lock, and mark an unmarked 'lk2:' holder with '+w';
+--          'renew': as 'wait', but only renew: an entry no longer queued
+--          (handed the lock, or dropped as dead, while the caller did not
+--          listen) is not queued again (queued = 0 in the reply: the caller
+--          queues again under a new entry, so that a late hand-off message
+--          for the old one cannot be mistaken for a new hand-off);
 --          'try': change nothing when it cannot
 -- ARGV[6]  lease in milliseconds (the entry's deadline is server time + this)
 --
@@ -112,15 +117,18 @@ if not holder and (not head or head == me) then
 end
 
 local queued = 0
-if ARGV[5] == 'wait' then
-  if not redis.call('ZSCORE', KEYS[3], me) then
-    redis.call('RPUSH', KEYS[2], me)
-  end
-  redis.call('ZADD', KEYS[3], now + lease, me)
-  queued = 1
-  -- The queue lives as long as its longest lease: no key outlives its waiters.
-  for i = 2, 3 do
-    if redis.call('PTTL', KEYS[i]) < lease then redis.call('PEXPIRE', KEYS[i], lease) end
+if ARGV[5] == 'wait' or ARGV[5] == 'renew' then
+  local in_queue = redis.call('ZSCORE', KEYS[3], me)
+  if in_queue or ARGV[5] == 'wait' then
+    if not in_queue then
+      redis.call('RPUSH', KEYS[2], me)
+    end
+    redis.call('ZADD', KEYS[3], now + lease, me)
+    queued = 1
+    -- The queue lives as long as its longest lease: no key outlives its waiters.
+    for i = 2, 3 do
+      if redis.call('PTTL', KEYS[i]) < lease then redis.call('PEXPIRE', KEYS[i], lease) end
+    end
   end
   -- A holder that releases with the plain script (a barging client, or
   -- `latchkey release`) then publishes the wake-up: the head takes it then.

@@ -19,7 +19,8 @@
 -- ARGV[6]  optional: the layout 2 release channel, published to as well
 --
 -- An entry is <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>.
--- The hand-off sets the lock to the entry's token with PX <hand-off ttl>
+-- The hand-off sets the lock to the entry's token (marked '+w' when the
+-- caller's was: the mark stays until the lock is freed) with PX <hand-off ttl>
 -- (the waiter extends it to its TTL on arrival: a waiter that died in
 -- between frees the lock within that bound), issues a fencing token when
 -- the entry says 1 (-1 in the message when the counter holds no token: the
@@ -80,7 +81,12 @@ while true do
   local id, px, fenced, token = string.match(entry, '^(%x+):(%d+):([01]):(.+)$')
   -- A dead entry (lease run out) or one that is not ours to read: skip it.
   if deadline and tonumber(deadline) >= now and id and #id == 32 and tonumber(px) > 0 then
-    redis.call('SET', KEYS[1], token, 'PX', px)
+    -- A marked holder keeps its mark across the hand-off: whoever marked it
+    -- (a plain waiter, which is not in the queue) is then woken when the
+    -- lock is finally freed, not at the TTL it read.
+    local value = token
+    if marked then value = token .. '+w' end
+    redis.call('SET', KEYS[1], value, 'PX', px)
     local fence = 0
     if fenced == '1' then fence = issue() end
     redis.pcall(publish, ARGV[3] .. string.sub(id, 1, 16),

@@ -2,9 +2,8 @@
 -- and publishes the opening.
 --
 -- KEYS[1]  latch key (see latch_create.lua)
--- ARGV[1]  TTL in milliseconds: the key's TTL is reset to it, so a latch
---          lives ARGV[1] ms after its last count-down (and an open one is
---          remembered that long: late waiters return at once)
+-- ARGV[1]  unused (latchkey 0.3.0 sent a TTL here, which reset the key's;
+--          the key now keeps the TTL its creator gave it: KEEPTTL)
 -- ARGV[2]  the publish command: 'PUBLISH' (or 'SPUBLISH' on a cluster with
 --          sharded pub/sub)
 -- ARGV[3]  the opened channel
@@ -25,7 +24,9 @@ if not n or n < 0 or n ~= math.floor(n) then
 end
 if n == 0 then return -2 end
 n = n - 1
-redis.call('SET', KEYS[1], string.format('%d', n), 'PX', ARGV[1])
+-- KEEPTTL: the latch lives as long as its creator said, whatever TTL the
+-- counting client was made with.
+redis.call('SET', KEYS[1], string.format('%d', n), 'KEEPTTL')
 if n == 0 then
   -- pcall: the message is a wake-up hint; waiters also read the key.
   redis.pcall(ARGV[2], ARGV[3], 'opened')
