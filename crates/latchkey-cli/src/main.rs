@@ -12,43 +12,21 @@
 //! exit codes in [`exit`], and one rule for errors: one line on stderr
 //! (`latchkey: …`), never a backtrace. The full reference is `docs/cli.md`.
 
-mod cmd_acquire;
-mod cmd_demo;
-mod cmd_doctor;
-mod cmd_elect;
-mod cmd_exporter;
-mod cmd_latch;
-mod cmd_permits;
-mod cmd_run;
-mod cmd_signal;
-mod cmd_status;
-mod cmd_top;
-mod cmd_wait;
-mod connect;
-mod count;
-mod doctor_acl;
-mod doctor_check;
-mod doctor_cluster;
-mod doctor_rule;
-mod doctor_server;
-mod doctor_target;
-mod duration;
-mod exit;
-mod guardian;
-mod process_group;
-mod run_args;
-mod signals;
-mod supervise;
-mod text;
-mod tls_args;
-mod top_view;
+mod commands;
+mod support;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::connect::Target;
-use crate::exit::Failure;
+use crate::commands::{
+    acquire as cmd_acquire, demo as cmd_demo, doctor as cmd_doctor, elect as cmd_elect,
+    exporter as cmd_exporter, latch as cmd_latch, run as cmd_run, signal as cmd_signal,
+    status as cmd_status, top as cmd_top, wait as cmd_wait,
+};
+use crate::support::exit::{self, Failure};
+use crate::support::target::{self as connect, Target};
+use crate::support::{guardian, tls_args};
 
 /// The help heading of the options every subcommand takes (where to connect,
 /// TLS, logging), so that a subcommand's help lists its own options apart.

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use clap::Args;
 use latchkey::ClientBuilder;
 
-use crate::exit::Failure;
+use crate::support::exit::Failure;
 use crate::GLOBAL_HEADING;
 
 #[derive(Args, Debug, Clone, Default)]

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use tokio::process::Child;
 
-use crate::duration;
-use crate::exit;
+use crate::support::duration;
+use crate::support::exit;
 
 /// Stops CMD's process group: SIGTERM, then SIGKILL if anything in it is
 /// still alive after `grace`. Says what it sent.

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cmd_acquire::WaitArgs;
-use crate::duration;
-use crate::exit::{self, Failure, Outcome};
-use crate::supervise::Ended;
+use crate::commands::acquire::WaitArgs;
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::supervise::Ended;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -36,7 +36,7 @@ pub struct RunArgs {
     /// Take one of N permits of a semaphore called NAME instead of the lock:
     /// at most N commands run at once, across machines (1 to 100000).
     /// Not FIFO and not replicated: refused with --fair and --replicas.
-    #[arg(long, value_name = "N", value_parser = crate::count::parse, allow_negative_numbers = true, conflicts_with_all = ["read", "write", "fair", "waiter_lease", "replicas"])]
+    #[arg(long, value_name = "N", value_parser = crate::support::count::parse, allow_negative_numbers = true, conflicts_with_all = ["read", "write", "fair", "waiter_lease", "replicas"])]
     pub permits: Option<u64>,
 
     /// Hold the read-write lock NAME as one of many readers (no writer

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redis::aio::ConnectionLike;
 
-use crate::doctor_check::Check;
-use crate::duration::human;
+use crate::commands::doctor::check::Check;
+use crate::support::duration::human;
 
 /// The p99 round trip above which `latency` WARNs.
 const SLOW_P99: Duration = Duration::from_millis(50);

@@ -20,8 +20,8 @@ use std::time::Duration;
 use latchkey::Connection;
 use latchkey::{Client, Ownership};
 
-use crate::doctor_check::Check;
-use crate::duration::human;
+use crate::commands::doctor::check::Check;
+use crate::support::duration::human;
 
 /// Every command latchkey's locks send (scripts included; `latchkey::acl`,
 /// docs/security.md): granting them cannot be refused, whatever the user's
@@ -273,10 +273,10 @@ pub async fn append(client: &Client, conn: &mut Connection, user: &str) -> Check
 }
 
 /// The `subscribe` check at `probe` (the URL of the server the client
-/// talks to: `doctor_target::probe_url`), with the TLS options.
+/// talks to: `target::probe_url`), with the TLS options.
 pub async fn subscribe(
     client: &Client,
-    tls: &crate::tls_args::TlsArgs,
+    tls: &crate::support::tls_args::TlsArgs,
     probe: Result<String, String>,
     user: &str,
 ) -> Check {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use latchkey::{Client, Lock, Redlock};
 
-use crate::exit::Failure;
+use crate::support::exit::Failure;
 
 /// The server used when neither `--redis` nor `LATCHKEY_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
@@ -33,7 +33,7 @@ pub struct Target {
     pub urls: Vec<String>,
     pub prefix: Option<String>,
     /// `--tls-ca`, `--tls-cert`, `--tls-key`.
-    pub tls: crate::tls_args::TlsArgs,
+    pub tls: crate::support::tls_args::TlsArgs,
     /// `--sentinel` addresses and `--master` name, when given.
     pub sentinel: Option<(Vec<String>, String)>,
 }
@@ -215,15 +215,15 @@ pub fn connect_failure(error: latchkey::Error, whom: &str) -> Failure {
     if failure.message.contains("DB index is out of range")
         || failure.message.contains("switch database")
     {
-        failure.code = crate::exit::USAGE;
+        failure.code = crate::support::exit::USAGE;
         failure.message = format!(
             "{whom}: the URL's database does not exist on this server ({})",
             failure.message
         );
         return failure;
     }
-    if failure.code == crate::exit::INTERNAL {
-        failure.code = crate::exit::UNAVAILABLE;
+    if failure.code == crate::support::exit::INTERNAL {
+        failure.code = crate::support::exit::UNAVAILABLE;
     }
     failure.message = format!("{whom}: {}", failure.message);
     failure

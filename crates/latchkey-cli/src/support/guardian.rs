@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::exit;
+use crate::support::exit;
 
 /// The hidden first argument that makes `latchkey` a guardian.
 pub const SUBCOMMAND: &str = "__guardian";

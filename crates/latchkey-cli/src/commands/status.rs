@@ -27,10 +27,10 @@ use clap::Args;
 use latchkey::LockInfo;
 use serde_json::{json, Value};
 
-use crate::connect::Target;
-use crate::duration::human;
-use crate::exit::{self, Outcome};
-use crate::text::{cut, escape};
+use crate::support::duration::human;
+use crate::support::exit::{self, Outcome};
+use crate::support::target::Target;
+use crate::support::text::{cut, escape};
 
 /// The widest NAME and HOLDER cells of `list`: a 1 KiB name must not make
 /// every row 1,000 columns wide (`--json` has the names whole).

@@ -53,14 +53,22 @@
 //!   (`ACL DRYRUN`; see `doctor_rule.rs`): `primitives` only WARNs, since
 //!   plain locks need none of what it checks.
 
+mod acl;
+mod check;
+mod cluster;
+mod rule;
+mod server;
+mod target;
+
 use clap::Args;
 use latchkey::Client;
 
-use crate::connect::{redact, Target};
-use crate::doctor_check::{Check, Level};
-use crate::doctor_server::{clock, eviction, latency, persistence, replication, version, Info};
-use crate::exit::{self, Outcome};
-use crate::{doctor_acl, doctor_rule, doctor_target};
+use crate::commands::doctor::check::{Check, Level};
+use crate::commands::doctor::server::{
+    clock, eviction, latency, persistence, replication, version, Info,
+};
+use crate::support::exit::{self, Outcome};
+use crate::support::target::{redact, Target};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
@@ -72,7 +80,7 @@ pub struct DoctorArgs {
 pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
     let urls = target.urls();
     let mut failed = false;
-    if let Some(why) = crate::connect::redlock_size_warning(urls.len()) {
+    if let Some(why) = crate::support::target::redlock_size_warning(urls.len()) {
         Check::warn(
             "redlock",
             why,
@@ -84,7 +92,7 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
         if urls.len() > 1 {
             println!("== {} ==", redact(url));
         }
-        let client = match doctor_target::connect(target, url).await? {
+        let client = match target::connect(target, url).await? {
             Ok(client) => client,
             Err(refused) => {
                 refused.print();
@@ -97,7 +105,7 @@ pub async fn doctor(target: &Target, args: DoctorArgs) -> Outcome {
             failed |= check.level == Level::Fail;
         }
         // A probe lock whose release failed is retried in the background
-        // (`doctor_target::connect` does not register the client for the
+        // (`target::connect` does not register the client for the
         // exit's flush): let it land rather than leave the probe held.
         client.flush(std::time::Duration::from_secs(3)).await;
     }
@@ -108,12 +116,12 @@ async fn checks(client: &Client, target: &Target, url: &str, pings: u32) -> Vec<
     let mut conn = client.connection();
     if conn.is_cluster() {
         let raw = target.tls.redis_client(url);
-        return crate::doctor_cluster::checks(client, raw, url, pings).await;
+        return crate::commands::doctor::cluster::checks(client, raw, url, pings).await;
     }
     let info = Info::fetch(&mut conn).await;
-    let user = doctor_target::whoami(&mut conn, url).await;
+    let user = target::whoami(&mut conn, url).await;
     // After a command went through: the primary a Sentinel named is known.
-    let raw = doctor_target::probe_url(target, url, client);
+    let raw = target::probe_url(target, url, client);
     vec![
         version(&info),
         eviction(&info),
@@ -122,10 +130,10 @@ async fn checks(client: &Client, target: &Target, url: &str, pings: u32) -> Vec<
         Check::pass("cluster", "not a cluster"),
         clock(&mut conn).await,
         latency(&mut conn, pings).await,
-        doctor_rule::check(client, &mut conn, &user).await,
-        doctor_rule::primitives(client, &mut conn, &user).await,
-        doctor_acl::scripts(client, &mut conn, &user).await,
-        doctor_acl::append(client, &mut conn, &user).await,
-        doctor_acl::subscribe(client, &target.tls, raw, &user).await,
+        rule::check(client, &mut conn, &user).await,
+        rule::primitives(client, &mut conn, &user).await,
+        acl::scripts(client, &mut conn, &user).await,
+        acl::append(client, &mut conn, &user).await,
+        acl::subscribe(client, &target.tls, raw, &user).await,
     ]
 }

@@ -35,9 +35,9 @@ use latchkey::Connection;
 use latchkey::Ownership;
 use latchkey_testkit::RedisServer;
 
-use crate::connect::{redact, Target};
-use crate::duration::human;
-use crate::exit::{self, Failure, Outcome};
+use crate::support::duration::human;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::target::{redact, Target};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -105,12 +105,12 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
     // Interrupted (Ctrl-C, SIGTERM, SIGHUP): the workers stop (their tasks
     // are aborted with the rounds) and the keys are deleted all the same;
     // a demo killed outright leaves only the counter, which expires.
-    let mut signals = crate::cmd_run::Signals::install()?;
+    let mut signals = crate::commands::run::Signals::install()?;
     let ran = tokio::select! {
         ran = rounds(&clients, &counter_key, &mut admin, workers, increments) => ran,
         signo = signals.recv() => Err(Failure::new(
             128u8.saturating_add(signo as u8),
-            format!("{} during the demo; removed its keys", crate::cmd_run::signal_name(signo)),
+            format!("{} during the demo; removed its keys", crate::commands::run::signal_name(signo)),
         )),
     };
 

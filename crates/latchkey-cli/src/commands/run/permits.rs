@@ -20,12 +20,12 @@ use std::time::{Duration, Instant};
 
 use latchkey::{Ownership, PermitGuard, RwAccess, RwGuard, RwLock, Semaphore};
 
-use crate::connect::Target;
-use crate::duration;
-use crate::exit::{self, Failure, Outcome};
-use crate::run_args::{command_env, ended_outcome, RunArgs};
-use crate::signals::Signals;
-use crate::supervise::{self, Lease, Leased, Started};
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::run_args::{command_env, ended_outcome, RunArgs};
+use crate::support::signals::Signals;
+use crate::support::supervise::{self, Lease, Leased, Started};
+use crate::support::target::Target;
 
 /// What `run` holds: a permit, or a read-write lock.
 pub(crate) enum Hold {
@@ -182,7 +182,7 @@ async fn interruptible<T>(
         acquired = acquiring => Ok(acquired),
         signo = signals.recv() => Err(Failure::new(
             128u8.saturating_add(signo as u8),
-            format!("{} while waiting for {name:?}", crate::signals::signal_name(signo)),
+            format!("{} while waiting for {name:?}", crate::support::signals::signal_name(signo)),
         )),
     }
 }

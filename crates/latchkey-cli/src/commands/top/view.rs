@@ -23,7 +23,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row as TableRow, Table};
 use ratatui::Frame;
 
-use crate::duration::human;
+use crate::support::duration::human;
 
 /// Everything one screen shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,9 +81,13 @@ impl Snapshot {
             .map(|info| Row {
                 // Escaped: a name or host with a newline or ESC would
                 // otherwise reach the terminal.
-                name: crate::text::escape(&info.name),
+                name: crate::support::text::escape(&info.name),
                 holder: match &info.holder {
-                    Some(h) => format!("{} pid {}", crate::text::escape(h.host.as_bytes()), h.pid),
+                    Some(h) => format!(
+                        "{} pid {}",
+                        crate::support::text::escape(h.host.as_bytes()),
+                        h.pid
+                    ),
                     None => "other client".to_owned(),
                 },
                 age: info.age,
@@ -213,7 +217,7 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
 
 /// `text` cut to `width` characters, the last one `…` when cut.
 fn truncate(text: &str, width: u16) -> String {
-    crate::text::cut(text, usize::from(width))
+    crate::support::text::cut(text, usize::from(width))
 }
 
 #[cfg(test)]

@@ -18,9 +18,9 @@
 use latchkey::Client;
 use redis::ConnectionAddr;
 
-use crate::doctor_acl;
-use crate::doctor_check::Check;
-use crate::doctor_server::{self as doctor, Info};
+use crate::commands::doctor::acl;
+use crate::commands::doctor::check::Check;
+use crate::commands::doctor::server::{self as doctor, Info};
 
 /// All checks for a cluster reached through `url`.
 pub(crate) async fn checks(
@@ -47,12 +47,12 @@ pub(crate) async fn checks(
     for primary in &primaries {
         checks.extend(node_checks(&raw, primary, pings).await);
     }
-    let user = crate::doctor_target::whoami(&mut conn, url).await;
-    checks.push(crate::doctor_rule::check(client, &mut conn, &user).await);
-    checks.push(crate::doctor_rule::primitives(client, &mut conn, &user).await);
-    checks.push(doctor_acl::scripts(client, &mut conn, &user).await);
-    checks.push(doctor_acl::append(client, &mut conn, &user).await);
-    checks.push(doctor_acl::subscribe_with(client, raw, &user).await);
+    let user = crate::commands::doctor::target::whoami(&mut conn, url).await;
+    checks.push(crate::commands::doctor::rule::check(client, &mut conn, &user).await);
+    checks.push(crate::commands::doctor::rule::primitives(client, &mut conn, &user).await);
+    checks.push(acl::scripts(client, &mut conn, &user).await);
+    checks.push(acl::append(client, &mut conn, &user).await);
+    checks.push(acl::subscribe_with(client, raw, &user).await);
     checks
 }
 

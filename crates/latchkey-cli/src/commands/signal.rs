@@ -17,8 +17,8 @@
 
 use clap::Args;
 
-use crate::connect::Target;
-use crate::exit::{self, Failure, Outcome};
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::target::Target;
 
 #[derive(Args, Debug)]
 pub struct SignalArgs {

@@ -23,7 +23,7 @@
 use latchkey::acl::{channel_patterns, key_patterns, Use};
 use latchkey::{Client, Connection};
 
-use crate::doctor_check::Check;
+use crate::commands::doctor::check::Check;
 
 const NAME: &str = "acl";
 

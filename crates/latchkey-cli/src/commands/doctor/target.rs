@@ -16,9 +16,9 @@
 
 use latchkey::Client;
 
-use crate::connect::{connect_failure, redact, Target};
-use crate::doctor_check::Check;
-use crate::exit::Failure;
+use crate::commands::doctor::check::Check;
+use crate::support::exit::Failure;
+use crate::support::target::{connect_failure, redact, Target};
 
 /// The client for `url`, or the FAIL check of a user the server refuses at
 /// connect (`NOPERM`: a cluster user without `cluster|slots`), which is what

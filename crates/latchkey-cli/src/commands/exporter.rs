@@ -31,10 +31,10 @@ use metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
 use metrics_exporter_prometheus::{ExporterFuture, Matcher, PrometheusBuilder, PrometheusRecorder};
 use metrics_util::MetricKindMask;
 
-use crate::connect::Target;
-use crate::duration;
-use crate::exit::{self, Failure, Outcome};
-use crate::text::escape;
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::target::Target;
+use crate::support::text::escape;
 
 /// Gauge, label `prefix`: locks held now.
 pub const LOCKS_HELD: &str = "latchkey_locks_held";
@@ -320,14 +320,14 @@ mod tests {
 
     #[test]
     fn the_docs_name_every_metric_and_the_dashboard_no_other() {
-        let docs = include_str!("../../../docs/monitoring.md");
+        let docs = include_str!("../../../../docs/monitoring.md");
         for name in EVERY_METRIC {
             assert!(
                 docs.contains(&format!("`{name}`")),
                 "docs/monitoring.md lacks {name}"
             );
         }
-        let dashboard = include_str!("../../../docs/grafana-latchkey.json");
+        let dashboard = include_str!("../../../../docs/grafana-latchkey.json");
         let json: serde_json::Value = serde_json::from_str(dashboard).expect("valid JSON");
         let panels = json["panels"].as_array().expect("panels");
         let mut used = 0;

@@ -2,7 +2,7 @@
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::exit::{self, Failure};
+use crate::support::exit::{self, Failure};
 
 pub(crate) fn signal_name(signo: libc::c_int) -> &'static str {
     match signo {

@@ -15,10 +15,10 @@ use latchkey::Ownership;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Child;
 
-use crate::exit::{self, Failure};
-use crate::guardian;
-use crate::process_group::{exit_code, kill_group, stop_group};
-use crate::signals::{signal_name, Caught, Signals};
+use crate::support::exit::{self, Failure};
+use crate::support::guardian;
+use crate::support::process_group::{exit_code, kill_group, stop_group};
+use crate::support::signals::{signal_name, Caught, Signals};
 
 /// What supervision needs of a held lease.
 pub(crate) trait Lease {

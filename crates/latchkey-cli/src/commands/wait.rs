@@ -28,9 +28,9 @@ use std::time::Duration;
 use clap::Args;
 use latchkey::{Client, Signal};
 
-use crate::connect::{redact, Target};
-use crate::duration;
-use crate::exit::{self, Failure, Outcome};
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::target::{redact, Target};
 
 #[derive(Args, Debug)]
 pub struct WaitArgs {
@@ -47,7 +47,7 @@ pub struct WaitArgs {
     #[arg(long)]
     pub pattern: bool,
     /// Give up after this long (e.g. 500ms, 30s, 2m) and exit 1 [default: wait forever].
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::support::duration::parse)]
     pub timeout: Option<Duration>,
     /// A replica of the server to listen on as well (repeatable).
     #[arg(long = "replica", value_name = "URL")]
@@ -135,7 +135,7 @@ async fn connect(target: &Target, replicas: &[String]) -> Result<Client, Failure
     let client = builder
         .connect()
         .await
-        .map_err(|e| crate::connect::connect_failure(e, &redact(&url)))?;
+        .map_err(|e| crate::support::target::connect_failure(e, &redact(&url)))?;
     for replica in replicas {
         warn_unless_replica(replica).await;
     }

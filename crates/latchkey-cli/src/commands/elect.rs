@@ -30,12 +30,12 @@ use clap::Args;
 use latchkey::{Election, Leader, Leadership, Ownership};
 use serde_json::json;
 
-use crate::connect::Target;
-use crate::duration;
-use crate::exit::{self, Failure, Outcome};
-use crate::signals::{signal_name, Signals};
-use crate::supervise::{self, Ended, Leased, Started};
-use crate::text::escape;
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::signals::{signal_name, Signals};
+use crate::support::supervise::{self, Ended, Leased, Started};
+use crate::support::target::Target;
+use crate::support::text::escape;
 
 #[derive(Args, Debug)]
 pub struct ElectArgs {

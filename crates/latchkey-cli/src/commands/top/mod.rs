@@ -5,13 +5,15 @@
 //! $ latchkey top 'billing:*' --long-held 2m
 //! ```
 //!
-//! The screen is [`top_view::render`] of a [`Snapshot`]; this file only
+//! The screen is [`view::render`] of a [`Snapshot`]; this file only
 //! loads snapshots (a background task, so a slow `SCAN` never delays a key)
 //! and reads keys (a thread: crossterm's reader blocks). Waiters per lock
 //! are the connections subscribed to its release channel (`PUBSUB NUMSUB`
 //! of `{P + name}:released`, see `docs/protocol.md`; `SHARDNUMSUB` on every
 //! primary of a cluster): every latchkey process waiting for the lock has
 //! one, whatever its number of waiting tasks.
+
+mod view;
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -22,10 +24,10 @@ use latchkey::Client;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use tokio::sync::mpsc;
 
-use crate::connect::Target;
-use crate::duration;
-use crate::exit::{self, Failure, Outcome};
-use crate::top_view::{self, Snapshot};
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::target::Target;
+use view::Snapshot;
 
 #[derive(Args, Debug)]
 pub struct TopArgs {
@@ -81,7 +83,7 @@ pub async fn top(target: &Target, args: TopArgs) -> Outcome {
     std::thread::spawn(move || read_keys(input_tx));
 
     let mut screen = Screen::enter()?;
-    let stop = crate::cmd_exporter::stop_signal();
+    let stop = crate::commands::exporter::stop_signal();
     tokio::pin!(stop);
     let outcome = loop {
         screen.draw(&snapshot)?;
@@ -126,7 +128,7 @@ impl Screen {
 
     fn draw(&mut self, snapshot: &Snapshot) -> Result<(), Failure> {
         self.0
-            .draw(|frame| top_view::render(frame, snapshot))
+            .draw(|frame| view::render(frame, snapshot))
             .map(|_| ())
             .map_err(|e| Failure::new(exit::INTERNAL, format!("cannot draw: {e}")))
     }
@@ -143,7 +145,7 @@ async fn reload(
     client: Client,
     pattern: String,
     every: Duration,
-    views: mpsc::Sender<latchkey::Result<Vec<top_view::Row>>>,
+    views: mpsc::Sender<latchkey::Result<Vec<view::Row>>>,
 ) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -158,7 +160,7 @@ async fn reload(
 }
 
 /// The held locks matching `pattern` with their waiters, oldest first.
-async fn load(client: &Client, pattern: &str) -> latchkey::Result<Vec<top_view::Row>> {
+async fn load(client: &Client, pattern: &str) -> latchkey::Result<Vec<view::Row>> {
     let infos = client.list(pattern).await?;
     let held: Vec<&[u8]> = infos
         .iter()

@@ -29,16 +29,16 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::connect::Target;
-use crate::duration;
-use crate::exit::{self, Failure, Outcome};
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::target::Target;
 
 #[derive(Args, Debug)]
 pub struct LatchArgs {
     /// The latch's name.
     pub name: String,
     /// Create the latch with this count (1 to 100000), unless it exists.
-    #[arg(long, value_name = "N", value_parser = crate::count::parse, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = crate::support::count::parse, allow_negative_numbers = true)]
     pub count: Option<u64>,
     /// How long the latch lives after its creation (count-downs keep it).
     #[arg(long, value_name = "D", value_parser = parse_latch_ttl, default_value = "1h", global = true)]
@@ -64,7 +64,7 @@ pub struct BarrierArgs {
     /// The barrier's name.
     pub name: String,
     /// How many parties the barrier waits for (1 to 100000).
-    #[arg(long, value_name = "N", value_parser = crate::count::parse, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = crate::support::count::parse, allow_negative_numbers = true)]
     pub parties: u64,
     /// Give up after this long; the arrival is taken back [default: the TTL].
     #[arg(long, value_name = "D", value_parser = duration::parse)]

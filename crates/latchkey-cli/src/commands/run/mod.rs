@@ -29,25 +29,27 @@
 //! the terminal's foreground group: a CMD that reads from the terminal is
 //! stopped (SIGTTIN), so give interactive commands their input another way.
 
+mod permits;
+
 use std::time::{Duration, Instant};
 
 use latchkey::{Lock, LockGuard, Ownership};
 
-use crate::cmd_acquire::WaitArgs;
-use crate::connect::Target;
-use crate::duration;
-use crate::exit::{Failure, Outcome};
-pub use crate::run_args::RunArgs;
-use crate::run_args::{command_env, ended_outcome};
-pub(crate) use crate::signals::{signal_name, Signals};
-use crate::supervise::{self, Leased, Started};
+use crate::commands::acquire::WaitArgs;
+use crate::support::duration;
+use crate::support::exit::{Failure, Outcome};
+pub use crate::support::run_args::RunArgs;
+use crate::support::run_args::{command_env, ended_outcome};
+pub(crate) use crate::support::signals::{signal_name, Signals};
+use crate::support::supervise::{self, Leased, Started};
+use crate::support::target::Target;
 
 pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     // Installed first, so that a signal while waiting ends the wait cleanly
     // (the acquire future is cancel safe) instead of killing us mid-request.
     let mut signals = Signals::install()?;
     if args.permits.is_some() || args.read || args.write {
-        return crate::cmd_permits::run(target, &args, signals).await;
+        return permits::run(target, &args, signals).await;
     }
     let lock = args.wait.replicated(
         args.wait

@@ -18,9 +18,9 @@ use std::time::Duration;
 use clap::Args;
 use latchkey::{Lock, LockGuard, Ownership};
 
-use crate::connect::Target;
-use crate::duration;
-use crate::exit::{self, Failure, Outcome};
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::target::Target;
 
 /// How long to wait for a busy lock; shared by `acquire` and `run`.
 #[derive(Args, Debug, Clone)]
@@ -47,7 +47,7 @@ pub struct WaitArgs {
 
     /// After taking the lock, wait (at most 500 ms) until N replicas of the
     /// server acknowledge it (WAIT N); fewer: release it and exit 69.
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = crate::count::parse_replicas, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = crate::support::count::parse_replicas, allow_negative_numbers = true)]
     pub replicas: usize,
 }
 
@@ -104,7 +104,7 @@ impl WaitArgs {
 
     /// The failure for a lock that stayed busy, naming the holder if known.
     pub async fn busy(&self, target: &Target, name: &str, code: u8) -> Failure {
-        let holder = crate::cmd_status::holder_summary(target, name).await;
+        let holder = crate::commands::status::holder_summary(target, name).await;
         let waited = match (self.no_wait, self.wait) {
             (false, Some(wait)) => format!(" after waiting {}", duration::human(wait)),
             _ => String::new(),
