@@ -105,12 +105,12 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
     // Interrupted (Ctrl-C, SIGTERM, SIGHUP): the workers stop (their tasks
     // are aborted with the rounds) and the keys are deleted all the same;
     // a demo killed outright leaves only the counter, which expires.
-    let mut signals = crate::commands::run::Signals::install()?;
+    let mut signals = crate::support::signals::Signals::install()?;
     let ran = tokio::select! {
         ran = rounds(&clients, &counter_key, &mut admin, workers, increments) => ran,
         signo = signals.recv() => Err(Failure::new(
             128u8.saturating_add(signo as u8),
-            format!("{} during the demo; removed its keys", crate::commands::run::signal_name(signo)),
+            format!("{} during the demo; removed its keys", crate::support::signals::signal_name(signo)),
         )),
     };
 

@@ -33,6 +33,7 @@ use metrics_util::MetricKindMask;
 
 use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
+use crate::support::stop::stop_signal;
 use crate::support::target::Target;
 use crate::support::text::escape;
 
@@ -232,25 +233,6 @@ async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut Scan
     gauge!(SCAN_DURATION).set(started.elapsed().as_secs_f64());
     gauge!(UP).set(1.0);
     counter!(SCANS, "outcome" => "ok").increment(1);
-}
-
-/// Completes on SIGINT, SIGTERM or SIGHUP (never, if they cannot be caught).
-pub async fn stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let kinds = [
-        SignalKind::interrupt(),
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-    ];
-    let mut streams: Vec<_> = kinds
-        .into_iter()
-        .filter_map(|kind| signal(kind).ok())
-        .collect();
-    if streams.is_empty() {
-        return std::future::pending().await;
-    }
-    let any = streams.iter_mut().map(|s| Box::pin(s.recv()));
-    futures_util::future::select_all(any).await;
 }
 
 fn describe() {

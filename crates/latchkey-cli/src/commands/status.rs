@@ -27,6 +27,7 @@ use clap::Args;
 use latchkey::LockInfo;
 use serde_json::{json, Value};
 
+use crate::support::describe::{describe, holder_text};
 use crate::support::duration::human;
 use crate::support::exit::{self, Outcome};
 use crate::support::target::Target;
@@ -205,56 +206,6 @@ fn fence_text(info: &LockInfo) -> String {
         (Some(token), _) => token.to_string(),
         (None, Some(_)) => "invalid".to_owned(),
         (None, None) => "-".to_owned(),
-    }
-}
-
-/// ` (held by web-1 pid 4242 for 3.20s, 26.8s left)` for error messages
-/// about a busy lock; empty when the holder cannot be told (several servers,
-/// or any error: the message is a courtesy).
-pub async fn holder_summary(target: &Target, name: &str) -> String {
-    let Ok(client) = target.client("inspect").await else {
-        return String::new();
-    };
-    match client.inspect(name).await {
-        Ok(info) if info.held => format!(" ({})", describe(&info)),
-        _ => String::new(),
-    }
-}
-
-/// One line about a lock, for people.
-fn describe(info: &LockInfo) -> String {
-    let fence = match (info.fencing_token, &info.bad_fencing_counter) {
-        (Some(token), _) => format!("fencing token {token}"),
-        (None, Some(_)) => "fencing counter invalid".to_owned(),
-        (None, None) => "never acquired by latchkey".to_owned(),
-    };
-    if !info.held {
-        return match (info.fencing_token, &info.bad_fencing_counter) {
-            (Some(token), _) => format!("free, last fencing token {token}"),
-            (None, Some(_)) => "free, fencing counter invalid".to_owned(),
-            (None, None) => "free, never acquired".to_owned(),
-        };
-    }
-    let holder = holder_text(info).unwrap_or_default();
-    let age = info
-        .age
-        .map(|a| format!(" for {}", human(a)))
-        .unwrap_or_default();
-    let expiry = match info.ttl {
-        Some(ttl) => format!("expires in {}", human(ttl)),
-        None => "no TTL: it never expires by itself".to_owned(),
-    };
-    format!("held by {holder}{age}, {expiry}, {fence}")
-}
-
-fn holder_text(info: &LockInfo) -> Option<String> {
-    match (&info.holder, &info.value) {
-        (Some(h), _) => Some(format!("{} pid {}", escape(h.host.as_bytes()), h.pid)),
-        (None, Some(value)) => Some(format!(
-            "another client (value {:?})",
-            String::from_utf8_lossy(value)
-        )),
-        (None, None) => None,
     }
 }
 

@@ -1,5 +1,5 @@
 //! The arguments of `latchkey run` (a lock, `--permits`, `--read` or
-//! `--write`), shared by `cmd_run.rs` and `cmd_permits.rs`, and what CMD
+//! `--write`), shared by `run` (`commands/run/mod.rs`) and `run --permits` (`permits.rs`), and what CMD
 //! gets from them.
 
 use std::ffi::OsString;
@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::commands::acquire::WaitArgs;
 use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
+use crate::support::hold_args::HoldArgs;
 use crate::support::supervise::Ended;
 
 #[derive(Args, Debug)]
@@ -23,7 +23,7 @@ pub struct RunArgs {
     pub ttl: Duration,
 
     #[command(flatten)]
-    pub wait: WaitArgs,
+    pub wait: HoldArgs,
 
     /// Exit code when the lock is busy or the wait timed out.
     #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT, allow_negative_numbers = true)]

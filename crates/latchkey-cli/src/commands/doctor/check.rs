@@ -1,6 +1,6 @@
 //! One line of `latchkey doctor`: a verdict (PASS, WARN, FAIL), the check's
 //! name, the reason and the fix. Its own module so that the checks (in
-//! `doctor_*.rs`) need nothing else of `cmd_doctor`.
+//! the other files of `doctor/`) need nothing else of `mod.rs`.
 
 use std::fmt;
 

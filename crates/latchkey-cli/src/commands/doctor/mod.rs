@@ -31,7 +31,7 @@
 //!   above (each line names its node), and the cluster itself PASSes when
 //!   its state is `ok` with every slot served by a primary that is up; a
 //!   cluster that is not (a failed primary, unassigned slots) can refuse
-//!   a lock's commands: WARN (see `doctor_cluster.rs`).
+//!   a lock's commands: WARN (see `cluster.rs`).
 //! * **clock** — lock validity never depends on wall clocks, but a server
 //!   clock far from ours means one of them is not synchronised, and a
 //!   server clock that jumps expires keys early or late: WARN beyond 1 s.
@@ -42,7 +42,7 @@
 //!   permissions of the ACL user (trying is the only check that also works
 //!   for users without `ACL DRYRUN` rights): FAIL on refusal, with the
 //!   real fix for an out-of-memory server or a read-only replica, and an
-//!   ACL rule valid for this user otherwise (see `doctor_acl.rs`).
+//!   ACL rule valid for this user otherwise (see `acl.rs`).
 //! * **append** — without `APPEND` waiters cannot mark a lock as waited
 //!   for, and wake only by polling (at worst at the holder's TTL): WARN.
 //! * **redlock** (several URLs) — an even number of servers tolerates no
@@ -50,7 +50,7 @@
 //! * **subscribe** — waiters subscribe to release channels; without it they
 //!   poll: WARN.
 //! * **acl**, **primitives** — the user against `docs/security.md`'s rules
-//!   (`ACL DRYRUN`; see `doctor_rule.rs`): `primitives` only WARNs, since
+//!   (`ACL DRYRUN`; see `rule.rs`): `primitives` only WARNs, since
 //!   plain locks need none of what it checks.
 
 mod acl;

@@ -1,6 +1,6 @@
 //! `latchkey doctor`'s checks of one server (a Redis Cluster runs them on
 //! each primary): `version`, `eviction`, `persistence`, `replication`,
-//! `clock`, `latency`; why each verdict is in `cmd_doctor.rs`.
+//! `clock`, `latency`; why each verdict is in `mod.rs`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -35,12 +35,12 @@ use std::time::{Duration, Instant};
 
 use latchkey::{Lock, LockGuard, Ownership};
 
-use crate::commands::acquire::WaitArgs;
 use crate::support::duration;
 use crate::support::exit::{Failure, Outcome};
+use crate::support::hold_args::HoldArgs;
 pub use crate::support::run_args::RunArgs;
 use crate::support::run_args::{command_env, ended_outcome};
-pub(crate) use crate::support::signals::{signal_name, Signals};
+use crate::support::signals::{signal_name, Signals};
 use crate::support::supervise::{self, Leased, Started};
 use crate::support::target::Target;
 
@@ -103,7 +103,7 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
 /// as long as it takes. `None` when the lock stayed busy.
 async fn acquire_until(
     lock: &Lock,
-    wait: &WaitArgs,
+    wait: &HoldArgs,
     until: Option<Instant>,
 ) -> latchkey::Result<Option<LockGuard>> {
     let waited = match (wait.no_wait, until) {

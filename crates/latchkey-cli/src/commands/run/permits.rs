@@ -10,7 +10,7 @@
 //! latchkey run --write catalog -- ./reindex.sh    # alone
 //! ```
 //!
-//! The same supervision as `run` with a lock (`cmd_run.rs`): the watchdog
+//! The same supervision as `run` with a lock (`mod.rs`): the watchdog
 //! renews the permit every `ttl / 3`; losing it stops CMD (exit 75); CMD's
 //! exit code is `run`'s. The permit is a lease: a `latchkey` killed with
 //! SIGKILL gives it back within `--ttl`. Every caller passes N (see

@@ -83,7 +83,7 @@ pub async fn top(target: &Target, args: TopArgs) -> Outcome {
     std::thread::spawn(move || read_keys(input_tx));
 
     let mut screen = Screen::enter()?;
-    let stop = crate::commands::exporter::stop_signal();
+    let stop = crate::support::stop::stop_signal();
     tokio::pin!(stop);
     let outcome = loop {
         screen.draw(&snapshot)?;
