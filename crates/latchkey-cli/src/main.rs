@@ -180,6 +180,7 @@ fn main() -> ExitCode {
         prefix: cli.prefix,
         tls: cli.tls,
         sentinel,
+        connected: Default::default(),
     };
 
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -201,7 +202,7 @@ fn main() -> ExitCode {
         // A release started in the background (an acquisition whose reply
         // was lost, a guard dropped on an error path) must reach Redis
         // before the runtime is dropped, or the lock stays held to its TTL.
-        target::flush(FLUSH_WITHIN).await;
+        target.flush(FLUSH_WITHIN).await;
         outcome
     });
     // Background tasks (watchdogs, the subscriber) end with the runtime.

@@ -95,7 +95,7 @@ pub async fn demo(target: &Target, args: DemoArgs) -> Outcome {
     }
     let mut clients = Vec::new();
     for _ in 0..workers {
-        clients.push(target.client_for(&url).await?);
+        clients.push(target.new_client_for(&url).await?);
     }
     let counter_key = [clients[0].prefix(), COUNTER.as_bytes()].concat();
     let fence_key =

@@ -16,7 +16,7 @@
 //! over those (independent) servers; `status`, `list` and `demo` talk to one
 //! server, and `doctor` checks each in turn.
 
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use latchkey::{Client, Lock, Redlock};
@@ -36,6 +36,8 @@ pub struct Target {
     pub tls: crate::support::tls_args::TlsArgs,
     /// `--sentinel` addresses and `--master` name, when given.
     pub sentinel: Option<(Vec<String>, String)>,
+    /// What this invocation connected (shared by clones).
+    pub connected: Arc<Connected>,
 }
 
 impl Target {
@@ -75,8 +77,33 @@ impl Target {
         self.tls.apply(builder)
     }
 
-    /// Connects to `url` with the prefix; errors name the server (password hidden).
+    /// The client for `url`: connected with the prefix on first use, the same
+    /// one after (a busy lock's holder is described over the connection that
+    /// found it busy, not a second one). Errors name the server (password
+    /// hidden).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropped while connecting, nothing is kept and the next
+    /// call connects again.
     pub async fn client_for(&self, url: &str) -> Result<Client, Failure> {
+        let mut clients = self.connected.clients.lock().await;
+        if let Some((_, client)) = clients.iter().find(|(known, _)| known == url) {
+            return Ok(client.clone());
+        }
+        let client = self.new_client_for(url).await?;
+        clients.push((url.to_owned(), client.clone()));
+        Ok(client)
+    }
+
+    /// A client for `url` of its own, never shared with [`Target::client_for`]'s
+    /// callers (the demo's workers are separate clients, as separate
+    /// processes would be); still flushed at exit.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropped while connecting, nothing is kept.
+    pub async fn new_client_for(&self, url: &str) -> Result<Client, Failure> {
         let whom = match &self.sentinel {
             Some((sentinels, master)) => {
                 format!("Sentinel master {master:?} (via {})", sentinels.join(","))
@@ -88,11 +115,15 @@ impl Target {
             .connect()
             .await
             .map_err(|e| connect_failure(e, &whom))?;
-        remember(Made::Client(client.clone()));
+        self.connected.remember(Made::Client(client.clone()));
         Ok(client)
     }
 
-    /// Connects to the one server.
+    /// The client of the one server (see [`Target::client_for`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Target::client_for`].
     pub async fn client(&self, what: &str) -> Result<Client, Failure> {
         self.client_for(&self.single_url(what)?).await
     }
@@ -101,6 +132,10 @@ impl Target {
     /// mean Redlock (held while a majority of them agree). Made
     /// [`with_fencing`](Lock::with_fencing): every command that takes a lock
     /// prints or passes on its fencing token.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropped while connecting, nothing is held.
     pub async fn lock(&self, name: &str, ttl: Duration) -> Result<Lock, Failure> {
         let urls = self.urls();
         if let [url] = &urls[..] {
@@ -118,7 +153,7 @@ impl Target {
         let redlock = Redlock::connect_with(&refs, |builder| self.with_options(builder))
             .await
             .map_err(|e| connect_failure(e, &format!("Redlock over {} servers", urls.len())))?;
-        remember(Made::Redlock(redlock.clone()));
+        self.connected.remember(Made::Redlock(redlock.clone()));
         redlock
             .lock(name, ttl)
             .map(Lock::with_fencing)
@@ -172,36 +207,72 @@ pub fn rejoin_sentinel_url(urls: Vec<String>) -> Vec<String> {
     joined
 }
 
-/// What this process connected, so that [`flush`] can wait for the releases
-/// they left running in the background (a failed or cancelled acquisition,
-/// a guard dropped on an error path) before the process exits and its
-/// runtime would cancel them, leaving the lock held until its TTL.
+/// What this invocation connected, kept for two reasons: one client per
+/// server (a second use of the same URL reuses it, where a `static` list
+/// of everything made used to let each use connect anew), and
+/// [`Target::flush`], which waits for the releases they left running in the
+/// background (a failed or cancelled acquisition, a guard dropped on an
+/// error path) before the process exits and its runtime would cancel them,
+/// leaving the lock held until its TTL.
+#[derive(Default)]
+pub struct Connected {
+    /// The shared clients by URL. An async mutex, held while connecting, so
+    /// that two concurrent first uses of one URL make one client.
+    clients: tokio::sync::Mutex<Vec<(String, Client)>>,
+    /// Every client and Redlock made, shared or not, for the flush.
+    made: std::sync::Mutex<Vec<Made>>,
+}
+
+impl std::fmt::Debug for Connected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let made = self.made.lock().map_or(0, |made| made.len());
+        write!(f, "Connected({made} made)")
+    }
+}
+
+impl Connected {
+    fn remember(&self, made: Made) {
+        self.made
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(made);
+    }
+}
+
 enum Made {
     Client(Client),
     Redlock(Redlock),
 }
 
-static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
-
-fn remember(made: Made) {
-    MADE.lock().unwrap_or_else(|p| p.into_inner()).push(made);
-}
-
-/// Waits, at most `within` in all, for the background releases of every
-/// client and Redlock this process made. Called by `main` before exiting.
-pub async fn flush(within: Duration) {
-    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(|p| p.into_inner()));
-    let deadline = tokio::time::Instant::now() + within;
-    for made in made {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let done = match &made {
-            Made::Client(client) => client.flush(left).await,
-            Made::Redlock(redlock) => redlock.flush(left).await,
-        };
-        if !done {
-            tracing::warn!(
-                "a background release did not finish before exit; its lock frees itself at its TTL"
-            );
+impl Target {
+    /// Waits, at most `within` in all, for the background releases of every
+    /// client and Redlock this invocation made. Called by `main` before
+    /// exiting.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not meant to be cancelled: what it has not flushed yet is forgotten
+    /// (those locks free themselves at their TTL).
+    pub async fn flush(&self, within: Duration) {
+        let made = std::mem::take(
+            &mut *self
+                .connected
+                .made
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        let deadline = tokio::time::Instant::now() + within;
+        for made in made {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let done = match &made {
+                Made::Client(client) => client.flush(left).await,
+                Made::Redlock(redlock) => redlock.flush(left).await,
+            };
+            if !done {
+                tracing::warn!(
+                    "a background release did not finish before exit; its lock frees itself at its TTL"
+                );
+            }
         }
     }
 }
