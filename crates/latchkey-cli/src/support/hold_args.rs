@@ -59,6 +59,10 @@ impl HoldArgs {
     }
 
     /// The guard, or `None` when the lock stayed busy.
+    ///
+    /// # Cancel safety
+    ///
+    /// As the library's `Lock::acquire`: dropped, nothing stays held.
     pub async fn acquire(&self, lock: &Lock) -> latchkey::Result<Option<LockGuard>> {
         if self.no_wait {
             return lock.try_acquire().await;
@@ -92,6 +96,10 @@ impl HoldArgs {
     }
 
     /// The failure for a lock that stayed busy, naming the holder if known.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
     pub async fn busy(&self, target: &Target, name: &str, code: u8) -> Failure {
         let holder = crate::support::describe::holder_summary(target, name).await;
         let waited = match (self.no_wait, self.wait) {

@@ -1,6 +1,12 @@
 //! The end of a long-running view (`exporter`, `top`): a stop signal.
 
 /// Completes on SIGINT, SIGTERM or SIGHUP (never, if they cannot be caught).
+///
+/// # Cancel safety
+///
+/// Cancel-safe: nothing is consumed. Tokio keeps its handlers for the
+/// process's life, though: after a drop these signals no longer end the
+/// process by their default action.
 pub async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let kinds = [
