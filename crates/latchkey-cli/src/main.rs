@@ -8,47 +8,22 @@
 //! latchkey demo
 //! ```
 //!
-//! A thin layer over the `latchkey` library: one file per subcommand, the
-//! exit codes in [`exit`], and one rule for errors: one line on stderr
-//! (`latchkey: …`), never a backtrace. The full reference is `docs/cli.md`.
+//! A thin layer over the `latchkey` library: one module per subcommand in
+//! [`commands`] (the `Command` enum and its dispatch there too), what several
+//! share in [`support`], the exit codes in [`support::exit`], and one rule
+//! for errors: one line on stderr (`latchkey: …`), never a backtrace. The full reference is `docs/cli.md`.
 
-mod cmd_acquire;
-mod cmd_demo;
-mod cmd_doctor;
-mod cmd_elect;
-mod cmd_exporter;
-mod cmd_latch;
-mod cmd_permits;
-mod cmd_run;
-mod cmd_signal;
-mod cmd_status;
-mod cmd_top;
-mod cmd_wait;
-mod connect;
-mod count;
-mod doctor_acl;
-mod doctor_check;
-mod doctor_cluster;
-mod doctor_rule;
-mod doctor_server;
-mod doctor_target;
-mod duration;
-mod exit;
-mod guardian;
-mod process_group;
-mod run_args;
-mod signals;
-mod supervise;
-mod text;
-mod tls_args;
-mod top_view;
+mod commands;
+mod support;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
-use crate::connect::Target;
-use crate::exit::Failure;
+use crate::commands::Command;
+use crate::support::exit::{self, Failure};
+use crate::support::target::{self, Target};
+use crate::support::{guardian, tls_args};
 
 /// The help heading of the options every subcommand takes (where to connect,
 /// TLS, logging), so that a subcommand's help lists its own options apart.
@@ -127,79 +102,6 @@ struct Cli {
     command: Command,
 }
 
-/// What several `--redis` URLs mean, in the help of the subcommands that
-/// take them (and only there: `latch`, `elect` and the others refuse them),
-/// with the options of the subcommand that refuse it.
-macro_rules! redlock_help {
-    ($($refused:literal)?) => {
-        concat!(
-            "Several --redis URLs (repeat, or separate with commas) of independent servers make a ",
-            "Redlock: the lock is held while a majority of them agree.",
-            $(" Not with ", $refused, ".")?
-        )
-    };
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Run a command while holding a lock; a distributed flock(1).
-    #[command(
-        override_usage = "latchkey run [OPTIONS] <NAME> -- <CMD>...",
-        after_help = redlock_help!("--fair, --permits, --read or --write")
-    )]
-    Run(cmd_run::RunArgs),
-    /// Acquire a lock and exit, leaving it held until its TTL; prints the
-    /// owner token, then the fencing token.
-    #[command(after_help = redlock_help!("--fair"))]
-    Acquire(cmd_acquire::AcquireArgs),
-    /// Release a lock acquired with `acquire`, given its token.
-    #[command(after_help = redlock_help!())]
-    Release(cmd_acquire::ReleaseArgs),
-    /// Reset the TTL of a lock acquired with `acquire`, given its token.
-    #[command(after_help = redlock_help!())]
-    Extend(cmd_acquire::ExtendArgs),
-    /// Show one lock: held or not, TTL left, holder, age, fencing token.
-    Status(cmd_status::StatusArgs),
-    /// List locks whose names match a glob pattern (uses SCAN, never KEYS).
-    List(cmd_status::ListArgs),
-    /// A live view of the held locks, oldest first; q quits.
-    Top(cmd_top::TopArgs),
-    /// Serve Prometheus metrics of the locks (scanned periodically) over HTTP.
-    Exporter(cmd_exporter::ExporterArgs),
-    /// Check the Redis server for lock safety: eviction, persistence,
-    /// replication, cluster mode, clock, latency, permissions.
-    #[command(
-        after_help = "Several --redis URLs (repeat, or separate with commas): each server is checked."
-    )]
-    Doctor(cmd_doctor::DoctorArgs),
-    /// Show lost updates without a lock and none with latchkey (starts a
-    /// private redis-server unless --redis is given).
-    Demo(cmd_demo::DemoArgs),
-    /// Prove correctness under faults: worker processes contend for a lock
-    /// while faults are injected; prints one row of figures per scenario
-    /// (starts private redis-servers unless --redis is given).
-    Torture(latchkey_torture::TortureArgs),
-    /// Send a signal to the waiters on a name (all, or one with --one);
-    /// prints the number of receivers.
-    Signal(cmd_signal::SignalArgs),
-    /// Wait for a signal on one or more names (or patterns); prints what
-    /// it received, exits 1 on timeout.
-    Wait(cmd_wait::WaitArgs),
-    /// A count-down latch: create it (--count N), count it down, or wait
-    /// until it is open.
-    Latch(cmd_latch::LatchArgs),
-    /// Wait at a barrier until all --parties N have arrived; prints the
-    /// generation released, exits 1 on timeout.
-    Barrier(cmd_latch::BarrierArgs),
-    /// Run a command only while this process leads an election; campaign
-    /// again (or exit 75 with --once) when leadership is lost.
-    #[command(override_usage = "latchkey elect [OPTIONS] <NAME> -- <CMD>...")]
-    Elect(cmd_elect::ElectArgs),
-    /// Print the leader of an election (value, term, since when); --watch
-    /// follows every change.
-    Leader(cmd_elect::LeaderArgs),
-}
-
 fn main() -> ExitCode {
     // `run` and `elect` re-execute themselves as CMD's guardian (hidden).
     let mut argv = std::env::args_os().skip(1);
@@ -238,7 +140,7 @@ fn main() -> ExitCode {
             .with_env_filter(filter)
             .init();
     }
-    if !matches!(cli.command, Command::Run(_) | Command::Elect(_)) {
+    if !cli.command.supervises_a_command() {
         // `latchkey list | head` should end quietly, as Unix tools do, not
         // report a write error. Rust ignores SIGPIPE by default; restore it.
         // Not for `run`: its supervisor must outlive a closed stderr pipe
@@ -266,7 +168,7 @@ fn main() -> ExitCode {
         failure.print();
         return ExitCode::from(failure.code);
     }
-    let sentinel = match connect::sentinel_target(cli.sentinel, cli.master, &cli.redis) {
+    let sentinel = match target::sentinel_target(cli.sentinel, cli.master, &cli.redis) {
         Ok(sentinel) => sentinel,
         Err(failure) => {
             failure.print();
@@ -274,10 +176,11 @@ fn main() -> ExitCode {
         }
     };
     let target = Target {
-        urls: connect::rejoin_sentinel_url(cli.redis),
+        urls: target::rejoin_sentinel_url(cli.redis),
         prefix: cli.prefix,
         tls: cli.tls,
         sentinel,
+        connected: Default::default(),
     };
 
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -295,33 +198,11 @@ fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        let outcome = match cli.command {
-            Command::Run(args) => cmd_run::run(&target, args).await,
-            Command::Acquire(args) => cmd_acquire::acquire(&target, args).await,
-            Command::Release(args) => cmd_acquire::release(&target, args).await,
-            Command::Extend(args) => cmd_acquire::extend(&target, args).await,
-            Command::Status(args) => cmd_status::status(&target, args).await,
-            Command::List(args) => cmd_status::list(&target, args).await,
-            Command::Top(args) => cmd_top::top(&target, args).await,
-            Command::Exporter(args) => cmd_exporter::exporter(&target, args).await,
-            Command::Doctor(args) => cmd_doctor::doctor(&target, args).await,
-            Command::Demo(args) => cmd_demo::demo(&target, args).await,
-            Command::Torture(args) => {
-                latchkey_torture::run(&target.urls, target.prefix.as_deref(), args)
-                    .await
-                    .map_err(|f| Failure::new(f.code, f.message))
-            }
-            Command::Signal(args) => cmd_signal::signal(&target, args).await,
-            Command::Wait(args) => cmd_wait::wait(&target, args).await,
-            Command::Latch(args) => cmd_latch::latch(&target, args).await,
-            Command::Barrier(args) => cmd_latch::barrier(&target, args).await,
-            Command::Elect(args) => cmd_elect::elect(&target, args).await,
-            Command::Leader(args) => cmd_elect::leader(&target, args).await,
-        };
+        let outcome = cli.command.run(&target).await;
         // A release started in the background (an acquisition whose reply
         // was lost, a guard dropped on an error path) must reach Redis
         // before the runtime is dropped, or the lock stays held to its TTL.
-        connect::flush(FLUSH_WITHIN).await;
+        target.flush(FLUSH_WITHIN).await;
         outcome
     });
     // Background tasks (watchdogs, the subscriber) end with the runtime.

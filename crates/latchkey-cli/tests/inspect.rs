@@ -336,3 +336,40 @@ fn list_cuts_long_names_instead_of_padding_every_row() {
         .iter()
         .any(|l| l["name"] == long.as_str()));
 }
+
+/// `total_connections_received` of the server's INFO (this query counts one).
+fn connections_received(redis: &RedisServer) -> u64 {
+    let info = redis.command(&["INFO", "stats"]).expect("INFO stats");
+    info.lines()
+        .find_map(|line| line.strip_prefix("total_connections_received:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("total_connections_received in INFO stats")
+}
+
+/// One connected client per invocation: the holder of a busy lock is
+/// described over the connection that found it busy (it used to open a
+/// second client), so a busy `run --no-wait` connects as often as `status`.
+#[test]
+fn a_busy_run_connects_no_more_often_than_status() {
+    let redis = RedisServer::start();
+    acquire(&redis, "one-client");
+
+    let before = connections_received(&redis);
+    let out = output(latchkey(&redis).args(["status", "one-client"]), QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    let by_status = connections_received(&redis) - before;
+
+    let before = connections_received(&redis);
+    let out = output(
+        latchkey(&redis).args(["run", "one-client", "--no-wait", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("held by"), "{}", stderr(&out));
+    let by_run = connections_received(&redis) - before;
+
+    assert_eq!(
+        by_run, by_status,
+        "a busy run opened {by_run} connections (with this INFO), status {by_status}"
+    );
+}

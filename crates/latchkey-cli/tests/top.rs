@@ -1,6 +1,6 @@
 //! `latchkey top` in a real pseudo-terminal (80×24): it draws the held
 //! locks, quits on `q` with exit 0 and leaves the alternate screen. The
-//! layout itself is tested on a fixed buffer in `src/top_view.rs`.
+//! layout itself is tested on a fixed buffer in `src/commands/top/view.rs`.
 
 mod common;
 

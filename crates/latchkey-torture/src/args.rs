@@ -1,9 +1,10 @@
 //! The command line of `latchkey torture`: [`TortureArgs`] (a clap
-//! `Args`, flattened into the CLI as its `torture` subcommand) and the
-//! parsing and formatting it needs.
+//! `Args`, flattened into the CLI as its `torture` subcommand) and its
+//! help.
 
 use std::time::Duration;
 
+use crate::cli_text::parse_duration;
 use crate::faults::Fault;
 
 pub(crate) const HELP: &str = "\
@@ -114,61 +115,6 @@ fn parse_fault(name: &str) -> Result<Fault, String> {
     })
 }
 
-/// Parses a duration as the `latchkey` command line writes them:
-/// `<number><unit>`, unit `ms`, `s`, `m` or `h` (mandatory), e.g. `500ms`,
-/// `1.5s`. The same syntax as the CLI's own `duration::parse`.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("{text:?} has no unit; write e.g. 500ms, 10s, 2m or 1h"))?;
-    let (number, unit) = text.split_at(split);
-    let seconds_per_unit = match unit {
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?}; use ms, s, m or h"
-            ))
-        }
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?}: {number:?} is not a number"))?;
-    Duration::try_from_secs_f64(value * seconds_per_unit)
-        .map_err(|_| format!("{text:?} is out of range"))
-}
-
-/// Formats a duration as the CLI does: `850µs`, `12.3ms`, `4.20s`, `3m05s`, `2h00m`.
-pub(crate) fn human(d: Duration) -> String {
-    let secs = d.as_secs_f64();
-    if secs < 0.001 {
-        format!("{}µs", d.as_micros())
-    } else if secs < 1.0 {
-        format!("{:.1}ms", secs * 1000.0)
-    } else if secs < 60.0 {
-        format!("{secs:.2}s")
-    } else if secs < 3600.0 {
-        format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60)
-    } else {
-        format!("{}h{:02}m", d.as_secs() / 3600, (d.as_secs() % 3600) / 60)
-    }
-}
-
-/// `url` with any password replaced by `***`, for the header line.
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-    format!("{scheme}://{user}:***@{host}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,25 +127,5 @@ mod tests {
                 "{f:?} missing from --help"
             );
         }
-    }
-
-    #[test]
-    fn durations_need_a_unit() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        for bad in ["10", "", "s", "10x", "1.2.3s", "-1s", "1e400h"] {
-            assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
-        }
-    }
-
-    #[test]
-    fn human_durations_and_hidden_passwords() {
-        assert_eq!(human(Duration::from_millis(500)), "500.0ms");
-        assert_eq!(human(Duration::from_millis(2500)), "2.50s");
-        assert_eq!(human(Duration::from_secs(185)), "3m05s");
-        assert_eq!(human(Duration::from_secs(7200)), "2h00m");
-        assert_eq!(redact("redis://h:1/"), "redis://h:1/");
-        assert_eq!(redact("redis://u:p@ss@h:1/0"), "redis://u:***@h:1/0");
     }
 }

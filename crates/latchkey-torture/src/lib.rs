@@ -28,6 +28,7 @@
 
 mod args;
 mod checker;
+pub mod cli_text;
 mod contender;
 mod events;
 mod faults;
@@ -193,8 +194,8 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     println!(
         "  {} workers, TTL {}, {} per scenario, {} scenarios, {}",
         settings.workers,
-        args::human(ttl),
-        args::human(duration),
+        cli_text::human(ttl),
+        cli_text::human(duration),
         scenarios.len(),
         match &place {
             Place::Private => "on private redis-servers".to_owned(),
@@ -206,7 +207,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
             Place::User(urls) => format!(
                 "on {}",
                 urls.iter()
-                    .map(|u| args::redact(u))
+                    .map(|u| cli_text::redact(u))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

@@ -1,0 +1,254 @@
+//! `latchkey elect NAME [--value V] [--ttl D] [--grace D] [--once] -- CMD [ARGS...]`:
+//! run CMD only while this process leads election NAME; and
+//! `latchkey leader NAME [--watch] [--json]`: who leads it.
+//!
+//! ```sh
+//! # On every machine: one scheduler runs at a time; another takes over
+//! # within the TTL when its machine dies.
+//! latchkey elect scheduler --value "$(hostname)" --ttl 10s -- ./scheduler
+//! latchkey leader scheduler --watch
+//! ```
+//!
+//! `elect`:
+//! 1. Campaigns (waits until elected). A SIGINT/SIGTERM/SIGHUP while
+//!    campaigning ends it: exit 128+signal.
+//! 2. Starts CMD as `run` does (under a guardian in its own process group:
+//!    killed or stopped with `latchkey`; not at all if the term ran out
+//!    first, then it campaigns again) with `LATCHKEY_NAME`, `LATCHKEY_TERM` (the term: a fencing
+//!    token), `LATCHKEY_VALUE` and `LATCHKEY_TOKEN`. The watchdog renews the
+//!    lease every `ttl / 3`; signals are forwarded to CMD's group.
+//! 3. If leadership is lost while CMD runs, CMD's group gets SIGTERM, then
+//!    SIGKILL after `--grace`; then `elect` campaigns again and starts CMD
+//!    anew when re-elected, or, with `--once`, exits 75.
+//! 4. When CMD exits on its own, `elect` resigns (another candidate takes
+//!    over at once) and exits with CMD's code, as `run` does.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::Args;
+use latchkey::{Election, Leader, Leadership, Ownership};
+use serde_json::json;
+
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::signals::{signal_name, Signals};
+use crate::support::supervise::{self, Ended, Leased, Started};
+use crate::support::target::Target;
+use crate::support::text::escape;
+
+#[derive(Args, Debug)]
+pub struct ElectArgs {
+    /// The election's name.
+    pub name: String,
+
+    /// What the leader announces (observers and `latchkey leader` see it);
+    /// default: HOSTNAME:PID.
+    #[arg(long, value_name = "V")]
+    pub value: Option<String>,
+
+    /// Lease TTL. The watchdog renews it every third of this; if latchkey
+    /// dies, another candidate is elected after at most this long.
+    #[arg(long, value_name = "D", value_parser = duration::parse_ttl, default_value = "10s")]
+    pub ttl: Duration,
+
+    /// After leadership is lost: time between SIGTERM and SIGKILL to CMD's process group.
+    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5s")]
+    pub grace: Duration,
+
+    /// Exit (75) when leadership is lost, instead of campaigning again.
+    #[arg(long)]
+    pub once: bool,
+
+    /// The command to run while leader, and its arguments (after `--`).
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Args, Debug)]
+pub struct LeaderArgs {
+    /// The election's name.
+    pub name: String,
+    /// Keep printing: one line per change of leader or value, until interrupted.
+    #[arg(long)]
+    pub watch: bool,
+    /// Print JSON (one object per line with --watch).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
+    let mut signals = Signals::install()?;
+    let client = target.client("elect").await?;
+    let election = client.election(&args.name, args.ttl)?;
+    let value = args.value.clone().unwrap_or_else(default_value);
+    loop {
+        let leadership = tokio::select! {
+            elected = election.campaign(&value) => elected?,
+            signo = signals.recv() => {
+                return Err(Failure::new(
+                    128u8.saturating_add(signo as u8),
+                    format!("{} while campaigning in election {:?}", signal_name(signo), args.name),
+                ));
+            }
+        };
+        tracing::info!(election = %args.name, term = leadership.term(), "elected; starting the command");
+        match lead(&args, &election, leadership, &mut signals).await? {
+            Led::Exited(code) => return Ok(code),
+            Led::Lost(how) if args.once => {
+                return Err(Failure::new(
+                    exit::LOCK_LOST,
+                    format!(
+                        "lost leadership of {:?} while the command ran; {how} to the command",
+                        args.name
+                    ),
+                ))
+            }
+            Led::TooLate => {}
+            Led::Lost(how) => eprintln!(
+                "latchkey: lost leadership of {:?}; {how} to the command; campaigning again",
+                args.name
+            ),
+        }
+    }
+}
+
+/// How one term ended.
+enum Led {
+    /// CMD exited (with this code); we resigned.
+    Exited(u8),
+    /// Leadership was lost; CMD was stopped as described.
+    Lost(String),
+    /// The term ran out before CMD could start; CMD never ran.
+    TooLate,
+}
+
+/// Runs CMD for one term.
+async fn lead(
+    args: &ElectArgs,
+    election: &Election,
+    leadership: Leadership,
+    signals: &mut Signals,
+) -> Result<Led, Failure> {
+    let env = vec![
+        ("LATCHKEY_NAME", args.name.clone()),
+        ("LATCHKEY_TERM", leadership.term().to_string()),
+        (
+            "LATCHKEY_VALUE",
+            String::from_utf8_lossy(&leadership.value()).into_owned(),
+        ),
+        ("LATCHKEY_TOKEN", leadership.token().to_owned()),
+    ];
+    let lease = Leased {
+        guard: &leadership,
+        ttl: args.ttl,
+    };
+    let guardian = match supervise::start(&lease, &args.command, &env).await {
+        Ok(Started::Running(guardian)) => guardian,
+        Ok(Started::TooLate) => {
+            // Issue 28 item 1: the term ran out before CMD could start (we
+            // were paused): no CMD, campaign again.
+            tracing::warn!(election = %args.name, "the term ran out before the command could start; campaigning again");
+            let _ = leadership.resign().await;
+            return Ok(Led::TooLate);
+        }
+        Err(failure) => {
+            resign(leadership, &args.name).await;
+            return Err(failure);
+        }
+    };
+    match supervise::supervise(guardian, &lease, signals, args.grace).await {
+        Ok(Ended::Exited(code)) => {
+            resign(leadership, &args.name).await;
+            Ok(Led::Exited(code))
+        }
+        Ok(Ended::Lost(how)) => {
+            tracing::warn!(election = %String::from_utf8_lossy(election.name()), "leadership lost; the command was stopped");
+            // Compare-and-delete: harmless if someone else leads now.
+            let _ = leadership.resign().await;
+            Ok(Led::Lost(how))
+        }
+        Err(failure) => {
+            resign(leadership, &args.name).await;
+            Err(failure)
+        }
+    }
+}
+
+async fn resign(leadership: Leadership, name: &str) {
+    match leadership.resign().await {
+        Ok(Ownership::Owned) => {}
+        Ok(outcome) => tracing::debug!(?outcome, "no longer the leader at resign"),
+        Err(e) => eprintln!(
+            "latchkey: warning: could not resign from election {name:?} ({e}); the lease runs out at its TTL"
+        ),
+    }
+}
+
+/// `HOSTNAME:PID`.
+fn default_value() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    let host = if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".to_owned()
+    };
+    format!("{host}:{}", std::process::id())
+}
+
+pub async fn leader(target: &Target, args: LeaderArgs) -> Outcome {
+    let client = target.client("leader").await?;
+    // The TTL only matters to candidates; a reader passes any valid one.
+    let election = client.election(&args.name, Duration::from_secs(10))?;
+    if !args.watch {
+        print_state(&args, election.leader().await?.as_ref());
+        return Ok(exit::OK);
+    }
+    let mut signals = Signals::install()?;
+    let mut observer = election.observe().await?;
+    loop {
+        tokio::select! {
+            state = observer.next() => print_state(&args, state?.as_ref()),
+            _ = signals.recv() => return Ok(exit::OK),
+        }
+    }
+}
+
+fn print_state(args: &LeaderArgs, state: Option<&Leader>) {
+    let since_ms = |l: &Leader| {
+        l.since
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    };
+    if args.json {
+        let line = match state {
+            Some(l) => json!({
+                "name": args.name,
+                "leader": true,
+                "value": l.value_lossy(),
+                "term": l.term,
+                "since_ms": since_ms(l),
+            }),
+            None => json!({ "name": args.name, "leader": false }),
+        };
+        println!("{line}");
+        return;
+    }
+    match state {
+        Some(l) => {
+            let age = std::time::SystemTime::now()
+                .duration_since(l.since)
+                .unwrap_or_default();
+            println!(
+                "{}: leader {} term {} for {}",
+                escape(args.name.as_bytes()),
+                escape(&l.value),
+                l.term,
+                duration::human(age)
+            );
+        }
+        None => println!("{}: no leader", escape(args.name.as_bytes())),
+    }
+}

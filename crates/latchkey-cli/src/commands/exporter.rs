@@ -1,0 +1,331 @@
+//! `latchkey exporter`: Prometheus metrics of the locks in a Redis server.
+//!
+//! ```text
+//! $ latchkey exporter --listen 127.0.0.1:9464 --long-held 5m 'billing:*' &
+//! serving Prometheus metrics on http://127.0.0.1:9464/metrics
+//! $ curl -s 127.0.0.1:9464/metrics | grep long_held
+//! latchkey_locks_long_held{prefix="latchkey:"} 1
+//! latchkey_lock_long_held_seconds{prefix="latchkey:",lock="billing:run",host="web-1",pid="4242"} 912.4
+//! ```
+//!
+//! Every `--scan-every` the exporter lists the locks matching PATTERN (the
+//! library's [`Client::list`](latchkey::Client::list): `SCAN`, never
+//! `KEYS`) and sets gauges from that snapshot; `metrics-exporter-prometheus`
+//! serves them, with the process's own latchkey metrics, over its own HTTP
+//! listener (any path; `/health` answers `OK`). The per-lock gauges carry the
+//! lock name as a label: that is the operator's explicit choice here, unlike
+//! in the library (see `docs/monitoring.md`).
+//!
+//! A gauge not set by a scan disappears from the output after two scan
+//! intervals plus a second (the recorder's idle timeout): that is how a
+//! released lock's series go away, and how every server-side gauge goes away
+//! while Redis cannot be scanned (`latchkey_exporter_up` then says 0). The
+//! exporter keeps running through Redis outages; it ends on SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use latchkey::{Client, LockInfo};
+use metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
+use metrics_exporter_prometheus::{ExporterFuture, Matcher, PrometheusBuilder, PrometheusRecorder};
+use metrics_util::MetricKindMask;
+
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::stop::stop_signal;
+use crate::support::target::Target;
+use crate::support::text::escape;
+
+/// Gauge, label `prefix`: locks held now.
+pub const LOCKS_HELD: &str = "latchkey_locks_held";
+/// Gauge, label `prefix`: locks held longer than `--long-held`.
+pub const LOCKS_LONG_HELD: &str = "latchkey_locks_long_held";
+/// Gauge, labels `prefix`, `lock`: remaining TTL of each held lock; -1 for a
+/// lock without a TTL (set by another client; it never expires by itself).
+pub const LOCK_TTL: &str = "latchkey_lock_ttl_seconds";
+/// Gauge, labels `prefix`, `lock`: how long each lock with a latchkey holder
+/// has been held (by the holder's clock compared with the exporter's).
+pub const LOCK_AGE: &str = "latchkey_lock_age_seconds";
+/// Gauge, labels `prefix`, `lock`, `host`, `pid`: the age of each lock held
+/// longer than `--long-held`: the list of suspects.
+pub const LOCK_LONG_HELD: &str = "latchkey_lock_long_held_seconds";
+/// Gauge: the `--long-held` threshold in force.
+pub const LONG_HELD_THRESHOLD: &str = "latchkey_long_held_threshold_seconds";
+/// Counter, label `outcome` = `ok` | `error`: scans of the server.
+pub const SCANS: &str = "latchkey_exporter_scans_total";
+/// Gauge: how long the last successful scan took.
+pub const SCAN_DURATION: &str = "latchkey_exporter_scan_duration_seconds";
+/// Gauge: 1 when the last scan succeeded, 0 when it failed.
+pub const UP: &str = "latchkey_exporter_up";
+
+#[derive(Args, Debug)]
+pub struct ExporterArgs {
+    /// Address of the HTTP listener serving Prometheus text.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    pub listen: SocketAddr,
+    /// How often to scan the server's locks.
+    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "10s")]
+    pub scan_every: Duration,
+    /// Locks held longer than this are counted and listed as long-held.
+    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5m")]
+    pub long_held: Duration,
+    /// Glob over lock names (Redis MATCH syntax: * ? [abc] \x).
+    #[arg(default_value = "*")]
+    pub pattern: String,
+}
+
+pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
+    if args.scan_every < Duration::from_millis(10) {
+        return Err(Failure::usage("--scan-every must be at least 10ms"));
+    }
+    let client = target.client("exporter").await?;
+    let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
+    // A gauge no scan has set for two intervals (plus slack for a slow
+    // scan) belongs to a lock that is gone, or to a server we cannot scan.
+    let idle = args.scan_every * 2 + Duration::from_secs(1);
+    let (listen, recorder, serve) = bind(args.listen, idle)?;
+    metrics::set_global_recorder(recorder)
+        .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics recorder: {e}")))?;
+    latchkey::metrics::describe();
+    describe();
+    tokio::spawn(async move {
+        if let Err(e) = serve.await {
+            tracing::error!(error = ?e, "the metrics HTTP listener stopped");
+        }
+    });
+    println!("serving Prometheus metrics on http://{listen}/metrics");
+
+    let mut ticks = tokio::time::interval(args.scan_every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let stop = stop_signal();
+    tokio::pin!(stop);
+    let mut log = ScanLog::default();
+    loop {
+        tokio::select! {
+            _ = &mut stop => return Ok(exit::OK),
+            _ = ticks.tick() => scan(&client, &prefix, &args, &mut log).await,
+        }
+    }
+}
+
+/// The exporter's recorder and HTTP server, listening on `listen`; returns
+/// the address it listens on. Port 0 means any free port: the Prometheus
+/// crate binds inside `build` and does not tell which port it got, so a
+/// free port is picked first (and picked again if another process takes it
+/// in between).
+fn bind(
+    listen: SocketAddr,
+    idle: Duration,
+) -> Result<(SocketAddr, PrometheusRecorder, ExporterFuture), Failure> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let addr = if listen.port() == 0 {
+            std::net::TcpListener::bind(listen)
+                .and_then(|probe| probe.local_addr())
+                .map_err(|e| Failure::usage(format!("cannot serve metrics on {listen}: {e}")))?
+        } else {
+            listen
+        };
+        let builder = PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .idle_timeout(MetricKindMask::GAUGE, Some(idle))
+            .set_buckets_for_metric(
+                Matcher::Suffix("_seconds".into()),
+                latchkey::metrics::SECONDS_BUCKETS,
+            )
+            .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics exporter: {e}")))?;
+        match builder.build() {
+            Ok((recorder, serve)) => return Ok((addr, recorder, serve)),
+            Err(_) if listen.port() == 0 && attempts < 5 => continue,
+            Err(e) => {
+                return Err(Failure::usage(format!(
+                    "cannot serve metrics on {listen}: {e}"
+                )))
+            }
+        }
+    }
+}
+
+/// Scan failures, on stderr: the first of a run (and any that differs from
+/// the last one printed), then one line when scans work again. Every scan
+/// of a long outage would be noise; none would leave the operator blind
+/// (tracing only shows with `-v`).
+#[derive(Default)]
+struct ScanLog {
+    failing: Option<String>,
+    /// Fencing counters already warned about: once each, not every scan.
+    bad_counters: std::collections::HashSet<Vec<u8>>,
+}
+
+impl ScanLog {
+    fn failed(&mut self, error: &latchkey::Error) {
+        let message = error.to_string();
+        if self.failing.as_ref() != Some(&message) {
+            eprintln!("latchkey: warning: exporter scan failed: {message}");
+        }
+        tracing::warn!(error = %message, "scan failed");
+        self.failing = Some(message);
+    }
+
+    fn succeeded(&mut self, prefix: &str, infos: &[LockInfo]) {
+        if self.failing.take().is_some() {
+            eprintln!("latchkey: exporter scans work again");
+        }
+        for info in infos {
+            if let Some(raw) = &info.bad_fencing_counter {
+                if self.bad_counters.insert(info.name.clone()) {
+                    let key = latchkey::protocol::fence_key(
+                        &[prefix.as_bytes(), &info.name[..]].concat(),
+                    );
+                    eprintln!(
+                        "latchkey: warning: fencing counter \"{}\" holds \"{}\", \
+                         not a fencing token; the lock is exported without it",
+                        escape(&key),
+                        escape(raw)
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// One scan: lists the locks and sets every server-side gauge from them.
+async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut ScanLog) {
+    let started = Instant::now();
+    let infos = match client.list(&args.pattern).await {
+        Ok(infos) => infos,
+        Err(e) => {
+            log.failed(&e);
+            counter!(SCANS, "outcome" => "error").increment(1);
+            gauge!(UP).set(0.0);
+            return;
+        }
+    };
+    log.succeeded(prefix, &infos);
+    let held: Vec<&LockInfo> = infos.iter().filter(|info| info.held).collect();
+    let mut long_held = 0usize;
+    for info in &held {
+        let lock = String::from_utf8_lossy(&info.name).into_owned();
+        let ttl = info.ttl.map_or(-1.0, |ttl| ttl.as_secs_f64());
+        gauge!(LOCK_TTL, "prefix" => prefix.to_owned(), "lock" => lock.clone()).set(ttl);
+        let (Some(age), Some(holder)) = (info.age, &info.holder) else {
+            continue;
+        };
+        gauge!(LOCK_AGE, "prefix" => prefix.to_owned(), "lock" => lock.clone())
+            .set(age.as_secs_f64());
+        if age > args.long_held {
+            long_held += 1;
+            gauge!(
+                LOCK_LONG_HELD,
+                "prefix" => prefix.to_owned(),
+                "lock" => lock,
+                "host" => holder.host.clone(),
+                "pid" => holder.pid.to_string()
+            )
+            .set(age.as_secs_f64());
+        }
+    }
+    gauge!(LOCKS_HELD, "prefix" => prefix.to_owned()).set(held.len() as f64);
+    gauge!(LOCKS_LONG_HELD, "prefix" => prefix.to_owned()).set(long_held as f64);
+    gauge!(LONG_HELD_THRESHOLD).set(args.long_held.as_secs_f64());
+    gauge!(SCAN_DURATION).set(started.elapsed().as_secs_f64());
+    gauge!(UP).set(1.0);
+    counter!(SCANS, "outcome" => "ok").increment(1);
+}
+
+fn describe() {
+    describe_gauge!(LOCKS_HELD, "Locks held now (server-side scan).");
+    describe_gauge!(LOCKS_LONG_HELD, "Locks held longer than --long-held.");
+    describe_gauge!(
+        LOCK_TTL,
+        Unit::Seconds,
+        "Remaining TTL of each held lock (-1: no TTL)."
+    );
+    describe_gauge!(LOCK_AGE, Unit::Seconds, "How long each lock has been held.");
+    describe_gauge!(
+        LOCK_LONG_HELD,
+        Unit::Seconds,
+        "Age of each lock held longer than --long-held, with its holder."
+    );
+    describe_gauge!(
+        LONG_HELD_THRESHOLD,
+        Unit::Seconds,
+        "The --long-held threshold."
+    );
+    describe_counter!(
+        SCANS,
+        "Scans of the server's locks, by outcome (ok, error)."
+    );
+    describe_gauge!(
+        SCAN_DURATION,
+        Unit::Seconds,
+        "How long the last successful scan took."
+    );
+    describe_gauge!(UP, "1 when the last scan of the server succeeded, else 0.");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latchkey::metrics as lib;
+
+    const EVERY_METRIC: [&str; 19] = [
+        lib::ACQUISITIONS,
+        lib::ACQUIRE_WAIT,
+        lib::HOLD,
+        lib::HANDOFF,
+        lib::RENEWALS,
+        lib::LOCKS_LOST,
+        lib::RELEASES,
+        lib::SIGNALS_SENT,
+        lib::SIGNALS_RECEIVED,
+        lib::REDIS_ERRORS,
+        LOCKS_HELD,
+        LOCKS_LONG_HELD,
+        LOCK_TTL,
+        LOCK_AGE,
+        LOCK_LONG_HELD,
+        LONG_HELD_THRESHOLD,
+        SCANS,
+        SCAN_DURATION,
+        UP,
+    ];
+
+    /// Every `latchkey_*` word in `text`.
+    fn metric_names(text: &str) -> std::collections::BTreeSet<&str> {
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| word.starts_with("latchkey_"))
+            .collect()
+    }
+
+    #[test]
+    fn the_docs_name_every_metric_and_the_dashboard_no_other() {
+        let docs = include_str!("../../../../docs/monitoring.md");
+        for name in EVERY_METRIC {
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "docs/monitoring.md lacks {name}"
+            );
+        }
+        let dashboard = include_str!("../../../../docs/grafana-latchkey.json");
+        let json: serde_json::Value = serde_json::from_str(dashboard).expect("valid JSON");
+        let panels = json["panels"].as_array().expect("panels");
+        let mut used = 0;
+        for panel in panels {
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                let expr = target["expr"].as_str().expect("expr");
+                for name in metric_names(expr) {
+                    let base = name.strip_suffix("_bucket").unwrap_or(name);
+                    assert!(
+                        EVERY_METRIC.contains(&base),
+                        "the dashboard uses unknown {name}"
+                    );
+                    used += 1;
+                }
+            }
+        }
+        assert!(used >= 10, "the dashboard queries only {used} metrics");
+    }
+}

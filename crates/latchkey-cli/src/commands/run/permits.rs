@@ -1,0 +1,292 @@
+//! `latchkey run --permits N NAME -- CMD`: run CMD while holding one of N
+//! permits of the semaphore NAME: at most N such commands run at once,
+//! across machines. `latchkey run --read NAME -- CMD` and `--write NAME`:
+//! run CMD as a reader or the writer of the read-write lock NAME.
+//!
+//! ```sh
+//! # On every build agent: at most 3 deploys at a time.
+//! latchkey run --permits 3 deploys --wait 10m -- ./deploy.sh
+//! latchkey run --read catalog -- ./export.sh      # many at once
+//! latchkey run --write catalog -- ./reindex.sh    # alone
+//! ```
+//!
+//! The same supervision as `run` with a lock (`mod.rs`): the watchdog
+//! renews the permit every `ttl / 3`; losing it stops CMD (exit 75); CMD's
+//! exit code is `run`'s. The permit is a lease: a `latchkey` killed with
+//! SIGKILL gives it back within `--ttl`. Every caller passes N (see
+//! `docs/cli.md`); one server only (no Redlock).
+
+use std::time::{Duration, Instant};
+
+use latchkey::{Ownership, PermitGuard, RwAccess, RwGuard, RwLock, Semaphore};
+
+use crate::support::duration;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::run_args::{command_env, ended_outcome, RunArgs};
+use crate::support::signals::Signals;
+use crate::support::supervise::{self, Lease, Leased, Started};
+use crate::support::target::Target;
+
+/// What `run` holds: a permit, or a read-write lock.
+pub(crate) enum Hold {
+    Permit(PermitGuard),
+    Rw(RwGuard),
+}
+
+impl Hold {
+    fn token(&self) -> &str {
+        match self {
+            Hold::Permit(p) => p.token(),
+            Hold::Rw(g) => g.token(),
+        }
+    }
+
+    fn fencing_token(&self) -> Option<u64> {
+        match self {
+            Hold::Permit(p) => p.fencing_token(),
+            Hold::Rw(g) => g.fencing_token(),
+        }
+    }
+
+    async fn lost(&self) {
+        match self {
+            Hold::Permit(p) => p.lost().await,
+            Hold::Rw(g) => g.lost().await,
+        }
+    }
+
+    async fn release(self) -> latchkey::Result<Ownership> {
+        match self {
+            Hold::Permit(p) => p.release().await,
+            Hold::Rw(g) => g.release().await,
+        }
+    }
+}
+
+pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outcome {
+    let what = if args.permits.is_some() {
+        "run --permits"
+    } else if args.write {
+        "run --write"
+    } else {
+        "run --read"
+    };
+    let client = target.client(what).await?;
+    let wait_until = args.wait.wait.map(|wait| Instant::now() + wait);
+    loop {
+        let (acquired, what) = match args.permits {
+            Some(permits) => {
+                let semaphore = client
+                    .semaphore(&args.name, permits, args.ttl)?
+                    .with_watchdog()
+                    .with_fencing();
+                let acquiring = async {
+                    match acquire(&semaphore, args, wait_until).await {
+                        Ok(Some(permit)) => Ok(Ok(Hold::Permit(permit))),
+                        Ok(None) => Ok(Err(busy(&semaphore, args).await)),
+                        Err(e) => Err(e),
+                    }
+                };
+                let what = format!("its permit of semaphore {:?}", args.name);
+                (
+                    interruptible(acquiring, &mut signals, &args.name).await?,
+                    what,
+                )
+            }
+            None => {
+                let access = if args.write {
+                    RwAccess::Write
+                } else {
+                    RwAccess::Read
+                };
+                let rw = client
+                    .rwlock(&args.name, args.ttl)?
+                    .with_watchdog()
+                    .with_fencing();
+                let acquiring = async {
+                    match acquire_rw(&rw, access, args, wait_until).await {
+                        Ok(Some(guard)) => Ok(Ok(Hold::Rw(guard))),
+                        Ok(None) => Ok(Err(rw_busy(access, args))),
+                        Err(e) => Err(e),
+                    }
+                };
+                let side = if args.write { "write" } else { "read" };
+                let what = format!("its {side} hold of {:?}", args.name);
+                (
+                    interruptible(acquiring, &mut signals, &args.name).await?,
+                    what,
+                )
+            }
+        };
+        // An error while acquiring, or a hold that stayed unavailable.
+        let hold =
+            acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))??;
+        let env = command_env(args, hold.token(), hold.fencing_token());
+        let lease = Leased {
+            guard: &hold,
+            ttl: args.ttl,
+        };
+        let ended = match supervise::start(&lease, &args.command, &env).await {
+            Ok(Started::Running(guardian)) => {
+                supervise::supervise(guardian, &lease, &mut signals, args.grace).await
+            }
+            Ok(Started::TooLate) => {
+                // As in `run` with a lock: a hold that ran out before CMD
+                // could start is no hold; wait again.
+                tracing::warn!(name = %args.name, "the hold ran out before the command could start; waiting again");
+                release(hold, &args.name, args.ttl).await;
+                continue;
+            }
+            Err(failure) => Err(failure),
+        };
+        release(hold, &args.name, args.ttl).await;
+        return ended_outcome(ended, &what);
+    }
+}
+
+impl Lease for Leased<'_, Hold> {
+    fn deadline(&self) -> Instant {
+        match self.guard {
+            Hold::Permit(p) => p.deadline(),
+            Hold::Rw(g) => g.deadline(),
+        }
+    }
+    fn ttl(&self) -> Duration {
+        self.ttl
+    }
+    fn lost(&self) -> impl std::future::Future<Output = ()> {
+        self.guard.lost()
+    }
+    async fn renew_now(&self) -> Option<latchkey::Result<Ownership>> {
+        match self.guard {
+            Hold::Permit(p) => Some(p.extend().await),
+            // Only the watchdog renews a read-write hold.
+            Hold::Rw(_) => None,
+        }
+    }
+    fn is_held(&self) -> bool {
+        match self.guard {
+            Hold::Permit(p) => p.is_held(),
+            Hold::Rw(g) => g.is_held(),
+        }
+    }
+}
+
+/// Runs `acquiring` unless a SIGINT/SIGTERM/SIGHUP comes first (exit 128+N).
+async fn interruptible<T>(
+    acquiring: impl std::future::Future<Output = T>,
+    signals: &mut Signals,
+    name: &str,
+) -> Result<T, Failure> {
+    tokio::select! {
+        acquired = acquiring => Ok(acquired),
+        signo = signals.recv() => Err(Failure::new(
+            128u8.saturating_add(signo as u8),
+            format!("{} while waiting for {name:?}", crate::support::signals::signal_name(signo)),
+        )),
+    }
+}
+
+/// The hold, or `None` when it stayed unavailable (`--no-wait`, `--wait D`).
+async fn acquire_rw(
+    rw: &RwLock,
+    access: RwAccess,
+    args: &RunArgs,
+    wait_until: Option<Instant>,
+) -> latchkey::Result<Option<RwGuard>> {
+    if args.wait.no_wait {
+        return match access {
+            RwAccess::Read => rw.try_read().await,
+            RwAccess::Write => rw.try_write().await,
+        };
+    }
+    if wait_until.is_some_and(|until| until <= Instant::now()) {
+        return Ok(None);
+    }
+    match rw.acquire_until(access, wait_until).await {
+        Ok(guard) => Ok(Some(guard)),
+        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn rw_busy(access: RwAccess, args: &RunArgs) -> Failure {
+    let (side, others) = match access {
+        RwAccess::Read => ("read", "a writer holds it or waits"),
+        RwAccess::Write => ("write", "readers or a writer hold it"),
+    };
+    let message = format!("cannot {side} {:?}: {others}", args.name);
+    if args.conflict_exit_code == exit::OK {
+        tracing::info!("{message}");
+        return Failure::new(exit::OK, "");
+    }
+    Failure::new(args.conflict_exit_code, message)
+}
+
+/// The permit, or `None` when all stayed taken (`--no-wait`, `--wait D`).
+async fn acquire(
+    semaphore: &Semaphore,
+    args: &RunArgs,
+    wait_until: Option<Instant>,
+) -> latchkey::Result<Option<PermitGuard>> {
+    if args.wait.no_wait {
+        return semaphore.try_acquire().await;
+    }
+    let waited = match wait_until {
+        Some(until) => {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            semaphore.acquire_timeout(left).await
+        }
+        None => semaphore.acquire().await,
+    };
+    match waited {
+        Ok(permit) => Ok(Some(permit)),
+        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// All permits taken: a conflict (or `-E`), naming the holders.
+async fn busy(semaphore: &Semaphore, args: &RunArgs) -> Failure {
+    let holders = match semaphore.holders().await {
+        Ok(holders) => {
+            let named: Vec<String> = holders
+                .iter()
+                .map(|h| match &h.holder {
+                    Some(who) => format!("pid {} on {}", who.pid, who.host),
+                    None => "a foreign holder".to_owned(),
+                })
+                .collect();
+            format!(" (held by {})", named.join(", "))
+        }
+        Err(_) => String::new(),
+    };
+    let waited = match (args.wait.no_wait, args.wait.wait) {
+        (false, Some(wait)) => format!(" after waiting {}", duration::human(wait)),
+        _ => String::new(),
+    };
+    let message = format!(
+        "all {} permits of {:?} are taken{waited}{holders}",
+        semaphore.permits(),
+        args.name
+    );
+    if args.conflict_exit_code == exit::OK {
+        tracing::info!("{message}");
+        return Failure::new(exit::OK, "");
+    }
+    Failure::new(args.conflict_exit_code, message)
+}
+
+async fn release(hold: Hold, name: &str, ttl: Duration) {
+    match hold.release().await {
+        Ok(Ownership::Owned) => {}
+        Ok(outcome) => tracing::debug!(?outcome, "the hold was no longer ours at release"),
+        Err(e) => eprintln!(
+            "latchkey: warning: could not release {name:?} ({e}); it frees itself within {}",
+            duration::human(ttl)
+        ),
+    }
+}
