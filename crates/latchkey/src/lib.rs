@@ -133,92 +133,47 @@
 
 #![warn(missing_docs)]
 
-// 1. Vocabulary
-pub mod acl;
-mod error;
-mod error_acl;
-mod error_tls;
-pub mod metrics;
-mod names;
-mod outcome;
-pub mod protocol;
-mod scripts;
-mod token;
-// 2. Transport
-mod builder;
-mod connection;
-mod deferred;
-mod pinned;
-mod queue;
-mod sentinel;
-mod session;
-mod subscriber;
-mod tls;
-mod tls_name;
-// 3. Backends
+// Layers, lowest first; each looks only down (see ARCHITECTURE.md).
 mod backend;
-// 4. Primitives
-mod attempt;
-mod barrier;
-mod by_token;
-mod election;
-mod election_spec;
-mod fair;
-mod fair_wait;
-mod fence;
-mod guard;
-mod handoff;
-mod inspect;
-mod latch;
-mod leadership;
-mod listener;
-mod lock;
-mod observe;
-mod permit;
-mod primitive;
-mod rwguard;
-mod rwlock;
-mod semaphore;
-mod signal;
-mod signal_wire;
-mod spec;
-mod wait;
-mod watchdog;
-// 5. Facades
+mod primitives;
+mod transport;
+mod vocab;
+// Facades
 mod client;
 mod redlock;
 
 // 1. Vocabulary
-pub use crate::metrics::MetricsLabels;
-pub use error::{Error, Result};
-pub use names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
-pub use outcome::Ownership;
-pub use token::Holder;
+pub use vocab::error::{Error, Result};
+pub use vocab::metrics::MetricsLabels;
+pub use vocab::names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+pub use vocab::outcome::Ownership;
+pub use vocab::token::Holder;
+pub use vocab::{acl, metrics, protocol};
 // 2. Transport
-pub use builder::ClientBuilder;
-pub use connection::Connection;
-pub use session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
+pub use transport::builder::ClientBuilder;
+pub use transport::connection::Connection;
+pub use transport::session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
 pub use backend::replicas::DEFAULT_REPLICA_TIMEOUT;
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
-pub use barrier::Barrier;
-pub use election::Election;
-pub use election_spec::Leader;
-pub use fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
-pub use fence::{FencedResource, FencedWrite};
-pub use guard::LockGuard;
-pub use inspect::LockInfo;
-pub use latch::Latch;
-pub use leadership::Leadership;
-pub use listener::{Listener, Signal};
-pub use lock::Lock;
-pub use observe::Observer;
-pub use permit::{PermitGuard, PermitHolder};
-pub use rwguard::{RwAccess, RwGuard};
-pub use rwlock::RwLock;
-pub use semaphore::Semaphore;
-pub use watchdog::LostSignal;
+pub use primitives::barrier::Barrier;
+pub use primitives::election::leadership::Leadership;
+pub use primitives::election::observer::Observer;
+pub use primitives::election::spec::Leader;
+pub use primitives::election::Election;
+pub use primitives::fence::{FencedResource, FencedWrite};
+pub use primitives::inspect::LockInfo;
+pub use primitives::latch::Latch;
+pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
+pub use primitives::lock::guard::LockGuard;
+pub use primitives::lock::Lock;
+pub use primitives::rwlock::guard::{RwAccess, RwGuard};
+pub use primitives::rwlock::RwLock;
+pub use primitives::semaphore::permit::{PermitGuard, PermitHolder};
+pub use primitives::semaphore::Semaphore;
+pub use primitives::signal::listener::{Listener, Signal};
+pub use primitives::watchdog::LostSignal;
 // 5. Facades
 pub use client::Client;
 pub use redlock::Redlock;
