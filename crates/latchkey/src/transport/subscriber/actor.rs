@@ -15,8 +15,7 @@ use tokio::sync::mpsc;
 use super::commands::subscribe_checked;
 use super::push::Dispatcher;
 use super::registry::{
-    confirm_and_answer, count_releases, lock, take_batch, Batch, Event, Published, Request, Shared,
-    Topic,
+    confirm_and_answer, count_releases, lock, take_batch, Batch, Event, Request, Shared, Topic,
 };
 use crate::transport::sentinel::Source;
 use crate::vocab::error::Error;
@@ -252,27 +251,6 @@ async fn handle(
     };
     confirm_and_answer(shared, &wanted, &refused, answers, timeout);
     Ok(())
-}
-
-pub(super) fn dispatch(shared: &Shared, message: &redis::Msg) {
-    let Ok(channel) = message.get_channel::<Vec<u8>>() else {
-        return;
-    };
-    let (topic, channel) = if message.from_pattern() {
-        match message.get_pattern::<Vec<u8>>() {
-            Ok(pattern) => (Topic::Pattern(pattern), channel.into_boxed_slice()),
-            Err(_) => return,
-        }
-    } else {
-        (Topic::Channel(channel.clone()), channel.into_boxed_slice())
-    };
-    let published = Published {
-        channel,
-        payload: message.get_payload_bytes().into(),
-    };
-    if let Some(entry) = lock(&shared.registry).get(&topic) {
-        let _ = entry.tx.send(Event::Message(Arc::new(published)));
-    }
 }
 
 /// `d` scaled by a random factor in [0.5, 1.5): spreads out reconnects and

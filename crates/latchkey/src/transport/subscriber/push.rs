@@ -9,14 +9,13 @@
 //! subscription confirmation, an unsolicited unsubscribe, a lost connection)
 //! goes to the actor, which owns the connection's state.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use redis::aio::{AsyncPushSender, SendError};
 use redis::{PushInfo, PushKind};
 use tokio::sync::mpsc;
 
-use super::actor::dispatch;
-use super::registry::Shared;
+use super::registry::{lock, Event, Published, Shared, Topic};
 
 /// The push sender of a subscriber connection; see the module docs.
 pub(super) struct Dispatcher {
@@ -47,5 +46,28 @@ impl AsyncPushSender for Dispatcher {
             PushKind::Subscribe | PushKind::PSubscribe | PushKind::SSubscribe => Ok(()),
             _ => self.to_actor.send(push).map_err(|_| SendError),
         }
+    }
+}
+
+/// Gives one message to the waiters of its topic (a channel, or the pattern
+/// it matched), in the task that read it.
+fn dispatch(shared: &Shared, message: &redis::Msg) {
+    let Ok(channel) = message.get_channel::<Vec<u8>>() else {
+        return;
+    };
+    let (topic, channel) = if message.from_pattern() {
+        match message.get_pattern::<Vec<u8>>() {
+            Ok(pattern) => (Topic::Pattern(pattern), channel.into_boxed_slice()),
+            Err(_) => return,
+        }
+    } else {
+        (Topic::Channel(channel.clone()), channel.into_boxed_slice())
+    };
+    let published = Published {
+        channel,
+        payload: message.get_payload_bytes().into(),
+    };
+    if let Some(entry) = lock(&shared.registry).get(&topic) {
+        let _ = entry.tx.send(Event::Message(Arc::new(published)));
     }
 }
