@@ -76,52 +76,11 @@
 //! The data layout in Redis (keys, values, channels, scripts) is a documented
 //! protocol: see `docs/protocol.md` in the repository.
 //!
-//! ## How the crate is built: five layers, each looking only down
-//!
-//! Every file belongs to one layer and imports only from its own layer or
-//! those below (no two files import each other). A new primitive (a
-//! semaphore, an election) is a small file in layer 4 over the same session,
-//! backends and lease, plus a few lines in a facade.
-//!
-//! 1. **Vocabulary**: what every layer speaks. [`acl`] (the ACL rule latchkey
-//!    needs), `error` ([`Error`],
-//!    [`Result`]; `error_tls` explains TLS failures), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
-//!    [`MIN_TTL`], [`MAX_TTL`]; name and TTL checks, a lock's keys),
-//!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
-//!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
-//!    ([`MetricsLabels`]).
-//! 2. **Transport**: `connection` ([`Connection`]: standalone, cluster or
-//!    Sentinel), `sentinel` (the primary Sentinels name, followed across
-//!    failovers), `builder` (the options and connecting: [`ClientBuilder`]),
-//!    `session` (one server's command connection, options, background
-//!    work: [`DEFAULT_COMMAND_TIMEOUT`], [`DEFAULT_PREFIX`]), `deferred`
-//!    (a session's jobs for later, on one timer task), `tls` (`rediss://`: CA and client
-//!    certificates), `subscriber` (the shared pub/sub connection and
-//!    its registry), `queue` (this process's waiters per lock name).
-//! 3. **Backends**: `backend` — where a lock lives, behind one enum: a
-//!    single server (`backend/single.rs`) or Redlock's N instances
-//!    (`backend/redlock/`: the group, its rounds, and every quorum rule in
-//!    `tally.rs`; [`Fencing`], [`MIN_INSTANCE_TIMEOUT`],
-//!    [`MAX_INSTANCE_TIMEOUT`]), and `backend/replicas.rs` (`WAIT` for a
-//!    lock's replicas on its own node; [`DEFAULT_REPLICA_TIMEOUT`]). A Redis
-//!    Cluster or a Sentinel-watched primary is not a backend: each is a
-//!    kind of connection under the single-server backend (on a cluster each
-//!    lock's keys share a slot, and the subscriber is sharded:
-//!    `subscriber/sharded.rs`).
-//! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `attempt` (one
-//!    attempt's bookkeeping), `wait` (the waiting loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
-//!    `handoff` (when a release wakes this process's waiters), `fair` and
-//!    `fair_wait` (fair locks: a queue in Redis, direct hand-off), `by_token`,
-//!    `fence` ([`FencedResource`], [`FencedWrite`]), `latch` ([`Latch`]),
-//!    `barrier` ([`Barrier`]), `semaphore` ([`Semaphore`]) and `permit`
-//!    ([`PermitGuard`]), `rwlock` ([`RwLock`]) and `rwguard` ([`RwGuard`]),
-//!    `primitive` (what those share: keys,
-//!    wake-ups, background clean-up), `signal` and
-//!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
-//!    ([`LockInfo`]), `election_spec` ([`Leader`]), `election` ([`Election`]), `leadership`
-//!    ([`Leadership`]) and `observe` ([`Observer`]).
-//! 5. **Facades**: [`Client`] and [`Redlock`], thin: each method is a few
-//!    lines over the primitive that does the work.
+//! ## How the crate is built
+//! Five layers, each looking only down, from the vocabulary (errors, names,
+//! the layout) through transport, backends and primitives to the facades
+//! [`Client`] and [`Redlock`]: see `crates/latchkey/ARCHITECTURE.md` in the
+//! repository for the code map and the invariants.
 //!
 //! ## Cancel safety
 //! Every public `async fn` says in a `# Cancel safety` section what happens
@@ -133,12 +92,16 @@
 
 #![warn(missing_docs)]
 
-// Layers, lowest first; each looks only down (see ARCHITECTURE.md).
-mod backend;
-mod primitives;
-mod transport;
+// The layers, each looking only down (see ARCHITECTURE.md).
+// 1. Vocabulary
 mod vocab;
-// Facades
+// 2. Transport
+mod transport;
+// 3. Backends
+mod backend;
+// 4. Primitives
+mod primitives;
+// 5. Facades
 mod client;
 mod redlock;
 
