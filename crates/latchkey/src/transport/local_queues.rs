@@ -58,11 +58,11 @@ pub(crate) struct LocalSlot {
     held: AtomicUsize,
     /// Told when a guard of this client releases the lock, or the last one
     /// is gone: a waiter behind a holder of its own client waits for this,
-    /// not for pub/sub (see `wait.rs`).
+    /// not for pub/sub (see `primitives/lock/wait.rs`).
     released: Notify,
     /// Counts what `released` was told: a waiter whose first try found the
     /// lock busy sees from it whether a guard of this client let go since
-    /// (the try then likely met that guard; see `wait.rs`).
+    /// (the try then likely met that guard; see `primitives/lock/wait.rs`).
     releases: AtomicUsize,
     /// First tries of `acquire` in flight: one that finds the lock busy
     /// may have met another of them, which is about to hold it.
@@ -120,7 +120,7 @@ impl LocalSlot {
     }
 
     /// A guard of this client released the lock (or its release is on its
-    /// way, ahead of anything sent after this: see `handoff.rs`).
+    /// way, ahead of anything sent after this: see `primitives/lock/release.rs`).
     pub(crate) fn wake(&self) {
         self.releases.fetch_add(1, Ordering::Relaxed);
         self.released.notify_waiters();

@@ -53,6 +53,6 @@ pub(crate) struct AttemptMode {
     /// With `ask_ttl`: also mark the holder's token so that its release
     /// publishes the wake-up (a release nobody marked publishes nothing).
     /// Not when the holder is a guard of this client, whose release wakes
-    /// the waiter without Redis (see `wait.rs`).
+    /// the waiter without Redis (see `primitives/lock/wait.rs`).
     pub(crate) mark: bool,
 }

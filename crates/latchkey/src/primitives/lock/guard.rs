@@ -106,7 +106,7 @@ impl LockGuard {
         );
         let (ttl, state) = (self.lock.ttl, Arc::downgrade(&self.state));
         // No task until it is due: most holds are released before (see
-        // `deferred.rs`), and then this finds the guard finished.
+        // `transport/deferred.rs`), and then this finds the guard finished.
         let job: crate::transport::deferred::Job = Box::new(move || {
             let Some(state) = state.upgrade().filter(|s| !s.is_finished()) else {
                 return;

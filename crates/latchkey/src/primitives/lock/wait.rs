@@ -15,7 +15,7 @@
 //!
 //! A waiter behind a holder of its own client (a live guard of the same
 //! client and name) needs no pub/sub at all: that guard's release wakes it
-//! from the releasing task (`handoff.rs`, through the name's local slot),
+//! from the releasing task (`release.rs`, through the name's local slot),
 //! so it neither subscribes nor marks the holder's token, and the release
 //! publishes nothing. It does not even ask Redis while that guard lives
 //! (the answer would be "busy"): it waits for the release, bounded by the
@@ -198,7 +198,7 @@ impl Lock {
     }
 
     /// A waiter behind a guard of its own client: waits for that guard to
-    /// let go (its release wakes us, `handoff.rs`) before asking Redis
+    /// let go (its release wakes us, `release.rs`) before asking Redis
     /// anything, then tries as a first try does (`SET NX`, the cheapest
     /// command that takes the lock). `None`: not ours yet, and the general
     /// loop takes over: the try found the lock busy with no guard of this

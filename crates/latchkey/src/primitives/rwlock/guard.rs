@@ -1,6 +1,6 @@
 //! [`RwGuard`]: one hold of a [`RwLock`](crate::RwLock), as a reader or
 //! the writer; a lease like a lock's (same deadline, watchdog and lost
-//! signal, `watchdog.rs`), renewed and lost on its own: each reader's hold
+//! signal, `primitives/watchdog.rs`), renewed and lost on its own: each reader's hold
 //! is its own lease.
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! [`PermitGuard`]: one held permit of a [`Semaphore`](crate::Semaphore),
 //! a lease like a lock's: the same deadline, watchdog and lost signal
-//! (`watchdog.rs`), over the semaphore's own scripts.
+//! (`primitives/watchdog.rs`), over the semaphore's own scripts.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -18,7 +18,7 @@
 //!
 //! What signals promise and what they do not (pub/sub is fire-and-forget)
 //! is documented for users on [`Listener`](crate::Listener), the public face of this module;
-//! the wire format is in `signal_wire.rs` and `docs/protocol.md`.
+//! the wire format is in `wire.rs` and `docs/protocol.md`.
 
 pub(crate) mod listener;
 pub(crate) mod wire;

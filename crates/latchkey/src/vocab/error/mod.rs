@@ -267,7 +267,7 @@ impl Error {
 
     /// Classifies an error from redis-rs, by its kind and error code (never
     /// by message text, but for an ACL refusal inside a script, which Redis
-    /// reports as `ERR`: see `error_acl.rs`). `keys`: the keys the command
+    /// reports as `ERR`: see `vocab/error/acl.rs`). `keys`: the keys the command
     /// touched, to name the right one (the lock key, or its fencing counter)
     /// in a WRONGTYPE or BADFENCE error; `after`: the timeout in force, for
     /// a timeout.

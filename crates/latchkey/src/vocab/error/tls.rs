@@ -16,7 +16,7 @@ use rustls::{AlertDescription, CertificateError};
 /// anything else (a refused TCP connection stays "unreachable").
 ///
 /// (A certificate and key that rustls refuses as a pair never get this far:
-/// `tls.rs` checks them before connecting.)
+/// `transport/tls/mod.rs` checks them before connecting.)
 pub(crate) fn tls_failure(err: &redis::RedisError) -> Option<String> {
     let tls = find_rustls(err)?;
     Some(explain(tls))

@@ -20,7 +20,7 @@ macro_rules! scripts {
         )*
         /// Every script's file name and text, for naming the command a
         /// script's line runs when Redis refuses it without saying which
-        /// (`error_acl.rs`).
+        /// (`vocab/error/acl.rs`).
         pub(crate) const SOURCES: &[(&str, &str)] =
             &[$(($file, include_str!(concat!("../../scripts/", $file)))),*];
     };

@@ -115,7 +115,7 @@ impl Lock {
     /// `lease` without renewing it (its client renews it every `lease / 3`).
     /// A waiter that dies (`kill -9`, a lost host) delays the queue by at
     /// most about `lease`; see the `fair` module docs in the repository
-    /// (`crates/latchkey/src/fair.rs`) for the exact bounds.
+    /// (`crates/latchkey/src/primitives/lock/fair/mod.rs`) for the exact bounds.
     ///
     /// Arrival order holds while every waiter renews in time: a stall of
     /// about two thirds of `lease` or more (Redis stopped or paused, the

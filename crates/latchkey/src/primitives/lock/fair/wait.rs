@@ -1,6 +1,6 @@
 //! The waiting loop of a [fair](crate::Lock::fair) lock (layer 4): queue,
 //! renew the lease, and own the lock when the hand-off message arrives. The
-//! design and its bounds are in `fair.rs`.
+//! design and its bounds are in `mod.rs`.
 
 use std::time::{Duration, Instant};
 
