@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
+"""Rewrite `crate::OLD...` paths of latchkey's flat layout to the layered one (issue 29 item 5).
+Usage: libtree_rewrite.py FILE.rs...   (idempotent: paths already under vocab/transport/backend/primitives are left alone)
+Handles `crate::old::X`, `$crate::old`, and `use crate::{old::X, old2, ...}` groups (top-level items only).
 Run from anywhere on files merged in later, e.g.
     python3 tools/libtree_rewrite.py $(git ls-files "crates/latchkey/src/*.rs")
 A new root module another branch adds needs an entry in MAP (and a mod line in its layer's mod.rs).
-Delete this tool and libtree_moves.txt once the issue-29 branches are merged.
-"""Rewrite `crate::OLD...` paths of latchkey's flat layout to the layered one (issue 29 item 5).
-Usage: libtree_rewrite.py FILE.rs...   (idempotent: paths already under vocab/transport/backend/primitives are left alone)
-Handles `crate::old::X`, `$crate::old`, and `use crate::{old::X, old2, ...}` groups (top-level items only)."""
+Delete this tool and libtree_moves.txt once the issue-29 branches are merged."""
 import re, sys
 MAP = {
  'acl': 'vocab::acl', 'error': 'vocab::error', 'error_acl': 'vocab::error::acl', 'error_tls': 'vocab::error::tls',
