@@ -4,19 +4,19 @@
 
 use std::time::Duration;
 
-use crate::barrier::Barrier;
-use crate::builder::ClientBuilder;
-use crate::connection::Connection;
-use crate::election::Election;
-use crate::error::Result;
-use crate::fence::FencedResource;
-use crate::inspect::LockInfo;
-use crate::latch::Latch;
-use crate::listener::{Listener, Signal};
-use crate::lock::Lock;
-use crate::rwlock::RwLock;
-use crate::semaphore::Semaphore;
-use crate::session::Session;
+use crate::primitives::barrier::Barrier;
+use crate::primitives::election::Election;
+use crate::primitives::fence::FencedResource;
+use crate::primitives::inspect::LockInfo;
+use crate::primitives::latch::Latch;
+use crate::primitives::lock::Lock;
+use crate::primitives::rwlock::RwLock;
+use crate::primitives::semaphore::Semaphore;
+use crate::primitives::signal::listener::{Listener, Signal};
+use crate::transport::builder::ClientBuilder;
+use crate::transport::connection::Connection;
+use crate::transport::session::Session;
+use crate::vocab::error::Result;
 
 /// A handle to one Redis server: the connections, options and shared state
 /// every lock, guard, signal and listener made from it uses. Cheap to clone;
@@ -380,7 +380,7 @@ impl Client {
         names: impl IntoIterator<Item = N>,
         timeout: Duration,
     ) -> Result<Option<Signal>> {
-        crate::signal::within(timeout, async {
+        crate::primitives::signal::within(timeout, async {
             let mut listener = self.listen(names).await?;
             Ok(listener.recv().await)
         })
@@ -400,7 +400,7 @@ impl Client {
         names: impl IntoIterator<Item = N>,
         timeout: Duration,
     ) -> Result<Option<Vec<Signal>>> {
-        crate::signal::within(timeout, async {
+        crate::primitives::signal::within(timeout, async {
             let mut listener = self.listen(names).await?;
             Ok(listener.recv_all().await)
         })
@@ -417,7 +417,7 @@ impl Client {
         pattern: impl AsRef<[u8]>,
         timeout: Duration,
     ) -> Result<Option<Signal>> {
-        crate::signal::within(timeout, async {
+        crate::primitives::signal::within(timeout, async {
             let mut listener = self.listen_patterns([pattern]).await?;
             Ok(listener.recv().await)
         })

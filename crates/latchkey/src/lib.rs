@@ -76,52 +76,11 @@
 //! The data layout in Redis (keys, values, channels, scripts) is a documented
 //! protocol: see `docs/protocol.md` in the repository.
 //!
-//! ## How the crate is built: five layers, each looking only down
-//!
-//! Every file belongs to one layer and imports only from its own layer or
-//! those below (no two files import each other). A new primitive (a
-//! semaphore, an election) is a small file in layer 4 over the same session,
-//! backends and lease, plus a few lines in a facade.
-//!
-//! 1. **Vocabulary**: what every layer speaks. [`acl`] (the ACL rule latchkey
-//!    needs), `error` ([`Error`],
-//!    [`Result`]; `error_tls` explains TLS failures), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
-//!    [`MIN_TTL`], [`MAX_TTL`]; name and TTL checks, a lock's keys),
-//!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
-//!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
-//!    ([`MetricsLabels`]).
-//! 2. **Transport**: `connection` ([`Connection`]: standalone, cluster or
-//!    Sentinel), `sentinel` (the primary Sentinels name, followed across
-//!    failovers), `builder` (the options and connecting: [`ClientBuilder`]),
-//!    `session` (one server's command connection, options, background
-//!    work: [`DEFAULT_COMMAND_TIMEOUT`], [`DEFAULT_PREFIX`]), `deferred`
-//!    (a session's jobs for later, on one timer task), `tls` (`rediss://`: CA and client
-//!    certificates), `subscriber` (the shared pub/sub connection and
-//!    its registry), `queue` (this process's waiters per lock name).
-//! 3. **Backends**: `backend` — where a lock lives, behind one enum: a
-//!    single server (`backend/single.rs`) or Redlock's N instances
-//!    (`backend/redlock/`: the group, its rounds, and every quorum rule in
-//!    `tally.rs`; [`Fencing`], [`MIN_INSTANCE_TIMEOUT`],
-//!    [`MAX_INSTANCE_TIMEOUT`]), and `backend/replicas.rs` (`WAIT` for a
-//!    lock's replicas on its own node; [`DEFAULT_REPLICA_TIMEOUT`]). A Redis
-//!    Cluster or a Sentinel-watched primary is not a backend: each is a
-//!    kind of connection under the single-server backend (on a cluster each
-//!    lock's keys share a slot, and the subscriber is sharded:
-//!    `subscriber/sharded.rs`).
-//! 4. **Primitives**: `spec` and `lock` ([`Lock`]), `attempt` (one
-//!    attempt's bookkeeping), `wait` (the waiting loop), `guard` ([`LockGuard`]), `watchdog` (the lease, [`LostSignal`]),
-//!    `handoff` (when a release wakes this process's waiters), `fair` and
-//!    `fair_wait` (fair locks: a queue in Redis, direct hand-off), `by_token`,
-//!    `fence` ([`FencedResource`], [`FencedWrite`]), `latch` ([`Latch`]),
-//!    `barrier` ([`Barrier`]), `semaphore` ([`Semaphore`]) and `permit`
-//!    ([`PermitGuard`]), `rwlock` ([`RwLock`]) and `rwguard` ([`RwGuard`]),
-//!    `primitive` (what those share: keys,
-//!    wake-ups, background clean-up), `signal` and
-//!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
-//!    ([`LockInfo`]), `election_spec` ([`Leader`]), `election` ([`Election`]), `leadership`
-//!    ([`Leadership`]) and `observe` ([`Observer`]).
-//! 5. **Facades**: [`Client`] and [`Redlock`], thin: each method is a few
-//!    lines over the primitive that does the work.
+//! ## How the crate is built
+//! Five layers, each looking only down, from the vocabulary (errors, names,
+//! the layout) through transport, backends and primitives to the facades
+//! [`Client`] and [`Redlock`]: see `crates/latchkey/ARCHITECTURE.md` in the
+//! repository for the code map and the invariants.
 //!
 //! ## Cancel safety
 //! Every public `async fn` says in a `# Cancel safety` section what happens
@@ -133,92 +92,51 @@
 
 #![warn(missing_docs)]
 
+// The layers, each looking only down (see ARCHITECTURE.md).
 // 1. Vocabulary
-pub mod acl;
-mod error;
-mod error_acl;
-mod error_tls;
-pub mod metrics;
-mod names;
-mod outcome;
-pub mod protocol;
-mod scripts;
-mod token;
+mod vocab;
 // 2. Transport
-mod builder;
-mod connection;
-mod deferred;
-mod pinned;
-mod queue;
-mod sentinel;
-mod session;
-mod subscriber;
-mod tls;
-mod tls_name;
+mod transport;
 // 3. Backends
 mod backend;
 // 4. Primitives
-mod attempt;
-mod barrier;
-mod by_token;
-mod election;
-mod election_spec;
-mod fair;
-mod fair_wait;
-mod fence;
-mod guard;
-mod handoff;
-mod inspect;
-mod latch;
-mod leadership;
-mod listener;
-mod lock;
-mod observe;
-mod permit;
-mod primitive;
-mod rwguard;
-mod rwlock;
-mod semaphore;
-mod signal;
-mod signal_wire;
-mod spec;
-mod wait;
-mod watchdog;
+mod primitives;
 // 5. Facades
 mod client;
 mod redlock;
 
 // 1. Vocabulary
-pub use crate::metrics::MetricsLabels;
-pub use error::{Error, Result};
-pub use names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
-pub use outcome::Ownership;
-pub use token::Holder;
+pub use vocab::error::{Error, Result};
+pub use vocab::metrics::MetricsLabels;
+pub use vocab::names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+pub use vocab::outcome::Ownership;
+pub use vocab::token::Holder;
+pub use vocab::{acl, metrics, protocol};
 // 2. Transport
-pub use builder::ClientBuilder;
-pub use connection::Connection;
-pub use session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
+pub use transport::builder::ClientBuilder;
+pub use transport::connection::Connection;
+pub use transport::session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
 pub use backend::replicas::DEFAULT_REPLICA_TIMEOUT;
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
-pub use barrier::Barrier;
-pub use election::Election;
-pub use election_spec::Leader;
-pub use fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
-pub use fence::{FencedResource, FencedWrite};
-pub use guard::LockGuard;
-pub use inspect::LockInfo;
-pub use latch::Latch;
-pub use leadership::Leadership;
-pub use listener::{Listener, Signal};
-pub use lock::Lock;
-pub use observe::Observer;
-pub use permit::{PermitGuard, PermitHolder};
-pub use rwguard::{RwAccess, RwGuard};
-pub use rwlock::RwLock;
-pub use semaphore::Semaphore;
-pub use watchdog::LostSignal;
+pub use primitives::barrier::Barrier;
+pub use primitives::election::leadership::Leadership;
+pub use primitives::election::observer::Observer;
+pub use primitives::election::spec::Leader;
+pub use primitives::election::Election;
+pub use primitives::fence::{FencedResource, FencedWrite};
+pub use primitives::inspect::LockInfo;
+pub use primitives::latch::Latch;
+pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
+pub use primitives::lock::guard::LockGuard;
+pub use primitives::lock::Lock;
+pub use primitives::rwlock::guard::{RwAccess, RwGuard};
+pub use primitives::rwlock::RwLock;
+pub use primitives::semaphore::permit::{PermitGuard, PermitHolder};
+pub use primitives::semaphore::Semaphore;
+pub use primitives::signal::listener::{Listener, Signal};
+pub use primitives::watchdog::LostSignal;
 // 5. Facades
 pub use client::Client;
 pub use redlock::Redlock;

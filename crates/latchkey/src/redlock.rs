@@ -30,10 +30,10 @@ use std::time::Duration;
 
 use crate::backend::redlock::Group;
 use crate::backend::Backend;
-use crate::builder::ClientBuilder;
 use crate::client::Client;
-use crate::error::Result;
-use crate::lock::Lock;
+use crate::primitives::lock::Lock;
+use crate::transport::builder::ClientBuilder;
+use crate::vocab::error::Result;
 
 pub use crate::backend::redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 

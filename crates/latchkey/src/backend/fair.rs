@@ -1,16 +1,16 @@
 //! A fair lock's scripts on one server (layer 3): the attempt that queues a
 //! waiter and renews its lease (`fair_acquire.lua`), and the release that
 //! hands the lock to the first live waiter (`fair_release.lua`). The
-//! waiting loop above them is `crate::fair` (layer 4); the layout is in
+//! waiting loop above them is `crate::primitives::lock::fair` (layer 4); the layout is in
 //! `docs/protocol.md`, "Fair locks".
 
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
-use crate::names::{drift, ttl_ms, FairKeys, LockKeys};
-use crate::outcome::Ownership;
-use crate::scripts;
-use crate::session::Session;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::{drift, ttl_ms, FairKeys, LockKeys};
+use crate::vocab::outcome::Ownership;
+use crate::vocab::protocol::scripts;
 
 /// What one fair attempt found.
 #[derive(Debug)]

@@ -11,13 +11,13 @@ mod single;
 
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
-use crate::metrics::MetricsLabels;
-use crate::names::LockKeys;
-use crate::outcome::{Attempt, AttemptMode, Ownership};
-use crate::session::Session;
-use crate::subscriber::{Event, Subscription, Topic};
-use crate::token::short;
+use crate::transport::session::Session;
+use crate::transport::subscriber::{Event, Subscription, Topic};
+use crate::vocab::error::{Error, Result};
+use crate::vocab::metrics::MetricsLabels;
+use crate::vocab::names::LockKeys;
+use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
+use crate::vocab::token::short;
 
 /// Where a lock lives.
 #[derive(Clone)]
@@ -73,7 +73,7 @@ impl Backend {
 
     /// Owner-only release (compare-and-delete), waking nobody: the lock
     /// layer decides when this process's waiters are woken (see
-    /// `crate::handoff`). `cleanup`: it finishes what a failure or a
+    /// `crate::primitives::lock::release`). `cleanup`: it finishes what a failure or a
     /// cancellation left, so it is sent as the whole script (see
     /// `Session::release_whole`).
     pub(crate) async fn release(
@@ -150,7 +150,12 @@ impl Backend {
                 // (their releases publish only on the old one): one round trip.
                 let topics = keys
                     .channels()
-                    .map(|c| (Topic::Channel(c.to_vec()), crate::subscriber::EVENT_BUFFER))
+                    .map(|c| {
+                        (
+                            Topic::Channel(c.to_vec()),
+                            crate::transport::subscriber::EVENT_BUFFER,
+                        )
+                    })
                     .collect();
                 Ok(Wakeups(client.subscriber().subscribe_many(topics).await?))
             }
@@ -158,7 +163,7 @@ impl Backend {
         }
     }
 
-    pub(crate) fn local_queues(&self) -> &crate::queue::LocalQueues {
+    pub(crate) fn local_queues(&self) -> &crate::transport::local_queues::LocalQueues {
         match self {
             Backend::Single(client) => &client.inner.local_queues,
             Backend::Redlock(redlock) => redlock.local_queues(),

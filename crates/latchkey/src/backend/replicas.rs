@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use super::Backend;
-use crate::connection::Kind;
-use crate::error::{Error, Result};
-use crate::names::{ttl_ms, LockKeys};
-use crate::outcome::Ownership;
-use crate::scripts;
-use crate::session::Session;
+use crate::transport::connection::Kind;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::{ttl_ms, LockKeys};
+use crate::vocab::outcome::Ownership;
+use crate::vocab::protocol::scripts;
 
 /// How long an acquisition of a lock made
 /// [`with_replicas`](crate::Lock::with_replicas) waits for the replicas'
@@ -115,7 +115,7 @@ mod tests {
 
     use latchkey_testkit::{eventually, RedisServer};
 
-    use crate::spec::Replicated;
+    use crate::primitives::lock::spec::Replicated;
     use crate::Client;
 
     /// The hole a bare `WAIT` after the acquisition had: on a connection

@@ -2,11 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
-use crate::names::{drift, ttl_ms, LockKeys};
-use crate::outcome::{Attempt, AttemptMode, Ownership};
-use crate::scripts;
-use crate::session::Session;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::{drift, ttl_ms, LockKeys};
+use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
+use crate::vocab::protocol::scripts;
 
 impl Session {
     /// One acquire attempt, one round trip.

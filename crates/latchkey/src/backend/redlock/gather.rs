@@ -26,9 +26,9 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::task::JoinHandle;
 
 use super::Group;
-use crate::error::{Error, Result};
-use crate::names::LockKeys;
-use crate::session::Session;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::LockKeys;
 
 /// The least grace given to the rest after a decision, when asked for.
 const MIN_GRACE: Duration = Duration::from_millis(2);

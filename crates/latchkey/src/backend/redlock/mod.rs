@@ -7,11 +7,11 @@
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use crate::builder::ClientBuilder;
-use crate::error::{Error, Result};
-use crate::queue::LocalQueues;
-use crate::session::Session;
-use crate::token::Identity;
+use crate::transport::builder::ClientBuilder;
+use crate::transport::local_queues::LocalQueues;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::token::Identity;
 
 mod gather;
 mod rounds;
@@ -290,7 +290,7 @@ impl Group {
     /// # Cancel safety
     /// Cancel safe: dropping the future stops the waiting, not the work.
     pub(crate) async fn flush(&self, within: Duration) -> bool {
-        crate::session::flush(&self.inner.background, within).await
+        crate::transport::session::flush(&self.inner.background, within).await
     }
 
     /// Whether any instance is a Redis Cluster.
@@ -315,8 +315,9 @@ impl Group {
 
     /// The metrics label policy of the first connected instance's client
     /// (all are made alike by [`Redlock::connect_with`](crate::Redlock::connect_with)).
-    pub(crate) fn metrics_labels(&self) -> &crate::metrics::MetricsLabels {
-        static NONE: crate::metrics::MetricsLabels = crate::metrics::MetricsLabels::None;
+    pub(crate) fn metrics_labels(&self) -> &crate::vocab::metrics::MetricsLabels {
+        static NONE: crate::vocab::metrics::MetricsLabels =
+            crate::vocab::metrics::MetricsLabels::None;
         self.inner
             .instances
             .iter()
@@ -368,7 +369,7 @@ fn spawn_reconnect(inner: Weak<Inner>, index: usize, builder: ClientBuilder) {
     tokio::spawn(async move {
         let mut backoff = Duration::from_millis(100);
         loop {
-            tokio::time::sleep(crate::subscriber::jitter(backoff)).await;
+            tokio::time::sleep(crate::transport::subscriber::jitter(backoff)).await;
             if inner.strong_count() == 0 {
                 return;
             }

@@ -63,7 +63,7 @@ impl OwnerTally {
     /// Counts the answers of one round; `unknown` instances (not answered)
     /// count as failed, like the answers that are errors.
     pub(crate) fn of<'a, T: 'a>(
-        answers: impl Iterator<Item = &'a crate::error::Result<T>>,
+        answers: impl Iterator<Item = &'a crate::vocab::error::Result<T>>,
         unknown: usize,
         found: impl Fn(&T) -> Found,
     ) -> OwnerTally {

@@ -15,17 +15,17 @@ use tokio::task::JoinHandle;
 /// Suffix of the channel a retraction (the release that undoes a failed
 /// attempt) publishes on: nobody listens there, so contenders are not
 /// woken in lockstep by each other's failures and keep their random delays.
-use crate::protocol::RETRACTED_SUFFIX;
+use crate::vocab::protocol::RETRACTED_SUFFIX;
 
 use crate::backend::redlock::gather::{finish, Gathered};
 use crate::backend::redlock::tally::{
     acquire_decided, acquire_verdict, contention, AcquireVerdict, Contention, Seen,
 };
 use crate::backend::redlock::Group;
-use crate::error::Result;
-use crate::names::{drift, LockKeys};
-use crate::outcome::{Attempt, AttemptMode};
-use crate::subscriber::jitter;
+use crate::transport::subscriber::jitter;
+use crate::vocab::error::Result;
+use crate::vocab::names::{drift, LockKeys};
+use crate::vocab::outcome::{Attempt, AttemptMode};
 
 impl Group {
     /// One acquire attempt over all instances.
@@ -204,7 +204,9 @@ impl Group {
             .map(|(i, answer)| match answer {
                 // Compared across instances: without the waiting mark, which
                 // waiters set on some instances and not on others.
-                Ok(Some(value)) => Seen::Held(crate::token::unmarked(&value).to_vec(), ttl_left(i)),
+                Ok(Some(value)) => {
+                    Seen::Held(crate::vocab::token::unmarked(&value).to_vec(), ttl_left(i))
+                }
                 Ok(None) => Seen::Free,
                 Err(_) => Seen::Unknown,
             })
@@ -233,15 +235,18 @@ impl Group {
         round: Duration,
     ) {
         // Same keys, but the release publishes on the `:retracted` channels.
-        let stem = crate::protocol::tag_stem(&keys.key);
+        let stem = crate::vocab::protocol::tag_stem(&keys.key);
         let quiet = LockKeys {
             key: keys.key.clone(),
             fence_key: keys.fence_key.clone(),
             channel: [&stem[..], RETRACTED_SUFFIX].concat(),
-            legacy: keys.legacy.as_ref().map(|legacy| crate::names::LegacyKeys {
-                fence_key: legacy.fence_key.clone(),
-                channel: [&keys.key[..], RETRACTED_SUFFIX].concat(),
-            }),
+            legacy: keys
+                .legacy
+                .as_ref()
+                .map(|legacy| crate::vocab::names::LegacyKeys {
+                    fence_key: legacy.fence_key.clone(),
+                    channel: [&keys.key[..], RETRACTED_SUFFIX].concat(),
+                }),
             fair: None,
         };
         self.release_detached(targets.errored, quiet.clone(), token, timeout);

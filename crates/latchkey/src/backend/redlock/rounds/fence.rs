@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use crate::backend::redlock::gather::{finish, Gathered};
 use crate::backend::redlock::tally::{reach_decided, Verdict};
 use crate::backend::redlock::{Fencing, Group};
-use crate::error::{Error, Result};
-use crate::names::LockKeys;
-use crate::outcome::Ownership;
-use crate::scripts;
-use crate::session::Session;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::LockKeys;
+use crate::vocab::outcome::Ownership;
+use crate::vocab::protocol::scripts;
 
 use super::owner::found_issue;
 

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use crate::backend::redlock::gather::Gathered;
 use crate::backend::redlock::tally::{Found, OwnerTally, Verdict};
 use crate::backend::redlock::Group;
-use crate::error::{Error, Result};
-use crate::names::{drift, LockKeys};
-use crate::outcome::Ownership;
-use crate::session::Session;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::{drift, LockKeys};
+use crate::vocab::outcome::Ownership;
 
 impl Group {
     /// Owner-only extend on all instances; `Extended` only with a majority

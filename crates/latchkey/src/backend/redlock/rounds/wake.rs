@@ -6,9 +6,9 @@
 
 use crate::backend::redlock::gather::Gathered;
 use crate::backend::redlock::Group;
-use crate::error::Result;
-use crate::names::LockKeys;
-use crate::subscriber::{Subscription, Topic};
+use crate::transport::subscriber::{Subscription, Topic};
+use crate::vocab::error::Result;
+use crate::vocab::names::LockKeys;
 
 impl Group {
     /// Subscribes to the lock's release channel on the instances, all at

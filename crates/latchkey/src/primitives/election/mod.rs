@@ -1,0 +1,317 @@
+//! [`Election`]: leader election with terms that fence (layer 4).
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! use std::time::Duration;
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//! let election = client.election("scheduler", Duration::from_secs(10))?;
+//! let output = client.fenced("scheduler-output")?;
+//!
+//! // Waits until this process is the leader.
+//! let leader = election.campaign("host-a:8080").await?;
+//! tokio::select! {
+//!     _ = leader.lost() => eprintln!("no longer the leader: stop at once"),
+//!     _ = async {
+//!         // Every write carries the term: a deposed leader's is refused.
+//!         let _ = output.write(leader.term(), b"tick").await;
+//!     } => {}
+//! }
+//! leader.resign().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # How it works
+//! The leader holds a lease, `{P+name}:leader`, a string holding its owner
+//! token with a TTL, exactly like a lock key: the [watchdog](crate::LockGuard::lost)
+//! renews it every `ttl / 3`, and the leadership's
+//! [`lost`](Leadership::lost) fires before the lease could have run out.
+//! Beside it, the hash `{P+name}:election` records the leader (token,
+//! value, term, since) and two counters: `last_term` and `change`. A
+//! campaign, a proclaim and a resign are one script each; each counts a
+//! change and publishes it on `{P+name}:election:changes`. The layout is in
+//! `docs/protocol.md` ("Elections").
+//!
+//! **Terms** are issued like fencing tokens: `max(last_term + 1, server
+//! time in µs)`, so a successor's term is above its predecessor's, even
+//! after a Redis restart that lost the hash. Pass [`Leadership::term`] to a
+//! [`FencedResource`](crate::FencedResource).
+//!
+//! **Candidates** subscribe to the change channel, then try; a busy attempt
+//! says how long the leader's lease has left, and the candidate sleeps until
+//! a change message or that TTL, whichever is first. Candidates are not
+//! served in order: whoever's attempt reaches Redis first after a resign or
+//! an expiry wins.
+
+pub(crate) mod leadership;
+pub(crate) mod observer;
+pub(crate) mod spec;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use std::sync::Arc;
+
+use crate::primitives::election::leadership::{Leadership, PendingCampaign};
+use crate::primitives::election::observer::Observer;
+use crate::primitives::election::spec::{wrong_type, ElectionSpec, Leader};
+use crate::transport::session::Session;
+use crate::transport::subscriber::jitter;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::ttl_ms;
+use crate::vocab::protocol::scripts;
+
+/// A named election; a recipe, cheap to clone. Made by
+/// [`Client::election`](crate::Client::election).
+#[derive(Clone)]
+pub struct Election {
+    pub(crate) inner: Arc<ElectionSpec>,
+}
+
+impl std::fmt::Debug for Election {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Election")
+            .field("name", &self.inner.display_name())
+            .field("ttl", &self.inner.ttl)
+            .finish()
+    }
+}
+
+/// One campaign attempt's outcome.
+pub(crate) enum Attempt {
+    Elected {
+        term: u64,
+        since: SystemTime,
+        valid_until: Instant,
+    },
+    /// Someone leads; its lease has this long left, if it has a TTL.
+    Busy(Option<Duration>),
+}
+
+impl Election {
+    /// See [`Client::election`](crate::Client::election).
+    pub(crate) fn on_session(session: &Session, name: &[u8], ttl: Duration) -> Result<Election> {
+        Ok(Election {
+            inner: Arc::new(ElectionSpec::new(session, name, ttl)?),
+        })
+    }
+
+    /// The election's name.
+    pub fn name(&self) -> &[u8] {
+        &self.inner.name
+    }
+
+    /// The leader's lease TTL (renewed every third of it while leading).
+    pub fn ttl(&self) -> Duration {
+        self.inner.ttl
+    }
+
+    /// Tries once to become the leader, with `value` (what observers see:
+    /// an address, a host name). `Ok(None)` if someone else leads. One round
+    /// trip.
+    ///
+    /// # Cancel safety
+    /// If the future is dropped after the request was sent, we may have been
+    /// elected without knowing it: a resign (compare-and-delete with our
+    /// token) is then started in the background, tracked by the client
+    /// ([`Client::flush`](crate::Client::flush) waits for it).
+    pub async fn try_campaign(&self, value: impl AsRef<[u8]>) -> Result<Option<Leadership>> {
+        match self.attempt(value.as_ref()).await? {
+            Ok(leadership) => Ok(Some(leadership)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Waits as long as it takes to become the leader. See
+    /// [`Election::campaign_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Election::campaign_until`].
+    pub async fn campaign(&self, value: impl AsRef<[u8]>) -> Result<Leadership> {
+        self.campaign_until(value, None).await
+    }
+
+    /// Waits at most `wait` to become the leader, then fails with
+    /// [`Error::WaitTimedOut`]. See [`Election::campaign_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Election::campaign_until`].
+    pub async fn campaign_timeout(
+        &self,
+        value: impl AsRef<[u8]>,
+        wait: Duration,
+    ) -> Result<Leadership> {
+        self.campaign_until(value, Some(Instant::now() + wait))
+            .await
+    }
+
+    /// Waits until this candidate is the leader or `deadline` passes
+    /// ([`Error::WaitTimedOut`]; `None`: no deadline). The candidate is
+    /// woken by the change message of a resign, and at the end of the
+    /// leader's lease when it ran out without one; with pub/sub down it
+    /// polls (10 ms doubling to 500 ms). Transient errors are retried; one
+    /// that persists 30 s is returned when there is no deadline.
+    /// Candidates are not served in order.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a campaign dropped while its attempt was in flight, that
+    /// may have won in that instant, resigns in the background (see
+    /// [`Election::try_campaign`]); the subscription is given up.
+    pub async fn campaign_until(
+        &self,
+        value: impl AsRef<[u8]>,
+        deadline: Option<Instant>,
+    ) -> Result<Leadership> {
+        let value = value.as_ref();
+        let started = Instant::now();
+        let timed_out = || Error::WaitTimedOut {
+            name: self.inner.display_name(),
+            waited: started.elapsed(),
+        };
+        // Subscribe first, then try: a resign between the two is not missed.
+        let subscribing = self.inner.subscribe();
+        let mut changes = match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), subscribing)
+                .await
+                .ok()
+                .and_then(Result::ok),
+            None => subscribing.await.ok(),
+        };
+        let mut last_subscribe = Instant::now();
+        let mut poll = MIN_POLL;
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            if let Some(c) = changes.as_mut() {
+                c.skip_pending();
+            }
+            let mut unreachable = None;
+            let retry_in = match self.attempt(value).await {
+                Ok(Ok(leadership)) => return Ok(leadership),
+                Ok(Err(lease_left)) => {
+                    failing_since = None;
+                    lease_left
+                }
+                Err(e) if e.is_transient() => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
+                        return Err(e);
+                    }
+                    tracing::warn!(election = %self.inner.display_name(), error = %e, "campaign attempt failed; retrying");
+                    unreachable = Some(e);
+                    poll = (poll * 2).min(MAX_POLL);
+                    Some(jitter(poll))
+                }
+                Err(e) => return Err(e),
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(unreachable.unwrap_or_else(timed_out));
+            }
+            if changes.is_none() && now - last_subscribe >= Duration::from_secs(1) {
+                changes = self.inner.subscribe().await.ok();
+                last_subscribe = now;
+            }
+            let sleep = match (retry_in, changes.is_some()) {
+                (Some(left), true) if failing_since.is_none() => left + Duration::from_millis(1),
+                (Some(left), _) => (left + Duration::from_millis(1)).min(jitter(poll)),
+                (None, _) => jitter(poll),
+            };
+            if changes.is_none() || retry_in.is_none() {
+                poll = (poll * 2).min(MAX_POLL);
+            }
+            let mut wake_at = Instant::now() + sleep;
+            if let Some(d) = deadline {
+                wake_at = wake_at.min(d);
+            }
+            match changes.as_mut() {
+                Some(c) => {
+                    tokio::select! {
+                        _ = c.recv() => {}
+                        _ = tokio::time::sleep_until(wake_at.into()) => {}
+                    }
+                }
+                None => tokio::time::sleep_until(wake_at.into()).await,
+            }
+        }
+    }
+
+    /// Reads the leader once: `None` when nobody leads. One round trip.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn leader(&self) -> Result<Option<Leader>> {
+        Ok(self.inner.read().await?.leader)
+    }
+
+    /// Follows the leader: a [`Observer`](crate::Observer) whose first
+    /// [`next`](crate::Observer::next) is the current leader, then every
+    /// change, in order, woken by messages. Subscribes and reads: two round
+    /// trips.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future gives up the subscription.
+    pub async fn observe(&self) -> Result<Observer> {
+        Observer::start(self.inner.clone()).await
+    }
+
+    /// One attempt: elected, or how long the leader's lease has left.
+    async fn attempt(
+        &self,
+        value: &[u8],
+    ) -> Result<std::result::Result<Leadership, Option<Duration>>> {
+        let session = &self.inner.session;
+        let token = session.inner.identity.new_token()?;
+        let pending = PendingCampaign::new(self.inner.clone(), &token);
+        let sent = Instant::now();
+        let ttl = self.inner.ttl;
+        let ttl_arg = ttl_ms(ttl).to_string();
+        let reply: Vec<i64> = session
+            .eval(
+                "campaign",
+                &scripts::ELECT_CAMPAIGN,
+                &[&self.inner.keys.key, self.inner.state_key()],
+                &[
+                    token.as_bytes(),
+                    ttl_arg.as_bytes(),
+                    value,
+                    &self.inner.keys.channel,
+                    session.publish_command(),
+                ],
+            )
+            .await
+            .map_err(wrong_type(&self.inner))?;
+        pending.disarm();
+        let attempt = match reply[..] {
+            [1, term, since, _change] => Attempt::Elected {
+                term: crate::primitives::election::spec::non_negative(term, "term")?,
+                since: SystemTime::UNIX_EPOCH
+                    + Duration::from_millis(crate::primitives::election::spec::non_negative(
+                        since, "since",
+                    )?),
+                valid_until: sent + ttl - crate::vocab::names::drift(ttl),
+            },
+            [0, pttl] => Attempt::Busy(u64::try_from(pttl).ok().map(Duration::from_millis)),
+            _ => {
+                return Err(Error::Protocol(format!(
+                    "campaign script returned {reply:?}"
+                )))
+            }
+        };
+        Ok(match attempt {
+            Attempt::Elected {
+                term,
+                since,
+                valid_until,
+            } => Ok(Leadership::new(
+                self.inner.clone(),
+                token,
+                value.to_vec(),
+                term,
+                since,
+                valid_until,
+            )),
+            Attempt::Busy(left) => Err(left),
+        })
+    }
+}
+const MIN_POLL: Duration = Duration::from_millis(10);
+const MAX_POLL: Duration = Duration::from_millis(500);
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

@@ -1,0 +1,259 @@
+//! Inspecting locks from the outside: who holds one, for how much longer,
+//! and the last fencing token issued — for operators and `latchkey status`.
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//!
+//! let info = client.inspect("nightly-report").await?;
+//! match (&info.holder, info.ttl) {
+//!     (Some(h), Some(ttl)) => println!("held by {} pid {}, {ttl:?} left", h.host, h.pid),
+//!     _ if info.held => println!("held by another client"),
+//!     _ => println!("free"),
+//! }
+//!
+//! for lock in client.list("nightly-*").await? {
+//!     println!("{} held={}", String::from_utf8_lossy(&lock.name), lock.held);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! An inspection is a snapshot: by the time it is printed the lock may have
+//! changed hands. Never decide ownership from it; that is what the owner
+//! token is for.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+use futures_util::{StreamExt, TryStreamExt};
+
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::{LockKeys, FENCE_SUFFIX};
+use crate::vocab::protocol::scripts;
+use crate::vocab::token::Holder;
+
+/// What Redis says about one lock at one moment; made by [`Client::inspect`](crate::Client::inspect)
+/// and [`Client::list`](crate::Client::list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockInfo {
+    /// The lock's name (without the client's key prefix).
+    pub name: Vec<u8>,
+    /// Whether the lock key exists, i.e. someone holds the lock.
+    pub held: bool,
+    /// The remaining TTL; `None` when the lock is free, or when it is held
+    /// without a TTL (a key set by another client without `PX`).
+    pub ttl: Option<Duration>,
+    /// The raw value of the lock key while held: the holder's owner token,
+    /// followed by [`WAITING_MARK`](crate::vocab::protocol::WAITING_MARK) once a waiter asked
+    /// to be woken at its release. Treat it as a secret: whoever knows it
+    /// can release the lock.
+    pub value: Option<Vec<u8>>,
+    /// Who holds the lock, parsed from a latchkey owner token; `None` when the
+    /// lock is free or held by another client (see [`value`](Self::value)).
+    pub holder: Option<Holder>,
+    /// How long the holder has held it, by the holder's wall clock compared
+    /// with ours (zero when the holder's clock is ahead); `None` unless
+    /// [`holder`](Self::holder) is known.
+    pub age: Option<Duration>,
+    /// The last fencing token issued for this name: the holder's once it
+    /// has one (tokens are issued with the acquisition only for locks made
+    /// [`with_fencing`](crate::Lock::with_fencing), otherwise on request),
+    /// else an earlier holder's; `None` when no token was ever issued.
+    pub fencing_token: Option<u64>,
+    /// The raw value of the fencing counter when it holds something other
+    /// than a fencing token (another program wrote it; `fencing_token` is
+    /// then `None`). Such a lock is still inspected and listed, so that one
+    /// bad key does not hide every other lock. Deleting the counter resets
+    /// it (see [`Error::BadFencingCounter`]).
+    pub bad_fencing_counter: Option<Vec<u8>>,
+}
+
+/// Locks inspected at once by [`Client::list`]: the connection is
+/// multiplexed, so these are pipelined rather than run one after the other.
+const INSPECT_IN_FLIGHT: usize = 64;
+
+/// Keys asked for per `SCAN` call: large enough that a big keyspace takes few
+/// round trips, small enough that each call stays short on the server.
+const SCAN_COUNT: usize = 1000;
+
+impl Session {
+    /// See [`Client::inspect`](crate::Client::inspect).
+    pub(crate) async fn inspect(&self, name: &[u8]) -> Result<LockInfo> {
+        crate::vocab::names::check_name(name)?;
+        self.inspect_key(name).await
+    }
+
+    /// [`Client::inspect`] without the name check: [`Client::list`] reports
+    /// whatever it finds under the prefix.
+    async fn inspect_key(&self, name: &[u8]) -> Result<LockInfo> {
+        let keys = LockKeys::new(self.prefix(), name, !self.is_cluster());
+        let (counted, n) = keys.counted();
+        let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = self
+            .eval("inspect", &scripts::INSPECT, &counted[..n], &[])
+            .await?;
+        let parsed = fence.as_ref().map(|raw| {
+            std::str::from_utf8(raw)
+                .ok()
+                .and_then(|text| text.parse::<u64>().ok())
+        });
+        let fencing_token = parsed.flatten();
+        let bad_fencing_counter = match parsed {
+            Some(None) => {
+                tracing::warn!(
+                    key = %String::from_utf8_lossy(&keys.fence_key),
+                    value = %String::from_utf8_lossy(fence.as_deref().unwrap_or_default()),
+                    "a fencing counter holds something other than a fencing token; delete it to reset it"
+                );
+                fence
+            }
+            _ => None,
+        };
+        let holder = value.as_deref().and_then(Holder::from_token);
+        let age = holder.as_ref().map(|h| {
+            SystemTime::now()
+                .duration_since(h.acquired_at)
+                .unwrap_or(Duration::ZERO)
+        });
+        Ok(LockInfo {
+            name: name.to_vec(),
+            held: value.is_some(),
+            ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+            value,
+            holder,
+            age,
+            fencing_token,
+            bad_fencing_counter,
+        })
+    }
+
+    /// See [`Client::list`](crate::Client::list).
+    pub(crate) async fn list(&self, pattern: &[u8]) -> Result<Vec<LockInfo>> {
+        let glob: Vec<u8> = [&escape_glob(self.prefix())[..], pattern].concat();
+        let mut names = BTreeSet::new();
+        for key in self.scan_strings(&glob).await? {
+            if !key.ends_with(FENCE_SUFFIX) {
+                names.insert(key[self.prefix().len()..].to_vec());
+            }
+        }
+        // Counters: `{P + name}:fence` (layout 3), and `P + name:fence` for
+        // names with their own hash tag and for layout 2's counters.
+        let fence_glob: Vec<u8> = [&glob[..], FENCE_SUFFIX].concat();
+        for key in self.scan_strings(&fence_glob).await? {
+            let name = &key[self.prefix().len()..key.len() - FENCE_SUFFIX.len()];
+            names.insert(name.to_vec());
+        }
+        let braced_glob: Vec<u8> = [b"{", &glob[..], b"}", FENCE_SUFFIX].concat();
+        for key in self.scan_strings(&braced_glob).await? {
+            let name = &key[1 + self.prefix().len()..key.len() - 1 - FENCE_SUFFIX.len()];
+            names.insert(name.to_vec());
+        }
+        let infos: Vec<Option<LockInfo>> = futures_util::stream::iter(names)
+            .map(|name| async move {
+                match self.inspect_key(&name).await {
+                    // The key became something else since the scan: not a lock.
+                    Err(Error::WrongType { .. }) => Ok(None),
+                    other => other.map(Some),
+                }
+            })
+            .buffered(INSPECT_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(infos.into_iter().flatten().filter(is_lock).collect())
+    }
+
+    /// See [`Client::lock_waiters`](crate::Client::lock_waiters).
+    pub(crate) async fn lock_waiters(&self, names: &[&[u8]]) -> Result<Vec<u64>> {
+        let channels: Vec<Vec<u8>> = names
+            .iter()
+            .map(|name| crate::vocab::protocol::release_channel(&[self.prefix(), name].concat()))
+            .collect();
+        let mut totals = vec![0; channels.len()];
+        if channels.is_empty() {
+            return Ok(totals);
+        }
+        let mut conn = self.connection();
+        // Waiters subscribe with SSUBSCRIBE on a cluster, at the node of
+        // the channel's slot: ask every primary (the others count 0).
+        let (command, nodes) = if conn.is_cluster() {
+            let nodes = self.bounded("CLUSTER NODES", &[], conn.primaries()).await?;
+            ("SHARDNUMSUB", nodes)
+        } else {
+            ("NUMSUB", vec![None])
+        };
+        for node in &nodes {
+            let mut cmd = redis::cmd("PUBSUB");
+            cmd.arg(command).arg(&channels);
+            let counts: std::collections::HashMap<Vec<u8>, u64> = self
+                .bounded("PUBSUB NUMSUB", &[], conn.query_on(cmd, node))
+                .await?;
+            for (total, channel) in totals.iter_mut().zip(&channels) {
+                *total += counts.get(channel).copied().unwrap_or(0);
+            }
+        }
+        Ok(totals)
+    }
+
+    /// All string keys matching `glob`, via `SCAN … MATCH glob TYPE string`.
+    /// On a Redis Cluster, `SCAN` walks one node's keys: every primary is
+    /// walked in turn.
+    async fn scan_strings(&self, glob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let mut keys = Vec::new();
+        let mut conn = self.connection();
+        let nodes = self.bounded("CLUSTER NODES", &[], conn.primaries()).await?;
+        for node in &nodes {
+            let mut cursor: u64 = 0;
+            loop {
+                let mut cmd = redis::cmd("SCAN");
+                cmd.arg(cursor)
+                    .arg("MATCH")
+                    .arg(glob)
+                    .arg("COUNT")
+                    .arg(SCAN_COUNT)
+                    .arg("TYPE")
+                    .arg("string");
+                let (next, batch): (u64, Vec<Vec<u8>>) =
+                    self.bounded("SCAN", &[], conn.query_on(cmd, node)).await?;
+                keys.extend(batch);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(keys)
+    }
+}
+
+/// Whether an inspected key is one of ours to list (see [`Client::list`]).
+fn is_lock(info: &LockInfo) -> bool {
+    let our_token = info
+        .value
+        .as_deref()
+        .is_some_and(crate::vocab::token::is_token);
+    our_token || info.fencing_token.is_some() || info.bad_fencing_counter.is_some()
+}
+
+/// Escapes the glob metacharacters of a literal (the key prefix) for `MATCH`.
+fn escape_glob(literal: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(literal.len());
+    for &b in literal {
+        if matches!(b, b'*' | b'?' | b'[' | b']' | b'\\') {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_globs_are_escaped() {
+        assert_eq!(escape_glob(b"app:"), b"app:");
+        assert_eq!(escape_glob(b"a*b?[c]\\"), b"a\\*b\\?\\[c\\]\\\\");
+    }
+}

@@ -1,0 +1,255 @@
+//! [`Latch`]: a count-down latch in Redis. One side creates it with a
+//! count, workers count it down, and everyone waiting is released when the
+//! count reaches zero.
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! use std::time::Duration;
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//! let shards_loaded = client.latch("shards-loaded", Duration::from_secs(3600))?;
+//!
+//! // The coordinator (creating an existing latch changes nothing):
+//! shards_loaded.create(3).await?;
+//!
+//! // Each of the 3 loaders, when done:
+//! let left = shards_loaded.count_down().await?;
+//! println!("{left} shard(s) to go");
+//!
+//! // Anyone, any time (also after the latch opened: then at once):
+//! if shards_loaded.wait(Duration::from_secs(60)).await? {
+//!     println!("all shards are loaded");
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # What it promises
+//! * The state lives in Redis (unlike a [signal](crate::Client::signal)): a
+//!   waiter that comes after the latch opened returns at once, and one that
+//!   comes before it was even created waits for it.
+//! * Waiting is woken by a message on the latch's channel, not by polling:
+//!   a waiter subscribes *first* and then reads the count, so the opening
+//!   cannot slip between the two. A missed message (a reconnection) makes
+//!   the waiter read the count again; so does a 5 s timer, as a safety net.
+//!   Without pub/sub it polls with backoff (10 ms to 500 ms).
+//! * A latch lives `ttl` after its **creation**, then disappears: an
+//!   abandoned latch does not stay in Redis, and an open one is remembered
+//!   until then (late waiters return at once). Count-downs keep the TTL its
+//!   creator gave it, whatever TTL the counting [`Latch`] was made with, so
+//!   choose the creator's TTL to cover the count-downs and the late waiters.
+//! * A latch opens once, as in Java: [`create`](Latch::create) on an open
+//!   latch fails with [`Error::LatchOpen`] (it does not re-arm it, and it
+//!   does not pretend to have created it: the next `wait` would pass at
+//!   once). To count again, use a new name (one per run, e.g. with a run id
+//!   in it), or let the open latch expire.
+//!
+//! The layout (one key and one channel with the same hash tag) and the
+//! scripts are in `docs/protocol.md`, "Latches and barriers".
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::primitives::shared::{key, publish_command, reply_int, Waker, Woken};
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::names::{check_count, check_name, check_ttl, ttl_ms};
+use crate::vocab::protocol::scripts;
+use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
+
+/// A count-down latch called by name; a recipe, cheap to clone. Made by
+/// [`Client::latch`](crate::Client::latch).
+#[derive(Clone)]
+pub struct Latch {
+    session: Session,
+    name: Arc<[u8]>,
+    key: Arc<[u8]>,
+    channel: Arc<[u8]>,
+    ttl: Duration,
+}
+
+impl std::fmt::Debug for Latch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Latch")
+            .field("name", &String::from_utf8_lossy(&self.name))
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}
+
+impl Latch {
+    /// See [`Client::latch`](crate::Client::latch).
+    pub(crate) fn on_session(session: &Session, name: &[u8], ttl: Duration) -> Result<Latch> {
+        check_name(name)?;
+        check_ttl(ttl)?;
+        Ok(Latch {
+            session: session.clone(),
+            name: Arc::from(name),
+            key: key(session, name, LATCH_SUFFIX).into(),
+            channel: key(session, name, LATCH_OPENED_SUFFIX).into(),
+            ttl,
+        })
+    }
+
+    /// The latch's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// The Redis key holding the count.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn display_name(&self) -> String {
+        String::from_utf8_lossy(&self.name).into_owned()
+    }
+
+    /// Creates the latch with `count` (1 to [`MAX_COUNT`](crate::MAX_COUNT)),
+    /// living `ttl`, unless it exists: `Ok(true)` if this call created it,
+    /// `Ok(false)` if it existed already and is still closed (its count is
+    /// left as it was; see [`count`](Latch::count)). One round trip.
+    ///
+    /// Fails with [`Error::LatchOpen`] when the latch exists and is open
+    /// already (a latch opens once; see the module docs), with
+    /// [`Error::InvalidCount`] for a count of 0 or above
+    /// [`MAX_COUNT`](crate::MAX_COUNT), and with [`Error::WrongType`] when
+    /// the key holds something other than a latch.
+    ///
+    /// # Cancel safety
+    /// If the future is dropped after the request was sent, the latch may or
+    /// may not have been created; calling again is safe (it is idempotent,
+    /// unless the latch opened in between: then it says so).
+    pub async fn create(&self, count: u64) -> Result<bool> {
+        let count = check_count("latch count", count)?.to_string();
+        let ttl = ttl_ms(self.ttl).to_string();
+        let reply: Vec<i64> = self
+            .session
+            .eval(
+                "latch create",
+                &scripts::LATCH_CREATE,
+                &[&self.key],
+                &[count.as_bytes(), ttl.as_bytes()],
+            )
+            .await?;
+        match reply[..] {
+            [1, ..] => Ok(true),
+            [0, 0, pttl, ..] => Err(Error::LatchOpen {
+                name: self.display_name(),
+                expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
+            }),
+            [0, ..] => Ok(false),
+            _ => Err(Error::Protocol(format!(
+                "latch create script returned {reply:?}"
+            ))),
+        }
+    }
+
+    /// Counts the latch down by one and returns the count left; the call
+    /// that reaches 0 opens the latch and wakes every waiter. Keeps the TTL
+    /// the latch was created with (this `Latch`'s TTL plays no part). One
+    /// round trip.
+    ///
+    /// Fails with [`Error::CountedBelowZero`] when the latch is open
+    /// already, [`Error::NotFound`] when it does not exist (never created,
+    /// or gone at its TTL), and [`Error::WrongType`] when the key holds
+    /// something other than a latch.
+    ///
+    /// # Cancel safety
+    /// Not idempotent: if the future is dropped after the request was sent,
+    /// the latch may or may not have been counted down, and counting again
+    /// may count twice. Read [`count`](Latch::count) to find out.
+    pub async fn count_down(&self) -> Result<u64> {
+        let left: i64 = self
+            .session
+            .eval(
+                "latch count down",
+                &scripts::LATCH_COUNT_DOWN,
+                &[&self.key],
+                &[b"", publish_command(&self.session), &self.channel],
+            )
+            .await?;
+        match left {
+            -1 => Err(Error::NotFound {
+                what: "latch",
+                name: self.display_name(),
+            }),
+            -2 => Err(Error::CountedBelowZero {
+                name: self.display_name(),
+            }),
+            n => reply_int("latch count down", n),
+        }
+    }
+
+    /// The count left now: `Some(0)` when the latch is open, `None` when it
+    /// does not exist (not created yet, or gone at its TTL). One `GET`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn count(&self) -> Result<Option<u64>> {
+        let mut get = redis::cmd("GET");
+        get.arg(&self.key[..]);
+        let value: Option<Vec<u8>> = self.session.query("latch count", get, &self.key).await?;
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        std::str::from_utf8(&value)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .map(Some)
+            .ok_or_else(|| Error::WrongType {
+                key: String::from_utf8_lossy(&self.key).into_owned(),
+            })
+    }
+
+    /// Waits at most `timeout` for the latch to open: `Ok(true)` once it is
+    /// open (at once if it is already), `Ok(false)` if the timeout passed
+    /// first. A latch that does not exist yet is waited for. See
+    /// [`Latch::wait_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Latch::wait_until`].
+    pub async fn wait(&self, timeout: Duration) -> Result<bool> {
+        self.wait_until(Some(Instant::now() + timeout)).await
+    }
+
+    /// Waits until the latch is open (`Ok(true)`) or `deadline` passes
+    /// (`Ok(false)`); `None` waits as long as it takes. Transient Redis
+    /// errors are retried with backoff; when the last read before the
+    /// deadline failed, that error is returned instead of `Ok(false)` (an
+    /// outage is not "still closed"); without a deadline an error that
+    /// persists for 30 s is returned.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads, and dropping it gives up its
+    /// subscription.
+    pub async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        let mut waker = Waker::subscribe(&self.session, self.channel.to_vec(), deadline).await;
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            let mut failed = None;
+            match self.count().await {
+                Ok(Some(0)) => return Ok(true),
+                Ok(_) => failing_since = None,
+                Err(e) if e.is_transient() => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
+                        return Err(e);
+                    }
+                    failed = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return failed.map_or(Ok(false), Err);
+            }
+            // After a failed read, come back soon rather than on a message.
+            let soon = failed.as_ref().map(|_| Instant::now() + RETRY);
+            if let Woken::Message(_) = waker.sleep(soon, deadline).await {
+                // Only the count-down that opens the latch publishes.
+                return Ok(true);
+            }
+        }
+    }
+}
+
+const RETRY: Duration = Duration::from_millis(100);
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

@@ -1,0 +1,192 @@
+//! One acquire attempt (layer 4, beside `lock` and `wait`): a first try,
+//! or a waiter's, which also learns how long the holder has left
+//! ([`Busy`]). The lock an attempt may have taken is released if the
+//! attempt is dropped or fails before its reply was understood
+//! ([`PendingAttempt`]); a lock made [`with_replicas`](Lock::with_replicas)
+//! confirms a hold with its replicas before it counts as taken (a barging
+//! attempt, a fair one, and a fair wait's hand-off).
+
+use std::time::{Duration, Instant};
+
+use crate::primitives::lock::guard::LockGuard;
+use crate::primitives::lock::Lock;
+use crate::vocab::error::Result;
+use crate::vocab::outcome::{Attempt, AttemptMode};
+
+impl Lock {
+    /// `try_acquire` without metrics and span: also the first step of a wait.
+    pub(crate) async fn try_acquire_once(&self) -> Result<Option<LockGuard>> {
+        if self.inner.fair_lease.is_some() {
+            return Box::pin(async {
+                match self.fair_try_once().await? {
+                    Some(guard) => self.confirmed(guard).await.map(Some),
+                    None => Ok(None),
+                }
+            })
+            .await;
+        }
+        Ok(self.attempt(self.attempt_mode(false, false)).await?.ok())
+    }
+
+    /// Like `try_acquire`, but a busy lock says how long the holder has
+    /// left, and whether its release will wake us; `mark`: make sure it
+    /// will (see [`AttemptMode::mark`](crate::vocab::outcome::AttemptMode::mark)).
+    pub(crate) async fn try_acquire_with_ttl(&self, mark: bool) -> Result<Result<LockGuard, Busy>> {
+        self.attempt(self.attempt_mode(true, mark)).await
+    }
+
+    /// One attempt in `mode`: the lock, or why not.
+    async fn attempt(&self, mode: AttemptMode) -> Result<Result<LockGuard, Busy>> {
+        let token = self.inner.backend.new_token()?;
+        let pending = PendingAttempt {
+            lock: self,
+            token: Some(&token),
+        };
+        let attempt = self
+            .inner
+            .backend
+            .try_once(&self.inner.keys, &token, self.inner.ttl, mode)
+            .await?;
+        let pending = match attempt {
+            // Boxed: every attempt's future would carry this large one.
+            Attempt::Acquired { valid_until, .. } if self.inner.replicas.is_some() => {
+                Box::pin(self.replicated(&token, valid_until, pending)).await?
+            }
+            _ => pending,
+        };
+        pending.disarm();
+        Ok(match attempt {
+            Attempt::Acquired {
+                fencing_token,
+                valid_until,
+            } => Ok(LockGuard::new(
+                self.inner.clone(),
+                token,
+                fencing_token,
+                valid_until,
+            )),
+            Attempt::Busy {
+                retry_in,
+                announced,
+            } => Err(Busy {
+                retry_in,
+                announced,
+            }),
+        })
+    }
+
+    /// For a lock made [`with_replicas`](Lock::with_replicas): confirms
+    /// the hold just taken with the replicas; when too few acknowledge,
+    /// releases it (in the background if that fails) and says so. An error
+    /// leaves `pending` to release the lock.
+    async fn replicated<'a>(
+        &'a self,
+        token: &str,
+        valid_until: Instant,
+        pending: PendingAttempt<'a>,
+    ) -> Result<PendingAttempt<'a>> {
+        let confirmed = self.inner.confirm_replicas(token, valid_until).await?;
+        let Some(acked) = confirmed.shortfall() else {
+            return Ok(pending);
+        };
+        let backend = &self.inner.backend;
+        if backend
+            .release(&self.inner.keys, token, false)
+            .await
+            .is_ok()
+        {
+            pending.disarm();
+            self.inner.local.wake();
+        }
+        Err(self.inner.too_few_replicas(acked))
+    }
+
+    /// A hold made by a fair lock's script (taken or handed on), confirmed
+    /// with the replicas of a lock made [`with_replicas`](Lock::with_replicas);
+    /// one that too few acknowledge is released (handed on) and refused.
+    pub(crate) async fn confirmed(&self, guard: LockGuard) -> Result<LockGuard> {
+        if self.inner.replicas.is_none() {
+            return Ok(guard);
+        }
+        // An error drops the guard: released in the background.
+        let confirmed = self
+            .inner
+            .confirm_replicas(guard.token(), guard.deadline())
+            .await?;
+        let Some(acked) = confirmed.shortfall() else {
+            return Ok(guard);
+        };
+        let _ = guard.release().await;
+        Err(self.inner.too_few_replicas(acked))
+    }
+
+    /// The wait of a fair lock, its hold confirmed with the replicas of a
+    /// lock made [`with_replicas`](Lock::with_replicas). A hold too few
+    /// acknowledge is handed on, and the waiter queues again, as a barging
+    /// waiter retries: until `deadline`, or, without one, until the
+    /// confirmations have failed for [`GIVE_UP_AFTER`].
+    pub(crate) async fn fair_acquire_replicated(
+        &self,
+        deadline: Option<Instant>,
+        started: Instant,
+    ) -> Result<LockGuard> {
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            let guard = self.fair_acquire_until(deadline, started).await?;
+            match self.confirmed(guard).await {
+                Err(e) if e.is_transient() => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    let out_of_time = match deadline {
+                        Some(d) => Instant::now() >= d,
+                        None => since.elapsed() >= GIVE_UP_AFTER,
+                    };
+                    if out_of_time {
+                        return Err(e);
+                    }
+                    tracing::warn!(lock = %self.inner.display_name(), error = %e, "a fair hold was not confirmed by the replicas; queueing again");
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// How long a waiter without a deadline goes on when its holds are not
+/// confirmed by the replicas (as the barging wait retries errors).
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
+
+/// A waiter's attempt found the lock busy.
+pub(crate) struct Busy {
+    /// The holder's remaining TTL, when known.
+    pub(crate) retry_in: Option<Duration>,
+    /// Whether the holder's release will publish a wake-up.
+    pub(crate) announced: bool,
+}
+
+/// Releases, in the background, a lock that an attempt may have taken if the
+/// attempt is dropped (cancelled) or fails before its reply was understood.
+struct PendingAttempt<'a> {
+    lock: &'a Lock,
+    token: Option<&'a str>,
+}
+
+impl PendingAttempt<'_> {
+    fn disarm(mut self) {
+        self.token = None;
+    }
+}
+
+impl Drop for PendingAttempt<'_> {
+    fn drop(&mut self) {
+        if let Some(token) = self.token {
+            crate::primitives::lock::release::release_in_background(
+                self.lock.inner.backend.clone(),
+                self.lock.inner.keys.clone(),
+                self.lock.inner.local.clone(),
+                token.to_owned(),
+                "an acquire attempt was cancelled or failed after its request was sent",
+                None,
+            );
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Fair locks (layer 4): [`Lock::fair`], waiters served in arrival order
+//! across processes, the lock handed directly to the next waiter.
+//!
+//! # How it works
+//! A fair lock keeps a queue in Redis beside the lock key, under the same
+//! hash tag (`docs/protocol.md`, "Fair locks"): a list of waiter entries in
+//! arrival order and a sorted set of their leases. A waiter subscribes to
+//! its process's hand-off channel for the lock, then runs
+//! `fair_acquire.lua`: the lock is taken at once when it is free and nobody
+//! live waits (the same result as a barging acquire), otherwise the waiter
+//! is queued with a lease (default [`DEFAULT_WAITER_LEASE`]).
+//!
+//! The holder's release (`fair_release.lua`) drops dead entries (lease run
+//! out) from the head of the queue and hands the lock to the first live one
+//! **in the same script**: the lock key then holds that waiter's token (and
+//! its fencing token is issued there, for a lock made
+//! [`with_fencing`](Lock::with_fencing)), and the waiter is told on its
+//! channel. The waiter owns the lock when the message arrives: no second
+//! round trip. Its guard works as any other (watchdog, `lost()`, fencing).
+//!
+//! # Bounds
+//! * A waiter renews its lease every third of it, by running the same
+//!   script again, which also finds a hand-off whose message was lost (the
+//!   pub/sub connection died) and takes a lock whose holder died without
+//!   releasing when the waiter is at the head. It also wakes at the
+//!   holder's TTL, and when the subscriber reconnects.
+//! * A hand-off sets the key's TTL to the smaller of the lock's TTL and the
+//!   lease; the new holder extends it to the lock's TTL in the background a
+//!   third of a lease before that runs out (the guard is usable at once,
+//!   its [`deadline`](crate::LockGuard::deadline) is the hand-off's until
+//!   then, and a hold released sooner costs no extension). So
+//!   a waiter that died while queued delays the queue by at most its lease
+//!   (its entry is skipped once the lease ran out), and one that died just
+//!   as the lock was handed to it by at most the lease too (the key expires);
+//!   the next waiter notices within a third of a lease more.
+//! * A hold is returned only with a deadline still ahead that a request
+//!   proved (see [`still_valid`]). A waiter held up (stopped, starved)
+//!   while the lock was handed to it and whose hand-off ran out meanwhile
+//!   does not return the stale hand-off: its next renewal (mode `renew`)
+//!   finds its entry gone and it queues again, at the tail, under a new id,
+//!   so that the old hand-off's message, if still on its way, is not ours.
+//! * A hand-off keeps the holder's `+w` mark: a plain (barging) waiter of
+//!   the same name, which is not in the queue, is woken by the release that
+//!   finally frees the lock, not at the TTL it read.
+//!
+//! # Trade-off
+//! See [`Lock::fair`], "Barging or fair", for the figures and why the
+//! default stays barging.
+
+pub(crate) mod wait;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::backend::fair::{FairAttempt, FairMode};
+use crate::backend::Backend;
+use crate::primitives::lock::guard::LockGuard;
+use crate::primitives::lock::spec::LockSpec;
+use crate::primitives::lock::Lock;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+
+/// How long a fair lock's waiter keeps its place in the queue without
+/// renewing it, unless [`Lock::fair_with_lease`] says otherwise: 2 s. Its
+/// client renews it every third of that while it waits. A waiter that dies
+/// delays the queue by at most about this long; a shorter lease costs a
+/// renewal script more often per waiting process.
+pub const DEFAULT_WAITER_LEASE: Duration = Duration::from_secs(2);
+
+/// The shortest waiter lease accepted: a renewal must have time to answer.
+pub const MIN_WAITER_LEASE: Duration = Duration::from_millis(60);
+
+impl Lock {
+    /// Makes the lock fair, with the [default waiter lease](DEFAULT_WAITER_LEASE):
+    /// waiters are served in arrival order, across processes, and a release
+    /// hands the lock directly to the next live waiter (see
+    /// [`Lock::fair_with_lease`]).
+    ///
+    /// Fails with [`Error::Unsupported`] on a [`Redlock`](crate::Redlock):
+    /// a queue is one server's state, and N independent queues can order
+    /// waiters differently, so a fair Redlock would need its own consensus
+    /// (see `docs/redlock.md`).
+    ///
+    /// # Barging or fair
+    /// A lock is barging by default: a release frees it and wakes one
+    /// waiter per process, which race for it. A fair lock queues its
+    /// waiters in Redis and its release hands the lock to the head of the
+    /// queue in the same script, telling it with one message. Measured on
+    /// the 2-core benchmark VM (`latchkey-bench fair`, `bench/RESULTS.md`;
+    /// 2 tasks per process, hold 0.5 ms):
+    ///
+    /// | | barging | fair |
+    /// |---|---|---|
+    /// | Redis commands per hand-off, 1 / 4 / 16 / 64 processes | 3.4 / 6.4 / 18 / 67 | 2.0 / 2.0 / 2.1 / 2.3 |
+    /// | hand-offs per second, same | 1170 / 1010 / 620 / 210 | 1170 / 1130 / 1110 / 1080 |
+    /// | hand-off gap p50, same | 126 / 239 / 915 / 4100 µs | 125 / 170 / 198 / 217 µs |
+    /// | `latchkey demo` (8 clients × 25), average / longest wait | 14 / 491 ms | 19 / 36 ms |
+    /// | uncontended acquire + release | 223 µs | 272 µs |
+    ///
+    /// Fair wins wherever several processes contend: a flat cost per
+    /// hand-off instead of one attempt per waiting process, and no waiter
+    /// starves (the demo's longest wait is 2× its average, not 35×).
+    /// Barging wins uncontended (a bare `SET NX` instead of a script, 1.2×
+    /// faster), has a lower average wait (a releaser's process often takes
+    /// the lock back without a hand-off), works on a Redlock and beside
+    /// other libraries' locks on the same key, and adds no keys. Contention
+    /// inside one process is served in arrival order either way (the local
+    /// queue). So the default stays barging; make a lock fair when several
+    /// processes contend for it continually or when no waiter may starve.
+    pub fn fair(self) -> Result<Self> {
+        self.fair_with_lease(DEFAULT_WAITER_LEASE)
+    }
+
+    /// Makes the lock fair; a waiter holds its place in the queue for
+    /// `lease` without renewing it (its client renews it every `lease / 3`).
+    /// A waiter that dies (`kill -9`, a lost host) delays the queue by at
+    /// most about `lease`; see the `fair` module docs in the repository
+    /// (`crates/latchkey/src/primitives/lock/fair/mod.rs`) for the exact bounds.
+    ///
+    /// Arrival order holds while every waiter renews in time: a stall of
+    /// about two thirds of `lease` or more (Redis stopped or paused, the
+    /// waiter's process stopped) can drop a waiter's entry as dead, and it
+    /// queues again at the tail. Choose `lease` at least 1.5 × the longest
+    /// stall the order must survive. A Redis restart without persistence
+    /// forgets the queue: the order is lost, mutual exclusion is not.
+    ///
+    /// [`try_acquire`](Lock::try_acquire) of a fair lock takes it only when
+    /// it is free and nobody waits; [`acquire`](Lock::acquire) queues. A
+    /// release by the holder hands the lock on in the same script. Barging
+    /// acquisitions of the same name (a lock made without `fair`) still
+    /// exclude fair ones, but they do not queue: mixing is safe and live
+    /// (each kind's waiters are woken by the other's releases), not fair.
+    ///
+    /// Errors: [`Error::Unsupported`] on a Redlock; [`Error::InvalidInput`]
+    /// for a lease below [`MIN_WAITER_LEASE`] or above
+    /// [`MAX_TTL`](crate::MAX_TTL).
+    pub fn fair_with_lease(mut self, lease: Duration) -> Result<Self> {
+        if matches!(self.inner.backend, Backend::Redlock(_)) {
+            return Err(Error::Unsupported(
+                "a fair lock on a Redlock: N independent queues can order waiters differently",
+            ));
+        }
+        if !(MIN_WAITER_LEASE..=crate::vocab::names::MAX_TTL).contains(&lease) {
+            return Err(Error::InvalidInput(format!(
+                "waiter lease {lease:?}: it must be between {MIN_WAITER_LEASE:?} and 24h"
+            )));
+        }
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.keys = Arc::new(inner.keys.with_fair());
+        inner.fair_lease = Some(lease);
+        Ok(self)
+    }
+
+    /// Whether the lock is [fair](Lock::fair).
+    pub fn is_fair(&self) -> bool {
+        self.inner.fair_lease.is_some()
+    }
+
+    /// The single server of a fair lock (only those can be fair).
+    pub(crate) fn fair_session(&self) -> Result<(&Session, Duration)> {
+        match (&self.inner.backend, self.inner.fair_lease) {
+            (Backend::Single(session), Some(lease)) => Ok((session, lease)),
+            _ => Err(Error::Unsupported("a fair lock on a Redlock")),
+        }
+    }
+
+    /// `try_acquire` of a fair lock: take it only if it is free and nobody
+    /// live waits. Cancel safe as `try_acquire` (a lock taken by a request
+    /// whose reply was never read is released, handed on, in the background).
+    pub(crate) async fn fair_try_once(&self) -> Result<Option<LockGuard>> {
+        let (session, lease) = self.fair_session()?;
+        let token = self.inner.backend.new_token()?;
+        let spec = &self.inner;
+        let mut pending = Leaving::new(spec, token.clone(), String::new());
+        loop {
+            // A failed request may still have taken the lock: the drop
+            // releases it.
+            match session
+                .fair_attempt(
+                    &spec.keys,
+                    "",
+                    &token,
+                    spec.ttl,
+                    spec.fenced,
+                    FairMode::Try,
+                    lease,
+                )
+                .await?
+            {
+                // Taken, but the reply came (or was read) too late to prove
+                // anything now: ask again, which finds it ours (`Handed`,
+                // with a fresh deadline) or gone (see `still_valid`).
+                FairAttempt::Taken { valid_until, .. }
+                | FairAttempt::Handed { valid_until, .. }
+                    if !still_valid(valid_until) => {}
+                FairAttempt::Taken {
+                    fencing_token,
+                    valid_until,
+                }
+                | FairAttempt::Handed {
+                    fencing_token,
+                    valid_until,
+                } => {
+                    pending.disarm();
+                    return Ok(Some(LockGuard::new(
+                        spec.clone(),
+                        token,
+                        fencing_token,
+                        valid_until,
+                    )));
+                }
+                FairAttempt::Busy { .. } => {
+                    pending.disarm();
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+/// Armed while a fair attempt or wait may have queued us or been handed the
+/// lock without our knowing: dropped armed (the future was cancelled), it
+/// leaves the queue in the background, releasing (handing on) a lock handed
+/// to us in that instant. [`Client::flush`](crate::Client::flush) waits for it.
+pub(crate) struct Leaving {
+    spec: Arc<LockSpec>,
+    token: String,
+    /// Our queue entry; empty for a try, which never queues.
+    entry: String,
+    armed: bool,
+}
+
+impl Leaving {
+    pub(crate) fn new(spec: &Arc<LockSpec>, token: String, entry: String) -> Leaving {
+        Leaving {
+            spec: spec.clone(),
+            token,
+            entry,
+            armed: true,
+        }
+    }
+
+    pub(crate) fn disarm(&mut self) {
+        self.armed = false;
+    }
+
+    /// The waiter queued again under a new entry (the old one is gone).
+    pub(crate) fn set_entry(&mut self, entry: String) {
+        self.entry = entry;
+    }
+
+    /// Leaves now (a wait that timed out or failed); cancel safe: dropped
+    /// before the reply, it leaves in the background.
+    pub(crate) async fn leave(&mut self) {
+        if let Backend::Single(session) = &self.spec.backend {
+            let entry = Some(self.entry.as_str()).filter(|e| !e.is_empty());
+            match session
+                .fair_release(&self.spec.keys, &self.token, entry)
+                .await
+            {
+                Ok(outcome) => {
+                    self.armed = false;
+                    if outcome == crate::Ownership::Owned {
+                        tracing::info!(lock = %self.spec.display_name(), "the lock was handed to a waiter that gave up; handed on");
+                    }
+                }
+                Err(e) => {
+                    // Our lease and a hand-off's TTL run out by themselves.
+                    self.armed = false;
+                    tracing::warn!(lock = %self.spec.display_name(), error = %e, "leaving the queue failed; the waiter lease runs out instead");
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        if !self.armed || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let Backend::Single(session) = &self.spec.backend else {
+            return;
+        };
+        let (session, keys) = (session.clone(), self.spec.keys.clone());
+        let (token, entry) = (
+            std::mem::take(&mut self.token),
+            std::mem::take(&mut self.entry),
+        );
+        self.spec.backend.background().spawn(async move {
+            let entry = Some(entry.as_str()).filter(|e| !e.is_empty());
+            match session.fair_release(&keys, &token, entry).await {
+                Ok(outcome) => tracing::debug!(?outcome, "a cancelled fair waiter left the queue"),
+                Err(e) => tracing::warn!(error = %e, "a cancelled fair waiter could not leave the queue; its lease runs out instead"),
+            }
+        });
+    }
+}
+
+/// When a hold handed over at some instant after `not_ours_since` (a moment
+/// a reply proved the lock was not ours yet) with the key's TTL set to
+/// `handoff_ttl` is valid until, at the earliest.
+pub(crate) fn handed_valid_until(not_ours_since: Instant, handoff_ttl: Duration) -> Instant {
+    not_ours_since + handoff_ttl - crate::vocab::names::drift(handoff_ttl)
+}
+
+/// Whether a hold whose proven deadline is `valid_until` may be returned
+/// now. A hold is returned only with a deadline computed from a request
+/// whose send time this process knows; one already past when the wait would
+/// return it (the process was stopped or starved between the proof and
+/// now) is re-checked with a new request instead, which finds it still ours
+/// (with a fresh deadline) or queues the waiter again.
+pub(crate) fn still_valid(valid_until: Instant) -> bool {
+    Instant::now() < valid_until
+}

@@ -1,0 +1,326 @@
+//! [`Lock`]: a named mutual-exclusion lock with a mandatory TTL.
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! use std::time::Duration;
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//! let lock = client.lock("invoices", Duration::from_secs(10))?.with_watchdog();
+//!
+//! let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
+//! tokio::select! {
+//!     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
+//!     _ = async { /* the critical section */ } => {}
+//! }
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+
+pub(crate) mod attempt;
+pub(crate) mod by_token;
+pub(crate) mod fair;
+pub(crate) mod guard;
+pub(crate) mod release;
+pub(crate) mod spec;
+pub(crate) mod wait;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
+
+use crate::backend::Backend;
+use crate::primitives::lock::guard::LockGuard;
+use crate::primitives::lock::spec::LockSpec;
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::metrics::{LockLabel, Outcome};
+use crate::vocab::names::{check_name, check_ttl, LockKeys};
+use crate::vocab::outcome::AttemptMode;
+
+/// A named lock with a TTL; a recipe, cheap to clone. Holding it is
+/// represented by a [`LockGuard`]. Barging by default; [`Lock::fair`]
+/// serves waiters in arrival order across processes.
+///
+/// Made by [`Client::lock`](crate::Client::lock).
+#[derive(Clone)]
+pub struct Lock {
+    /// Shared: a guard keeps a clone, and one reference count per guard
+    /// costs less than one per field.
+    pub(crate) inner: Arc<LockSpec>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &String::from_utf8_lossy(&self.inner.name))
+            .field("ttl", &self.inner.ttl)
+            .field("renew_every", &self.inner.renew_every)
+            .field("fenced", &self.inner.fenced)
+            .field("fair_lease", &self.inner.fair_lease)
+            .field("replicas", &self.inner.replicas)
+            .finish()
+    }
+}
+
+impl Lock {
+    /// See [`Client::lock`](crate::Client::lock).
+    pub(crate) fn on_session(session: &Session, name: &[u8], ttl: Duration) -> Result<Lock> {
+        Lock::new(Backend::Single(session.clone()), name, ttl)
+    }
+
+    pub(crate) fn new(backend: Backend, name: &[u8], ttl: Duration) -> Result<Lock> {
+        check_name(name)?;
+        check_ttl(ttl)?;
+        let keys = LockKeys::new(backend.prefix(), name, !backend.is_cluster());
+        Ok(Lock {
+            inner: Arc::new(LockSpec {
+                local: backend.local_queues().slot(&keys.key),
+                keys: Arc::new(keys),
+                metrics_label: LockLabel::new(backend.metrics_labels(), name),
+                backend,
+                name: Arc::from(name),
+                ttl,
+                renew_every: None,
+                fenced: false,
+                fair_lease: None,
+                replicas: None,
+            }),
+        })
+    }
+
+    /// Issues the [fencing token](LockGuard::fencing_token) with every
+    /// acquisition, in the same round trip, for code that uses a token on
+    /// every hold.
+    ///
+    /// Without this, a guard's token is issued on its first
+    /// [`fencing_token`](LockGuard::fencing_token) call (one more round trip
+    /// then), and a hold that never asks costs Redis no script: the
+    /// acquisition is a bare `SET NX PX` (less server time than the script;
+    /// the figures are in `docs/fencing.md`), and a Redlock's
+    /// acquisition saves that on every instance, and the strict fencing
+    /// round. Both kinds of token are ordered the same way:
+    /// a token is only issued while its hold lasts, so it is smaller than
+    /// every token of a later hold.
+    pub fn with_fencing(mut self) -> Self {
+        Arc::make_mut(&mut self.inner).fenced = true;
+        self
+    }
+
+    /// Keeps every guard of this lock alive in the background, renewing it
+    /// every `ttl / 3`. See [`Lock::with_renewal_every`].
+    pub fn with_watchdog(mut self) -> Self {
+        let every = self.inner.ttl / 3;
+        Arc::make_mut(&mut self.inner).renew_every = Some(every);
+        self
+    }
+
+    /// Keeps every guard of this lock alive in the background, renewing it
+    /// every `every` (which must be shorter than the TTL minus the drift
+    /// allowance; a third of the TTL is a good choice: two renewals may fail
+    /// before the lease runs out).
+    ///
+    /// The watchdog stops when the guard is released or dropped. When it can
+    /// no longer prove ownership, the guard's [`lost`](LockGuard::lost)
+    /// signal fires: at once when a renewal finds the lock gone or taken,
+    /// and at the validity deadline when renewals keep failing.
+    pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
+        if every.is_zero() || every >= self.inner.ttl - crate::vocab::names::drift(self.inner.ttl) {
+            return Err(Error::InvalidInput(format!(
+                "renewal interval {every:?}: it must be positive and shorter than the TTL ({:?}) minus the drift allowance",
+                self.inner.ttl
+            )));
+        }
+        Arc::make_mut(&mut self.inner).renew_every = Some(every);
+        Ok(self)
+    }
+
+    /// Makes every acquisition wait until `n` replicas of the lock's server
+    /// acknowledge it (`WAIT n`), at most [`DEFAULT_REPLICA_TIMEOUT`](crate::DEFAULT_REPLICA_TIMEOUT);
+    /// see [`Lock::with_replicas_within`].
+    pub fn with_replicas(self, n: usize) -> Result<Self> {
+        self.with_replicas_within(n, crate::backend::replicas::DEFAULT_REPLICA_TIMEOUT)
+    }
+
+    /// Makes every acquisition wait, at most `timeout`, until `n` replicas
+    /// of the lock's server acknowledge it: after the lock (and, with
+    /// [`with_fencing`](Lock::with_fencing), its fencing token) is taken, a
+    /// write of ours that finds the lock still ours (the extend script,
+    /// which leaves its expiry where the acquisition put it) and `WAIT n
+    /// timeout` are sent together on one connection, to the server that
+    /// holds the key (on a Redis Cluster, the primary of the key's slot).
+    /// `WAIT` counts the acknowledgements of its own connection's writes: a
+    /// bare `WAIT` on a connection replaced after the acquisition (a
+    /// reconnect, a Sentinel failover) would count replicas that never saw
+    /// the lock. When fewer acknowledge in time, or the lock is no longer
+    /// there, the lock is released again and the acquisition fails with
+    /// [`Error::TooFewReplicas`] (a waiting acquire retries it, as any
+    /// transient error, until its deadline). `n = 0` turns this off.
+    ///
+    /// A [fair](Lock::fair) lock confirms each hold the same way, taken or
+    /// handed on (a hand-off too few acknowledge is handed on to the next
+    /// waiter, and the waiter queues again); a fencing token issued later
+    /// on request ([`LockGuard::fencing_token`]) waits for the replicas too.
+    ///
+    /// This makes losing a lock in a failover rare, not impossible: `WAIT`
+    /// does not make Redis consistent (see `docs/reliability.md`,
+    /// "Replicated acquisition"). Renewals do not wait. A `WAIT` that runs
+    /// into its timeout holds the client's other commands back as long
+    /// (they share its connection). An acquisition cancelled while it waits
+    /// for the replicas releases the lock in the background, as any
+    /// cancelled acquisition does (see [`Lock::try_acquire`]).
+    ///
+    /// Fails with [`Error::InvalidInput`] for a Redlock (each instance is
+    /// its own primary), or a timeout that is zero or not shorter than the
+    /// client's command timeout.
+    pub fn with_replicas_within(mut self, n: usize, timeout: Duration) -> Result<Self> {
+        crate::backend::replicas::check(&self.inner.backend, timeout)?;
+        Arc::make_mut(&mut self.inner).replicas = (n > 0).then_some((n, timeout));
+        Ok(self)
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &[u8] {
+        &self.inner.name
+    }
+
+    /// The lock's TTL.
+    pub fn ttl(&self) -> Duration {
+        self.inner.ttl
+    }
+
+    /// The Redis key holding the lock (prefix + name).
+    pub fn key(&self) -> &[u8] {
+        &self.inner.keys.key
+    }
+
+    /// Tries once: `Ok(Some(guard))` if we now hold the lock, `Ok(None)` if
+    /// someone else does. One round trip.
+    ///
+    /// # Cancel safety
+    /// If the future is dropped after the request was sent but before the
+    /// reply was read, the lock may have been taken for us without our
+    /// knowing. A best-effort release (compare-and-delete with our token) is
+    /// then spawned, so the lock is not left held until its TTL; if that
+    /// release cannot run (no runtime, Redis gone) the lock frees itself at
+    /// the TTL.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        let called = Instant::now();
+        let span = self.span_acquire();
+        // Without a subscriber for the span, the attempt is not wrapped in
+        // it: the wrapper moves the attempt's whole future once more.
+        let result = match span.is_disabled() {
+            true => self.try_acquire_once().await,
+            false => self.try_acquire_once().instrument(span.clone()).await,
+        };
+        if let Ok(Some(guard)) = &result {
+            span.record("token", crate::vocab::token::short(guard.token()));
+        }
+        crate::vocab::metrics::acquire_outcome(
+            &self.inner.metrics_label,
+            Outcome::of_try(&result),
+            called.elapsed(),
+        );
+        result
+    }
+
+    /// Waits as long as it takes. See [`Lock::acquire_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire_until`].
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.acquire_until(None).await
+    }
+
+    /// Waits at most `wait`, then fails with [`Error::WaitTimedOut`]. See
+    /// [`Lock::acquire_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Lock::acquire_until`].
+    pub async fn acquire_timeout(&self, wait: Duration) -> Result<LockGuard> {
+        self.acquire_until(Some(Instant::now() + wait)).await
+    }
+
+    /// Waits until the lock is ours or `deadline` passes ([`Error::WaitTimedOut`]);
+    /// `None` waits as long as it takes. Transient Redis errors (unreachable,
+    /// timeout) during the wait are retried with backoff until the deadline;
+    /// without a deadline, an error that persists for 30 s is returned.
+    /// [`Error::WaitTimedOut`] means the lock was busy: when the last attempt
+    /// before the deadline could not reach Redis (or, for a
+    /// [`Redlock`](crate::Redlock), a majority of instances), that error
+    /// ([`Error::Unreachable`], [`Error::Timeout`], [`Error::NoQuorum`]) is
+    /// returned instead, so an outage is never reported as a conflict.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future leaves no lock behind. A lock taken
+    /// by a request whose reply was never read is released in the
+    /// background (see [`Lock::try_acquire`]); the local queue place and the
+    /// subscription are given up. A [fair](Lock::fair) waiter leaves the
+    /// queue in Redis in the background, handing on a lock handed to it in
+    /// that instant ([`Client::flush`](crate::Client::flush) waits for it);
+    /// one that times out leaves before returning.
+    pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
+        let called = Instant::now();
+        let span = self.span_acquire();
+        // As in `try_acquire`: unwrapped without a subscriber for the span.
+        let result = match span.is_disabled() {
+            true => self.acquire_until_once(deadline).await,
+            false => {
+                self.acquire_until_once(deadline)
+                    .instrument(span.clone())
+                    .await
+            }
+        };
+        if let Ok(guard) = &result {
+            span.record("token", crate::vocab::token::short(guard.token()));
+        }
+        crate::vocab::metrics::acquire_outcome(
+            &self.inner.metrics_label,
+            Outcome::of_wait(&result),
+            called.elapsed(),
+        );
+        result
+    }
+
+    /// The span of one acquire call; its token is recorded once held.
+    fn span_acquire(&self) -> tracing::Span {
+        tracing::debug_span!("acquire", lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty)
+    }
+
+    async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
+        let started = Instant::now();
+        if self.inner.fair_lease.is_some() {
+            return Box::pin(self.fair_acquire_replicated(deadline, started)).await;
+        }
+        let releases = self.inner.local.releases();
+        // The uncontended case costs one round trip and no subscription. If
+        // another task of ours already waits, the lock is busy: queue up
+        // behind it (FIFO) instead of spending a round trip to learn that.
+        if !self.inner.local.is_contended() {
+            let _arriving = self.inner.local.arrive();
+            match self.try_acquire_once().await {
+                Ok(Some(guard)) => return Ok(guard),
+                Ok(None) => {}
+                Err(e) if e.is_transient() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let span = tracing::debug_span!("wait", lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty);
+        let waited = Box::pin(
+            self.wait_and_acquire(deadline, started, releases)
+                .instrument(span.clone()),
+        )
+        .await;
+        if let Ok(guard) = &waited {
+            span.record("token", crate::vocab::token::short(guard.token()));
+        }
+        waited
+    }
+
+    pub(crate) fn attempt_mode(&self, ask_ttl: bool, mark: bool) -> AttemptMode {
+        AttemptMode {
+            fenced: self.inner.fenced,
+            ask_ttl,
+            mark,
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The waiting loop of [`Lock::acquire_until`] (layer 4): what a waiter
+//! does while the lock is busy.
+//!
+//! # How waiting works
+//! A waiter first tries once. If the lock is busy it queues behind the other
+//! tasks of its client that wait for the same name (only the head of that
+//! local queue talks to Redis), subscribes to the lock's release channel
+//! through the client's shared subscriber, tries again, and then sleeps until
+//! a release message arrives *or* the holder's remaining TTL (returned by the
+//! failed attempt) runs out, whichever comes first — so a holder that died
+//! without releasing costs its waiters at most its TTL. Pub/sub is only a
+//! hint: a missed message costs time, never safety. When pub/sub is
+//! unavailable, waiters poll with jittered backoff (10 ms doubling to
+//! 500 ms) and say so in a log line.
+//!
+//! A waiter behind a holder of its own client (a live guard of the same
+//! client and name) needs no pub/sub at all: that guard's release wakes it
+//! from the releasing task (`release.rs`, through the name's local slot),
+//! so it neither subscribes nor marks the holder's token, and the release
+//! publishes nothing. It does not even ask Redis while that guard lives
+//! (the answer would be "busy"): it waits for the release, bounded by the
+//! lock's TTL, then tries as a first try does. Contention between the
+//! tasks of one process then costs Redis one `SET NX` per hand-off. An
+//! attempt that finds the lock busy with no guard of its client left
+//! subscribes, and looks again.
+
+use std::time::{Duration, Instant};
+
+use crate::backend::Wakeups;
+use crate::primitives::lock::guard::LockGuard;
+use crate::primitives::lock::Lock;
+use crate::transport::subscriber::{jitter, Event};
+use crate::vocab::error::{Error, Result};
+
+impl Lock {
+    /// The slow path of [`Lock::acquire_until`]: the lock was busy.
+    /// `releases`: [`LocalSlot::releases`](crate::transport::local_queues::LocalSlot::releases)
+    /// before the first try.
+    pub(crate) async fn wait_and_acquire(
+        &self,
+        deadline: Option<Instant>,
+        started: Instant,
+        releases: usize,
+    ) -> Result<LockGuard> {
+        let timed_out = || Error::WaitTimedOut {
+            name: String::from_utf8_lossy(&self.inner.name).into_owned(),
+            waited: started.elapsed(),
+        };
+        let local = &self.inner.local;
+        // Behind a holder of this client: no subscription (see the module
+        // docs). So is a waiter whose first try met a guard of this client
+        // that has let go since, or one about to be made (a first try in
+        // flight, a waiter ahead of us): it looks again before it subscribes.
+        let mut behind_local = local.is_local_ahead() || local.releases() != releases;
+        // Subscribe before queueing: the server-side subscription is shared,
+        // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
+        let mut wakeups = None;
+        if !behind_local {
+            wakeups = self.subscribe_until(deadline).await;
+        }
+        let mut last_subscribe = Instant::now();
+        let turn = local.turn();
+        let _turn = match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), turn)
+                .await
+                .map_err(|_| timed_out())?,
+            None => turn.await,
+        };
+        if behind_local {
+            if let Some(guard) = self.after_local_holder(deadline).await {
+                return Ok(guard);
+            }
+        }
+
+        let mut poll = MIN_POLL;
+        // Polling a holder whose release publishes nothing (another library's).
+        let mut foreign_poll = MIN_FOREIGN_POLL;
+        let mut failing_since: Option<Instant> = None;
+        // When a release notification woke us: the start of a handoff.
+        let mut woken_at: Option<Instant> = None;
+        loop {
+            // Listening for a local release before looking, so that one
+            // between the look and the sleep is not missed.
+            let mut released = std::pin::pin!(local.released());
+            released.as_mut().enable();
+            // A wait whose last attempt could not reach Redis (or a Redlock
+            // majority) reports that at the deadline rather than "still
+            // busy", which would be untrue: an outage is not a conflict.
+            let mut unreachable: Option<Error> = None;
+            if let Some(w) = wakeups.as_mut() {
+                w.reset();
+            }
+            let mut announced = true;
+            let releases_before_try = local.releases();
+            let retry_in = match self.try_acquire_with_ttl(!behind_local).await {
+                Ok(Ok(guard)) => {
+                    if let Some(woken_at) = woken_at {
+                        crate::vocab::metrics::handoff(
+                            &self.inner.metrics_label,
+                            woken_at.elapsed(),
+                        );
+                    }
+                    return Ok(guard);
+                }
+                // Refused while this client's guard was being released: the
+                // attempt may have run before that release (whose first
+                // request can fail with NOSCRIPT and be sent again), so it
+                // says nothing about another holder. Look again.
+                Ok(Err(_))
+                    if behind_local
+                        && !local.is_held()
+                        && local.releases() != releases_before_try =>
+                {
+                    continue;
+                }
+                Ok(Err(_)) if behind_local && !local.is_held() => {
+                    // Held, but no longer by this client: listen to whoever
+                    // holds it now, and look again (marking it this time).
+                    behind_local = false;
+                    wakeups = self.subscribe_until(deadline).await;
+                    last_subscribe = Instant::now();
+                    continue;
+                }
+                Ok(Err(busy)) => {
+                    failing_since = None;
+                    announced = busy.announced || behind_local;
+                    busy.retry_in
+                }
+                Err(e) if e.is_transient() => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
+                        return Err(e);
+                    }
+                    tracing::warn!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "acquire attempt failed; retrying");
+                    unreachable = Some(e);
+                    poll = (poll * 2).min(MAX_POLL);
+                    Some(poll)
+                }
+                Err(e) => return Err(e),
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(unreachable.take().unwrap_or_else(timed_out));
+            }
+            if !behind_local && wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1)
+            {
+                wakeups = self.subscribe_or_poll(Some(&wakeups)).await;
+                last_subscribe = now;
+            }
+            let woken = behind_local || wakeups.is_some();
+            // With wake-ups, sleep until the holder's TTL runs out (a release
+            // ends the sleep sooner). Without, poll.
+            let mut sleep = match (retry_in, woken) {
+                // A holder that will not announce its release (another
+                // library's, or one a waiter could not mark): poll it, with
+                // a cap, so its release is found soon after it happens.
+                (Some(ttl_left), true) if !announced => {
+                    let every = jitter(foreign_poll);
+                    foreign_poll = (foreign_poll * 2).min(MAX_FOREIGN_POLL);
+                    (ttl_left + Duration::from_millis(1)).min(every)
+                }
+                (Some(ttl_left), true) => ttl_left + Duration::from_millis(1),
+                (Some(ttl_left), false) => (ttl_left + Duration::from_millis(1)).min(jitter(poll)),
+                (None, _) => jitter(poll),
+            };
+            if !woken || retry_in.is_none() {
+                poll = (poll * 2).min(MAX_POLL);
+            }
+            if failing_since.is_some() {
+                sleep = jitter(poll);
+            }
+            let mut wake_at = Instant::now() + sleep;
+            if let Some(d) = deadline {
+                wake_at = wake_at.min(d);
+            }
+            woken_at = None;
+            let timer = tokio::time::sleep_until(wake_at.into());
+            match wakeups.as_mut() {
+                Some(w) if !behind_local => {
+                    tokio::select! {
+                        event = w.next() => {
+                            if !matches!(event, Event::Resubscribed) {
+                                woken_at = Some(Instant::now());
+                            }
+                        }
+                        _ = released => woken_at = Some(Instant::now()),
+                        _ = timer => {}
+                    }
+                }
+                _ => {
+                    tokio::select! {
+                        _ = released => woken_at = Some(Instant::now()),
+                        _ = timer => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// A waiter behind a guard of its own client: waits for that guard to
+    /// let go (its release wakes us, `release.rs`) before asking Redis
+    /// anything, then tries as a first try does (`SET NX`, the cheapest
+    /// command that takes the lock). `None`: not ours yet, and the general
+    /// loop takes over: the try found the lock busy with no guard of this
+    /// client left, or the lock's TTL passed without a release (a guard
+    /// that lost its lock without noticing), or an error, or the deadline.
+    async fn after_local_holder(&self, deadline: Option<Instant>) -> Option<LockGuard> {
+        let local = &self.inner.local;
+        loop {
+            let mut released = std::pin::pin!(local.released());
+            released.as_mut().enable();
+            // When a release woke us: the start of a handoff.
+            let mut woken_at = None;
+            if local.is_held() {
+                let mut bound = Instant::now() + self.inner.ttl;
+                if let Some(d) = deadline {
+                    bound = bound.min(d);
+                }
+                tokio::select! {
+                    _ = released => woken_at = Some(Instant::now()),
+                    _ = tokio::time::sleep_until(bound.into()) => return None,
+                }
+            }
+            match self.try_acquire_once().await {
+                Ok(Some(guard)) => {
+                    if let Some(woken_at) = woken_at {
+                        crate::vocab::metrics::handoff(
+                            &self.inner.metrics_label,
+                            woken_at.elapsed(),
+                        );
+                    }
+                    return Some(guard);
+                }
+                // Overtaken by another guard of ours, or our try ran ahead
+                // of the release that woke us: wait for the next release.
+                Ok(None) if local.is_held() => continue,
+                _ => return None,
+            }
+        }
+    }
+
+    /// [`Self::subscribe_or_poll`], given up at `deadline` (a subscriber
+    /// that is slow to answer must not carry us past it: then we poll).
+    async fn subscribe_until(&self, deadline: Option<Instant>) -> Option<Wakeups> {
+        let subscribing = self.subscribe_or_poll(None);
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), subscribing)
+                .await
+                .unwrap_or(None),
+            None => subscribing.await,
+        }
+    }
+
+    async fn subscribe_or_poll(&self, previous: Option<&Option<Wakeups>>) -> Option<Wakeups> {
+        match self.inner.backend.wakeups(&self.inner.keys).await {
+            Ok(w) => {
+                if previous.is_some() {
+                    tracing::info!(lock = %String::from_utf8_lossy(&self.inner.name), "pub/sub is back; waiting for wake-ups again");
+                }
+                Some(w)
+            }
+            Err(e) => {
+                if previous.is_none() {
+                    tracing::warn!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "pub/sub unavailable; falling back to polling with backoff");
+                }
+                None
+            }
+        }
+    }
+}
+
+const MIN_POLL: Duration = Duration::from_millis(10);
+/// Polling a holder that will not announce its release: from this, doubling
+/// up to [`MAX_FOREIGN_POLL`]; with the jitter (×0.5 to ×1.5) such a release
+/// is found at most 1.5 × `MAX_FOREIGN_POLL` plus a round trip late
+/// (`docs/protocol.md`, "Waiting", has the cost in commands).
+const MIN_FOREIGN_POLL: Duration = Duration::from_millis(25);
+const MAX_FOREIGN_POLL: Duration = Duration::from_millis(200);
+const MAX_POLL: Duration = Duration::from_millis(500);
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

@@ -1,0 +1,15 @@
+//! Layer 4, primitives: locks (plain and fair), semaphores, read-write
+//! locks, latches, barriers, fencing, elections and signals, each over the
+//! session, the backends and the lease. See `ARCHITECTURE.md`.
+
+pub(crate) mod barrier;
+pub(crate) mod election;
+pub(crate) mod fence;
+pub(crate) mod inspect;
+pub(crate) mod latch;
+pub(crate) mod lock;
+pub(crate) mod rwlock;
+pub(crate) mod semaphore;
+pub(crate) mod shared;
+pub(crate) mod signal;
+pub(crate) mod watchdog;

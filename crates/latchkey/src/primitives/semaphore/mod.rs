@@ -1,0 +1,330 @@
+//! [`Semaphore`]: at most N holders at once, across processes and machines,
+//! where every permit is a lease.
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! use std::time::Duration;
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//! // At most 4 exports run at once, whoever runs them.
+//! let exports = client
+//!     .semaphore("exports", 4, Duration::from_secs(30))?
+//!     .with_watchdog()
+//!     .with_fencing();
+//!
+//! let permit = exports.acquire_timeout(Duration::from_secs(60)).await?;
+//! println!("permit held; fencing token {:?}", permit.fencing_token());
+//! tokio::select! {
+//!     _ = permit.lost() => eprintln!("permit lost: stop exporting"),
+//!     _ = async { /* the export */ } => {}
+//! }
+//! permit.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # What it promises
+//! * **At most N permits are held at once** (by the holders' deadlines: a
+//!   holder counts its permit held until `sent + ttl - drift`, as a lock's
+//!   holder does, and the server frees it only at `ttl`).
+//! * **Every permit is a lease**: a holder that dies gives its permit back
+//!   within its TTL (the next acquire prunes it); the
+//!   [watchdog](Semaphore::with_watchdog) renews a held permit every
+//!   `ttl / 3`, and [`PermitGuard::lost`] fires when it can no longer prove
+//!   the permit is held, before it could have expired.
+//! * **Waiting is woken**, not polled: a release publishes on the
+//!   semaphore's channel and every waiter tries again; a waiter also wakes
+//!   when the earliest permit expires (a dead holder's). **Not FIFO**: the
+//!   waiters woken race for the free permit, and any of them (or a newcomer)
+//!   may win. Under steady contention a waiter can be overtaken; bound its
+//!   wait with [`acquire_timeout`](Semaphore::acquire_timeout).
+//! * **Fencing**: with [`with_fencing`](Semaphore::with_fencing), each hold
+//!   gets a token greater than those of all earlier holds of the semaphore
+//!   (one counter per semaphore, as for a lock).
+//! * **N is passed by every caller**, not stored (as in the npm
+//!   `redis-semaphore`): an acquire takes a permit when fewer than *its* N
+//!   are held. An operator changes N by restarting the callers with the
+//!   new N, and no holder loses its permit: after lowering N, holders keep
+//!   theirs and new acquires wait until fewer than the new N are held;
+//!   while old and new callers mix, at most the larger N are held.
+//!
+//! The layout (a sorted set of holder tokens scored by expiry in server
+//! time, a fencing counter, a channel, one hash tag) and the scripts are in
+//! `docs/protocol.md`, "Semaphores".
+
+pub(crate) mod permit;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::primitives::semaphore::permit::{PermitGuard, PermitHolder, SemaphoreSpec};
+use crate::primitives::shared::{in_background, key, Waker};
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::metrics::LockLabel;
+use crate::vocab::names::{check_count, check_name, check_ttl, drift, ttl_ms};
+use crate::vocab::protocol::scripts;
+use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
+
+/// A counting semaphore of leased permits; a recipe, cheap to clone. Made
+/// by [`Client::semaphore`](crate::Client::semaphore).
+#[derive(Clone)]
+pub struct Semaphore {
+    pub(crate) inner: Arc<SemaphoreSpec>,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("name", &String::from_utf8_lossy(&self.inner.name))
+            .field("permits", &self.inner.permits)
+            .field("ttl", &self.inner.ttl)
+            .field("renew_every", &self.inner.renew_every)
+            .field("fenced", &self.inner.fenced)
+            .finish()
+    }
+}
+
+impl Semaphore {
+    /// See [`Client::semaphore`](crate::Client::semaphore).
+    pub(crate) fn on_session(
+        session: &Session,
+        name: &[u8],
+        permits: u64,
+        ttl: Duration,
+    ) -> Result<Semaphore> {
+        check_name(name)?;
+        check_ttl(ttl)?;
+        let permits = check_count("semaphore permits", permits)?;
+        Ok(Semaphore {
+            inner: Arc::new(SemaphoreSpec {
+                session: session.clone(),
+                name: Arc::from(name),
+                key: key(session, name, PERMITS_SUFFIX).into(),
+                fence_key: key(session, name, PERMITS_FENCE_SUFFIX).into(),
+                channel: key(session, name, PERMITS_RELEASED_SUFFIX).into(),
+                permits,
+                ttl,
+                renew_every: None,
+                fenced: false,
+                metrics_label: LockLabel::new(&session.inner.metrics_labels, name),
+            }),
+        })
+    }
+
+    /// Renews every permit of this semaphore in the background every
+    /// `ttl / 3` while it is held; see [`PermitGuard::lost`].
+    pub fn with_watchdog(mut self) -> Self {
+        let every = self.inner.ttl / 3;
+        Arc::make_mut(&mut self.inner).renew_every = Some(every);
+        self
+    }
+
+    /// Issues a [fencing token](PermitGuard::fencing_token) with every
+    /// permit, in the same round trip.
+    pub fn with_fencing(mut self) -> Self {
+        Arc::make_mut(&mut self.inner).fenced = true;
+        self
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &[u8] {
+        &self.inner.name
+    }
+
+    /// N, the permits this caller allows at once.
+    pub fn permits(&self) -> u32 {
+        self.inner.permits
+    }
+
+    /// The permit TTL.
+    pub fn ttl(&self) -> Duration {
+        self.inner.ttl
+    }
+
+    /// The Redis key of the permits (a sorted set).
+    pub fn key(&self) -> &[u8] {
+        &self.inner.key
+    }
+
+    /// Tries once: `Ok(Some(permit))` if fewer than N permits were held,
+    /// `Ok(None)` otherwise. One round trip.
+    ///
+    /// Fails with [`Error::WrongType`] when the key holds something other
+    /// than a semaphore, and (with fencing) [`Error::BadFencingCounter`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if the future is dropped after the request was sent, a
+    /// permit the request may have taken is given back in the background
+    /// (tracked by the client: [`Client::flush`](crate::Client::flush)).
+    pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
+        Ok(self.attempt().await?.ok())
+    }
+
+    /// Waits as long as it takes. See [`Semaphore::acquire_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Semaphore::acquire_until`].
+    pub async fn acquire(&self) -> Result<PermitGuard> {
+        self.acquire_until(None).await
+    }
+
+    /// Waits at most `wait`, then fails with [`Error::WaitTimedOut`]. See
+    /// [`Semaphore::acquire_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Semaphore::acquire_until`].
+    pub async fn acquire_timeout(&self, wait: Duration) -> Result<PermitGuard> {
+        self.acquire_until(Some(Instant::now() + wait)).await
+    }
+
+    /// Waits until a permit is ours or `deadline` passes
+    /// ([`Error::WaitTimedOut`]); `None` waits as long as it takes. A waiter
+    /// subscribes to the semaphore's channel, then tries, then sleeps until
+    /// a release message or the earliest permit's expiry, and tries again.
+    /// Transient errors are retried until the deadline; when the last
+    /// attempt failed so, that error is returned instead of
+    /// [`Error::WaitTimedOut`] (an outage is not a full semaphore); without
+    /// a deadline an error that persists for 30 s is returned.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future leaves no permit behind (one taken
+    /// by a request whose reply was never read is given back in the
+    /// background) and gives up the subscription.
+    pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<PermitGuard> {
+        let started = Instant::now();
+        // The uncontended case: one round trip, no subscription.
+        match self.attempt().await {
+            Ok(Ok(permit)) => return Ok(permit),
+            Ok(Err(_)) => {}
+            Err(e) if e.is_transient() => {}
+            Err(e) => return Err(e),
+        }
+        let channel = self.inner.channel.to_vec();
+        let mut waker = Waker::subscribe(&self.inner.session, channel, deadline).await;
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            let mut failed = None;
+            let wake_at = match self.attempt().await {
+                Ok(Ok(permit)) => return Ok(permit),
+                Ok(Err(earliest_expiry)) => {
+                    failing_since = None;
+                    Instant::now() + earliest_expiry + Duration::from_millis(1)
+                }
+                Err(e) if e.is_transient() => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
+                        return Err(e);
+                    }
+                    failed = Some(e);
+                    Instant::now() + RETRY
+                }
+                Err(e) => return Err(e),
+            };
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(failed.unwrap_or_else(|| Error::WaitTimedOut {
+                    name: String::from_utf8_lossy(&self.inner.name).into_owned(),
+                    waited: started.elapsed(),
+                }));
+            }
+            // A message or a re-check: either way, try again.
+            let _ = waker.sleep(Some(wake_at), deadline).await;
+        }
+    }
+
+    /// One attempt: the permit, or how long until the earliest held permit
+    /// expires.
+    async fn attempt(&self) -> Result<std::result::Result<PermitGuard, Duration>> {
+        let spec = &self.inner;
+        let token = spec.session.inner.identity.new_token()?;
+        let sent = Instant::now();
+        let mut pending = PendingPermit {
+            spec,
+            token: Some(&token),
+        };
+        let permits = spec.permits.to_string();
+        let ttl = ttl_ms(spec.ttl).to_string();
+        let (acquired, value): (i64, i64) = spec
+            .session
+            .eval(
+                "semaphore acquire",
+                &scripts::SEM_ACQUIRE,
+                &[&spec.key, &spec.fence_key],
+                &[
+                    token.as_bytes(),
+                    permits.as_bytes(),
+                    ttl.as_bytes(),
+                    if spec.fenced { b"1" } else { b"0" },
+                ],
+            )
+            .await
+            .inspect_err(|e| {
+                // Only a request that may have run can have taken a permit.
+                if !e.is_transient() {
+                    pending.token = None;
+                }
+            })?;
+        pending.token = None;
+        drop(pending);
+        match acquired {
+            1 => {
+                let fencing_token =
+                    match spec.fenced {
+                        true => Some(u64::try_from(value).map_err(|_| {
+                            Error::Protocol(format!("negative fencing token {value}"))
+                        })?),
+                        false => None,
+                    };
+                let valid_until = sent + spec.ttl - drift(spec.ttl);
+                Ok(Ok(PermitGuard::new(
+                    self.inner.clone(),
+                    token,
+                    fencing_token,
+                    valid_until,
+                )))
+            }
+            0 => Ok(Err(Duration::from_millis(
+                u64::try_from(value).unwrap_or(1),
+            ))),
+            other => Err(Error::Protocol(format!(
+                "semaphore acquire script returned {other}"
+            ))),
+        }
+    }
+
+    /// The permits held now, soonest to expire first, with their holders.
+    /// Two round trips (`TIME`, `ZRANGE`); expired permits not yet pruned
+    /// are left out.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn holders(&self) -> Result<Vec<PermitHolder>> {
+        crate::primitives::semaphore::permit::holders(&self.inner.session, &self.inner.key).await
+    }
+}
+
+/// Gives back, in the background, a permit that an attempt may have taken
+/// if the attempt is dropped or fails before its reply was read.
+struct PendingPermit<'a> {
+    spec: &'a SemaphoreSpec,
+    token: Option<&'a str>,
+}
+
+impl Drop for PendingPermit<'_> {
+    fn drop(&mut self) {
+        if let Some(token) = self.token {
+            let spec = self.spec.clone();
+            let token = token.to_owned();
+            in_background(
+                &self.spec.session,
+                "a semaphore acquire was cancelled or failed after its request was sent",
+                async move {
+                    crate::primitives::semaphore::permit::release(&spec, &token)
+                        .await
+                        .map(|_| ())
+                },
+            );
+        }
+    }
+}
+
+const RETRY: Duration = Duration::from_millis(100);
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

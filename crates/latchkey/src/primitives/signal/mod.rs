@@ -1,0 +1,109 @@
+//! Signals: one process waits, another signals; over Redis pub/sub.
+//!
+//! ```no_run
+//! # async fn demo() -> latchkey::Result<()> {
+//! use std::time::Duration;
+//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+//!
+//! // Somewhere, a waiter:
+//! let waiter = client.clone();
+//! let waiting = tokio::spawn(async move { waiter.wait("cache-warm", Duration::from_secs(30)).await });
+//!
+//! // Elsewhere, the signal (to every waiter; `signal_one` picks one):
+//! let receivers = client.signal("cache-warm", b"v42").await?;
+//! println!("{receivers} subscriber connection(s) got it");
+//! # let _ = waiting.await;
+//! # Ok(()) }
+//! ```
+//!
+//! What signals promise and what they do not (pub/sub is fire-and-forget)
+//! is documented for users on [`Listener`](crate::Listener), the public face of this module;
+//! the wire format is in `wire.rs` and `docs/protocol.md`.
+
+pub(crate) mod listener;
+pub(crate) mod wire;
+
+use std::time::Duration;
+
+use crate::transport::session::Session;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::protocol::scripts;
+
+impl Session {
+    /// See [`Client::signal`](crate::Client::signal).
+    pub(crate) async fn signal(&self, name: &[u8], payload: &[u8]) -> Result<usize> {
+        wire::check_name(name)?;
+        let channel = wire::broadcast_channel(self.prefix(), name);
+        let message = wire::seal(wire::random_u64(), payload);
+        // SPUBLISH on a cluster, where waiters SSUBSCRIBE (see the subscriber).
+        let mut publish = redis::Cmd::new();
+        publish
+            .arg(self.publish_command())
+            .arg(&channel)
+            .arg(&message);
+        let heard: i64 = self.query("PUBLISH", publish, &channel).await?;
+        crate::vocab::metrics::signal_sent(false);
+        usize::try_from(heard).map_err(|_| Error::Protocol(format!("PUBLISH returned {heard}")))
+    }
+
+    /// See [`Client::waiters`](crate::Client::waiters).
+    pub(crate) async fn waiters(&self, name: &[u8]) -> Result<usize> {
+        wire::check_name(name)?;
+        self.refuse_on_cluster("counting waiters")?;
+        let pattern = wire::waiters_pattern(self.prefix(), name);
+        let mut list = redis::cmd("PUBSUB");
+        list.arg("CHANNELS").arg(&pattern);
+        let channels: Vec<Vec<u8>> = self.query("PUBSUB CHANNELS", list, &pattern).await?;
+        Ok(channels.len())
+    }
+
+    /// See [`Client::signal_one`](crate::Client::signal_one).
+    pub(crate) async fn signal_one(&self, name: &[u8], payload: &[u8]) -> Result<bool> {
+        wire::check_name(name)?;
+        self.refuse_on_cluster("signal_one")?;
+        let prefix = self.prefix();
+        let waiters = wire::waiters_pattern(prefix, name);
+        // Lua's math.random is seeded the same way for every script call on
+        // some Redis versions; a number from the client is random everywhere.
+        // 48 bits: exact in a Lua number.
+        let pick = (wire::random_u64() >> 16).to_string();
+        let message = wire::seal(wire::random_u64(), payload);
+        let heard: i64 = self
+            .eval(
+                "signal_one",
+                &scripts::SIGNAL_ONE,
+                &[],
+                &[&waiters, pick.as_bytes(), &message],
+            )
+            .await?;
+        if heard > 0 {
+            crate::vocab::metrics::signal_sent(true);
+        }
+        Ok(heard > 0)
+    }
+}
+
+impl Session {
+    /// Unicast and counting waiters list the waiters' channels with
+    /// `PUBSUB CHANNELS`, which on a cluster sees one node's subscribers
+    /// only: refused there rather than wrong.
+    fn refuse_on_cluster(&self, what: &str) -> Result<()> {
+        if self.is_cluster() {
+            return Err(Error::InvalidInput(format!(
+                "{what} is not supported on a Redis Cluster yet (it lists one node's subscribers only); broadcast signals work"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Runs `wait` for at most `timeout`: `Ok(None)` if it did not finish.
+pub(crate) async fn within<T>(
+    timeout: Duration,
+    wait: impl std::future::Future<Output = Result<T>>,
+) -> Result<Option<T>> {
+    match tokio::time::timeout(timeout, wait).await {
+        Ok(result) => result.map(Some),
+        Err(_) => Ok(None),
+    }
+}

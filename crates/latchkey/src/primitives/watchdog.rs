@@ -1,0 +1,262 @@
+//! The lease behind a [`LockGuard`](crate::LockGuard) (layer 4): its validity
+//! deadline, the lost signal, and the watchdog task that renews it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::backend::Backend;
+use crate::vocab::metrics::LockLabel;
+use crate::vocab::names::LockKeys;
+use crate::vocab::outcome::Ownership;
+use crate::vocab::token::short;
+
+/// What the guard, its watchdog and its lost-timer share.
+pub(crate) struct State {
+    pub(crate) valid_until: Mutex<Instant>,
+    /// Set when ownership can no longer be proven (several paths may notice;
+    /// the first counts it).
+    pub(crate) lost: AtomicBool,
+    /// What waiting tasks are woken by, made on first need: most guards never
+    /// need them (two tokens made and dropped per guard were a measurable
+    /// share of an uncontended acquire + release).
+    pub(crate) signals: Mutex<Signals>,
+    /// Whether a background task already cancels `lost` at the deadline.
+    pub(crate) timer_running: AtomicBool,
+    pub(crate) metrics_label: LockLabel,
+}
+
+#[derive(Default)]
+pub(crate) struct Signals {
+    /// Cancelled when `State::lost` is set.
+    lost: Option<CancellationToken>,
+    /// Cancelled when the guard is released or dropped: stops background tasks.
+    done: Option<CancellationToken>,
+    /// The guard was released or dropped.
+    finished: bool,
+}
+
+impl State {
+    /// A lease valid until `valid_until`, not lost.
+    pub(crate) fn new(valid_until: Instant, metrics_label: LockLabel) -> State {
+        State {
+            valid_until: Mutex::new(valid_until),
+            lost: AtomicBool::new(false),
+            signals: Mutex::new(Signals::default()),
+            timer_running: AtomicBool::new(false),
+            metrics_label,
+        }
+    }
+
+    /// See [`LockGuard::lost_signal`](crate::LockGuard::lost_signal): a
+    /// handle on the lost signal; without a watchdog, a small task is
+    /// started to fire it at the deadline.
+    pub(crate) fn lost_signal(self: &Arc<Self>) -> LostSignal {
+        if !self.timer_running.swap(true, Ordering::Relaxed) {
+            let state = self.clone();
+            let done = state.done_token();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = state.until_lost() => {}
+                    _ = done.cancelled() => {}
+                }
+            });
+        }
+        LostSignal {
+            token: self.lost_token(),
+        }
+    }
+
+    pub(crate) fn signals(&self) -> std::sync::MutexGuard<'_, Signals> {
+        // Nothing in `Signals` can be left half-updated by a panic.
+        self.signals.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Cancelled once ownership is lost (at once if it already is).
+    pub(crate) fn lost_token(&self) -> CancellationToken {
+        let mut signals = self.signals();
+        let token = signals.lost.get_or_insert_with(CancellationToken::new);
+        // Under the mutex: `mark_lost` sets the flag before taking it.
+        if self.lost.load(Ordering::SeqCst) {
+            token.cancel();
+        }
+        token.clone()
+    }
+
+    /// Cancelled once the guard is released or dropped.
+    pub(crate) fn done_token(&self) -> CancellationToken {
+        let mut signals = self.signals();
+        let finished = signals.finished;
+        let token = signals.done.get_or_insert_with(CancellationToken::new);
+        if finished {
+            token.cancel();
+        }
+        token.clone()
+    }
+
+    /// The guard is released or dropped: stop the background tasks.
+    pub(crate) fn finish(&self) {
+        let mut signals = self.signals();
+        signals.finished = true;
+        if let Some(done) = &signals.done {
+            done.cancel();
+        }
+    }
+
+    /// The guard was released or dropped.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.signals().finished
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn set_deadline(&self, at: Instant) {
+        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = at;
+    }
+
+    /// Ownership can no longer be proven: fire `lost` (and count it, once).
+    pub(crate) fn mark_lost(&self) {
+        if !self.lost.swap(true, Ordering::SeqCst) {
+            crate::vocab::metrics::lock_lost(&self.metrics_label);
+        }
+        if let Some(lost) = &self.signals().lost {
+            lost.cancel();
+        }
+    }
+
+    /// Completes when ownership is lost: `lost` cancelled or the deadline
+    /// passed (re-read after every wake-up, since extensions move it).
+    pub(crate) async fn until_lost(&self) {
+        let lost = self.lost_token();
+        loop {
+            let deadline = self.deadline();
+            if Instant::now() >= deadline {
+                self.mark_lost();
+                return;
+            }
+            tokio::select! {
+                _ = lost.cancelled() => return,
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
+    }
+}
+
+/// Fires when a guard's lock is lost (see [`LockGuard::lost`](crate::LockGuard::lost)); made by
+/// [`LockGuard::lost_signal`](crate::LockGuard::lost_signal). Cheap to clone; clones fire together. It
+/// keeps firing after the guard is gone, and never fires for a guard that
+/// was released while it still held the lock.
+#[derive(Clone, Debug)]
+pub struct LostSignal {
+    pub(crate) token: CancellationToken,
+}
+
+impl LostSignal {
+    /// Completes once the lock is lost (at once if it already is).
+    ///
+    /// # Cancel safety
+    /// Cancel safe; it can be polled again, or from several places.
+    pub async fn lost(&self) {
+        self.token.cancelled().await
+    }
+
+    /// Whether the lock is known to be lost. Asks nobody.
+    pub fn is_lost(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+/// The span of a renewal (watchdog or extend).
+pub(crate) fn renew_span(name: &[u8], token: &str) -> tracing::Span {
+    tracing::debug_span!("renew", lock = %String::from_utf8_lossy(name), token = short(token))
+}
+
+/// Renews the lease every `every` until the guard is done; cancels `lost`
+/// as soon as ownership cannot be proven.
+pub(crate) async fn watchdog(
+    backend: Backend,
+    keys: Arc<LockKeys>,
+    token: String,
+    ttl: Duration,
+    every: Duration,
+    state: Arc<State>,
+) {
+    let name = String::from_utf8_lossy(&keys.key).into_owned();
+    let renew = || {
+        let span = renew_span(&keys.key[backend.prefix().len()..], &token);
+        backend.extend(&keys, &token, ttl).instrument(span)
+    };
+    renew_until_done(&name, &token, every, &state, renew).await
+}
+
+/// The watchdog of any lease (a lock, a semaphore's permit): calls `renew`
+/// every `every` until the guard is done (each renewal bounded by the
+/// lease's deadline, which a success moves to the instant it returns);
+/// cancels `lost` as soon as ownership cannot be proven (a renewal that
+/// finds the lease gone, or the deadline passing first).
+pub(crate) async fn renew_until_done<F, Fut>(
+    name: &str,
+    token: &str,
+    every: Duration,
+    state: &State,
+    mut renew: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = crate::Result<(Ownership, Instant)>>,
+{
+    let done = state.done_token();
+    let label = state.metrics_label.clone();
+    let mut next = Instant::now() + every;
+    loop {
+        let deadline = state.deadline();
+        tokio::select! {
+            _ = done.cancelled() => return,
+            _ = tokio::time::sleep_until(next.min(deadline).into()) => {}
+        }
+        let now = Instant::now();
+        if now >= state.deadline() {
+            tracing::warn!(lock = %name, token = short(token), "lease ran out before a renewal succeeded; lock lost");
+            state.mark_lost();
+            return;
+        }
+        // A renewal that answers after the deadline is worthless: bound it.
+        let renewal = renew();
+        let result = tokio::select! {
+            _ = done.cancelled() => return,
+            r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
+        };
+        crate::vocab::metrics::renewal(&label, matches!(result, Ok(Ok((Ownership::Owned, _)))));
+        match result {
+            Ok(Ok((Ownership::Owned, valid_until))) => {
+                state.set_deadline(valid_until);
+                next = Instant::now() + every;
+                tracing::trace!(lock = %name, token = short(token), "renewed");
+            }
+            Ok(Ok((outcome, _))) => {
+                tracing::warn!(lock = %name, token = short(token), ?outcome, "renewal found the lock no longer ours; lock lost");
+                state.mark_lost();
+                return;
+            }
+            Ok(Err(e)) => {
+                // Try again soon, but not in a tight loop: a quarter of the
+                // interval leaves several tries before the deadline.
+                tracing::warn!(lock = %name, token = short(token), error = %e, "renewal failed; retrying until the lease runs out");
+                next = Instant::now() + every / 4;
+            }
+            Err(_) => {
+                tracing::warn!(lock = %name, token = short(token), "renewal did not answer before the lease ran out; lock lost");
+                state.mark_lost();
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The one error type of this crate.
+
+pub(crate) mod acl;
+pub(crate) mod tls;
+
+use std::time::Duration;
+
+/// A specialized `Result` for latchkey operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in latchkey.
+///
+/// Not getting a lock is *not* an error when you asked only to try
+/// ([`Lock::try_acquire`](crate::Lock::try_acquire) returns `Ok(None)`), and
+/// losing ownership on release or extend is reported by an outcome
+/// ([`Ownership`](crate::Ownership)), not an error.
+/// Errors are for bad input and for a Redis that cannot answer properly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A lock or signal name is empty, too long, or uses a reserved form.
+    #[error("invalid name: {reason}")]
+    InvalidName {
+        /// Why the name was refused.
+        reason: String,
+    },
+
+    /// A TTL is below [`MIN_TTL`](crate::MIN_TTL) or above [`MAX_TTL`](crate::MAX_TTL).
+    #[error("invalid ttl {ttl:?}: {reason}")]
+    InvalidTtl {
+        /// The TTL that was refused.
+        ttl: Duration,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+
+    /// Some other argument or option was refused (a bad URL, a bad option
+    /// value, a renewal interval that does not fit the TTL).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+
+    /// Redis could not be reached: connection refused, reset, or the server is gone.
+    #[error("Redis unreachable: {0}")]
+    Unreachable(#[source] redis::RedisError),
+
+    /// Redis did not answer within the configured command timeout.
+    #[error("Redis did not answer `{op}` within {after:?}")]
+    Timeout {
+        /// The operation that timed out.
+        op: &'static str,
+        /// The timeout that was exceeded.
+        after: Duration,
+    },
+
+    /// A TLS connection could not be set up: the server's certificate was
+    /// refused (unknown CA, wrong name, expired), the server refused ours
+    /// or wanted one, the port does not speak TLS, or a certificate or key
+    /// given to [`ClientBuilder`](crate::ClientBuilder) is unusable. Not
+    /// transient: the configuration must change (`docs/security.md`).
+    #[error("TLS failed: {reason}")]
+    Tls {
+        /// What went wrong and what to do about it.
+        reason: String,
+    },
+
+    /// The server refused our credentials (wrong password or user, or NOAUTH).
+    #[error("Redis authentication failed: {0}")]
+    Auth(#[source] redis::RedisError),
+
+    /// A key that latchkey uses holds a value of the wrong type (WRONGTYPE):
+    /// something else uses the same key name.
+    #[error("key {key:?} holds a value of the wrong type; is another program using this name?")]
+    WrongType {
+        /// The key, lossily decoded as UTF-8.
+        key: String,
+    },
+
+    /// A lock's fencing counter (`name:fence`) holds something other than a
+    /// token: something else wrote it. No token was issued (and, for a lock
+    /// made [`with_fencing`](crate::Lock::with_fencing), the lock was not
+    /// taken). Deleting the counter resets it (see `docs/fencing.md` for what
+    /// that costs).
+    #[error("fencing counter {key:?} does not hold a fencing token; delete it to reset the lock")]
+    BadFencingCounter {
+        /// The counter's key, lossily decoded as UTF-8.
+        key: String,
+    },
+
+    /// A fencing token was asked of a guard whose lock is no longer held
+    /// (it expired, or someone else holds it now): a token issued now could
+    /// outrank the new holder's, so none is. Stop working on the resource.
+    #[error("lock {name:?} is no longer held: no fencing token can be issued")]
+    NotHeld {
+        /// The lock's name, lossily decoded as UTF-8.
+        name: String,
+    },
+
+    /// The server refused a command for lack of permission (ACL NOPERM).
+    /// The message says what was refused: the command, or the keys or
+    /// channel it touched. `docs/security.md` has the rule latchkey needs.
+    #[error("Redis refused permission (ACL): {0}; latchkey's ACL rule is in docs/security.md, and `latchkey doctor` prints the fix")]
+    NoPermission(#[source] redis::RedisError),
+
+    /// The server is out of memory (`maxmemory` reached under the
+    /// `noeviction` policy) and refuses writes (OOM). Transient: it passes
+    /// when memory is freed. Fix: free memory or raise `maxmemory`.
+    #[error("Redis is out of memory and refuses writes (maxmemory reached): {0}")]
+    OutOfMemory(#[source] redis::RedisError),
+
+    /// The server is a read-only replica (READONLY): connect to the
+    /// primary. Transient: a replica being promoted after a failover
+    /// starts to accept writes.
+    #[error("Redis is a read-only replica; connect to the primary: {0}")]
+    ReadOnlyReplica(#[source] redis::RedisError),
+
+    /// A blocking acquire gave up because its wait deadline passed while the
+    /// lock was held by someone else.
+    #[error("lock {name:?} still busy after waiting {waited:?}")]
+    WaitTimedOut {
+        /// The lock's name, lossily decoded as UTF-8.
+        name: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+
+    /// A [`Redlock`](crate::Redlock) operation could not reach enough
+    /// instances to decide: fewer than a majority answered (or, for extend
+    /// and release, the ones that did not answer could change the outcome).
+    /// Transient: the instances may come back.
+    #[error("Redlock {op}: only {answered} of {instances} Redis instances answered; a majority needs {needed}")]
+    NoQuorum {
+        /// The operation: "connect", "acquire", "issue fencing token", "raise fence", "extend", "release", "subscribe".
+        op: &'static str,
+        /// How many instances answered.
+        answered: usize,
+        /// How many must agree: N/2 + 1.
+        needed: usize,
+        /// N, the number of instances.
+        instances: usize,
+    },
+
+    /// A count was refused: a latch's count, a barrier's parties or a
+    /// semaphore's permits of 0, or above [`MAX_COUNT`](crate::MAX_COUNT).
+    #[error("invalid {what} {count}: {reason}")]
+    InvalidCount {
+        /// What was counted: "latch count", "barrier parties", "semaphore permits".
+        what: &'static str,
+        /// The count that was refused.
+        count: u64,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+
+    /// [`Latch::count_down`](crate::Latch::count_down) on a latch that is
+    /// open already (its count is 0): it cannot go below zero.
+    #[error("latch {name:?} is open already: it cannot be counted below zero")]
+    CountedBelowZero {
+        /// The latch's name, lossily decoded as UTF-8.
+        name: String,
+    },
+
+    /// [`Latch::create`](crate::Latch::create) of a latch that exists and
+    /// is open already: a latch opens once, and creating it again would
+    /// neither re-arm it nor make the next `wait` wait.
+    #[error("latch {name:?} is open already{}: a latch opens once; count again under a new name, or after it expires", expires_in.map(|d| format!(" (it expires in {}s)", d.as_secs().max(1))).unwrap_or_default())]
+    LatchOpen {
+        /// The latch's name, lossily decoded as UTF-8.
+        name: String,
+        /// When the open latch expires (its creator's TTL), if it has a TTL.
+        expires_in: Option<std::time::Duration>,
+    },
+
+    /// The latch or barrier does not exist in Redis: never created, or gone
+    /// at its TTL.
+    #[error("{what} {name:?} does not exist (never created, or gone at its TTL)")]
+    NotFound {
+        /// "latch" or "barrier".
+        what: &'static str,
+        /// The name, lossily decoded as UTF-8.
+        name: String,
+    },
+
+    /// A barrier was joined with a number of parties other than the one its
+    /// current generation was started with.
+    #[error("barrier {name:?} has {stored} parties, not {given}")]
+    PartiesMismatch {
+        /// The barrier's name, lossily decoded as UTF-8.
+        name: String,
+        /// The parties stored in Redis by the first arrival.
+        stored: u64,
+        /// The parties this caller gave.
+        given: u64,
+    },
+
+    /// What was asked is not offered for this kind of lock (a
+    /// [fair](crate::Lock::fair) lock on a [`Redlock`](crate::Redlock):
+    /// see `docs/redlock.md`).
+    #[error("not supported: {0}")]
+    Unsupported(&'static str),
+
+    /// A lock made [`with_replicas`](crate::Lock::with_replicas) was taken,
+    /// but fewer replicas than asked acknowledged it (`WAIT`) within the
+    /// replica timeout, so it could be lost in a failover: it was released
+    /// again. Transient: the replicas may catch up or come back.
+    #[error("lock {name:?}: only {acked} of {wanted} replicas acknowledged it within {waited:?}; it was released")]
+    TooFewReplicas {
+        /// The lock's name, lossily decoded as UTF-8.
+        name: String,
+        /// How many replicas were asked for.
+        wanted: usize,
+        /// How many acknowledged in time.
+        acked: usize,
+        /// How long `WAIT` waited.
+        waited: Duration,
+    },
+
+    /// Any other error reported by Redis or the client library.
+    #[error("Redis error: {0}")]
+    Redis(#[source] redis::RedisError),
+
+    /// Redis answered with something this version of latchkey does not understand.
+    #[error("unexpected reply from Redis: {0}")]
+    Protocol(String),
+
+    /// The operating system could not give random bytes for an owner token.
+    #[error("no random bytes from the operating system: {0}")]
+    Random(#[source] std::io::Error),
+
+    /// A background task of latchkey's ended without an answer (it
+    /// panicked or its runtime shut down): a bug or a runtime going away.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// A NOPERM refusal of a key or channel (Redis says "one of the keys used
+/// as arguments") with the keys or channel named; a refused command is
+/// named by Redis already.
+fn naming(err: redis::RedisError, keys: &[&[u8]]) -> redis::RedisError {
+    use redis::{ErrorKind, ServerErrorKind};
+    let detail = err.detail().unwrap_or_default();
+    if keys.is_empty() || detail.contains("command") {
+        return err;
+    }
+    let names: Vec<String> = keys
+        .iter()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    let detail = format!("{detail} ({})", names.join(", "));
+    redis::RedisError::from((ErrorKind::Server(ServerErrorKind::NoPerm), "NOPERM", detail))
+}
+
+impl Error {
+    /// True for errors that may go away by themselves (unreachable, timeout,
+    /// no quorum): retrying later can help. Bad input, auth and wrong-type
+    /// errors are not transient.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::Unreachable(_)
+                | Error::Timeout { .. }
+                | Error::NoQuorum { .. }
+                | Error::OutOfMemory(_)
+                | Error::ReadOnlyReplica(_)
+                | Error::TooFewReplicas { .. }
+        )
+    }
+
+    /// Classifies an error from redis-rs, by its kind and error code (never
+    /// by message text, but for an ACL refusal inside a script, which Redis
+    /// reports as `ERR`: see `vocab/error/acl.rs`). `keys`: the keys the command
+    /// touched, to name the right one (the lock key, or its fencing counter)
+    /// in a WRONGTYPE or BADFENCE error; `after`: the timeout in force, for
+    /// a timeout.
+    pub(crate) fn from_redis(err: redis::RedisError, keys: &[&[u8]], after: Duration) -> Error {
+        use redis::{ErrorKind, ServerErrorKind};
+        let name = |key: Option<&&[u8]>| {
+            String::from_utf8_lossy(key.copied().unwrap_or_default()).into_owned()
+        };
+        if let Some(reason) = crate::vocab::error::tls::tls_failure(&err) {
+            return Error::Tls { reason };
+        }
+        if let Some(refusal) = crate::vocab::error::acl::script_refusal(&err) {
+            return Error::NoPermission(refusal);
+        }
+        match err.code() {
+            Some("WRONGTYPE") => {
+                return Error::WrongType {
+                    key: name(keys.first()),
+                }
+            }
+            // Raised by our scripts for a fencing counter that holds no token
+            // (garbage, a negative or huge number, or not a string at all).
+            Some("BADFENCE") => {
+                // The message names the bad counter (there may be two: the
+                // layout 2 one is read too); else the first counter.
+                let detail = err.detail().unwrap_or_default();
+                let counters = keys
+                    .iter()
+                    .filter(|k| k.ends_with(crate::vocab::protocol::FENCE_SUFFIX));
+                let named = counters
+                    .clone()
+                    .find(|k| detail.contains(String::from_utf8_lossy(k).as_ref()));
+                // An election's term counter is a field of its state hash,
+                // which the message names.
+                let counter = named.or_else(|| counters.clone().next()).or_else(|| {
+                    keys.iter()
+                        .find(|k| detail.contains(String::from_utf8_lossy(k).as_ref()))
+                });
+                return Error::BadFencingCounter { key: name(counter) };
+            }
+            Some("NOAUTH") | Some("WRONGPASS") => return Error::Auth(err),
+            Some("OOM") => return Error::OutOfMemory(err),
+            _ => {}
+        }
+        match err.kind() {
+            ErrorKind::AuthenticationFailed => Error::Auth(err),
+            ErrorKind::Server(ServerErrorKind::NoPerm) => Error::NoPermission(naming(err, keys)),
+            ErrorKind::Server(ServerErrorKind::ReadOnly) => Error::ReadOnlyReplica(err),
+            _ if err.is_timeout() => Error::Timeout {
+                op: "command",
+                after,
+            },
+            _ if err.is_io_error()
+                || err.is_connection_refusal()
+                || err.is_connection_dropped()
+                || err.is_unrecoverable_error() =>
+            {
+                Error::Unreachable(err)
+            }
+            _ => Error::Redis(err),
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Validation of lock names and TTLs, and the keys and channels derived from
+//! a name (the layout is documented in `docs/protocol.md`).
+
+use std::time::Duration;
+
+use crate::vocab::error::{Error, Result};
+
+/// The longest name accepted, in bytes. Redis allows far longer keys, but a
+/// lock name of more than 1 KiB is almost certainly a bug (a payload passed
+/// as a name), and every command carries the name.
+pub const MAX_NAME_LEN: usize = 1024;
+
+/// The shortest TTL accepted. A lease is only valid for `ttl - drift`
+/// where `drift = ttl / 100 + 2 ms` (see [`drift`](crate::vocab::protocol::drift)); below 10 ms almost
+/// nothing of it would be left.
+pub const MIN_TTL: Duration = Duration::from_millis(10);
+
+/// The longest TTL accepted: one day. A lock that must live longer should be
+/// kept alive by the watchdog instead, so that it frees itself when its
+/// holder dies.
+pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The largest count accepted for a latch, the most parties of a barrier
+/// and the most permits of a semaphore. Far above any sensible use; below
+/// it, every count is exact in the scripts' Lua numbers and a semaphore's
+/// sorted set stays small enough to scan in one script call.
+pub const MAX_COUNT: u32 = 100_000;
+// The refusal below spells the number out (a reason is a `&'static str`);
+// this keeps the two from drifting apart.
+const _: () = assert!(MAX_COUNT == 100_000);
+
+pub(crate) fn check_count(what: &'static str, count: u64) -> Result<u32> {
+    if count == 0 {
+        return Err(Error::InvalidCount {
+            what,
+            count,
+            reason: "it must be at least 1",
+        });
+    }
+    match u32::try_from(count) {
+        Ok(n) if n <= MAX_COUNT => Ok(n),
+        _ => Err(Error::InvalidCount {
+            what,
+            count,
+            reason: "it must be at most 100000",
+        }),
+    }
+}
+
+pub(crate) use crate::vocab::protocol::{drift, FENCE_SUFFIX, RELEASE_SUFFIX};
+
+pub(crate) fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidName {
+            reason: "a name must not be empty".into(),
+        });
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::InvalidName {
+            reason: format!(
+                "a name may be at most {MAX_NAME_LEN} bytes, this one is {}",
+                name.len()
+            ),
+        });
+    }
+    if name.ends_with(FENCE_SUFFIX) {
+        return Err(Error::InvalidName {
+            reason: "a lock name must not end with \":fence\" (reserved for fencing counters)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_ttl(ttl: Duration) -> Result<()> {
+    if ttl < MIN_TTL {
+        return Err(Error::InvalidTtl {
+            ttl,
+            reason: "a lock TTL must be at least 10ms",
+        });
+    }
+    if ttl > MAX_TTL {
+        return Err(Error::InvalidTtl {
+            ttl,
+            reason: "a lock TTL must be at most 24h; keep longer holds alive with the watchdog",
+        });
+    }
+    Ok(())
+}
+
+/// TTL in whole milliseconds, as Redis wants it (sub-millisecond parts are
+/// dropped; `check_ttl` guarantees at least 10).
+pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
+    ttl.as_millis() as u64
+}
+
+/// Keys and channels of one lock (layout 3, `docs/protocol.md`), computed
+/// once per [`Lock`](crate::Lock): all share the lock key's hash slot.
+#[derive(Debug, Clone)]
+pub(crate) struct LockKeys {
+    pub(crate) key: Vec<u8>,
+    pub(crate) fence_key: Vec<u8>,
+    pub(crate) channel: Vec<u8>,
+    /// Where layout 2 (latchkey 0.2) kept the counter and the channel, when
+    /// that differs: on a standalone server the scripts also read (and keep
+    /// up) that counter, releases also publish there and waiters also
+    /// listen there, so that 0.2 and 0.3 clients of one lock keep excluding
+    /// each other, keep their tokens increasing, and wake each other.
+    pub(crate) legacy: Option<LegacyKeys>,
+    /// A fair lock's queue keys (`Lock::fair`): its releases hand the lock
+    /// to the first live waiter instead of freeing it.
+    pub(crate) fair: Option<FairKeys>,
+}
+
+/// A fair lock's queue, leases and hand-off channel stem (layout 3: under
+/// the lock's tag stem, so in its slot).
+#[derive(Debug, Clone)]
+pub(crate) struct FairKeys {
+    pub(crate) queue: Vec<u8>,
+    pub(crate) leases: Vec<u8>,
+    /// `S:handoff:`; a subscriber's channel is this + its 16 hex digits.
+    pub(crate) handoff_prefix: Vec<u8>,
+}
+
+/// Layout 2's counter and release channel of a lock.
+#[derive(Debug, Clone)]
+pub(crate) struct LegacyKeys {
+    pub(crate) fence_key: Vec<u8>,
+    pub(crate) channel: Vec<u8>,
+}
+
+impl LockKeys {
+    /// `layout_2`: also name layout 2's counter and channel (on a
+    /// standalone server; on a cluster they live in another slot).
+    pub(crate) fn new(prefix: &[u8], name: &[u8], layout_2: bool) -> LockKeys {
+        let key: Vec<u8> = [prefix, name].concat();
+        let stem = crate::vocab::protocol::tag_stem(&key);
+        let legacy = (layout_2 && stem != key).then(|| LegacyKeys {
+            fence_key: [&key[..], FENCE_SUFFIX].concat(),
+            channel: [&key[..], RELEASE_SUFFIX].concat(),
+        });
+        LockKeys {
+            fence_key: [&stem[..], FENCE_SUFFIX].concat(),
+            channel: [&stem[..], RELEASE_SUFFIX].concat(),
+            key,
+            legacy,
+            fair: None,
+        }
+    }
+
+    /// The same keys, with a fair lock's queue keys.
+    pub(crate) fn with_fair(&self) -> LockKeys {
+        let stem = crate::vocab::protocol::tag_stem(&self.key);
+        let under = |suffix: &[u8]| [&stem[..], suffix].concat();
+        LockKeys {
+            fair: Some(FairKeys {
+                queue: under(crate::vocab::protocol::QUEUE_SUFFIX),
+                leases: under(crate::vocab::protocol::LEASES_SUFFIX),
+                handoff_prefix: under(crate::vocab::protocol::HANDOFF_SUFFIX),
+            }),
+            ..self.clone()
+        }
+    }
+
+    /// The script keys of an attempt or a token: the lock, its counter and,
+    /// during the transition from layout 2, the old counter. On the stack:
+    /// this is on every waiter's attempt.
+    pub(crate) fn counted(&self) -> ([&[u8]; 3], usize) {
+        match &self.legacy {
+            Some(legacy) => ([&self.key, &self.fence_key, &legacy.fence_key], 3),
+            None => ([&self.key, &self.fence_key, &[]], 2),
+        }
+    }
+
+    /// The release channels to publish on and listen to.
+    pub(crate) fn channels(&self) -> impl Iterator<Item = &[u8]> {
+        std::iter::once(&self.channel[..]).chain(self.legacy.as_ref().map(|l| &l.channel[..]))
+    }
+
+    /// The release script's arguments: `token`, the channel, and the
+    /// publish command (`PUBLISH`, or `SPUBLISH` on a cluster; the script
+    /// finds layout 2's channel itself). On the stack: this is on every
+    /// release.
+    pub(crate) fn release_args<'a>(
+        &'a self,
+        token: &'a [u8],
+        publish: &'static [u8],
+    ) -> [&'a [u8]; 3] {
+        [token, &self.channel, publish]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(check_name(b"").is_err());
+        assert!(check_name(&[b'x'; MAX_NAME_LEN + 1]).is_err());
+        assert!(check_name(&[b'x'; MAX_NAME_LEN]).is_ok());
+        assert!(check_name(b"orders:fence").is_err());
+        assert!(check_name(b"\0binary\xff ok").is_ok());
+    }
+
+    #[test]
+    fn ttls_are_checked() {
+        assert!(check_ttl(Duration::ZERO).is_err());
+        assert!(check_ttl(Duration::from_micros(999)).is_err());
+        assert!(check_ttl(Duration::from_millis(10)).is_ok());
+        assert!(check_ttl(MAX_TTL).is_ok());
+        assert!(check_ttl(MAX_TTL + Duration::from_millis(1)).is_err());
+    }
+
+    #[test]
+    fn keys_do_not_collide() {
+        let a = LockKeys::new(b"p:", b"job", true);
+        let b = LockKeys::new(b"p:", b"jobs", true);
+        assert_ne!(a.key, b.key);
+        assert_eq!(a.fence_key, b"{p:job}:fence");
+        assert_eq!(a.channel, b"{p:job}:released");
+        let legacy = a.legacy.expect("layout 2 differs");
+        assert_eq!(legacy.fence_key, b"p:job:fence");
+        assert_eq!(legacy.channel, b"p:job:released");
+    }
+
+    #[test]
+    fn a_name_with_its_own_hash_tag_keeps_it() {
+        for name in [&b"{user42}:cart"[..], b"cart:{user42}", b"a{b}c{d}"] {
+            let keys = LockKeys::new(b"p:", name, true);
+            assert_eq!(keys.fence_key, [b"p:", name, b":fence"].concat());
+            assert!(keys.legacy.is_none(), "{:?}", String::from_utf8_lossy(name));
+        }
+        // Not tags: an empty one, a lone brace. Braced whole.
+        for name in [&b"a{}b"[..], b"a{b", b"}{"] {
+            let keys = LockKeys::new(b"p:", name, true);
+            let expected: &[u8] = if name.contains(&b'}') { b"" } else { b"{" };
+            assert!(
+                keys.fence_key.starts_with(expected),
+                "{:?}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        assert_eq!(LockKeys::new(b"", b"a{b", true).fence_key, b"{a{b}:fence");
+        assert!(
+            LockKeys::new(b"p:", b"job", false).legacy.is_none(),
+            "on a cluster"
+        );
+    }
+}

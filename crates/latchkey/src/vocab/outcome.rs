@@ -1,0 +1,58 @@
+//! The outcome vocabulary every layer speaks: what an owner-only operation
+//! found, and what one acquisition attempt got.
+
+use std::time::{Duration, Instant};
+
+/// What an owner-only operation ([`LockGuard::release`](crate::LockGuard::release),
+/// [`LockGuard::extend`](crate::LockGuard::extend), and their by-token
+/// forms) found. Losing a lock is an outcome, not an error.
+///
+/// For a [`Redlock`](crate::Redlock): `Owned` when a majority confirmed;
+/// otherwise `HeldByOther` if any instance holds someone else's key, else
+/// `Expired`.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ownership {
+    /// We held the lock, and the operation was done: released (the lock is
+    /// free now) or extended (its TTL was reset).
+    Owned,
+    /// The lock had expired: nothing was changed.
+    Expired,
+    /// The lock had expired and someone else holds it now: nothing was changed.
+    HeldByOther,
+}
+
+/// The result of one acquisition attempt.
+pub(crate) enum Attempt {
+    Acquired {
+        /// Issued with the acquisition (a lock made `with_fencing`), or not yet.
+        fencing_token: Option<u64>,
+        /// Monotonic instant until which we may assume we hold the lock.
+        valid_until: Instant,
+    },
+    Busy {
+        /// The holder's remaining TTL, when known.
+        retry_in: Option<Duration>,
+        /// Whether the holder's release will publish a wake-up: a latchkey
+        /// holder whose token a waiter marked. False for a holder of
+        /// another library (redis-py, node-redlock, redsync: their releases
+        /// publish nothing), for a mark that could not be set (no APPEND
+        /// permission), and when not asked: a waiter then polls.
+        announced: bool,
+    },
+}
+
+/// How one attempt asks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AttemptMode {
+    /// Issue the fencing token in the same round trip (the acquire script).
+    pub(crate) fenced: bool,
+    /// The caller waits: when busy, learn the holder's TTL (a waiter sleeps
+    /// until then).
+    pub(crate) ask_ttl: bool,
+    /// With `ask_ttl`: also mark the holder's token so that its release
+    /// publishes the wake-up (a release nobody marked publishes nothing).
+    /// Not when the holder is a guard of this client, whose release wakes
+    /// the waiter without Redis (see `primitives/lock/wait.rs`).
+    pub(crate) mark: bool,
+}

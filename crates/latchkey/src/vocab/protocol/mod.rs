@@ -1,0 +1,143 @@
+//! The data layout in Redis as constants, for tools that read or write it
+//! beside latchkey (the whole layout is in `docs/protocol.md`). Most
+//! programs never need this module.
+
+pub(crate) mod scripts;
+
+use std::time::Duration;
+
+/// The marker every latchkey owner token starts with; `latchkey list` uses
+/// it (and version 1's, `lk1:`) to tell our locks from other keys under the
+/// same prefix.
+pub const TOKEN_MARKER: &str = "lk2:";
+
+/// The prefix of version 1 tokens (latchkey 0.1), which are never marked.
+pub(crate) const TOKEN_MARKER_V1: &str = "lk1:";
+
+/// Appended to a holder's token by a waiter (in the acquire script) so that
+/// the holder's release publishes the wake-up. No token contains a `+`: the
+/// host field is cleaned of everything but letters, digits, `.`, `-`, `_`.
+pub const WAITING_MARK: &str = "+w";
+
+/// Suffix of the fencing-counter key. A lock name may not end with it, so a
+/// lock key can never be another lock's counter key.
+pub const FENCE_SUFFIX: &[u8] = b":fence";
+
+/// Suffix of the per-lock release channel.
+pub const RELEASE_SUFFIX: &[u8] = b":released";
+
+/// Suffix of the channel a Redlock publishes on when it takes back a failed
+/// attempt's keys (waiters listen there too).
+pub const RETRACTED_SUFFIX: &[u8] = b":retracted";
+
+/// Suffix of an election's lease key (`{P+name}:leader`, a string holding
+/// the leader's owner token, with the lease's TTL).
+pub const ELECTION_LEASE_SUFFIX: &[u8] = b":leader";
+
+/// Suffix of an election's state hash (`{P+name}:election`: the leader's
+/// token, value, term and since, and the counters `last_term` and `change`).
+pub const ELECTION_STATE_SUFFIX: &[u8] = b":election";
+
+/// Suffix of an election's change channel (`{P+name}:election:changes`).
+pub const ELECTION_CHANGES_SUFFIX: &[u8] = b":election:changes";
+
+/// How much of a TTL latchkey does not trust: the clock-drift allowance of
+/// the Redlock algorithm, `ttl / 100 + 2 ms`. A holder considers its lock
+/// valid until `sent + ttl - drift(ttl)`, where `sent` is when the acquiring
+/// (or extending) request was sent, on the monotonic clock.
+pub fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
+/// Whether `key` carries a Redis Cluster hash tag: a `{`, later a `}`, and
+/// at least one byte between them (then only those bytes pick the slot).
+pub fn has_hash_tag(key: &[u8]) -> bool {
+    let Some(open) = key.iter().position(|&b| b == b'{') else {
+        return false;
+    };
+    matches!(key[open + 1..].iter().position(|&b| b == b'}'), Some(len) if len > 0)
+}
+
+/// The stem of every auxiliary key and channel of the lock at `lock_key`
+/// (layout 3): the lock key itself when it carries its own hash tag (a name
+/// such as `{user42}:cart`), else the lock key in braces, `{P + name}`,
+/// whose slot is the lock key's. Either way the lock key, its fencing
+/// counter and its channels share one Redis Cluster slot. A key with a `}`
+/// and no tag cannot be put in braces; its stem is the key itself (layout
+/// 2), and on a cluster its counter may land in another slot.
+pub fn tag_stem(lock_key: &[u8]) -> Vec<u8> {
+    if has_hash_tag(lock_key) || lock_key.contains(&b'}') {
+        lock_key.to_vec()
+    } else {
+        [b"{", lock_key, b"}"].concat()
+    }
+}
+
+/// The fencing counter of the lock at `lock_key`: [`tag_stem`] + [`FENCE_SUFFIX`].
+pub fn fence_key(lock_key: &[u8]) -> Vec<u8> {
+    [&tag_stem(lock_key)[..], FENCE_SUFFIX].concat()
+}
+
+/// The release channel of the lock at `lock_key`: [`tag_stem`] + [`RELEASE_SUFFIX`].
+pub fn release_channel(lock_key: &[u8]) -> Vec<u8> {
+    [&tag_stem(lock_key)[..], RELEASE_SUFFIX].concat()
+}
+
+/// Suffix of a count-down latch's key, after the stem of `P + name`
+/// ([`tag_stem`]): the key holds the count left, `0` once open.
+pub const LATCH_SUFFIX: &[u8] = b":latch";
+
+/// Suffix of the channel a latch's opening is published on.
+pub const LATCH_OPENED_SUFFIX: &[u8] = b":latch:opened";
+
+/// Suffix of a barrier's key (a hash: `parties`, `gen`, `arrived`).
+pub const BARRIER_SUFFIX: &[u8] = b":barrier";
+
+/// Suffix of the channel a barrier's release is published on (the message
+/// is the generation released).
+pub const BARRIER_RELEASED_SUFFIX: &[u8] = b":barrier:released";
+
+/// Suffix of a semaphore's key (a sorted set: holder token → expiry in
+/// server milliseconds).
+pub const PERMITS_SUFFIX: &[u8] = b":permits";
+
+/// Suffix of a semaphore's fencing counter.
+pub const PERMITS_FENCE_SUFFIX: &[u8] = b":permits:fence";
+
+/// Suffix of the channel a semaphore's releases are published on.
+pub const PERMITS_RELEASED_SUFFIX: &[u8] = b":permits:released";
+
+/// Suffixes of a read-write lock's keys and channel, in this order: the
+/// writer (string), the readers (sorted set: token → expiry), the writers
+/// waiting and the readers waiting (sorted sets: token → expiry of the
+/// intent), the readers let in before the next writer (set), the writers'
+/// fencing counter, and the released channel.
+pub const RWLOCK_SUFFIXES: [&[u8]; 7] = [
+    b":rw:writer",
+    b":rw:readers",
+    b":rw:writers-waiting",
+    b":rw:readers-waiting",
+    b":rw:readers-next",
+    b":rw:fence",
+    b":rw:released",
+];
+
+/// The key or channel `suffix` of the primitive `name` under `prefix`:
+/// [`tag_stem`]`(prefix + name) + suffix`, so all of one primitive's keys
+/// and channels share one Redis Cluster slot.
+pub fn primitive_key(prefix: &[u8], name: &[u8], suffix: &[u8]) -> Vec<u8> {
+    [&tag_stem(&[prefix, name].concat())[..], suffix].concat()
+}
+
+/// Suffix of a fair lock's queue: a list of waiter entries in arrival order
+/// (see `docs/protocol.md`, "Fair locks").
+pub const QUEUE_SUFFIX: &[u8] = b":queue";
+
+/// Suffix of a fair lock's waiter leases: a sorted set, entry → lease
+/// deadline in server milliseconds.
+pub const LEASES_SUFFIX: &[u8] = b":leases";
+
+/// Suffix of a fair lock's hand-off channels: `S + ":handoff:" + 16 hex
+/// digits` naming one subscriber connection (all the waiters of one process
+/// for one lock share it).
+pub const HANDOFF_SUFFIX: &[u8] = b":handoff:";

@@ -1,0 +1,76 @@
+//! The Lua scripts, loaded once per process. Each `.lua` file starts with a
+//! header comment that documents its KEYS, ARGV and replies; the layout they
+//! act on is in `docs/protocol.md`.
+//!
+//! redis-rs sends a script as `EVALSHA` and, on `NOSCRIPT` (after a
+//! `SCRIPT FLUSH` or a restart), loads it and retries, so callers never see
+//! the script cache.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Declares each script's static (loaded once, its hash computed once) and
+/// [`SOURCES`], every script's file name and text, from one list.
+macro_rules! scripts {
+    ($($name:ident = $file:literal;)*) => {
+        $(
+            pub(crate) static $name: LazyLock<Script> =
+                LazyLock::new(|| Script::new(include_str!(concat!("../../scripts/", $file))));
+        )*
+        /// Every script's file name and text, for naming the command a
+        /// script's line runs when Redis refuses it without saying which
+        /// (`vocab/error/acl.rs`).
+        pub(crate) const SOURCES: &[(&str, &str)] =
+            &[$(($file, include_str!(concat!("../../scripts/", $file)))),*];
+    };
+}
+
+scripts! {
+    ACQUIRE = "acquire.lua";
+    ISSUE_FENCE = "issue_fence.lua";
+    RELEASE = "release.lua";
+    EXTEND = "extend.lua";
+    INSPECT = "inspect.lua";
+    FENCED_WRITE = "fenced_write.lua";
+    RAISE_FENCE = "raise_fence.lua";
+    SIGNAL_ONE = "signal_one.lua";
+    LATCH_CREATE = "latch_create.lua";
+    LATCH_COUNT_DOWN = "latch_count_down.lua";
+    BARRIER_ARRIVE = "barrier_arrive.lua";
+    BARRIER_LEAVE = "barrier_leave.lua";
+    SEM_ACQUIRE = "sem_acquire.lua";
+    SEM_EXTEND = "sem_extend.lua";
+    SEM_RELEASE = "sem_release.lua";
+    RW_ACQUIRE = "rw_acquire.lua";
+    RW_RELEASE_WRITE = "rw_release_write.lua";
+    RW_FORGET = "rw_forget.lua";
+    FAIR_ACQUIRE = "fair_acquire.lua";
+    FAIR_RELEASE = "fair_release.lua";
+    ELECT_CAMPAIGN = "elect_campaign.lua";
+    ELECT_PROCLAIM = "elect_proclaim.lua";
+    ELECT_RESIGN = "elect_resign.lua";
+    ELECT_LEADER = "elect_leader.lua";
+}
+
+/// The release script's text, sent whole (`EVAL`) by releases that clean up
+/// after a failure: one round trip whatever the script cache holds, so a
+/// lost `NOSCRIPT` reply cannot stop it.
+pub(crate) const RELEASE_BODY: &str = include_str!("../../scripts/release.lua");
+/// The extend script's text, sent whole (`EVAL`) in the pipeline that
+/// confirms a hold with its replicas (`backend/replicas.rs`).
+pub(crate) const EXTEND_BODY: &str = include_str!("../../scripts/extend.lua");
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_script_file_is_in_sources() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/scripts");
+        let files = std::fs::read_dir(dir).expect("the scripts").count();
+        assert_eq!(
+            files,
+            super::SOURCES.len(),
+            "a script is missing from SOURCES"
+        );
+    }
+}
