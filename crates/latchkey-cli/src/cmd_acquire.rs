@@ -21,6 +21,7 @@ use latchkey::{Lock, LockGuard, Ownership};
 use crate::connect::Target;
 use crate::duration;
 use crate::exit::{self, Failure, Outcome};
+use crate::patience::Patience;
 
 /// How long to wait for a busy lock; shared by `acquire` and `run`.
 #[derive(Args, Debug, Clone)]
@@ -49,6 +50,11 @@ pub struct WaitArgs {
     /// server acknowledge it (WAIT N); fewer: release it and exit 69.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub replicas: usize,
+
+    /// When the command started: `--wait` counts from here, connecting
+    /// included.
+    #[arg(skip = std::time::Instant::now())]
+    pub started: std::time::Instant,
 }
 
 impl WaitArgs {
@@ -69,15 +75,33 @@ impl WaitArgs {
         lock.with_replicas(self.replicas).map_err(Failure::from)
     }
 
-    /// The guard, or `None` when the lock stayed busy.
+    /// The budget for reaching Redis (`patience.rs`): `--no-wait` one try,
+    /// `--wait D` until D after the start, else as long as it takes.
+    pub fn patience(&self) -> Patience {
+        match (self.no_wait, self.wait) {
+            (true, _) => Patience::Once,
+            (false, Some(wait)) => Patience::Until(self.started + wait),
+            (false, None) => Patience::Forever,
+        }
+    }
+
+    /// The end of `--wait` (`None`: none).
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.wait.map(|wait| self.started + wait)
+    }
+
+    /// The guard, or `None` when the lock stayed busy. An outage is
+    /// ridden out within [`Self::patience`] (a wait without `--wait` goes
+    /// on through one of any length).
     pub async fn acquire(&self, lock: &Lock) -> latchkey::Result<Option<LockGuard>> {
         if self.no_wait {
             return lock.try_acquire().await;
         }
-        let waited = match self.wait {
-            Some(wait) => lock.acquire_timeout(wait).await,
-            None => lock.acquire().await,
-        };
+        let deadline = self.deadline();
+        let waited = self
+            .patience()
+            .retry("waiting for the lock", || lock.acquire_until(deadline))
+            .await;
         match waited {
             Ok(guard) => Ok(Some(guard)),
             Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
@@ -162,9 +186,11 @@ pub struct ExtendArgs {
 
 /// Prints the token and the fencing token, one per line, and leaves the lock held.
 pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
-    let lock = args
-        .wait
-        .fair_or_not(target.lock(&args.name, args.ttl).await?)?;
+    let lock = args.wait.fair_or_not(
+        target
+            .lock_within(&args.name, args.ttl, args.wait.patience())
+            .await?,
+    )?;
     let guard = args
         .wait
         .acquire(&lock)

@@ -62,7 +62,10 @@ impl Hold {
 }
 
 pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outcome {
-    let client = target.client("run --permits/--read/--write").await?;
+    // Started while Redis is down: connecting is retried within the wait's
+    // budget (`patience.rs`); a signal ends it.
+    let connecting = target.client_within("run --permits/--read/--write", args.wait.patience());
+    let client = interruptible(connecting, &mut signals, &args.name).await??;
     let (acquired, what) = match args.permits {
         Some(permits) => {
             let semaphore = client
@@ -144,8 +147,15 @@ async fn acquire_rw(
             RwAccess::Write => rw.try_write().await,
         };
     }
-    let deadline = args.wait.wait.map(|wait| std::time::Instant::now() + wait);
-    match rw.acquire_until(access, deadline).await {
+    let deadline = args.wait.deadline();
+    let waited = args
+        .wait
+        .patience()
+        .retry("waiting for the read-write lock", || {
+            rw.acquire_until(access, deadline)
+        })
+        .await;
+    match waited {
         Ok(guard) => Ok(Some(guard)),
         Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
         Err(e) => Err(e),
@@ -170,10 +180,12 @@ async fn acquire(semaphore: &Semaphore, args: &RunArgs) -> latchkey::Result<Opti
     if args.wait.no_wait {
         return semaphore.try_acquire().await;
     }
-    let waited = match args.wait.wait {
-        Some(wait) => semaphore.acquire_timeout(wait).await,
-        None => semaphore.acquire().await,
-    };
+    let deadline = args.wait.deadline();
+    let waited = args
+        .wait
+        .patience()
+        .retry("waiting for a permit", || semaphore.acquire_until(deadline))
+        .await;
     match waited {
         Ok(permit) => Ok(Some(permit)),
         Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),

@@ -93,11 +93,20 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     if args.permits.is_some() || args.read || args.write {
         return crate::cmd_permits::run(target, &args, signals).await;
     }
-    let lock = args.wait.replicated(
-        args.wait
-            .fair_or_not(target.lock(&args.name, args.ttl).await?)?
-            .with_watchdog(),
-    )?;
+    // Started while Redis is down: connecting is retried within the wait's
+    // budget (`patience.rs`), and a signal ends it as it ends the wait.
+    let connected = tokio::select! {
+        connected = target.lock_within(&args.name, args.ttl, args.wait.patience()) => connected?,
+        signo = signals.recv() => {
+            return Err(Failure::new(
+                128u8.saturating_add(signo as u8),
+                format!("{} while connecting for lock {:?}", signal_name(signo), args.name),
+            ));
+        }
+    };
+    let lock = args
+        .wait
+        .replicated(args.wait.fair_or_not(connected)?.with_watchdog())?;
 
     let acquired = tokio::select! {
         acquired = args.wait.acquire(&lock) => acquired,

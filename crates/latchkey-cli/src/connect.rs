@@ -22,6 +22,7 @@ use std::time::Duration;
 use latchkey::{Client, Lock, Redlock};
 
 use crate::exit::Failure;
+use crate::patience::Patience;
 
 /// The server used when neither `--redis` nor `LATCHKEY_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
@@ -77,15 +78,25 @@ impl Target {
 
     /// Connects to `url` with the prefix; errors name the server (password hidden).
     pub async fn client_for(&self, url: &str) -> Result<Client, Failure> {
+        self.client_for_within(url, Patience::Once).await
+    }
+
+    /// [`Self::client_for`], retrying transient failures within `patience`.
+    pub async fn client_for_within(
+        &self,
+        url: &str,
+        patience: Patience,
+    ) -> Result<Client, Failure> {
         let whom = match &self.sentinel {
             Some((sentinels, master)) => {
                 format!("Sentinel master {master:?} (via {})", sentinels.join(","))
             }
             None => redact(url),
         };
-        let client = self
-            .builder(url)
-            .connect()
+        let client = patience
+            .retry(&format!("connecting to {whom}"), || {
+                self.builder(url).connect()
+            })
             .await
             .map_err(|e| connect_failure(e, &whom))?;
         remember(Made::Client(client.clone()));
@@ -94,7 +105,14 @@ impl Target {
 
     /// Connects to the one server.
     pub async fn client(&self, what: &str) -> Result<Client, Failure> {
-        self.client_for(&self.single_url(what)?).await
+        self.client_within(what, Patience::Once).await
+    }
+
+    /// [`Self::client`], retrying transient failures within `patience`
+    /// (a command started while Redis is down: see `patience.rs`).
+    pub async fn client_within(&self, what: &str, patience: Patience) -> Result<Client, Failure> {
+        self.client_for_within(&self.single_url(what)?, patience)
+            .await
     }
 
     /// The lock `name` with `ttl` on the configured server(s): several URLs
@@ -102,9 +120,19 @@ impl Target {
     /// [`with_fencing`](Lock::with_fencing): every command that takes a lock
     /// prints or passes on its fencing token.
     pub async fn lock(&self, name: &str, ttl: Duration) -> Result<Lock, Failure> {
+        self.lock_within(name, ttl, Patience::Once).await
+    }
+
+    /// [`Self::lock`], its connection retried within `patience`.
+    pub async fn lock_within(
+        &self,
+        name: &str,
+        ttl: Duration,
+        patience: Patience,
+    ) -> Result<Lock, Failure> {
         let urls = self.urls();
         if let [url] = &urls[..] {
-            let client = self.client_for(url).await?;
+            let client = self.client_for_within(url, patience).await?;
             return client
                 .lock(name, ttl)
                 .map(Lock::with_fencing)

@@ -111,6 +111,7 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::NoPermission(_)
         | E::OutOfMemory(_)
         | E::ReadOnlyReplica(_)
+        | E::Unavailable(_)
         | E::TooFewReplicas { .. }
         | E::NoQuorum { .. } => UNAVAILABLE,
         _ => INTERNAL,

@@ -30,6 +30,7 @@ mod doctor_cluster;
 mod doctor_rule;
 mod duration;
 mod exit;
+mod patience;
 mod text;
 mod tls_args;
 mod top_view;

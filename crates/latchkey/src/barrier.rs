@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::names::{check_count, check_name, check_ttl, ttl_ms};
+use crate::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::primitive::{in_background, key, publish_command, reply_int, Waker, Woken};
 use crate::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 use crate::scripts;
@@ -75,6 +75,7 @@ impl Barrier {
         ttl: Duration,
     ) -> Result<Barrier> {
         check_name(name)?;
+        check_cluster_name(session.prefix(), name, session.is_cluster())?;
         check_ttl(ttl)?;
         let parties = check_count("barrier parties", parties)?;
         Ok(Barrier {

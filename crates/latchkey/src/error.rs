@@ -110,6 +110,14 @@ pub enum Error {
     #[error("Redis is a read-only replica; connect to the primary: {0}")]
     ReadOnlyReplica(#[source] redis::RedisError),
 
+    /// The server or cluster cannot serve the request now: a Redis Cluster
+    /// whose slot is moving or has no primary (MOVED or ASK that the cluster
+    /// client could not follow, TRYAGAIN, CLUSTERDOWN, MASTERDOWN: a failover
+    /// in progress), or a server still loading its data after a restart
+    /// (LOADING). Transient: every wait retries it until its deadline.
+    #[error("Redis cannot serve now (a failover or restart in progress): {0}")]
+    Unavailable(#[source] redis::RedisError),
+
     /// A blocking acquire gave up because its wait deadline passed while the
     /// lock was held by someone else.
     #[error("lock {name:?} still busy after waiting {waited:?}")]
@@ -237,8 +245,9 @@ fn naming(err: redis::RedisError, keys: &[&[u8]]) -> redis::RedisError {
 
 impl Error {
     /// True for errors that may go away by themselves (unreachable, timeout,
-    /// no quorum): retrying later can help. Bad input, auth and wrong-type
-    /// errors are not transient.
+    /// a failover in progress, no quorum): retrying later can help. Bad
+    /// input, auth and wrong-type errors are not transient. Every wait of
+    /// latchkey retries exactly these (see `retry.rs`).
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
@@ -247,6 +256,7 @@ impl Error {
                 | Error::NoQuorum { .. }
                 | Error::OutOfMemory(_)
                 | Error::ReadOnlyReplica(_)
+                | Error::Unavailable(_)
                 | Error::TooFewReplicas { .. }
         )
     }
@@ -302,6 +312,15 @@ impl Error {
             ErrorKind::AuthenticationFailed => Error::Auth(err),
             ErrorKind::Server(ServerErrorKind::NoPerm) => Error::NoPermission(naming(err, keys)),
             ErrorKind::Server(ServerErrorKind::ReadOnly) => Error::ReadOnlyReplica(err),
+            ErrorKind::Server(
+                ServerErrorKind::Moved
+                | ServerErrorKind::Ask
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::BusyLoading,
+            )
+            | ErrorKind::ClusterConnectionNotFound => Error::Unavailable(err),
             _ if err.is_timeout() => Error::Timeout {
                 op: "command",
                 after,

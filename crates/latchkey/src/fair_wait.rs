@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::fair::{handed_valid_until, Leaving};
 use crate::guard::LockGuard;
 use crate::lock::Lock;
-use crate::subscriber::{jitter, Event, Subscription, Topic, EVENT_BUFFER};
+use crate::retry::Retry;
+use crate::subscriber::{Event, Subscription, Topic, EVENT_BUFFER};
 
 /// What an event means to one waiter.
 enum Wake {
@@ -88,8 +89,8 @@ impl Lock {
         // When a reply last proved that the lock was not ours yet: a hand-off
         // came after it (see `handed_valid_until`).
         let mut not_ours_since = Instant::now();
-        let mut failing_since: Option<Instant> = None;
-        let mut poll = MIN_POLL;
+        let mut retry = Retry::until(deadline);
+        let what = spec.display_name();
         loop {
             for subscription in &mut subscriptions {
                 subscription.skip_pending();
@@ -98,7 +99,6 @@ impl Lock {
             let attempt = session
                 .fair_attempt(&spec.keys, &me, &token, spec.ttl, spec.fenced, true, lease)
                 .await;
-            let mut unreachable = None;
             let retry_in = match attempt {
                 Ok(FairAttempt::Taken {
                     fencing_token,
@@ -123,29 +123,22 @@ impl Lock {
                 }
                 Ok(FairAttempt::Busy { retry_in, .. }) => {
                     not_ours_since = sent;
-                    failing_since = None;
-                    poll = MIN_POLL;
+                    retry.answered(&what);
                     retry_in
                 }
-                Err(e) if e.is_transient() => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
+                // The one failure policy (`retry.rs`): transient errors are
+                // retried until the deadline, and then returned.
+                Err(e) => match retry.failed(e, &what) {
+                    Ok(delay) => Some(delay),
+                    Err(e) => {
                         leaving.leave().await;
                         return Err(e);
                     }
-                    tracing::warn!(lock = %spec.display_name(), error = %e, "fair attempt failed; retrying");
-                    unreachable = Some(e);
-                    poll = (poll * 2).min(MAX_POLL);
-                    Some(jitter(poll))
-                }
-                Err(e) => {
-                    leaving.leave().await;
-                    return Err(e);
-                }
+                },
             };
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 leaving.leave().await;
-                return Err(unreachable.unwrap_or_else(timed_out));
+                return Err(timed_out());
             }
             let mut wake_at = sent + renew_every;
             if let Some(left) = retry_in {
@@ -229,7 +222,3 @@ fn classify(event: Event, handoff_channel: &[u8], id: &str, fenced: bool) -> Wak
         Event::Resubscribed => Wake::Look,
     }
 }
-
-const MIN_POLL: Duration = Duration::from_millis(10);
-const MAX_POLL: Duration = Duration::from_millis(500);
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

@@ -88,7 +88,8 @@
 //!    [`Result`]; `error_tls` explains TLS failures), `outcome` ([`Ownership`]), `names` ([`MAX_NAME_LEN`],
 //!    [`MIN_TTL`], [`MAX_TTL`]; name and TTL checks, a lock's keys),
 //!    `token` ([`Holder`]; owner tokens), [`protocol`] (the layout's
-//!    constants), `scripts` (the Lua, one `.lua` file each), [`metrics`]
+//!    constants), `retry` (the one failure policy of every wait: what is
+//!    transient, how long and how often it is retried), `scripts` (the Lua, one `.lua` file each), [`metrics`]
 //!    ([`MetricsLabels`]).
 //! 2. **Transport**: `connection` ([`Connection`]: standalone, cluster or
 //!    Sentinel), `sentinel` (the primary Sentinels name, followed across
@@ -142,6 +143,7 @@ pub mod metrics;
 mod names;
 mod outcome;
 pub mod protocol;
+mod retry;
 mod scripts;
 mod token;
 // 2. Transport

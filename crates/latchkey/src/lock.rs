@@ -24,7 +24,7 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::metrics::{LockLabel, Outcome};
-use crate::names::{check_name, check_ttl, LockKeys};
+use crate::names::{check_cluster_name, check_name, check_ttl, LockKeys};
 use crate::outcome::AttemptMode;
 use crate::session::Session;
 use crate::spec::LockSpec;
@@ -62,6 +62,7 @@ impl Lock {
 
     pub(crate) fn new(backend: Backend, name: &[u8], ttl: Duration) -> Result<Lock> {
         check_name(name)?;
+        check_cluster_name(backend.prefix(), name, backend.is_cluster())?;
         check_ttl(ttl)?;
         let keys = LockKeys::new(backend.prefix(), name, !backend.is_cluster());
         Ok(Lock {
