@@ -97,7 +97,7 @@ impl Retry {
     pub(crate) fn failed(
         &mut self,
         error: Error,
-        what: &dyn std::fmt::Display,
+        what: &(dyn std::fmt::Display + Sync),
     ) -> Result<Duration> {
         if !error.is_transient() {
             return Err(error);
@@ -125,7 +125,7 @@ impl Retry {
     }
 
     /// An attempt got an answer: the next failure starts a new outage.
-    pub(crate) fn answered(&mut self, what: &dyn std::fmt::Display) {
+    pub(crate) fn answered(&mut self, what: &(dyn std::fmt::Display + Sync)) {
         if let Some(since) = self.failing_since.take() {
             tracing::info!(wait = %what, after = ?since.elapsed(), "Redis answers again");
         }
@@ -136,7 +136,7 @@ impl Retry {
     pub(crate) async fn after_failure(
         &mut self,
         error: Error,
-        what: &dyn std::fmt::Display,
+        what: &(dyn std::fmt::Display + Sync),
     ) -> Result<()> {
         let delay = self.failed(error, what)?;
         tokio::time::sleep(delay).await;
