@@ -213,6 +213,19 @@ async fn every_kind_of_waiter_rides_out_the_kill_of_its_primary() {
         .unwrap()
         .kill();
     let killed = Instant::now();
+    // During the window, a fresh client's first try (what a new `latchkey
+    // run --no-wait` does) fails with a transient error, never another.
+    let probe = name("probe");
+    let fresh = until_ok("a fresh client's try", Duration::from_secs(20), || async {
+        // (With the default command timeout, as the CLI has.)
+        let fresh = Client::builder(&cluster.seed_url())
+            .prefix("test:")
+            .connect()
+            .await?;
+        fresh.lock(&probe, ttl)?.with_fencing().try_acquire().await
+    })
+    .await;
+    let _ = fresh.expect("nobody holds the probe").release().await;
     // While the slot has no primary, the waiters keep waiting.
     let answered = until_ok("latch count", Duration::from_secs(20), || latch.count()).await;
     println!(
