@@ -102,6 +102,16 @@ fn waiters_ride_out_the_kill_of_their_primary_and_braces_need_a_tag() {
     let run_waiter = spawn(&url, &["run", &lock, "--wait", "50s", "--", "true"]);
     let latch_waiter = spawn(&url, &["latch", &latch, "wait", "--timeout", "50s"]);
     let standby = spawn(&url, &["elect", &elect, "--", "true"]);
+    let signal = format!("{{{tag}}}:signal");
+    let signal_waiter = spawn(&url, &["wait", &signal, "--timeout", "50s"]);
+    let channel = format!("{PREFIX}signal:{signal}");
+    latchkey_testkit::eventually_blocking("the signal waiter subscribes", || {
+        cluster
+            .primary_for_key(&channel)
+            .server()
+            .shard_subscribers(&channel)
+            == 1
+    });
     std::thread::sleep(Duration::from_millis(500));
 
     let victim = cluster.primary_for_key(format!("{{{tag}}}")).port();
@@ -147,6 +157,26 @@ fn waiters_ride_out_the_kill_of_their_primary_and_braces_need_a_tag() {
         QUICK,
     );
     assert!(counted.status.success(), "{}", stderr(&counted));
+    // Item 5: the signal waiter is subscribed at the new primary (a deaf
+    // one leaves `signal` printing 0 until its timeout, then exits 1).
+    let heard = Instant::now();
+    loop {
+        let sent = output(latchkey_at(&url).args(["signal", &signal, "after"]), QUICK);
+        assert!(sent.status.success(), "{}", stderr(&sent));
+        if stdout(&sent).trim() != "0" {
+            break;
+        }
+        assert!(
+            heard.elapsed() < Duration::from_secs(30),
+            "the waiter went deaf"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut signal_waiter = signal_waiter;
+    let status = wait_exit(&mut signal_waiter, Duration::from_secs(60));
+    let out = signal_waiter.wait_with_output().unwrap();
+    assert_eq!(code(status), 0, "wait: {}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "after");
     finish(run_waiter, "run --wait");
     finish(latch_waiter, "latch wait");
     let mut leader = leader;

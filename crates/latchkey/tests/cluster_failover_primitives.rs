@@ -205,6 +205,10 @@ async fn every_kind_of_waiter_rides_out_the_kill_of_its_primary() {
         assert!(!done, "the {what} waiter ended before the failover");
     }
 
+    // Item 5: a signal listener on a name in the same slot.
+    let signal_name = name("signal");
+    let mut listener = waiters.listen([&signal_name]).await.unwrap();
+
     let victim = cluster.primary_for_key(format!("{{{tag}}}")).port();
     cluster
         .nodes_mut()
@@ -233,6 +237,21 @@ async fn every_kind_of_waiter_rides_out_the_kill_of_its_primary() {
         killed.elapsed()
     );
     assert_ne!(cluster.primary_for_key(format!("{{{tag}}}")).port(), victim);
+    // The listener is subscribed again at the new primary: a signal sent
+    // there reaches it (a deaf listener would leave the count at 0).
+    let heard = async {
+        let sender = client(&cluster).await;
+        latchkey_testkit::eventually("the listener hears at the new primary", || async {
+            matches!(sender.signal(&signal_name, b"after").await, Ok(n) if n >= 1)
+        })
+        .await;
+        listener.recv().await
+    };
+    let signal = tokio::time::timeout(Duration::from_secs(30), heard)
+        .await
+        .expect("the listener went deaf");
+    assert_eq!(&signal.payload[..], b"after");
+
     // Let everything go at the new primary; every waiter then gets what
     // it waited for (a hold the failover lost let its waiter in earlier).
     let _ = lock_held.release().await;
