@@ -110,9 +110,39 @@ impl Target {
 
     /// [`Self::client`], retrying transient failures within `patience`
     /// (a command started while Redis is down: see `patience.rs`).
+    /// Several URLs (without Sentinels) are seeds of one Redis Cluster.
     pub async fn client_within(&self, what: &str, patience: Patience) -> Result<Client, Failure> {
-        self.client_for_within(&self.single_url(what)?, patience)
-            .await
+        let urls = self.urls();
+        if urls.len() < 2 || self.sentinel.is_some() {
+            return self
+                .client_for_within(&self.single_url(what)?, patience)
+                .await;
+        }
+        match self.seeded(&urls, patience).await {
+            Ok(client) => Ok(client),
+            Err(e @ latchkey::Error::NotACluster { .. }) => Err(Failure::usage(format!(
+                "{what} talks to one Redis server, or to one cluster given by its nodes; {e}"
+            ))),
+            Err(e) => Err(connect_failure(e, &seeds_label(&urls))),
+        }
+    }
+
+    /// A client of the Redis Cluster whose nodes `urls` are (the first that
+    /// answers is asked, the others are its seeds), retried within
+    /// `patience`; [`latchkey::Error::NotACluster`] when the server that
+    /// answered is a standalone one.
+    async fn seeded(&self, urls: &[String], patience: Patience) -> latchkey::Result<Client> {
+        let connect = || {
+            let builder = urls[1..]
+                .iter()
+                .fold(self.builder(&urls[0]), |b, seed| b.seed(seed));
+            builder.connect()
+        };
+        let client = patience
+            .retry(&format!("connecting to {}", seeds_label(urls)), connect)
+            .await?;
+        remember(Made::Client(client.clone()));
+        Ok(client)
     }
 
     /// The lock `name` with `ttl` on the configured server(s): several URLs
@@ -138,12 +168,30 @@ impl Target {
                 .map(Lock::with_fencing)
                 .map_err(Failure::from);
         }
+        // Several URLs: the nodes of one cluster (seeds), or else
+        // independent servers for Redlock, whose connect refuses a cluster
+        // node among them (exit 2).
+        if self.sentinel.is_none() {
+            match self.seeded(&urls, patience).await {
+                Ok(client) => {
+                    return client
+                        .lock(name, ttl)
+                        .map(Lock::with_fencing)
+                        .map_err(Failure::from)
+                }
+                Err(latchkey::Error::NotACluster { .. }) => {}
+                Err(e) => return Err(connect_failure(e, &seeds_label(&urls))),
+            }
+        }
         if let Some(why) = redlock_size_warning(urls.len()) {
             // Always, not only with -v: the operator chose the servers.
             eprintln!("latchkey: warning: {why}; use an odd number, at least 3");
         }
         let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
-        let redlock = Redlock::connect_with(&refs, |builder| self.with_options(builder))
+        let redlock = patience
+            .retry("connecting the Redlock servers", || {
+                Redlock::connect_with(&refs, |builder| self.with_options(builder))
+            })
             .await
             .map_err(|e| connect_failure(e, &format!("Redlock over {} servers", urls.len())))?;
         remember(Made::Redlock(redlock.clone()));
@@ -152,6 +200,12 @@ impl Target {
             .map(Lock::with_fencing)
             .map_err(Failure::from)
     }
+}
+
+/// Several URLs, for messages (passwords hidden).
+fn seeds_label(urls: &[String]) -> String {
+    let urls: Vec<String> = urls.iter().map(|u| redact(u)).collect();
+    format!("the Redis servers {}", urls.join(", "))
 }
 
 /// The `--sentinel` and `--master` options, checked: both or neither, and

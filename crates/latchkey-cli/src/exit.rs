@@ -101,7 +101,8 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::InvalidInput(_)
         | E::InvalidCount { .. }
         | E::PartiesMismatch { .. }
-        | E::Unsupported(_) => USAGE,
+        | E::Unsupported(_)
+        | E::NotACluster { .. } => USAGE,
         // A latch counted below zero, or one that does not exist.
         E::CountedBelowZero { .. } | E::NotFound { .. } => CONFLICT,
         E::Unreachable(_)

@@ -2,8 +2,10 @@
 //! names' slot, on a real 3+3 Redis Cluster (issue 28 items 4 and 7):
 //! waiters (`run --wait`, `latch wait`, an `elect` standby) ride the
 //! failover out and finish normally; `run --no-wait` during the window
-//! exits 0, 1 or 69, never 70; names with a `}` and no hash tag are refused
-//! with exit 2 and the reason, tagged ones work. And `run --wait` started
+//! exits 0 or 69, never 70; names with a `}` and no hash tag are refused
+//! with exit 2 and the reason, tagged ones work (item 7); several URLs of
+//! one cluster are seeds, a dead one among them is skipped, and Redlock
+//! over a cluster node is refused with exit 2 (item 6). And `run --wait` started
 //! while a standalone Redis is stopped connects when it is back (item 3a).
 
 mod common;
@@ -145,6 +147,37 @@ fn waiters_ride_out_the_kill_of_their_primary_and_braces_need_a_tag() {
             stderr(&out)
         );
     }
+
+    // Item 6: several URLs of one cluster are its seeds: a dead one first
+    // does not stop a new invocation; Redlock over a standalone server and
+    // a cluster node is refused with one line, exit 2.
+    let seeds = format!("redis://127.0.0.1:{victim}/,{url}");
+    for args in [&["run", &probe, "--", "true"][..], &["leader", &elect]] {
+        let out = output(latchkey_at(&seeds).args(args), QUICK);
+        assert!(
+            out.status.success(),
+            "{args:?} with a dead seed: {}",
+            stderr(&out)
+        );
+    }
+    let (a, b) = (RedisServer::start(), RedisServer::start());
+    let mixed = format!("{},{},{url}", a.url(), b.url());
+    let out = output(
+        latchkey_at(&mixed).args(["run", &probe, "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(
+        code(out.status),
+        2,
+        "Redlock with a cluster node: {}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("Redis Cluster node"),
+        "{}",
+        stderr(&out)
+    );
+    assert_one_error_line(&out);
 
     let released = output(latchkey_at(&url).args(["release", &lock, &token]), QUICK);
     assert!(

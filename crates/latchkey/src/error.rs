@@ -118,6 +118,15 @@ pub enum Error {
     #[error("Redis cannot serve now (a failover or restart in progress): {0}")]
     Unavailable(#[source] redis::RedisError),
 
+    /// [Seeds](crate::ClientBuilder::seed) were given, and the server that
+    /// answered is not a Redis Cluster node: seeds are nodes of one
+    /// cluster (independent servers are [`Redlock`](crate::Redlock)'s).
+    #[error("{server} is not a Redis Cluster node: several URLs of one client are seeds of one cluster (for independent servers use Redlock)")]
+    NotACluster {
+        /// The host and port of the server that answered.
+        server: String,
+    },
+
     /// A blocking acquire gave up because its wait deadline passed while the
     /// lock was held by someone else.
     #[error("lock {name:?} still busy after waiting {waited:?}")]
