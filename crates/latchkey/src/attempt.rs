@@ -176,6 +176,7 @@ impl Drop for PendingAttempt<'_> {
                 token.to_owned(),
                 "an acquire attempt was cancelled or failed after its request was sent",
                 None,
+                Instant::now() + self.lock.inner.ttl,
             );
         }
     }
