@@ -290,3 +290,88 @@ async fn every_kind_of_waiter_rides_out_the_kill_of_its_primary() {
         .await
         .expect("a waiter still waits");
 }
+
+/// The node the clients were given dies (issue 28 items 5 and 6): a client
+/// made with several seeds connects through a dead one, and a listener and
+/// a waiter whose names live on the dead node ride the failover out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_node_dies_and_seeds_listeners_and_waiters_carry_on() {
+    let mut cluster = tokio::task::spawn_blocking(|| {
+        RedisCluster::builder()
+            .primaries(3)
+            .replicas_per_primary(1)
+            .node_timeout(Duration::from_millis(1000))
+            .start()
+    })
+    .await
+    .unwrap();
+    let seed = cluster.seed_url();
+    let seed_port = cluster.nodes()[0].port();
+    let others: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.port() != seed_port)
+        .map(|n| n.url())
+        .collect();
+    let seeded = |first: String| {
+        let builder = Client::builder(&first)
+            .prefix("test:")
+            .command_timeout(Duration::from_secs(1));
+        others.iter().fold(builder, |b, url| b.seed(url))
+    };
+    // Names in a slot of the seed node itself.
+    let tag = (0..)
+        .map(|i| format!("seed-{i}"))
+        .find(|t| cluster.primary_for_key(format!("{{{t}}}")).port() == seed_port)
+        .unwrap();
+    let (lock_name, signal_name) = (format!("{{{tag}}}:lock"), format!("{{{tag}}}:signal"));
+    let listening = seeded(seed.clone()).connect().await.unwrap();
+    let mut listener = listening.listen([&signal_name]).await.unwrap();
+    let holder = listening.lock(&lock_name, Duration::from_secs(60)).unwrap();
+    let held = holder.try_acquire().await.unwrap().unwrap();
+    let waiter = holder.clone();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let waiting =
+        tokio::spawn(async move { waiter.acquire_until(Some(deadline)).await.map(|_| ()) });
+
+    cluster
+        .nodes_mut()
+        .iter_mut()
+        .find(|n| n.port() == seed_port)
+        .unwrap()
+        .kill();
+    // A new client given the dead node first connects through the others.
+    let fresh = until_ok("a seeded connect", Duration::from_secs(20), || {
+        seeded(seed.clone()).connect()
+    })
+    .await;
+    // A single URL of a standalone server is not a cluster: refused as seeds.
+    let standalone = latchkey_testkit::RedisServer::start();
+    let refused = Client::builder(&standalone.url())
+        .seed(&others[0])
+        .connect()
+        .await;
+    assert!(
+        matches!(refused, Err(Error::NotACluster { .. })),
+        "{refused:?}"
+    );
+
+    let heard = async {
+        latchkey_testkit::eventually("the listener hears at the new primary", || async {
+            matches!(fresh.signal(&signal_name, b"after").await, Ok(n) if n >= 1)
+        })
+        .await;
+        listener.recv().await
+    };
+    let signal = tokio::time::timeout(Duration::from_secs(30), heard)
+        .await
+        .expect("the listener went deaf");
+    assert_eq!(&signal.payload[..], b"after");
+    // (The hold may have been lost in the failover: then nothing to free.)
+    let _ = held.release().await;
+    tokio::time::timeout(Duration::from_secs(45), waiting)
+        .await
+        .expect("the waiter still waits")
+        .unwrap()
+        .expect("the waiter failed");
+}
