@@ -1,7 +1,8 @@
 //! The command line through a `kill -9` of the primary that owns the
 //! names' slot, on a real 3+3 Redis Cluster (issue 28 items 4 and 7):
-//! waiters (`run --wait`, `latch wait`, an `elect` standby) ride the
-//! failover out and finish normally; `run --no-wait` during the window
+//! waiters (`run --wait`, `--fair`, `--permits`, `--read`, `latch wait`,
+//! an `elect` standby, `wait` for a signal) ride the failover out and
+//! finish normally, and `leader --watch` keeps watching; `run --no-wait` during the window
 //! exits 0 or 69, never 70; names with a `}` and no hash tag are refused
 //! with exit 2 and the reason, tagged ones work (item 7); several URLs of
 //! one cluster are seeds, a dead one among them is skipped, and Redlock
@@ -103,7 +104,53 @@ fn waiters_ride_out_the_kill_of_their_primary_and_braces_need_a_tag() {
     });
     let run_waiter = spawn(&url, &["run", &lock, "--wait", "50s", "--", "true"]);
     let latch_waiter = spawn(&url, &["latch", &latch, "wait", "--timeout", "50s"]);
-    let standby = spawn(&url, &["elect", &elect, "--", "true"]);
+    let standby = spawn(&url, &["elect", &elect, "--value", "standby", "--", "true"]);
+    let watch = spawn(&url, &["leader", &elect, "--watch"]);
+    // A holder and a waiter of each other kind, the holders done after the
+    // failover (a hold lost in it lets its waiter in sooner: also fine).
+    let (fair, permits, rw) = (
+        format!("{{{tag}}}:fair"),
+        format!("{{{tag}}}:permits"),
+        format!("{{{tag}}}:rw"),
+    );
+    let holders = [
+        spawn(&url, &["run", "--fair", &fair, "--", "sleep", "8"]),
+        spawn(
+            &url,
+            &["run", "--permits", "1", &permits, "--", "sleep", "8"],
+        ),
+        spawn(&url, &["run", "--write", &rw, "--", "sleep", "8"]),
+    ];
+    std::thread::sleep(Duration::from_millis(700));
+    let kinds = [
+        (
+            "run --fair",
+            spawn(
+                &url,
+                &["run", "--fair", &fair, "--wait", "50s", "--", "true"],
+            ),
+        ),
+        (
+            "run --permits",
+            spawn(
+                &url,
+                &[
+                    "run",
+                    "--permits",
+                    "1",
+                    &permits,
+                    "--wait",
+                    "50s",
+                    "--",
+                    "true",
+                ],
+            ),
+        ),
+        (
+            "run --read",
+            spawn(&url, &["run", "--read", &rw, "--wait", "50s", "--", "true"]),
+        ),
+    ];
     let signal = format!("{{{tag}}}:signal");
     let signal_waiter = spawn(&url, &["wait", &signal, "--timeout", "50s"]);
     let channel = format!("{PREFIX}signal:{signal}");
@@ -215,6 +262,27 @@ fn waiters_ride_out_the_kill_of_their_primary_and_braces_need_a_tag() {
     let mut leader = leader;
     let _ = wait_exit(&mut leader, Duration::from_secs(60));
     finish(standby, "elect standby");
+    for (what, waiter) in kinds {
+        finish(waiter, what);
+    }
+    for mut holder in holders {
+        let _ = wait_exit(&mut holder, Duration::from_secs(60));
+    }
+    // `leader --watch` is still watching, and saw the standby take over.
+    let mut watch = watch;
+    assert!(
+        watch.try_wait().unwrap().is_none(),
+        "leader --watch ended in the failover"
+    );
+    send_signal(&watch, libc::SIGTERM);
+    let _ = wait_exit(&mut watch, Duration::from_secs(10));
+    let watched = watch.wait_with_output().unwrap();
+    assert!(
+        stdout(&watched).contains("leader standby"),
+        "leader --watch: {}{}",
+        stdout(&watched),
+        stderr(&watched)
+    );
 }
 
 #[test]
