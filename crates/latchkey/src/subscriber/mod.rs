@@ -51,6 +51,7 @@ use crate::sentinel::Source;
 
 mod actor;
 mod commands;
+mod heard;
 mod push;
 mod registry;
 mod sharded;
