@@ -76,12 +76,13 @@ impl WaitArgs {
     }
 
     /// The budget for reaching Redis (`patience.rs`): `--no-wait` one try,
-    /// `--wait D` until D after the start, else as long as it takes.
+    /// `--wait D` until D after the start, else an outage of up to
+    /// [`OUTAGE_LIMIT`](crate::patience::OUTAGE_LIMIT).
     pub fn patience(&self) -> Patience {
         match (self.no_wait, self.wait) {
             (true, _) => Patience::Once,
             (false, Some(wait)) => Patience::Until(self.started + wait),
-            (false, None) => Patience::Forever,
+            (false, None) => Patience::Outage(crate::patience::OUTAGE_LIMIT),
         }
     }
 
@@ -91,8 +92,7 @@ impl WaitArgs {
     }
 
     /// The guard, or `None` when the lock stayed busy. An outage is
-    /// ridden out within [`Self::patience`] (a wait without `--wait` goes
-    /// on through one of any length).
+    /// ridden out within [`Self::patience`].
     pub async fn acquire(&self, lock: &Lock) -> latchkey::Result<Option<LockGuard>> {
         if self.no_wait {
             return lock.try_acquire().await;

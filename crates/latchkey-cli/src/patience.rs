@@ -1,12 +1,16 @@
 //! How long a command keeps trying to reach Redis: its budget. A command
 //! started while Redis is down (restarting, failing over, stopped) retries
 //! transient failures (`latchkey::Error::is_transient`) until then, with
-//! backoff, and says once per outage that it does:
+//! backoff; a long wait says once per outage that it does (one line on
+//! stderr; a bounded one only with `-v`, so that its failure stays one
+//! line):
 //!
 //! - `--no-wait`, and every command that does not wait: one try;
-//! - `run --wait D` (and `wait --timeout D`, `latch wait --timeout D`):
-//!   until D has passed since the start;
-//! - `run` without `--wait`, `elect`, `leader --watch`: as long as it takes.
+//! - `run --wait D` (`acquire --wait D`): until D has passed since the
+//!   start;
+//! - `run` without `--wait`: an outage of up to [`OUTAGE_LIMIT`] (the
+//!   library's rule for a wait without a deadline), then exit 69;
+//! - `elect`, `leader --watch`: as long as it takes.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -18,20 +22,29 @@ pub enum Patience {
     Once,
     /// Transient failures are retried until this instant.
     Until(Instant),
+    /// Transient failures are retried while the outage has lasted less
+    /// than this.
+    Outage(Duration),
     /// Transient failures are retried as long as it takes.
     Forever,
 }
+
+/// How long `run` without `--wait` rides out an outage: as long as the
+/// library's waits without a deadline do.
+pub const OUTAGE_LIMIT: Duration = Duration::from_secs(30);
 
 /// The first delay between tries; it doubles up to [`MAX_DELAY`].
 const FIRST_DELAY: Duration = Duration::from_millis(50);
 const MAX_DELAY: Duration = Duration::from_secs(1);
 
 impl Patience {
-    /// The time left before the budget ends (`None`: no end).
-    pub fn left(&self) -> Option<Duration> {
+    /// The time left before the budget ends (`None`: no end), in an
+    /// outage that began at `outage`.
+    fn left(&self, outage: Instant) -> Option<Duration> {
         match self {
             Patience::Once => Some(Duration::ZERO),
             Patience::Until(end) => Some(end.saturating_duration_since(Instant::now())),
+            Patience::Outage(limit) => Some(limit.saturating_sub(outage.elapsed())),
             Patience::Forever => None,
         }
     }
@@ -47,6 +60,7 @@ impl Patience {
     {
         let mut delay = FIRST_DELAY;
         let mut outage: Option<Instant> = None;
+        let mut announced = false;
         loop {
             let error = match attempt().await {
                 Err(e) if e.is_transient() => e,
@@ -60,17 +74,22 @@ impl Patience {
                     return other;
                 }
             };
-            let left = match self.left() {
+            let began = *outage.get_or_insert_with(Instant::now);
+            let left = match self.left(began) {
                 Some(left) if left.is_zero() => return Err(error),
                 left => left,
             };
-            if outage.is_none() {
-                outage = Some(Instant::now());
+            if !std::mem::replace(&mut announced, true) {
                 let until = match left {
                     Some(left) => format!("for {} more", crate::duration::human(left)),
                     None => "until it answers".to_owned(),
                 };
-                eprintln!("latchkey: warning: {what}: {error}; retrying {until}");
+                match self {
+                    Patience::Until(_) => {
+                        tracing::warn!("{what}: {error}; retrying {until}")
+                    }
+                    _ => eprintln!("latchkey: warning: {what}: {error}; retrying {until}"),
+                }
             }
             let sleep = jitter(delay).min(left.unwrap_or(Duration::MAX));
             tokio::time::sleep(sleep).await;
