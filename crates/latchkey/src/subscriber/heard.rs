@@ -20,7 +20,9 @@ use super::registry::Topic;
 /// True when the primary that owns each channel's slot counts at least one
 /// subscriber of it (ours, or another client's: the count does not say
 /// whose; a channel nobody else listens to is ours). False when one has
-/// none, or its owner cannot be asked.
+/// none, or its owner cannot be reached. A server that refuses the check
+/// (an ACL user without `pubsub|shardnumsub`, which latchkey's rule does
+/// not ask for) cannot tell: taken as heard, as before this check existed.
 pub(super) async fn all_heard(
     conn: &ClusterConnection,
     topics: &[Arc<Topic>],
@@ -36,8 +38,17 @@ pub(super) async fn all_heard(
                 Route::with_key(&channel, SlotAddr::Master),
             ));
             let asked = tokio::time::timeout(timeout, conn.route_command(cmd, owner)).await;
-            let Ok(Ok(reply)) = asked else {
-                return false;
+            let reply = match asked {
+                Ok(Ok(reply)) => reply,
+                Ok(Err(e))
+                    if matches!(
+                        e.kind(),
+                        redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm)
+                    ) =>
+                {
+                    return true
+                }
+                _ => return false,
             };
             let counts: HashMap<Vec<u8>, i64> = match redis::from_redis_value(reply) {
                 Ok(counts) => counts,
