@@ -23,7 +23,7 @@ MAP = {
  'lock': 'primitives::lock', 'observe': 'primitives::election::observer', 'permit': 'primitives::semaphore::permit',
  'primitive': 'primitives::shared', 'rwguard': 'primitives::rwlock::guard', 'rwlock': 'primitives::rwlock',
  'semaphore': 'primitives::semaphore', 'signal': 'primitives::signal', 'signal_wire': 'primitives::signal::wire',
- 'spec': 'primitives::lock::spec', 'wait': 'primitives::lock::wait', 'watchdog': 'primitives::watchdog',
+ 'spec': 'primitives::lock::spec', 'wait': 'primitives::lock::wait', 'watchdog': 'primitives::watchdog', 'retry': 'vocab::retry',
 }
 IDENT = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 

@@ -64,7 +64,8 @@ fn without_a_majority_it_exits_69() {
     servers[1].kill();
     servers[2].kill();
     let out = output(
-        latchkey_over(&servers).args(["run", "batch", "--", "true"]),
+        // (Without --wait, `run` rides an outage out for 30 s first.)
+        latchkey_over(&servers).args(["run", "batch", "--wait", "2s", "--", "true"]),
         QUICK,
     );
     assert_eq!(code(out.status), 69, "{}", stderr(&out));

@@ -65,9 +65,11 @@ pub struct ExtendArgs {
 
 /// Prints the token and the fencing token, one per line, and leaves the lock held.
 pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
-    let lock = args
-        .wait
-        .fair_or_not(target.lock(&args.name, args.ttl).await?)?;
+    let lock = args.wait.fair_or_not(
+        target
+            .lock_within(&args.name, args.ttl, args.wait.patience())
+            .await?,
+    )?;
     let guard = args
         .wait
         .acquire(&lock)

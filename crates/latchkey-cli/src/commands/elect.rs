@@ -32,6 +32,7 @@ use serde_json::json;
 
 use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
+use crate::support::patience::Patience;
 use crate::support::signals::{signal_name, Signals};
 use crate::support::supervise::{self, Ended, Leased, Started};
 use crate::support::target::Target;
@@ -79,12 +80,25 @@ pub struct LeaderArgs {
 
 pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
     let mut signals = Signals::install()?;
-    let client = target.client("elect").await?;
+    // A standby has no timeout: one started while Redis is down, or that
+    // meets an outage of any length while campaigning, keeps trying (a
+    // line per outage; `patience.rs`) until elected or signalled.
+    let connecting = target.client_within("elect", Patience::Forever);
+    let client = tokio::select! {
+        client = connecting => client?,
+        signo = signals.recv() => {
+            return Err(Failure::new(
+                128u8.saturating_add(signo as u8),
+                format!("{} while connecting for election {:?}", signal_name(signo), args.name),
+            ));
+        }
+    };
     let election = client.election(&args.name, args.ttl)?;
     let value = args.value.clone().unwrap_or_else(default_value);
     loop {
+        let campaigning = Patience::Forever.retry("campaigning", || election.campaign(&value));
         let leadership = tokio::select! {
-            elected = election.campaign(&value) => elected?,
+            elected = campaigning => elected?,
             signo = signals.recv() => {
                 return Err(Failure::new(
                     128u8.saturating_add(signo as u8),
@@ -199,7 +213,12 @@ fn default_value() -> String {
 }
 
 pub async fn leader(target: &Target, args: LeaderArgs) -> Outcome {
-    let client = target.client("leader").await?;
+    // `--watch` has no end: it rides out outages of any length.
+    let patience = match args.watch {
+        true => Patience::Forever,
+        false => Patience::Once,
+    };
+    let client = target.client_within("leader", patience).await?;
     // The TTL only matters to candidates; a reader passes any valid one.
     let election = client.election(&args.name, Duration::from_secs(10))?;
     if !args.watch {
@@ -207,11 +226,27 @@ pub async fn leader(target: &Target, args: LeaderArgs) -> Outcome {
         return Ok(exit::OK);
     }
     let mut signals = Signals::install()?;
-    let mut observer = election.observe().await?;
+    let mut observer = patience.retry("watching", || election.observe()).await?;
     loop {
         tokio::select! {
-            state = observer.next() => print_state(&args, state?.as_ref()),
+            state = next_state(&mut observer) => print_state(&args, state?.as_ref()),
             _ = signals.recv() => return Ok(exit::OK),
+        }
+    }
+}
+
+/// The observer's next state, through outages of any length (an observer
+/// returns an error that lasted 30 s; it reads again when asked again).
+async fn next_state(observer: &mut latchkey::Observer) -> latchkey::Result<Option<Leader>> {
+    let mut outage = false;
+    loop {
+        match observer.next().await {
+            Err(e) if e.is_transient() => {
+                if !std::mem::replace(&mut outage, true) {
+                    eprintln!("latchkey: warning: watching: {e}; retrying until it answers");
+                }
+            }
+            other => return other,
         }
     }
 }

@@ -101,7 +101,8 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::InvalidInput(_)
         | E::InvalidCount { .. }
         | E::PartiesMismatch { .. }
-        | E::Unsupported(_) => USAGE,
+        | E::Unsupported(_)
+        | E::NotACluster { .. } => USAGE,
         // A latch counted below zero, created again once open, or one that
         // does not exist.
         E::CountedBelowZero { .. } | E::NotFound { .. } | E::LatchOpen { .. } => CONFLICT,
@@ -112,6 +113,7 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::NoPermission(_)
         | E::OutOfMemory(_)
         | E::ReadOnlyReplica(_)
+        | E::Unavailable(_)
         | E::TooFewReplicas { .. }
         | E::NoQuorum { .. } => UNAVAILABLE,
         _ => INTERNAL,

@@ -8,6 +8,7 @@ use latchkey::{Lock, LockGuard};
 
 use crate::support::duration;
 use crate::support::exit::{self, Failure};
+use crate::support::patience::Patience;
 use crate::support::target::Target;
 
 /// How to wait for a busy lock (and how it is taken: fair, replicated);
@@ -38,6 +39,11 @@ pub struct HoldArgs {
     /// server acknowledge it (WAIT N); fewer: release it and exit 69.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = crate::support::count::parse_replicas, allow_negative_numbers = true)]
     pub replicas: usize,
+
+    /// When the command started: `--wait` counts from here, connecting
+    /// included.
+    #[arg(skip = std::time::Instant::now())]
+    pub started: std::time::Instant,
 }
 
 impl HoldArgs {
@@ -58,7 +64,24 @@ impl HoldArgs {
         lock.with_replicas(self.replicas).map_err(Failure::from)
     }
 
-    /// The guard, or `None` when the lock stayed busy.
+    /// The budget for reaching Redis (`patience.rs`): `--no-wait` one try,
+    /// `--wait D` until D after the start, else an outage of up to
+    /// [`OUTAGE_LIMIT`](crate::support::patience::OUTAGE_LIMIT).
+    pub fn patience(&self) -> Patience {
+        match (self.no_wait, self.wait) {
+            (true, _) => Patience::Once,
+            (false, Some(wait)) => Patience::Until(self.started + wait),
+            (false, None) => Patience::Outage(crate::support::patience::OUTAGE_LIMIT),
+        }
+    }
+
+    /// The end of `--wait` (`None`: none).
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.wait.map(|wait| self.started + wait)
+    }
+
+    /// The guard, or `None` when the lock stayed busy. An outage is
+    /// ridden out within [`Self::patience`].
     ///
     /// # Cancel safety
     ///
@@ -67,10 +90,11 @@ impl HoldArgs {
         if self.no_wait {
             return lock.try_acquire().await;
         }
-        let waited = match self.wait {
-            Some(wait) => lock.acquire_timeout(wait).await,
-            None => lock.acquire().await,
-        };
+        let deadline = self.deadline();
+        let waited = self
+            .patience()
+            .retry("waiting for the lock", || lock.acquire_until(deadline))
+            .await;
         match waited {
             Ok(guard) => Ok(Some(guard)),
             Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),

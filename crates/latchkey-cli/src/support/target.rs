@@ -22,6 +22,7 @@ use std::time::Duration;
 use latchkey::{Client, Lock, Redlock};
 
 use crate::support::exit::Failure;
+use crate::support::patience::Patience;
 
 /// The server used when neither `--redis` nor `LATCHKEY_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
@@ -79,24 +80,28 @@ impl Target {
 
     /// The client for `url`: connected with the prefix on first use, the same
     /// one after (a busy lock's holder is described over the connection that
-    /// found it busy, not a second one). Errors name the server (password
-    /// hidden).
+    /// found it busy, not a second one), transient failures retried within
+    /// `patience` on first use. Errors name the server (password hidden).
     ///
     /// # Cancel safety
     ///
     /// Cancel-safe: dropped while connecting, nothing is kept and the next
     /// call connects again.
-    pub async fn client_for(&self, url: &str) -> Result<Client, Failure> {
+    pub async fn client_for_within(
+        &self,
+        url: &str,
+        patience: Patience,
+    ) -> Result<Client, Failure> {
         let mut clients = self.connected.clients.lock().await;
         if let Some((_, client)) = clients.iter().find(|(known, _)| known == url) {
             return Ok(client.clone());
         }
-        let client = self.new_client_for(url).await?;
+        let client = self.new_client_within(url, patience).await?;
         clients.push((url.to_owned(), client.clone()));
         Ok(client)
     }
 
-    /// A client for `url` of its own, never shared with [`Target::client_for`]'s
+    /// A client for `url` of its own, never shared with [`Target::client_for_within`]'s
     /// callers (the demo's workers are separate clients, as separate
     /// processes would be); still flushed at exit.
     ///
@@ -104,28 +109,71 @@ impl Target {
     ///
     /// Cancel-safe: dropped while connecting, nothing is kept.
     pub async fn new_client_for(&self, url: &str) -> Result<Client, Failure> {
+        self.new_client_within(url, Patience::Once).await
+    }
+
+    /// [`Self::new_client_for`], retrying transient failures within `patience`.
+    async fn new_client_within(&self, url: &str, patience: Patience) -> Result<Client, Failure> {
         let whom = match &self.sentinel {
             Some((sentinels, master)) => {
                 format!("Sentinel master {master:?} (via {})", sentinels.join(","))
             }
             None => redact(url),
         };
-        let client = self
-            .builder(url)
-            .connect()
+        let client = patience
+            .retry(&format!("connecting to {whom}"), || {
+                self.builder(url).connect()
+            })
             .await
             .map_err(|e| connect_failure(e, &whom))?;
         self.connected.remember(Made::Client(client.clone()));
         Ok(client)
     }
 
-    /// The client of the one server (see [`Target::client_for`]).
+    /// The client of the one server (see [`Target::client_for_within`]).
     ///
     /// # Cancel safety
     ///
-    /// As [`Target::client_for`].
+    /// As [`Target::client_for_within`].
     pub async fn client(&self, what: &str) -> Result<Client, Failure> {
-        self.client_for(&self.single_url(what)?).await
+        self.client_within(what, Patience::Once).await
+    }
+
+    /// [`Self::client`], retrying transient failures within `patience`
+    /// (a command started while Redis is down: see `patience.rs`).
+    /// Several URLs (without Sentinels) are seeds of one Redis Cluster.
+    pub async fn client_within(&self, what: &str, patience: Patience) -> Result<Client, Failure> {
+        let urls = self.urls();
+        if urls.len() < 2 || self.sentinel.is_some() {
+            return self
+                .client_for_within(&self.single_url(what)?, patience)
+                .await;
+        }
+        match self.seeded(&urls, patience).await {
+            Ok(client) => Ok(client),
+            Err(e @ latchkey::Error::NotACluster { .. }) => Err(Failure::usage(format!(
+                "{what} talks to one Redis server, or to one cluster given by its nodes; {e}"
+            ))),
+            Err(e) => Err(connect_failure(e, &seeds_label(&urls))),
+        }
+    }
+
+    /// A client of the Redis Cluster whose nodes `urls` are (the first that
+    /// answers is asked, the others are its seeds), retried within
+    /// `patience`; [`latchkey::Error::NotACluster`] when the server that
+    /// answered is a standalone one.
+    async fn seeded(&self, urls: &[String], patience: Patience) -> latchkey::Result<Client> {
+        let connect = || {
+            let builder = urls[1..]
+                .iter()
+                .fold(self.builder(&urls[0]), |b, seed| b.seed(seed));
+            builder.connect()
+        };
+        let client = patience
+            .retry(&format!("connecting to {}", seeds_label(urls)), connect)
+            .await?;
+        self.connected.remember(Made::Client(client.clone()));
+        Ok(client)
     }
 
     /// The lock `name` with `ttl` on the configured server(s): several URLs
@@ -137,20 +185,48 @@ impl Target {
     ///
     /// Cancel-safe: dropped while connecting, nothing is held.
     pub async fn lock(&self, name: &str, ttl: Duration) -> Result<Lock, Failure> {
+        self.lock_within(name, ttl, Patience::Once).await
+    }
+
+    /// [`Self::lock`], its connection retried within `patience`.
+    pub async fn lock_within(
+        &self,
+        name: &str,
+        ttl: Duration,
+        patience: Patience,
+    ) -> Result<Lock, Failure> {
         let urls = self.urls();
         if let [url] = &urls[..] {
-            let client = self.client_for(url).await?;
+            let client = self.client_for_within(url, patience).await?;
             return client
                 .lock(name, ttl)
                 .map(Lock::with_fencing)
                 .map_err(Failure::from);
+        }
+        // Several URLs: the nodes of one cluster (seeds), or else
+        // independent servers for Redlock, whose connect refuses a cluster
+        // node among them (exit 2).
+        if self.sentinel.is_none() {
+            match self.seeded(&urls, patience).await {
+                Ok(client) => {
+                    return client
+                        .lock(name, ttl)
+                        .map(Lock::with_fencing)
+                        .map_err(Failure::from)
+                }
+                Err(latchkey::Error::NotACluster { .. }) => {}
+                Err(e) => return Err(connect_failure(e, &seeds_label(&urls))),
+            }
         }
         if let Some(why) = redlock_size_warning(urls.len()) {
             // Always, not only with -v: the operator chose the servers.
             eprintln!("latchkey: warning: {why}; use an odd number, at least 3");
         }
         let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
-        let redlock = Redlock::connect_with(&refs, |builder| self.with_options(builder))
+        let redlock = patience
+            .retry("connecting the Redlock servers", || {
+                Redlock::connect_with(&refs, |builder| self.with_options(builder))
+            })
             .await
             .map_err(|e| connect_failure(e, &format!("Redlock over {} servers", urls.len())))?;
         self.connected.remember(Made::Redlock(redlock.clone()));
@@ -159,6 +235,12 @@ impl Target {
             .map(Lock::with_fencing)
             .map_err(Failure::from)
     }
+}
+
+/// Several URLs, for messages (passwords hidden).
+fn seeds_label(urls: &[String]) -> String {
+    let urls: Vec<String> = urls.iter().map(|u| redact(u)).collect();
+    format!("the Redis servers {}", urls.join(", "))
 }
 
 /// The `--sentinel` and `--master` options, checked: both or neither, and

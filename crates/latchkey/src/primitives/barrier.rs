@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use crate::primitives::shared::{in_background, key, publish_command, reply_int, Waker, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::names::{check_count, check_name, check_ttl, ttl_ms};
+use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 
@@ -82,6 +82,7 @@ impl Barrier {
         ttl: Duration,
     ) -> Result<Barrier> {
         check_name(name)?;
+        check_cluster_name(session.prefix(), name, session.is_cluster())?;
         check_ttl(ttl)?;
         let parties = check_count("barrier parties", parties)?;
         Ok(Barrier {

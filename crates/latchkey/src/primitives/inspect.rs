@@ -82,6 +82,7 @@ impl Session {
     /// See [`Client::inspect`](crate::Client::inspect).
     pub(crate) async fn inspect(&self, name: &[u8]) -> Result<LockInfo> {
         crate::vocab::names::check_name(name)?;
+        crate::vocab::names::check_cluster_name(self.prefix(), name, self.is_cluster())?;
         self.inspect_key(name).await
     }
 

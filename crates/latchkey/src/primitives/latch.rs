@@ -51,9 +51,10 @@ use std::time::{Duration, Instant};
 use crate::primitives::shared::{key, publish_command, reply_int, Waker, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::names::{check_count, check_name, check_ttl, ttl_ms};
+use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
+use crate::vocab::retry::Retry;
 
 /// A count-down latch called by name; a recipe, cheap to clone. Made by
 /// [`Client::latch`](crate::Client::latch).
@@ -79,6 +80,7 @@ impl Latch {
     /// See [`Client::latch`](crate::Client::latch).
     pub(crate) fn on_session(session: &Session, name: &[u8], ttl: Duration) -> Result<Latch> {
         check_name(name)?;
+        check_cluster_name(session.prefix(), name, session.is_cluster())?;
         check_ttl(ttl)?;
         Ok(Latch {
             session: session.clone(),
@@ -223,26 +225,21 @@ impl Latch {
     /// subscription.
     pub async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
         let mut waker = Waker::subscribe(&self.session, self.channel.to_vec(), deadline).await;
-        let mut failing_since: Option<Instant> = None;
+        let mut retry = Retry::until(deadline);
+        let what = self.display_name();
         loop {
-            let mut failed = None;
+            // After a failed read, come back soon rather than on a message.
+            let mut soon = None;
             match self.count().await {
                 Ok(Some(0)) => return Ok(true),
-                Ok(_) => failing_since = None,
-                Err(e) if e.is_transient() => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
-                        return Err(e);
-                    }
-                    failed = Some(e);
-                }
-                Err(e) => return Err(e),
+                Ok(_) => retry.answered(&what),
+                // The one failure policy: retried until the deadline, then
+                // returned (an outage is not "still closed").
+                Err(e) => soon = Some(Instant::now() + retry.failed(e, &what)?),
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return failed.map_or(Ok(false), Err);
+                return Ok(false);
             }
-            // After a failed read, come back soon rather than on a message.
-            let soon = failed.as_ref().map(|_| Instant::now() + RETRY);
             if let Woken::Message(_) = waker.sleep(soon, deadline).await {
                 // Only the count-down that opens the latch publishes.
                 return Ok(true);
@@ -250,6 +247,3 @@ impl Latch {
         }
     }
 }
-
-const RETRY: Duration = Duration::from_millis(100);
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

@@ -7,7 +7,8 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::transport::session::Session;
-use crate::transport::subscriber::{jitter, Event, Subscription, Topic};
+use crate::transport::subscriber::{Event, Subscription, Topic};
+use crate::vocab::retry::Backoff;
 
 /// The command a script publishes wake-ups with, given to it as an ARGV:
 /// `SPUBLISH` on a cluster (sharded pub/sub, where waiters `SSUBSCRIBE`),
@@ -28,7 +29,7 @@ pub(crate) struct Waker {
     session: Session,
     channel: Vec<u8>,
     subscription: Option<Subscription>,
-    poll: Duration,
+    poll: Backoff,
     last_subscribe: Instant,
 }
 
@@ -43,8 +44,6 @@ pub(crate) enum Woken {
 
 /// With a subscription, the state is read again at least this often anyway.
 const RECHECK: Duration = Duration::from_secs(5);
-const MIN_POLL: Duration = Duration::from_millis(10);
-const MAX_POLL: Duration = Duration::from_millis(500);
 
 impl Waker {
     /// Subscribes to `channel`, giving up at `deadline` (then it polls).
@@ -58,7 +57,7 @@ impl Waker {
             session: session.clone(),
             channel,
             subscription: None,
-            poll: MIN_POLL,
+            poll: Backoff::default(),
             last_subscribe: Instant::now(),
         };
         waker.try_subscribe(deadline).await;
@@ -106,11 +105,7 @@ impl Waker {
         }
         let mut until = match &self.subscription {
             Some(_) => Instant::now() + RECHECK,
-            None => {
-                let every = jitter(self.poll);
-                self.poll = (self.poll * 2).min(MAX_POLL);
-                Instant::now() + every
-            }
+            None => Instant::now() + self.poll.next_delay(),
         };
         for bound in [wake_at, deadline].into_iter().flatten() {
             until = until.min(bound);

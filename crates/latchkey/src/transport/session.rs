@@ -78,6 +78,9 @@ pub(crate) struct SessionInner {
     pub(crate) replica_subscribers: OnceLock<Vec<Subscriber>>,
     /// A TLS cluster's certificates, for its subscriber's connections.
     pub(crate) cluster_certs: Option<redis::TlsCertificates>,
+    /// The other seed nodes of a cluster ([`ClientBuilder::seed`](crate::ClientBuilder::seed)),
+    /// for the subscriber's cluster client too.
+    pub(crate) cluster_seeds: Vec<redis::ConnectionInfo>,
     pub(crate) local_queues: crate::transport::local_queues::LocalQueues,
     pub(crate) metrics_labels: MetricsLabels,
     /// Background releases (dropped guards, cancelled attempts and
@@ -257,7 +260,8 @@ impl Session {
         self.inner.subscriber.get_or_init(|| {
             if self.is_cluster() {
                 let seed = self.inner.redis.client.get_connection_info().clone();
-                let mut builder = redis::cluster::ClusterClientBuilder::new(vec![seed]);
+                let seeds = std::iter::once(seed).chain(self.inner.cluster_seeds.iter().cloned());
+                let mut builder = redis::cluster::ClusterClientBuilder::new(seeds);
                 if let Some(certs) = &self.inner.cluster_certs {
                     builder = builder.certs(certs.clone());
                 }

@@ -8,4 +8,5 @@ pub mod metrics;
 pub(crate) mod names;
 pub(crate) mod outcome;
 pub mod protocol;
+pub(crate) mod retry;
 pub(crate) mod token;

@@ -72,6 +72,30 @@ pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// A name that cannot be used on a Redis Cluster: one whose key
+/// (`prefix + name`) has a `}` but no hash tag (Redis's rule: the first
+/// `{`, then the first `}` after it, with at least one byte between).
+/// Every key and channel of a primitive shares one slot because its stem
+/// is the key in braces (`docs/protocol.md`); such a key cannot be put in
+/// braces (its `}` would end the tag early), so its keys would land in
+/// different slots and every command would fail with CROSSSLOT. Refused
+/// with the reason instead; a standalone server takes it (`cluster`
+/// false). Giving it its own tag (`{x}y}`, `{job}}`) makes it work.
+pub(crate) fn check_cluster_name(prefix: &[u8], name: &[u8], cluster: bool) -> Result<()> {
+    let key = [prefix, name].concat();
+    if !cluster || !key.contains(&b'}') || crate::vocab::protocol::has_hash_tag(&key) {
+        return Ok(());
+    }
+    Err(Error::InvalidName {
+        reason: format!(
+            "{:?} has a `}}` but no hash tag, so on a Redis Cluster its keys cannot \
+             share one slot; drop the `}}`, or give the name a hash tag of its own \
+             (e.g. \"{{job}}:x\": the part in braces picks the slot)",
+            String::from_utf8_lossy(name)
+        ),
+    })
+}
+
 pub(crate) fn check_ttl(ttl: Duration) -> Result<()> {
     if ttl < MIN_TTL {
         return Err(Error::InvalidTtl {
@@ -201,6 +225,20 @@ mod tests {
         assert!(check_name(&[b'x'; MAX_NAME_LEN]).is_ok());
         assert!(check_name(b"orders:fence").is_err());
         assert!(check_name(b"\0binary\xff ok").is_ok());
+    }
+
+    #[test]
+    fn a_brace_without_a_tag_is_refused_on_a_cluster_only() {
+        for name in [&b"x}y"[..], b"job}", b"a{}b}"] {
+            assert!(matches!(
+                check_cluster_name(b"p:", name, true),
+                Err(Error::InvalidName { .. })
+            ));
+            assert!(check_cluster_name(b"p:", name, false).is_ok());
+        }
+        for name in [&b"{a}b}"[..], b"job", b"{x}y"] {
+            assert!(check_cluster_name(b"p:", name, true).is_ok());
+        }
     }
 
     #[test]

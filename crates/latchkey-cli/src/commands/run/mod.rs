@@ -51,12 +51,22 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     if args.permits.is_some() || args.read || args.write {
         return permits::run(target, &args, signals).await;
     }
-    let lock = args.wait.replicated(
-        args.wait
-            .fair_or_not(target.lock(&args.name, args.ttl).await?)?
-            .with_watchdog(),
-    )?;
-    let wait_until = args.wait.wait.map(|wait| Instant::now() + wait);
+    // Started while Redis is down: connecting is retried within the wait's
+    // budget (`patience.rs`), and a signal ends it as it ends the wait.
+    let connected = tokio::select! {
+        connected = target.lock_within(&args.name, args.ttl, args.wait.patience()) => connected?,
+        signo = signals.recv() => {
+            return Err(Failure::new(
+                128u8.saturating_add(signo as u8),
+                format!("{} while connecting for lock {:?}", signal_name(signo), args.name),
+            ));
+        }
+    };
+    let lock = args
+        .wait
+        .replicated(args.wait.fair_or_not(connected)?.with_watchdog())?;
+    // `--wait` counts from the start, connecting included.
+    let wait_until = args.wait.deadline();
     loop {
         let acquired = tokio::select! {
             acquired = acquire_until(&lock, &args.wait, wait_until) => acquired,
@@ -106,17 +116,17 @@ async fn acquire_until(
     wait: &HoldArgs,
     until: Option<Instant>,
 ) -> latchkey::Result<Option<LockGuard>> {
-    let waited = match (wait.no_wait, until) {
-        (true, _) => return lock.try_acquire().await,
-        (false, None) => lock.acquire().await,
-        (false, Some(until)) => {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            lock.acquire_timeout(left).await
-        }
-    };
+    if wait.no_wait {
+        return lock.try_acquire().await;
+    }
+    if until.is_some_and(|until| until <= Instant::now()) {
+        return Ok(None);
+    }
+    // An outage is ridden out within the wait's budget (`patience.rs`).
+    let waited = wait
+        .patience()
+        .retry("waiting for the lock", || lock.acquire_until(until))
+        .await;
     match waited {
         Ok(guard) => Ok(Some(guard)),
         Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),

@@ -71,8 +71,12 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
     } else {
         "run --read"
     };
-    let client = target.client(what).await?;
-    let wait_until = args.wait.wait.map(|wait| Instant::now() + wait);
+    // Started while Redis is down: connecting is retried within the wait's
+    // budget (`patience.rs`); a signal ends it.
+    let connecting = target.client_within(what, args.wait.patience());
+    let client = interruptible(connecting, &mut signals, &args.name).await??;
+    // `--wait` counts from the start, connecting included.
+    let wait_until = args.wait.deadline();
     loop {
         let (acquired, what) = match args.permits {
             Some(permits) => {
@@ -203,7 +207,15 @@ async fn acquire_rw(
     if wait_until.is_some_and(|until| until <= Instant::now()) {
         return Ok(None);
     }
-    match rw.acquire_until(access, wait_until).await {
+    // An outage is ridden out within the wait's budget (`patience.rs`).
+    let waited = args
+        .wait
+        .patience()
+        .retry("waiting for the read-write lock", || {
+            rw.acquire_until(access, wait_until)
+        })
+        .await;
+    match waited {
         Ok(guard) => Ok(Some(guard)),
         Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
         Err(e) => Err(e),
@@ -232,16 +244,17 @@ async fn acquire(
     if args.wait.no_wait {
         return semaphore.try_acquire().await;
     }
-    let waited = match wait_until {
-        Some(until) => {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            semaphore.acquire_timeout(left).await
-        }
-        None => semaphore.acquire().await,
-    };
+    if wait_until.is_some_and(|until| until <= Instant::now()) {
+        return Ok(None);
+    }
+    // An outage is ridden out within the wait's budget (`patience.rs`).
+    let waited = args
+        .wait
+        .patience()
+        .retry("waiting for a permit", || {
+            semaphore.acquire_until(wait_until)
+        })
+        .await;
     match waited {
         Ok(permit) => Ok(Some(permit)),
         Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),

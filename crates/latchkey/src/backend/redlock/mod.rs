@@ -163,6 +163,18 @@ impl Group {
         for (i, result) in results.into_iter().enumerate() {
             let instance = match result {
                 Ok(client) => {
+                    // Redlock's safety rests on independent servers; the
+                    // nodes of a cluster are one store (and a cluster
+                    // node's keys are not all on it): refused, with the fix.
+                    if client.is_cluster() {
+                        return Err(Error::InvalidInput(format!(
+                            "Redlock needs independent Redis servers, and {} is a Redis Cluster \
+                             node; for a cluster give its nodes as seeds of one client \
+                             (ClientBuilder::seed; the CLI does that when every --redis URL \
+                             is a node of one cluster)",
+                            client.server()
+                        )));
+                    }
                     let p = prefix.get_or_insert_with(|| client.prefix().to_vec());
                     if client.prefix() != p.as_slice() {
                         return Err(Error::InvalidInput(

@@ -54,10 +54,10 @@ use crate::primitives::election::leadership::{Leadership, PendingCampaign};
 use crate::primitives::election::observer::Observer;
 use crate::primitives::election::spec::{wrong_type, ElectionSpec, Leader};
 use crate::transport::session::Session;
-use crate::transport::subscriber::jitter;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::ttl_ms;
 use crate::vocab::protocol::scripts;
+use crate::vocab::retry::{Backoff, Retry};
 
 /// A named election; a recipe, cheap to clone. Made by
 /// [`Client::election`](crate::Client::election).
@@ -176,47 +176,43 @@ impl Election {
             None => subscribing.await.ok(),
         };
         let mut last_subscribe = Instant::now();
-        let mut poll = MIN_POLL;
-        let mut failing_since: Option<Instant> = None;
+        let mut poll = Backoff::default();
+        let mut retry = Retry::until(deadline);
+        let what = self.inner.display_name();
         loop {
             if let Some(c) = changes.as_mut() {
                 c.skip_pending();
             }
-            let mut unreachable = None;
+            let mut error_delay = None;
             let retry_in = match self.attempt(value).await {
                 Ok(Ok(leadership)) => return Ok(leadership),
                 Ok(Err(lease_left)) => {
-                    failing_since = None;
+                    retry.answered(&what);
                     lease_left
                 }
-                Err(e) if e.is_transient() => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
-                        return Err(e);
-                    }
-                    tracing::warn!(election = %self.inner.display_name(), error = %e, "campaign attempt failed; retrying");
-                    unreachable = Some(e);
-                    poll = (poll * 2).min(MAX_POLL);
-                    Some(jitter(poll))
+                // The one failure policy: retried until the deadline, then
+                // returned (an outage is not a conflict).
+                Err(e) => {
+                    error_delay = Some(retry.failed(e, &what)?);
+                    None
                 }
-                Err(e) => return Err(e),
             };
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                return Err(unreachable.unwrap_or_else(timed_out));
+                return Err(timed_out());
             }
             if changes.is_none() && now - last_subscribe >= Duration::from_secs(1) {
                 changes = self.inner.subscribe().await.ok();
                 last_subscribe = now;
             }
-            let sleep = match (retry_in, changes.is_some()) {
-                (Some(left), true) if failing_since.is_none() => left + Duration::from_millis(1),
-                (Some(left), _) => (left + Duration::from_millis(1)).min(jitter(poll)),
-                (None, _) => jitter(poll),
+            let sleep = match (error_delay, retry_in, changes.is_some()) {
+                (Some(delay), _, _) => delay,
+                (None, Some(left), true) => left + Duration::from_millis(1),
+                (None, Some(left), false) => {
+                    (left + Duration::from_millis(1)).min(poll.next_delay())
+                }
+                (None, None, _) => poll.next_delay(),
             };
-            if changes.is_none() || retry_in.is_none() {
-                poll = (poll * 2).min(MAX_POLL);
-            }
             let mut wake_at = Instant::now() + sleep;
             if let Some(d) = deadline {
                 wake_at = wake_at.min(d);
@@ -312,6 +308,3 @@ impl Election {
         })
     }
 }
-const MIN_POLL: Duration = Duration::from_millis(10);
-const MAX_POLL: Duration = Duration::from_millis(500);
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

@@ -32,8 +32,9 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use crate::primitives::election::spec::{parse_change, ElectionSpec, Leader, Reading};
-use crate::transport::subscriber::{jitter, Event, Subscription};
+use crate::transport::subscriber::{Event, Subscription};
 use crate::vocab::error::Result;
+use crate::vocab::retry::Retry;
 
 /// Follows the leader of an election. Made by
 /// [`Election::observe`](crate::Election::observe).
@@ -160,19 +161,19 @@ impl Observer {
         })
     }
 
-    /// Reads, retrying transient errors (a connection being re-established)
-    /// with backoff, for at most [`GIVE_UP_AFTER`].
+    /// Reads, retrying transient errors (a connection being re-established,
+    /// a failover) by the one failure policy (`retry.rs`): without a
+    /// deadline, for at most [`GIVE_UP_AFTER`](crate::vocab::retry::GIVE_UP_AFTER).
     async fn read(&self) -> Result<Reading> {
-        let started = Instant::now();
-        let mut backoff = Duration::from_millis(10);
+        let mut retry = Retry::until(None);
+        let what = self.election.display_name();
         loop {
             match self.election.read().await {
-                Err(e) if e.is_transient() && started.elapsed() < GIVE_UP_AFTER => {
-                    tracing::debug!(error = %e, "observer read failed; retrying");
-                    tokio::time::sleep(jitter(backoff)).await;
-                    backoff = (backoff * 2).min(POLL * 2);
+                Err(e) => retry.after_failure(e, &what).await?,
+                Ok(reading) => {
+                    retry.answered(&what);
+                    return Ok(reading);
                 }
-                other => return other,
             }
         }
     }
@@ -232,10 +233,6 @@ async fn sleep_until(at: Option<Instant>) {
         None => std::future::pending().await,
     }
 }
-
-/// How long an observer retries a read that keeps failing before `next`
-/// returns the error.
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
 
 /// How often an observer without pub/sub re-reads.
 const POLL: Duration = Duration::from_millis(250);

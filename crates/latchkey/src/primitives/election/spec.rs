@@ -45,6 +45,7 @@ impl ElectionSpec {
     /// Checks the name and TTL and computes the keys.
     pub(crate) fn new(session: &Session, name: &[u8], ttl: Duration) -> Result<ElectionSpec> {
         check_name(name)?;
+        crate::vocab::names::check_cluster_name(session.prefix(), name, session.is_cluster())?;
         check_ttl(ttl)?;
         let stem = crate::vocab::protocol::tag_stem(&[session.prefix(), name].concat());
         let keys = LockKeys {

@@ -12,6 +12,7 @@ use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
 use crate::vocab::error::Result;
 use crate::vocab::outcome::{Attempt, AttemptMode};
+use crate::vocab::retry::Retry;
 
 impl Lock {
     /// `try_acquire` without metrics and span: also the first step of a wait.
@@ -123,37 +124,26 @@ impl Lock {
     /// The wait of a fair lock, its hold confirmed with the replicas of a
     /// lock made [`with_replicas`](Lock::with_replicas). A hold too few
     /// acknowledge is handed on, and the waiter queues again, as a barging
-    /// waiter retries: until `deadline`, or, without one, until the
-    /// confirmations have failed for [`GIVE_UP_AFTER`].
+    /// waiter retries, by the one failure policy (`retry.rs`): until
+    /// `deadline`, or, without one, until the confirmations have failed
+    /// for [`GIVE_UP_AFTER`](crate::vocab::retry::GIVE_UP_AFTER).
     pub(crate) async fn fair_acquire_replicated(
         &self,
         deadline: Option<Instant>,
         started: Instant,
     ) -> Result<LockGuard> {
-        let mut failing_since: Option<Instant> = None;
+        let mut retry = Retry::until(deadline);
+        let what = self.inner.display_name();
         loop {
             let guard = self.fair_acquire_until(deadline, started).await?;
             match self.confirmed(guard).await {
-                Err(e) if e.is_transient() => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    let out_of_time = match deadline {
-                        Some(d) => Instant::now() >= d,
-                        None => since.elapsed() >= GIVE_UP_AFTER,
-                    };
-                    if out_of_time {
-                        return Err(e);
-                    }
-                    tracing::warn!(lock = %self.inner.display_name(), error = %e, "a fair hold was not confirmed by the replicas; queueing again");
-                }
+                // Not confirmed: queue again at once (the hold was handed on).
+                Err(e) => drop(retry.failed(e, &what)?),
                 other => return other,
             }
         }
     }
 }
-
-/// How long a waiter without a deadline goes on when its holds are not
-/// confirmed by the replicas (as the barging wait retries errors).
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
 
 /// A waiter's attempt found the lock busy.
 pub(crate) struct Busy {
@@ -186,6 +176,7 @@ impl Drop for PendingAttempt<'_> {
                 token.to_owned(),
                 "an acquire attempt was cancelled or failed after its request was sent",
                 None,
+                Instant::now() + self.lock.inner.ttl,
             );
         }
     }

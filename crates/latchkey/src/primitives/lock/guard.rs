@@ -267,10 +267,15 @@ impl LockGuard {
     ///
     /// `Ok(Ownership::Owned)`: we held the lock and it is free now;
     /// `Expired` or `HeldByOther`: it was no longer ours (nothing was
-    /// deleted). On a transient error (Redis unreachable, no answer in
-    /// time) the release is retried once in the background, and the lock
-    /// frees itself at its TTL if that fails too. The guard is consumed
-    /// either way.
+    /// deleted). A transient error (Redis restarting or failing over, no
+    /// answer in time) is retried, by the one failure policy (`retry.rs`),
+    /// while the hold's [`deadline`](Self::deadline) has not passed, so a
+    /// release that lands in an outage still frees the lock when Redis is
+    /// back instead of leaving it idle until its TTL; past the deadline it
+    /// is tried once more in the background, and then the lock frees
+    /// itself at its TTL. (A retry after a reply was lost may find the lock
+    /// freed by the first request already: then it says `Expired`.) The
+    /// guard is consumed either way.
     ///
     /// # Cancel safety
     /// Cancel safe: if the future is dropped before the reply was read
@@ -281,20 +286,34 @@ impl LockGuard {
         self.release = ReleaseState::Sent;
         self.state.finish();
         crate::vocab::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
-        let span = release_span(self.name(), &self.token);
-        let release = crate::primitives::lock::release::release(
-            &self.lock.backend,
-            &self.lock.keys,
-            &self.lock.local,
-            &self.token,
-            false,
-        );
-        // As in `Lock::try_acquire`: unwrapped without a subscriber for the span.
-        let result = match span.is_disabled() {
-            true => release.await,
-            // Boxed: the release's future, moved into the span's, would
-            // otherwise be carried twice by every release's future.
-            false => Box::pin(release.instrument(span)).await,
+        let mut retry = crate::vocab::retry::Retry::until(Some(self.state.deadline()));
+        let result = loop {
+            let span = release_span(self.name(), &self.token);
+            let release = crate::primitives::lock::release::release(
+                &self.lock.backend,
+                &self.lock.keys,
+                &self.lock.local,
+                &self.token,
+                false,
+            );
+            // As in `Lock::try_acquire`: unwrapped without a subscriber for the span.
+            let result = match span.is_disabled() {
+                true => release.await,
+                // Boxed: the release's future, moved into the span's, would
+                // otherwise be carried twice by every release's future.
+                false => Box::pin(release.instrument(span)).await,
+            };
+            match result {
+                // Boxed: the rare retry's sleep is not carried by every release.
+                Err(e) if e.is_transient() => {
+                    let what = String::from_utf8_lossy(self.name()).into_owned();
+                    match retry.failed(e, &what) {
+                        Ok(delay) => Box::pin(tokio::time::sleep(delay)).await,
+                        Err(e) => break Err(e),
+                    }
+                }
+                other => break other,
+            }
         };
         crate::vocab::metrics::release_outcome(
             &self.lock.metrics_label,
@@ -406,6 +425,7 @@ impl Drop for LockGuard {
             std::mem::take(&mut self.token),
             why,
             counted,
+            self.state.deadline(),
         );
     }
 }

@@ -34,7 +34,7 @@ use crate::primitives::lock::spec::LockSpec;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome};
-use crate::vocab::names::{check_name, check_ttl, LockKeys};
+use crate::vocab::names::{check_cluster_name, check_name, check_ttl, LockKeys};
 use crate::vocab::outcome::AttemptMode;
 
 /// A named lock with a TTL; a recipe, cheap to clone. Holding it is
@@ -70,6 +70,7 @@ impl Lock {
 
     pub(crate) fn new(backend: Backend, name: &[u8], ttl: Duration) -> Result<Lock> {
         check_name(name)?;
+        check_cluster_name(backend.prefix(), name, backend.is_cluster())?;
         check_ttl(ttl)?;
         let keys = LockKeys::new(backend.prefix(), name, !backend.is_cluster());
         Ok(Lock {

@@ -56,7 +56,11 @@ fn woken_if_free(local: &LocalSlot, outcome: Result<Ownership>) -> Result<Owners
 
 /// Best-effort compare-and-delete on a tokio runtime, if there is one.
 /// `counted`: the label under which to count the release in the metrics
-/// (a held guard's), or `None` for a lock we never knew we held.
+/// (a held guard's), or `None` for a lock we never knew we held. Transient
+/// errors (an outage, a failover) are retried by the one failure policy
+/// until `until` (the hold's deadline: after it the lock frees itself), so
+/// a drop during a Redis restart still frees the lock when Redis is back;
+/// at least one try is made.
 pub(crate) fn release_in_background(
     backend: Backend,
     keys: Arc<LockKeys>,
@@ -64,6 +68,7 @@ pub(crate) fn release_in_background(
     token: String,
     why: &'static str,
     counted: Option<LockLabel>,
+    until: std::time::Instant,
 ) {
     if tokio::runtime::Handle::try_current().is_err() {
         tracing::warn!(
@@ -76,7 +81,16 @@ pub(crate) fn release_in_background(
     let tracker = backend.background().clone();
     tracker.spawn(
         async move {
-            let result = release(&backend, &keys, &local, &token, true).await;
+            let mut retry = crate::vocab::retry::Retry::until(Some(until));
+            let result = loop {
+                match release(&backend, &keys, &local, &token, true).await {
+                    Err(e) if e.is_transient() => match retry.failed(e, &why) {
+                        Ok(delay) => tokio::time::sleep(delay).await,
+                        Err(e) => break Err(e),
+                    },
+                    other => break other,
+                }
+            };
             if let Some(label) = &counted {
                 crate::vocab::metrics::release_outcome(label, result.as_ref().ok().copied());
             }

@@ -31,6 +31,7 @@ use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
 use crate::transport::subscriber::{jitter, Event};
 use crate::vocab::error::{Error, Result};
+use crate::vocab::retry::{Backoff, Retry};
 
 impl Lock {
     /// The slow path of [`Lock::acquire_until`]: the lock was busy.
@@ -72,10 +73,12 @@ impl Lock {
             }
         }
 
-        let mut poll = MIN_POLL;
+        // Polling without pub/sub; errors are retried by the one policy.
+        let mut poll = Backoff::default();
+        let mut retry = Retry::until(deadline);
+        let what = self.inner.display_name();
         // Polling a holder whose release publishes nothing (another library's).
         let mut foreign_poll = MIN_FOREIGN_POLL;
-        let mut failing_since: Option<Instant> = None;
         // When a release notification woke us: the start of a handoff.
         let mut woken_at: Option<Instant> = None;
         loop {
@@ -85,8 +88,9 @@ impl Lock {
             released.as_mut().enable();
             // A wait whose last attempt could not reach Redis (or a Redlock
             // majority) reports that at the deadline rather than "still
-            // busy", which would be untrue: an outage is not a conflict.
-            let mut unreachable: Option<Error> = None;
+            // busy", which would be untrue: an outage is not a conflict
+            // (`Retry::failed` returns the error then).
+            let mut error_delay = None;
             if let Some(w) = wakeups.as_mut() {
                 w.reset();
             }
@@ -122,25 +126,18 @@ impl Lock {
                     continue;
                 }
                 Ok(Err(busy)) => {
-                    failing_since = None;
+                    retry.answered(&what);
                     announced = busy.announced || behind_local;
                     busy.retry_in
                 }
-                Err(e) if e.is_transient() => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
-                        return Err(e);
-                    }
-                    tracing::warn!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "acquire attempt failed; retrying");
-                    unreachable = Some(e);
-                    poll = (poll * 2).min(MAX_POLL);
-                    Some(poll)
+                Err(e) => {
+                    error_delay = Some(retry.failed(e, &what)?);
+                    None
                 }
-                Err(e) => return Err(e),
             };
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                return Err(unreachable.take().unwrap_or_else(timed_out));
+                return Err(timed_out());
             }
             if !behind_local && wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1)
             {
@@ -160,14 +157,13 @@ impl Lock {
                     (ttl_left + Duration::from_millis(1)).min(every)
                 }
                 (Some(ttl_left), true) => ttl_left + Duration::from_millis(1),
-                (Some(ttl_left), false) => (ttl_left + Duration::from_millis(1)).min(jitter(poll)),
-                (None, _) => jitter(poll),
+                (Some(ttl_left), false) => {
+                    (ttl_left + Duration::from_millis(1)).min(poll.next_delay())
+                }
+                (None, _) => poll.next_delay(),
             };
-            if !woken || retry_in.is_none() {
-                poll = (poll * 2).min(MAX_POLL);
-            }
-            if failing_since.is_some() {
-                sleep = jitter(poll);
+            if let Some(delay) = error_delay {
+                sleep = delay;
             }
             let mut wake_at = Instant::now() + sleep;
             if let Some(d) = deadline {
@@ -269,12 +265,9 @@ impl Lock {
     }
 }
 
-const MIN_POLL: Duration = Duration::from_millis(10);
 /// Polling a holder that will not announce its release: from this, doubling
 /// up to [`MAX_FOREIGN_POLL`]; with the jitter (×0.5 to ×1.5) such a release
 /// is found at most 1.5 × `MAX_FOREIGN_POLL` plus a round trip late
 /// (`docs/protocol.md`, "Waiting", has the cost in commands).
 const MIN_FOREIGN_POLL: Duration = Duration::from_millis(25);
 const MAX_FOREIGN_POLL: Duration = Duration::from_millis(200);
-const MAX_POLL: Duration = Duration::from_millis(500);
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

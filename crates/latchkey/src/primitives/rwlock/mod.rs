@@ -50,9 +50,10 @@ use crate::primitives::rwlock::guard::{RwAccess, RwGuard, RwSpec};
 use crate::primitives::shared::{in_background, key, Waker};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
-use crate::vocab::names::{check_name, check_ttl, drift, ttl_ms};
+use crate::vocab::names::{check_cluster_name, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::RWLOCK_SUFFIXES;
+use crate::vocab::retry::Retry;
 
 /// A read-write lock called by name; a recipe, cheap to clone. Made by
 /// [`Client::rwlock`](crate::Client::rwlock).
@@ -80,6 +81,7 @@ impl RwLock {
         ttl: Duration,
     ) -> Result<RwLock> {
         check_name(name)?;
+        check_cluster_name(session.prefix(), name, session.is_cluster())?;
         check_ttl(ttl)?;
         let keys = RWLOCK_SUFFIXES.map(|suffix| key(session, name, suffix));
         Ok(RwLock {
@@ -174,30 +176,24 @@ impl RwLock {
         let mut pending = Pending::new(&self.inner, access)?;
         let channel = self.inner.channel().to_vec();
         let mut waker = Waker::subscribe(&self.inner.session, channel, deadline).await;
-        let mut failing_since: Option<Instant> = None;
+        let mut retry = Retry::until(deadline);
+        let what = String::from_utf8_lossy(&self.inner.name);
         loop {
-            let mut failed = None;
             let wake_at = match self.attempt(&mut pending, true).await {
                 Ok(Ok(guard)) => return Ok(guard),
                 Ok(Err(retry_in)) => {
-                    failing_since = None;
+                    retry.answered(&what);
                     Instant::now() + retry_in + Duration::from_millis(1)
                 }
-                Err(e) if e.is_transient() => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
-                        return Err(e);
-                    }
-                    failed = Some(e);
-                    Instant::now() + RETRY
-                }
-                Err(e) => return Err(e),
+                // The one failure policy: retried until the deadline, then
+                // returned (an outage is not a conflict).
+                Err(e) => Instant::now() + retry.failed(e, &what)?,
             };
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(failed.unwrap_or_else(|| Error::WaitTimedOut {
+                return Err(Error::WaitTimedOut {
                     name: String::from_utf8_lossy(&self.inner.name).into_owned(),
                     waited: started.elapsed(),
-                }));
+                });
             }
             let _ = waker.sleep(Some(wake_at), deadline).await;
         }
@@ -315,6 +311,3 @@ impl Drop for Pending<'_> {
         );
     }
 }
-
-const RETRY: Duration = Duration::from_millis(100);
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

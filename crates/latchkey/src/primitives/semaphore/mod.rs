@@ -60,9 +60,10 @@ use crate::primitives::shared::{in_background, key, Waker};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
-use crate::vocab::names::{check_count, check_name, check_ttl, drift, ttl_ms};
+use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
+use crate::vocab::retry::Retry;
 
 /// A counting semaphore of leased permits; a recipe, cheap to clone. Made
 /// by [`Client::semaphore`](crate::Client::semaphore).
@@ -92,6 +93,7 @@ impl Semaphore {
         ttl: Duration,
     ) -> Result<Semaphore> {
         check_name(name)?;
+        check_cluster_name(session.prefix(), name, session.is_cluster())?;
         check_ttl(ttl)?;
         let permits = check_count("semaphore permits", permits)?;
         Ok(Semaphore {
@@ -200,30 +202,24 @@ impl Semaphore {
         }
         let channel = self.inner.channel.to_vec();
         let mut waker = Waker::subscribe(&self.inner.session, channel, deadline).await;
-        let mut failing_since: Option<Instant> = None;
+        let mut retry = Retry::until(deadline);
+        let what = String::from_utf8_lossy(&self.inner.name);
         loop {
-            let mut failed = None;
             let wake_at = match self.attempt().await {
                 Ok(Ok(permit)) => return Ok(permit),
                 Ok(Err(earliest_expiry)) => {
-                    failing_since = None;
+                    retry.answered(&what);
                     Instant::now() + earliest_expiry + Duration::from_millis(1)
                 }
-                Err(e) if e.is_transient() => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
-                        return Err(e);
-                    }
-                    failed = Some(e);
-                    Instant::now() + RETRY
-                }
-                Err(e) => return Err(e),
+                // The one failure policy: retried until the deadline, then
+                // returned (an outage is not a full semaphore).
+                Err(e) => Instant::now() + retry.failed(e, &what)?,
             };
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(failed.unwrap_or_else(|| Error::WaitTimedOut {
+                return Err(Error::WaitTimedOut {
                     name: String::from_utf8_lossy(&self.inner.name).into_owned(),
                     waited: started.elapsed(),
-                }));
+                });
             }
             // A message or a re-check: either way, try again.
             let _ = waker.sleep(Some(wake_at), deadline).await;
@@ -325,6 +321,3 @@ impl Drop for PendingPermit<'_> {
         }
     }
 }
-
-const RETRY: Duration = Duration::from_millis(100);
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

@@ -33,6 +33,9 @@ pub struct ClientBuilder {
     tls: TlsOptions,
     /// Set: the URL gives the primary's settings, the Sentinels its address.
     sentinel: Option<SentinelSpec>,
+    /// More nodes of the same Redis Cluster, tried in turn when the URL's
+    /// node cannot be reached, and given to the cluster client.
+    seeds: Vec<String>,
 }
 
 impl ClientBuilder {
@@ -64,6 +67,21 @@ impl ClientBuilder {
     /// Replicas are connected on first use; one that is down is not an error.
     pub fn replica(mut self, url: &str) -> Self {
         self.replicas.push(url.to_owned());
+        self
+    }
+
+    /// Adds another node of the same Redis Cluster as a seed (repeatable),
+    /// as `redis-cli -c` and redis-rs's cluster client take several: when
+    /// the URL's node cannot be reached (it died, and the cluster failed
+    /// over), the seeds are tried in turn, and the cluster client may learn
+    /// the slots from any of them later. Each seed takes the URL's TLS
+    /// options; a seed's own password and database are its own. The node
+    /// that answers must be a cluster node: seeds beside a standalone
+    /// server are [`Error::NotACluster`] (independent servers are
+    /// [`Redlock`](crate::Redlock)'s business), and so are seeds with
+    /// [`sentinel`](Self::sentinel).
+    pub fn seed(mut self, url: &str) -> Self {
+        self.seeds.push(url.to_owned());
         self
     }
 
@@ -157,10 +175,46 @@ impl ClientBuilder {
         let redis = crate::transport::tls::redis_client(&this.url, &this.tls, over.as_ref())?;
         let replicas =
             crate::transport::tls::replica_clients(&this.replicas, &this.tls, over.as_ref())?;
-        match this.sentinel.take() {
-            Some(spec) => this.open_sentinel(spec, redis, replicas, over).await,
-            None => this.open_standalone(redis, replicas).await,
+        if let Some(spec) = this.sentinel.take() {
+            if !this.seeds.is_empty() {
+                return Err(Error::InvalidInput(
+                    "cluster seeds cannot be used with Sentinels".into(),
+                ));
+            }
+            return this.open_sentinel(spec, redis, replicas, over).await;
         }
+        if this.seeds.is_empty() {
+            return this.open_standalone(redis, replicas).await;
+        }
+        // The URL's node, then each seed, until one answers.
+        let nodes: Vec<String> = std::iter::once(this.url.clone())
+            .chain(this.seeds.iter().cloned())
+            .collect();
+        let mut last = None;
+        for (i, node) in nodes.iter().enumerate() {
+            let mut attempt = this.clone();
+            attempt.url = node.clone();
+            // The cluster client knows every node, the one that answered first.
+            attempt.seeds = nodes.iter().filter(|n| *n != node).cloned().collect();
+            let redis = if i == 0 {
+                redis.clone()
+            } else {
+                crate::transport::tls::redis_client(node, &this.tls, over.as_ref())?
+            };
+            match attempt.open_standalone(redis, replicas.clone()).await {
+                Ok(session) if !session.is_cluster() => {
+                    return Err(Error::NotACluster {
+                        server: session.server(),
+                    })
+                }
+                Err(e) if e.is_transient() => {
+                    tracing::warn!(seed = %node_label(node), error = %e, "cluster seed unreachable; trying the next");
+                    last = Some(e);
+                }
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Internal("no seed was tried".into())))
     }
 
     async fn open_standalone(self, redis: Target, replicas: Vec<Target>) -> Result<Session> {
@@ -226,6 +280,13 @@ impl ClientBuilder {
                 replicas,
                 replica_subscribers: OnceLock::new(),
                 cluster_certs,
+                cluster_seeds: self
+                    .seeds
+                    .iter()
+                    .filter_map(|url| {
+                        redis::IntoConnectionInfo::into_connection_info(url.as_str()).ok()
+                    })
+                    .collect(),
                 local_queues: Default::default(),
                 metrics_labels: self.metrics_labels,
                 background: tokio_util::task::TaskTracker::new(),
@@ -272,7 +333,8 @@ impl ClientBuilder {
                  cluster-preferred-endpoint-type hostname) and connect without it"
             )));
         }
-        let mut builder = redis::cluster::ClusterClient::builder(vec![self.url.as_str()])
+        let nodes = std::iter::once(self.url.as_str()).chain(self.seeds.iter().map(String::as_str));
+        let mut builder = redis::cluster::ClusterClient::builder(nodes)
             .connection_timeout(self.command_timeout)
             .response_timeout(self.command_timeout)
             .retries(2);
@@ -303,6 +365,15 @@ impl ClientBuilder {
             metrics_labels: MetricsLabels::None,
             tls: TlsOptions::default(),
             sentinel: None,
+            seeds: Vec::new(),
         }
     }
+}
+
+/// The host and port of a node's URL, for a log line (no password).
+fn node_label(url: &str) -> String {
+    redis::Client::open(url).map_or_else(
+        |_| "a seed".to_owned(),
+        |client| client.get_connection_info().addr().to_string(),
+    )
 }

@@ -253,14 +253,5 @@ async fn handle(
     Ok(())
 }
 
-/// `d` scaled by a random factor in [0.5, 1.5): spreads out reconnects and
-/// polls of many processes.
-pub(crate) fn jitter(d: Duration) -> Duration {
-    let mut byte = [0u8; 1];
-    let r = if getrandom::fill(&mut byte).is_ok() {
-        byte[0]
-    } else {
-        128
-    };
-    d.mul_f64(0.5 + f64::from(r) / 256.0)
-}
+/// Jitter lives with the one failure policy (`vocab/retry.rs`).
+pub(crate) use crate::vocab::retry::jitter;

@@ -51,6 +51,7 @@ use crate::vocab::error::{Error, Result};
 
 mod actor;
 mod commands;
+mod heard;
 mod push;
 mod registry;
 mod sharded;

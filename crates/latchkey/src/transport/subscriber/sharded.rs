@@ -21,6 +21,12 @@
 //!   (a `Disconnection` push, or a `PING` to the primaries that fails) may
 //!   have lost messages: every wanted channel is subscribed again and told
 //!   [`Event::Resubscribed`].
+//! * **A slot whose owner died.** Then redis-rs may take a re-`SSUBSCRIBE`
+//!   for the dead node as done, and never learn the slot's new owner. So
+//!   after a node is lost, every ping also asks each slot's owner whether
+//!   the wanted channels are heard there (`heard.rs`); until they all are,
+//!   the cluster connection is made anew (a fresh slot map) and every
+//!   channel subscribed again on it.
 //!
 //! Patterns are refused before they get here (`mod.rs`): sharded messages
 //! never reach a pattern subscription.
@@ -93,6 +99,9 @@ pub(super) async fn actor(
     let mut lost: HashSet<Arc<Topic>> = HashSet::new();
     let mut retry_at: Option<tokio::time::Instant> = None;
     let mut flush_at: Option<tokio::time::Instant> = None;
+    // Set when a node was lost: the subscriptions are checked at their
+    // slots' owners on every ping until all of them are heard.
+    let mut suspect = false;
     let mut ping = tokio::time::interval(ping_every);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ping.tick().await;
@@ -106,7 +115,7 @@ pub(super) async fn actor(
                 let Some(s) = shared.upgrade() else { return };
                 let mut next = Some(push);
                 while let Some(push) = next.take() {
-                    take_push(&s, push, &mut lost);
+                    suspect |= take_push(&s, push, &mut lost);
                     next = pushes.try_recv().ok();
                 }
                 drop(s);
@@ -153,32 +162,50 @@ pub(super) async fn actor(
                         lost.extend(lock(&s.registry).keys().cloned());
                     }
                     retry_at.get_or_insert_with(tokio::time::Instant::now);
+                    suspect = true;
+                } else if suspect && lost.is_empty() {
+                    let Some(s) = shared.upgrade() else { return };
+                    let wanted: Vec<Arc<Topic>> = lock(&s.registry).keys().cloned().collect();
+                    drop(s);
+                    if wanted.is_empty() || super::heard::all_heard(&conn, &wanted, timeout).await {
+                        suspect = false;
+                    } else {
+                        tracing::warn!("a sharded subscription is not heard at its slot's owner; reconnecting the cluster subscriber");
+                        if let Ok(Ok(fresh)) = tokio::time::timeout(timeout, client.get_async_connection()).await {
+                            conn = fresh;
+                        }
+                        lost.extend(wanted);
+                        retry_at.get_or_insert_with(tokio::time::Instant::now);
+                    }
                 }
             }
         }
     }
 }
 
-/// Notes the channels that must be subscribed again.
-fn take_push(shared: &Shared, push: PushInfo, lost: &mut HashSet<Arc<Topic>>) {
+/// Notes the channels that must be subscribed again; true when a node
+/// connection was lost (then they are checked at their owners: `heard.rs`).
+fn take_push(shared: &Shared, push: PushInfo, lost: &mut HashSet<Arc<Topic>>) -> bool {
     match push.kind {
         PushKind::SUnsubscribe => {
             // Ours (a channel given up) or the server's (its slot moved):
             // only a channel still wanted needs anything.
             let Some(redis::Value::BulkString(channel)) = push.data.into_iter().next() else {
-                return;
+                return false;
             };
             let registry = lock(&shared.registry);
             if let Some((topic, _)) = registry.get_key_value(&Topic::Channel(channel)) {
                 tracing::info!(channel = ?String::from_utf8_lossy(topic.bytes()), "the server dropped a sharded subscription (its slot moved); subscribing at the new owner");
                 lost.insert(topic.clone());
             }
+            false
         }
         PushKind::Disconnection => {
             tracing::warn!("a cluster subscriber connection dropped; subscribing again");
             lost.extend(lock(&shared.registry).keys().cloned());
+            true
         }
-        _ => {}
+        _ => false,
     }
 }
 

@@ -113,6 +113,23 @@ pub enum Error {
     #[error("Redis is a read-only replica; connect to the primary: {0}")]
     ReadOnlyReplica(#[source] redis::RedisError),
 
+    /// The server or cluster cannot serve the request now: a Redis Cluster
+    /// whose slot is moving or has no primary (MOVED or ASK that the cluster
+    /// client could not follow, TRYAGAIN, CLUSTERDOWN, MASTERDOWN: a failover
+    /// in progress), or a server still loading its data after a restart
+    /// (LOADING). Transient: every wait retries it until its deadline.
+    #[error("Redis cannot serve now (a failover or restart in progress): {0}")]
+    Unavailable(#[source] redis::RedisError),
+
+    /// [Seeds](crate::ClientBuilder::seed) were given, and the server that
+    /// answered is not a Redis Cluster node: seeds are nodes of one
+    /// cluster (independent servers are [`Redlock`](crate::Redlock)'s).
+    #[error("{server} is not a Redis Cluster node: several URLs of one client are seeds of one cluster (for independent servers use Redlock)")]
+    NotACluster {
+        /// The host and port of the server that answered.
+        server: String,
+    },
+
     /// A blocking acquire gave up because its wait deadline passed while the
     /// lock was held by someone else.
     #[error("lock {name:?} still busy after waiting {waited:?}")]
@@ -251,8 +268,9 @@ fn naming(err: redis::RedisError, keys: &[&[u8]]) -> redis::RedisError {
 
 impl Error {
     /// True for errors that may go away by themselves (unreachable, timeout,
-    /// no quorum): retrying later can help. Bad input, auth and wrong-type
-    /// errors are not transient.
+    /// a failover in progress, no quorum): retrying later can help. Bad
+    /// input, auth and wrong-type errors are not transient. Every wait of
+    /// latchkey retries exactly these (see `retry.rs`).
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
@@ -261,6 +279,7 @@ impl Error {
                 | Error::NoQuorum { .. }
                 | Error::OutOfMemory(_)
                 | Error::ReadOnlyReplica(_)
+                | Error::Unavailable(_)
                 | Error::TooFewReplicas { .. }
         )
     }
@@ -316,6 +335,15 @@ impl Error {
             ErrorKind::AuthenticationFailed => Error::Auth(err),
             ErrorKind::Server(ServerErrorKind::NoPerm) => Error::NoPermission(naming(err, keys)),
             ErrorKind::Server(ServerErrorKind::ReadOnly) => Error::ReadOnlyReplica(err),
+            ErrorKind::Server(
+                ServerErrorKind::Moved
+                | ServerErrorKind::Ask
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::BusyLoading,
+            )
+            | ErrorKind::ClusterConnectionNotFound => Error::Unavailable(err),
             _ if err.is_timeout() => Error::Timeout {
                 op: "command",
                 after,

@@ -8,8 +8,9 @@ use crate::backend::fair::{entry, FairAttempt, FairMode};
 use crate::primitives::lock::fair::{handed_valid_until, still_valid, Leaving};
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
-use crate::transport::subscriber::{jitter, Event, Subscription, Topic, EVENT_BUFFER};
+use crate::transport::subscriber::{Event, Subscription, Topic, EVENT_BUFFER};
 use crate::vocab::error::{Error, Result};
+use crate::vocab::retry::Retry;
 
 /// What an event means to one waiter.
 enum Wake {
@@ -89,8 +90,8 @@ impl Lock {
         // When a reply last proved that the lock was not ours yet: a hand-off
         // came after it (see `handed_valid_until`).
         let mut not_ours_since = Instant::now();
-        let mut failing_since: Option<Instant> = None;
-        let mut poll = MIN_POLL;
+        let mut retry = Retry::until(deadline);
+        let what = spec.display_name();
         // `Renew` once a reply showed the entry queued: from then on, an
         // entry that is gone means a hand-off (or a drop) this waiter missed.
         let mut mode = FairMode::Queue;
@@ -102,7 +103,6 @@ impl Lock {
             let attempt = session
                 .fair_attempt(&spec.keys, &me, &token, spec.ttl, spec.fenced, mode, lease)
                 .await;
-            let mut unreachable = None;
             let retry_in = match attempt {
                 // Ours, but this process was held up (SIGSTOP, a starved
                 // thread) past what the reply proves: ask again (see
@@ -149,29 +149,22 @@ impl Lock {
                         mode = FairMode::Renew;
                     }
                     not_ours_since = sent;
-                    failing_since = None;
-                    poll = MIN_POLL;
+                    retry.answered(&what);
                     retry_in
                 }
-                Err(e) if e.is_transient() => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    if deadline.is_none() && since.elapsed() >= GIVE_UP_AFTER {
+                // The one failure policy (`retry.rs`): transient errors are
+                // retried until the deadline, and then returned.
+                Err(e) => match retry.failed(e, &what) {
+                    Ok(delay) => Some(delay),
+                    Err(e) => {
                         leaving.leave().await;
                         return Err(e);
                     }
-                    tracing::warn!(lock = %spec.display_name(), error = %e, "fair attempt failed; retrying");
-                    unreachable = Some(e);
-                    poll = (poll * 2).min(MAX_POLL);
-                    Some(jitter(poll))
-                }
-                Err(e) => {
-                    leaving.leave().await;
-                    return Err(e);
-                }
+                },
             };
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 leaving.leave().await;
-                return Err(unreachable.unwrap_or_else(timed_out));
+                return Err(timed_out());
             }
             let mut wake_at = sent + renew_every;
             if let Some(left) = retry_in {
@@ -262,7 +255,3 @@ fn classify(event: Event, handoff_channel: &[u8], id: &str, fenced: bool) -> Wak
         Event::Resubscribed => Wake::Look,
     }
 }
-
-const MIN_POLL: Duration = Duration::from_millis(10);
-const MAX_POLL: Duration = Duration::from_millis(500);
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);

@@ -1,0 +1,66 @@
+//! A release that lands while Redis restarts (issue 28 item 3b): it is
+//! retried while the hold is valid, so the lock is free as soon as Redis is
+//! back, instead of sitting idle until its TTL.
+
+use std::time::{Duration, Instant};
+
+use latchkey::{Client, Ownership};
+use latchkey_testkit::RedisServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_during_a_restart_frees_the_lock_when_redis_is_back() {
+    // AOF: the lock survives the restart, as it would in production.
+    let mut server = RedisServer::builder().aof(true).start();
+    let client = Client::builder(&server.url())
+        .prefix("test:")
+        .command_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    let ttl = Duration::from_secs(20);
+    let guard = client
+        .lock("restarting", ttl)
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    let token = guard.token().to_owned();
+    server.stop();
+    let started = Instant::now();
+    let restarting = tokio::task::spawn_blocking(move || {
+        // Down for longer than one try and its first retries take.
+        std::thread::sleep(Duration::from_millis(1500));
+        server.restart();
+        server
+    });
+    let released = guard.release().await;
+    let server = restarting.await.unwrap();
+    assert_eq!(
+        released.unwrap(),
+        Ownership::Owned,
+        "the release was not retried"
+    );
+    assert!(
+        started.elapsed() < ttl,
+        "released only after {:?}",
+        started.elapsed()
+    );
+    // Free at once, not at its TTL.
+    assert_eq!(
+        server
+            .command(&["EXISTS", "test:restarting"])
+            .unwrap()
+            .trim(),
+        "0"
+    );
+    let again = client
+        .lock("restarting", ttl)
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap();
+    let again = again.expect("the lock is free after the restart");
+    assert_ne!(again.token(), token);
+    assert_eq!(again.release().await.unwrap(), Ownership::Owned);
+}
