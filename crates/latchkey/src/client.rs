@@ -10,7 +10,7 @@ use crate::connection::Connection;
 use crate::election::Election;
 use crate::error::Result;
 use crate::fence::FencedResource;
-use crate::inspect::LockInfo;
+use crate::inspect::{LockInfo, PrimitiveInfo};
 use crate::latch::Latch;
 use crate::listener::{Listener, Signal};
 use crate::lock::Lock;
@@ -202,6 +202,42 @@ impl Client {
     /// Cancel safe: it only reads.
     pub async fn list(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<LockInfo>> {
         self.session.list(pattern.as_ref()).await
+    }
+
+    /// Every primitive under `name` (lock, fair lock, semaphore,
+    /// read-write lock, latch, barrier, election), read atomically by one
+    /// script in one round trip: a snapshot, never a basis for decisions.
+    /// One entry per kind found, in [`Kind`](crate::Kind) order (their keys
+    /// differ, so a name can be several kinds at once); empty when nothing
+    /// is there. A lock counts as found when its key or its fencing counter
+    /// exists; a fair lock, when its queue holds live waiters (a fair lock
+    /// nobody waits for is a [`PrimitiveInfo::Lock`]). Keys of the wrong type
+    /// read as absent. Holders are named by host and pid, never by token
+    /// (but for [`LockInfo::value`]).
+    ///
+    /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) as
+    /// [`Client::inspect`] does.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn describe(&self, name: impl AsRef<[u8]>) -> Result<Vec<PrimitiveInfo>> {
+        self.session.describe(name.as_ref()).await
+    }
+
+    /// Every primitive whose name matches the glob `pattern` (as
+    /// [`Client::list`]), of every kind, sorted by name, then kind.
+    ///
+    /// Names are found by `SCAN` (never `KEYS`) of `P + pattern` and
+    /// `{P + pattern}:*`, and of `P + pattern + ":*"` unless the pattern
+    /// ends with `*` (names with their own hash tag, layout 2 counters);
+    /// each name found is then described as [`Client::describe`] does,
+    /// pipelined. Locks are kept as [`Client::list`] keeps them (a latchkey
+    /// token or a fencing counter). On a Redis Cluster every primary is walked.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn list_all(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<PrimitiveInfo>> {
+        self.session.list_all(pattern.as_ref()).await
     }
 
     /// How many clients wait for each of the locks `names` (in that

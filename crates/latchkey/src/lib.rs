@@ -208,7 +208,10 @@ pub use election_spec::Leader;
 pub use fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use fence::{FencedResource, FencedWrite};
 pub use guard::LockGuard;
-pub use inspect::LockInfo;
+pub use inspect::{
+    BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, LockInfo, PrimitiveInfo,
+    RwLockInfo, SemaphoreInfo,
+};
 pub use latch::Latch;
 pub use leadership::Leadership;
 pub use listener::{Listener, Signal};

@@ -33,6 +33,15 @@ use crate::scripts;
 use crate::session::Session;
 use crate::token::Holder;
 
+mod any;
+mod kinds;
+mod scan;
+
+pub use kinds::{
+    BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, PrimitiveInfo, RwLockInfo,
+    SemaphoreInfo,
+};
+
 /// What Redis says about one lock at one moment; made by [`Client::inspect`](crate::Client::inspect)
 /// and [`Client::list`](crate::Client::list).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +81,7 @@ pub struct LockInfo {
 
 /// Locks inspected at once by [`Client::list`]: the connection is
 /// multiplexed, so these are pipelined rather than run one after the other.
-const INSPECT_IN_FLIGHT: usize = 64;
+pub(super) const INSPECT_IN_FLIGHT: usize = 64;
 
 /// Keys asked for per `SCAN` call: large enough that a big keyspace takes few
 /// round trips, small enough that each call stays short on the server.
@@ -93,39 +102,7 @@ impl Session {
         let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = self
             .eval("inspect", &scripts::INSPECT, &counted[..n], &[])
             .await?;
-        let parsed = fence.as_ref().map(|raw| {
-            std::str::from_utf8(raw)
-                .ok()
-                .and_then(|text| text.parse::<u64>().ok())
-        });
-        let fencing_token = parsed.flatten();
-        let bad_fencing_counter = match parsed {
-            Some(None) => {
-                tracing::warn!(
-                    key = %String::from_utf8_lossy(&keys.fence_key),
-                    value = %String::from_utf8_lossy(fence.as_deref().unwrap_or_default()),
-                    "a fencing counter holds something other than a fencing token; delete it to reset it"
-                );
-                fence
-            }
-            _ => None,
-        };
-        let holder = value.as_deref().and_then(Holder::from_token);
-        let age = holder.as_ref().map(|h| {
-            SystemTime::now()
-                .duration_since(h.acquired_at)
-                .unwrap_or(Duration::ZERO)
-        });
-        Ok(LockInfo {
-            name: name.to_vec(),
-            held: value.is_some(),
-            ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
-            value,
-            holder,
-            age,
-            fencing_token,
-            bad_fencing_counter,
-        })
+        Ok(lock_info(name, &keys, value, pttl, fence))
     }
 
     /// See [`Client::list`](crate::Client::list).
@@ -199,6 +176,16 @@ impl Session {
     /// On a Redis Cluster, `SCAN` walks one node's keys: every primary is
     /// walked in turn.
     async fn scan_strings(&self, glob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.scan_keys(glob, Some("string")).await
+    }
+
+    /// Every key matching `glob` (of `type_filter` only, when given), on
+    /// every primary.
+    pub(super) async fn scan_keys(
+        &self,
+        glob: &[u8],
+        type_filter: Option<&str>,
+    ) -> Result<Vec<Vec<u8>>> {
         let mut keys = Vec::new();
         let mut conn = self.connection();
         let nodes = self.bounded("CLUSTER NODES", &[], conn.primaries()).await?;
@@ -210,9 +197,10 @@ impl Session {
                     .arg("MATCH")
                     .arg(glob)
                     .arg("COUNT")
-                    .arg(SCAN_COUNT)
-                    .arg("TYPE")
-                    .arg("string");
+                    .arg(SCAN_COUNT);
+                if let Some(kind) = type_filter {
+                    cmd.arg("TYPE").arg(kind);
+                }
                 let (next, batch): (u64, Vec<Vec<u8>>) =
                     self.bounded("SCAN", &[], conn.query_on(cmd, node)).await?;
                 keys.extend(batch);
@@ -226,14 +214,57 @@ impl Session {
     }
 }
 
+/// A [`LockInfo`] from what `inspect.lua` (or `inspect_any.lua`) read.
+pub(crate) fn lock_info(
+    name: &[u8],
+    keys: &LockKeys,
+    value: Option<Vec<u8>>,
+    pttl: i64,
+    fence: Option<Vec<u8>>,
+) -> LockInfo {
+    let parsed = fence.as_ref().map(|raw| {
+        std::str::from_utf8(raw)
+            .ok()
+            .and_then(|text| text.parse::<u64>().ok())
+    });
+    let fencing_token = parsed.flatten();
+    let bad_fencing_counter = match parsed {
+        Some(None) => {
+            tracing::warn!(
+                key = %String::from_utf8_lossy(&keys.fence_key),
+                value = %String::from_utf8_lossy(fence.as_deref().unwrap_or_default()),
+                "a fencing counter holds something other than a fencing token; delete it to reset it"
+            );
+            fence
+        }
+        _ => None,
+    };
+    let holder = value.as_deref().and_then(Holder::from_token);
+    let age = holder.as_ref().map(|h| {
+        SystemTime::now()
+            .duration_since(h.acquired_at)
+            .unwrap_or(Duration::ZERO)
+    });
+    LockInfo {
+        name: name.to_vec(),
+        held: value.is_some(),
+        ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+        value,
+        holder,
+        age,
+        fencing_token,
+        bad_fencing_counter,
+    }
+}
+
 /// Whether an inspected key is one of ours to list (see [`Client::list`]).
-fn is_lock(info: &LockInfo) -> bool {
+pub(super) fn is_lock(info: &LockInfo) -> bool {
     let our_token = info.value.as_deref().is_some_and(crate::token::is_token);
     our_token || info.fencing_token.is_some() || info.bad_fencing_counter.is_some()
 }
 
 /// Escapes the glob metacharacters of a literal (the key prefix) for `MATCH`.
-fn escape_glob(literal: &[u8]) -> Vec<u8> {
+pub(super) fn escape_glob(literal: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(literal.len());
     for &b in literal {
         if matches!(b, b'*' | b'?' | b'[' | b']' | b'\\') {
