@@ -212,7 +212,9 @@ impl Client {
     /// is there. A lock counts as found when its key or its fencing counter
     /// exists; a fair lock, when its queue holds live waiters (a fair lock
     /// nobody waits for is a [`PrimitiveInfo::Lock`]). Keys of the wrong type
-    /// read as absent. Holders are named by host and pid, never by token
+    /// read as absent, but for the lock key (`P + name`, no other kind's):
+    /// that is [`Error::WrongType`](crate::Error::WrongType), as for
+    /// [`Client::inspect`]. Holders are named by host and pid, never by token
     /// (but for [`LockInfo::value`]).
     ///
     /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) as

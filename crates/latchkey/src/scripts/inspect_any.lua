@@ -1,7 +1,8 @@
 -- latchkey: read every primitive's state under one name atomically, for
 -- inspection (`latchkey status`, `list`, `top`, the exporter). Read-only:
 -- changes nothing. A key of another type than its layout's reads as absent
--- (a snapshot for people, never an error that hides the other kinds).
+-- (a snapshot for people, never an error that hides the other kinds), but
+-- for the lock key (below).
 --
 -- KEYS[1]   lock key                        P + name
 -- KEYS[2]   lock fencing counter            S:fence
@@ -34,6 +35,9 @@
 --   barrier   {exists, parties, gen, arrived, pttl}
 --   election  {lease, lease_pttl, exists, token, value, term, since, change, last_term}
 -- A missing key or field is false (a nil reply).
+-- Errors
+--   WRONGTYPE  the lock key (P + name, which no other kind uses) exists but is
+--              not a string: NAME is not a primitive's name (as inspect.lua).
 local limit = tonumber(ARGV[1]) or 1000
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
@@ -52,6 +56,10 @@ local function fields(k, ...)
   return redis.call('HMGET', k, ...)
 end
 
+local lock_type = kind(KEYS[1])
+if lock_type ~= 'string' and lock_type ~= 'none' then
+  return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
+end
 local lock_value = str(KEYS[1])
 local fence = str(KEYS[2])
 if not fence and KEYS[17] then fence = str(KEYS[17]) end
