@@ -204,21 +204,14 @@ impl Client {
         self.session.list(pattern.as_ref()).await
     }
 
-    /// Every primitive under `name` (lock, fair lock, semaphore,
-    /// read-write lock, latch, barrier, election), read atomically by one
-    /// script in one round trip: a snapshot, never a basis for decisions.
-    /// One entry per kind found, in [`Kind`](crate::Kind) order (their keys
-    /// differ, so a name can be several kinds at once); empty when nothing
-    /// is there. A lock counts as found when its key or its fencing counter
-    /// exists; a fair lock, when its queue holds live waiters (a fair lock
-    /// nobody waits for is a [`PrimitiveInfo::Lock`]). Keys of the wrong type
-    /// read as absent, but for the lock key (`P + name`, no other kind's):
-    /// that is [`Error::WrongType`](crate::Error::WrongType), as for
-    /// [`Client::inspect`]. Holders are named by host and pid, never by token
-    /// (but for [`LockInfo::value`]).
-    ///
-    /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) as
-    /// [`Client::inspect`] does.
+    /// Every primitive under `name` (lock, fair lock, semaphore, rwlock,
+    /// latch, barrier, election), read by one script in one round trip: a
+    /// snapshot, never a basis for decisions. One entry per kind found, in
+    /// [`Kind`](crate::Kind) order (a name can be several); empty when
+    /// nothing is there. What counts as found: `docs/protocol.md`,
+    /// "Inspection of every kind". Holders are named by host and pid, never
+    /// by token. Errors as [`Client::inspect`]'s (`InvalidName`, and
+    /// `WrongType` for a lock key `P + name` that is not a string).
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
@@ -227,14 +220,8 @@ impl Client {
     }
 
     /// Every primitive whose name matches the glob `pattern` (as
-    /// [`Client::list`]), of every kind, sorted by name, then kind.
-    ///
-    /// Names are found by `SCAN` (never `KEYS`) of `P + pattern` and
-    /// `{P + pattern}:*`, and of `P + pattern + ":*"` unless the pattern
-    /// ends with `*` (names with their own hash tag, layout 2 counters);
-    /// each name found is then described as [`Client::describe`] does,
-    /// pipelined. Locks are kept as [`Client::list`] keeps them (a latchkey
-    /// token or a fencing counter). On a Redis Cluster every primary is walked.
+    /// [`Client::list`]), every kind, sorted by name, then kind; `SCAN`s
+    /// every primary, then describes each name, pipelined (`docs/protocol.md`).
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.

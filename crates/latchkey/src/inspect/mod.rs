@@ -1,5 +1,9 @@
-//! Inspecting locks from the outside: who holds one, for how much longer,
-//! and the last fencing token issued — for operators and `latchkey status`.
+//! Inspecting primitives from the outside: who holds one, for how much
+//! longer, and the last fencing token issued — for operators and `latchkey
+//! status`. [`Client::inspect`](crate::Client::inspect) and
+//! [`Client::list`](crate::Client::list) read locks; [`Client::describe`](crate::Client::describe)
+//! and [`Client::list_all`](crate::Client::list_all) every kind (`any.rs`,
+//! `scan.rs`, the types in `kinds.rs`).
 //!
 //! ```no_run
 //! # async fn demo() -> latchkey::Result<()> {
