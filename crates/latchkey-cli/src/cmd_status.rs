@@ -7,7 +7,7 @@
 //! $ latchkey status nightly-report
 //! nightly-report: held by web-1 pid 4242 for 12.30s, expires in 17.7s, fencing token 1718000000000123
 //! $ latchkey status jobs
-//! jobs: semaphore, 2 permit(s) held:
+//! jobs: 2 semaphore permit(s) held:
 //!   web-1 pid 4242 for 3.20s, expires in 26.8s
 //!   web-2 pid 77 for 1.10s, expires in 28.9s
 //! $ latchkey list --json

@@ -94,8 +94,9 @@ pub fn summary(info: &PrimitiveInfo) -> String {
                 .map(|t| format!(", last fencing token {t}"))
                 .unwrap_or_default();
             match s.permits.len() {
-                0 => format!("semaphore, no permit held{fence}"),
-                n => format!("semaphore, {n} permit(s) held{fence}:"),
+                0 => format!("no semaphore permit held{fence}"),
+                // As 0.3 said it (scripts may match it).
+                n => format!("{n} semaphore permit(s) held{fence}:"),
             }
         }
         PrimitiveInfo::RwLock(rw) => {

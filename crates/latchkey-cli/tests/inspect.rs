@@ -295,7 +295,7 @@ fn no_output_of_status_or_list_prints_a_permit_holders_owner_token() {
         outputs.push(stdout(&out) + &stderr(&out));
     }
     assert!(
-        outputs[1].contains("sem: semaphore, 1 permit(s) held"),
+        outputs[1].contains("1 semaphore permit(s) held"),
         "{}",
         outputs[1]
     );
