@@ -198,3 +198,48 @@ fn gethostname_lossy() -> String {
         })
         .collect()
 }
+
+/// On a Redis Cluster every key the inspection reads is in the name's slot
+/// (a CROSSSLOT error would fail this), and `list_all` walks every primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_is_described_and_listed_on_a_cluster() {
+    let cluster = tokio::task::spawn_blocking(|| {
+        latchkey_testkit::RedisCluster::builder()
+            .primaries(3)
+            .replicas_per_primary(0)
+            .start()
+    })
+    .await
+    .unwrap();
+    let client = latchkey::Client::builder(&cluster.seed_url())
+        .prefix("test:")
+        .connect()
+        .await
+        .expect("connect to the cluster");
+    let mut guards = Vec::new();
+    let mut primaries = std::collections::HashSet::new();
+    for i in 0..6 {
+        let name = format!("n-{i}");
+        primaries.insert(cluster.primary_for_key(format!("{{test:{name}}}")).port());
+        guards.push(
+            client
+                .semaphore(&name, 2, TTL)
+                .unwrap()
+                .acquire()
+                .await
+                .unwrap(),
+        );
+        let latch = client.latch(&name, TTL).unwrap();
+        assert!(latch.create(2).await.unwrap());
+        assert_eq!(
+            kinds(&client.describe(&name).await.unwrap()),
+            [Kind::Semaphore, Kind::Latch]
+        );
+    }
+    assert!(primaries.len() > 1, "the names span several primaries");
+    let listed = client.list_all("n-*").await.unwrap();
+    assert_eq!(listed.len(), 12, "{listed:?}");
+    assert!(listed
+        .iter()
+        .all(|i| matches!(i.kind(), Kind::Semaphore | Kind::Latch)));
+}
