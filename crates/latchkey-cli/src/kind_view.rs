@@ -109,11 +109,11 @@ pub fn summary(info: &PrimitiveInfo) -> String {
                 .fencing_token
                 .map(|t| format!(", last fencing token {t}"))
                 .unwrap_or_default();
-            format!(
-                "read-write lock, {held}; {} writer(s) and {} reader(s) waiting{fence}",
-                rw.writers_waiting.len(),
-                rw.readers_waiting.len()
-            )
+            let waiting = match (rw.writers_waiting.len(), rw.readers_waiting.len()) {
+                (0, 0) => String::new(),
+                (w, r) => format!("; {w} writer(s) and {r} reader(s) waiting"),
+            };
+            format!("read-write lock, {held}{waiting}{fence}")
         }
         PrimitiveInfo::Latch(l) => {
             let expiry = l
@@ -212,7 +212,7 @@ pub fn holder_cell(info: &PrimitiveInfo) -> String {
             let held = match (&rw.writer, rw.readers.len()) {
                 (Some(w), _) => format!("writer {}", who(w.holder.as_ref())),
                 (None, 0) => "-".into(),
-                (None, n) => format!("{n} readers"),
+                (None, n) => format!("{n} reader(s)"),
             };
             match rw.writers_waiting.len() {
                 0 => held,

@@ -132,7 +132,7 @@ fn status_and_list_describe_every_kind_and_who_holds_it() {
         ("l", "held by "),
         ("f", "fair lock held by "),
         ("s", "2 semaphore permit(s) held"),
-        ("rw", "read-write lock, read by 1;"),
+        ("rw", "read-write lock, read by 1"),
         ("go", "latch, count 2 left"),
         ("meet", "barrier, 1 of 3 arrived, generation 0"),
         ("e", "election, led by "),
