@@ -375,3 +375,34 @@ fn the_exporter_has_series_per_kind() {
     );
     drop(actors);
 }
+
+/// A name that is two kinds at once (their keys differ) is shown as both,
+/// lock first: two lines in `status`, both in `kinds`, two rows in `list`.
+#[test]
+fn a_name_that_is_two_kinds_is_shown_as_both() {
+    let redis = RedisServer::start();
+    run_ok(&redis, &["acquire", "both", "--ttl", "60s"]);
+    run_ok(&redis, &["latch", "both", "--count", "2"]);
+    let text = run_ok(&redis, &["status", "both"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].starts_with("both: held by "), "{text}");
+    assert!(lines[1].starts_with("both: latch, count 2 left"), "{text}");
+    let info = json(&redis, &["status", "both"]);
+    assert_eq!(
+        info["kinds"],
+        serde_json::json!(["lock", "latch"]),
+        "{info}"
+    );
+    assert_eq!(info["kind"], "lock", "{info}");
+    assert_eq!(info["held"], true, "{info}");
+    assert!(info["holder"]["pid"].is_u64(), "the lock's fields: {info}");
+    let list = json(&redis, &["list", "both"]);
+    let kinds: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["lock", "latch"], "{list}");
+}
