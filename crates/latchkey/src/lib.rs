@@ -118,7 +118,7 @@
 //!    `primitive` (what those share: keys,
 //!    wake-ups, background clean-up), `signal` and
 //!    `signal_wire`, `listener` ([`Listener`], [`Signal`]), `inspect`
-//!    ([`LockInfo`]), `election_spec` ([`Leader`]), `election` ([`Election`]), `leadership`
+//!    ([`LockInfo`]; `inspect/`: [`PrimitiveInfo`], [`Kind`]), `election_spec` ([`Leader`]), `election` ([`Election`]), `leadership`
 //!    ([`Leadership`]) and `observe` ([`Observer`]).
 //! 5. **Facades**: [`Client`] and [`Redlock`], thin: each method is a few
 //!    lines over the primitive that does the work.
