@@ -7,8 +7,44 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::inspect::LockInfo;
 use crate::token::Holder;
+
+/// What Redis says about one lock at one moment; made by [`Client::inspect`](crate::Client::inspect)
+/// and [`Client::list`](crate::Client::list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockInfo {
+    /// The lock's name (without the client's key prefix).
+    pub name: Vec<u8>,
+    /// Whether the lock key exists, i.e. someone holds the lock.
+    pub held: bool,
+    /// The remaining TTL; `None` when the lock is free, or when it is held
+    /// without a TTL (a key set by another client without `PX`).
+    pub ttl: Option<Duration>,
+    /// The raw value of the lock key while held: the holder's owner token,
+    /// followed by [`WAITING_MARK`](crate::protocol::WAITING_MARK) once a waiter asked
+    /// to be woken at its release. Treat it as a secret: whoever knows it
+    /// can release the lock.
+    pub value: Option<Vec<u8>>,
+    /// Who holds the lock, parsed from a latchkey owner token; `None` when the
+    /// lock is free or held by another client (see [`value`](Self::value)).
+    pub holder: Option<Holder>,
+    /// How long the holder has held it, by the holder's wall clock compared
+    /// with ours (zero when the holder's clock is ahead); `None` unless
+    /// [`holder`](Self::holder) is known.
+    pub age: Option<Duration>,
+    /// The last fencing token issued for this name: the holder's once it
+    /// has one (tokens are issued with the acquisition only for locks made
+    /// [`with_fencing`](crate::Lock::with_fencing), otherwise on request),
+    /// else an earlier holder's; `None` when no token was ever issued.
+    pub fencing_token: Option<u64>,
+    /// The raw value of the fencing counter when it holds something other
+    /// than a fencing token (another program wrote it; `fencing_token` is
+    /// then `None`). Such a lock is still inspected and listed, so that one
+    /// bad key does not hide every other lock. Deleting the counter resets
+    /// it (see [`Error::BadFencingCounter`]).
+    pub bad_fencing_counter: Option<Vec<u8>>,
+}
 
 /// The seven kinds of primitive, in the order [`Client::describe`](crate::Client::describe)
 /// reports them when a name is several at once (their keys differ, so one
