@@ -33,7 +33,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use latchkey::{Client, Kind, LockInfo, PrimitiveInfo};
+use latchkey::{Client, LockInfo, PrimitiveInfo};
 use metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
 use metrics_exporter_prometheus::{ExporterFuture, Matcher, PrometheusBuilder, PrometheusRecorder};
 use metrics_util::MetricKindMask;
@@ -56,22 +56,6 @@ pub const LOCK_AGE: &str = "latchkey_lock_age_seconds";
 /// Gauge, labels `prefix`, `lock`, `host`, `pid`: the age of each lock held
 /// longer than `--long-held`: the list of suspects.
 pub const LOCK_LONG_HELD: &str = "latchkey_lock_long_held_seconds";
-/// Gauge, labels `prefix`, `kind`: active primitives of each kind (held,
-/// waited for, a latch not yet open, a barrier with parties arrived, an
-/// election with a leader); every kind is set, 0 included.
-pub const PRIMITIVES_ACTIVE: &str = "latchkey_primitives_active";
-/// Gauge, labels `prefix`, `kind`, `name`: what holds each active primitive:
-/// 1 for a held lock or a leader, the permits held of a semaphore, readers
-/// plus writer of a read-write lock, the parties arrived at a barrier, and
-/// the count left of a latch.
-pub const PRIMITIVE_HOLDERS: &str = "latchkey_primitive_holders";
-/// Gauge, labels `prefix`, `kind`, `name`: waiters that Redis records, for
-/// the kinds that record them (a fair lock's queue, a read-write lock's
-/// waiting writers and readers).
-pub const PRIMITIVE_WAITING: &str = "latchkey_primitive_waiting";
-/// Gauge, labels `prefix`, `kind`, `name`: how long the oldest holder of each
-/// active primitive has held it (by its clock against the exporter's).
-pub const PRIMITIVE_AGE: &str = "latchkey_primitive_age_seconds";
 /// Gauge: the `--long-held` threshold in force.
 pub const LONG_HELD_THRESHOLD: &str = "latchkey_long_held_threshold_seconds";
 /// Counter, label `outcome` = `ok` | `error`: scans of the server.
@@ -234,7 +218,7 @@ async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut Scan
         })
         .collect();
     log.succeeded(prefix, &infos);
-    export_kinds(prefix, &all);
+    crate::exporter_kinds::export(prefix, &all, args.long_held);
     let held: Vec<&LockInfo> = infos.into_iter().filter(|info| info.held).collect();
     let mut long_held = 0usize;
     for info in &held {
@@ -264,42 +248,6 @@ async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut Scan
     gauge!(SCAN_DURATION).set(started.elapsed().as_secs_f64());
     gauge!(UP).set(1.0);
     counter!(SCANS, "outcome" => "ok").increment(1);
-}
-
-/// The per-kind series: active primitives of each kind, and the holders,
-/// waiters and oldest holder's age of each active one.
-fn export_kinds(prefix: &str, all: &[PrimitiveInfo]) {
-    const KINDS: [Kind; 7] = [
-        Kind::Lock,
-        Kind::FairLock,
-        Kind::Semaphore,
-        Kind::RwLock,
-        Kind::Latch,
-        Kind::Barrier,
-        Kind::Election,
-    ];
-    for kind in KINDS {
-        let active = all
-            .iter()
-            .filter(|info| info.kind() == kind && info.is_active())
-            .count();
-        gauge!(PRIMITIVES_ACTIVE, "prefix" => prefix.to_owned(), "kind" => kind.as_str())
-            .set(active as f64);
-    }
-    for info in all.iter().filter(|info| info.is_active()) {
-        let labels = [
-            ("prefix", prefix.to_owned()),
-            ("kind", info.kind().as_str().to_owned()),
-            ("name", String::from_utf8_lossy(info.name()).into_owned()),
-        ];
-        gauge!(PRIMITIVE_HOLDERS, &labels).set(info.holders() as f64);
-        if matches!(info.kind(), Kind::FairLock | Kind::RwLock) {
-            gauge!(PRIMITIVE_WAITING, &labels).set(info.waiting() as f64);
-        }
-        if let Some((_, age)) = info.oldest() {
-            gauge!(PRIMITIVE_AGE, &labels).set(age.as_secs_f64());
-        }
-    }
 }
 
 /// Completes on SIGINT, SIGTERM or SIGHUP (never, if they cannot be caught).
@@ -335,23 +283,7 @@ fn describe() {
         Unit::Seconds,
         "Age of each lock held longer than --long-held, with its holder."
     );
-    describe_gauge!(
-        PRIMITIVES_ACTIVE,
-        "Active primitives of each kind (server-side scan)."
-    );
-    describe_gauge!(
-        PRIMITIVE_HOLDERS,
-        "Holders of each active primitive (permits, readers + writer, arrivals; a latch's count left)."
-    );
-    describe_gauge!(
-        PRIMITIVE_WAITING,
-        "Waiters Redis records for each fair lock and read-write lock."
-    );
-    describe_gauge!(
-        PRIMITIVE_AGE,
-        Unit::Seconds,
-        "How long the oldest holder of each active primitive has held it."
-    );
+    crate::exporter_kinds::describe();
     describe_gauge!(
         LONG_HELD_THRESHOLD,
         Unit::Seconds,
@@ -372,9 +304,10 @@ fn describe() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exporter_kinds::*;
     use latchkey::metrics as lib;
 
-    const EVERY_METRIC: [&str; 23] = [
+    const EVERY_METRIC: [&str; 24] = [
         lib::ACQUISITIONS,
         lib::ACQUIRE_WAIT,
         lib::HOLD,
@@ -394,6 +327,7 @@ mod tests {
         PRIMITIVE_HOLDERS,
         PRIMITIVE_WAITING,
         PRIMITIVE_AGE,
+        PRIMITIVE_LONG_HELD,
         LONG_HELD_THRESHOLD,
         SCANS,
         SCAN_DURATION,

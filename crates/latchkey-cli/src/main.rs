@@ -34,6 +34,7 @@ mod doctor_server;
 mod doctor_target;
 mod duration;
 mod exit;
+mod exporter_kinds;
 mod kind_view;
 mod text;
 mod tls_args;

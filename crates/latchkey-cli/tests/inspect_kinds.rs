@@ -316,6 +316,8 @@ fn the_exporter_has_series_per_kind() {
             &format!("127.0.0.1:{port}"),
             "--scan-every",
             "100ms",
+            "--long-held",
+            "1ms",
         ],
     );
     let _reaper = Actors(vec![exporter]);
@@ -373,6 +375,20 @@ fn the_exporter_has_series_per_kind() {
         .is_some(),
         "{text}"
     );
+    // Held longer than --long-held (1ms): listed with the holder's pid.
+    for (kind, name) in [("semaphore", "s"), ("rwlock", "rw"), ("election", "e")] {
+        let kind_label = format!("kind=\"{kind}\"");
+        let name_label = format!("name=\"{name}\"");
+        assert!(
+            sample(
+                &text,
+                "latchkey_primitive_long_held_seconds",
+                &[&kind_label, &name_label, "pid=\""]
+            )
+            .is_some(),
+            "{kind}: {text}"
+        );
+    }
     drop(actors);
 }
 
