@@ -112,3 +112,64 @@ fn top_without_a_terminal_is_a_usage_error() {
     assert_one_error_line(&out);
     assert!(stderr(&out).contains("latchkey list"), "{}", stderr(&out));
 }
+
+/// Every kind is a row, with its KIND: a latch not yet open and a
+/// semaphore with a permit held (before 0.4, `top` showed locks only).
+#[test]
+fn top_shows_every_kind_with_its_kind() {
+    let redis = RedisServer::start();
+    let out = output(
+        latchkey(&redis).args(["latch", "gate", "--count", "3"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    let mut holder = latchkey(&redis)
+        .args(["run", "--permits", "2", "jobs", "--", "sleep", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + QUICK;
+    while redis
+        .command(&["ZCARD", "{test:jobs}:permits"])
+        .unwrap_or_default()
+        .trim()
+        != "1"
+    {
+        assert!(Instant::now() < deadline, "the permit was not taken");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let (mut master, slave) = pty();
+    let mut child = latchkey(&redis)
+        .arg("top")
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let screen = Arc::new(Mutex::new(Vec::new()));
+    let reader = {
+        let screen = screen.clone();
+        let mut master = master.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                screen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    for word in ["KIND", "gate", "latch", "jobs", "semaphore", "active"] {
+        wait_for_screen(&screen, word, 1);
+    }
+    wait_for_screen(&screen, "count", 1);
+    master.write_all(b"q").unwrap();
+    assert_eq!(code(wait_exit(&mut child, QUICK)), 0);
+    drop(master);
+    let _ = reader.join();
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::primitives::barrier::Barrier;
 use crate::primitives::election::Election;
 use crate::primitives::fence::FencedResource;
-use crate::primitives::inspect::LockInfo;
+use crate::primitives::inspect::{LockInfo, PrimitiveInfo};
 use crate::primitives::latch::Latch;
 use crate::primitives::lock::Lock;
 use crate::primitives::rwlock::RwLock;
@@ -202,6 +202,31 @@ impl Client {
     /// Cancel safe: it only reads.
     pub async fn list(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<LockInfo>> {
         self.session.list(pattern.as_ref()).await
+    }
+
+    /// Every primitive under `name` (lock, fair lock, semaphore, rwlock,
+    /// latch, barrier, election), read by one script in one round trip: a
+    /// snapshot, never a basis for decisions. One entry per kind found, in
+    /// [`Kind`](crate::Kind) order (a name can be several); empty when
+    /// nothing is there. What counts as found: `docs/protocol.md`,
+    /// "Inspection of every kind". Holders are named by host and pid, never
+    /// by token. Errors as [`Client::inspect`]'s (`InvalidName`, and
+    /// `WrongType` for a lock key `P + name` that is not a string).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn describe(&self, name: impl AsRef<[u8]>) -> Result<Vec<PrimitiveInfo>> {
+        self.session.describe(name.as_ref()).await
+    }
+
+    /// Every primitive whose name matches the glob `pattern` (as
+    /// [`Client::list`]), every kind, sorted by name, then kind; `SCAN`s
+    /// every primary, then describes each name, pipelined (`docs/protocol.md`).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn list_all(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<PrimitiveInfo>> {
+        self.session.list_all(pattern.as_ref()).await
     }
 
     /// How many clients wait for each of the locks `names` (in that

@@ -126,7 +126,10 @@ pub use primitives::election::observer::Observer;
 pub use primitives::election::spec::Leader;
 pub use primitives::election::Election;
 pub use primitives::fence::{FencedResource, FencedWrite};
-pub use primitives::inspect::LockInfo;
+pub use primitives::inspect::{
+    BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, LockInfo, PrimitiveInfo,
+    RwLockInfo, SemaphoreInfo,
+};
 pub use primitives::latch::Latch;
 pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use primitives::lock::guard::LockGuard;

@@ -259,7 +259,11 @@ async fn the_locks_rule_alone_refuses_a_semaphore_saying_what_is_missing() {
 /// granted for nothing.
 #[test]
 fn every_command_the_scripts_call_is_in_the_rules() {
-    let all = rule(&[Use::Locks, Use::Signals, Use::Primitives], "p:");
+    // Inspection too: `inspect_any.lua` runs for `status`, `list` and `top`.
+    let all = rule(
+        &[Use::Locks, Use::Signals, Use::Primitives, Use::Inspection],
+        "p:",
+    );
     let granted: Vec<&str> = all.split_whitespace().collect();
     let is_granted = |name: &str| {
         let plus = format!("+{name}");

@@ -1,35 +1,39 @@
-//! `latchkey status NAME [--json]` and `latchkey list [PATTERN] [--json]`.
+//! `latchkey status NAME [--json]` and `latchkey list [PATTERN] [--json]`:
+//! every kind of primitive (lock, fair lock, semaphore, read-write lock,
+//! latch, barrier, election), read by [`Client::describe`] and
+//! [`Client::list_all`] (one script call per name).
 //!
 //! ```text
 //! $ latchkey status nightly-report
 //! nightly-report: held by web-1 pid 4242 for 12.30s, expires in 17.7s, fencing token 1718000000000123
-//! $ latchkey list 'nightly-*' --json
-//! [{"name":"nightly-report","held":true,"ttl_ms":17700,"holder":{"host":"web-1","pid":4242,"acquired_at_ms":1718000000000},"age_ms":12300,"fencing_token":1718000000000123}]
+//! $ latchkey status jobs
+//! jobs: 2 semaphore permit(s) held:
+//!   web-1 pid 4242 for 3.20s, expires in 26.8s
+//!   web-2 pid 77 for 1.10s, expires in 28.9s
+//! $ latchkey list --json
+//! [{"name":"jobs","kind":"semaphore","held":true,"permits":[…],"fencing_token":null}, …]
 //! ```
 //!
-//! JSON fields: `name`; `held`; `ttl_ms` (null when free, or when held
-//! without a TTL by another client); `holder` (null when free;
-//! `{"host", "pid", "acquired_at_ms"}` for a latchkey holder;
-//! `{"value"}` with the raw key value for another client's lock); `age_ms`
-//! (null unless the holder is known); `fencing_token` (the last one issued
-//! for the name, null if none ever was). `status` prints one object,
-//! `list` an array sorted by name.
+//! `list --json` prints one object per primitive (a name that is two kinds
+//! is two objects), sorted by name, then kind: `name`, `kind`, `held`, and
+//! the kind's fields ([`kind_view::to_json`]; a lock's are those of 0.3:
+//! `ttl_ms`, `holder`, `age_ms`, `fencing_token`). `status --json` prints
+//! one object: the lock fields of NAME's lock (free when there is none),
+//! `held` (anything holds NAME: the lock, a permit, a reader or writer, a
+//! leader), `kind` (the first kind found, `lock` when none), `kinds`,
+//! `primitives` (one `list` object per kind found) and, for a semaphore,
+//! `permits` as before. An owner token is never printed, in text or JSON.
 //!
-//! `status` also shows the permits held of a semaphore of the same name
-//! (`latchkey run --permits N NAME`), one line each, and in JSON a
-//! `permits` array of `{"host", "pid", "acquired_at_ms", "ttl_ms"}` (only
-//! when some are held). A permit's owner token is never printed, in text or
-//! JSON: whoever has it can release the permit.
-
-use std::time::UNIX_EPOCH;
+//! [`Client::describe`]: latchkey::Client::describe
+//! [`Client::list_all`]: latchkey::Client::list_all
 
 use clap::Args;
-use latchkey::LockInfo;
+use latchkey::{LockInfo, PrimitiveInfo};
 use serde_json::{json, Value};
 
-use crate::support::describe::{describe, holder_text};
 use crate::support::duration::human;
 use crate::support::exit::{self, Outcome};
+use crate::support::kind_view;
 use crate::support::target::Target;
 use crate::support::text::{cut, escape};
 
@@ -39,7 +43,7 @@ const LIST_CELL_WIDTH: usize = 40;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    /// The lock's name.
+    /// The name: of a lock, semaphore, read-write lock, latch, barrier or election.
     pub name: String,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -48,7 +52,7 @@ pub struct StatusArgs {
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// Glob over lock names (Redis MATCH syntax: * ? [abc] \x).
+    /// Glob over names (Redis MATCH syntax: * ? [abc] \x).
     #[arg(default_value = "*")]
     pub pattern: String,
     /// Print JSON instead of text.
@@ -58,112 +62,101 @@ pub struct ListArgs {
 
 pub async fn status(target: &Target, args: StatusArgs) -> Outcome {
     let client = target.client("status").await?;
-    let info = client.inspect(&args.name).await?;
-    warn_bad_counters(&client, std::slice::from_ref(&info));
-    // The permits of a semaphore of the same name, if any are held. Best
-    // effort: a permits key that cannot be read must not hide the lock.
-    let permits = match client
-        .semaphore(&args.name, 1, std::time::Duration::from_secs(1))?
-        .holders()
-        .await
-    {
-        Ok(permits) => permits,
-        Err(e) => {
-            eprintln!("latchkey: warning: cannot read the semaphore permits of this name: {e}");
-            Vec::new()
-        }
-    };
+    let found = client.describe(&args.name).await?;
+    warn_bad_counters(&client, &found);
+    let name = escape(args.name.as_bytes());
     if args.json {
-        let mut object = to_json(&info);
-        if let (Value::Object(map), false) = (&mut object, permits.is_empty()) {
-            map.insert("permits".into(), permits_json(&permits));
-        }
-        println!("{object}");
-    } else {
-        println!("{}: {}", escape(args.name.as_bytes()), describe(&info));
-        if !permits.is_empty() {
-            println!(
-                "{}: {} semaphore permit(s) held:",
-                escape(args.name.as_bytes()),
-                permits.len()
-            );
-            for permit in &permits {
-                println!("  {}", describe_permit(permit));
-            }
+        println!("{}", status_json(&args.name, &found));
+        return Ok(exit::OK);
+    }
+    if found.is_empty() {
+        println!("{name}: free, never acquired");
+    }
+    for info in &found {
+        println!("{name}: {}", kind_view::summary(info));
+        for line in kind_view::detail_lines(info) {
+            println!("{line}");
         }
     }
     Ok(exit::OK)
 }
 
-/// One permit holder: who, for how long, until when.
-fn describe_permit(permit: &latchkey::PermitHolder) -> String {
-    let who = match &permit.holder {
-        Some(h) => format!(
-            "{} pid {} for {}",
-            escape(h.host.as_bytes()),
-            h.pid,
-            human(
-                std::time::SystemTime::now()
-                    .duration_since(h.acquired_at)
-                    .unwrap_or_default()
-            )
-        ),
-        // Not latchkey's token format: say so, without the token itself.
-        None => "another client".to_owned(),
+/// `status --json`'s one object (see the module docs).
+fn status_json(name: &str, found: &[PrimitiveInfo]) -> Value {
+    let lock = found.iter().find_map(|info| match info {
+        PrimitiveInfo::Lock(lock) => Some(lock),
+        PrimitiveInfo::FairLock(fair) => Some(&fair.lock),
+        _ => None,
+    });
+    let mut map = match lock {
+        Some(lock) => kind_view::lock_json(lock),
+        None => serde_json::Map::from_iter([
+            ("name".to_owned(), json!(name)),
+            ("ttl_ms".to_owned(), Value::Null),
+            ("holder".to_owned(), Value::Null),
+            ("age_ms".to_owned(), Value::Null),
+            ("fencing_token".to_owned(), Value::Null),
+        ]),
     };
-    format!("{who}, expires in {}", human(permit.ttl_left))
-}
-
-/// `[{"host", "pid", "acquired_at_ms", "ttl_ms"}]` (host, pid and
-/// acquired_at_ms null for a token not made by latchkey). No owner token.
-fn permits_json(permits: &[latchkey::PermitHolder]) -> Value {
-    Value::Array(
-        permits
-            .iter()
-            .map(|p| {
-                json!({
-                    "host": p.holder.as_ref().map(|h| h.host.clone()),
-                    "pid": p.holder.as_ref().map(|h| h.pid),
-                    "acquired_at_ms": p.holder.as_ref().map(|h| h
-                        .acquired_at
-                        .duration_since(UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as u64)),
-                    "ttl_ms": p.ttl_left.as_millis() as u64,
-                })
-            })
-            .collect(),
-    )
+    map.insert("held".into(), json!(found.iter().any(kind_view::is_held)));
+    let kinds: Vec<&str> = found.iter().map(|i| i.kind().as_str()).collect();
+    map.insert(
+        "kind".into(),
+        json!(kinds.first().copied().unwrap_or("lock")),
+    );
+    map.insert("kinds".into(), json!(kinds));
+    for info in found {
+        if let PrimitiveInfo::Semaphore(s) = info {
+            map.insert("permits".into(), kind_view::holdings_json(&s.permits));
+        }
+    }
+    map.insert(
+        "primitives".into(),
+        Value::Array(found.iter().map(kind_view::to_json).collect()),
+    );
+    Value::Object(map)
 }
 
 pub async fn list(target: &Target, args: ListArgs) -> Outcome {
     let client = target.client("list").await?;
-    let infos = client.list(&args.pattern).await?;
+    let infos = client.list_all(&args.pattern).await?;
     warn_bad_counters(&client, &infos);
     if args.json {
-        println!("{}", Value::Array(infos.iter().map(to_json).collect()));
+        println!(
+            "{}",
+            Value::Array(infos.iter().map(kind_view::to_json).collect())
+        );
         return Ok(exit::OK);
     }
     if infos.is_empty() {
-        println!("no locks match \"{}\"", escape(args.pattern.as_bytes()));
+        println!("nothing matches \"{}\"", escape(args.pattern.as_bytes()));
         return Ok(exit::OK);
     }
-    let header = ["NAME", "HELD", "TTL", "HOLDER", "AGE", "FENCING TOKEN"].map(String::from);
-    let rows: Vec<[String; 6]> = std::iter::once(header)
+    let header = [
+        "NAME",
+        "KIND",
+        "HELD",
+        "TTL",
+        "HOLDER",
+        "AGE",
+        "FENCING TOKEN",
+    ]
+    .map(String::from);
+    let rows: Vec<[String; 7]> = std::iter::once(header)
         .chain(infos.iter().map(|info| {
+            let held = kind_view::is_held(info);
             [
-                cut(&escape(&info.name), LIST_CELL_WIDTH),
-                if info.held { "yes" } else { "no" }.to_owned(),
-                ttl_text(info),
-                cut(
-                    &holder_text(info).unwrap_or_else(|| "-".into()),
-                    LIST_CELL_WIDTH,
-                ),
-                info.age.map_or("-".into(), human),
+                cut(&escape(info.name()), LIST_CELL_WIDTH),
+                info.kind().to_string(),
+                if held { "yes" } else { "no" }.to_owned(),
+                ttl_text(info, held),
+                cut(&kind_view::holder_cell(info), LIST_CELL_WIDTH),
+                info.oldest().map_or("-".into(), |(_, age)| human(age)),
                 fence_text(info),
             ]
         }))
         .collect();
-    let widths: Vec<usize> = (0..6)
+    let widths: Vec<usize> = (0..7)
         .map(|col| {
             rows.iter()
                 .map(|row| row[col].chars().count())
@@ -182,11 +175,20 @@ pub async fn list(target: &Target, args: ListArgs) -> Outcome {
     Ok(exit::OK)
 }
 
+/// The locks among `infos` (plain or fair).
+fn locks(infos: &[PrimitiveInfo]) -> impl Iterator<Item = &LockInfo> {
+    infos.iter().filter_map(|info| match info {
+        PrimitiveInfo::Lock(lock) => Some(lock),
+        PrimitiveInfo::FairLock(fair) => Some(&fair.lock),
+        _ => None,
+    })
+}
+
 /// One warning line on stderr per lock whose fencing counter holds garbage:
 /// the lock is still shown (one bad key must not hide the others), and the
 /// operator learns which key to delete.
-fn warn_bad_counters(client: &latchkey::Client, infos: &[LockInfo]) {
-    for info in infos {
+fn warn_bad_counters(client: &latchkey::Client, infos: &[PrimitiveInfo]) {
+    for info in locks(infos) {
         if let Some(raw) = &info.bad_fencing_counter {
             let key = latchkey::protocol::fence_key(&[client.prefix(), &info.name[..]].concat());
             eprintln!(
@@ -199,40 +201,22 @@ fn warn_bad_counters(client: &latchkey::Client, infos: &[LockInfo]) {
     }
 }
 
-/// The FENCING TOKEN cell: the token, `invalid` for a counter holding
+/// The FENCING TOKEN cell: the token, `invalid` for a lock counter holding
 /// garbage, `-` when none was issued.
-fn fence_text(info: &LockInfo) -> String {
-    match (info.fencing_token, &info.bad_fencing_counter) {
+fn fence_text(info: &PrimitiveInfo) -> String {
+    let bad = locks(std::slice::from_ref(info)).any(|l| l.bad_fencing_counter.is_some());
+    match (kind_view::fence(info), bad) {
         (Some(token), _) => token.to_string(),
-        (None, Some(_)) => "invalid".to_owned(),
-        (None, None) => "-".to_owned(),
+        (None, true) => "invalid".to_owned(),
+        (None, false) => "-".to_owned(),
     }
 }
 
-fn ttl_text(info: &LockInfo) -> String {
-    match (info.held, info.ttl) {
-        (true, Some(ttl)) => human(ttl),
-        (true, None) => "never".to_owned(),
-        (false, _) => "-".to_owned(),
+/// The TTL cell: `never` for a lock held without a TTL, `-` when free.
+fn ttl_text(info: &PrimitiveInfo, held: bool) -> String {
+    match (kind_view::ttl(info), held) {
+        (Some(ttl), _) => human(ttl),
+        (None, true) => "never".to_owned(),
+        (None, false) => "-".to_owned(),
     }
-}
-
-fn to_json(info: &LockInfo) -> Value {
-    let holder = match (&info.holder, &info.value) {
-        (Some(h), _) => json!({
-            "host": h.host,
-            "pid": h.pid,
-            "acquired_at_ms": h.acquired_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
-        }),
-        (None, Some(value)) => json!({ "value": String::from_utf8_lossy(value) }),
-        (None, None) => Value::Null,
-    };
-    json!({
-        "name": String::from_utf8_lossy(&info.name),
-        "held": info.held,
-        "ttl_ms": info.ttl.map(|t| t.as_millis() as u64),
-        "holder": holder,
-        "age_ms": info.age.map(|a| a.as_millis() as u64),
-        "fencing_token": info.fencing_token,
-    })
 }

@@ -7,6 +7,7 @@ pub(crate) mod duration;
 pub(crate) mod exit;
 pub(crate) mod guardian;
 pub(crate) mod hold_args;
+pub(crate) mod kind_view;
 pub(crate) mod patience;
 pub(crate) mod process_group;
 pub(crate) mod run_args;

@@ -122,6 +122,11 @@ impl Use {
                 "acl|whoami",
                 "acl|dryrun",
                 "zrangebyscore",
+                // inspect_any.lua: a fair queue, a barrier's and an
+                // election's fields, a read-write lock's readers next.
+                "lrange",
+                "hmget",
+                "scard",
             ],
             Use::Primitives => &[
                 "exists",

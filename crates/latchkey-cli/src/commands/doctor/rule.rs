@@ -72,7 +72,9 @@ impl Probe {
             "hset" => vec![command, key, "f", "v"],
             "hincrby" => vec![command, key, "f", "1"],
             "zadd" | "lrem" => vec![command, key, "1", "v"],
-            "zrange" | "zrangebyscore" | "zremrangebyscore" => vec![command, key, "0", "1"],
+            "zrange" | "zrangebyscore" | "zremrangebyscore" | "lrange" => {
+                vec![command, key, "0", "1"]
+            }
             "publish" | "spublish" => vec![command, release, "x"],
             "subscribe" | "unsubscribe" | "ssubscribe" | "sunsubscribe" => vec![command, release],
             // Redis compares PSUBSCRIBE patterns literally with `&`

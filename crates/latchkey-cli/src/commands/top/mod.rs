@@ -1,5 +1,8 @@
 //! `latchkey top [PATTERN] [--long-held D] [--refresh D]`: a live view of
-//! the held locks, oldest first, redrawn every second; `q` quits.
+//! every active primitive (held locks, semaphores with permits, read-write
+//! locks, latches not yet open, barriers with parties arrived, elections
+//! with a leader; [`Client::list_all`]), oldest first, redrawn every
+//! second; `q` quits.
 //!
 //! ```text
 //! $ latchkey top 'billing:*' --long-held 2m
@@ -31,10 +34,10 @@ use view::Snapshot;
 
 #[derive(Args, Debug)]
 pub struct TopArgs {
-    /// Glob over lock names (Redis MATCH syntax: * ? [abc] \x).
+    /// Glob over names (Redis MATCH syntax: * ? [abc] \x).
     #[arg(default_value = "*")]
     pub pattern: String,
-    /// Highlight locks held longer than this.
+    /// Highlight what is held longer than this.
     #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5m")]
     pub long_held: Duration,
     /// How often to reload the view.
@@ -159,13 +162,17 @@ async fn reload(
     }
 }
 
-/// The held locks matching `pattern` with their waiters, oldest first.
+/// The active primitives matching `pattern`, with the waiters of each held
+/// lock, oldest first.
 async fn load(client: &Client, pattern: &str) -> latchkey::Result<Vec<view::Row>> {
-    let infos = client.list(pattern).await?;
+    let infos = client.list_all(pattern).await?;
     let held: Vec<&[u8]> = infos
         .iter()
-        .filter(|i| i.held)
-        .map(|i| &i.name[..])
+        .filter_map(|info| match info {
+            latchkey::PrimitiveInfo::Lock(lock) if lock.held => Some(&lock.name[..]),
+            latchkey::PrimitiveInfo::FairLock(fair) if fair.lock.held => Some(&fair.lock.name[..]),
+            _ => None,
+        })
         .collect();
     let waiters = waiters(client, &held).await;
     Ok(Snapshot::rows_of(&infos, &waiters))

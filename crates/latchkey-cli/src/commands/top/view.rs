@@ -3,20 +3,22 @@
 //!
 //! ```text
 //! latchkey top · 127.0.0.1:6379 · prefix latchkey: · pattern *
-//! 3 held, 1 longer than 5m00s
-//! NAME                    HOLDER             AGE     TTL     FENCING TOKEN    WAIT
-//! nightly-report          web-1 pid 4242     12m03s  27.2s   1718000000000123    2
-//! deploy                  ci-3 pid 77        41.20s  18.8s   1718000000000456    0
+//! 3 active, 1 longer than 5m00s
+//! NAME          KIND      HOLDER             AGE     TTL     FENCING TOKEN    WAIT
+//! nightly-rep…  lock      web-1 pid 4242     12m03s  27.2s   1718000000000123    2
+//! jobs          semaphore 3 permits          41.20s  18.8s   -                   -
 //! q quit · every 1s · red: held longer than 5m00s
 //! ```
 //!
-//! Fits 80 columns: the fixed columns take 57, the name gets the rest and is
-//! cut with `…` when longer.
+//! Every kind is shown while active (held, waited for, a latch not yet
+//! open, a barrier with parties arrived, an election with a leader). Fits
+//! 80 columns: the fixed columns take 67, the name gets the rest and is cut
+//! with `…` when longer.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use latchkey::LockInfo;
+use latchkey::PrimitiveInfo;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -34,17 +36,20 @@ pub struct Snapshot {
     pub pattern: String,
     pub refresh: Duration,
     pub long_held: Duration,
-    /// Held locks, oldest first (unknown ages last).
+    /// Active primitives, oldest first (unknown ages last).
     pub rows: Vec<Row>,
     /// Why the last refresh failed, while the rows are from an older one.
     pub error: Option<String>,
 }
 
-/// One held lock.
+/// One active primitive.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub name: String,
-    /// `host pid N`, or `other client` for a value that is not a latchkey token.
+    /// `lock`, `semaphore`, … ([`latchkey::Kind::as_str`]).
+    pub kind: String,
+    /// `host pid N`, `other client` for a value that is not a latchkey
+    /// token, or what the kind holds (`3 permits`, `count 2`, …).
     pub holder: String,
     pub age: Option<Duration>,
     /// `None`: held without a TTL (another client's key).
@@ -53,8 +58,8 @@ pub struct Row {
     /// The fencing counter holds something other than a token (shown as
     /// `invalid`; `list` names the key to delete).
     pub bad_fence: bool,
-    /// Connections subscribed to the lock's release channel (≈ processes
-    /// waiting); `None` when unknown.
+    /// Connections subscribed to a lock's release channel (≈ processes
+    /// waiting); `None` when unknown, and for the other kinds.
     pub waiters: Option<u64>,
 }
 
@@ -65,6 +70,7 @@ impl Row {
 }
 
 /// Width of every column but the name, and the space between columns.
+const KIND: u16 = 9;
 const HOLDER: u16 = 18;
 const AGE: u16 = 7;
 const TTL: u16 = 7;
@@ -73,28 +79,33 @@ const WAIT: u16 = 4;
 const SPACING: u16 = 1;
 
 impl Snapshot {
-    /// The held locks among `infos`, sorted oldest first; `waiters` by lock name.
-    pub fn rows_of(infos: &[LockInfo], waiters: &HashMap<Vec<u8>, u64>) -> Vec<Row> {
+    /// The active primitives among `infos`, sorted oldest first; `waiters`
+    /// by lock name.
+    pub fn rows_of(infos: &[PrimitiveInfo], waiters: &HashMap<Vec<u8>, u64>) -> Vec<Row> {
         let mut rows: Vec<Row> = infos
             .iter()
-            .filter(|info| info.held)
-            .map(|info| Row {
-                // Escaped: a name or host with a newline or ESC would
-                // otherwise reach the terminal.
-                name: crate::support::text::escape(&info.name),
-                holder: match &info.holder {
-                    Some(h) => format!(
-                        "{} pid {}",
-                        crate::support::text::escape(h.host.as_bytes()),
-                        h.pid
-                    ),
-                    None => "other client".to_owned(),
-                },
-                age: info.age,
-                ttl: info.ttl,
-                fencing_token: info.fencing_token,
-                bad_fence: info.bad_fencing_counter.is_some(),
-                waiters: waiters.get(&info.name).copied(),
+            .filter(|info| info.is_active())
+            .map(|info| {
+                let lock = match info {
+                    PrimitiveInfo::Lock(lock) => Some(lock),
+                    PrimitiveInfo::FairLock(fair) => Some(&fair.lock),
+                    _ => None,
+                };
+                Row {
+                    // Escaped: a name or host with a newline or ESC would
+                    // otherwise reach the terminal.
+                    name: crate::support::text::escape(info.name()),
+                    kind: info.kind().to_string(),
+                    holder: match lock {
+                        Some(lock) if lock.holder.is_none() => "other client".to_owned(),
+                        _ => crate::support::kind_view::holder_cell(info),
+                    },
+                    age: info.oldest().map(|(_, age)| age),
+                    ttl: crate::support::kind_view::ttl(info),
+                    fencing_token: crate::support::kind_view::fence(info),
+                    bad_fence: lock.is_some_and(|l| l.bad_fencing_counter.is_some()),
+                    waiters: lock.and_then(|l| waiters.get(&l.name).copied()),
+                }
             })
             .collect();
         sort_oldest_first(&mut rows);
@@ -143,24 +154,42 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
             Style::new().fg(Color::Red),
         )),
         None => Line::from(format!(
-            "{} held, {long} longer than {}",
+            "{} active, {long} longer than {}",
             snapshot.rows.len(),
             human(snapshot.long_held)
         )),
     };
     frame.render_widget(summary_line, summary);
 
-    let fixed = HOLDER + AGE + TTL + FENCE + WAIT + 5 * SPACING;
+    let fixed = KIND + HOLDER + AGE + TTL + FENCE + WAIT + 6 * SPACING;
     let name_width = table.width.saturating_sub(fixed).max(4);
     let visible = usize::from(table.height.saturating_sub(1));
-    let header =
-        TableRow::new(["NAME", "HOLDER", "AGE", "TTL", "FENCING TOKEN", "WAIT"].map(Cell::from))
-            .style(Style::new().add_modifier(Modifier::REVERSED));
+    let header = TableRow::new(
+        [
+            "NAME",
+            "KIND",
+            "HOLDER",
+            "AGE",
+            "TTL",
+            "FENCING TOKEN",
+            "WAIT",
+        ]
+        .map(Cell::from),
+    )
+    .style(Style::new().add_modifier(Modifier::REVERSED));
     let rows: Vec<TableRow> = if snapshot.rows.is_empty() {
-        vec![TableRow::new([Cell::from(format!(
-            "no held locks match {}",
-            snapshot.pattern
-        ))])]
+        // Across the whole width, under the header (a cell would be cut
+        // to the name column).
+        let below_header = ratatui::layout::Rect {
+            y: table.y.saturating_add(1),
+            height: table.height.saturating_sub(1).min(1),
+            ..table
+        };
+        frame.render_widget(
+            Line::from(format!("nothing active matches {}", snapshot.pattern)),
+            below_header,
+        );
+        Vec::new()
     } else {
         snapshot
             .rows
@@ -173,9 +202,17 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
                 };
                 TableRow::new([
                     Cell::from(truncate(&row.name, name_width)),
+                    Cell::from(truncate(&row.kind, KIND)),
                     Cell::from(truncate(&row.holder, HOLDER)),
                     Cell::from(row.age.map_or("-".into(), human)),
-                    Cell::from(row.ttl.map_or("never".into(), human)),
+                    // Only a lock can be held without a TTL (another client's key).
+                    Cell::from(row.ttl.map_or_else(
+                        || match row.kind.as_str() {
+                            "lock" | "fair-lock" => "never".to_owned(),
+                            _ => "-".to_owned(),
+                        },
+                        human,
+                    )),
                     Cell::from(row.fencing_token.map_or_else(
                         || if row.bad_fence { "invalid" } else { "-" }.to_owned(),
                         |t| t.to_string(),
@@ -191,6 +228,7 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
     };
     let widths = [
         Constraint::Length(name_width),
+        Constraint::Length(KIND),
         Constraint::Length(HOLDER),
         Constraint::Length(AGE),
         Constraint::Length(TTL),
@@ -229,6 +267,7 @@ mod tests {
     fn row(name: &str, age_s: Option<u64>, waiters: Option<u64>) -> Row {
         Row {
             name: name.to_owned(),
+            kind: "lock".to_owned(),
             holder: "web-1 pid 4242".to_owned(),
             age: age_s.map(Duration::from_secs),
             ttl: Some(Duration::from_millis(27_200)),
@@ -286,17 +325,25 @@ mod tests {
                 bad_fence: false,
                 ..row("foreign", None, None)
             },
+            Row {
+                kind: "semaphore".into(),
+                holder: "3 permits".into(),
+                ttl: None,
+                fencing_token: None,
+                ..row("jobs", None, None)
+            },
         ]);
-        let (lines, buffer) = draw(&snap, 80, 8);
+        let (lines, buffer) = draw(&snap, 80, 9);
         assert_eq!(
             lines,
             [
                 "latchkey top · 127.0.0.1:6379 · prefix latchkey: · pattern *",
-                "3 held, 1 longer than 5m00s",
-                "NAME                    HOLDER             AGE     TTL     FENCING TOKEN    WAIT",
-                "nightly-report          web-1 pid 4242     12m03s  27.20s  1718000000000123    2",
-                "a-lock-with-a-name-muc… web-1 pid 4242     41.00s  27.20s  1718000000000123    0",
-                "foreign                 other client       -       never   -                   -",
+                "4 active, 1 longer than 5m00s",
+                "NAME          KIND      HOLDER             AGE     TTL     FENCING TOKEN    WAIT",
+                "nightly-repo… lock      web-1 pid 4242     12m03s  27.20s  1718000000000123    2",
+                "a-lock-with-… lock      web-1 pid 4242     41.00s  27.20s  1718000000000123    0",
+                "foreign       lock      other client       -       never   -                   -",
+                "jobs          semaphore 3 permits          -       -       -                   -",
                 "",
                 "q quit · every 1.00s · red: held longer than 5m00s",
             ]
@@ -336,8 +383,8 @@ mod tests {
     #[test]
     fn nothing_held_says_so() {
         let (lines, _) = draw(&snapshot(vec![]), 80, 5);
-        assert_eq!(lines[1], "0 held, 0 longer than 5m00s");
-        assert_eq!(lines[3], "no held locks match *");
+        assert_eq!(lines[1], "0 active, 0 longer than 5m00s");
+        assert_eq!(lines[3], "nothing active matches *");
     }
 
     #[test]

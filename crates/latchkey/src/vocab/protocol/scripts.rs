@@ -32,6 +32,7 @@ scripts! {
     RELEASE = "release.lua";
     EXTEND = "extend.lua";
     INSPECT = "inspect.lua";
+    INSPECT_ANY = "inspect_any.lua";
     FENCED_WRITE = "fenced_write.lua";
     RAISE_FENCE = "raise_fence.lua";
     SIGNAL_ONE = "signal_one.lua";

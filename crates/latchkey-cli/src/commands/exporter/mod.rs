@@ -6,7 +6,14 @@
 //! $ curl -s 127.0.0.1:9464/metrics | grep long_held
 //! latchkey_locks_long_held{prefix="latchkey:"} 1
 //! latchkey_lock_long_held_seconds{prefix="latchkey:",lock="billing:run",host="web-1",pid="4242"} 912.4
+//! $ curl -s 127.0.0.1:9464/metrics | grep 'kind="semaphore"'
+//! latchkey_primitives_active{prefix="latchkey:",kind="semaphore"} 1
+//! latchkey_primitive_holders{prefix="latchkey:",kind="semaphore",name="billing:jobs"} 3
 //! ```
+//!
+//! Every kind of primitive has series with a `kind` label
+//! ([`Client::list_all`](latchkey::Client::list_all)); the `latchkey_lock*`
+//! ones are the locks' (plain and fair) as before.
 //!
 //! Every `--scan-every` the exporter lists the locks matching PATTERN (the
 //! library's [`Client::list`](latchkey::Client::list): `SCAN`, never
@@ -26,7 +33,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use latchkey::{Client, LockInfo};
+use latchkey::{Client, LockInfo, PrimitiveInfo};
 use metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
 use metrics_exporter_prometheus::{ExporterFuture, Matcher, PrometheusBuilder, PrometheusRecorder};
 use metrics_util::MetricKindMask;
@@ -36,6 +43,8 @@ use crate::support::exit::{self, Failure, Outcome};
 use crate::support::stop::stop_signal;
 use crate::support::target::Target;
 use crate::support::text::escape;
+
+mod kinds;
 
 /// Gauge, label `prefix`: locks held now.
 pub const LOCKS_HELD: &str = "latchkey_locks_held";
@@ -169,7 +178,7 @@ impl ScanLog {
         self.failing = Some(message);
     }
 
-    fn succeeded(&mut self, prefix: &str, infos: &[LockInfo]) {
+    fn succeeded(&mut self, prefix: &str, infos: &[&LockInfo]) {
         if self.failing.take().is_some() {
             eprintln!("latchkey: exporter scans work again");
         }
@@ -191,10 +200,10 @@ impl ScanLog {
     }
 }
 
-/// One scan: lists the locks and sets every server-side gauge from them.
+/// One scan: lists every primitive and sets every server-side gauge from them.
 async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut ScanLog) {
     let started = Instant::now();
-    let infos = match client.list(&args.pattern).await {
+    let all = match client.list_all(&args.pattern).await {
         Ok(infos) => infos,
         Err(e) => {
             log.failed(&e);
@@ -203,8 +212,17 @@ async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut Scan
             return;
         }
     };
+    let infos: Vec<&LockInfo> = all
+        .iter()
+        .filter_map(|info| match info {
+            PrimitiveInfo::Lock(lock) => Some(lock),
+            PrimitiveInfo::FairLock(fair) => Some(&fair.lock),
+            _ => None,
+        })
+        .collect();
     log.succeeded(prefix, &infos);
-    let held: Vec<&LockInfo> = infos.iter().filter(|info| info.held).collect();
+    kinds::export(prefix, &all, args.long_held);
+    let held: Vec<&LockInfo> = infos.into_iter().filter(|info| info.held).collect();
     let mut long_held = 0usize;
     for info in &held {
         let lock = String::from_utf8_lossy(&info.name).into_owned();
@@ -249,6 +267,7 @@ fn describe() {
         Unit::Seconds,
         "Age of each lock held longer than --long-held, with its holder."
     );
+    kinds::describe();
     describe_gauge!(
         LONG_HELD_THRESHOLD,
         Unit::Seconds,
@@ -268,10 +287,11 @@ fn describe() {
 
 #[cfg(test)]
 mod tests {
+    use super::kinds::*;
     use super::*;
     use latchkey::metrics as lib;
 
-    const EVERY_METRIC: [&str; 19] = [
+    const EVERY_METRIC: [&str; 24] = [
         lib::ACQUISITIONS,
         lib::ACQUIRE_WAIT,
         lib::HOLD,
@@ -287,6 +307,11 @@ mod tests {
         LOCK_TTL,
         LOCK_AGE,
         LOCK_LONG_HELD,
+        PRIMITIVES_ACTIVE,
+        PRIMITIVE_HOLDERS,
+        PRIMITIVE_WAITING,
+        PRIMITIVE_AGE,
+        PRIMITIVE_LONG_HELD,
         LONG_HELD_THRESHOLD,
         SCANS,
         SCAN_DURATION,
@@ -302,14 +327,14 @@ mod tests {
 
     #[test]
     fn the_docs_name_every_metric_and_the_dashboard_no_other() {
-        let docs = include_str!("../../../../docs/monitoring.md");
+        let docs = include_str!("../../../../../docs/monitoring.md");
         for name in EVERY_METRIC {
             assert!(
                 docs.contains(&format!("`{name}`")),
                 "docs/monitoring.md lacks {name}"
             );
         }
-        let dashboard = include_str!("../../../../docs/grafana-latchkey.json");
+        let dashboard = include_str!("../../../../../docs/grafana-latchkey.json");
         let json: serde_json::Value = serde_json::from_str(dashboard).expect("valid JSON");
         let panels = json["panels"].as_array().expect("panels");
         let mut used = 0;

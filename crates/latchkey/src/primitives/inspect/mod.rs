@@ -1,5 +1,9 @@
-//! Inspecting locks from the outside: who holds one, for how much longer,
-//! and the last fencing token issued — for operators and `latchkey status`.
+//! Inspecting primitives from the outside: who holds one, for how much
+//! longer, and the last fencing token issued — for operators and `latchkey
+//! status`. [`Client::inspect`](crate::Client::inspect) and
+//! [`Client::list`](crate::Client::list) read locks; [`Client::describe`](crate::Client::describe)
+//! and [`Client::list_all`](crate::Client::list_all) every kind (`any.rs`,
+//! `scan.rs`, the types in `kinds.rs`).
 //!
 //! ```no_run
 //! # async fn demo() -> latchkey::Result<()> {
@@ -33,46 +37,18 @@ use crate::vocab::names::{LockKeys, FENCE_SUFFIX};
 use crate::vocab::protocol::scripts;
 use crate::vocab::token::Holder;
 
-/// What Redis says about one lock at one moment; made by [`Client::inspect`](crate::Client::inspect)
-/// and [`Client::list`](crate::Client::list).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LockInfo {
-    /// The lock's name (without the client's key prefix).
-    pub name: Vec<u8>,
-    /// Whether the lock key exists, i.e. someone holds the lock.
-    pub held: bool,
-    /// The remaining TTL; `None` when the lock is free, or when it is held
-    /// without a TTL (a key set by another client without `PX`).
-    pub ttl: Option<Duration>,
-    /// The raw value of the lock key while held: the holder's owner token,
-    /// followed by [`WAITING_MARK`](crate::vocab::protocol::WAITING_MARK) once a waiter asked
-    /// to be woken at its release. Treat it as a secret: whoever knows it
-    /// can release the lock.
-    pub value: Option<Vec<u8>>,
-    /// Who holds the lock, parsed from a latchkey owner token; `None` when the
-    /// lock is free or held by another client (see [`value`](Self::value)).
-    pub holder: Option<Holder>,
-    /// How long the holder has held it, by the holder's wall clock compared
-    /// with ours (zero when the holder's clock is ahead); `None` unless
-    /// [`holder`](Self::holder) is known.
-    pub age: Option<Duration>,
-    /// The last fencing token issued for this name: the holder's once it
-    /// has one (tokens are issued with the acquisition only for locks made
-    /// [`with_fencing`](crate::Lock::with_fencing), otherwise on request),
-    /// else an earlier holder's; `None` when no token was ever issued.
-    pub fencing_token: Option<u64>,
-    /// The raw value of the fencing counter when it holds something other
-    /// than a fencing token (another program wrote it; `fencing_token` is
-    /// then `None`). Such a lock is still inspected and listed, so that one
-    /// bad key does not hide every other lock. Deleting the counter resets
-    /// it (see [`Error::BadFencingCounter`]).
-    pub bad_fencing_counter: Option<Vec<u8>>,
-}
+mod any;
+mod kinds;
+mod scan;
+
+pub use kinds::{
+    BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, LockInfo, PrimitiveInfo,
+    RwLockInfo, SemaphoreInfo,
+};
 
 /// Locks inspected at once by [`Client::list`]: the connection is
 /// multiplexed, so these are pipelined rather than run one after the other.
-const INSPECT_IN_FLIGHT: usize = 64;
+pub(super) const INSPECT_IN_FLIGHT: usize = 64;
 
 /// Keys asked for per `SCAN` call: large enough that a big keyspace takes few
 /// round trips, small enough that each call stays short on the server.
@@ -94,39 +70,7 @@ impl Session {
         let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = self
             .eval("inspect", &scripts::INSPECT, &counted[..n], &[])
             .await?;
-        let parsed = fence.as_ref().map(|raw| {
-            std::str::from_utf8(raw)
-                .ok()
-                .and_then(|text| text.parse::<u64>().ok())
-        });
-        let fencing_token = parsed.flatten();
-        let bad_fencing_counter = match parsed {
-            Some(None) => {
-                tracing::warn!(
-                    key = %String::from_utf8_lossy(&keys.fence_key),
-                    value = %String::from_utf8_lossy(fence.as_deref().unwrap_or_default()),
-                    "a fencing counter holds something other than a fencing token; delete it to reset it"
-                );
-                fence
-            }
-            _ => None,
-        };
-        let holder = value.as_deref().and_then(Holder::from_token);
-        let age = holder.as_ref().map(|h| {
-            SystemTime::now()
-                .duration_since(h.acquired_at)
-                .unwrap_or(Duration::ZERO)
-        });
-        Ok(LockInfo {
-            name: name.to_vec(),
-            held: value.is_some(),
-            ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
-            value,
-            holder,
-            age,
-            fencing_token,
-            bad_fencing_counter,
-        })
+        Ok(lock_info(name, &keys, value, pttl, fence))
     }
 
     /// See [`Client::list`](crate::Client::list).
@@ -200,6 +144,16 @@ impl Session {
     /// On a Redis Cluster, `SCAN` walks one node's keys: every primary is
     /// walked in turn.
     async fn scan_strings(&self, glob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.scan_keys(glob, Some("string")).await
+    }
+
+    /// Every key matching `glob` (of `type_filter` only, when given), on
+    /// every primary.
+    pub(super) async fn scan_keys(
+        &self,
+        glob: &[u8],
+        type_filter: Option<&str>,
+    ) -> Result<Vec<Vec<u8>>> {
         let mut keys = Vec::new();
         let mut conn = self.connection();
         let nodes = self.bounded("CLUSTER NODES", &[], conn.primaries()).await?;
@@ -211,9 +165,10 @@ impl Session {
                     .arg("MATCH")
                     .arg(glob)
                     .arg("COUNT")
-                    .arg(SCAN_COUNT)
-                    .arg("TYPE")
-                    .arg("string");
+                    .arg(SCAN_COUNT);
+                if let Some(kind) = type_filter {
+                    cmd.arg("TYPE").arg(kind);
+                }
                 let (next, batch): (u64, Vec<Vec<u8>>) =
                     self.bounded("SCAN", &[], conn.query_on(cmd, node)).await?;
                 keys.extend(batch);
@@ -227,8 +182,51 @@ impl Session {
     }
 }
 
+/// A [`LockInfo`] from what `inspect.lua` (or `inspect_any.lua`) read.
+pub(crate) fn lock_info(
+    name: &[u8],
+    keys: &LockKeys,
+    value: Option<Vec<u8>>,
+    pttl: i64,
+    fence: Option<Vec<u8>>,
+) -> LockInfo {
+    let parsed = fence.as_ref().map(|raw| {
+        std::str::from_utf8(raw)
+            .ok()
+            .and_then(|text| text.parse::<u64>().ok())
+    });
+    let fencing_token = parsed.flatten();
+    let bad_fencing_counter = match parsed {
+        Some(None) => {
+            tracing::warn!(
+                key = %String::from_utf8_lossy(&keys.fence_key),
+                value = %String::from_utf8_lossy(fence.as_deref().unwrap_or_default()),
+                "a fencing counter holds something other than a fencing token; delete it to reset it"
+            );
+            fence
+        }
+        _ => None,
+    };
+    let holder = value.as_deref().and_then(Holder::from_token);
+    let age = holder.as_ref().map(|h| {
+        SystemTime::now()
+            .duration_since(h.acquired_at)
+            .unwrap_or(Duration::ZERO)
+    });
+    LockInfo {
+        name: name.to_vec(),
+        held: value.is_some(),
+        ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+        value,
+        holder,
+        age,
+        fencing_token,
+        bad_fencing_counter,
+    }
+}
+
 /// Whether an inspected key is one of ours to list (see [`Client::list`]).
-fn is_lock(info: &LockInfo) -> bool {
+pub(super) fn is_lock(info: &LockInfo) -> bool {
     let our_token = info
         .value
         .as_deref()
@@ -237,7 +235,7 @@ fn is_lock(info: &LockInfo) -> bool {
 }
 
 /// Escapes the glob metacharacters of a literal (the key prefix) for `MATCH`.
-fn escape_glob(literal: &[u8]) -> Vec<u8> {
+pub(super) fn escape_glob(literal: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(literal.len());
     for &b in literal {
         if matches!(b, b'*' | b'?' | b'[' | b']' | b'\\') {

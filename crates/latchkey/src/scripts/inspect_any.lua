@@ -1,0 +1,91 @@
+-- latchkey: read every primitive's state under one name atomically, for
+-- inspection (`latchkey status`, `list`, `top`, the exporter). Read-only:
+-- changes nothing. A key of another type than its layout's reads as absent
+-- (a snapshot for people, never an error that hides the other kinds), but
+-- for the lock key (below).
+--
+-- KEYS[1]   lock key                        P + name
+-- KEYS[2]   lock fencing counter            S:fence
+-- KEYS[3]   fair lock queue (list)          S:queue
+-- KEYS[4]   fair lock leases (zset)         S:leases
+-- KEYS[5]   semaphore permits (zset)        S:permits
+-- KEYS[6]   semaphore fencing counter       S:permits:fence
+-- KEYS[7]   rwlock writer (string)          S:rw:writer
+-- KEYS[8]   rwlock readers (zset)           S:rw:readers
+-- KEYS[9]   rwlock writers waiting (zset)   S:rw:writers-waiting
+-- KEYS[10]  rwlock readers waiting (zset)   S:rw:readers-waiting
+-- KEYS[11]  rwlock readers next (set)       S:rw:readers-next
+-- KEYS[12]  rwlock fencing counter          S:rw:fence
+-- KEYS[13]  latch (string)                  S:latch
+-- KEYS[14]  barrier (hash)                  S:barrier
+-- KEYS[15]  election lease (string)         S:leader
+-- KEYS[16]  election state (hash)           S:election
+-- KEYS[17]  optional: the layout 2 lock counter, read when KEYS[2] is missing
+-- ARGV[1]   the most members listed per sorted set or list (the rest is cut)
+--
+-- Returns {now_ms, lock, fair, permits, rw, latch, barrier, election}
+--   now_ms    server time (TIME), ms, as a decimal string
+--   lock      {value, pttl, fence}              as inspect.lua
+--   fair      {entries, leases}                 LRANGE of the queue (arrival
+--             order); live leases: flat {entry, deadline_ms, …}
+--   permits   {members, fence}                  unexpired: flat {token, expiry_ms, …}
+--   rw        {writer, writer_pttl, readers, writers_waiting, readers_waiting,
+--              readers_next_count, fence}       zsets unexpired, flat as above
+--   latch     {value, pttl}
+--   barrier   {exists, parties, gen, arrived, pttl}
+--   election  {lease, lease_pttl, exists, token, value, term, since, change, last_term}
+-- A missing key or field is false (a nil reply).
+-- Errors
+--   WRONGTYPE  the lock key (P + name, which no other kind uses) exists but is
+--              not a string: NAME is not a primitive's name (as inspect.lua).
+local limit = tonumber(ARGV[1]) or 1000
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+
+local function kind(k) return redis.call('TYPE', k).ok end
+local function str(k)
+  if kind(k) == 'string' then return redis.call('GET', k) end
+  return false
+end
+local function live(k)
+  if kind(k) ~= 'zset' then return {} end
+  return redis.call('ZRANGEBYSCORE', k, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+end
+local function fields(k, ...)
+  if kind(k) ~= 'hash' then return false end
+  return redis.call('HMGET', k, ...)
+end
+
+local lock_type = kind(KEYS[1])
+if lock_type ~= 'string' and lock_type ~= 'none' then
+  return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
+end
+local lock_value = str(KEYS[1])
+local fence = str(KEYS[2])
+if not fence and KEYS[17] then fence = str(KEYS[17]) end
+local lock = {lock_value, redis.call('PTTL', KEYS[1]), fence}
+
+local entries = {}
+if kind(KEYS[3]) == 'list' then entries = redis.call('LRANGE', KEYS[3], 0, limit - 1) end
+local fair = {entries, live(KEYS[4])}
+
+local permits = {live(KEYS[5]), str(KEYS[6])}
+
+local next_count = 0
+if kind(KEYS[11]) == 'set' then next_count = redis.call('SCARD', KEYS[11]) end
+local rw = {str(KEYS[7]), redis.call('PTTL', KEYS[7]), live(KEYS[8]), live(KEYS[9]),
+  live(KEYS[10]), next_count, str(KEYS[12])}
+
+local latch = {str(KEYS[13]), redis.call('PTTL', KEYS[13])}
+
+local b = fields(KEYS[14], 'parties', 'gen', 'arrived')
+local barrier = {0, false, false, false, redis.call('PTTL', KEYS[14])}
+if b then barrier = {1, b[1], b[2], b[3], redis.call('PTTL', KEYS[14])} end
+
+local e = fields(KEYS[16], 'token', 'value', 'term', 'since', 'change', 'last_term')
+local election = {str(KEYS[15]), redis.call('PTTL', KEYS[15]), 0, false, false, false, false, false, false}
+if e then
+  election = {election[1], election[2], 1, e[1], e[2], e[3], e[4], e[5], e[6]}
+end
+
+return {now, lock, fair, permits, rw, latch, barrier, election}
