@@ -79,7 +79,7 @@
 //! | go on once N tasks are done, whenever you look | [`Latch`] | state kept in Redis: a late waiter returns at once; opens once | a script per count-down; one key until its TTL |
 //! | N parties meet, round after round | [`Barrier`] | all N of a generation released together; cyclic | a script per arrival |
 //! | one leader, and everyone knows who | [`Election`], [`Observer`] | at most one leader with a valid lease; terms that fence; changes reported in order (missed ones counted) | a lease like a lock's, renewed by its watchdog |
-//! | tell the processes waiting now | [signals](Client::signal), [`Listener`] | delivered to whoever listens at that moment (one, or all) | one publish; nothing is kept: a signal nobody hears is lost |
+//! | tell the processes waiting now | [signals](Client::signal), [`Listener`] | delivered to whoever listens at that moment (one, or all) | one publish (a script for `signal_one`); nothing is kept: a signal nobody hears is lost |
 //! | a resource that refuses stale holders | [`FencedResource`] | a write with a token below the highest seen is refused | a script per write |
 //!
 //! Every hold (a [`LockGuard`], [`PermitGuard`], [`RwGuard`] or
