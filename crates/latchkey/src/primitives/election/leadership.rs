@@ -29,6 +29,7 @@ use crate::vocab::token::short;
 /// # Ok(()) }
 /// ```
 ///
+/// # What it promises
 /// Its lease is renewed by a watchdog every third of the election's TTL;
 /// [`lost`](Leadership::lost) fires as soon as a renewal finds the lease
 /// gone or taken, and at the latest when the lease could have run out
