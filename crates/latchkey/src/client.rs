@@ -37,25 +37,14 @@ use crate::vocab::error::Result;
 /// ```
 ///
 /// # What it promises
-/// * **One server's worth of connections, shared**: one command connection
-///   (multiplexed; it reconnects by itself) and at most one pub/sub
-///   connection per server, whatever the number of locks, guards, waiters
-///   and listeners made from it. A standalone server, a Redis Cluster (found
-///   by asking the server) and a Sentinel-watched primary
-///   ([`ClientBuilder::sentinel`]) all look the same from here.
-/// * **Nothing leaks**: a guard dropped without release, or a cancelled
-///   acquisition that may have taken a lock, is released in the background;
-///   [`flush`](Client::flush) waits for that before the process exits.
-/// * **Every name under one prefix** ([`ClientBuilder::prefix`], default
-///   [`DEFAULT_PREFIX`](crate::DEFAULT_PREFIX)); the layout is the
-///   versioned protocol of `docs/protocol.md`.
-///
-/// # Limits
-/// Every command waits at most the
-/// [command timeout](ClientBuilder::command_timeout)
-/// ([`DEFAULT_COMMAND_TIMEOUT`](crate::DEFAULT_COMMAND_TIMEOUT)); a server
-/// that does not answer in time is an [`Error::Timeout`](crate::Error::Timeout),
-/// and which errors are worth retrying is on [`Error`](crate::Error).
+/// One command connection (multiplexed, reconnecting by itself) and at most
+/// one pub/sub connection per server, whatever the number of locks, guards
+/// and waiters made from it; a standalone server, a Redis Cluster and a
+/// Sentinel-watched primary look the same from here. Nothing leaks: what a
+/// dropped guard or a cancelled acquisition may hold is released in the
+/// background ([`flush`](Client::flush) waits for it). Every command waits
+/// at most the [command timeout](ClientBuilder::command_timeout); which
+/// errors are worth retrying is on [`Error`](crate::Error).
 #[derive(Clone)]
 pub struct Client {
     pub(crate) session: Session,

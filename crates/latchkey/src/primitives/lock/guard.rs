@@ -39,15 +39,11 @@ use crate::vocab::token::short;
 /// ```
 ///
 /// # What it promises
-/// * While [`is_held`](LockGuard::is_held) is true (before the deadline and
-///   not [lost](LockGuard::lost)), no other holder can have the lock, unless
-///   Redis itself lost the key (see [`Lock`](crate::Lock), "Limits").
-/// * [`release`](LockGuard::release) and [`extend`](LockGuard::extend) act
-///   only on our own hold and say what they found
-///   ([`Ownership`](crate::Ownership)); losing the lock is an outcome, not an
-///   error.
-/// * Every fencing token of this hold is greater than those of all earlier
-///   holds of the lock.
+/// While [`is_held`](LockGuard::is_held) is true (before the deadline, not
+/// [lost](LockGuard::lost)), nobody else holds the lock, unless Redis lost
+/// the key (see [`Lock`](crate::Lock), "Limits"). `release` and `extend` act
+/// only on our own hold and say what they found ([`Ownership`](crate::Ownership)).
+/// Its fencing tokens are greater than those of all earlier holds.
 ///
 /// The guard knows until when it may assume it holds the lock: its
 /// [`deadline`](LockGuard::deadline), on the monotonic clock, computed from
