@@ -15,7 +15,9 @@ use crate::vocab::names::{check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 
-/// A barrier of N parties called by name; a recipe, cheap to clone. Made by
+/// A barrier of N parties: they wait for each other, and when the N-th
+/// arrives all N are released together and the next generation starts
+/// clean. A recipe called by name, cheap to clone; made by
 /// [`Client::barrier`](crate::Client::barrier).
 ///
 /// ```no_run

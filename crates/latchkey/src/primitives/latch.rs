@@ -17,7 +17,9 @@ use crate::vocab::names::{check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
 
-/// A count-down latch called by name; a recipe, cheap to clone. Made by
+/// A count-down latch in Redis: one side creates it with a count, workers
+/// count it down, and everyone waiting is released when the count reaches
+/// zero. A recipe called by name, cheap to clone; made by
 /// [`Client::latch`](crate::Client::latch).
 ///
 /// ```no_run

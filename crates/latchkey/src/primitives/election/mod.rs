@@ -41,8 +41,9 @@ use crate::vocab::error::{Error, Result};
 use crate::vocab::names::ttl_ms;
 use crate::vocab::protocol::scripts;
 
-/// A named election; a recipe, cheap to clone. Made by
-/// [`Client::election`](crate::Client::election).
+/// Leader election with terms that fence: candidates campaign until one
+/// leads, and its term rejects a deposed leader's writes. A recipe called
+/// by name, cheap to clone; made by [`Client::election`](crate::Client::election).
 ///
 /// ```no_run
 /// # async fn demo() -> latchkey::Result<()> {

@@ -18,8 +18,9 @@ use crate::vocab::names::{check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::RWLOCK_SUFFIXES;
 
-/// A read-write lock called by name; a recipe, cheap to clone. Made by
-/// [`Client::rwlock`](crate::Client::rwlock).
+/// A read-write lock: many readers or one writer, across processes; each
+/// hold a lease, and neither side starved. A recipe called by name, cheap
+/// to clone; made by [`Client::rwlock`](crate::Client::rwlock).
 ///
 /// ```no_run
 /// # async fn demo() -> latchkey::Result<()> {

@@ -22,8 +22,9 @@ use crate::vocab::names::{check_count, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
 
-/// A counting semaphore of leased permits; a recipe, cheap to clone. Made
-/// by [`Client::semaphore`](crate::Client::semaphore).
+/// A counting semaphore: at most N holders at once, across processes and
+/// machines, where every permit is a lease. A recipe called by name, cheap
+/// to clone; made by [`Client::semaphore`](crate::Client::semaphore).
 ///
 /// ```no_run
 /// # async fn demo() -> latchkey::Result<()> {
