@@ -35,6 +35,16 @@ use crate::vocab::error::Result;
 /// let lock = client.lock("nightly-report", Duration::from_secs(30))?;
 /// # Ok(()) }
 /// ```
+///
+/// # What it promises
+/// One command connection (multiplexed, reconnecting by itself) and at most
+/// one pub/sub connection per server, whatever the number of locks, guards
+/// and waiters made from it; a standalone server, a Redis Cluster and a
+/// Sentinel-watched primary look the same from here. Nothing leaks: what a
+/// dropped guard or a cancelled acquisition may hold is released in the
+/// background ([`flush`](Client::flush) waits for it). Every command waits
+/// at most the [command timeout](ClientBuilder::command_timeout); which
+/// errors are worth retrying is on [`Error`](crate::Error).
 #[derive(Clone)]
 pub struct Client {
     pub(crate) session: Session,

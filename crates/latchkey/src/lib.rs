@@ -67,6 +67,28 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Choosing a primitive
+//!
+//! | You need | Use | What it promises | What it costs |
+//! |---|---|---|---|
+//! | one process at a time runs a job | [`Lock`] ([`Client::lock`]) | one holder at a time, expiring, owner-only release; a [fencing token](LockGuard::fencing_token) on request | a `SET NX` to take it, one script to release; waiters sleep until a release message |
+//! | the same, and no waiter starves across processes | [`Lock::fair`] | arrival order across processes, the lock handed to the next waiter in the release's script | a script per acquire and release, a queue in Redis; not on a Redlock |
+//! | a lock that outlives the loss of one Redis | [`Redlock`] | held while a majority of N independent instances agree | every operation on N instances at once; barging only |
+//! | at most N at once | [`Semaphore`] | at most N permits held, each a lease; not FIFO | a script per acquire and release |
+//! | many readers or one writer | [`RwLock`] | phase-fair: neither readers nor writers starve | a script per hold and release |
+//! | go on once N tasks are done, whenever you look | [`Latch`] | state kept in Redis: a late waiter returns at once; opens once | a script per count-down; one key until its TTL |
+//! | N parties meet, round after round | [`Barrier`] | all N of a generation released together; cyclic | a script per arrival |
+//! | one leader, and everyone knows who | [`Election`], [`Observer`] | at most one leader with a valid lease; terms that fence; changes reported in order (missed ones counted) | a lease like a lock's, renewed by its watchdog |
+//! | tell the processes waiting now | [signals](Client::signal), [`Listener`] | delivered to whoever listens at that moment (one, or all) | one publish (a script for `signal_one`); nothing is kept: a signal nobody hears is lost |
+//! | a resource that refuses stale holders | [`FencedResource`] | a write with a token below the highest seen is refused | a script per write |
+//!
+//! Every hold (a [`LockGuard`], [`PermitGuard`], [`RwGuard`] or
+//! [`Leadership`]) is a lease: it has a deadline, can be renewed by a
+//! watchdog, says when it is lost, and is released in the background if it
+//! is dropped. Each type's docs open with an example and say what it
+//! promises and where that stops. The measured costs are in the
+//! repository's `bench/RESULTS.md`.
+//!
 //! ## What a lock in Redis can and cannot promise
 //! A lock with a TTL can be held by two processes at once when the first
 //! pauses (GC, swap, `SIGSTOP`) or is cut off past its TTL. The guard's

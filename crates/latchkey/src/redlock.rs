@@ -1,30 +1,7 @@
 //! [`Redlock`]: one lock over N independent Redis instances, held while a
 //! majority of them agree (layer 5, a facade over the Redlock backend).
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let redlock = latchkey::Redlock::connect(&[
-//!     "redis://127.0.0.1:7001/",
-//!     "redis://127.0.0.1:7002/",
-//!     "redis://127.0.0.1:7003/",
-//! ])
-//! .await?;
-//! // The same `Lock`, guard, watchdog, lost() and fencing as `Client::lock`:
-//! let lock = redlock.lock("invoices", Duration::from_secs(10))?.with_watchdog();
-//! let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
-//! tokio::select! {
-//!     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
-//!     _ = async { /* write, passing guard.fencing_token().await? */ } => {}
-//! }
-//! let outcome = guard.release().await?; // Owned: a majority confirmed
-//! # Ok(()) }
-//! ```
-//!
-//! The algorithm is the one on redis.io ("Distributed Locks with Redis") and
-//! in antirez's reference code; `docs/redlock.md` describes it as
-//! implemented here, with the timeouts chosen, the fencing guarantee, the
-//! persistence and clock assumptions, and when not to use it.
+//! User docs (example, the algorithm) are on the type.
 
 use std::time::Duration;
 
@@ -40,6 +17,31 @@ pub use crate::backend::redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TI
 /// A lock service over N independent Redis instances (Redlock). Cheap to
 /// clone; clones share connections, the local wait queues and the
 /// reconnection of instances that were down at connect time.
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let redlock = latchkey::Redlock::connect(&[
+///     "redis://127.0.0.1:7001/",
+///     "redis://127.0.0.1:7002/",
+///     "redis://127.0.0.1:7003/",
+/// ])
+/// .await?;
+/// // The same `Lock`, guard, watchdog, lost() and fencing as `Client::lock`:
+/// let lock = redlock.lock("invoices", Duration::from_secs(10))?.with_watchdog();
+/// let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
+/// tokio::select! {
+///     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
+///     _ = async { /* write, passing guard.fencing_token().await? */ } => {}
+/// }
+/// let outcome = guard.release().await?; // Owned: a majority confirmed
+/// # Ok(()) }
+/// ```
+///
+/// The algorithm is the one on redis.io ("Distributed Locks with Redis") and
+/// in antirez's reference code; `docs/redlock.md` describes it as
+/// implemented here, with the timeouts chosen, the fencing guarantee, the
+/// persistence and clock assumptions, and when not to use it.
 ///
 /// Make locks with [`Redlock::lock`]: they are the same [`Lock`] as
 /// [`Client::lock`] makes, so code written against `Lock` and

@@ -1,43 +1,7 @@
 //! [`Barrier`]: N parties wait for each other; when the N-th arrives, all N
 //! are released together, and the barrier starts its next generation clean.
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let step = client.barrier("simulation-step", 4, Duration::from_secs(600))?;
-//!
-//! for round in 0.. {
-//!     // ... compute this worker's part of the round ...
-//!     match step.arrive_and_wait(Duration::from_secs(30)).await? {
-//!         Some(generation) => println!("round {round}: all 4 done (generation {generation})"),
-//!         None => break, // someone did not come; our arrival was taken back
-//!     }
-//! }
-//! # Ok(()) }
-//! ```
-//!
-//! # What it promises
-//! * All N parties of a generation are released by one script call: the
-//!   N-th arrival moves the generation on and publishes the generation
-//!   released; the others, subscribed before they arrived, wake on that
-//!   message (or, after a missed message, read the generation and see it
-//!   moved on). No party of generation g can count towards generation g+1.
-//! * A party that gives up (timeout, cancellation) takes its arrival back,
-//!   unless its generation was released meanwhile: then it was released
-//!   too, and says so.
-//! * Reuse: a barrier is cyclic. Each release starts the next generation
-//!   empty, and N is a property of a generation, not of the name: every
-//!   caller passes N, the first arrival of a generation stores it, and an
-//!   arrival with another N fails with [`Error::PartiesMismatch`] only
-//!   while parties of that generation wait. With nobody waiting (after a
-//!   release, or once every party gave up), the next arrival starts the
-//!   generation with its own N.
-//! * The barrier's key lives `ttl` after the last arrival while nobody
-//!   waits, so an abandoned one disappears; while parties wait, it lives at
-//!   least as long as the longest of their waits (an arrival raises its TTL
-//!   to its own timeout plus a second), so a TTL shorter than the wait never
-//!   makes parties that all arrived time out.
+//! User docs (example, promises) are on the type.
 //!
 //! The layout and the scripts are in `docs/protocol.md`, "Latches and barriers".
 
@@ -51,8 +15,48 @@ use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 
-/// A barrier of N parties called by name; a recipe, cheap to clone. Made by
+/// A barrier of N parties: they wait for each other, and when the N-th
+/// arrives all N are released together and the next generation starts
+/// clean. A recipe called by name, cheap to clone; made by
 /// [`Client::barrier`](crate::Client::barrier).
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let step = client.barrier("simulation-step", 4, Duration::from_secs(600))?;
+///
+/// for round in 0.. {
+///     // ... compute this worker's part of the round ...
+///     match step.arrive_and_wait(Duration::from_secs(30)).await? {
+///         Some(generation) => println!("round {round}: all 4 done (generation {generation})"),
+///         None => break, // someone did not come; our arrival was taken back
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// * All N parties of a generation are released by one script call: the
+///   N-th arrival moves the generation on and publishes the generation
+///   released; the others, subscribed before they arrived, wake on that
+///   message (or, after a missed message, read the generation and see it
+///   moved on). No party of generation g can count towards generation g+1.
+/// * A party that gives up (timeout, cancellation) takes its arrival back,
+///   unless its generation was released meanwhile: then it was released
+///   too, and says so.
+/// * Reuse: a barrier is cyclic. Each release starts the next generation
+///   empty, and N is a property of a generation, not of the name: every
+///   caller passes N, the first arrival of a generation stores it, and an
+///   arrival with another N fails with [`Error::PartiesMismatch`] only
+///   while parties of that generation wait. With nobody waiting (after a
+///   release, or once every party gave up), the next arrival starts the
+///   generation with its own N.
+/// * The barrier's key lives `ttl` after the last arrival while nobody
+///   waits, so an abandoned one disappears; while parties wait, it lives at
+///   least as long as the longest of their waits (an arrival raises its TTL
+///   to its own timeout plus a second), so a TTL shorter than the wait never
+///   makes parties that all arrived time out.
 #[derive(Clone)]
 pub struct Barrier {
     session: Session,

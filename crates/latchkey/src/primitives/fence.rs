@@ -1,31 +1,6 @@
 //! Fenced writes: a resource in Redis that rejects writes from stale holders.
 //!
-//! A lock with a TTL cannot by itself stop a holder that was paused (GC,
-//! swap, `SIGSTOP`) or cut off past its TTL from writing after someone else
-//! took over. The resource can: every write carries the writer's
-//! [fencing token](crate::LockGuard::fencing_token), and the resource refuses
-//! a token lower than the highest it has seen.
-//!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! use latchkey::FencedWrite;
-//!
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let lock = client.lock("report", Duration::from_secs(10))?;
-//! let report = client.fenced("report-output")?;
-//!
-//! let guard = lock.acquire().await?;
-//! match report.write(guard.fencing_token().await?, b"rows: 42").await? {
-//!     FencedWrite::Accepted => {}
-//!     FencedWrite::Rejected { seen } => eprintln!("a newer holder ({seen}) wrote first; we are stale"),
-//! }
-//! guard.release().await?;
-//! # Ok(()) }
-//! ```
-//!
-//! For a resource outside Redis, do the same check where the data lives; for
-//! SQL see `docs/fencing.md`.
+//! User docs (why, example) are on [`FencedResource`].
 
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
@@ -48,6 +23,33 @@ pub enum FencedWrite {
 
 /// A value in Redis guarded by fencing tokens (a hash at `prefix + name`
 /// with fields `value` and `fence`). Made by [`Client::fenced`](crate::Client::fenced).
+///
+/// A lock with a TTL cannot by itself stop a holder that was paused (GC,
+/// swap, `SIGSTOP`) or cut off past its TTL from writing after someone else
+/// took over. The resource can: every write carries the writer's
+/// [fencing token](crate::LockGuard::fencing_token), and the resource refuses
+/// a token lower than the highest it has seen.
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// use latchkey::FencedWrite;
+///
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let lock = client.lock("report", Duration::from_secs(10))?;
+/// let report = client.fenced("report-output")?;
+///
+/// let guard = lock.acquire().await?;
+/// match report.write(guard.fencing_token().await?, b"rows: 42").await? {
+///     FencedWrite::Accepted => {}
+///     FencedWrite::Rejected { seen } => eprintln!("a newer holder ({seen}) wrote first; we are stale"),
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// For a resource outside Redis, do the same check where the data lives; for
+/// SQL see `docs/fencing.md`.
 #[derive(Clone, Debug)]
 pub struct FencedResource {
     client: Session,

@@ -2,45 +2,7 @@
 //! count, workers count it down, and everyone waiting is released when the
 //! count reaches zero.
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let shards_loaded = client.latch("shards-loaded", Duration::from_secs(3600))?;
-//!
-//! // The coordinator (creating an existing latch changes nothing):
-//! shards_loaded.create(3).await?;
-//!
-//! // Each of the 3 loaders, when done:
-//! let left = shards_loaded.count_down().await?;
-//! println!("{left} shard(s) to go");
-//!
-//! // Anyone, any time (also after the latch opened: then at once):
-//! if shards_loaded.wait(Duration::from_secs(60)).await? {
-//!     println!("all shards are loaded");
-//! }
-//! # Ok(()) }
-//! ```
-//!
-//! # What it promises
-//! * The state lives in Redis (unlike a [signal](crate::Client::signal)): a
-//!   waiter that comes after the latch opened returns at once, and one that
-//!   comes before it was even created waits for it.
-//! * Waiting is woken by a message on the latch's channel, not by polling:
-//!   a waiter subscribes *first* and then reads the count, so the opening
-//!   cannot slip between the two. A missed message (a reconnection) makes
-//!   the waiter read the count again; so does a 5 s timer, as a safety net.
-//!   Without pub/sub it polls with backoff (10 ms to 500 ms).
-//! * A latch lives `ttl` after its **creation**, then disappears: an
-//!   abandoned latch does not stay in Redis, and an open one is remembered
-//!   until then (late waiters return at once). Count-downs keep the TTL its
-//!   creator gave it, whatever TTL the counting [`Latch`] was made with, so
-//!   choose the creator's TTL to cover the count-downs and the late waiters.
-//! * A latch opens once, as in Java: [`create`](Latch::create) on an open
-//!   latch fails with [`Error::LatchOpen`] (it does not re-arm it, and it
-//!   does not pretend to have created it: the next `wait` would pass at
-//!   once). To count again, use a new name (one per run, e.g. with a run id
-//!   in it), or let the open latch expire.
+//! User docs (example, promises) are on the type.
 //!
 //! The layout (one key and one channel with the same hash tag) and the
 //! scripts are in `docs/protocol.md`, "Latches and barriers".
@@ -56,8 +18,50 @@ use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
 use crate::vocab::retry::Retry;
 
-/// A count-down latch called by name; a recipe, cheap to clone. Made by
+/// A count-down latch in Redis: one side creates it with a count, workers
+/// count it down, and everyone waiting is released when the count reaches
+/// zero. A recipe called by name, cheap to clone; made by
 /// [`Client::latch`](crate::Client::latch).
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let shards_loaded = client.latch("shards-loaded", Duration::from_secs(3600))?;
+///
+/// // The coordinator (creating an existing latch changes nothing):
+/// shards_loaded.create(3).await?;
+///
+/// // Each of the 3 loaders, when done:
+/// let left = shards_loaded.count_down().await?;
+/// println!("{left} shard(s) to go");
+///
+/// // Anyone, any time (also after the latch opened: then at once):
+/// if shards_loaded.wait(Duration::from_secs(60)).await? {
+///     println!("all shards are loaded");
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// * The state lives in Redis (unlike a [signal](crate::Client::signal)): a
+///   waiter that comes after the latch opened returns at once, and one that
+///   comes before it was even created waits for it.
+/// * Waiting is woken by a message on the latch's channel, not by polling:
+///   a waiter subscribes *first* and then reads the count, so the opening
+///   cannot slip between the two. A missed message (a reconnection) makes
+///   the waiter read the count again; so does a 5 s timer, as a safety net.
+///   Without pub/sub it polls with backoff (10 ms to 500 ms).
+/// * A latch lives `ttl` after its **creation**, then disappears: an
+///   abandoned latch does not stay in Redis, and an open one is remembered
+///   until then (late waiters return at once). Count-downs keep the TTL its
+///   creator gave it, whatever TTL the counting [`Latch`] was made with, so
+///   choose the creator's TTL to cover the count-downs and the late waiters.
+/// * A latch opens once, as in Java: [`create`](Latch::create) on an open
+///   latch fails with [`Error::LatchOpen`] (it does not re-arm it, and it
+///   does not pretend to have created it: the next `wait` would pass at
+///   once). To count again, use a new name (one per run, e.g. with a run id
+///   in it), or let the open latch expire.
 #[derive(Clone)]
 pub struct Latch {
     session: Session,
@@ -111,7 +115,7 @@ impl Latch {
     /// left as it was; see [`count`](Latch::count)). One round trip.
     ///
     /// Fails with [`Error::LatchOpen`] when the latch exists and is open
-    /// already (a latch opens once; see the module docs), with
+    /// already (a latch opens once; see [`Latch`]), with
     /// [`Error::InvalidCount`] for a count of 0 or above
     /// [`MAX_COUNT`](crate::MAX_COUNT), and with [`Error::WrongType`] when
     /// the key holds something other than a latch.

@@ -155,6 +155,26 @@ impl State {
 /// [`LockGuard::lost_signal`](crate::LockGuard::lost_signal). Cheap to clone; clones fire together. It
 /// keeps firing after the guard is gone, and never fires for a guard that
 /// was released while it still held the lock.
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let lock = client.lock("invoices", Duration::from_secs(10))?.with_watchdog();
+/// let guard = lock.acquire().await?;
+///
+/// // Hand the signal to a task that must stop when the lock is gone.
+/// let lost = guard.lost_signal();
+/// let worker = tokio::spawn(async move {
+///     tokio::select! {
+///         _ = lost.lost() => eprintln!("lock lost: abandoning the batch"),
+///         _ = async { /* the batch */ } => {}
+///     }
+/// });
+/// let _ = worker.await;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct LostSignal {
     pub(crate) token: CancellationToken,

@@ -17,6 +17,22 @@ use crate::transport::sentinel::SentinelConnection;
 /// by itself), for commands latchkey has no method for: use it with
 /// redis-rs's `query_async` as any async connection. Made by
 /// [`Client::connection`](crate::Client::connection).
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let mut conn = client.connection();
+/// let pong: String = redis::cmd("PING")
+///     .query_async(&mut conn)
+///     .await
+///     .map_err(latchkey::Error::Redis)?;
+/// println!("{pong}");
+/// # Ok(()) }
+/// ```
+///
+/// It shares the client's command connection (multiplexed), options and
+/// reconnection; on a Redis Cluster each command goes to the node that serves
+/// its first key's slot.
 #[derive(Clone)]
 pub struct Connection(pub(crate) Kind);
 

@@ -1,18 +1,6 @@
 //! [`Leadership`]: proof (while it lasts) that we lead an election, with the
 //! watchdog that renews its lease and the signal that says when it is lost
 //! (layer 4; the lease is the lock's, see `watchdog`).
-//!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let election = client.election("scheduler", Duration::from_secs(10))?;
-//! let leader = election.campaign("v1").await?;
-//! leader.proclaim("v2").await?;
-//! println!("leading in term {}", leader.term());
-//! leader.resign().await?;
-//! # Ok(()) }
-//! ```
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -29,6 +17,19 @@ use crate::vocab::token::short;
 /// This process leads an election. Made by
 /// [`Election::campaign`](crate::Election::campaign).
 ///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let election = client.election("scheduler", Duration::from_secs(10))?;
+/// let leader = election.campaign("v1").await?;
+/// leader.proclaim("v2").await?;
+/// println!("leading in term {}", leader.term());
+/// leader.resign().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
 /// Its lease is renewed by a watchdog every third of the election's TTL;
 /// [`lost`](Leadership::lost) fires as soon as a renewal finds the lease
 /// gone or taken, and at the latest when the lease could have run out

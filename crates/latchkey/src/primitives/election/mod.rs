@@ -1,24 +1,6 @@
 //! [`Election`]: leader election with terms that fence (layer 4).
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let election = client.election("scheduler", Duration::from_secs(10))?;
-//! let output = client.fenced("scheduler-output")?;
-//!
-//! // Waits until this process is the leader.
-//! let leader = election.campaign("host-a:8080").await?;
-//! tokio::select! {
-//!     _ = leader.lost() => eprintln!("no longer the leader: stop at once"),
-//!     _ = async {
-//!         // Every write carries the term: a deposed leader's is refused.
-//!         let _ = output.write(leader.term(), b"tick").await;
-//!     } => {}
-//! }
-//! leader.resign().await?;
-//! # Ok(()) }
-//! ```
+//! User docs (example, promises) are on the type; below, how it works.
 //!
 //! # How it works
 //! The leader holds a lease, `{P+name}:leader`, a string holding its owner
@@ -59,8 +41,51 @@ use crate::vocab::names::ttl_ms;
 use crate::vocab::protocol::scripts;
 use crate::vocab::retry::{Backoff, Retry};
 
-/// A named election; a recipe, cheap to clone. Made by
-/// [`Client::election`](crate::Client::election).
+/// Leader election with terms that fence: candidates campaign until one
+/// leads, and its term rejects a deposed leader's writes. A recipe called
+/// by name, cheap to clone; made by [`Client::election`](crate::Client::election).
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let election = client.election("scheduler", Duration::from_secs(10))?;
+/// let output = client.fenced("scheduler-output")?;
+///
+/// // Waits until this process is the leader.
+/// let leader = election.campaign("host-a:8080").await?;
+/// tokio::select! {
+///     _ = leader.lost() => eprintln!("no longer the leader: stop at once"),
+///     _ = async {
+///         // Every write carries the term: a deposed leader's is refused.
+///         let _ = output.write(leader.term(), b"tick").await;
+///     } => {}
+/// }
+/// leader.resign().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// * **At most one leader whose lease is valid**: the leader holds a lease
+///   like a lock's, renewed by a watchdog every `ttl / 3`; its
+///   [`Leadership::lost`] fires before the lease could have run out.
+/// * **Terms fence**: each leadership's [`term`](Leadership::term) is
+///   greater than every earlier leader's, even after a Redis restart that
+///   lost the election's state; pass it to a
+///   [`FencedResource`](crate::FencedResource) so a deposed leader's writes
+///   are refused.
+/// * **Candidates are woken, not polled**, by the election's change
+///   messages or the end of the leader's lease; a resigning leader hands
+///   over at once.
+/// * **Everyone can follow**: [`leader`](Election::leader) reads the
+///   current leader, and an [`Observer`](crate::Observer) reports every
+///   change in order.
+///
+/// # Limits
+/// Candidates are not served in order: whoever's attempt reaches Redis
+/// first after a resign or an expiry wins. As with a lock, a leader that
+/// pauses past its lease can still believe it leads for a moment; only the
+/// term check at the resource closes that window.
 #[derive(Clone)]
 pub struct Election {
     pub(crate) inner: Arc<ElectionSpec>,

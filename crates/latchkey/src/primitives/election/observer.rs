@@ -1,30 +1,7 @@
 //! [`Observer`]: follows an election's leader, woken by its change messages
 //! (layer 4).
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let election = client.election("scheduler", Duration::from_secs(10))?;
-//! let mut observer = election.observe().await?;
-//! loop {
-//!     match observer.next().await? {
-//!         Some(leader) => println!("leader {} (term {})", leader.value_lossy(), leader.term),
-//!         None => println!("no leader"),
-//!     }
-//! }
-//! # }
-//! ```
-//!
-//! # Ordering
-//! Every campaign, proclaim, resign (and the record of a lease that ran
-//! out) increments the election's change counter and publishes the new
-//! state with it. An observer applies messages in counter order and never
-//! goes back. When it sees a gap in the counter, a resubscription (the
-//! connection dropped) or the end of the leader's lease, it re-reads the
-//! state instead, and counts the changes it could not see one by one in
-//! [`Observer::missed`]. States equal to the one just reported (the same
-//! term and value) are not reported twice.
+//! User docs (example, ordering) are on the type.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -38,6 +15,31 @@ use crate::vocab::retry::Retry;
 
 /// Follows the leader of an election. Made by
 /// [`Election::observe`](crate::Election::observe).
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let election = client.election("scheduler", Duration::from_secs(10))?;
+/// let mut observer = election.observe().await?;
+/// loop {
+///     match observer.next().await? {
+///         Some(leader) => println!("leader {} (term {})", leader.value_lossy(), leader.term),
+///         None => println!("no leader"),
+///     }
+/// }
+/// # }
+/// ```
+///
+/// # Ordering
+/// Every campaign, proclaim, resign (and the record of a lease that ran
+/// out) increments the election's change counter and publishes the new
+/// state with it. An observer applies messages in counter order and never
+/// goes back. When it sees a gap in the counter, a resubscription (the
+/// connection dropped) or the end of the leader's lease, it re-reads the
+/// state instead, and counts the changes it could not see one by one in
+/// [`Observer::missed`]. States equal to the one just reported (the same
+/// term and value) are not reported twice.
 pub struct Observer {
     election: Arc<ElectionSpec>,
     changes: Option<Subscription>,

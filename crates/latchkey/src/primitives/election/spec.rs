@@ -1,17 +1,6 @@
 //! What an [`Election`](crate::Election) is (layer 4), shared by the
 //! recipe, its leaderships and observers: its keys, and the reads every one
 //! of them needs (the leader, the change messages).
-//!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let election = client.election("scheduler", Duration::from_secs(10))?;
-//! if let Some(leader) = election.leader().await? {
-//!     println!("{} leads, term {}", leader.value_lossy(), leader.term);
-//! }
-//! # Ok(()) }
-//! ```
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -123,6 +112,17 @@ impl ElectionSpec {
 }
 
 /// The leader of an election, as read from Redis.
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let election = client.election("scheduler", Duration::from_secs(10))?;
+/// if let Some(leader) = election.leader().await? {
+///     println!("{} leads, term {}", leader.value_lossy(), leader.term);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Leader {

@@ -18,6 +18,33 @@ use crate::vocab::token::short;
 
 /// A held lock.
 ///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// use latchkey::Ownership;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let lock = client.lock("invoices", Duration::from_secs(10))?;
+/// let guard = lock.acquire().await?;
+///
+/// let token = guard.fencing_token().await?; // pass it with every write
+/// println!("held until {:?}, fencing token {token}", guard.deadline());
+/// if guard.extend(Duration::from_secs(30)).await? != Ownership::Owned {
+///     eprintln!("lost the lock before extending it");
+/// }
+/// match guard.release().await? {
+///     Ownership::Owned => {}                   // held to the end
+///     other => eprintln!("was not ours any more: {other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// While [`is_held`](LockGuard::is_held) is true (before the deadline, not
+/// [lost](LockGuard::lost)), nobody else holds the lock, unless Redis lost
+/// the key (see [`Lock`](crate::Lock), "Limits"). `release` and `extend` act
+/// only on our own hold and say what they found ([`Ownership`](crate::Ownership)).
+/// Its fencing tokens are greater than those of all earlier holds.
+///
 /// The guard knows until when it may assume it holds the lock: its
 /// [`deadline`](LockGuard::deadline), on the monotonic clock, computed from
 /// when the acquiring (or last successful extending) request was *sent*,

@@ -1,19 +1,6 @@
 //! [`Lock`]: a named mutual-exclusion lock with a mandatory TTL.
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let lock = client.lock("invoices", Duration::from_secs(10))?.with_watchdog();
-//!
-//! let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
-//! tokio::select! {
-//!     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
-//!     _ = async { /* the critical section */ } => {}
-//! }
-//! guard.release().await?;
-//! # Ok(()) }
-//! ```
+//! User docs (example, promises) are on the type.
 
 pub(crate) mod attempt;
 pub(crate) mod by_token;
@@ -42,6 +29,52 @@ use crate::vocab::outcome::AttemptMode;
 /// serves waiters in arrival order across processes.
 ///
 /// Made by [`Client::lock`](crate::Client::lock).
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let lock = client.lock("invoices", Duration::from_secs(10))?.with_watchdog();
+///
+/// let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
+/// tokio::select! {
+///     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
+///     _ = async { /* the critical section */ } => {}
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// * **One holder at a time, owner-only**: acquiring is one
+///   `SET key token NX PX ttl`; the token is 128 random bits from the OS,
+///   so only the holder can release or extend the lock (compare-and-delete,
+///   compare-and-pexpire), never someone else's.
+/// * **Always expiring**: the TTL is mandatory, so a holder that dies frees
+///   the lock within its TTL. A guard's [`deadline`](LockGuard::deadline)
+///   says until when it may assume it holds the lock (measured from when
+///   the request was *sent*, minus a drift allowance).
+/// * **Self-healing, and honest when it is not**: the
+///   [watchdog](Lock::with_watchdog) renews a held lock every `ttl / 3`,
+///   and [`LockGuard::lost`] fires when the guard can no longer prove it
+///   holds the lock, before the TTL could have run out.
+/// * **Fenced**: every hold can get a [fencing token](LockGuard::fencing_token)
+///   greater than those of all earlier holds, for a resource that rejects
+///   stale writers ([`FencedResource`](crate::FencedResource)).
+/// * **Woken, not polled**: a waiter sleeps until a release message (one
+///   shared pub/sub connection per client) or the holder's TTL. Waiters of
+///   one process are served in arrival order (one of them contends with
+///   Redis at a time); across processes the lock is **barging** (the woken
+///   waiters race) unless it is made [`fair`](Lock::fair).
+///
+/// # Limits
+/// A lock with a TTL can be held by two processes at once when the first
+/// pauses (GC, swap, `SIGSTOP`) or is cut off past its TTL: `deadline` and
+/// `lost` narrow that window, and only a resource that checks fencing
+/// tokens closes it. A Redis that loses the key (a failover to a replica
+/// that had not received it, a restart without persistence) frees the lock
+/// early; [`with_replicas`](Lock::with_replicas) and
+/// [`Redlock`](crate::Redlock) narrow that (`docs/reliability.md`).
 #[derive(Clone)]
 pub struct Lock {
     /// Shared: a guard keeps a clone, and one reference count per guard

@@ -53,6 +53,29 @@ impl RwSpec {
 
 /// A held read-write lock: a reader's hold or the writer's.
 ///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// use latchkey::RwAccess;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let catalog = client.rwlock("catalog", Duration::from_secs(10))?.with_watchdog();
+/// let hold = catalog.read_timeout(Duration::from_secs(5)).await?;
+/// assert_eq!(hold.access(), RwAccess::Read);
+/// tokio::select! {
+///     _ = hold.lost() => eprintln!("read hold lost: the catalog may change under us"),
+///     _ = async { /* read the catalog */ } => {}
+/// }
+/// hold.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// While [`is_held`](RwGuard::is_held) is true, a reader's hold means no
+/// writer holds the lock, and the writer's hold means nobody else holds it
+/// at all. Each hold is its own lease: renewed, lost and released on its own.
+/// The policy (phase-fair, neither side starved) is on
+/// [`RwLock`](crate::RwLock).
+///
 /// # Dropping
 /// Release it with [`release`](RwGuard::release); a guard dropped without
 /// it is released in the background (tracked by the client, see

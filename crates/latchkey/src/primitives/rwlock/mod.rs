@@ -1,43 +1,7 @@
 //! [`RwLock`]: many readers or one writer, across processes; each hold a
 //! lease, and neither side starved.
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! let catalog = client
-//!     .rwlock("catalog", Duration::from_secs(10))?
-//!     .with_watchdog()
-//!     .with_fencing();
-//!
-//! // Any number of readers at once:
-//! let reading = catalog.read_timeout(Duration::from_secs(5)).await?;
-//! // ... read the catalog ...
-//! reading.release().await?;
-//!
-//! // One writer, alone:
-//! let writing = catalog.write_timeout(Duration::from_secs(30)).await?;
-//! println!("writing with fencing token {:?}", writing.fencing_token());
-//! writing.release().await?;
-//! # Ok(()) }
-//! ```
-//!
-//! # The policy: phase-fair, no starvation either way
-//! * **A waiting writer stops new readers from entering**: its intent is
-//!   recorded in Redis (refreshed while it waits, gone at the TTL if it
-//!   dies), and readers that come after it wait. The readers inside finish
-//!   (or their leases run out), and the writer gets in: a writer behind a
-//!   stream of short readers waits at most for the readers already inside,
-//!   within one reader TTL unless they renew.
-//! * **A writer's release lets in the readers waiting at that moment**,
-//!   all of them, before the next writer (even one that waited longer):
-//!   readers are not starved by a stream of writers either. Readers and
-//!   writers alternate in phases.
-//! * Each reader's hold is its own lease (renewed by the watchdog, lost on
-//!   its own); the writer's too. A writer's hold can carry a fencing token,
-//!   greater than that of every earlier writer.
-//! * Waiting is woken by a message on every release, and at the earliest
-//!   expiry that could let the waiter in; not FIFO within a phase.
+//! User docs (example, the policy) are on the type.
 //!
 //! The layout and scripts are in `docs/protocol.md`, "Read-write locks".
 
@@ -55,8 +19,47 @@ use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::RWLOCK_SUFFIXES;
 use crate::vocab::retry::Retry;
 
-/// A read-write lock called by name; a recipe, cheap to clone. Made by
-/// [`Client::rwlock`](crate::Client::rwlock).
+/// A read-write lock: many readers or one writer, across processes; each
+/// hold a lease, and neither side starved. A recipe called by name, cheap
+/// to clone; made by [`Client::rwlock`](crate::Client::rwlock).
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let catalog = client
+///     .rwlock("catalog", Duration::from_secs(10))?
+///     .with_watchdog()
+///     .with_fencing();
+///
+/// // Any number of readers at once:
+/// let reading = catalog.read_timeout(Duration::from_secs(5)).await?;
+/// // ... read the catalog ...
+/// reading.release().await?;
+///
+/// // One writer, alone:
+/// let writing = catalog.write_timeout(Duration::from_secs(30)).await?;
+/// println!("writing with fencing token {:?}", writing.fencing_token());
+/// writing.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # The policy: phase-fair, no starvation either way
+/// * **A waiting writer stops new readers from entering**: its intent is
+///   recorded in Redis (refreshed while it waits, gone at the TTL if it
+///   dies), and readers that come after it wait. The readers inside finish
+///   (or their leases run out), and the writer gets in: a writer behind a
+///   stream of short readers waits at most for the readers already inside,
+///   within one reader TTL unless they renew.
+/// * **A writer's release lets in the readers waiting at that moment**,
+///   all of them, before the next writer (even one that waited longer):
+///   readers are not starved by a stream of writers either. Readers and
+///   writers alternate in phases.
+/// * Each reader's hold is its own lease (renewed by the watchdog, lost on
+///   its own); the writer's too. A writer's hold can carry a fencing token,
+///   greater than that of every earlier writer.
+/// * Waiting is woken by a message on every release, and at the earliest
+///   expiry that could let the waiter in; not FIFO within a phase.
 #[derive(Clone)]
 pub struct RwLock {
     inner: Arc<RwSpec>,
@@ -158,7 +161,7 @@ impl RwLock {
 
     /// Waits until we hold the lock as `access` or `deadline` passes
     /// ([`Error::WaitTimedOut`]); `None` waits as long as it takes. While
-    /// it waits, its intent is recorded (see the module docs): a waiting
+    /// it waits, its intent is recorded (see [`RwLock`], "The policy"): a waiting
     /// writer holds new readers back. Transient errors are retried until
     /// the deadline; when the last attempt failed so, that error is
     /// returned instead of [`Error::WaitTimedOut`].

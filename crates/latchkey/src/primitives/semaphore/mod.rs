@@ -1,50 +1,8 @@
 //! [`Semaphore`]: at most N holders at once, across processes and machines,
 //! where every permit is a lease.
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//! // At most 4 exports run at once, whoever runs them.
-//! let exports = client
-//!     .semaphore("exports", 4, Duration::from_secs(30))?
-//!     .with_watchdog()
-//!     .with_fencing();
-//!
-//! let permit = exports.acquire_timeout(Duration::from_secs(60)).await?;
-//! println!("permit held; fencing token {:?}", permit.fencing_token());
-//! tokio::select! {
-//!     _ = permit.lost() => eprintln!("permit lost: stop exporting"),
-//!     _ = async { /* the export */ } => {}
-//! }
-//! permit.release().await?;
-//! # Ok(()) }
-//! ```
-//!
-//! # What it promises
-//! * **At most N permits are held at once** (by the holders' deadlines: a
-//!   holder counts its permit held until `sent + ttl - drift`, as a lock's
-//!   holder does, and the server frees it only at `ttl`).
-//! * **Every permit is a lease**: a holder that dies gives its permit back
-//!   within its TTL (the next acquire prunes it); the
-//!   [watchdog](Semaphore::with_watchdog) renews a held permit every
-//!   `ttl / 3`, and [`PermitGuard::lost`] fires when it can no longer prove
-//!   the permit is held, before it could have expired.
-//! * **Waiting is woken**, not polled: a release publishes on the
-//!   semaphore's channel and every waiter tries again; a waiter also wakes
-//!   when the earliest permit expires (a dead holder's). **Not FIFO**: the
-//!   waiters woken race for the free permit, and any of them (or a newcomer)
-//!   may win. Under steady contention a waiter can be overtaken; bound its
-//!   wait with [`acquire_timeout`](Semaphore::acquire_timeout).
-//! * **Fencing**: with [`with_fencing`](Semaphore::with_fencing), each hold
-//!   gets a token greater than those of all earlier holds of the semaphore
-//!   (one counter per semaphore, as for a lock).
-//! * **N is passed by every caller**, not stored (as in the npm
-//!   `redis-semaphore`): an acquire takes a permit when fewer than *its* N
-//!   are held. An operator changes N by restarting the callers with the
-//!   new N, and no holder loses its permit: after lowering N, holders keep
-//!   theirs and new acquires wait until fewer than the new N are held;
-//!   while old and new callers mix, at most the larger N are held.
+//! User docs (example, promises) are on the type; this module keeps the
+//! mechanics.
 //!
 //! The layout (a sorted set of holder tokens scored by expiry in server
 //! time, a fencing counter, a channel, one hash tag) and the scripts are in
@@ -65,8 +23,54 @@ use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
 use crate::vocab::retry::Retry;
 
-/// A counting semaphore of leased permits; a recipe, cheap to clone. Made
-/// by [`Client::semaphore`](crate::Client::semaphore).
+/// A counting semaphore: at most N holders at once, across processes and
+/// machines, where every permit is a lease. A recipe called by name, cheap
+/// to clone; made by [`Client::semaphore`](crate::Client::semaphore).
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// // At most 4 exports run at once, whoever runs them.
+/// let exports = client
+///     .semaphore("exports", 4, Duration::from_secs(30))?
+///     .with_watchdog()
+///     .with_fencing();
+///
+/// let permit = exports.acquire_timeout(Duration::from_secs(60)).await?;
+/// println!("permit held; fencing token {:?}", permit.fencing_token());
+/// tokio::select! {
+///     _ = permit.lost() => eprintln!("permit lost: stop exporting"),
+///     _ = async { /* the export */ } => {}
+/// }
+/// permit.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// * **At most N permits are held at once** (by the holders' deadlines: a
+///   holder counts its permit held until `sent + ttl - drift`, as a lock's
+///   holder does, and the server frees it only at `ttl`).
+/// * **Every permit is a lease**: a holder that dies gives its permit back
+///   within its TTL (the next acquire prunes it); the
+///   [watchdog](Semaphore::with_watchdog) renews a held permit every
+///   `ttl / 3`, and [`PermitGuard::lost`] fires when it can no longer prove
+///   the permit is held, before it could have expired.
+/// * **Waiting is woken**, not polled: a release publishes on the
+///   semaphore's channel and every waiter tries again; a waiter also wakes
+///   when the earliest permit expires (a dead holder's). **Not FIFO**: the
+///   waiters woken race for the free permit, and any of them (or a newcomer)
+///   may win. Under steady contention a waiter can be overtaken; bound its
+///   wait with [`acquire_timeout`](Semaphore::acquire_timeout).
+/// * **Fencing**: with [`with_fencing`](Semaphore::with_fencing), each hold
+///   gets a token greater than those of all earlier holds of the semaphore
+///   (one counter per semaphore, as for a lock).
+/// * **N is passed by every caller**, not stored (as in the npm
+///   `redis-semaphore`): an acquire takes a permit when fewer than *its* N
+///   are held. An operator changes N by restarting the callers with the
+///   new N, and no holder loses its permit: after lowering N, holders keep
+///   theirs and new acquires wait until fewer than the new N are held;
+///   while old and new callers mix, at most the larger N are held.
 #[derive(Clone)]
 pub struct Semaphore {
     pub(crate) inner: Arc<SemaphoreSpec>,

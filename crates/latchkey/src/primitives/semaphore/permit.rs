@@ -33,6 +33,26 @@ pub(crate) struct SemaphoreSpec {
 
 /// A held permit of a [`Semaphore`](crate::Semaphore).
 ///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let uploads = client.semaphore("uploads", 8, Duration::from_secs(20))?;
+/// if let Some(permit) = uploads.try_acquire().await? {
+///     println!("permit until {:?}", permit.deadline());
+///     // ... one of at most 8 uploads ...
+///     permit.extend().await?; // renew it for the semaphore's TTL
+///     permit.release().await?;
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// While [`is_held`](PermitGuard::is_held) is true, this permit counts
+/// towards the semaphore's N and nobody can take it; `release` and `extend`
+/// act only on our own permit and say what they found. The promises of the
+/// semaphore as a whole are on [`Semaphore`](crate::Semaphore).
+///
 /// Like a [`LockGuard`](crate::LockGuard), it knows until when it may
 /// assume it holds the permit ([`deadline`](PermitGuard::deadline)), and
 /// [`lost`](PermitGuard::lost) fires when it no longer can.

@@ -1,21 +1,5 @@
 //! Signals: one process waits, another signals; over Redis pub/sub.
 //!
-//! ```no_run
-//! # async fn demo() -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
-//!
-//! // Somewhere, a waiter:
-//! let waiter = client.clone();
-//! let waiting = tokio::spawn(async move { waiter.wait("cache-warm", Duration::from_secs(30)).await });
-//!
-//! // Elsewhere, the signal (to every waiter; `signal_one` picks one):
-//! let receivers = client.signal("cache-warm", b"v42").await?;
-//! println!("{receivers} subscriber connection(s) got it");
-//! # let _ = waiting.await;
-//! # Ok(()) }
-//! ```
-//!
 //! What signals promise and what they do not (pub/sub is fire-and-forget)
 //! is documented for users on [`Listener`](crate::Listener), the public face of this module;
 //! the wire format is in `wire.rs` and `docs/protocol.md`.

@@ -22,6 +22,28 @@ mod sentinel;
 /// Options for a [`Client`](crate::Client); made by
 /// [`Client::builder`](crate::Client::builder), connected by
 /// [`ClientBuilder::connect`].
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::builder("rediss://locker:secret@redis.internal:6380/")
+///     .prefix("billing:")
+///     .command_timeout(Duration::from_millis(500))
+///     .tls_ca_file("/etc/ssl/private-ca.pem")
+///     .tls_client_cert_files("/etc/ssl/me.pem", "/etc/ssl/me.key")
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+///
+/// # What it promises
+/// Setting an option does no I/O and cannot fail; [`connect`](ClientBuilder::connect)
+/// checks the options (a bad URL, certificate file or Sentinel address is
+/// an error that names it, such as [`Error::InvalidInput`](crate::Error::InvalidInput)
+/// or [`Error::Tls`](crate::Error::Tls)), connects, and finds out by asking
+/// the server whether it is a Redis Cluster node. A
+/// builder is cheap to clone, so one set of options can connect several
+/// clients.
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
     url: String,

@@ -15,6 +15,38 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// losing ownership on release or extend is reported by an outcome
 /// ([`Ownership`](crate::Ownership)), not an error.
 /// Errors are for bad input and for a Redis that cannot answer properly.
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let lock = client.lock("nightly-report", Duration::from_secs(30))?;
+/// match lock.acquire_timeout(Duration::from_secs(5)).await {
+///     Ok(guard) => guard.release().await.map(drop)?,
+///     Err(latchkey::Error::WaitTimedOut { .. }) => println!("busy: try tomorrow"),
+///     Err(e) if e.is_transient() => eprintln!("Redis trouble, worth retrying later: {e}"),
+///     Err(e) => return Err(e), // a mistake to fix, not to retry
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # Which errors are transient
+/// [`is_transient`](Error::is_transient) says whether retrying later can
+/// help. Roughly, by kind:
+///
+/// | Kind | Variants | Retry? |
+/// |---|---|---|
+/// | Redis unavailable for now | `Unreachable`, `Timeout`, `NoQuorum`, `OutOfMemory`, `ReadOnlyReplica`, `TooFewReplicas` | yes (`is_transient`) |
+/// | A bounded wait ran out | `WaitTimedOut` | your policy: the primitive is busy, not broken |
+/// | The state says no | `LatchOpen`, `CountedBelowZero`, `PartiesMismatch`, `NotFound`, `NotHeld` | no: the answer will not change by retrying |
+/// | Bad input | `InvalidName`, `InvalidTtl`, `InvalidCount`, `InvalidInput`, `Unsupported` | no: fix the call |
+/// | Deployment | `Auth`, `Tls`, `NoPermission`, `WrongType`, `BadFencingCounter` | no: fix the server, user or key |
+/// | Anything else | `Redis`, `Protocol`, `Random`, `Internal` | no: report it |
+///
+/// A lock's waiting calls ([`Lock::acquire`](crate::Lock::acquire) and its
+/// siblings) already retry transient errors until their deadline (without
+/// one, for 30 s), so a transient error that reaches you has outlasted
+/// that. The CLI maps these kinds to its exit codes (`docs/cli.md`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -85,28 +85,22 @@ impl Lock {
     /// A lock is barging by default: a release frees it and wakes one
     /// waiter per process, which race for it. A fair lock queues its
     /// waiters in Redis and its release hands the lock to the head of the
-    /// queue in the same script, telling it with one message. Measured on
-    /// the 2-core benchmark VM (`latchkey-bench fair`, `bench/RESULTS.md`;
-    /// 2 tasks per process, hold 0.5 ms):
-    ///
-    /// | | barging | fair |
-    /// |---|---|---|
-    /// | Redis commands per hand-off, 1 / 4 / 16 / 64 processes | 3.4 / 6.4 / 18 / 67 | 2.0 / 2.0 / 2.1 / 2.3 |
-    /// | hand-offs per second, same | 1170 / 1010 / 620 / 210 | 1170 / 1130 / 1110 / 1080 |
-    /// | hand-off gap p50, same | 126 / 239 / 915 / 4100 µs | 125 / 170 / 198 / 217 µs |
-    /// | `latchkey demo` (8 clients × 25), average / longest wait | 14 / 491 ms | 19 / 36 ms |
-    /// | uncontended acquire + release | 223 µs | 272 µs |
+    /// queue in the same script, telling it with one message.
     ///
     /// Fair wins wherever several processes contend: a flat cost per
-    /// hand-off instead of one attempt per waiting process, and no waiter
-    /// starves (the demo's longest wait is 2× its average, not 35×).
-    /// Barging wins uncontended (a bare `SET NX` instead of a script, 1.2×
-    /// faster), has a lower average wait (a releaser's process often takes
-    /// the lock back without a hand-off), works on a Redlock and beside
-    /// other libraries' locks on the same key, and adds no keys. Contention
-    /// inside one process is served in arrival order either way (the local
-    /// queue). So the default stays barging; make a lock fair when several
-    /// processes contend for it continually or when no waiter may starve.
+    /// hand-off (about two Redis commands, whatever the number of waiting
+    /// processes) instead of one attempt per waiting process, and no waiter
+    /// starves (the longest wait stays a small multiple of the average). Barging wins
+    /// uncontended (a bare `SET NX` instead of a script), has a lower
+    /// average wait (a releaser's process often takes the lock back without
+    /// a hand-off), works on a Redlock and beside other libraries' locks on
+    /// the same key, and adds no keys. Contention inside one process is
+    /// served in arrival order either way (the local queue). So the default
+    /// stays barging; make a lock fair when several processes contend for
+    /// it continually or when no waiter may starve. The measured figures
+    /// (commands and hand-offs per second by number of processes, hand-off
+    /// gaps, uncontended cost) are in the repository's `bench/RESULTS.md`,
+    /// "Fair lock: direct hand-off across processes" (`latchkey-bench fair`).
     pub fn fair(self) -> Result<Self> {
         self.fair_with_lease(DEFAULT_WAITER_LEASE)
     }

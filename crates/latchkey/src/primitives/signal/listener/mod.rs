@@ -1,17 +1,6 @@
 //! [`Listener`]: an open ear for signals on some names or patterns.
 //!
-//! ```no_run
-//! # async fn demo(client: latchkey::Client) -> latchkey::Result<()> {
-//! use std::time::Duration;
-//! // Listen first, then start what will signal: nothing can be missed.
-//! let mut listener = client.listen(["build-done"]).await?;
-//! // ... start the build ...
-//! match listener.recv_timeout(Duration::from_secs(60)).await {
-//!     Some(signal) => println!("build says {:?}", String::from_utf8_lossy(&signal.payload)),
-//!     None => println!("no word from the build"),
-//! }
-//! # Ok(()) }
-//! ```
+//! User docs (example, what signals promise) are on the type.
 //!
 //! A listener on names holds, per name and per server, a subscription to the
 //! name's broadcast channel and one to its own waiter channel (which makes it
@@ -42,6 +31,27 @@ mod open;
 mod recent;
 
 /// A signal received by a waiter.
+///
+/// Sent by [`Client::signal`] (to every waiter of a name) or
+/// [`Client::signal_one`] (to one); received by [`Client::wait`] and its
+/// siblings, or by a [`Listener`]. What signals promise, and what they do
+/// not (pub/sub is fire-and-forget), is on [`Listener`].
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+///
+/// // Somewhere, a waiter:
+/// let waiter = client.clone();
+/// let waiting = tokio::spawn(async move { waiter.wait("cache-warm", Duration::from_secs(30)).await });
+///
+/// // Elsewhere, the signal (to every waiter; `signal_one` picks one):
+/// let receivers = client.signal("cache-warm", b"v42").await?;
+/// println!("{receivers} subscriber connection(s) got it");
+/// # let _ = waiting.await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Signal {
