@@ -42,7 +42,7 @@ pub struct LockInfo {
     /// than a fencing token (another program wrote it; `fencing_token` is
     /// then `None`). Such a lock is still inspected and listed, so that one
     /// bad key does not hide every other lock. Deleting the counter resets
-    /// it (see [`Error::BadFencingCounter`]).
+    /// it (see [`Error::BadFencingCounter`](crate::Error::BadFencingCounter)).
     pub bad_fencing_counter: Option<Vec<u8>>,
 }
 
