@@ -137,7 +137,13 @@ fn redlock_is_advertised_only_by_the_subcommands_that_take_it() {
             "`{sub} --help` advertises Redlock:\n{text}"
         );
     }
-    // And they do refuse them, before connecting (nothing listens there).
+    // And they do refuse them: several URLs are seeds of one cluster for
+    // them, and a standalone server among them is no cluster (exit 2).
+    let standalone = latchkey_testkit::RedisServer::start();
+    let urls = format!(
+        "{},redis://127.0.0.1:2,redis://127.0.0.1:3",
+        standalone.url()
+    );
     for args in [
         &["latch", "x", "--count", "1"][..],
         &["barrier", "x", "--parties", "2"],
@@ -145,10 +151,7 @@ fn redlock_is_advertised_only_by_the_subcommands_that_take_it() {
         &["leader", "x"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_latchkey"))
-            .args([
-                "--redis",
-                "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3",
-            ])
+            .args(["--redis", &urls])
             .args(args)
             .env_remove("LATCHKEY_REDIS_URL")
             .output()

@@ -168,8 +168,9 @@ fn redis_down_exits_69_with_one_line() {
     for args in [
         &["status", "x"][..],
         &["list"],
-        &["acquire", "x", "--ttl", "1s"],
-        &["run", "x", "--", "true"],
+        // Bounded: without --wait they ride out an outage of up to 30 s.
+        &["acquire", "x", "--ttl", "1s", "--wait", "1s"],
+        &["run", "x", "--wait", "1s", "--", "true"],
         &["doctor"],
     ] {
         let out = output(latchkey_at(&url).args(args), QUICK);

@@ -152,7 +152,7 @@ impl Target {
         match self.seeded(&urls, patience).await {
             Ok(client) => Ok(client),
             Err(e @ latchkey::Error::NotACluster { .. }) => Err(Failure::usage(format!(
-                "{what} talks to one Redis server, or to one cluster given by its nodes; {e}"
+                "{what} talks to one Redis server (give a single --redis URL) or to one cluster given by its nodes; {e}"
             ))),
             Err(e) => Err(connect_failure(e, &seeds_label(&urls))),
         }
