@@ -7,9 +7,16 @@
 //! (`deploy_matrix/primitives.rs`) on the same three; and each primitive
 //! held and waited on across a failover of the node that owns its slot
 //! (`deploy_matrix/failover.rs`, on the cluster and the Sentinel set). The
-//! deployment-specific tests (proxies, restarts, replicas, slot moves) stay
-//! in their own `deploy_*` files.
+//! cluster-only checks of this binary: `deploy_matrix/cluster_primitives.rs`
+//! (every primitive's scripts on one slot, several primaries) and
+//! `deploy_matrix/cluster_replicas.rs` (`WAIT` routed to the key's node).
+//! The deployment-specific tests (proxies, restarts, replicas, slot moves)
+//! stay in their own `deploy_*` files.
 
+#[path = "deploy_matrix/cluster_primitives.rs"]
+mod cluster_primitives;
+#[path = "deploy_matrix/cluster_replicas.rs"]
+mod cluster_replicas;
 mod common;
 #[path = "deploy_matrix/deployment.rs"]
 mod deployment;
