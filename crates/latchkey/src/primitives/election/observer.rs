@@ -164,7 +164,7 @@ impl Observer {
     }
 
     /// Reads, retrying transient errors (a connection being re-established,
-    /// a failover) by the one failure policy (`retry.rs`): without a
+    /// a failover) by the one failure policy (`vocab/retry.rs`): without a
     /// deadline, for at most [`GIVE_UP_AFTER`](crate::vocab::retry::GIVE_UP_AFTER).
     async fn read(&self) -> Result<Reading> {
         let mut retry = Retry::until(None);

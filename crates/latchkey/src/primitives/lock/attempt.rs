@@ -124,7 +124,7 @@ impl Lock {
     /// The wait of a fair lock, its hold confirmed with the replicas of a
     /// lock made [`with_replicas`](Lock::with_replicas). A hold too few
     /// acknowledge is handed on, and the waiter queues again, as a barging
-    /// waiter retries, by the one failure policy (`retry.rs`): until
+    /// waiter retries, by the one failure policy (`vocab/retry.rs`): until
     /// `deadline`, or, without one, until the confirmations have failed
     /// for [`GIVE_UP_AFTER`](crate::vocab::retry::GIVE_UP_AFTER).
     pub(crate) async fn fair_acquire_replicated(

@@ -295,7 +295,7 @@ impl LockGuard {
     /// `Ok(Ownership::Owned)`: we held the lock and it is free now;
     /// `Expired` or `HeldByOther`: it was no longer ours (nothing was
     /// deleted). A transient error (Redis restarting or failing over, no
-    /// answer in time) is retried, by the one failure policy (`retry.rs`),
+    /// answer in time) is retried, by the one failure policy (`vocab/retry.rs`),
     /// while the hold's [`deadline`](Self::deadline) has not passed, so a
     /// release that lands in an outage still frees the lock when Redis is
     /// back instead of leaving it idle until its TTL; past the deadline it

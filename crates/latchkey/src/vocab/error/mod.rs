@@ -302,7 +302,7 @@ impl Error {
     /// True for errors that may go away by themselves (unreachable, timeout,
     /// a failover in progress, no quorum): retrying later can help. Bad
     /// input, auth and wrong-type errors are not transient. Every wait of
-    /// latchkey retries exactly these (see `retry.rs`).
+    /// latchkey retries exactly these (see `vocab/retry.rs`).
     pub fn is_transient(&self) -> bool {
         matches!(
             self,

@@ -152,7 +152,7 @@ impl Lock {
                     retry.answered(&what);
                     retry_in
                 }
-                // The one failure policy (`retry.rs`): transient errors are
+                // The one failure policy (`vocab/retry.rs`): transient errors are
                 // retried until the deadline, and then returned.
                 Err(e) => match retry.failed(e, &what) {
                     Ok(delay) => Some(delay),

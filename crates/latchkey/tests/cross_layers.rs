@@ -20,7 +20,7 @@ use std::fs;
 use std::path::Path;
 
 // Not a test target of its own: cargo builds only top-level files.
-#[path = "layers/source.rs"]
+#[path = "cross_layers/source.rs"]
 mod source;
 
 use source::{code_only, flat_exports, references, resolve};

@@ -4,8 +4,6 @@
 //! would fail these tests), and waiters are woken by the scripts' SPUBLISH
 //! (sharded pub/sub, at the node of the primitive's slot).
 
-mod common;
-
 use std::time::Duration;
 
 use latchkey::Client;

@@ -1,93 +1,40 @@
 //! The core behaviours — exclusion, owner-only release and extend, expiry,
 //! fencing, the watchdog and `lost()`, waiting woken by the release,
 //! timeouts, cancellation and signals — as one suite run against a
-//! standalone server **and** a 3-primary Redis Cluster (the `deployments!`
-//! macro at the bottom makes one test of each per deployment). The
-//! deployment-specific tests (proxies, restarts, replicas, slot moves) stay
-//! in their own files.
+//! standalone server, a 3-primary Redis Cluster **and** a Sentinel set (the
+//! `deployments!` macro at the bottom makes one test of each per
+//! deployment); every other primitive's core behaviours
+//! (`deploy_matrix/primitives.rs`) on the same three; and each primitive
+//! held and waited on across a failover of the node that owns its slot
+//! (`deploy_matrix/failover.rs`, on the cluster and the Sentinel set). The
+//! cluster-only checks of this binary: `deploy_matrix/cluster_primitives.rs`
+//! (every primitive's scripts on one slot, several primaries) and
+//! `deploy_matrix/cluster_replicas.rs` (`WAIT` routed to the key's node).
+//! The deployment-specific tests (proxies, restarts, replicas, slot moves)
+//! stay in their own `deploy_*` files.
 
+#[path = "deploy_matrix/cluster_primitives.rs"]
+mod cluster_primitives;
+#[path = "deploy_matrix/cluster_replicas.rs"]
+mod cluster_replicas;
 mod common;
+#[path = "deploy_matrix/deployment.rs"]
+mod deployment;
+#[path = "deploy_matrix/failover.rs"]
+mod failover;
+#[path = "deploy_matrix/primitives.rs"]
+mod primitives;
 
 use std::time::{Duration, Instant};
 
-use latchkey::{Client, Error, FencedWrite, Ownership};
-use latchkey_testkit::{eventually, RedisCluster, RedisServer};
+use deployment::{Deployment, Kind};
+use failover::*;
+use latchkey::{Error, FencedWrite, Ownership};
+use latchkey_testkit::eventually;
+use primitives::*;
 
-/// Where the suite runs.
-enum Deployment {
-    Standalone(RedisServer),
-    Cluster(RedisCluster),
-}
-
-impl Deployment {
-    async fn start(cluster: bool) -> Deployment {
-        tokio::task::spawn_blocking(move || {
-            if cluster {
-                Deployment::Cluster(
-                    RedisCluster::builder()
-                        .primaries(3)
-                        .replicas_per_primary(0)
-                        .start(),
-                )
-            } else {
-                Deployment::Standalone(RedisServer::start())
-            }
-        })
-        .await
-        .expect("start the deployment")
-    }
-
-    fn url(&self) -> String {
-        match self {
-            Deployment::Standalone(server) => server.url(),
-            Deployment::Cluster(cluster) => cluster.seed_url(),
-        }
-    }
-
-    async fn client(&self) -> Client {
-        let client = Client::builder(&self.url())
-            .prefix("test:")
-            .command_timeout(Duration::from_secs(1))
-            .pubsub_ping_every(Duration::from_millis(200))
-            .connect()
-            .await
-            .expect("connect");
-        assert_eq!(
-            client.connection().is_cluster(),
-            matches!(self, Deployment::Cluster(_))
-        );
-        client
-    }
-
-    /// The server that holds `key` (on a cluster: the primary of its slot).
-    fn server_of(&self, key: &str) -> &RedisServer {
-        match self {
-            Deployment::Standalone(server) => server,
-            Deployment::Cluster(cluster) => cluster.primary_for_key(key).server(),
-        }
-    }
-
-    /// A raw command on the server that holds `key`.
-    fn command(&self, key: &str, args: &[&str]) -> String {
-        self.server_of(key).command(args).expect("raw command")
-    }
-
-    /// Waits until `channel` (of the lock or signal named by `key`) has a
-    /// subscriber where its messages are published.
-    async fn until_subscribed(&self, key: &str, channel: &str) {
-        eventually(&format!("a subscriber of {channel}"), || async {
-            let server = self.server_of(key);
-            match self {
-                Deployment::Standalone(_) => server.subscribers(channel) >= 1,
-                Deployment::Cluster(_) => server.shard_subscribers(channel) >= 1,
-            }
-        })
-        .await
-    }
-}
-
-async fn exclusion_and_owner_only_release_and_extend(cluster: bool) {
-    let d = Deployment::start(cluster).await;
+async fn exclusion_and_owner_only_release_and_extend(kind: Kind) {
+    let d = Deployment::start(kind).await;
     let (a, b) = (d.client().await, d.client().await);
     for i in 0..12 {
         let name = format!("job-{i}");
@@ -124,8 +71,8 @@ async fn exclusion_and_owner_only_release_and_extend(cluster: bool) {
     }
 }
 
-async fn expiry_frees_the_lock(cluster: bool) {
-    let d = Deployment::start(cluster).await;
+async fn expiry_frees_the_lock(kind: Kind) {
+    let d = Deployment::start(kind).await;
     let c = d.client().await;
     let lock = c.lock("short", Duration::from_millis(300)).unwrap();
     let guard = lock.try_acquire().await.unwrap().unwrap();
@@ -152,8 +99,8 @@ async fn expiry_frees_the_lock(cluster: bool) {
     assert_eq!(guard.release().await.unwrap(), Ownership::Expired);
 }
 
-async fn fencing_tokens_increase_and_fence_writes(cluster: bool) {
-    let d = Deployment::start(cluster).await;
+async fn fencing_tokens_increase_and_fence_writes(kind: Kind) {
+    let d = Deployment::start(kind).await;
     let c = d.client().await;
     let mut last = 0;
     for i in 0..40 {
@@ -185,8 +132,8 @@ async fn fencing_tokens_increase_and_fence_writes(cluster: bool) {
     );
 }
 
-async fn the_watchdog_renews_and_lost_fires_when_the_key_goes(cluster: bool) {
-    let d = Deployment::start(cluster).await;
+async fn the_watchdog_renews_and_lost_fires_when_the_key_goes(kind: Kind) {
+    let d = Deployment::start(kind).await;
     let c = d.client().await;
     let ttl = Duration::from_millis(600);
     let guard = c
@@ -216,8 +163,8 @@ async fn the_watchdog_renews_and_lost_fires_when_the_key_goes(cluster: bool) {
     );
 }
 
-async fn a_waiter_is_woken_by_the_release_and_times_out_otherwise(cluster: bool) {
-    let d = Deployment::start(cluster).await;
+async fn a_waiter_is_woken_by_the_release_and_times_out_otherwise(kind: Kind) {
+    let d = Deployment::start(kind).await;
     let (holder, waiter) = (d.client().await, d.client().await);
     let guard = holder
         .lock("handoff", Duration::from_secs(30))
@@ -254,8 +201,8 @@ async fn a_waiter_is_woken_by_the_release_and_times_out_otherwise(cluster: bool)
     assert_eq!(got.release().await.unwrap(), Ownership::Owned);
 }
 
-async fn a_cancelled_acquire_leaves_the_lock_free(cluster: bool) {
-    let d = Deployment::start(cluster).await;
+async fn a_cancelled_acquire_leaves_the_lock_free(kind: Kind) {
+    let d = Deployment::start(kind).await;
     let c = d.client().await;
     let lock = c.lock("cancelled", Duration::from_secs(30)).unwrap();
     let held = lock.try_acquire().await.unwrap().unwrap();
@@ -276,8 +223,8 @@ async fn a_cancelled_acquire_leaves_the_lock_free(cluster: bool) {
     assert_eq!(again.release().await.unwrap(), Ownership::Owned);
 }
 
-async fn signals_reach_every_listener(cluster: bool) {
-    let d = Deployment::start(cluster).await;
+async fn signals_reach_every_listener(kind: Kind) {
+    let d = Deployment::start(kind).await;
     let (a, b) = (d.client().await, d.client().await);
     let mut listeners = Vec::new();
     for _ in 0..3 {
@@ -305,7 +252,7 @@ macro_rules! deployments {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
-                    super::$test(false).await
+                    super::$test(super::Kind::Standalone).await
                 }
             )*
         }
@@ -313,7 +260,15 @@ macro_rules! deployments {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
-                    super::$test(true).await
+                    super::$test(super::Kind::Cluster).await
+                }
+            )*
+        }
+        mod sentinel {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(super::Kind::Sentinel).await
                 }
             )*
         }
@@ -328,4 +283,35 @@ deployments!(
     a_waiter_is_woken_by_the_release_and_times_out_otherwise,
     a_cancelled_acquire_leaves_the_lock_free,
     signals_reach_every_listener,
+    every_primitive_keeps_its_promises,
 );
+
+/// The failovers: a graceful one (`CLUSTER FAILOVER` of the slot's primary,
+/// `SENTINEL FAILOVER`) and a crash (`kill -9` of that primary).
+mod failover_cluster {
+    use super::{failover::How, Kind};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_primitive_held_and_waited_on_across_a_graceful_failover() {
+        super::every_primitive_across_a_failover(Kind::Cluster, How::Graceful).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_primitive_held_and_waited_on_across_a_kill_of_the_primary() {
+        super::every_primitive_across_a_failover(Kind::Cluster, How::Kill).await
+    }
+}
+
+mod failover_sentinel {
+    use super::{failover::How, Kind};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_primitive_held_and_waited_on_across_a_graceful_failover() {
+        super::every_primitive_across_a_failover(Kind::Sentinel, How::Graceful).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_primitive_held_and_waited_on_across_a_kill_of_the_primary() {
+        super::every_primitive_across_a_failover(Kind::Sentinel, How::Kill).await
+    }
+}
