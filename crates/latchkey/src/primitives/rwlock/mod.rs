@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::primitives::rwlock::guard::{RwAccess, RwGuard, RwSpec};
 use crate::primitives::shared::{in_background, key, Waker};
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::LockLabel;
+use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::RWLOCK_SUFFIXES;
@@ -95,7 +95,7 @@ impl RwLock {
                 ttl,
                 renew_every: None,
                 fenced: false,
-                metrics_label: LockLabel::new(&session.inner.metrics_labels, name),
+                metrics_label: LockLabel::new(&session.inner.metrics_labels, Primitive::RwLock, name),
             }),
         })
     }

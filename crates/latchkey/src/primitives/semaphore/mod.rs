@@ -17,7 +17,7 @@ use crate::primitives::semaphore::permit::{PermitGuard, PermitHolder, SemaphoreS
 use crate::primitives::shared::{in_background, key, Waker};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::LockLabel;
+use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
@@ -111,7 +111,7 @@ impl Semaphore {
                 ttl,
                 renew_every: None,
                 fenced: false,
-                metrics_label: LockLabel::new(&session.inner.metrics_labels, name),
+                metrics_label: LockLabel::new(&session.inner.metrics_labels, Primitive::Semaphore, name),
             }),
         })
     }
