@@ -79,7 +79,11 @@ pub(crate) fn release_in_background(
     }
     // A fair lock's keys include its queue: the span says which kind it is
     // even when the release is not counted.
-    let kind = if keys.fair.is_some() { "fair-lock" } else { "lock" };
+    let kind = if keys.fair.is_some() {
+        "fair-lock"
+    } else {
+        "lock"
+    };
     let span = release_span(kind, &keys.key[backend.prefix().len()..], &token);
     let tracker = backend.background().clone();
     tracker.spawn(

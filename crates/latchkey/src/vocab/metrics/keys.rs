@@ -297,7 +297,10 @@ mod tests {
         );
         assert_eq!(
             labels(&fixed.0.hold),
-            vec![Label::new("lock", "billing"), Label::new("kind", "election")]
+            vec![
+                Label::new("lock", "billing"),
+                Label::new("kind", "election")
+            ]
         );
         let named = LockLabel::new(&MetricsLabels::LockName, Primitive::FairLock, b"job\xff");
         let busy = &named.0.acquisitions[Outcome::Busy as usize];
