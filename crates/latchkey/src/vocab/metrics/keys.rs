@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn the_kind_label_is_the_inspections_kind() {
-        use crate::primitives::inspect::kinds::Kind;
+        use crate::Kind;
         let kinds = [
             Kind::Lock,
             Kind::FairLock,
