@@ -8,7 +8,7 @@
 //! latchkey::metrics::describe();
 //!
 //! let client = latchkey::Client::builder("redis://127.0.0.1:6380/")
-//!     // Every lock metric of this client gets `lock="billing"`:
+//!     // Every primitive metric of this client gets `lock="billing"`:
 //!     .metrics_labels(MetricsLabels::Static("billing".into()))
 //!     .connect()
 //!     .await?;
@@ -188,7 +188,7 @@ pub enum MetricsLabels {
     /// No `lock` label: one time series per metric and outcome (default).
     #[default]
     None,
-    /// `lock="<value>"` on every lock metric: tells clients (services,
+    /// `lock="<value>"` on every primitive metric: tells clients (services,
     /// subsystems) apart at a fixed cost.
     Static(String),
     /// `lock="<lock name>"` (lossily decoded as UTF-8): one time series per
