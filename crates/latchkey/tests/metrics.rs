@@ -291,22 +291,19 @@ fn semaphores_and_read_write_locks_are_counted_as_locks_are_with_their_kind() {
             assert_eq!(holds.len(), 2, "{kind}");
         }
         assert_eq!(
-            rec.counters_of(m::RELEASES),
-            BTreeMap::from([
-                ("latchkey_releases_total{kind=rwlock,outcome=released}", 2),
-                ("latchkey_releases_total{kind=semaphore,outcome=expired}", 1),
-                (
-                    "latchkey_releases_total{kind=semaphore,outcome=released}",
-                    1
-                ),
-            ])
+            rec.listed(m::RELEASES),
+            [
+                "latchkey_releases_total{kind=rwlock,outcome=released} 2",
+                "latchkey_releases_total{kind=semaphore,outcome=expired} 1",
+                "latchkey_releases_total{kind=semaphore,outcome=released} 1",
+            ]
         );
         assert_eq!(
-            rec.counters_of(m::RENEWALS),
-            BTreeMap::from([
-                ("latchkey_renewals_total{kind=semaphore,outcome=failed}", 1),
-                ("latchkey_renewals_total{kind=semaphore,outcome=ok}", 1),
-            ])
+            rec.listed(m::RENEWALS),
+            [
+                "latchkey_renewals_total{kind=semaphore,outcome=failed} 1",
+                "latchkey_renewals_total{kind=semaphore,outcome=ok} 1",
+            ]
         );
         assert_eq!(rec.counter("latchkey_locks_lost_total{kind=semaphore}"), 1);
         assert!(rec.counters_of(m::LOCKS_LOST).len() == 1, "{rec:?}");
@@ -364,79 +361,34 @@ fn elections_latches_barriers_and_fair_locks_are_counted_with_their_kind() {
         let mut rec = Recorded::default();
         rec.add(&snapshotter);
         assert_eq!(
-            rec.counters_of(m::ACQUISITIONS),
-            BTreeMap::from([
-                (
-                    "latchkey_acquisitions_total{kind=barrier,lock=b1,outcome=ok}",
-                    1
-                ),
-                (
-                    "latchkey_acquisitions_total{kind=barrier,lock=b2,outcome=timeout}",
-                    1
-                ),
-                (
-                    "latchkey_acquisitions_total{kind=election,lock=e,outcome=busy}",
-                    1
-                ),
-                (
-                    "latchkey_acquisitions_total{kind=election,lock=e,outcome=ok}",
-                    2
-                ),
-                (
-                    "latchkey_acquisitions_total{kind=election,lock=e,outcome=timeout}",
-                    1
-                ),
-                (
-                    "latchkey_acquisitions_total{kind=fair-lock,lock=f,outcome=ok}",
-                    1
-                ),
-                (
-                    "latchkey_acquisitions_total{kind=latch,lock=l,outcome=ok}",
-                    1
-                ),
-                (
-                    "latchkey_acquisitions_total{kind=latch,lock=l,outcome=timeout}",
-                    1
-                ),
-            ])
+            rec.listed(m::ACQUISITIONS),
+            [
+                "latchkey_acquisitions_total{kind=barrier,lock=b1,outcome=ok} 1",
+                "latchkey_acquisitions_total{kind=barrier,lock=b2,outcome=timeout} 1",
+                "latchkey_acquisitions_total{kind=election,lock=e,outcome=busy} 1",
+                "latchkey_acquisitions_total{kind=election,lock=e,outcome=ok} 2",
+                "latchkey_acquisitions_total{kind=election,lock=e,outcome=timeout} 1",
+                "latchkey_acquisitions_total{kind=fair-lock,lock=f,outcome=ok} 1",
+                "latchkey_acquisitions_total{kind=latch,lock=l,outcome=ok} 1",
+                "latchkey_acquisitions_total{kind=latch,lock=l,outcome=timeout} 1",
+            ]
         );
         assert_eq!(
-            rec.counters_of(m::COUNT_DOWNS),
-            BTreeMap::from([
-                (
-                    "latchkey_count_downs_total{kind=latch,lock=l,outcome=already_open}",
-                    1
-                ),
-                (
-                    "latchkey_count_downs_total{kind=latch,lock=l,outcome=counted}",
-                    1
-                ),
-                (
-                    "latchkey_count_downs_total{kind=latch,lock=l,outcome=opened}",
-                    1
-                ),
-                (
-                    "latchkey_count_downs_total{kind=latch,lock=never,outcome=not_found}",
-                    1
-                ),
-            ])
+            rec.listed(m::COUNT_DOWNS),
+            [
+                "latchkey_count_downs_total{kind=latch,lock=l,outcome=already_open} 1",
+                "latchkey_count_downs_total{kind=latch,lock=l,outcome=counted} 1",
+                "latchkey_count_downs_total{kind=latch,lock=l,outcome=opened} 1",
+                "latchkey_count_downs_total{kind=latch,lock=never,outcome=not_found} 1",
+            ]
         );
         assert_eq!(
-            rec.counters_of(m::RELEASES),
-            BTreeMap::from([
-                (
-                    "latchkey_releases_total{kind=election,lock=e,outcome=held_by_other}",
-                    1
-                ),
-                (
-                    "latchkey_releases_total{kind=election,lock=e,outcome=released}",
-                    1
-                ),
-                (
-                    "latchkey_releases_total{kind=fair-lock,lock=f,outcome=released}",
-                    1
-                ),
-            ])
+            rec.listed(m::RELEASES),
+            [
+                "latchkey_releases_total{kind=election,lock=e,outcome=held_by_other} 1",
+                "latchkey_releases_total{kind=election,lock=e,outcome=released} 1",
+                "latchkey_releases_total{kind=fair-lock,lock=f,outcome=released} 1",
+            ]
         );
         assert_eq!(
             rec.counter("latchkey_locks_lost_total{kind=election,lock=e}"),

@@ -48,6 +48,14 @@ impl Recorded {
         self.histograms.get(series).map_or(&[], Vec::as_slice)
     }
 
+    /// The counters whose series start with `name{`, as `series n`.
+    pub fn listed(&self, name: &str) -> Vec<String> {
+        let counters = self.counters_of(name).into_iter();
+        counters
+            .map(|(series, n)| format!("{series} {n}"))
+            .collect()
+    }
+
     /// The counters whose series start with `name{`.
     pub fn counters_of(&self, name: &str) -> BTreeMap<&str, u64> {
         let prefix = format!("{name}{{");
