@@ -45,7 +45,12 @@ pub(crate) async fn acquire<T>(
 ) -> Result<T> {
     let called = Instant::now();
     let span = acquire_span(label, name);
-    let result = call.instrument(span.clone()).await;
+    // As `Lock` does: without a subscriber for the span, the call is not
+    // wrapped in it (the wrapper moves the call's whole future once more).
+    let result = match span.is_disabled() {
+        true => call.await,
+        false => call.instrument(span.clone()).await,
+    };
     if let Some(held) = result.as_ref().ok().and_then(token) {
         span.record("token", short(held));
     }
@@ -62,7 +67,10 @@ pub(crate) async fn wait<T>(
     token: fn(&T) -> Option<&str>,
 ) -> Result<T> {
     let span = wait_span(label, name);
-    let result = call.instrument(span.clone()).await;
+    let result = match span.is_disabled() {
+        true => call.await,
+        false => call.instrument(span.clone()).await,
+    };
     if let Some(held) = result.as_ref().ok().and_then(token) {
         span.record("token", short(held));
     }
