@@ -99,7 +99,7 @@ pub const LOCKS_LOST: &str = "latchkey_locks_lost_total";
 /// `error`: releases of held locks (permits, holds; a leader's resign),
 /// explicit or by a dropped guard.
 /// `expired` and `held_by_other` are releases that found the lock already
-/// gone (see [`Ownership`]).
+/// gone (see [`Ownership`](crate::Ownership)).
 pub const RELEASES: &str = "latchkey_releases_total";
 
 /// Counter, labels `kind` = `latch`, `outcome` = `counted` | `opened` |
