@@ -7,88 +7,19 @@
 
 mod common;
 
+#[path = "common/recorded.rs"]
+mod recorded;
+
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
 use latchkey::metrics as m;
-use latchkey::{Client, MetricsLabels, Ownership};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use latchkey::{MetricsLabels, Ownership};
+use metrics_util::debugging::DebuggingRecorder;
 use redis::AsyncCommands;
 
 use common::{eventually, raw, spawn_waiting, RedisServer};
-
-/// A metric with its labels, as `name{k=v,...}` (labels sorted).
-type Series = String;
-
-/// What a test recorded, summed over snapshots (a snapshot drains counters).
-#[derive(Default, Debug)]
-struct Recorded {
-    counters: BTreeMap<Series, u64>,
-    histograms: BTreeMap<Series, Vec<f64>>,
-}
-
-impl Recorded {
-    fn add(&mut self, snapshotter: &Snapshotter) {
-        for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-            let key = key.key();
-            let mut labels: Vec<String> = key
-                .labels()
-                .map(|l| format!("{}={}", l.key(), l.value()))
-                .collect();
-            labels.sort();
-            let series = format!("{}{{{}}}", key.name(), labels.join(","));
-            match value {
-                DebugValue::Counter(n) => *self.counters.entry(series).or_default() += n,
-                DebugValue::Histogram(values) => self
-                    .histograms
-                    .entry(series)
-                    .or_default()
-                    .extend(values.into_iter().map(|v| v.into_inner())),
-                DebugValue::Gauge(_) => {}
-            }
-        }
-    }
-
-    fn counter(&self, series: &str) -> u64 {
-        self.counters.get(series).copied().unwrap_or(0)
-    }
-
-    fn histogram(&self, series: &str) -> &[f64] {
-        self.histograms.get(series).map_or(&[], Vec::as_slice)
-    }
-
-    /// The counters whose series start with `name{`.
-    fn counters_of(&self, name: &str) -> BTreeMap<&str, u64> {
-        let prefix = format!("{name}{{");
-        self.counters
-            .iter()
-            .filter(|(series, _)| series.starts_with(&prefix))
-            .map(|(series, n)| (series.as_str(), *n))
-            .collect()
-    }
-}
-
-/// Runs `test` on a current-thread runtime with a fresh local recorder.
-fn recorded<F: Future<Output = ()>>(test: impl FnOnce(Snapshotter) -> F) {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    metrics::with_local_recorder(&recorder, || runtime.block_on(test(snapshotter)));
-}
-
-async fn client_with(url: &str, labels: MetricsLabels) -> Client {
-    Client::builder(url)
-        .prefix("test:")
-        .command_timeout(Duration::from_millis(500))
-        .metrics_labels(labels)
-        .connect()
-        .await
-        .unwrap()
-}
+use recorded::{client_with, recorded, Recorded};
 
 #[test]
 fn acquisitions_and_releases_are_counted_by_outcome() {
@@ -119,22 +50,22 @@ fn acquisitions_and_releases_are_counted_by_outcome() {
         assert_eq!(
             acquisitions,
             BTreeMap::from([
-                ("latchkey_acquisitions_total{outcome=busy}", 1),
-                ("latchkey_acquisitions_total{outcome=ok}", 3),
-                ("latchkey_acquisitions_total{outcome=timeout}", 1),
+                ("latchkey_acquisitions_total{kind=lock,outcome=busy}", 1),
+                ("latchkey_acquisitions_total{kind=lock,outcome=ok}", 3),
+                ("latchkey_acquisitions_total{kind=lock,outcome=timeout}", 1),
             ])
         );
         assert_eq!(
             rec.counters_of(m::RELEASES),
             BTreeMap::from([
-                ("latchkey_releases_total{outcome=expired}", 1),
-                ("latchkey_releases_total{outcome=released}", 2),
+                ("latchkey_releases_total{kind=lock,outcome=expired}", 1),
+                ("latchkey_releases_total{kind=lock,outcome=released}", 2),
             ])
         );
-        let waits = rec.histogram("latchkey_acquire_wait_seconds{}");
+        let waits = rec.histogram("latchkey_acquire_wait_seconds{kind=lock}");
         assert_eq!(waits.len(), 3, "one wait per successful acquisition");
         assert!(waits.iter().all(|w| (0.0..5.0).contains(w)), "{waits:?}");
-        assert_eq!(rec.histogram("latchkey_hold_seconds{}").len(), 3);
+        assert_eq!(rec.histogram("latchkey_hold_seconds{kind=lock}").len(), 3);
         assert!(
             rec.counters_of(m::REDIS_ERRORS).is_empty(),
             "{:?}",
@@ -173,13 +104,23 @@ fn the_lock_label_follows_the_client_option() {
         assert_eq!(
             rec.counters_of(m::ACQUISITIONS),
             BTreeMap::from([
-                ("latchkey_acquisitions_total{lock=alpha,outcome=ok}", 1),
-                ("latchkey_acquisitions_total{lock=beta,outcome=ok}", 1),
-                ("latchkey_acquisitions_total{lock=billing,outcome=ok}", 1),
+                (
+                    "latchkey_acquisitions_total{kind=lock,lock=alpha,outcome=ok}",
+                    1
+                ),
+                (
+                    "latchkey_acquisitions_total{kind=lock,lock=beta,outcome=ok}",
+                    1
+                ),
+                (
+                    "latchkey_acquisitions_total{kind=lock,lock=billing,outcome=ok}",
+                    1
+                ),
             ])
         );
         assert_eq!(
-            rec.histogram("latchkey_hold_seconds{lock=billing}").len(),
+            rec.histogram("latchkey_hold_seconds{kind=lock,lock=billing}")
+                .len(),
             1
         );
     });
@@ -228,16 +169,19 @@ fn renewals_losses_and_releases_of_a_taken_lock() {
         assert_eq!(
             rec.counters_of(m::RENEWALS),
             BTreeMap::from([
-                ("latchkey_renewals_total{outcome=failed}", 2),
-                ("latchkey_renewals_total{outcome=ok}", 1),
+                ("latchkey_renewals_total{kind=lock,outcome=failed}", 2),
+                ("latchkey_renewals_total{kind=lock,outcome=ok}", 1),
             ])
         );
-        assert_eq!(rec.counter("latchkey_locks_lost_total{}"), 2);
+        assert_eq!(rec.counter("latchkey_locks_lost_total{kind=lock}"), 2);
         assert_eq!(
             rec.counters_of(m::RELEASES),
             BTreeMap::from([
-                ("latchkey_releases_total{outcome=expired}", 1),
-                ("latchkey_releases_total{outcome=held_by_other}", 1),
+                ("latchkey_releases_total{kind=lock,outcome=expired}", 1),
+                (
+                    "latchkey_releases_total{kind=lock,outcome=held_by_other}",
+                    1
+                ),
             ])
         );
     });
@@ -260,12 +204,15 @@ fn a_dropped_guard_is_counted_when_its_background_release_ends() {
         // The release runs in a background task: wait for its count.
         eventually("the release is counted", || {
             rec.add(&snapshotter);
-            let counted = rec.counter("latchkey_releases_total{outcome=released}") > 0;
+            let counted = rec.counter("latchkey_releases_total{kind=lock,outcome=released}") > 0;
             async move { counted }
         })
         .await;
-        assert_eq!(rec.counter("latchkey_releases_total{outcome=released}"), 1);
-        assert_eq!(rec.histogram("latchkey_hold_seconds{}").len(), 1);
+        assert_eq!(
+            rec.counter("latchkey_releases_total{kind=lock,outcome=released}"),
+            1
+        );
+        assert_eq!(rec.histogram("latchkey_hold_seconds{kind=lock}").len(), 1);
     });
 }
 
@@ -285,11 +232,182 @@ fn a_waiter_woken_by_a_release_records_its_handoff() {
 
         let mut rec = Recorded::default();
         rec.add(&snapshotter);
-        let handoffs = rec.histogram("latchkey_handoff_seconds{}");
+        let handoffs = rec.histogram("latchkey_handoff_seconds{kind=lock}");
         assert_eq!(handoffs.len(), 1, "{rec:?}");
         // One round trip on loopback; the bound only rules out nonsense.
         assert!(handoffs[0] < 2.0, "{handoffs:?}");
-        assert_eq!(rec.counter("latchkey_acquisitions_total{outcome=ok}"), 2);
+        assert_eq!(
+            rec.counter("latchkey_acquisitions_total{kind=lock,outcome=ok}"),
+            2
+        );
+    });
+}
+
+#[test]
+fn semaphores_and_read_write_locks_are_counted_as_locks_are_with_their_kind() {
+    let server = RedisServer::start();
+    recorded(|snapshotter| async move {
+        let client = client_with(&server.url(), MetricsLabels::None).await;
+        let mut conn = raw(&server.url()).await;
+        let short = Duration::from_millis(50);
+        let sem = client.semaphore("s", 1, Duration::from_secs(10)).unwrap();
+        let permit = sem.try_acquire().await.unwrap().expect("free"); // ok
+        assert!(sem.try_acquire().await.unwrap().is_none()); // busy
+        assert!(sem.acquire_timeout(short).await.is_err()); // timeout
+        assert_eq!(permit.extend().await.unwrap(), Ownership::Owned); // renewal ok
+        assert_eq!(permit.release().await.unwrap(), Ownership::Owned);
+        let permit = sem.acquire().await.unwrap(); // ok
+        let _: i64 = conn.del(sem.key()).await.unwrap();
+        // The permit vanished: the extension fails and the permit is lost.
+        assert_eq!(permit.extend().await.unwrap(), Ownership::Expired);
+        assert_eq!(permit.release().await.unwrap(), Ownership::Expired);
+
+        let rw = client.rwlock("rw", Duration::from_secs(10)).unwrap();
+        let read = rw.try_read().await.unwrap().expect("free"); // ok
+        assert!(rw.try_write().await.unwrap().is_none()); // busy
+        assert!(rw.write_timeout(short).await.is_err()); // timeout
+        assert_eq!(read.release().await.unwrap(), Ownership::Owned);
+        drop(rw.write_timeout(Duration::from_secs(5)).await.unwrap()); // ok, dropped
+        let mut rec = Recorded::default();
+        eventually("the dropped writer's release is counted", || {
+            rec.add(&snapshotter);
+            let n = rec.counter("latchkey_releases_total{kind=rwlock,outcome=released}");
+            async move { n == 2 }
+        })
+        .await;
+        let acquisitions = |kind: &str| {
+            ["busy", "ok", "timeout"].map(|o| {
+                rec.counter(&format!(
+                    "latchkey_acquisitions_total{{kind={kind},outcome={o}}}"
+                ))
+            })
+        };
+        assert_eq!(acquisitions("semaphore"), [1, 2, 1], "{rec:?}");
+        assert_eq!(acquisitions("rwlock"), [1, 2, 1], "{rec:?}");
+        for kind in ["semaphore", "rwlock"] {
+            let waits = rec.histogram(&format!("latchkey_acquire_wait_seconds{{kind={kind}}}"));
+            assert_eq!(waits.len(), 2, "{kind}");
+            let holds = rec.histogram(&format!("latchkey_hold_seconds{{kind={kind}}}"));
+            assert_eq!(holds.len(), 2, "{kind}");
+        }
+        assert_eq!(
+            rec.listed(m::RELEASES),
+            [
+                "latchkey_releases_total{kind=rwlock,outcome=released} 2",
+                "latchkey_releases_total{kind=semaphore,outcome=expired} 1",
+                "latchkey_releases_total{kind=semaphore,outcome=released} 1",
+            ]
+        );
+        assert_eq!(
+            rec.listed(m::RENEWALS),
+            [
+                "latchkey_renewals_total{kind=semaphore,outcome=failed} 1",
+                "latchkey_renewals_total{kind=semaphore,outcome=ok} 1",
+            ]
+        );
+        assert_eq!(rec.counter("latchkey_locks_lost_total{kind=semaphore}"), 1);
+        assert!(rec.counters_of(m::LOCKS_LOST).len() == 1, "{rec:?}");
+    });
+}
+
+#[test]
+fn elections_latches_barriers_and_fair_locks_are_counted_with_their_kind() {
+    let server = RedisServer::start();
+    recorded(|snapshotter| async move {
+        let client = client_with(&server.url(), MetricsLabels::LockName).await;
+        let mut conn = raw(&server.url()).await;
+        let short = Duration::from_millis(50);
+        let election = client.election("e", Duration::from_secs(10)).unwrap();
+        let leader = election
+            .try_campaign("a")
+            .await
+            .unwrap()
+            .expect("nobody leads");
+        assert!(election.try_campaign("b").await.unwrap().is_none()); // busy
+        assert!(election.campaign_timeout("b", short).await.is_err()); // timeout
+        assert_eq!(leader.resign().await.unwrap(), Ownership::Owned);
+        let leader = election.campaign("b").await.unwrap(); // a second term won
+        let _: () = conn.set("{test:e}:leader", "someone-else").await.unwrap();
+        assert_eq!(leader.proclaim("c").await.unwrap(), Ownership::HeldByOther); // lost
+        assert_eq!(leader.resign().await.unwrap(), Ownership::HeldByOther);
+
+        let latch = client.latch("l", Duration::from_secs(60)).unwrap();
+        assert!(latch.create(2).await.unwrap());
+        assert_eq!(latch.count_down().await.unwrap(), 1);
+        assert!(!latch.wait(short).await.unwrap()); // timeout
+        assert_eq!(latch.count_down().await.unwrap(), 0); // opened
+        assert!(latch.wait(Duration::from_secs(1)).await.unwrap()); // ok
+        assert!(latch.count_down().await.is_err()); // already open
+        let never = client.latch("never", Duration::from_secs(60)).unwrap();
+        assert!(never.count_down().await.is_err()); // not found
+
+        let alone = client.barrier("b1", 1, Duration::from_secs(60)).unwrap();
+        assert!(alone
+            .arrive_and_wait(Duration::from_secs(1))
+            .await
+            .unwrap()
+            .is_some());
+        let pair = client.barrier("b2", 2, Duration::from_secs(60)).unwrap();
+        assert_eq!(pair.arrive_and_wait(short).await.unwrap(), None); // timeout
+
+        let fair = client
+            .lock("f", Duration::from_secs(10))
+            .unwrap()
+            .fair()
+            .unwrap();
+        let guard = fair.try_acquire().await.unwrap().expect("free");
+        assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+
+        let mut rec = Recorded::default();
+        rec.add(&snapshotter);
+        assert_eq!(
+            rec.listed(m::ACQUISITIONS),
+            [
+                "latchkey_acquisitions_total{kind=barrier,lock=b1,outcome=ok} 1",
+                "latchkey_acquisitions_total{kind=barrier,lock=b2,outcome=timeout} 1",
+                "latchkey_acquisitions_total{kind=election,lock=e,outcome=busy} 1",
+                "latchkey_acquisitions_total{kind=election,lock=e,outcome=ok} 2",
+                "latchkey_acquisitions_total{kind=election,lock=e,outcome=timeout} 1",
+                "latchkey_acquisitions_total{kind=fair-lock,lock=f,outcome=ok} 1",
+                "latchkey_acquisitions_total{kind=latch,lock=l,outcome=ok} 1",
+                "latchkey_acquisitions_total{kind=latch,lock=l,outcome=timeout} 1",
+            ]
+        );
+        assert_eq!(
+            rec.listed(m::COUNT_DOWNS),
+            [
+                "latchkey_count_downs_total{kind=latch,lock=l,outcome=already_open} 1",
+                "latchkey_count_downs_total{kind=latch,lock=l,outcome=counted} 1",
+                "latchkey_count_downs_total{kind=latch,lock=l,outcome=opened} 1",
+                "latchkey_count_downs_total{kind=latch,lock=never,outcome=not_found} 1",
+            ]
+        );
+        assert_eq!(
+            rec.listed(m::RELEASES),
+            [
+                "latchkey_releases_total{kind=election,lock=e,outcome=held_by_other} 1",
+                "latchkey_releases_total{kind=election,lock=e,outcome=released} 1",
+                "latchkey_releases_total{kind=fair-lock,lock=f,outcome=released} 1",
+            ]
+        );
+        assert_eq!(
+            rec.counter("latchkey_locks_lost_total{kind=election,lock=e}"),
+            1
+        );
+        assert_eq!(
+            rec.histogram("latchkey_hold_seconds{kind=election,lock=e}")
+                .len(),
+            2
+        );
+        for series in [
+            "kind=barrier,lock=b1",
+            "kind=election,lock=e",
+            "kind=latch,lock=l",
+        ] {
+            let waits = rec.histogram(&format!("latchkey_acquire_wait_seconds{{{series}}}"));
+            let expected = if series.contains("election") { 2 } else { 1 };
+            assert_eq!(waits.len(), expected, "{series}: {rec:?}");
+        }
     });
 }
 

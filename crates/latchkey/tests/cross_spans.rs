@@ -68,17 +68,24 @@ fn fields(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-#[test]
-fn each_operation_has_a_span_with_the_name_and_a_token_prefix() {
-    let server = RedisServer::start();
+/// Runs `test` on a current-thread runtime, capturing every latchkey span.
+fn captured<T>(test: impl std::future::Future<Output = T>) -> (T, Vec<Closed>) {
     let closed = Arc::new(Mutex::new(Vec::new()));
     let subscriber = tracing_subscriber::registry().with(Capture(closed.clone()));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let (first, second) = tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(async {
+    let result = tracing::subscriber::with_default(subscriber, || runtime.block_on(test));
+    let closed = closed.lock().unwrap().clone();
+    (result, closed)
+}
+
+#[test]
+fn each_operation_has_a_span_with_the_name_and_a_token_prefix() {
+    let server = RedisServer::start();
+    let ((first, second), mut closed) = captured(async {
+        {
             let client = client(&server.url()).await;
             let lock = client.lock("spans", Duration::from_secs(10)).unwrap();
             let guard = lock.try_acquire().await.unwrap().unwrap();
@@ -93,23 +100,110 @@ fn each_operation_has_a_span_with_the_name_and_a_token_prefix() {
             let second = guard.token()[..12].to_owned();
             assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
             (first, second)
-        })
+        }
     });
     assert!(first.starts_with("lk2:") && second.starts_with("lk2:"));
-    let mut closed = closed.lock().unwrap().clone();
     let lock = ("lock", "spans");
+    let kind = ("kind", "lock");
     // The first release's reply and the waiter's attempt (pipelined right
     // behind it) arrive together, so which span closes first is up to the
     // scheduler: compare as sets. Each operation has its one span.
     closed.sort();
     let mut expected: Vec<_> = vec![
-        ("acquire".into(), fields(&[lock, ("token", &first)])),
-        ("renew".into(), fields(&[lock, ("token", &first)])),
-        ("release".into(), fields(&[lock, ("token", &first)])),
-        ("wait".into(), fields(&[lock, ("token", &second)])),
-        ("acquire".into(), fields(&[lock, ("token", &second)])),
-        ("release".into(), fields(&[lock, ("token", &second)])),
+        ("acquire".into(), fields(&[kind, lock, ("token", &first)])),
+        ("renew".into(), fields(&[kind, lock, ("token", &first)])),
+        ("release".into(), fields(&[kind, lock, ("token", &first)])),
+        ("wait".into(), fields(&[kind, lock, ("token", &second)])),
+        ("acquire".into(), fields(&[kind, lock, ("token", &second)])),
+        ("release".into(), fields(&[kind, lock, ("token", &second)])),
     ];
+    expected.sort();
+    assert_eq!(closed, expected);
+}
+
+#[test]
+fn every_primitive_has_the_same_spans_with_its_kind() {
+    let server = RedisServer::start();
+    let (tokens, mut closed) = captured(async {
+        let client = client(&server.url()).await;
+        let ttl = Duration::from_secs(10);
+        let sem = client.semaphore("s", 1, ttl).unwrap();
+        let permit = sem.try_acquire().await.unwrap().unwrap();
+        let s = permit.token()[..12].to_owned();
+        assert_eq!(permit.extend().await.unwrap(), Ownership::Owned);
+        assert_eq!(permit.release().await.unwrap(), Ownership::Owned);
+        let read = client
+            .rwlock("rw", ttl)
+            .unwrap()
+            .read_timeout(ttl)
+            .await
+            .unwrap();
+        let r = read.token()[..12].to_owned();
+        assert_eq!(read.release().await.unwrap(), Ownership::Owned);
+        let leader = client
+            .election("e", ttl)
+            .unwrap()
+            .campaign("a")
+            .await
+            .unwrap();
+        let e = leader.token()[..12].to_owned();
+        assert_eq!(leader.resign().await.unwrap(), Ownership::Owned);
+        let latch = client.latch("l", ttl).unwrap();
+        assert!(latch.create(1).await.unwrap());
+        assert_eq!(latch.count_down().await.unwrap(), 0);
+        assert!(latch.wait(ttl).await.unwrap());
+        let barrier = client.barrier("b", 1, ttl).unwrap();
+        assert!(barrier.arrive_and_wait(ttl).await.unwrap().is_some());
+        [s, r, e]
+    });
+    let [s, r, e] = tokens;
+    closed.sort();
+    let mut expected: Vec<Closed> = vec![
+        (
+            "acquire",
+            fields(&[("kind", "semaphore"), ("lock", "s"), ("token", &s)]),
+        ),
+        (
+            "renew",
+            fields(&[("kind", "semaphore"), ("lock", "s"), ("token", &s)]),
+        ),
+        (
+            "release",
+            fields(&[("kind", "semaphore"), ("lock", "s"), ("token", &s)]),
+        ),
+        (
+            "acquire",
+            fields(&[("kind", "rwlock"), ("lock", "rw"), ("token", &r)]),
+        ),
+        (
+            "wait",
+            fields(&[("kind", "rwlock"), ("lock", "rw"), ("token", &r)]),
+        ),
+        (
+            "release",
+            fields(&[("kind", "rwlock"), ("lock", "rw"), ("token", &r)]),
+        ),
+        (
+            "acquire",
+            fields(&[("kind", "election"), ("lock", "e"), ("token", &e)]),
+        ),
+        (
+            "wait",
+            fields(&[("kind", "election"), ("lock", "e"), ("token", &e)]),
+        ),
+        (
+            "release",
+            fields(&[("kind", "election"), ("lock", "e"), ("token", &e)]),
+        ),
+        ("count_down", fields(&[("kind", "latch"), ("lock", "l")])),
+        ("acquire", fields(&[("kind", "latch"), ("lock", "l")])),
+        ("wait", fields(&[("kind", "latch"), ("lock", "l")])),
+        ("acquire", fields(&[("kind", "barrier"), ("lock", "b")])),
+        ("wait", fields(&[("kind", "barrier"), ("lock", "b")])),
+    ]
+    .into_iter()
+    .map(|(name, fields)| (name.to_owned(), fields))
+    .collect();
     expected.sort();
     assert_eq!(closed, expected);
 }

@@ -208,7 +208,8 @@ impl Wakeups {
     }
 }
 
-/// The span of a release, with the lock's name and a token prefix.
-pub(crate) fn release_span(name: &[u8], token: &str) -> tracing::Span {
-    tracing::debug_span!("release", lock = %String::from_utf8_lossy(name), token = short(token))
+/// The span of a release, with the primitive's kind (`lock`, `fair-lock`,
+/// ...: the metrics' `kind` label), its name and a token prefix.
+pub(crate) fn release_span(kind: &'static str, name: &[u8], token: &str) -> tracing::Span {
+    tracing::debug_span!("release", kind, lock = %String::from_utf8_lossy(name), token = short(token))
 }

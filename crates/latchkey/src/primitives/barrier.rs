@@ -9,8 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::primitives::shared::{in_background, key, publish_command, reply_int, Waker, Woken};
+use crate::primitives::traced;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
+use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
@@ -65,6 +67,7 @@ pub struct Barrier {
     channel: Arc<[u8]>,
     parties: u32,
     ttl: Duration,
+    metrics_label: LockLabel,
 }
 
 impl std::fmt::Debug for Barrier {
@@ -96,6 +99,7 @@ impl Barrier {
             channel: key(session, name, BARRIER_RELEASED_SUFFIX).into(),
             parties,
             ttl,
+            metrics_label: LockLabel::new(&session.inner.metrics_labels, Primitive::Barrier, name),
         })
     }
 
@@ -152,6 +156,14 @@ impl Barrier {
     /// in the background (unless its generation was released), tracked by
     /// the client ([`Client::flush`](crate::Client::flush) waits for it).
     pub async fn arrive_and_wait(&self, timeout: Duration) -> Result<Option<u64>> {
+        let (label, name) = (&self.metrics_label, &self.name[..]);
+        let waiting = traced::wait(label, name, self.arrive_and_wait_once(timeout), |_| None);
+        let released = |result: &Result<Option<u64>>| Outcome::of_bounded(result, Option::is_some);
+        traced::acquire(label, name, waiting, released, |_| None).await
+    }
+
+    /// The arrival and wait of [`Barrier::arrive_and_wait`].
+    async fn arrive_and_wait_once(&self, timeout: Duration) -> Result<Option<u64>> {
         let deadline = Instant::now() + timeout;
         // The key outlives our wait: a last party that comes just before our
         // deadline still finds our arrival.

@@ -10,9 +10,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::primitives::shared::{key, publish_command, reply_int, Waker, Woken};
+use crate::primitives::traced;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
+use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
@@ -69,6 +73,7 @@ pub struct Latch {
     key: Arc<[u8]>,
     channel: Arc<[u8]>,
     ttl: Duration,
+    metrics_label: LockLabel,
 }
 
 impl std::fmt::Debug for Latch {
@@ -92,6 +97,7 @@ impl Latch {
             key: key(session, name, LATCH_SUFFIX).into(),
             channel: key(session, name, LATCH_OPENED_SUFFIX).into(),
             ttl,
+            metrics_label: LockLabel::new(&session.inner.metrics_labels, Primitive::Latch, name),
         })
     }
 
@@ -164,6 +170,13 @@ impl Latch {
     /// the latch may or may not have been counted down, and counting again
     /// may count twice. Read [`count`](Latch::count) to find out.
     pub async fn count_down(&self) -> Result<u64> {
+        let span = tracing::debug_span!("count_down", kind = self.metrics_label.kind(), lock = %self.display_name());
+        let result = self.count_down_once().instrument(span).await;
+        crate::vocab::metrics::count_down(&self.metrics_label, &result);
+        result
+    }
+
+    async fn count_down_once(&self) -> Result<u64> {
         let left: i64 = self
             .session
             .eval(
@@ -228,6 +241,14 @@ impl Latch {
     /// Cancel safe: it only reads, and dropping it gives up its
     /// subscription.
     pub async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        let (label, name) = (&self.metrics_label, &self.name[..]);
+        let waiting = traced::wait(label, name, self.wait_loop(deadline), |_| None);
+        let opened = |result: &Result<bool>| Outcome::of_bounded(result, |open| *open);
+        traced::acquire(label, name, waiting, opened, |_| None).await
+    }
+
+    /// The loop of [`Latch::wait_until`].
+    async fn wait_loop(&self, deadline: Option<Instant>) -> Result<bool> {
         let mut waker = Waker::subscribe(&self.session, self.channel.to_vec(), deadline).await;
         let mut retry = Retry::until(deadline);
         let what = self.display_name();

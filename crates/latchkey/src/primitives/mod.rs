@@ -12,4 +12,5 @@ pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod shared;
 pub(crate) mod signal;
+pub(crate) mod traced;
 pub(crate) mod watchdog;

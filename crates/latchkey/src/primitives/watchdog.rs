@@ -195,9 +195,9 @@ impl LostSignal {
     }
 }
 
-/// The span of a renewal (watchdog or extend).
-pub(crate) fn renew_span(name: &[u8], token: &str) -> tracing::Span {
-    tracing::debug_span!("renew", lock = %String::from_utf8_lossy(name), token = short(token))
+/// The span of a renewal (watchdog or extend), with the primitive's kind.
+pub(crate) fn renew_span(kind: &'static str, name: &[u8], token: &str) -> tracing::Span {
+    tracing::debug_span!("renew", kind, lock = %String::from_utf8_lossy(name), token = short(token))
 }
 
 /// Renews the lease every `every` until the guard is done; cancels `lost`
@@ -211,8 +211,9 @@ pub(crate) async fn watchdog(
     state: Arc<State>,
 ) {
     let name = String::from_utf8_lossy(&keys.key).into_owned();
+    let kind = state.metrics_label.kind();
     let renew = || {
-        let span = renew_span(&keys.key[backend.prefix().len()..], &token);
+        let span = renew_span(kind, &keys.key[backend.prefix().len()..], &token);
         backend.extend(&keys, &token, ttl).instrument(span)
     };
     renew_until_done(&name, &token, every, &state, renew).await

@@ -291,7 +291,7 @@ mod tests {
     use super::*;
     use latchkey::metrics as lib;
 
-    const EVERY_METRIC: [&str; 24] = [
+    const EVERY_METRIC: [&str; 25] = [
         lib::ACQUISITIONS,
         lib::ACQUIRE_WAIT,
         lib::HOLD,
@@ -299,6 +299,7 @@ mod tests {
         lib::RENEWALS,
         lib::LOCKS_LOST,
         lib::RELEASES,
+        lib::COUNT_DOWNS,
         lib::SIGNALS_SENT,
         lib::SIGNALS_RECEIVED,
         lib::REDIS_ERRORS,

@@ -6,8 +6,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
+use tracing::Instrument;
+
 use crate::backend::Backend;
 use crate::primitives::election::spec::ElectionSpec;
+use crate::primitives::traced::release_span;
 use crate::primitives::watchdog::{watchdog, LostSignal, Signals, State};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::outcome::Ownership;
@@ -51,6 +54,8 @@ pub struct Leadership {
     state: Arc<State>,
     /// Whether `Drop` must still resign (not asked, cancelled, or failed).
     resigned: bool,
+    /// When we were elected (monotonic); taken out when the hold is timed.
+    elected_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for Leadership {
@@ -97,6 +102,14 @@ impl Leadership {
             value: Mutex::new(value),
             state,
             resigned: false,
+            elected_at: Some(Instant::now()),
+        }
+    }
+
+    /// Records the leadership's time, once (at `resign`, or at the drop).
+    fn hold_ended(&mut self) {
+        if let Some(at) = self.elected_at.take() {
+            crate::vocab::metrics::hold_time(&self.election.metrics_label, at.elapsed());
         }
     }
 
@@ -210,8 +223,18 @@ impl Leadership {
     /// in the background ([`Client::flush`](crate::Client::flush) waits for it).
     pub async fn resign(mut self) -> Result<Ownership> {
         self.state.finish();
-        let outcome = resign_once(&self.election, &self.token).await?;
+        self.hold_ended();
+        let span = release_span(
+            &self.election.metrics_label,
+            &self.election.name,
+            &self.token,
+        );
+        // An error: `Drop` resigns in the background, and counts that.
+        let outcome = resign_once(&self.election, &self.token)
+            .instrument(span)
+            .await?;
         self.resigned = true;
+        crate::vocab::metrics::release_outcome(&self.election.metrics_label, Some(outcome));
         Ok(outcome)
     }
 }
@@ -222,10 +245,12 @@ impl Drop for Leadership {
         if self.resigned {
             return;
         }
+        self.hold_ended();
         resign_in_background(
             self.election.clone(),
             std::mem::take(&mut self.token),
             "leadership dropped without a completed resign()",
+            true,
         );
     }
 }
@@ -252,8 +277,14 @@ async fn resign_once(election: &ElectionSpec, token: &str) -> Result<Ownership> 
     }
 }
 
-/// Best-effort resign on the tokio runtime, tracked by the session.
-pub(crate) fn resign_in_background(election: Arc<ElectionSpec>, token: String, why: &'static str) {
+/// Best-effort resign on the tokio runtime, tracked by the session;
+/// `counted`: a leadership's (its release is counted), not a campaign's.
+pub(crate) fn resign_in_background(
+    election: Arc<ElectionSpec>,
+    token: String,
+    why: &'static str,
+    counted: bool,
+) {
     if tokio::runtime::Handle::try_current().is_err() {
         tracing::warn!(
             why,
@@ -262,8 +293,14 @@ pub(crate) fn resign_in_background(election: Arc<ElectionSpec>, token: String, w
         return;
     }
     let tracker = election.session.inner.background.clone();
-    tracker.spawn(async move {
-        match resign_once(&election, &token).await {
+    let span = release_span(&election.metrics_label, &election.name, &token);
+    let resigning = async move {
+        let result = resign_once(&election, &token).await;
+        if counted {
+            let found = result.as_ref().ok().copied();
+            crate::vocab::metrics::release_outcome(&election.metrics_label, found);
+        }
+        match result {
             Ok(outcome) => {
                 tracing::debug!(why, ?outcome, token = short(&token), "background resign")
             }
@@ -271,7 +308,8 @@ pub(crate) fn resign_in_background(election: Arc<ElectionSpec>, token: String, w
                 tracing::warn!(why, error = %e, "background resign failed; the lease runs out at its TTL")
             }
         }
-    });
+    };
+    tracker.spawn(resigning.instrument(span));
 }
 
 /// Resigns in the background a campaign whose attempt was dropped (or
@@ -301,6 +339,7 @@ impl Drop for PendingCampaign<'_> {
                 self.election.clone(),
                 token.to_owned(),
                 "a campaign attempt was cancelled or failed after its request was sent",
+                false,
             );
         }
     }

@@ -35,8 +35,10 @@ use std::sync::Arc;
 use crate::primitives::election::leadership::{Leadership, PendingCampaign};
 use crate::primitives::election::observer::Observer;
 use crate::primitives::election::spec::{wrong_type, ElectionSpec, Leader};
+use crate::primitives::traced;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
+use crate::vocab::metrics::Outcome;
 use crate::vocab::names::ttl_ms;
 use crate::vocab::protocol::scripts;
 use crate::vocab::retry::{Backoff, Retry};
@@ -139,10 +141,16 @@ impl Election {
     /// token) is then started in the background, tracked by the client
     /// ([`Client::flush`](crate::Client::flush) waits for it).
     pub async fn try_campaign(&self, value: impl AsRef<[u8]>) -> Result<Option<Leadership>> {
-        match self.attempt(value.as_ref()).await? {
-            Ok(leadership) => Ok(Some(leadership)),
-            Err(_) => Ok(None),
-        }
+        let trying = async { Ok(self.attempt(value.as_ref()).await?.ok()) };
+        let spec = &self.inner;
+        traced::acquire(
+            &spec.metrics_label,
+            &spec.name,
+            trying,
+            Outcome::of_try,
+            |l| l.as_ref().map(Leadership::token),
+        )
+        .await
     }
 
     /// Waits as long as it takes to become the leader. See
@@ -185,7 +193,23 @@ impl Election {
         value: impl AsRef<[u8]>,
         deadline: Option<Instant>,
     ) -> Result<Leadership> {
-        let value = value.as_ref();
+        let spec = &self.inner;
+        let token: fn(&Leadership) -> Option<&str> = |l| Some(l.token());
+        // The loop subscribes before its first attempt: all of it is the wait.
+        let campaign = self.campaign_loop(value.as_ref(), deadline);
+        let waiting = traced::wait(&spec.metrics_label, &spec.name, campaign, token);
+        traced::acquire(
+            &spec.metrics_label,
+            &spec.name,
+            waiting,
+            Outcome::of_wait,
+            token,
+        )
+        .await
+    }
+
+    /// The loop of [`Election::campaign_until`].
+    async fn campaign_loop(&self, value: &[u8], deadline: Option<Instant>) -> Result<Leadership> {
         let started = Instant::now();
         let timed_out = || Error::WaitTimedOut {
             name: self.inner.display_name(),

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use crate::transport::session::Session;
 use crate::transport::subscriber::{Subscription, Topic};
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::LockLabel;
+use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_name, check_ttl, LockKeys};
 use crate::vocab::protocol::scripts;
 
@@ -45,7 +45,7 @@ impl ElectionSpec {
             fair: None,
         };
         Ok(ElectionSpec {
-            metrics_label: LockLabel::new(&session.inner.metrics_labels, name),
+            metrics_label: LockLabel::new(&session.inner.metrics_labels, Primitive::Election, name),
             session: session.clone(),
             name: Arc::from(name),
             keys: Arc::new(keys),

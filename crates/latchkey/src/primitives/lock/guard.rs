@@ -267,7 +267,7 @@ impl LockGuard {
     /// assumes more than a reply proved, and the watchdog (if any) goes on.
     pub async fn extend(&self, ttl: Duration) -> Result<Ownership> {
         crate::vocab::names::check_ttl(ttl)?;
-        let span = renew_span(self.name(), &self.token);
+        let span = renew_span(self.lock.metrics_label.kind(), self.name(), &self.token);
         let result = self
             .lock
             .backend
@@ -315,7 +315,7 @@ impl LockGuard {
         crate::vocab::metrics::hold_time(&self.lock.metrics_label, self.acquired_at.elapsed());
         let mut retry = crate::vocab::retry::Retry::until(Some(self.state.deadline()));
         let result = loop {
-            let span = release_span(self.name(), &self.token);
+            let span = release_span(self.lock.metrics_label.kind(), self.name(), &self.token);
             let release = crate::primitives::lock::release::release(
                 &self.lock.backend,
                 &self.lock.keys,

@@ -20,7 +20,7 @@ use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::spec::LockSpec;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Outcome};
+use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, LockKeys};
 use crate::vocab::outcome::AttemptMode;
 
@@ -110,7 +110,7 @@ impl Lock {
             inner: Arc::new(LockSpec {
                 local: backend.local_queues().slot(&keys.key),
                 keys: Arc::new(keys),
-                metrics_label: LockLabel::new(backend.metrics_labels(), name),
+                metrics_label: LockLabel::new(backend.metrics_labels(), Primitive::Lock, name),
                 backend,
                 name: Arc::from(name),
                 ttl,
@@ -317,7 +317,7 @@ impl Lock {
 
     /// The span of one acquire call; its token is recorded once held.
     fn span_acquire(&self) -> tracing::Span {
-        tracing::debug_span!("acquire", lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty)
+        tracing::debug_span!("acquire", kind = self.inner.metrics_label.kind(), lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty)
     }
 
     async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
@@ -338,7 +338,7 @@ impl Lock {
                 Err(e) => return Err(e),
             }
         }
-        let span = tracing::debug_span!("wait", lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty);
+        let span = tracing::debug_span!("wait", kind = self.inner.metrics_label.kind(), lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty);
         let waited = Box::pin(
             self.wait_and_acquire(deadline, started, releases)
                 .instrument(span.clone()),

@@ -77,7 +77,14 @@ pub(crate) fn release_in_background(
         );
         return;
     }
-    let span = release_span(&keys.key[backend.prefix().len()..], &token);
+    // A fair lock's keys include its queue: the span says which kind it is
+    // even when the release is not counted.
+    let kind = if keys.fair.is_some() {
+        "fair-lock"
+    } else {
+        "lock"
+    };
+    let span = release_span(kind, &keys.key[backend.prefix().len()..], &token);
     let tracker = backend.background().clone();
     tracker.spawn(
         async move {

@@ -6,8 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::primitives::shared::{in_background, publish_command};
-use crate::primitives::watchdog::{renew_until_done, LostSignal, State};
+use crate::primitives::traced::release_span;
+use crate::primitives::watchdog::{renew_span, renew_until_done, LostSignal, State};
 use crate::transport::session::Session;
 use crate::vocab::error::Result;
 use crate::vocab::metrics::LockLabel;
@@ -89,6 +92,8 @@ pub struct RwGuard {
     fencing_token: Option<u64>,
     state: Arc<State>,
     released: bool,
+    /// When the hold began; taken out when the hold is timed.
+    acquired_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for RwGuard {
@@ -119,8 +124,10 @@ impl RwGuard {
             let (spec, token, state) = (spec.clone(), token.clone(), state.clone());
             tokio::spawn(async move {
                 let name = String::from_utf8_lossy(&spec.name).into_owned();
+                let kind = spec.metrics_label.kind();
                 renew_until_done(&name, &token, every, &state, || {
-                    extend(&spec, access, &token)
+                    let span = renew_span(kind, &spec.name, &token);
+                    extend(&spec, access, &token).instrument(span)
                 })
                 .await
             });
@@ -132,6 +139,14 @@ impl RwGuard {
             fencing_token,
             state,
             released: false,
+            acquired_at: Some(Instant::now()),
+        }
+    }
+
+    /// Records the hold's time, once (at `release`, or at the drop).
+    fn hold_ended(&mut self) {
+        if let Some(at) = self.acquired_at.take() {
+            crate::vocab::metrics::hold_time(&self.spec.metrics_label, at.elapsed());
         }
     }
 
@@ -193,9 +208,16 @@ impl RwGuard {
     /// and idempotent).
     pub async fn release(mut self) -> Result<Ownership> {
         self.state.finish();
-        let outcome = release(&self.spec, self.access, &self.token).await;
+        self.hold_ended();
+        let span = release_span(&self.spec.metrics_label, &self.spec.name, &self.token);
+        let outcome = release(&self.spec, self.access, &self.token)
+            .instrument(span)
+            .await;
+        // A transient error: `Drop` tries again (and counts what it finds).
         if !matches!(&outcome, Err(e) if e.is_transient()) {
             self.released = true;
+            let found = outcome.as_ref().ok().copied();
+            crate::vocab::metrics::release_outcome(&self.spec.metrics_label, found);
         }
         outcome
     }
@@ -207,12 +229,20 @@ impl Drop for RwGuard {
         if self.released {
             return;
         }
+        self.hold_ended();
         let (spec, access) = (self.spec.clone(), self.access);
         let token = std::mem::take(&mut self.token);
+        let span = release_span(&spec.metrics_label, &spec.name, &token);
         in_background(
             &self.spec.session,
             "read-write lock guard dropped without release(), or its release failed",
-            async move { release(&spec, access, &token).await.map(|_| ()) },
+            async move {
+                let outcome = release(&spec, access, &token).await;
+                let found = outcome.as_ref().ok().copied();
+                crate::vocab::metrics::release_outcome(&spec.metrics_label, found);
+                outcome.map(|_| ())
+            }
+            .instrument(span),
         );
     }
 }

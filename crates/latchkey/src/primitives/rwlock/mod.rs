@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::primitives::rwlock::guard::{RwAccess, RwGuard, RwSpec};
 use crate::primitives::shared::{in_background, key, Waker};
+use crate::primitives::traced;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::LockLabel;
+use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::RWLOCK_SUFFIXES;
@@ -95,7 +96,11 @@ impl RwLock {
                 ttl,
                 renew_every: None,
                 fenced: false,
-                metrics_label: LockLabel::new(&session.inner.metrics_labels, name),
+                metrics_label: LockLabel::new(
+                    &session.inner.metrics_labels,
+                    Primitive::RwLock,
+                    name,
+                ),
             }),
         })
     }
@@ -154,9 +159,20 @@ impl RwLock {
     }
 
     async fn try_once(&self, access: RwAccess) -> Result<Option<RwGuard>> {
-        let mut pending = Pending::new(&self.inner, access)?;
-        let attempt = self.attempt(&mut pending, false).await?;
-        Ok(attempt.ok())
+        let trying = async {
+            let mut pending = Pending::new(&self.inner, access)?;
+            let attempt = self.attempt(&mut pending, false).await?;
+            Ok(attempt.ok())
+        };
+        let spec = &self.inner;
+        traced::acquire(
+            &spec.metrics_label,
+            &spec.name,
+            trying,
+            Outcome::of_try,
+            |g| g.as_ref().map(RwGuard::token),
+        )
+        .await
     }
 
     /// Waits until we hold the lock as `access` or `deadline` passes
@@ -175,6 +191,27 @@ impl RwLock {
         access: RwAccess,
         deadline: Option<Instant>,
     ) -> Result<RwGuard> {
+        let spec = &self.inner;
+        let token: fn(&RwGuard) -> Option<&str> = |g| Some(g.token());
+        // Its first attempt records the intent: the whole loop is the wait.
+        let waiting = traced::wait(
+            &spec.metrics_label,
+            &spec.name,
+            self.wait(access, deadline),
+            token,
+        );
+        traced::acquire(
+            &spec.metrics_label,
+            &spec.name,
+            waiting,
+            Outcome::of_wait,
+            token,
+        )
+        .await
+    }
+
+    /// The loop of [`RwLock::acquire_until`].
+    async fn wait(&self, access: RwAccess, deadline: Option<Instant>) -> Result<RwGuard> {
         let started = Instant::now();
         let mut pending = Pending::new(&self.inner, access)?;
         let channel = self.inner.channel().to_vec();

@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use crate::primitives::semaphore::permit::{PermitGuard, PermitHolder, SemaphoreSpec};
 use crate::primitives::shared::{in_background, key, Waker};
+use crate::primitives::traced;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::LockLabel;
+use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
@@ -111,7 +112,11 @@ impl Semaphore {
                 ttl,
                 renew_every: None,
                 fenced: false,
-                metrics_label: LockLabel::new(&session.inner.metrics_labels, name),
+                metrics_label: LockLabel::new(
+                    &session.inner.metrics_labels,
+                    Primitive::Semaphore,
+                    name,
+                ),
             }),
         })
     }
@@ -162,7 +167,16 @@ impl Semaphore {
     /// permit the request may have taken is given back in the background
     /// (tracked by the client: [`Client::flush`](crate::Client::flush)).
     pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
-        Ok(self.attempt().await?.ok())
+        let attempt = async { Ok(self.attempt().await?.ok()) };
+        let spec = &self.inner;
+        traced::acquire(
+            &spec.metrics_label,
+            &spec.name,
+            attempt,
+            Outcome::of_try,
+            |p| p.as_ref().map(PermitGuard::token),
+        )
+        .await
     }
 
     /// Waits as long as it takes. See [`Semaphore::acquire_until`].
@@ -196,14 +210,33 @@ impl Semaphore {
     /// by a request whose reply was never read is given back in the
     /// background) and gives up the subscription.
     pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<PermitGuard> {
+        let spec = &self.inner;
+        let token: fn(&PermitGuard) -> Option<&str> = |p| Some(p.token());
+        let acquiring = async {
+            // The uncontended case: one round trip, no subscription.
+            match self.attempt().await {
+                Ok(Ok(permit)) => return Ok(permit),
+                Ok(Err(_)) => {}
+                Err(e) if e.is_transient() => {}
+                Err(e) => return Err(e),
+            }
+            let waiting = self.wait_for_permit(deadline);
+            traced::wait(&spec.metrics_label, &spec.name, waiting, token).await
+        };
+        traced::acquire(
+            &spec.metrics_label,
+            &spec.name,
+            acquiring,
+            Outcome::of_wait,
+            token,
+        )
+        .await
+    }
+
+    /// The waiting part of [`Semaphore::acquire_until`]: the first attempt
+    /// found every permit held.
+    async fn wait_for_permit(&self, deadline: Option<Instant>) -> Result<PermitGuard> {
         let started = Instant::now();
-        // The uncontended case: one round trip, no subscription.
-        match self.attempt().await {
-            Ok(Ok(permit)) => return Ok(permit),
-            Ok(Err(_)) => {}
-            Err(e) if e.is_transient() => {}
-            Err(e) => return Err(e),
-        }
         let channel = self.inner.channel.to_vec();
         let mut waker = Waker::subscribe(&self.inner.session, channel, deadline).await;
         let mut retry = Retry::until(deadline);

@@ -5,8 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::primitives::shared::{in_background, publish_command};
-use crate::primitives::watchdog::{renew_until_done, LostSignal, State};
+use crate::primitives::traced::release_span;
+use crate::primitives::watchdog::{renew_span, renew_until_done, LostSignal, State};
 use crate::transport::session::Session;
 use crate::vocab::error::Result;
 use crate::vocab::metrics::LockLabel;
@@ -70,6 +73,8 @@ pub struct PermitGuard {
     state: Arc<State>,
     /// Set once `release` got an answer: `Drop` has nothing left to do.
     released: bool,
+    /// When the permit was taken; taken out when the hold is timed.
+    acquired_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for PermitGuard {
@@ -98,7 +103,11 @@ impl PermitGuard {
             let (spec, token, state) = (spec.clone(), token.clone(), state.clone());
             tokio::spawn(async move {
                 let name = String::from_utf8_lossy(&spec.key).into_owned();
-                renew_until_done(&name, &token, every, &state, || extend(&spec, &token)).await
+                let kind = spec.metrics_label.kind();
+                renew_until_done(&name, &token, every, &state, || {
+                    extend(&spec, &token).instrument(renew_span(kind, &spec.name, &token))
+                })
+                .await
             });
         }
         tracing::debug!(semaphore = %String::from_utf8_lossy(&spec.name), token = short(&token), ?fencing_token, "permit acquired");
@@ -108,6 +117,14 @@ impl PermitGuard {
             fencing_token,
             state,
             released: false,
+            acquired_at: Some(Instant::now()),
+        }
+    }
+
+    /// Records the hold's time, once (at `release`, or at the drop).
+    fn hold_ended(&mut self) {
+        if let Some(at) = self.acquired_at.take() {
+            crate::vocab::metrics::hold_time(&self.spec.metrics_label, at.elapsed());
         }
     }
 
@@ -163,7 +180,12 @@ impl PermitGuard {
     /// Cancel safe: a dropped renewal may or may not have happened; the
     /// guard's deadline is only moved by an answer.
     pub async fn extend(&self) -> Result<Ownership> {
-        let (outcome, valid_until) = extend(&self.spec, &self.token).await?;
+        let label = &self.spec.metrics_label;
+        let span = renew_span(label.kind(), &self.spec.name, &self.token);
+        let renewed = extend(&self.spec, &self.token).instrument(span).await;
+        let owned = matches!(renewed, Ok((Ownership::Owned, _)));
+        crate::vocab::metrics::renewal(label, owned);
+        let (outcome, valid_until) = renewed?;
         match outcome {
             Ownership::Owned => self.state.set_deadline(valid_until),
             _ => self.state.mark_lost(),
@@ -181,11 +203,15 @@ impl PermitGuard {
     /// is idempotent).
     pub async fn release(mut self) -> Result<Ownership> {
         self.state.finish();
-        let outcome = release(&self.spec, &self.token).await;
+        self.hold_ended();
+        let span = release_span(&self.spec.metrics_label, &self.spec.name, &self.token);
+        let outcome = release(&self.spec, &self.token).instrument(span).await;
         // A transient error: the request may never have arrived; `Drop`
-        // tries once more in the background.
+        // tries once more in the background (and counts what that finds).
         if !matches!(&outcome, Err(e) if e.is_transient()) {
             self.released = true;
+            let found = outcome.as_ref().ok().copied();
+            crate::vocab::metrics::release_outcome(&self.spec.metrics_label, found);
         }
         outcome
     }
@@ -197,12 +223,20 @@ impl Drop for PermitGuard {
         if self.released {
             return;
         }
+        self.hold_ended();
         let spec = self.spec.clone();
         let token = std::mem::take(&mut self.token);
+        let span = release_span(&spec.metrics_label, &spec.name, &token);
         in_background(
             &self.spec.session,
             "permit guard dropped without release(), or its release failed",
-            async move { release(&spec, &token).await.map(|_| ()) },
+            async move {
+                let outcome = release(&spec, &token).await;
+                let found = outcome.as_ref().ok().copied();
+                crate::vocab::metrics::release_outcome(&spec.metrics_label, found);
+                outcome.map(|_| ())
+            }
+            .instrument(span),
         );
     }
 }

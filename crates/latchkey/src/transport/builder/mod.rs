@@ -107,7 +107,7 @@ impl ClientBuilder {
         self
     }
 
-    /// Which `lock` label this client's lock metrics carry (default
+    /// Which `lock` label this client's primitive metrics carry (default
     /// [`MetricsLabels::None`]); see [`crate::vocab::metrics`].
     pub fn metrics_labels(mut self, labels: MetricsLabels) -> Self {
         self.metrics_labels = labels;

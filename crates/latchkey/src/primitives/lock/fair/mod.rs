@@ -142,6 +142,11 @@ impl Lock {
         let inner = Arc::make_mut(&mut self.inner);
         inner.keys = Arc::new(inner.keys.with_fair());
         inner.fair_lease = Some(lease);
+        inner.metrics_label = crate::vocab::metrics::LockLabel::new(
+            inner.backend.metrics_labels(),
+            crate::vocab::metrics::Primitive::FairLock,
+            &inner.name,
+        );
         Ok(self)
     }
 

@@ -1,0 +1,78 @@
+//! The spans and metrics every primitive's acquire-like call shares (layer
+//! 4): one span scheme (`acquire`, `wait`, `release`, `renew`, each with
+//! `kind`, `lock` (the name) and a token prefix) and one count per call, so
+//! that a semaphore, a read-write lock, a latch, a barrier and an election
+//! are seen as a lock is. `Lock` records its own (its hot path avoids the
+//! span's wrapper when no subscriber wants it) with the same names.
+
+use std::future::Future;
+use std::time::Instant;
+
+use tracing::Instrument;
+
+use crate::vocab::error::Result;
+use crate::vocab::metrics::{acquire_outcome, LockLabel, Outcome};
+use crate::vocab::token::short;
+
+/// The span of one acquire-like call: a lock's or semaphore's acquire, a
+/// read or write, a latch's wait, a barrier's arrive-and-wait, a campaign.
+/// Its `token` is recorded once held.
+pub(crate) fn acquire_span(label: &LockLabel, name: &[u8]) -> tracing::Span {
+    tracing::debug_span!("acquire", kind = label.kind(), lock = %String::from_utf8_lossy(name), token = tracing::field::Empty)
+}
+
+/// The span of the waiting part of a call (it could not succeed at once).
+pub(crate) fn wait_span(label: &LockLabel, name: &[u8]) -> tracing::Span {
+    tracing::debug_span!("wait", kind = label.kind(), lock = %String::from_utf8_lossy(name), token = tracing::field::Empty)
+}
+
+/// The span of a release (a permit given back, a hold released, a resign).
+pub(crate) fn release_span(label: &LockLabel, name: &[u8], token: &str) -> tracing::Span {
+    crate::backend::release_span(label.kind(), name, token)
+}
+
+/// Runs `call` (an acquire-like call) in its `acquire` span and counts how
+/// it ended (`outcome`) in `latchkey_acquisitions_total`, with the time to
+/// success in `latchkey_acquire_wait_seconds`; `token` says which owner
+/// token a success holds, for the span. A call cancelled (dropped) is
+/// neither counted nor timed.
+pub(crate) async fn acquire<T>(
+    label: &LockLabel,
+    name: &[u8],
+    call: impl Future<Output = Result<T>>,
+    outcome: fn(&Result<T>) -> Outcome,
+    token: fn(&T) -> Option<&str>,
+) -> Result<T> {
+    let called = Instant::now();
+    let span = acquire_span(label, name);
+    // As `Lock` does: without a subscriber for the span, the call is not
+    // wrapped in it (the wrapper moves the call's whole future once more).
+    let result = match span.is_disabled() {
+        true => call.await,
+        false => call.instrument(span.clone()).await,
+    };
+    if let Some(held) = result.as_ref().ok().and_then(token) {
+        span.record("token", short(held));
+    }
+    acquire_outcome(label, outcome(&result), called.elapsed());
+    result
+}
+
+/// Runs the waiting part of a call in its `wait` span (the token recorded
+/// once held).
+pub(crate) async fn wait<T>(
+    label: &LockLabel,
+    name: &[u8],
+    call: impl Future<Output = Result<T>>,
+    token: fn(&T) -> Option<&str>,
+) -> Result<T> {
+    let span = wait_span(label, name);
+    let result = match span.is_disabled() {
+        true => call.await,
+        false => call.instrument(span.clone()).await,
+    };
+    if let Some(held) = result.as_ref().ok().and_then(token) {
+        span.record("token", short(held));
+    }
+    result
+}
