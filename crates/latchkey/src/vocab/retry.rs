@@ -144,6 +144,28 @@ impl Retry {
     }
 }
 
+/// `attempt`, tried again on transient errors until `until` (at least
+/// once), by [`Retry`]: how a release or a resign left to the background
+/// still lands after an outage or a failover, within the hold's deadline
+/// (after it the hold ends by itself).
+pub(crate) async fn until_deadline<T, F, Fut>(
+    until: Instant,
+    what: &(dyn std::fmt::Display + Sync),
+    mut attempt: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut retry = Retry::until(Some(until));
+    loop {
+        match attempt().await {
+            Err(e) if e.is_transient() => retry.after_failure(e, what).await?,
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -251,6 +251,7 @@ impl Drop for Leadership {
             std::mem::take(&mut self.token),
             "leadership dropped without a completed resign()",
             true,
+            self.state.deadline(),
         );
     }
 }
@@ -279,11 +280,15 @@ async fn resign_once(election: &ElectionSpec, token: &str) -> Result<Ownership> 
 
 /// Best-effort resign on the tokio runtime, tracked by the session;
 /// `counted`: a leadership's (its release is counted), not a campaign's.
+/// Transient errors are retried until `until` (the lease's deadline: after
+/// it the lease runs out by itself), so a drop during an outage or a
+/// failover still hands leadership on when Redis is back.
 pub(crate) fn resign_in_background(
     election: Arc<ElectionSpec>,
     token: String,
     why: &'static str,
     counted: bool,
+    until: std::time::Instant,
 ) {
     if tokio::runtime::Handle::try_current().is_err() {
         tracing::warn!(
@@ -295,7 +300,10 @@ pub(crate) fn resign_in_background(
     let tracker = election.session.inner.background.clone();
     let span = release_span(&election.metrics_label, &election.name, &token);
     let resigning = async move {
-        let result = resign_once(&election, &token).await;
+        let what = "resign";
+        let result =
+            crate::vocab::retry::until_deadline(until, &what, || resign_once(&election, &token))
+                .await;
         if counted {
             let found = result.as_ref().ok().copied();
             crate::vocab::metrics::release_outcome(&election.metrics_label, found);
@@ -340,6 +348,8 @@ impl Drop for PendingCampaign<'_> {
                 token.to_owned(),
                 "a campaign attempt was cancelled or failed after its request was sent",
                 false,
+                // A lease it may have taken ends by itself within one TTL.
+                std::time::Instant::now() + self.election.ttl,
             );
         }
     }

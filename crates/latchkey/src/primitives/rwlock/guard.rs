@@ -233,11 +233,16 @@ impl Drop for RwGuard {
         let (spec, access) = (self.spec.clone(), self.access);
         let token = std::mem::take(&mut self.token);
         let span = release_span(&spec.metrics_label, &spec.name, &token);
+        let until = self.state.deadline();
         in_background(
             &self.spec.session,
             "read-write lock guard dropped without release(), or its release failed",
             async move {
-                let outcome = release(&spec, access, &token).await;
+                let what = "read-write lock release";
+                let outcome = crate::vocab::retry::until_deadline(until, &what, || {
+                    release(&spec, access, &token)
+                })
+                .await;
                 let found = outcome.as_ref().ok().copied();
                 crate::vocab::metrics::release_outcome(&spec.metrics_label, found);
                 outcome.map(|_| ())

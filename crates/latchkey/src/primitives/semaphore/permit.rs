@@ -227,11 +227,15 @@ impl Drop for PermitGuard {
         let spec = self.spec.clone();
         let token = std::mem::take(&mut self.token);
         let span = release_span(&spec.metrics_label, &spec.name, &token);
+        let until = self.state.deadline();
         in_background(
             &self.spec.session,
             "permit guard dropped without release(), or its release failed",
             async move {
-                let outcome = release(&spec, &token).await;
+                let what = "permit release";
+                let outcome =
+                    crate::vocab::retry::until_deadline(until, &what, || release(&spec, &token))
+                        .await;
                 let found = outcome.as_ref().ok().copied();
                 crate::vocab::metrics::release_outcome(&spec.metrics_label, found);
                 outcome.map(|_| ())
