@@ -88,16 +88,10 @@ pub(crate) fn release_in_background(
     let tracker = backend.background().clone();
     tracker.spawn(
         async move {
-            let mut retry = crate::vocab::retry::Retry::until(Some(until));
-            let result = loop {
-                match release(&backend, &keys, &local, &token, true).await {
-                    Err(e) if e.is_transient() => match retry.failed(e, &why) {
-                        Ok(delay) => tokio::time::sleep(delay).await,
-                        Err(e) => break Err(e),
-                    },
-                    other => break other,
-                }
-            };
+            let result = crate::vocab::retry::until_deadline(until, &why, || {
+                release(&backend, &keys, &local, &token, true)
+            })
+            .await;
             if let Some(label) = &counted {
                 crate::vocab::metrics::release_outcome(label, result.as_ref().ok().copied());
             }
