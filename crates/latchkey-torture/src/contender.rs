@@ -48,59 +48,40 @@ impl Contender {
     }
 }
 
-impl Hold {
-    /// The fencing token: the lock's, or the term.
-    pub(crate) async fn fencing_token(&self) -> latchkey::Result<u64> {
-        match self {
-            Hold::Lock(guard) => guard.fencing_token().await,
-            Hold::Leader(leadership) => Ok(leadership.term()),
-            Hold::Permit(permit) => issued(permit.fencing_token()),
-            Hold::Write(write) => issued(write.fencing_token()),
+/// Every hold has the same surface (one lease under all of them): call
+/// `$call` on whichever this is.
+macro_rules! on_each {
+    ($hold:expr, $h:ident => $call:expr) => {
+        match $hold {
+            Hold::Lock($h) => $call,
+            Hold::Leader($h) => $call,
+            Hold::Permit($h) => $call,
+            Hold::Write($h) => $call,
         }
+    };
+}
+
+impl Hold {
+    /// The fencing token: the lock's, the permit's or the writer's (made
+    /// `with_fencing` or issued now), or the term.
+    pub(crate) async fn fencing_token(&self) -> latchkey::Result<u64> {
+        on_each!(self, h => h.fencing_token().await)
     }
 
     pub(crate) fn deadline(&self) -> Instant {
-        match self {
-            Hold::Lock(guard) => guard.deadline(),
-            Hold::Leader(leadership) => leadership.deadline(),
-            Hold::Permit(permit) => permit.deadline(),
-            Hold::Write(write) => write.deadline(),
-        }
+        on_each!(self, h => h.deadline())
     }
 
     pub(crate) fn is_held(&self) -> bool {
-        match self {
-            Hold::Lock(guard) => guard.is_held(),
-            Hold::Leader(leadership) => leadership.is_leader(),
-            Hold::Permit(permit) => permit.is_held(),
-            Hold::Write(write) => write.is_held(),
-        }
+        on_each!(self, h => h.is_held())
     }
 
     pub(crate) async fn lost(&self) {
-        match self {
-            Hold::Lock(guard) => guard.lost().await,
-            Hold::Leader(leadership) => leadership.lost().await,
-            Hold::Permit(permit) => permit.lost().await,
-            Hold::Write(write) => write.lost().await,
-        }
+        on_each!(self, h => h.lost().await)
     }
 
-    /// Releases the lock, or resigns.
+    /// Releases the lock, the permit or the write hold, or resigns.
     pub(crate) async fn release(self) -> latchkey::Result<Ownership> {
-        match self {
-            Hold::Lock(guard) => guard.release().await,
-            Hold::Leader(leadership) => leadership.resign().await,
-            Hold::Permit(permit) => permit.release().await,
-            Hold::Write(write) => write.release().await,
-        }
+        on_each!(self, h => h.release().await)
     }
-}
-
-/// A token issued with the hold (the semaphore and the read-write lock are
-/// made `with_fencing` by the worker).
-fn issued(token: Option<u64>) -> latchkey::Result<u64> {
-    token.ok_or_else(|| {
-        latchkey::Error::InvalidInput("no fencing token was issued with the hold".into())
-    })
 }

@@ -153,6 +153,7 @@ pub use primitives::inspect::{
     RwLockInfo, SemaphoreInfo,
 };
 pub use primitives::latch::Latch;
+pub use primitives::lease::state::LostSignal;
 pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use primitives::lock::guard::LockGuard;
 pub use primitives::lock::Lock;
@@ -161,7 +162,6 @@ pub use primitives::rwlock::RwLock;
 pub use primitives::semaphore::permit::{PermitGuard, PermitHolder};
 pub use primitives::semaphore::Semaphore;
 pub use primitives::signal::listener::{Listener, Signal};
-pub use primitives::watchdog::LostSignal;
 // 5. Facades
 pub use client::Client;
 pub use redlock::Redlock;

@@ -65,9 +65,9 @@ async fn a_semaphore_permit_is_taken_renewed_listed_and_passed_on() {
     let (server, a, b) = as_primitives_user().await;
     let pool = a.semaphore("acl-pool", 1, TTL).unwrap().with_fencing();
     let permit = pool.try_acquire().await.unwrap().expect("a free permit");
-    assert!(permit.fencing_token().is_some_and(|t| t > 0));
+    assert!(permit.issued_fencing_token().is_some_and(|t| t > 0));
     assert!(pool.try_acquire().await.unwrap().is_none(), "one permit");
-    assert_eq!(permit.extend().await.unwrap(), Ownership::Owned);
+    assert_eq!(permit.extend(TTL).await.unwrap(), Ownership::Owned);
     let holders = pool.holders().await.unwrap();
     assert_eq!(holders.len(), 1);
     assert_eq!(holders[0].token, permit.token());
@@ -108,7 +108,7 @@ async fn a_read_write_lock_lets_readers_share_and_a_writer_in_alone() {
     assert_eq!(r1.release().await.unwrap(), Ownership::Owned);
     assert_eq!(r2.release().await.unwrap(), Ownership::Owned);
     let w = writer.await.unwrap().expect("the writer gets in");
-    assert!(w.fencing_token().is_some_and(|t| t > 0));
+    assert!(w.issued_fencing_token().is_some_and(|t| t > 0));
     assert!(
         rw.try_read().await.unwrap().is_none(),
         "no reader beside the writer"

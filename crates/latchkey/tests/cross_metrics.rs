@@ -254,12 +254,12 @@ fn semaphores_and_read_write_locks_are_counted_as_locks_are_with_their_kind() {
         let permit = sem.try_acquire().await.unwrap().expect("free"); // ok
         assert!(sem.try_acquire().await.unwrap().is_none()); // busy
         assert!(sem.acquire_timeout(short).await.is_err()); // timeout
-        assert_eq!(permit.extend().await.unwrap(), Ownership::Owned); // renewal ok
+        assert_eq!(permit.extend(sem.ttl()).await.unwrap(), Ownership::Owned); // renewal ok
         assert_eq!(permit.release().await.unwrap(), Ownership::Owned);
         let permit = sem.acquire().await.unwrap(); // ok
         let _: i64 = conn.del(sem.key()).await.unwrap();
         // The permit vanished: the extension fails and the permit is lost.
-        assert_eq!(permit.extend().await.unwrap(), Ownership::Expired);
+        assert_eq!(permit.extend(sem.ttl()).await.unwrap(), Ownership::Expired);
         assert_eq!(permit.release().await.unwrap(), Ownership::Expired);
 
         let rw = client.rwlock("rw", Duration::from_secs(10)).unwrap();

@@ -130,7 +130,7 @@ fn every_primitive_has_the_same_spans_with_its_kind() {
         let sem = client.semaphore("s", 1, ttl).unwrap();
         let permit = sem.try_acquire().await.unwrap().unwrap();
         let s = permit.token()[..12].to_owned();
-        assert_eq!(permit.extend().await.unwrap(), Ownership::Owned);
+        assert_eq!(permit.extend(sem.ttl()).await.unwrap(), Ownership::Owned);
         assert_eq!(permit.release().await.unwrap(), Ownership::Owned);
         let read = client
             .rwlock("rw", ttl)

@@ -223,13 +223,13 @@ async fn writers_fencing_tokens_increase_and_bad_input_is_typed() {
     let mut last = 0;
     for _ in 0..3 {
         let writer = rw.try_write().await.unwrap().unwrap();
-        let token = writer.fencing_token().expect("issued");
+        let token = writer.issued_fencing_token().expect("issued");
         assert!(token > last);
         last = token;
         assert_eq!(writer.release().await.unwrap(), Ownership::Owned);
     }
     let reader = rw.try_read().await.unwrap().unwrap();
-    assert_eq!(reader.fencing_token(), None);
+    assert_eq!(reader.issued_fencing_token(), None);
     assert_eq!(reader.release().await.unwrap(), Ownership::Owned);
 
     assert!(matches!(

@@ -157,14 +157,16 @@ async fn fencing_tokens_increase_with_every_hold() {
     let mut last = 0;
     for _ in 0..5 {
         let permit = pool.try_acquire().await.unwrap().expect("free");
-        let token = permit.fencing_token().expect("issued with the permit");
+        let token = permit
+            .issued_fencing_token()
+            .expect("issued with the permit");
         assert!(token > last, "{token} after {last}");
         last = token;
         let _ = permit.release().await.unwrap();
     }
     let plain = client.semaphore("plain", 2, TTL).unwrap();
     let permit = plain.try_acquire().await.unwrap().unwrap();
-    assert_eq!(permit.fencing_token(), None);
+    assert_eq!(permit.issued_fencing_token(), None);
     let _ = permit.release().await.unwrap();
 }
 

@@ -98,9 +98,8 @@ pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
     println!("{}", guard.token());
     println!("{}", guard.fencing_token().await?);
     // Dropping the guard would release the lock; the whole point is to keep
-    // it held (until its TTL, or `latchkey release`) after we exit. No
-    // watchdog runs, so forgetting it leaks nothing but a little memory.
-    std::mem::forget(guard);
+    // it held (until its TTL, or `latchkey release`) after we exit.
+    let _token = guard.forget();
     Ok(exit::OK)
 }
 

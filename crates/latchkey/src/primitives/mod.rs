@@ -2,6 +2,9 @@
 //! locks, latches, barriers, fencing, elections and signals, each over the
 //! session, the backends and the lease. See `ARCHITECTURE.md`.
 
+#[macro_use]
+pub(crate) mod lease;
+
 pub(crate) mod barrier;
 pub(crate) mod election;
 pub(crate) mod fence;
@@ -13,4 +16,3 @@ pub(crate) mod semaphore;
 pub(crate) mod shared;
 pub(crate) mod signal;
 pub(crate) mod traced;
-pub(crate) mod watchdog;

@@ -26,11 +26,6 @@ pub(crate) fn wait_span(label: &LockLabel, name: &[u8]) -> tracing::Span {
     tracing::debug_span!("wait", kind = label.kind(), lock = %String::from_utf8_lossy(name), token = tracing::field::Empty)
 }
 
-/// The span of a release (a permit given back, a hold released, a resign).
-pub(crate) fn release_span(label: &LockLabel, name: &[u8], token: &str) -> tracing::Span {
-    crate::backend::release_span(label.kind(), name, token)
-}
-
 /// Runs `call` (an acquire-like call) in its `acquire` span and counts how
 /// it ended (`outcome`) in `latchkey_acquisitions_total`, with the time to
 /// success in `latchkey_acquire_wait_seconds`; `token` says which owner

@@ -65,7 +65,7 @@ async fn every_primitive_works_on_a_cluster() {
         // Semaphore: a waiter woken by a release, fenced.
         let semaphore = client.semaphore(&name, 1, TTL).unwrap().with_fencing();
         let held = semaphore.try_acquire().await.unwrap().expect("free");
-        assert!(held.fencing_token().is_some());
+        assert!(held.issued_fencing_token().is_some());
         let waiting = semaphore.clone();
         let waiter = tokio::spawn(async move { waiting.acquire_timeout(WAIT).await });
         until_listening(&cluster, format!("{{test:{name}}}:permits:released")).await;
@@ -81,7 +81,7 @@ async fn every_primitive_works_on_a_cluster() {
         until_listening(&cluster, format!("{{test:{name}}}:rw:released")).await;
         let _ = reader.release().await.unwrap();
         let writer = writer.await.unwrap().unwrap();
-        assert!(writer.fencing_token().is_some());
+        assert!(writer.issued_fencing_token().is_some());
         let _ = writer.release().await.unwrap();
     }
     assert!(

@@ -33,33 +33,32 @@ pub(crate) enum Hold {
     Rw(RwGuard),
 }
 
+/// A permit and a read-write hold have one surface (one lease under both):
+/// call `$call` on whichever this is.
+macro_rules! on_each {
+    ($hold:expr, $h:ident => $call:expr) => {
+        match $hold {
+            Hold::Permit($h) => $call,
+            Hold::Rw($h) => $call,
+        }
+    };
+}
+
 impl Hold {
     fn token(&self) -> &str {
-        match self {
-            Hold::Permit(p) => p.token(),
-            Hold::Rw(g) => g.token(),
-        }
+        on_each!(self, h => h.token())
     }
 
     fn fencing_token(&self) -> Option<u64> {
-        match self {
-            Hold::Permit(p) => p.fencing_token(),
-            Hold::Rw(g) => g.fencing_token(),
-        }
+        on_each!(self, h => h.issued_fencing_token())
     }
 
     async fn lost(&self) {
-        match self {
-            Hold::Permit(p) => p.lost().await,
-            Hold::Rw(g) => g.lost().await,
-        }
+        on_each!(self, h => h.lost().await)
     }
 
     async fn release(self) -> latchkey::Result<Ownership> {
-        match self {
-            Hold::Permit(p) => p.release().await,
-            Hold::Rw(g) => g.release().await,
-        }
+        on_each!(self, h => h.release().await)
     }
 }
 
@@ -150,10 +149,7 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
 
 impl Lease for Leased<'_, Hold> {
     fn deadline(&self) -> Instant {
-        match self.guard {
-            Hold::Permit(p) => p.deadline(),
-            Hold::Rw(g) => g.deadline(),
-        }
+        on_each!(self.guard, h => h.deadline())
     }
     fn ttl(&self) -> Duration {
         self.ttl
@@ -162,17 +158,10 @@ impl Lease for Leased<'_, Hold> {
         self.guard.lost()
     }
     async fn renew_now(&self) -> Option<latchkey::Result<Ownership>> {
-        match self.guard {
-            Hold::Permit(p) => Some(p.extend().await),
-            // Only the watchdog renews a read-write hold.
-            Hold::Rw(_) => None,
-        }
+        Some(on_each!(self.guard, h => h.extend(self.ttl).await))
     }
     fn is_held(&self) -> bool {
-        match self.guard {
-            Hold::Permit(p) => p.is_held(),
-            Hold::Rw(g) => g.is_held(),
-        }
+        on_each!(self.guard, h => h.is_held())
     }
 }
 

@@ -32,9 +32,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use std::sync::Arc;
 
-use crate::primitives::election::leadership::{Leadership, PendingCampaign};
+use crate::primitives::election::leadership::Leadership;
 use crate::primitives::election::observer::Observer;
 use crate::primitives::election::spec::{wrong_type, ElectionSpec, Leader};
+use crate::primitives::lease::background::Pending;
 use crate::primitives::traced;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
@@ -304,7 +305,7 @@ impl Election {
     ) -> Result<std::result::Result<Leadership, Option<Duration>>> {
         let session = &self.inner.session;
         let token = session.inner.identity.new_token()?;
-        let pending = PendingCampaign::new(self.inner.clone(), &token);
+        let pending = Pending::arm(&self.inner, &token);
         let sent = Instant::now();
         let ttl = self.inner.ttl;
         let ttl_arg = ttl_ms(ttl).to_string();

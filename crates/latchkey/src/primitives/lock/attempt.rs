@@ -2,11 +2,15 @@
 //! or a waiter's, which also learns how long the holder has left
 //! ([`Busy`]). The lock an attempt may have taken is released if the
 //! attempt is dropped or fails before its reply was understood
-//! ([`PendingAttempt`]); a lock made [`with_replicas`](Lock::with_replicas)
+//! (`lease::background::Pending`); a lock made [`with_replicas`](Lock::with_replicas)
 //! confirms a hold with its replicas before it counts as taken (a barging
 //! attempt, a fair one, and a fair wait's hand-off).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::primitives::lease::background::Pending;
+use crate::primitives::lock::spec::LockSpec;
 
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
@@ -39,10 +43,7 @@ impl Lock {
     /// One attempt in `mode`: the lock, or why not.
     async fn attempt(&self, mode: AttemptMode) -> Result<Result<LockGuard, Busy>> {
         let token = self.inner.backend.new_token()?;
-        let pending = PendingAttempt {
-            lock: self,
-            token: Some(&token),
-        };
+        let pending = Pending::arm(&self.inner, &token);
         let attempt = self
             .inner
             .backend
@@ -84,8 +85,8 @@ impl Lock {
         &'a self,
         token: &str,
         valid_until: Instant,
-        pending: PendingAttempt<'a>,
-    ) -> Result<PendingAttempt<'a>> {
+        pending: Pending<'a, Arc<LockSpec>>,
+    ) -> Result<Pending<'a, Arc<LockSpec>>> {
         let confirmed = self.inner.confirm_replicas(token, valid_until).await?;
         let Some(acked) = confirmed.shortfall() else {
             return Ok(pending);
@@ -151,33 +152,4 @@ pub(crate) struct Busy {
     pub(crate) retry_in: Option<Duration>,
     /// Whether the holder's release will publish a wake-up.
     pub(crate) announced: bool,
-}
-
-/// Releases, in the background, a lock that an attempt may have taken if the
-/// attempt is dropped (cancelled) or fails before its reply was understood.
-struct PendingAttempt<'a> {
-    lock: &'a Lock,
-    token: Option<&'a str>,
-}
-
-impl PendingAttempt<'_> {
-    fn disarm(mut self) {
-        self.token = None;
-    }
-}
-
-impl Drop for PendingAttempt<'_> {
-    fn drop(&mut self) {
-        if let Some(token) = self.token {
-            crate::primitives::lock::release::release_in_background(
-                self.lock.inner.backend.clone(),
-                self.lock.inner.keys.clone(),
-                self.lock.inner.local.clone(),
-                token.to_owned(),
-                "an acquire attempt was cancelled or failed after its request was sent",
-                None,
-                Instant::now() + self.lock.inner.ttl,
-            );
-        }
-    }
 }

@@ -5,18 +5,13 @@
 //! they all listen to), without waiting for that message.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::task::Poll;
 
-use tracing::Instrument;
-
-use crate::backend::{release_span, Backend};
+use crate::backend::Backend;
 use crate::transport::local_queues::LocalSlot;
 use crate::vocab::error::Result;
-use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::LockKeys;
 use crate::vocab::outcome::Ownership;
-use crate::vocab::token::short;
 
 /// Owner-only release that wakes this process's next waiter on the lock.
 ///
@@ -52,54 +47,4 @@ fn woken_if_free(local: &LocalSlot, outcome: Result<Ownership>) -> Result<Owners
         local.wake();
     }
     outcome
-}
-
-/// Best-effort compare-and-delete on a tokio runtime, if there is one.
-/// `counted`: the label under which to count the release in the metrics
-/// (a held guard's), or `None` for a lock we never knew we held. Transient
-/// errors (an outage, a failover) are retried by the one failure policy
-/// until `until` (the hold's deadline: after it the lock frees itself), so
-/// a drop during a Redis restart still frees the lock when Redis is back;
-/// at least one try is made.
-pub(crate) fn release_in_background(
-    backend: Backend,
-    keys: Arc<LockKeys>,
-    local: Arc<LocalSlot>,
-    token: String,
-    why: &'static str,
-    counted: Option<LockLabel>,
-    until: std::time::Instant,
-) {
-    if tokio::runtime::Handle::try_current().is_err() {
-        tracing::warn!(
-            why,
-            "no tokio runtime to release the lock on; it frees itself at its TTL"
-        );
-        return;
-    }
-    // A fair lock's keys include its queue: the span says which kind it is
-    // even when the release is not counted.
-    let kind = if keys.fair.is_some() {
-        "fair-lock"
-    } else {
-        "lock"
-    };
-    let span = release_span(kind, &keys.key[backend.prefix().len()..], &token);
-    let tracker = backend.background().clone();
-    tracker.spawn(
-        async move {
-            let result = crate::vocab::retry::until_deadline(until, &why, || {
-                release(&backend, &keys, &local, &token, true)
-            })
-            .await;
-            if let Some(label) = &counted {
-                crate::vocab::metrics::release_outcome(label, result.as_ref().ok().copied());
-            }
-            match result {
-                Ok(outcome) => tracing::debug!(why, ?outcome, token = short(&token), "background release"),
-                Err(e) => tracing::warn!(why, error = %e, "background release failed; the lock frees itself at its TTL"),
-            }
-        }
-        .instrument(span),
-    );
 }

@@ -1,18 +1,15 @@
 //! [`RwGuard`]: one hold of a [`RwLock`](crate::RwLock), as a reader or
-//! the writer; a lease like a lock's (same deadline, watchdog and lost
-//! signal, `primitives/watchdog.rs`), renewed and lost on its own: each reader's hold
-//! is its own lease.
+//! the writer: a lease (`primitives/lease/`) over the read-write lock's
+//! scripts, renewed and lost on its own (each reader's hold is its own lease).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::Instrument;
-
-use crate::primitives::shared::{in_background, publish_command};
-use crate::primitives::traced::release_span;
-use crate::primitives::watchdog::{renew_span, renew_until_done, LostSignal, State};
+use crate::primitives::lease::{Hold, Lease};
+use crate::primitives::shared::publish_command;
 use crate::transport::session::Session;
-use crate::vocab::error::Result;
+use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{drift, ttl_ms};
 use crate::vocab::outcome::Ownership;
@@ -86,27 +83,22 @@ impl RwSpec {
 /// the hold ends at its TTL.
 #[must_use = "the hold is released (in the background) when the guard is dropped"]
 pub struct RwGuard {
-    spec: Arc<RwSpec>,
-    access: RwAccess,
-    token: String,
-    fencing_token: Option<u64>,
-    state: Arc<State>,
-    released: bool,
-    /// When the hold began; taken out when the hold is timed.
-    acquired_at: Option<Instant>,
+    lease: Lease<RwHold>,
 }
 
 impl std::fmt::Debug for RwGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RwGuard")
-            .field("name", &String::from_utf8_lossy(&self.spec.name))
-            .field("access", &self.access)
-            .field("token", &short(&self.token))
-            .field("fencing_token", &self.fencing_token)
+            .field("name", &String::from_utf8_lossy(self.name()))
+            .field("access", &self.access())
+            .field("token", &short(self.token()))
+            .field("fencing_token", &self.issued_fencing_token())
             .field("held", &self.is_held())
             .finish()
     }
 }
+
+lease_surface!(RwGuard, "the hold", "read-write lock");
 
 impl RwGuard {
     pub(crate) fn new(
@@ -116,139 +108,92 @@ impl RwGuard {
         fencing_token: Option<u64>,
         valid_until: Instant,
     ) -> RwGuard {
-        let state = Arc::new(State::new(valid_until, spec.metrics_label.clone()));
-        if let Some(every) = spec.renew_every {
-            state
-                .timer_running
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-            let (spec, token, state) = (spec.clone(), token.clone(), state.clone());
-            tokio::spawn(async move {
-                let name = String::from_utf8_lossy(&spec.name).into_owned();
-                let kind = spec.metrics_label.kind();
-                renew_until_done(&name, &token, every, &state, || {
-                    let span = renew_span(kind, &spec.name, &token);
-                    extend(&spec, access, &token).instrument(span)
-                })
-                .await
-            });
-        }
+        let hold = RwHold { spec, access };
         RwGuard {
-            spec,
-            access,
-            token,
-            fencing_token,
-            state,
-            released: false,
-            acquired_at: Some(Instant::now()),
+            lease: Lease::new(hold, token, fencing_token, valid_until),
         }
-    }
-
-    /// Records the hold's time, once (at `release`, or at the drop).
-    fn hold_ended(&mut self) {
-        if let Some(at) = self.acquired_at.take() {
-            crate::vocab::metrics::hold_time(&self.spec.metrics_label, at.elapsed());
-        }
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &[u8] {
-        &self.spec.name
     }
 
     /// Whether this is a reader's hold or the writer's.
     pub fn access(&self) -> RwAccess {
-        self.access
-    }
-
-    /// Our owner token.
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-
-    /// The writer's fencing token, issued with the hold when the lock was
-    /// made [`with_fencing`](crate::RwLock::with_fencing): greater than that
-    /// of every earlier writer. `None` for readers (they do not write).
-    pub fn fencing_token(&self) -> Option<u64> {
-        self.fencing_token
-    }
-
-    /// Until when we may assume we hold it (monotonic clock).
-    pub fn deadline(&self) -> Instant {
-        self.state.deadline()
-    }
-
-    /// True while the hold is not known to be lost and the deadline has not
-    /// passed. Asks nobody.
-    pub fn is_held(&self) -> bool {
-        !self.state.is_lost() && Instant::now() < self.state.deadline()
-    }
-
-    /// Completes when the hold can no longer be proven: at once when a
-    /// renewal finds it gone, otherwise at the deadline.
-    ///
-    /// # Cancel safety
-    /// Cancel safe; it can be polled again, or from several places.
-    pub async fn lost(&self) {
-        self.state.until_lost().await
-    }
-
-    /// A handle on the [`lost`](RwGuard::lost) signal that outlives the
-    /// borrow of the guard. Needs a tokio runtime.
-    pub fn lost_signal(&self) -> LostSignal {
-        self.state.lost_signal()
-    }
-
-    /// Releases the hold and wakes the waiters; stops the watchdog. One
-    /// round trip. A writer's release lets in the readers waiting at that
-    /// moment before the next writer.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: if the future is dropped before the reply was read, the
-    /// guard's `Drop` releases in the background (the scripts are owner-only
-    /// and idempotent).
-    pub async fn release(mut self) -> Result<Ownership> {
-        self.state.finish();
-        self.hold_ended();
-        let span = release_span(&self.spec.metrics_label, &self.spec.name, &self.token);
-        let outcome = release(&self.spec, self.access, &self.token)
-            .instrument(span)
-            .await;
-        // A transient error: `Drop` tries again (and counts what it finds).
-        if !matches!(&outcome, Err(e) if e.is_transient()) {
-            self.released = true;
-            let found = outcome.as_ref().ok().copied();
-            crate::vocab::metrics::release_outcome(&self.spec.metrics_label, found);
-        }
-        outcome
+        self.lease.hold().access
     }
 }
 
-impl Drop for RwGuard {
-    fn drop(&mut self) {
-        self.state.finish();
-        if self.released {
-            return;
+/// One hold of a read-write lock: the lock, and which side holds it.
+#[derive(Clone)]
+pub(crate) struct RwHold {
+    spec: Arc<RwSpec>,
+    access: RwAccess,
+}
+
+impl Hold for RwHold {
+    fn label(&self) -> &LockLabel {
+        &self.spec.metrics_label
+    }
+
+    fn name(&self) -> &[u8] {
+        &self.spec.name
+    }
+
+    fn ttl(&self) -> Duration {
+        self.spec.ttl
+    }
+
+    fn renew_every(&self) -> Option<Duration> {
+        self.spec.renew_every
+    }
+
+    fn tracker(&self) -> &tokio_util::task::TaskTracker {
+        &self.spec.session.inner.background
+    }
+
+    fn renew(
+        &self,
+        token: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<(Ownership, Instant)>> + Send {
+        extend(&self.spec, self.access, token, ttl)
+    }
+
+    fn release(
+        &self,
+        token: &str,
+        _background: bool,
+    ) -> impl Future<Output = Result<Ownership>> + Send {
+        release(&self.spec, self.access, token)
+    }
+
+    /// The writer's: the lock's `issue_fence.lua` on the writer key and the
+    /// read-write lock's counter. Readers do not write, so have none.
+    async fn issue_fence(
+        &self,
+        token: &str,
+        _deadline: Instant,
+    ) -> Result<std::result::Result<u64, Ownership>> {
+        if self.access == RwAccess::Read {
+            return Err(Error::Unsupported(
+                "a reader's hold has no fencing token: readers do not write (take the write side to write)",
+            ));
         }
-        self.hold_ended();
-        let (spec, access) = (self.spec.clone(), self.access);
-        let token = std::mem::take(&mut self.token);
-        let span = release_span(&spec.metrics_label, &spec.name, &token);
-        let until = self.state.deadline();
-        in_background(
-            &self.spec.session,
-            "read-write lock guard dropped without release(), or its release failed",
-            async move {
-                let what = "read-write lock release";
-                let outcome = crate::vocab::retry::until_deadline(until, &what, || {
-                    release(&spec, access, &token)
-                })
-                .await;
-                let found = outcome.as_ref().ok().copied();
-                crate::vocab::metrics::release_outcome(&spec.metrics_label, found);
-                outcome.map(|_| ())
-            }
-            .instrument(span),
-        );
+        let (issued, fence): (i64, i64) = self
+            .spec
+            .session
+            .eval(
+                "rwlock fence",
+                &scripts::ISSUE_FENCE,
+                &[self.spec.writer(), &self.spec.keys[5]],
+                &[token.as_bytes()],
+            )
+            .await?;
+        match issued {
+            1 => Ok(Ok(crate::primitives::shared::reply_int(
+                "rwlock fence",
+                fence,
+            )?)),
+            0 => Ok(Err(Ownership::Expired)),
+            _ => Ok(Err(Ownership::HeldByOther)),
+        }
     }
 }
 
@@ -288,9 +233,14 @@ pub(crate) async fn release(spec: &RwSpec, access: RwAccess, token: &str) -> Res
 
 /// Renews a hold: a reader's member (`sem_extend.lua`), or the writer's key
 /// (the lock's `extend.lua`).
-async fn extend(spec: &RwSpec, access: RwAccess, token: &str) -> Result<(Ownership, Instant)> {
+async fn extend(
+    spec: &RwSpec,
+    access: RwAccess,
+    token: &str,
+    ttl: Duration,
+) -> Result<(Ownership, Instant)> {
     let sent = Instant::now();
-    let ttl = ttl_ms(spec.ttl).to_string();
+    let ttl_arg = ttl_ms(ttl).to_string();
     let (script, key) = match access {
         RwAccess::Read => (&*scripts::SEM_EXTEND, spec.readers()),
         RwAccess::Write => (&*scripts::EXTEND, spec.writer()),
@@ -301,7 +251,7 @@ async fn extend(spec: &RwSpec, access: RwAccess, token: &str) -> Result<(Ownersh
             "rwlock extend",
             script,
             &[key],
-            &[token.as_bytes(), ttl.as_bytes()],
+            &[token.as_bytes(), ttl_arg.as_bytes()],
         )
         .await?;
     let outcome = match reply {
@@ -309,5 +259,5 @@ async fn extend(spec: &RwSpec, access: RwAccess, token: &str) -> Result<(Ownersh
         -1 => Ownership::HeldByOther,
         _ => Ownership::Expired,
     };
-    Ok((outcome, sent + spec.ttl - drift(spec.ttl)))
+    Ok((outcome, sent + ttl - drift(ttl)))
 }

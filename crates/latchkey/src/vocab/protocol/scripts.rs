@@ -42,6 +42,7 @@ scripts! {
     BARRIER_LEAVE = "barrier_leave.lua";
     SEM_ACQUIRE = "sem_acquire.lua";
     SEM_EXTEND = "sem_extend.lua";
+    SEM_FENCE = "sem_fence.lua";
     SEM_RELEASE = "sem_release.lua";
     RW_ACQUIRE = "rw_acquire.lua";
     RW_RELEASE_WRITE = "rw_release_write.lua";

@@ -1,18 +1,13 @@
-//! The lease behind a [`LockGuard`](crate::LockGuard) (layer 4): its validity
-//! deadline, the lost signal, and the watchdog task that renews it.
+//! What a lease, its watchdog and its lost-timer share: the validity
+//! deadline and the lost signal ([`LostSignal`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-use crate::backend::Backend;
 use crate::vocab::metrics::LockLabel;
-use crate::vocab::names::LockKeys;
-use crate::vocab::outcome::Ownership;
-use crate::vocab::token::short;
 
 /// What the guard, its watchdog and its lost-timer share.
 pub(crate) struct State {
@@ -192,92 +187,5 @@ impl LostSignal {
     /// Whether the lock is known to be lost. Asks nobody.
     pub fn is_lost(&self) -> bool {
         self.token.is_cancelled()
-    }
-}
-
-/// The span of a renewal (watchdog or extend), with the primitive's kind.
-pub(crate) fn renew_span(kind: &'static str, name: &[u8], token: &str) -> tracing::Span {
-    tracing::debug_span!("renew", kind, lock = %String::from_utf8_lossy(name), token = short(token))
-}
-
-/// Renews the lease every `every` until the guard is done; cancels `lost`
-/// as soon as ownership cannot be proven.
-pub(crate) async fn watchdog(
-    backend: Backend,
-    keys: Arc<LockKeys>,
-    token: String,
-    ttl: Duration,
-    every: Duration,
-    state: Arc<State>,
-) {
-    let name = String::from_utf8_lossy(&keys.key).into_owned();
-    let kind = state.metrics_label.kind();
-    let renew = || {
-        let span = renew_span(kind, &keys.key[backend.prefix().len()..], &token);
-        backend.extend(&keys, &token, ttl).instrument(span)
-    };
-    renew_until_done(&name, &token, every, &state, renew).await
-}
-
-/// The watchdog of any lease (a lock, a semaphore's permit): calls `renew`
-/// every `every` until the guard is done (each renewal bounded by the
-/// lease's deadline, which a success moves to the instant it returns);
-/// cancels `lost` as soon as ownership cannot be proven (a renewal that
-/// finds the lease gone, or the deadline passing first).
-pub(crate) async fn renew_until_done<F, Fut>(
-    name: &str,
-    token: &str,
-    every: Duration,
-    state: &State,
-    mut renew: F,
-) where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = crate::Result<(Ownership, Instant)>>,
-{
-    let done = state.done_token();
-    let label = state.metrics_label.clone();
-    let mut next = Instant::now() + every;
-    loop {
-        let deadline = state.deadline();
-        tokio::select! {
-            _ = done.cancelled() => return,
-            _ = tokio::time::sleep_until(next.min(deadline).into()) => {}
-        }
-        let now = Instant::now();
-        if now >= state.deadline() {
-            tracing::warn!(lock = %name, token = short(token), "lease ran out before a renewal succeeded; lock lost");
-            state.mark_lost();
-            return;
-        }
-        // A renewal that answers after the deadline is worthless: bound it.
-        let renewal = renew();
-        let result = tokio::select! {
-            _ = done.cancelled() => return,
-            r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
-        };
-        crate::vocab::metrics::renewal(&label, matches!(result, Ok(Ok((Ownership::Owned, _)))));
-        match result {
-            Ok(Ok((Ownership::Owned, valid_until))) => {
-                state.set_deadline(valid_until);
-                next = Instant::now() + every;
-                tracing::trace!(lock = %name, token = short(token), "renewed");
-            }
-            Ok(Ok((outcome, _))) => {
-                tracing::warn!(lock = %name, token = short(token), ?outcome, "renewal found the lock no longer ours; lock lost");
-                state.mark_lost();
-                return;
-            }
-            Ok(Err(e)) => {
-                // Try again soon, but not in a tight loop: a quarter of the
-                // interval leaves several tries before the deadline.
-                tracing::warn!(lock = %name, token = short(token), error = %e, "renewal failed; retrying until the lease runs out");
-                next = Instant::now() + every / 4;
-            }
-            Err(_) => {
-                tracing::warn!(lock = %name, token = short(token), "renewal did not answer before the lease ran out; lock lost");
-                state.mark_lost();
-                return;
-            }
-        }
     }
 }

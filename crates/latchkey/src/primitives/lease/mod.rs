@@ -1,0 +1,309 @@
+//! The one lease under every hold (layer 4): a lock's guard, a semaphore's
+//! permit, a read-write lock's reader or writer, an election's leadership.
+//!
+//! A [`Lease`] owns what every hold has: the owner token, the validity
+//! deadline (`sent + ttl - drift`, moved only by an answer), the watchdog,
+//! the lost signal, the fencing token, the release with its one failure
+//! policy, and the release in the background of a hold dropped without
+//! one. What differs between kinds, the scripts, is a [`Hold`]: how to
+//! renew, release and fence one token of it. The public guards are thin
+//! over a lease, and get one surface from [`lease_surface!`](surface).
+//!
+//! Files: `state.rs` (deadline and lost signal), `renew.rs` (the watchdog),
+//! `background.rs` (releases left to the background, and the armed guard
+//! of an attempt whose reply was never read), `surface.rs` (the public
+//! methods every guard has).
+
+pub(crate) mod background;
+pub(crate) mod renew;
+pub(crate) mod state;
+#[macro_use]
+pub(crate) mod surface;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
+
+use crate::backend::release_span;
+use crate::primitives::lease::background::release_in_background;
+use crate::primitives::lease::renew::{renew_span, renew_until_done};
+use crate::primitives::lease::state::{LostSignal, State};
+use crate::vocab::error::{Error, Result};
+use crate::vocab::metrics::LockLabel;
+use crate::vocab::outcome::Ownership;
+use crate::vocab::token::short;
+
+/// What a lease holds: the few things a kind of hold does its own way (its
+/// scripts). Cheap to clone (an `Arc` inside): the watchdog and background
+/// releases keep a clone.
+pub(crate) trait Hold: Clone + Send + Sync + 'static {
+    /// The metrics label: the kind and the name.
+    fn label(&self) -> &LockLabel;
+    /// The primitive's name, as the caller gave it.
+    fn name(&self) -> &[u8];
+    /// How long a renewal by the watchdog extends the hold.
+    fn ttl(&self) -> Duration;
+    /// How often the watchdog renews; `None`: no watchdog.
+    fn renew_every(&self) -> Option<Duration>;
+    /// Where background work is tracked (see [`Client::flush`](crate::Client::flush)).
+    fn tracker(&self) -> &tokio_util::task::TaskTracker;
+    /// Renews `token` for `ttl` from now: what was found, and the new
+    /// deadline when renewed.
+    fn renew(
+        &self,
+        token: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<(Ownership, Instant)>> + Send;
+    /// Owner-only release of `token`, waking the waiters. `background`: a
+    /// clean-up (a dropped guard, a cancelled attempt), not the holder's call.
+    fn release(
+        &self,
+        token: &str,
+        background: bool,
+    ) -> impl Future<Output = Result<Ownership>> + Send;
+    /// Issues a fencing token for a hold of `token` still valid until
+    /// `deadline`: `Ok(Err(found))` when it is no longer ours. Kinds that
+    /// have no fencing token fail with [`Error::Unsupported`].
+    fn issue_fence(
+        &self,
+        token: &str,
+        deadline: Instant,
+    ) -> impl Future<Output = Result<std::result::Result<u64, Ownership>>> + Send;
+    /// A hold of this kind begins (a lock counts its local holds).
+    fn began(&self) {}
+    /// A hold of this kind ended: released, forgotten or dropped.
+    fn ended(&self) {}
+}
+
+/// How far a lease's release got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReleaseState {
+    /// Never asked: `Drop` releases in the background.
+    NotAsked,
+    /// Sent, reply not read (the future was dropped): `Drop` finishes it.
+    Sent,
+    /// Failed transiently (counted in the metrics): `Drop` tries once more.
+    Failed,
+    /// Answered, failed for good, or forgotten: nothing left to do.
+    Done,
+}
+
+/// One hold: see the module docs.
+pub(crate) struct Lease<H: Hold> {
+    hold: H,
+    token: String,
+    /// Set at acquisition (made `with_fencing`, or a leadership's term) or
+    /// on the first [`Lease::fencing_token`] call.
+    fencing: tokio::sync::OnceCell<u64>,
+    state: Arc<State>,
+    release: ReleaseState,
+    /// When the hold began, for the hold-time metric.
+    acquired_at: Instant,
+}
+
+impl<H: Hold> std::fmt::Debug for Lease<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("kind", &self.hold.label().kind())
+            .field("name", &String::from_utf8_lossy(self.hold.name()))
+            .field("token", &short(&self.token))
+            .field("fencing_token", &self.fencing.get())
+            .field("held", &self.is_held())
+            .finish()
+    }
+}
+
+impl<H: Hold> Lease<H> {
+    /// A hold of `token`, valid until `valid_until`; starts the watchdog
+    /// when the hold has one.
+    pub(crate) fn new(
+        hold: H,
+        token: String,
+        fencing_token: Option<u64>,
+        valid_until: Instant,
+    ) -> Lease<H> {
+        let state = Arc::new(State::new(valid_until, hold.label().clone()));
+        if let Some(every) = hold.renew_every() {
+            state
+                .timer_running
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            let (hold, token, state) = (hold.clone(), token.clone(), state.clone());
+            tokio::spawn(async move {
+                let name = String::from_utf8_lossy(hold.name()).into_owned();
+                let (kind, ttl) = (hold.label().kind(), hold.ttl());
+                renew_until_done(&name, &token, every, &state, || {
+                    let span = renew_span(kind, hold.name(), &token);
+                    hold.renew(&token, ttl).instrument(span)
+                })
+                .await
+            });
+        }
+        hold.began();
+        tracing::debug!(kind = hold.label().kind(), name = %String::from_utf8_lossy(hold.name()), token = short(&token), ?fencing_token, "acquired");
+        Lease {
+            hold,
+            token,
+            fencing: tokio::sync::OnceCell::new_with(fencing_token),
+            state,
+            release: ReleaseState::NotAsked,
+            acquired_at: Instant::now(),
+        }
+    }
+
+    pub(crate) fn hold(&self) -> &H {
+        &self.hold
+    }
+
+    pub(crate) fn name(&self) -> &[u8] {
+        self.hold.name()
+    }
+
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub(crate) fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        self.state.deadline()
+    }
+
+    pub(crate) fn is_held(&self) -> bool {
+        !self.state.is_lost() && Instant::now() < self.state.deadline()
+    }
+
+    pub(crate) async fn lost(&self) {
+        self.state.until_lost().await
+    }
+
+    pub(crate) fn lost_signal(&self) -> LostSignal {
+        self.state.lost_signal()
+    }
+
+    pub(crate) fn issued_fencing_token(&self) -> Option<u64> {
+        self.fencing.get().copied()
+    }
+
+    /// The fencing token, issued on the first call unless it came with the
+    /// hold; a hold found gone is marked lost ([`Error::NotHeld`]).
+    pub(crate) async fn fencing_token(&self) -> Result<u64> {
+        self.fencing
+            .get_or_try_init(|| async {
+                let issued = self
+                    .hold
+                    .issue_fence(&self.token, self.state.deadline())
+                    .await?;
+                issued.map_err(|outcome| {
+                    tracing::warn!(name = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "fencing token refused: the hold is no longer ours");
+                    self.state.mark_lost();
+                    Error::NotHeld {
+                        name: String::from_utf8_lossy(self.name()).into_owned(),
+                    }
+                })
+            })
+            .await
+            .copied()
+    }
+
+    /// Renews for `ttl` from now if still ours; else marks the hold lost.
+    pub(crate) async fn extend(&self, ttl: Duration) -> Result<Ownership> {
+        crate::vocab::names::check_ttl(ttl)?;
+        let label = self.hold.label();
+        let span = renew_span(label.kind(), self.name(), &self.token);
+        let result = self.hold.renew(&self.token, ttl).instrument(span).await;
+        crate::vocab::metrics::renewal(label, matches!(result, Ok((Ownership::Owned, _))));
+        let (outcome, valid_until) = result?;
+        match outcome {
+            Ownership::Owned => self.state.set_deadline(valid_until),
+            Ownership::Expired | Ownership::HeldByOther => {
+                tracing::warn!(name = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "extend found the hold no longer ours");
+                self.state.mark_lost();
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Releases the hold; transient errors are retried by the one failure
+    /// policy while the deadline has not passed. Whatever is left undone
+    /// (cancelled, or failed transiently) the `Drop` finishes.
+    pub(crate) async fn release(&mut self) -> Result<Ownership> {
+        self.release = ReleaseState::Sent;
+        self.state.finish();
+        let label = self.hold.label();
+        crate::vocab::metrics::hold_time(label, self.acquired_at.elapsed());
+        let mut retry = crate::vocab::retry::Retry::until(Some(self.state.deadline()));
+        let result = loop {
+            let span = release_span(label.kind(), self.name(), &self.token);
+            let release = self.hold.release(&self.token, false);
+            // As in `Lock::try_acquire`: unwrapped without a subscriber for the span.
+            let result = match span.is_disabled() {
+                true => release.await,
+                // Boxed: the release's future, moved into the span's, would
+                // otherwise be carried twice by every release's future.
+                false => Box::pin(release.instrument(span)).await,
+            };
+            match result {
+                // Boxed: the rare retry's sleep is not carried by every release.
+                Err(e) if e.is_transient() => {
+                    let what = String::from_utf8_lossy(self.name()).into_owned();
+                    match retry.failed(e, &what) {
+                        Ok(delay) => Box::pin(tokio::time::sleep(delay)).await,
+                        Err(e) => break Err(e),
+                    }
+                }
+                other => break other,
+            }
+        };
+        crate::vocab::metrics::release_outcome(label, result.as_ref().ok().copied());
+        self.release = match &result {
+            // The request may never have reached Redis: `Drop` tries once
+            // more in the background (owner-only, so never someone else's).
+            Err(e) if e.is_transient() => ReleaseState::Failed,
+            _ => ReleaseState::Done,
+        };
+        if let Some(outcome) = result.as_ref().ok().filter(|o| **o != Ownership::Owned) {
+            tracing::warn!(name = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "release found the hold no longer ours");
+        }
+        result
+    }
+
+    /// Stops the watchdog and gives the hold up without releasing it: it
+    /// ends at its TTL, or by a release with the token returned.
+    pub(crate) fn forget(mut self) -> String {
+        self.release = ReleaseState::Done;
+        std::mem::take(&mut self.token)
+    }
+}
+
+impl<H: Hold> Drop for Lease<H> {
+    fn drop(&mut self) {
+        self.state.finish();
+        // After a release this runs once the release has finished.
+        self.hold.ended();
+        let why = match self.release {
+            ReleaseState::Done => return,
+            ReleaseState::Failed => "the release failed; trying once more",
+            ReleaseState::Sent => {
+                "the release was cancelled before its reply was read; finishing it"
+            }
+            ReleaseState::NotAsked => {
+                crate::vocab::metrics::hold_time(self.hold.label(), self.acquired_at.elapsed());
+                "guard dropped without release()"
+            }
+        };
+        tracing::warn!(kind = self.hold.label().kind(), name = %String::from_utf8_lossy(self.name()), token = short(&self.token), why, "releasing in the background");
+        // A failed release was counted already; every other one is counted here.
+        let counted = self.release != ReleaseState::Failed;
+        release_in_background(
+            self.hold.clone(),
+            std::mem::take(&mut self.token),
+            why,
+            counted,
+            self.state.deadline(),
+        );
+    }
+}

@@ -1,0 +1,32 @@
+-- latchkey: issue the fencing token of a held permit (one not issued at
+-- acquisition), only while the caller holds the permit.
+--
+-- KEYS[1]  permits key (see sem_acquire.lua)
+-- KEYS[2]  fencing counter (see sem_acquire.lua)
+-- ARGV[1]  owner token
+--
+-- Returns
+--   {1, fencing_token}  the permit is held; fencing_token = max(counter + 1,
+--                       server time in µs), stored in KEYS[2], as at
+--                       acquisition
+--   {0, 0}              not issued: the permit expired or was never held
+-- Errors
+--   WRONGTYPE             the permits key is not a sorted set.
+--   BADFENCE latchkey: …  the counter does not hold a token (nothing changed).
+-- Why "only while held": as for locks (issue_fence.lua), a token issued
+-- during our hold is smaller than any issued during a later hold.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score or tonumber(score) <= now then return {0, 0} end
+local stored = redis.pcall('GET', KEYS[2])
+if type(stored) == 'table' and stored.err then stored = '' end
+local last = 0
+if stored then last = tonumber(stored) end
+if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
+  return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[2] ..
+    ' does not hold a token (an integer below 2^53); delete it to reset the semaphore')
+end
+local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+redis.call('SET', KEYS[2], string.format('%.0f', fence))
+return {1, fence}
