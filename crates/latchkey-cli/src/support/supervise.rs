@@ -300,39 +300,30 @@ pub(crate) struct Leased<'a, G> {
     pub(crate) ttl: Duration,
 }
 
-impl Lease for Leased<'_, latchkey::LockGuard> {
-    fn deadline(&self) -> Instant {
-        self.guard.deadline()
-    }
-    fn ttl(&self) -> Duration {
-        self.ttl
-    }
-    fn lost(&self) -> impl Future<Output = ()> {
-        self.guard.lost()
-    }
-    async fn renew_now(&self) -> Option<latchkey::Result<Ownership>> {
-        Some(self.guard.extend(self.ttl).await)
-    }
-    fn is_held(&self) -> bool {
-        self.guard.is_held()
-    }
+/// Every hold has the same surface (one lease under all of them), so one
+/// impl serves each: `leased!(Guard, ...)`, for any type with the guards'
+/// `deadline`, `lost`, `extend` and `is_held`.
+macro_rules! leased {
+    ($($guard:ty),*) => {$(
+        impl $crate::support::supervise::Lease for $crate::support::supervise::Leased<'_, $guard> {
+            fn deadline(&self) -> std::time::Instant {
+                self.guard.deadline()
+            }
+            fn ttl(&self) -> std::time::Duration {
+                self.ttl
+            }
+            fn lost(&self) -> impl std::future::Future<Output = ()> {
+                self.guard.lost()
+            }
+            async fn renew_now(&self) -> Option<latchkey::Result<latchkey::Ownership>> {
+                Some(self.guard.extend(self.ttl).await)
+            }
+            fn is_held(&self) -> bool {
+                self.guard.is_held()
+            }
+        }
+    )*};
 }
+pub(crate) use leased;
 
-impl Lease for Leased<'_, latchkey::Leadership> {
-    fn deadline(&self) -> Instant {
-        self.guard.deadline()
-    }
-    fn ttl(&self) -> Duration {
-        self.ttl
-    }
-    fn lost(&self) -> impl Future<Output = ()> {
-        self.guard.lost()
-    }
-    async fn renew_now(&self) -> Option<latchkey::Result<Ownership>> {
-        // Only the watchdog renews a leadership.
-        None
-    }
-    fn is_held(&self) -> bool {
-        self.guard.is_leader()
-    }
-}
+leased!(latchkey::LockGuard, latchkey::Leadership);

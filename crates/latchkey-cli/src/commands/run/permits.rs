@@ -24,7 +24,7 @@ use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::run_args::{command_env, ended_outcome, RunArgs};
 use crate::support::signals::Signals;
-use crate::support::supervise::{self, Lease, Leased, Started};
+use crate::support::supervise::{self, Leased, Started};
 use crate::support::target::Target;
 
 /// What `run` holds: a permit, or a read-write lock.
@@ -55,6 +55,18 @@ impl Hold {
 
     async fn lost(&self) {
         on_each!(self, h => h.lost().await)
+    }
+
+    fn deadline(&self) -> Instant {
+        on_each!(self, h => h.deadline())
+    }
+
+    async fn extend(&self, ttl: Duration) -> latchkey::Result<Ownership> {
+        on_each!(self, h => h.extend(ttl).await)
+    }
+
+    fn is_held(&self) -> bool {
+        on_each!(self, h => h.is_held())
     }
 
     async fn release(self) -> latchkey::Result<Ownership> {
@@ -147,23 +159,7 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
     }
 }
 
-impl Lease for Leased<'_, Hold> {
-    fn deadline(&self) -> Instant {
-        on_each!(self.guard, h => h.deadline())
-    }
-    fn ttl(&self) -> Duration {
-        self.ttl
-    }
-    fn lost(&self) -> impl std::future::Future<Output = ()> {
-        self.guard.lost()
-    }
-    async fn renew_now(&self) -> Option<latchkey::Result<Ownership>> {
-        Some(on_each!(self.guard, h => h.extend(self.ttl).await))
-    }
-    fn is_held(&self) -> bool {
-        on_each!(self.guard, h => h.is_held())
-    }
-}
+crate::support::supervise::leased!(Hold);
 
 /// Runs `acquiring` unless a SIGINT/SIGTERM/SIGHUP comes first (exit 128+N).
 async fn interruptible<T>(
