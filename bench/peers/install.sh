@@ -2,7 +2,10 @@
 # Installs the peer libraries the benchmark compares latchkey with, into this
 # throwaway folder (git-ignored), with their own package managers:
 #
-#   venv/          python3 -m venv, then pip: redis (its Lock), python-redis-lock
+#   venv/          python3 -m venv, then pip: redis (its Lock), python-redis-lock,
+#                  pottery (its Redlock), and latchkey's own Python package
+#                  (crates/latchkey-py, built by maturin: a few minutes the
+#                  first time; rebuilt when its sources change)
 #   node/          npm: @sesamecare-oss/redlock, ioredis, redis-semaphore, redis-leader (election)
 #
 # Usage: bench/peers/install.sh        (idempotent; re-running is cheap)
@@ -25,6 +28,20 @@ if command -v python3 >/dev/null 2>&1; then
     venv/bin/python -c 'import redis, redis_lock' && touch venv/.installed && ok=1
   else
     echo "install.sh: pip could not install redis / python-redis-lock; Python peers skipped" >&2
+  fi
+  if [ -x venv/bin/python ]; then
+    venv/bin/python -m pip install --quiet --disable-pip-version-check 'pottery>=3' ||
+      echo "install.sh: pip could not install pottery; that peer is skipped" >&2
+    # latchkey-py from this checkout, rebuilt when any Rust or Python source
+    # of the package or the library changed since the last install.
+    stamp=venv/.latchkey-py
+    if [ ! -f "$stamp" ] || [ -n "$(find ../../crates/latchkey/src ../../crates/latchkey-py -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
+      if venv/bin/python -m pip install --quiet --disable-pip-version-check ../../crates/latchkey-py; then
+        touch "$stamp"
+      else
+        echo "install.sh: could not build crates/latchkey-py; that peer is skipped" >&2
+      fi
+    fi
   fi
 else
   echo "install.sh: python3 not found; Python peers skipped" >&2

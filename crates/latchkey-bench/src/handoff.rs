@@ -187,6 +187,18 @@ async fn scenario(quick: bool) -> Report {
             }
         }
     }
+    let mut python = Vec::new();
+    for (s, shape) in SHAPES.iter().enumerate() {
+        let mut p99 = |id: &'static str| samples.get_mut(&(s, id)).map(|x| x.summary().p99);
+        let (rust, py, redis_py) = (
+            p99(peers::LATCHKEY.id),
+            p99(peers::LATCHKEY_PY.id),
+            p99(peers::REDIS_PY.id),
+        );
+        if let Some(line) = python_targets(rust, py, redis_py, &mut missed, shape) {
+            python.push(line);
+        }
+    }
     for lib in peers::HANDOFF {
         if !samples.keys().any(|(_, id)| *id == lib.id) && !pool.notes.contains_key(lib.id) {
             pool.fail(lib, "no round completed".into());
@@ -240,11 +252,53 @@ async fn scenario(quick: bool) -> Report {
             format!("\nSkipped or incomplete:\n{}\n", notes.join("\n"))
         }
     );
+    let body = match python.is_empty() {
+        true => body,
+        false => format!(
+            "{body}\nlatchkey-py (issue 30 targets, gated in one process: p99 ≤ 3× the Rust library's, and redis-py's p99 ≥ 50× latchkey-py's; same run):\n{}\n",
+            python.join("\n")
+        ),
+    };
     Report {
         title: "Handoff: release → next holder".into(),
         body,
         missed,
     }
+}
+
+/// Issue 30's hand-off targets for one shape: latchkey-py's p99 at most 3×
+/// the Rust library's, redis-py's at least 50× latchkey-py's. A line for
+/// the body, `None` when latchkey-py did not run.
+fn python_targets(
+    rust: Option<Duration>,
+    py: Option<Duration>,
+    redis_py: Option<Duration>,
+    missed: &mut Vec<String>,
+    shape: &Shape,
+) -> Option<String> {
+    let py = py.filter(|p| !p.is_zero())?;
+    let mut line = format!("- {} waiters: p99 {} µs", shape.label(), us(py));
+    let gate = shape.processes == 1;
+    if let Some(rust) = rust.filter(|r| !r.is_zero()) {
+        let x = py.as_secs_f64() / rust.as_secs_f64();
+        let ok = x <= 3.0;
+        line += &format!(
+            "; {x:.2}× the Rust library's {}",
+            if ok { "✓" } else { "✗" }
+        );
+        if gate && !ok {
+            missed.push(format!("handoff: latchkey-py p99 with {} waiters is {x:.2}× the Rust library's (target ≤ 3×)", shape.label()));
+        }
+    }
+    if let Some(redis_py) = redis_py {
+        let x = redis_py.as_secs_f64() / py.as_secs_f64();
+        let ok = x >= 50.0;
+        line += &format!("; redis-py's is {x:.0}× {}", if ok { "✓" } else { "✗" });
+        if gate && !ok {
+            missed.push(format!("handoff: redis-py's p99 with {} waiters is only {x:.0}× latchkey-py's (target ≥ 50×)", shape.label()));
+        }
+    }
+    Some(line)
 }
 
 /// Driver processes per library, started on first use and reused across

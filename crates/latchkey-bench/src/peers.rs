@@ -157,6 +157,27 @@ pub const PYTHON_REDIS_LOCK: Lib = Lib {
     sets_outside_scripts: false,
 };
 
+/// pottery's `Redlock`, on one master (its single-server use).
+pub const POTTERY: Lib = Lib {
+    id: "pottery",
+    label: "pottery Redlock",
+    runtime: Runtime::Python,
+    commands: &["set", "evalsha", "eval", "script|load"],
+    gets_outside_scripts: false,
+    sets_outside_scripts: false,
+};
+
+/// latchkey's own Python package (`crates/latchkey-py`): the Rust library
+/// under PyO3, so the same commands as [`LATCHKEY`].
+pub const LATCHKEY_PY: Lib = Lib {
+    id: "latchkey-py",
+    label: "latchkey-py (Python)",
+    runtime: Runtime::Python,
+    commands: LATCHKEY.commands,
+    gets_outside_scripts: false,
+    sets_outside_scripts: true,
+};
+
 pub const NODE_REDLOCK: Lib = Lib {
     id: "node-redlock",
     label: "node-redlock (ioredis)",
@@ -167,15 +188,23 @@ pub const NODE_REDLOCK: Lib = Lib {
 };
 
 /// The peers in other languages, for scenarios 1 and 2.
-pub const FOREIGN: &[&Lib] = &[&REDIS_PY, &PYTHON_REDIS_LOCK, &NODE_REDLOCK];
+pub const FOREIGN: &[&Lib] = &[
+    &LATCHKEY_PY,
+    &REDIS_PY,
+    &PYTHON_REDIS_LOCK,
+    &POTTERY,
+    &NODE_REDLOCK,
+];
 
 /// Every library of the handoff scenario, latchkey first.
 pub const HANDOFF: &[&Lib] = &[
     &LATCHKEY,
     &POLLING,
     &RSLOCK,
+    &LATCHKEY_PY,
     &REDIS_PY,
     &PYTHON_REDIS_LOCK,
+    &POTTERY,
     &NODE_REDLOCK,
 ];
 
@@ -235,16 +264,15 @@ pub async fn driver(lib: &Lib, port: u16) -> Result<Driver, String> {
     Driver::spawn(command).await
 }
 
-/// Runs `bench/peers/install.sh` once per benchmark run, if a half is missing.
+/// Runs `bench/peers/install.sh` once per benchmark run.
 fn install_once() -> Result<(), String> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         let root = repo_root();
         let peers = root.join("bench/peers");
-        if peers.join("venv/.installed").exists() && peers.join("node/.installed").exists() {
-            return Ok(());
-        }
-        eprintln!("latchkey-bench: installing the peer libraries (bench/peers/install.sh) …");
+        // Every run: the script is idempotent and cheap once installed, and
+        // it rebuilds latchkey-py when this checkout's sources changed.
+        eprintln!("latchkey-bench: checking the peer libraries (bench/peers/install.sh) …");
         match std::process::Command::new("bash")
             .arg(peers.join("install.sh"))
             .stdout(std::process::Stdio::null())

@@ -222,9 +222,12 @@ async fn scenario(quick: bool) -> Report {
         Cycler::Latchkey(client.lock("eager", TTL).expect("lock").with_fencing()),
     ));
     let mut notes = Vec::new();
+    // The row of each peer that started, by its id (for issue 30's target).
+    let mut peer_rows: std::collections::HashMap<&str, usize> = Default::default();
     for lib in peers::FOREIGN {
         match peers::driver(lib, server.port()).await {
             Ok(d) => {
+                peer_rows.insert(lib.id, contenders.len());
                 let label = format!("{} {}", lib.label, d.version);
                 contenders.push((label, Cycler::Peer(d, format!("{}:{KEY}", lib.id))));
             }
@@ -416,6 +419,7 @@ async fn scenario(quick: bool) -> Report {
             instructions[i].map_or_else(|| "–".into(), |n| format!("{n:.0}")),
         ]);
     }
+    let python = python_target(&peer_rows, &ratios, &mut missed);
     let warm = per_round / 10;
     let probe_cycles = if quick { 300 } else { 1000 };
     let body = format!(
@@ -428,7 +432,7 @@ async fn scenario(quick: bool) -> Report {
          the scheduler's placement swung cycle times 3× and favoured whichever library ran right after a peer). \
          Client instructions per cycle: \
          counted by callgrind in a process of the contender's own ({probe_cycles} and three times as many cycles, the \
-         difference), redis-rs and tokio included: unlike times, counts do not swing with the machine's load.\n{}",
+         difference), redis-rs and tokio included: unlike times, counts do not swing with the machine's load.\n{}{python}",
         table(
             &[
                 "library",
@@ -454,6 +458,41 @@ async fn scenario(quick: bool) -> Report {
         body,
         missed,
     }
+}
+
+/// Issue 30: latchkey's Python package runs at least 1.5× the cycles/s of
+/// redis-py's `Lock`. Both were measured in blocks against the same latchkey
+/// chunks around them, so the ratio of their "latchkey ÷ library" medians
+/// compares them within the same run. A line for the body ("" when either
+/// peer did not run).
+fn python_target(
+    rows: &std::collections::HashMap<&str, usize>,
+    ratios: &[Vec<f64>],
+    missed: &mut Vec<String>,
+) -> String {
+    let (Some(&py), Some(&redis_py)) = (
+        rows.get(peers::LATCHKEY_PY.id),
+        rows.get(peers::REDIS_PY.id),
+    ) else {
+        return String::new();
+    };
+    let mid = |v: &[f64]| -> Option<f64> {
+        let mut v = v.to_vec();
+        (!v.is_empty()).then(|| median(&mut v))
+    };
+    let (Some(py_ratio), Some(redis_ratio)) = (mid(&ratios[py]), mid(&ratios[redis_py])) else {
+        return String::new();
+    };
+    let speedup = redis_ratio / py_ratio;
+    let verdict = if speedup >= 1.5 { "✓" } else { "✗" };
+    if speedup < 1.5 {
+        missed.push(format!(
+            "uncontended: latchkey-py runs {speedup:.2}× the cycles/s of redis-py's Lock (target ≥ 1.5×)"
+        ));
+    }
+    format!(
+        "\nlatchkey-py ÷ redis-py Lock (their latchkey ratios, same run): {speedup:.2}× (target ≥ 1.5×) {verdict}\n"
+    )
 }
 
 fn per_cycle(cpu: Duration, cycles: u64) -> String {

@@ -2,10 +2,12 @@
 
     venv/bin/python driver.py LIB PORT
 
-LIB is `redis-py` (redis-py's own `Lock`) or `python-redis-lock`. Both are
-used with their default settings; only the lock's TTL (10 s, as for every
-library in the benchmark) is given, since a lock without one never frees
-itself after a crash.
+LIB is `redis-py` (redis-py's own `Lock`), `python-redis-lock`,
+`pottery` (pottery's `Redlock` on one master) or `latchkey-py` (latchkey's
+own Python package, crates/latchkey-py). Each is used with its default
+settings; only the lock's TTL (10 s, as for every library in the benchmark)
+is given, since a lock without one never frees itself after a crash, and
+latchkey-py's watchdog is off, as the other libraries have none.
 
 The driver speaks the benchmark's line protocol (see
 crates/latchkey-bench/src/driver.rs): one JSON object per line on stdout,
@@ -76,6 +78,50 @@ class PythonRedisLock:
         lock.release()
 
 
+class PotteryRedlock:
+    """pottery's Redlock on one master: SET NX PX, retrying after a short
+    random sleep while busy (its default)."""
+
+    def __init__(self, client):
+        from pottery import Redlock
+
+        self.client = client
+        self.redlock = Redlock
+
+    def acquire(self, key, wait_s=None):
+        lock = self.redlock(key=key, masters={self.client}, auto_release_time=TTL_S)
+        ok = lock.acquire(timeout=-1 if wait_s is None else max(wait_s, 0.001))
+        return lock if ok else None
+
+    def release(self, lock):
+        lock.release()
+
+
+class LatchkeyPy:
+    """latchkey's Python package: the Rust library underneath (one script
+    call or bare SET per acquisition, waiters woken by a message, the GIL
+    released while waiting)."""
+
+    def __init__(self, port):
+        import latchkey
+
+        self.module = latchkey
+        self.client = latchkey.Client(f"redis://127.0.0.1:{port}/")
+        self.locks = {}
+
+    def acquire(self, key, wait_s=None):
+        lock = self.locks.get(key)
+        if lock is None:
+            lock = self.locks[key] = self.client.lock(key, ttl=float(TTL_S), watchdog=False)
+        try:
+            return lock.acquire(timeout=None if wait_s is None else max(wait_s, 0.001))
+        except self.module.WaitTimedOut:
+            return None
+
+    def release(self, guard):
+        guard.release()
+
+
 def uncontended(lib, key, cycles):
     started = time.perf_counter()
     for _ in range(cycles):
@@ -84,11 +130,13 @@ def uncontended(lib, key, cycles):
 
 
 def handoff(lib, key, tasks, hold_us, seconds, max_handoffs):
-    # Open one pooled connection per thread now, so connecting is not timed.
-    pool = lib.client.connection_pool
-    conns = [pool.get_connection() for _ in range(tasks)]
-    for c in conns:
-        pool.release(c)
+    # Open one pooled connection per thread now, so connecting is not timed
+    # (latchkey-py multiplexes one connection: nothing to open).
+    pool = getattr(lib.client, "connection_pool", None)
+    if pool is not None:
+        conns = [pool.get_connection() for _ in range(tasks)]
+        for c in conns:
+            pool.release(c)
     state = {"count": 0, "acquisitions": 0, "stop": False}
     acquired, released = [], []
     guard = threading.Lock()
@@ -164,6 +212,14 @@ def main():
 
             lib = PythonRedisLock(client)
             version = importlib.metadata.version("python-redis-lock")
+        elif name == "pottery":
+            import importlib.metadata
+
+            lib = PotteryRedlock(client)
+            version = importlib.metadata.version("pottery")
+        elif name == "latchkey-py":
+            lib = LatchkeyPy(port)
+            version = lib.module.__version__
         else:
             raise ValueError(f"unknown library {name!r}")
         # Warm up: script registration and the first connection.
