@@ -239,6 +239,29 @@ impl Client {
         self.session.list_all(pattern.as_ref()).await
     }
 
+    /// Revokes every hold of `name`, whoever holds it: an operator's way out
+    /// of a holder that is alive but stuck (its watchdog would renew its lock
+    /// forever). A lock, a fair lock (handed to the head of its queue), every
+    /// permit of a semaphore, a read-write lock's writer and readers, an
+    /// election's leader (resigned: candidates take over at once). The
+    /// fencing counter is raised past every token the revoked holders could
+    /// have, in the same script (a fair lock: right after its hand-off), and
+    /// returned: [`FencedResource::raise`](crate::FencedResource::raise) a
+    /// resource to it and the revoked holders' next writes there are
+    /// refused at once. The holders learn it at their next renewal (their
+    /// `lost()` fires), at the latest at their deadline. Empty when nothing
+    /// held `name` (latches and barriers are never held). Counted in
+    /// `latchkey_revocations_total` and logged (warn), for the audit; the
+    /// ACL user needs [`acl::Use::Revoke`](crate::acl::Use::Revoke).
+    ///
+    /// # Cancel safety
+    /// Dropped after a request was sent, a hold may or may not have been
+    /// revoked (each kind's revocation is one script, but a name holding
+    /// several kinds is revoked kind by kind); calling it again is harmless.
+    pub async fn revoke(&self, name: impl AsRef<[u8]>) -> Result<Vec<crate::Revocation>> {
+        crate::primitives::revoke::revoke(&self.session, name.as_ref()).await
+    }
+
     /// How many clients wait for each of the locks `names` (in that
     /// order): the connections subscribed to each lock's release channel.
     /// A process's waiting tasks share its client's one connection, so this

@@ -157,6 +157,7 @@ pub use primitives::lease::state::LostSignal;
 pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use primitives::lock::guard::LockGuard;
 pub use primitives::lock::Lock;
+pub use primitives::revoke::Revocation;
 pub use primitives::rwlock::guard::{RwAccess, RwGuard};
 pub use primitives::rwlock::RwLock;
 pub use primitives::semaphore::permit::{PermitGuard, PermitHolder};

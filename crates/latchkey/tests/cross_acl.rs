@@ -167,6 +167,7 @@ fn the_documented_rules_are_the_ones_in_the_code() {
         &[Use::Locks, Use::Primitives],
         &[Use::Locks, Use::Signals, Use::Primitives],
         &[Use::Locks, Use::Signals, Use::Inspection],
+        &[Use::Locks, Use::Primitives, Use::Inspection, Use::Revoke],
     ] {
         let rule = rule(uses, "latchkey:");
         assert!(
@@ -261,7 +262,13 @@ async fn the_locks_rule_alone_refuses_a_semaphore_saying_what_is_missing() {
 fn every_command_the_scripts_call_is_in_the_rules() {
     // Inspection too: `inspect_any.lua` runs for `status`, `list` and `top`.
     let all = rule(
-        &[Use::Locks, Use::Signals, Use::Primitives, Use::Inspection],
+        &[
+            Use::Locks,
+            Use::Signals,
+            Use::Primitives,
+            Use::Inspection,
+            Use::Revoke,
+        ],
         "p:",
     );
     let granted: Vec<&str> = all.split_whitespace().collect();

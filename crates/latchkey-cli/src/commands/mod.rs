@@ -7,6 +7,7 @@ pub(crate) mod doctor;
 pub(crate) mod elect;
 pub(crate) mod exporter;
 pub(crate) mod latch;
+pub(crate) mod revoke;
 pub(crate) mod run;
 pub(crate) mod signal;
 pub(crate) mod status;
@@ -49,6 +50,9 @@ pub(crate) enum Command {
     /// Reset the TTL of a lock acquired with `acquire`, given its token.
     #[command(after_help = redlock_help!())]
     Extend(acquire::ExtendArgs),
+    /// End every hold of a name, whoever holds it (an operator's action),
+    /// and raise its fencing counter past the revoked holders' tokens.
+    Revoke(revoke::RevokeArgs),
     /// Show one lock: held or not, TTL left, holder, age, fencing token.
     Status(status::StatusArgs),
     /// List locks whose names match a glob pattern (uses SCAN, never KEYS).
@@ -110,6 +114,7 @@ impl Command {
             Command::Acquire(args) => acquire::acquire(target, args).await,
             Command::Release(args) => acquire::release(target, args).await,
             Command::Extend(args) => acquire::extend(target, args).await,
+            Command::Revoke(args) => revoke::revoke(target, args).await,
             Command::Status(args) => status::status(target, args).await,
             Command::List(args) => status::list(target, args).await,
             Command::Top(args) => top::top(target, args).await,

@@ -99,6 +99,32 @@ impl FencedResource {
         Ok(FencedWrite::Rejected { seen })
     }
 
+    /// Raises the fence to `token` without writing a value, so that every
+    /// later write with a lower token is refused; returns the fence after
+    /// the call (it never goes down). Use it after
+    /// [`Client::revoke`](crate::Client::revoke), with the fencing token the
+    /// revocation returned: the revoked holder's next write is refused at
+    /// once, before the next holder wrote anything. One round trip.
+    ///
+    /// # Cancel safety
+    /// Dropped after the request was sent, the fence may or may not have
+    /// been raised; raising it again is harmless.
+    pub async fn raise(&self, token: u64) -> Result<u64> {
+        let token_arg = token.to_string();
+        let fence: String = self
+            .client
+            .eval(
+                "fenced raise",
+                &scripts::FENCED_RAISE,
+                &[&self.key],
+                &[token_arg.as_bytes()],
+            )
+            .await?;
+        fence
+            .parse()
+            .map_err(|_| Error::Protocol(format!("fenced resource holds a bad token {fence:?}")))
+    }
+
     /// The current value and the token of the write that stored it.
     ///
     /// # Cancel safety

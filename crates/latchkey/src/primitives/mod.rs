@@ -11,6 +11,7 @@ pub(crate) mod fence;
 pub(crate) mod inspect;
 pub(crate) mod latch;
 pub(crate) mod lock;
+pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod shared;

@@ -51,6 +51,8 @@
 //! * signals: `publish`, `subscribe`, `unsubscribe`, `psubscribe`,
 //!   `punsubscribe` (pattern waits), `pubsub|channels` (counting waiters,
 //!   and `signal_one.lua`), `evalsha`, `script|load` (`signal_one.lua`);
+//! * revocation: `zcount` (`revoke.lua`, counting the permits or readers
+//!   it ends), on top of the locks', primitives' and inspection's rules;
 //! * inspection: `scan` (`list`), `pubsub|numsub` (`top`), `config|get`,
 //!   `acl|whoami`, `acl|dryrun` (`doctor`), `zrangebyscore` (`status` shows
 //!   a semaphore's permits of the same name), and the locks' rule for
@@ -72,6 +74,14 @@ pub enum Use {
     /// leader elections (on top of [`Use::Locks`], whose commands their
     /// scripts also call).
     Primitives,
+    /// An operator's [`Client::revoke`](crate::Client::revoke) and
+    /// `latchkey revoke`, on top of [`Use::Locks`], [`Use::Primitives`] and
+    /// [`Use::Inspection`] (it finds what a name is, then revokes each kind
+    /// with the commands its holders use). ACL cannot tell a revocation from
+    /// the holders' own writes (a user that may write a lock's key could
+    /// delete it): give this use to the operators' user only, and audit the
+    /// revocations by their log line and `latchkey_revocations_total`.
+    Revoke,
 }
 
 impl Use {
@@ -152,6 +162,8 @@ impl Use {
                 "lrem",
                 "lindex",
             ],
+            // revoke.lua counts a sorted set's unexpired members.
+            Use::Revoke => &["zcount"],
         }
     }
 

@@ -163,6 +163,14 @@ impl Leadership {
     }
 }
 
+impl crate::Election {
+    /// Resigns the leadership of `token`, whoever holds it (an operator's
+    /// revocation: `primitives/revoke.rs`).
+    pub(crate) async fn resign_token(&self, token: &str) -> Result<Ownership> {
+        resign_once(&self.inner, token).await
+    }
+}
+
 /// A leadership's lease: the election's lease key, renewed as a lock's is,
 /// and the resign script.
 impl Hold for Arc<ElectionSpec> {

@@ -9,7 +9,7 @@ use ::metrics::{Key, Label, Level, Metadata};
 use crate::vocab::error::Error;
 use crate::vocab::metrics::{
     MetricsLabels, ACQUIRE_WAIT, ACQUISITIONS, COUNT_DOWNS, HANDOFF, HOLD, KIND_LABEL, LOCKS_LOST,
-    LOCK_LABEL, RELEASES, RENEWALS,
+    LOCK_LABEL, RELEASES, RENEWALS, REVOCATIONS,
 };
 use crate::vocab::outcome::Ownership;
 
@@ -262,6 +262,26 @@ pub(crate) fn count_down(label: &LockLabel, result: &Result<u64, Error>) {
     labels.push(Label::from_static_parts(KIND_LABEL, label.kind()));
     labels.push(Label::from_static_parts("outcome", outcome));
     increment(&Key::from_parts(COUNT_DOWNS, labels));
+}
+
+/// Counts the holds an operator revoked ([`Client::revoke`](crate::Client::revoke)),
+/// under the primitive's `kind` (and `lock`, as the client's policy says).
+/// Built per call: a revocation is rare.
+pub(crate) fn revoked(policy: &MetricsLabels, kind: &'static str, name: &[u8], ended: u64) {
+    let mut labels = Vec::with_capacity(2);
+    match policy {
+        MetricsLabels::None => {}
+        MetricsLabels::Static(value) => labels.push(Label::new(LOCK_LABEL, value.clone())),
+        MetricsLabels::LockName => labels.push(Label::new(
+            LOCK_LABEL,
+            String::from_utf8_lossy(name).into_owned(),
+        )),
+    }
+    labels.push(Label::from_static_parts(KIND_LABEL, kind));
+    let key = Key::from_parts(REVOCATIONS, labels);
+    ::metrics::with_recorder(|recorder| {
+        recorder.register_counter(&key, &METADATA).increment(ended)
+    });
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ use ::metrics::{counter, describe_counter, describe_histogram, Unit};
 use crate::vocab::error::Error;
 
 pub(crate) use crate::vocab::metrics::keys::{
-    acquire_outcome, count_down, handoff, hold_time, lock_lost, release_outcome, renewal,
+    acquire_outcome, count_down, handoff, hold_time, lock_lost, release_outcome, renewal, revoked,
     LockLabel, Outcome, Primitive,
 };
 
@@ -101,6 +101,13 @@ pub const LOCKS_LOST: &str = "latchkey_locks_lost_total";
 /// `expired` and `held_by_other` are releases that found the lock already
 /// gone (see [`Ownership`](crate::Ownership)).
 pub const RELEASES: &str = "latchkey_releases_total";
+
+/// Counter, label `kind`: holds ended by an operator's revocation
+/// ([`Client::revoke`](crate::Client::revoke), `latchkey revoke`): a lock,
+/// a leadership, each permit of a semaphore, each reader and the writer of a
+/// read-write lock. The holders count their loss in [`LOCKS_LOST`] when
+/// they notice it; this is the operator's side, for the audit.
+pub const REVOCATIONS: &str = "latchkey_revocations_total";
 
 /// Counter, labels `kind` = `latch`, `outcome` = `counted` | `opened` |
 /// `not_found` | `already_open` | `error`: a latch's
@@ -164,6 +171,10 @@ pub fn describe() {
         "Lease renewals (watchdog or extend), by outcome (ok, failed)."
     );
     describe_counter!(LOCKS_LOST, "Guards that learned they lost their lock.");
+    describe_counter!(
+        REVOCATIONS,
+        "Holds ended by an operator's revocation (Client::revoke, latchkey revoke)."
+    );
     describe_counter!(
         RELEASES,
         "Releases of held locks, by outcome (released, expired, held_by_other, error)."

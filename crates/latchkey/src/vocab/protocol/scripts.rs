@@ -34,6 +34,8 @@ scripts! {
     INSPECT = "inspect.lua";
     INSPECT_ANY = "inspect_any.lua";
     FENCED_WRITE = "fenced_write.lua";
+    FENCED_RAISE = "fenced_raise.lua";
+    REVOKE = "revoke.lua";
     RAISE_FENCE = "raise_fence.lua";
     SIGNAL_ONE = "signal_one.lua";
     LATCH_CREATE = "latch_create.lua";

@@ -1,0 +1,83 @@
+//! `latchkey revoke`: an operator ends a stuck holder's hold; the holder's
+//! CMD is stopped (exit 75), a fenced resource refuses the holder's token,
+//! and nothing is revoked without a confirmation.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+
+const QUICK: Duration = Duration::from_secs(15);
+
+#[test]
+fn revoking_a_run_stops_its_command_and_fences_its_resource() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("revoke");
+    let marks = scratch.path("marks");
+    // The holder records its fencing token, then stays "stuck" (renewed by
+    // the watchdog every second, for ever).
+    let script = format!(
+        "echo \"token $LATCHKEY_FENCING_TOKEN\" >> {m}; trap 'echo TERM >> {m}; exit 0' TERM; while :; do sleep 0.05; done",
+        m = marks.display()
+    );
+    let mut run = latchkey(&redis)
+        .args(["run", "stuck", "--ttl", "3s", "--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn latchkey run");
+    let text = wait_for_text(&marks, "token ", QUICK);
+    let token: u64 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|t| t.parse().ok())
+        .expect("a fencing token");
+
+    // Without a terminal and without --yes: refused, nothing revoked.
+    let refused = output(latchkey(&redis).args(["revoke", "stuck"]), QUICK);
+    assert_eq!(code(refused.status), 2, "{}", stderr(&refused));
+    assert_one_error_line(&refused);
+    assert!(stderr(&refused).contains("--yes"), "{}", stderr(&refused));
+    assert!(!redis
+        .command(&["GET", &format!("{PREFIX}stuck")])
+        .unwrap()
+        .is_empty());
+
+    let out = output(
+        latchkey(&redis).args(["revoke", "stuck", "--fence", "stuck-output", "--yes"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.starts_with("revoked lock \"stuck\": 1 hold ended; fencing token "),
+        "{said}"
+    );
+    let fence: u64 = said
+        .lines()
+        .next()
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|t| t.parse().ok())
+        .expect("the revocation's token");
+    assert!(fence > token);
+    assert!(
+        said.contains(&format!(
+            "fenced resource \"stuck-output\" raised to {fence}"
+        )),
+        "{said}"
+    );
+    // The resource's fence is above the revoked holder's token.
+    let seen = redis
+        .command(&["HGET", &format!("{PREFIX}stuck-output"), "fence"])
+        .unwrap();
+    assert_eq!(seen.trim(), fence.to_string());
+
+    assert_eq!(code(wait_exit(&mut run, QUICK)), 75);
+    wait_for_text(&marks, "TERM", QUICK);
+
+    // Nothing holds it now: exit 1, one line.
+    let again = output(latchkey(&redis).args(["revoke", "stuck", "--yes"]), QUICK);
+    assert_eq!(code(again.status), 1);
+    assert_one_error_line(&again);
+}

@@ -1,0 +1,53 @@
+-- latchkey: revoke (an operator's action) every hold of a lock, a
+-- semaphore or a read-write lock, whoever holds it, and raise the fencing
+-- counter past every token issued so far.
+--
+-- KEYS[1..n-1]  the hold keys: a lock key (string: the holder's token), a
+--               semaphore's permits or a read-write lock's readers (sorted
+--               sets scored by expiry in server ms), a read-write lock's
+--               writer (string)
+-- KEYS[n]       the fencing counter of the same primitive (string; may be
+--               missing)
+-- ARGV[1]       the publish command: 'PUBLISH' (or 'SPUBLISH' on a cluster)
+-- ARGV[2]       the released channel (waiters wake and try again)
+-- ARGV[3]       '1': raise the counter even when nothing was held (a fair
+--               lock, whose hold the caller hands on with fair_release.lua)
+--
+-- Returns
+--   {ended, fence}  ended: the holds ended (a string key counts 1, a sorted
+--                   set its unexpired members); fence: the counter after the
+--                   raise, max(counter + 1, server time in µs) (as a token
+--                   is issued: see issue_fence.lua), or 0 when nothing was
+--                   held and ARGV[3] is not '1' (then nothing changed)
+-- Errors
+--   BADFENCE latchkey: …  the counter does not hold a token (nothing changed).
+-- Why raise: a holder's fencing token is at most the counter, so `fence`
+-- outranks the revoked holders' tokens; a resource raised to it
+-- (fenced_raise.lua) refuses their next write at once, before the next
+-- holder writes, and the next holder's token is issued above it.
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local counter = KEYS[#KEYS]
+local stored = redis.pcall('GET', counter)
+if type(stored) == 'table' and stored.err then stored = '' end
+local last = 0
+if stored then last = tonumber(stored) end
+if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
+  return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. counter ..
+    ' does not hold a token (an integer below 2^53); delete it to reset it')
+end
+local ended = 0
+for i = 1, #KEYS - 1 do
+  local kind = redis.call('TYPE', KEYS[i])['ok']
+  if kind == 'string' then
+    ended = ended + 1
+  elseif kind == 'zset' then
+    ended = ended + redis.call('ZCOUNT', KEYS[i], '(' .. now_ms, '+inf')
+  end
+  if kind ~= 'none' then redis.call('DEL', KEYS[i]) end
+end
+if ended == 0 and ARGV[3] ~= '1' then return {0, 0} end
+local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+redis.call('SET', counter, string.format('%.0f', fence))
+if ended > 0 then redis.pcall(ARGV[1], ARGV[2], 'released') end
+return {ended, fence}

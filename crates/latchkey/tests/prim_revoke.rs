@@ -1,0 +1,156 @@
+//! Revocation (`Client::revoke`): an operator ends the holds of a name,
+//! whoever holds them; the holders' `lost()` fires at their next renewal,
+//! the fencing token returned outranks theirs, and the next waiter gets the
+//! primitive at once (not at the revoked hold's TTL).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use latchkey::{FencedWrite, Kind};
+
+/// Long: a waiter that gets the primitive within `SOON` was woken by the
+/// revocation, not by the TTL running out.
+const TTL: Duration = Duration::from_secs(30);
+const SOON: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn a_revoked_lock_holder_learns_it_and_its_writes_are_refused() {
+    let redis = RedisServer::start();
+    let holder = client(&redis.url()).await;
+    let operator = client(&redis.url()).await;
+    // Renewed every second: the revocation is seen within one.
+    let lock = holder
+        .lock("stuck", TTL)
+        .unwrap()
+        .with_renewal_every(Duration::from_secs(1))
+        .unwrap();
+    let guard = lock.acquire().await.unwrap();
+    let token = guard.fencing_token().await.unwrap();
+    let resource = holder.fenced("stuck-output").unwrap();
+    assert_eq!(
+        resource.write(token, b"one").await.unwrap(),
+        FencedWrite::Accepted
+    );
+
+    let waiting = operator.lock("stuck", TTL).unwrap();
+    let waiter = tokio::spawn(async move { waiting.acquire_timeout(SOON).await });
+    let revoked = operator.revoke("stuck").await.unwrap();
+    assert_eq!(revoked.len(), 1, "{revoked:?}");
+    assert_eq!(revoked[0].kind, Kind::Lock);
+    assert_eq!(revoked[0].ended, 1);
+    let fence = revoked[0].fencing_token.expect("a raised counter");
+    assert!(fence > token);
+
+    // The operator fences the resource: the stale holder's next write is
+    // refused before anyone else wrote.
+    assert_eq!(
+        operator
+            .fenced("stuck-output")
+            .unwrap()
+            .raise(fence)
+            .await
+            .unwrap(),
+        fence
+    );
+    assert!(matches!(
+        resource.write(token, b"two").await.unwrap(),
+        FencedWrite::Rejected { .. }
+    ));
+    tokio::time::timeout(SOON, guard.lost())
+        .await
+        .expect("lost() fired");
+    assert!(!guard.is_held());
+    let next = waiter
+        .await
+        .unwrap()
+        .expect("the waiter got the lock at once");
+    assert!(next.fencing_token().await.unwrap() > fence);
+    assert!(operator.revoke("nothing-here").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn permits_read_write_holds_and_a_leader_are_revoked() {
+    let redis = RedisServer::start();
+    let holder = client(&redis.url()).await;
+    let operator = client(&redis.url()).await;
+    // Renewed every 2 s by their watchdogs: without the revocation they
+    // would never be lost.
+    let short = Duration::from_secs(6);
+
+    let pool = holder.semaphore("pool", 2, short).unwrap().with_watchdog();
+    let (a, b) = (pool.acquire().await.unwrap(), pool.acquire().await.unwrap());
+    let revoked = operator.revoke("pool").await.unwrap();
+    assert_eq!((revoked[0].kind, revoked[0].ended), (Kind::Semaphore, 2));
+    tokio::time::timeout(SOON, async { tokio::join!(a.lost(), b.lost()) })
+        .await
+        .expect("both permits lost");
+    assert!(
+        pool.try_acquire().await.unwrap().is_some(),
+        "the permits are free"
+    );
+
+    let rw = holder.rwlock("catalog", short).unwrap().with_watchdog();
+    let readers = (
+        rw.read_timeout(SOON).await.unwrap(),
+        rw.read_timeout(SOON).await.unwrap(),
+    );
+    let revoked = operator.revoke("catalog").await.unwrap();
+    assert_eq!((revoked[0].kind, revoked[0].ended), (Kind::RwLock, 2));
+    tokio::time::timeout(SOON, async {
+        tokio::join!(readers.0.lost(), readers.1.lost())
+    })
+    .await
+    .expect("both readers lost");
+    let writer = rw.try_write().await.unwrap().expect("free for a writer");
+    assert_eq!(operator.revoke("catalog").await.unwrap()[0].ended, 1);
+    tokio::time::timeout(SOON, writer.lost())
+        .await
+        .expect("the writer lost");
+
+    let election = holder.election("scheduler", TTL).unwrap();
+    let leader = election.campaign("stuck").await.unwrap();
+    let candidate = operator.election("scheduler", TTL).unwrap();
+    let campaign = tokio::spawn(async move { candidate.campaign_timeout("next", SOON).await });
+    let revoked = operator.revoke("scheduler").await.unwrap();
+    assert_eq!((revoked[0].kind, revoked[0].ended), (Kind::Election, 1));
+    let next = campaign
+        .await
+        .unwrap()
+        .expect("the candidate took over at once");
+    assert!(next.term() > leader.term());
+    let fence = revoked[0].fencing_token.expect("above the old term");
+    assert!(fence > leader.term() && next.term() >= fence);
+    // Its watchdog renews every ttl / 3: the first renewal finds the lease gone.
+    tokio::time::timeout(TTL, leader.lost())
+        .await
+        .expect("the old leader lost");
+}
+
+#[tokio::test]
+async fn a_revoked_fair_lock_goes_to_the_head_of_its_queue() {
+    let redis = RedisServer::start();
+    let holder = client(&redis.url()).await;
+    let operator = client(&redis.url()).await;
+    let lock = holder.lock("queue", TTL).unwrap().fair().unwrap();
+    let guard = lock.acquire().await.unwrap();
+    let token = guard.fencing_token().await.unwrap();
+    let waiting = operator.lock("queue", TTL).unwrap().fair().unwrap();
+    let waiter = tokio::spawn(async move { waiting.acquire_timeout(SOON).await });
+    // Revoke once the waiter is queued (a fair lock shows its queue).
+    eventually("the waiter is queued", || async {
+        operator
+            .describe("queue")
+            .await
+            .unwrap()
+            .iter()
+            .any(|i| i.kind() == Kind::FairLock)
+    })
+    .await;
+    let revoked = operator.revoke("queue").await.unwrap();
+    assert_eq!((revoked[0].kind, revoked[0].ended), (Kind::FairLock, 1));
+    assert!(revoked[0].fencing_token.unwrap() > token);
+    let next = waiter.await.unwrap().expect("handed to the queued waiter");
+    assert!(next.is_held());
+}
