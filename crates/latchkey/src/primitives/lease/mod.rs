@@ -47,6 +47,11 @@ pub(crate) trait Hold: Clone + Send + Sync + 'static {
     fn ttl(&self) -> Duration;
     /// How often the watchdog renews; `None`: no watchdog.
     fn renew_every(&self) -> Option<Duration>;
+    /// The cap on a hold (`with_max_hold`): no renewal or extension takes
+    /// it past that long after it began. `None`: no cap.
+    fn max_hold(&self) -> Option<Duration> {
+        None
+    }
     /// Where background work is tracked (see [`Client::flush`](crate::Client::flush)).
     fn tracker(&self) -> &tokio_util::task::TaskTracker;
     /// Renews `token` for `ttl` from now: what was found, and the new
@@ -101,6 +106,8 @@ pub(crate) struct Lease<H: Hold> {
     release: ReleaseState,
     /// When the hold began, for the hold-time metric.
     acquired_at: Instant,
+    /// The hold's cap: renewals never take it past this instant.
+    cap: Option<Instant>,
 }
 
 impl<H: Hold> std::fmt::Debug for Lease<H> {
@@ -125,6 +132,7 @@ impl<H: Hold> Lease<H> {
         valid_until: Instant,
     ) -> Lease<H> {
         let state = Arc::new(State::new(valid_until, hold.label().clone()));
+        let cap = hold.max_hold().map(|d| Instant::now() + d);
         if let Some(every) = hold.renew_every() {
             state
                 .timer_running
@@ -132,10 +140,11 @@ impl<H: Hold> Lease<H> {
             let (hold, token, state) = (hold.clone(), token.clone(), state.clone());
             tokio::spawn(async move {
                 let name = String::from_utf8_lossy(hold.name()).into_owned();
-                let (kind, ttl) = (hold.label().kind(), hold.ttl());
+                let kind = hold.label().kind();
                 renew_until_done(&name, &token, every, &state, || {
                     let span = renew_span(kind, hold.name(), &token);
-                    hold.renew(&token, ttl).instrument(span)
+                    let ttl = capped(hold.ttl(), cap)?;
+                    Some(hold.renew(&token, ttl).instrument(span))
                 })
                 .await
             });
@@ -149,6 +158,7 @@ impl<H: Hold> Lease<H> {
             state,
             release: ReleaseState::NotAsked,
             acquired_at: Instant::now(),
+            cap,
         }
     }
 
@@ -184,6 +194,11 @@ impl<H: Hold> Lease<H> {
         self.state.lost_signal()
     }
 
+    /// `ttl` shortened to end by the hold's cap; `None` when it reached it.
+    pub(crate) fn capped_ttl(&self, ttl: Duration) -> Option<Duration> {
+        capped(ttl, self.cap)
+    }
+
     pub(crate) fn issued_fencing_token(&self) -> Option<u64> {
         self.fencing.get().copied()
     }
@@ -212,6 +227,10 @@ impl<H: Hold> Lease<H> {
     /// Renews for `ttl` from now if still ours; else marks the hold lost.
     pub(crate) async fn extend(&self, ttl: Duration) -> Result<Ownership> {
         crate::vocab::names::check_ttl(ttl)?;
+        let ttl = capped(ttl, self.cap).ok_or_else(|| Error::MaxHoldReached {
+            name: String::from_utf8_lossy(self.name()).into_owned(),
+            max_hold: self.hold.max_hold().unwrap_or_default(),
+        })?;
         let label = self.hold.label();
         let span = renew_span(label.kind(), self.name(), &self.token);
         let result = self.hold.renew(&self.token, ttl).instrument(span).await;
@@ -277,6 +296,16 @@ impl<H: Hold> Lease<H> {
         self.release = ReleaseState::Done;
         std::mem::take(&mut self.token)
     }
+}
+
+/// `ttl`, shortened so that a renewal sent now ends the hold by `cap`;
+/// `None` when less than [`MIN_TTL`](crate::MIN_TTL) is left: no renewal.
+fn capped(ttl: Duration, cap: Option<Instant>) -> Option<Duration> {
+    let Some(cap) = cap else {
+        return Some(ttl);
+    };
+    let left = cap.saturating_duration_since(Instant::now());
+    (left >= crate::vocab::names::MIN_TTL).then(|| ttl.min(left))
 }
 
 impl<H: Hold> Drop for Lease<H> {

@@ -13,7 +13,9 @@ pub(crate) fn renew_span(kind: &'static str, name: &[u8], token: &str) -> tracin
 }
 
 /// The watchdog of any lease (a lock, a semaphore's permit): calls `renew`
-/// every `every` until the guard is done (each renewal bounded by the
+/// every `every` until the guard is done, or until `renew` says there is
+/// nothing left to renew (`None`: the hold reached its max hold; then the
+/// watchdog only fires `lost` at the deadline) (each renewal bounded by the
 /// lease's deadline, which a success moves to the instant it returns);
 /// cancels `lost` as soon as ownership cannot be proven (a renewal that
 /// finds the lease gone, or the deadline passing first).
@@ -24,7 +26,7 @@ pub(crate) async fn renew_until_done<F, Fut>(
     state: &State,
     mut renew: F,
 ) where
-    F: FnMut() -> Fut,
+    F: FnMut() -> Option<Fut>,
     Fut: std::future::Future<Output = crate::Result<(Ownership, Instant)>>,
 {
     let done = state.done_token();
@@ -43,7 +45,14 @@ pub(crate) async fn renew_until_done<F, Fut>(
             return;
         }
         // A renewal that answers after the deadline is worthless: bound it.
-        let renewal = renew();
+        let Some(renewal) = renew() else {
+            tracing::info!(lock = %name, token = short(token), "max hold reached: no more renewals; the hold ends at its deadline");
+            tokio::select! {
+                _ = done.cancelled() => {}
+                _ = state.until_lost() => {}
+            }
+            return;
+        };
         let result = tokio::select! {
             _ = done.cancelled() => return,
             r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,

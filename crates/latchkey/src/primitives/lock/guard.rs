@@ -110,7 +110,11 @@ impl LockGuard {
             lock.keys.clone(),
             self.token().to_owned(),
         );
-        let (ttl, state) = (lock.ttl, Arc::downgrade(self.lease.state()));
+        // A hold that reached its max hold keeps the hand-off's short TTL.
+        let Some(ttl) = self.lease.capped_ttl(lock.ttl) else {
+            return;
+        };
+        let state = Arc::downgrade(self.lease.state());
         // No task until it is due: most holds are released before (see
         // `transport/deferred.rs`), and then this finds the guard finished.
         let job: crate::transport::deferred::Job = Box::new(move || {

@@ -38,7 +38,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// |---|---|---|
 /// | Redis unavailable for now | `Unreachable`, `Timeout`, `NoQuorum`, `OutOfMemory`, `ReadOnlyReplica`, `TooFewReplicas` | yes (`is_transient`) |
 /// | A bounded wait ran out | `WaitTimedOut` | your policy: the primitive is busy, not broken |
-/// | The state says no | `LatchOpen`, `CountedBelowZero`, `PartiesMismatch`, `NotFound`, `NotHeld` | no: the answer will not change by retrying |
+/// | The state says no | `LatchOpen`, `CountedBelowZero`, `PartiesMismatch`, `NotFound`, `NotHeld`, `MaxHoldReached` | no: the answer will not change by retrying |
 /// | Bad input | `InvalidName`, `InvalidTtl`, `InvalidCount`, `InvalidInput`, `Unsupported` | no: fix the call |
 /// | Deployment | `Auth`, `Tls`, `NoPermission`, `WrongType`, `BadFencingCounter` | no: fix the server, user or key |
 /// | Anything else | `Redis`, `Protocol`, `Random`, `Internal` | no: report it |
@@ -125,6 +125,17 @@ pub enum Error {
     NotHeld {
         /// The lock's name, lossily decoded as UTF-8.
         name: String,
+    },
+
+    /// An extension asked of a hold that reached its cap
+    /// ([`with_max_hold`](crate::Lock::with_max_hold)): it is not extended
+    /// past it, and ends at its deadline. Stop working on the resource.
+    #[error("{name:?} reached its max hold of {max_hold:?}: it is not extended past it")]
+    MaxHoldReached {
+        /// The primitive's name, lossily decoded as UTF-8.
+        name: String,
+        /// The cap it was made with.
+        max_hold: Duration,
     },
 
     /// The server refused a command for lack of permission (ACL NOPERM).
