@@ -259,7 +259,23 @@ impl Client {
     /// revoked (each kind's revocation is one script, but a name holding
     /// several kinds is revoked kind by kind); calling it again is harmless.
     pub async fn revoke(&self, name: impl AsRef<[u8]>) -> Result<Vec<crate::Revocation>> {
-        crate::primitives::revoke::revoke(&self.session, name.as_ref()).await
+        crate::primitives::control::revoke::revoke(&self.session, name.as_ref()).await
+    }
+
+    /// Asks the holders of `name` to let go (cooperative revocation): the
+    /// `release_requested()` of each guard that awaits it completes (a
+    /// `latchkey run` or `elect` holder stops CMD with SIGTERM, then its
+    /// grace). Nothing is taken away: a holder that does not listen keeps
+    /// its hold ([`Client::revoke`] takes it). A message on the primitive's
+    /// own channel, one per kind held under `name`; returns the connections
+    /// that received it (listening holders, and waiters, which take it as
+    /// any wake-up), 0 when nothing holds `name`.
+    ///
+    /// # Cancel safety
+    /// Dropped after a request was sent, some holders may have been asked;
+    /// asking again is harmless.
+    pub async fn request_release(&self, name: impl AsRef<[u8]>) -> Result<u64> {
+        crate::primitives::control::request::request_release(&self.session, name.as_ref()).await
     }
 
     /// How many clients wait for each of the locks `names` (in that

@@ -143,6 +143,7 @@ pub use backend::replicas::DEFAULT_REPLICA_TIMEOUT;
 pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 // 4. Primitives
 pub use primitives::barrier::Barrier;
+pub use primitives::control::revoke::Revocation;
 pub use primitives::election::leadership::Leadership;
 pub use primitives::election::observer::Observer;
 pub use primitives::election::spec::Leader;
@@ -157,7 +158,6 @@ pub use primitives::lease::state::LostSignal;
 pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use primitives::lock::guard::LockGuard;
 pub use primitives::lock::Lock;
-pub use primitives::revoke::Revocation;
 pub use primitives::rwlock::guard::{RwAccess, RwGuard};
 pub use primitives::rwlock::RwLock;
 pub use primitives::semaphore::permit::{PermitGuard, PermitHolder};

@@ -7,6 +7,7 @@ pub(crate) mod doctor;
 pub(crate) mod elect;
 pub(crate) mod exporter;
 pub(crate) mod latch;
+pub(crate) mod request_release;
 pub(crate) mod revoke;
 pub(crate) mod run;
 pub(crate) mod signal;
@@ -53,6 +54,9 @@ pub(crate) enum Command {
     /// End every hold of a name, whoever holds it (an operator's action),
     /// and raise its fencing counter past the revoked holders' tokens.
     Revoke(revoke::RevokeArgs),
+    /// Ask the holders of a name to let go: a `run` or `elect` holder stops
+    /// CMD (SIGTERM, then --grace); prints how many connections heard it.
+    RequestRelease(request_release::RequestReleaseArgs),
     /// Show one lock: held or not, TTL left, holder, age, fencing token.
     Status(status::StatusArgs),
     /// List locks whose names match a glob pattern (uses SCAN, never KEYS).
@@ -115,6 +119,7 @@ impl Command {
             Command::Release(args) => acquire::release(target, args).await,
             Command::Extend(args) => acquire::extend(target, args).await,
             Command::Revoke(args) => revoke::revoke(target, args).await,
+            Command::RequestRelease(args) => request_release::request_release(target, args).await,
             Command::Status(args) => status::status(target, args).await,
             Command::List(args) => status::list(target, args).await,
             Command::Top(args) => top::top(target, args).await,

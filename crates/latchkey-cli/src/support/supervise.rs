@@ -28,6 +28,9 @@ pub(crate) trait Lease {
     fn ttl(&self) -> Duration;
     /// Completes once the lease is lost (cancel safe).
     fn lost(&self) -> impl Future<Output = ()>;
+    /// Completes when another process asks for the lease
+    /// (`latchkey request-release`); an error when it cannot listen.
+    fn release_requested(&self) -> impl Future<Output = latchkey::Result<()>>;
     /// One renewal round trip now, where the lease has one; `None` where only
     /// its watchdog renews it.
     fn renew_now(&self) -> impl Future<Output = Option<latchkey::Result<Ownership>>>;
@@ -209,10 +212,32 @@ pub(crate) async fn supervise<L: Lease>(
     let mut tick = tokio::time::interval(tick_every(lease.ttl()));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut lost = std::pin::pin!(lease.lost());
+    // A release request (`latchkey request-release`): SIGTERM to CMD's
+    // group, then SIGKILL after the grace; the lease is released once CMD
+    // has exited, as at any exit.
+    let mut requested = std::pin::pin!(lease.release_requested());
+    let mut listening = true;
+    let mut grace_over: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     loop {
         tokio::select! {
             biased;
             _ = &mut lost => break,
+            asked = &mut requested, if listening => {
+                listening = false;
+                match asked {
+                    Ok(()) => {
+                        tracing::warn!("release requested; sending SIGTERM to the command's process group");
+                        kill_group(group, libc::SIGTERM);
+                        grace_over = Some(Box::pin(tokio::time::sleep(grace)));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot listen for release requests; only a revocation stops the command"),
+                }
+            }
+            _ = async { grace_over.as_mut().expect("guarded").await }, if grace_over.is_some() => {
+                grace_over = None;
+                tracing::warn!("the command outlived its grace after a release request; sending SIGKILL");
+                kill_group(group, libc::SIGKILL);
+            }
             status = guardian.child.wait() => {
                 let status = status.map_err(|e| Failure::new(exit::INTERNAL, format!("waiting for the command: {e}")))?;
                 // The guardian kills its group (and itself) only once the
@@ -314,6 +339,9 @@ macro_rules! leased {
             }
             fn lost(&self) -> impl std::future::Future<Output = ()> {
                 self.guard.lost()
+            }
+            fn release_requested(&self) -> impl std::future::Future<Output = latchkey::Result<()>> {
+                self.guard.release_requested()
             }
             async fn renew_now(&self) -> Option<latchkey::Result<latchkey::Ownership>> {
                 Some(self.guard.extend(self.ttl).await)

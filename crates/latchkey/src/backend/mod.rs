@@ -192,6 +192,11 @@ impl Backend {
 pub(crate) struct Wakeups(Vec<Subscription>);
 
 impl Wakeups {
+    /// Wake-ups from these subscriptions.
+    pub(crate) fn new(subscriptions: Vec<Subscription>) -> Wakeups {
+        Wakeups(subscriptions)
+    }
+
     /// Forgets events received so far: called right before an attempt, so
     /// that only what happens after it counts as a wake-up.
     pub(crate) fn reset(&mut self) {

@@ -6,12 +6,12 @@
 pub(crate) mod lease;
 
 pub(crate) mod barrier;
+pub(crate) mod control;
 pub(crate) mod election;
 pub(crate) mod fence;
 pub(crate) mod inspect;
 pub(crate) mod latch;
 pub(crate) mod lock;
-pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod shared;

@@ -61,6 +61,10 @@ impl Hold {
         on_each!(self, h => h.deadline())
     }
 
+    async fn release_requested(&self) -> latchkey::Result<()> {
+        on_each!(self, h => h.release_requested().await)
+    }
+
     async fn extend(&self, ttl: Duration) -> latchkey::Result<Ownership> {
         on_each!(self, h => h.extend(ttl).await)
     }

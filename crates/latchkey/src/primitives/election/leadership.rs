@@ -209,6 +209,12 @@ impl Hold for Arc<ElectionSpec> {
         resign_once(self, token)
     }
 
+    async fn listen(&self) -> Result<crate::backend::Wakeups> {
+        let topic = crate::transport::subscriber::Topic::Channel(self.keys.channel.clone());
+        let subscription = self.session.subscriber().subscribe(topic).await?;
+        Ok(crate::backend::Wakeups::new(vec![subscription]))
+    }
+
     /// Never asked: the term is issued with the leadership.
     async fn issue_fence(
         &self,

@@ -76,6 +76,9 @@ pub(crate) trait Hold: Clone + Send + Sync + 'static {
         token: &str,
         deadline: Instant,
     ) -> impl Future<Output = Result<std::result::Result<u64, Ownership>>> + Send;
+    /// Subscribes to the channel(s) a release request arrives on (the
+    /// primitive's release channel; an election's changes channel).
+    fn listen(&self) -> impl Future<Output = Result<crate::backend::Wakeups>> + Send;
     /// A hold of this kind begins (a lock counts its local holds).
     fn began(&self) {}
     /// A hold of this kind ended: released, forgotten or dropped.
@@ -222,6 +225,21 @@ impl<H: Hold> Lease<H> {
             })
             .await
             .copied()
+    }
+
+    /// Completes when another process asks this hold to be let go
+    /// ([`Client::request_release`](crate::Client::request_release)):
+    /// subscribes on the first poll, then reads the channel's messages.
+    pub(crate) async fn release_requested(&self) -> Result<()> {
+        let mut wakeups = self.hold.listen().await?;
+        loop {
+            if let crate::transport::subscriber::Event::Message(published) = wakeups.next().await {
+                if *published.payload == *crate::vocab::protocol::RELEASE_REQUESTED {
+                    tracing::info!(name = %String::from_utf8_lossy(self.name()), token = short(&self.token), "release requested");
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// Renews for `ttl` from now if still ours; else marks the hold lost.

@@ -83,6 +83,21 @@ macro_rules! lease_surface {
                 self.lease.issued_fencing_token()
             }
 
+            #[doc = concat!("Completes when another process asks for ", $hold, ": a call of")]
+            /// [`Client::request_release`](crate::Client::request_release)
+            /// (`latchkey request-release NAME`) on this name. Cooperative:
+            /// nothing is taken away; release when it suits you (or ignore
+            /// it). Costs nothing until polled: it subscribes to the
+            /// primitive's channel then (one per client, shared), so a
+            /// request made before the first poll is not seen (pub/sub
+            /// keeps nothing). Fails only when the subscription does.
+            ///
+            /// # Cancel safety
+            /// Cancel safe: dropping it unsubscribes; poll it again to listen again.
+            pub async fn release_requested(&self) -> $crate::Result<()> {
+                self.lease.release_requested().await
+            }
+
             #[doc = concat!("Resets the TTL of ", $hold, " to `ttl` from now, if it is still ours;")]
             /// otherwise marks the guard lost. One round trip.
             ///

@@ -202,6 +202,10 @@ impl Hold for Arc<LockSpec> {
         }
     }
 
+    fn listen(&self) -> impl Future<Output = Result<crate::backend::Wakeups>> + Send {
+        self.backend.wakeups(&self.keys)
+    }
+
     fn began(&self) {
         self.local.hold();
     }

@@ -164,6 +164,12 @@ impl Hold for RwHold {
         release(&self.spec, self.access, token)
     }
 
+    async fn listen(&self) -> Result<crate::backend::Wakeups> {
+        let topic = crate::transport::subscriber::Topic::Channel(self.spec.channel().to_vec());
+        let subscription = self.spec.session.subscriber().subscribe(topic).await?;
+        Ok(crate::backend::Wakeups::new(vec![subscription]))
+    }
+
     /// The writer's: the lock's `issue_fence.lua` on the writer key and the
     /// read-write lock's counter. Readers do not write, so have none.
     async fn issue_fence(

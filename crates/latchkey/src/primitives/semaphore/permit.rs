@@ -131,6 +131,12 @@ impl Hold for Arc<SemaphoreSpec> {
         release(self, token)
     }
 
+    async fn listen(&self) -> Result<crate::backend::Wakeups> {
+        let topic = crate::transport::subscriber::Topic::Channel(self.channel.to_vec());
+        let subscription = self.session.subscriber().subscribe(topic).await?;
+        Ok(crate::backend::Wakeups::new(vec![subscription]))
+    }
+
     /// `sem_fence.lua`: the semaphore's counter, while the permit is held.
     async fn issue_fence(
         &self,

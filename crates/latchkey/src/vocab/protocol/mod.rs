@@ -107,6 +107,14 @@ pub const PERMITS_FENCE_SUFFIX: &[u8] = b":permits:fence";
 /// Suffix of the channel a semaphore's releases are published on.
 pub const PERMITS_RELEASED_SUFFIX: &[u8] = b":permits:released";
 
+/// The message [`Client::request_release`](crate::Client::request_release)
+/// publishes on a primitive's release channel (a lock's, a semaphore's, a
+/// read-write lock's; an election's changes channel): its holders'
+/// `release_requested()` completes. Waiters take it as any wake-up (they
+/// try again and find the primitive still held), so older clients are
+/// unaffected (see `docs/protocol.md`, "Release requests").
+pub const RELEASE_REQUESTED: &[u8] = b"release-requested";
+
 /// Suffixes of a read-write lock's keys and channel, in this order: the
 /// writer (string), the readers (sorted set: token → expiry), the writers
 /// waiting and the readers waiting (sorted sets: token → expiry of the

@@ -1,6 +1,7 @@
-//! `latchkey revoke`: an operator ends a stuck holder's hold; the holder's
-//! CMD is stopped (exit 75), a fenced resource refuses the holder's token,
-//! and nothing is revoked without a confirmation.
+//! Control over holds from the command line: `latchkey revoke` ends a stuck
+//! holder's hold (its CMD is stopped, exit 75; a fenced resource refuses its
+//! token; nothing is revoked without a confirmation), and `latchkey
+//! request-release` asks a holder to let go (its CMD gets SIGTERM).
 
 mod common;
 
@@ -80,4 +81,38 @@ fn revoking_a_run_stops_its_command_and_fences_its_resource() {
     let again = output(latchkey(&redis).args(["revoke", "stuck", "--yes"]), QUICK);
     assert_eq!(code(again.status), 1);
     assert_one_error_line(&again);
+}
+
+#[test]
+fn a_release_request_stops_a_runs_command_and_frees_the_lock() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("request");
+    let marks = scratch.path("marks");
+    let script = format!(
+        "trap 'echo TERM >> {m}; exit 0' TERM; echo started >> {m}; while :; do sleep 0.05; done",
+        m = marks.display()
+    );
+    let mut run = latchkey(&redis)
+        .args(["run", "asked", "--ttl", "30s", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn latchkey run");
+    wait_for_text(&marks, "started", QUICK);
+    // The holder listens for requests once CMD runs (PUBSUB NUMSUB).
+    latchkey_testkit::eventually_blocking("the holder listens", || {
+        redis.subscribers(&format!("{{{PREFIX}asked}}:released")) >= 1
+    });
+    let out = output(latchkey(&redis).args(["request-release", "asked"]), QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "1");
+    // CMD trapped the SIGTERM and exited 0: so does run, and the lock is free.
+    assert_eq!(code(wait_exit(&mut run, QUICK)), 0);
+    wait_for_text(&marks, "TERM", QUICK);
+    assert!(redis
+        .command(&["GET", &format!("{PREFIX}asked")])
+        .unwrap()
+        .trim()
+        .is_empty());
+    // Nobody holds it now: nobody hears.
+    let none = output(latchkey(&redis).args(["request-release", "asked"]), QUICK);
+    assert_eq!(stdout(&none).trim(), "0");
 }

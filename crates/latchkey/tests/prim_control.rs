@@ -154,3 +154,72 @@ async fn a_revoked_fair_lock_goes_to_the_head_of_its_queue() {
     let next = waiter.await.unwrap().expect("handed to the queued waiter");
     assert!(next.is_held());
 }
+
+#[tokio::test]
+async fn holders_hear_a_release_request_and_keep_their_hold() {
+    let redis = RedisServer::start();
+    let holder = client(&redis.url()).await;
+    let asker = client(&redis.url()).await;
+
+    let lock = holder.lock("asked", TTL).unwrap();
+    let guard = lock.acquire().await.unwrap();
+    // A waiter of the same lock: the request must not disturb it.
+    let waiting = asker.lock("asked", TTL).unwrap();
+    let waiter = tokio::spawn(async move { waiting.acquire_timeout(SOON).await });
+    until_subscribed(&redis, "{test:asked}:released", 1).await;
+    {
+        let asked = guard.release_requested();
+        tokio::pin!(asked);
+        // Polled once: now the holder's client listens too (one connection
+        // per client: the holder's and the waiter's).
+        assert!(futures_poll_once(asked.as_mut()).await.is_none());
+        until_subscribed(&redis, "{test:asked}:released", 2).await;
+        assert_eq!(asker.request_release("asked").await.unwrap(), 2);
+        tokio::time::timeout(SOON, asked)
+            .await
+            .expect("heard")
+            .unwrap();
+    }
+    assert!(guard.is_held(), "a request takes nothing away");
+    assert!(!waiter.is_finished());
+    assert_eq!(guard.release().await.unwrap(), latchkey::Ownership::Owned);
+    waiter
+        .await
+        .unwrap()
+        .expect("the waiter gets the lock after the release");
+
+    // A permit and a leadership hear it the same way.
+    let pool = holder.semaphore("asked-pool", 1, TTL).unwrap();
+    let permit = pool.acquire().await.unwrap();
+    let election = holder.election("asked-election", TTL).unwrap();
+    let leader = election.campaign("me").await.unwrap();
+    {
+        let (p, l) = (permit.release_requested(), leader.release_requested());
+        tokio::pin!(p, l);
+        assert!(futures_poll_once(p.as_mut()).await.is_none());
+        assert!(futures_poll_once(l.as_mut()).await.is_none());
+        until_subscribed(&redis, "{test:asked-pool}:permits:released", 1).await;
+        until_subscribed(&redis, "{test:asked-election}:election:changes", 1).await;
+        assert_eq!(asker.request_release("asked-pool").await.unwrap(), 1);
+        tokio::time::timeout(SOON, p)
+            .await
+            .expect("the permit heard")
+            .unwrap();
+        assert_eq!(asker.request_release("asked-election").await.unwrap(), 1);
+        tokio::time::timeout(SOON, l)
+            .await
+            .expect("the leader heard")
+            .unwrap();
+    }
+    assert!(permit.is_held() && leader.is_held());
+    assert_eq!(asker.request_release("nobody-holds-this").await.unwrap(), 0);
+}
+
+/// Polls `f` once: `Some` if it completed.
+async fn futures_poll_once<F: std::future::Future + Unpin>(mut f: F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| match std::pin::Pin::new(&mut f).poll(cx) {
+        std::task::Poll::Ready(v) => std::task::Poll::Ready(Some(v)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
+}
