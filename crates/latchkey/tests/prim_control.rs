@@ -183,10 +183,11 @@ async fn holders_hear_a_release_request_and_keep_their_hold() {
     assert!(guard.is_held(), "a request takes nothing away");
     assert!(!waiter.is_finished());
     assert_eq!(guard.release().await.unwrap(), latchkey::Ownership::Owned);
-    waiter
+    let next = waiter
         .await
         .unwrap()
         .expect("the waiter gets the lock after the release");
+    assert!(next.is_held());
 
     // A permit and a leadership hear it the same way.
     let pool = holder.semaphore("asked-pool", 1, TTL).unwrap();
