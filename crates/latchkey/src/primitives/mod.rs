@@ -13,4 +13,5 @@ pub(crate) mod semaphore;
 pub(crate) mod shared;
 pub(crate) mod signal;
 pub(crate) mod traced;
+pub(crate) mod wait;
 pub(crate) mod watchdog;

@@ -13,12 +13,16 @@ use crate::vocab::names::{check_name, check_ttl, LockKeys};
 use crate::vocab::protocol::scripts;
 
 /// What an [`Election`] is, shared with its leaderships and observers.
+#[derive(Clone)]
 pub(crate) struct ElectionSpec {
     pub(crate) session: Session,
     pub(crate) name: Arc<[u8]>,
     /// `key`: the lease; `fence_key`: the state hash; `channel`: changes.
     pub(crate) keys: Arc<LockKeys>,
     pub(crate) ttl: Duration,
+    /// How often a leadership's watchdog renews its lease: `ttl / 3`
+    /// unless [`Election::with_renewal_every`](crate::Election::with_renewal_every) says otherwise.
+    pub(crate) renew_every: Duration,
     pub(crate) metrics_label: LockLabel,
 }
 
@@ -50,6 +54,7 @@ impl ElectionSpec {
             name: Arc::from(name),
             keys: Arc::new(keys),
             ttl,
+            renew_every: ttl / 3,
         })
     }
 

@@ -1,8 +1,8 @@
 //! One acquire attempt (layer 4, beside `lock` and `wait`): a first try,
 //! or a waiter's, which also learns how long the holder has left
 //! ([`Busy`]). The lock an attempt may have taken is released if the
-//! attempt is dropped or fails before its reply was understood
-//! ([`PendingAttempt`]); a lock made [`with_replicas`](Lock::with_replicas)
+//! attempt is dropped or fails before its reply was understood (an
+//! [`Armed`] guard of the wait core, `pending`); a lock made [`with_replicas`](Lock::with_replicas)
 //! confirms a hold with its replicas before it counts as taken (a barging
 //! attempt, a fair one, and a fair wait's hand-off).
 
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
+use crate::primitives::wait::armed::Armed;
 use crate::vocab::error::Result;
 use crate::vocab::outcome::{Attempt, AttemptMode};
 use crate::vocab::retry::Retry;
@@ -39,10 +40,7 @@ impl Lock {
     /// One attempt in `mode`: the lock, or why not.
     async fn attempt(&self, mode: AttemptMode) -> Result<Result<LockGuard, Busy>> {
         let token = self.inner.backend.new_token()?;
-        let pending = PendingAttempt {
-            lock: self,
-            token: Some(&token),
-        };
+        let pending = self.pending(&token);
         let attempt = self
             .inner
             .backend
@@ -56,6 +54,7 @@ impl Lock {
             _ => pending,
         };
         pending.disarm();
+        drop(pending);
         Ok(match attempt {
             Attempt::Acquired {
                 fencing_token,
@@ -80,12 +79,12 @@ impl Lock {
     /// the hold just taken with the replicas; when too few acknowledge,
     /// releases it (in the background if that fails) and says so. An error
     /// leaves `pending` to release the lock.
-    async fn replicated<'a>(
-        &'a self,
+    async fn replicated<F: FnOnce()>(
+        &self,
         token: &str,
         valid_until: Instant,
-        pending: PendingAttempt<'a>,
-    ) -> Result<PendingAttempt<'a>> {
+        pending: Armed<F>,
+    ) -> Result<Armed<F>> {
         let confirmed = self.inner.confirm_replicas(token, valid_until).await?;
         let Some(acked) = confirmed.shortfall() else {
             return Ok(pending);
@@ -153,31 +152,21 @@ pub(crate) struct Busy {
     pub(crate) announced: bool,
 }
 
-/// Releases, in the background, a lock that an attempt may have taken if the
-/// attempt is dropped (cancelled) or fails before its reply was understood.
-struct PendingAttempt<'a> {
-    lock: &'a Lock,
-    token: Option<&'a str>,
-}
-
-impl PendingAttempt<'_> {
-    fn disarm(mut self) {
-        self.token = None;
-    }
-}
-
-impl Drop for PendingAttempt<'_> {
-    fn drop(&mut self) {
-        if let Some(token) = self.token {
+impl Lock {
+    /// Releases, in the background, a lock that an attempt with `token` may
+    /// have taken if the attempt is dropped (cancelled) or fails before its
+    /// reply was understood. Built from borrows: the clones happen only then.
+    fn pending<'a>(&'a self, token: &'a str) -> Armed<impl FnOnce() + 'a> {
+        Armed::new(move || {
             crate::primitives::lock::release::release_in_background(
-                self.lock.inner.backend.clone(),
-                self.lock.inner.keys.clone(),
-                self.lock.inner.local.clone(),
+                self.inner.backend.clone(),
+                self.inner.keys.clone(),
+                self.inner.local.clone(),
                 token.to_owned(),
                 "an acquire attempt was cancelled or failed after its request was sent",
                 None,
-                Instant::now() + self.lock.inner.ttl,
+                Instant::now() + self.inner.ttl,
             );
-        }
+        })
     }
 }

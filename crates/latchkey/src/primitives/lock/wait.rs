@@ -1,5 +1,9 @@
 //! The waiting loop of [`Lock::acquire_until`] (layer 4): what a waiter
-//! does while the lock is busy.
+//! does while the lock is busy. It follows the wait core (`primitives/wait/`:
+//! subscribe first, attempt, sleep until a message or the holder's TTL; one
+//! failure policy, [`Retry`]; one timeout, `wait::timed_out`) and adds what
+//! only a lock has: this process's local queue (a local release wakes a
+//! waiter with no message at all) and the polling of a foreign holder.
 //!
 //! # How waiting works
 //! A waiter first tries once. If the lock is busy it queues behind the other
@@ -30,7 +34,7 @@ use crate::backend::Wakeups;
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
 use crate::transport::subscriber::{jitter, Event};
-use crate::vocab::error::{Error, Result};
+use crate::vocab::error::Result;
 use crate::vocab::retry::{Backoff, Retry};
 
 impl Lock {
@@ -43,10 +47,7 @@ impl Lock {
         started: Instant,
         releases: usize,
     ) -> Result<LockGuard> {
-        let timed_out = || Error::WaitTimedOut {
-            name: String::from_utf8_lossy(&self.inner.name).into_owned(),
-            waited: started.elapsed(),
-        };
+        let timed_out = || crate::primitives::wait::timed_out(&self.inner.name, started);
         let local = &self.inner.local;
         // Behind a holder of this client: no subscription (see the module
         // docs). So is a waiter whose first try met a guard of this client

@@ -1,6 +1,9 @@
 //! The waiting loop of a [fair](crate::Lock::fair) lock (layer 4): queue,
 //! renew the lease, and own the lock when the hand-off message arrives. The
-//! design and its bounds are in `mod.rs`.
+//! design and its bounds are in `mod.rs`. It follows the wait core
+//! (`primitives/wait/`: subscribe first, attempt, sleep; the one failure
+//! policy, [`Retry`]; the one timeout, `wait::timed_out`); the attempt is
+//! also the lease renewal, and the hand-off message is the answer itself.
 
 use std::time::{Duration, Instant};
 
@@ -36,10 +39,7 @@ impl Lock {
         let Some(fair) = &spec.keys.fair else {
             return Err(Error::Internal("a fair lock without its queue keys".into()));
         };
-        let timed_out = || Error::WaitTimedOut {
-            name: spec.display_name().into_owned(),
-            waited: started.elapsed(),
-        };
+        let timed_out = || crate::primitives::wait::timed_out(&spec.name, started);
         let handoff_ttl = spec.ttl.min(lease);
         // Uncontended, one script and no subscription: try first, unless
         // this process already listens for this lock's hand-offs (another
