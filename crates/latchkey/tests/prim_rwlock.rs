@@ -319,7 +319,7 @@ async fn rw_worker() {
             (RwAccess::Read, "r", "readers-inside")
         };
         let guard = rw
-            .acquire_until(access, Some(Instant::now() + Duration::from_secs(30)))
+            .acquire_until(access, Instant::now() + Duration::from_secs(30))
             .await
             .unwrap();
         let _: i64 = enter
