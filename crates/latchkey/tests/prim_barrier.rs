@@ -242,3 +242,27 @@ async fn a_barrier_lives_as_long_as_its_parties_wait() {
     let pttl: i64 = raw.pttl("{test:brief}:barrier").await.unwrap();
     assert!(pttl <= ttl.as_millis() as i64, "{pttl}");
 }
+
+/// `arrive_and_wait()` waits as long as it takes and is released by the
+/// last party; `arrive_and_wait_until` alone fails with `Err(WaitTimedOut)`
+/// and takes its arrival back.
+#[tokio::test]
+async fn arrive_and_wait_forever_is_released_and_until_times_out() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let barrier = client.barrier("forever", 2, TTL).unwrap();
+    let until = std::time::Instant::now() + Duration::from_millis(50);
+    assert!(matches!(
+        barrier.arrive_and_wait_until(until).await,
+        Err(Error::WaitTimedOut { .. })
+    ));
+    assert_eq!(barrier.state().await.unwrap(), Some((0, 0)));
+    let first = barrier.clone();
+    let party = tokio::spawn(async move { first.arrive_and_wait().await });
+    eventually("the first party arrived", || async {
+        barrier.state().await.unwrap() == Some((0, 1))
+    })
+    .await;
+    assert_eq!(barrier.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(party.await.unwrap().unwrap(), 0);
+}

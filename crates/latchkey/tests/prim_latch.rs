@@ -293,3 +293,33 @@ async fn counting_down_keeps_the_creators_ttl() {
         assert!((1..=5000).contains(&pttl), "after {left}: pttl {pttl}");
     }
 }
+
+/// `wait()` waits as long as it takes and wakes on the opening count-down;
+/// `wait_until` and `wait_timeout` on a closed latch fail with
+/// `Err(WaitTimedOut)`.
+#[tokio::test]
+async fn wait_forever_wakes_on_the_opening_and_bounded_waits_time_out() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let latch = client.latch("forever", TTL).unwrap();
+    latch.create(1).await.unwrap();
+    let short = Duration::from_millis(50);
+    assert!(matches!(
+        latch.wait_until(Instant::now() + short).await,
+        Err(Error::WaitTimedOut { .. })
+    ));
+    assert!(matches!(
+        latch.wait_timeout(short).await,
+        Err(Error::WaitTimedOut { .. })
+    ));
+    let waiting = latch.clone();
+    let waiter = tokio::spawn(async move { waiting.wait().await });
+    until_subscribed(&redis, "{test:forever}:latch:opened", 1).await;
+    assert!(!waiter.is_finished());
+    latch.count_down().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the opening wakes the waiter")
+        .unwrap()
+        .unwrap();
+}
