@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::transport::session::Session;
-use crate::transport::subscriber::{Subscription, Topic};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_name, check_ttl, LockKeys};
@@ -56,12 +55,6 @@ impl ElectionSpec {
             ttl,
             renew_every: ttl / 3,
         })
-    }
-
-    /// Subscribes to the change channel.
-    pub(crate) async fn subscribe(&self) -> Result<Subscription> {
-        let topic = Topic::Channel(self.keys.channel.clone());
-        self.session.subscriber().subscribe(topic).await
     }
 
     /// Reads the leader, the change counter and the lease's TTL atomically.
