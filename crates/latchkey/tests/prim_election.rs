@@ -415,7 +415,7 @@ async fn a_bounded_campaign_times_out() {
         election.campaign_until("b", Instant::now() + short).await,
         Err(latchkey::Error::WaitTimedOut { .. })
     ));
-    leader.resign().await.unwrap();
+    assert_eq!(leader.resign().await.unwrap(), Ownership::Owned);
 }
 
 /// `with_renewal_every` sets how often a leadership renews its lease: with
@@ -442,7 +442,7 @@ async fn renewal_every_sets_the_leaderships_renewal() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(lowest > 2500, "the lease fell to {lowest} ms");
-    leader.resign().await.unwrap();
+    assert_eq!(leader.resign().await.unwrap(), Ownership::Owned);
     for bad in [Duration::ZERO, ttl] {
         let election = client.election("renewed", ttl).unwrap();
         assert!(matches!(

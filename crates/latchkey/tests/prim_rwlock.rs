@@ -371,7 +371,7 @@ async fn read_and_write_wait_forever_and_wake_on_release() {
     let reader = tokio::spawn(async move { reading.read().await });
     until_subscribed(&redis, CHANNEL, 1).await;
     assert!(!reader.is_finished());
-    writing.release().await.unwrap();
+    assert_eq!(writing.release().await.unwrap(), Ownership::Owned);
     let read = tokio::time::timeout(Duration::from_secs(10), reader)
         .await
         .expect("the release wakes the reader")
@@ -383,7 +383,7 @@ async fn read_and_write_wait_forever_and_wake_on_release() {
     let writer = tokio::spawn(async move { writing.write().await });
     until_subscribed(&redis, CHANNEL, 1).await;
     assert!(!writer.is_finished());
-    read.release().await.unwrap();
+    assert_eq!(read.release().await.unwrap(), Ownership::Owned);
     let written = tokio::time::timeout(Duration::from_secs(10), writer)
         .await
         .expect("the release wakes the writer")
@@ -412,7 +412,7 @@ async fn renewal_every_keeps_a_hold_past_its_ttl() {
     let pttl: i64 = raw.pttl("{test:renewed}:rw:writer").await.unwrap();
     assert!(pttl > 0, "the writer key is still there: {pttl}");
     assert!(rw.try_read().await.unwrap().is_none());
-    writing.release().await.unwrap();
+    assert_eq!(writing.release().await.unwrap(), Ownership::Owned);
     for bad in [Duration::ZERO, ttl] {
         let rw = client.rwlock("renewed", ttl).unwrap();
         assert!(matches!(
