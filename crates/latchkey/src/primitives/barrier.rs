@@ -14,7 +14,7 @@ use crate::primitives::wait::armed::{undo_in_background, Armed};
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
+use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
@@ -187,8 +187,7 @@ impl Barrier {
     /// (`None`: as long as it takes).
     pub(crate) async fn arrive_and_wait_by(&self, deadline: Option<Instant>) -> Result<u64> {
         let (label, name) = (&self.metrics_label, &self.name[..]);
-        let waiting = traced::wait(label, name, self.arrive_and_wait_once(deadline), |_| None);
-        traced::acquire(label, name, waiting, Outcome::of_wait, |_| None).await
+        traced::waiting(label, name, self.arrive_and_wait_once(deadline), |_| None).await
     }
 
     /// The arrival and wait of [`Barrier::arrive_and_wait_until`].

@@ -17,7 +17,7 @@ use crate::primitives::traced;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
+use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
@@ -257,8 +257,7 @@ impl Latch {
     /// it takes).
     pub(crate) async fn wait_by(&self, deadline: Option<Instant>) -> Result<()> {
         let (label, name) = (&self.metrics_label, &self.name[..]);
-        let waiting = traced::wait(label, name, self.wait_loop(deadline), |_| None);
-        traced::acquire(label, name, waiting, Outcome::of_wait, |_| None).await
+        traced::waiting(label, name, self.wait_loop(deadline), |_| None).await
     }
 
     /// The loop of [`Latch::wait_until`]: the wait core, where the message

@@ -3,6 +3,7 @@
 //! session, the backends and the lease. See `ARCHITECTURE.md`.
 
 pub(crate) mod barrier;
+pub(crate) mod builder;
 pub(crate) mod election;
 pub(crate) mod fence;
 pub(crate) mod inspect;

@@ -220,15 +220,7 @@ impl Election {
         let token: fn(&Leadership) -> Option<&str> = |l| Some(l.token());
         // The loop subscribes before its first attempt: all of it is the wait.
         let campaign = self.campaign_loop(value, deadline);
-        let waiting = traced::wait(&spec.metrics_label, &spec.name, campaign, token);
-        traced::acquire(
-            &spec.metrics_label,
-            &spec.name,
-            waiting,
-            Outcome::of_wait,
-            token,
-        )
-        .await
+        traced::waiting(&spec.metrics_label, &spec.name, campaign, token).await
     }
 
     /// The loop of [`Election::campaign_until`]: the wait core, woken by

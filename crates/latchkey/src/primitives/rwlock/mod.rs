@@ -17,9 +17,7 @@ use crate::primitives::wait::armed::{undo_in_background, Armed};
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
-use crate::vocab::names::{
-    check_cluster_name, check_name, check_renewal_every, check_ttl, drift, ttl_ms,
-};
+use crate::vocab::names::{check_cluster_name, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::RWLOCK_SUFFIXES;
 
@@ -108,40 +106,7 @@ impl RwLock {
         })
     }
 
-    /// Renews every hold of this lock in the background every `ttl / 3`;
-    /// see [`RwLock::with_renewal_every`].
-    pub fn with_watchdog(mut self) -> Self {
-        let every = self.inner.ttl / 3;
-        Arc::make_mut(&mut self.inner).renew_every = Some(every);
-        self
-    }
-
-    /// Renews every hold of this lock in the background every `every`
-    /// while it is held (as [`Lock::with_renewal_every`](crate::Lock::with_renewal_every)).
-    ///
-    /// Fails with [`Error::InvalidInput`] unless `every` is positive and
-    /// shorter than the TTL minus the drift allowance.
-    pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
-        let every = check_renewal_every(every, self.inner.ttl)?;
-        Arc::make_mut(&mut self.inner).renew_every = Some(every);
-        Ok(self)
-    }
-
-    /// Issues a fencing token with every writer's hold.
-    pub fn with_fencing(mut self) -> Self {
-        Arc::make_mut(&mut self.inner).fenced = true;
-        self
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &[u8] {
-        &self.inner.name
-    }
-
-    /// The TTL of every hold.
-    pub fn ttl(&self) -> Duration {
-        self.inner.ttl
-    }
+    crate::primitives::builder::lease_options!("read-write lock", "hold", "every writer's hold");
 
     /// The Redis key of the writer's hold (a string holding its token).
     pub fn writer_key(&self) -> &[u8] {
@@ -262,20 +227,8 @@ impl RwLock {
         let spec = &self.inner;
         let token: fn(&RwGuard) -> Option<&str> = |g| Some(g.token());
         // Its first attempt records the intent: the whole loop is the wait.
-        let waiting = traced::wait(
-            &spec.metrics_label,
-            &spec.name,
-            self.wait(access, deadline),
-            token,
-        );
-        traced::acquire(
-            &spec.metrics_label,
-            &spec.name,
-            waiting,
-            Outcome::of_wait,
-            token,
-        )
-        .await
+        let waiting = self.wait(access, deadline);
+        traced::waiting(&spec.metrics_label, &spec.name, waiting, token).await
     }
 
     /// The loop of [`RwLock::acquire_until`]: the wait core, woken by

@@ -21,9 +21,7 @@ use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
-use crate::vocab::names::{
-    check_cluster_name, check_count, check_name, check_renewal_every, check_ttl, drift, ttl_ms,
-};
+use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
 
@@ -124,46 +122,15 @@ impl Semaphore {
         })
     }
 
-    /// Renews every permit of this semaphore in the background every
-    /// `ttl / 3` while it is held; see [`PermitGuard::lost`] and
-    /// [`Semaphore::with_renewal_every`].
-    pub fn with_watchdog(mut self) -> Self {
-        let every = self.inner.ttl / 3;
-        Arc::make_mut(&mut self.inner).renew_every = Some(every);
-        self
-    }
-
-    /// Renews every permit of this semaphore in the background every
-    /// `every` while it is held (as [`Lock::with_renewal_every`](crate::Lock::with_renewal_every)).
-    ///
-    /// Fails with [`Error::InvalidInput`] unless `every` is positive and
-    /// shorter than the TTL minus the drift allowance.
-    pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
-        let every = check_renewal_every(every, self.inner.ttl)?;
-        Arc::make_mut(&mut self.inner).renew_every = Some(every);
-        Ok(self)
-    }
-
-    /// Issues a [fencing token](PermitGuard::fencing_token) with every
-    /// permit, in the same round trip.
-    pub fn with_fencing(mut self) -> Self {
-        Arc::make_mut(&mut self.inner).fenced = true;
-        self
-    }
-
-    /// The semaphore's name.
-    pub fn name(&self) -> &[u8] {
-        &self.inner.name
-    }
+    crate::primitives::builder::lease_options!(
+        "semaphore",
+        "permit",
+        "every permit (see [`PermitGuard::fencing_token`])"
+    );
 
     /// N, the permits this caller allows at once.
     pub fn permits(&self) -> u32 {
         self.inner.permits
-    }
-
-    /// The permit TTL.
-    pub fn ttl(&self) -> Duration {
-        self.inner.ttl
     }
 
     /// The Redis key of the permits (a sorted set).
