@@ -227,7 +227,7 @@ impl Barrier {
                     Woken::Message(released) if released[..] == *mine => Tried::Done(()),
                     Woken::Message(_) => Tried::Busy { recheck_at: None },
                     // A missed message, a timer: read where we are.
-                    Woken::Recheck => match self.state().await? {
+                    Woken::Recheck | Woken::Released => match self.state().await? {
                         Some((gen, _)) if gen != generation => Tried::Done(()),
                         Some(_) => Tried::Busy { recheck_at: None },
                         None => {

@@ -113,7 +113,7 @@ impl Observer {
             // a periodic re-read, or a poll without pub/sub.
             match self.changes.sleep(self.recheck_at, None).await {
                 Woken::Message(payload) => self.take_message(&payload),
-                Woken::Start | Woken::Recheck => self.must_read = true,
+                Woken::Start | Woken::Recheck | Woken::Released => self.must_read = true,
             }
         }
     }

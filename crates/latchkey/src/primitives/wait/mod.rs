@@ -60,6 +60,8 @@ pub(crate) enum Woken {
     Start,
     /// A message on the channel, with its payload.
     Message(Box<[u8]>),
+    /// A release by this process (a lock's local queue): no message needed.
+    Released,
     /// Anything else: a timer, a reconnection (messages may have been
     /// missed): read the state again.
     Recheck,
@@ -98,14 +100,45 @@ pub(crate) fn timed_out(name: &[u8], started: Instant) -> Error {
     }
 }
 
+/// What a wait sleeps on between attempts: [`Waker`] (one channel, or
+/// polling), or a lock's own (its release channels and this process's
+/// local releases, `lock/wait.rs`).
+pub(crate) trait Wake {
+    /// Right before an attempt: what woke us before it no longer counts
+    /// (the attempt reads the state it announced), what comes after does.
+    fn before_attempt(&mut self);
+
+    /// Sleeps until a wake-up, `recheck_at` or `deadline`, whichever is
+    /// first.
+    fn sleep(
+        &mut self,
+        recheck_at: Option<Instant>,
+        deadline: Option<Instant>,
+    ) -> impl Future<Output = Woken> + Send;
+}
+
+impl Wake for Waker {
+    fn before_attempt(&mut self) {
+        self.skip_pending();
+    }
+
+    fn sleep(
+        &mut self,
+        recheck_at: Option<Instant>,
+        deadline: Option<Instant>,
+    ) -> impl Future<Output = Woken> + Send {
+        Waker::sleep(self, recheck_at, deadline)
+    }
+}
+
 /// One wait in progress: its wake-ups, its deadline and its failure policy.
-pub(crate) struct Waiting<'a> {
+pub(crate) struct Waiting<'a, W = Waker> {
     name: &'a [u8],
     /// The name, decoded once, for the failure policy's log lines.
     what: String,
     started: Instant,
     deadline: Option<Instant>,
-    waker: Waker,
+    wake: W,
     retry: Retry,
 }
 
@@ -120,12 +153,26 @@ impl<'a> Waiting<'a> {
         deadline: Option<Instant>,
     ) -> Waiting<'a> {
         let started = Instant::now();
+        let waker = Waker::subscribe(session, channel.to_vec(), deadline).await;
+        Waiting::new(name, started, deadline, waker)
+    }
+}
+
+impl<'a, W: Wake> Waiting<'a, W> {
+    /// A wait on `name`, started at `started` (for the time a timeout
+    /// reports), until `deadline`, woken by `wake`.
+    pub(crate) fn new(
+        name: &'a [u8],
+        started: Instant,
+        deadline: Option<Instant>,
+        wake: W,
+    ) -> Waiting<'a, W> {
         Waiting {
             name,
             what: String::from_utf8_lossy(name).into_owned(),
             started,
             deadline,
-            waker: Waker::subscribe(session, channel.to_vec(), deadline).await,
+            wake,
             retry: Retry::until(deadline),
         }
     }
@@ -142,14 +189,18 @@ impl<'a> Waiting<'a> {
 ///
 /// # Cancel safety
 /// Cancel safe if `attempt`'s futures are (see the module docs).
-pub(crate) async fn wait_for<T, F, Fut>(waiting: &mut Waiting<'_>, mut attempt: F) -> Result<T>
+pub(crate) async fn wait_for<T, W, F, Fut>(
+    waiting: &mut Waiting<'_, W>,
+    mut attempt: F,
+) -> Result<T>
 where
+    W: Wake,
     F: FnMut(Woken) -> Fut,
     Fut: Future<Output = Result<Tried<T>>>,
 {
     let mut woken = Woken::Start;
     loop {
-        waiting.waker.skip_pending();
+        waiting.wake.before_attempt();
         let recheck_at = match attempt(woken).await {
             Ok(Tried::Done(value)) => return Ok(value),
             Ok(Tried::Busy { recheck_at }) => {
@@ -162,6 +213,6 @@ where
             // Retried until the deadline, then returned (see the module docs).
             Err(e) => Some(Instant::now() + waiting.retry.failed(e, &waiting.what)?),
         };
-        woken = waiting.waker.sleep(recheck_at, waiting.deadline).await;
+        woken = waiting.wake.sleep(recheck_at, waiting.deadline).await;
     }
 }
