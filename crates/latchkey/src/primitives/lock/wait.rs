@@ -1,9 +1,10 @@
 //! The waiting loop of [`Lock::acquire_until`] (layer 4): what a waiter
-//! does while the lock is busy. It follows the wait core (`primitives/wait/`:
-//! subscribe first, attempt, sleep until a message or the holder's TTL; one
-//! failure policy, [`Retry`]; one timeout, `wait::timed_out`) and adds what
-//! only a lock has: this process's local queue (a local release wakes a
-//! waiter with no message at all) and the polling of a foreign holder.
+//! does while the lock is busy. It runs the wait core (`primitives/wait/`,
+//! `wait_for`: subscribe first, attempt, sleep until a wake-up or the
+//! holder's TTL; one failure policy; one timeout) over the lock's own
+//! wake-ups, [`LockWake`]: this process's local queue (a local release
+//! wakes a waiter with no message at all) and the polling of a foreign
+//! holder.
 //!
 //! # How waiting works
 //! A waiter first tries once. If the lock is busy it queues behind the other

@@ -1,10 +1,13 @@
 //! The one wait core (layer 4): how every blocking call of every primitive
-//! waits. A semaphore's acquire, a read or a write, a latch's wait, a
-//! barrier's arrive-and-wait and a campaign run [`wait_for`]; a lock's
-//! and a fair lock's waits (`lock/wait.rs`, `lock/fair/wait.rs`), which add
-//! this process's local queues and the hand-off message, share its
-//! pieces: the failure policy ([`Retry`]), the timeout ([`timed_out`]) and
-//! the drop guard ([`Armed`]).
+//! waits. A lock's and a fair lock's acquire, a semaphore's, a read or a
+//! write, a latch's wait, a barrier's arrive-and-wait and a campaign all
+//! run [`wait_for`]; what differs is the attempt and what it sleeps on (a
+//! [`Wake`]): [`Waker`] (one channel) for most, a lock's own for a lock
+//! (its release channels and this process's local releases, `lock/wait.rs`)
+//! and for a fair lock (its hand-off channel, `lock/fair/wait.rs`). The
+//! election observer sleeps on a [`Waker`] too. Signal waits
+//! (`Client::wait*`, `Listener::recv_timeout`) have nothing to retry and
+//! no state to read; they share the timeout ([`timed_out`]).
 //!
 //! # The loop
 //! 1. **Subscribe first** ([`Waiting::subscribe`]), then attempt: a change
@@ -13,7 +16,10 @@
 //!    [`Tried::Done`] or [`Tried::Busy`] with the instant worth looking
 //!    again (the earliest expiry of a holder, if it knows one). The attempt
 //!    is given what woke it ([`Woken`]): a latch opens on its message
-//!    without a read, a barrier compares the generation released.
+//!    without a read, a barrier compares the generation released, a fair
+//!    waiter owns the lock on its hand-off message without a round trip.
+//!    An uncontended first try stays outside the loop (a lock's is one
+//!    `SET NX`, with no subscription and no allocation of the loop's).
 //! 3. **Sleep** until a message on the channel, the attempt's recheck time,
 //!    a periodic re-read (5 s, a safety net for lost messages) or the
 //!    caller's deadline, whichever is first; without pub/sub, poll with

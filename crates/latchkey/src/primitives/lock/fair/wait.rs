@@ -1,9 +1,9 @@
 //! The waiting loop of a [fair](crate::Lock::fair) lock (layer 4): queue,
 //! renew the lease, and own the lock when the hand-off message arrives. The
-//! design and its bounds are in `mod.rs`. It follows the wait core
-//! (`primitives/wait/`: subscribe first, attempt, sleep; the one failure
-//! policy, [`Retry`]; the one timeout, `wait::timed_out`); the attempt is
-//! also the lease renewal, and the hand-off message is the answer itself.
+//! design and its bounds are in `mod.rs`. It runs the wait core
+//! (`primitives/wait/`, `wait_for`: subscribe first, attempt, sleep; the one
+//! failure policy; the one timeout) over [`FairWake`]; the attempt is also
+//! the lease renewal, and the hand-off message is the answer itself.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
