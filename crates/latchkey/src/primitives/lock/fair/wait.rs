@@ -137,6 +137,7 @@ impl Lock {
                 let attempt = session
                     .fair_attempt(&spec.keys, &me, token, spec.ttl, spec.fenced, mode, lease)
                     .await?;
+                let handed = matches!(attempt, FairAttempt::Handed { .. });
                 let mut s = lock(state);
                 Ok(match attempt {
                     // Ours, but this process was held up (SIGSTOP, a starved
@@ -153,19 +154,19 @@ impl Lock {
                     FairAttempt::Taken {
                         fencing_token,
                         valid_until,
-                    } => {
-                        s.leaving.disarm();
-                        let token = token.clone();
-                        Tried::Done(LockGuard::new(spec.clone(), token, fencing_token, valid_until))
                     }
-                    FairAttempt::Handed {
+                    | FairAttempt::Handed {
                         fencing_token,
                         valid_until,
                     } => {
                         s.leaving.disarm();
                         let token = token.clone();
                         let guard = LockGuard::new(spec.clone(), token, fencing_token, valid_until);
-                        guard.extend_after_handoff(extend_at(valid_until, lease));
+                        // Handed on by a release: its TTL is the hand-off's
+                        // until extended (see `extend_at`).
+                        if handed {
+                            guard.extend_after_handoff(extend_at(valid_until, lease));
+                        }
                         Tried::Done(guard)
                     }
                     // Our entry is gone: handed the lock while this process
