@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::backend::Wakeups;
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
+use crate::primitives::wait::waker::RESUBSCRIBE_AFTER;
 use crate::primitives::wait::{wait_for, Tried, Waiting, Wake, Woken};
 use crate::transport::subscriber::{jitter, Event};
 use crate::vocab::error::Result;
@@ -326,6 +327,3 @@ impl Wake for LockWake<'_> {
         }
     }
 }
-
-/// How soon a waiter without pub/sub tries to subscribe again.
-const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);

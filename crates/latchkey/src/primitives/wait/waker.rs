@@ -14,7 +14,7 @@ use crate::vocab::retry::Backoff;
 const RECHECK: Duration = Duration::from_secs(5);
 
 /// How soon after a failed subscription it is tried again.
-const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
+pub(crate) const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
 
 /// Wake-ups on one channel, or polling when there is no subscription.
 pub(crate) struct Waker {
