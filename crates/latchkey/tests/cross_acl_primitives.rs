@@ -135,7 +135,7 @@ async fn a_latch_counted_down_to_zero_wakes_its_waiter() {
     assert!(latch.create(2).await.unwrap(), "created");
     let waiting = b.latch("acl-gate", TTL).unwrap();
     let waiter = tokio::spawn(async move {
-        let open = waiting.wait(WAIT).await;
+        let open = waiting.wait_timeout(WAIT).await;
         (Instant::now(), open)
     });
     until_subscribed(&server, "{test:acl-gate}:latch:opened", 1).await;
@@ -144,7 +144,7 @@ async fn a_latch_counted_down_to_zero_wakes_its_waiter() {
     let opened = Instant::now();
     assert_eq!(latch.count_down().await.unwrap(), 0);
     let (woken, open) = waiter.await.unwrap();
-    assert!(open.unwrap(), "the waiter sees the latch open");
+    open.expect("the waiter sees the latch open");
     assert!(woken - opened < PROMPT, "{:?}", woken - opened);
 }
 
@@ -153,19 +153,21 @@ async fn a_barrier_of_two_releases_both_and_a_lone_party_takes_its_arrival_back(
     let (_server, a, b) = as_primitives_user().await;
     let barrier = a.barrier("acl-step", 2, TTL).unwrap();
     // Alone, a party times out and takes its arrival back.
-    let alone = barrier.arrive_and_wait(Duration::from_millis(200)).await;
-    assert_eq!(alone.unwrap(), None);
+    let alone = barrier
+        .arrive_and_wait_timeout(Duration::from_millis(200))
+        .await;
+    assert!(matches!(alone, Err(latchkey::Error::WaitTimedOut { .. })));
     assert_eq!(barrier.state().await.unwrap(), Some((0, 0)));
 
     let early = barrier.clone();
-    let first = tokio::spawn(async move { early.arrive_and_wait(WAIT).await });
+    let first = tokio::spawn(async move { early.arrive_and_wait_timeout(WAIT).await });
     eventually("one party arrived", || async {
         barrier.state().await.unwrap() == Some((0, 1))
     })
     .await;
     let second = b.barrier("acl-step", 2, TTL).unwrap();
-    assert_eq!(second.arrive_and_wait(WAIT).await.unwrap(), Some(0));
-    assert_eq!(first.await.unwrap().unwrap(), Some(0));
+    assert_eq!(second.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(first.await.unwrap().unwrap(), 0);
     assert_eq!(barrier.state().await.unwrap(), Some((1, 0)));
 }
 

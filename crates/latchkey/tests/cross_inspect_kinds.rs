@@ -42,7 +42,11 @@ async fn every_kind_is_described_with_its_holders() {
     let barrier = client.barrier("meet", 3, TTL).unwrap();
     let arrival = tokio::spawn({
         let barrier = barrier.clone();
-        async move { barrier.arrive_and_wait(Duration::from_secs(30)).await }
+        async move {
+            barrier
+                .arrive_and_wait_timeout(Duration::from_secs(30))
+                .await
+        }
     });
     let election = client.election("e", TTL).unwrap();
     let _leading = election

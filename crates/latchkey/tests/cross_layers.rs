@@ -1,7 +1,7 @@
 //! The layer rule of `crates/latchkey/ARCHITECTURE.md`, checked on the
 //! source tree: every file of `src/` belongs to the layer of its folder
 //! (`vocab/` 1, `transport/` 2, `backend/` 3, `primitives/` 4, the facades
-//! `client.rs` and `redlock.rs` 5) and may name only modules of its own
+//! `client/` and `redlock.rs` 5) and may name only modules of its own
 //! layer or those below; and no files import each other, directly or round
 //! a longer circle. `lib.rs` (the flat re-exports) is exempt, and a file
 //! naming a folder it sits in (`super::` from a child of a `mod.rs`) is no

@@ -334,21 +334,26 @@ fn elections_latches_barriers_and_fair_locks_are_counted_with_their_kind() {
         let latch = client.latch("l", Duration::from_secs(60)).unwrap();
         assert!(latch.create(2).await.unwrap());
         assert_eq!(latch.count_down().await.unwrap(), 1);
-        assert!(!latch.wait(short).await.unwrap()); // timeout
+        assert!(matches!(
+            latch.wait_timeout(short).await,
+            Err(latchkey::Error::WaitTimedOut { .. })
+        )); // timeout
         assert_eq!(latch.count_down().await.unwrap(), 0); // opened
-        assert!(latch.wait(Duration::from_secs(1)).await.unwrap()); // ok
+        latch.wait_timeout(Duration::from_secs(1)).await.unwrap(); // ok
         assert!(latch.count_down().await.is_err()); // already open
         let never = client.latch("never", Duration::from_secs(60)).unwrap();
         assert!(never.count_down().await.is_err()); // not found
 
         let alone = client.barrier("b1", 1, Duration::from_secs(60)).unwrap();
-        assert!(alone
-            .arrive_and_wait(Duration::from_secs(1))
+        alone
+            .arrive_and_wait_timeout(Duration::from_secs(1))
             .await
-            .unwrap()
-            .is_some());
+            .unwrap();
         let pair = client.barrier("b2", 2, Duration::from_secs(60)).unwrap();
-        assert_eq!(pair.arrive_and_wait(short).await.unwrap(), None); // timeout
+        assert!(matches!(
+            pair.arrive_and_wait_timeout(short).await,
+            Err(latchkey::Error::WaitTimedOut { .. })
+        )); // timeout
 
         let fair = client
             .lock("f", Duration::from_secs(10))

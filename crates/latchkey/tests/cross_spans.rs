@@ -151,9 +151,9 @@ fn every_primitive_has_the_same_spans_with_its_kind() {
         let latch = client.latch("l", ttl).unwrap();
         assert!(latch.create(1).await.unwrap());
         assert_eq!(latch.count_down().await.unwrap(), 0);
-        assert!(latch.wait(ttl).await.unwrap());
+        latch.wait_timeout(ttl).await.unwrap();
         let barrier = client.barrier("b", 1, ttl).unwrap();
-        assert!(barrier.arrive_and_wait(ttl).await.unwrap().is_some());
+        barrier.arrive_and_wait_timeout(ttl).await.unwrap();
         [s, r, e]
     });
     let [s, r, e] = tokens;

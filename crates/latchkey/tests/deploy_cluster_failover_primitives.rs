@@ -150,32 +150,30 @@ async fn every_kind_of_waiter_rides_out_the_kill_of_its_primary() {
     );
     let lock_waiter = tokio::spawn(async move {
         let lock = w.lock(n1, ttl).unwrap();
-        lock.acquire_until(Some(deadline)).await.map(|_| ())
+        lock.acquire_until(deadline).await.map(|_| ())
     });
     let w = waiters.clone();
     let fair_waiter = tokio::spawn(async move {
         let lock = w.lock(n2, ttl).unwrap().fair().unwrap();
-        lock.acquire_until(Some(deadline)).await.map(|_| ())
+        lock.acquire_until(deadline).await.map(|_| ())
     });
     let w = waiters.clone();
     let permit_waiter = tokio::spawn(async move {
         let sem = w.semaphore(n3, 1, ttl).unwrap();
-        sem.acquire_until(Some(deadline)).await.map(|_| ())
+        sem.acquire_until(deadline).await.map(|_| ())
     });
     let w = waiters.clone();
     let reader = tokio::spawn(async move {
         let rw = w.rwlock(n4, ttl).unwrap();
-        rw.acquire_until(RwAccess::Read, Some(deadline))
-            .await
-            .map(|_| ())
+        rw.acquire_until(RwAccess::Read, deadline).await.map(|_| ())
     });
     let w = waiters.clone();
     let latch_waiter =
-        tokio::spawn(async move { w.latch(n5, ttl).unwrap().wait_until(Some(deadline)).await });
+        tokio::spawn(async move { w.latch(n5, ttl).unwrap().wait_until(deadline).await });
     let w = waiters.clone();
     let standby = tokio::spawn(async move {
         let e = w.election(n6.clone(), ttl).unwrap();
-        e.campaign_until("standby", Some(deadline))
+        e.campaign_until("standby", deadline)
             .await
             .map(|l| l.term())
     });
@@ -273,13 +271,10 @@ async fn every_kind_of_waiter_rides_out_the_kill_of_its_primary() {
         join("fair", fair_waiter.await);
         join("permit", permit_waiter.await);
         join("reader", reader.await);
-        assert!(
-            latch_waiter
-                .await
-                .unwrap()
-                .expect("the latch waiter failed"),
-            "the latch did not open for its waiter"
-        );
+        latch_waiter
+            .await
+            .unwrap()
+            .expect("the latch did not open for its waiter");
         let term = standby.await.unwrap().expect("the standby failed");
         assert!(term >= 1);
         let seen = watching.await.unwrap().expect("the observer failed");
@@ -331,8 +326,7 @@ async fn the_seed_node_dies_and_seeds_listeners_and_waiters_carry_on() {
     let held = holder.try_acquire().await.unwrap().unwrap();
     let waiter = holder.clone();
     let deadline = Instant::now() + Duration::from_secs(40);
-    let waiting =
-        tokio::spawn(async move { waiter.acquire_until(Some(deadline)).await.map(|_| ()) });
+    let waiting = tokio::spawn(async move { waiter.acquire_until(deadline).await.map(|_| ()) });
 
     cluster
         .nodes_mut()

@@ -31,7 +31,7 @@ async fn the_last_party_releases_all_together_and_the_next_generation_starts_cle
             .iter()
             .map(|c| {
                 let barrier = c.barrier("step", 3, TTL).unwrap();
-                tokio::spawn(async move { barrier.arrive_and_wait(WAIT).await })
+                tokio::spawn(async move { barrier.arrive_and_wait_timeout(WAIT).await })
             })
             .collect();
         eventually("two parties arrived", || async {
@@ -43,9 +43,12 @@ async fn the_last_party_releases_all_together_and_the_next_generation_starts_cle
             "nobody is released before the last party arrives"
         );
         let last = clients[2].barrier("step", 3, TTL).unwrap();
-        assert_eq!(last.arrive_and_wait(WAIT).await.unwrap(), Some(generation));
+        assert_eq!(
+            last.arrive_and_wait_timeout(WAIT).await.unwrap(),
+            generation
+        );
         for party in join_all(early).await {
-            assert_eq!(party.unwrap().unwrap(), Some(generation));
+            assert_eq!(party.unwrap().unwrap(), generation);
         }
         assert_eq!(
             arrived(&clients[2], "step").await,
@@ -65,24 +68,23 @@ async fn a_party_that_times_out_takes_its_arrival_back() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let barrier = client.barrier("lonely", 2, TTL).unwrap();
-    assert_eq!(
+    assert!(matches!(
         barrier
-            .arrive_and_wait(Duration::from_millis(200))
-            .await
-            .unwrap(),
-        None
-    );
+            .arrive_and_wait_timeout(Duration::from_millis(200))
+            .await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
     assert_eq!(barrier.state().await.unwrap(), Some((0, 0)));
     // So the next two parties are a generation of their own.
     let other = barrier.clone();
-    let first = tokio::spawn(async move { other.arrive_and_wait(WAIT).await });
+    let first = tokio::spawn(async move { other.arrive_and_wait_timeout(WAIT).await });
     eventually("one party arrived", || async {
         barrier.state().await.unwrap() == Some((0, 1))
     })
     .await;
     assert!(!first.is_finished());
-    assert_eq!(barrier.arrive_and_wait(WAIT).await.unwrap(), Some(0));
-    assert_eq!(first.await.unwrap().unwrap(), Some(0));
+    assert_eq!(barrier.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(first.await.unwrap().unwrap(), 0);
 }
 
 #[tokio::test]
@@ -91,7 +93,7 @@ async fn a_cancelled_party_takes_its_arrival_back() {
     let client = client(&redis.url()).await;
     let barrier = client.barrier("cancelled", 2, TTL).unwrap();
     let other = barrier.clone();
-    let party = tokio::spawn(async move { other.arrive_and_wait(WAIT).await });
+    let party = tokio::spawn(async move { other.arrive_and_wait_timeout(WAIT).await });
     eventually("the party arrived", || async {
         barrier.state().await.unwrap() == Some((0, 1))
     })
@@ -116,13 +118,13 @@ async fn bad_input_is_a_typed_error() {
     ));
 
     let three = client.barrier("b", 3, TTL).unwrap();
-    let waiting = tokio::spawn(async move { three.arrive_and_wait(WAIT).await });
+    let waiting = tokio::spawn(async move { three.arrive_and_wait_timeout(WAIT).await });
     eventually("a party of three arrived", || async {
         arrived(&client, "b").await == Some((0, 1))
     })
     .await;
     let two = client.barrier("b", 2, TTL).unwrap();
-    match two.arrive_and_wait(WAIT).await {
+    match two.arrive_and_wait_timeout(WAIT).await {
         Err(Error::PartiesMismatch { stored, given, .. }) => {
             assert_eq!((stored, given), (3, 2));
         }
@@ -141,7 +143,7 @@ async fn bad_input_is_a_typed_error() {
         let barrier = client.barrier(name, 2, TTL).unwrap();
         assert!(
             matches!(
-                barrier.arrive_and_wait(WAIT).await,
+                barrier.arrive_and_wait_timeout(WAIT).await,
                 Err(Error::WrongType { .. })
             ),
             "{name}"
@@ -162,13 +164,12 @@ async fn an_abandoned_barrier_disappears_at_its_ttl() {
         .unwrap();
     // It waits less than the TTL, so its arrival is taken back; the key
     // (generation 0) stays until the TTL.
-    assert_eq!(
+    assert!(matches!(
         barrier
-            .arrive_and_wait(Duration::from_millis(50))
-            .await
-            .unwrap(),
-        None
-    );
+            .arrive_and_wait_timeout(Duration::from_millis(50))
+            .await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
     eventually("the barrier is gone", || async {
         barrier.state().await.unwrap().is_none()
     })
@@ -182,10 +183,10 @@ async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
     let redis = RedisServer::start();
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
     let alone = a.barrier("cycle", 1, TTL).unwrap();
-    assert_eq!(alone.arrive_and_wait(WAIT).await.unwrap(), Some(0));
+    assert_eq!(alone.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
     // Generation 1, nobody waiting: a barrier of 2 may start it.
     let pair = a.barrier("cycle", 2, TTL).unwrap();
-    let waiting = tokio::spawn(async move { pair.arrive_and_wait(WAIT).await });
+    let waiting = tokio::spawn(async move { pair.arrive_and_wait_timeout(WAIT).await });
     eventually("one party of two arrived", || async {
         arrived(&b, "cycle").await == Some((1, 1))
     })
@@ -193,7 +194,7 @@ async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
     // While it waits, its N binds.
     let three = b.barrier("cycle", 3, TTL).unwrap();
     assert!(matches!(
-        three.arrive_and_wait(WAIT).await,
+        three.arrive_and_wait_timeout(WAIT).await,
         Err(Error::PartiesMismatch {
             stored: 2,
             given: 3,
@@ -201,17 +202,16 @@ async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
         })
     ));
     let pair = b.barrier("cycle", 2, TTL).unwrap();
-    assert_eq!(pair.arrive_and_wait(WAIT).await.unwrap(), Some(1));
-    assert_eq!(waiting.await.unwrap().unwrap(), Some(1));
+    assert_eq!(pair.arrive_and_wait_timeout(WAIT).await.unwrap(), 1);
+    assert_eq!(waiting.await.unwrap().unwrap(), 1);
     // A party that gives up alone leaves no N behind either.
     let four = a.barrier("cycle", 4, TTL).unwrap();
-    assert_eq!(
-        four.arrive_and_wait(Duration::from_millis(50))
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(alone.arrive_and_wait(WAIT).await.unwrap(), Some(2));
+    assert!(matches!(
+        four.arrive_and_wait_timeout(Duration::from_millis(50))
+            .await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
+    assert_eq!(alone.arrive_and_wait_timeout(WAIT).await.unwrap(), 2);
 }
 
 #[tokio::test]
@@ -222,7 +222,7 @@ async fn a_barrier_lives_as_long_as_its_parties_wait() {
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
     let ttl = Duration::from_millis(200);
     let first = a.barrier("brief", 2, ttl).unwrap();
-    let waiting = tokio::spawn(async move { first.arrive_and_wait(WAIT).await });
+    let waiting = tokio::spawn(async move { first.arrive_and_wait_timeout(WAIT).await });
     eventually("the first party arrived", || async {
         b.barrier("brief", 2, ttl).unwrap().state().await.unwrap() == Some((0, 1))
     })
@@ -236,9 +236,33 @@ async fn a_barrier_lives_as_long_as_its_parties_wait() {
     // Time passing beyond the TTL is the point here, not a signal.
     tokio::time::sleep(ttl * 3).await;
     let second = b.barrier("brief", 2, ttl).unwrap();
-    assert_eq!(second.arrive_and_wait(WAIT).await.unwrap(), Some(0));
-    assert_eq!(waiting.await.unwrap().unwrap(), Some(0));
+    assert_eq!(second.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(waiting.await.unwrap().unwrap(), 0);
     // Released, nobody waits: the key lives the barrier's own TTL again.
     let pttl: i64 = raw.pttl("{test:brief}:barrier").await.unwrap();
     assert!(pttl <= ttl.as_millis() as i64, "{pttl}");
+}
+
+/// `arrive_and_wait()` waits as long as it takes and is released by the
+/// last party; `arrive_and_wait_until` alone fails with `Err(WaitTimedOut)`
+/// and takes its arrival back.
+#[tokio::test]
+async fn arrive_and_wait_forever_is_released_and_until_times_out() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let barrier = client.barrier("forever", 2, TTL).unwrap();
+    let until = std::time::Instant::now() + Duration::from_millis(50);
+    assert!(matches!(
+        barrier.arrive_and_wait_until(until).await,
+        Err(Error::WaitTimedOut { .. })
+    ));
+    assert_eq!(barrier.state().await.unwrap(), Some((0, 0)));
+    let first = barrier.clone();
+    let party = tokio::spawn(async move { first.arrive_and_wait().await });
+    eventually("the first party arrived", || async {
+        barrier.state().await.unwrap() == Some((0, 1))
+    })
+    .await;
+    assert_eq!(barrier.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(party.await.unwrap().unwrap(), 0);
 }

@@ -397,3 +397,56 @@ async fn on_a_cluster_candidates_and_observers_are_woken_by_sharded_messages() {
     assert_eq!(observer.missed(), 0);
     assert_eq!(successor.resign().await.unwrap(), Ownership::Owned);
 }
+
+/// A campaign against a leader fails with `Err(WaitTimedOut)` when its
+/// wait is bounded (`campaign_timeout`, `campaign_until`).
+#[tokio::test]
+async fn a_bounded_campaign_times_out() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    let election = client.election("bounded", Duration::from_secs(60)).unwrap();
+    let leader = election.campaign("a").await.unwrap();
+    let short = Duration::from_millis(50);
+    assert!(matches!(
+        election.campaign_timeout("b", short).await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
+    assert!(matches!(
+        election.campaign_until("b", Instant::now() + short).await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
+    assert_eq!(leader.resign().await.unwrap(), Ownership::Owned);
+}
+
+/// `with_renewal_every` sets how often a leadership renews its lease: with
+/// a 3 s TTL renewed every 100 ms, the lease never falls below 2.5 s (the
+/// default, every second, lets it fall to 2 s); a bad interval is typed.
+#[tokio::test]
+async fn renewal_every_sets_the_leaderships_renewal() {
+    let server = RedisServer::start();
+    let client = client(&server.url()).await;
+    let ttl = Duration::from_secs(3);
+    let election = client
+        .election("renewed", ttl)
+        .unwrap()
+        .with_renewal_every(Duration::from_millis(100))
+        .unwrap();
+    let leader = election.campaign("a").await.unwrap();
+    let mut raw = raw(&server.url()).await;
+    let started = Instant::now();
+    let mut lowest = i64::MAX;
+    while started.elapsed() < Duration::from_millis(950) {
+        let pttl: i64 = raw.pttl("{test:renewed}:leader").await.unwrap();
+        lowest = lowest.min(pttl);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(lowest > 2500, "the lease fell to {lowest} ms");
+    assert_eq!(leader.resign().await.unwrap(), Ownership::Owned);
+    for bad in [Duration::ZERO, ttl] {
+        let election = client.election("renewed", ttl).unwrap();
+        assert!(matches!(
+            election.with_renewal_every(bad),
+            Err(latchkey::Error::InvalidInput(_))
+        ));
+    }
+}

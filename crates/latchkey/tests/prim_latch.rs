@@ -28,7 +28,7 @@ async fn counting_down_to_zero_opens_the_latch_and_wakes_every_waiter() {
     let waiters: Vec<_> = (0..5)
         .map(|_| {
             let latch = latch.clone();
-            tokio::spawn(async move { latch.wait(Duration::from_secs(10)).await })
+            tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(10)).await })
         })
         .collect();
     eventually("the waiters listen", || async {
@@ -52,7 +52,7 @@ async fn counting_down_to_zero_opens_the_latch_and_wakes_every_waiter() {
         "one message opens it"
     );
     for waiter in join_all(waiters).await {
-        assert!(waiter.unwrap().unwrap(), "every waiter sees the latch open");
+        waiter.unwrap().expect("every waiter sees the latch open");
     }
     assert_eq!(
         latch.count().await.unwrap(),
@@ -70,11 +70,11 @@ async fn a_late_waiter_returns_at_once() {
     latch.count_down().await.unwrap();
 
     let started = Instant::now();
-    assert!(latch.wait(Duration::from_secs(10)).await.unwrap());
+    latch.wait_timeout(Duration::from_secs(10)).await.unwrap();
     let took = started.elapsed();
     assert!(took < Duration::from_secs(1), "a late waiter took {took:?}");
     // And with no time to wait at all: the latch is read, not waited for.
-    assert!(latch.wait(Duration::ZERO).await.unwrap());
+    latch.wait_timeout(Duration::ZERO).await.unwrap();
 }
 
 #[tokio::test]
@@ -82,7 +82,7 @@ async fn a_waiter_that_comes_before_the_latch_waits_for_it() {
     let redis = RedisServer::start();
     let waiting = client(&redis.url()).await;
     let latch = waiting.latch("early", TTL).unwrap();
-    let waiter = tokio::spawn(async move { latch.wait(Duration::from_secs(10)).await });
+    let waiter = tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(10)).await });
     eventually("the waiter listens", || async {
         redis.subscribers("{test:early}:latch:opened") == 1
     })
@@ -93,7 +93,7 @@ async fn a_waiter_that_comes_before_the_latch_waits_for_it() {
     assert!(latch.create(1).await.unwrap());
     assert!(!waiter.is_finished(), "a created latch is not open");
     latch.count_down().await.unwrap();
-    assert!(waiter.await.unwrap().unwrap());
+    waiter.await.unwrap().unwrap();
 }
 
 #[tokio::test]
@@ -104,7 +104,10 @@ async fn a_closed_latch_times_out() {
     latch.create(2).await.unwrap();
     latch.count_down().await.unwrap();
     let started = Instant::now();
-    assert!(!latch.wait(Duration::from_millis(200)).await.unwrap());
+    assert!(matches!(
+        latch.wait_timeout(Duration::from_millis(200)).await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
     assert!(started.elapsed() >= Duration::from_millis(200));
     assert_eq!(
         latch.count().await.unwrap(),
@@ -202,7 +205,7 @@ async fn bad_input_is_a_typed_error() {
         );
         assert!(
             matches!(
-                latch.wait(Duration::from_secs(1)).await,
+                latch.wait_timeout(Duration::from_secs(1)).await,
                 Err(Error::WrongType { .. })
             ),
             "{name}"
@@ -223,7 +226,7 @@ async fn a_thousand_waiters_wake_on_one_message() {
         .map(|_| {
             let latch = latch.clone();
             tokio::spawn(async move {
-                let opened = latch.wait(Duration::from_secs(20)).await;
+                let opened = latch.wait_timeout(Duration::from_secs(20)).await;
                 (opened, Instant::now())
             })
         })
@@ -243,7 +246,7 @@ async fn a_thousand_waiters_wake_on_one_message() {
     let mut last = opened_at;
     for waiter in join_all(waiters).await {
         let (opened, at) = waiter.unwrap();
-        assert!(opened.unwrap());
+        opened.unwrap();
         last = last.max(at);
     }
     let took = last - opened_at;
@@ -289,4 +292,34 @@ async fn counting_down_keeps_the_creators_ttl() {
         let pttl: i64 = raw.pttl("{test:kept}:latch").await.unwrap();
         assert!((1..=5000).contains(&pttl), "after {left}: pttl {pttl}");
     }
+}
+
+/// `wait()` waits as long as it takes and wakes on the opening count-down;
+/// `wait_until` and `wait_timeout` on a closed latch fail with
+/// `Err(WaitTimedOut)`.
+#[tokio::test]
+async fn wait_forever_wakes_on_the_opening_and_bounded_waits_time_out() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let latch = client.latch("forever", TTL).unwrap();
+    latch.create(1).await.unwrap();
+    let short = Duration::from_millis(50);
+    assert!(matches!(
+        latch.wait_until(Instant::now() + short).await,
+        Err(Error::WaitTimedOut { .. })
+    ));
+    assert!(matches!(
+        latch.wait_timeout(short).await,
+        Err(Error::WaitTimedOut { .. })
+    ));
+    let waiting = latch.clone();
+    let waiter = tokio::spawn(async move { waiting.wait().await });
+    until_subscribed(&redis, "{test:forever}:latch:opened", 1).await;
+    assert!(!waiter.is_finished());
+    latch.count_down().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the opening wakes the waiter")
+        .unwrap()
+        .unwrap();
 }

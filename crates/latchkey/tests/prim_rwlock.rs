@@ -319,7 +319,7 @@ async fn rw_worker() {
             (RwAccess::Read, "r", "readers-inside")
         };
         let guard = rw
-            .acquire_until(access, Some(Instant::now() + Duration::from_secs(30)))
+            .acquire_until(access, Instant::now() + Duration::from_secs(30))
             .await
             .unwrap();
         let _: i64 = enter
@@ -338,5 +338,86 @@ async fn rw_worker() {
         }
         let _: i64 = raw.incr("done", 1).await.unwrap();
         assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    }
+}
+
+/// `read()` and `write()` wait as long as it takes and are woken by the
+/// release (the TTL is a minute: only the message can wake them); the
+/// bounded waits (`*_timeout`, `*_until`) fail with `Err(WaitTimedOut)`;
+/// the accessors name the TTL and the keys.
+#[tokio::test]
+async fn read_and_write_wait_forever_and_wake_on_release() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let rw = client.rwlock("forever", TTL).unwrap();
+    assert_eq!(rw.ttl(), TTL);
+    assert_eq!(rw.writer_key(), b"{test:forever}:rw:writer");
+    assert_eq!(rw.readers_key(), b"{test:forever}:rw:readers");
+    const CHANNEL: &str = "{test:forever}:rw:released";
+
+    let writing = rw.write().await.unwrap();
+    let short = Duration::from_millis(50);
+    for timed_out in [
+        rw.read_timeout(short).await,
+        rw.write_timeout(short).await,
+        rw.read_until(Instant::now() + short).await,
+        rw.write_until(Instant::now() + short).await,
+        rw.acquire_until(RwAccess::Read, Instant::now() + short)
+            .await,
+    ] {
+        assert!(matches!(timed_out, Err(Error::WaitTimedOut { .. })));
+    }
+    let reading = rw.clone();
+    let reader = tokio::spawn(async move { reading.read().await });
+    until_subscribed(&redis, CHANNEL, 1).await;
+    assert!(!reader.is_finished());
+    assert_eq!(writing.release().await.unwrap(), Ownership::Owned);
+    let read = tokio::time::timeout(Duration::from_secs(10), reader)
+        .await
+        .expect("the release wakes the reader")
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.access(), RwAccess::Read);
+
+    let writing = rw.clone();
+    let writer = tokio::spawn(async move { writing.write().await });
+    until_subscribed(&redis, CHANNEL, 1).await;
+    assert!(!writer.is_finished());
+    assert_eq!(read.release().await.unwrap(), Ownership::Owned);
+    let written = tokio::time::timeout(Duration::from_secs(10), writer)
+        .await
+        .expect("the release wakes the writer")
+        .unwrap()
+        .unwrap();
+    assert_eq!(written.access(), RwAccess::Write);
+}
+
+/// A read-write lock made `with_renewal_every` keeps a hold past its TTL
+/// (the writer key's PTTL is renewed), and a bad interval is typed.
+#[tokio::test]
+async fn renewal_every_keeps_a_hold_past_its_ttl() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let ttl = Duration::from_millis(300);
+    let rw = client
+        .rwlock("renewed", ttl)
+        .unwrap()
+        .with_renewal_every(Duration::from_millis(60))
+        .unwrap();
+    let writing = rw.write().await.unwrap();
+    // Time passing is the point here: three TTLs.
+    tokio::time::sleep(ttl * 3).await;
+    assert!(writing.is_held(), "renewed every 60 ms");
+    let mut raw = raw(&redis.url()).await;
+    let pttl: i64 = raw.pttl("{test:renewed}:rw:writer").await.unwrap();
+    assert!(pttl > 0, "the writer key is still there: {pttl}");
+    assert!(rw.try_read().await.unwrap().is_none());
+    assert_eq!(writing.release().await.unwrap(), Ownership::Owned);
+    for bad in [Duration::ZERO, ttl] {
+        let rw = client.rwlock("renewed", ttl).unwrap();
+        assert!(matches!(
+            rw.with_renewal_every(bad),
+            Err(Error::InvalidInput(_))
+        ));
     }
 }

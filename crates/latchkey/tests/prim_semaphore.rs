@@ -425,3 +425,45 @@ async fn killable_holder() {
         let _ = permit.release().await.unwrap();
     }
 }
+
+/// A full semaphore's bounded waits fail with `Err(WaitTimedOut)`
+/// (`acquire_timeout` and `acquire_until` alike), and a semaphore made
+/// `with_renewal_every` keeps its permit past the TTL, while one without
+/// renewal loses it; a bad interval is a typed error.
+#[tokio::test]
+async fn a_full_semaphore_times_out_and_renewal_every_keeps_a_permit() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let ttl = Duration::from_millis(300);
+    let pool = client
+        .semaphore("renewed", 1, ttl)
+        .unwrap()
+        .with_renewal_every(Duration::from_millis(60))
+        .unwrap();
+    let permit = pool.acquire().await.unwrap();
+    assert!(matches!(
+        pool.acquire_timeout(Duration::from_millis(50)).await,
+        Err(Error::WaitTimedOut { .. })
+    ));
+    assert!(matches!(
+        pool.acquire_until(Instant::now() + Duration::from_millis(50))
+            .await,
+        Err(Error::WaitTimedOut { .. })
+    ));
+    let plain = client.semaphore("plain", 1, ttl).unwrap();
+    let unrenewed = plain.acquire().await.unwrap();
+    // Time passing is the point here: three TTLs.
+    tokio::time::sleep(ttl * 3).await;
+    assert!(permit.is_held(), "renewed every 60 ms");
+    assert_eq!(pool.holders().await.unwrap().len(), 1);
+    assert!(pool.try_acquire().await.unwrap().is_none());
+    assert!(!unrenewed.is_held(), "without renewal the permit ran out");
+    assert!(plain.holders().await.unwrap().is_empty());
+    for bad in [Duration::ZERO, ttl] {
+        let semaphore = client.semaphore("renewed", 1, ttl).unwrap();
+        assert!(matches!(
+            semaphore.with_renewal_every(bad),
+            Err(Error::InvalidInput(_))
+        ));
+    }
+}

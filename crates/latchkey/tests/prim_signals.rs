@@ -255,33 +255,24 @@ async fn waits_time_out_and_bad_input_is_refused() {
     let server = RedisServer::start();
     let client = client(&server.url()).await;
     let started = Instant::now();
-    assert_eq!(
-        client
-            .wait("nobody", Duration::from_millis(50))
-            .await
-            .unwrap(),
-        None
-    );
+    assert!(matches!(
+        client.wait("nobody", Duration::from_millis(50)).await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
     // The timeout is the point: at least 50 ms, and not wildly more.
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_millis(50) && waited < PATIENCE,
         "{waited:?}"
     );
-    assert_eq!(
-        client
-            .wait_all(["x", "y"], Duration::from_millis(20))
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(
-        client
-            .wait_pattern("x*", Duration::from_millis(20))
-            .await
-            .unwrap(),
-        None
-    );
+    assert!(matches!(
+        client.wait_all(["x", "y"], Duration::from_millis(20)).await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
+    assert!(matches!(
+        client.wait_pattern("x*", Duration::from_millis(20)).await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
 
     for bad in ["", "lock:released"] {
         assert!(
@@ -333,7 +324,7 @@ async fn wait_any_returns_the_first_and_wait_all_every_name() {
     })
     .await;
     assert_eq!(client.signal("b", b"bee").await.unwrap(), 1);
-    let signal = any.await.unwrap().unwrap().expect("a signal");
+    let signal = any.await.unwrap().expect("a signal");
     assert_eq!(
         (signal.name, signal.payload),
         (b"b".to_vec(), b"bee".to_vec())
@@ -365,7 +356,7 @@ async fn wait_any_returns_the_first_and_wait_all_every_name() {
         "no longer a unicast candidate"
     );
     assert!(client.signal_one("b", b"bee").await.unwrap());
-    let got = all.await.unwrap().unwrap().expect("all signals");
+    let got = all.await.unwrap().expect("all signals");
     let got: Vec<_> = got
         .into_iter()
         .map(|s| (s.name, s.payload, s.unicast))
@@ -446,7 +437,7 @@ async fn patterns_hear_matching_names_only() {
     })
     .await;
     client.signal("qq", b"").await.unwrap();
-    assert_eq!(pattern.await.unwrap().unwrap().unwrap().name, b"qq");
+    assert_eq!(pattern.await.unwrap().unwrap().name, b"qq");
 }
 
 /// A client on `primary` that also listens on `replica`, checking its
@@ -591,7 +582,7 @@ async fn a_thousand_timed_out_waits_leave_no_subscription_behind() {
         }
     });
     for outcome in join_all(waits).await {
-        assert_eq!(outcome.unwrap(), None);
+        assert!(matches!(outcome, Err(latchkey::Error::WaitTimedOut { .. })));
     }
     settle(&client).await;
     let mut left = channels(&mut conn, "test:*").await;
@@ -652,7 +643,10 @@ async fn a_dropped_recv_loses_no_signal() {
         let mut observer = client.listen(["cs"]).await.unwrap();
 
         // Nothing yet: a timeout passes, the listener is still subscribed.
-        assert_eq!(listener.recv_timeout(Duration::from_millis(1)).await, None);
+        assert!(matches!(
+            listener.recv_timeout(Duration::from_millis(1)).await,
+            Err(latchkey::Error::WaitTimedOut { .. })
+        ));
         assert!(listener.is_subscribed());
 
         {

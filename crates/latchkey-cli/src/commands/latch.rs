@@ -132,18 +132,22 @@ pub async fn latch(target: &Target, args: LatchArgs) -> Outcome {
             Ok(exit::OK)
         }
         (None, Some(LatchAction::Wait { timeout })) => {
-            let deadline = timeout.map(|t| std::time::Instant::now() + t);
-            if latch.wait_until(deadline).await? {
-                return Ok(exit::OK);
+            let opened = match timeout {
+                Some(timeout) => latch.wait_timeout(timeout).await,
+                None => latch.wait().await,
+            };
+            match opened {
+                Ok(()) => Ok(exit::OK),
+                Err(latchkey::Error::WaitTimedOut { .. }) => Err(Failure::new(
+                    exit::CONFLICT,
+                    format!(
+                        "timed out after {} waiting for latch {:?} to open",
+                        duration::human(timeout.unwrap_or_default()),
+                        args.name
+                    ),
+                )),
+                Err(e) => Err(e.into()),
             }
-            Err(Failure::new(
-                exit::CONFLICT,
-                format!(
-                    "timed out after {} waiting for latch {:?} to open",
-                    duration::human(timeout.unwrap_or_default()),
-                    args.name
-                ),
-            ))
         }
         _ => Err(Failure::usage("give one of --count N, count-down, wait")),
     }
@@ -153,12 +157,13 @@ pub async fn barrier(target: &Target, args: BarrierArgs) -> Outcome {
     let client = target.client("barrier").await?;
     let barrier = client.barrier(&args.name, args.parties, args.ttl)?;
     let timeout = args.timeout.unwrap_or(args.ttl);
-    match barrier.arrive_and_wait(timeout).await? {
-        Some(generation) => {
+    match barrier.arrive_and_wait_timeout(timeout).await {
+        Ok(generation) => {
             println!("{generation}");
             Ok(exit::OK)
         }
-        None => Err(Failure::new(
+        Err(e) if !matches!(e, latchkey::Error::WaitTimedOut { .. }) => Err(e.into()),
+        Err(_) => Err(Failure::new(
             exit::CONFLICT,
             format!(
                 "timed out after {} waiting at barrier {:?} for {} parties",

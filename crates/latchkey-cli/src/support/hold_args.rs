@@ -93,7 +93,12 @@ impl HoldArgs {
         let deadline = self.deadline();
         let waited = self
             .patience()
-            .retry("waiting for the lock", || lock.acquire_until(deadline))
+            .retry("waiting for the lock", || async move {
+                match deadline {
+                    Some(deadline) => lock.acquire_until(deadline).await,
+                    None => lock.acquire().await,
+                }
+            })
             .await;
         match waited {
             Ok(guard) => Ok(Some(guard)),

@@ -8,11 +8,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::primitives::shared::{in_background, key, publish_command, reply_int, Waker, Woken};
+use crate::primitives::shared::{key, publish_command, reply_int};
 use crate::primitives::traced;
+use crate::primitives::wait::armed::{undo_in_background, Armed};
+use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
+use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
@@ -30,9 +32,11 @@ use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 ///
 /// for round in 0.. {
 ///     // ... compute this worker's part of the round ...
-///     match step.arrive_and_wait(Duration::from_secs(30)).await? {
-///         Some(generation) => println!("round {round}: all 4 done (generation {generation})"),
-///         None => break, // someone did not come; our arrival was taken back
+///     match step.arrive_and_wait_timeout(Duration::from_secs(30)).await {
+///         Ok(generation) => println!("round {round}: all 4 done (generation {generation})"),
+///         // Someone did not come; our arrival was taken back.
+///         Err(latchkey::Error::WaitTimedOut { .. }) => break,
+///         Err(e) => return Err(e),
 ///     }
 /// }
 /// # Ok(()) }
@@ -139,84 +143,139 @@ impl Barrier {
         }
     }
 
-    /// Arrives and waits at most `timeout` for the other parties:
-    /// `Ok(Some(generation))` when this generation was released (all
-    /// `parties` arrived), `Ok(None)` when the timeout passed first (our
-    /// arrival is then taken back). The barrier's key lives at least the
-    /// barrier's TTL and `timeout` (plus a second) after our arrival.
+    /// Arrives and waits as long as it takes for the other parties. See
+    /// [`Barrier::arrive_and_wait_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Barrier::arrive_and_wait_until`].
+    pub async fn arrive_and_wait(&self) -> Result<u64> {
+        self.arrive_and_wait_by(None).await
+    }
+
+    /// Arrives and waits at most `timeout` for the other parties, then
+    /// fails with [`Error::WaitTimedOut`]. See [`Barrier::arrive_and_wait_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Barrier::arrive_and_wait_until`].
+    pub async fn arrive_and_wait_timeout(&self, timeout: Duration) -> Result<u64> {
+        self.arrive_and_wait_by(deadline_after(timeout)).await
+    }
+
+    /// Arrives and waits until the other parties did (`Ok(generation)`:
+    /// this generation was released, all `parties` arrived) or `deadline`
+    /// passes ([`Error::WaitTimedOut`]; our arrival is then taken back,
+    /// unless the generation was released meanwhile: then it is `Ok`). The
+    /// barrier's key lives at least the barrier's TTL and the wait (plus a
+    /// second) after our arrival.
     ///
     /// Fails with [`Error::PartiesMismatch`] when parties of the barrier's
     /// current generation wait and it was started with another number of
-    /// parties (nothing changed), and with
-    /// [`Error::WrongType`] when its key holds something else. A transient
-    /// error while waiting is retried until the deadline.
+    /// parties (nothing changed), with [`Error::NotFound`] when the
+    /// barrier's key disappeared while we waited (deleted by hand), and
+    /// with [`Error::WrongType`] when its key holds something else. A
+    /// transient error while waiting is retried until the deadline.
     ///
     /// # Cancel safety
     /// Cancel safe: a dropped call that had arrived takes its arrival back
     /// in the background (unless its generation was released), tracked by
     /// the client ([`Client::flush`](crate::Client::flush) waits for it).
-    pub async fn arrive_and_wait(&self, timeout: Duration) -> Result<Option<u64>> {
-        let (label, name) = (&self.metrics_label, &self.name[..]);
-        let waiting = traced::wait(label, name, self.arrive_and_wait_once(timeout), |_| None);
-        let released = |result: &Result<Option<u64>>| Outcome::of_bounded(result, Option::is_some);
-        traced::acquire(label, name, waiting, released, |_| None).await
+    pub async fn arrive_and_wait_until(&self, deadline: Instant) -> Result<u64> {
+        self.arrive_and_wait_by(Some(deadline)).await
     }
 
-    /// The arrival and wait of [`Barrier::arrive_and_wait`].
-    async fn arrive_and_wait_once(&self, timeout: Duration) -> Result<Option<u64>> {
-        let deadline = Instant::now() + timeout;
+    /// [`Barrier::arrive_and_wait_until`] with an optional deadline
+    /// (`None`: as long as it takes).
+    pub(crate) async fn arrive_and_wait_by(&self, deadline: Option<Instant>) -> Result<u64> {
+        let (label, name) = (&self.metrics_label, &self.name[..]);
+        traced::waiting(label, name, self.arrive_and_wait_once(deadline), |_| None).await
+    }
+
+    /// The arrival and wait of [`Barrier::arrive_and_wait_until`].
+    async fn arrive_and_wait_once(&self, deadline: Option<Instant>) -> Result<u64> {
+        let wait = deadline.map_or(Duration::MAX, |d| {
+            d.saturating_duration_since(Instant::now())
+        });
         // The key outlives our wait: a last party that comes just before our
         // deadline still finds our arrival.
-        let keep = self.ttl.max(timeout.saturating_add(KEEP_AFTER_WAIT));
+        let keep = self.ttl.max(wait.saturating_add(KEEP_AFTER_WAIT));
         // Subscribe first: the release cannot slip in before we listen.
-        let mut waker =
-            Waker::subscribe(&self.session, self.channel.to_vec(), Some(deadline)).await;
-        let mut pending = PendingArrival {
-            barrier: self,
-            token: None,
-            generation: 0,
-        };
-        let Some(generation) = self.arrive(&mut pending, keep).await? else {
-            return Ok(pending.released());
-        };
+        let mut waiting =
+            Waiting::subscribe(&self.session, &self.channel, &self.name, deadline).await;
+        let token = self.session.inner.identity.new_token()?;
+        // Armed from before the request is sent: if the future is dropped
+        // now, the arrival may have happened. Taking back one that did not
+        // finds nothing under its token.
+        let pending = undo_in_background(
+            &self.session,
+            "a barrier wait was cancelled or failed after arriving; taking the arrival back",
+            || {
+                let (session, key, token) = (self.session.clone(), self.key.clone(), token.clone());
+                async move { leave(&session, &key, &token).await.map(|_| ()) }
+            },
+        );
+        let (generation, last) = self.arrive(&pending, &token, keep).await?;
+        if last {
+            return Ok(generation);
+        }
         let mine = generation.to_string();
-        loop {
-            match waker.sleep(None, Some(deadline)).await {
-                Woken::Message(payload) if payload[..] == *mine.as_bytes() => {
-                    return Ok(pending.released())
+        let waited = wait_for(&mut waiting, |woken| {
+            let mine = mine.as_bytes();
+            async move {
+                Ok(match woken {
+                    // We just arrived: nothing to read before a message.
+                    Woken::Start => Tried::Busy { recheck_at: None },
+                    Woken::Message(released) if released[..] == *mine => Tried::Done(()),
+                    Woken::Message(_) => Tried::Busy { recheck_at: None },
+                    // A missed message, a timer: read where we are.
+                    Woken::Recheck | Woken::Released => match self.state().await? {
+                        Some((gen, _)) if gen != generation => Tried::Done(()),
+                        Some(_) => Tried::Busy { recheck_at: None },
+                        None => {
+                            return Err(Error::NotFound {
+                                what: "barrier",
+                                name: String::from_utf8_lossy(&self.name).into_owned(),
+                            })
+                        }
+                    },
+                })
+            }
+        })
+        .await;
+        match waited {
+            Ok(()) => {
+                pending.disarm();
+                Ok(generation)
+            }
+            // Take our arrival back, unless we were released meanwhile
+            // (a failure leaves it to `pending`, in the background).
+            Err(timed_out @ Error::WaitTimedOut { .. }) => {
+                let outcome = leave(&self.session, &self.key, &token).await?;
+                pending.disarm();
+                match outcome {
+                    0 => Ok(generation),
+                    _ => Err(timed_out),
                 }
-                Woken::Message(_) => continue,
-                Woken::Recheck => {}
             }
-            // A missed message, a timer, the deadline: read where we are.
-            match self.state().await {
-                Ok(Some((gen, _))) if gen != generation => return Ok(pending.released()),
-                Ok(None) => return Ok(pending.gone()),
-                Ok(Some(_)) => {}
-                Err(e) if e.is_transient() => {}
-                Err(e) => return Err(e),
+            Err(gone @ Error::NotFound { .. }) => {
+                pending.disarm();
+                Err(gone)
             }
-            if Instant::now() >= deadline {
-                return pending.leave().await;
-            }
+            Err(e) => Err(e),
         }
     }
 
-    /// The arrival itself. `Ok(None)`: ours was the last (`pending` says
-    /// which generation was released).
+    /// The arrival itself: the generation arrived in, and whether ours was
+    /// the last arrival (which released it). Disarms `pending` when
+    /// nothing is to be taken back.
     async fn arrive(
         &self,
-        pending: &mut PendingArrival<'_>,
+        pending: &Armed<impl FnOnce()>,
+        token: &str,
         keep: Duration,
-    ) -> Result<Option<u64>> {
+    ) -> Result<(u64, bool)> {
         let parties = self.parties.to_string();
         let ttl = ttl_ms(self.ttl).to_string();
         let keep = ttl_ms(keep.min(KEEP_AT_MOST)).to_string();
-        let token = self.session.inner.identity.new_token()?;
-        // Armed before the request is sent: if the future is dropped now,
-        // the arrival may have happened. Taking back one that did not find
-        // nothing under its token.
-        pending.token = Some(token.clone());
         let reply: Result<(i64, i64)> = self
             .session
             .eval(
@@ -236,7 +295,7 @@ impl Barrier {
         let (generation, last) = match reply {
             Ok(reply) => reply,
             Err(Error::Redis(e)) if e.code() == Some("BADPARTIES") => {
-                pending.token = None;
+                pending.disarm();
                 let stored = e
                     .detail()
                     .and_then(|d| d.trim().parse().ok())
@@ -250,69 +309,16 @@ impl Barrier {
             Err(e) => {
                 // A transient failure may have arrived: `pending` takes it back.
                 if !e.is_transient() {
-                    pending.token = None;
+                    pending.disarm();
                 }
                 return Err(e);
             }
         };
         let generation: u64 = reply_int("barrier arrive", generation)?;
-        pending.generation = generation;
         if last == 1 {
-            pending.token = None;
-            return Ok(None);
+            pending.disarm();
         }
-        Ok(Some(generation))
-    }
-}
-
-/// Takes an arrival back in the background if the wait is dropped or fails.
-struct PendingArrival<'a> {
-    barrier: &'a Barrier,
-    /// The arrival's token while it may need taking back.
-    token: Option<String>,
-    /// The generation arrived in, once known.
-    generation: u64,
-}
-
-impl PendingArrival<'_> {
-    /// Our generation was released: nothing to take back.
-    fn released(&mut self) -> Option<u64> {
-        self.token = None;
-        Some(self.generation)
-    }
-
-    /// The barrier is gone (its TTL ran out while we waited).
-    fn gone(&mut self) -> Option<u64> {
-        self.token = None;
-        None
-    }
-
-    /// Timed out: take our arrival back, unless we were released meanwhile.
-    async fn leave(&mut self) -> Result<Option<u64>> {
-        let Some(token) = &self.token else {
-            return Ok(None);
-        };
-        let outcome = leave(&self.barrier.session, &self.barrier.key, token).await?;
-        self.token = None;
-        match outcome {
-            0 => Ok(Some(self.generation)),
-            _ => Ok(None),
-        }
-    }
-}
-
-impl Drop for PendingArrival<'_> {
-    fn drop(&mut self) {
-        let Some(token) = self.token.take() else {
-            return;
-        };
-        let session = self.barrier.session.clone();
-        let key = self.barrier.key.clone();
-        in_background(
-            &self.barrier.session,
-            "a barrier wait was cancelled or failed after arriving; taking the arrival back",
-            async move { leave(&session, &key, &token).await.map(|_| ()) },
-        );
+        Ok((generation, last == 1))
     }
 }
 

@@ -12,15 +12,15 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use crate::primitives::shared::{key, publish_command, reply_int, Waker, Woken};
+use crate::primitives::shared::{key, publish_command, reply_int};
 use crate::primitives::traced;
+use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
+use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
-use crate::vocab::retry::Retry;
 
 /// A count-down latch in Redis: one side creates it with a count, workers
 /// count it down, and everyone waiting is released when the count reaches
@@ -41,8 +41,10 @@ use crate::vocab::retry::Retry;
 /// println!("{left} shard(s) to go");
 ///
 /// // Anyone, any time (also after the latch opened: then at once):
-/// if shards_loaded.wait(Duration::from_secs(60)).await? {
-///     println!("all shards are loaded");
+/// match shards_loaded.wait_timeout(Duration::from_secs(60)).await {
+///     Ok(()) => println!("all shards are loaded"),
+///     Err(latchkey::Error::WaitTimedOut { .. }) => println!("still loading"),
+///     Err(e) => return Err(e),
 /// }
 /// # Ok(()) }
 /// ```
@@ -219,56 +221,59 @@ impl Latch {
             })
     }
 
-    /// Waits at most `timeout` for the latch to open: `Ok(true)` once it is
-    /// open (at once if it is already), `Ok(false)` if the timeout passed
-    /// first. A latch that does not exist yet is waited for. See
-    /// [`Latch::wait_until`].
+    /// Waits as long as it takes for the latch to open (at once if it is
+    /// already). See [`Latch::wait_until`].
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Latch::wait_until`].
-    pub async fn wait(&self, timeout: Duration) -> Result<bool> {
-        self.wait_until(Some(Instant::now() + timeout)).await
+    pub async fn wait(&self) -> Result<()> {
+        self.wait_by(None).await
     }
 
-    /// Waits until the latch is open (`Ok(true)`) or `deadline` passes
-    /// (`Ok(false)`); `None` waits as long as it takes. Transient Redis
-    /// errors are retried with backoff; when the last read before the
-    /// deadline failed, that error is returned instead of `Ok(false)` (an
-    /// outage is not "still closed"); without a deadline an error that
-    /// persists for 30 s is returned.
+    /// Waits at most `timeout` for the latch to open, then fails with
+    /// [`Error::WaitTimedOut`]. See [`Latch::wait_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Latch::wait_until`].
+    pub async fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        self.wait_by(deadline_after(timeout)).await
+    }
+
+    /// Waits until the latch is open (`Ok(())`, at once if it is already)
+    /// or `deadline` passes ([`Error::WaitTimedOut`]). A latch that does
+    /// not exist yet is waited for. Transient Redis errors are retried with
+    /// backoff; when the last read before the deadline failed, that error
+    /// is returned instead of [`Error::WaitTimedOut`] (an outage is not
+    /// "still closed").
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads, and dropping it gives up its
     /// subscription.
-    pub async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        let (label, name) = (&self.metrics_label, &self.name[..]);
-        let waiting = traced::wait(label, name, self.wait_loop(deadline), |_| None);
-        let opened = |result: &Result<bool>| Outcome::of_bounded(result, |open| *open);
-        traced::acquire(label, name, waiting, opened, |_| None).await
+    pub async fn wait_until(&self, deadline: Instant) -> Result<()> {
+        self.wait_by(Some(deadline)).await
     }
 
-    /// The loop of [`Latch::wait_until`].
-    async fn wait_loop(&self, deadline: Option<Instant>) -> Result<bool> {
-        let mut waker = Waker::subscribe(&self.session, self.channel.to_vec(), deadline).await;
-        let mut retry = Retry::until(deadline);
-        let what = self.display_name();
-        loop {
-            // After a failed read, come back soon rather than on a message.
-            let mut soon = None;
-            match self.count().await {
-                Ok(Some(0)) => return Ok(true),
-                Ok(_) => retry.answered(&what),
-                // The one failure policy: retried until the deadline, then
-                // returned (an outage is not "still closed").
-                Err(e) => soon = Some(Instant::now() + retry.failed(e, &what)?),
+    /// [`Latch::wait_until`] with an optional deadline (`None`: as long as
+    /// it takes).
+    pub(crate) async fn wait_by(&self, deadline: Option<Instant>) -> Result<()> {
+        let (label, name) = (&self.metrics_label, &self.name[..]);
+        traced::waiting(label, name, self.wait_loop(deadline), |_| None).await
+    }
+
+    /// The loop of [`Latch::wait_until`]: the wait core, where the message
+    /// (only the count-down that opens the latch publishes) is the answer.
+    async fn wait_loop(&self, deadline: Option<Instant>) -> Result<()> {
+        let mut waiting =
+            Waiting::subscribe(&self.session, &self.channel, &self.name, deadline).await;
+        wait_for(&mut waiting, |woken| async move {
+            if let Woken::Message(_) = woken {
+                return Ok(Tried::Done(()));
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(false);
-            }
-            if let Woken::Message(_) = waker.sleep(soon, deadline).await {
-                // Only the count-down that opens the latch publishes.
-                return Ok(true);
-            }
-        }
+            Ok(match self.count().await? {
+                Some(0) => Tried::Done(()),
+                _ => Tried::Busy { recheck_at: None },
+            })
+        })
+        .await
     }
 }

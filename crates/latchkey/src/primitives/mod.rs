@@ -6,6 +6,7 @@
 pub(crate) mod lease;
 
 pub(crate) mod barrier;
+pub(crate) mod builder;
 pub(crate) mod control;
 pub(crate) mod election;
 pub(crate) mod fence;
@@ -17,3 +18,4 @@ pub(crate) mod semaphore;
 pub(crate) mod shared;
 pub(crate) mod signal;
 pub(crate) mod traced;
+pub(crate) mod wait;

@@ -71,3 +71,17 @@ pub(crate) async fn wait<T>(
     }
     result
 }
+
+/// A blocking call whose whole body is the wait (a read or a write, a
+/// campaign, a latch's wait, a barrier's arrive-and-wait): its `wait` span
+/// inside its `acquire` span, counted by how it ended ([`Outcome::of_wait`]:
+/// `timeout` for [`WaitTimedOut`](crate::Error::WaitTimedOut)).
+pub(crate) async fn waiting<T>(
+    label: &LockLabel,
+    name: &[u8],
+    call: impl Future<Output = Result<T>>,
+    token: fn(&T) -> Option<&str>,
+) -> Result<T> {
+    let waited = wait(label, name, call, token);
+    acquire(label, name, waited, Outcome::of_wait, token).await
+}

@@ -112,6 +112,18 @@ pub(crate) fn check_ttl(ttl: Duration) -> Result<()> {
     Ok(())
 }
 
+/// Checks a hold's renewal interval (`with_renewal_every` of every
+/// primitive): positive and shorter than `ttl` minus the drift allowance,
+/// else [`Error::InvalidInput`] (a renewal that late finds the lease gone).
+pub(crate) fn check_renewal_every(every: Duration, ttl: Duration) -> Result<Duration> {
+    if every.is_zero() || every >= ttl - drift(ttl) {
+        return Err(Error::InvalidInput(format!(
+            "renewal interval {every:?}: it must be positive and shorter than the TTL ({ttl:?}) minus the drift allowance"
+        )));
+    }
+    Ok(every)
+}
+
 /// TTL in whole milliseconds, as Redis wants it (sub-millisecond parts are
 /// dropped; `check_ttl` guarantees at least 10).
 pub(crate) fn ttl_ms(ttl: Duration) -> u64 {

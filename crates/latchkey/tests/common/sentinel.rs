@@ -75,7 +75,7 @@ pub async fn signal_until_heard(
     let sent = Instant::now();
     loop {
         client.signal("deploy", payload).await.unwrap();
-        if let Some(signal) = listener.recv_timeout(Duration::from_millis(100)).await {
+        if let Ok(signal) = listener.recv_timeout(Duration::from_millis(100)).await {
             return signal;
         }
         assert!(

@@ -50,17 +50,17 @@ async fn every_primitive_works_on_a_cluster() {
         let latch = client.latch(&name, TTL).unwrap();
         assert!(latch.create(1).await.unwrap());
         let waiting = latch.clone();
-        let waiter = tokio::spawn(async move { waiting.wait(WAIT).await });
+        let waiter = tokio::spawn(async move { waiting.wait_timeout(WAIT).await });
         until_listening(&cluster, format!("{{test:{name}}}:latch:opened")).await;
         assert_eq!(latch.count_down().await.unwrap(), 0);
-        assert!(waiter.await.unwrap().unwrap());
+        waiter.await.unwrap().unwrap();
 
         // Barrier of 2.
         let barrier = client.barrier(&name, 2, TTL).unwrap();
         let other = barrier.clone();
-        let first = tokio::spawn(async move { other.arrive_and_wait(WAIT).await });
-        assert_eq!(barrier.arrive_and_wait(WAIT).await.unwrap(), Some(0));
-        assert_eq!(first.await.unwrap().unwrap(), Some(0));
+        let first = tokio::spawn(async move { other.arrive_and_wait_timeout(WAIT).await });
+        assert_eq!(barrier.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+        assert_eq!(first.await.unwrap().unwrap(), 0);
 
         // Semaphore: a waiter woken by a release, fenced.
         let semaphore = client.semaphore(&name, 1, TTL).unwrap().with_fencing();

@@ -137,16 +137,19 @@ async fn latch_opens_exactly_at_zero(d: &Deployment, [a, b]: [&Client; 2], name:
     let latch = a.latch(name, TTL).unwrap();
     assert!(latch.create(2).await.unwrap());
     let waiting = b.latch(name, TTL).unwrap();
-    let waiter = tokio::spawn(async move { waiting.wait(WAIT).await });
+    let waiter = tokio::spawn(async move { waiting.wait_timeout(WAIT).await });
     d.until_subscribed(&stem, &format!("{stem}:latch:opened"))
         .await;
     assert_eq!(latch.count_down().await.unwrap(), 1);
     // At 1 it is still shut: a bounded wait runs out.
-    assert!(!latch.wait(Duration::from_millis(200)).await.unwrap());
+    assert!(matches!(
+        latch.wait_timeout(Duration::from_millis(200)).await,
+        Err(latchkey::Error::WaitTimedOut { .. })
+    ));
     assert!(!waiter.is_finished(), "opened at 1");
     assert_eq!(latch.count_down().await.unwrap(), 0);
-    assert!(waiter.await.unwrap().unwrap(), "the waiter sees it open");
-    assert!(latch.wait(Duration::ZERO).await.unwrap());
+    waiter.await.unwrap().expect("the waiter sees it open");
+    latch.wait_timeout(Duration::ZERO).await.unwrap();
 }
 
 async fn barrier_releases_every_party_together(
@@ -159,9 +162,9 @@ async fn barrier_releases_every_party_together(
     let mut parties = Vec::new();
     for client in [a, b] {
         let barrier = client.barrier(name, 3, TTL).unwrap();
-        parties.push(tokio::spawn(
-            async move { barrier.arrive_and_wait(WAIT).await },
-        ));
+        parties.push(tokio::spawn(async move {
+            barrier.arrive_and_wait_timeout(WAIT).await
+        }));
     }
     latchkey_testkit::eventually("two parties arrived", || async {
         d.command(&stem, &["HGET", &key, "arrived"]) == "2"
@@ -172,8 +175,8 @@ async fn barrier_releases_every_party_together(
         "released at 2 of 3"
     );
     let last = c.barrier(name, 3, TTL).unwrap();
-    let generation = last.arrive_and_wait(WAIT).await.unwrap();
-    assert!(generation.is_some(), "the last party goes through");
+    let generation = last.arrive_and_wait_timeout(WAIT).await.unwrap();
+    let _: u64 = generation; // the last party goes through
     for party in parties {
         assert_eq!(party.await.unwrap().unwrap(), generation, "one generation");
     }

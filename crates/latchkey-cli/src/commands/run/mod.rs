@@ -125,7 +125,12 @@ async fn acquire_until(
     // An outage is ridden out within the wait's budget (`patience.rs`).
     let waited = wait
         .patience()
-        .retry("waiting for the lock", || lock.acquire_until(until))
+        .retry("waiting for the lock", || async move {
+            match until {
+                Some(until) => lock.acquire_until(until).await,
+                None => lock.acquire().await,
+            }
+        })
         .await;
     match waited {
         Ok(guard) => Ok(Some(guard)),

@@ -201,13 +201,26 @@ async fn acquire_rw(
         .wait
         .patience()
         .retry("waiting for the read-write lock", || {
-            rw.acquire_until(access, wait_until)
+            rw_wait(rw, access, wait_until)
         })
         .await;
     match waited {
         Ok(guard) => Ok(Some(guard)),
         Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+/// A read or a write, until `until` (`None`: as long as it takes).
+async fn rw_wait(
+    rw: &RwLock,
+    access: RwAccess,
+    until: Option<Instant>,
+) -> latchkey::Result<RwGuard> {
+    match (access, until) {
+        (access, Some(until)) => rw.acquire_until(access, until).await,
+        (RwAccess::Read, None) => rw.read().await,
+        (RwAccess::Write, None) => rw.write().await,
     }
 }
 
@@ -240,8 +253,11 @@ async fn acquire(
     let waited = args
         .wait
         .patience()
-        .retry("waiting for a permit", || {
-            semaphore.acquire_until(wait_until)
+        .retry("waiting for a permit", || async move {
+            match wait_until {
+                Some(until) => semaphore.acquire_until(until).await,
+                None => semaphore.acquire().await,
+            }
         })
         .await;
     match waited {

@@ -186,9 +186,10 @@ impl Hold for Arc<ElectionSpec> {
         self.ttl
     }
 
-    /// Always: a leader that stops renewing hands the election on.
+    /// Always (every `ttl / 3` unless `with_renewal_every` said): a leader
+    /// that stops renewing hands the election on.
     fn renew_every(&self) -> Option<Duration> {
-        Some(self.ttl / 3)
+        Some(self.renew_every)
     }
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {

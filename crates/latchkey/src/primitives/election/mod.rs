@@ -35,14 +35,14 @@ use std::sync::Arc;
 use crate::primitives::election::leadership::Leadership;
 use crate::primitives::election::observer::Observer;
 use crate::primitives::election::spec::{wrong_type, ElectionSpec, Leader};
-use crate::primitives::lease::background::Pending;
+use crate::primitives::lease::background::pending;
 use crate::primitives::traced;
+use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::Outcome;
 use crate::vocab::names::ttl_ms;
 use crate::vocab::protocol::scripts;
-use crate::vocab::retry::{Backoff, Retry};
 
 /// Leader election with terms that fence: candidates campaign until one
 /// leads, and its term rejects a deposed leader's writes. A recipe called
@@ -122,6 +122,19 @@ impl Election {
         })
     }
 
+    /// Renews a leadership's lease in the background every `every` while
+    /// it leads, instead of every `ttl / 3` (a leadership is always
+    /// renewed: there is no `with_watchdog` to ask for it). As
+    /// [`Lock::with_renewal_every`](crate::Lock::with_renewal_every).
+    ///
+    /// Fails with [`Error::InvalidInput`] unless `every` is positive and
+    /// shorter than the TTL minus the drift allowance.
+    pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
+        let every = crate::vocab::names::check_renewal_every(every, self.inner.ttl)?;
+        Arc::make_mut(&mut self.inner).renew_every = every;
+        Ok(self)
+    }
+
     /// The election's name.
     pub fn name(&self) -> &[u8] {
         &self.inner.name
@@ -160,7 +173,7 @@ impl Election {
     /// # Cancel safety
     /// Cancel safe, as [`Election::campaign_until`].
     pub async fn campaign(&self, value: impl AsRef<[u8]>) -> Result<Leadership> {
-        self.campaign_until(value, None).await
+        self.campaign_by(value.as_ref(), None).await
     }
 
     /// Waits at most `wait` to become the leader, then fails with
@@ -173,16 +186,16 @@ impl Election {
         value: impl AsRef<[u8]>,
         wait: Duration,
     ) -> Result<Leadership> {
-        self.campaign_until(value, Some(Instant::now() + wait))
-            .await
+        self.campaign_by(value.as_ref(), deadline_after(wait)).await
     }
 
     /// Waits until this candidate is the leader or `deadline` passes
-    /// ([`Error::WaitTimedOut`]; `None`: no deadline). The candidate is
+    /// ([`Error::WaitTimedOut`]). The candidate is
     /// woken by the change message of a resign, and at the end of the
     /// leader's lease when it ran out without one; with pub/sub down it
-    /// polls (10 ms doubling to 500 ms). Transient errors are retried; one
-    /// that persists 30 s is returned when there is no deadline.
+    /// polls (10 ms doubling to 500 ms). Transient errors are retried until
+    /// the deadline (then returned instead of [`Error::WaitTimedOut`]);
+    /// without a deadline, one that persists 30 s is returned.
     /// Candidates are not served in order.
     ///
     /// # Cancel safety
@@ -192,91 +205,38 @@ impl Election {
     pub async fn campaign_until(
         &self,
         value: impl AsRef<[u8]>,
+        deadline: Instant,
+    ) -> Result<Leadership> {
+        self.campaign_by(value.as_ref(), Some(deadline)).await
+    }
+
+    /// [`Election::campaign_until`] with an optional deadline (`None`: as
+    /// long as it takes).
+    pub(crate) async fn campaign_by(
+        &self,
+        value: &[u8],
         deadline: Option<Instant>,
     ) -> Result<Leadership> {
         let spec = &self.inner;
         let token: fn(&Leadership) -> Option<&str> = |l| Some(l.token());
         // The loop subscribes before its first attempt: all of it is the wait.
-        let campaign = self.campaign_loop(value.as_ref(), deadline);
-        let waiting = traced::wait(&spec.metrics_label, &spec.name, campaign, token);
-        traced::acquire(
-            &spec.metrics_label,
-            &spec.name,
-            waiting,
-            Outcome::of_wait,
-            token,
-        )
-        .await
+        let campaign = self.campaign_loop(value, deadline);
+        traced::waiting(&spec.metrics_label, &spec.name, campaign, token).await
     }
 
-    /// The loop of [`Election::campaign_until`].
+    /// The loop of [`Election::campaign_until`]: the wait core, woken by
+    /// the election's changes and at the end of the leader's lease.
     async fn campaign_loop(&self, value: &[u8], deadline: Option<Instant>) -> Result<Leadership> {
-        let started = Instant::now();
-        let timed_out = || Error::WaitTimedOut {
-            name: self.inner.display_name(),
-            waited: started.elapsed(),
-        };
-        // Subscribe first, then try: a resign between the two is not missed.
-        let subscribing = self.inner.subscribe();
-        let mut changes = match deadline {
-            Some(d) => tokio::time::timeout_at(d.into(), subscribing)
-                .await
-                .ok()
-                .and_then(Result::ok),
-            None => subscribing.await.ok(),
-        };
-        let mut last_subscribe = Instant::now();
-        let mut poll = Backoff::default();
-        let mut retry = Retry::until(deadline);
-        let what = self.inner.display_name();
-        loop {
-            if let Some(c) = changes.as_mut() {
-                c.skip_pending();
-            }
-            let mut error_delay = None;
-            let retry_in = match self.attempt(value).await {
-                Ok(Ok(leadership)) => return Ok(leadership),
-                Ok(Err(lease_left)) => {
-                    retry.answered(&what);
-                    lease_left
-                }
-                // The one failure policy: retried until the deadline, then
-                // returned (an outage is not a conflict).
-                Err(e) => {
-                    error_delay = Some(retry.failed(e, &what)?);
-                    None
-                }
-            };
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Err(timed_out());
-            }
-            if changes.is_none() && now - last_subscribe >= Duration::from_secs(1) {
-                changes = self.inner.subscribe().await.ok();
-                last_subscribe = now;
-            }
-            let sleep = match (error_delay, retry_in, changes.is_some()) {
-                (Some(delay), _, _) => delay,
-                (None, Some(left), true) => left + Duration::from_millis(1),
-                (None, Some(left), false) => {
-                    (left + Duration::from_millis(1)).min(poll.next_delay())
-                }
-                (None, None, _) => poll.next_delay(),
-            };
-            let mut wake_at = Instant::now() + sleep;
-            if let Some(d) = deadline {
-                wake_at = wake_at.min(d);
-            }
-            match changes.as_mut() {
-                Some(c) => {
-                    tokio::select! {
-                        _ = c.recv() => {}
-                        _ = tokio::time::sleep_until(wake_at.into()) => {}
-                    }
-                }
-                None => tokio::time::sleep_until(wake_at.into()).await,
-            }
-        }
+        let spec = &self.inner;
+        let mut waiting =
+            Waiting::subscribe(&spec.session, &spec.keys.channel, &spec.name, deadline).await;
+        wait_for(&mut waiting, |_| async {
+            Ok(match self.attempt(value).await? {
+                Ok(leadership) => Tried::Done(leadership),
+                Err(lease_left) => Tried::busy_for(lease_left),
+            })
+        })
+        .await
     }
 
     /// Reads the leader once: `None` when nobody leads. One round trip.
@@ -305,7 +265,7 @@ impl Election {
     ) -> Result<std::result::Result<Leadership, Option<Duration>>> {
         let session = &self.inner.session;
         let token = session.inner.identity.new_token()?;
-        let pending = Pending::arm(&self.inner, &token);
+        let pending = pending(&self.inner, &token);
         let sent = Instant::now();
         let ttl = self.inner.ttl;
         let ttl_arg = ttl_ms(ttl).to_string();
@@ -325,6 +285,7 @@ impl Election {
             .await
             .map_err(wrong_type(&self.inner))?;
         pending.disarm();
+        drop(pending);
         let attempt = match reply[..] {
             [1, term, since, _change] => Attempt::Elected {
                 term: crate::primitives::election::spec::non_negative(term, "term")?,

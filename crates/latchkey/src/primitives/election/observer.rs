@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use crate::primitives::election::spec::{parse_change, ElectionSpec, Leader, Reading};
-use crate::transport::subscriber::{Event, Subscription};
+use crate::primitives::wait::waker::Waker;
+use crate::primitives::wait::Woken;
 use crate::vocab::error::Result;
 use crate::vocab::retry::Retry;
 
@@ -42,8 +43,8 @@ use crate::vocab::retry::Retry;
 /// term and value) are not reported twice.
 pub struct Observer {
     election: Arc<ElectionSpec>,
-    changes: Option<Subscription>,
-    last_subscribe: Instant,
+    /// The change messages, or polling without pub/sub (the wait core's).
+    changes: Waker,
     /// The change counter of the last state taken in.
     change: u64,
     /// The last state reported (`None` before the first).
@@ -69,18 +70,12 @@ impl std::fmt::Debug for Observer {
 
 impl Observer {
     pub(crate) async fn start(election: Arc<ElectionSpec>) -> Result<Observer> {
-        let changes = match election.subscribe().await {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::warn!(election = %election.display_name(), error = %e, "pub/sub unavailable; observing by polling");
-                None
-            }
-        };
+        let channel = election.keys.channel.clone();
+        let changes = Waker::subscribe(&election.session, channel, None).await;
         let reading = election.read().await?;
         let mut observer = Observer {
             election,
             changes,
-            last_subscribe: Instant::now(),
             change: reading.change,
             shown: None,
             queue: VecDeque::new(),
@@ -114,35 +109,11 @@ impl Observer {
                 self.take_reading(reading);
                 continue;
             }
-            if self.changes.is_none() && self.last_subscribe.elapsed() >= Duration::from_secs(1) {
-                self.last_subscribe = Instant::now();
-                if let Ok(s) = self.election.subscribe().await {
-                    self.changes = Some(s);
-                    self.must_read = true;
-                    continue;
-                }
-            }
-            // Without pub/sub: poll.
-            let wake = match (&self.changes, self.recheck_at) {
-                (Some(_), at) => at,
-                (None, at) => {
-                    let poll = Instant::now() + POLL;
-                    Some(at.map_or(poll, |a| a.min(poll)))
-                }
-            };
-            let event = match self.changes.as_mut() {
-                Some(changes) => tokio::select! {
-                    event = changes.recv() => Some(event),
-                    _ = sleep_until(wake) => None,
-                },
-                None => {
-                    sleep_until(wake).await;
-                    None
-                }
-            };
-            match event {
-                Some(Event::Message(published)) => self.take_message(&published.payload),
-                Some(Event::Resubscribed) | None => self.must_read = true,
+            // A message, the end of the leader's lease, a resubscription,
+            // a periodic re-read, or a poll without pub/sub.
+            match self.changes.sleep(self.recheck_at, None).await {
+                Woken::Message(payload) => self.take_message(&payload),
+                Woken::Start | Woken::Recheck | Woken::Released => self.must_read = true,
             }
         }
     }
@@ -228,13 +199,3 @@ impl Observer {
         }
     }
 }
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// How often an observer without pub/sub re-reads.
-const POLL: Duration = Duration::from_millis(250);

@@ -6,19 +6,22 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::transport::session::Session;
-use crate::transport::subscriber::{Subscription, Topic};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_name, check_ttl, LockKeys};
 use crate::vocab::protocol::scripts;
 
 /// What an [`Election`] is, shared with its leaderships and observers.
+#[derive(Clone)]
 pub(crate) struct ElectionSpec {
     pub(crate) session: Session,
     pub(crate) name: Arc<[u8]>,
     /// `key`: the lease; `fence_key`: the state hash; `channel`: changes.
     pub(crate) keys: Arc<LockKeys>,
     pub(crate) ttl: Duration,
+    /// How often a leadership's watchdog renews its lease: `ttl / 3`
+    /// unless [`Election::with_renewal_every`](crate::Election::with_renewal_every) says otherwise.
+    pub(crate) renew_every: Duration,
     pub(crate) metrics_label: LockLabel,
 }
 
@@ -50,13 +53,8 @@ impl ElectionSpec {
             name: Arc::from(name),
             keys: Arc::new(keys),
             ttl,
+            renew_every: ttl / 3,
         })
-    }
-
-    /// Subscribes to the change channel.
-    pub(crate) async fn subscribe(&self) -> Result<Subscription> {
-        let topic = Topic::Channel(self.keys.channel.clone());
-        self.session.subscriber().subscribe(topic).await
     }
 
     /// Reads the leader, the change counter and the lease's TTL atomically.

@@ -1,6 +1,7 @@
 //! Releases left to the background: a guard dropped without a release (or
 //! whose release was cancelled or failed), and an attempt that may have
-//! taken a hold whose reply was never read ([`Pending`]).
+//! taken a hold whose reply was never read ([`pending`], an [`Armed`] guard
+//! of the wait core).
 
 use std::time::Instant;
 
@@ -8,6 +9,7 @@ use tracing::Instrument;
 
 use crate::backend::release_span;
 use crate::primitives::lease::Hold;
+use crate::primitives::wait::armed::Armed;
 use crate::vocab::token::short;
 
 /// Owner-only release of `token` on the tokio runtime, if there is one,
@@ -51,41 +53,19 @@ pub(crate) fn release_in_background<H: Hold>(
     );
 }
 
-/// Armed while an attempt's request may have taken a hold whose reply was
-/// not read yet: dropped armed (the attempt was cancelled, or failed after
-/// sending), it releases that hold in the background. Disarm it once the
-/// reply says what happened.
-pub(crate) struct Pending<'a, H: Hold> {
-    hold: &'a H,
-    token: Option<&'a str>,
-}
-
-impl<'a, H: Hold> Pending<'a, H> {
-    /// Armed for `token`, which a request about to be sent may take.
-    pub(crate) fn arm(hold: &'a H, token: &'a str) -> Self {
-        Pending {
-            hold,
-            token: Some(token),
-        }
-    }
-
-    /// The reply was read: nothing to undo.
-    pub(crate) fn disarm(mut self) {
-        self.token = None;
-    }
-}
-
-impl<H: Hold> Drop for Pending<'_, H> {
-    fn drop(&mut self) {
-        if let Some(token) = self.token {
-            release_in_background(
-                self.hold.clone(),
-                token.to_owned(),
-                "an attempt was cancelled or failed after its request was sent",
-                false,
-                // A hold it may have taken ends by itself within one TTL.
-                Instant::now() + self.hold.ttl(),
-            );
-        }
-    }
+/// The [`Armed`] guard of an attempt whose request may take a hold of
+/// `token` of `hold`: dropped armed (the attempt was cancelled, or failed
+/// after sending), it releases that hold in the background. Built from
+/// borrows: the clones happen only then.
+pub(crate) fn pending<'a, H: Hold>(hold: &'a H, token: &'a str) -> Armed<impl FnOnce() + 'a> {
+    Armed::new(move || {
+        release_in_background(
+            hold.clone(),
+            token.to_owned(),
+            "an attempt was cancelled or failed after its request was sent",
+            false,
+            // A hold it may have taken ends by itself within one TTL.
+            Instant::now() + hold.ttl(),
+        )
+    })
 }

@@ -1,19 +1,16 @@
 //! One acquire attempt (layer 4, beside `lock` and `wait`): a first try,
 //! or a waiter's, which also learns how long the holder has left
 //! ([`Busy`]). The lock an attempt may have taken is released if the
-//! attempt is dropped or fails before its reply was understood
-//! (`lease::background::Pending`); a lock made [`with_replicas`](Lock::with_replicas)
+//! attempt is dropped or fails before its reply was understood (an
+//! [`Armed`] guard of the wait core, `pending`); a lock made [`with_replicas`](Lock::with_replicas)
 //! confirms a hold with its replicas before it counts as taken (a barging
 //! attempt, a fair one, and a fair wait's hand-off).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use crate::primitives::lease::background::Pending;
-use crate::primitives::lock::spec::LockSpec;
 
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
+use crate::primitives::wait::armed::Armed;
 use crate::vocab::error::Result;
 use crate::vocab::outcome::{Attempt, AttemptMode};
 use crate::vocab::retry::Retry;
@@ -43,7 +40,7 @@ impl Lock {
     /// One attempt in `mode`: the lock, or why not.
     async fn attempt(&self, mode: AttemptMode) -> Result<Result<LockGuard, Busy>> {
         let token = self.inner.backend.new_token()?;
-        let pending = Pending::arm(&self.inner, &token);
+        let pending = self.pending(&token);
         let attempt = self
             .inner
             .backend
@@ -57,6 +54,7 @@ impl Lock {
             _ => pending,
         };
         pending.disarm();
+        drop(pending);
         Ok(match attempt {
             Attempt::Acquired {
                 fencing_token,
@@ -81,12 +79,12 @@ impl Lock {
     /// the hold just taken with the replicas; when too few acknowledge,
     /// releases it (in the background if that fails) and says so. An error
     /// leaves `pending` to release the lock.
-    async fn replicated<'a>(
-        &'a self,
+    async fn replicated<F: FnOnce()>(
+        &self,
         token: &str,
         valid_until: Instant,
-        pending: Pending<'a, Arc<LockSpec>>,
-    ) -> Result<Pending<'a, Arc<LockSpec>>> {
+        pending: Armed<F>,
+    ) -> Result<Armed<F>> {
         let confirmed = self.inner.confirm_replicas(token, valid_until).await?;
         let Some(acked) = confirmed.shortfall() else {
             return Ok(pending);
@@ -152,4 +150,13 @@ pub(crate) struct Busy {
     pub(crate) retry_in: Option<Duration>,
     /// Whether the holder's release will publish a wake-up.
     pub(crate) announced: bool,
+}
+
+impl Lock {
+    /// Releases, in the background, a lock that an attempt with `token` may
+    /// have taken if the attempt is dropped (cancelled) or fails before its
+    /// reply was understood. Built from borrows: the clones happen only then.
+    fn pending<'a>(&'a self, token: &'a str) -> Armed<impl FnOnce() + 'a> {
+        crate::primitives::lease::background::pending(&self.inner, token)
+    }
 }

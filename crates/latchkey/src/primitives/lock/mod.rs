@@ -19,7 +19,9 @@ use crate::backend::Backend;
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::spec::LockSpec;
 use crate::transport::session::Session;
-use crate::vocab::error::{Error, Result};
+#[cfg(doc)]
+use crate::vocab::error::Error;
+use crate::vocab::error::Result;
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, LockKeys};
 use crate::vocab::outcome::AttemptMode;
@@ -158,12 +160,7 @@ impl Lock {
     /// signal fires: at once when a renewal finds the lock gone or taken,
     /// and at the validity deadline when renewals keep failing.
     pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
-        if every.is_zero() || every >= self.inner.ttl - crate::vocab::names::drift(self.inner.ttl) {
-            return Err(Error::InvalidInput(format!(
-                "renewal interval {every:?}: it must be positive and shorter than the TTL ({:?}) minus the drift allowance",
-                self.inner.ttl
-            )));
-        }
+        let every = crate::vocab::names::check_renewal_every(every, self.inner.ttl)?;
         Arc::make_mut(&mut self.inner).renew_every = Some(every);
         Ok(self)
     }
@@ -262,7 +259,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire_until`].
     pub async fn acquire(&self) -> Result<LockGuard> {
-        self.acquire_until(None).await
+        self.acquire_by(None).await
     }
 
     /// Waits at most `wait`, then fails with [`Error::WaitTimedOut`]. See
@@ -271,11 +268,12 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire_until`].
     pub async fn acquire_timeout(&self, wait: Duration) -> Result<LockGuard> {
-        self.acquire_until(Some(Instant::now() + wait)).await
+        self.acquire_by(crate::primitives::wait::deadline_after(wait))
+            .await
     }
 
-    /// Waits until the lock is ours or `deadline` passes ([`Error::WaitTimedOut`]);
-    /// `None` waits as long as it takes. Transient Redis errors (unreachable,
+    /// Waits until the lock is ours or `deadline` passes ([`Error::WaitTimedOut`]).
+    /// Transient Redis errors (unreachable,
     /// timeout) during the wait are retried with backoff until the deadline;
     /// without a deadline, an error that persists for 30 s is returned.
     /// [`Error::WaitTimedOut`] means the lock was busy: when the last attempt
@@ -292,7 +290,14 @@ impl Lock {
     /// queue in Redis in the background, handing on a lock handed to it in
     /// that instant ([`Client::flush`](crate::Client::flush) waits for it);
     /// one that times out leaves before returning.
-    pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
+    pub async fn acquire_until(&self, deadline: Instant) -> Result<LockGuard> {
+        self.acquire_by(Some(deadline)).await
+    }
+
+    /// [`Lock::acquire_until`] with an optional deadline (`None`: as long
+    /// as it takes): what `acquire`, `acquire_timeout` and `acquire_until`
+    /// run.
+    pub(crate) async fn acquire_by(&self, deadline: Option<Instant>) -> Result<LockGuard> {
         let called = Instant::now();
         let span = self.span_acquire();
         // As in `try_acquire`: unwrapped without a subscriber for the span.

@@ -1,5 +1,10 @@
 //! The waiting loop of [`Lock::acquire_until`] (layer 4): what a waiter
-//! does while the lock is busy.
+//! does while the lock is busy. It runs the wait core (`primitives/wait/`,
+//! `wait_for`: subscribe first, attempt, sleep until a wake-up or the
+//! holder's TTL; one failure policy; one timeout) over the lock's own
+//! wake-ups, [`LockWake`]: this process's local queue (a local release
+//! wakes a waiter with no message at all) and the polling of a foreign
+//! holder.
 //!
 //! # How waiting works
 //! A waiter first tries once. If the lock is busy it queues behind the other
@@ -26,12 +31,16 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::backend::Wakeups;
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
+use crate::primitives::wait::waker::RESUBSCRIBE_AFTER;
+use crate::primitives::wait::{wait_for, Tried, Waiting, Wake, Woken};
 use crate::transport::subscriber::{jitter, Event};
-use crate::vocab::error::{Error, Result};
-use crate::vocab::retry::{Backoff, Retry};
+use crate::vocab::error::Result;
+use crate::vocab::retry::Backoff;
 
 impl Lock {
     /// The slow path of [`Lock::acquire_until`]: the lock was busy.
@@ -43,23 +52,20 @@ impl Lock {
         started: Instant,
         releases: usize,
     ) -> Result<LockGuard> {
-        let timed_out = || Error::WaitTimedOut {
-            name: String::from_utf8_lossy(&self.inner.name).into_owned(),
-            waited: started.elapsed(),
-        };
+        let timed_out = || crate::primitives::wait::timed_out(&self.inner.name, started);
         let local = &self.inner.local;
         // Behind a holder of this client: no subscription (see the module
         // docs). So is a waiter whose first try met a guard of this client
         // that has let go since, or one about to be made (a first try in
         // flight, a waiter ahead of us): it looks again before it subscribes.
-        let mut behind_local = local.is_local_ahead() || local.releases() != releases;
+        let behind_local = local.is_local_ahead() || local.releases() != releases;
         // Subscribe before queueing: the server-side subscription is shared,
         // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
         let mut wakeups = None;
         if !behind_local {
             wakeups = self.subscribe_until(deadline).await;
         }
-        let mut last_subscribe = Instant::now();
+        let listening = !behind_local;
         let turn = local.turn();
         let _turn = match deadline {
             Some(d) => tokio::time::timeout_at(d.into(), turn)
@@ -73,124 +79,73 @@ impl Lock {
             }
         }
 
-        // Polling without pub/sub; errors are retried by the one policy.
-        let mut poll = Backoff::default();
-        let mut retry = Retry::until(deadline);
-        let what = self.inner.display_name();
-        // Polling a holder whose release publishes nothing (another library's).
-        let mut foreign_poll = MIN_FOREIGN_POLL;
-        // When a release notification woke us: the start of a handoff.
-        let mut woken_at: Option<Instant> = None;
-        loop {
-            // Listening for a local release before looking, so that one
-            // between the look and the sleep is not missed.
-            let mut released = std::pin::pin!(local.released());
-            released.as_mut().enable();
-            // A wait whose last attempt could not reach Redis (or a Redlock
-            // majority) reports that at the deadline rather than "still
-            // busy", which would be untrue: an outage is not a conflict
-            // (`Retry::failed` returns the error then).
-            let mut error_delay = None;
-            if let Some(w) = wakeups.as_mut() {
-                w.reset();
-            }
-            let mut announced = true;
-            let releases_before_try = local.releases();
-            let retry_in = match self.try_acquire_with_ttl(!behind_local).await {
-                Ok(Ok(guard)) => {
-                    if let Some(woken_at) = woken_at {
-                        crate::vocab::metrics::handoff(
-                            &self.inner.metrics_label,
-                            woken_at.elapsed(),
-                        );
-                    }
-                    return Ok(guard);
-                }
-                // Refused while this client's guard was being released: the
-                // attempt may have run before that release (whose first
-                // request can fail with NOSCRIPT and be sent again), so it
-                // says nothing about another holder. Look again.
-                Ok(Err(_))
-                    if behind_local
-                        && !local.is_held()
-                        && local.releases() != releases_before_try =>
-                {
-                    continue;
-                }
-                Ok(Err(_)) if behind_local && !local.is_held() => {
-                    // Held, but no longer by this client: listen to whoever
-                    // holds it now, and look again (marking it this time).
-                    behind_local = false;
-                    wakeups = self.subscribe_until(deadline).await;
-                    last_subscribe = Instant::now();
-                    continue;
-                }
-                Ok(Err(busy)) => {
-                    retry.answered(&what);
-                    announced = busy.announced || behind_local;
-                    busy.retry_in
-                }
-                Err(e) => {
-                    error_delay = Some(retry.failed(e, &what)?);
-                    None
-                }
-            };
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Err(timed_out());
-            }
-            if !behind_local && wakeups.is_none() && now - last_subscribe >= Duration::from_secs(1)
-            {
-                wakeups = self.subscribe_or_poll(Some(&wakeups)).await;
-                last_subscribe = now;
-            }
-            let woken = behind_local || wakeups.is_some();
-            // With wake-ups, sleep until the holder's TTL runs out (a release
-            // ends the sleep sooner). Without, poll.
-            let mut sleep = match (retry_in, woken) {
-                // A holder that will not announce its release (another
-                // library's, or one a waiter could not mark): poll it, with
-                // a cap, so its release is found soon after it happens.
-                (Some(ttl_left), true) if !announced => {
-                    let every = jitter(foreign_poll);
-                    foreign_poll = (foreign_poll * 2).min(MAX_FOREIGN_POLL);
-                    (ttl_left + Duration::from_millis(1)).min(every)
-                }
-                (Some(ttl_left), true) => ttl_left + Duration::from_millis(1),
-                (Some(ttl_left), false) => {
-                    (ttl_left + Duration::from_millis(1)).min(poll.next_delay())
-                }
-                (None, _) => poll.next_delay(),
-            };
-            if let Some(delay) = error_delay {
-                sleep = delay;
-            }
-            let mut wake_at = Instant::now() + sleep;
-            if let Some(d) = deadline {
-                wake_at = wake_at.min(d);
-            }
-            woken_at = None;
-            let timer = tokio::time::sleep_until(wake_at.into());
-            match wakeups.as_mut() {
-                Some(w) if !behind_local => {
-                    tokio::select! {
-                        event = w.next() => {
-                            if !matches!(event, Event::Resubscribed) {
-                                woken_at = Some(Instant::now());
-                            }
+        // The wait core's loop (`primitives/wait/`), over the lock's own
+        // wake-ups: its release channels and this client's releases.
+        let shared = Shared {
+            behind_local: AtomicBool::new(behind_local),
+            announced: AtomicBool::new(true),
+        };
+        let wake = LockWake {
+            lock: self,
+            shared: &shared,
+            wakeups,
+            listening,
+            last_subscribe: Instant::now(),
+            releases_before: local.releases(),
+            poll: Backoff::default(),
+            foreign_poll: MIN_FOREIGN_POLL,
+        };
+        let mut waiting = Waiting::new(&self.inner.name, started, deadline, wake);
+        wait_for(&mut waiting, |woken| {
+            let shared = &shared;
+            async move {
+                // A release notification woke us: the start of a handoff.
+                let woken_at =
+                    matches!(woken, Woken::Message(_) | Woken::Released).then(Instant::now);
+                let behind_local = shared.behind_local.load(Ordering::Relaxed);
+                let releases_before_try = local.releases();
+                Ok(match self.try_acquire_with_ttl(!behind_local).await? {
+                    Ok(guard) => {
+                        if let Some(woken_at) = woken_at {
+                            crate::vocab::metrics::handoff(
+                                &self.inner.metrics_label,
+                                woken_at.elapsed(),
+                            );
                         }
-                        _ = released => woken_at = Some(Instant::now()),
-                        _ = timer => {}
+                        Tried::Done(guard)
                     }
-                }
-                _ => {
-                    tokio::select! {
-                        _ = released => woken_at = Some(Instant::now()),
-                        _ = timer => {}
+                    // Refused while this client's guard was being released:
+                    // the attempt may have run before that release (whose
+                    // first request can fail with NOSCRIPT and be sent
+                    // again), so it says nothing about another holder. Look
+                    // again.
+                    Err(_)
+                        if behind_local
+                            && !local.is_held()
+                            && local.releases() != releases_before_try =>
+                    {
+                        Tried::Busy {
+                            recheck_at: Some(Instant::now()),
+                        }
                     }
-                }
+                    // Held, but no longer by this client: listen to whoever
+                    // holds it now (`LockWake` subscribes before the next
+                    // look), and look again, marking it this time.
+                    Err(_) if behind_local && !local.is_held() => {
+                        shared.behind_local.store(false, Ordering::Relaxed);
+                        Tried::Busy {
+                            recheck_at: Some(Instant::now()),
+                        }
+                    }
+                    Err(busy) => {
+                        let announced = busy.announced || behind_local;
+                        shared.announced.store(announced, Ordering::Relaxed);
+                        Tried::busy_for(busy.retry_in)
+                    }
+                })
             }
-        }
+        })
+        .await
     }
 
     /// A waiter behind a guard of its own client: waits for that guard to
@@ -271,3 +226,104 @@ impl Lock {
 /// (`docs/protocol.md`, "Waiting", has the cost in commands).
 const MIN_FOREIGN_POLL: Duration = Duration::from_millis(25);
 const MAX_FOREIGN_POLL: Duration = Duration::from_millis(200);
+
+/// What a lock waiter's attempts tell its [`LockWake`].
+struct Shared {
+    /// Behind a holder of this client: woken by its release, no
+    /// subscription (see the module docs).
+    behind_local: AtomicBool,
+    /// Whether the holder's release will publish a wake-up (else: poll it).
+    announced: AtomicBool,
+}
+
+/// A lock waiter's wake-ups: its release channels (one per Redlock
+/// instance), this client's releases of the name (`LocalSlot::released`),
+/// polling without pub/sub, and the polling of a holder whose release
+/// publishes nothing.
+struct LockWake<'a> {
+    lock: &'a Lock,
+    shared: &'a Shared,
+    wakeups: Option<Wakeups>,
+    /// Whether we subscribed for a holder of another client (once).
+    listening: bool,
+    last_subscribe: Instant,
+    /// This client's releases of the name before the attempt: one during
+    /// it wakes us at once.
+    releases_before: usize,
+    poll: Backoff,
+    foreign_poll: Duration,
+}
+
+impl Wake for LockWake<'_> {
+    fn before_attempt(&mut self) {
+        if let Some(w) = self.wakeups.as_mut() {
+            w.reset();
+        }
+        self.releases_before = self.lock.inner.local.releases();
+    }
+
+    async fn sleep(&mut self, recheck_at: Option<Instant>, deadline: Option<Instant>) -> Woken {
+        let local = &self.lock.inner.local;
+        let behind_local = self.shared.behind_local.load(Ordering::Relaxed);
+        if !behind_local && !self.listening {
+            // No longer behind a holder of ours: listen, then look again.
+            self.listening = true;
+            self.wakeups = self.lock.subscribe_until(deadline).await;
+            self.last_subscribe = Instant::now();
+            return Woken::Recheck;
+        }
+        let now = Instant::now();
+        if !behind_local && self.wakeups.is_none() && now - self.last_subscribe >= RESUBSCRIBE_AFTER
+        {
+            self.wakeups = self.lock.subscribe_or_poll(Some(&self.wakeups)).await;
+            self.last_subscribe = now;
+        }
+        let woken = behind_local || self.wakeups.is_some();
+        let announced = self.shared.announced.load(Ordering::Relaxed);
+        // With wake-ups, sleep until the holder's TTL runs out (a release
+        // ends the sleep sooner). Without, poll.
+        let mut wake_at = match (recheck_at, woken) {
+            // A holder that will not announce its release (another
+            // library's, or one a waiter could not mark): poll it, with a
+            // cap, so its release is found soon after it happens.
+            (Some(at), true) if !announced => {
+                let every = jitter(self.foreign_poll);
+                self.foreign_poll = (self.foreign_poll * 2).min(MAX_FOREIGN_POLL);
+                at.min(Instant::now() + every)
+            }
+            (Some(at), true) => at,
+            (Some(at), false) => at.min(Instant::now() + self.poll.next_delay()),
+            (None, _) => Instant::now() + self.poll.next_delay(),
+        };
+        if let Some(d) = deadline {
+            wake_at = wake_at.min(d);
+        }
+        // Listening for a local release from before the attempt: one
+        // between the attempt and this sleep is not missed.
+        let released = local.released();
+        let mut released = std::pin::pin!(released);
+        released.as_mut().enable();
+        if local.releases() != self.releases_before {
+            return Woken::Released;
+        }
+        let timer = tokio::time::sleep_until(wake_at.into());
+        match self.wakeups.as_mut() {
+            Some(w) if !behind_local => {
+                tokio::select! {
+                    event = w.next() => match event {
+                        Event::Resubscribed => Woken::Recheck,
+                        Event::Message(_) => Woken::Message(Box::default()),
+                    },
+                    _ = released => Woken::Released,
+                    _ = timer => Woken::Recheck,
+                }
+            }
+            _ => {
+                tokio::select! {
+                    _ = released => Woken::Released,
+                    _ = timer => Woken::Recheck,
+                }
+            }
+        }
+    }
+}

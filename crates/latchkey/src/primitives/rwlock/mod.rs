@@ -11,14 +11,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::primitives::rwlock::guard::{RwAccess, RwGuard, RwSpec};
-use crate::primitives::shared::{in_background, key, Waker};
+use crate::primitives::shared::key;
 use crate::primitives::traced;
+use crate::primitives::wait::armed::{undo_in_background, Armed};
+use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::RWLOCK_SUFFIXES;
-use crate::vocab::retry::Retry;
 
 /// A read-write lock: many readers or one writer, across processes; each
 /// hold a lease, and neither side starved. A recipe called by name, cheap
@@ -105,22 +106,16 @@ impl RwLock {
         })
     }
 
-    /// Renews every hold of this lock in the background every `ttl / 3`.
-    pub fn with_watchdog(mut self) -> Self {
-        let every = self.inner.ttl / 3;
-        Arc::make_mut(&mut self.inner).renew_every = Some(every);
-        self
+    crate::primitives::builder::lease_options!("read-write lock", "hold", "every writer's hold");
+
+    /// The Redis key of the writer's hold (a string holding its token).
+    pub fn writer_key(&self) -> &[u8] {
+        self.inner.writer()
     }
 
-    /// Issues a fencing token with every writer's hold.
-    pub fn with_fencing(mut self) -> Self {
-        Arc::make_mut(&mut self.inner).fenced = true;
-        self
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &[u8] {
-        &self.inner.name
+    /// The Redis key of the readers' holds (a sorted set of their tokens).
+    pub fn readers_key(&self) -> &[u8] {
+        self.inner.readers()
     }
 
     /// Tries once to read: `Ok(None)` when a writer holds or waits.
@@ -140,13 +135,28 @@ impl RwLock {
         self.try_once(RwAccess::Write).await
     }
 
+    /// Waits as long as it takes to read.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`RwLock::acquire_until`].
+    pub async fn read(&self) -> Result<RwGuard> {
+        self.acquire_by(RwAccess::Read, None).await
+    }
+
+    /// Waits as long as it takes to write.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`RwLock::acquire_until`].
+    pub async fn write(&self) -> Result<RwGuard> {
+        self.acquire_by(RwAccess::Write, None).await
+    }
+
     /// Waits at most `wait` to read ([`Error::WaitTimedOut`] after).
     ///
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
     pub async fn read_timeout(&self, wait: Duration) -> Result<RwGuard> {
-        self.acquire_until(RwAccess::Read, Some(Instant::now() + wait))
-            .await
+        self.acquire_by(RwAccess::Read, deadline_after(wait)).await
     }
 
     /// Waits at most `wait` to write ([`Error::WaitTimedOut`] after).
@@ -154,15 +164,30 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
     pub async fn write_timeout(&self, wait: Duration) -> Result<RwGuard> {
-        self.acquire_until(RwAccess::Write, Some(Instant::now() + wait))
-            .await
+        self.acquire_by(RwAccess::Write, deadline_after(wait)).await
+    }
+
+    /// Waits until `deadline` to read ([`Error::WaitTimedOut`] after).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`RwLock::acquire_until`].
+    pub async fn read_until(&self, deadline: Instant) -> Result<RwGuard> {
+        self.acquire_by(RwAccess::Read, Some(deadline)).await
+    }
+
+    /// Waits until `deadline` to write ([`Error::WaitTimedOut`] after).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`RwLock::acquire_until`].
+    pub async fn write_until(&self, deadline: Instant) -> Result<RwGuard> {
+        self.acquire_by(RwAccess::Write, Some(deadline)).await
     }
 
     async fn try_once(&self, access: RwAccess) -> Result<Option<RwGuard>> {
         let trying = async {
-            let mut pending = Pending::new(&self.inner, access)?;
-            let attempt = self.attempt(&mut pending, false).await?;
-            Ok(attempt.ok())
+            let token = self.inner.session.inner.identity.new_token()?;
+            let pending = self.pending(access, &token);
+            Ok(self.attempt(access, &token, &pending, false).await?.ok())
         };
         let spec = &self.inner;
         traced::acquire(
@@ -176,17 +201,25 @@ impl RwLock {
     }
 
     /// Waits until we hold the lock as `access` or `deadline` passes
-    /// ([`Error::WaitTimedOut`]); `None` waits as long as it takes. While
+    /// ([`Error::WaitTimedOut`]). While
     /// it waits, its intent is recorded (see [`RwLock`], "The policy"): a waiting
     /// writer holds new readers back. Transient errors are retried until
     /// the deadline; when the last attempt failed so, that error is
-    /// returned instead of [`Error::WaitTimedOut`].
+    /// returned instead of [`Error::WaitTimedOut`]; without a deadline
+    /// ([`read`](RwLock::read), [`write`](RwLock::write)) an error that
+    /// persists for 30 s is returned.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future withdraws its intent and releases a
     /// hold that a request whose reply was never read may have taken, in
     /// the background (tracked by the client: [`Client::flush`](crate::Client::flush)).
-    pub async fn acquire_until(
+    pub async fn acquire_until(&self, access: RwAccess, deadline: Instant) -> Result<RwGuard> {
+        self.acquire_by(access, Some(deadline)).await
+    }
+
+    /// [`RwLock::acquire_until`] with an optional deadline (`None`: as long
+    /// as it takes).
+    pub(crate) async fn acquire_by(
         &self,
         access: RwAccess,
         deadline: Option<Instant>,
@@ -194,69 +227,79 @@ impl RwLock {
         let spec = &self.inner;
         let token: fn(&RwGuard) -> Option<&str> = |g| Some(g.token());
         // Its first attempt records the intent: the whole loop is the wait.
-        let waiting = traced::wait(
-            &spec.metrics_label,
-            &spec.name,
-            self.wait(access, deadline),
-            token,
-        );
-        traced::acquire(
-            &spec.metrics_label,
-            &spec.name,
-            waiting,
-            Outcome::of_wait,
-            token,
-        )
+        let waiting = self.wait(access, deadline);
+        traced::waiting(&spec.metrics_label, &spec.name, waiting, token).await
+    }
+
+    /// The loop of [`RwLock::acquire_until`]: the wait core, woken by
+    /// releases and at the earliest expiry that could let us in.
+    async fn wait(&self, access: RwAccess, deadline: Option<Instant>) -> Result<RwGuard> {
+        let spec = &self.inner;
+        let token = spec.session.inner.identity.new_token()?;
+        let pending = self.pending(access, &token);
+        let mut waiting =
+            Waiting::subscribe(&spec.session, spec.channel(), &spec.name, deadline).await;
+        wait_for(&mut waiting, |_| async {
+            Ok(match self.attempt(access, &token, &pending, true).await? {
+                Ok(guard) => Tried::Done(guard),
+                Err(retry_in) => Tried::busy_for(Some(retry_in)),
+            })
+        })
         .await
     }
 
-    /// The loop of [`RwLock::acquire_until`].
-    async fn wait(&self, access: RwAccess, deadline: Option<Instant>) -> Result<RwGuard> {
-        let started = Instant::now();
-        let mut pending = Pending::new(&self.inner, access)?;
-        let channel = self.inner.channel().to_vec();
-        let mut waker = Waker::subscribe(&self.inner.session, channel, deadline).await;
-        let mut retry = Retry::until(deadline);
-        let what = String::from_utf8_lossy(&self.inner.name);
-        loop {
-            let wake_at = match self.attempt(&mut pending, true).await {
-                Ok(Ok(guard)) => return Ok(guard),
-                Ok(Err(retry_in)) => {
-                    retry.answered(&what);
-                    Instant::now() + retry_in + Duration::from_millis(1)
+    /// The guard of a waiter's `token` while it may have left something in
+    /// Redis (an intent, or a hold taken by a request whose reply was
+    /// never read): dropped armed, it withdraws both in the background.
+    fn pending<'a>(&'a self, access: RwAccess, token: &'a str) -> Armed<impl FnOnce() + 'a> {
+        let spec = &self.inner;
+        let armed = undo_in_background(
+            &spec.session,
+            "a read-write lock wait ended or was cancelled; withdrawing its intent",
+            move || {
+                let (spec, token) = (spec.clone(), token.to_owned());
+                async move {
+                    let k = &spec.keys;
+                    let _: i64 = spec
+                        .session
+                        .eval(
+                            "rwlock forget",
+                            &scripts::RW_FORGET,
+                            &[&k[2], &k[3], &k[4]],
+                            &[token.as_bytes()],
+                        )
+                        .await?;
+                    crate::primitives::rwlock::guard::release(&spec, access, &token)
+                        .await
+                        .map(|_| ())
                 }
-                // The one failure policy: retried until the deadline, then
-                // returned (an outage is not a conflict).
-                Err(e) => Instant::now() + retry.failed(e, &what)?,
-            };
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Error::WaitTimedOut {
-                    name: String::from_utf8_lossy(&self.inner.name).into_owned(),
-                    waited: started.elapsed(),
-                });
-            }
-            let _ = waker.sleep(Some(wake_at), deadline).await;
-        }
+            },
+        );
+        // Armed by each attempt, before its request is sent.
+        armed.disarm();
+        armed
     }
 
-    /// One attempt with `pending`'s token; `waiting`: record the intent
-    /// when refused. The hold, or how soon to try again.
+    /// One attempt as `access` with `token`; `waiting`: record the intent
+    /// when refused (and leave `pending` armed to withdraw it). The hold,
+    /// or how soon to try again.
     async fn attempt(
         &self,
-        pending: &mut Pending<'_>,
+        access: RwAccess,
+        token: &str,
+        pending: &Armed<impl FnOnce()>,
         waiting: bool,
     ) -> Result<std::result::Result<RwGuard, Duration>> {
         let spec = &self.inner;
         let sent = Instant::now();
         let ttl = ttl_ms(spec.ttl).to_string();
-        let mode: &[u8] = match pending.access {
+        let mode: &[u8] = match access {
             RwAccess::Read => b"r",
             RwAccess::Write => b"w",
         };
         let issue: &[u8] = if spec.fenced { b"1" } else { b"0" };
         let keys: Vec<&[u8]> = spec.keys[..6].iter().map(Vec::as_slice).collect();
-        pending.armed = true;
-        let token = pending.token.clone();
+        pending.arm();
         let reply: (i64, i64) = spec
             .session
             .eval(
@@ -274,14 +317,14 @@ impl RwLock {
             .await?;
         match reply {
             (1, fence) => {
-                pending.armed = false;
-                let fencing_token = (pending.access == RwAccess::Write && spec.fenced)
+                pending.disarm();
+                let fencing_token = (access == RwAccess::Write && spec.fenced)
                     .then(|| u64::try_from(fence).unwrap_or_default());
                 let valid_until = sent + spec.ttl - drift(spec.ttl);
                 Ok(Ok(RwGuard::new(
                     spec.clone(),
-                    pending.access,
-                    std::mem::take(&mut pending.token),
+                    access,
+                    token.to_owned(),
                     fencing_token,
                     valid_until,
                 )))
@@ -289,7 +332,9 @@ impl RwLock {
             (0, wait_ms) => {
                 // Refused: nothing to release; the intent (if any) stays
                 // armed until we are done waiting.
-                pending.armed = waiting;
+                if !waiting {
+                    pending.disarm();
+                }
                 Ok(Err(Duration::from_millis(
                     u64::try_from(wait_ms).unwrap_or(1),
                 )))
@@ -298,56 +343,5 @@ impl RwLock {
                 "rwlock acquire script returned {other:?}"
             ))),
         }
-    }
-}
-
-/// A waiter's token while it may have left something in Redis: an intent,
-/// or a hold taken by a request whose reply was never read. Dropped with
-/// `armed`, it withdraws both in the background.
-struct Pending<'a> {
-    spec: &'a Arc<RwSpec>,
-    access: RwAccess,
-    /// Empty once moved into a guard.
-    token: String,
-    armed: bool,
-}
-
-impl<'a> Pending<'a> {
-    fn new(spec: &'a Arc<RwSpec>, access: RwAccess) -> Result<Pending<'a>> {
-        Ok(Pending {
-            spec,
-            access,
-            token: spec.session.inner.identity.new_token()?,
-            armed: false,
-        })
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if !self.armed || self.token.is_empty() {
-            return;
-        }
-        let (spec, access) = (self.spec.clone(), self.access);
-        let token = std::mem::take(&mut self.token);
-        in_background(
-            &self.spec.session,
-            "a read-write lock wait ended or was cancelled; withdrawing its intent",
-            async move {
-                let k = &spec.keys;
-                let _: i64 = spec
-                    .session
-                    .eval(
-                        "rwlock forget",
-                        &scripts::RW_FORGET,
-                        &[&k[2], &k[3], &k[4]],
-                        &[token.as_bytes()],
-                    )
-                    .await?;
-                crate::primitives::rwlock::guard::release(&spec, access, &token)
-                    .await
-                    .map(|_| ())
-            },
-        );
     }
 }

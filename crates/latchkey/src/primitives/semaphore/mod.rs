@@ -14,15 +14,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::primitives::semaphore::permit::{PermitGuard, PermitHolder, SemaphoreSpec};
-use crate::primitives::shared::{in_background, key, Waker};
+use crate::primitives::shared::key;
 use crate::primitives::traced;
+use crate::primitives::wait::armed::undo_in_background;
+use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, drift, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
-use crate::vocab::retry::Retry;
 
 /// A counting semaphore: at most N holders at once, across processes and
 /// machines, where every permit is a lease. A recipe called by name, cheap
@@ -121,34 +122,15 @@ impl Semaphore {
         })
     }
 
-    /// Renews every permit of this semaphore in the background every
-    /// `ttl / 3` while it is held; see [`PermitGuard::lost`].
-    pub fn with_watchdog(mut self) -> Self {
-        let every = self.inner.ttl / 3;
-        Arc::make_mut(&mut self.inner).renew_every = Some(every);
-        self
-    }
-
-    /// Issues a [fencing token](PermitGuard::fencing_token) with every
-    /// permit, in the same round trip.
-    pub fn with_fencing(mut self) -> Self {
-        Arc::make_mut(&mut self.inner).fenced = true;
-        self
-    }
-
-    /// The semaphore's name.
-    pub fn name(&self) -> &[u8] {
-        &self.inner.name
-    }
+    crate::primitives::builder::lease_options!(
+        "semaphore",
+        "permit",
+        "every permit (see [`PermitGuard::fencing_token`])"
+    );
 
     /// N, the permits this caller allows at once.
     pub fn permits(&self) -> u32 {
         self.inner.permits
-    }
-
-    /// The permit TTL.
-    pub fn ttl(&self) -> Duration {
-        self.inner.ttl
     }
 
     /// The Redis key of the permits (a sorted set).
@@ -184,7 +166,7 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe, as [`Semaphore::acquire_until`].
     pub async fn acquire(&self) -> Result<PermitGuard> {
-        self.acquire_until(None).await
+        self.acquire_by(None).await
     }
 
     /// Waits at most `wait`, then fails with [`Error::WaitTimedOut`]. See
@@ -193,11 +175,11 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe, as [`Semaphore::acquire_until`].
     pub async fn acquire_timeout(&self, wait: Duration) -> Result<PermitGuard> {
-        self.acquire_until(Some(Instant::now() + wait)).await
+        self.acquire_by(deadline_after(wait)).await
     }
 
     /// Waits until a permit is ours or `deadline` passes
-    /// ([`Error::WaitTimedOut`]); `None` waits as long as it takes. A waiter
+    /// ([`Error::WaitTimedOut`]). A waiter
     /// subscribes to the semaphore's channel, then tries, then sleeps until
     /// a release message or the earliest permit's expiry, and tries again.
     /// Transient errors are retried until the deadline; when the last
@@ -209,7 +191,13 @@ impl Semaphore {
     /// Cancel safe: dropping the future leaves no permit behind (one taken
     /// by a request whose reply was never read is given back in the
     /// background) and gives up the subscription.
-    pub async fn acquire_until(&self, deadline: Option<Instant>) -> Result<PermitGuard> {
+    pub async fn acquire_until(&self, deadline: Instant) -> Result<PermitGuard> {
+        self.acquire_by(Some(deadline)).await
+    }
+
+    /// [`Semaphore::acquire_until`] with an optional deadline (`None`: as
+    /// long as it takes).
+    pub(crate) async fn acquire_by(&self, deadline: Option<Instant>) -> Result<PermitGuard> {
         let spec = &self.inner;
         let token: fn(&PermitGuard) -> Option<&str> = |p| Some(p.token());
         let acquiring = async {
@@ -233,34 +221,20 @@ impl Semaphore {
         .await
     }
 
-    /// The waiting part of [`Semaphore::acquire_until`]: the first attempt
-    /// found every permit held.
+    /// The waiting part of [`Semaphore::acquire_until`] (the first attempt
+    /// found every permit held): the wait core, woken by releases and at
+    /// the earliest permit's expiry.
     async fn wait_for_permit(&self, deadline: Option<Instant>) -> Result<PermitGuard> {
-        let started = Instant::now();
-        let channel = self.inner.channel.to_vec();
-        let mut waker = Waker::subscribe(&self.inner.session, channel, deadline).await;
-        let mut retry = Retry::until(deadline);
-        let what = String::from_utf8_lossy(&self.inner.name);
-        loop {
-            let wake_at = match self.attempt().await {
-                Ok(Ok(permit)) => return Ok(permit),
-                Ok(Err(earliest_expiry)) => {
-                    retry.answered(&what);
-                    Instant::now() + earliest_expiry + Duration::from_millis(1)
-                }
-                // The one failure policy: retried until the deadline, then
-                // returned (an outage is not a full semaphore).
-                Err(e) => Instant::now() + retry.failed(e, &what)?,
-            };
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Error::WaitTimedOut {
-                    name: String::from_utf8_lossy(&self.inner.name).into_owned(),
-                    waited: started.elapsed(),
-                });
-            }
-            // A message or a re-check: either way, try again.
-            let _ = waker.sleep(Some(wake_at), deadline).await;
-        }
+        let spec = &self.inner;
+        let mut waiting =
+            Waiting::subscribe(&spec.session, &spec.channel, &spec.name, deadline).await;
+        wait_for(&mut waiting, |_| async {
+            Ok(match self.attempt().await? {
+                Ok(permit) => Tried::Done(permit),
+                Err(earliest_expiry) => Tried::busy_for(Some(earliest_expiry)),
+            })
+        })
+        .await
     }
 
     /// One attempt: the permit, or how long until the earliest held permit
@@ -269,13 +243,21 @@ impl Semaphore {
         let spec = &self.inner;
         let token = spec.session.inner.identity.new_token()?;
         let sent = Instant::now();
-        let mut pending = PendingPermit {
-            spec,
-            token: Some(&token),
-        };
+        let pending = undo_in_background(
+            &spec.session,
+            "a semaphore acquire was cancelled or failed after its request was sent",
+            || {
+                let (spec, token) = (spec.clone(), token.clone());
+                async move {
+                    crate::primitives::semaphore::permit::release(&spec, &token)
+                        .await
+                        .map(|_| ())
+                }
+            },
+        );
         let permits = spec.permits.to_string();
         let ttl = ttl_ms(spec.ttl).to_string();
-        let (acquired, value): (i64, i64) = spec
+        let reply: Result<(i64, i64)> = spec
             .session
             .eval(
                 "semaphore acquire",
@@ -288,15 +270,13 @@ impl Semaphore {
                     if spec.fenced { b"1" } else { b"0" },
                 ],
             )
-            .await
-            .inspect_err(|e| {
-                // Only a request that may have run can have taken a permit.
-                if !e.is_transient() {
-                    pending.token = None;
-                }
-            })?;
-        pending.token = None;
+            .await;
+        // Only a request that may have run can have taken a permit.
+        if !reply.as_ref().is_err_and(Error::is_transient) {
+            pending.disarm();
+        }
         drop(pending);
+        let (acquired, value) = reply?;
         match acquired {
             1 => {
                 let fencing_token =
@@ -331,30 +311,5 @@ impl Semaphore {
     /// Cancel safe: it only reads.
     pub async fn holders(&self) -> Result<Vec<PermitHolder>> {
         crate::primitives::semaphore::permit::holders(&self.inner.session, &self.inner.key).await
-    }
-}
-
-/// Gives back, in the background, a permit that an attempt may have taken
-/// if the attempt is dropped or fails before its reply was read.
-struct PendingPermit<'a> {
-    spec: &'a SemaphoreSpec,
-    token: Option<&'a str>,
-}
-
-impl Drop for PendingPermit<'_> {
-    fn drop(&mut self) {
-        if let Some(token) = self.token {
-            let spec = self.spec.clone();
-            let token = token.to_owned();
-            in_background(
-                &self.spec.session,
-                "a semaphore acquire was cancelled or failed after its request was sent",
-                async move {
-                    crate::primitives::semaphore::permit::release(&spec, &token)
-                        .await
-                        .map(|_| ())
-                },
-            );
-        }
     }
 }

@@ -81,13 +81,23 @@ impl Session {
     }
 }
 
-/// Runs `wait` for at most `timeout`: `Ok(None)` if it did not finish.
-pub(crate) async fn within<T>(
+/// Runs `wait` for at most `timeout`: [`Error::WaitTimedOut`] (naming
+/// `names`, comma-separated) if it did not finish, the one timeout of every
+/// bounded wait (`primitives/wait/`).
+pub(crate) async fn within<T, N: AsRef<[u8]>>(
+    names: &[N],
     timeout: Duration,
     wait: impl std::future::Future<Output = Result<T>>,
-) -> Result<Option<T>> {
+) -> Result<T> {
+    let started = std::time::Instant::now();
     match tokio::time::timeout(timeout, wait).await {
-        Ok(result) => result.map(Some),
-        Err(_) => Ok(None),
+        Ok(result) => result,
+        Err(_) => {
+            let names: Vec<&[u8]> = names.iter().map(AsRef::as_ref).collect();
+            Err(crate::primitives::wait::timed_out(
+                &names.join(&b","[..]),
+                started,
+            ))
+        }
     }
 }

@@ -173,11 +173,15 @@ pub enum Error {
         server: String,
     },
 
-    /// A blocking acquire gave up because its wait deadline passed while the
-    /// lock was held by someone else.
-    #[error("lock {name:?} still busy after waiting {waited:?}")]
+    /// A bounded wait gave up because its deadline passed first: a lock,
+    /// permit, read or write hold or leadership still held by someone else,
+    /// a latch still closed, a barrier's parties still missing, no signal.
+    /// Every primitive's `*_timeout` and `*_until` end so (the one timeout
+    /// convention); an outage at the deadline is that outage's error instead.
+    #[error("{name:?} still busy after waiting {waited:?}")]
     WaitTimedOut {
-        /// The lock's name, lossily decoded as UTF-8.
+        /// The name waited on, lossily decoded as UTF-8 (for a wait on
+        /// several signal names or a pattern: them, comma-separated).
         name: String,
         /// How long we waited.
         waited: Duration,

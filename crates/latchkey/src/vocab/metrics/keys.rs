@@ -199,16 +199,6 @@ impl Outcome {
             Err(_) => Outcome::Error,
         }
     }
-
-    /// The outcome of a wait that says `Ok(false)`/`Ok(None)` when its
-    /// deadline passed (a latch's, a barrier's).
-    pub(crate) fn of_bounded<T>(result: &Result<T, Error>, passed: impl Fn(&T) -> bool) -> Outcome {
-        match result {
-            Ok(value) if passed(value) => Outcome::Ok,
-            Ok(_) => Outcome::Timeout,
-            Err(_) => Outcome::Error,
-        }
-    }
 }
 
 /// Counts a finished acquire call; for a success also records its wait.

@@ -275,24 +275,28 @@ impl Leaving {
 
 impl Drop for Leaving {
     fn drop(&mut self) {
-        if !self.armed || tokio::runtime::Handle::try_current().is_err() {
+        if !self.armed {
             return;
         }
         let Backend::Single(session) = &self.spec.backend else {
             return;
         };
-        let (session, keys) = (session.clone(), self.spec.keys.clone());
+        let (queue, keys) = (session.clone(), self.spec.keys.clone());
         let (token, entry) = (
             std::mem::take(&mut self.token),
             std::mem::take(&mut self.entry),
         );
-        self.spec.backend.background().spawn(async move {
-            let entry = Some(entry.as_str()).filter(|e| !e.is_empty());
-            match session.fair_release(&keys, &token, entry).await {
-                Ok(outcome) => tracing::debug!(?outcome, "a cancelled fair waiter left the queue"),
-                Err(e) => tracing::warn!(error = %e, "a cancelled fair waiter could not leave the queue; its lease runs out instead"),
-            }
-        });
+        // The one background clean-up of every primitive (tracked, so that
+        // `Client::flush` waits for it; without a runtime, the waiter
+        // lease and a hand-off's TTL run out by themselves).
+        crate::primitives::shared::in_background(
+            session,
+            "a cancelled fair waiter leaves the queue (handing on a lock handed to it)",
+            async move {
+                let entry = Some(entry.as_str()).filter(|e| !e.is_empty());
+                queue.fair_release(&keys, &token, entry).await.map(|_| ())
+            },
+        );
     }
 }
 

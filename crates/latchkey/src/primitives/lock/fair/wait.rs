@@ -1,21 +1,25 @@
 //! The waiting loop of a [fair](crate::Lock::fair) lock (layer 4): queue,
 //! renew the lease, and own the lock when the hand-off message arrives. The
-//! design and its bounds are in `mod.rs`.
+//! design and its bounds are in `mod.rs`. It runs the wait core
+//! (`primitives/wait/`, `wait_for`: subscribe first, attempt, sleep; the one
+//! failure policy; the one timeout) over [`FairWake`]; the attempt is also
+//! the lease renewal, and the hand-off message is the answer itself.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::backend::fair::{entry, FairAttempt, FairMode};
 use crate::primitives::lock::fair::{handed_valid_until, still_valid, Leaving};
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
+use crate::primitives::wait::{wait_for, Tried, Waiting, Wake, Woken};
 use crate::transport::subscriber::{Event, Subscription, Topic, EVENT_BUFFER};
 use crate::vocab::error::{Error, Result};
-use crate::vocab::retry::Retry;
 
 /// What an event means to one waiter.
-enum Wake {
-    /// The lock was handed to us, with this fencing token (if any).
-    Mine(Option<u64>),
+enum Heard {
+    /// The lock was handed to us (the message has the fencing token).
+    Mine,
     /// Something may have changed (a plain release, a reconnection): look.
     Look,
     /// Not for us (another waiter's hand-off).
@@ -36,10 +40,7 @@ impl Lock {
         let Some(fair) = &spec.keys.fair else {
             return Err(Error::Internal("a fair lock without its queue keys".into()));
         };
-        let timed_out = || Error::WaitTimedOut {
-            name: spec.display_name().into_owned(),
-            waited: started.elapsed(),
-        };
+        let timed_out = || crate::primitives::wait::timed_out(&spec.name, started);
         let handoff_ttl = spec.ttl.min(lease);
         // Uncontended, one script and no subscription: try first, unless
         // this process already listens for this lock's hand-offs (another
@@ -58,10 +59,10 @@ impl Lock {
         }
         let token = spec.backend.new_token()?;
         let subscriber = session.subscriber();
-        let mut id = subscriber.new_waiter_id();
+        let id = subscriber.new_waiter_id();
         // The same for every id of this subscriber.
         let handoff_channel = handoff_channel(&fair.handoff_prefix, &id);
-        let mut me = entry(&id, handoff_ttl, spec.fenced, &token);
+        let me = entry(&id, handoff_ttl, spec.fenced, &token);
 
         // Subscribed before queueing, so that no hand-off can come unheard;
         // a subscriber that is slow to answer must not carry us past the
@@ -77,7 +78,7 @@ impl Lock {
                 .unwrap_or_else(|_| Err(timed_out())),
             None => subscribing.await,
         };
-        let mut subscriptions = match subscribed {
+        let subscriptions = match subscribed {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(lock = %spec.display_name(), error = %e, "pub/sub unavailable; a fair waiter finds its turn by its lease renewals");
@@ -85,120 +86,201 @@ impl Lock {
             }
         };
 
-        let mut leaving = Leaving::new(spec, token.clone(), me.clone());
+        let leaving = Leaving::new(spec, token.clone(), me.clone());
         let renew_every = lease / 3;
-        // When a reply last proved that the lock was not ours yet: a hand-off
-        // came after it (see `handed_valid_until`).
-        let mut not_ours_since = Instant::now();
-        let mut retry = Retry::until(deadline);
-        let what = spec.display_name();
-        // `Renew` once a reply showed the entry queued: from then on, an
-        // entry that is gone means a hand-off (or a drop) this waiter missed.
-        let mut mode = FairMode::Queue;
-        loop {
-            for subscription in &mut subscriptions {
-                subscription.skip_pending();
-            }
-            let sent = Instant::now();
-            let attempt = session
-                .fair_attempt(&spec.keys, &me, &token, spec.ttl, spec.fenced, mode, lease)
-                .await;
-            let retry_in = match attempt {
-                // Ours, but this process was held up (SIGSTOP, a starved
-                // thread) past what the reply proves: ask again (see
-                // `still_valid`). Still armed: a cancel now releases it.
-                Ok(
+        // What the attempts change as they go; never locked across an await.
+        let state = Mutex::new(FairState {
+            id,
+            me,
+            leaving,
+            // `Renew` once a reply showed the entry queued: from then on, an
+            // entry that is gone means a hand-off (or a drop) this waiter
+            // missed.
+            mode: FairMode::Queue,
+            // When a reply last proved that the lock was not ours yet: a
+            // hand-off came after it (see `handed_valid_until`).
+            not_ours_since: Instant::now(),
+        });
+        let wake = FairWake {
+            subscriptions,
+            handoff_channel: &handoff_channel,
+            state: &state,
+            fenced: spec.fenced,
+        };
+        // The wait core's loop (`primitives/wait/`); the attempt is also the
+        // lease's renewal, and a hand-off message is the answer itself.
+        let mut waiting = Waiting::new(&spec.name, started, deadline, wake);
+        let waited = wait_for(&mut waiting, |woken| {
+            let (state, token) = (&state, &token);
+            async move {
+                if let Woken::Message(handed) = woken {
+                    let mut s = lock(state);
+                    let fencing_token = handoff_fence(&handed, &s.id, spec.fenced).flatten();
+                    let valid_until = handed_valid_until(s.not_ours_since, handoff_ttl);
+                    // Heard too late (this process was stopped while the
+                    // hand-off's TTL ran out): the lock may be the next
+                    // waiter's by now. Ask Redis: still ours (`Handed`, with
+                    // a deadline from that request), or queue again.
+                    if still_valid(valid_until) {
+                        s.leaving.disarm();
+                        let guard =
+                            LockGuard::new(spec.clone(), token.clone(), fencing_token, valid_until);
+                        guard.extend_after_handoff(extend_at(valid_until, lease));
+                        return Ok(Tried::Done(guard));
+                    }
+                }
+                let (me, mode) = {
+                    let s = lock(state);
+                    (s.me.clone(), s.mode)
+                };
+                let sent = Instant::now();
+                let attempt = session
+                    .fair_attempt(&spec.keys, &me, token, spec.ttl, spec.fenced, mode, lease)
+                    .await?;
+                let handed = matches!(attempt, FairAttempt::Handed { .. });
+                let mut s = lock(state);
+                Ok(match attempt {
+                    // Ours, but this process was held up (SIGSTOP, a starved
+                    // thread) past what the reply proves: ask again (see
+                    // `still_valid`). Still armed: a cancel now releases it.
                     FairAttempt::Taken { valid_until, .. }
-                    | FairAttempt::Handed { valid_until, .. },
-                ) if !still_valid(valid_until) => continue,
-                Ok(FairAttempt::Taken {
-                    fencing_token,
-                    valid_until,
-                }) => {
-                    leaving.disarm();
-                    return Ok(LockGuard::new(
-                        spec.clone(),
-                        token,
+                    | FairAttempt::Handed { valid_until, .. }
+                        if !still_valid(valid_until) =>
+                    {
+                        Tried::Busy {
+                            recheck_at: Some(Instant::now()),
+                        }
+                    }
+                    FairAttempt::Taken {
                         fencing_token,
                         valid_until,
-                    ));
-                }
-                Ok(FairAttempt::Handed {
-                    fencing_token,
-                    valid_until,
-                }) => {
-                    leaving.disarm();
-                    let guard = LockGuard::new(spec.clone(), token, fencing_token, valid_until);
-                    guard.extend_after_handoff(extend_at(valid_until, lease));
-                    return Ok(guard);
-                }
-                // Our entry is gone: handed the lock while this process was
-                // held up (the hand-off ran out since), or dropped as dead.
-                // Queue again under a new id, so that the old hand-off's
-                // message, if it is still on its way, is not ours.
-                Ok(FairAttempt::Busy { queued: false, .. }) if mode == FairMode::Renew => {
-                    tracing::warn!(lock = %spec.display_name(), "a fair waiter lost its place (held up past its lease or a hand-off); queueing again");
-                    id = subscriber.new_waiter_id();
-                    me = entry(&id, handoff_ttl, spec.fenced, &token);
-                    leaving.set_entry(me.clone());
-                    mode = FairMode::Queue;
-                    continue;
-                }
-                Ok(FairAttempt::Busy { retry_in, queued }) => {
-                    if queued {
-                        mode = FairMode::Renew;
                     }
-                    not_ours_since = sent;
-                    retry.answered(&what);
-                    retry_in
-                }
-                // The one failure policy (`vocab/retry.rs`): transient errors are
-                // retried until the deadline, and then returned.
-                Err(e) => match retry.failed(e, &what) {
-                    Ok(delay) => Some(delay),
-                    Err(e) => {
-                        leaving.leave().await;
-                        return Err(e);
-                    }
-                },
-            };
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                leaving.leave().await;
-                return Err(timed_out());
-            }
-            let mut wake_at = sent + renew_every;
-            if let Some(left) = retry_in {
-                wake_at = wake_at.min(Instant::now() + left + Duration::from_millis(1));
-            }
-            if let Some(d) = deadline {
-                wake_at = wake_at.min(d);
-            }
-            // Sleep until the next look; events that are not ours do not end it.
-            loop {
-                let wake = tokio::select! {
-                    event = next_event(&mut subscriptions) => {
-                        classify(event, &handoff_channel, &id, spec.fenced)
-                    }
-                    _ = tokio::time::sleep_until(wake_at.into()) => Wake::Look,
-                };
-                match wake {
-                    Wake::Nothing => continue,
-                    Wake::Look => break,
-                    Wake::Mine(fencing_token) => {
-                        let valid_until = handed_valid_until(not_ours_since, handoff_ttl);
-                        // Heard too late (this process was stopped while the
-                        // hand-off's TTL ran out): the lock may be the next
-                        // waiter's by now. Ask Redis: still ours (`Handed`,
-                        // with a deadline from that request), or queue again.
-                        if !still_valid(valid_until) {
-                            break;
-                        }
-                        leaving.disarm();
+                    | FairAttempt::Handed {
+                        fencing_token,
+                        valid_until,
+                    } => {
+                        s.leaving.disarm();
+                        let token = token.clone();
                         let guard = LockGuard::new(spec.clone(), token, fencing_token, valid_until);
-                        guard.extend_after_handoff(extend_at(valid_until, lease));
-                        return Ok(guard);
+                        // Handed on by a release: its TTL is the hand-off's
+                        // until extended (see `extend_at`).
+                        if handed {
+                            guard.extend_after_handoff(extend_at(valid_until, lease));
+                        }
+                        Tried::Done(guard)
                     }
+                    // Our entry is gone: handed the lock while this process
+                    // was held up (the hand-off ran out since), or dropped as
+                    // dead. Queue again under a new id, so that the old
+                    // hand-off's message, if it is still on its way, is not
+                    // ours.
+                    FairAttempt::Busy { queued: false, .. } if mode == FairMode::Renew => {
+                        tracing::warn!(lock = %spec.display_name(), "a fair waiter lost its place (held up past its lease or a hand-off); queueing again");
+                        s.id = subscriber.new_waiter_id();
+                        s.me = entry(&s.id, handoff_ttl, spec.fenced, token);
+                        let me = s.me.clone();
+                        s.leaving.set_entry(me);
+                        s.mode = FairMode::Queue;
+                        Tried::Busy {
+                            recheck_at: Some(Instant::now()),
+                        }
+                    }
+                    FairAttempt::Busy { retry_in, queued } => {
+                        if queued {
+                            s.mode = FairMode::Renew;
+                        }
+                        s.not_ours_since = sent;
+                        // The next renewal, or the holder's TTL if sooner.
+                        let mut recheck_at = sent + renew_every;
+                        if let Some(left) = retry_in {
+                            recheck_at =
+                                recheck_at.min(Instant::now() + left + Duration::from_millis(1));
+                        }
+                        Tried::Busy {
+                            recheck_at: Some(recheck_at),
+                        }
+                    }
+                })
+            }
+        })
+        .await;
+        drop(waiting);
+        match waited {
+            Ok(guard) => Ok(guard),
+            // Timed out or failed: leave the queue before returning (handing
+            // on a lock handed to us in that instant).
+            Err(e) => {
+                let mut leaving = state
+                    .into_inner()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .leaving;
+                leaving.leave().await;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What a fair waiter's attempts change as they go.
+struct FairState {
+    /// This waiter's id (a new one when it queues again).
+    id: String,
+    /// Its queue entry.
+    me: String,
+    leaving: Leaving,
+    mode: FairMode,
+    not_ours_since: Instant,
+}
+
+/// The state, locked for a moment (never across an await); a poisoned
+/// lock (a panic elsewhere) still holds a usable state.
+fn lock(state: &Mutex<FairState>) -> std::sync::MutexGuard<'_, FairState> {
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A fair waiter's wake-ups: its hand-off channel (only a hand-off to it
+/// ends the sleep, others' are skipped) and the lock's release channels.
+struct FairWake<'a> {
+    subscriptions: Vec<Subscription>,
+    handoff_channel: &'a [u8],
+    state: &'a Mutex<FairState>,
+    fenced: bool,
+}
+
+impl Wake for FairWake<'_> {
+    fn before_attempt(&mut self) {
+        for subscription in &mut self.subscriptions {
+            subscription.skip_pending();
+        }
+    }
+
+    async fn sleep(&mut self, recheck_at: Option<Instant>, deadline: Option<Instant>) -> Woken {
+        let mut wake_at = recheck_at;
+        if let Some(d) = deadline {
+            wake_at = Some(wake_at.map_or(d, |at| at.min(d)));
+        }
+        // Sleep until the next look; events that are not ours do not end it.
+        loop {
+            let timer = async {
+                match wake_at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
                 }
+            };
+            let event = tokio::select! {
+                event = next_event(&mut self.subscriptions) => event,
+                _ = timer => return Woken::Recheck,
+            };
+            let id = lock(self.state).id.clone();
+            match classify(&event, self.handoff_channel, &id, self.fenced) {
+                Heard::Nothing => continue,
+                Heard::Look => return Woken::Recheck,
+                Heard::Mine => match event {
+                    Event::Message(published) => return Woken::Message(published.payload.clone()),
+                    Event::Resubscribed => return Woken::Recheck,
+                },
             }
         }
     }
@@ -228,30 +310,45 @@ async fn next_event(subscriptions: &mut [Subscription]) -> Event {
     event
 }
 
-fn classify(event: Event, handoff_channel: &[u8], id: &str, fenced: bool) -> Wake {
+fn classify(event: &Event, handoff_channel: &[u8], id: &str, fenced: bool) -> Heard {
     match event {
         Event::Message(published) if *published.channel == *handoff_channel => {
-            // '<32 hex id>:<fence>'; another waiter's: not ours.
-            let payload = &published.payload[..];
-            match payload.split_at_checked(id.len()) {
-                Some((to, rest)) if to == id.as_bytes() => {
-                    let fence = rest
-                        .strip_prefix(b":")
-                        .and_then(|f| std::str::from_utf8(f).ok())
-                        .and_then(|f| f.parse::<i64>().ok());
-                    match fence {
-                        Some(f) if fenced => Wake::Mine(u64::try_from(f).ok().filter(|&f| f > 0)),
-                        Some(_) => Wake::Mine(None),
-                        // Not a hand-off message we understand: look in Redis.
-                        None => Wake::Look,
-                    }
-                }
-                _ => Wake::Nothing,
+            match handoff_fence(&published.payload, id, fenced) {
+                Some(_) => Heard::Mine,
+                // Not a hand-off message we understand: look in Redis.
+                None if is_for(&published.payload, id) => Heard::Look,
+                // Another waiter's: not ours.
+                None => Heard::Nothing,
             }
         }
         // The lock was freed by a plain release (nobody live was queued, or
         // a barging holder): the head takes it now.
-        Event::Message(_) => Wake::Look,
-        Event::Resubscribed => Wake::Look,
+        Event::Message(_) => Heard::Look,
+        Event::Resubscribed => Heard::Look,
     }
+}
+
+/// Whether a hand-off message `'<32 hex id>:<fence>'` names waiter `id`.
+fn is_for(payload: &[u8], id: &str) -> bool {
+    payload
+        .split_at_checked(id.len())
+        .is_some_and(|(to, _)| to == id.as_bytes())
+}
+
+/// The fencing token of a hand-off message to waiter `id`
+/// (`Some(None)` without fencing); `None` when the message is not a
+/// hand-off to `id` we understand.
+fn handoff_fence(payload: &[u8], id: &str, fenced: bool) -> Option<Option<u64>> {
+    let (to, rest) = payload.split_at_checked(id.len())?;
+    if to != id.as_bytes() {
+        return None;
+    }
+    let fence = rest
+        .strip_prefix(b":")
+        .and_then(|f| std::str::from_utf8(f).ok())
+        .and_then(|f| f.parse::<i64>().ok())?;
+    Some(match fenced {
+        true => u64::try_from(fence).ok().filter(|&f| f > 0),
+        false => None,
+    })
 }

@@ -76,8 +76,9 @@ pub struct Signal {
 /// let mut listener = client.listen(["build-done"]).await?;
 /// // ... start the build ...
 /// match listener.recv_timeout(Duration::from_secs(60)).await {
-///     Some(signal) => println!("build says {:?}", String::from_utf8_lossy(&signal.payload)),
-///     None => println!("no word from the build"),
+///     Ok(signal) => println!("build says {:?}", String::from_utf8_lossy(&signal.payload)),
+///     Err(latchkey::Error::WaitTimedOut { .. }) => println!("no word from the build"),
+///     Err(e) => return Err(e),
 /// }
 /// # Ok(()) }
 /// ```
@@ -194,15 +195,18 @@ impl Listener {
         }
     }
 
-    /// The next signal, or `None` when `timeout` passes first.
+    /// The next signal, or [`Error::WaitTimedOut`](crate::Error::WaitTimedOut)
+    /// (naming the listener's names) when `timeout` passes first: the one
+    /// timeout of every bounded wait.
     ///
     /// # Cancel safety
     /// Cancel safe, as [`recv`](Listener::recv): whether the timeout passes
     /// or the future is dropped, no signal is lost. One that arrives after
     /// the last look is kept for the next call, and a timed-out call leaves
     /// the listener subscribed, ready to be called again.
-    pub async fn recv_timeout(&mut self, timeout: Duration) -> Option<Signal> {
-        tokio::time::timeout(timeout, self.recv()).await.ok()
+    pub async fn recv_timeout(&mut self, timeout: Duration) -> crate::Result<Signal> {
+        let names: Vec<Box<[u8]>> = self.watches.iter().map(|w| w.what.clone()).collect();
+        crate::primitives::signal::within(&names, timeout, async { Ok(self.recv().await) }).await
     }
 
     /// A signal that has already arrived (since the listener was made) and

@@ -1,6 +1,8 @@
 //! [`Client`]: the front door (layer 5, a facade). Every method here is a
 //! few lines over the primitive that does the work; the crate docs list the
-//! layers.
+//! layers. Signals and waiting for them are in `signals.rs`.
+
+mod signals;
 
 use std::time::Duration;
 
@@ -12,7 +14,6 @@ use crate::primitives::latch::Latch;
 use crate::primitives::lock::Lock;
 use crate::primitives::rwlock::RwLock;
 use crate::primitives::semaphore::Semaphore;
-use crate::primitives::signal::listener::{Listener, Signal};
 use crate::transport::builder::ClientBuilder;
 use crate::transport::connection::Connection;
 use crate::transport::session::Session;
@@ -331,170 +332,5 @@ impl Client {
     /// policy (phase-fair: neither writers nor readers starve).
     pub fn rwlock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<RwLock> {
         RwLock::on_session(&self.session, name.as_ref(), ttl)
-    }
-
-    // ---- Signals ------------------------------------------------------
-
-    /// Sends `payload` to every current waiter on `name` and returns how many
-    /// subscribers received it, as `PUBLISH` counts them: each connection
-    /// subscribed to the name once — and a process's waiters share one
-    /// connection, so 1,000 waiters in one process count 1 — plus each
-    /// pattern subscription (per connection and pattern) that matched.
-    /// Zero means nobody was listening: the signal is gone. The count is
-    /// the primary's; waiters listening only on a replica at that moment are
-    /// not counted but do hear it. On a Redis Cluster the signal is sent
-    /// with `SPUBLISH` (sharded pub/sub) and the count is that of the node
-    /// that serves the channel's slot.
-    /// [`Client::waiters`] counts waiters.
-    ///
-    /// One `PUBLISH`: the cost does not grow with the number of waiters.
-    ///
-    /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for an
-    /// empty name, one longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
-    /// bytes, or one ending in a lock channel suffix (`:released`,
-    /// `:retracted`).
-    ///
-    /// # Cancel safety
-    /// If the future is dropped after the request was written, the signal
-    /// may or may not have been sent; nothing else is left behind.
-    pub async fn signal(&self, name: impl AsRef<[u8]>, payload: impl AsRef<[u8]>) -> Result<usize> {
-        self.session.signal(name.as_ref(), payload.as_ref()).await
-    }
-
-    /// How many latchkey waiters listen on `name` on the primary now (each
-    /// waiter once, whichever process it is in); pattern listeners are not
-    /// counted. These are the candidates of [`Client::signal_one`].
-    ///
-    /// Lists the waiters' channels (`PUBSUB CHANNELS`), which costs the
-    /// server time in proportion to all channels subscribed on it: for
-    /// monitoring, not for every signal.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads.
-    pub async fn waiters(&self, name: impl AsRef<[u8]>) -> Result<usize> {
-        self.session.waiters(name.as_ref()).await
-    }
-
-    /// Sends `payload` to exactly one current waiter on `name`, picked at
-    /// random; returns whether one got it (`false`: nobody waits, and
-    /// nothing was sent).
-    ///
-    /// Pattern waiters are never candidates. See [`Listener`] ("Unicast")
-    /// for who counts as waiting. The script lists the waiters' channels
-    /// (`PUBSUB CHANNELS`), so its cost grows with the channels subscribed
-    /// on the server, and Redis serves nobody else meanwhile (the figure for
-    /// 10,000 waiters is in `bench/RESULTS.md`, "signals").
-    ///
-    /// # Cancel safety
-    /// As [`Client::signal`]: dropped after the request was written, one
-    /// waiter may or may not have got the signal.
-    pub async fn signal_one(
-        &self,
-        name: impl AsRef<[u8]>,
-        payload: impl AsRef<[u8]>,
-    ) -> Result<bool> {
-        self.session
-            .signal_one(name.as_ref(), payload.as_ref())
-            .await
-    }
-
-    /// Subscribes to `names` and returns a [`Listener`] that hears every
-    /// signal on any of them from now on. Returns once the subscriptions are
-    /// confirmed (with replicas: by at least one server).
-    ///
-    /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput) for no
-    /// names or a name given twice, [`Error::InvalidName`](crate::Error::InvalidName)
-    /// as [`Client::signal`] does, and with [`Error::Unreachable`](crate::Error::Unreachable)
-    /// or [`Error::Timeout`](crate::Error::Timeout) when no server can be
-    /// subscribed to.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: dropping the future gives up the subscriptions made so far.
-    pub async fn listen<N: AsRef<[u8]>>(
-        &self,
-        names: impl IntoIterator<Item = N>,
-    ) -> Result<Listener> {
-        let names = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
-        Listener::open(&self.session, names, false).await
-    }
-
-    /// Subscribes to Redis glob `patterns` over signal names (`*`, `?`,
-    /// `[abc]`, `\` escapes) and returns a [`Listener`]; each [`Signal`] it
-    /// returns carries the name that matched. Pattern listeners hear
-    /// broadcasts only, never [`Client::signal_one`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe, as [`Client::listen`].
-    pub async fn listen_patterns<P: AsRef<[u8]>>(
-        &self,
-        patterns: impl IntoIterator<Item = P>,
-    ) -> Result<Listener> {
-        let patterns = patterns.into_iter().map(|p| p.as_ref().to_vec()).collect();
-        Listener::open(&self.session, patterns, true).await
-    }
-
-    /// Waits at most `timeout` (subscribing included) for a signal on
-    /// `name`; `Ok(None)` when none came.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: dropping the future unsubscribes. A signal that arrived
-    /// but was not yet returned is lost with it (signals are
-    /// fire-and-forget); keep a [`Listener`] to wait again without a gap.
-    pub async fn wait(&self, name: impl AsRef<[u8]>, timeout: Duration) -> Result<Option<Signal>> {
-        self.wait_any([name], timeout).await
-    }
-
-    /// Waits at most `timeout` for the first signal on any of `names`;
-    /// [`Signal::name`] says which.
-    ///
-    /// # Cancel safety
-    /// Cancel safe, as [`Client::wait`].
-    pub async fn wait_any<N: AsRef<[u8]>>(
-        &self,
-        names: impl IntoIterator<Item = N>,
-        timeout: Duration,
-    ) -> Result<Option<Signal>> {
-        crate::primitives::signal::within(timeout, async {
-            let mut listener = self.listen(names).await?;
-            Ok(listener.recv().await)
-        })
-        .await
-    }
-
-    /// Waits at most `timeout` until each of `names` has been signalled and
-    /// returns the first signal of each, in the order of `names`. A name
-    /// stops listening (and being a `signal_one` candidate) once it got its
-    /// signal. `Ok(None)` when the timeout passed first.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: dropping the future unsubscribes; the signals gathered
-    /// so far are dropped with it.
-    pub async fn wait_all<N: AsRef<[u8]>>(
-        &self,
-        names: impl IntoIterator<Item = N>,
-        timeout: Duration,
-    ) -> Result<Option<Vec<Signal>>> {
-        crate::primitives::signal::within(timeout, async {
-            let mut listener = self.listen(names).await?;
-            Ok(listener.recv_all().await)
-        })
-        .await
-    }
-
-    /// Waits at most `timeout` for a signal whose name matches the Redis
-    /// glob `pattern`; [`Signal::name`] is the name that matched.
-    ///
-    /// # Cancel safety
-    /// Cancel safe, as [`Client::wait`].
-    pub async fn wait_pattern(
-        &self,
-        pattern: impl AsRef<[u8]>,
-        timeout: Duration,
-    ) -> Result<Option<Signal>> {
-        crate::primitives::signal::within(timeout, async {
-            let mut listener = self.listen_patterns([pattern]).await?;
-            Ok(listener.recv().await)
-        })
-        .await
     }
 }

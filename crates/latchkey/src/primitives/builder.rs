@@ -1,0 +1,55 @@
+//! The builder methods every primitive whose holds are leases shares
+//! (layer 4): one definition of `with_watchdog`, `with_renewal_every`,
+//! `with_fencing`, `name` and `ttl`, so that a semaphore and a read-write
+//! lock cannot drift apart from each other (a [`Lock`](crate::Lock) has its
+//! own, with its lazy fencing; an election always renews and its term is
+//! its fencing token).
+
+/// Expands, inside `impl X`, to the lease options of `X`, whose `inner` is
+/// an `Arc` of a spec with `name`, `ttl`, `renew_every: Option<Duration>`
+/// and `fenced` fields. `$what`: the primitive, and `$hold`: its hold, as
+/// the docs say them; `$fenced`: which holds a fencing token comes with.
+macro_rules! lease_options {
+    ($what:literal, $hold:literal, $fenced:literal) => {
+        #[doc = concat!("Renews every ", $hold, " of this ", $what, " in the background every")]
+        #[doc = "`ttl / 3` while it is held; see [`with_renewal_every`](Self::with_renewal_every)."]
+        pub fn with_watchdog(mut self) -> Self {
+            let every = self.inner.ttl / 3;
+            std::sync::Arc::make_mut(&mut self.inner).renew_every = Some(every);
+            self
+        }
+
+        #[doc = concat!("Renews every ", $hold, " of this ", $what, " in the background every")]
+        /// `every` while it is held, as
+        /// [`Lock::with_renewal_every`](crate::Lock::with_renewal_every): when a
+        /// renewal finds the hold gone, or renewals keep failing until its
+        /// deadline, the hold's `lost()` fires.
+        ///
+        /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput) unless
+        /// `every` is positive and shorter than the TTL minus the drift
+        /// allowance.
+        pub fn with_renewal_every(mut self, every: std::time::Duration) -> crate::Result<Self> {
+            let every = crate::vocab::names::check_renewal_every(every, self.inner.ttl)?;
+            std::sync::Arc::make_mut(&mut self.inner).renew_every = Some(every);
+            Ok(self)
+        }
+
+        #[doc = concat!("Issues a fencing token with ", $fenced, ", in the same round trip.")]
+        pub fn with_fencing(mut self) -> Self {
+            std::sync::Arc::make_mut(&mut self.inner).fenced = true;
+            self
+        }
+
+        #[doc = concat!("The ", $what, "'s name.")]
+        pub fn name(&self) -> &[u8] {
+            &self.inner.name
+        }
+
+        #[doc = concat!("The TTL of every ", $hold, ".")]
+        pub fn ttl(&self) -> std::time::Duration {
+            self.inner.ttl
+        }
+    };
+}
+
+pub(crate) use lease_options;
