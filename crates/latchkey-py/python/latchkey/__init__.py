@@ -1,0 +1,70 @@
+"""latchkey: distributed locks, self-healing leases and fencing tokens on
+Redis, for Python. The Rust library itself, through PyO3: a Python process,
+a Rust one and ``latchkey run`` exclude each other on the same lock name.
+
+    import latchkey
+    client = latchkey.Client("redis://127.0.0.1:6380/0")
+    lock = client.lock("nightly-report", ttl=30.0)
+    with lock.acquire(timeout=5.0) as guard:
+        token = guard.fencing_token()
+
+See docs/python.md in the repository.
+"""
+
+import atexit as _atexit
+import weakref as _weakref
+
+from latchkey._errors import *  # noqa: F401,F403
+from latchkey._errors import __all__ as _error_names
+from latchkey._native import (  # noqa: F401
+    MAX_NAME_LEN,
+    MAX_TTL,
+    MIN_TTL,
+    AsyncClient as _AsyncClient,
+    AsyncLock,
+    AsyncLockGuard,
+    AsyncLostEvent,
+    Client as _Client,
+    Lock,
+    LockGuard,
+    LostEvent,
+    __version__,
+)
+from latchkey import _native
+
+# The clients alive, flushed at interpreter exit (a guard dropped unreleased
+# is released in the background; the exit waits for that, briefly).
+_clients: "_weakref.WeakSet" = _weakref.WeakSet()
+
+
+class Client(_Client):
+    __doc__ = _Client.__doc__
+
+    def __init__(self, *args, **kwargs):
+        _clients.add(self)
+
+
+class AsyncClient(_AsyncClient):
+    __doc__ = _AsyncClient.__doc__
+
+    def __init__(self, *args, **kwargs):
+        _clients.add(self)
+
+
+@_atexit.register
+def _at_exit() -> None:
+    for client in list(_clients):
+        try:
+            if isinstance(client, AsyncClient):
+                client.flush_blocking(1.0)
+            else:
+                client.flush(1.0)
+        except Exception:
+            pass
+    _native._shutdown()
+
+
+__all__ = [
+    "Client", "AsyncClient", "Lock", "AsyncLock", "LockGuard", "AsyncLockGuard",
+    "LostEvent", "AsyncLostEvent", "MIN_TTL", "MAX_TTL", "MAX_NAME_LEN",
+] + list(_error_names)

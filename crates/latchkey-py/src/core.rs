@@ -1,0 +1,95 @@
+//! One client's connection, per process: made on first use, and made again
+//! in a child after `os.fork()` (the parent's sockets and runtime are not
+//! the child's to use; they are forgotten there, never closed or written).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::runtime::pid;
+
+/// What a client connects with.
+pub(crate) struct Options {
+    pub(crate) url: String,
+    pub(crate) prefix: Option<Vec<u8>>,
+    pub(crate) command_timeout: Option<Duration>,
+}
+
+/// The connection of one Python client (shared by its clones and the locks
+/// made from it).
+pub(crate) struct Core {
+    pub(crate) options: Options,
+    /// The connected client and the process that connected it.
+    connected: Mutex<Option<(u32, latchkey::Client)>>,
+}
+
+impl Core {
+    pub(crate) fn new(options: Options) -> Arc<Core> {
+        Arc::new(Core {
+            options,
+            connected: Mutex::new(None),
+        })
+    }
+
+    /// The client connected by this process, if it is.
+    pub(crate) fn current(&self) -> Option<latchkey::Client> {
+        let connected = self.connected.lock().unwrap_or_else(|p| p.into_inner());
+        match &*connected {
+            Some((owner, client)) if *owner == pid() => Some(client.clone()),
+            _ => None,
+        }
+    }
+
+    /// The client of this process, connecting it first when needed (the
+    /// first call, and the first in a forked child).
+    pub(crate) async fn client(self: Arc<Self>) -> latchkey::Result<latchkey::Client> {
+        if let Some(client) = self.current() {
+            return Ok(client);
+        }
+        let mut builder = latchkey::Client::builder(&self.options.url);
+        if let Some(prefix) = &self.options.prefix {
+            builder = builder.prefix(prefix);
+        }
+        if let Some(timeout) = self.options.command_timeout {
+            builder = builder.command_timeout(timeout);
+        }
+        let client = builder.connect().await?;
+        let mut connected = self.connected.lock().unwrap_or_else(|p| p.into_inner());
+        match connected.take() {
+            // Two threads connected at once: keep the first.
+            Some((owner, first)) if owner == pid() => {
+                *connected = Some((owner, first.clone()));
+                return Ok(first);
+            }
+            Some((_, inherited)) => std::mem::forget(inherited),
+            None => {}
+        }
+        *connected = Some((pid(), client.clone()));
+        Ok(client)
+    }
+
+    /// Waits, at most `within`, for the client's background releases.
+    pub(crate) async fn flush(self: Arc<Self>, within: Duration) -> latchkey::Result<bool> {
+        match self.current() {
+            Some(client) => Ok(client.flush(within).await),
+            None => Ok(true),
+        }
+    }
+
+    /// The key prefix in force.
+    pub(crate) fn prefix(&self) -> Vec<u8> {
+        match (self.current(), &self.options.prefix) {
+            (Some(client), _) => client.prefix().to_vec(),
+            (None, Some(prefix)) => prefix.clone(),
+            (None, None) => latchkey::DEFAULT_PREFIX.as_bytes().to_vec(),
+        }
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        // The parent's client in a forked child is forgotten.
+        if let Some((owner, client)) = self.connected.get_mut().ok().and_then(|c| c.take()) {
+            crate::runtime::drop_in_runtime(client, owner);
+        }
+    }
+}
