@@ -1,0 +1,75 @@
+"""The failure paths: Redis down, ACL refusal, bad input; the exception
+hierarchy."""
+
+import pytest
+
+import latchkey
+from latchkey import _native
+
+
+def test_every_error_kind_has_a_class():
+    for class_name in _native.ERROR_CLASSES:
+        cls = getattr(latchkey, class_name)
+        assert issubclass(cls, latchkey.LatchkeyError), class_name
+
+
+def test_redis_down_at_connect_is_unavailable():
+    from conftest import free_port
+    with pytest.raises(latchkey.Unavailable) as caught:
+        latchkey.Client(f"redis://127.0.0.1:{free_port()}/")
+    assert isinstance(caught.value, latchkey.Unreachable)
+    assert isinstance(caught.value, ConnectionError)
+    assert str(caught.value).startswith("Redis unreachable")
+
+
+def test_redis_stopped_under_a_client_is_unavailable(private_server, name):
+    client = latchkey.Client(private_server.url, command_timeout=0.5)
+    lock = client.lock(name, ttl=10.0)
+    private_server.stop()
+    with pytest.raises(latchkey.Unavailable):
+        lock.try_acquire()
+    # A bounded wait through an outage reports the outage, not a conflict.
+    with pytest.raises(latchkey.Unavailable):
+        lock.acquire(timeout=1.0)
+
+
+def test_bad_ttl_is_invalid_input(server, name):
+    client = latchkey.Client(server.url)
+    for ttl in (0.0, 0.001, -1.0, float("nan"), float("inf"), 10 ** 9):
+        with pytest.raises(latchkey.InvalidInput):
+            client.lock(name, ttl=ttl)
+    with pytest.raises(latchkey.InvalidTtl):
+        client.lock(name, ttl=0.0)
+    guard = client.lock(name, ttl=1.0).acquire()
+    with pytest.raises(latchkey.InvalidInput):
+        guard.extend(-5.0)
+    guard.release()
+
+
+def test_bad_name_is_invalid_input(server):
+    client = latchkey.Client(server.url)
+    for bad in ("", "x" * (latchkey.MAX_NAME_LEN + 1), "job:fence"):
+        with pytest.raises(latchkey.InvalidName):
+            client.lock(bad, ttl=1.0)
+    with pytest.raises(latchkey.InvalidInput):
+        client.lock(42, ttl=1.0)
+    assert issubclass(latchkey.InvalidInput, ValueError)
+
+
+def test_bad_timeout_and_url_are_invalid_input(server, name):
+    client = latchkey.Client(server.url)
+    with pytest.raises(latchkey.InvalidInput):
+        client.lock(name, ttl=1.0).acquire(timeout=-1.0)
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client("not a url")
+
+
+def test_acl_refusal_is_no_permission(server, name):
+    r = server.redis()
+    # A user that may connect but not touch latchkey's keys.
+    r.execute_command("ACL", "SETUSER", "locked-out", "on", ">pw", "~other:*", "&*", "+@all")
+    client = latchkey.Client(f"redis://locked-out:pw@127.0.0.1:{server.port}/")
+    with pytest.raises(latchkey.NoPermission) as caught:
+        client.lock(name, ttl=5.0).try_acquire()
+    assert "docs/security.md" in str(caught.value)
+    assert isinstance(caught.value, PermissionError)
