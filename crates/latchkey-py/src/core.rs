@@ -67,11 +67,15 @@ impl Core {
         Ok(client)
     }
 
-    /// Waits, at most `within`, for the client's background releases.
+    /// Waits, at most `within`, for the client's background releases,
+    /// those of calls cancelled from Python included.
     pub(crate) async fn flush(self: Arc<Self>, within: Duration) -> latchkey::Result<bool> {
+        let deadline = std::time::Instant::now() + within;
+        let dropped = crate::runtime::cancelled_dropped(deadline).await;
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
         match self.current() {
-            Some(client) => Ok(client.flush(within).await),
-            None => Ok(true),
+            Some(client) => Ok(client.flush(left).await && dropped),
+            None => Ok(dropped),
         }
     }
 

@@ -6,9 +6,10 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
@@ -86,6 +87,83 @@ pub(crate) fn shutdown(py: Python<'_>) {
     }
 }
 
+/// Calls cancelled from Python (Ctrl-C, an asyncio cancel) whose Rust
+/// future is not dropped yet: dropping it starts the library's cleanup (a
+/// lock it took released, a queue entry left), which `flush` then waits for.
+static CANCELLED_LIVE: AtomicUsize = AtomicUsize::new(0);
+
+const RUNNING: u8 = 0;
+const CANCELLED: u8 = 1;
+const DROPPED: u8 = 2;
+
+/// Marks one call cancelled (counted until its future is dropped).
+#[derive(Clone)]
+pub(crate) struct Cancel(Arc<AtomicU8>);
+
+impl Cancel {
+    pub(crate) fn mark(&self) {
+        let changed =
+            self.0
+                .compare_exchange(RUNNING, CANCELLED, Ordering::AcqRel, Ordering::Acquire);
+        if changed.is_ok() {
+            CANCELLED_LIVE.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Dropped with the future it is part of, after the future's own parts.
+struct DropMark(Arc<AtomicU8>);
+
+impl Drop for DropMark {
+    fn drop(&mut self) {
+        if self.0.swap(DROPPED, Ordering::AcqRel) == CANCELLED {
+            CANCELLED_LIVE.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// `fut`, and the handle that marks it cancelled.
+fn tracked<F: Future>(fut: F) -> (impl Future<Output = F::Output>, Cancel) {
+    let flag = Arc::new(AtomicU8::new(RUNNING));
+    let mark = DropMark(flag.clone());
+    let tracked = async move {
+        // Declared first, so dropped last: after `fut`'s cleanup started.
+        let _mark = mark;
+        let fut = fut;
+        fut.await
+    };
+    (tracked, Cancel(flag))
+}
+
+/// Waits, at most until `deadline`, until every cancelled call's future is
+/// dropped (its cleanup spawned); whether they all were.
+pub(crate) async fn cancelled_dropped(deadline: Instant) -> bool {
+    while CANCELLED_LIVE.load(Ordering::Acquire) > 0 {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        // The drop is a moment away (the runtime's next poll of the task).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    true
+}
+
+/// The done-callback of an awaitable: a cancelled Python future marks its
+/// Rust future cancelled at once (pyo3-async-runtimes drops it a moment
+/// later, on the runtime).
+#[pyclass(module = "latchkey._native", frozen)]
+struct OnDone(Cancel);
+
+#[pymethods]
+impl OnDone {
+    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        if fut.call_method0("cancelled")?.extract::<bool>()? {
+            self.0.mark();
+        }
+        Ok(())
+    }
+}
+
 /// Runs `fut` on the runtime and waits for it without the GIL, looking at
 /// Python's signals every `SLICE`: a pending KeyboardInterrupt (or any
 /// exception a signal handler raises) drops the future, which the Rust
@@ -98,6 +176,7 @@ where
 {
     let handle = handle()?;
     let (tx, mut rx) = sync_channel(1);
+    let (fut, cancel) = tracked(fut);
     let task = handle.spawn(async move {
         let _ = tx.send(fut.await);
     });
@@ -114,6 +193,7 @@ where
                     // A result sent in the meantime (a guard) is dropped in
                     // the runtime's context, so that its release can start.
                     let _entered = handle.enter();
+                    cancel.mark();
                     task.abort();
                     drop(rx);
                     return Err(interrupted);
@@ -216,8 +296,11 @@ where
     // Made now, in the caller's process: a fork between here and the spawn
     // is not a case to handle.
     handle()?;
-    pyo3_async_runtimes::generic::future_into_py::<Shared, _, T>(py, async move {
+    let (fut, cancel) = tracked(fut);
+    let py_fut = pyo3_async_runtimes::generic::future_into_py::<Shared, _, T>(py, async move {
         fut.await
             .map_err(|e| Python::attach(|py| errors::to_py(py, e)))
-    })
+    })?;
+    py_fut.call_method1("add_done_callback", (OnDone(cancel),))?;
+    Ok(py_fut)
 }

@@ -11,6 +11,7 @@ a Rust one and ``latchkey run`` exclude each other on the same lock name.
 See docs/python.md in the repository.
 """
 
+import asyncio as _asyncio
 import atexit as _atexit
 import weakref as _weakref
 
@@ -49,6 +50,15 @@ class AsyncClient(_AsyncClient):
 
     def __init__(self, *args, **kwargs):
         _clients.add(self)
+
+    async def flush(self, timeout: float = 5.0) -> bool:
+        """Waits, at most `timeout` seconds, for the background releases of
+        guards dropped unreleased and of calls cancelled; True when all
+        finished."""
+        # One turn of the loop first: the done-callbacks of a future
+        # cancelled just now (which start its Rust side's cleanup) run then.
+        await _asyncio.sleep(0)
+        return await super().flush(timeout)
 
 
 @_atexit.register
