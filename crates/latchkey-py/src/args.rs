@@ -35,6 +35,9 @@ pub(crate) fn seconds(py: Python<'_>, what: &str, value: f64) -> PyResult<Durati
     })
 }
 
+/// A wait without a bound, for the calls whose Rust form takes a duration.
+pub(crate) const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// An optional wait (`None`: as long as it takes).
 pub(crate) fn wait(py: Python<'_>, value: Option<f64>) -> PyResult<Option<Duration>> {
     value.map(|v| seconds(py, "timeout", v)).transpose()

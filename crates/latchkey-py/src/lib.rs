@@ -9,13 +9,20 @@
 use pyo3::prelude::*;
 
 mod args;
+mod barrier;
 mod client_py;
 mod core;
+mod election;
 mod errors;
+mod hold;
+mod latch;
 mod lock;
 mod lock_py;
 mod lost;
 mod runtime;
+mod rwlock;
+mod semaphore;
+mod signal;
 
 /// Stops the runtime at interpreter exit (python/latchkey/__init__.py
 /// registers it with `atexit`, after flushing the clients).
@@ -34,6 +41,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock_py::AsyncLockGuard>()?;
     m.add_class::<lost::LostEvent>()?;
     m.add_class::<lost::AsyncLostEvent>()?;
+    m.add_class::<hold::Permit>()?;
+    m.add_class::<semaphore::Semaphore>()?;
+    m.add_class::<rwlock::RwLock>()?;
+    m.add_class::<latch::Latch>()?;
+    m.add_class::<barrier::Barrier>()?;
+    m.add_class::<election::Election>()?;
+    m.add_class::<election::LeadershipHold>()?;
+    m.add_class::<election::LeaderInfo>()?;
+    m.add_class::<election::Observer>()?;
+    m.add_class::<signal::Signal>()?;
+    m.add_class::<signal::FencedResource>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add("ERROR_CLASSES", errors::CLASS_NAMES.to_vec())?;
     m.add("MIN_TTL", latchkey::MIN_TTL.as_secs_f64())?;

@@ -14,7 +14,7 @@ use crate::runtime::{awaitable, block_on};
 
 /// `at` on Python's `time.monotonic()` clock (the same CLOCK_MONOTONIC as
 /// Rust's `Instant` on Linux, read through Python to be sure).
-fn monotonic(py: Python<'_>, at: Instant) -> PyResult<f64> {
+pub(crate) fn monotonic(py: Python<'_>, at: Instant) -> PyResult<f64> {
     let now_py: f64 = py.import("time")?.call_method0("monotonic")?.extract()?;
     let now = Instant::now();
     let ahead = match at.checked_duration_since(now) {

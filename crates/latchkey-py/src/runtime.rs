@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 use pyo3_async_runtimes::TaskLocals;
 use tokio::runtime::{Handle, Runtime};
 
@@ -303,4 +304,18 @@ where
     })?;
     py_fut.call_method1("add_done_callback", (OnDone(cancel),))?;
     Ok(py_fut)
+}
+
+/// `fut` run the way the caller's client runs things: awaited in the
+/// blocking way (its value), or as an asyncio awaitable.
+pub(crate) fn run<F, T>(py: Python<'_>, asyncio: bool, fut: F) -> PyResult<Py<PyAny>>
+where
+    F: Future<Output = latchkey::Result<T>> + Send + 'static,
+    T: for<'py> IntoPyObject<'py> + Send + 'static,
+{
+    if asyncio {
+        Ok(awaitable(py, fut)?.unbind())
+    } else {
+        block_on(py, fut)?.into_py_any(py)
+    }
 }

@@ -25,10 +25,21 @@ from latchkey._native import (  # noqa: F401
     AsyncLock,
     AsyncLockGuard,
     AsyncLostEvent,
+    Barrier,
     Client as _Client,
+    Election,
+    FencedResource,
+    Latch,
+    Leader,
+    Leadership,
     Lock,
     LockGuard,
     LostEvent,
+    Observer,
+    Permit,
+    RwLock,
+    Semaphore,
+    Signal,
     __version__,
 )
 from latchkey import _native
@@ -76,5 +87,7 @@ def _at_exit() -> None:
 
 __all__ = [
     "Client", "AsyncClient", "Lock", "AsyncLock", "LockGuard", "AsyncLockGuard",
-    "LostEvent", "AsyncLostEvent", "MIN_TTL", "MAX_TTL", "MAX_NAME_LEN",
+    "LostEvent", "AsyncLostEvent", "Semaphore", "RwLock", "Permit", "Latch", "Barrier",
+    "Election", "Leadership", "Leader", "Observer", "Signal", "FencedResource",
+    "MIN_TTL", "MAX_TTL", "MAX_NAME_LEN",
 ] + list(_error_names)
