@@ -13,16 +13,13 @@ use crate::barrier::{Barrier, BarrierSpec};
 use crate::core::{Core, Options};
 use crate::election::{Election, ElectionSpec};
 use crate::errors::to_py;
+use crate::fence::{FencedResource, FencedSpec};
 use crate::latch::{Latch, LatchSpec};
 use crate::lock::LockSpec;
 use crate::lock_py::{AsyncLock, Lock};
 use crate::runtime::{awaitable, block_on, run};
 use crate::rwlock::{RwLock, RwLockSpec};
 use crate::semaphore::{Semaphore, SemaphoreSpec};
-use crate::signal::{FencedResource, FencedSpec};
-
-/// How long `flush` waits by default.
-const FLUSH_WITHIN: f64 = 5.0;
 
 fn options(
     py: Python<'_>,
@@ -113,7 +110,7 @@ impl Client {
 
     /// Waits, at most `timeout` seconds, for the background releases of
     /// guards that were dropped unreleased; True when all finished.
-    #[pyo3(signature = (timeout = FLUSH_WITHIN))]
+    #[pyo3(signature = (timeout = 5.0))]
     fn flush(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
         let within = args::seconds(py, "timeout", timeout)?;
         block_on(py, self.core.clone().flush(within))
@@ -171,14 +168,14 @@ impl AsyncClient {
     }
 
     /// As `Client.flush`, a coroutine.
-    #[pyo3(signature = (timeout = FLUSH_WITHIN))]
+    #[pyo3(signature = (timeout = 5.0))]
     fn flush<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
         let within: Duration = args::seconds(py, "timeout", timeout)?;
         awaitable(py, self.core.clone().flush(within))
     }
 
     /// Flushes, in the blocking way (for the interpreter's exit).
-    #[pyo3(signature = (timeout = FLUSH_WITHIN))]
+    #[pyo3(signature = (timeout = 5.0))]
     fn flush_blocking(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
         let within = args::seconds(py, "timeout", timeout)?;
         block_on(py, self.core.clone().flush(within))

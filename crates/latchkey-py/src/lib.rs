@@ -4,7 +4,9 @@
 //! One tokio runtime per process (runtime.rs) runs every Rust future; a
 //! blocking call waits on it without the GIL, an asyncio call gets a Python
 //! future over it. Every call into the Rust API of a primitive is in that
-//! primitive's file (lock.rs), its Python classes beside it (lock_py.rs).
+//! primitive's file (lock.rs, semaphore.rs, rwlock.rs, latch.rs, barrier.rs,
+//! election.rs, signal.rs, fence.rs); the lock's Python classes are in
+//! lock_py.rs, the other holds' in hold.rs.
 
 use pyo3::prelude::*;
 
@@ -14,6 +16,7 @@ mod client_py;
 mod core;
 mod election;
 mod errors;
+mod fence;
 mod hold;
 mod latch;
 mod lock;
@@ -51,7 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<election::LeaderInfo>()?;
     m.add_class::<election::Observer>()?;
     m.add_class::<signal::Signal>()?;
-    m.add_class::<signal::FencedResource>()?;
+    m.add_class::<fence::FencedResource>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add("ERROR_CLASSES", errors::CLASS_NAMES.to_vec())?;
     m.add("MIN_TTL", latchkey::MIN_TTL.as_secs_f64())?;

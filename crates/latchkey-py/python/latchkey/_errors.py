@@ -142,5 +142,35 @@ class InternalError(LatchkeyError):
     """A background task of latchkey's ended without an answer."""
 
 
-__all__ = [name for name, value in list(globals().items())
-           if isinstance(value, type) and issubclass(value, LatchkeyError)]
+__all__ = [
+    "LatchkeyError",
+    "Busy",
+    "WaitTimedOut",
+    "NotHeld",
+    "LatchOpen",
+    "CountedBelowZero",
+    "NotFound",
+    "PartiesMismatch",
+    "Unavailable",
+    "Unreachable",
+    "Timeout",
+    "NoQuorum",
+    "OutOfMemory",
+    "ReadOnlyReplica",
+    "TooFewReplicas",
+    "InvalidInput",
+    "InvalidName",
+    "InvalidTtl",
+    "InvalidCount",
+    "Unsupported",
+    "Tls",
+    "Auth",
+    "NoPermission",
+    "WrongType",
+    "BadFencingCounter",
+    "NotACluster",
+    "RedisError",
+    "ProtocolError",
+    "RandomError",
+    "InternalError",
+]
