@@ -2,6 +2,7 @@
 //! connection each per process (core.rs), and the factories of every
 //! primitive.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,18 +22,51 @@ use crate::runtime::{awaitable, block_on, run};
 use crate::rwlock::{RwLock, RwLockSpec};
 use crate::semaphore::{Semaphore, SemaphoreSpec};
 
+/// The connection arguments both clients take.
+#[allow(clippy::too_many_arguments)]
 fn options(
     py: Python<'_>,
-    url: String,
+    url: &Bound<'_, PyAny>,
     prefix: Option<&Bound<'_, PyAny>>,
     command_timeout: Option<f64>,
+    sentinels: Option<Vec<String>>,
+    master: Option<String>,
+    tls_ca: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 ) -> PyResult<Options> {
+    let invalid = |m: &str| to_py(py, crate::errors::invalid(m));
+    // One URL, or the nodes of one Redis Cluster.
+    let mut urls: Vec<String> = match url.extract::<String>() {
+        Ok(one) => vec![one],
+        Err(_) => url.extract::<Vec<String>>().map_err(|_| {
+            invalid("url: a URL, or a list of the URLs of one Redis Cluster's nodes")
+        })?,
+    };
+    if urls.is_empty() {
+        return Err(invalid("url: an empty list"));
+    }
+    let first = urls.remove(0);
+    let sentinel = match (sentinels, master) {
+        (Some(sentinels), Some(master)) => Some((sentinels, master)),
+        (None, None) => None,
+        _ => return Err(invalid("sentinels and master go together")),
+    };
+    let tls_client = match (tls_cert, tls_key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => return Err(invalid("tls_cert and tls_key go together")),
+    };
     Ok(Options {
-        url,
+        url: first,
+        seeds: urls,
+        sentinel,
         prefix: prefix.map(|p| args::name(py, p)).transpose()?,
         command_timeout: command_timeout
             .map(|t| args::seconds(py, "command_timeout", t))
             .transpose()?,
+        tls_ca,
+        tls_client,
     })
 }
 
@@ -77,14 +111,30 @@ pub(crate) struct AsyncClient {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url, *, prefix = None, command_timeout = None))]
+    #[pyo3(signature = (url, *, prefix = None, command_timeout = None, sentinels = None, master = None, tls_ca = None, tls_cert = None, tls_key = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        url: String,
+        url: &Bound<'_, PyAny>,
         prefix: Option<&Bound<'_, PyAny>>,
         command_timeout: Option<f64>,
+        sentinels: Option<Vec<String>>,
+        master: Option<String>,
+        tls_ca: Option<PathBuf>,
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
     ) -> PyResult<Self> {
-        let core = Core::new(options(py, url, prefix, command_timeout)?);
+        let core = Core::new(options(
+            py,
+            url,
+            prefix,
+            command_timeout,
+            sentinels,
+            master,
+            tls_ca,
+            tls_cert,
+            tls_key,
+        )?);
         block_on(py, core.clone().client())?;
         Ok(Client { core })
     }
@@ -130,15 +180,31 @@ impl Client {
 #[pymethods]
 impl AsyncClient {
     #[new]
-    #[pyo3(signature = (url, *, prefix = None, command_timeout = None))]
+    #[pyo3(signature = (url, *, prefix = None, command_timeout = None, sentinels = None, master = None, tls_ca = None, tls_cert = None, tls_key = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        url: String,
+        url: &Bound<'_, PyAny>,
         prefix: Option<&Bound<'_, PyAny>>,
         command_timeout: Option<f64>,
+        sentinels: Option<Vec<String>>,
+        master: Option<String>,
+        tls_ca: Option<PathBuf>,
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
     ) -> PyResult<Self> {
         Ok(AsyncClient {
-            core: Core::new(options(py, url, prefix, command_timeout)?),
+            core: Core::new(options(
+                py,
+                url,
+                prefix,
+                command_timeout,
+                sentinels,
+                master,
+                tls_ca,
+                tls_cert,
+                tls_key,
+            )?),
         })
     }
 

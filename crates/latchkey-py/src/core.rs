@@ -2,6 +2,7 @@
 //! in a child after `os.fork()` (the parent's sockets and runtime are not
 //! the child's to use; they are forgotten there, never closed or written).
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,8 +11,15 @@ use crate::runtime::pid;
 /// What a client connects with.
 pub(crate) struct Options {
     pub(crate) url: String,
+    /// More nodes of the same Redis Cluster (a list of URLs was given).
+    pub(crate) seeds: Vec<String>,
+    /// Sentinels (`host:port`) and the master they watch: `url` is then
+    /// the template of the primary's URL (password, database, TLS).
+    pub(crate) sentinel: Option<(Vec<String>, String)>,
     pub(crate) prefix: Option<Vec<u8>>,
     pub(crate) command_timeout: Option<Duration>,
+    pub(crate) tls_ca: Option<PathBuf>,
+    pub(crate) tls_client: Option<(PathBuf, PathBuf)>,
 }
 
 /// The connection of one Python client (shared by its clones and the locks
@@ -45,12 +53,25 @@ impl Core {
         if let Some(client) = self.current() {
             return Ok(client);
         }
-        let mut builder = latchkey::Client::builder(&self.options.url);
-        if let Some(prefix) = &self.options.prefix {
+        let options = &self.options;
+        let mut builder = latchkey::Client::builder(&options.url);
+        for seed in &options.seeds {
+            builder = builder.seed(seed);
+        }
+        if let Some((sentinels, master)) = &options.sentinel {
+            builder = builder.sentinel(sentinels, master);
+        }
+        if let Some(prefix) = &options.prefix {
             builder = builder.prefix(prefix);
         }
-        if let Some(timeout) = self.options.command_timeout {
+        if let Some(timeout) = options.command_timeout {
             builder = builder.command_timeout(timeout);
+        }
+        if let Some(ca) = &options.tls_ca {
+            builder = builder.tls_ca_file(ca);
+        }
+        if let Some((cert, key)) = &options.tls_client {
+            builder = builder.tls_client_cert_files(cert, key);
         }
         let client = builder.connect().await?;
         let mut connected = self.connected.lock().unwrap_or_else(|p| p.into_inner());

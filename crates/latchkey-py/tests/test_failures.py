@@ -73,3 +73,17 @@ def test_acl_refusal_is_no_permission(server, name):
         client.lock(name, ttl=5.0).try_acquire()
     assert "docs/security.md" in str(caught.value)
     assert isinstance(caught.value, PermissionError)
+
+
+def test_connection_options_are_checked(server, tmp_path):
+    # Several URLs are the nodes of one Redis Cluster: a standalone server is not one.
+    with pytest.raises(latchkey.NotACluster):
+        latchkey.Client([server.url, server.url])
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client(server.url, sentinels=["127.0.0.1:1"])
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client(server.url, tls_cert=str(tmp_path / "cert.pem"))
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client(server.url.replace("redis://", "rediss://"), tls_ca=tmp_path / "missing.pem")
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client([])

@@ -2,6 +2,7 @@
 # Objects made from an AsyncClient return awaitables from the calls that
 # talk to Redis; the stubs spell those as the type-check-only Async* classes.
 
+from os import PathLike
 from typing_extensions import Self
 from typing import Any, Awaitable, Generator, List, Optional, Sequence, Tuple, Union, final, type_check_only
 
@@ -30,7 +31,18 @@ class AsyncLostEvent:
 
 class Client:
     """A client of one Redis (blocking API)."""
-    def __new__(cls, url: str, *, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None) -> Self: ...
+    def __new__(
+        cls,
+        url: Union[str, Sequence[str]],
+        *,
+        prefix: Optional[_Name] = None,
+        command_timeout: Optional[float] = None,
+        sentinels: Optional[Sequence[str]] = None,
+        master: Optional[str] = None,
+        tls_ca: Optional[Union[str, PathLike[str]]] = None,
+        tls_cert: Optional[Union[str, PathLike[str]]] = None,
+        tls_key: Optional[Union[str, PathLike[str]]] = None,
+    ) -> Self: ...
     @property
     def prefix(self) -> bytes: ...
     def lock(self, name: _Name, ttl: float, *, watchdog: bool = True, fencing: bool = False, fair: bool = False) -> Lock: ...
@@ -47,7 +59,18 @@ class Client:
 
 class AsyncClient:
     """A client of one Redis (asyncio API); connects on first use."""
-    def __new__(cls, url: str, *, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None) -> Self: ...
+    def __new__(
+        cls,
+        url: Union[str, Sequence[str]],
+        *,
+        prefix: Optional[_Name] = None,
+        command_timeout: Optional[float] = None,
+        sentinels: Optional[Sequence[str]] = None,
+        master: Optional[str] = None,
+        tls_ca: Optional[Union[str, PathLike[str]]] = None,
+        tls_cert: Optional[Union[str, PathLike[str]]] = None,
+        tls_key: Optional[Union[str, PathLike[str]]] = None,
+    ) -> Self: ...
     def connect(self) -> Awaitable[AsyncClient]: ...
     @property
     def prefix(self) -> bytes: ...
