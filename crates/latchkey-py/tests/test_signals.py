@@ -50,12 +50,14 @@ def test_sigint_interrupts_a_blocked_acquire(server, name, fair):
                        and dict(r.pubsub_numsub(channel))[channel.encode()] >= 1)
         sent = time.monotonic()
         os.kill(child.pid, signal.SIGINT)
+        # Bounded: a child that is not interrupted fails the test, not hangs it.
+        code = child.wait(30)
         line = child.stdout.readline().split()
         assert line and line[0] == "interrupted", line
         latency = float(line[1]) - sent
         print(f"SIGINT to KeyboardInterrupt: {latency * 1000:.1f} ms")
         assert latency < BOUND
-        assert child.wait(30) == 3
+        assert code == 3
     finally:
         child.kill()
         child.wait()
