@@ -61,14 +61,16 @@ pub(crate) struct Holding {
 impl Holding {
     /// Made on the runtime (the lost signal may start a task).
     pub(crate) fn new(hold: Box<dyn Hold>) -> Arc<Holding> {
-        Arc::new(Holding {
+        let holding = Arc::new(Holding {
             name: hold.name().to_vec(),
             token: hold.token().to_owned(),
             fencing_token: hold.fencing_token(),
             lost: hold.lost_signal(),
             hold: RwLock::new(Some(hold)),
             owner: pid(),
-        })
+        });
+        crate::exit::register(&holding);
+        holding
     }
 
     pub(crate) fn check_owner(&self) -> latchkey::Result<()> {
@@ -139,6 +141,14 @@ impl Holding {
         Ok(match asyncio {
             true => Py::new(py, AsyncLostEvent { lost })?.into_any(),
             false => Py::new(py, LostEvent { lost })?.into_any(),
+        })
+    }
+}
+
+impl crate::exit::Releasable for Holding {
+    fn release_at_exit(self: Arc<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let _ = self.release().await;
         })
     }
 }

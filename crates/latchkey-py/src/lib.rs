@@ -16,6 +16,7 @@ mod client_py;
 mod core;
 mod election;
 mod errors;
+mod exit;
 mod fence;
 mod hold;
 mod latch;
@@ -32,6 +33,13 @@ mod signal;
 #[pyfunction]
 fn _shutdown(py: Python<'_>) {
     runtime::shutdown(py);
+}
+
+/// Releases the holds still alive (python/latchkey/__init__.py calls it
+/// from `atexit`, first).
+#[pyfunction]
+fn _release_held(py: Python<'_>) -> PyResult<()> {
+    exit::release_all(py)
 }
 
 #[pymodule]
@@ -56,6 +64,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<signal::Signal>()?;
     m.add_class::<fence::FencedResource>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(_release_held, m)?)?;
     m.add("ERROR_CLASSES", errors::CLASS_NAMES.to_vec())?;
     m.add("MIN_TTL", latchkey::MIN_TTL.as_secs_f64())?;
     m.add("MAX_TTL", latchkey::MAX_TTL.as_secs_f64())?;

@@ -44,12 +44,15 @@ impl LockSpec {
     }
 
     /// One try: a hold, or `None` when someone else holds the lock.
-    pub(crate) async fn try_acquire(self: Arc<Self>) -> latchkey::Result<Option<Held>> {
+    pub(crate) async fn try_acquire(self: Arc<Self>) -> latchkey::Result<Option<Arc<Held>>> {
         Ok(self.lock().await?.try_acquire().await?.map(Held::new))
     }
 
     /// Waits at most `wait` (`None`: as long as it takes).
-    pub(crate) async fn acquire(self: Arc<Self>, wait: Option<Duration>) -> latchkey::Result<Held> {
+    pub(crate) async fn acquire(
+        self: Arc<Self>,
+        wait: Option<Duration>,
+    ) -> latchkey::Result<Arc<Held>> {
         let lock = self.lock().await?;
         let deadline = wait.map(|w| Instant::now() + w);
         Ok(Held::new(lock.acquire_until(deadline).await?))
@@ -70,14 +73,16 @@ pub(crate) struct Held {
 
 impl Held {
     /// Made on the runtime (the lost signal may start a task).
-    fn new(guard: LockGuard) -> Held {
-        Held {
+    fn new(guard: LockGuard) -> Arc<Held> {
+        let held = Arc::new(Held {
             token: guard.token().to_owned(),
             name: guard.name().to_vec(),
             lost: guard.lost_signal(),
             guard: Arc::new(RwLock::new(Some(guard))),
             owner: pid(),
-        }
+        });
+        crate::exit::register(&held);
+        held
     }
 
     fn check_owner(&self) -> latchkey::Result<()> {
@@ -163,6 +168,17 @@ impl Held {
             Ok(held) => held.as_ref().is_some_and(LockGuard::is_held),
             Err(_) => false,
         }
+    }
+}
+
+impl crate::exit::Releasable for Held {
+    fn release_at_exit(
+        self: Arc<Self>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        let releasing = self.release();
+        Box::pin(async move {
+            let _ = releasing.await;
+        })
     }
 }
 

@@ -65,17 +65,13 @@ impl Lock {
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<LockGuard> {
         let wait = args::wait(py, timeout)?;
         let held = block_on(py, self.spec.clone().acquire(wait))?;
-        Ok(LockGuard {
-            held: Arc::new(held),
-        })
+        Ok(LockGuard { held })
     }
 
     /// One try: a guard, or None when someone else holds the lock.
     fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<LockGuard>> {
         let held = block_on(py, self.spec.clone().try_acquire())?;
-        Ok(held.map(|held| LockGuard {
-            held: Arc::new(held),
-        }))
+        Ok(held.map(|held| LockGuard { held }))
     }
 
     #[getter]
@@ -102,9 +98,7 @@ impl AsyncLock {
         let acquiring = self.spec.clone().acquire(wait);
         awaitable(py, async move {
             let held = acquiring.await?;
-            Ok(AsyncLockGuard {
-                held: Arc::new(held),
-            })
+            Ok(AsyncLockGuard { held })
         })
     }
 
@@ -113,9 +107,7 @@ impl AsyncLock {
         let trying = self.spec.clone().try_acquire();
         awaitable(py, async move {
             let held = trying.await?;
-            Ok(held.map(|held| AsyncLockGuard {
-                held: Arc::new(held),
-            }))
+            Ok(held.map(|held| AsyncLockGuard { held }))
         })
     }
 

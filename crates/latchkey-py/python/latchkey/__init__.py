@@ -104,6 +104,12 @@ class AsyncClient(_AsyncClient):
 
 @_atexit.register
 def _at_exit() -> None:
+    # The holds still alive are released (as at the end of a Rust main),
+    # then the background work is waited for, then the runtime stops.
+    try:
+        _native._release_held()
+    except Exception:
+        pass
     for client in list(_clients):
         try:
             if isinstance(client, AsyncClient):

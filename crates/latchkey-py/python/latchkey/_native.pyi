@@ -15,6 +15,7 @@ ERROR_CLASSES: List[str]
 __version__: str
 
 def _shutdown() -> None: ...
+def _release_held() -> None: ...
 
 @final
 class LostEvent:
