@@ -120,3 +120,21 @@ def test_timeouts_racing_acquisitions_leave_no_lock(server, name):
     run(main())
     gc.collect()
     assert r.exists(f"latchkey:{name}") == 0
+
+
+@pytest.mark.skipif(not hasattr(asyncio, "timeout"), reason="asyncio.timeout is Python 3.11+")
+def test_asyncio_timeout_around_a_fair_acquire_leaves_no_queue_entry(server, name):
+    r = server.redis()
+
+    async def main():
+        holder_client, waiter_client = latchkey.AsyncClient(server.url), latchkey.AsyncClient(server.url)
+        holder = await holder_client.lock(name, ttl=30.0, fair=True).acquire()
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.3):
+                await waiter_client.lock(name, ttl=30.0, fair=True).acquire()
+        assert await waiter_client.flush(10.0) is True
+        assert r.llen(f"{{latchkey:{name}}}:queue") == 0
+        assert await holder.release() is True
+        assert r.exists(f"latchkey:{name}") == 0
+
+    run(main())

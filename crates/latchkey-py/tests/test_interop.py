@@ -64,3 +64,46 @@ def test_latchkey_run_and_python_exclude_each_other(server, name):
     assert out.strip() == "ran"
     with lock.acquire(timeout=5.0) as after:
         assert after.is_held()
+
+
+def test_cli_and_python_holders_lose_no_update_and_fence_in_order(server, name):
+    """Three `latchkey run` processes and two Python threads, one lock: each
+    hold does a read-modify-write of a counter (a second holder would lose
+    an update) and records its fencing token; tokens come in hold order."""
+    binary = latchkey_bin()
+    r = server.redis()
+    counter, tokens = f"{name}:counter", f"{name}:tokens"
+    step = (f"v=$(redis-cli -p {server.port} get {counter}); "
+            f"redis-cli -p {server.port} set {counter} $(( ${{v:-0}} + 1 )) >/dev/null; "
+            f"redis-cli -p {server.port} rpush {tokens} $LATCHKEY_FENCING_TOKEN >/dev/null")
+    rounds = 5
+    script = " ".join(
+        [f"for i in $(seq {rounds}); do {binary} run --redis {server.url} --wait 60s --ttl 10s {name} -- sh -c '{step}' || exit 1; done"])
+    clis = [subprocess.Popen(["sh", "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    client = latchkey.Client(server.url)
+    errors = []
+
+    def python_holder():
+        try:
+            for _ in range(rounds):
+                with client.lock(name, ttl=10.0).acquire(timeout=60.0) as guard:
+                    token = guard.fencing_token()
+                    v = int(r.get(counter) or 0)
+                    r.set(counter, v + 1)
+                    r.rpush(tokens, token)
+        except Exception as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=python_holder) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for cli in clis:
+        _, err = cli.communicate(timeout=120)
+        assert cli.returncode == 0, err
+    assert not errors
+    assert int(r.get(counter)) == 5 * rounds
+    seen = [int(t) for t in r.lrange(tokens, 0, -1)]
+    assert len(seen) == 5 * rounds
+    assert seen == sorted(seen) and len(set(seen)) == len(seen)
