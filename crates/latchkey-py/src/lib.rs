@@ -17,6 +17,7 @@ mod core;
 mod election;
 mod errors;
 mod exit;
+mod factories;
 mod fence;
 mod hold;
 mod latch;
