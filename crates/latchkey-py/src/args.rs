@@ -38,7 +38,13 @@ pub(crate) fn seconds(py: Python<'_>, what: &str, value: f64) -> PyResult<Durati
 /// A wait without a bound, for the calls whose Rust form takes a duration.
 pub(crate) const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// A bound on a wait: seconds as `seconds` takes them, and a year at most
+/// (a deadline far past that would overflow the clock).
+pub(crate) fn bound(py: Python<'_>, what: &str, value: f64) -> PyResult<Duration> {
+    Ok(seconds(py, what, value)?.min(FOREVER))
+}
+
 /// An optional wait (`None`: as long as it takes).
 pub(crate) fn wait(py: Python<'_>, value: Option<f64>) -> PyResult<Option<Duration>> {
-    value.map(|v| seconds(py, "timeout", v)).transpose()
+    value.map(|v| bound(py, "timeout", v)).transpose()
 }

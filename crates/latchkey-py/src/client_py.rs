@@ -57,7 +57,7 @@ fn options(
         sentinel,
         prefix: prefix.map(|p| args::name(py, p)).transpose()?,
         command_timeout: command_timeout
-            .map(|t| args::seconds(py, "command_timeout", t))
+            .map(|t| args::bound(py, "command_timeout", t))
             .transpose()?,
         tls_ca,
         tls_client,
@@ -156,7 +156,7 @@ impl Client {
     /// guards that were dropped unreleased; True when all finished.
     #[pyo3(signature = (timeout = 5.0))]
     fn flush(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
-        let within = args::seconds(py, "timeout", timeout)?;
+        let within = args::bound(py, "timeout", timeout)?;
         block_on(py, self.core.clone().flush(within))
     }
 
@@ -230,14 +230,14 @@ impl AsyncClient {
     /// As `Client.flush`, a coroutine.
     #[pyo3(signature = (timeout = 5.0))]
     fn flush<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
-        let within: Duration = args::seconds(py, "timeout", timeout)?;
+        let within: Duration = args::bound(py, "timeout", timeout)?;
         awaitable(py, self.core.clone().flush(within))
     }
 
     /// Flushes, in the blocking way (for the interpreter's exit).
     #[pyo3(signature = (timeout = 5.0))]
     fn flush_blocking(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
-        let within = args::seconds(py, "timeout", timeout)?;
+        let within = args::bound(py, "timeout", timeout)?;
         block_on(py, self.core.clone().flush(within))
     }
 

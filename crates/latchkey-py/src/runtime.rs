@@ -200,11 +200,9 @@ where
                     return Err(interrupted);
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(errors::closed(
-                    "latchkey's task ended without an answer (its runtime shut down)",
-                ))
-            }
+            Err(RecvTimeoutError::Disconnected) => return Err(errors::closed(
+                "latchkey's task ended without an answer (it panicked, or the runtime shut down)",
+            )),
         }
     }
 }

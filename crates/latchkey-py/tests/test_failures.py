@@ -87,3 +87,26 @@ def test_connection_options_are_checked(server, tmp_path):
         latchkey.Client(server.url.replace("redis://", "rediss://"), tls_ca=tmp_path / "missing.pem")
     with pytest.raises(latchkey.InvalidInput):
         latchkey.Client([])
+
+
+def test_huge_numbers_are_refused_or_bounded_never_a_panic(server, name):
+    # 1e19 s fits a Duration (u64 seconds) but not a deadline on the clock.
+    client = latchkey.Client(server.url, command_timeout=1e19)
+    huge = 1e15
+    makers = [
+        lambda: client.lock(name, ttl=huge),
+        lambda: client.semaphore(name, 2, ttl=huge),
+        lambda: client.rwlock(name, ttl=huge),
+        lambda: client.latch(name, ttl=huge),
+        lambda: client.barrier(name, 2, ttl=huge),
+        lambda: client.election(name, ttl=huge),
+        lambda: client.semaphore(name, 2 ** 63, ttl=1.0),
+    ]
+    for make in makers:
+        with pytest.raises(latchkey.InvalidInput):
+            make()
+    # A huge wait is a long one, not an overflow.
+    with client.lock(name, ttl=5.0).acquire(timeout=1e19) as guard:
+        assert guard.lost.wait(1e-3) is False
+        assert client.wait(name + "-nobody", timeout=0.01) is None
+    assert client.flush(1e19) is True
