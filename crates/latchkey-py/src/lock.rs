@@ -1,0 +1,197 @@
+//! Every call into the Rust API of a lock (`latchkey::Lock`, `LockGuard`),
+//! in one file, for the Python classes of lock_py.rs.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use latchkey::{LockGuard, LostSignal, Ownership};
+use tokio::sync::RwLock;
+
+use crate::core::Core;
+use crate::runtime::{drop_in_runtime, pid};
+
+/// A lock as Python asked for it: the `latchkey::Lock` is made from the
+/// process's client for every call (cheap), so that a lock object survives
+/// a fork.
+pub(crate) struct LockSpec {
+    pub(crate) core: Arc<Core>,
+    pub(crate) name: Vec<u8>,
+    pub(crate) ttl: Duration,
+    pub(crate) watchdog: bool,
+    pub(crate) fencing: bool,
+    pub(crate) fair: bool,
+}
+
+impl LockSpec {
+    /// The Rust lock on `client`: refuses a bad name or TTL.
+    pub(crate) fn build(&self, client: &latchkey::Client) -> latchkey::Result<latchkey::Lock> {
+        let mut lock = client.lock(&self.name, self.ttl)?;
+        if self.watchdog {
+            lock = lock.with_watchdog();
+        }
+        if self.fencing {
+            lock = lock.with_fencing();
+        }
+        if self.fair {
+            lock = lock.fair()?;
+        }
+        Ok(lock)
+    }
+
+    async fn lock(self: &Arc<Self>) -> latchkey::Result<latchkey::Lock> {
+        let client = self.core.clone().client().await?;
+        self.build(&client)
+    }
+
+    /// One try: a hold, or `None` when someone else holds the lock.
+    pub(crate) async fn try_acquire(self: Arc<Self>) -> latchkey::Result<Option<Arc<Held>>> {
+        Ok(self.lock().await?.try_acquire().await?.map(Held::new))
+    }
+
+    /// Waits at most `wait` (`None`: as long as it takes).
+    pub(crate) async fn acquire(
+        self: Arc<Self>,
+        wait: Option<Duration>,
+    ) -> latchkey::Result<Arc<Held>> {
+        let lock = self.lock().await?;
+        let deadline = wait.map(|w| Instant::now() + w);
+        let guard = match deadline {
+            Some(deadline) => lock.acquire_until(deadline).await?,
+            None => lock.acquire().await?,
+        };
+        Ok(Held::new(guard))
+    }
+}
+
+/// A hold, shared by the Python guard and the calls in flight on it.
+pub(crate) struct Held {
+    /// `None` once released.
+    guard: Arc<RwLock<Option<LockGuard>>>,
+    pub(crate) token: String,
+    pub(crate) name: Vec<u8>,
+    pub(crate) lost: LostSignal,
+    /// The process that holds it: in a forked child the hold is the
+    /// parent's, and nothing is done with it.
+    pub(crate) owner: u32,
+}
+
+impl Held {
+    /// Made on the runtime (the lost signal may start a task).
+    fn new(guard: LockGuard) -> Arc<Held> {
+        let held = Arc::new(Held {
+            token: guard.token().to_owned(),
+            name: guard.name().to_vec(),
+            lost: guard.lost_signal(),
+            guard: Arc::new(RwLock::new(Some(guard))),
+            owner: pid(),
+        });
+        crate::exit::register(&held);
+        held
+    }
+
+    fn check_owner(&self) -> latchkey::Result<()> {
+        if self.owner == pid() {
+            return Ok(());
+        }
+        Err(latchkey::Error::NotHeld {
+            name: format!(
+                "{} (held by the parent process {}: a guard does not cross os.fork())",
+                String::from_utf8_lossy(&self.name),
+                self.owner
+            ),
+        })
+    }
+
+    /// Releases if still held here: `true` when the lock was ours to the
+    /// end; `false` when it was not, or was released already (idempotent).
+    pub(crate) fn release(
+        self: &Arc<Self>,
+    ) -> impl std::future::Future<Output = latchkey::Result<bool>> + Send + 'static {
+        let me = self.clone();
+        async move {
+            if me.owner != pid() {
+                return Ok(false);
+            }
+            let taken = me.guard.write().await.take();
+            match taken {
+                Some(guard) => Ok(guard.release().await? == Ownership::Owned),
+                None => Ok(false),
+            }
+        }
+    }
+
+    /// Resets the TTL to `ttl` from now: `true` if we still held the lock.
+    pub(crate) fn extend(
+        self: &Arc<Self>,
+        ttl: Duration,
+    ) -> impl std::future::Future<Output = latchkey::Result<bool>> + Send + 'static {
+        let me = self.clone();
+        async move {
+            me.check_owner()?;
+            let held = me.guard.read().await;
+            match &*held {
+                Some(guard) => Ok(guard.extend(ttl).await? == Ownership::Owned),
+                None => Ok(false),
+            }
+        }
+    }
+
+    /// The hold's fencing token (one round trip the first time).
+    pub(crate) fn fencing_token(
+        self: &Arc<Self>,
+    ) -> impl std::future::Future<Output = latchkey::Result<u64>> + Send + 'static {
+        let me = self.clone();
+        async move {
+            me.check_owner()?;
+            let held = me.guard.read().await;
+            match &*held {
+                Some(guard) => guard.fencing_token().await,
+                None => Err(latchkey::Error::NotHeld {
+                    name: String::from_utf8_lossy(&me.name).into_owned(),
+                }),
+            }
+        }
+    }
+
+    /// Until when the hold may be assumed (None once released, or while a
+    /// release is under way).
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        if self.owner != pid() {
+            return None;
+        }
+        let held = self.guard.try_read().ok()?;
+        held.as_ref().map(LockGuard::deadline)
+    }
+
+    /// Held and not known lost, before the deadline. Asks nobody.
+    pub(crate) fn is_held(&self) -> bool {
+        if self.owner != pid() {
+            return false;
+        }
+        match self.guard.try_read() {
+            Ok(held) => held.as_ref().is_some_and(LockGuard::is_held),
+            Err(_) => false,
+        }
+    }
+}
+
+impl crate::exit::Releasable for Held {
+    fn release_at_exit(
+        self: Arc<Self>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        let releasing = self.release();
+        Box::pin(async move {
+            let _ = releasing.await;
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // A guard Python let go of without release(): released in the
+        // background (or forgotten, in a forked child).
+        if let Some(guard) = self.guard.try_write().ok().and_then(|mut g| g.take()) {
+            drop_in_runtime(guard, self.owner);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Every call into the Rust API of a semaphore (`latchkey::Semaphore`,
+//! `PermitGuard`), and its Python class.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use latchkey::PermitGuard;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::args;
+use crate::core::Core;
+use crate::hold::{Holding, Permit};
+use crate::runtime::run;
+
+crate::hold::hold_surface!(PermitGuard);
+
+pub(crate) struct SemaphoreSpec {
+    pub(crate) core: Arc<Core>,
+    pub(crate) name: Vec<u8>,
+    pub(crate) permits: u64,
+    pub(crate) ttl: Duration,
+    pub(crate) watchdog: bool,
+    pub(crate) fencing: bool,
+}
+
+impl SemaphoreSpec {
+    pub(crate) fn build(&self, client: &latchkey::Client) -> latchkey::Result<latchkey::Semaphore> {
+        let mut semaphore = client.semaphore(&self.name, self.permits, self.ttl)?;
+        if self.watchdog {
+            semaphore = semaphore.with_watchdog();
+        }
+        if self.fencing {
+            semaphore = semaphore.with_fencing();
+        }
+        Ok(semaphore)
+    }
+
+    async fn semaphore(&self) -> latchkey::Result<latchkey::Semaphore> {
+        let client = self.core.clone().client().await?;
+        self.build(&client)
+    }
+}
+
+/// At most `permits` holders at once; each permit is a lease.
+#[pyclass(module = "latchkey._native", frozen)]
+pub(crate) struct Semaphore {
+    pub(crate) spec: Arc<SemaphoreSpec>,
+    pub(crate) asyncio: bool,
+}
+
+#[pymethods]
+impl Semaphore {
+    /// Waits for a permit, at most `timeout` seconds (None: as long as it
+    /// takes); raises `WaitTimedOut`.
+    #[pyo3(signature = (timeout = None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        let deadline = args::wait(py, timeout)?.map(|w| Instant::now() + w);
+        let (spec, asyncio) = (self.spec.clone(), self.asyncio);
+        run(py, asyncio, async move {
+            let semaphore = spec.semaphore().await?;
+            let permit = match deadline {
+                Some(deadline) => semaphore.acquire_until(deadline).await?,
+                None => semaphore.acquire().await?,
+            };
+            Ok(Permit {
+                holding: Holding::new(Box::new(permit)),
+                asyncio,
+            })
+        })
+    }
+
+    /// One try: a permit, or None when all are taken.
+    fn try_acquire(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let (spec, asyncio) = (self.spec.clone(), self.asyncio);
+        run(py, asyncio, async move {
+            let permit = spec.semaphore().await?.try_acquire().await?;
+            Ok(permit.map(|p| Permit {
+                holding: Holding::new(Box::new(p)),
+                asyncio,
+            }))
+        })
+    }
+
+    #[getter]
+    fn name<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.spec.name)
+    }
+
+    #[getter]
+    fn permits(&self) -> u64 {
+        self.spec.permits
+    }
+}

@@ -1,0 +1,82 @@
+//! Every call into the Rust API of signals (`Client::signal`, `signal_one`,
+//! `wait_any`), and the Python class of a received signal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::core::Core;
+
+/// A signal received: its `name`, `payload` and whether it was `unicast`
+/// (sent by `signal_one` to this waiter alone).
+#[pyclass(module = "latchkey._native", frozen, get_all)]
+pub(crate) struct Signal {
+    name: Py<PyBytes>,
+    payload: Py<PyBytes>,
+    unicast: bool,
+}
+
+#[pymethods]
+impl Signal {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<latchkey.Signal name={:?} payload={:?} unicast={}>",
+            String::from_utf8_lossy(self.name.as_bytes(py)),
+            String::from_utf8_lossy(self.payload.as_bytes(py)),
+            self.unicast
+        )
+    }
+}
+
+/// A `Signal` before it meets the GIL.
+pub(crate) struct Received(latchkey::Signal);
+
+impl<'py> IntoPyObject<'py> for Received {
+    type Target = Signal;
+    type Output = Bound<'py, Signal>;
+    type Error = PyErr;
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
+        Bound::new(
+            py,
+            Signal {
+                name: PyBytes::new(py, &self.0.name).unbind(),
+                payload: PyBytes::new(py, &self.0.payload).unbind(),
+                unicast: self.0.unicast,
+            },
+        )
+    }
+}
+
+/// Signals every process waiting on `name` now: how many heard it.
+pub(crate) async fn signal(
+    core: Arc<Core>,
+    name: Vec<u8>,
+    payload: Vec<u8>,
+) -> latchkey::Result<usize> {
+    core.client().await?.signal(name, payload).await
+}
+
+/// Signals one waiter of `name`: whether one heard it.
+pub(crate) async fn signal_one(
+    core: Arc<Core>,
+    name: Vec<u8>,
+    payload: Vec<u8>,
+) -> latchkey::Result<bool> {
+    core.client().await?.signal_one(name, payload).await
+}
+
+/// The first signal on any of `names` within `wait`, or None.
+pub(crate) async fn wait(
+    core: Arc<Core>,
+    names: Vec<Vec<u8>>,
+    wait: Duration,
+) -> latchkey::Result<Option<Received>> {
+    let client = core.client().await?;
+    match client.wait_any(names, wait).await {
+        Ok(signal) => Ok(Some(Received(signal))),
+        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}

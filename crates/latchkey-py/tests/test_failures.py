@@ -1,0 +1,112 @@
+"""The failure paths: Redis down, ACL refusal, bad input; the exception
+hierarchy."""
+
+import pytest
+
+import latchkey
+from latchkey import _native
+
+
+def test_every_error_kind_has_a_class():
+    for class_name in _native.ERROR_CLASSES:
+        cls = getattr(latchkey, class_name)
+        assert issubclass(cls, latchkey.LatchkeyError), class_name
+
+
+def test_redis_down_at_connect_is_unavailable():
+    from conftest import free_port
+    with pytest.raises(latchkey.Unavailable) as caught:
+        latchkey.Client(f"redis://127.0.0.1:{free_port()}/")
+    assert isinstance(caught.value, latchkey.Unreachable)
+    assert isinstance(caught.value, ConnectionError)
+    assert str(caught.value).startswith("Redis unreachable")
+
+
+def test_redis_stopped_under_a_client_is_unavailable(private_server, name):
+    client = latchkey.Client(private_server.url, command_timeout=0.5)
+    lock = client.lock(name, ttl=10.0)
+    private_server.stop()
+    with pytest.raises(latchkey.Unavailable):
+        lock.try_acquire()
+    # A bounded wait through an outage reports the outage, not a conflict.
+    with pytest.raises(latchkey.Unavailable):
+        lock.acquire(timeout=1.0)
+
+
+def test_bad_ttl_is_invalid_input(server, name):
+    client = latchkey.Client(server.url)
+    for ttl in (0.0, 0.001, -1.0, float("nan"), float("inf"), 10 ** 9):
+        with pytest.raises(latchkey.InvalidInput):
+            client.lock(name, ttl=ttl)
+    with pytest.raises(latchkey.InvalidTtl):
+        client.lock(name, ttl=0.0)
+    guard = client.lock(name, ttl=1.0).acquire()
+    with pytest.raises(latchkey.InvalidInput):
+        guard.extend(-5.0)
+    guard.release()
+
+
+def test_bad_name_is_invalid_input(server):
+    client = latchkey.Client(server.url)
+    for bad in ("", "x" * (latchkey.MAX_NAME_LEN + 1), "job:fence"):
+        with pytest.raises(latchkey.InvalidName):
+            client.lock(bad, ttl=1.0)
+    with pytest.raises(latchkey.InvalidInput):
+        client.lock(42, ttl=1.0)
+    assert issubclass(latchkey.InvalidInput, ValueError)
+
+
+def test_bad_timeout_and_url_are_invalid_input(server, name):
+    client = latchkey.Client(server.url)
+    with pytest.raises(latchkey.InvalidInput):
+        client.lock(name, ttl=1.0).acquire(timeout=-1.0)
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client("not a url")
+
+
+def test_acl_refusal_is_no_permission(server, name):
+    r = server.redis()
+    # A user that may connect but not touch latchkey's keys.
+    r.execute_command("ACL", "SETUSER", "locked-out", "on", ">pw", "~other:*", "&*", "+@all")
+    client = latchkey.Client(f"redis://locked-out:pw@127.0.0.1:{server.port}/")
+    with pytest.raises(latchkey.NoPermission) as caught:
+        client.lock(name, ttl=5.0).try_acquire()
+    assert "docs/security.md" in str(caught.value)
+    assert isinstance(caught.value, PermissionError)
+
+
+def test_connection_options_are_checked(server, tmp_path):
+    # Several URLs are the nodes of one Redis Cluster: a standalone server is not one.
+    with pytest.raises(latchkey.NotACluster):
+        latchkey.Client([server.url, server.url])
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client(server.url, sentinels=["127.0.0.1:1"])
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client(server.url, tls_cert=str(tmp_path / "cert.pem"))
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client(server.url.replace("redis://", "rediss://"), tls_ca=tmp_path / "missing.pem")
+    with pytest.raises(latchkey.InvalidInput):
+        latchkey.Client([])
+
+
+def test_huge_numbers_are_refused_or_bounded_never_a_panic(server, name):
+    # 1e19 s fits a Duration (u64 seconds) but not a deadline on the clock.
+    client = latchkey.Client(server.url, command_timeout=1e19)
+    huge = 1e15
+    makers = [
+        lambda: client.lock(name, ttl=huge),
+        lambda: client.semaphore(name, 2, ttl=huge),
+        lambda: client.rwlock(name, ttl=huge),
+        lambda: client.latch(name, ttl=huge),
+        lambda: client.barrier(name, 2, ttl=huge),
+        lambda: client.election(name, ttl=huge),
+        lambda: client.semaphore(name, 2 ** 63, ttl=1.0),
+    ]
+    for make in makers:
+        with pytest.raises(latchkey.InvalidInput):
+            make()
+    # A huge wait is a long one, not an overflow.
+    with client.lock(name, ttl=5.0).acquire(timeout=1e19) as guard:
+        assert guard.lost.wait(1e-3) is False
+        assert client.wait(name + "-nobody", timeout=0.01) is None
+    assert client.flush(1e19) is True

@@ -1,0 +1,98 @@
+"""os.fork() after a client was made: the child gets a working client of its
+own, guards stay the parent's, and nothing hangs."""
+
+import gc
+import os
+import signal
+import traceback
+
+import latchkey
+
+
+def in_child(work) -> int:
+    """Runs `work` in a forked child; its exit status (a child that hangs is
+    killed by its own alarm, and that fails the test)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            signal.alarm(30)
+            code = work()
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert not os.WIFSIGNALED(status), f"child killed by signal {os.WTERMSIG(status)} (hung?)"
+    return os.WEXITSTATUS(status)
+
+
+def test_child_gets_a_working_client(server, name):
+    client = latchkey.Client(server.url)
+    lock = client.lock(name, ttl=10.0)
+    lock.try_acquire().release()  # the parent's connection is in use
+
+    def child():
+        guard = lock.try_acquire()
+        assert guard is not None and guard.is_held()
+        assert guard.fencing_token() > 0
+        assert guard.release() is True
+        with client.lock(name + "-2", ttl=5.0).acquire(timeout=5.0):
+            pass
+        return 0
+
+    assert in_child(child) == 0
+    # The parent's connection was not disturbed by the child.
+    guard = lock.acquire(timeout=5.0)
+    assert guard.release() is True
+
+
+def test_guard_held_across_fork_stays_the_parents(server, name):
+    client = latchkey.Client(server.url)
+    guard = client.lock(name, ttl=30.0).acquire()
+    r = server.redis()
+
+    def child():
+        assert not guard.is_held()
+        assert guard.release() is False  # not the child's to release
+        try:
+            guard.fencing_token()
+            return 2
+        except latchkey.NotHeld as e:
+            assert "parent process" in str(e)
+        assert client.lock(name, ttl=30.0).try_acquire() is None
+        child_guard = guard
+        del child_guard
+        gc.collect()
+        return 0
+
+    assert in_child(child) == 0
+    assert r.get(f"latchkey:{name}").decode().startswith(guard.token)
+    assert guard.is_held()
+    assert guard.release() is True
+
+
+def test_multiprocessing_fork_pool_shares_one_lock(server, name):
+    import multiprocessing
+
+    client = latchkey.Client(server.url)
+    counter = f"{name}:counter"
+
+    def bump(_):
+        r = server.redis()
+        with client.lock(name, ttl=10.0).acquire(timeout=30.0):
+            r.set(counter, int(r.get(counter) or 0) + 1)
+        return True
+
+    global _bump
+    _bump = bump
+    with multiprocessing.get_context("fork").Pool(3) as pool:
+        assert all(pool.map(_call_bump, range(30)))
+    assert int(server.redis().get(counter)) == 30
+
+
+_bump = None
+
+
+def _call_bump(i):
+    return _bump(i)
