@@ -116,3 +116,40 @@ fn a_release_request_stops_a_runs_command_and_frees_the_lock() {
     let none = output(latchkey(&redis).args(["request-release", "asked"]), QUICK);
     assert_eq!(stdout(&none).trim(), "0");
 }
+
+#[test]
+fn max_hold_stops_a_stuck_command_although_the_watchdog_renews() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("max-hold");
+    let marks = scratch.path("marks");
+    let script = format!(
+        "trap 'echo TERM >> {m}; exit 0' TERM; echo started >> {m}; while :; do sleep 0.05; done",
+        m = marks.display()
+    );
+    // A 30 s TTL renewed every 10 s: only the 1 s cap can end it soon.
+    let mut run = latchkey(&redis)
+        .args([
+            "run",
+            "capped",
+            "--ttl",
+            "30s",
+            "--max-hold",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn latchkey run");
+    wait_for_text(&marks, "started", QUICK);
+    assert_eq!(code(wait_exit(&mut run, QUICK)), 75);
+    wait_for_text(&marks, "TERM", QUICK);
+    let bad = output(
+        latchkey(&redis).args(["run", "capped", "--max-hold", "0s", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(code(bad.status), 2, "{}", stderr(&bad));
+    assert_one_error_line(&bad);
+}

@@ -20,7 +20,7 @@ use common::*;
 const BLOCK_LIMIT: Duration = Duration::from_secs(60);
 
 /// What a line contains → why it does not run here (and where it is tested).
-const SKIPPED: [(&str, &str); 7] = [
+const SKIPPED: [(&str, &str); 9] = [
     (
         "./dev ",
         "the developer's script: builds the workspace and runs the whole suite, this test included",
@@ -49,6 +49,15 @@ const SKIPPED: [(&str, &str); 7] = [
     (
         "latchkey torture",
         "starts servers of its own and runs for up to minutes; tests/torture*.rs",
+    ),
+    (
+        "python3 -m venv",
+        "makes a virtualenv for the Python package: ./dev test makes its own (target/py-venv)",
+    ),
+    (
+        "pip install ./crates/latchkey-py",
+        "builds the Python package in release mode (minutes): ./dev test builds it with maturin \
+         and runs its pytest suite, whose test_docs.py runs the examples of docs/python.md",
     ),
 ];
 

@@ -224,3 +224,60 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(mut f: F) -> Option<F
     })
     .await
 }
+
+/// `with_max_hold`: the watchdog renews, but never past the cap: the hold
+/// is lost and the lock free by max(cap, ttl), for every kind of lease.
+#[tokio::test]
+async fn a_max_hold_ends_a_renewed_hold_at_its_cap() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let (ttl, cap) = (Duration::from_secs(2), Duration::from_secs(1));
+    let every = Duration::from_millis(300);
+
+    let lock = client
+        .lock("capped", ttl)
+        .unwrap()
+        .with_renewal_every(every)
+        .unwrap()
+        .with_max_hold(cap)
+        .unwrap();
+    let guard = lock.acquire().await.unwrap();
+    tokio::time::timeout(SOON, guard.lost())
+        .await
+        .expect("lost at the cap");
+    assert!(matches!(
+        guard.extend(ttl).await,
+        Err(latchkey::Error::MaxHoldReached { .. })
+    ));
+    let key = String::from_utf8(lock.key().to_vec()).unwrap();
+    eventually("the capped lock is free", || async {
+        redis.command(&["GET", &key]).unwrap().trim().is_empty()
+    })
+    .await;
+    assert!(lock.try_acquire().await.unwrap().is_some());
+
+    // A permit and a leadership, the same way (the cap is the lease's).
+    let pool = client
+        .semaphore("capped-pool", 1, ttl)
+        .unwrap()
+        .with_renewal_every(every)
+        .unwrap()
+        .with_max_hold(cap)
+        .unwrap();
+    let permit = pool.acquire().await.unwrap();
+    let election = client
+        .election("capped-election", ttl)
+        .unwrap()
+        .with_renewal_every(every)
+        .unwrap()
+        .with_max_hold(cap)
+        .unwrap();
+    let leader = election.campaign("me").await.unwrap();
+    tokio::time::timeout(SOON, async { tokio::join!(permit.lost(), leader.lost()) })
+        .await
+        .expect("both lost at the cap");
+    assert!(matches!(
+        client.lock("x", ttl).unwrap().with_max_hold(Duration::ZERO),
+        Err(latchkey::Error::InvalidInput(_))
+    ));
+}

@@ -53,6 +53,13 @@ pub struct ElectArgs {
     #[arg(long, value_name = "D", value_parser = duration::parse_ttl, default_value = "10s")]
     pub ttl: Duration,
 
+    /// A cap on the leadership, even with the watchdog renewing it: renewals never
+    /// take it past D after it was acquired, so a CMD that is stuck loses
+    /// it (SIGTERM, then --grace; exit 75) within max(D, --ttl). Default:
+    /// none.
+    #[arg(long = "max-hold", value_name = "D", value_parser = duration::parse)]
+    pub max_hold: Option<Duration>,
+
     /// After leadership is lost: time between SIGTERM and SIGKILL to CMD's process group.
     #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5s")]
     pub grace: Duration,
@@ -93,7 +100,10 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
             ));
         }
     };
-    let election = client.election(&args.name, args.ttl)?;
+    let mut election = client.election(&args.name, args.ttl)?;
+    if let Some(cap) = args.max_hold {
+        election = election.with_max_hold(cap)?;
+    }
     let value = args.value.clone().unwrap_or_else(default_value);
     loop {
         let campaigning = Patience::Forever.retry("campaigning", || election.campaign(&value));

@@ -29,6 +29,13 @@ pub struct RunArgs {
     #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = exit::CONFLICT, allow_negative_numbers = true)]
     pub conflict_exit_code: u8,
 
+    /// A cap on the hold, even with the watchdog renewing it: renewals never
+    /// take it past D after it was acquired, so a CMD that is stuck loses
+    /// it (SIGTERM, then --grace; exit 75) within max(D, --ttl). Default:
+    /// none.
+    #[arg(long = "max-hold", value_name = "D", value_parser = duration::parse)]
+    pub max_hold: Option<Duration>,
+
     /// After the lock is lost: time between SIGTERM and SIGKILL to CMD's process group.
     #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5s")]
     pub grace: Duration,

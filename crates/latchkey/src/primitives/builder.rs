@@ -6,8 +6,8 @@
 //! its fencing token).
 
 /// Expands, inside `impl X`, to the lease options of `X`, whose `inner` is
-/// an `Arc` of a spec with `name`, `ttl`, `renew_every: Option<Duration>`
-/// and `fenced` fields. `$what`: the primitive, and `$hold`: its hold, as
+/// an `Arc` of a spec with `name`, `ttl`, `renew_every: Option<Duration>`,
+/// `max_hold: Option<Duration>` and `fenced` fields. `$what`: the primitive, and `$hold`: its hold, as
 /// the docs say them; `$fenced`: which holds a fencing token comes with.
 macro_rules! lease_options {
     ($what:literal, $hold:literal, $fenced:literal) => {
@@ -34,6 +34,8 @@ macro_rules! lease_options {
             Ok(self)
         }
 
+        crate::primitives::builder::max_hold_option!($what, $hold);
+
         #[doc = concat!("Issues a fencing token with ", $fenced, ", in the same round trip.")]
         pub fn with_fencing(mut self) -> Self {
             std::sync::Arc::make_mut(&mut self.inner).fenced = true;
@@ -52,4 +54,27 @@ macro_rules! lease_options {
     };
 }
 
+/// Expands, inside `impl X` (whose `inner` is an `Arc` of a spec with a
+/// `max_hold: Option<Duration>` field), to `with_max_hold`: every primitive
+/// whose holds are leases has it (a lock, an election, and through
+/// [`lease_options!`] a semaphore and a read-write lock).
+macro_rules! max_hold_option {
+    ($what:literal, $hold:literal) => {
+        #[doc = concat!("Caps every ", $hold, " of this ", $what, " at `max_hold` from its")]
+        /// acquisition, even with the watchdog on: renewals (and
+        /// `extend`) never take it past the cap, so a holder that is alive
+        /// but stuck frees it within `max(max_hold, ttl)`; `lost()` fires
+        /// at the last deadline, and an `extend` asked after the cap fails
+        /// with [`Error::MaxHoldReached`](crate::Error::MaxHoldReached).
+        /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput)
+        /// below [`MIN_TTL`](crate::MIN_TTL).
+        pub fn with_max_hold(mut self, max_hold: std::time::Duration) -> crate::Result<Self> {
+            let max_hold = crate::vocab::names::check_max_hold(max_hold)?;
+            std::sync::Arc::make_mut(&mut self.inner).max_hold = Some(max_hold);
+            Ok(self)
+        }
+    };
+}
+
 pub(crate) use lease_options;
+pub(crate) use max_hold_option;

@@ -124,6 +124,17 @@ pub(crate) fn check_renewal_every(every: Duration, ttl: Duration) -> Result<Dura
     Ok(every)
 }
 
+/// Checks a cap on a hold (`with_max_hold` of every primitive whose holds
+/// are leases): at least [`MIN_TTL`], else [`Error::InvalidInput`].
+pub(crate) fn check_max_hold(max_hold: Duration) -> Result<Duration> {
+    if max_hold < MIN_TTL {
+        return Err(Error::InvalidInput(format!(
+            "max hold {max_hold:?}: it must be at least {MIN_TTL:?}"
+        )));
+    }
+    Ok(max_hold)
+}
+
 /// TTL in whole milliseconds, as Redis wants it (sub-millisecond parts are
 /// dropped; `check_ttl` guarantees at least 10).
 pub(crate) fn ttl_ms(ttl: Duration) -> u64 {

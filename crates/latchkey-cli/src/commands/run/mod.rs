@@ -62,9 +62,12 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
             ));
         }
     };
-    let lock = args
+    let mut lock = args
         .wait
         .replicated(args.wait.fair_or_not(connected)?.with_watchdog())?;
+    if let Some(cap) = args.max_hold {
+        lock = lock.with_max_hold(cap)?;
+    }
     // `--wait` counts from the start, connecting included.
     let wait_until = args.wait.deadline();
     loop {

@@ -95,10 +95,13 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
     loop {
         let (acquired, what) = match args.permits {
             Some(permits) => {
-                let semaphore = client
+                let mut semaphore = client
                     .semaphore(&args.name, permits, args.ttl)?
                     .with_watchdog()
                     .with_fencing();
+                if let Some(cap) = args.max_hold {
+                    semaphore = semaphore.with_max_hold(cap)?;
+                }
                 let acquiring = async {
                     match acquire(&semaphore, args, wait_until).await {
                         Ok(Some(permit)) => Ok(Ok(Hold::Permit(permit))),
@@ -118,10 +121,13 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
                 } else {
                     RwAccess::Read
                 };
-                let rw = client
+                let mut rw = client
                     .rwlock(&args.name, args.ttl)?
                     .with_watchdog()
                     .with_fencing();
+                if let Some(cap) = args.max_hold {
+                    rw = rw.with_max_hold(cap)?;
+                }
                 let acquiring = async {
                     match acquire_rw(&rw, access, args, wait_until).await {
                         Ok(Some(guard)) => Ok(Ok(Hold::Rw(guard))),

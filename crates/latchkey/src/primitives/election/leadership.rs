@@ -10,7 +10,6 @@ use crate::backend::Backend;
 use crate::primitives::election::spec::ElectionSpec;
 use crate::primitives::lease::{Hold, Lease};
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::LockLabel;
 use crate::vocab::outcome::Ownership;
 use crate::vocab::protocol::scripts;
 use crate::vocab::token::short;
@@ -174,23 +173,7 @@ impl crate::Election {
 /// A leadership's lease: the election's lease key, renewed as a lock's is,
 /// and the resign script.
 impl Hold for Arc<ElectionSpec> {
-    fn label(&self) -> &LockLabel {
-        &self.metrics_label
-    }
-
-    fn name(&self) -> &[u8] {
-        &self.name
-    }
-
-    fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
-    /// Always (every `ttl / 3` unless `with_renewal_every` said): a leader
-    /// that stops renewing hands the election on.
-    fn renew_every(&self) -> Option<Duration> {
-        Some(self.renew_every)
-    }
+    hold_basics!();
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {
         &self.session.inner.background

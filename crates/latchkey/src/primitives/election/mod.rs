@@ -135,6 +135,8 @@ impl Election {
         Ok(self)
     }
 
+    crate::primitives::builder::max_hold_option!("election", "leadership");
+
     /// The election's name.
     pub fn name(&self) -> &[u8] {
         &self.inner.name

@@ -22,6 +22,8 @@ pub(crate) struct ElectionSpec {
     /// How often a leadership's watchdog renews its lease: `ttl / 3`
     /// unless [`Election::with_renewal_every`](crate::Election::with_renewal_every) says otherwise.
     pub(crate) renew_every: Duration,
+    /// The cap on a leadership ([`Election::with_max_hold`](crate::Election::with_max_hold)).
+    pub(crate) max_hold: Option<Duration>,
     pub(crate) metrics_label: LockLabel,
 }
 
@@ -54,6 +56,7 @@ impl ElectionSpec {
             keys: Arc::new(keys),
             ttl,
             renew_every: ttl / 3,
+            max_hold: None,
         })
     }
 

@@ -85,6 +85,31 @@ pub(crate) trait Hold: Clone + Send + Sync + 'static {
     fn ended(&self) {}
 }
 
+/// The [`Hold`] methods every kind answers from its spec's fields (`name`,
+/// `ttl`, `renew_every`, `max_hold`, `metrics_label`), reached through the
+/// field path given (`hold_basics!(spec)` for `self.spec.…`, or
+/// `hold_basics!()` for an `Arc` of the spec itself).
+macro_rules! hold_basics {
+    ($($field:ident).*) => {
+        fn label(&self) -> &crate::vocab::metrics::LockLabel {
+            &self $(.$field)* .metrics_label
+        }
+        fn name(&self) -> &[u8] {
+            &self $(.$field)* .name
+        }
+        fn ttl(&self) -> std::time::Duration {
+            self $(.$field)* .ttl
+        }
+        /// `Option<Duration>`, or an election's `Duration` (always renewed).
+        fn renew_every(&self) -> Option<std::time::Duration> {
+            self $(.$field)* .renew_every.into()
+        }
+        fn max_hold(&self) -> Option<std::time::Duration> {
+            self $(.$field)* .max_hold
+        }
+    };
+}
+
 /// How far a lease's release got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReleaseState {

@@ -11,7 +11,6 @@ use crate::primitives::lease::state::State;
 use crate::primitives::lease::{Hold, Lease};
 use crate::primitives::lock::spec::{LockSpec, Replicated};
 use crate::vocab::error::Result;
-use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::LockKeys;
 use crate::vocab::outcome::Ownership;
 use crate::vocab::token::short;
@@ -139,21 +138,7 @@ impl LockGuard {
 /// A lock's lease: the backend's scripts, and this client's local queue
 /// for the name (its holds counted, its waiters woken by a release).
 impl Hold for Arc<LockSpec> {
-    fn label(&self) -> &LockLabel {
-        &self.metrics_label
-    }
-
-    fn name(&self) -> &[u8] {
-        &self.name
-    }
-
-    fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
-    fn renew_every(&self) -> Option<Duration> {
-        self.renew_every
-    }
+    hold_basics!();
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {
         self.backend.background()

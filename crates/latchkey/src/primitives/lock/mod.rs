@@ -117,6 +117,7 @@ impl Lock {
                 name: Arc::from(name),
                 ttl,
                 renew_every: None,
+                max_hold: None,
                 fenced: false,
                 fair_lease: None,
                 replicas: None,
@@ -164,6 +165,8 @@ impl Lock {
         Arc::make_mut(&mut self.inner).renew_every = Some(every);
         Ok(self)
     }
+
+    crate::primitives::builder::max_hold_option!("lock", "hold");
 
     /// Makes every acquisition wait until `n` replicas of the lock's server
     /// acknowledge it (`WAIT n`), at most [`DEFAULT_REPLICA_TIMEOUT`](crate::DEFAULT_REPLICA_TIMEOUT);

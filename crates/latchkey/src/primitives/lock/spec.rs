@@ -19,6 +19,8 @@ pub(crate) struct LockSpec {
     pub(crate) keys: Arc<LockKeys>,
     pub(crate) ttl: Duration,
     pub(crate) renew_every: Option<Duration>,
+    /// The cap on a hold ([`Lock::with_max_hold`](crate::Lock::with_max_hold)).
+    pub(crate) max_hold: Option<Duration>,
     /// Whether every acquisition also issues the fencing token (one script
     /// instead of a bare `SET`): see [`Lock::with_fencing`].
     pub(crate) fenced: bool,

@@ -35,6 +35,7 @@ pub(crate) struct RwSpec {
     pub(crate) keys: Arc<[Vec<u8>; 7]>,
     pub(crate) ttl: Duration,
     pub(crate) renew_every: Option<Duration>,
+    pub(crate) max_hold: Option<Duration>,
     pub(crate) fenced: bool,
     pub(crate) metrics_label: LockLabel,
 }
@@ -128,21 +129,7 @@ pub(crate) struct RwHold {
 }
 
 impl Hold for RwHold {
-    fn label(&self) -> &LockLabel {
-        &self.spec.metrics_label
-    }
-
-    fn name(&self) -> &[u8] {
-        &self.spec.name
-    }
-
-    fn ttl(&self) -> Duration {
-        self.spec.ttl
-    }
-
-    fn renew_every(&self) -> Option<Duration> {
-        self.spec.renew_every
-    }
+    hold_basics!(spec);
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {
         &self.spec.session.inner.background

@@ -96,6 +96,7 @@ impl RwLock {
                 keys: Arc::new(keys),
                 ttl,
                 renew_every: None,
+                max_hold: None,
                 fenced: false,
                 metrics_label: LockLabel::new(
                     &session.inner.metrics_labels,

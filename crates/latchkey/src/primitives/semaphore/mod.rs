@@ -112,6 +112,7 @@ impl Semaphore {
                 permits,
                 ttl,
                 renew_every: None,
+                max_hold: None,
                 fenced: false,
                 metrics_label: LockLabel::new(
                     &session.inner.metrics_labels,

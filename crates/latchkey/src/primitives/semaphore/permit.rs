@@ -27,6 +27,7 @@ pub(crate) struct SemaphoreSpec {
     pub(crate) permits: u32,
     pub(crate) ttl: Duration,
     pub(crate) renew_every: Option<Duration>,
+    pub(crate) max_hold: Option<Duration>,
     pub(crate) fenced: bool,
     pub(crate) metrics_label: LockLabel,
 }
@@ -95,21 +96,7 @@ impl PermitGuard {
 
 /// A permit's lease: the semaphore's scripts.
 impl Hold for Arc<SemaphoreSpec> {
-    fn label(&self) -> &LockLabel {
-        &self.metrics_label
-    }
-
-    fn name(&self) -> &[u8] {
-        &self.name
-    }
-
-    fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
-    fn renew_every(&self) -> Option<Duration> {
-        self.renew_every
-    }
+    hold_basics!();
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {
         &self.session.inner.background
