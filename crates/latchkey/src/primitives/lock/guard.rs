@@ -68,19 +68,9 @@ use crate::vocab::token::short;
 /// tokio runtime is running; if none is, or Redis cannot be reached, the
 /// lock frees itself when its TTL runs out.
 #[must_use = "the lock is released (in the background) when the guard is dropped"]
+#[derive(Debug)]
 pub struct LockGuard {
     lease: Lease<Arc<LockSpec>>,
-}
-
-impl std::fmt::Debug for LockGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockGuard")
-            .field("name", &self.lease.hold().display_name())
-            .field("token", &short(self.token()))
-            .field("fencing_token", &self.issued_fencing_token())
-            .field("held", &self.is_held())
-            .finish()
-    }
 }
 
 lease_surface!(LockGuard, "the lock", "lock");

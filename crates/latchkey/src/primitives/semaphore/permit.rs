@@ -13,7 +13,7 @@ use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{drift, ttl_ms};
 use crate::vocab::outcome::Ownership;
 use crate::vocab::protocol::scripts;
-use crate::vocab::token::{short, Holder};
+use crate::vocab::token::Holder;
 
 /// What every permit of a semaphore shares (its recipe: made by
 /// [`Semaphore`](crate::Semaphore), here so that the guard needs nothing above it).
@@ -64,19 +64,9 @@ pub(crate) struct SemaphoreSpec {
 /// the client, see [`Client::flush`](crate::Client::flush)); without a
 /// runtime, or without Redis, the permit frees itself at its TTL.
 #[must_use = "the permit is given back (in the background) when the guard is dropped"]
+#[derive(Debug)]
 pub struct PermitGuard {
     lease: Lease<Arc<SemaphoreSpec>>,
-}
-
-impl std::fmt::Debug for PermitGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PermitGuard")
-            .field("semaphore", &String::from_utf8_lossy(self.name()))
-            .field("token", &short(self.token()))
-            .field("fencing_token", &self.issued_fencing_token())
-            .field("held", &self.is_held())
-            .finish()
-    }
 }
 
 lease_surface!(PermitGuard, "the permit", "semaphore");
