@@ -82,6 +82,7 @@ fn lock_spec(
         watchdog,
         fencing,
         fair,
+        built: Default::default(),
     };
     if let Some(client) = core.current() {
         spec.build(&client).map_err(|e| to_py(py, e))?;

@@ -11,8 +11,8 @@ use crate::core::Core;
 use crate::runtime::{drop_in_runtime, pid};
 
 /// A lock as Python asked for it: the `latchkey::Lock` is made from the
-/// process's client for every call (cheap), so that a lock object survives
-/// a fork.
+/// process's client on first use, and again in a forked child (whose
+/// client is its own), so that a lock object survives a fork.
 pub(crate) struct LockSpec {
     pub(crate) core: Arc<Core>,
     pub(crate) name: Vec<u8>,
@@ -20,6 +20,9 @@ pub(crate) struct LockSpec {
     pub(crate) watchdog: bool,
     pub(crate) fencing: bool,
     pub(crate) fair: bool,
+    /// The lock made for this process (its pid), kept: making it checks
+    /// the name and computes its keys, a measurable share of a cycle.
+    pub(crate) built: std::sync::Mutex<Option<(u32, latchkey::Lock)>>,
 }
 
 impl LockSpec {
@@ -39,8 +42,19 @@ impl LockSpec {
     }
 
     async fn lock(self: &Arc<Self>) -> latchkey::Result<latchkey::Lock> {
+        let kept = |built: &Option<(u32, latchkey::Lock)>| {
+            built
+                .as_ref()
+                .filter(|(by, _)| *by == pid())
+                .map(|(_, lock)| lock.clone())
+        };
+        if let Some(lock) = kept(&self.built.lock().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(lock);
+        }
         let client = self.core.clone().client().await?;
-        self.build(&client)
+        let lock = self.build(&client)?;
+        *self.built.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid(), lock.clone()));
+        Ok(lock)
     }
 
     /// One try: a hold, or `None` when someone else holds the lock.
@@ -69,7 +83,9 @@ pub(crate) struct Held {
     guard: Arc<RwLock<Option<LockGuard>>>,
     pub(crate) token: String,
     pub(crate) name: Vec<u8>,
-    pub(crate) lost: LostSignal,
+    /// Made on first need (`guard.lost`): without a watchdog, a lost
+    /// signal starts a timer task, which most holds never need.
+    lost: std::sync::OnceLock<LostSignal>,
     /// The process that holds it: in a forked child the hold is the
     /// parent's, and nothing is done with it.
     pub(crate) owner: u32,
@@ -81,12 +97,34 @@ impl Held {
         let held = Arc::new(Held {
             token: guard.token().to_owned(),
             name: guard.name().to_vec(),
-            lost: guard.lost_signal(),
+            lost: std::sync::OnceLock::new(),
             guard: Arc::new(RwLock::new(Some(guard))),
             owner: pid(),
         });
         crate::exit::register(&held);
         held
+    }
+
+    /// The hold's lost signal (one that never fires once released).
+    pub(crate) fn lost_signal(&self) -> LostSignal {
+        self.lost
+            .get_or_init(|| {
+                let Ok(held) = self.guard.try_read() else {
+                    return LostSignal::default(); // being released
+                };
+                let Some(guard) = &*held else {
+                    return LostSignal::default();
+                };
+                // Its timer task (no watchdog) needs the runtime.
+                match crate::runtime::handle() {
+                    Ok(handle) => {
+                        let _entered = handle.enter();
+                        guard.lost_signal()
+                    }
+                    Err(_) => LostSignal::default(),
+                }
+            })
+            .clone()
     }
 
     fn check_owner(&self) -> latchkey::Result<()> {

@@ -161,7 +161,7 @@ macro_rules! guard_methods {
             #[getter]
             fn lost(&self) -> $lost {
                 $lost {
-                    lost: self.held.lost.clone(),
+                    lost: self.held.lost_signal(),
                 }
             }
 

@@ -170,7 +170,10 @@ impl State {
 /// guard.release().await?;
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
+///
+/// `LostSignal::default()` never fires: the signal of nothing held (a
+/// binding's stand-in for a guard already released).
+#[derive(Clone, Debug, Default)]
 pub struct LostSignal {
     pub(crate) token: CancellationToken,
 }
