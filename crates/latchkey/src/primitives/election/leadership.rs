@@ -194,9 +194,7 @@ impl Hold for Arc<ElectionSpec> {
     }
 
     async fn listen(&self) -> Result<crate::backend::Wakeups> {
-        let topic = crate::transport::subscriber::Topic::Channel(self.keys.channel.clone());
-        let subscription = self.session.subscriber().subscribe(topic).await?;
-        Ok(crate::backend::Wakeups::new(vec![subscription]))
+        crate::primitives::lease::listen_on(&self.session, &self.keys.channel).await
     }
 
     /// Never asked: the term is issued with the leadership.

@@ -110,6 +110,17 @@ macro_rules! hold_basics {
     };
 }
 
+/// [`Hold::listen`] of a kind whose release requests come on one channel
+/// of its session (a permit's, a read-write hold's, a leadership's).
+pub(crate) async fn listen_on(
+    session: &crate::transport::session::Session,
+    channel: &[u8],
+) -> Result<crate::backend::Wakeups> {
+    let topic = crate::transport::subscriber::Topic::Channel(channel.to_vec());
+    let subscription = session.subscriber().subscribe(topic).await?;
+    Ok(crate::backend::Wakeups::new(vec![subscription]))
+}
+
 /// How far a lease's release got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReleaseState {

@@ -152,9 +152,7 @@ impl Hold for RwHold {
     }
 
     async fn listen(&self) -> Result<crate::backend::Wakeups> {
-        let topic = crate::transport::subscriber::Topic::Channel(self.spec.channel().to_vec());
-        let subscription = self.spec.session.subscriber().subscribe(topic).await?;
-        Ok(crate::backend::Wakeups::new(vec![subscription]))
+        crate::primitives::lease::listen_on(&self.spec.session, self.spec.channel()).await
     }
 
     /// The writer's: the lock's `issue_fence.lua` on the writer key and the

@@ -109,9 +109,7 @@ impl Hold for Arc<SemaphoreSpec> {
     }
 
     async fn listen(&self) -> Result<crate::backend::Wakeups> {
-        let topic = crate::transport::subscriber::Topic::Channel(self.channel.to_vec());
-        let subscription = self.session.subscriber().subscribe(topic).await?;
-        Ok(crate::backend::Wakeups::new(vec![subscription]))
+        crate::primitives::lease::listen_on(&self.session, &self.channel).await
     }
 
     /// `sem_fence.lua`: the semaphore's counter, while the permit is held.
