@@ -41,7 +41,7 @@ use crate::vocab::protocol::RWLOCK_SUFFIXES;
 ///
 /// // One writer, alone:
 /// let writing = catalog.write_timeout(Duration::from_secs(30)).await?;
-/// println!("writing with fencing token {:?}", writing.fencing_token());
+/// println!("writing with fencing token {}", writing.fencing_token().await?);
 /// writing.release().await?;
 /// # Ok(()) }
 /// ```

@@ -40,7 +40,7 @@ use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERM
 ///     .with_fencing();
 ///
 /// let permit = exports.acquire_timeout(Duration::from_secs(60)).await?;
-/// println!("permit held; fencing token {:?}", permit.fencing_token());
+/// println!("permit held; fencing token {}", permit.fencing_token().await?);
 /// tokio::select! {
 ///     _ = permit.lost() => eprintln!("permit lost: stop exporting"),
 ///     _ = async { /* the export */ } => {}
