@@ -281,3 +281,42 @@ async fn a_max_hold_ends_a_renewed_hold_at_its_cap() {
         Err(latchkey::Error::InvalidInput(_))
     ));
 }
+
+/// The failure paths of revocation and release requests: a fencing counter
+/// that holds no token is a typed error and nothing is revoked; a Redis
+/// that is down is a transient error; a bad name is refused before any
+/// request.
+#[tokio::test]
+async fn revocation_failures_are_typed_and_change_nothing() {
+    let mut redis = RedisServer::start();
+    let holder = client(&redis.url()).await;
+    let operator = client(&redis.url()).await;
+    let lock = holder.lock("guarded", TTL).unwrap();
+    let guard = lock.acquire().await.unwrap();
+    redis
+        .command(&["SET", "{test:guarded}:fence", "not-a-token"])
+        .unwrap();
+    assert!(matches!(
+        operator.revoke("guarded").await,
+        Err(latchkey::Error::BadFencingCounter { .. })
+    ));
+    let key = String::from_utf8(lock.key().to_vec()).unwrap();
+    assert_eq!(redis.command(&["GET", &key]).unwrap().trim(), guard.token());
+    assert!(matches!(
+        operator.revoke("").await,
+        Err(latchkey::Error::InvalidName { .. })
+    ));
+    assert!(matches!(
+        operator.request_release("").await,
+        Err(latchkey::Error::InvalidName { .. })
+    ));
+    redis.stop();
+    let down = operator.revoke("guarded").await.expect_err("Redis is down");
+    assert!(down.is_transient(), "{down:?}");
+    let down = operator
+        .request_release("guarded")
+        .await
+        .expect_err("Redis is down");
+    assert!(down.is_transient(), "{down:?}");
+    drop(guard);
+}
