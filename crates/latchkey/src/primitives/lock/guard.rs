@@ -200,33 +200,31 @@ async fn extend_handed(
     state: Arc<State>,
 ) {
     let done = state.done_token();
-    loop {
-        let extend = backend.extend(&keys, &token, ttl);
-        let result = tokio::select! {
-            _ = done.cancelled() => return,
-            r = tokio::time::timeout_at(state.deadline().into(), extend) => r,
-        };
-        match result {
-            Ok(Ok((Ownership::Owned, valid_until))) => {
-                if valid_until > state.deadline() {
-                    state.set_deadline(valid_until);
-                }
-                return;
-            }
-            Ok(Ok((outcome, _))) => {
-                tracing::warn!(
-                    token = short(&token),
-                    ?outcome,
-                    "a handed-over lock was gone before it was extended; lock lost"
-                );
-                state.mark_lost();
-                return;
-            }
-            Ok(Err(_)) if Instant::now() < state.deadline() => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            // The deadline fires `lost` (the watchdog, if any, goes on).
-            _ => return,
+    // The one failure policy, bounded by the deadline (past it the
+    // extension is worthless: the deadline fires `lost`).
+    let until = state.deadline();
+    let extending = crate::vocab::retry::until_deadline(until, &"hand-off extension", || {
+        backend.extend(&keys, &token, ttl)
+    });
+    let result = tokio::select! {
+        _ = done.cancelled() => return,
+        r = tokio::time::timeout_at(until.into(), extending) => r,
+    };
+    match result {
+        Ok(Ok((Ownership::Owned, valid_until))) if valid_until > state.deadline() => {
+            state.set_deadline(valid_until);
         }
+        Ok(Ok((Ownership::Owned, _))) => {}
+        Ok(Ok((outcome, _))) => {
+            tracing::warn!(
+                token = short(&token),
+                ?outcome,
+                "a handed-over lock was gone before it was extended; lock lost"
+            );
+            state.mark_lost();
+        }
+        // Failed for good, or the deadline came first: the deadline fires
+        // `lost` (the watchdog, if any, goes on).
+        _ => {}
     }
 }
