@@ -16,9 +16,10 @@ use crate::lock::LockSpec;
 use crate::lock_py::{AsyncLock, Lock};
 use crate::runtime::{awaitable, block_on};
 
-/// The connection arguments both clients take.
+/// The connection arguments both clients take (and the Redlocks, with
+/// `redlock` set and no Sentinel).
 #[allow(clippy::too_many_arguments)]
-fn options(
+pub(crate) fn options(
     py: Python<'_>,
     url: &Bound<'_, PyAny>,
     prefix: Option<&Bound<'_, PyAny>>,
@@ -28,13 +29,19 @@ fn options(
     tls_ca: Option<PathBuf>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
+    tls_server_name: Option<String>,
+    redlock: Option<Option<Duration>>,
 ) -> PyResult<Options> {
     let invalid = |m: &str| to_py(py, crate::errors::invalid(m));
     // One URL, or the nodes of one Redis Cluster.
     let mut urls: Vec<String> = match url.extract::<String>() {
         Ok(one) => vec![one],
         Err(_) => url.extract::<Vec<String>>().map_err(|_| {
-            invalid("url: a URL, or a list of the URLs of one Redis Cluster's nodes")
+            invalid(if redlock.is_some() {
+                "urls: a list of the URLs of the Redlock's independent instances"
+            } else {
+                "url: a URL, or a list of the URLs of one Redis Cluster's nodes"
+            })
         })?,
     };
     if urls.is_empty() {
@@ -61,12 +68,14 @@ fn options(
             .transpose()?,
         tls_ca,
         tls_client,
+        tls_server_name,
+        redlock,
     })
 }
 
 /// A lock's spec from Python's arguments, checked against the client when
 /// it is connected (a bad name or TTL is refused here, not at acquire).
-fn lock_spec(
+pub(crate) fn lock_spec(
     py: Python<'_>,
     core: &Arc<Core>,
     name: &Bound<'_, PyAny>,
@@ -86,6 +95,8 @@ fn lock_spec(
     };
     if let Some(client) = core.current() {
         spec.build(&client).map_err(|e| to_py(py, e))?;
+    } else if let Some(redlock) = core.current_redlock() {
+        spec.build_redlock(&redlock).map_err(|e| to_py(py, e))?;
     }
     Ok(Arc::new(spec))
 }
@@ -106,7 +117,7 @@ pub(crate) struct AsyncClient {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url, *, prefix = None, command_timeout = None, sentinels = None, master = None, tls_ca = None, tls_cert = None, tls_key = None))]
+    #[pyo3(signature = (url, *, prefix = None, command_timeout = None, sentinels = None, master = None, tls_ca = None, tls_cert = None, tls_key = None, tls_server_name = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -118,6 +129,7 @@ impl Client {
         tls_ca: Option<PathBuf>,
         tls_cert: Option<PathBuf>,
         tls_key: Option<PathBuf>,
+        tls_server_name: Option<String>,
     ) -> PyResult<Self> {
         let core = Core::new(options(
             py,
@@ -129,6 +141,8 @@ impl Client {
             tls_ca,
             tls_cert,
             tls_key,
+            tls_server_name,
+            None,
         )?);
         block_on(py, core.clone().client())?;
         Ok(Client { core })
@@ -175,7 +189,7 @@ impl Client {
 #[pymethods]
 impl AsyncClient {
     #[new]
-    #[pyo3(signature = (url, *, prefix = None, command_timeout = None, sentinels = None, master = None, tls_ca = None, tls_cert = None, tls_key = None))]
+    #[pyo3(signature = (url, *, prefix = None, command_timeout = None, sentinels = None, master = None, tls_ca = None, tls_cert = None, tls_key = None, tls_server_name = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -187,6 +201,7 @@ impl AsyncClient {
         tls_ca: Option<PathBuf>,
         tls_cert: Option<PathBuf>,
         tls_key: Option<PathBuf>,
+        tls_server_name: Option<String>,
     ) -> PyResult<Self> {
         Ok(AsyncClient {
             core: Core::new(options(
@@ -199,6 +214,8 @@ impl AsyncClient {
                 tls_ca,
                 tls_cert,
                 tls_key,
+                tls_server_name,
+                None,
             )?),
         })
     }

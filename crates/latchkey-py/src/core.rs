@@ -20,14 +20,28 @@ pub(crate) struct Options {
     pub(crate) command_timeout: Option<Duration>,
     pub(crate) tls_ca: Option<PathBuf>,
     pub(crate) tls_client: Option<(PathBuf, PathBuf)>,
+    /// The name the servers' TLS certificates are checked against, when
+    /// it is not the URL's host (an IP address, a tunnel).
+    pub(crate) tls_server_name: Option<String>,
+    /// `Some` for a Redlock: `url` and `seeds` are then its N independent
+    /// instances, and this its per-instance timeout, if one was set.
+    pub(crate) redlock: Option<Option<Duration>>,
+}
+
+/// What a core connected: a client of one Redis (standalone, cluster or
+/// Sentinel), or a Redlock over N of them, which makes locks only.
+#[derive(Clone)]
+enum Connected {
+    Client(latchkey::Client),
+    Redlock(latchkey::Redlock),
 }
 
 /// The connection of one Python client (shared by its clones and the locks
 /// made from it).
 pub(crate) struct Core {
     pub(crate) options: Options,
-    /// The connected client and the process that connected it.
-    connected: Mutex<Option<(u32, latchkey::Client)>>,
+    /// What is connected and the process that connected it.
+    connected: Mutex<Option<(u32, Connected)>>,
 }
 
 impl Core {
@@ -38,26 +52,38 @@ impl Core {
         })
     }
 
-    /// The client connected by this process, if it is.
-    pub(crate) fn current(&self) -> Option<latchkey::Client> {
+    /// Whether this core is a Redlock's.
+    pub(crate) fn is_redlock(&self) -> bool {
+        self.options.redlock.is_some()
+    }
+
+    fn connected(&self) -> Option<Connected> {
         let connected = self.connected.lock().unwrap_or_else(|p| p.into_inner());
         match &*connected {
-            Some((owner, client)) if *owner == pid() => Some(client.clone()),
+            Some((owner, made)) if *owner == pid() => Some(made.clone()),
             _ => None,
         }
     }
 
-    /// The client of this process, connecting it first when needed (the
-    /// first call, and the first in a forked child).
-    pub(crate) async fn client(self: Arc<Self>) -> latchkey::Result<latchkey::Client> {
-        if let Some(client) = self.current() {
-            return Ok(client);
+    /// The client connected by this process, if it is (never a Redlock's).
+    pub(crate) fn current(&self) -> Option<latchkey::Client> {
+        match self.connected()? {
+            Connected::Client(client) => Some(client),
+            Connected::Redlock(_) => None,
         }
+    }
+
+    /// The Redlock connected by this process, if it is.
+    pub(crate) fn current_redlock(&self) -> Option<latchkey::Redlock> {
+        match self.connected()? {
+            Connected::Redlock(redlock) => Some(redlock),
+            Connected::Client(_) => None,
+        }
+    }
+
+    /// The client options every connection of this core is made with.
+    fn configure(&self, mut builder: latchkey::ClientBuilder) -> latchkey::ClientBuilder {
         let options = &self.options;
-        let mut builder = latchkey::Client::builder(&options.url);
-        for seed in &options.seeds {
-            builder = builder.seed(seed);
-        }
         if let Some((sentinels, master)) = &options.sentinel {
             builder = builder.sentinel(sentinels, master);
         }
@@ -73,19 +99,74 @@ impl Core {
         if let Some((cert, key)) = &options.tls_client {
             builder = builder.tls_client_cert_files(cert, key);
         }
-        let client = builder.connect().await?;
+        if let Some(name) = &options.tls_server_name {
+            builder = builder.tls_server_name(name);
+        }
+        builder
+    }
+
+    /// Keeps what this process connected, unless another thread connected
+    /// first (then that is kept, and returned).
+    fn keep(&self, made: Connected) -> Connected {
         let mut connected = self.connected.lock().unwrap_or_else(|p| p.into_inner());
         match connected.take() {
-            // Two threads connected at once: keep the first.
             Some((owner, first)) if owner == pid() => {
                 *connected = Some((owner, first.clone()));
-                return Ok(first);
+                return first;
             }
             Some((_, inherited)) => std::mem::forget(inherited),
             None => {}
         }
-        *connected = Some((pid(), client.clone()));
-        Ok(client)
+        *connected = Some((pid(), made.clone()));
+        made
+    }
+
+    /// The client of this process, connecting it first when needed (the
+    /// first call, and the first in a forked child).
+    pub(crate) async fn client(self: Arc<Self>) -> latchkey::Result<latchkey::Client> {
+        if self.is_redlock() {
+            return Err(latchkey::Error::Unsupported(
+                "a Redlock makes locks only (Redlock.lock); use a Client for the other primitives",
+            ));
+        }
+        if let Some(client) = self.current() {
+            return Ok(client);
+        }
+        let mut builder = latchkey::Client::builder(&self.options.url);
+        for seed in &self.options.seeds {
+            builder = builder.seed(seed);
+        }
+        let client = self.configure(builder).connect().await?;
+        match self.keep(Connected::Client(client)) {
+            Connected::Client(client) => Ok(client),
+            Connected::Redlock(_) => Err(latchkey::Error::Internal(
+                "a client core held a Redlock".into(),
+            )),
+        }
+    }
+
+    /// The Redlock of this process, connecting it first when needed.
+    pub(crate) async fn redlock(self: Arc<Self>) -> latchkey::Result<latchkey::Redlock> {
+        if let Some(redlock) = self.current_redlock() {
+            return Ok(redlock);
+        }
+        let Some(instance_timeout) = self.options.redlock else {
+            return Err(latchkey::Error::Unsupported("not a Redlock"));
+        };
+        let urls: Vec<&str> = std::iter::once(self.options.url.as_str())
+            .chain(self.options.seeds.iter().map(String::as_str))
+            .collect();
+        let mut redlock =
+            latchkey::Redlock::connect_with(&urls, |builder| self.configure(builder)).await?;
+        if let Some(timeout) = instance_timeout {
+            redlock = redlock.with_instance_timeout(timeout)?;
+        }
+        match self.keep(Connected::Redlock(redlock)) {
+            Connected::Redlock(redlock) => Ok(redlock),
+            Connected::Client(_) => Err(latchkey::Error::Internal(
+                "a Redlock core held a client".into(),
+            )),
+        }
     }
 
     /// Waits, at most `within`, for the client's background releases,
@@ -94,16 +175,18 @@ impl Core {
         let deadline = std::time::Instant::now() + within;
         let dropped = crate::runtime::cancelled_dropped(deadline).await;
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match self.current() {
-            Some(client) => Ok(client.flush(left).await && dropped),
+        match self.connected() {
+            Some(Connected::Client(client)) => Ok(client.flush(left).await && dropped),
+            Some(Connected::Redlock(redlock)) => Ok(redlock.flush(left).await && dropped),
             None => Ok(dropped),
         }
     }
 
     /// The key prefix in force.
     pub(crate) fn prefix(&self) -> Vec<u8> {
-        match (self.current(), &self.options.prefix) {
-            (Some(client), _) => client.prefix().to_vec(),
+        match (self.connected(), &self.options.prefix) {
+            (Some(Connected::Client(client)), _) => client.prefix().to_vec(),
+            (Some(Connected::Redlock(redlock)), _) => redlock.prefix().to_vec(),
             (None, Some(prefix)) => prefix.clone(),
             (None, None) => latchkey::DEFAULT_PREFIX.as_bytes().to_vec(),
         }
@@ -113,8 +196,8 @@ impl Core {
 impl Drop for Core {
     fn drop(&mut self) {
         // The parent's client in a forked child is forgotten.
-        if let Some((owner, client)) = self.connected.get_mut().ok().and_then(|c| c.take()) {
-            crate::runtime::drop_in_runtime(client, owner);
+        if let Some((owner, made)) = self.connected.get_mut().ok().and_then(|c| c.take()) {
+            crate::runtime::drop_in_runtime(made, owner);
         }
     }
 }

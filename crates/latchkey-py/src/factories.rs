@@ -209,6 +209,24 @@ macro_rules! primitive_factories {
                 )
             }
 
+            /// Subscribes to `names` (one name or a list; glob patterns
+            /// with `patterns=True`) and returns a `Listener` that keeps
+            /// the subscriptions between receives.
+            #[pyo3(signature = (names, *, patterns = false))]
+            fn listen(
+                &self,
+                py: Python<'_>,
+                names: &Bound<'_, PyAny>,
+                patterns: bool,
+            ) -> PyResult<Py<PyAny>> {
+                let names = self::names(py, names)?;
+                run(
+                    py,
+                    $asyncio,
+                    crate::listen::open(self.core.clone(), names, patterns, $asyncio),
+                )
+            }
+
             /// The first signal on `names` (one name or a list) within
             /// `timeout` seconds, or None.
             #[pyo3(signature = (names, timeout = None))]

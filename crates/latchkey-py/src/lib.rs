@@ -6,7 +6,8 @@
 //! future over it. Every call into the Rust API of a primitive is in that
 //! primitive's file (lock.rs, semaphore.rs, rwlock.rs, latch.rs, barrier.rs,
 //! election.rs, signal.rs, fence.rs); the lock's Python classes are in
-//! lock_py.rs, the other holds' in hold.rs.
+//! lock_py.rs, the other holds' in hold.rs; the clients' in client_py.rs
+//! and redlock_py.rs.
 
 use pyo3::prelude::*;
 
@@ -21,9 +22,11 @@ mod factories;
 mod fence;
 mod hold;
 mod latch;
+mod listen;
 mod lock;
 mod lock_py;
 mod lost;
+mod redlock_py;
 mod runtime;
 mod rwlock;
 mod semaphore;
@@ -47,6 +50,8 @@ fn _release_held(py: Python<'_>) -> PyResult<()> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client_py::Client>()?;
     m.add_class::<client_py::AsyncClient>()?;
+    m.add_class::<redlock_py::Redlock>()?;
+    m.add_class::<redlock_py::AsyncRedlock>()?;
     m.add_class::<lock_py::Lock>()?;
     m.add_class::<lock_py::AsyncLock>()?;
     m.add_class::<lock_py::LockGuard>()?;
@@ -55,6 +60,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lost::AsyncLostEvent>()?;
     m.add_class::<hold::Permit>()?;
     m.add_class::<semaphore::Semaphore>()?;
+    m.add_class::<semaphore::PermitHolder>()?;
     m.add_class::<rwlock::RwLock>()?;
     m.add_class::<latch::Latch>()?;
     m.add_class::<barrier::Barrier>()?;
@@ -63,6 +69,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<election::LeaderInfo>()?;
     m.add_class::<election::Observer>()?;
     m.add_class::<signal::Signal>()?;
+    m.add_class::<listen::Listener>()?;
     m.add_class::<fence::FencedResource>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(_release_held, m)?)?;

@@ -28,7 +28,18 @@ pub(crate) struct LockSpec {
 impl LockSpec {
     /// The Rust lock on `client`: refuses a bad name or TTL.
     pub(crate) fn build(&self, client: &latchkey::Client) -> latchkey::Result<latchkey::Lock> {
-        let mut lock = client.lock(&self.name, self.ttl)?;
+        self.configure(client.lock(&self.name, self.ttl)?)
+    }
+
+    /// The Rust lock on `redlock`: the same checks.
+    pub(crate) fn build_redlock(
+        &self,
+        redlock: &latchkey::Redlock,
+    ) -> latchkey::Result<latchkey::Lock> {
+        self.configure(redlock.lock(&self.name, self.ttl)?)
+    }
+
+    fn configure(&self, mut lock: latchkey::Lock) -> latchkey::Result<latchkey::Lock> {
         if self.watchdog {
             lock = lock.with_watchdog();
         }
@@ -51,8 +62,11 @@ impl LockSpec {
         if let Some(lock) = kept(&self.built.lock().unwrap_or_else(|p| p.into_inner())) {
             return Ok(lock);
         }
-        let client = self.core.clone().client().await?;
-        let lock = self.build(&client)?;
+        let lock = if self.core.is_redlock() {
+            self.build_redlock(&self.core.clone().redlock().await?)?
+        } else {
+            self.build(&self.core.clone().client().await?)?
+        };
         *self.built.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid(), lock.clone()));
         Ok(lock)
     }

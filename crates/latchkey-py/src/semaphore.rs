@@ -82,6 +82,16 @@ impl Semaphore {
         })
     }
 
+    /// The permits held now, soonest to expire first: a list of
+    /// `PermitHolder` (two round trips; only reads).
+    fn holders(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let spec = self.spec.clone();
+        run(py, self.asyncio, async move {
+            let holders = spec.semaphore().await?.holders().await?;
+            Ok(holders.into_iter().map(HolderParts).collect::<Vec<_>>())
+        })
+    }
+
     #[getter]
     fn name<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.spec.name)
@@ -90,5 +100,55 @@ impl Semaphore {
     #[getter]
     fn permits(&self) -> u64 {
         self.spec.permits
+    }
+}
+
+/// One permit held, as `Semaphore.holders()` reads it: the holder's
+/// `token`; `host`, `pid` and `acquired_at` (seconds since the epoch, by
+/// the holder's clock) parsed from it, None for a token not made by
+/// latchkey; `ttl_left`, seconds until it expires unless renewed.
+#[pyclass(module = "latchkey._native", frozen, get_all)]
+pub(crate) struct PermitHolder {
+    token: String,
+    host: Option<String>,
+    pid: Option<u32>,
+    acquired_at: Option<f64>,
+    ttl_left: f64,
+}
+
+#[pymethods]
+impl PermitHolder {
+    fn __repr__(&self) -> String {
+        format!(
+            "<latchkey.PermitHolder token={:?} ttl_left={:.3}>",
+            self.token, self.ttl_left
+        )
+    }
+}
+
+/// A `PermitHolder` before it meets the GIL.
+struct HolderParts(latchkey::PermitHolder);
+
+impl<'py> IntoPyObject<'py> for HolderParts {
+    type Target = PermitHolder;
+    type Output = Bound<'py, PermitHolder>;
+    type Error = PyErr;
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
+        let holder = self.0.holder;
+        Bound::new(
+            py,
+            PermitHolder {
+                token: self.0.token,
+                host: holder.as_ref().map(|h| h.host.clone()),
+                pid: holder.as_ref().map(|h| h.pid),
+                acquired_at: holder.as_ref().map(|h| {
+                    h.acquired_at
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs_f64())
+                        .unwrap_or(0.0)
+                }),
+                ttl_left: self.0.ttl_left.as_secs_f64(),
+            },
+        )
     }
 }

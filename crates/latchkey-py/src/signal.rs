@@ -31,7 +31,7 @@ impl Signal {
 }
 
 /// A `Signal` before it meets the GIL.
-pub(crate) struct Received(latchkey::Signal);
+pub(crate) struct Received(pub(crate) latchkey::Signal);
 
 impl<'py> IntoPyObject<'py> for Received {
     type Target = Signal;

@@ -55,6 +55,7 @@ from latchkey._native import (  # noqa: F401
     AsyncLock,
     AsyncLockGuard,
     AsyncLostEvent,
+    AsyncRedlock as _AsyncRedlock,
     Barrier,
     Client as _Client,
     Election,
@@ -62,11 +63,14 @@ from latchkey._native import (  # noqa: F401
     Latch,
     Leader,
     Leadership,
+    Listener,
     Lock,
     LockGuard,
     LostEvent,
     Observer,
     Permit,
+    PermitHolder,
+    Redlock as _Redlock,
     RwLock,
     Semaphore,
     Signal,
@@ -102,6 +106,25 @@ class AsyncClient(_AsyncClient):
         return await super().flush(timeout)
 
 
+class Redlock(_Redlock):
+    __doc__ = _Redlock.__doc__
+
+    def __init__(self, *args, **kwargs):
+        _clients.add(self)
+
+
+class AsyncRedlock(_AsyncRedlock):
+    __doc__ = _AsyncRedlock.__doc__
+
+    def __init__(self, *args, **kwargs):
+        _clients.add(self)
+
+    async def flush(self, timeout: float = 5.0) -> bool:
+        """As AsyncClient.flush."""
+        await _asyncio.sleep(0)
+        return await super().flush(timeout)
+
+
 @_atexit.register
 def _at_exit() -> None:
     # The holds still alive are released (as at the end of a Rust main),
@@ -112,7 +135,7 @@ def _at_exit() -> None:
         pass
     for client in list(_clients):
         try:
-            if isinstance(client, AsyncClient):
+            if isinstance(client, (AsyncClient, AsyncRedlock)):
                 client.flush_blocking(1.0)
             else:
                 client.flush(1.0)
@@ -122,9 +145,10 @@ def _at_exit() -> None:
 
 
 __all__ = [
-    "Client", "AsyncClient", "Lock", "AsyncLock", "LockGuard", "AsyncLockGuard",
+    "Client", "AsyncClient", "Redlock", "AsyncRedlock", "Lock", "AsyncLock", "LockGuard", "AsyncLockGuard",
     "LostEvent", "AsyncLostEvent", "Semaphore", "RwLock", "Permit", "Latch", "Barrier",
-    "Election", "Leadership", "Leader", "Observer", "Signal", "FencedResource",
+    "Election", "Leadership", "Leader", "Observer", "Signal", "Listener", "PermitHolder",
+    "FencedResource",
     "MIN_TTL", "MAX_TTL", "MAX_NAME_LEN",
     "LatchkeyError",
     "Busy",
