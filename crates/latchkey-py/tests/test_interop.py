@@ -107,3 +107,22 @@ def test_cli_and_python_holders_lose_no_update_and_fence_in_order(server, name):
     seen = [int(t) for t in r.lrange(tokens, 0, -1)]
     assert len(seen) == 5 * rounds
     assert seen == sorted(seen) and len(set(seen)) == len(seen)
+
+
+def test_python_redis_lock_and_latchkey_exclude_each_other(server, name):
+    """python-redis-lock keeps `lock:` + name: with prefix="lock:" the two
+    share the key, both ways."""
+    redis_lock = pytest.importorskip("redis_lock", reason="./dev test installs python-redis-lock")
+    client = latchkey.Client(server.url, prefix="lock:")
+    conn = server.redis()
+    theirs = redis_lock.Lock(conn, name, expire=30)
+    assert theirs.acquire(blocking=False)
+    assert client.lock(name, ttl=10.0).try_acquire() is None
+    theirs.release()
+    guard = client.lock(name, ttl=10.0).acquire(timeout=5.0)
+    assert conn.get(f"lock:{name}").decode().startswith(guard.token)
+    assert redis_lock.Lock(conn, name, expire=30).acquire(blocking=False) is False
+    assert guard.release() is True
+    again = redis_lock.Lock(conn, name, expire=30)
+    assert again.acquire(blocking=False) is True
+    again.release()
