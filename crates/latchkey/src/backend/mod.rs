@@ -186,6 +186,16 @@ impl Backend {
             Backend::Redlock(redlock) => redlock.new_token(),
         }
     }
+
+    /// A token for a hold kept while idle (one server only).
+    pub(crate) fn new_caching_token(&self) -> Result<String> {
+        match self {
+            Backend::Single(client) => client.inner.identity.new_caching_token(),
+            Backend::Redlock(_) => Err(Error::Unsupported(
+                "a Redlock's holds are not kept while idle",
+            )),
+        }
+    }
 }
 
 /// Release notifications from one or more servers.

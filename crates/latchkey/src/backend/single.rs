@@ -60,19 +60,23 @@ impl Session {
         let issue = if mode.fenced { "1" } else { "0" };
         let waiting = if mode.ask_ttl && mode.mark { "1" } else { "0" };
         let (counted, n) = keys.counted();
+        let args: [&[u8]; 6] = [
+            token.as_bytes(),
+            ttl_arg.as_bytes(),
+            issue.as_bytes(),
+            waiting.as_bytes(),
+            // Where a marking waiter tells a holder kept idle it is wanted.
+            &keys.channel,
+            self.publish_command(),
+        ];
+        let args = if waiting == "1" {
+            &args[..]
+        } else {
+            &args[..4]
+        };
         // {acquired, value} or, busy, {0, pttl, announced}.
         let reply: Vec<i64> = self
-            .eval(
-                "acquire",
-                &scripts::ACQUIRE,
-                &counted[..n],
-                &[
-                    token.as_bytes(),
-                    ttl_arg.as_bytes(),
-                    issue.as_bytes(),
-                    waiting.as_bytes(),
-                ],
-            )
+            .eval("acquire", &scripts::ACQUIRE, &counted[..n], args)
             .await?;
         let (acquired, value) = match reply[..] {
             [acquired, value, ..] => (acquired, value),

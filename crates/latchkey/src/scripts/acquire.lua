@@ -14,6 +14,11 @@
 -- ARGV[4]  '1': the caller waits for the lock: when busy, append '+w' to the
 --          holder's token (a version 2 token, 'lk2:…', not yet marked) so
 --          that its release publishes the wake-up; absent or '0': do not
+-- ARGV[5]  with ARGV[4] = '1': the lock's release channel, and
+-- ARGV[6]  the publish command ('PUBLISH', or 'SPUBLISH' on a Redis Cluster):
+--          a holder that keeps the lock while idle (its token ends in ':c')
+--          is told 'wanted' there when this marks its token, and lets go
+--          (see docs/protocol.md, "Held while idle")
 --
 -- Returns
 --   {1, fencing_token}  acquired; unless ARGV[3] = '0', fencing_token =
@@ -54,6 +59,9 @@ local function busy()
       announced = 1
     elseif ARGV[4] == '1' and type(redis.pcall('APPEND', KEYS[1], '+w')) == 'number' then
       announced = 1
+      if ARGV[6] and string.sub(holder, -2) == ':c' then
+        redis.pcall(ARGV[6], ARGV[5], 'wanted')
+      end
     end
   end
   return {0, redis.call('PTTL', KEYS[1]), announced}

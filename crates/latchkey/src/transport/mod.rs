@@ -5,6 +5,7 @@
 pub(crate) mod builder;
 pub(crate) mod connection;
 pub(crate) mod deferred;
+pub(crate) mod kept;
 pub(crate) mod local_queues;
 pub(crate) mod pinned;
 pub(crate) mod sentinel;

@@ -89,6 +89,8 @@ pub(crate) struct SessionInner {
     /// Jobs to run later from one timer task: the extension after a fair
     /// hand-off (see `deferred.rs`).
     pub(crate) deferred: crate::transport::deferred::Deferred,
+    /// Holds kept while idle (`Lock::with_caching`): `flush` gives them back.
+    pub(crate) kept: crate::transport::kept::Kept,
 }
 
 impl std::fmt::Debug for Session {
@@ -162,6 +164,7 @@ impl Session {
     /// # Cancel safety
     /// Cancel safe: dropping the future stops the waiting, not the work.
     pub(crate) async fn flush(&self, within: Duration) -> bool {
+        self.inner.kept.give_back_all(&self.inner.background);
         flush(&self.inner.background, within).await
     }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::vocab::error::{Error, Result};
 
-use crate::vocab::protocol::{TOKEN_MARKER, TOKEN_MARKER_V1, WAITING_MARK};
+use crate::vocab::protocol::{CACHING_MARK, TOKEN_MARKER, TOKEN_MARKER_V1, WAITING_MARK};
 
 /// Whether a lock key's value is a latchkey owner token (of any version,
 /// marked or not).
@@ -56,6 +56,14 @@ impl Identity {
         Identity {
             suffix: format!(":{}:{host}", std::process::id()),
         }
+    }
+
+    /// A new owner token for a hold kept while idle: marked as such (see
+    /// [`CACHING_MARK`]).
+    pub(crate) fn new_caching_token(&self) -> Result<String> {
+        let mut token = self.new_token()?;
+        token.push_str(CACHING_MARK);
+        Ok(token)
     }
 
     /// A new owner token. Fails only if the OS has no randomness to give,
@@ -146,6 +154,10 @@ pub struct Holder {
     pub pid: u32,
     /// When the lock was acquired, by the holder's wall clock.
     pub acquired_at: SystemTime,
+    /// Whether the holder keeps the lock while idle
+    /// ([`Lock::with_caching`](crate::Lock::with_caching)): the hold may be
+    /// unused now, and is let go as soon as a waiter wants it.
+    pub caching: bool,
 }
 
 impl Holder {
@@ -161,7 +173,12 @@ impl Holder {
         let random = fields.next()?;
         let millis: u64 = fields.next()?.parse().ok()?;
         let pid: u32 = fields.next()?.parse().ok()?;
-        let host = fields.next()?.to_owned();
+        let host = fields.next()?;
+        // A host name has no ':' (see `Identity`): a second field is a mark.
+        let (host, caching) = match host.strip_suffix(CACHING_MARK) {
+            Some(host) => (host.to_owned(), true),
+            None => (host.to_owned(), false),
+        };
         if random.len() != 32 || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
@@ -169,6 +186,7 @@ impl Holder {
             host,
             pid,
             acquired_at: UNIX_EPOCH + Duration::from_millis(millis),
+            caching,
         })
     }
 }

@@ -263,6 +263,22 @@ impl<H: Hold> Lease<H> {
             .copied()
     }
 
+    /// A new fencing token for this hold, greater than every one issued
+    /// before (also this hold's own): for each local hold inside a hold
+    /// kept while idle.
+    pub(crate) async fn fresh_fencing_token(&self) -> Result<u64> {
+        let issued = self
+            .hold
+            .issue_fence(&self.token, self.state.deadline())
+            .await?;
+        issued.map_err(|_| {
+            self.state.mark_lost();
+            Error::NotHeld {
+                name: String::from_utf8_lossy(self.name()).into_owned(),
+            }
+        })
+    }
+
     /// Completes when another process asks this hold to be let go
     /// ([`Client::request_release`](crate::Client::request_release)):
     /// subscribes on the first poll, then reads the channel's messages.

@@ -39,7 +39,10 @@ impl Lock {
 
     /// One attempt in `mode`: the lock, or why not.
     async fn attempt(&self, mode: AttemptMode) -> Result<Result<LockGuard, Busy>> {
-        let token = self.inner.backend.new_token()?;
+        let token = match self.inner.caching {
+            true => self.inner.backend.new_caching_token()?,
+            false => self.inner.backend.new_token()?,
+        };
         let pending = self.pending(&token);
         let attempt = self
             .inner

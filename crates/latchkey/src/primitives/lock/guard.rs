@@ -87,6 +87,12 @@ impl LockGuard {
         }
     }
 
+    /// A new fencing token for this hold, above all issued before: each
+    /// local hold of a hold kept while idle asks for its own.
+    pub(crate) async fn fresh_fencing_token(&self) -> Result<u64> {
+        self.lease.fresh_fencing_token().await
+    }
+
     /// A fair lock's hand-off sets a short TTL (the waiter lease, so that a
     /// waiter that died in between frees the lock soon): bring it to the
     /// lock's TTL at `at` (a hold released before costs no extension), in

@@ -4,6 +4,7 @@
 
 pub(crate) mod attempt;
 pub(crate) mod by_token;
+pub(crate) mod cached;
 pub(crate) mod fair;
 pub(crate) mod guard;
 pub(crate) mod release;
@@ -121,6 +122,7 @@ impl Lock {
                 fenced: false,
                 fair_lease: None,
                 replicas: None,
+                caching: false,
             }),
         })
     }

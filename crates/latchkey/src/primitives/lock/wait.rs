@@ -254,6 +254,13 @@ struct LockWake<'a> {
     foreign_poll: Duration,
 }
 
+/// A message on a lock's channel for its holder (a waiter wants the lock,
+/// or someone asks it to let go), not a release.
+fn not_a_release(payload: &[u8]) -> bool {
+    payload == crate::vocab::protocol::WANTED
+        || payload == crate::vocab::protocol::RELEASE_REQUESTED
+}
+
 impl Wake for LockWake<'_> {
     fn before_attempt(&mut self) {
         if let Some(w) = self.wakeups.as_mut() {
@@ -307,17 +314,21 @@ impl Wake for LockWake<'_> {
             return Woken::Released;
         }
         let timer = tokio::time::sleep_until(wake_at.into());
+        let mut timer = std::pin::pin!(timer);
         match self.wakeups.as_mut() {
-            Some(w) if !behind_local => {
+            Some(w) if !behind_local => loop {
                 tokio::select! {
                     event = w.next() => match event {
-                        Event::Resubscribed => Woken::Recheck,
-                        Event::Message(_) => Woken::Message(Box::default()),
+                        Event::Resubscribed => break Woken::Recheck,
+                        // Told to a holder, not a release: the lock is
+                        // still held, an attempt would only find it so.
+                        Event::Message(m) if not_a_release(&m.payload) => continue,
+                        Event::Message(_) => break Woken::Message(Box::default()),
                     },
-                    _ = released => Woken::Released,
-                    _ = timer => Woken::Recheck,
+                    _ = released.as_mut() => break Woken::Released,
+                    _ = timer.as_mut() => break Woken::Recheck,
                 }
-            }
+            },
             _ => {
                 tokio::select! {
                     _ = released => Woken::Released,

@@ -313,6 +313,7 @@ impl ClientBuilder {
                 metrics_labels: self.metrics_labels,
                 background: tokio_util::task::TaskTracker::new(),
                 deferred: crate::transport::deferred::Deferred::default(),
+                kept: crate::transport::kept::Kept::default(),
             }),
         };
         // A connection is only useful if we may use it: surface auth and ACL

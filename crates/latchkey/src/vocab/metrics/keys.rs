@@ -8,8 +8,8 @@ use ::metrics::{Key, Label, Level, Metadata};
 
 use crate::vocab::error::Error;
 use crate::vocab::metrics::{
-    MetricsLabels, ACQUIRE_WAIT, ACQUISITIONS, COUNT_DOWNS, HANDOFF, HOLD, KIND_LABEL, LOCKS_LOST,
-    LOCK_LABEL, RELEASES, RENEWALS, REVOCATIONS,
+    MetricsLabels, ACQUIRE_WAIT, ACQUISITIONS, CACHED_ACQUISITIONS, CACHE_GIVE_BACKS, COUNT_DOWNS,
+    HANDOFF, HOLD, KIND_LABEL, LOCKS_LOST, LOCK_LABEL, RELEASES, RENEWALS, REVOCATIONS,
 };
 use crate::vocab::outcome::Ownership;
 
@@ -151,6 +151,60 @@ static METADATA: Metadata<'static> =
 
 /// Adds one to a counter of the current recorder (looked up on every call,
 /// as the macros do, so a recorder installed later still gets everything).
+/// Why a hold kept while idle went back to Redis ([`CACHE_GIVE_BACKS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GiveBack {
+    Wanted = 0,
+    Idle = 1,
+    Flush = 2,
+    Lost = 3,
+}
+
+/// The keys of a cached lock's own metrics, built once per lock.
+#[derive(Debug)]
+pub(crate) struct CacheKeys {
+    /// `local`, `redis`.
+    acquired: [Key; 2],
+    /// By [`GiveBack`], in its order.
+    given_back: [Key; 4],
+}
+
+impl CacheKeys {
+    pub(crate) fn new(label: &LockLabel) -> CacheKeys {
+        let keys = &label.0;
+        let with = |name: &'static str, key: &'static str, value: &'static str| {
+            let mut labels = Vec::with_capacity(3);
+            labels.extend(keys.lock.iter().cloned());
+            labels.push(Label::from_static_parts(KIND_LABEL, keys.kind.as_str()));
+            labels.push(Label::from_static_parts(key, value));
+            Key::from_parts(name, labels)
+        };
+        let give_back = |reason| with(CACHE_GIVE_BACKS, "reason", reason);
+        CacheKeys {
+            acquired: [
+                with(CACHED_ACQUISITIONS, "from", "local"),
+                with(CACHED_ACQUISITIONS, "from", "redis"),
+            ],
+            given_back: [
+                give_back("wanted"),
+                give_back("idle"),
+                give_back("flush"),
+                give_back("lost"),
+            ],
+        }
+    }
+
+    /// Counts an acquisition: from the hold kept (`local`) or from Redis.
+    pub(crate) fn acquired(&self, local: bool) {
+        increment(&self.acquired[usize::from(!local)]);
+    }
+
+    /// Counts a hold given back, and why.
+    pub(crate) fn given_back(&self, why: GiveBack) {
+        increment(&self.given_back[why as usize]);
+    }
+}
+
 fn increment(key: &Key) {
     ::metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA).increment(1));
 }

@@ -52,7 +52,7 @@ use crate::vocab::error::Error;
 
 pub(crate) use crate::vocab::metrics::keys::{
     acquire_outcome, count_down, handoff, hold_time, lock_lost, release_outcome, renewal, revoked,
-    LockLabel, Outcome, Primitive,
+    CacheKeys, GiveBack, LockLabel, Outcome, Primitive,
 };
 
 /// Counter, labels `kind`, `outcome` = `ok` | `busy` | `timeout` | `error`: finished
@@ -108,6 +108,18 @@ pub const RELEASES: &str = "latchkey_releases_total";
 /// read-write lock. The holders count their loss in [`LOCKS_LOST`] when
 /// they notice it; this is the operator's side, for the audit.
 pub const REVOCATIONS: &str = "latchkey_revocations_total";
+
+/// Counter, labels `kind`, `from` = `local` | `redis`: acquisitions of a
+/// lock [kept while idle](crate::Lock::with_caching): `local`, the hold
+/// kept by this process, no round trip; `redis`, a new hold from Redis.
+pub const CACHED_ACQUISITIONS: &str = "latchkey_cached_acquisitions_total";
+
+/// Counter, labels `kind`, `reason` = `wanted` | `idle` | `flush` | `lost`:
+/// holds kept while idle that were given back to Redis: another process
+/// wanted the lock (or asked for it), the idle time ran out,
+/// [`Client::flush`](crate::Client::flush) or the last clone of the lock
+/// went, or the hold was lost.
+pub const CACHE_GIVE_BACKS: &str = "latchkey_cache_give_backs_total";
 
 /// Counter, labels `kind` = `latch`, `outcome` = `counted` | `opened` |
 /// `not_found` | `already_open` | `error`: a latch's

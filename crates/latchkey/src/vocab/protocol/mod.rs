@@ -115,6 +115,20 @@ pub const PERMITS_RELEASED_SUFFIX: &[u8] = b":permits:released";
 /// unaffected (see `docs/protocol.md`, "Release requests").
 pub const RELEASE_REQUESTED: &[u8] = b"release-requested";
 
+/// Ends the owner token of a hold kept while idle
+/// ([`Lock::with_caching`](crate::Lock::with_caching)): `lk2:…:<host>:c`.
+/// The acquire script of a waiter that marks such a token publishes
+/// [`WANTED`] on the lock's release channel, so the idle holder lets go at
+/// once. An older parser reads it as part of the host name.
+pub const CACHING_MARK: &str = ":c";
+
+/// The message a waiter's acquire script publishes on a lock's release
+/// channel when it first marks a [caching](CACHING_MARK) holder's token:
+/// the holder releases a hold it keeps idle at once, and one in use at its
+/// next local release. Waiters of this version ignore it (older ones take
+/// it as a wake-up, try once and wait again).
+pub const WANTED: &[u8] = b"wanted";
+
 /// Suffixes of a read-write lock's keys and channel, in this order: the
 /// writer (string), the readers (sorted set: token → expiry), the writers
 /// waiting and the readers waiting (sorted sets: token → expiry of the
