@@ -14,6 +14,8 @@
 -- ARGV[4]  '1': the caller waits for the lock: when busy, append '+w' to the
 --          holder's token (a version 2 token, 'lk2:…', not yet marked) so
 --          that its release publishes the wake-up; absent or '0': do not
+-- ARGV[5]  optional: '1': the caller asks the holder to let go (a waiter made
+--          `with_asking`): a busy reply names the holder (below)
 --
 -- Returns
 --   {1, fencing_token}  acquired; unless ARGV[3] = '0', fencing_token =
@@ -29,6 +31,11 @@
 --                       token, or an 'lk1:' one, whose releases always
 --                       publish), 0 otherwise (a foreign holder, or a mark
 --                       APPEND was not allowed to set): a waiter then polls.
+--   {0, pttl, announced, holder}  busy, with ARGV[5] = '1': holder, the first
+--                       13 hex digits of the SHA-1 of the holder's token
+--                       without its '+w' mark, as an integer (below 2^52):
+--                       the same for one hold, another for the next, so that
+--                       an asking waiter asks each holder once.
 -- Errors
 --   WRONGTYPE           the lock key exists but is not a string.
 --   BADFENCE latchkey: … (issuing) the fencing counter holds something
@@ -56,7 +63,15 @@ local function busy()
       announced = 1
     end
   end
-  return {0, redis.call('PTTL', KEYS[1]), announced}
+  local pttl = redis.call('PTTL', KEYS[1])
+  if ARGV[5] == '1' and holder then
+    local bare = holder
+    if string.sub(bare, 1, 4) == 'lk2:' and string.sub(bare, -2) == '+w' then
+      bare = string.sub(bare, 1, -3)
+    end
+    return {0, pttl, announced, tonumber(string.sub(redis.sha1hex(bare), 1, 13), 16)}
+  end
+  return {0, pttl, announced}
 end
 local fenced = ARGV[3] ~= '0'
 if not fenced then

@@ -29,6 +29,9 @@ pub(crate) struct LockSpec {
     /// Replicas that must acknowledge an acquisition (`WAIT`), and how long
     /// to wait for them: see [`Lock::with_replicas`](crate::Lock::with_replicas).
     pub(crate) replicas: Option<(usize, std::time::Duration)>,
+    /// Whether a waiter asks the holder to let go: see
+    /// [`Lock::with_asking`](crate::Lock::with_asking).
+    pub(crate) asking: bool,
     /// The `lock` label of this lock's metrics, computed once.
     pub(crate) metrics_label: LockLabel,
     /// This client's queue and guard count for the name, looked up once.
