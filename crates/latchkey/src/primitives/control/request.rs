@@ -6,7 +6,9 @@
 //! primitive already has: a lock's (or fair lock's) release channel, a
 //! semaphore's or read-write lock's released channel, an election's changes
 //! channel. Holders listen only while someone awaits their guard's
-//! `release_requested()`, so a hold nobody asks about costs nothing.
+//! `release_requested()`, so a hold nobody asks about costs nothing. A
+//! waiter made `with_asking` sends the same message itself
+//! (`primitives/wait/ask.rs`).
 
 use crate::primitives::inspect::PrimitiveInfo;
 use crate::transport::session::Session;
