@@ -1,7 +1,8 @@
 //! Control over holds from the command line: `latchkey revoke` ends a stuck
 //! holder's hold (its CMD is stopped, exit 75; a fenced resource refuses its
 //! token; nothing is revoked without a confirmation), and `latchkey
-//! request-release` asks a holder to let go (its CMD gets SIGTERM).
+//! request-release` asks a holder to let go (its CMD gets SIGTERM), and so
+//! does a waiting `latchkey run --ask`, which then runs.
 
 mod common;
 
@@ -115,6 +116,46 @@ fn a_release_request_stops_a_runs_command_and_frees_the_lock() {
     // Nobody holds it now: nobody hears.
     let none = output(latchkey(&redis).args(["request-release", "asked"]), QUICK);
     assert_eq!(stdout(&none).trim(), "0");
+}
+
+#[test]
+fn run_ask_stops_the_holders_command_and_then_runs() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("ask");
+    let marks = scratch.path("marks");
+    let script = format!(
+        "trap 'echo TERM >> {m}; exit 0' TERM; echo started >> {m}; while :; do sleep 0.05; done",
+        m = marks.display()
+    );
+    let mut holder = latchkey(&redis)
+        .args(["run", "asked", "--ttl", "30s", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn the holder");
+    wait_for_text(&marks, "started", QUICK);
+    latchkey_testkit::eventually_blocking("the holder listens", || {
+        redis.subscribers(&format!("{{{PREFIX}asked}}:released")) >= 1
+    });
+    // The lock's TTL is 30 s: only the asked holder's release lets the
+    // asking run in within QUICK.
+    let asking = output(
+        latchkey(&redis).args([
+            "run", "--ask", "asked", "--wait", "10s", "--", "sh", "-c", "echo ran",
+        ]),
+        QUICK,
+    );
+    assert_eq!(code(asking.status), 0, "{}", stderr(&asking));
+    assert_eq!(stdout(&asking).trim(), "ran");
+    assert_eq!(code(wait_exit(&mut holder, QUICK)), 0);
+    wait_for_text(&marks, "TERM", QUICK);
+
+    // Free: `--ask` runs at once and asks nobody.
+    let published = redis.calls("publish");
+    let free = output(
+        latchkey(&redis).args(["run", "--ask", "asked", "--no-wait", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(code(free.status), 0, "{}", stderr(&free));
+    assert_eq!(redis.calls("publish"), published);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `latchkey run --permits N NAME -- CMD` and the permits in `latchkey
 //! status`: at most N commands at once across processes, a killed holder's
-//! permit returns within its TTL, holders are shown by pid and host.
+//! permit returns within its TTL, holders are shown by pid and host;
+//! `--take K` holds K permits at once, counted as K.
 
 mod common;
 
@@ -136,6 +137,99 @@ fn bad_permits_exit_2() {
         assert_eq!(out.status.code(), Some(2), "--permits {n}: {out:?}");
         assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     }
+}
+
+#[test]
+fn take_k_holds_k_permits_at_once_and_status_counts_them() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("take");
+    let gate = scratch.path("gate");
+    let script = format!(
+        "echo \"$LATCHKEY_TOKEN\"; while [ ! -e {g} ]; do sleep 0.02; done",
+        g = gate.display()
+    );
+    let mut holder = latchkey(&redis)
+        .args([
+            "run",
+            "--permits",
+            "3",
+            "--take",
+            "2",
+            "pool",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn latchkey run");
+    latchkey_testkit::eventually_blocking("two permits are held", || {
+        permits_held(&redis, "pool") == 2
+    });
+
+    let status = output(latchkey(&redis).args(["status", "pool"]), QUICK);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("2 semaphore permit(s) held"), "{text}");
+    assert_eq!(
+        text.matches(&format!("pid {}", holder.id())).count(),
+        2,
+        "{text}"
+    );
+
+    // One left: a second 2-take is refused, a 1-take runs.
+    let busy = output(
+        latchkey(&redis).args([
+            "run",
+            "--permits",
+            "3",
+            "--take",
+            "2",
+            "--no-wait",
+            "pool",
+            "--",
+            "true",
+        ]),
+        QUICK,
+    );
+    assert_eq!(busy.status.code(), Some(1), "{busy:?}");
+    let message = String::from_utf8_lossy(&busy.stderr);
+    assert!(
+        message.contains("fewer than 2 of the 3 permits"),
+        "{message}"
+    );
+    let one = output(
+        latchkey(&redis).args(["run", "--permits", "3", "--no-wait", "pool", "--", "true"]),
+        QUICK,
+    );
+    assert_eq!(one.status.code(), Some(0), "{one:?}");
+
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(wait_exit(&mut holder, QUICK).code(), Some(0));
+    assert_eq!(permits_held(&redis, "pool"), 0, "both given back");
+}
+
+#[test]
+fn bad_takes_are_usage_errors() {
+    let redis = RedisServer::start();
+    for (args, says) in [
+        (&["run", "--take", "2", "p", "--", "true"][..], "--permits"),
+        (
+            &["run", "--permits", "3", "--take", "4", "p", "--", "true"],
+            "permits",
+        ),
+        (
+            &["run", "--permits", "3", "--take", "0", "p", "--", "true"],
+            "0 is too small",
+        ),
+    ] {
+        let out = output(latchkey(&redis).args(args), QUICK);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
+        assert!(text.contains(says), "{args:?}: {text}");
+    }
+    assert_eq!(permits_held(&redis, "p"), 0);
 }
 
 fn readers_inside(redis: &RedisServer, name: &str) -> usize {

@@ -108,3 +108,17 @@ fn other_negative_numbers_say_what_is_allowed() {
         );
     }
 }
+
+#[test]
+fn a_take_above_the_permits_is_refused_before_connecting() {
+    let (code, stderr) = refused(&["run", "--permits", "3", "--take", "4", "x", "--", "true"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--take 4 is more than --permits 3"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let (code, stderr) = refused(&["run", "--take", "2", "x", "--", "true"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--permits"), "{stderr}");
+}

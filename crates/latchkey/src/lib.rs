@@ -74,7 +74,7 @@
 //! | one process at a time runs a job | [`Lock`] ([`Client::lock`]) | one holder at a time, expiring, owner-only release; a [fencing token](LockGuard::fencing_token) on request | a `SET NX` to take it, one script to release; waiters sleep until a release message |
 //! | the same, and no waiter starves across processes | [`Lock::fair`] | arrival order across processes, the lock handed to the next waiter in the release's script | a script per acquire and release, a queue in Redis; not on a Redlock |
 //! | a lock that outlives the loss of one Redis | [`Redlock`] | held while a majority of N independent instances agree | every operation on N instances at once; barging only |
-//! | at most N at once | [`Semaphore`] | at most N permits held, each a lease; not FIFO | a script per acquire and release |
+//! | at most N at once | [`Semaphore`] | at most N permits held, each a lease (k at once, all or none: [`acquire_many`](Semaphore::acquire_many)); not FIFO | a script per acquire and release |
 //! | many readers or one writer | [`RwLock`] | phase-fair: neither readers nor writers starve | a script per hold and release |
 //! | go on once N tasks are done, whenever you look | [`Latch`] | state kept in Redis: a late waiter returns at once; opens once | a script per count-down; one key until its TTL |
 //! | N parties meet, round after round | [`Barrier`] | all N of a generation released together; cyclic | a script per arrival |

@@ -46,6 +46,21 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = crate::support::count::parse, allow_negative_numbers = true, conflicts_with_all = ["read", "write", "fair", "waiter_lease", "replicas"])]
     pub permits: Option<u64>,
 
+    /// With --permits: take K of the N permits at once, all or none (1 to
+    /// N): CMD runs while it holds the K, and waits until K are free
+    /// together (woken by every release; not protected from smaller
+    /// holders that keep taking each permit as it is freed) [default: 1]
+    #[arg(long, value_name = "K", value_parser = crate::support::count::parse, allow_negative_numbers = true, requires = "permits")]
+    pub take: Option<u64>,
+
+    /// When NAME is busy, ask its holder to let go (as `latchkey
+    /// request-release NAME` does: a `run` holder's CMD gets SIGTERM, then
+    /// its grace), then wait as usual. Asks each holder once: at the first
+    /// wait, and again when someone else holds it by then. Never when NAME
+    /// is free.
+    #[arg(long)]
+    pub ask: bool,
+
     /// Hold the read-write lock NAME as one of many readers (no writer
     /// runs meanwhile; a waiting writer stops new readers). Refused with
     /// --fair and --replicas.

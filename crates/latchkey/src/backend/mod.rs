@@ -163,6 +163,16 @@ impl Backend {
         }
     }
 
+    /// Publishes `message` on the lock's release channel (layout 3's, which
+    /// every 0.4 holder listens on): on its server, or on every Redlock
+    /// instance. The connections that received it.
+    pub(crate) async fn publish(&self, keys: &LockKeys, message: &[u8]) -> Result<u64> {
+        match self {
+            Backend::Single(session) => session.publish(&keys.channel, message).await,
+            Backend::Redlock(redlock) => Box::pin(redlock.publish(&keys.channel, message)).await,
+        }
+    }
+
     pub(crate) fn local_queues(&self) -> &crate::transport::local_queues::LocalQueues {
         match self {
             Backend::Single(client) => &client.inner.local_queues,

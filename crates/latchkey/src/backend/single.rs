@@ -54,27 +54,29 @@ impl Session {
             return Ok(Attempt::Busy {
                 retry_in: None,
                 announced: false,
+                holder: None,
             });
         }
         let ttl_arg = ttl_ms(ttl).to_string();
         let issue = if mode.fenced { "1" } else { "0" };
         let waiting = if mode.ask_ttl && mode.mark { "1" } else { "0" };
         let (counted, n) = keys.counted();
-        let args: [&[u8]; 6] = [
+        let args: [&[u8]; 7] = [
             token.as_bytes(),
             ttl_arg.as_bytes(),
             issue.as_bytes(),
             waiting.as_bytes(),
+            // Naming the holder only for a waiter that asks it to let go.
+            if mode.ask_ttl && mode.holder { b"1" } else { b"0" },
             // Where a marking waiter tells a holder kept idle it is wanted.
             &keys.channel,
             self.publish_command(),
         ];
-        let args = if waiting == "1" {
-            &args[..]
-        } else {
-            &args[..4]
+        let args = match waiting == "1" || (mode.ask_ttl && mode.holder) {
+            true => &args[..],
+            false => &args[..4],
         };
-        // {acquired, value} or, busy, {0, pttl, announced}.
+        // {acquired, value} or, busy, {0, pttl, announced} (and the holder).
         let reply: Vec<i64> = self
             .eval("acquire", &scripts::ACQUIRE, &counted[..n], args)
             .await?;
@@ -97,6 +99,7 @@ impl Session {
             0 => Ok(Attempt::Busy {
                 retry_in: u64::try_from(value).ok().map(Duration::from_millis),
                 announced: reply.get(2) == Some(&1),
+                holder: reply.get(3).and_then(|&h| u64::try_from(h).ok()),
             }),
             other => Err(Error::Protocol(format!("acquire script returned {other}"))),
         }

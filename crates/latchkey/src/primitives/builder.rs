@@ -1,13 +1,13 @@
 //! The builder methods every primitive whose holds are leases shares
 //! (layer 4): one definition of `with_watchdog`, `with_renewal_every`,
-//! `with_fencing`, `name` and `ttl`, so that a semaphore and a read-write
+//! `with_fencing`, `with_asking`, `name` and `ttl`, so that a semaphore and a read-write
 //! lock cannot drift apart from each other (a [`Lock`](crate::Lock) has its
 //! own, with its lazy fencing; an election always renews and its term is
 //! its fencing token).
 
 /// Expands, inside `impl X`, to the lease options of `X`, whose `inner` is
 /// an `Arc` of a spec with `name`, `ttl`, `renew_every: Option<Duration>`,
-/// `max_hold: Option<Duration>` and `fenced` fields. `$what`: the primitive, and `$hold`: its hold, as
+/// `max_hold: Option<Duration>`, `fenced` and `asking` fields. `$what`: the primitive, and `$hold`: its hold, as
 /// the docs say them; `$fenced`: which holds a fencing token comes with.
 macro_rules! lease_options {
     ($what:literal, $hold:literal, $fenced:literal) => {
@@ -39,6 +39,18 @@ macro_rules! lease_options {
         #[doc = concat!("Issues a fencing token with ", $fenced, ", in the same round trip.")]
         pub fn with_fencing(mut self) -> Self {
             std::sync::Arc::make_mut(&mut self.inner).fenced = true;
+            self
+        }
+
+        #[doc = concat!("Makes every waiting acquisition of this ", $what, " ask the holders to let")]
+        /// go, as [`Lock::with_asking`](crate::Lock::with_asking) does: the
+        /// request of [`Client::request_release`](crate::Client::request_release)
+        /// (every holder awaiting its guard's `release_requested()` hears
+        /// it, whoever it is), sent at the first attempt that finds no room,
+        /// and again after each release it lost the race for (the holders
+        /// changed); never on a first try, never on every wake-up.
+        pub fn with_asking(mut self) -> Self {
+            std::sync::Arc::make_mut(&mut self.inner).asking = true;
             self
         }
 

@@ -14,6 +14,16 @@ pub(crate) fn publish_command(session: &Session) -> &'static [u8] {
     session.publish_command()
 }
 
+/// Publishes [`RELEASE_REQUESTED`](crate::vocab::protocol::RELEASE_REQUESTED)
+/// on `channel`: the holders listening there are asked to let go
+/// ([`Client::request_release`](crate::Client::request_release), and an
+/// asking waiter). The connections that received it.
+pub(crate) async fn publish_request(session: &Session, channel: &[u8]) -> crate::Result<u64> {
+    session
+        .publish(channel, crate::vocab::protocol::RELEASE_REQUESTED)
+        .await
+}
+
 /// A primitive's key or channel: see [`crate::vocab::protocol::primitive_key`].
 pub(crate) fn key(session: &Session, name: &[u8], suffix: &[u8]) -> Vec<u8> {
     crate::vocab::protocol::primitive_key(session.prefix(), name, suffix)

@@ -14,8 +14,10 @@
 -- ARGV[4]  '1': the caller waits for the lock: when busy, append '+w' to the
 --          holder's token (a version 2 token, 'lk2:…', not yet marked) so
 --          that its release publishes the wake-up; absent or '0': do not
--- ARGV[5]  with ARGV[4] = '1': the lock's release channel, and
--- ARGV[6]  the publish command ('PUBLISH', or 'SPUBLISH' on a Redis Cluster):
+-- ARGV[5]  optional: '1': the caller asks the holder to let go (a waiter made
+--          `with_asking`): a busy reply names the holder (below); '0': not
+-- ARGV[6]  optional, with ARGV[4] = '1': the lock's release channel, and
+-- ARGV[7]  the publish command ('PUBLISH', or 'SPUBLISH' on a Redis Cluster):
 --          a holder that keeps the lock while idle (its token ends in ':c')
 --          is told 'wanted' there when this marks its token, and lets go
 --          (see docs/protocol.md, "Held while idle")
@@ -34,6 +36,11 @@
 --                       token, or an 'lk1:' one, whose releases always
 --                       publish), 0 otherwise (a foreign holder, or a mark
 --                       APPEND was not allowed to set): a waiter then polls.
+--   {0, pttl, announced, holder}  busy, with ARGV[5] = '1': holder, the first
+--                       13 hex digits of the SHA-1 of the holder's token
+--                       without its '+w' mark, as an integer (below 2^52):
+--                       the same for one hold, another for the next, so that
+--                       an asking waiter asks each holder once.
 -- Errors
 --   WRONGTYPE           the lock key exists but is not a string.
 --   BADFENCE latchkey: … (issuing) the fencing counter holds something
@@ -59,12 +66,20 @@ local function busy()
       announced = 1
     elseif ARGV[4] == '1' and type(redis.pcall('APPEND', KEYS[1], '+w')) == 'number' then
       announced = 1
-      if ARGV[6] and string.sub(holder, -2) == ':c' then
-        redis.pcall(ARGV[6], ARGV[5], 'wanted')
+      if ARGV[7] and string.sub(holder, -2) == ':c' then
+        redis.pcall(ARGV[7], ARGV[6], 'wanted')
       end
     end
   end
-  return {0, redis.call('PTTL', KEYS[1]), announced}
+  local pttl = redis.call('PTTL', KEYS[1])
+  if ARGV[5] == '1' and holder then
+    local bare = holder
+    if string.sub(bare, 1, 4) == 'lk2:' and string.sub(bare, -2) == '+w' then
+      bare = string.sub(bare, 1, -3)
+    end
+    return {0, pttl, announced, tonumber(string.sub(redis.sha1hex(bare), 1, 13), 16)}
+  end
+  return {0, pttl, announced}
 end
 local fenced = ARGV[3] ~= '0'
 if not fenced then

@@ -1,5 +1,6 @@
--- latchkey: take one permit of a counting semaphore whose permits are
--- leases, if fewer than N are held; expired permits are pruned first.
+-- latchkey: take k permits (one by default) of a counting semaphore whose
+-- permits are leases, all or none: if at most N - k are held; expired
+-- permits are pruned first.
 --
 -- KEYS[1]  permits key: a sorted set, one member per permit held (the
 --          holder's owner token), scored by its expiry in server
@@ -10,23 +11,36 @@
 --          passes its own: see docs/protocol.md, "Semaphores")
 -- ARGV[3]  TTL of the permit in milliseconds
 -- ARGV[4]  '1': issue a fencing token; '0': do not (KEYS[2] untouched)
+-- ARGV[5]  optional: k, the permits to take (1 to N; absent: 1). A hold of
+--          k permits is k members, all scored alike: the token itself and
+--          token .. '#2' … token .. '#k' (see docs/protocol.md, "Several
+--          permits at once"), so that whoever counts members counts k
 --
 -- Returns
 --   {1, fencing_token}  acquired; fencing_token = max(counter + 1, server
 --                       time in µs), stored in KEYS[2], as for locks
 --                       (acquire.lua); 0 when not asked
---   {0, wait_ms}        N permits are held; the earliest expires in wait_ms
---                       (a waiter sleeps at most that long)
+--   {0, wait_ms}        more than N - k permits are held; wait_ms: until
+--                       enough of them have expired for k to fit (a waiter
+--                       sleeps at most that long; a release wakes it sooner)
 -- Errors
 --   WRONGTYPE  the permits key is not a sorted set.
---   BADFENCE latchkey: …  (issuing) the counter does not hold a token; the
---                       permit is not taken.
+--   BADFENCE latchkey: …  (issuing) the counter does not hold a token; no
+--                       permit is taken.
+--   ERR latchkey: …     k is not an integer from 1 to N (clients check first).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local k = tonumber(ARGV[5] or '1')
+if not k or k < 1 or k > tonumber(ARGV[2]) or k ~= math.floor(k) then
+  return redis.error_reply('ERR latchkey: the permits to take must be an integer from 1 to N')
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local held = redis.call('ZCARD', KEYS[1])
-if held >= tonumber(ARGV[2]) then
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if held + k > tonumber(ARGV[2]) then
+  -- The (held + k - N)-th soonest expiry frees enough; at least the first.
+  -- (held >= 1 here, since k <= N.)
+  local nth = math.min(held + k - tonumber(ARGV[2]), held) - 1
+  local first = redis.call('ZRANGE', KEYS[1], nth, nth, 'WITHSCORES')
   return {0, math.max(tonumber(first[2]) - now, 1)}
 end
 local fence = 0
@@ -42,7 +56,9 @@ if ARGV[4] == '1' then
   fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
   redis.call('SET', KEYS[2], string.format('%.0f', fence))
 end
-redis.call('ZADD', KEYS[1], string.format('%.0f', now + tonumber(ARGV[3])), ARGV[1])
+local expiry = string.format('%.0f', now + tonumber(ARGV[3]))
+redis.call('ZADD', KEYS[1], expiry, ARGV[1])
+for i = 2, k do redis.call('ZADD', KEYS[1], expiry, ARGV[1] .. '#' .. i) end
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], last[2])
 return {1, fence}

@@ -153,6 +153,18 @@ impl Session {
         }
     }
 
+    /// Publishes `message` on `channel` with [`Session::publish_command`]:
+    /// the connections that received it. One round trip.
+    pub(crate) async fn publish(&self, channel: &[u8], message: &[u8]) -> Result<u64> {
+        let mut publish = redis::Cmd::new();
+        publish
+            .arg(self.publish_command())
+            .arg(channel)
+            .arg(message);
+        let count: i64 = self.query("PUBLISH", publish, channel).await?;
+        u64::try_from(count).map_err(|_| Error::Protocol(format!("PUBLISH returned {count}")))
+    }
+
     /// Waits, at most `within`, for the work this client does in the
     /// background to finish: releases of guards dropped without
     /// [`release`](crate::LockGuard::release), of releases and acquisitions

@@ -39,6 +39,9 @@ pub(crate) enum Attempt {
         /// publish nothing), for a mark that could not be set (no APPEND
         /// permission), and when not asked: a waiter then polls.
         announced: bool,
+        /// A fingerprint of the holder (the same for one hold, another for
+        /// the next), when asked ([`AttemptMode::holder`]) and known.
+        holder: Option<u64>,
     },
 }
 
@@ -55,4 +58,7 @@ pub(crate) struct AttemptMode {
     /// Not when the holder is a guard of this client, whose release wakes
     /// the waiter without Redis (see `primitives/lock/wait.rs`).
     pub(crate) mark: bool,
+    /// With `ask_ttl`: also name the holder in a busy reply (a fingerprint
+    /// of its token), for a waiter that asks each holder to let go once.
+    pub(crate) holder: bool,
 }

@@ -162,10 +162,12 @@ pub struct Holder {
 
 impl Holder {
     /// Parses a latchkey token (version 1 or 2, with or without the waiting
-    /// mark); `None` for anything else (a foreign client's value, a token of
-    /// a later format).
+    /// mark, or a semaphore member `token#i` of a hold of several permits);
+    /// `None` for anything else (a foreign client's value, a token of a
+    /// later format).
     pub fn from_token(token: &[u8]) -> Option<Holder> {
         let token = std::str::from_utf8(unmarked(token)).ok()?;
+        let token = without_permit_number(token);
         let rest = token
             .strip_prefix(TOKEN_MARKER)
             .or_else(|| token.strip_prefix(TOKEN_MARKER_V1))?;
@@ -188,6 +190,16 @@ impl Holder {
             acquired_at: UNIX_EPOCH + Duration::from_millis(millis),
             caching,
         })
+    }
+}
+
+/// A semaphore member's token without its `#i` (the i-th permit of a hold
+/// of several, `docs/protocol.md`, "Several permits at once"): a token
+/// never contains `#` (its host part is letters, digits, `.`, `-`, `_`).
+fn without_permit_number(member: &str) -> &str {
+    match member.rsplit_once('#') {
+        Some((token, i)) if !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) => token,
+        _ => member,
     }
 }
 
@@ -252,6 +264,19 @@ mod tests {
         assert_eq!(unmarked(b"foreign+w"), b"foreign+w");
         let v1 = format!("lk1:{}:1700000000000:42:old-host", "0".repeat(32));
         assert_eq!(Holder::from_token(v1.as_bytes()).map(|h| h.pid), Some(42));
+    }
+
+    #[test]
+    fn a_permit_members_number_names_the_same_holder() {
+        let token = Identity::of_this_process().new_token().unwrap();
+        let second = format!("{token}#2");
+        assert_eq!(
+            Holder::from_token(second.as_bytes()),
+            Holder::from_token(token.as_bytes())
+        );
+        assert!(Holder::from_token(token.as_bytes()).is_some());
+        assert_eq!(without_permit_number("a#"), "a#");
+        assert_eq!(without_permit_number("a#x1"), "a#x1");
     }
 
     #[test]

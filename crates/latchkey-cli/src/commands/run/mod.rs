@@ -1,4 +1,4 @@
-//! `latchkey run NAME [--ttl D] [--wait D | --no-wait] [-E N] [--grace D] -- CMD [ARGS...]`:
+//! `latchkey run NAME [--ttl D] [--wait D | --no-wait] [--ask] [-E N] [--grace D] -- CMD [ARGS...]`:
 //! a distributed `flock(1)`.
 //!
 //! ```sh
@@ -6,7 +6,8 @@
 //! latchkey run nightly-report --no-wait -E 0 -- ./report.sh
 //! ```
 //!
-//! 1. Acquire the lock (waiting up to `--wait`, forever by default). A
+//! 1. Acquire the lock (waiting up to `--wait`, forever by default; with
+//!    `--ask`, asking a busy lock's holder to let go first). A
 //!    SIGINT/SIGTERM/SIGHUP while waiting ends the wait: exit 128+signal.
 //! 2. Re-check the hold with a round trip; if it ran out or was taken before
 //!    CMD could start (we were paused), wait again within `--wait`. Start
@@ -67,6 +68,9 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
         .replicated(args.wait.fair_or_not(connected)?.with_watchdog())?;
     if let Some(cap) = args.max_hold {
         lock = lock.with_max_hold(cap)?;
+    }
+    if args.ask {
+        lock = lock.with_asking();
     }
     // `--wait` counts from the start, connecting included.
     let wait_until = args.wait.deadline();

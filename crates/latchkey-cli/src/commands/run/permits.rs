@@ -1,11 +1,12 @@
-//! `latchkey run --permits N NAME -- CMD`: run CMD while holding one of N
-//! permits of the semaphore NAME: at most N such commands run at once,
-//! across machines. `latchkey run --read NAME -- CMD` and `--write NAME`:
+//! `latchkey run --permits N [--take K] NAME -- CMD`: run CMD while holding
+//! one (or K at once) of N permits of the semaphore NAME: at most N such
+//! commands run at once (N permits' worth), across machines. `latchkey run --read NAME -- CMD` and `--write NAME`:
 //! run CMD as a reader or the writer of the read-write lock NAME.
 //!
 //! ```sh
 //! # On every build agent: at most 3 deploys at a time.
 //! latchkey run --permits 3 deploys --wait 10m -- ./deploy.sh
+//! latchkey run --permits 3 --take 2 deploys -- ./big-deploy.sh   # two of the three
 //! latchkey run --read catalog -- ./export.sh      # many at once
 //! latchkey run --write catalog -- ./reindex.sh    # alone
 //! ```
@@ -79,6 +80,14 @@ impl Hold {
 }
 
 pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outcome {
+    // Before anything connects, as every usage error.
+    if let (Some(n), Some(k)) = (args.permits, args.take) {
+        if k > n {
+            return Err(Failure::usage(format!(
+                "--take {k} is more than --permits {n}: at most N permits can be taken at once"
+            )));
+        }
+    }
     let what = if args.permits.is_some() {
         "run --permits"
     } else if args.write {
@@ -102,6 +111,9 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
                 if let Some(cap) = args.max_hold {
                     semaphore = semaphore.with_max_hold(cap)?;
                 }
+                if args.ask {
+                    semaphore = semaphore.with_asking();
+                }
                 let acquiring = async {
                     match acquire(&semaphore, args, wait_until).await {
                         Ok(Some(permit)) => Ok(Ok(Hold::Permit(permit))),
@@ -109,7 +121,10 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
                         Err(e) => Err(e),
                     }
                 };
-                let what = format!("its permit of semaphore {:?}", args.name);
+                let what = match args.take {
+                    Some(k) if k > 1 => format!("its {k} permits of semaphore {:?}", args.name),
+                    _ => format!("its permit of semaphore {:?}", args.name),
+                };
                 (
                     interruptible(acquiring, &mut signals, &args.name).await?,
                     what,
@@ -127,6 +142,9 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
                     .with_fencing();
                 if let Some(cap) = args.max_hold {
                     rw = rw.with_max_hold(cap)?;
+                }
+                if args.ask {
+                    rw = rw.with_asking();
                 }
                 let acquiring = async {
                     match acquire_rw(&rw, access, args, wait_until).await {
@@ -249,8 +267,11 @@ async fn acquire(
     args: &RunArgs,
     wait_until: Option<Instant>,
 ) -> latchkey::Result<Option<PermitGuard>> {
+    // `--take K`: a whole number from 1 to 100000 (clap); above N, the
+    // library refuses it (exit 2) before anything is sent.
+    let k = u32::try_from(args.take.unwrap_or(1)).unwrap_or(u32::MAX);
     if args.wait.no_wait {
-        return semaphore.try_acquire().await;
+        return semaphore.try_acquire_many(k).await;
     }
     if wait_until.is_some_and(|until| until <= Instant::now()) {
         return Ok(None);
@@ -261,8 +282,8 @@ async fn acquire(
         .patience()
         .retry("waiting for a permit", || async move {
             match wait_until {
-                Some(until) => semaphore.acquire_until(until).await,
-                None => semaphore.acquire().await,
+                Some(until) => semaphore.acquire_many_until(k, until).await,
+                None => semaphore.acquire_many(k).await,
             }
         })
         .await;
@@ -292,11 +313,18 @@ async fn busy(semaphore: &Semaphore, args: &RunArgs) -> Failure {
         (false, Some(wait)) => format!(" after waiting {}", duration::human(wait)),
         _ => String::new(),
     };
-    let message = format!(
-        "all {} permits of {:?} are taken{waited}{holders}",
-        semaphore.permits(),
-        args.name
-    );
+    let message = match args.take {
+        Some(k) if k > 1 => format!(
+            "fewer than {k} of the {} permits of {:?} are free{waited}{holders}",
+            semaphore.permits(),
+            args.name
+        ),
+        _ => format!(
+            "all {} permits of {:?} are taken{waited}{holders}",
+            semaphore.permits(),
+            args.name
+        ),
+    };
     if args.conflict_exit_code == exit::OK {
         tracing::info!("{message}");
         return Failure::new(exit::OK, "");

@@ -6,15 +6,18 @@
 //! primitive already has: a lock's (or fair lock's) release channel, a
 //! semaphore's or read-write lock's released channel, an election's changes
 //! channel. Holders listen only while someone awaits their guard's
-//! `release_requested()`, so a hold nobody asks about costs nothing.
+//! `release_requested()`, so a hold nobody asks about costs nothing. A
+//! waiter made `with_asking` sends the same message itself
+//! (`primitives/wait/ask.rs`).
 
 use crate::primitives::inspect::PrimitiveInfo;
 use crate::transport::session::Session;
-use crate::vocab::error::{Error, Result};
+use crate::vocab::error::Result;
 use crate::vocab::names::LockKeys;
+#[cfg(doc)]
+use crate::vocab::protocol::RELEASE_REQUESTED;
 use crate::vocab::protocol::{
-    primitive_key, ELECTION_CHANGES_SUFFIX, PERMITS_RELEASED_SUFFIX, RELEASE_REQUESTED,
-    RWLOCK_SUFFIXES,
+    primitive_key, ELECTION_CHANGES_SUFFIX, PERMITS_RELEASED_SUFFIX, RWLOCK_SUFFIXES,
 };
 
 /// See [`Client::request_release`](crate::Client::request_release): the
@@ -33,14 +36,7 @@ pub(crate) async fn request_release(session: &Session, name: &[u8]) -> Result<u6
             PrimitiveInfo::Election(_) => at(ELECTION_CHANGES_SUFFIX),
             _ => continue,
         };
-        let mut publish = redis::Cmd::new();
-        publish
-            .arg(session.publish_command())
-            .arg(&channel)
-            .arg(RELEASE_REQUESTED);
-        let count: i64 = session.query("PUBLISH", publish, &channel).await?;
-        heard += u64::try_from(count)
-            .map_err(|_| Error::Protocol(format!("PUBLISH returned {count}")))?;
+        heard += crate::primitives::shared::publish_request(session, &channel).await?;
     }
     tracing::info!(name = %String::from_utf8_lossy(name), heard, "release requested");
     Ok(heard)

@@ -71,9 +71,11 @@ impl Lock {
             Attempt::Busy {
                 retry_in,
                 announced,
+                holder,
             } => Err(Busy {
                 retry_in,
                 announced,
+                holder,
             }),
         })
     }
@@ -153,6 +155,9 @@ pub(crate) struct Busy {
     pub(crate) retry_in: Option<Duration>,
     /// Whether the holder's release will publish a wake-up.
     pub(crate) announced: bool,
+    /// A fingerprint of the holder, for a lock made `with_asking` (when the
+    /// backend names it).
+    pub(crate) holder: Option<u64>,
 }
 
 impl Lock {

@@ -94,6 +94,7 @@ impl std::fmt::Debug for Lock {
             .field("fenced", &self.inner.fenced)
             .field("fair_lease", &self.inner.fair_lease)
             .field("replicas", &self.inner.replicas)
+            .field("asking", &self.inner.asking)
             .finish()
     }
 }
@@ -123,6 +124,7 @@ impl Lock {
                 fair_lease: None,
                 replicas: None,
                 caching: false,
+                asking: false,
             }),
         })
     }
@@ -169,6 +171,29 @@ impl Lock {
     }
 
     crate::primitives::builder::max_hold_option!("lock", "hold");
+
+    /// Makes every waiting acquisition of this lock ask its holder to let
+    /// go (cooperative revocation from the waiter's side): when the lock is
+    /// busy, the waiter sends the request of
+    /// [`Client::request_release`](crate::Client::request_release) (the
+    /// holder's [`release_requested`](LockGuard::release_requested)
+    /// completes; a `latchkey run` holder stops its command), then waits as
+    /// usual. It asks each holder once: at the first wait, and again only
+    /// when another holder has the lock by then (a holder it named in the
+    /// same round trip as its attempt), never on every wake-up. Nothing
+    /// changes on the way to a free lock: a first try sends what it always
+    /// does, and only a busy lock costs the request (one `PUBLISH`).
+    ///
+    /// A [fair](Lock::fair) waiter asks once, at its first wait (the queue
+    /// decides who holds next); a [`Redlock`](crate::Redlock) waiter asks on
+    /// every instance, at its first wait and after each release it lost the
+    /// race for. A waiter whose holder is a guard of its own client asks it
+    /// as any other (it then waits through Redis, not only for the local
+    /// release).
+    pub fn with_asking(mut self) -> Self {
+        Arc::make_mut(&mut self.inner).asking = true;
+        self
+    }
 
     /// Makes every acquisition wait until `n` replicas of the lock's server
     /// acknowledge it (`WAIT n`), at most [`DEFAULT_REPLICA_TIMEOUT`](crate::DEFAULT_REPLICA_TIMEOUT);
@@ -365,6 +390,7 @@ impl Lock {
             fenced: self.inner.fenced,
             ask_ttl,
             mark,
+            holder: self.inner.asking,
         }
     }
 }

@@ -32,6 +32,9 @@ pub(crate) struct LockSpec {
     /// Whether its holds are kept while idle ([`Lock::with_caching`](crate::Lock::with_caching)):
     /// their tokens carry the caching mark, which waiters answer with `wanted`.
     pub(crate) caching: bool,
+    /// Whether a waiter asks the holder to let go: see
+    /// [`Lock::with_asking`](crate::Lock::with_asking).
+    pub(crate) asking: bool,
     /// The `lock` label of this lock's metrics, computed once.
     pub(crate) metrics_label: LockLabel,
     /// This client's queue and guard count for the name, looked up once.

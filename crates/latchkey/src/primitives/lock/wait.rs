@@ -28,6 +28,12 @@
 //! tasks of one process then costs Redis one `SET NX` per hand-off. An
 //! attempt that finds the lock busy with no guard of its client left
 //! subscribes, and looks again.
+//!
+//! A lock made [`with_asking`](Lock::with_asking) asks its holder to let go
+//! from its attempts (`primitives/wait/ask.rs`): the acquire script names
+//! the holder (a fingerprint), so each holder is asked once. Such a waiter
+//! never waits as one behind a holder of its own client: it asks through
+//! Redis like any other, and its attempts name whoever holds the lock.
 
 use std::time::{Duration, Instant};
 
@@ -36,10 +42,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::backend::Wakeups;
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
+use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::waker::RESUBSCRIBE_AFTER;
 use crate::primitives::wait::{wait_for, Tried, Waiting, Wake, Woken};
 use crate::transport::subscriber::{jitter, Event};
 use crate::vocab::error::Result;
+use crate::vocab::protocol::RELEASE_REQUESTED;
 use crate::vocab::retry::Backoff;
 
 impl Lock {
@@ -58,7 +66,8 @@ impl Lock {
         // docs). So is a waiter whose first try met a guard of this client
         // that has let go since, or one about to be made (a first try in
         // flight, a waiter ahead of us): it looks again before it subscribes.
-        let behind_local = local.is_local_ahead() || local.releases() != releases;
+        let behind_local =
+            !self.inner.asking && (local.is_local_ahead() || local.releases() != releases);
         // Subscribe before queueing: the server-side subscription is shared,
         // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
         let mut wakeups = None;
@@ -95,13 +104,19 @@ impl Lock {
             poll: Backoff::default(),
             foreign_poll: MIN_FOREIGN_POLL,
         };
+        let ask = Ask::new(self.inner.asking);
         let mut waiting = Waiting::new(&self.inner.name, started, deadline, wake);
         wait_for(&mut waiting, |woken| {
-            let shared = &shared;
+            let (shared, ask) = (&shared, &ask);
             async move {
                 // A release notification woke us: the start of a handoff.
-                let woken_at =
-                    matches!(woken, Woken::Message(_) | Woken::Released).then(Instant::now);
+                // (Not a release request: it frees nothing.)
+                let woken_at = match &woken {
+                    Woken::Message(m) => **m != *RELEASE_REQUESTED,
+                    Woken::Released => true,
+                    Woken::Start | Woken::Recheck => false,
+                }
+                .then(Instant::now);
                 let behind_local = shared.behind_local.load(Ordering::Relaxed);
                 let releases_before_try = local.releases();
                 Ok(match self.try_acquire_with_ttl(!behind_local).await? {
@@ -140,6 +155,11 @@ impl Lock {
                     Err(busy) => {
                         let announced = busy.announced || behind_local;
                         shared.announced.store(announced, Ordering::Relaxed);
+                        let spec = &self.inner;
+                        ask.ask_if_due(&spec.name, &woken, busy.holder, || {
+                            spec.backend.publish(&spec.keys, RELEASE_REQUESTED)
+                        })
+                        .await;
                         Tried::busy_for(busy.retry_in)
                     }
                 })

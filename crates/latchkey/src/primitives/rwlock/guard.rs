@@ -37,6 +37,8 @@ pub(crate) struct RwSpec {
     pub(crate) renew_every: Option<Duration>,
     pub(crate) max_hold: Option<Duration>,
     pub(crate) fenced: bool,
+    /// Whether a waiter asks the holders to let go (`with_asking`).
+    pub(crate) asking: bool,
     pub(crate) metrics_label: LockLabel,
 }
 

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::primitives::rwlock::guard::{RwAccess, RwGuard, RwSpec};
-use crate::primitives::shared::key;
+use crate::primitives::shared::{key, publish_request};
 use crate::primitives::traced;
 use crate::primitives::wait::armed::{undo_in_background, Armed};
+use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
@@ -98,6 +99,7 @@ impl RwLock {
                 renew_every: None,
                 max_hold: None,
                 fenced: false,
+                asking: false,
                 metrics_label: LockLabel::new(
                     &session.inner.metrics_labels,
                     Primitive::RwLock,
@@ -233,18 +235,29 @@ impl RwLock {
     }
 
     /// The loop of [`RwLock::acquire_until`]: the wait core, woken by
-    /// releases and at the earliest expiry that could let us in.
+    /// releases and at the earliest expiry that could let us in; made
+    /// `with_asking`, it asks the holders to let go (`wait/ask.rs`).
     async fn wait(&self, access: RwAccess, deadline: Option<Instant>) -> Result<RwGuard> {
         let spec = &self.inner;
         let token = spec.session.inner.identity.new_token()?;
         let pending = self.pending(access, &token);
+        let ask = Ask::new(spec.asking);
         let mut waiting =
             Waiting::subscribe(&spec.session, spec.channel(), &spec.name, deadline).await;
-        wait_for(&mut waiting, |_| async {
-            Ok(match self.attempt(access, &token, &pending, true).await? {
-                Ok(guard) => Tried::Done(guard),
-                Err(retry_in) => Tried::busy_for(Some(retry_in)),
-            })
+        wait_for(&mut waiting, |woken| {
+            let (ask, token, pending) = (&ask, &token, &pending);
+            async move {
+                Ok(match self.attempt(access, token, pending, true).await? {
+                    Ok(guard) => Tried::Done(guard),
+                    Err(retry_in) => {
+                        ask.ask_if_due(&spec.name, &woken, None, || {
+                            publish_request(&spec.session, spec.channel())
+                        })
+                        .await;
+                        Tried::busy_for(Some(retry_in))
+                    }
+                })
+            }
         })
         .await
     }

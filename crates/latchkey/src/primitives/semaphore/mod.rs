@@ -8,15 +8,17 @@
 //! time, a fencing counter, a channel, one hash tag) and the scripts are in
 //! `docs/protocol.md`, "Semaphores".
 
+mod many;
 pub(crate) mod permit;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::primitives::semaphore::permit::{PermitGuard, PermitHolder, SemaphoreSpec};
-use crate::primitives::shared::key;
+use crate::primitives::semaphore::permit::{PermitGuard, PermitHold, PermitHolder, SemaphoreSpec};
+use crate::primitives::shared::{key, publish_request};
 use crate::primitives::traced;
 use crate::primitives::wait::armed::undo_in_background;
+use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
@@ -64,6 +66,16 @@ use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERM
 ///   waiters woken race for the free permit, and any of them (or a newcomer)
 ///   may win. Under steady contention a waiter can be overtaken; bound its
 ///   wait with [`acquire_timeout`](Semaphore::acquire_timeout).
+/// * **Several permits at once, all or none**:
+///   [`acquire_many(k)`](Semaphore::acquire_many) takes k permits in one
+///   script or none (never a part of them), held, renewed, fenced and
+///   released as one hold. A waiter for k is woken by every release and
+///   tries again (and, as any waiter, at the expiry that would make room),
+///   but it is **not protected from barging**: while smaller acquisitions
+///   keep taking each permit as it is freed, k may never be free at once.
+///   It gets them when the semaphore drains (k permits free together); bound
+///   its wait with [`acquire_many_timeout`](Semaphore::acquire_many_timeout),
+///   or give the semaphore's users a pause, if they never let it drain.
 /// * **Fencing**: with [`with_fencing`](Semaphore::with_fencing), each hold
 ///   gets a token greater than those of all earlier holds of the semaphore
 ///   (one counter per semaphore, as for a lock).
@@ -114,6 +126,7 @@ impl Semaphore {
                 renew_every: None,
                 max_hold: None,
                 fenced: false,
+                asking: false,
                 metrics_label: LockLabel::new(
                     &session.inner.metrics_labels,
                     Primitive::Semaphore,
@@ -150,7 +163,12 @@ impl Semaphore {
     /// permit the request may have taken is given back in the background
     /// (tracked by the client: [`Client::flush`](crate::Client::flush)).
     pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
-        let attempt = async { Ok(self.attempt().await?.ok()) };
+        self.try_take(1).await
+    }
+
+    /// One try for `k` permits, traced.
+    async fn try_take(&self, k: u32) -> Result<Option<PermitGuard>> {
+        let attempt = async { Ok(self.attempt(k).await?.ok()) };
         let spec = &self.inner;
         traced::acquire(
             &spec.metrics_label,
@@ -167,7 +185,7 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe, as [`Semaphore::acquire_until`].
     pub async fn acquire(&self) -> Result<PermitGuard> {
-        self.acquire_by(None).await
+        self.acquire_by(1, None).await
     }
 
     /// Waits at most `wait`, then fails with [`Error::WaitTimedOut`]. See
@@ -176,7 +194,7 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe, as [`Semaphore::acquire_until`].
     pub async fn acquire_timeout(&self, wait: Duration) -> Result<PermitGuard> {
-        self.acquire_by(deadline_after(wait)).await
+        self.acquire_by(1, deadline_after(wait)).await
     }
 
     /// Waits until a permit is ours or `deadline` passes
@@ -193,23 +211,27 @@ impl Semaphore {
     /// by a request whose reply was never read is given back in the
     /// background) and gives up the subscription.
     pub async fn acquire_until(&self, deadline: Instant) -> Result<PermitGuard> {
-        self.acquire_by(Some(deadline)).await
+        self.acquire_by(1, Some(deadline)).await
     }
 
-    /// [`Semaphore::acquire_until`] with an optional deadline (`None`: as
-    /// long as it takes).
-    pub(crate) async fn acquire_by(&self, deadline: Option<Instant>) -> Result<PermitGuard> {
+    /// [`Semaphore::acquire_many_until`] of `k` (checked) with an optional
+    /// deadline (`None`: as long as it takes).
+    pub(crate) async fn acquire_by(
+        &self,
+        k: u32,
+        deadline: Option<Instant>,
+    ) -> Result<PermitGuard> {
         let spec = &self.inner;
         let token: fn(&PermitGuard) -> Option<&str> = |p| Some(p.token());
         let acquiring = async {
             // The uncontended case: one round trip, no subscription.
-            match self.attempt().await {
+            match self.attempt(k).await {
                 Ok(Ok(permit)) => return Ok(permit),
                 Ok(Err(_)) => {}
                 Err(e) if e.is_transient() => {}
                 Err(e) => return Err(e),
             }
-            let waiting = self.wait_for_permit(deadline);
+            let waiting = self.wait_for_permit(k, deadline);
             traced::wait(&spec.metrics_label, &spec.name, waiting, token).await
         };
         traced::acquire(
@@ -222,25 +244,36 @@ impl Semaphore {
         .await
     }
 
-    /// The waiting part of [`Semaphore::acquire_until`] (the first attempt
-    /// found every permit held): the wait core, woken by releases and at
-    /// the earliest permit's expiry.
-    async fn wait_for_permit(&self, deadline: Option<Instant>) -> Result<PermitGuard> {
+    /// The waiting part of [`Semaphore::acquire_many_until`] (the first
+    /// attempt found too few permits free): the wait core, woken by releases
+    /// and at the expiry that would make room; made `with_asking`, it asks
+    /// the holders to let go (`wait/ask.rs`).
+    async fn wait_for_permit(&self, k: u32, deadline: Option<Instant>) -> Result<PermitGuard> {
         let spec = &self.inner;
+        let ask = Ask::new(spec.asking);
         let mut waiting =
             Waiting::subscribe(&spec.session, &spec.channel, &spec.name, deadline).await;
-        wait_for(&mut waiting, |_| async {
-            Ok(match self.attempt().await? {
-                Ok(permit) => Tried::Done(permit),
-                Err(earliest_expiry) => Tried::busy_for(Some(earliest_expiry)),
-            })
+        wait_for(&mut waiting, |woken| {
+            let ask = &ask;
+            async move {
+                Ok(match self.attempt(k).await? {
+                    Ok(permit) => Tried::Done(permit),
+                    Err(room_in) => {
+                        ask.ask_if_due(&spec.name, &woken, None, || {
+                            publish_request(&spec.session, &spec.channel)
+                        })
+                        .await;
+                        Tried::busy_for(Some(room_in))
+                    }
+                })
+            }
         })
         .await
     }
 
-    /// One attempt: the permit, or how long until the earliest held permit
-    /// expires.
-    async fn attempt(&self) -> Result<std::result::Result<PermitGuard, Duration>> {
+    /// One attempt for `k` permits: the hold, or how long until enough held
+    /// permits expire for `k` to fit.
+    async fn attempt(&self, k: u32) -> Result<std::result::Result<PermitGuard, Duration>> {
         let spec = &self.inner;
         let token = spec.session.inner.identity.new_token()?;
         let sent = Instant::now();
@@ -250,7 +283,7 @@ impl Semaphore {
             || {
                 let (spec, token) = (spec.clone(), token.clone());
                 async move {
-                    crate::primitives::semaphore::permit::release(&spec, &token)
+                    crate::primitives::semaphore::permit::release(&spec, &token, k)
                         .await
                         .map(|_| ())
                 }
@@ -258,6 +291,7 @@ impl Semaphore {
         );
         let permits = spec.permits.to_string();
         let ttl = ttl_ms(spec.ttl).to_string();
+        let take = k.to_string();
         let reply: Result<(i64, i64)> = spec
             .session
             .eval(
@@ -269,6 +303,7 @@ impl Semaphore {
                     permits.as_bytes(),
                     ttl.as_bytes(),
                     if spec.fenced { b"1" } else { b"0" },
+                    take.as_bytes(),
                 ],
             )
             .await;
@@ -288,8 +323,12 @@ impl Semaphore {
                         false => None,
                     };
                 let valid_until = sent + spec.ttl - drift(spec.ttl);
+                let hold = PermitHold {
+                    spec: self.inner.clone(),
+                    taken: k,
+                };
                 Ok(Ok(PermitGuard::new(
-                    self.inner.clone(),
+                    hold,
                     token,
                     fencing_token,
                     valid_until,

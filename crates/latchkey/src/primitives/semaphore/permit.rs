@@ -1,5 +1,7 @@
-//! [`PermitGuard`]: one held permit of a [`Semaphore`](crate::Semaphore):
-//! a lease (`primitives/lease/`) over the semaphore's scripts.
+//! [`PermitGuard`]: one hold of a [`Semaphore`](crate::Semaphore), one
+//! permit or several taken at once ([`Semaphore::acquire_many`](crate::Semaphore::acquire_many)):
+//! a lease (`primitives/lease/`) over the semaphore's scripts, which act on
+//! all of a hold's permits together.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -29,10 +31,23 @@ pub(crate) struct SemaphoreSpec {
     pub(crate) renew_every: Option<Duration>,
     pub(crate) max_hold: Option<Duration>,
     pub(crate) fenced: bool,
+    /// Whether a waiter asks the holders to let go (`with_asking`).
+    pub(crate) asking: bool,
     pub(crate) metrics_label: LockLabel,
 }
 
-/// A held permit of a [`Semaphore`](crate::Semaphore).
+/// What a permit's lease holds: the semaphore, and how many permits the
+/// hold took (1, or k by `acquire_many`).
+#[derive(Clone)]
+pub(crate) struct PermitHold {
+    pub(crate) spec: Arc<SemaphoreSpec>,
+    pub(crate) taken: u32,
+}
+
+/// A held permit of a [`Semaphore`](crate::Semaphore), or several taken at
+/// once ([`Semaphore::acquire_many`](crate::Semaphore::acquire_many): then
+/// [`permits`](PermitGuard::permits) says how many; they are renewed,
+/// fenced, lost and released together, as one hold).
 ///
 /// ```no_run
 /// # async fn demo() -> latchkey::Result<()> {
@@ -66,30 +81,36 @@ pub(crate) struct SemaphoreSpec {
 #[must_use = "the permit is given back (in the background) when the guard is dropped"]
 #[derive(Debug)]
 pub struct PermitGuard {
-    lease: Lease<Arc<SemaphoreSpec>>,
+    lease: Lease<PermitHold>,
 }
 
 lease_surface!(PermitGuard, "the permit", "semaphore");
 
 impl PermitGuard {
     pub(crate) fn new(
-        spec: Arc<SemaphoreSpec>,
+        hold: PermitHold,
         token: String,
         fencing_token: Option<u64>,
         valid_until: Instant,
     ) -> PermitGuard {
         PermitGuard {
-            lease: Lease::new(spec, token, fencing_token, valid_until),
+            lease: Lease::new(hold, token, fencing_token, valid_until),
         }
+    }
+
+    /// How many permits this guard holds: 1, or the `k` of
+    /// [`Semaphore::acquire_many`](crate::Semaphore::acquire_many).
+    pub fn permits(&self) -> u32 {
+        self.lease.hold().taken
     }
 }
 
-/// A permit's lease: the semaphore's scripts.
-impl Hold for Arc<SemaphoreSpec> {
-    hold_basics!();
+/// A permit's lease: the semaphore's scripts, over the hold's permits.
+impl Hold for PermitHold {
+    hold_basics!(spec);
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {
-        &self.session.inner.background
+        &self.spec.session.inner.background
     }
 
     fn renew(
@@ -97,7 +118,7 @@ impl Hold for Arc<SemaphoreSpec> {
         token: &str,
         ttl: Duration,
     ) -> impl Future<Output = Result<(Ownership, Instant)>> + Send {
-        extend(self, token, ttl)
+        extend(&self.spec, token, self.taken, ttl)
     }
 
     fn release(
@@ -105,25 +126,28 @@ impl Hold for Arc<SemaphoreSpec> {
         token: &str,
         _background: bool,
     ) -> impl Future<Output = Result<Ownership>> + Send {
-        release(self, token)
+        release(&self.spec, token, self.taken)
     }
 
     async fn listen(&self) -> Result<crate::backend::Wakeups> {
-        crate::primitives::lease::listen_on(&self.session, &self.channel).await
+        crate::primitives::lease::listen_on(&self.spec.session, &self.spec.channel).await
     }
 
-    /// `sem_fence.lua`: the semaphore's counter, while the permit is held.
+    /// `sem_fence.lua`: the semaphore's counter, while the permit is held
+    /// (for k permits: while the token's own member is, which the others
+    /// share their expiry with).
     async fn issue_fence(
         &self,
         token: &str,
         _deadline: Instant,
     ) -> Result<std::result::Result<u64, Ownership>> {
         let (issued, fence): (i64, i64) = self
+            .spec
             .session
             .eval(
                 "semaphore fence",
                 &scripts::SEM_FENCE,
-                &[&self.key, &self.fence_key],
+                &[&self.spec.key, &self.spec.fence_key],
                 &[token.as_bytes()],
             )
             .await?;
@@ -137,8 +161,10 @@ impl Hold for Arc<SemaphoreSpec> {
     }
 }
 
-/// The release script: `Owned` when the permit was held until now.
-pub(crate) async fn release(spec: &SemaphoreSpec, token: &str) -> Result<Ownership> {
+/// The release script: `Owned` when the hold of `taken` permits was held
+/// until now.
+pub(crate) async fn release(spec: &SemaphoreSpec, token: &str, taken: u32) -> Result<Ownership> {
+    let taken = taken.to_string();
     let released: i64 = spec
         .session
         .eval(
@@ -149,6 +175,7 @@ pub(crate) async fn release(spec: &SemaphoreSpec, token: &str) -> Result<Ownersh
                 token.as_bytes(),
                 publish_command(&spec.session),
                 &spec.channel,
+                taken.as_bytes(),
             ],
         )
         .await?;
@@ -158,17 +185,24 @@ pub(crate) async fn release(spec: &SemaphoreSpec, token: &str) -> Result<Ownersh
     })
 }
 
-/// The extend script, with the new deadline when renewed.
-async fn extend(spec: &SemaphoreSpec, token: &str, ttl: Duration) -> Result<(Ownership, Instant)> {
+/// The extend script over the hold's `taken` permits, with the new
+/// deadline when renewed.
+async fn extend(
+    spec: &SemaphoreSpec,
+    token: &str,
+    taken: u32,
+    ttl: Duration,
+) -> Result<(Ownership, Instant)> {
     let sent = Instant::now();
     let ttl_arg = ttl_ms(ttl).to_string();
+    let taken = taken.to_string();
     let renewed: i64 = spec
         .session
         .eval(
             "semaphore extend",
             &scripts::SEM_EXTEND,
             &[&spec.key],
-            &[token.as_bytes(), ttl_arg.as_bytes()],
+            &[token.as_bytes(), ttl_arg.as_bytes(), taken.as_bytes()],
         )
         .await?;
     let outcome = match renewed {
@@ -179,7 +213,9 @@ async fn extend(spec: &SemaphoreSpec, token: &str, ttl: Duration) -> Result<(Own
 }
 
 /// One permit held, as [`Semaphore::holders`](crate::Semaphore::holders)
-/// reads it.
+/// reads it. A hold of k permits ([`Semaphore::acquire_many`](crate::Semaphore::acquire_many))
+/// is k of these, with the same holder: the first with the guard's token,
+/// the others with `#2` … `#k` after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PermitHolder {
     /// The holder's owner token.

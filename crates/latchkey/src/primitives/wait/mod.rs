@@ -25,6 +25,9 @@
 //!    caller's deadline, whichever is first; without pub/sub, poll with
 //!    jittered backoff ([`Waker`]). Then attempt again.
 //!
+//! A primitive made `with_asking` also asks the holders to let go while it
+//! waits ([`Ask`](ask::Ask), `ask.rs`): once per holder, from its attempts.
+//!
 //! # Failures and timeouts
 //! One policy, [`Retry`] (`vocab/retry.rs`): a transient error is retried
 //! with backoff and jitter until the caller's deadline, and an outage at
@@ -48,6 +51,7 @@
 //! `# Cancel safety` section says what its undo is.
 
 pub(crate) mod armed;
+pub(crate) mod ask;
 pub(crate) mod waker;
 
 use std::future::Future;

@@ -108,6 +108,7 @@ pub const PERMITS_FENCE_SUFFIX: &[u8] = b":permits:fence";
 pub const PERMITS_RELEASED_SUFFIX: &[u8] = b":permits:released";
 
 /// The message [`Client::request_release`](crate::Client::request_release)
+/// (and a waiter made `with_asking`, e.g. [`Lock::with_asking`](crate::Lock::with_asking))
 /// publishes on a primitive's release channel (a lock's, a semaphore's, a
 /// read-write lock's; an election's changes channel): its holders'
 /// `release_requested()` completes. Waiters take it as any wake-up (they

@@ -89,6 +89,7 @@ impl Group {
                 Ok(Attempt::Busy {
                     retry_in,
                     announced: heard,
+                    ..
                 }) => {
                     busy.push((i, retry_in));
                     announced &= heard;
@@ -143,6 +144,7 @@ impl Group {
                     Ok(Attempt::Busy {
                         retry_in: None,
                         announced: true,
+                        holder: None,
                     })
                 }
                 Err(e) => Err(e),
@@ -171,9 +173,12 @@ impl Group {
             Contention::Holder(ttl_left) => ttl_left,
             Contention::Split => Some(jitter((round * 2).max(Duration::from_millis(2)))),
         };
+        // The holder is not named: an asking waiter asks after each
+        // release it lost the race for (`primitives/wait/ask.rs`).
         Ok(Attempt::Busy {
             retry_in,
             announced,
+            holder: None,
         })
     }
 

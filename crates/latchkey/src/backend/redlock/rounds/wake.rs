@@ -1,5 +1,6 @@
 //! Waking Redlock waiters: the subscriptions to a lock's release channel
-//! on the instances, and the local wake-up after a release by this process.
+//! on the instances, and the local wake-up after a release by this process;
+//! and a message to a lock's holders (a release request) on every instance.
 //!
 //! Apart from the rounds that change keys: these only listen, and need a
 //! majority of subscriptions, not of keys.
@@ -57,6 +58,43 @@ impl Group {
             (true, Some(e)) => Err(e),
             (true, None) => Err(self.no_quorum("subscribe", 0)),
             (false, _) => Ok(subscriptions),
+        }
+    }
+}
+
+impl Group {
+    /// Publishes `message` on `channel` of every instance at once (a holder
+    /// listens on each instance it reached): the connections that received
+    /// it, summed. Fails only when no instance took it.
+    pub(crate) async fn publish(&self, channel: &[u8], message: &[u8]) -> Result<u64> {
+        let Gathered { answers, .. } = self
+            .gather(
+                self.all(),
+                self.timeout_without_ttl(),
+                "publish",
+                |c| c.publish(channel, message),
+                |_, pending| pending == 0,
+                false,
+            )
+            .await;
+        let mut heard = 0;
+        let mut first_error = None;
+        let mut published = false;
+        for (_, answer) in answers {
+            match answer {
+                Ok(n) => {
+                    heard += n;
+                    published = true;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match (published, first_error) {
+            (false, Some(e)) => Err(e),
+            (false, None) => Err(self.no_quorum("publish", 0)),
+            (true, _) => Ok(heard),
         }
     }
 }

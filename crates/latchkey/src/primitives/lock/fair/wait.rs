@@ -12,9 +12,11 @@ use crate::backend::fair::{entry, FairAttempt, FairMode};
 use crate::primitives::lock::fair::{handed_valid_until, still_valid, Leaving};
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
+use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{wait_for, Tried, Waiting, Wake, Woken};
 use crate::transport::subscriber::{Event, Subscription, Topic, EVENT_BUFFER};
 use crate::vocab::error::{Error, Result};
+use crate::vocab::protocol::RELEASE_REQUESTED;
 
 /// What an event means to one waiter.
 enum Heard {
@@ -109,9 +111,13 @@ impl Lock {
         };
         // The wait core's loop (`primitives/wait/`); the attempt is also the
         // lease's renewal, and a hand-off message is the answer itself.
+        // Made `with_asking`: asks the holder once, at the first busy
+        // attempt (`primitives/wait/ask.rs`; hand-offs to others are not
+        // heard, so no later holder is known).
+        let ask = Ask::new(spec.asking);
         let mut waiting = Waiting::new(&spec.name, started, deadline, wake);
         let waited = wait_for(&mut waiting, |woken| {
-            let (state, token) = (&state, &token);
+            let (state, token, ask) = (&state, &token, &ask);
             async move {
                 if let Woken::Message(handed) = woken {
                     let mut s = lock(state);
@@ -138,6 +144,12 @@ impl Lock {
                     .fair_attempt(&spec.keys, &me, token, spec.ttl, spec.fenced, mode, lease)
                     .await?;
                 let handed = matches!(attempt, FairAttempt::Handed { .. });
+                if matches!(attempt, FairAttempt::Busy { .. }) {
+                    ask.ask_if_due(&spec.name, &Woken::Recheck, None, || {
+                        spec.backend.publish(&spec.keys, RELEASE_REQUESTED)
+                    })
+                    .await;
+                }
                 let mut s = lock(state);
                 Ok(match attempt {
                     // Ours, but this process was held up (SIGSTOP, a starved
