@@ -75,6 +75,7 @@ pub(crate) fn options(
 
 /// A lock's spec from Python's arguments, checked against the client when
 /// it is connected (a bad name or TTL is refused here, not at acquire).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn lock_spec(
     py: Python<'_>,
     core: &Arc<Core>,
@@ -83,6 +84,7 @@ pub(crate) fn lock_spec(
     watchdog: bool,
     fencing: bool,
     fair: bool,
+    cached: Option<f64>,
 ) -> PyResult<Arc<LockSpec>> {
     let spec = LockSpec {
         core: core.clone(),
@@ -91,12 +93,17 @@ pub(crate) fn lock_spec(
         watchdog,
         fencing,
         fair,
+        cached: cached.map(|c| args::seconds(py, "cached", c)).transpose()?,
         built: Default::default(),
     };
-    if let Some(client) = core.current() {
-        spec.build(&client).map_err(|e| to_py(py, e))?;
-    } else if let Some(redlock) = core.current_redlock() {
-        spec.build_redlock(&redlock).map_err(|e| to_py(py, e))?;
+    let built = if let Some(client) = core.current() {
+        Some(spec.build(&client))
+    } else {
+        core.current_redlock().map(|r| spec.build_redlock(&r))
+    };
+    if let Some(lock) = built {
+        spec.finish(lock.map_err(|e| to_py(py, e))?)
+            .map_err(|e| to_py(py, e))?;
     }
     Ok(Arc::new(spec))
 }
@@ -149,8 +156,10 @@ impl Client {
     }
 
     /// A lock called `name` (str or bytes) held for `ttl` seconds, renewed
-    /// by a watchdog while held unless `watchdog=False`.
-    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, fair = false))]
+    /// by a watchdog while held unless `watchdog=False`; `cached=idle`
+    /// keeps a released hold up to `idle` seconds for the next acquire.
+    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, fair = false, cached = None))]
+    #[allow(clippy::too_many_arguments)]
     fn lock(
         &self,
         py: Python<'_>,
@@ -159,11 +168,12 @@ impl Client {
         watchdog: bool,
         fencing: bool,
         fair: bool,
+        cached: Option<f64>,
     ) -> PyResult<Lock> {
         if self.core.current().is_none() {
             block_on(py, self.core.clone().client())?;
         }
-        let spec = lock_spec(py, &self.core, name, ttl, watchdog, fencing, fair)?;
+        let spec = lock_spec(py, &self.core, name, ttl, watchdog, fencing, fair, cached)?;
         Ok(Lock { spec })
     }
 
@@ -231,7 +241,8 @@ impl AsyncClient {
 
     /// As `Client.lock`; the name and TTL are checked here once connected,
     /// else at the first acquire.
-    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, fair = false))]
+    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, fair = false, cached = None))]
+    #[allow(clippy::too_many_arguments)]
     fn lock(
         &self,
         py: Python<'_>,
@@ -240,8 +251,9 @@ impl AsyncClient {
         watchdog: bool,
         fencing: bool,
         fair: bool,
+        cached: Option<f64>,
     ) -> PyResult<AsyncLock> {
-        let spec = lock_spec(py, &self.core, name, ttl, watchdog, fencing, fair)?;
+        let spec = lock_spec(py, &self.core, name, ttl, watchdog, fencing, fair, cached)?;
         Ok(AsyncLock { spec })
     }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use latchkey::{LockGuard, LostSignal, Ownership};
+use latchkey::{CachedGuard, LockGuard, LostSignal, Ownership};
 use tokio::sync::RwLock;
 
 use crate::core::Core;
@@ -20,9 +20,76 @@ pub(crate) struct LockSpec {
     pub(crate) watchdog: bool,
     pub(crate) fencing: bool,
     pub(crate) fair: bool,
+    /// `Some(idle)`: a released hold is kept while idle (`cached=`).
+    pub(crate) cached: Option<Duration>,
     /// The lock made for this process (its pid), kept: making it checks
-    /// the name and computes its keys, a measurable share of a cycle.
-    pub(crate) built: std::sync::Mutex<Option<(u32, latchkey::Lock)>>,
+    /// the name and computes its keys, a measurable share of a cycle; a
+    /// cached lock's kept hold lives in it.
+    pub(crate) built: std::sync::Mutex<Option<(u32, Built)>>,
+}
+
+/// The Rust lock of a spec: plain, or kept while idle.
+#[derive(Clone)]
+pub(crate) enum Built {
+    Plain(latchkey::Lock),
+    Cached(latchkey::CachedLock),
+}
+
+/// A hold of either kind of lock.
+pub(crate) enum Guard {
+    Plain(LockGuard),
+    Cached(CachedGuard),
+}
+
+impl Guard {
+    fn token(&self) -> &str {
+        match self {
+            Guard::Plain(g) => g.token(),
+            Guard::Cached(g) => g.token(),
+        }
+    }
+    fn name(&self) -> &[u8] {
+        match self {
+            Guard::Plain(g) => g.name(),
+            Guard::Cached(g) => g.name(),
+        }
+    }
+    fn deadline(&self) -> Instant {
+        match self {
+            Guard::Plain(g) => g.deadline(),
+            Guard::Cached(g) => g.deadline(),
+        }
+    }
+    fn is_held(&self) -> bool {
+        match self {
+            Guard::Plain(g) => g.is_held(),
+            Guard::Cached(g) => g.is_held(),
+        }
+    }
+    fn lost_signal(&self) -> LostSignal {
+        match self {
+            Guard::Plain(g) => g.lost_signal(),
+            Guard::Cached(g) => g.lost_signal(),
+        }
+    }
+    async fn release(self) -> latchkey::Result<Ownership> {
+        match self {
+            Guard::Plain(g) => g.release().await,
+            Guard::Cached(g) => g.release().await,
+        }
+    }
+    async fn extend(&self, ttl: Duration) -> latchkey::Result<Ownership> {
+        match self {
+            Guard::Plain(g) => g.extend(ttl).await,
+            Guard::Cached(g) => g.extend(ttl).await,
+        }
+    }
+    async fn fencing_token(&self) -> latchkey::Result<u64> {
+        match self {
+            Guard::Plain(g) => g.fencing_token().await,
+            Guard::Cached(g) => g.fencing_token().await,
+        }
+    }
 }
 
 impl LockSpec {
@@ -39,6 +106,14 @@ impl LockSpec {
         self.configure(redlock.lock(&self.name, self.ttl)?)
     }
 
+    /// The lock as asked for: kept while idle with `cached=`.
+    pub(crate) fn finish(&self, lock: latchkey::Lock) -> latchkey::Result<Built> {
+        match self.cached {
+            Some(idle) => lock.with_caching(idle).map(Built::Cached),
+            None => Ok(Built::Plain(lock)),
+        }
+    }
+
     fn configure(&self, mut lock: latchkey::Lock) -> latchkey::Result<latchkey::Lock> {
         if self.watchdog {
             lock = lock.with_watchdog();
@@ -52,8 +127,8 @@ impl LockSpec {
         Ok(lock)
     }
 
-    async fn lock(self: &Arc<Self>) -> latchkey::Result<latchkey::Lock> {
-        let kept = |built: &Option<(u32, latchkey::Lock)>| {
+    async fn lock(self: &Arc<Self>) -> latchkey::Result<Built> {
+        let kept = |built: &Option<(u32, Built)>| {
             built
                 .as_ref()
                 .filter(|(by, _)| *by == pid())
@@ -62,18 +137,22 @@ impl LockSpec {
         if let Some(lock) = kept(&self.built.lock().unwrap_or_else(|p| p.into_inner())) {
             return Ok(lock);
         }
-        let lock = if self.core.is_redlock() {
+        let lock = self.finish(if self.core.is_redlock() {
             self.build_redlock(&self.core.clone().redlock().await?)?
         } else {
             self.build(&self.core.clone().client().await?)?
-        };
+        })?;
         *self.built.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid(), lock.clone()));
         Ok(lock)
     }
 
     /// One try: a hold, or `None` when someone else holds the lock.
     pub(crate) async fn try_acquire(self: Arc<Self>) -> latchkey::Result<Option<Arc<Held>>> {
-        Ok(self.lock().await?.try_acquire().await?.map(Held::new))
+        Ok(match self.lock().await? {
+            Built::Plain(lock) => lock.try_acquire().await?.map(Guard::Plain),
+            Built::Cached(lock) => lock.try_acquire().await?.map(Guard::Cached),
+        }
+        .map(Held::new))
     }
 
     /// Waits at most `wait` (`None`: as long as it takes).
@@ -81,11 +160,16 @@ impl LockSpec {
         self: Arc<Self>,
         wait: Option<Duration>,
     ) -> latchkey::Result<Arc<Held>> {
-        let lock = self.lock().await?;
         let deadline = wait.map(|w| Instant::now() + w);
-        let guard = match deadline {
-            Some(deadline) => lock.acquire_until(deadline).await?,
-            None => lock.acquire().await?,
+        let guard = match (self.lock().await?, deadline) {
+            (Built::Plain(lock), Some(deadline)) => {
+                Guard::Plain(lock.acquire_until(deadline).await?)
+            }
+            (Built::Plain(lock), None) => Guard::Plain(lock.acquire().await?),
+            (Built::Cached(lock), Some(deadline)) => {
+                Guard::Cached(lock.acquire_until(deadline).await?)
+            }
+            (Built::Cached(lock), None) => Guard::Cached(lock.acquire().await?),
         };
         Ok(Held::new(guard))
     }
@@ -94,7 +178,7 @@ impl LockSpec {
 /// A hold, shared by the Python guard and the calls in flight on it.
 pub(crate) struct Held {
     /// `None` once released.
-    guard: Arc<RwLock<Option<LockGuard>>>,
+    guard: Arc<RwLock<Option<Guard>>>,
     pub(crate) token: String,
     pub(crate) name: Vec<u8>,
     /// Made on first need (`guard.lost`): without a watchdog, a lost
@@ -107,7 +191,7 @@ pub(crate) struct Held {
 
 impl Held {
     /// Made on the runtime (the lost signal may start a task).
-    fn new(guard: LockGuard) -> Arc<Held> {
+    fn new(guard: Guard) -> Arc<Held> {
         let held = Arc::new(Held {
             token: guard.token().to_owned(),
             name: guard.name().to_vec(),
@@ -212,7 +296,7 @@ impl Held {
             return None;
         }
         let held = self.guard.try_read().ok()?;
-        held.as_ref().map(LockGuard::deadline)
+        held.as_ref().map(Guard::deadline)
     }
 
     /// Held and not known lost, before the deadline. Asks nobody.
@@ -221,7 +305,7 @@ impl Held {
             return false;
         }
         match self.guard.try_read() {
-            Ok(held) => held.as_ref().is_some_and(LockGuard::is_held),
+            Ok(held) => held.as_ref().is_some_and(Guard::is_held),
             Err(_) => false,
         }
     }

@@ -119,7 +119,7 @@ impl Redlock {
         fencing: bool,
     ) -> PyResult<Lock> {
         connected(py, &self.core)?;
-        let spec = lock_spec(py, &self.core, name, ttl, watchdog, fencing, false)?;
+        let spec = lock_spec(py, &self.core, name, ttl, watchdog, fencing, false, None)?;
         Ok(Lock { spec })
     }
 
@@ -207,7 +207,7 @@ impl AsyncRedlock {
         watchdog: bool,
         fencing: bool,
     ) -> PyResult<AsyncLock> {
-        let spec = lock_spec(py, &self.core, name, ttl, watchdog, fencing, false)?;
+        let spec = lock_spec(py, &self.core, name, ttl, watchdog, fencing, false, None)?;
         Ok(AsyncLock { spec })
     }
 

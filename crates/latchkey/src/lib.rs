@@ -155,7 +155,8 @@ pub use primitives::inspect::{
 };
 pub use primitives::latch::Latch;
 pub use primitives::lease::state::LostSignal;
-pub use primitives::lock::cached::{CachedGuard, CachedLock};
+pub use primitives::lock::cached::guard::CachedGuard;
+pub use primitives::lock::cached::CachedLock;
 pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use primitives::lock::guard::LockGuard;
 pub use primitives::lock::Lock;

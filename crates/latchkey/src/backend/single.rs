@@ -67,7 +67,11 @@ impl Session {
             issue.as_bytes(),
             waiting.as_bytes(),
             // Naming the holder only for a waiter that asks it to let go.
-            if mode.ask_ttl && mode.holder { b"1" } else { b"0" },
+            if mode.ask_ttl && mode.holder {
+                b"1"
+            } else {
+                b"0"
+            },
             // Where a marking waiter tells a holder kept idle it is wanted.
             &keys.channel,
             self.publish_command(),

@@ -1,0 +1,191 @@
+//! [`CachedGuard`]: one local hold of a [`CachedLock`](crate::CachedLock).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::OwnedMutexGuard;
+
+use crate::primitives::lock::cached::cache::{Cache, Slot};
+use crate::primitives::lock::guard::LockGuard;
+use crate::vocab::error::{Error, Result};
+use crate::vocab::metrics::GiveBack as Why;
+use crate::vocab::outcome::Ownership;
+
+/// One local hold of a [`CachedLock`](crate::CachedLock): while it lasts nobody else, in this
+/// process or another, holds the lock. Release it with
+/// [`release`](CachedGuard::release); dropped, it is released the same way
+/// in the background.
+#[must_use = "the local hold ends (in the background) when the guard is dropped"]
+pub struct CachedGuard {
+    cache: Arc<Cache>,
+    /// `None` once released.
+    slot: Option<OwnedMutexGuard<Slot>>,
+    /// Whether this local hold took the lock from Redis (its fencing token
+    /// may have come with it).
+    from_redis: bool,
+    fencing: tokio::sync::OnceCell<u64>,
+}
+
+impl std::fmt::Debug for CachedGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedGuard")
+            .field("name", &String::from_utf8_lossy(self.cache.lock.name()))
+            .field("from_redis", &self.from_redis)
+            .field("held", &self.is_held())
+            .finish()
+    }
+}
+
+impl CachedGuard {
+    pub(super) fn new(
+        cache: Arc<Cache>,
+        slot: OwnedMutexGuard<Slot>,
+        from_redis: bool,
+    ) -> CachedGuard {
+        CachedGuard {
+            cache,
+            slot: Some(slot),
+            from_redis,
+            fencing: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    fn hold(&self) -> Option<&LockGuard> {
+        self.slot.as_ref()?.hold.as_ref()
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &[u8] {
+        self.cache.lock.name()
+    }
+
+    /// Whether this local hold took the lock from Redis (false: it took
+    /// the hold this process kept, with no round trip).
+    pub fn took_from_redis(&self) -> bool {
+        self.from_redis
+    }
+
+    /// The Redis hold's owner token (the same for every local hold inside it).
+    pub fn token(&self) -> &str {
+        self.hold().map_or("", LockGuard::token)
+    }
+
+    /// Until when the Redis hold is proven ours (see [`LockGuard::deadline`]).
+    pub fn deadline(&self) -> Instant {
+        self.hold().map_or_else(Instant::now, LockGuard::deadline)
+    }
+
+    /// Whether the Redis hold is still ours (see [`LockGuard::is_held`]).
+    pub fn is_held(&self) -> bool {
+        self.hold().is_some_and(LockGuard::is_held)
+    }
+
+    /// Completes when the Redis hold can no longer be proven ours (see
+    /// [`LockGuard::lost`]); at once for a released guard.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only waits.
+    pub async fn lost(&self) {
+        if let Some(hold) = self.hold() {
+            hold.lost().await
+        }
+    }
+
+    /// The same signal as [`lost`](CachedGuard::lost), as a value (see
+    /// [`LockGuard::lost_signal`]); one that never fires once released.
+    pub fn lost_signal(&self) -> crate::LostSignal {
+        self.hold().map(LockGuard::lost_signal).unwrap_or_default()
+    }
+
+    /// Resets the Redis hold's TTL to `ttl` from now (see
+    /// [`LockGuard::extend`]).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`LockGuard::extend`].
+    pub async fn extend(&self, ttl: Duration) -> Result<Ownership> {
+        match self.hold() {
+            Some(hold) => hold.extend(ttl).await,
+            None => Ok(Ownership::Expired),
+        }
+    }
+
+    /// This local hold's fencing token, greater than every earlier hold's,
+    /// local or not: asked of Redis on the first call (one round trip),
+    /// unless this hold took the lock from Redis with its token.
+    /// [`Error::NotHeld`] when the Redis hold is no longer ours.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call issues no token, or one nobody uses.
+    pub async fn fencing_token(&self) -> Result<u64> {
+        let not_held = || Error::NotHeld {
+            name: String::from_utf8_lossy(self.name()).into_owned(),
+        };
+        let hold = self.hold().ok_or_else(not_held)?;
+        self.fencing
+            .get_or_try_init(|| async {
+                match hold.issued_fencing_token().filter(|_| self.from_redis) {
+                    Some(token) => Ok(token),
+                    None => hold.fresh_fencing_token().await,
+                }
+            })
+            .await
+            .copied()
+    }
+
+    /// Ends this local hold. The Redis hold is kept for the next one (no
+    /// round trip) unless another process wants the lock or it was lost:
+    /// then it is released in Redis, and that release's finding returned.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a release to Redis that is dropped finishes in the
+    /// background; the next local holder waits for it.
+    pub async fn release(mut self) -> Result<Ownership> {
+        let Some(mut slot) = self.slot.take() else {
+            return Ok(Ownership::Expired);
+        };
+        let cache = &self.cache;
+        let held = slot.hold.as_ref().is_some_and(LockGuard::is_held);
+        if held && !cache.wanted.load(Ordering::Relaxed) {
+            cache.set_idle_until(Some(Instant::now() + cache.idle));
+            return Ok(Ownership::Owned);
+        }
+        let Some(hold) = slot.hold.take() else {
+            return Ok(Ownership::Expired);
+        };
+        cache.wanted.store(false, Ordering::Relaxed);
+        cache
+            .metrics
+            .given_back(if held { Why::Wanted } else { Why::Lost });
+        hold.release().await
+    }
+}
+
+impl Drop for CachedGuard {
+    fn drop(&mut self) {
+        let Some(mut slot) = self.slot.take() else {
+            return;
+        };
+        let cache = &self.cache;
+        let held = slot.hold.as_ref().is_some_and(LockGuard::is_held);
+        if held && !cache.wanted.load(Ordering::Relaxed) {
+            cache.set_idle_until(Some(Instant::now() + cache.idle));
+            return;
+        }
+        let Some(hold) = slot.hold.take() else {
+            return;
+        };
+        cache.wanted.store(false, Ordering::Relaxed);
+        cache
+            .metrics
+            .given_back(if held { Why::Wanted } else { Why::Lost });
+        match tokio::runtime::Handle::try_current() {
+            // The slot goes with the release: the next local holder waits.
+            Ok(_) => drop(slot.tracker.clone().spawn(async move {
+                let _ = hold.release().await;
+                drop(slot);
+            })),
+            Err(_) => drop(hold),
+        }
+    }
+}
