@@ -374,3 +374,28 @@ fn a_busy_run_connects_no_more_often_than_status() {
         "a busy run opened {by_run} connections (with this INFO), status {by_status}"
     );
 }
+
+#[test]
+fn status_shows_a_hold_kept_while_idle_as_such() {
+    let redis = RedisServer::start();
+    // A token as a `Lock::with_caching` holder writes it (docs/protocol.md,
+    // "Held while idle"): the caching mark ':c' after the host.
+    let token = format!("lk2:{}:1700000000000:4242:web-1:c", "ab".repeat(16));
+    redis
+        .command(&["SET", &format!("{PREFIX}tenant"), &token, "PX", "20000"])
+        .unwrap();
+    let info = json(&redis, &["status", "tenant"]);
+    assert_eq!(info["holder"]["host"], "web-1");
+    assert_eq!(info["holder"]["pid"], 4242);
+    assert_eq!(info["holder"]["caching"], true);
+    let out = output(latchkey(&redis).args(["status", "tenant"]), QUICK);
+    assert_eq!(code(out.status), 0, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("web-1 pid 4242 (kept while idle)"), "{text}");
+    // Marked by a waiter too: still parsed, still kept while idle.
+    redis
+        .command(&["APPEND", &format!("{PREFIX}tenant"), "+w"])
+        .unwrap();
+    let info = json(&redis, &["status", "tenant"]);
+    assert_eq!(info["holder"]["caching"], true);
+}

@@ -12,9 +12,16 @@ use serde_json::{json, Map, Value};
 use crate::support::duration::human;
 use crate::support::text::escape;
 
-/// `web-1 pid 4242`, or `another client` for a token not made by latchkey.
+/// `web-1 pid 4242`, or `another client` for a token not made by latchkey;
+/// `web-1 pid 4242 (kept while idle)` for a holder that keeps the lock
+/// when it is not using it (`Lock::with_caching`: it lets go when asked).
 pub fn who(holder: Option<&Holder>) -> String {
     match holder {
+        Some(h) if h.caching => format!(
+            "{} pid {} (kept while idle)",
+            escape(h.host.as_bytes()),
+            h.pid
+        ),
         Some(h) => format!("{} pid {}", escape(h.host.as_bytes()), h.pid),
         None => "another client".to_owned(),
     }
@@ -269,14 +276,15 @@ pub fn fence(info: &PrimitiveInfo) -> Option<u64> {
     }
 }
 
-/// The lock fields of `--json`: `name`, `held`, `ttl_ms`, `holder`,
-/// `age_ms`, `fencing_token`.
+/// The lock fields of `--json`: `name`, `held`, `ttl_ms`, `holder` (with
+/// `caching`: kept while idle), `age_ms`, `fencing_token`.
 pub fn lock_json(info: &LockInfo) -> Map<String, Value> {
     let holder = match (&info.holder, &info.value) {
         (Some(h), _) => json!({
             "host": h.host,
             "pid": h.pid,
             "acquired_at_ms": millis_since_epoch(h.acquired_at),
+            "caching": h.caching,
         }),
         (None, Some(value)) => json!({ "value": String::from_utf8_lossy(value) }),
         (None, None) => Value::Null,
