@@ -73,6 +73,7 @@
 //! |---|---|---|---|
 //! | one process at a time runs a job | [`Lock`] ([`Client::lock`]) | one holder at a time, expiring, owner-only release; a [fencing token](LockGuard::fencing_token) on request | a `SET NX` to take it, one script to release; waiters sleep until a release message |
 //! | the same, and no waiter starves across processes | [`Lock::fair`] | arrival order across processes, the lock handed to the next waiter in the release's script | a script per acquire and release, a queue in Redis; not on a Redlock |
+//! | the same lock, taken again and again by one process | [`CachedLock`] ([`Lock::with_caching`]) | a released hold is kept while nobody else wants it: re-taking it costs no round trip; given back at once when another process waits | one subscription per lock; a contender waits one message and one release longer |
 //! | a lock that outlives the loss of one Redis | [`Redlock`] | held while a majority of N independent instances agree | every operation on N instances at once; barging only |
 //! | at most N at once | [`Semaphore`] | at most N permits held, each a lease (k at once, all or none: [`acquire_many`](Semaphore::acquire_many)); not FIFO | a script per acquire and release |
 //! | many readers or one writer | [`RwLock`] | phase-fair: neither readers nor writers starve | a script per hold and release |

@@ -132,7 +132,9 @@ impl Client {
     /// Waits, at most `within`, for the work this client does in the
     /// background to finish: releases of guards dropped without
     /// [`release`](crate::LockGuard::release), of releases and acquisitions
-    /// that were cancelled or failed after their request was sent. Returns
+    /// that were cancelled or failed after their request was sent. First it
+    /// gives back the holds kept while idle ([`Lock::with_caching`]; one in
+    /// use is given back at its release). Returns
     /// whether all of it finished. Call it before the process exits (a
     /// runtime that shuts down cancels such a release, and the lock then
     /// stays held until its TTL); the client stays usable.
