@@ -192,7 +192,7 @@ impl Client {
     }
 
     fn __repr__(&self) -> String {
-        format!("<latchkey.Client {:?}>", self.core.options.url)
+        format!("<latchkey.Client {:?}>", self.core.options.shown_url())
     }
 }
 
@@ -277,6 +277,6 @@ impl AsyncClient {
     }
 
     fn __repr__(&self) -> String {
-        format!("<latchkey.AsyncClient {:?}>", self.core.options.url)
+        format!("<latchkey.AsyncClient {:?}>", self.core.options.shown_url())
     }
 }

@@ -28,6 +28,19 @@ pub(crate) struct Options {
     pub(crate) redlock: Option<Option<Duration>>,
 }
 
+impl Options {
+    /// The URL for `repr()`: without user and password.
+    pub(crate) fn shown_url(&self) -> String {
+        let url = &self.url;
+        match (url.find("://"), url.rfind('@')) {
+            (Some(scheme), Some(at)) if at > scheme + 3 => {
+                format!("{}://…@{}", &url[..scheme], &url[at + 1..])
+            }
+            _ => url.clone(),
+        }
+    }
+}
+
 /// What a core connected: a client of one Redis (standalone, cluster or
 /// Sentinel), or a Redlock over N of them, which makes locks only.
 #[derive(Clone)]

@@ -110,3 +110,13 @@ def test_huge_numbers_are_refused_or_bounded_never_a_panic(server, name):
         assert guard.lost.wait(1e-3) is False
         assert client.wait(name + "-nobody", timeout=0.01) is None
     assert client.flush(1e19) is True
+
+
+def test_no_password_reaches_a_repr_or_an_error(server):
+    client = latchkey.Client(server.url.replace("redis://", "redis://default:s3cret@"))
+    assert "s3cret" not in repr(client)
+    try:
+        latchkey.Client("redis://user:s3cret@127.0.0.1:notaport/")
+        raise AssertionError("accepted")
+    except latchkey.LatchkeyError as e:
+        assert "s3cret" not in str(e)

@@ -262,3 +262,23 @@ proptest! {
         prop_assert_eq!(holder.host, "host-a");
     }
 }
+
+#[tokio::test]
+async fn a_bad_url_is_reported_without_its_password() {
+    let bad = [
+        "redis://user:s3cret@127.0.0.1:notaport/",
+        "rediss://user:s3cret@[::1/",
+    ];
+    for url in bad {
+        let error = latchkey::Client::connect(url).await.expect_err(url);
+        assert!(
+            matches!(error, latchkey::Error::InvalidInput(_)),
+            "{error:?}"
+        );
+        assert!(!error.to_string().contains("s3cret"), "{error}");
+        let error = latchkey::Redlock::connect(&[url, "redis://127.0.0.1:1/"])
+            .await
+            .expect_err(url);
+        assert!(!error.to_string().contains("s3cret"), "{error}");
+    }
+}

@@ -10,3 +10,4 @@ pub(crate) mod outcome;
 pub mod protocol;
 pub(crate) mod retry;
 pub(crate) mod token;
+pub(crate) mod url;

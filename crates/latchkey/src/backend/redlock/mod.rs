@@ -361,7 +361,12 @@ fn no_instances() -> Error {
 fn label_of(url: &str) -> Result<String> {
     redis::Client::open(url)
         .map(|client| client.get_connection_info().addr().to_string())
-        .map_err(|e| Error::InvalidInput(format!("bad Redis URL {url:?}: {e}")))
+        .map_err(|e| {
+            Error::InvalidInput(format!(
+                "bad Redis URL {:?}: {e}",
+                crate::vocab::url::shown(url)
+            ))
+        })
 }
 
 fn check_distinct(labels: &[String]) -> Result<()> {

@@ -364,9 +364,12 @@ impl ClientBuilder {
         if let Some(certs) = crate::transport::tls::cluster_certificates(&self.tls)? {
             builder = builder.certs(certs);
         }
-        let client = builder
-            .build()
-            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {:?}: {e}", self.url)))?;
+        let client = builder.build().map_err(|e| {
+            Error::InvalidInput(format!(
+                "bad Redis URL {:?}: {e}",
+                crate::vocab::url::shown(&self.url)
+            ))
+        })?;
         match tokio::time::timeout(self.command_timeout, client.get_async_connection()).await {
             Ok(Ok(conn)) => Ok((Connection(Kind::Cluster(conn)), true)),
             Ok(Err(e)) => Err(Error::from_redis(e, &[], self.command_timeout)),

@@ -245,7 +245,12 @@ pub(crate) fn redis_client(url: &str, tls: &TlsOptions, over: Option<&Override>)
     match over {
         Some(over) => over
             .target(client.get_connection_info().clone())
-            .map_err(|e| Error::InvalidInput(format!("bad Redis URL {url:?}: {e}"))),
+            .map_err(|e| {
+                Error::InvalidInput(format!(
+                    "bad Redis URL {:?}: {e}",
+                    crate::vocab::url::shown(url)
+                ))
+            }),
         _ => Ok(Target::plain(client)),
     }
 }
@@ -253,7 +258,12 @@ pub(crate) fn redis_client(url: &str, tls: &TlsOptions, over: Option<&Override>)
 /// The redis-rs client for `url` with `tls`: a `rediss://` URL always gets
 /// a crypto provider; TLS options need a `rediss://` URL.
 fn tls_client(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
-    let bad_url = |e: redis::RedisError| Error::InvalidInput(format!("bad Redis URL {url:?}: {e}"));
+    let bad_url = |e: redis::RedisError| {
+        Error::InvalidInput(format!(
+            "bad Redis URL {:?}: {e}",
+            crate::vocab::url::shown(url)
+        ))
+    };
     let client = redis::Client::open(url).map_err(bad_url)?;
     let is_tls = matches!(
         client.get_connection_info().addr(),
@@ -262,7 +272,8 @@ fn tls_client(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
     if !is_tls {
         if tls.is_set() {
             return Err(Error::InvalidInput(format!(
-                "TLS options (CA, client certificate, server name) need a rediss:// URL, not {url:?}"
+                "TLS options (CA, client certificate, server name) need a rediss:// URL, not {:?}",
+                crate::vocab::url::shown(url)
             )));
         }
         return Ok(client);
@@ -295,7 +306,10 @@ pub(crate) fn replica_clients(
                 (&plain, None)
             };
             redis_client(url, tls, over).map_err(|e| match e {
-                Error::InvalidInput(why) => Error::InvalidInput(format!("replica {url:?}: {why}")),
+                Error::InvalidInput(why) => Error::InvalidInput(format!(
+                    "replica {:?}: {why}",
+                    crate::vocab::url::shown(url)
+                )),
                 other => other,
             })
         })
