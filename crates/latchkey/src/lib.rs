@@ -158,6 +158,8 @@ pub use primitives::lease::state::LostSignal;
 pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use primitives::lock::guard::LockGuard;
 pub use primitives::lock::Lock;
+pub use primitives::multi::guard::MultiGuard;
+pub use primitives::multi::MultiLock;
 pub use primitives::rwlock::guard::{RwAccess, RwGuard};
 pub use primitives::rwlock::RwLock;
 pub use primitives::semaphore::permit::{PermitGuard, PermitHolder};
