@@ -78,7 +78,7 @@ pub struct Settings {
     /// Workers use fair locks (`--fair`).
     pub fair: bool,
     /// What the workers contend for (`--workload`): `lock`, `election`,
-    /// `semaphore` or `rwlock`.
+    /// `semaphore`, `rwlock` or `multi`.
     pub workload: String,
 }
 
@@ -212,10 +212,37 @@ pub async fn run(
         settings.command_timeout.max(Duration::from_secs(2)),
     )
     .await?;
+    // A multi workload's other locks' resources (`contender::multi_names`).
+    let others = if settings.workload == "multi" { 2 } else { 0 };
+    for i in 1..=others {
+        let log = resource::fetch_log(
+            resource_url,
+            &keys.other(i),
+            settings.command_timeout.max(Duration::from_secs(2)),
+        )
+        .await?;
+        record.more_ops.push(log);
+    }
     if let Place::User(_) = place {
         // Leave the user's server as we found it.
         let _ = resource::delete(resource_url, &keys, Duration::from_secs(2)).await;
+        for i in 1..=others {
+            let _ = resource::delete(resource_url, &keys.other(i), Duration::from_secs(2)).await;
+        }
         for server in &runner.servers {
+            for other in super::contender::multi_names(&lock_name)
+                .iter()
+                .skip(1)
+                .take(others)
+            {
+                let key = format!("{}{other}", settings.prefix);
+                let fences = [format!("{{{key}}}:fence"), format!("{key}:fence")];
+                let _ = admin(
+                    server.url(),
+                    &["DEL".into(), key, fences[0].clone(), fences[1].clone()],
+                )
+                .await;
+            }
             // Both layouts' counters (docs/protocol.md).
             let fence_key = format!("{{{lock_key}}}:fence");
             let legacy_fence_key = format!("{lock_key}:fence");
