@@ -64,6 +64,25 @@ pub(crate) enum Hold {
 }
 
 impl Contender {
+    /// Worker `id`'s set of locks (`multi_set`), with its watchdog; half
+    /// of the workers get the tokens with the hold, half on request.
+    pub(crate) fn multi(
+        client: &latchkey::Client,
+        lock_name: &str,
+        ttl: Duration,
+        id: u32,
+    ) -> latchkey::Result<Contender> {
+        let set = multi_set(id);
+        let all = multi_names(lock_name);
+        let names: Vec<&str> = set.iter().map(|&i| all[i].as_str()).collect();
+        let locks = client.lock_all(&names, ttl)?.with_watchdog();
+        let locks = match id % 2 {
+            0 => locks.with_fencing(),
+            _ => locks,
+        };
+        Ok(Contender::Multi(locks, set))
+    }
+
     /// Waits at most `wait` for the lock, or to be elected.
     pub(crate) async fn acquire_timeout(&self, wait: Duration, id: u32) -> latchkey::Result<Hold> {
         match self {

@@ -27,7 +27,6 @@
 //! shows the damage. Whether the guard still claimed the lock is reported
 //! with every write.
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use latchkey::{Client, Lock, Ownership, Redlock};
@@ -35,7 +34,7 @@ use latchkey::{Client, Lock, Ownership, Redlock};
 use super::contender::Contender;
 use serde_json::{json, Value};
 
-use super::events::{instant_ns, mono_ns, Event};
+use super::events::{instant_ns, mono_ns, Emitter, Event};
 use super::resource::{Access, Keys, Resource};
 use super::rng::Rng;
 
@@ -146,27 +145,6 @@ impl Spec {
             replicas: v["replicas"].as_bool().unwrap_or(false),
             workload: v["workload"].as_str().unwrap_or("lock").to_owned(),
         })
-    }
-}
-
-/// Prints events, one line each, flushed at once: a worker killed with
-/// SIGKILL must not take buffered events with it.
-struct Emitter;
-
-impl Emitter {
-    fn emit(&self, event: Event) {
-        let mut out = std::io::stdout().lock();
-        // A parent that went away is not the worker's problem; it dies with
-        // it (PR_SET_PDEATHSIG) anyway.
-        let _ = writeln!(out, "{}", event.to_line());
-        let _ = out.flush();
-    }
-
-    fn error(&self, message: impl Into<String>) {
-        self.emit(Event::Error {
-            t: mono_ns(),
-            message: message.into(),
-        });
     }
 }
 
@@ -385,18 +363,8 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
                     }
                 }
                 Ok(client) if spec.workload == "multi" => {
-                    let set = super::contender::multi_set(spec.id);
-                    let all = super::contender::multi_names(&spec.lock_name);
-                    let names: Vec<&str> = set.iter().map(|&i| all[i].as_str()).collect();
-                    match client.lock_all(&names, spec.ttl) {
-                        Ok(locks) => {
-                            // Half with the tokens issued with the hold, half on request.
-                            let locks = match spec.id % 2 {
-                                0 => locks.with_fencing(),
-                                _ => locks,
-                            };
-                            return Some(Contender::Multi(locks.with_watchdog(), set));
-                        }
+                    match Contender::multi(&client, &spec.lock_name, spec.ttl, spec.id) {
+                        Ok(contender) => return Some(contender),
                         Err(e) => Err(e),
                     }
                 }
