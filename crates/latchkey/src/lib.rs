@@ -72,6 +72,7 @@
 //! | You need | Use | What it promises | What it costs |
 //! |---|---|---|---|
 //! | one process at a time runs a job | [`Lock`] ([`Client::lock`]) | one holder at a time, expiring, owner-only release; a [fencing token](LockGuard::fencing_token) on request | a `SET NX` to take it, one script to release; waiters sleep until a release message |
+//! | several locks at once, without deadlock | [`MultiLock`] ([`Client::lock_all`]) | every lock or none, whatever order callers name them in; each an ordinary lock to everyone else; a [fencing token](MultiGuard::fencing_tokens) per lock | one script each way on one server (or one cluster slot); else one round trip per lock, in key order; not on a Redlock |
 //! | the same, and no waiter starves across processes | [`Lock::fair`] | arrival order across processes, the lock handed to the next waiter in the release's script | a script per acquire and release, a queue in Redis; not on a Redlock |
 //! | a lock that outlives the loss of one Redis | [`Redlock`] | held while a majority of N independent instances agree | every operation on N instances at once; barging only |
 //! | at most N at once | [`Semaphore`] | at most N permits held, each a lease; not FIFO | a script per acquire and release |
@@ -82,8 +83,8 @@
 //! | tell the processes waiting now | [signals](Client::signal), [`Listener`] | delivered to whoever listens at that moment (one, or all) | one publish (a script for `signal_one`); nothing is kept: a signal nobody hears is lost |
 //! | a resource that refuses stale holders | [`FencedResource`] | a write with a token below the highest seen is refused | a script per write |
 //!
-//! Every hold (a [`LockGuard`], [`PermitGuard`], [`RwGuard`] or
-//! [`Leadership`]) is a lease: it has a deadline, can be renewed by a
+//! Every hold (a [`LockGuard`], [`PermitGuard`], [`RwGuard`], [`MultiGuard`]
+//! or [`Leadership`]) is a lease: it has a deadline, can be renewed by a
 //! watchdog, says when it is lost, and is released in the background if it
 //! is dropped. Each type's docs open with an example and say what it
 //! promises and where that stops. The measured costs are in the

@@ -87,6 +87,12 @@ async fn a_busy_name_leaves_the_others_free_and_a_hold_looks_like_plain_locks() 
         c.lock_all(&["x"], Duration::ZERO),
         Err(Error::InvalidTtl { .. })
     ));
+    // Not over a Redlock: refused with the reason.
+    let redlock = latchkey::Redlock::new(vec![c.clone()]).unwrap();
+    assert!(matches!(
+        redlock.lock_all(&["a", "b"], TTL),
+        Err(Error::Unsupported(_))
+    ));
 }
 
 #[tokio::test]
