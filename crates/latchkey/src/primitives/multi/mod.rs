@@ -173,11 +173,7 @@ impl MultiLock {
         })
     }
 
-    crate::primitives::builder::lease_options!(
-        "multi lock",
-        "hold",
-        "every hold (one per lock, in the acquisition's round trip)"
-    );
+    crate::primitives::builder::lease_options!("multi lock", "hold", "every hold (one per lock)");
 
     /// The locks' names, in the order they were given.
     pub fn names(&self) -> impl ExactSizeIterator<Item = &[u8]> {
