@@ -26,6 +26,7 @@ mod election;
 mod fair;
 mod handoff;
 mod many_keys;
+mod multi;
 mod peers;
 mod pin;
 mod plot;
@@ -61,6 +62,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("cluster", cluster::run),
     ("primitives", primitives::run),
     ("election", election::run),
+    ("multi", multi::run),
 ];
 
 fn main() {

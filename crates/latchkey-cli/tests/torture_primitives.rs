@@ -1,8 +1,10 @@
-//! `latchkey torture --workload semaphore` and `--workload rwlock`: the
-//! workers hold one permit of a semaphore of N = 1, or the write side of a
-//! read-write lock, with the fencing token issued with the hold. Both must
-//! exclude as a lock does under a kill of the holder, a deleted key (the
-//! permits, the writer) and killed wake-up connections; the control run
+//! `latchkey torture --workload semaphore`, `--workload rwlock` and
+//! `--workload multi`: the workers hold one permit of a semaphore of N = 1,
+//! the write side of a read-write lock, with the fencing token issued with
+//! the hold, or a set of several locks at once (`lock_all`, each lock's
+//! resource written with its own token). Each must exclude as a lock does
+//! under a kill of the holder, a deleted key (the permits, the writer, the
+//! lock every set shares) and killed wake-up connections; the control run
 //! (no fencing, a holder paused past its lease) must show the violations.
 //! About 15 s each.
 
@@ -63,4 +65,9 @@ fn the_semaphore_workload_holds_and_its_control_run_shows_violations() {
 #[test]
 fn the_rwlock_workload_holds_and_its_control_run_shows_violations() {
     holds_and_control_shows_violations("rwlock");
+}
+
+#[test]
+fn the_multi_workload_holds_and_its_control_run_shows_violations() {
+    holds_and_control_shows_violations("multi");
 }

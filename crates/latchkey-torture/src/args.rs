@@ -34,8 +34,13 @@ A control scenario (no fencing, pause) always runs and must show violations.
 the fencing token; delete-key and overwrite-key hit the leader's lease);
 --workload semaphore: one permit of a semaphore (delete-key and overwrite-key
 hit its permits); --workload rwlock: the write side of a read-write lock (they
-hit its writer key). Each holds with a fencing token issued with the hold;
-single server or cluster only (no Redlock, no redlock-minority).
+hit its writer key); --workload multi: several locks at once (Client::lock_all:
+the scenario's lock and one or two more, each worker naming its set in its own
+order; the faults hit the lock every set shares; each lock's resource is
+checked with that lock's fencing token). Each holds with a fencing token issued
+with the hold (multi: half of the workers, the others on request); single
+server or cluster only (no Redlock, no redlock-minority). With --cluster the
+multi workload's locks are in different slots: taken one after the other.
 
 Exit codes:
     0  every must-hold figure held
@@ -65,8 +70,9 @@ pub struct TortureArgs {
 
     /// What the workers contend for: `lock` (a lock, the default),
     /// `election` (campaign, lead with the term as fencing token, resign),
-    /// `semaphore` (one permit of N = 1) or `rwlock` (the write side).
-    #[arg(long, value_name = "KIND", default_value = "lock", value_parser = ["lock", "election", "semaphore", "rwlock"])]
+    /// `semaphore` (one permit of N = 1), `rwlock` (the write side) or
+    /// `multi` (several locks at once, `Client::lock_all`).
+    #[arg(long, value_name = "KIND", default_value = "lock", value_parser = ["lock", "election", "semaphore", "rwlock", "multi"])]
     pub(crate) workload: String,
 
     /// Inject only this fault (repeatable): each alone, then all mixed.

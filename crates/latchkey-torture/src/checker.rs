@@ -19,6 +19,9 @@ pub struct Record {
     pub events: Vec<(u32, Event)>,
     /// The resource's log, in server order.
     pub ops: Vec<Op>,
+    /// The logs of the other locks' resources (a multi workload), each in
+    /// server order: each lock's exclusion is checked on its own.
+    pub more_ops: Vec<Vec<Op>>,
     pub windows: Vec<Window>,
     /// When workers started and were told to stop (`mono_ns`).
     pub start_ns: u64,
@@ -93,7 +96,9 @@ pub fn figures(record: &Record, limits: &Limits) -> Figures {
         faults: record.windows.len(),
         ..Figures::default()
     };
-    resource_figures(&record.ops, &mut f);
+    for ops in std::iter::once(&record.ops).chain(&record.more_ops) {
+        resource_figures(ops, &mut f);
+    }
     let acquisitions = acquisitions(&record.events);
     f.holds = acquisitions.len();
     f.token_violations = token_violations(&acquisitions);
@@ -124,7 +129,8 @@ pub fn figures(record: &Record, limits: &Limits) -> Figures {
     f
 }
 
-/// Overlaps, lost updates and stale accesses, from the resource's log.
+/// Overlaps, lost updates and stale accesses, from a resource's log (added
+/// to what other resources' logs counted).
 fn resource_figures(ops: &[Op], f: &mut Figures) {
     let accepted: Vec<&Op> = ops.iter().filter(|op| op.accepted).collect();
     let mut span: HashMap<u64, (usize, usize)> = HashMap::new();
@@ -133,7 +139,7 @@ fn resource_figures(ops: &[Op], f: &mut Figures) {
             .and_modify(|s| s.1 = i)
             .or_insert((i, i));
     }
-    f.overlaps = span
+    f.overlaps += span
         .iter()
         .filter(|(fence, (first, last))| {
             accepted[*first..=*last]

@@ -14,6 +14,7 @@
 //! libfaketime leaves it alone when told to (the clock fault only moves the
 //! wall clock), so it measures real elapsed time in every scenario.
 
+use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 /// Nanoseconds on the host's monotonic clock.
@@ -184,6 +185,27 @@ impl Event {
             _ => return None,
         };
         Some(event)
+    }
+}
+
+/// Prints events, one line each, flushed at once: a worker killed with
+/// SIGKILL must not take buffered events with it.
+pub(crate) struct Emitter;
+
+impl Emitter {
+    pub(crate) fn emit(&self, event: Event) {
+        let mut out = std::io::stdout().lock();
+        // A parent that went away is not the worker's problem; it dies with
+        // it (PR_SET_PDEATHSIG) anyway.
+        let _ = writeln!(out, "{}", event.to_line());
+        let _ = out.flush();
+    }
+
+    pub(crate) fn error(&self, message: impl Into<String>) {
+        self.emit(Event::Error {
+            t: mono_ns(),
+            message: message.into(),
+        });
     }
 }
 

@@ -166,7 +166,7 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     };
     if settings.workload != "lock" && matches!(&place, Place::User(urls) if urls.len() > 1) {
         return Err(Failure::usage(
-            "--workload election, semaphore and rwlock run on one server or a cluster, not over Redlock; give one --redis URL",
+            "--workload election, semaphore, rwlock and multi run on one server or a cluster, not over Redlock; give one --redis URL",
         ));
     }
     let limits = Limits {

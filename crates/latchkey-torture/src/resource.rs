@@ -42,6 +42,14 @@ impl Keys {
             log: format!("{prefix}torture:{run}:{scenario}:log"),
         }
     }
+
+    /// The resource of the `i`-th other lock of a multi workload (from 1).
+    pub fn other(&self, i: usize) -> Keys {
+        Keys {
+            state: format!("{}:{i}", self.state),
+            log: format!("{}:{i}", self.log),
+        }
+    }
 }
 
 /// What an access found.

@@ -28,7 +28,6 @@ use super::worker::{Spec, WORKER_ENV};
 mod inject;
 mod servers;
 
-use inject::admin;
 pub use servers::Place;
 use servers::{start_servers, LockServer};
 
@@ -78,7 +77,7 @@ pub struct Settings {
     /// Workers use fair locks (`--fair`).
     pub fair: bool,
     /// What the workers contend for (`--workload`): `lock`, `election`,
-    /// `semaphore` or `rwlock`.
+    /// `semaphore`, `rwlock` or `multi`.
     pub workload: String,
 }
 
@@ -206,43 +205,35 @@ pub async fn run(
     result?;
 
     let mut record = std::mem::take(&mut runner.record);
-    record.ops = resource::fetch_log(
-        resource_url,
-        &keys,
-        settings.command_timeout.max(Duration::from_secs(2)),
-    )
-    .await?;
+    // The resources: the lock's, and a multi workload's other locks'
+    // (`contender::multi_names`), each checked on its own.
+    let others = if settings.workload == "multi" { 2 } else { 0 };
+    let resources: Vec<Keys> = std::iter::once(keys.clone())
+        .chain((1..=others).map(|i| keys.other(i)))
+        .collect();
+    let timeout = settings.command_timeout.max(Duration::from_secs(2));
+    let mut logs = Vec::with_capacity(resources.len());
+    for keys in &resources {
+        logs.push(resource::fetch_log(resource_url, keys, timeout).await?);
+    }
+    record.ops = logs.remove(0);
+    record.more_ops = logs;
     if let Place::User(_) = place {
-        // Leave the user's server as we found it.
-        let _ = resource::delete(resource_url, &keys, Duration::from_secs(2)).await;
-        for server in &runner.servers {
-            // Both layouts' counters (docs/protocol.md).
-            let fence_key = format!("{{{lock_key}}}:fence");
-            let legacy_fence_key = format!("{lock_key}:fence");
-            let _ = admin(
-                server.url(),
-                &["DEL".into(), lock_key.clone(), fence_key, legacy_fence_key],
-            )
-            .await;
-            // The other keys of a primitive, under the same stem.
-            if let Some(stem) = lock_key.rfind("}:").map(|i| &lock_key[..=i]) {
-                let others: &[&str] = match settings.workload.as_str() {
-                    "election" => &[":election"],
-                    "semaphore" => &[":permits:fence"],
-                    "rwlock" => &[
-                        ":rw:readers",
-                        ":rw:writers-waiting",
-                        ":rw:readers-waiting",
-                        ":rw:readers-next",
-                        ":rw:fence",
-                    ],
-                    _ => &[],
-                };
-                for suffix in others {
-                    let _ = admin(server.url(), &["DEL".into(), format!("{stem}{suffix}")]).await;
-                }
-            }
-        }
+        let mut lock_keys = vec![lock_key.clone()];
+        let names = super::contender::multi_names(&lock_name);
+        let prefixed = names[1..=others]
+            .iter()
+            .map(|n| format!("{}{n}", settings.prefix));
+        lock_keys.extend(prefixed);
+        let workload = &settings.workload;
+        servers::clean_up(
+            &runner.servers,
+            resource_url,
+            &resources,
+            &lock_keys,
+            workload,
+        )
+        .await;
     }
     for slot in &runner.slots {
         if let Some(file) = &slot.clock_file {

@@ -8,9 +8,9 @@
 //!     t = guard.fencing_token()                    (even worker ids: issued with the
 //!                                                   acquisition, `with_fencing`; odd:
 //!                                                   issued now, on request)
-//!     n = resource.read(t)
-//!     sleep(random fraction of the TTL)            ← faults land here
-//!     resource.write(t, n + 1)
+//!     n = resource.read(t)                         (a multi hold: each of its locks'
+//!     sleep(random fraction of the TTL)             resources, with that lock's token)
+//!     resource.write(t, n + 1)                     ← faults land in the sleep
 //!     guard.release()
 //!     sleep(a little)                              ← so that waiters get the lock
 //! ```
@@ -27,7 +27,6 @@
 //! shows the damage. Whether the guard still claimed the lock is reported
 //! with every write.
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use latchkey::{Client, Lock, Ownership, Redlock};
@@ -35,7 +34,7 @@ use latchkey::{Client, Lock, Ownership, Redlock};
 use super::contender::Contender;
 use serde_json::{json, Value};
 
-use super::events::{instant_ns, mono_ns, Event};
+use super::events::{instant_ns, mono_ns, Emitter, Event};
 use super::resource::{Access, Keys, Resource};
 use super::rng::Rng;
 
@@ -71,7 +70,8 @@ pub struct Spec {
     /// Every acquisition waits for one replica (`--sentinel --replicas`).
     pub replicas: bool,
     /// What the workers contend for: `lock`, `election`, `semaphore` (one
-    /// permit) or `rwlock` (the write side), named `lock_name`.
+    /// permit), `rwlock` (the write side), named `lock_name`, or `multi`
+    /// (a set of `lock_name` and two more locks, see `contender`).
     pub workload: String,
 }
 
@@ -148,27 +148,6 @@ impl Spec {
     }
 }
 
-/// Prints events, one line each, flushed at once: a worker killed with
-/// SIGKILL must not take buffered events with it.
-struct Emitter;
-
-impl Emitter {
-    fn emit(&self, event: Event) {
-        let mut out = std::io::stdout().lock();
-        // A parent that went away is not the worker's problem; it dies with
-        // it (PR_SET_PDEATHSIG) anyway.
-        let _ = writeln!(out, "{}", event.to_line());
-        let _ = out.flush();
-    }
-
-    fn error(&self, message: impl Into<String>) {
-        self.emit(Event::Error {
-            t: mono_ns(),
-            message: message.into(),
-        });
-    }
-}
-
 /// Runs a worker until its spec's end; returns the exit code.
 pub async fn run(spec_json: &str) -> u8 {
     let out = Emitter;
@@ -183,16 +162,18 @@ pub async fn run(spec_json: &str) -> u8 {
         out.emit(Event::Done);
         return 0;
     };
-    let resource = loop {
-        match Resource::connect(
-            &spec.resource_url,
-            &spec.keys,
-            spec.fenced,
-            spec.command_timeout,
-        )
-        .await
+    // The scenario's lock's resource, and (a multi workload) its other
+    // locks' (`contender::multi_names`).
+    let mut resources = Vec::new();
+    let wanted = if spec.workload == "multi" { 3 } else { 1 };
+    while resources.len() < wanted {
+        let keys = match resources.len() {
+            0 => spec.keys.clone(),
+            i => spec.keys.other(i),
+        };
+        match Resource::connect(&spec.resource_url, &keys, spec.fenced, spec.command_timeout).await
         {
-            Ok(resource) => break resource,
+            Ok(resource) => resources.push(resource),
             Err(e) if mono_ns() < spec.end_ns => {
                 out.error(e);
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -203,7 +184,7 @@ pub async fn run(spec_json: &str) -> u8 {
                 return 0;
             }
         }
-    };
+    }
     out.emit(Event::Ready {
         pid: std::process::id(),
     });
@@ -232,8 +213,8 @@ pub async fn run(spec_json: &str) -> u8 {
         // has the smaller token) covers the token's issue too. A lazy
         // token can be refused when the lock was lost in between (a fault):
         // that hold is released and not counted.
-        let fence = match guard.fencing_token().await {
-            Ok(fence) => fence,
+        let tokens = match guard.fencing_tokens().await {
+            Ok(tokens) => tokens,
             Err(e) => {
                 if !matches!(e, latchkey::Error::NotHeld { .. }) {
                     out.error(format!("fencing token: {e}"));
@@ -242,6 +223,8 @@ pub async fn run(spec_json: &str) -> u8 {
                 continue;
             }
         };
+        // Resource 0's: the scenario's lock's, in every hold.
+        let fence = tokens.first().map_or(0, |(_, t)| *t);
         let t_reply = mono_ns();
         // The guard's first deadline is `sent + ttl - drift`: recover `sent`.
         let validity = spec.ttl - latchkey::protocol::drift(spec.ttl);
@@ -262,32 +245,42 @@ pub async fn run(spec_json: &str) -> u8 {
 
         let sleep = rng.between(spec.hold_min, spec.hold_max);
         let body = async {
-            match resource.read(fence, spec.id).await {
-                Ok(Access::Accepted(n)) => {
-                    out.emit(Event::Read {
-                        t: mono_ns(),
-                        accepted: true,
-                        value: n,
-                    });
-                    tokio::time::sleep(sleep).await;
-                    let held = guard.is_held();
-                    let value = n + 1;
-                    match resource.write(fence, spec.id, value).await {
-                        Ok(access) => out.emit(Event::Wrote {
+            // Each resource this hold may write, with its lock's token.
+            let mut read = Vec::with_capacity(tokens.len());
+            for &(i, token) in &tokens {
+                match resources[i].read(token, spec.id).await {
+                    Ok(Access::Accepted(n)) => {
+                        out.emit(Event::Read {
                             t: mono_ns(),
-                            accepted: access != Access::Refused,
-                            value,
-                            held,
-                        }),
-                        Err(e) => out.error(e),
+                            accepted: true,
+                            value: n,
+                        });
+                        read.push((i, token, n));
                     }
+                    Ok(Access::Refused) => out.emit(Event::Read {
+                        t: mono_ns(),
+                        accepted: false,
+                        value: 0,
+                    }),
+                    Err(e) => out.error(e),
                 }
-                Ok(Access::Refused) => out.emit(Event::Read {
-                    t: mono_ns(),
-                    accepted: false,
-                    value: 0,
-                }),
-                Err(e) => out.error(e),
+            }
+            if read.is_empty() {
+                return;
+            }
+            tokio::time::sleep(sleep).await;
+            let held = guard.is_held();
+            for (i, token, n) in read {
+                let value = n + 1;
+                match resources[i].write(token, spec.id, value).await {
+                    Ok(access) => out.emit(Event::Wrote {
+                        t: mono_ns(),
+                        accepted: access != Access::Refused,
+                        value,
+                        held,
+                    }),
+                    Err(e) => out.error(e),
+                }
             }
         };
         let watcher = async {
@@ -366,6 +359,12 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
                         Ok(s) => {
                             return Some(Contender::Semaphore(s.with_fencing().with_watchdog()))
                         }
+                        Err(e) => Err(e),
+                    }
+                }
+                Ok(client) if spec.workload == "multi" => {
+                    match Contender::multi(&client, &spec.lock_name, spec.ttl, spec.id) {
+                        Ok(contender) => return Some(contender),
                         Err(e) => Err(e),
                     }
                 }

@@ -72,6 +72,7 @@
 //! | You need | Use | What it promises | What it costs |
 //! |---|---|---|---|
 //! | one process at a time runs a job | [`Lock`] ([`Client::lock`]) | one holder at a time, expiring, owner-only release; a [fencing token](LockGuard::fencing_token) on request | a `SET NX` to take it, one script to release; waiters sleep until a release message |
+//! | several locks at once, without deadlock | [`MultiLock`] ([`Client::lock_all`]) | every lock or none, whatever order callers name them in; each an ordinary lock to everyone else; a [fencing token](MultiGuard::fencing_tokens) per lock | one script each way on one server (or one cluster slot); else one round trip per lock, in key order; not on a Redlock |
 //! | the same, and no waiter starves across processes | [`Lock::fair`] | arrival order across processes, the lock handed to the next waiter in the release's script | a script per acquire and release, a queue in Redis; not on a Redlock |
 //! | the same lock, taken again and again by one process | [`CachedLock`] ([`Lock::with_caching`]) | a released hold is kept while nobody else wants it: re-taking it costs no round trip; given back at once when another process waits | one subscription per lock; a contender waits one message and one release longer |
 //! | a lock that outlives the loss of one Redis | [`Redlock`] | held while a majority of N independent instances agree | every operation on N instances at once; barging only |
@@ -83,8 +84,8 @@
 //! | tell the processes waiting now | [signals](Client::signal), [`Listener`] | delivered to whoever listens at that moment (one, or all) | one publish (a script for `signal_one`); nothing is kept: a signal nobody hears is lost |
 //! | a resource that refuses stale holders | [`FencedResource`] | a write with a token below the highest seen is refused | a script per write |
 //!
-//! Every hold (a [`LockGuard`], [`PermitGuard`], [`RwGuard`] or
-//! [`Leadership`]) is a lease: it has a deadline, can be renewed by a
+//! Every hold (a [`LockGuard`], [`PermitGuard`], [`RwGuard`], [`MultiGuard`]
+//! or [`Leadership`]) is a lease: it has a deadline, can be renewed by a
 //! watchdog, says when it is lost, and is released in the background if it
 //! is dropped. Each type's docs open with an example and say what it
 //! promises and where that stops. The measured costs are in the
@@ -161,6 +162,8 @@ pub use primitives::lock::cached::CachedLock;
 pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use primitives::lock::guard::LockGuard;
 pub use primitives::lock::Lock;
+pub use primitives::multi::guard::MultiGuard;
+pub use primitives::multi::MultiLock;
 pub use primitives::rwlock::guard::{RwAccess, RwGuard};
 pub use primitives::rwlock::RwLock;
 pub use primitives::semaphore::permit::{PermitGuard, PermitHolder};

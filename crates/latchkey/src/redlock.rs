@@ -9,6 +9,7 @@ use crate::backend::redlock::Group;
 use crate::backend::Backend;
 use crate::client::Client;
 use crate::primitives::lock::Lock;
+use crate::primitives::multi::MultiLock;
 use crate::transport::builder::ClientBuilder;
 use crate::vocab::error::Result;
 
@@ -113,6 +114,21 @@ impl Redlock {
     /// [`Lock`] as [`Client::lock`].
     pub fn lock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
         Lock::new(Backend::Redlock(self.group.clone()), name.as_ref(), ttl)
+    }
+
+    /// Several locks at once ([`Client::lock_all`]) are not offered over a
+    /// Redlock: fails with [`Error::Unsupported`](crate::Error::Unsupported).
+    /// All or nothing over N instances would need every instance's script
+    /// to take every name, a majority of instances to agree for every name
+    /// at once, and what a minority took to be retracted name by name
+    /// (each lock's own retraction, rounds and drift), and no such
+    /// protocol is specified or tested here. Take the locks on one server
+    /// or one cluster, or take Redlock locks one by one in a fixed order.
+    pub fn lock_all<N: AsRef<[u8]>>(&self, names: &[N], ttl: Duration) -> Result<MultiLock> {
+        let _ = (names, ttl);
+        Err(crate::Error::Unsupported(
+            "several locks at once (lock_all) over a Redlock: take them on one server or cluster, or one by one in a fixed order",
+        ))
     }
 
     /// Sets how long each instance may take to answer one command of an

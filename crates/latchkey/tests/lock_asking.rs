@@ -187,3 +187,28 @@ async fn fair_and_same_client_holders_are_asked() {
     assert_eq!(holding.await.unwrap(), Ownership::Owned);
     let _ = next.release().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_multi_lock_waiter_asks_the_holder_of_the_busy_lock() {
+    let redis = RedisServer::start();
+    let holder = client(&redis.url()).await;
+    let asker = client(&redis.url()).await;
+
+    let guard = holder.lock("pair-b", TTL).unwrap().acquire().await.unwrap();
+    let holding = tokio::spawn(async move {
+        guard.release_requested().await.unwrap();
+        guard.release().await.unwrap()
+    });
+    until_subscribed(&redis, "{test:pair-b}:released", 1).await;
+
+    let both = asker
+        .lock_all(&["pair-a", "pair-b"], TTL)
+        .unwrap()
+        .with_asking();
+    let held = both
+        .acquire_timeout(SOON)
+        .await
+        .expect("the holder of pair-b was asked and let go");
+    assert_eq!(holding.await.unwrap(), Ownership::Owned, "it heard the ask");
+    assert_eq!(held.release().await.unwrap(), Ownership::Owned);
+}

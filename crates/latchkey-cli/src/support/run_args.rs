@@ -1,5 +1,6 @@
 //! The arguments of `latchkey run` (a lock, `--permits`, `--read` or
-//! `--write`), shared by `run` (`commands/run/mod.rs`) and `run --permits` (`permits.rs`), and what CMD
+//! `--write`, `--and`), shared by `run` (`commands/run/mod.rs`), `run
+//! --permits` (`permits.rs`) and `run --and` (`multi.rs`), and what CMD
 //! gets from them.
 
 use std::ffi::OsString;
@@ -71,6 +72,15 @@ pub struct RunArgs {
     /// writer runs meanwhile). Refused with --fair and --replicas.
     #[arg(long, conflicts_with_all = ["fair", "waiter_lease", "replicas"])]
     pub write: bool,
+
+    /// Also hold the lock NAME2 (repeatable): CMD runs while it holds NAME
+    /// and every --and lock, taken together or not at all, whatever order
+    /// other runs name them in (no deadlock). CMD gets one fencing token
+    /// per lock (LATCHKEY_FENCING_TOKEN_1 for NAME, _2 for the first --and,
+    /// ...). Losing any stops CMD (exit 75). One server or one cluster; not
+    /// with --permits, --read, --write, --fair or --replicas.
+    #[arg(long = "and", value_name = "NAME2", conflicts_with_all = ["permits", "read", "write", "fair", "waiter_lease", "replicas"])]
+    pub and: Vec<String>,
 
     /// The command to run and its arguments (after `--`).
     #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]

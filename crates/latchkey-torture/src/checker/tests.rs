@@ -46,6 +46,29 @@ fn a_clean_history_has_no_violations() {
 }
 
 #[test]
+fn each_resource_of_a_multi_workload_is_checked_on_its_own() {
+    use OpKind::*;
+    // The first resource's history is clean; the second's overlaps (holds
+    // 2 and 3 interleave on it): the figures count what every log shows.
+    let clean = vec![op(Read, 1, 0, true, false), op(Write, 1, 1, true, false)];
+    let overlapping = vec![
+        op(Read, 2, 0, true, false),
+        op(Read, 3, 0, true, false),
+        op(Write, 3, 1, true, false),
+        op(Write, 2, 1, true, true),
+    ];
+    let record = Record {
+        ops: clean.clone(),
+        more_ops: vec![clean, overlapping],
+        end_ns: 1,
+        ..Record::default()
+    };
+    let f = figures(&record, &limits());
+    assert_eq!((f.overlaps, f.lost_updates, f.stale_accepted), (1, 1, 1));
+    assert_eq!(f.writes_accepted, 4);
+}
+
+#[test]
 fn an_unfenced_pause_shows_overlap_lost_update_and_stale_write() {
     use OpKind::*;
     // Holder 1 reads 0 and stalls; holder 2 reads 0, writes 1; holder 1

@@ -8,6 +8,9 @@ use std::time::Duration;
 use latchkey_testkit::{RedisCluster, RedisServer, SentinelSet};
 
 use crate::faults::Needs;
+use crate::resource::Keys;
+
+use super::inject::admin;
 
 /// Where the lock lives: servers of our own, or the user's.
 #[derive(Debug, Clone)]
@@ -102,6 +105,47 @@ pub(super) async fn start_servers(place: &Place, needs: Needs) -> Result<Vec<Loc
                 servers.push(LockServer::Private(Arc::new(Mutex::new(server)), url));
             }
             Ok(servers)
+        }
+    }
+}
+
+/// Leaves a user's server as the scenario found it: deletes the resources,
+/// each lock key of `lock_keys` with both layouts' counters
+/// (docs/protocol.md), and the other keys of the workload's primitive
+/// under the first lock key's stem.
+pub(super) async fn clean_up(
+    servers: &[LockServer],
+    resource_url: &str,
+    resources: &[Keys],
+    lock_keys: &[String],
+    workload: &str,
+) {
+    for keys in resources {
+        let _ = crate::resource::delete(resource_url, keys, Duration::from_secs(2)).await;
+    }
+    for server in servers {
+        for key in lock_keys {
+            let [fence, legacy] = [format!("{{{key}}}:fence"), format!("{key}:fence")];
+            let _ = admin(server.url(), &["DEL".into(), key.clone(), fence, legacy]).await;
+        }
+        // The other keys of a primitive, under the same stem.
+        let Some(stem) = lock_keys[0].rfind("}:").map(|i| &lock_keys[0][..=i]) else {
+            continue;
+        };
+        let others: &[&str] = match workload {
+            "election" => &[":election"],
+            "semaphore" => &[":permits:fence"],
+            "rwlock" => &[
+                ":rw:readers",
+                ":rw:writers-waiting",
+                ":rw:readers-waiting",
+                ":rw:readers-next",
+                ":rw:fence",
+            ],
+            _ => &[],
+        };
+        for suffix in others {
+            let _ = admin(server.url(), &["DEL".into(), format!("{stem}{suffix}")]).await;
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::primitives::fence::FencedResource;
 use crate::primitives::inspect::{LockInfo, PrimitiveInfo};
 use crate::primitives::latch::Latch;
 use crate::primitives::lock::Lock;
+use crate::primitives::multi::MultiLock;
 use crate::primitives::rwlock::RwLock;
 use crate::primitives::semaphore::Semaphore;
 use crate::transport::builder::ClientBuilder;
@@ -158,6 +159,22 @@ impl Client {
     /// bytes are fine in a name.
     pub fn lock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
         Lock::on_session(&self.session, name.as_ref(), ttl)
+    }
+
+    /// Several locks, `names`, taken together or not at all, each a lease of
+    /// `ttl`, held by one guard ([`MultiGuard`](crate::MultiGuard)) with
+    /// one fencing token per lock; deadlock-free whatever order callers
+    /// name them in. Each is the ordinary lock of its name to everyone
+    /// else (a plain [`Client::lock`] of it excludes it). One script on one
+    /// server, or on a Redis Cluster when all share a slot (a hash tag:
+    /// `{acct}:7`); one lock after the other otherwise. See [`MultiLock`].
+    ///
+    /// Fails as [`Client::lock`] for a bad name or TTL, and with
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for no name or a
+    /// name given twice.
+    pub fn lock_all<N: AsRef<[u8]>>(&self, names: &[N], ttl: Duration) -> Result<MultiLock> {
+        let names: Vec<&[u8]> = names.iter().map(AsRef::as_ref).collect();
+        MultiLock::on_session(&self.session, &names, ttl)
     }
 
     /// The election called `name`: candidates [`campaign`](Election::campaign)

@@ -13,6 +13,7 @@ pub(crate) mod fence;
 pub(crate) mod inspect;
 pub(crate) mod latch;
 pub(crate) mod lock;
+pub(crate) mod multi;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod shared;

@@ -13,8 +13,9 @@
 //! ```
 //!
 //! How the uses are cut: [`Use::Locks`] is every plain lock, with all its
-//! options (fencing, waiting, the watchdog, Redlock, `with_replicas`); an
-//! option never needs a rule of its own. [`Use::Primitives`] is everything
+//! options (fencing, waiting, the watchdog, Redlock, `with_replicas`), and
+//! several locks at once (`Client::lock_all`, whose scripts call the same
+//! commands); an option never needs a rule of its own. [`Use::Primitives`] is everything
 //! that keeps other data types than strings (fair locks' lists and sorted
 //! sets, semaphores, read-write locks, latches, barriers, elections): an
 //! application that only takes plain locks need not grant hash, set, list
@@ -63,7 +64,7 @@
 #[non_exhaustive]
 pub enum Use {
     /// Locks, fencing tokens, waiting, the watchdog, Redlock, replicated
-    /// acquisition (`with_replicas`).
+    /// acquisition (`with_replicas`), several locks at once (`lock_all`).
     Locks,
     /// Signals: `signal`, `signal_one`, `listen`, `wait`, `waiters`.
     Signals,

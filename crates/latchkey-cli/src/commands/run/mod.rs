@@ -25,11 +25,16 @@
 //! 5. When CMD exits, the lock is released and `latchkey` exits with CMD's
 //!    code (128+N if a signal N killed it).
 //!
+//! `run NAME --and NAME2 -- CMD` holds several locks at once, all or
+//! nothing (`multi.rs`); `--permits` and `--read`/`--write` hold a
+//! semaphore's permit or a read-write lock (`permits.rs`).
+//!
 //! `run` waits for CMD itself, not for background processes CMD leaves
 //! behind (like `flock`). Because CMD has its own process group, it is not in
 //! the terminal's foreground group: a CMD that reads from the terminal is
 //! stopped (SIGTTIN), so give interactive commands their input another way.
 
+mod multi;
 mod permits;
 
 use std::time::{Duration, Instant};
@@ -51,6 +56,9 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     let mut signals = Signals::install()?;
     if args.permits.is_some() || args.read || args.write {
         return permits::run(target, &args, signals).await;
+    }
+    if !args.and.is_empty() {
+        return multi::run(target, &args, signals).await;
     }
     // Started while Redis is down: connecting is retried within the wait's
     // budget (`patience.rs`), and a signal ends it as it ends the wait.

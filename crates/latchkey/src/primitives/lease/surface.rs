@@ -6,9 +6,49 @@
 //! anything, as they did before the guards shared a lease.
 
 /// `lease_surface!(Guard, "the lock", "lock")`: `$hold` says what the guard
-/// holds (for the docs), `$of` what the name is the name of.
+/// holds (for the docs), `$of` what the name is the name of;
+/// `lease_surface!(Guard, ..., without_fencing)` leaves out
+/// `fencing_token` and `issued_fencing_token` (a guard with one token per
+/// lock has its own).
 macro_rules! lease_surface {
     ($guard:ident, $hold:literal, $of:literal) => {
+        lease_surface!($guard, $hold, $of, without_fencing);
+
+        impl $guard {
+            #[doc = concat!("The fencing token of this hold of ", $hold, ": greater than the token of")]
+            /// every earlier hold, smaller than that of every later one. Pass
+            /// it with every write to the resource, so that it can reject a
+            /// stale holder's writes (see [`Client::fenced`](crate::Client::fenced)).
+            ///
+            /// Ready at once when it came with the hold (made `with_fencing`;
+            /// a leadership's is its term); otherwise issued on the first call
+            /// by one round trip (a script that checks that the hold is still
+            /// ours and bumps the fencing counter), and the same on every
+            /// later call. Extensions keep it. Fails with
+            /// [`Error::NotHeld`](crate::Error::NotHeld) when the hold is no
+            /// longer ours (and marks the guard lost): a token issued then
+            /// could outrank the new holder's; a reader's hold of a read-write
+            /// lock has none ([`Error::Unsupported`](crate::Error::Unsupported)).
+            ///
+            /// # Cancel safety
+            /// Cancel safe. Dropped after the request was sent, the counter
+            /// may have moved on without us keeping the token; the next call
+            /// issues another one, which is just as good. The hold stays
+            /// held either way.
+            pub async fn fencing_token(&self) -> $crate::Result<u64> {
+                self.lease.fencing_token().await
+            }
+
+            /// The fencing token, if it was issued already (at acquisition,
+            /// or by an earlier `fencing_token` call). Asks nobody.
+            pub fn issued_fencing_token(&self) -> Option<u64> {
+                self.lease.issued_fencing_token()
+            }
+        }
+    };
+    // A hold of several locks, with a fencing token each (`MultiGuard`):
+    // everything but the one token.
+    ($guard:ident, $hold:literal, $of:literal, without_fencing) => {
         impl $guard {
             #[doc = concat!("The ", $of, "'s name.")]
             pub fn name(&self) -> &[u8] {
@@ -51,36 +91,6 @@ macro_rules! lease_surface {
             /// watchdog, a small task is started to fire it at the deadline.
             pub fn lost_signal(&self) -> $crate::LostSignal {
                 self.lease.lost_signal()
-            }
-
-            #[doc = concat!("The fencing token of this hold of ", $hold, ": greater than the token of")]
-            /// every earlier hold, smaller than that of every later one. Pass
-            /// it with every write to the resource, so that it can reject a
-            /// stale holder's writes (see [`Client::fenced`](crate::Client::fenced)).
-            ///
-            /// Ready at once when it came with the hold (made `with_fencing`;
-            /// a leadership's is its term); otherwise issued on the first call
-            /// by one round trip (a script that checks that the hold is still
-            /// ours and bumps the fencing counter), and the same on every
-            /// later call. Extensions keep it. Fails with
-            /// [`Error::NotHeld`](crate::Error::NotHeld) when the hold is no
-            /// longer ours (and marks the guard lost): a token issued then
-            /// could outrank the new holder's; a reader's hold of a read-write
-            /// lock has none ([`Error::Unsupported`](crate::Error::Unsupported)).
-            ///
-            /// # Cancel safety
-            /// Cancel safe. Dropped after the request was sent, the counter
-            /// may have moved on without us keeping the token; the next call
-            /// issues another one, which is just as good. The hold stays
-            /// held either way.
-            pub async fn fencing_token(&self) -> $crate::Result<u64> {
-                self.lease.fencing_token().await
-            }
-
-            /// The fencing token, if it was issued already (at acquisition,
-            /// or by an earlier `fencing_token` call). Asks nobody.
-            pub fn issued_fencing_token(&self) -> Option<u64> {
-                self.lease.issued_fencing_token()
             }
 
             #[doc = concat!("Completes when another process asks for ", $hold, ": a call of")]

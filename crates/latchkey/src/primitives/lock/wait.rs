@@ -244,8 +244,8 @@ impl Lock {
 /// up to [`MAX_FOREIGN_POLL`]; with the jitter (×0.5 to ×1.5) such a release
 /// is found at most 1.5 × `MAX_FOREIGN_POLL` plus a round trip late
 /// (`docs/protocol.md`, "Waiting", has the cost in commands).
-const MIN_FOREIGN_POLL: Duration = Duration::from_millis(25);
-const MAX_FOREIGN_POLL: Duration = Duration::from_millis(200);
+pub(crate) const MIN_FOREIGN_POLL: Duration = Duration::from_millis(25);
+pub(crate) const MAX_FOREIGN_POLL: Duration = Duration::from_millis(200);
 
 /// What a lock waiter's attempts tell its [`LockWake`].
 struct Shared {
@@ -276,7 +276,7 @@ struct LockWake<'a> {
 
 /// A message on a lock's channel for its holder (a waiter wants the lock,
 /// or someone asks it to let go), not a release.
-fn not_a_release(payload: &[u8]) -> bool {
+pub(crate) fn not_a_release(payload: &[u8]) -> bool {
     payload == crate::vocab::protocol::WANTED
         || payload == crate::vocab::protocol::RELEASE_REQUESTED
 }

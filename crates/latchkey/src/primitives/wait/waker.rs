@@ -11,7 +11,7 @@ use crate::transport::subscriber::{Event, Subscription, Topic};
 use crate::vocab::retry::Backoff;
 
 /// With a subscription, the state is read again at least this often anyway.
-const RECHECK: Duration = Duration::from_secs(5);
+pub(crate) const RECHECK: Duration = Duration::from_secs(5);
 
 /// How soon after a failed subscription it is tried again.
 pub(crate) const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);

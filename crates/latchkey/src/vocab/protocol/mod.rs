@@ -164,3 +164,42 @@ pub const LEASES_SUFFIX: &[u8] = b":leases";
 /// digits` naming one subscriber connection (all the waiters of one process
 /// for one lock share it).
 pub const HANDOFF_SUFFIX: &[u8] = b":handoff:";
+
+/// The Redis Cluster slot of `key` (CRC16/XMODEM of its hash tag, or of the
+/// whole key without one, modulo 16384): whether several locks can be
+/// taken by one script on a cluster (`Client::lock_all`).
+pub(crate) fn key_slot(key: &[u8]) -> u16 {
+    let hashed = match key.iter().position(|&b| b == b'{') {
+        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    let mut crc: u16 = 0;
+    for &byte in hashed {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 == 0 {
+                crc << 1
+            } else {
+                (crc << 1) ^ 0x1021
+            };
+        }
+    }
+    crc % 16384
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn key_slots_are_redis_cluster_slots() {
+        use super::key_slot;
+        // The examples of the Redis Cluster specification.
+        assert_eq!(key_slot(b"123456789"), 0x31C3);
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
+        assert_eq!(key_slot(b"foo{bar}{zap}"), key_slot(b"bar"));
+    }
+}

@@ -31,6 +31,9 @@ scripts! {
     ISSUE_FENCE = "issue_fence.lua";
     RELEASE = "release.lua";
     EXTEND = "extend.lua";
+    MULTI_ACQUIRE = "multi_acquire.lua";
+    MULTI_EXTEND = "multi_extend.lua";
+    MULTI_RELEASE = "multi_release.lua";
     INSPECT = "inspect.lua";
     INSPECT_ANY = "inspect_any.lua";
     FENCED_WRITE = "fenced_write.lua";

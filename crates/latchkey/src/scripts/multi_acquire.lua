@@ -1,0 +1,93 @@
+-- latchkey: take several locks at once, all or none (Client::lock_all, on one
+-- server, or on a Redis Cluster when every name is in one slot), with the
+-- same owner token in every lock key: each key looks exactly like an
+-- ordinary lock's; and, if asked, issue each lock's fencing token.
+--
+-- KEYS     triples, one per lock, in the caller's order (sorted by key):
+--   KEYS[3i-2]  lock key            (plain string holding the owner's token)
+--   KEYS[3i-1]  fencing counter key (plain string: the last token issued)
+--   KEYS[3i]    the layout 2 counter of the same lock, or the counter key
+--               again when there is none (read, and kept up while it
+--               exists; see docs/protocol.md, "Layout versions")
+-- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
+-- ARGV[2]  TTL in milliseconds (integer > 0)
+-- ARGV[3]  '1': issue every lock's fencing token; '0': touch no counter
+-- ARGV[4]  '1': the caller waits: mark the first busy holder's token with
+--          '+w' (as acquire.lua does) so that its release publishes; '0': do not
+--
+-- Returns
+--   {1, fence_1, ..., fence_n}  all taken (each key SET to ARGV[1] with PX
+--                       ARGV[2]); fence_i as acquire.lua issues it, or 0
+--                       each when ARGV[3] = '0'
+--   {0, i, pttl, announced}  none taken: lock i (in KEYS order) is held;
+--                       pttl its remaining TTL in ms (-1: no TTL); announced
+--                       as acquire.lua's (1: its release will publish)
+-- Errors
+--   WRONGTYPE           a lock key exists but is not a string (nothing taken).
+--   BADFENCE latchkey: … (issuing) a counter does not hold a token (nothing
+--                       taken, nothing changed).
+local n = #KEYS / 3
+for i = 1, n do
+  local key = KEYS[3 * i - 2]
+  local holder = redis.pcall('GET', key)
+  if type(holder) == 'table' and holder.err then
+    return redis.error_reply('WRONGTYPE lock key ' .. key .. ' holds a value that is not a string')
+  end
+  if holder then
+    -- Busy: nothing was written. The mark as in acquire.lua (pcall: a hint).
+    local announced = 0
+    if string.sub(holder, 1, 4) == 'lk1:' then
+      announced = 1
+    elseif string.sub(holder, 1, 4) == 'lk2:' then
+      if string.sub(holder, -2) == '+w' then
+        announced = 1
+      elseif ARGV[4] == '1' and type(redis.pcall('APPEND', key, '+w')) == 'number' then
+        announced = 1
+      end
+    end
+    return {0, i, redis.call('PTTL', key), announced}
+  end
+end
+local fences = {}
+if ARGV[3] == '1' then
+  -- Every counter checked before anything is written: all or nothing.
+  local function counter(key)
+    local stored = redis.pcall('GET', key)
+    if type(stored) == 'table' and stored.err then stored = '' end
+    if not stored then return 0, false end
+    local v = tonumber(stored)
+    if not v or v < 0 or v >= 9007199254740992 or v ~= math.floor(v) then
+      return nil, true
+    end
+    return v, true
+  end
+  local function bad(key)
+    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. key ..
+      ' does not hold a token (an integer below 2^53); delete it to reset the lock')
+  end
+  for i = 1, n do
+    if not counter(KEYS[3 * i - 1]) then return bad(KEYS[3 * i - 1]) end
+    if not counter(KEYS[3 * i]) then return bad(KEYS[3 * i]) end
+  end
+  local now = redis.call('TIME')
+  local now_us = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  for i = 1, n do
+    -- Read again: two names may share a counter (an empty prefix makes `x`
+    -- and `{x}` share a stem), and each token must outrank the last.
+    local c, _ = counter(KEYS[3 * i - 1])
+    local l, exists = counter(KEYS[3 * i])
+    local fence = math.max(math.max(c, l) + 1, now_us)
+    -- %.0f: integers below 2^53 print exactly (see acquire.lua).
+    redis.call('SET', KEYS[3 * i - 1], string.format('%.0f', fence))
+    if exists and KEYS[3 * i] ~= KEYS[3 * i - 1] then
+      redis.call('SET', KEYS[3 * i], string.format('%.0f', fence))
+    end
+    fences[i] = fence
+  end
+end
+local reply = {1}
+for i = 1, n do
+  redis.call('SET', KEYS[3 * i - 2], ARGV[1], 'PX', ARGV[2])
+  reply[i + 1] = fences[i] or 0
+end
+return reply

@@ -1,0 +1,41 @@
+-- latchkey: release every lock of a multi hold (Client::lock_all) that the
+-- caller still owns, and wake each lock's waiters, if any asked to be woken,
+-- as release.lua does for one lock.
+--
+-- KEYS[1..n]  the lock keys
+-- ARGV[1]     owner token
+-- ARGV[2]     the publish command: 'PUBLISH', or 'SPUBLISH' on a Redis Cluster
+-- ARGV[2+i]   lock i's release channel: 'released' is published there when
+--             a waiter marked the token in KEYS[i] with '+w'. On a standalone
+--             server a marked release also publishes on layout 2's channel
+--             (KEYS[i] .. ':released', when that differs), as release.lua does.
+--
+-- Returns
+--    1  every lock was ours: all released
+--    0  the locks still ours were released; some were gone (expired or revoked)
+--   -1  the locks still ours were released; someone else holds at least one
+-- Errors
+--   WRONGTYPE  a lock key exists but is not a string (nothing released).
+local holders = {}
+for i = 1, #KEYS do holders[i] = redis.call('GET', KEYS[i]) end
+local outcome = 1
+for i = 1, #KEYS do
+  local holder = holders[i]
+  if holder == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+  elseif holder == ARGV[1] .. '+w' then
+    redis.call('DEL', KEYS[i])
+    -- pcall: the wake-up is only a hint (see release.lua).
+    local channel = ARGV[2 + i]
+    redis.pcall(ARGV[2], channel, 'released')
+    local suffix = string.match(channel, ':[^:]*$')
+    if ARGV[2] == 'PUBLISH' and suffix and KEYS[i] .. suffix ~= channel then
+      redis.pcall('PUBLISH', KEYS[i] .. suffix, 'released')
+    end
+  elseif holder then
+    outcome = -1
+  elseif outcome == 1 then
+    outcome = 0
+  end
+end
+return outcome
