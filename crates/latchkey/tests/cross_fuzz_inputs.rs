@@ -145,7 +145,14 @@ proptest! {
                 }
                 block_on(async {
                     let guard = lock.try_acquire().await.unwrap().expect("a fresh name is free");
-                    assert!(guard.fencing_token().await.unwrap() > 0);
+                    match guard.fencing_token().await {
+                        Ok(token) => assert!(token > 0),
+                        // A TTL of a few ms can run out before the second
+                        // round trip on a loaded machine: the hold is gone,
+                        // and saying so is right. A TTL of a second cannot.
+                        Err(Error::NotHeld { .. }) => assert!(ttl < Duration::from_secs(1), "{ttl:?}"),
+                        Err(e) => panic!("{e}"),
+                    }
                     match guard.extend(every).await {
                         Ok(_) => assert!((MIN_TTL..=MAX_TTL).contains(&every)),
                         Err(e) => assert!(matches!(e, Error::InvalidTtl { .. }), "{e}"),
