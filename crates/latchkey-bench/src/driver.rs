@@ -129,6 +129,13 @@ impl Driver {
         })
     }
 
+    /// Sends one command line and waits for its JSON reply: for drivers
+    /// with commands of their own (see `crate::cached_holder`).
+    pub async fn request(&mut self, line: &str) -> Result<Value, String> {
+        self.send(line).await?;
+        self.reply().await
+    }
+
     async fn send(&mut self, line: &str) -> Result<(), String> {
         self.stdin
             .write_all(format!("{line}\n").as_bytes())

@@ -12,7 +12,9 @@
 //! scenario's driver processes (see `worker.rs`), and, under callgrind, as
 //! `latchkey-bench --instructions LIB PORT N` to count a client's
 //! instructions per cycle (see `uncontended.rs`), and as
-//! `latchkey-bench --elect PORT KEY` for the election scenario's candidates.
+//! `latchkey-bench --elect PORT KEY` for the election scenario's candidates,
+//! and as `latchkey-bench --cached-holder PORT` for the cached scenario's
+//! holder (see `cached_holder.rs`).
 //!
 //! Each scenario lives in its own module and returns a [`Report`]. The process
 //! exits non-zero when any scenario missed one of its targets.
@@ -20,6 +22,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
+mod cached;
+mod cached_handoff;
+mod cached_holder;
 mod cluster;
 mod driver;
 mod election;
@@ -63,6 +68,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("primitives", primitives::run),
     ("election", election::run),
     ("multi", multi::run),
+    ("cached", cached::run),
 ];
 
 fn main() {
@@ -75,6 +81,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("--elect") {
         std::process::exit(election::candidate_main(&args[1..]));
+    }
+    if args.first().map(String::as_str) == Some("--cached-holder") {
+        std::process::exit(cached_holder::main(&args[1..]));
     }
     if args.first().map(String::as_str) == Some("--profile") {
         std::process::exit(profile::main(&args[1..]));

@@ -43,7 +43,7 @@ pub fn main(args: &[String]) -> i32 {
     runtime.block_on(serve(lib, port))
 }
 
-fn emit(value: &serde_json::Value) {
+pub(crate) fn emit(value: &serde_json::Value) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{value}");
