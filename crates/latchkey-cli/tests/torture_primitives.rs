@@ -1,8 +1,9 @@
 //! `latchkey torture --workload semaphore`, `--workload rwlock` and
-//! `--workload multi`: the workers hold one permit of a semaphore of N = 1,
+//! `--workload multi` and `--workload cached`: the workers hold one permit of a semaphore of N = 1,
 //! the write side of a read-write lock, with the fencing token issued with
 //! the hold, or a set of several locks at once (`lock_all`, each lock's
-//! resource written with its own token). Each must exclude as a lock does
+//! resource written with its own token), or a lock half of the workers keep
+//! while idle (`with_caching`). Each must exclude as a lock does
 //! under a kill of the holder, a deleted key (the permits, the writer, the
 //! lock every set shares) and killed wake-up connections; the control run
 //! (no fencing, a holder paused past its lease) must show the violations.
@@ -70,4 +71,11 @@ fn the_rwlock_workload_holds_and_its_control_run_shows_violations() {
 #[test]
 fn the_multi_workload_holds_and_its_control_run_shows_violations() {
     holds_and_control_shows_violations("multi");
+}
+
+#[test]
+fn the_cached_workload_holds_and_its_control_run_shows_violations() {
+    // Half of the workers keep the lock while idle (`with_caching`): the
+    // others' waits mark it wanted; no overlap and no stale write either way.
+    holds_and_control_shows_violations("cached");
 }

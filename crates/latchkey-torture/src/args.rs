@@ -41,6 +41,10 @@ checked with that lock's fencing token). Each holds with a fencing token issued
 with the hold (multi: half of the workers, the others on request); single
 server or cluster only (no Redlock, no redlock-minority). With --cluster the
 multi workload's locks are in different slots: taken one after the other.
+--workload cached: a lock that the odd workers keep while idle
+(Lock::with_caching, for 4 TTLs) and the even ones take plainly: each local
+hold of a keeper asks Redis for its own fencing token; a keeper gives the lock
+back when another worker's wait marks it (wanted).
 
 Exit codes:
     0  every must-hold figure held
@@ -71,8 +75,9 @@ pub struct TortureArgs {
     /// What the workers contend for: `lock` (a lock, the default),
     /// `election` (campaign, lead with the term as fencing token, resign),
     /// `semaphore` (one permit of N = 1), `rwlock` (the write side) or
-    /// `multi` (several locks at once, `Client::lock_all`).
-    #[arg(long, value_name = "KIND", default_value = "lock", value_parser = ["lock", "election", "semaphore", "rwlock", "multi"])]
+    /// `multi` (several locks at once, `Client::lock_all`) or `cached`
+    /// (half of the workers keep the lock while idle, `Lock::with_caching`).
+    #[arg(long, value_name = "KIND", default_value = "lock", value_parser = ["lock", "election", "semaphore", "rwlock", "multi", "cached"])]
     pub(crate) workload: String,
 
     /// Inject only this fault (repeatable): each alone, then all mixed.

@@ -1,7 +1,8 @@
 //! What a torture worker contends for: a lock (the default workload), an
 //! election (`--workload election`), a semaphore of one permit
 //! (`--workload semaphore`), a read-write lock's write side (`--workload
-//! rwlock`) or several locks at once (`--workload multi`), behind one
+//! rwlock`), several locks at once (`--workload multi`) or a lock kept
+//! while idle by half of the workers (`--workload cached`), behind one
 //! interface, so that the worker's loop, the faults and the checker are the
 //! same for all.
 //!
@@ -21,8 +22,8 @@
 use std::time::{Duration, Instant};
 
 use latchkey::{
-    Election, Leadership, Lock, LockGuard, MultiGuard, MultiLock, Ownership, PermitGuard, RwGuard,
-    RwLock, Semaphore,
+    CachedGuard, CachedLock, Election, Leadership, Lock, LockGuard, MultiGuard, MultiLock,
+    Ownership, PermitGuard, RwGuard, RwLock, Semaphore,
 };
 
 /// The sets of locks multi workers take, by worker id (modulo), as indexes
@@ -52,6 +53,8 @@ pub(crate) enum Contender {
     Writer(RwLock),
     /// Several locks at once, and which of [`multi_names`] they are.
     Multi(MultiLock, &'static [usize]),
+    /// A lock whose hold this worker keeps while idle.
+    Cached(CachedLock),
 }
 
 /// A held lock or a leadership.
@@ -61,6 +64,7 @@ pub(crate) enum Hold {
     Permit(PermitGuard),
     Write(RwGuard),
     Multi(MultiGuard, &'static [usize]),
+    Cached(CachedGuard),
 }
 
 impl Contender {
@@ -99,6 +103,7 @@ impl Contender {
                 .acquire_timeout(wait)
                 .await
                 .map(|g| Hold::Multi(g, set)),
+            Contender::Cached(lock) => lock.acquire_timeout(wait).await.map(Hold::Cached),
         }
     }
 }
@@ -113,6 +118,7 @@ macro_rules! on_each {
             Hold::Permit($h) => $call,
             Hold::Write($h) => $call,
             Hold::Multi($h, _) => $call,
+            Hold::Cached($h) => $call,
         }
     };
 }
@@ -128,6 +134,8 @@ impl Hold {
             Hold::Leader(h) => return Ok(vec![(0, h.fencing_token().await?)]),
             Hold::Permit(h) => return Ok(vec![(0, h.fencing_token().await?)]),
             Hold::Write(h) => return Ok(vec![(0, h.fencing_token().await?)]),
+            // Each local hold's own token, asked of Redis.
+            Hold::Cached(h) => return Ok(vec![(0, h.fencing_token().await?)]),
             Hold::Multi(guard, set) => (guard, set),
         };
         let mut tokens: Vec<(usize, u64)> = set

@@ -166,7 +166,12 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
     };
     if settings.workload != "lock" && matches!(&place, Place::User(urls) if urls.len() > 1) {
         return Err(Failure::usage(
-            "--workload election, semaphore, rwlock and multi run on one server or a cluster, not over Redlock; give one --redis URL",
+            "--workload election, semaphore, rwlock, multi and cached run on one server or a cluster, not over Redlock; give one --redis URL",
+        ));
+    }
+    if settings.workload == "cached" && settings.fair {
+        return Err(Failure::usage(
+            "--workload cached and --fair do not go together: a fair lock is never kept while idle",
         ));
     }
     let limits = Limits {

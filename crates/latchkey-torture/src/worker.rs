@@ -376,6 +376,17 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
                         Err(e) => Err(e),
                     }
                 }
+                // Odd workers keep the lock while idle, even ones do not:
+                // exclusion between both kinds and among the keepers.
+                Ok(client) if spec.workload == "cached" && spec.id % 2 == 1 => {
+                    match client
+                        .lock(&spec.lock_name, spec.ttl)
+                        .and_then(|l| l.with_caching(spec.ttl * 4))
+                    {
+                        Ok(lock) => return Some(Contender::Cached(lock)),
+                        Err(e) => Err(e),
+                    }
+                }
                 Ok(client) => client
                     .lock(&spec.lock_name, spec.ttl)
                     .and_then(|l| fair(spec, l))
