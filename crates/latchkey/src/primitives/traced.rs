@@ -53,6 +53,33 @@ pub(crate) async fn acquire<T>(
     result
 }
 
+/// The shape of a waiting acquire of every kind that waits through the
+/// wait core: one `first` try (the uncontended case: one round trip, no
+/// subscription), and only when it finds no room (or Redis failed
+/// transiently) the `wait`, in its `wait` span; both in the `acquire` span,
+/// counted by how the call ended ([`Outcome::of_wait`]).
+pub(crate) async fn first_try_then_wait<T, B, W>(
+    label: &LockLabel,
+    name: &[u8],
+    first: impl Future<Output = Result<std::result::Result<T, B>>>,
+    wait: impl FnOnce() -> W,
+    token: fn(&T) -> Option<&str>,
+) -> Result<T>
+where
+    W: Future<Output = Result<T>>,
+{
+    let acquiring = async {
+        match first.await {
+            Ok(Ok(held)) => return Ok(held),
+            Ok(Err(_)) => {}
+            Err(e) if e.is_transient() => {}
+            Err(e) => return Err(e),
+        }
+        self::wait(label, name, wait(), token).await
+    };
+    acquire(label, name, acquiring, Outcome::of_wait, token).await
+}
+
 /// Runs the waiting part of a call in its `wait` span (the token recorded
 /// once held).
 pub(crate) async fn wait<T>(

@@ -258,23 +258,12 @@ impl MultiLock {
     pub(crate) async fn acquire_by(&self, deadline: Option<Instant>) -> Result<MultiGuard> {
         let spec = &self.inner;
         let token: fn(&MultiGuard) -> Option<&str> = |g| Some(g.token());
-        let acquiring = async {
-            let started = Instant::now();
-            // The uncontended case: no subscription.
-            match self.attempt(false).await {
-                Ok(Ok(guard)) => return Ok(guard),
-                Ok(Err(_)) => {}
-                Err(e) if e.is_transient() => {}
-                Err(e) => return Err(e),
-            }
-            let waiting = self.wait_and_acquire(deadline, started);
-            traced::wait(&spec.metrics_label, &spec.name, waiting, token).await
-        };
-        traced::acquire(
+        let started = Instant::now();
+        traced::first_try_then_wait(
             &spec.metrics_label,
             &spec.name,
-            acquiring,
-            Outcome::of_wait,
+            self.attempt(false),
+            || self.wait_and_acquire(deadline, started),
             token,
         )
         .await

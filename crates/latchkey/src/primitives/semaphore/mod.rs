@@ -223,22 +223,11 @@ impl Semaphore {
     ) -> Result<PermitGuard> {
         let spec = &self.inner;
         let token: fn(&PermitGuard) -> Option<&str> = |p| Some(p.token());
-        let acquiring = async {
-            // The uncontended case: one round trip, no subscription.
-            match self.attempt(k).await {
-                Ok(Ok(permit)) => return Ok(permit),
-                Ok(Err(_)) => {}
-                Err(e) if e.is_transient() => {}
-                Err(e) => return Err(e),
-            }
-            let waiting = self.wait_for_permit(k, deadline);
-            traced::wait(&spec.metrics_label, &spec.name, waiting, token).await
-        };
-        traced::acquire(
+        traced::first_try_then_wait(
             &spec.metrics_label,
             &spec.name,
-            acquiring,
-            Outcome::of_wait,
+            self.attempt(k),
+            || self.wait_for_permit(k, deadline),
             token,
         )
         .await
