@@ -103,6 +103,40 @@ async fn another_process_gets_an_idle_kept_lock_at_once() {
 }
 
 #[tokio::test]
+async fn a_plain_lock_of_the_same_client_gets_an_idle_kept_hold_at_once() {
+    let redis = RedisServer::start();
+    let c = client(&redis.url()).await;
+    let cached = c.lock("shared", TTL).unwrap().with_caching(IDLE).unwrap();
+    let _ = cached.acquire().await.unwrap().release().await.unwrap();
+    assert!(cached.is_kept());
+    // Not a waiter behind a guard of its own client (that would wait for a
+    // local release, which an idle hold never makes): the first try saw a
+    // hold kept idle, and told it.
+    let guard = c.lock("shared", TTL).unwrap().acquire_timeout(SOON).await;
+    let guard = guard.expect("given back when wanted, not at the TTL");
+    assert!(!cached.is_kept());
+    let _ = guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fenced_waiter_gets_an_idle_kept_lock_at_once() {
+    let redis = RedisServer::start();
+    let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
+    let cached = a.lock("fenced", TTL).unwrap().with_caching(IDLE).unwrap();
+    let kept = cached.acquire().await.unwrap();
+    let kept_token = kept.fencing_token().await.unwrap();
+    let _ = kept.release().await.unwrap();
+    // A fenced first try is the acquire script, which reads no token out:
+    // this waiter tells the holder from its marking attempt.
+    let lock = b.lock("fenced", TTL).unwrap().with_fencing();
+    let guard = lock.acquire_timeout(SOON).await;
+    let guard = guard.expect("given back when wanted, long before the idle time");
+    assert!(guard.fencing_token().await.unwrap() > kept_token);
+    assert!(!cached.is_kept());
+    let _ = guard.release().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_hold_in_use_is_given_back_at_its_release() {
     let redis = RedisServer::start();
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);

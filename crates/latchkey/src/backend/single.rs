@@ -51,10 +51,12 @@ impl Session {
                     valid_until,
                 });
             }
+            let kept_idle = matches!(&holder, Some(redis::Value::BulkString(v)) if crate::vocab::token::is_kept_idle(v));
             return Ok(Attempt::Busy {
                 retry_in: None,
                 announced: false,
                 holder: None,
+                kept_idle,
             });
         }
         let ttl_arg = ttl_ms(ttl).to_string();
@@ -104,6 +106,8 @@ impl Session {
                 retry_in: u64::try_from(value).ok().map(Duration::from_millis),
                 announced: reply.get(2) == Some(&1),
                 holder: reply.get(3).and_then(|&h| u64::try_from(h).ok()),
+                // The script told an idle holder itself (`WANTED`).
+                kept_idle: false,
             }),
             other => Err(Error::Protocol(format!("acquire script returned {other}"))),
         }

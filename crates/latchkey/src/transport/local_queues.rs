@@ -12,7 +12,7 @@
 //! of a guard's bookkeeping).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::futures::Notified;
@@ -43,6 +43,7 @@ impl LocalQueues {
             released: Notify::new(),
             releases: AtomicUsize::new(0),
             arriving: AtomicUsize::new(0),
+            kept_idle: AtomicBool::new(false),
         });
         slots.insert(key.to_vec(), Arc::downgrade(&slot));
         slot
@@ -67,6 +68,11 @@ pub(crate) struct LocalSlot {
     /// First tries of `acquire` in flight: one that finds the lock busy
     /// may have met another of them, which is about to hold it.
     arriving: AtomicUsize,
+    /// The guard alive here is a hold kept while idle by a cache of this
+    /// client (`primitives/lock/cached/`): it lets go only when told the
+    /// lock is wanted, so a newcomer tries (and tells it) instead of
+    /// queueing behind it.
+    kept_idle: AtomicBool,
 }
 
 impl LocalSlot {
@@ -85,6 +91,16 @@ impl LocalSlot {
     /// rather than spend a round trip to learn that.
     pub(crate) fn is_contended(&self) -> bool {
         self.held.load(Ordering::Relaxed) > 0 || self.turn.available_permits() == 0
+    }
+
+    /// Whether this client's guard is a hold kept idle.
+    pub(crate) fn is_kept_idle(&self) -> bool {
+        self.kept_idle.load(Ordering::Relaxed)
+    }
+
+    /// This client's cache keeps its hold idle (`true`) or uses it again.
+    pub(crate) fn keep_idle(&self, idle: bool) {
+        self.kept_idle.store(idle, Ordering::Relaxed);
     }
 
     /// A guard was made.

@@ -42,6 +42,11 @@ pub(crate) enum Attempt {
         /// A fingerprint of the holder (the same for one hold, another for
         /// the next), when asked ([`AttemptMode::holder`]) and known.
         holder: Option<u64>,
+        /// The holder keeps the lock while idle (its token carries the
+        /// [caching mark](crate::vocab::protocol::CACHING_MARK)), as a
+        /// first try's `SET … GET` saw: a waiter tells it at once that the
+        /// lock is wanted (`primitives/lock/wait.rs`). False where unknown.
+        kept_idle: bool,
     },
 }
 

@@ -34,6 +34,12 @@ pub(crate) fn unmarked(value: &[u8]) -> &[u8] {
     }
 }
 
+/// Whether a lock key's value is the token of a hold kept while idle (it
+/// ends with [`CACHING_MARK`], marked waiting or not).
+pub(crate) fn is_kept_idle(value: &[u8]) -> bool {
+    is_token(value) && unmarked(value).ends_with(CACHING_MARK.as_bytes())
+}
+
 /// Who this process is, computed once per client.
 #[derive(Debug, Clone)]
 pub(crate) struct Identity {
@@ -244,6 +250,19 @@ mod tests {
             );
             assert!(seen.insert(random), "repeated: {token}");
         }
+    }
+
+    #[test]
+    fn a_hold_kept_idle_is_told_by_its_token_marked_or_not() {
+        let id = Identity::of_this_process();
+        let kept = id.new_caching_token().unwrap();
+        let plain = id.new_token().unwrap();
+        assert!(is_kept_idle(kept.as_bytes()));
+        assert!(is_kept_idle(format!("{kept}{WAITING_MARK}").as_bytes()));
+        assert!(!is_kept_idle(plain.as_bytes()));
+        assert!(!is_kept_idle(format!("{plain}{WAITING_MARK}").as_bytes()));
+        // A foreign value that happens to end like one is not a token.
+        assert!(!is_kept_idle(b"redis-py:c"));
     }
 
     #[test]

@@ -16,18 +16,25 @@ use crate::vocab::outcome::{Attempt, AttemptMode};
 use crate::vocab::retry::Retry;
 
 impl Lock {
-    /// `try_acquire` without metrics and span: also the first step of a wait.
+    /// `try_acquire` without metrics and span.
     pub(crate) async fn try_acquire_once(&self) -> Result<Option<LockGuard>> {
+        Ok(self.first_try().await?.ok())
+    }
+
+    /// A first try (`try_acquire`'s, and the first step of a wait): the
+    /// lock, or why not (as much as a first try learns: whether the holder
+    /// keeps the lock while idle).
+    pub(crate) async fn first_try(&self) -> Result<Result<LockGuard, Busy>> {
         if self.inner.fair_lease.is_some() {
             return Box::pin(async {
                 match self.fair_try_once().await? {
-                    Some(guard) => self.confirmed(guard).await.map(Some),
-                    None => Ok(None),
+                    Some(guard) => self.confirmed(guard).await.map(Ok),
+                    None => Ok(Err(Busy::unknown())),
                 }
             })
             .await;
         }
-        Ok(self.attempt(self.attempt_mode(false, false)).await?.ok())
+        self.attempt(self.attempt_mode(false, false)).await
     }
 
     /// Like `try_acquire`, but a busy lock says how long the holder has
@@ -72,10 +79,12 @@ impl Lock {
                 retry_in,
                 announced,
                 holder,
+                kept_idle,
             } => Err(Busy {
                 retry_in,
                 announced,
                 holder,
+                kept_idle,
             }),
         })
     }
@@ -158,6 +167,20 @@ pub(crate) struct Busy {
     /// A fingerprint of the holder, for a lock made `with_asking` (when the
     /// backend names it).
     pub(crate) holder: Option<u64>,
+    /// The holder keeps the lock while idle (a first try saw its token).
+    pub(crate) kept_idle: bool,
+}
+
+impl Busy {
+    /// Busy, and nothing more known.
+    fn unknown() -> Busy {
+        Busy {
+            retry_in: None,
+            announced: false,
+            holder: None,
+            kept_idle: false,
+        }
+    }
 }
 
 impl Lock {

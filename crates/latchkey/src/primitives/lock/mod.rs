@@ -364,18 +364,20 @@ impl Lock {
         // The uncontended case costs one round trip and no subscription. If
         // another task of ours already waits, the lock is busy: queue up
         // behind it (FIFO) instead of spending a round trip to learn that.
-        if !self.inner.local.is_contended() {
+        // (Not behind a hold this client keeps idle: that one is told.)
+        let mut kept_idle = false;
+        if !self.inner.local.is_contended() || self.inner.local.is_kept_idle() {
             let _arriving = self.inner.local.arrive();
-            match self.try_acquire_once().await {
-                Ok(Some(guard)) => return Ok(guard),
-                Ok(None) => {}
+            match self.first_try().await {
+                Ok(Ok(guard)) => return Ok(guard),
+                Ok(Err(busy)) => kept_idle = busy.kept_idle,
                 Err(e) if e.is_transient() => {}
                 Err(e) => return Err(e),
             }
         }
         let span = tracing::debug_span!("wait", kind = self.inner.metrics_label.kind(), lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty);
         let waited = Box::pin(
-            self.wait_and_acquire(deadline, started, releases)
+            self.wait_and_acquire(deadline, started, releases, kept_idle)
                 .instrument(span.clone()),
         )
         .await;

@@ -34,6 +34,17 @@
 //! the holder (a fingerprint), so each holder is asked once. Such a waiter
 //! never waits as one behind a holder of its own client: it asks through
 //! Redis like any other, and its attempts name whoever holds the lock.
+//!
+//! # A hold kept while idle
+//! A holder made [`with_caching`](Lock::with_caching) keeps the lock while
+//! idle and lets go when told the lock is wanted (`wanted` on its channel,
+//! which the acquire script publishes when a waiter marks such a token). A
+//! first try's `SET … GET` already names the holder: a waiter whose first
+//! try met a hold kept idle sends its marking attempt while it subscribes,
+//! so the holder's release overlaps the subscription instead of following
+//! it, and looks again once subscribed (a release it was not yet
+//! subscribed for is found so). It does not wait as one behind a holder of
+//! its own client either: a hold kept idle is not released unless told.
 
 use std::time::{Duration, Instant};
 
@@ -53,12 +64,14 @@ use crate::vocab::retry::Backoff;
 impl Lock {
     /// The slow path of [`Lock::acquire_until`]: the lock was busy.
     /// `releases`: [`LocalSlot::releases`](crate::transport::local_queues::LocalSlot::releases)
-    /// before the first try.
+    /// before the first try; `kept_idle`: the first try met a hold kept
+    /// while idle.
     pub(crate) async fn wait_and_acquire(
         &self,
         deadline: Option<Instant>,
         started: Instant,
         releases: usize,
+        kept_idle: bool,
     ) -> Result<LockGuard> {
         let timed_out = || crate::primitives::wait::timed_out(&self.inner.name, started);
         let local = &self.inner.local;
@@ -66,12 +79,25 @@ impl Lock {
         // docs). So is a waiter whose first try met a guard of this client
         // that has let go since, or one about to be made (a first try in
         // flight, a waiter ahead of us): it looks again before it subscribes.
-        let behind_local =
-            !self.inner.asking && (local.is_local_ahead() || local.releases() != releases);
+        // Not behind a hold kept idle (even by this client's cache): that
+        // lets go only when told it is wanted.
+        let behind_local = !self.inner.asking
+            && !kept_idle
+            && (local.is_local_ahead() || local.releases() != releases);
         // Subscribe before queueing: the server-side subscription is shared,
         // so waiters taking turns do not SUBSCRIBE/UNSUBSCRIBE on every handoff.
         let mut wakeups = None;
-        if !behind_local {
+        if kept_idle {
+            // Mark it (which tells the idle holder) while we subscribe: its
+            // release overlaps our SUBSCRIBE instead of following it (module
+            // docs, "A hold kept while idle").
+            let (subscribed, marked) =
+                tokio::join!(self.subscribe_until(deadline), self.mark_kept_idle());
+            if let Some(guard) = marked {
+                return Ok(guard); // let go meanwhile, or by its idle time
+            }
+            wakeups = subscribed;
+        } else if !behind_local {
             wakeups = self.subscribe_until(deadline).await;
         }
         let listening = !behind_local;
@@ -212,6 +238,24 @@ impl Lock {
 
     /// [`Self::subscribe_or_poll`], given up at `deadline` (a subscriber
     /// that is slow to answer must not carry us past it: then we poll).
+    /// A marking attempt sent before we listen, for a holder that keeps
+    /// the lock while idle: marking its token tells it the lock is wanted
+    /// (the acquire script publishes [`WANTED`](crate::vocab::protocol::WANTED)).
+    /// The wake-up of a release we are not yet subscribed for may be
+    /// missed; the attempt the wait makes once subscribed finds such a
+    /// release. The lock, if this attempt took it; an error only costs
+    /// time (that attempt marks again).
+    async fn mark_kept_idle(&self) -> Option<LockGuard> {
+        match self.try_acquire_with_ttl(true).await {
+            Ok(Ok(guard)) => Some(guard),
+            Ok(Err(_)) => None,
+            Err(e) => {
+                tracing::debug!(lock = %String::from_utf8_lossy(&self.inner.name), error = %e, "could not tell an idle holder the lock is wanted");
+                None
+            }
+        }
+    }
+
     async fn subscribe_until(&self, deadline: Option<Instant>) -> Option<Wakeups> {
         let subscribing = self.subscribe_or_poll(None);
         match deadline {

@@ -145,6 +145,7 @@ impl Group {
                         retry_in: None,
                         announced: true,
                         holder: None,
+                        kept_idle: false,
                     })
                 }
                 Err(e) => Err(e),
@@ -179,6 +180,7 @@ impl Group {
             retry_in,
             announced,
             holder: None,
+            kept_idle: false,
         })
     }
 

@@ -95,6 +95,7 @@ impl Cache {
 
     pub(super) fn set_idle_until(&self, until: Option<Instant>) {
         *self.idle_until.lock().unwrap_or_else(|p| p.into_inner()) = until;
+        self.lock.inner.local.keep_idle(until.is_some());
         self.changed.notify_one();
     }
 
