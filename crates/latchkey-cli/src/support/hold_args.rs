@@ -91,17 +91,29 @@ impl HoldArgs {
             return lock.try_acquire().await;
         }
         let deadline = self.deadline();
-        let waited = self
-            .patience()
-            .retry("waiting for the lock", || async move {
-                match deadline {
-                    Some(deadline) => lock.acquire_until(deadline).await,
-                    None => lock.acquire().await,
-                }
-            })
-            .await;
-        match waited {
-            Ok(guard) => Ok(Some(guard)),
+        self.patiently("waiting for the lock", || async move {
+            match deadline {
+                Some(deadline) => lock.acquire_until(deadline).await,
+                None => lock.acquire().await,
+            }
+        })
+        .await
+    }
+
+    /// Runs a wait (`attempt`, which ends at `--wait`'s deadline or not at
+    /// all) with [`Self::patience`]: an outage is ridden out within it. The
+    /// hold, or `None` when the wait timed out.
+    ///
+    /// # Cancel safety
+    ///
+    /// As `attempt`: dropped between attempts, nothing is held.
+    pub async fn patiently<G, F, Fut>(&self, what: &str, attempt: F) -> latchkey::Result<Option<G>>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = latchkey::Result<G>>,
+    {
+        match self.patience().retry(what, attempt).await {
+            Ok(held) => Ok(Some(held)),
             Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
             Err(e) => Err(e),
         }

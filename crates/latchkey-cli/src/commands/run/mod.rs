@@ -138,20 +138,13 @@ async fn acquire_until(
         return Ok(None);
     }
     // An outage is ridden out within the wait's budget (`patience.rs`).
-    let waited = wait
-        .patience()
-        .retry("waiting for the lock", || async move {
-            match until {
-                Some(until) => lock.acquire_until(until).await,
-                None => lock.acquire().await,
-            }
-        })
-        .await;
-    match waited {
-        Ok(guard) => Ok(Some(guard)),
-        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
+    wait.patiently("waiting for the lock", || async move {
+        match until {
+            Some(until) => lock.acquire_until(until).await,
+            None => lock.acquire().await,
+        }
+    })
+    .await
 }
 
 /// Releases the lock after CMD ended. A failure is not CMD's failure: warn,

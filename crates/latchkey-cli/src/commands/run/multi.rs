@@ -132,21 +132,14 @@ async fn acquire(
         return Ok(None);
     }
     // An outage is ridden out within the wait's budget (`patience.rs`).
-    let waited = args
-        .wait
-        .patience()
-        .retry("waiting for the locks", || async move {
+    args.wait
+        .patiently("waiting for the locks", || async move {
             match until {
                 Some(until) => locks.acquire_until(until).await,
                 None => locks.acquire().await,
             }
         })
-        .await;
-    match waited {
-        Ok(guard) => Ok(Some(guard)),
-        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
+        .await
 }
 
 /// One of the locks stayed busy: a conflict (or `-E`).

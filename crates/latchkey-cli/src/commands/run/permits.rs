@@ -221,18 +221,11 @@ async fn acquire_rw(
         return Ok(None);
     }
     // An outage is ridden out within the wait's budget (`patience.rs`).
-    let waited = args
-        .wait
-        .patience()
-        .retry("waiting for the read-write lock", || {
+    args.wait
+        .patiently("waiting for the read-write lock", || {
             rw_wait(rw, access, wait_until)
         })
-        .await;
-    match waited {
-        Ok(guard) => Ok(Some(guard)),
-        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
+        .await
 }
 
 /// A read or a write, until `until` (`None`: as long as it takes).
@@ -277,21 +270,14 @@ async fn acquire(
         return Ok(None);
     }
     // An outage is ridden out within the wait's budget (`patience.rs`).
-    let waited = args
-        .wait
-        .patience()
-        .retry("waiting for a permit", || async move {
+    args.wait
+        .patiently("waiting for a permit", || async move {
             match wait_until {
                 Some(until) => semaphore.acquire_many_until(k, until).await,
                 None => semaphore.acquire_many(k).await,
             }
         })
-        .await;
-    match waited {
-        Ok(permit) => Ok(Some(permit)),
-        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
+        .await
 }
 
 /// All permits taken: a conflict (or `-E`), naming the holders.
