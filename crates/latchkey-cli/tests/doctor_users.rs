@@ -109,10 +109,11 @@ fn a_cluster_user_refused_at_connect_gets_the_fix_from_doctor() {
         .unwrap_or_else(|| panic!("{connect}"));
     assert!(fix.starts_with("ACL SETUSER app +cluster|"), "{connect}");
 
-    // The fix works: after it (and its sibling the docs name), doctor runs
+    // The fix works: after it (and the siblings the docs name), doctor runs
     // every check as app.
     for node in cluster.nodes() {
-        node.command(&["ACL", "SETUSER", "app", "+cluster|slots", "+cluster|nodes"])
+        let cluster_note = ["+cluster|slots", "+cluster|nodes", "+pubsub|shardnumsub"];
+        node.command(&[&["ACL", "SETUSER", "app"][..], &cluster_note].concat())
             .expect("ACL SETUSER");
     }
     let out = output(latchkey_at(&url).args(["doctor", "--pings", "5"]), QUICK);

@@ -303,3 +303,58 @@ async fn a_lock_keeps_its_holder_and_wakes_its_waiter_after_its_slot_moves() {
     assert!(got.fencing_token().await.unwrap() > token);
     assert_eq!(got.release().await.unwrap(), Ownership::Owned);
 }
+
+/// docs/security.md's cluster note: the rule of `latchkey::acl` plus
+/// `+cluster|slots +cluster|nodes +pubsub|shardnumsub` lets a
+/// least-privilege user count a lock's waiters (`top`), which are sharded
+/// subscribers at the lock's primary; without `pubsub|shardnumsub` the
+/// count is refused (and `top` shows `-`), nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_least_privilege_user_counts_waiters_with_the_cluster_note() {
+    use latchkey::acl::{rule, Use};
+    let cluster = tokio::task::spawn_blocking(cluster).await.unwrap();
+    let base = rule(&[Use::Locks, Use::Inspection], "test:");
+    let note = "+cluster|slots +cluster|nodes +pubsub|shardnumsub";
+    for node in cluster.nodes() {
+        let mut args = vec!["ACL", "SETUSER", "app", "reset", "on", ">pw"];
+        args.extend(base.split_whitespace().chain(note.split_whitespace()));
+        node.command(&args).expect("ACL SETUSER");
+    }
+    let port = cluster.primaries()[0].port();
+    let client = Client::builder(&format!("redis://app:pw@127.0.0.1:{port}/"))
+        .prefix("test:")
+        .command_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .expect("the documented rule connects");
+    let lock = client.lock("counted", Duration::from_secs(10)).unwrap();
+    let held = lock.acquire().await.unwrap();
+    // A waiter of another client: one subscriber of the lock's channel.
+    let other = Client::builder(&format!("redis://app:pw@127.0.0.1:{port}/"))
+        .prefix("test:")
+        .connect()
+        .await
+        .unwrap();
+    let waiting = tokio::spawn(async move {
+        let lock = other.lock("counted", Duration::from_secs(10)).unwrap();
+        lock.acquire_timeout(Duration::from_secs(20)).await
+    });
+    common::eventually("the waiter counted", || async {
+        client.lock_waiters(&[b"counted"]).await.unwrap() == vec![1]
+    })
+    .await;
+
+    for node in cluster.nodes() {
+        node.command(&["ACL", "SETUSER", "app", "-pubsub|shardnumsub"])
+            .expect("ACL SETUSER");
+    }
+    let refused = client.lock_waiters(&[b"counted"]).await;
+    assert!(
+        matches!(refused, Err(Error::NoPermission(_))),
+        "{refused:?}"
+    );
+    // The locks themselves are unaffected.
+    assert_eq!(held.release().await.unwrap(), Ownership::Owned);
+    let got = waiting.await.unwrap().expect("woken by the release");
+    assert_eq!(got.release().await.unwrap(), Ownership::Owned);
+}

@@ -90,7 +90,10 @@ impl Connection {
                     host: host.clone(),
                     port: *port,
                 });
-                let value = conn.route_command(cmd, routing).await?;
+                // A refusal (NOPERM, …) comes back as a value: made an
+                // error first, so it is not reported as a reply of the
+                // wrong type.
+                let value = conn.route_command(cmd, routing).await?.extract_error()?;
                 Ok(redis::from_redis_value(value)?)
             }
             _ => cmd.query_async(self).await,

@@ -21,8 +21,10 @@ use super::registry::Topic;
 /// subscriber of it (ours, or another client's: the count does not say
 /// whose; a channel nobody else listens to is ours). False when one has
 /// none, or its owner cannot be reached. A server that refuses the check
-/// (an ACL user without `pubsub|shardnumsub`, which latchkey's rule does
-/// not ask for) cannot tell: taken as heard, as before this check existed.
+/// (an ACL user without `pubsub|shardnumsub`, which `docs/security.md`
+/// adds for a cluster but `latchkey::acl`'s rule, the same on every
+/// deployment, leaves out) cannot tell: taken as heard, as before this
+/// check existed.
 pub(super) async fn all_heard(
     conn: &ClusterConnection,
     topics: &[Arc<Topic>],
@@ -37,7 +39,10 @@ pub(super) async fn all_heard(
             let owner = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
                 Route::with_key(&channel, SlotAddr::Master),
             ));
-            let asked = tokio::time::timeout(timeout, conn.route_command(cmd, owner)).await;
+            // A refusal comes back as a value: made an error first.
+            let asked = tokio::time::timeout(timeout, conn.route_command(cmd, owner))
+                .await
+                .map(|reply| reply.and_then(redis::Value::extract_error));
             let reply = match asked {
                 Ok(Ok(reply)) => reply,
                 Ok(Err(e))
