@@ -126,8 +126,8 @@ async fn a_fenced_waiter_gets_an_idle_kept_lock_at_once() {
     let kept = cached.acquire().await.unwrap();
     let kept_token = kept.fencing_token().await.unwrap();
     let _ = kept.release().await.unwrap();
-    // A fenced first try is the acquire script, which reads no token out:
-    // this waiter tells the holder from its marking attempt.
+    // A fenced first try is the acquire script: its busy reply says the
+    // holder keeps the lock idle (`announced = 2`), as `SET … GET` does.
     let lock = b.lock("fenced", TTL).unwrap().with_fencing();
     let guard = lock.acquire_timeout(SOON).await;
     let guard = guard.expect("given back when wanted, long before the idle time");

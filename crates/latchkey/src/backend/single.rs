@@ -106,8 +106,8 @@ impl Session {
                 retry_in: u64::try_from(value).ok().map(Duration::from_millis),
                 announced: reply.get(2) == Some(&1),
                 holder: reply.get(3).and_then(|&h| u64::try_from(h).ok()),
-                // The script told an idle holder itself (`WANTED`).
-                kept_idle: false,
+                // A first try's: a marking attempt tells the holder itself.
+                kept_idle: reply.get(2) == Some(&2),
             }),
             other => Err(Error::Protocol(format!("acquire script returned {other}"))),
         }

@@ -36,6 +36,10 @@
 --                       token, or an 'lk1:' one, whose releases always
 --                       publish), 0 otherwise (a foreign holder, or a mark
 --                       APPEND was not allowed to set): a waiter then polls.
+--                       2 (only when ARGV[4] is not '1'): the holder keeps the
+--                       lock while idle (an unmarked 'lk2:' token ending in
+--                       ':c'): a waiter marks it at once, which tells it.
+--                       (As a first try's `SET … GET` shows a plain lock.)
 --   {0, pttl, announced, holder}  busy, with ARGV[5] = '1': holder, the first
 --                       13 hex digits of the SHA-1 of the holder's token
 --                       without its '+w' mark, as an integer (below 2^52):
@@ -69,6 +73,8 @@ local function busy()
       if ARGV[7] and string.sub(holder, -2) == ':c' then
         redis.pcall(ARGV[7], ARGV[6], 'wanted')
       end
+    elseif ARGV[4] ~= '1' and string.sub(holder, -2) == ':c' then
+      announced = 2
     end
   end
   local pttl = redis.call('PTTL', KEYS[1])

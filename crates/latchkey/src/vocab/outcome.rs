@@ -44,8 +44,9 @@ pub(crate) enum Attempt {
         holder: Option<u64>,
         /// The holder keeps the lock while idle (its token carries the
         /// [caching mark](crate::vocab::protocol::CACHING_MARK)), as a
-        /// first try's `SET … GET` saw: a waiter tells it at once that the
-        /// lock is wanted (`primitives/lock/wait.rs`). False where unknown.
+        /// first try saw (its `SET … GET`, or the acquire script's busy
+        /// reply): a waiter tells it at once that the lock is wanted
+        /// (`primitives/lock/wait.rs`). False where unknown.
         kept_idle: bool,
     },
 }

@@ -39,12 +39,13 @@
 //! A holder made [`with_caching`](Lock::with_caching) keeps the lock while
 //! idle and lets go when told the lock is wanted (`wanted` on its channel,
 //! which the acquire script publishes when a waiter marks such a token). A
-//! first try's `SET … GET` already names the holder: a waiter whose first
-//! try met a hold kept idle sends its marking attempt while it subscribes,
-//! so the holder's release overlaps the subscription instead of following
-//! it, and looks again once subscribed (a release it was not yet
-//! subscribed for is found so). It does not wait as one behind a holder of
-//! its own client either: a hold kept idle is not released unless told.
+//! first try already sees such a holder (`SET … GET`, or the script's busy
+//! reply): a waiter whose first try met a hold kept idle sends its marking
+//! attempt while it subscribes, so the holder's release overlaps the
+//! subscription instead of following it, and looks again once subscribed
+//! (a release it was not yet subscribed for is found so). It does not wait
+//! as one behind a holder of its own client either: a hold kept idle is
+//! not released unless told.
 
 use std::time::{Duration, Instant};
 
