@@ -36,14 +36,12 @@ use std::time::{Duration, Instant};
 use latchkey_testkit::RedisServer;
 
 use crate::cached_handoff::gap_figures;
-use crate::cached_holder::IDLE;
+use crate::cached_holder::{err, IDLE, WAIT};
 use crate::stats::{median, table};
 use crate::worker::TTL;
 use crate::Report;
 
 const TITLE: &str = "Held while idle (issue 32)";
-/// The longest any one wait of the scenario may take before it fails.
-pub(crate) const WAIT: Duration = Duration::from_secs(10);
 /// Target (issue 32): cached cycles/s at least this many times plain ones.
 const CYCLE_RATIO: f64 = 50.0;
 
@@ -94,10 +92,6 @@ async fn scenario(quick: bool) -> Report {
         body: format!("{cycles}\n{gaps}"),
         missed,
     }
-}
-
-pub(crate) fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
 }
 
 struct CycleFigures {

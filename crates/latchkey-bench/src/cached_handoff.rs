@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use latchkey_testkit::RedisServer;
 use redis::aio::MultiplexedConnection;
 
-use crate::cached::{err, WAIT};
-use crate::cached_holder;
+use crate::cached_holder::{self, err, WAIT};
 use crate::driver::Driver;
 use crate::handoff::{connect, ping_samples};
 use crate::stats::{median, mono_ns, quantile, table, us};

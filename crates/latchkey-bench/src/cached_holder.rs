@@ -37,6 +37,14 @@ use crate::driver::Driver;
 use crate::stats::mono_ns;
 use crate::worker::{emit, TTL};
 
+/// The longest any one wait of the scenario may take before it fails.
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
+
+/// An error of the scenario, as the line the report shows.
+pub(crate) fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
 /// How long a cached lock keeps its hold unused: far longer than the
 /// scenario's pauses between samples, so only being wanted gives it back.
 pub const IDLE: Duration = Duration::from_secs(60);
