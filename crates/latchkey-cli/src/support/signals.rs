@@ -13,6 +13,15 @@ pub(crate) fn signal_name(signo: libc::c_int) -> &'static str {
     }
 }
 
+/// The failure of a command that a SIGINT, SIGTERM or SIGHUP ended before
+/// CMD started (exit 128+N): "SIGINT while waiting for lock \"x\"".
+pub(crate) fn interrupted(signo: libc::c_int, while_doing: &str) -> Failure {
+    Failure::new(
+        128u8.saturating_add(signo as u8),
+        format!("{} while {while_doing}", signal_name(signo)),
+    )
+}
+
 /// What a supervising `run` caught.
 pub(crate) enum Caught {
     /// SIGINT, SIGTERM or SIGHUP: forward it to CMD's group.

@@ -106,7 +106,8 @@ impl Session {
                 retry_in: u64::try_from(value).ok().map(Duration::from_millis),
                 announced: reply.get(2) == Some(&1),
                 holder: reply.get(3).and_then(|&h| u64::try_from(h).ok()),
-                // A first try's: a marking attempt tells the holder itself.
+                // 2: this try did not mark, and met a holder kept idle (a
+                // marking attempt publishes `wanted` itself).
                 kept_idle: reply.get(2) == Some(&2),
             }),
             other => Err(Error::Protocol(format!("acquire script returned {other}"))),

@@ -42,11 +42,11 @@ use std::time::{Duration, Instant};
 use latchkey::{Lock, LockGuard, Ownership};
 
 use crate::support::duration;
-use crate::support::exit::{Failure, Outcome};
+use crate::support::exit::Outcome;
 use crate::support::hold_args::HoldArgs;
 pub use crate::support::run_args::RunArgs;
 use crate::support::run_args::{command_env, ended_outcome};
-use crate::support::signals::{signal_name, Signals};
+use crate::support::signals::{interrupted, Signals};
 use crate::support::supervise::{self, Leased, Started};
 use crate::support::target::Target;
 
@@ -65,10 +65,7 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     let connected = tokio::select! {
         connected = target.lock_within(&args.name, args.ttl, args.wait.patience()) => connected?,
         signo = signals.recv() => {
-            return Err(Failure::new(
-                128u8.saturating_add(signo as u8),
-                format!("{} while connecting for lock {:?}", signal_name(signo), args.name),
-            ));
+            return Err(interrupted(signo, &format!("connecting for lock {:?}", args.name)));
         }
     };
     let mut lock = args
@@ -86,10 +83,7 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
         let acquired = tokio::select! {
             acquired = acquire_until(&lock, &args.wait, wait_until) => acquired,
             signo = signals.recv() => {
-                return Err(Failure::new(
-                    128u8.saturating_add(signo as u8),
-                    format!("{} while waiting for lock {:?}", signal_name(signo), args.name),
-                ));
+                return Err(interrupted(signo, &format!("waiting for lock {:?}", args.name)));
             }
         };
         let guard =

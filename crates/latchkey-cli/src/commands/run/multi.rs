@@ -28,7 +28,7 @@ use latchkey::{MultiGuard, MultiLock, Ownership};
 use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::run_args::{command_env, ended_outcome, RunArgs};
-use crate::support::signals::{signal_name, Signals};
+use crate::support::signals::{interrupted, Signals};
 use crate::support::supervise::{self, Leased, Started};
 use crate::support::target::Target;
 
@@ -45,7 +45,7 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
     // budget (`patience.rs`); a signal ends it.
     let connected = tokio::select! {
         connected = target.client_within("run --and", args.wait.patience()) => connected?,
-        signo = signals.recv() => return Err(interrupted(signo, "connecting for", &listed)),
+        signo = signals.recv() => return Err(interrupted(signo, &format!("connecting for locks {listed}"))),
     };
     let mut locks = connected
         .lock_all(&names, args.ttl)?
@@ -62,7 +62,7 @@ pub async fn run(target: &Target, args: &RunArgs, mut signals: Signals) -> Outco
     loop {
         let acquired = tokio::select! {
             acquired = acquire(&locks, args, wait_until) => acquired,
-            signo = signals.recv() => return Err(interrupted(signo, "waiting for", &listed)),
+            signo = signals.recv() => return Err(interrupted(signo, &format!("waiting for locks {listed}"))),
         };
         let guard =
             acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))?;
@@ -110,13 +110,6 @@ fn per_lock_env(names: &[&str], tokens: &[u64]) -> Vec<(String, String)> {
     let all: Vec<String> = tokens.iter().map(u64::to_string).collect();
     env.push(("LATCHKEY_FENCING_TOKENS".to_owned(), all.join(" ")));
     env
-}
-
-fn interrupted(signo: i32, doing: &str, listed: &str) -> Failure {
-    Failure::new(
-        128u8.saturating_add(signo as u8),
-        format!("{} while {doing} locks {listed}", signal_name(signo)),
-    )
 }
 
 /// Every lock, or `None` when one stayed busy (`--no-wait`, `--wait D`).

@@ -197,9 +197,9 @@ async fn interruptible<T>(
 ) -> Result<T, Failure> {
     tokio::select! {
         acquired = acquiring => Ok(acquired),
-        signo = signals.recv() => Err(Failure::new(
-            128u8.saturating_add(signo as u8),
-            format!("{} while waiting for {name:?}", crate::support::signals::signal_name(signo)),
+        signo = signals.recv() => Err(crate::support::signals::interrupted(
+            signo,
+            &format!("waiting for {name:?}"),
         )),
     }
 }

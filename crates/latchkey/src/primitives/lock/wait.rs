@@ -237,8 +237,6 @@ impl Lock {
         }
     }
 
-    /// [`Self::subscribe_or_poll`], given up at `deadline` (a subscriber
-    /// that is slow to answer must not carry us past it: then we poll).
     /// A marking attempt sent before we listen, for a holder that keeps
     /// the lock while idle: marking its token tells it the lock is wanted
     /// (the acquire script publishes [`WANTED`](crate::vocab::protocol::WANTED)).
@@ -246,6 +244,11 @@ impl Lock {
     /// missed; the attempt the wait makes once subscribed finds such a
     /// release. The lock, if this attempt took it; an error only costs
     /// time (that attempt marks again).
+    ///
+    /// # Cancel safety
+    /// Dropped (the acquire was cancelled), a lock the attempt may have
+    /// taken is released in the background (the attempt's pending guard);
+    /// the mark it may have set only makes that holder's release publish.
     async fn mark_kept_idle(&self) -> Option<LockGuard> {
         match self.try_acquire_with_ttl(true).await {
             Ok(Ok(guard)) => Some(guard),
@@ -257,6 +260,8 @@ impl Lock {
         }
     }
 
+    /// [`Self::subscribe_or_poll`], given up at `deadline` (a subscriber
+    /// that is slow to answer must not carry us past it: then we poll).
     async fn subscribe_until(&self, deadline: Option<Instant>) -> Option<Wakeups> {
         let subscribing = self.subscribe_or_poll(None);
         match deadline {
