@@ -71,7 +71,8 @@ local function busy()
     elseif ARGV[4] == '1' and type(redis.pcall('APPEND', KEYS[1], '+w')) == 'number' then
       announced = 1
       if ARGV[7] and string.sub(holder, -2) == ':c' then
-        redis.pcall(ARGV[7], ARGV[6], 'wanted')
+        if ARGV[7] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[6], 'wanted')
+        else redis.pcall('PUBLISH', ARGV[6], 'wanted') end
       end
     elseif ARGV[4] ~= '1' and string.sub(holder, -2) == ':c' then
       announced = 2

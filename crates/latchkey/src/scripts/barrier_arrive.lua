@@ -50,7 +50,9 @@ if arrived >= parties then
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'gen', string.format('%d', gen + 1), 'arrived', '0')
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.pcall(ARGV[3], ARGV[4], string.format('%d', gen))
+  local message = string.format('%d', gen)
+  if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[4], message)
+  else redis.pcall('PUBLISH', ARGV[4], message) end
   return {gen, 1}
 end
 redis.call('HSET', KEYS[1], 'parties', ARGV[1], 'gen', string.format('%d', gen), 'arrived', string.format('%d', arrived), 'a:' .. ARGV[5], '1')

@@ -29,6 +29,11 @@ local holder = redis.call('GET', KEYS[1])
 if holder then
   return {0, redis.call('PTTL', KEYS[1])}
 end
+-- Literal command names only: proxies that parse scripts refuse others.
+local function publish(message)
+  if ARGV[5] == 'SPUBLISH' then return redis.pcall('SPUBLISH', ARGV[4], message) end
+  return redis.pcall('PUBLISH', ARGV[4], message)
+end
 local state = redis.call('HMGET', KEYS[2], 'token', 'last_term', 'change')
 local last = 0
 if state[2] then
@@ -43,7 +48,7 @@ if state[1] then
   -- The last leader's lease ran out: that was a change too.
   change = change + 1
   redis.call('HDEL', KEYS[2], 'token', 'value', 'term', 'since')
-  redis.pcall(ARGV[5], ARGV[4], string.format('%.0f -', change))
+  publish(string.format('%.0f -', change))
 end
 local now = redis.call('TIME')
 local now_us = tonumber(now[1]) * 1000000 + tonumber(now[2])
@@ -55,5 +60,5 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[2], 'token', ARGV[1], 'value', ARGV[3],
   'term', string.format('%.0f', term), 'since', string.format('%.0f', since),
   'last_term', string.format('%.0f', term), 'change', string.format('%.0f', change))
-redis.pcall(ARGV[5], ARGV[4], string.format('%.0f %.0f %.0f ', change, term, since) .. ARGV[2] .. ' ' .. ARGV[3])
+publish(string.format('%.0f %.0f %.0f ', change, term, since) .. ARGV[2] .. ' ' .. ARGV[3])
 return {1, term, since, change}

@@ -26,5 +26,7 @@ redis.call('DEL', KEYS[1])
 local change = (tonumber(redis.call('HGET', KEYS[2], 'change')) or 0) + 1
 redis.call('HDEL', KEYS[2], 'token', 'value', 'term', 'since')
 redis.call('HSET', KEYS[2], 'change', string.format('%.0f', change))
-redis.pcall(ARGV[3], ARGV[2], string.format('%.0f -', change))
+local message = string.format('%.0f -', change)
+if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], message)
+else redis.pcall('PUBLISH', ARGV[2], message) end
 return reply

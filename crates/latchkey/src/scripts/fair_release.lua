@@ -45,8 +45,11 @@ if holder ~= ARGV[1] and not marked then
   if holder then return -1 end
   return 0
 end
-local publish = 'PUBLISH'
-if ARGV[2] == 'SPUBLISH' then publish = 'SPUBLISH' end
+-- Literal command names only: proxies that parse scripts refuse others.
+local function publish(channel, message)
+  if ARGV[2] == 'SPUBLISH' then return redis.pcall('SPUBLISH', channel, message) end
+  return redis.pcall('PUBLISH', channel, message)
+end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -89,14 +92,13 @@ while true do
     redis.call('SET', KEYS[1], value, 'PX', px)
     local fence = 0
     if fenced == '1' then fence = issue() end
-    redis.pcall(publish, ARGV[3] .. string.sub(id, 1, 16),
-      id .. ':' .. string.format('%.0f', fence))
+    publish(ARGV[3] .. string.sub(id, 1, 16), id .. ':' .. string.format('%.0f', fence))
     return 2
   end
 end
 redis.call('DEL', KEYS[1])
 if marked then
-  redis.pcall(publish, ARGV[4], 'released')
-  if ARGV[6] then redis.pcall(publish, ARGV[6], 'released') end
+  publish(ARGV[4], 'released')
+  if ARGV[6] then publish(ARGV[6], 'released') end
 end
 return 1

@@ -29,6 +29,7 @@ n = n - 1
 redis.call('SET', KEYS[1], string.format('%d', n), 'KEEPTTL')
 if n == 0 then
   -- pcall: the message is a wake-up hint; waiters also read the key.
-  redis.pcall(ARGV[2], ARGV[3], 'opened')
+  if ARGV[2] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[3], 'opened')
+  else redis.pcall('PUBLISH', ARGV[3], 'opened') end
 end
 return n

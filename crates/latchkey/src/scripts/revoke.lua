@@ -8,7 +8,7 @@
 --               writer (string)
 -- KEYS[n]       the fencing counter of the same primitive (string; may be
 --               missing)
--- ARGV[1]       the publish command: 'PUBLISH' (or 'SPUBLISH' on a cluster)
+-- ARGV[1]       'SPUBLISH' on a Redis Cluster (sharded pub/sub), else 'PUBLISH'
 -- ARGV[2]       the released channel (waiters wake and try again)
 -- ARGV[3]       '1': raise the counter even when nothing was held (a fair
 --               lock, whose hold the caller hands on with fair_release.lua)
@@ -49,5 +49,10 @@ end
 if ended == 0 and ARGV[3] ~= '1' then return {0, 0} end
 local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 redis.call('SET', counter, string.format('%.0f', fence))
-if ended > 0 then redis.pcall(ARGV[1], ARGV[2], 'released') end
+-- 'revoked', not 'released': waiters wake on it as on any release, and a
+-- holder that hears it checks its hold at once (and learns why it ended).
+if ended > 0 then
+  if ARGV[1] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], 'revoked')
+  else redis.pcall('PUBLISH', ARGV[2], 'revoked') end
+end
 return {ended, fence}

@@ -32,5 +32,6 @@ if #waiting > 0 then
   end
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
 end
-redis.pcall(ARGV[3], ARGV[4], 'released')
+if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[4], 'released')
+else redis.pcall('PUBLISH', ARGV[4], 'released') end
 return 1

@@ -23,6 +23,7 @@ if not score then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 for i = 2, k do redis.call('ZREM', KEYS[1], ARGV[1] .. '#' .. i) end
 -- pcall: the wake-up is a hint; waiters also wake at the earliest expiry.
-redis.pcall(ARGV[2], ARGV[3], 'released')
+if ARGV[2] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[3], 'released')
+else redis.pcall('PUBLISH', ARGV[3], 'released') end
 if tonumber(score) <= now then return 0 end
 return 1

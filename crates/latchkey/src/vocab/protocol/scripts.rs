@@ -80,4 +80,27 @@ mod tests {
             "a script is missing from SOURCES"
         );
     }
+
+    /// Proxies and managed services that parse scripts (to route them, or
+    /// to check them against an ACL) need every command named literally;
+    /// a script that runs whatever command its caller names is also a wider
+    /// door than it needs.
+    #[test]
+    fn every_command_a_script_runs_is_named_literally() {
+        let mut bad = Vec::new();
+        for (file, text) in super::SOURCES {
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("--").next().unwrap_or_default();
+                for call in ["redis.call(", "redis.pcall("] {
+                    for (at, _) in code.match_indices(call) {
+                        let rest = code[at + call.len()..].trim_start();
+                        if !rest.starts_with('\'') {
+                            bad.push(format!("{file}:{}: {}", n + 1, line.trim()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(bad.is_empty(), "commands named through a variable:\n{}", bad.join("\n"));
+    }
 }
