@@ -1,5 +1,5 @@
 //! Control over holds from the command line: `latchkey revoke` ends a stuck
-//! holder's hold (its CMD is stopped, exit 75; a fenced resource refuses its
+//! holder's hold (its CMD is stopped, exit 77; a fenced resource refuses its
 //! token; nothing is revoked without a confirmation), and `latchkey
 //! request-release` asks a holder to let go (its CMD gets SIGTERM), and so
 //! does a waiting `latchkey run --ask`, which then runs.
@@ -75,7 +75,7 @@ fn revoking_a_run_stops_its_command_and_fences_its_resource() {
         .unwrap();
     assert_eq!(seen.trim(), fence.to_string());
 
-    assert_eq!(code(wait_exit(&mut run, QUICK)), 75);
+    assert_eq!(code(wait_exit(&mut run, QUICK)), 77);
     wait_for_text(&marks, "TERM", QUICK);
 
     // Nothing holds it now: exit 1, one line.
@@ -151,7 +151,7 @@ fn run_ask_stops_the_holders_command_and_then_runs() {
     // Free: `--ask` runs at once and asks nobody.
     let published = redis.calls("publish");
     let free = output(
-        latchkey(&redis).args(["run", "--ask", "asked", "--no-wait", "--", "true"]),
+        latchkey(&redis).args(["run", "--ask", "asked", "--wait", "5s", "--", "true"]),
         QUICK,
     );
     assert_eq!(code(free.status), 0, "{}", stderr(&free));

@@ -266,8 +266,8 @@ fn exit_codes_of_the_command_pass_through() {
 /// Every flag of `run` and `elect` against every mode (plain, fair,
 /// permits, read, write, Redlock): it does what it says (0, or 69 for
 /// replicas a server without replicas cannot give) or is refused with exit
-/// 2 and one line naming what clashes (issue 28 item 9). `N` is replaced by
-/// a fresh name per row.
+/// 2 and one line naming what clashes, before anything connects. `N` (and
+/// `N2`) is replaced by a fresh name per row.
 #[test]
 fn every_flag_of_run_and_elect_works_in_every_mode_or_is_refused() {
     let redis = RedisServer::start();
@@ -292,6 +292,21 @@ fn every_flag_of_run_and_elect_works_in_every_mode_or_is_refused() {
         (&one, &["run", "--replicas", "1", "--no-wait", "N", "--", "true"], 69, &["replicas"]),
         (&one, &["run", "--fair", "--replicas", "1", "--no-wait", "N", "--", "true"], 69, &["replicas"]),
         (&one, &["elect", "N", "--ttl", "2s", "--grace", "1s", "--once", "--value", "v", "--", "true"], 0, &[]),
+        (&one, &["elect", "N", "--max-hold", "5s", "--once", "--", "true"], 0, &[]),
+        (&one, &["run", "--max-hold", "5s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--fair", "--max-hold", "5s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--permits", "2", "--max-hold", "5s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--read", "--max-hold", "5s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--write", "--max-hold", "5s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "N", "--and", "N2", "--max-hold", "5s", "--", "true"], 0, &[]),
+        (&one, &["run", "--ask", "--wait", "2s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--fair", "--ask", "--wait", "2s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--permits", "2", "--ask", "--wait", "2s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--read", "--ask", "--wait", "2s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "--write", "--ask", "--wait", "2s", "N", "--", "true"], 0, &[]),
+        (&one, &["run", "N", "--and", "N2", "--ask", "--wait", "2s", "--", "true"], 0, &[]),
+        (&one, &["run", "N", "--and", "N2", "--ttl", "5s", "--grace", "0s", "--no-wait", "-E", "3", "--", "true"], 0, &[]),
+        (&one, &["run", "--permits", "3", "--take", "2", "N", "--", "true"], 0, &[]),
         (&redlock, &["run", "--ttl", "5s", "--no-wait", "-E", "3", "--grace", "1s", "N", "--", "true"], 0, &[]),
         // Refused before touching Redis: clashing flags, unknown flags.
         (nowhere, &["run", "--permits", "2", "--fair", "N", "--", "true"], 2, &["--permits", "--fair"]),
@@ -311,6 +326,22 @@ fn every_flag_of_run_and_elect_works_in_every_mode_or_is_refused() {
         (nowhere, &["run", "N", "--tll", "5s", "--", "echo", "hi"], 2, &["--tll"]),
         (nowhere, &["run", "N", "-x", "--", "echo", "hi"], 2, &["-x"]),
         (nowhere, &["elect", "N", "--bogus", "--", "true"], 2, &["--bogus"]),
+        (nowhere, &["run", "--read", "--take", "2", "N", "--", "true"], 2, &["--take", "--read"]),
+        (nowhere, &["run", "--write", "--take", "2", "N", "--", "true"], 2, &["--take", "--write"]),
+        (nowhere, &["run", "--fair", "--take", "2", "N", "--", "true"], 2, &["--take", "--fair"]),
+        (nowhere, &["run", "N", "--and", "N2", "--take", "2", "--", "true"], 2, &["--take", "--and"]),
+        (nowhere, &["run", "--take", "2", "N", "--", "true"], 2, &["--take", "--permits"]),
+        (nowhere, &["run", "--permits", "2", "--take", "3", "N", "--", "true"], 2, &["--take 3", "--permits 2"]),
+        (nowhere, &["run", "N", "--and", "N2", "--fair", "--", "true"], 2, &["--and", "--fair"]),
+        (nowhere, &["run", "N", "--and", "N2", "--permits", "2", "--", "true"], 2, &["--and", "--permits"]),
+        (nowhere, &["run", "N", "--and", "N2", "--read", "--", "true"], 2, &["--and", "--read"]),
+        (nowhere, &["run", "N", "--and", "N2", "--write", "--", "true"], 2, &["--and", "--write"]),
+        (nowhere, &["run", "N", "--and", "N2", "--replicas", "1", "--", "true"], 2, &["--and", "--replicas"]),
+        (nowhere, &["run", "N", "--and", "N", "--", "true"], 2, &["twice"]),
+        (nowhere, &["run", "--ask", "--no-wait", "N", "--", "true"], 2, &["--ask", "--no-wait"]),
+        (nowhere, &["run", "--max-hold", "0s", "N", "--", "true"], 2, &["max hold", "0s"]),
+        (nowhere, &["elect", "N", "--max-hold", "50ms", "--", "true"], 2, &["max hold", "50ms"]),
+        (nowhere, &["run", "--grace", "-1s", "N", "--", "true"], 2, &["negative"]),
         // Refused: what a Redlock (several --redis) cannot do.
         (&redlock, &["run", "--fair", "N", "--", "true"], 2, &["fair", "Redlock"]),
         (&redlock, &["run", "--replicas", "1", "N", "--", "true"], 2, &["replicated", "Redlock"]),
@@ -321,9 +352,14 @@ fn every_flag_of_run_and_elect_works_in_every_mode_or_is_refused() {
     ];
     for (i, (url, args, expected, says)) in table.iter().enumerate() {
         let name = format!("flags{i}");
+        let second = format!("flags{i}b");
         let args: Vec<&str> = args
             .iter()
-            .map(|a| if *a == "N" { &name } else { *a })
+            .map(|a| match *a {
+                "N" => &name,
+                "N2" => &second,
+                a => a,
+            })
             .collect();
         eprintln!("row {i}: {args:?}");
         let out = output(latchkey_at(url).args(&args), QUICK);

@@ -133,7 +133,7 @@ mod redlock;
 pub use vocab::error::{Error, Result};
 pub use vocab::metrics::MetricsLabels;
 pub use vocab::names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
-pub use vocab::outcome::Ownership;
+pub use vocab::outcome::{LostReason, Ownership};
 pub use vocab::token::Holder;
 pub use vocab::{acl, metrics, protocol};
 // 2. Transport
@@ -151,6 +151,7 @@ pub use primitives::election::observer::Observer;
 pub use primitives::election::spec::Leader;
 pub use primitives::election::Election;
 pub use primitives::fence::{FencedResource, FencedWrite};
+pub use primitives::guard::{BoxFuture, DynGuard, Guard};
 pub use primitives::inspect::{
     BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, LockInfo, PrimitiveInfo,
     RwLockInfo, SemaphoreInfo,

@@ -101,10 +101,18 @@ async fn lost_fires_before_the_ttl_when_the_link_is_blackholed() {
         "lost() fired after the key expired"
     );
     assert!(pttl > 0, "lost() fired after the key expired (pttl {pttl})");
+    // The stop margin (a fifth of the TTL by default) before the deadline
+    // the last answered request proved: not sooner, and not at the deadline.
+    let now = Instant::now();
     assert!(
-        Instant::now() >= deadline_before,
+        now + TTL / 5 >= deadline_before,
         "lost() fired although renewals could still succeed"
     );
+    assert!(
+        now + TTL / 10 <= deadline_before,
+        "lost() fired at the deadline, leaving the holder no time to stop"
+    );
+    assert_eq!(guard.lost_reason(), Some(latchkey::LostReason::Unreachable));
 }
 
 #[tokio::test]
@@ -136,11 +144,14 @@ async fn lost_fires_before_the_ttl_when_redis_stops() {
 }
 
 #[tokio::test]
-async fn without_a_watchdog_lost_fires_at_the_deadline() {
+async fn without_a_watchdog_lost_fires_the_stop_margin_before_the_deadline() {
     let server = RedisServer::start();
     let c = client(&server.url()).await;
+    let margin = Duration::from_millis(100);
     let guard = c
-        .lock("plain", Duration::from_millis(300))
+        .lock("plain", Duration::from_millis(500))
+        .unwrap()
+        .with_stop_margin(margin)
         .unwrap()
         .try_acquire()
         .await
@@ -152,11 +163,29 @@ async fn without_a_watchdog_lost_fires_at_the_deadline() {
         .await
         .expect("token never cancelled");
     let now = Instant::now();
-    assert!(now >= guard.deadline(), "fired before the deadline");
-    // Then the key is still there for at most the drift allowance (5 ms) plus scheduling.
+    assert!(now + margin >= guard.deadline(), "fired before the margin");
+    assert!(!guard.is_held());
+    assert_eq!(guard.lost_reason(), Some(latchkey::LostReason::Expired));
+    // The key is still there for about the margin: time to stop.
     let mut raw = raw(&server.url()).await;
     let pttl: i64 = raw.pttl("test:plain").await.unwrap();
-    assert!(pttl <= 10, "the guard gave up {pttl} ms early");
+    assert!(
+        pttl >= 50,
+        "the guard gave up only {pttl} ms before the key expired"
+    );
+    assert!(pttl <= 110, "the guard gave up {pttl} ms early");
+}
+
+#[tokio::test]
+async fn a_stop_margin_above_half_the_ttl_is_refused() {
+    let server = RedisServer::start();
+    let c = client(&server.url()).await;
+    let lock = c.lock("margin", Duration::from_secs(1)).unwrap();
+    assert!(matches!(
+        lock.clone().with_stop_margin(Duration::from_millis(501)),
+        Err(latchkey::Error::InvalidInput(_))
+    ));
+    assert!(lock.with_stop_margin(Duration::from_millis(500)).is_ok());
 }
 
 #[tokio::test]

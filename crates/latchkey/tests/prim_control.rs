@@ -225,8 +225,10 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(mut f: F) -> Option<F
     .await
 }
 
-/// `with_max_hold`: the watchdog renews, but never past the cap: the hold
-/// is lost and the lock free by max(cap, ttl), for every kind of lease.
+/// `with_max_hold`: the watchdog renews, but never past the cap: `lost`
+/// fires the stop margin before the cap (the holder has the margin to
+/// stop), extending past the cap is refused, and the lock is free by the
+/// cap, for every kind of lease.
 #[tokio::test]
 async fn a_max_hold_ends_a_renewed_hold_at_its_cap() {
     let redis = RedisServer::start();
@@ -241,10 +243,24 @@ async fn a_max_hold_ends_a_renewed_hold_at_its_cap() {
         .unwrap()
         .with_max_hold(cap)
         .unwrap();
+    let began = std::time::Instant::now();
     let guard = lock.acquire().await.unwrap();
     tokio::time::timeout(SOON, guard.lost())
         .await
         .expect("lost at the cap");
+    // The default margin: a fifth of the TTL, at most half the cap.
+    let margin = (ttl / 5).min(cap / 2);
+    let lost_after = began.elapsed();
+    assert!(
+        lost_after + margin / 2 <= cap,
+        "lost {lost_after:?} into a {cap:?} cap: too late to stop"
+    );
+    assert!(
+        lost_after + margin + Duration::from_millis(50) >= cap,
+        "lost {lost_after:?} into a {cap:?} cap: too soon"
+    );
+    assert_eq!(guard.lost_reason(), Some(latchkey::LostReason::MaxHold));
+    tokio::time::sleep_until((began + cap).into()).await;
     assert!(matches!(
         guard.extend(ttl).await,
         Err(latchkey::Error::MaxHoldReached { .. })
@@ -276,6 +292,8 @@ async fn a_max_hold_ends_a_renewed_hold_at_its_cap() {
     tokio::time::timeout(SOON, async { tokio::join!(permit.lost(), leader.lost()) })
         .await
         .expect("both lost at the cap");
+    assert_eq!(permit.lost_reason(), Some(latchkey::LostReason::MaxHold));
+    assert_eq!(leader.lost_reason(), Some(latchkey::LostReason::MaxHold));
     assert!(matches!(
         client.lock("x", ttl).unwrap().with_max_hold(Duration::ZERO),
         Err(latchkey::Error::InvalidInput(_))

@@ -214,14 +214,15 @@ async fn a_capped_k_hold_is_lost_at_its_cap_and_its_permits_free() {
     tokio::time::timeout(SOON, hold.lost())
         .await
         .expect("lost at the cap");
-    assert!(matches!(
-        hold.extend(ttl).await,
-        Err(Error::MaxHoldReached { .. })
-    ));
+    assert_eq!(hold.lost_reason(), Some(latchkey::LostReason::MaxHold));
     eventually("both capped permits are free", || async {
         stored(&redis.url()).await.is_empty()
     })
     .await;
+    assert!(matches!(
+        hold.extend(ttl).await,
+        Err(Error::MaxHoldReached { .. })
+    ));
     assert!(pool.try_acquire_many(2).await.unwrap().is_some());
 }
 

@@ -17,24 +17,30 @@
 //!    first, then it campaigns again) with `LATCHKEY_NAME`, `LATCHKEY_TERM` (the term: a fencing
 //!    token), `LATCHKEY_VALUE` and `LATCHKEY_TOKEN`. The watchdog renews the
 //!    lease every `ttl / 3`; signals are forwarded to CMD's group.
-//! 3. If leadership is lost while CMD runs, CMD's group gets SIGTERM, then
-//!    SIGKILL after `--grace`; then `elect` campaigns again and starts CMD
-//!    anew when re-elected, or, with `--once`, exits 75.
-//! 4. When CMD exits on its own, `elect` resigns (another candidate takes
+//! 3. If leadership is lost while CMD runs, CMD's group gets SIGTERM
+//!    `--grace` before the lease could end (at most half the TTL), then
+//!    SIGKILL at its end; then `elect` campaigns again and starts CMD anew
+//!    when re-elected, or, with `--once`, exits 75 (77 when revoked).
+//! 4. A release request (`latchkey request-release NAME`) stops CMD the same
+//!    way (SIGTERM, then SIGKILL after `--grace`); `elect` resigns, so
+//!    another candidate takes over, and stays a standby: it campaigns again
+//!    (with `--once` it exits with CMD's code).
+//! 5. When CMD exits on its own, `elect` resigns (another candidate takes
 //!    over at once) and exits with CMD's code, as `run` does.
 
 use std::ffi::OsString;
 use std::time::Duration;
 
 use clap::Args;
-use latchkey::{Election, Leader, Leadership, Ownership};
+use latchkey::{Election, Leader, Leadership};
 use serde_json::json;
 
 use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
+use crate::support::hold_run::{self, run_once, stop_margin, Ran, Supervision};
 use crate::support::patience::Patience;
 use crate::support::signals::{signal_name, Signals};
-use crate::support::supervise::{self, Ended, Leased, Started};
+use crate::support::take::Take;
 use crate::support::target::Target;
 use crate::support::text::escape;
 
@@ -53,15 +59,18 @@ pub struct ElectArgs {
     #[arg(long, value_name = "D", value_parser = duration::parse_ttl, default_value = "10s")]
     pub ttl: Duration,
 
-    /// A cap on the leadership, even with the watchdog renewing it: renewals never
-    /// take it past D after it was acquired, so a CMD that is stuck loses
-    /// it (SIGTERM, then --grace; exit 75) within max(D, --ttl). Default:
-    /// none.
-    #[arg(long = "max-hold", value_name = "D", value_parser = duration::parse)]
+    /// A cap on the leadership, even with the watchdog renewing it:
+    /// renewals never take it past D after it was acquired; CMD gets
+    /// SIGTERM --grace before D (at most D/2 before) and SIGKILL at D. At
+    /// least 100ms. Default: none.
+    #[arg(long = "max-hold", value_name = "D", value_parser = duration::parse_max_hold, allow_hyphen_values = true)]
     pub max_hold: Option<Duration>,
 
-    /// After leadership is lost: time between SIGTERM and SIGKILL to CMD's process group.
-    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5s")]
+    /// How long CMD has to stop: when leadership can no longer be proven,
+    /// CMD gets SIGTERM this long before the lease could end (at most half
+    /// the --ttl), and SIGKILL at the end; after a release request or a
+    /// forwarded signal, SIGKILL this long after SIGTERM.
+    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5s", allow_hyphen_values = true)]
     pub grace: Duration,
 
     /// Exit (75) when leadership is lost, instead of campaigning again.
@@ -100,13 +109,28 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
             ));
         }
     };
-    let mut election = client.election(&args.name, args.ttl)?;
+    let margin = stop_margin(args.grace, args.ttl, args.max_hold);
+    let mut election = client
+        .election(&args.name, args.ttl)?
+        .with_stop_margin(margin)
+        .map_err(Failure::from)?;
     if let Some(cap) = args.max_hold {
         election = election.with_max_hold(cap)?;
     }
     let value = args.value.clone().unwrap_or_else(default_value);
+    let campaign = Campaign {
+        election: &election,
+        value: &value,
+    };
+    let how = Supervision {
+        target,
+        command: &args.command,
+        grace: args.grace,
+        margin,
+    };
     loop {
-        let campaigning = Patience::Forever.retry("campaigning", || election.campaign(&value));
+        // A standby waits as long as it takes, through outages.
+        let campaigning = Patience::Forever.retry("campaigning", || campaign.take_until(None));
         let leadership = tokio::select! {
             elected = campaigning => elected?,
             signo = signals.recv() => {
@@ -117,95 +141,70 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
             }
         };
         tracing::info!(election = %args.name, term = leadership.term(), "elected; starting the command");
-        match lead(&args, &election, leadership, &mut signals).await? {
-            Led::Exited(code) => return Ok(code),
-            Led::Lost(how) if args.once => {
-                return Err(Failure::new(
-                    exit::LOCK_LOST,
-                    format!(
-                        "lost leadership of {:?} while the command ran; {how} to the command",
-                        args.name
-                    ),
-                ))
-            }
-            Led::TooLate => {}
-            Led::Lost(how) => eprintln!(
-                "latchkey: lost leadership of {:?}; {how} to the command; campaigning again",
+        let env = vec![
+            ("LATCHKEY_NAME", args.name.clone()),
+            ("LATCHKEY_TERM", leadership.term().to_string()),
+            (
+                "LATCHKEY_VALUE",
+                String::from_utf8_lossy(&leadership.value()).into_owned(),
+            ),
+            ("LATCHKEY_TOKEN", leadership.token().to_owned()),
+        ];
+        match run_once(&campaign, leadership, &env, &how, &mut signals).await? {
+            Ran::Exited(code) => return Ok(code),
+            Ran::Requested(code) if args.once => return Ok(code),
+            Ran::Requested(code) => eprintln!(
+                "latchkey: resigned from {:?} on request (latchkey request-release); the command exited {code}; campaigning again",
                 args.name
             ),
+            Ran::Lost { reason, what, how } if args.once => {
+                return Err(hold_run::lost(reason, &what, &how));
+            }
+            Ran::Lost { reason, what, how } => eprintln!(
+                "latchkey: lost {what}: {}; {how} to the command; campaigning again",
+                reason.map_or("it could no longer be proven", latchkey::LostReason::describe)
+            ),
+            Ran::TooLate => {
+                // The term ran out before CMD could start (we were paused):
+                // no CMD; campaign again.
+                tracing::warn!(election = %args.name, "the term ran out before the command could start; campaigning again");
+            }
         }
     }
 }
 
-/// How one term ended.
-enum Led {
-    /// CMD exited (with this code); we resigned.
-    Exited(u8),
-    /// Leadership was lost; CMD was stopped as described.
-    Lost(String),
-    /// The term ran out before CMD could start; CMD never ran.
-    TooLate,
+/// Leading an election, as something `run_once` can hold.
+struct Campaign<'a> {
+    election: &'a Election,
+    value: &'a str,
 }
 
-/// Runs CMD for one term.
-async fn lead(
-    args: &ElectArgs,
-    election: &Election,
-    leadership: Leadership,
-    signals: &mut Signals,
-) -> Result<Led, Failure> {
-    let env = vec![
-        ("LATCHKEY_NAME", args.name.clone()),
-        ("LATCHKEY_TERM", leadership.term().to_string()),
-        (
-            "LATCHKEY_VALUE",
-            String::from_utf8_lossy(&leadership.value()).into_owned(),
-        ),
-        ("LATCHKEY_TOKEN", leadership.token().to_owned()),
-    ];
-    let lease = Leased {
-        guard: &leadership,
-        ttl: args.ttl,
-    };
-    let guardian = match supervise::start(&lease, &args.command, &env).await {
-        Ok(Started::Running(guardian)) => guardian,
-        Ok(Started::TooLate) => {
-            // Issue 28 item 1: the term ran out before CMD could start (we
-            // were paused): no CMD, campaign again.
-            tracing::warn!(election = %args.name, "the term ran out before the command could start; campaigning again");
-            let _ = leadership.resign().await;
-            return Ok(Led::TooLate);
-        }
-        Err(failure) => {
-            resign(leadership, &args.name).await;
-            return Err(failure);
-        }
-    };
-    match supervise::supervise(guardian, &lease, signals, args.grace).await {
-        Ok(Ended::Exited(code)) => {
-            resign(leadership, &args.name).await;
-            Ok(Led::Exited(code))
-        }
-        Ok(Ended::Lost(how)) => {
-            tracing::warn!(election = %String::from_utf8_lossy(election.name()), "leadership lost; the command was stopped");
-            // Compare-and-delete: harmless if someone else leads now.
-            let _ = leadership.resign().await;
-            Ok(Led::Lost(how))
-        }
-        Err(failure) => {
-            resign(leadership, &args.name).await;
-            Err(failure)
+impl Take for Campaign<'_> {
+    type Held = Leadership;
+
+    fn try_take(&self) -> impl std::future::Future<Output = latchkey::Result<Option<Leadership>>> {
+        self.election.try_campaign(self.value)
+    }
+
+    async fn take_until(&self, until: Option<std::time::Instant>) -> latchkey::Result<Leadership> {
+        match until {
+            Some(until) => self.election.campaign_until(self.value, until).await,
+            None => self.election.campaign(self.value).await,
         }
     }
-}
 
-async fn resign(leadership: Leadership, name: &str) {
-    match leadership.resign().await {
-        Ok(Ownership::Owned) => {}
-        Ok(outcome) => tracing::debug!(?outcome, "no longer the leader at resign"),
-        Err(e) => eprintln!(
-            "latchkey: warning: could not resign from election {name:?} ({e}); the lease runs out at its TTL"
-        ),
+    fn what(&self) -> String {
+        format!(
+            "leadership of {:?}",
+            String::from_utf8_lossy(self.election.name())
+        )
+    }
+
+    async fn busy(&self, _target: &Target) -> String {
+        format!(
+            "election {:?} has a leader",
+            String::from_utf8_lossy(self.election.name())
+        )
     }
 }
 

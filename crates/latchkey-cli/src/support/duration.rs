@@ -14,7 +14,37 @@ use std::time::Duration;
 /// [`human`] formats a duration for people (`850µs`, `4.20s`, `3m05s`).
 /// Both are the torture suite's, the only copies: see
 /// `latchkey_torture::cli_text` for why they live there.
-pub use latchkey_torture::cli_text::{human, parse_duration as parse};
+pub use latchkey_torture::cli_text::human;
+
+/// [`latchkey_torture::cli_text::parse_duration`], with a negative
+/// duration called negative (`--grace -1s`), not an unknown unit.
+pub fn parse(text: &str) -> Result<Duration, String> {
+    if text.trim().starts_with('-') {
+        return Err(format!(
+            "invalid duration {:?}: it cannot be negative",
+            text.trim()
+        ));
+    }
+    latchkey_torture::cli_text::parse_duration(text)
+}
+
+/// The shortest `--max-hold`: time to start the command under its
+/// guardian and to stop it (the command gets SIGTERM up to half of it
+/// before the cap).
+pub const MIN_MAX_HOLD: Duration = Duration::from_millis(100);
+
+/// A `--max-hold`: [`parse`], at least [`MIN_MAX_HOLD`], quoting the input.
+pub fn parse_max_hold(text: &str) -> Result<Duration, String> {
+    let cap = parse(text)?;
+    if cap < MIN_MAX_HOLD {
+        return Err(format!(
+            "invalid max hold {:?}: it must be at least {} (time to start the command, and to stop it before the cap)",
+            text.trim(),
+            human(MIN_MAX_HOLD)
+        ));
+    }
+    Ok(cap)
+}
 
 /// A lock TTL: [`parse`], then within the library's bounds
 /// ([`latchkey::MIN_TTL`] to [`latchkey::MAX_TTL`]), checked here so that

@@ -10,15 +10,21 @@
 //!       asked, or (Redlock) no majority of the servers answered; also a
 //!       bounded wait (`--wait`, `wait --timeout`) that ended without Redis
 //!  70   internal error: an unexpected reply (e.g. WRONGTYPE at the lock key)
-//!  75   `run`: the lock was lost while the command ran; it was terminated
+//!  75   `run`: the lock was lost while the command ran (it expired, was
+//!       taken over or gone from Redis, Redis stopped answering, or it
+//!       reached --max-hold); the command was stopped
 //!       (`elect --once`: leadership was lost)
+//!  76   `run`: the hold ran out before the command could start, and the
+//!       wait (--wait, --no-wait) left no time to take it again
+//!  77   `run`: an operator revoked the lock while the command ran
+//!       (`latchkey revoke`); the command was stopped (`elect --once` too)
 //! 126   `run`: the command could not be executed
 //! 127   `run`: the command was not found
 //! else  `run`: the command's exit code, or 128+N when it was killed by signal N
 //! ```
 //!
-//! Codes 69, 70 and 75 are the BSD `sysexits.h` EX_UNAVAILABLE, EX_SOFTWARE
-//! and EX_TEMPFAIL; 126 and 127 are what shells use. A `run` command can of
+//! Codes 69, 70, 75 and 77 are the BSD `sysexits.h` EX_UNAVAILABLE,
+//! EX_SOFTWARE, EX_TEMPFAIL and EX_NOPERM; 126 and 127 are what shells use. A `run` command can of
 //! course exit with any of these codes itself; scripts that must tell them
 //! apart should pick a distinct `-E` and keep their own codes out of 69–75.
 
@@ -34,6 +40,11 @@ pub const UNAVAILABLE: u8 = 69;
 pub const INTERNAL: u8 = 70;
 /// The lock was lost while `run`'s command ran: EX_TEMPFAIL.
 pub const LOCK_LOST: u8 = 75;
+/// The hold ran out before `run` could start the command.
+pub const TOO_LATE: u8 = 76;
+/// The lock was revoked while `run`'s command ran: EX_NOPERM (the
+/// operator withdrew it; retrying at once would take it back).
+pub const REVOKED: u8 = 77;
 /// The command exists but could not be executed (as in shells).
 pub const CANNOT_EXECUTE: u8 = 126;
 /// The command was not found (as in shells).
@@ -50,8 +61,10 @@ Exit codes:
        too few --replicas, no Redlock majority; also a bounded wait that
        could not reach Redis)
    70  internal error (unexpected reply from Redis)
-   75  run: the lock was lost while the command ran
-       (elect --once: leadership was lost)
+   75  run: the lock was lost while the command ran (expired, taken
+       over, Redis unreachable, --max-hold reached; elect --once too)
+   76  run: the hold ran out before the command could start
+   77  run: the lock was revoked by an operator while the command ran
   126  run: the command could not be executed; 127: not found
  else  run: the command's exit code (128+N if killed by signal N)";
 

@@ -9,9 +9,8 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::support::duration;
-use crate::support::exit::{self, Failure, Outcome};
+use crate::support::exit::{self, Failure};
 use crate::support::hold_args::HoldArgs;
-use crate::support::supervise::Ended;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -31,14 +30,18 @@ pub struct RunArgs {
     pub conflict_exit_code: u8,
 
     /// A cap on the hold, even with the watchdog renewing it: renewals never
-    /// take it past D after it was acquired, so a CMD that is stuck loses
-    /// it (SIGTERM, then --grace; exit 75) within max(D, --ttl). Default:
-    /// none.
-    #[arg(long = "max-hold", value_name = "D", value_parser = duration::parse)]
+    /// take it past D after it was acquired; CMD gets SIGTERM --grace before
+    /// D (at most D/2 before) and SIGKILL at D; exit 75. At least 100ms.
+    /// Default: none.
+    #[arg(long = "max-hold", value_name = "D", value_parser = duration::parse_max_hold, allow_hyphen_values = true)]
     pub max_hold: Option<Duration>,
 
-    /// After the lock is lost: time between SIGTERM and SIGKILL to CMD's process group.
-    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5s")]
+    /// How long CMD has to stop: when the lock can no longer be proven
+    /// ours, CMD gets SIGTERM this long before the lock could end (at most
+    /// half the --ttl, half the --max-hold), and SIGKILL at the end; after
+    /// a release request or a forwarded signal, SIGKILL this long after
+    /// SIGTERM.
+    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5s", allow_hyphen_values = true)]
     pub grace: Duration,
 
     /// Take one of N permits of a semaphore called NAME instead of the lock:
@@ -51,7 +54,7 @@ pub struct RunArgs {
     /// N): CMD runs while it holds the K, and waits until K are free
     /// together (woken by every release; not protected from smaller
     /// holders that keep taking each permit as it is freed) [default: 1]
-    #[arg(long, value_name = "K", value_parser = crate::support::count::parse, allow_negative_numbers = true, requires = "permits")]
+    #[arg(long, value_name = "K", value_parser = crate::support::count::parse, allow_negative_numbers = true)]
     pub take: Option<u64>,
 
     /// When NAME is busy, ask its holder to let go (as `latchkey
@@ -87,32 +90,66 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+impl RunArgs {
+    /// The usage errors no argument parser can see (combinations and
+    /// bounds), before anything connects: exit 2 even with Redis down.
+    pub(crate) fn check(&self) -> Result<(), Failure> {
+        if let Some(k) = self.take {
+            let mode = [
+                (self.read, "--read"),
+                (self.write, "--write"),
+                (self.wait.fair, "--fair"),
+                (!self.and.is_empty(), "--and"),
+            ]
+            .into_iter()
+            .find_map(|(on, flag)| on.then_some(flag));
+            if let Some(flag) = mode {
+                return Err(Failure::usage(format!(
+                    "--take {k} is for --permits only, not {flag}: it takes K of a semaphore's permits"
+                )));
+            }
+            match self.permits {
+                None => {
+                    return Err(Failure::usage(format!(
+                        "--take {k} needs --permits N: it takes K of a semaphore's N permits"
+                    )))
+                }
+                Some(n) if k > n => return Err(Failure::usage(format!(
+                    "--take {k} is more than --permits {n}: at most N permits can be taken at once"
+                ))),
+                Some(_) => {}
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for name in std::iter::once(&self.name).chain(&self.and) {
+            if !seen.insert(name) {
+                return Err(Failure::usage(format!(
+                    "{name:?} is given twice (NAME and --and): name each lock once"
+                )));
+            }
+        }
+        if self.ask && self.wait.no_wait {
+            return Err(Failure::usage(
+                "--ask asks a busy lock's holder while waiting, and --no-wait does not wait; use `latchkey request-release NAME` to only ask",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// CMD's environment: the lock's (or permit's) name, its owner token and
 /// its fencing token (if issued; `Target::lock` locks are `with_fencing`).
 pub(crate) fn command_env(
     args: &RunArgs,
     token: &str,
     fencing_token: Option<u64>,
-) -> Vec<(&'static str, String)> {
+) -> Vec<(String, String)> {
     vec![
-        ("LATCHKEY_NAME", args.name.clone()),
-        ("LATCHKEY_TOKEN", token.to_owned()),
+        ("LATCHKEY_NAME".to_owned(), args.name.clone()),
+        ("LATCHKEY_TOKEN".to_owned(), token.to_owned()),
         (
-            "LATCHKEY_FENCING_TOKEN",
+            "LATCHKEY_FENCING_TOKEN".to_owned(),
             fencing_token.map_or_else(String::new, |t| t.to_string()),
         ),
     ]
-}
-
-/// `run`'s outcome for how CMD ended; `what` names the lock (or permit).
-pub(crate) fn ended_outcome(ended: Result<Ended, Failure>, what: &str) -> Outcome {
-    match ended? {
-        Ended::Exited(code) => Ok(code),
-        Ended::Lost(how) => Err(Failure::new(
-            exit::LOCK_LOST,
-            format!(
-                "lost {what} while the command ran (expired or taken over); {how} to the command"
-            ),
-        )),
-    }
 }

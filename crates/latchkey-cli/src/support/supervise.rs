@@ -1,17 +1,19 @@
-//! How `run` and `elect` supervise CMD while they hold a lease (a lock, a
-//! permit, a read-write hold, a leadership): CMD runs under a guardian
-//! process (`guardian.rs`) that leads CMD's process group; this side feeds
-//! it the lease's deadline, forwards signals, handles Ctrl-Z, and stops the
-//! group when the lease is lost. See "Supervision" in docs/cli.md.
+//! How `run` and `elect` supervise CMD while they hold something (any
+//! [`latchkey::Guard`]: a lock, locks, a permit, a read-write hold, a
+//! leadership): CMD runs under a guardian process (`guardian.rs`) that
+//! leads CMD's process group; this side feeds it the hold's deadline,
+//! forwards signals, handles Ctrl-Z, and stops the group when the hold is
+//! lost: SIGTERM when the library's `lost` fires (the stop margin, which
+//! `run` sets to `--grace`, before the hold could end), SIGKILL when the
+//! margin is over. See "Supervision" in docs/cli.md.
 
 use std::ffi::OsString;
-use std::future::Future;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::time::{Duration, Instant};
 
-use latchkey::Ownership;
+use latchkey::{Guard, LostReason, Ownership};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Child;
 
@@ -20,28 +22,11 @@ use crate::support::guardian;
 use crate::support::process_group::{exit_code, kill_group, stop_group};
 use crate::support::signals::{signal_name, Caught, Signals};
 
-/// What supervision needs of a held lease.
-pub(crate) trait Lease {
-    /// Until when the lease is proven ours (monotonic).
-    fn deadline(&self) -> Instant;
-    /// The lease's TTL (sets how far past the deadline the guardian waits).
-    fn ttl(&self) -> Duration;
-    /// Completes once the lease is lost (cancel safe).
-    fn lost(&self) -> impl Future<Output = ()>;
-    /// Completes when another process asks for the lease
-    /// (`latchkey request-release`); an error when it cannot listen.
-    fn release_requested(&self) -> impl Future<Output = latchkey::Result<()>>;
-    /// One renewal round trip now, where the lease has one; `None` where only
-    /// its watchdog renews it.
-    fn renew_now(&self) -> impl Future<Output = Option<latchkey::Result<Ownership>>>;
-    /// Held now: not lost and the deadline ahead.
-    fn is_held(&self) -> bool;
-}
-
 /// The instant the guardian kills CMD's group unless told a later one: half
 /// the drift allowance past our deadline, so that while `latchkey` runs its
-/// own `lost` (at the deadline) comes first and `--grace` applies, and still
-/// before Redis expires the key (at `sent + ttl`, a whole drift later).
+/// own `lost` (the stop margin before the deadline) comes first and the
+/// grace applies, and still before Redis expires the key (at `sent + ttl`,
+/// a whole drift later).
 fn kill_at(deadline: Instant, ttl: Duration) -> Instant {
     deadline + latchkey::protocol::drift(ttl) / 2
 }
@@ -67,18 +52,25 @@ pub(crate) enum Started {
 pub(crate) enum Ended {
     /// CMD exited with this code (128+N for signal N).
     Exited(u8),
-    /// The lease was lost; CMD was stopped as described.
-    Lost(String),
+    /// CMD exited (this code) after a release request made us stop it.
+    Requested(u8),
+    /// The hold was lost (why, when known); CMD was stopped as described.
+    Lost {
+        reason: Option<LostReason>,
+        how: String,
+    },
 }
 
-/// Starts CMD (`command`, with `env`) under a guardian, unless the lease is
-/// no longer held. The guardian refuses to exec CMD past the deadline too.
+/// Starts CMD (`command`, with `env`) under a guardian, unless the hold is
+/// no longer held. The guardian refuses to exec CMD past the hold's stop
+/// margin (`margin` before its deadline) too.
 ///
 /// # Cancel safety
 /// Nothing leaks: dropped after the guardian started, its socket closes and
 /// the guardian kills CMD's group (if CMD had started at all).
-pub(crate) async fn start<L: Lease>(
-    lease: &L,
+pub(crate) async fn start<G: Guard>(
+    lease: &G,
+    margin: Duration,
     command: &[OsString],
     env: &[(&str, String)],
 ) -> Result<Started, Failure> {
@@ -91,18 +83,18 @@ pub(crate) async fn start<L: Lease>(
     if command.is_empty() {
         return Err(Failure::usage("no command given"));
     }
-    // Re-check with a round trip sent now, where the lease has one: a hold
-    // handed to a process that was paused (issue 28 item 1) may have been
-    // taken by the next waiter meanwhile, whatever its deadline says.
-    if let Some(renewed) = lease.renew_now().await {
-        if !matches!(renewed, Ok(Ownership::Owned)) {
-            return Ok(Started::TooLate);
-        }
+    // Re-check with a round trip sent now: a hold handed to a process that
+    // was paused may have been taken by the next waiter meanwhile, whatever
+    // its deadline says.
+    if !matches!(lease.extend(lease.ttl()).await, Ok(Ownership::Owned)) {
+        return Ok(Started::TooLate);
     }
     if !lease.is_held() {
         return Ok(Started::TooLate);
     }
+    // The guardian refuses to exec CMD once the hold's stop margin came.
     let deadline = lease.deadline();
+    let exec_before = deadline.checked_sub(margin).unwrap_or(deadline);
     let told = kill_at(deadline, lease.ttl());
     // The running image itself, even if its file was replaced (an upgrade
     // while CMD runs): guardian and supervisor always speak one protocol.
@@ -116,7 +108,7 @@ pub(crate) async fn start<L: Lease>(
     let mut cmd = std::process::Command::new(exe);
     cmd.arg(guardian::SUBCOMMAND)
         .arg(fd.to_string())
-        .arg(guardian::instant_ns(deadline).to_string())
+        .arg(guardian::instant_ns(exec_before).to_string())
         .arg(guardian::instant_ns(told).to_string())
         .args(command)
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -169,8 +161,8 @@ pub(crate) async fn start<L: Lease>(
 }
 
 impl Guardian {
-    /// Tells the guardian the lease's new deadline, if it moved.
-    async fn tell<L: Lease>(&mut self, lease: &L) {
+    /// Tells the guardian the hold's new deadline, if it moved.
+    async fn tell<G: Guard>(&mut self, lease: &G) {
         let at = kill_at(lease.deadline(), lease.ttl());
         if at == self.told {
             return;
@@ -191,9 +183,12 @@ impl Guardian {
 }
 
 /// How often the deadline is re-read and passed on: renewals come every
-/// `ttl / 3`, so the guardian hears of one long before its old time.
-fn tick_every(ttl: Duration) -> Duration {
-    (ttl / 20).clamp(Duration::from_millis(10), Duration::from_millis(500))
+/// `ttl / 3`, so the guardian hears of one long before its old time, and
+/// within a fraction of the `grace` (the stop margin) of any move.
+fn tick_every(ttl: Duration, grace: Duration) -> Duration {
+    (ttl / 20)
+        .min(grace / 4)
+        .clamp(Duration::from_millis(10), Duration::from_millis(500))
 }
 
 /// Waits for CMD, forwarding signals and Ctrl-Z, passing renewals to the
@@ -202,14 +197,14 @@ fn tick_every(ttl: Duration) -> Duration {
 /// # Cancel safety
 /// Dropped, it drops the guardian's socket: the guardian kills CMD's group
 /// at once. Never a CMD left running without a supervisor.
-pub(crate) async fn supervise<L: Lease>(
+pub(crate) async fn supervise<G: Guard>(
     mut guardian: Box<Guardian>,
-    lease: &L,
+    lease: &G,
     signals: &mut Signals,
     grace: Duration,
 ) -> Result<Ended, Failure> {
     let group = guardian.group;
-    let mut tick = tokio::time::interval(tick_every(lease.ttl()));
+    let mut tick = tokio::time::interval(tick_every(lease.ttl(), grace));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut lost = std::pin::pin!(lease.lost());
     // A release request (`latchkey request-release`): SIGTERM to CMD's
@@ -217,6 +212,7 @@ pub(crate) async fn supervise<L: Lease>(
     // has exited, as at any exit.
     let mut requested = std::pin::pin!(lease.release_requested());
     let mut listening = true;
+    let mut was_asked = false;
     let mut grace_over: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     loop {
         tokio::select! {
@@ -227,6 +223,7 @@ pub(crate) async fn supervise<L: Lease>(
                 match asked {
                     Ok(()) => {
                         tracing::warn!("release requested; sending SIGTERM to the command's process group");
+                        was_asked = true;
                         kill_group(group, libc::SIGTERM);
                         grace_over = Some(Box::pin(tokio::time::sleep(grace)));
                     }
@@ -243,9 +240,15 @@ pub(crate) async fn supervise<L: Lease>(
                 // The guardian kills its group (and itself) only once the
                 // lease is past vouching for: then that is what happened.
                 if status.signal() == Some(libc::SIGKILL) && !lease.is_held() {
-                    return Ok(Ended::Lost("the guardian sent SIGKILL".to_owned()));
+                    return Ok(Ended::Lost {
+                        reason: lease.lost_reason(),
+                        how: "the guardian sent SIGKILL".to_owned(),
+                    });
                 }
-                return Ok(Ended::Exited(exit_code(status)));
+                return Ok(match was_asked {
+                    true => Ended::Requested(exit_code(status)),
+                    false => Ended::Exited(exit_code(status)),
+                });
             }
             caught = signals.recv_supervised() => match caught {
                 Caught::Forward(signo) => {
@@ -261,17 +264,27 @@ pub(crate) async fn supervise<L: Lease>(
             _ = tick.tick() => guardian.tell(lease).await,
         }
     }
-    tracing::warn!("lease lost; sending SIGTERM to the command's process group");
+    let reason = lease.lost_reason();
+    tracing::warn!(
+        reason = reason.map(LostReason::as_str),
+        "hold lost; sending SIGTERM to the command's process group"
+    );
     guardian.disarm().await;
-    let how = stop_group(&mut guardian.child, group, grace).await;
-    Ok(Ended::Lost(how))
+    // SIGKILL once the hold can end (or the margin after a sudden loss):
+    // what the margin before `lost` left, never more than the grace.
+    let left = lease
+        .deadline()
+        .saturating_duration_since(Instant::now())
+        .min(grace);
+    let how = stop_group(&mut guardian.child, group, left).await;
+    Ok(Ended::Lost { reason, how })
 }
 
 /// Ctrl-Z (SIGTSTP): stop CMD's group, then ourselves. Once continued,
 /// CMD's group is continued only after a renewal answered after the resume
 /// proved the lease ours (and the guardian was told its new deadline);
 /// otherwise the group is killed: `Some(Lost)`.
-async fn suspend<L: Lease>(guardian: &mut Guardian, lease: &L) -> Option<Ended> {
+async fn suspend<G: Guard>(guardian: &mut Guardian, lease: &G) -> Option<Ended> {
     let group = guardian.group;
     tracing::debug!("SIGTSTP: stopping the command's process group, then latchkey");
     kill_group(group, libc::SIGSTOP);
@@ -290,27 +303,17 @@ async fn suspend<L: Lease>(guardian: &mut Guardian, lease: &L) -> Option<Ended> 
     guardian.disarm().await;
     kill_group(group, libc::SIGKILL);
     let _ = guardian.child.wait().await;
-    Some(Ended::Lost(
-        "it was stopped (Ctrl-Z) meanwhile; sent SIGKILL".to_owned(),
-    ))
+    Some(Ended::Lost {
+        reason: lease.lost_reason(),
+        how: "it was stopped (Ctrl-Z) meanwhile; sent SIGKILL".to_owned(),
+    })
 }
 
-/// Whether a renewal answered after `resumed` proves the lease ours: an
-/// explicit round trip where the lease has one, else the watchdog's next
-/// renewal (a deadline that moved after `resumed`), whichever comes before
-/// the lease is lost.
-async fn confirm_after<L: Lease>(lease: &L, resumed: Instant) -> bool {
-    let before = lease.deadline();
+/// Whether a renewal answered after `resumed` proves the hold ours (one
+/// round trip), unless the hold is lost first.
+async fn confirm_after<G: Guard>(lease: &G, resumed: Instant) -> bool {
     let confirmed = async {
-        if let Some(renewed) = lease.renew_now().await {
-            return matches!(renewed, Ok(Ownership::Owned)) && lease.is_held();
-        }
-        loop {
-            if lease.deadline() != before {
-                return lease.is_held();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        matches!(lease.extend(lease.ttl()).await, Ok(Ownership::Owned)) && lease.is_held()
     };
     tokio::select! {
         biased;
@@ -318,40 +321,3 @@ async fn confirm_after<L: Lease>(lease: &L, resumed: Instant) -> bool {
         held = confirmed => held && lease.deadline() > resumed,
     }
 }
-
-/// A held lease and its TTL, as supervision sees it.
-pub(crate) struct Leased<'a, G> {
-    pub(crate) guard: &'a G,
-    pub(crate) ttl: Duration,
-}
-
-/// Every hold has the same surface (one lease under all of them), so one
-/// impl serves each: `leased!(Guard, ...)`, for any type with the guards'
-/// `deadline`, `lost`, `extend` and `is_held`.
-macro_rules! leased {
-    ($($guard:ty),*) => {$(
-        impl $crate::support::supervise::Lease for $crate::support::supervise::Leased<'_, $guard> {
-            fn deadline(&self) -> std::time::Instant {
-                self.guard.deadline()
-            }
-            fn ttl(&self) -> std::time::Duration {
-                self.ttl
-            }
-            fn lost(&self) -> impl std::future::Future<Output = ()> {
-                self.guard.lost()
-            }
-            fn release_requested(&self) -> impl std::future::Future<Output = latchkey::Result<()>> {
-                self.guard.release_requested()
-            }
-            async fn renew_now(&self) -> Option<latchkey::Result<latchkey::Ownership>> {
-                Some(self.guard.extend(self.ttl).await)
-            }
-            fn is_held(&self) -> bool {
-                self.guard.is_held()
-            }
-        }
-    )*};
-}
-pub(crate) use leased;
-
-leased!(latchkey::LockGuard, latchkey::Leadership);

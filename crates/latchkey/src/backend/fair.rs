@@ -121,7 +121,7 @@ impl Session {
         match reply[..] {
             [1, value, ..] => Ok(FairAttempt::Taken {
                 fencing_token: fence(fenced, value),
-                valid_until: sent + ttl - drift(ttl),
+                valid_until: crate::vocab::names::valid_until(sent, ttl),
             }),
             [2, value, pttl, ..] => {
                 let left = Duration::from_millis(u64::try_from(pttl).unwrap_or(0));

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::names::{drift, ttl_ms, LockKeys};
+use crate::vocab::names::{ttl_ms, LockKeys};
 use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
 use crate::vocab::protocol::scripts;
 
@@ -31,7 +31,7 @@ impl Session {
         mode: AttemptMode,
     ) -> Result<Attempt> {
         let sent = Instant::now();
-        let valid_until = sent + ttl - drift(ttl);
+        let valid_until = crate::vocab::names::valid_until(sent, ttl);
         if !mode.fenced && !mode.ask_ttl {
             // Sized up front: growing the command's buffers argument by
             // argument cost more than filling them.
@@ -205,7 +205,10 @@ impl Session {
                 &[token.as_bytes(), ttl_arg.as_bytes()],
             )
             .await?;
-        Ok((ownership("extend", outcome)?, sent + ttl - drift(ttl)))
+        Ok((
+            ownership("extend", outcome)?,
+            crate::vocab::names::valid_until(sent, ttl),
+        ))
     }
 }
 

@@ -6,16 +6,15 @@
 //! its fencing token).
 
 /// Expands, inside `impl X`, to the lease options of `X`, whose `inner` is
-/// an `Arc` of a spec with `name`, `ttl`, `renew_every: Option<Duration>`,
-/// `max_hold: Option<Duration>`, `fenced` and `asking` fields. `$what`: the primitive, and `$hold`: its hold, as
+/// an `Arc` of a spec with `name` and `lease: LeaseOptions` fields. `$what`: the primitive, and `$hold`: its hold, as
 /// the docs say them; `$fenced`: which holds a fencing token comes with.
 macro_rules! lease_options {
     ($what:literal, $hold:literal, $fenced:literal) => {
         #[doc = concat!("Renews every ", $hold, " of this ", $what, " in the background every")]
         #[doc = "`ttl / 3` while it is held; see [`with_renewal_every`](Self::with_renewal_every)."]
         pub fn with_watchdog(mut self) -> Self {
-            let every = self.inner.ttl / 3;
-            std::sync::Arc::make_mut(&mut self.inner).renew_every = Some(every);
+            let every = self.inner.lease.ttl / 3;
+            std::sync::Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
             self
         }
 
@@ -29,16 +28,17 @@ macro_rules! lease_options {
         /// `every` is positive and shorter than the TTL minus the drift
         /// allowance.
         pub fn with_renewal_every(mut self, every: std::time::Duration) -> crate::Result<Self> {
-            let every = crate::vocab::names::check_renewal_every(every, self.inner.ttl)?;
-            std::sync::Arc::make_mut(&mut self.inner).renew_every = Some(every);
+            let every = crate::vocab::names::check_renewal_every(every, self.inner.lease.ttl)?;
+            std::sync::Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
             Ok(self)
         }
 
         crate::primitives::builder::max_hold_option!($what, $hold);
+        crate::primitives::builder::stop_margin_option!($what, $hold);
 
         #[doc = concat!("Issues a fencing token with ", $fenced, ", in the same round trip.")]
         pub fn with_fencing(mut self) -> Self {
-            std::sync::Arc::make_mut(&mut self.inner).fenced = true;
+            std::sync::Arc::make_mut(&mut self.inner).lease.fenced = true;
             self
         }
 
@@ -50,7 +50,7 @@ macro_rules! lease_options {
         /// and again after each release it lost the race for (the holders
         /// changed); never on a first try, never on every wake-up.
         pub fn with_asking(mut self) -> Self {
-            std::sync::Arc::make_mut(&mut self.inner).asking = true;
+            std::sync::Arc::make_mut(&mut self.inner).lease.asking = true;
             self
         }
 
@@ -61,28 +61,57 @@ macro_rules! lease_options {
 
         #[doc = concat!("The TTL of every ", $hold, ".")]
         pub fn ttl(&self) -> std::time::Duration {
-            self.inner.ttl
+            self.inner.lease.ttl
         }
     };
 }
 
 /// Expands, inside `impl X` (whose `inner` is an `Arc` of a spec with a
-/// `max_hold: Option<Duration>` field), to `with_max_hold`: every primitive
+/// `lease: LeaseOptions` field), to `with_max_hold`: every primitive
 /// whose holds are leases has it (a lock, an election, and through
 /// [`lease_options!`] a semaphore and a read-write lock).
 macro_rules! max_hold_option {
     ($what:literal, $hold:literal) => {
         #[doc = concat!("Caps every ", $hold, " of this ", $what, " at `max_hold` from its")]
         /// acquisition, even with the watchdog on: renewals (and
-        /// `extend`) never take it past the cap, so a holder that is alive
-        /// but stuck frees it within `max(max_hold, ttl)`; `lost()` fires
-        /// at the last deadline, and an `extend` asked after the cap fails
-        /// with [`Error::MaxHoldReached`](crate::Error::MaxHoldReached).
+        /// `extend`) never take it past the cap, and `lost()` fires the
+        /// stop margin before the cap (with
+        /// [`LostReason::MaxHold`](crate::LostReason::MaxHold)), so a
+        /// holder that stops when told is gone by the cap; one that is
+        /// alive but stuck loses it within `max(max_hold, ttl)`. An `extend`
+        /// asked after the cap fails with
+        /// [`Error::MaxHoldReached`](crate::Error::MaxHoldReached).
         /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput)
         /// below [`MIN_TTL`](crate::MIN_TTL).
         pub fn with_max_hold(mut self, max_hold: std::time::Duration) -> crate::Result<Self> {
             let max_hold = crate::vocab::names::check_max_hold(max_hold)?;
-            std::sync::Arc::make_mut(&mut self.inner).max_hold = Some(max_hold);
+            std::sync::Arc::make_mut(&mut self.inner).lease.max_hold = Some(max_hold);
+            Ok(self)
+        }
+    };
+}
+
+/// Expands, inside `impl X` (whose `inner` is an `Arc` of a spec with a
+/// `lease: LeaseOptions` field), to `with_stop_margin`: every primitive
+/// whose holds are leases has it.
+macro_rules! stop_margin_option {
+    ($what:literal, $hold:literal) => {
+        #[doc = concat!("Makes `lost()` of every ", $hold, " of this ", $what, " fire `margin` before")]
+        /// the hold's deadline (or its cap, `with_max_hold`) when nothing
+        /// moved it: a holder that stops within `margin` of hearing it is
+        /// gone before anyone else can take the hold. Default: a fifth of
+        /// the TTL. `is_held()` is false from then on too.
+        ///
+        /// The watchdog's renewals come often enough for the margin (every
+        /// `ttl / 3`, or sooner when `ttl - margin` asks for it), and the
+        /// margin is never more than half the cap: a hold capped at 300 ms
+        /// gets at most 150 ms. Fails with
+        /// [`Error::InvalidInput`](crate::Error::InvalidInput) above half
+        /// the TTL.
+        pub fn with_stop_margin(mut self, margin: std::time::Duration) -> crate::Result<Self> {
+            let margin =
+                crate::primitives::lease::options::check_stop_margin(margin, self.inner.lease.ttl)?;
+            std::sync::Arc::make_mut(&mut self.inner).lease.stop_margin = Some(margin);
             Ok(self)
         }
     };
@@ -90,3 +119,4 @@ macro_rules! max_hold_option {
 
 pub(crate) use lease_options;
 pub(crate) use max_hold_option;
+pub(crate) use stop_margin_option;

@@ -10,6 +10,7 @@ pub(crate) mod builder;
 pub(crate) mod control;
 pub(crate) mod election;
 pub(crate) mod fence;
+pub(crate) mod guard;
 pub(crate) mod inspect;
 pub(crate) mod latch;
 pub(crate) mod lock;

@@ -135,6 +135,14 @@ pub(crate) fn check_max_hold(max_hold: Duration) -> Result<Duration> {
     Ok(max_hold)
 }
 
+/// Until when a hold acquired (or extended) for `ttl` by a request sent at
+/// `sent` may be assumed ours: `sent + ttl - drift(ttl)` on the monotonic
+/// clock (see [`drift`](crate::vocab::protocol::drift)). Every deadline of
+/// every hold is computed here, from a send time, never from a reply's arrival.
+pub(crate) fn valid_until(sent: std::time::Instant, ttl: Duration) -> std::time::Instant {
+    sent + ttl - drift(ttl)
+}
+
 /// TTL in whole milliseconds, as Redis wants it (sub-millisecond parts are
 /// dropped; `check_ttl` guarantees at least 10).
 pub(crate) fn ttl_ms(ttl: Duration) -> u64 {

@@ -22,6 +22,78 @@ pub enum Ownership {
     HeldByOther,
 }
 
+/// Why a hold ended without its holder releasing it: what a guard's
+/// `lost_reason()` says once its `lost()` has fired (see
+/// [`Guard::lost_reason`](crate::Guard::lost_reason)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// An operator revoked it ([`Client::revoke`](crate::Client::revoke),
+    /// `latchkey revoke`): the holder heard it and found the hold gone.
+    Revoked,
+    /// It reached its cap (`with_max_hold`): it is not renewed past it,
+    /// and `lost` fired the stop margin before the cap.
+    MaxHold,
+    /// Its deadline came (less than the stop margin left) with nothing
+    /// renewing it: a hold without a watchdog, not extended in time.
+    Expired,
+    /// Redis no longer had it when the holder checked: its key expired
+    /// there (the holder was paused past its TTL), was deleted, or was lost
+    /// by a restart without persistence or a failover to a replica that
+    /// had not received it.
+    Gone,
+    /// Someone else holds it now.
+    TakenOver,
+    /// Redis did not answer the renewals in time: ownership could not be
+    /// proven up to the stop margin.
+    Unreachable,
+}
+
+impl LostReason {
+    /// A short phrase, as the CLI prints it after "lost …: ".
+    pub fn describe(self) -> &'static str {
+        match self {
+            LostReason::Revoked => "revoked by an operator",
+            LostReason::MaxHold => "it reached its max hold",
+            LostReason::Expired => "its TTL ran out without a renewal",
+            LostReason::Gone => {
+                "it was gone from Redis (expired there, deleted, or lost by a restart or failover)"
+            }
+            LostReason::TakenOver => "someone else holds it now",
+            LostReason::Unreachable => "Redis did not answer the renewals in time",
+        }
+    }
+
+    /// A stable lower-case name (`revoked`, `max-hold`, `expired`, `gone`,
+    /// `taken-over`, `unreachable`): for metrics, JSON and bindings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LostReason::Revoked => "revoked",
+            LostReason::MaxHold => "max-hold",
+            LostReason::Expired => "expired",
+            LostReason::Gone => "gone",
+            LostReason::TakenOver => "taken-over",
+            LostReason::Unreachable => "unreachable",
+        }
+    }
+
+    /// What a check that found the hold not ours means: `revoked` when a
+    /// revocation was heard first.
+    pub(crate) fn from_check(found: Ownership, revoked: bool) -> LostReason {
+        match (revoked, found) {
+            (true, _) => LostReason::Revoked,
+            (false, Ownership::HeldByOther) => LostReason::TakenOver,
+            (false, _) => LostReason::Gone,
+        }
+    }
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
 /// The result of one acquisition attempt.
 pub(crate) enum Attempt {
     Acquired {

@@ -37,28 +37,31 @@
 mod multi;
 mod permits;
 
-use std::time::{Duration, Instant};
-
-use latchkey::{Lock, LockGuard, Ownership};
-
-use crate::support::duration;
-use crate::support::exit::Outcome;
-use crate::support::hold_args::HoldArgs;
+use crate::support::exit::{Failure, Outcome};
+use crate::support::hold_run::{hold_and_run, stop_margin, Supervision};
+use crate::support::run_args::command_env;
 pub use crate::support::run_args::RunArgs;
-use crate::support::run_args::{command_env, ended_outcome};
 use crate::support::signals::{interrupted, Signals};
-use crate::support::supervise::{self, Leased, Started};
 use crate::support::target::Target;
 
 pub async fn run(target: &Target, args: RunArgs) -> Outcome {
+    // Usage errors first: they need no Redis (exit 2 even with Redis down).
+    args.check()?;
     // Installed first, so that a signal while waiting ends the wait cleanly
     // (the acquire future is cancel safe) instead of killing us mid-request.
     let mut signals = Signals::install()?;
+    let margin = stop_margin(args.grace, args.ttl, args.max_hold);
+    let how = Supervision {
+        target,
+        command: &args.command,
+        grace: args.grace,
+        margin,
+    };
     if args.permits.is_some() || args.read || args.write {
-        return permits::run(target, &args, signals).await;
+        return permits::run(target, &args, &how, signals).await;
     }
     if !args.and.is_empty() {
-        return multi::run(target, &args, signals).await;
+        return multi::run(target, &args, &how, signals).await;
     }
     // Started while Redis is down: connecting is retried within the wait's
     // budget (`patience.rs`), and a signal ends it as it ends the wait.
@@ -70,86 +73,25 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     };
     let mut lock = args
         .wait
-        .replicated(args.wait.fair_or_not(connected)?.with_watchdog())?;
+        .replicated(args.wait.fair_or_not(connected)?.with_watchdog())?
+        .with_stop_margin(margin)
+        .map_err(Failure::from)?;
     if let Some(cap) = args.max_hold {
         lock = lock.with_max_hold(cap)?;
     }
     if args.ask {
         lock = lock.with_asking();
     }
-    // `--wait` counts from the start, connecting included.
-    let wait_until = args.wait.deadline();
-    loop {
-        let acquired = tokio::select! {
-            acquired = acquire_until(&lock, &args.wait, wait_until) => acquired,
-            signo = signals.recv() => {
-                return Err(interrupted(signo, &format!("waiting for lock {:?}", args.name)));
-            }
-        };
-        let guard =
-            acquired.map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))?;
-        let Some(guard) = guard else {
-            return Err(args
-                .wait
-                .busy(target, &args.name, args.conflict_exit_code)
-                .await);
-        };
-        let env = command_env(&args, guard.token(), guard.issued_fencing_token());
-        let lease = Leased {
-            guard: &guard,
-            ttl: args.ttl,
-        };
-        let ended = match supervise::start(&lease, &args.command, &env).await {
-            Ok(Started::Running(guardian)) => {
-                supervise::supervise(guardian, &lease, &mut signals, args.grace).await
-            }
-            Ok(Started::TooLate) => {
-                // Issue 28 item 1: a hold whose deadline passed before CMD
-                // could start (we were paused) is no hold: wait again.
-                tracing::warn!(lock = %args.name, "the hold ran out before the command could start; waiting again");
-                release(guard, &args.name, args.ttl).await;
-                continue;
-            }
-            Err(failure) => Err(failure),
-        };
-        release(guard, &args.name, args.ttl).await;
-        let what = format!("lock {:?}", args.name);
-        return ended_outcome(ended, &what);
-    }
-}
-
-/// One acquisition: at once (`--no-wait`), until `until` (`--wait`), or for
-/// as long as it takes. `None` when the lock stayed busy.
-async fn acquire_until(
-    lock: &Lock,
-    wait: &HoldArgs,
-    until: Option<Instant>,
-) -> latchkey::Result<Option<LockGuard>> {
-    if wait.no_wait {
-        return lock.try_acquire().await;
-    }
-    if until.is_some_and(|until| until <= Instant::now()) {
-        return Ok(None);
-    }
-    // An outage is ridden out within the wait's budget (`patience.rs`).
-    wait.patiently("waiting for the lock", || async move {
-        match until {
-            Some(until) => lock.acquire_until(until).await,
-            None => lock.acquire().await,
-        }
-    })
+    let env = |guard: &latchkey::LockGuard| {
+        command_env(&args, guard.token(), guard.issued_fencing_token())
+    };
+    hold_and_run(
+        &lock,
+        &args.wait,
+        args.conflict_exit_code,
+        &how,
+        &mut signals,
+        env,
+    )
     .await
-}
-
-/// Releases the lock after CMD ended. A failure is not CMD's failure: warn,
-/// since the lock then frees itself at its TTL.
-async fn release(guard: LockGuard, name: &str, ttl: Duration) {
-    match guard.release().await {
-        Ok(Ownership::Owned) => {}
-        Ok(outcome) => tracing::debug!(?outcome, "the lock was no longer ours at release"),
-        Err(e) => eprintln!(
-            "latchkey: warning: could not release lock {name:?} ({e}); it frees itself within {}",
-            duration::human(ttl)
-        ),
-    }
 }

@@ -147,7 +147,11 @@ impl Leadership {
             *self.value.lock().unwrap_or_else(|p| p.into_inner()) = value.to_vec();
         } else {
             tracing::warn!(election = %self.election().display_name(), token = short(self.token()), ?outcome, "proclaim found us no longer the leader");
-            self.lease.state().mark_lost();
+            self.lease
+                .state()
+                .mark_lost(crate::vocab::outcome::LostReason::from_check(
+                    outcome, false,
+                ));
         }
         Ok(outcome)
     }

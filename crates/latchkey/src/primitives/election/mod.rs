@@ -98,7 +98,7 @@ impl std::fmt::Debug for Election {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Election")
             .field("name", &self.inner.display_name())
-            .field("ttl", &self.inner.ttl)
+            .field("ttl", &self.inner.lease.ttl)
             .finish()
     }
 }
@@ -130,12 +130,13 @@ impl Election {
     /// Fails with [`Error::InvalidInput`] unless `every` is positive and
     /// shorter than the TTL minus the drift allowance.
     pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
-        let every = crate::vocab::names::check_renewal_every(every, self.inner.ttl)?;
-        Arc::make_mut(&mut self.inner).renew_every = every;
+        let every = crate::vocab::names::check_renewal_every(every, self.inner.lease.ttl)?;
+        Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
         Ok(self)
     }
 
     crate::primitives::builder::max_hold_option!("election", "leadership");
+    crate::primitives::builder::stop_margin_option!("election", "leadership");
 
     /// The election's name.
     pub fn name(&self) -> &[u8] {
@@ -144,7 +145,7 @@ impl Election {
 
     /// The leader's lease TTL (renewed every third of it while leading).
     pub fn ttl(&self) -> Duration {
-        self.inner.ttl
+        self.inner.lease.ttl
     }
 
     /// Tries once to become the leader, with `value` (what observers see:
@@ -269,7 +270,7 @@ impl Election {
         let token = session.inner.identity.new_token()?;
         let pending = pending(&self.inner, &token);
         let sent = Instant::now();
-        let ttl = self.inner.ttl;
+        let ttl = self.inner.lease.ttl;
         let ttl_arg = ttl_ms(ttl).to_string();
         let reply: Vec<i64> = session
             .eval(
@@ -295,7 +296,7 @@ impl Election {
                     + Duration::from_millis(crate::primitives::election::spec::non_negative(
                         since, "since",
                     )?),
-                valid_until: sent + ttl - crate::vocab::names::drift(ttl),
+                valid_until: crate::vocab::names::valid_until(sent, ttl),
             },
             [0, pttl] => Attempt::Busy(u64::try_from(pttl).ok().map(Duration::from_millis)),
             _ => {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::primitives::lease::options::LeaseOptions;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Primitive};
@@ -18,12 +19,10 @@ pub(crate) struct ElectionSpec {
     pub(crate) name: Arc<[u8]>,
     /// `key`: the lease; `fence_key`: the state hash; `channel`: changes.
     pub(crate) keys: Arc<LockKeys>,
-    pub(crate) ttl: Duration,
-    /// How often a leadership's watchdog renews its lease: `ttl / 3`
-    /// unless [`Election::with_renewal_every`](crate::Election::with_renewal_every) says otherwise.
-    pub(crate) renew_every: Duration,
-    /// The cap on a leadership ([`Election::with_max_hold`](crate::Election::with_max_hold)).
-    pub(crate) max_hold: Option<Duration>,
+    /// TTL, cap, margin; the watchdog always renews (every `ttl / 3`
+    /// unless [`Election::with_renewal_every`](crate::Election::with_renewal_every)
+    /// says otherwise); the term is the fencing token, issued with the hold.
+    pub(crate) lease: LeaseOptions,
     pub(crate) metrics_label: LockLabel,
 }
 
@@ -54,9 +53,11 @@ impl ElectionSpec {
             session: session.clone(),
             name: Arc::from(name),
             keys: Arc::new(keys),
-            ttl,
-            renew_every: ttl / 3,
-            max_hold: None,
+            lease: LeaseOptions {
+                renew_every: Some(ttl / 3),
+                fenced: true,
+                ..LeaseOptions::new(ttl)
+            },
         })
     }
 

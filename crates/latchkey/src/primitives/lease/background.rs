@@ -65,7 +65,7 @@ pub(crate) fn pending<'a, H: Hold>(hold: &'a H, token: &'a str) -> Armed<impl Fn
             "an attempt was cancelled or failed after its request was sent",
             false,
             // A hold it may have taken ends by itself within one TTL.
-            Instant::now() + hold.ttl(),
+            Instant::now() + hold.options().ttl,
         )
     })
 }

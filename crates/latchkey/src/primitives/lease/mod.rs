@@ -15,6 +15,7 @@
 //! methods every guard has).
 
 pub(crate) mod background;
+pub(crate) mod options;
 pub(crate) mod renew;
 pub(crate) mod state;
 #[macro_use]
@@ -28,11 +29,12 @@ use tracing::Instrument;
 
 use crate::backend::release_span;
 use crate::primitives::lease::background::release_in_background;
-use crate::primitives::lease::renew::{renew_span, renew_until_done};
+use crate::primitives::lease::options::LeaseOptions;
+use crate::primitives::lease::renew::{capped, renew_span, Heard};
 use crate::primitives::lease::state::{LostSignal, State};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
-use crate::vocab::outcome::Ownership;
+use crate::vocab::outcome::{LostReason, Ownership};
 use crate::vocab::token::short;
 
 /// What a lease holds: the few things a kind of hold does its own way (its
@@ -43,14 +45,13 @@ pub(crate) trait Hold: Clone + Send + Sync + 'static {
     fn label(&self) -> &LockLabel;
     /// The primitive's name, as the caller gave it.
     fn name(&self) -> &[u8];
-    /// How long a renewal by the watchdog extends the hold.
-    fn ttl(&self) -> Duration;
-    /// How often the watchdog renews; `None`: no watchdog.
-    fn renew_every(&self) -> Option<Duration>;
-    /// The cap on a hold (`with_max_hold`): no renewal or extension takes
-    /// it past that long after it began. `None`: no cap.
-    fn max_hold(&self) -> Option<Duration> {
-        None
+    /// The TTL, watchdog, cap and stop margin of the primitive's holds.
+    fn options(&self) -> &LeaseOptions;
+    /// What a message on the hold's channel means to the holder: by
+    /// default, as for an exclusive hold (anything but a request or a
+    /// waiter's mark may mean it changed hands).
+    fn heard(&self, payload: &[u8]) -> Heard {
+        renew::heard_exclusive(payload)
     }
     /// Where background work is tracked (see [`Client::flush`](crate::Client::flush)).
     fn tracker(&self) -> &tokio_util::task::TaskTracker;
@@ -86,9 +87,9 @@ pub(crate) trait Hold: Clone + Send + Sync + 'static {
 }
 
 /// The [`Hold`] methods every kind answers from its spec's fields (`name`,
-/// `ttl`, `renew_every`, `max_hold`, `metrics_label`), reached through the
-/// field path given (`hold_basics!(spec)` for `self.spec.…`, or
-/// `hold_basics!()` for an `Arc` of the spec itself).
+/// `lease`, `metrics_label`), reached through the field path given
+/// (`hold_basics!(spec)` for `self.spec.…`, or `hold_basics!()` for an
+/// `Arc` of the spec itself).
 macro_rules! hold_basics {
     ($($field:ident).*) => {
         fn label(&self) -> &crate::vocab::metrics::LockLabel {
@@ -97,15 +98,8 @@ macro_rules! hold_basics {
         fn name(&self) -> &[u8] {
             &self $(.$field)* .name
         }
-        fn ttl(&self) -> std::time::Duration {
-            self $(.$field)* .ttl
-        }
-        /// `Option<Duration>`, or an election's `Duration` (always renewed).
-        fn renew_every(&self) -> Option<std::time::Duration> {
-            self $(.$field)* .renew_every.into()
-        }
-        fn max_hold(&self) -> Option<std::time::Duration> {
-            self $(.$field)* .max_hold
+        fn options(&self) -> &crate::primitives::lease::options::LeaseOptions {
+            &self $(.$field)* .lease
         }
     };
 }
@@ -145,8 +139,6 @@ pub(crate) struct Lease<H: Hold> {
     release: ReleaseState,
     /// When the hold began, for the hold-time metric.
     acquired_at: Instant,
-    /// The hold's cap: renewals never take it past this instant.
-    cap: Option<Instant>,
 }
 
 impl<H: Hold> std::fmt::Debug for Lease<H> {
@@ -170,23 +162,16 @@ impl<H: Hold> Lease<H> {
         fencing_token: Option<u64>,
         valid_until: Instant,
     ) -> Lease<H> {
-        let state = Arc::new(State::new(valid_until, hold.label().clone()));
-        let cap = hold.max_hold().map(|d| Instant::now() + d);
-        if let Some(every) = hold.renew_every() {
-            state
-                .timer_running
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-            let (hold, token, state) = (hold.clone(), token.clone(), state.clone());
-            tokio::spawn(async move {
-                let name = String::from_utf8_lossy(hold.name()).into_owned();
-                let kind = hold.label().kind();
-                renew_until_done(&name, &token, every, &state, || {
-                    let span = renew_span(kind, hold.name(), &token);
-                    let ttl = capped(hold.ttl(), cap)?;
-                    Some(hold.renew(&token, ttl).instrument(span))
-                })
-                .await
-            });
+        let options = hold.options();
+        let cap = options.max_hold.map(|d| Instant::now() + d);
+        let state = Arc::new(State::new(
+            valid_until,
+            options.margin(),
+            cap,
+            hold.label().clone(),
+        ));
+        if options.renew_every.is_some() {
+            start_watch(&hold, &token, &state);
         }
         hold.began();
         tracing::debug!(kind = hold.label().kind(), name = %String::from_utf8_lossy(hold.name()), token = short(&token), ?fencing_token, "acquired");
@@ -197,7 +182,6 @@ impl<H: Hold> Lease<H> {
             state,
             release: ReleaseState::NotAsked,
             acquired_at: Instant::now(),
-            cap,
         }
     }
 
@@ -221,21 +205,42 @@ impl<H: Hold> Lease<H> {
         self.state.deadline()
     }
 
-    pub(crate) fn is_held(&self) -> bool {
-        !self.state.is_lost() && Instant::now() < self.state.deadline()
+    pub(crate) fn ttl(&self) -> Duration {
+        self.hold.options().ttl
     }
 
+    pub(crate) fn is_held(&self) -> bool {
+        self.state.is_held()
+    }
+
+    /// Completes when the hold is lost: what the watch finds (started on
+    /// the first call, if the hold has none), or the stop margin.
     pub(crate) async fn lost(&self) {
+        self.watched();
         self.state.until_lost().await
     }
 
     pub(crate) fn lost_signal(&self) -> LostSignal {
+        self.watched();
         self.state.lost_signal()
     }
 
-    /// `ttl` shortened to end by the hold's cap; `None` when it reached it.
-    pub(crate) fn capped_ttl(&self, ttl: Duration) -> Option<Duration> {
-        capped(ttl, self.cap)
+    /// Why the hold was lost; `None` while it is held.
+    pub(crate) fn lost_reason(&self) -> Option<crate::vocab::outcome::LostReason> {
+        self.state.reason()
+    }
+
+    /// Starts the watch of a hold without a watchdog, once: someone waits
+    /// for its `lost`.
+    fn watched(&self) {
+        if !self
+            .state
+            .timer_running
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && !self.state.is_finished()
+        {
+            start_watch(&self.hold, &self.token, &self.state);
+        }
     }
 
     pub(crate) fn issued_fencing_token(&self) -> Option<u64> {
@@ -253,7 +258,7 @@ impl<H: Hold> Lease<H> {
                     .await?;
                 issued.map_err(|outcome| {
                     tracing::warn!(name = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "fencing token refused: the hold is no longer ours");
-                    self.state.mark_lost();
+                    self.state.mark_lost(LostReason::from_check(outcome, false));
                     Error::NotHeld {
                         name: String::from_utf8_lossy(self.name()).into_owned(),
                     }
@@ -271,8 +276,8 @@ impl<H: Hold> Lease<H> {
             .hold
             .issue_fence(&self.token, self.state.deadline())
             .await?;
-        issued.map_err(|_| {
-            self.state.mark_lost();
+        issued.map_err(|outcome| {
+            self.state.mark_lost(LostReason::from_check(outcome, false));
             Error::NotHeld {
                 name: String::from_utf8_lossy(self.name()).into_owned(),
             }
@@ -297,10 +302,17 @@ impl<H: Hold> Lease<H> {
     /// Renews for `ttl` from now if still ours; else marks the hold lost.
     pub(crate) async fn extend(&self, ttl: Duration) -> Result<Ownership> {
         crate::vocab::names::check_ttl(ttl)?;
-        let ttl = capped(ttl, self.cap).ok_or_else(|| Error::MaxHoldReached {
+        let asked = ttl;
+        let ttl = capped(ttl, self.state.cap).ok_or_else(|| Error::MaxHoldReached {
             name: String::from_utf8_lossy(self.name()).into_owned(),
-            max_hold: self.hold.max_hold().unwrap_or_default(),
+            max_hold: self.hold.options().max_hold.unwrap_or_default(),
         })?;
+        if ttl < asked {
+            // This deadline is the cap's: reaching it is the max hold.
+            self.state
+                .capped
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let label = self.hold.label();
         let span = renew_span(label.kind(), self.name(), &self.token);
         let result = self.hold.renew(&self.token, ttl).instrument(span).await;
@@ -310,7 +322,7 @@ impl<H: Hold> Lease<H> {
             Ownership::Owned => self.state.set_deadline(valid_until),
             Ownership::Expired | Ownership::HeldByOther => {
                 tracing::warn!(name = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "extend found the hold no longer ours");
-                self.state.mark_lost();
+                self.state.mark_lost(LostReason::from_check(outcome, false));
             }
         }
         Ok(outcome)
@@ -368,14 +380,27 @@ impl<H: Hold> Lease<H> {
     }
 }
 
-/// `ttl`, shortened so that a renewal sent now ends the hold by `cap`;
-/// `None` when less than [`MIN_TTL`](crate::MIN_TTL) is left: no renewal.
-fn capped(ttl: Duration, cap: Option<Instant>) -> Option<Duration> {
-    let Some(cap) = cap else {
-        return Some(ttl);
-    };
-    let left = cap.saturating_duration_since(Instant::now());
-    (left >= crate::vocab::names::MIN_TTL).then(|| ttl.min(left))
+/// Starts the watch of a lease (see `renew.rs`): the watchdog, if the hold
+/// has one, and the checks its channel and reconnections call for.
+fn start_watch<H: Hold>(hold: &H, token: &str, state: &Arc<State>) {
+    if state
+        .timer_running
+        .swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        return;
+    }
+    if tokio::runtime::Handle::try_current().is_err() {
+        // No runtime to watch on (a guard made or polled outside one):
+        // `lost` still fires at the stop margin when polled.
+        return;
+    }
+    let every = hold.options().renewal_interval();
+    state
+        .watchdog
+        .store(every.is_some(), std::sync::atomic::Ordering::Relaxed);
+    let (hold, token, state) = (hold.clone(), token.to_owned(), state.clone());
+    let cap = state.cap;
+    tokio::spawn(renew::watch(hold, token, state, every, cap));
 }
 
 impl<H: Hold> Drop for Lease<H> {

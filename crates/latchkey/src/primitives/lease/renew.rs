@@ -1,10 +1,21 @@
-//! The watchdog of every lease: renews it every `every` until the hold ends,
-//! and fires `lost` as soon as ownership cannot be proven.
+//! The watch of every lease that has a watchdog or whose `lost` signal
+//! someone holds: one task that renews the hold (with a watchdog), fires
+//! `lost` the stop margin before the deadline when nothing moved it, and
+//! checks the hold at once (one round trip) when it hears that the hold
+//! may have changed hands (a revocation or a foreign release on its
+//! channel) or that the subscriber's connection came back after a drop
+//! (Redis may have restarted without the hold).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
+use crate::backend::Wakeups;
 use crate::primitives::lease::state::State;
-use crate::vocab::outcome::Ownership;
+use crate::primitives::lease::Hold;
+use crate::transport::subscriber::Event;
+use crate::vocab::outcome::{LostReason, Ownership};
 use crate::vocab::token::short;
 
 /// The span of a renewal (watchdog or extend), with the primitive's kind.
@@ -12,74 +23,247 @@ pub(crate) fn renew_span(kind: &'static str, name: &[u8], token: &str) -> tracin
     tracing::debug_span!("renew", kind, lock = %String::from_utf8_lossy(name), token = short(token))
 }
 
-/// The watchdog of any lease (a lock, a semaphore's permit): calls `renew`
-/// every `every` until the guard is done, or until `renew` says there is
-/// nothing left to renew (`None`: the hold reached its max hold; then the
-/// watchdog only fires `lost` at the deadline) (each renewal bounded by the
-/// lease's deadline, which a success moves to the instant it returns);
-/// cancels `lost` as soon as ownership cannot be proven (a renewal that
-/// finds the lease gone, or the deadline passing first).
-pub(crate) async fn renew_until_done<F, Fut>(
-    name: &str,
-    token: &str,
-    every: Duration,
-    state: &State,
-    mut renew: F,
-) where
-    F: FnMut() -> Option<Fut>,
-    Fut: std::future::Future<Output = crate::Result<(Ownership, Instant)>>,
-{
+/// How long into a hold its watch subscribes to the hold's channel: holds
+/// released sooner (most uncontended ones) cost no subscription; one that
+/// lasts checks itself once subscribed, so a revocation in between is
+/// caught too.
+const SUBSCRIBE_AFTER: Duration = Duration::from_millis(50);
+
+/// What a message on a hold's channel means to its holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Heard {
+    /// Nothing to do (a request for the holder, a waiter's mark, another
+    /// holder's release of a shared primitive).
+    Nothing,
+    /// Check the hold now; `revoked`: a revocation was announced.
+    Check { revoked: bool },
+}
+
+/// How an exclusive hold (a lock, a writer, a leadership, several locks)
+/// reads a message on its channel: anything but a request or a waiter's
+/// mark may mean it changed hands.
+pub(crate) fn heard_exclusive(payload: &[u8]) -> Heard {
+    use crate::vocab::protocol::{RELEASE_REQUESTED, REVOKED, WANTED};
+    if payload == REVOKED {
+        Heard::Check { revoked: true }
+    } else if payload == RELEASE_REQUESTED || payload == WANTED {
+        Heard::Nothing
+    } else {
+        Heard::Check { revoked: false }
+    }
+}
+
+/// How a shared hold (a permit, a reader) reads a message on its channel:
+/// other holders' releases are normal traffic; only a revocation matters.
+pub(crate) fn heard_shared(payload: &[u8]) -> Heard {
+    match payload == crate::vocab::protocol::REVOKED {
+        true => Heard::Check { revoked: true },
+        false => Heard::Nothing,
+    }
+}
+
+/// The watch of a lease: see the module docs. `every`: the watchdog's
+/// interval (`None`: no watchdog; then a check keeps the hold's expiry
+/// where it is). `cap`: no renewal takes the hold past it.
+pub(crate) async fn watch<H: Hold>(
+    hold: H,
+    token: String,
+    state: Arc<State>,
+    every: Option<Duration>,
+    cap: Option<Instant>,
+) {
+    let name = String::from_utf8_lossy(hold.name()).into_owned();
     let done = state.done_token();
-    let label = state.metrics_label.clone();
-    let mut next = Instant::now() + every;
+    let began = Instant::now();
+    let mut listening: Option<Wakeups> = None;
+    // Subscribed SUBSCRIBE_AFTER into the hold; a failure is tried again
+    // (renewals still find a loss meanwhile), a refusal (ACL) is not.
+    let mut subscribe_at = Some(began + SUBSCRIBE_AFTER);
+    let mut subscribe_backoff = crate::vocab::retry::Backoff::default();
+    // Failed renewals and checks are tried again soon after a failure (a
+    // restart, a failover: the first command on a new connection may
+    // fail), backing off, never less often than a quarter interval.
+    let mut retry_backoff = crate::vocab::retry::Backoff::default();
+    let mut next = every.map(|every| began + every);
+    let mut check_now = false;
+    let mut revoked = false;
     loop {
-        let deadline = state.deadline();
-        tokio::select! {
-            _ = done.cancelled() => return,
-            _ = tokio::time::sleep_until(next.min(deadline).into()) => {}
+        let stop_at = state.stop_at();
+        let wake_at = [next, subscribe_at, Some(stop_at)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(stop_at);
+        if !check_now {
+            tokio::select! {
+                biased;
+                _ = done.cancelled() => return,
+                event = next_event(&mut listening) => match event {
+                    Event::Message(m) => match hold.heard(&m.payload) {
+                        Heard::Nothing => continue,
+                        Heard::Check { revoked: r } => {
+                            tracing::debug!(lock = %name, token = short(&token), revoked = r, "heard the hold may have changed hands; checking it");
+                            revoked |= r;
+                            check_now = true;
+                        }
+                    },
+                    Event::Resubscribed => {
+                        tracing::debug!(lock = %name, token = short(&token), "the subscriber reconnected; checking the hold");
+                        check_now = true;
+                    }
+                },
+                _ = tokio::time::sleep_until(wake_at.into()) => {}
+            }
         }
         let now = Instant::now();
-        if now >= state.deadline() {
-            tracing::warn!(lock = %name, token = short(token), "lease ran out before a renewal succeeded; lock lost");
-            state.mark_lost();
+        if now >= state.stop_at() {
+            let reason = state.deadline_reason();
+            tracing::warn!(lock = %name, token = short(&token), %reason, "the stop margin came before a renewal succeeded; hold lost");
+            state.mark_lost(reason);
             return;
         }
-        // A renewal that answers after the deadline is worthless: bound it.
-        let Some(renewal) = renew() else {
-            tracing::info!(lock = %name, token = short(token), "max hold reached: no more renewals; the hold ends at its deadline");
-            tokio::select! {
-                _ = done.cancelled() => {}
-                _ = state.until_lost() => {}
+        if subscribe_at.is_some_and(|at| now >= at) {
+            subscribe_at = None;
+            let subscribed = tokio::select! {
+                _ = done.cancelled() => return,
+                s = tokio::time::timeout_at(state.stop_at().into(), hold.listen()) => s,
+            };
+            match subscribed {
+                Ok(Ok(wakeups)) => {
+                    listening = Some(wakeups);
+                    // Whatever was published before we listened: ask.
+                    check_now = true;
+                }
+                Ok(Err(e)) if e.is_transient() => {
+                    tracing::debug!(lock = %name, error = %e, "cannot listen on the hold's channel yet; trying again");
+                    subscribe_at = Some(Instant::now() + subscribe_backoff.next_delay());
+                    // The connection may have dropped under a subscription
+                    // Redis confirmed: the hold may be gone, ask.
+                    check_now = true;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(lock = %name, error = %e, "cannot listen on the hold's channel; only renewals will find it lost");
+                }
+                Err(_) => continue,
             }
-            return;
+        }
+        let due = next.is_some_and(|at| now >= at);
+        if !due && !check_now {
+            continue;
+        }
+        // The renewal (or check) to send: `None` once the cap leaves none.
+        let ttl = match every {
+            Some(_) => {
+                let ttl = capped(hold.options().ttl, cap);
+                if ttl.is_some_and(|ttl| ttl < hold.options().ttl) {
+                    state
+                        .capped
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                ttl
+            }
+            // No watchdog: renew to the expiry the hold already has.
+            None => Some(
+                (state.deadline() + crate::vocab::protocol::drift(hold.options().ttl))
+                    .saturating_duration_since(now),
+            )
+            .filter(|left| *left >= crate::vocab::names::MIN_TTL),
         };
+        let Some(ttl) = ttl else {
+            // Nothing can be renewed: the hold ends at its stop margin.
+            if every.is_some() && cap.is_some() {
+                state
+                    .capped
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                tracing::info!(lock = %name, token = short(&token), "max hold reached: no more renewals; the hold ends at its stop margin");
+            }
+            next = None;
+            check_now = false;
+            continue;
+        };
+        let span = renew_span(hold.label().kind(), hold.name(), &token);
         let result = tokio::select! {
             _ = done.cancelled() => return,
-            r = tokio::time::timeout_at(state.deadline().into(), renewal) => r,
+            r = tokio::time::timeout_at(state.stop_at().into(), hold.renew(&token, ttl).instrument(span)) => r,
         };
-        crate::vocab::metrics::renewal(&label, matches!(result, Ok(Ok((Ownership::Owned, _)))));
+        let renewed = matches!(result, Ok(Ok((Ownership::Owned, _))));
+        if every.is_some() {
+            crate::vocab::metrics::renewal(hold.label(), renewed);
+        }
+        check_now = false;
         match result {
             Ok(Ok((Ownership::Owned, valid_until))) => {
-                state.set_deadline(valid_until);
-                next = Instant::now() + every;
-                tracing::trace!(lock = %name, token = short(token), "renewed");
+                retry_backoff.reset();
+                // A check without a watchdog proves the hold; its expiry stays.
+                next = every.map(|every| {
+                    state.set_deadline(valid_until);
+                    tracing::trace!(lock = %name, token = short(&token), "renewed");
+                    Instant::now() + every
+                });
+                revoked = false;
             }
             Ok(Ok((outcome, _))) => {
-                tracing::warn!(lock = %name, token = short(token), ?outcome, "renewal found the lock no longer ours; lock lost");
-                state.mark_lost();
+                // A revocation's message and the script's effect leave Redis
+                // together, on two connections: one may be read first.
+                let revoked = revoked || revocation_pending(&hold, &mut listening).await;
+                let reason = LostReason::from_check(outcome, revoked);
+                tracing::warn!(lock = %name, token = short(&token), ?outcome, %reason, "the hold is no longer ours; lost");
+                state.mark_lost(reason);
                 return;
             }
             Ok(Err(e)) => {
                 // Try again soon, but not in a tight loop: a quarter of the
-                // interval leaves several tries before the deadline.
-                tracing::warn!(lock = %name, token = short(token), error = %e, "renewal failed; retrying until the lease runs out");
-                next = Instant::now() + every / 4;
+                // interval leaves several tries before the stop margin.
+                tracing::warn!(lock = %name, token = short(&token), error = %e, "renewal failed; retrying until the stop margin");
+                let most = every.unwrap_or(hold.options().ttl / 3) / 4;
+                let again = retry_backoff.next_delay().min(most);
+                next = Some(Instant::now() + again.max(crate::vocab::names::MIN_TTL));
             }
             Err(_) => {
-                tracing::warn!(lock = %name, token = short(token), "renewal did not answer before the lease ran out; lock lost");
-                state.mark_lost();
+                let reason = state.deadline_reason();
+                tracing::warn!(lock = %name, token = short(&token), %reason, "no answer before the stop margin; hold lost");
+                state.mark_lost(reason);
                 return;
             }
         }
     }
+}
+
+/// How long a hold found gone waits for a revocation's message that may
+/// be on its way (published by the script that ended the hold).
+const REVOCATION_GRACE: Duration = Duration::from_millis(20);
+
+/// Whether a revocation arrives on the hold's channel within
+/// [`REVOCATION_GRACE`] (messages already received included).
+async fn revocation_pending<H: Hold>(hold: &H, listening: &mut Option<Wakeups>) -> bool {
+    if listening.is_none() {
+        return false;
+    }
+    let until = Instant::now() + REVOCATION_GRACE;
+    while let Ok(event) = tokio::time::timeout_at(until.into(), next_event(listening)).await {
+        if let Event::Message(m) = event {
+            if hold.heard(&m.payload) == (Heard::Check { revoked: true }) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The next event on the hold's channel, or never while not listening.
+async fn next_event(listening: &mut Option<Wakeups>) -> Event {
+    match listening {
+        Some(wakeups) => wakeups.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `ttl`, shortened so that a renewal sent now ends the hold by `cap`;
+/// `None` when less than [`MIN_TTL`](crate::MIN_TTL) is left: no renewal.
+pub(crate) fn capped(ttl: Duration, cap: Option<Instant>) -> Option<Duration> {
+    let Some(cap) = cap else {
+        return Some(ttl);
+    };
+    let left = cap.saturating_duration_since(Instant::now());
+    (left >= crate::vocab::names::MIN_TTL).then(|| ttl.min(left))
 }

@@ -1,25 +1,44 @@
-//! What a lease, its watchdog and its lost-timer share: the validity
-//! deadline and the lost signal ([`LostSignal`]).
+//! What a lease, its watchdog and its watch share: the validity deadline,
+//! the stop margin, the lost signal ([`LostSignal`]) and why it fired.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::vocab::metrics::LockLabel;
+use crate::vocab::outcome::LostReason;
 
-/// What the guard, its watchdog and its lost-timer share.
+/// What the guard, its watchdog and its watch share.
 pub(crate) struct State {
-    pub(crate) valid_until: Mutex<Instant>,
+    /// The deadline, and the stop margin before it now: the hold's margin,
+    /// or, for a deadline that came with less time left than twice that (a
+    /// fair hand-off's short TTL), half the time it left, until a renewal
+    /// sets the next deadline.
+    valid_until: Mutex<(Instant, Duration)>,
+    /// How long before the deadline the hold counts as lost: a holder that
+    /// stops within it is gone before anyone else can take the hold.
+    pub(crate) margin: Duration,
+    /// The hold's cap (`with_max_hold`): it counts as lost the margin
+    /// before the cap too, whatever its deadline.
+    pub(crate) cap: Option<Instant>,
     /// Set when ownership can no longer be proven (several paths may notice;
-    /// the first counts it).
+    /// the first counts it, and gives the reason).
     pub(crate) lost: AtomicBool,
+    reason: Mutex<Option<LostReason>>,
+    /// A watchdog renews the hold: a deadline reached is then
+    /// [`LostReason::Unreachable`] (renewals did not get through in time).
+    pub(crate) watchdog: AtomicBool,
+    /// The deadline is the cap's (a renewal was shortened to end at it, or
+    /// none can be made): a deadline reached is [`LostReason::MaxHold`].
+    pub(crate) capped: AtomicBool,
     /// What waiting tasks are woken by, made on first need: most guards never
     /// need them (two tokens made and dropped per guard were a measurable
     /// share of an uncontended acquire + release).
     pub(crate) signals: Mutex<Signals>,
-    /// Whether a background task already cancels `lost` at the deadline.
+    /// Whether a background task (the watchdog, or the watch a lost signal
+    /// starts) already fires `lost`.
     pub(crate) timer_running: AtomicBool,
     pub(crate) metrics_label: LockLabel,
 }
@@ -35,31 +54,32 @@ pub(crate) struct Signals {
 }
 
 impl State {
-    /// A lease valid until `valid_until`, not lost.
-    pub(crate) fn new(valid_until: Instant, metrics_label: LockLabel) -> State {
+    /// A lease valid until `valid_until`, lost `margin` before it.
+    pub(crate) fn new(
+        valid_until: Instant,
+        margin: Duration,
+        cap: Option<Instant>,
+        metrics_label: LockLabel,
+    ) -> State {
         State {
-            valid_until: Mutex::new(valid_until),
+            valid_until: Mutex::new((
+                valid_until,
+                margin.min(valid_until.saturating_duration_since(Instant::now()) / 2),
+            )),
+            margin,
+            cap,
             lost: AtomicBool::new(false),
+            reason: Mutex::new(None),
+            watchdog: AtomicBool::new(false),
+            capped: AtomicBool::new(false),
             signals: Mutex::new(Signals::default()),
             timer_running: AtomicBool::new(false),
             metrics_label,
         }
     }
 
-    /// See [`LockGuard::lost_signal`](crate::LockGuard::lost_signal): a
-    /// handle on the lost signal; without a watchdog, a small task is
-    /// started to fire it at the deadline.
-    pub(crate) fn lost_signal(self: &Arc<Self>) -> LostSignal {
-        if !self.timer_running.swap(true, Ordering::Relaxed) {
-            let state = self.clone();
-            let done = state.done_token();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = state.until_lost() => {}
-                    _ = done.cancelled() => {}
-                }
-            });
-        }
+    /// A handle on the lost signal.
+    pub(crate) fn lost_signal(&self) -> LostSignal {
         LostSignal {
             token: self.lost_token(),
         }
@@ -110,16 +130,56 @@ impl State {
         self.lost.load(Ordering::SeqCst)
     }
 
+    /// Held: not known lost, and the stop margin not reached.
+    pub(crate) fn is_held(&self) -> bool {
+        !self.is_lost() && Instant::now() < self.stop_at()
+    }
+
     pub(crate) fn deadline(&self) -> Instant {
-        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner())
+        self.valid_until.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// When the hold counts as lost unless a renewal moves the deadline:
+    /// the stop margin before the deadline, or before the cap.
+    pub(crate) fn stop_at(&self) -> Instant {
+        let (deadline, margin) = *self.valid_until.lock().unwrap_or_else(|p| p.into_inner());
+        // Where the hold ends: its deadline, or its cap if that comes first.
+        let end = self.cap.map_or(deadline, |cap| cap.min(deadline));
+        end.checked_sub(margin).unwrap_or(end)
     }
 
     pub(crate) fn set_deadline(&self, at: Instant) {
-        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = at;
+        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = (at, self.margin);
     }
 
-    /// Ownership can no longer be proven: fire `lost` (and count it, once).
-    pub(crate) fn mark_lost(&self) {
+    /// Why the hold was lost: the reason given when it was marked, or, for
+    /// a hold whose stop margin passed with nobody watching, the deadline's.
+    pub(crate) fn reason(&self) -> Option<LostReason> {
+        if let Some(reason) = *self.reason.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Some(reason);
+        }
+        (Instant::now() >= self.stop_at()).then(|| self.deadline_reason())
+    }
+
+    /// Why a hold whose stop margin came is lost.
+    pub(crate) fn deadline_reason(&self) -> LostReason {
+        let by_cap = self.cap.is_some_and(|cap| cap <= self.deadline());
+        if by_cap || self.capped.load(Ordering::Relaxed) {
+            LostReason::MaxHold
+        } else if self.watchdog.load(Ordering::Relaxed) {
+            LostReason::Unreachable
+        } else {
+            LostReason::Expired
+        }
+    }
+
+    /// Ownership can no longer be proven: fire `lost` (and count it, once,
+    /// with the first reason given).
+    pub(crate) fn mark_lost(&self, reason: LostReason) {
+        {
+            let mut kept = self.reason.lock().unwrap_or_else(|p| p.into_inner());
+            kept.get_or_insert(reason);
+        }
         if !self.lost.swap(true, Ordering::SeqCst) {
             crate::vocab::metrics::lock_lost(&self.metrics_label);
         }
@@ -128,19 +188,20 @@ impl State {
         }
     }
 
-    /// Completes when ownership is lost: `lost` cancelled or the deadline
-    /// passed (re-read after every wake-up, since extensions move it).
+    /// Completes when ownership is lost: `lost` cancelled, or the stop
+    /// margin reached (re-read after every wake-up, since renewals move the
+    /// deadline).
     pub(crate) async fn until_lost(&self) {
         let lost = self.lost_token();
         loop {
-            let deadline = self.deadline();
-            if Instant::now() >= deadline {
-                self.mark_lost();
+            let stop_at = self.stop_at();
+            if Instant::now() >= stop_at {
+                self.mark_lost(self.deadline_reason());
                 return;
             }
             tokio::select! {
                 _ = lost.cancelled() => return,
-                _ = tokio::time::sleep_until(deadline.into()) => {}
+                _ = tokio::time::sleep_until(stop_at.into()) => {}
             }
         }
     }

@@ -2,14 +2,15 @@
 //! a guard that keeps its [`Lease`](super::Lease) in a `lease` field the
 //! same methods, with the same docs, as every other guard (`deadline`,
 //! `is_held`, `lost`, `lost_signal`, `fencing_token`, `extend`, `release`,
-//! `forget`, ...). A macro, not a trait: users call them without importing
-//! anything, as they did before the guards shared a lease.
+//! `forget`, ...), and implements [`Guard`](crate::Guard) with them: the
+//! methods are the guard's own, so users call them without importing the
+//! trait, and generic code takes any `G: Guard`.
 
 /// `lease_surface!(Guard, "the lock", "lock")`: `$hold` says what the guard
 /// holds (for the docs), `$of` what the name is the name of;
 /// `lease_surface!(Guard, ..., without_fencing)` leaves out
 /// `fencing_token` and `issued_fencing_token` (a guard with one token per
-/// lock has its own).
+/// lock has its own, which the `Guard` impl calls).
 macro_rules! lease_surface {
     ($guard:ident, $hold:literal, $of:literal) => {
         lease_surface!($guard, $hold, $of, without_fencing);
@@ -67,17 +68,22 @@ macro_rules! lease_surface {
                 self.lease.deadline()
             }
 
-            /// True while ownership is not known to be lost and the deadline
-            /// has not passed. Asks nobody; a `true` is a statement about the
-            /// past request, not a promise: use fencing tokens where that matters.
+            /// True while ownership is not known to be lost and the stop
+            /// margin before the deadline (or the cap) has not come. Asks
+            /// nobody; a `true` is a statement about the past request, not a
+            /// promise: use fencing tokens where that matters.
             pub fn is_held(&self) -> bool {
                 self.lease.is_held()
             }
 
             #[doc = concat!("Completes when ", $hold, " can no longer be proven ours: at once when a")]
-            /// renewal or extension finds it gone or taken, otherwise at the
-            /// deadline (which the watchdog keeps pushing out while renewals
-            /// succeed). Stop working on the protected resource when it completes.
+            /// renewal, an extension, or a check finds it gone or taken (the
+            /// hold checks itself when it hears a revocation or a foreign
+            /// release on its channel, and when the connection comes back
+            /// after a drop), otherwise the stop margin before its deadline
+            /// (which the watchdog keeps pushing out while renewals succeed)
+            /// or its cap. Stop working on the protected resource when it
+            /// completes; [`lost_reason`](Self::lost_reason) says why.
             ///
             /// # Cancel safety
             /// Cancel safe; it can be polled again, or from several places.
@@ -147,6 +153,65 @@ macro_rules! lease_surface {
             /// CLI's `latchkey acquire` keeps a lock this way after it exits).
             pub fn forget(self) -> String {
                 self.lease.forget()
+            }
+
+            #[doc = concat!("How long an acquisition or a renewal of ", $hold, " holds for.")]
+            pub fn ttl(&self) -> std::time::Duration {
+                self.lease.ttl()
+            }
+
+            #[doc = concat!("Why ", $hold, " was lost, once [`lost`](", stringify!($guard), "::lost) fired (or its")]
+            /// stop margin passed): revoked, its max hold, its TTL, gone
+            /// from Redis, taken over, Redis unreachable. `None` while held.
+            pub fn lost_reason(&self) -> Option<$crate::LostReason> {
+                self.lease.lost_reason()
+            }
+        }
+
+        impl $crate::primitives::guard::sealed::Sealed for $guard {}
+
+        impl $crate::Guard for $guard {
+            fn name(&self) -> &[u8] {
+                $guard::name(self)
+            }
+            fn token(&self) -> &str {
+                $guard::token(self)
+            }
+            fn ttl(&self) -> std::time::Duration {
+                $guard::ttl(self)
+            }
+            fn deadline(&self) -> std::time::Instant {
+                $guard::deadline(self)
+            }
+            fn is_held(&self) -> bool {
+                $guard::is_held(self)
+            }
+            fn lost(&self) -> impl std::future::Future<Output = ()> + Send {
+                $guard::lost(self)
+            }
+            fn lost_signal(&self) -> $crate::LostSignal {
+                $guard::lost_signal(self)
+            }
+            fn lost_reason(&self) -> Option<$crate::LostReason> {
+                $guard::lost_reason(self)
+            }
+            fn release_requested(&self) -> impl std::future::Future<Output = $crate::Result<()>> + Send {
+                $guard::release_requested(self)
+            }
+            fn extend(&self, ttl: std::time::Duration) -> impl std::future::Future<Output = $crate::Result<$crate::Ownership>> + Send {
+                $guard::extend(self, ttl)
+            }
+            fn fencing_token(&self) -> impl std::future::Future<Output = $crate::Result<u64>> + Send {
+                $guard::fencing_token(self)
+            }
+            fn issued_fencing_token(&self) -> Option<u64> {
+                $guard::issued_fencing_token(self)
+            }
+            fn release(self) -> impl std::future::Future<Output = $crate::Result<$crate::Ownership>> + Send {
+                $guard::release(self)
+            }
+            fn forget(self) -> String {
+                $guard::forget(self)
             }
         }
     };

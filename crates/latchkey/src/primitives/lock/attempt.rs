@@ -54,7 +54,7 @@ impl Lock {
         let attempt = self
             .inner
             .backend
-            .try_once(&self.inner.keys, &token, self.inner.ttl, mode)
+            .try_once(&self.inner.keys, &token, self.inner.lease.ttl, mode)
             .await?;
         let pending = match attempt {
             // Boxed: every attempt's future would carry this large one.

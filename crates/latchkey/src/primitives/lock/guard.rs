@@ -95,20 +95,20 @@ impl LockGuard {
 
     /// A fair lock's hand-off sets a short TTL (the waiter lease, so that a
     /// waiter that died in between frees the lock soon): bring it to the
-    /// lock's TTL at `at` (a hold released before costs no extension), in
-    /// the background, as the watchdog would; retried until the guard's
-    /// deadline while Redis does not answer.
-    pub(crate) fn extend_after_handoff(&self, at: Instant) {
+    /// lock's TTL a sixth of a `lease` before the hold's stop margin (a hold
+    /// released before costs no extension), in the background, as the
+    /// watchdog would; retried until the guard's deadline while Redis does
+    /// not answer.
+    pub(crate) fn extend_after_handoff(&self, lease: Duration) {
+        let stop_at = self.lease.state().stop_at();
+        let at = stop_at.checked_sub(lease / 6).unwrap_or(stop_at);
         let lock = self.lease.hold();
         let (backend, keys, token) = (
             lock.backend.clone(),
             lock.keys.clone(),
             self.token().to_owned(),
         );
-        // A hold that reached its max hold keeps the hand-off's short TTL.
-        let Some(ttl) = self.lease.capped_ttl(lock.ttl) else {
-            return;
-        };
+        let ttl = lock.lease.ttl;
         let state = Arc::downgrade(self.lease.state());
         // No task until it is due: most holds are released before (see
         // `transport/deferred.rs`), and then this finds the guard finished.
@@ -206,6 +206,12 @@ async fn extend_handed(
     state: Arc<State>,
 ) {
     let done = state.done_token();
+    // Capped when it runs, not when it was planned: a hold that reached its
+    // max hold meanwhile keeps the hand-off's short TTL, and one near it is
+    // not taken past it.
+    let Some(ttl) = crate::primitives::lease::renew::capped(ttl, state.cap) else {
+        return;
+    };
     // The one failure policy, bounded by the deadline (past it the
     // extension is worthless: the deadline fires `lost`).
     let until = state.deadline();
@@ -227,7 +233,9 @@ async fn extend_handed(
                 ?outcome,
                 "a handed-over lock was gone before it was extended; lock lost"
             );
-            state.mark_lost();
+            state.mark_lost(crate::vocab::outcome::LostReason::from_check(
+                outcome, false,
+            ));
         }
         // Failed for good, or the deadline came first: the deadline fires
         // `lost` (the watchdog, if any, goes on).

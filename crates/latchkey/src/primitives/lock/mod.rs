@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use crate::backend::Backend;
+use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::spec::LockSpec;
 use crate::transport::session::Session;
@@ -89,12 +90,12 @@ impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
             .field("name", &String::from_utf8_lossy(&self.inner.name))
-            .field("ttl", &self.inner.ttl)
-            .field("renew_every", &self.inner.renew_every)
-            .field("fenced", &self.inner.fenced)
+            .field("ttl", &self.inner.lease.ttl)
+            .field("renew_every", &self.inner.lease.renew_every)
+            .field("fenced", &self.inner.lease.fenced)
             .field("fair_lease", &self.inner.fair_lease)
             .field("replicas", &self.inner.replicas)
-            .field("asking", &self.inner.asking)
+            .field("asking", &self.inner.lease.asking)
             .finish()
     }
 }
@@ -117,14 +118,10 @@ impl Lock {
                 metrics_label: LockLabel::new(backend.metrics_labels(), Primitive::Lock, name),
                 backend,
                 name: Arc::from(name),
-                ttl,
-                renew_every: None,
-                max_hold: None,
-                fenced: false,
+                lease: LeaseOptions::new(ttl),
                 fair_lease: None,
                 replicas: None,
                 caching: false,
-                asking: false,
             }),
         })
     }
@@ -143,15 +140,15 @@ impl Lock {
     /// a token is only issued while its hold lasts, so it is smaller than
     /// every token of a later hold.
     pub fn with_fencing(mut self) -> Self {
-        Arc::make_mut(&mut self.inner).fenced = true;
+        Arc::make_mut(&mut self.inner).lease.fenced = true;
         self
     }
 
     /// Keeps every guard of this lock alive in the background, renewing it
     /// every `ttl / 3`. See [`Lock::with_renewal_every`].
     pub fn with_watchdog(mut self) -> Self {
-        let every = self.inner.ttl / 3;
-        Arc::make_mut(&mut self.inner).renew_every = Some(every);
+        let every = self.inner.lease.ttl / 3;
+        Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
         self
     }
 
@@ -165,12 +162,13 @@ impl Lock {
     /// signal fires: at once when a renewal finds the lock gone or taken,
     /// and at the validity deadline when renewals keep failing.
     pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
-        let every = crate::vocab::names::check_renewal_every(every, self.inner.ttl)?;
-        Arc::make_mut(&mut self.inner).renew_every = Some(every);
+        let every = crate::vocab::names::check_renewal_every(every, self.inner.lease.ttl)?;
+        Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
         Ok(self)
     }
 
     crate::primitives::builder::max_hold_option!("lock", "hold");
+    crate::primitives::builder::stop_margin_option!("lock", "hold");
 
     /// Makes every waiting acquisition of this lock ask its holder to let
     /// go (cooperative revocation from the waiter's side): when the lock is
@@ -191,7 +189,7 @@ impl Lock {
     /// as any other (it then waits through Redis, not only for the local
     /// release).
     pub fn with_asking(mut self) -> Self {
-        Arc::make_mut(&mut self.inner).asking = true;
+        Arc::make_mut(&mut self.inner).lease.asking = true;
         self
     }
 
@@ -246,7 +244,7 @@ impl Lock {
 
     /// The lock's TTL.
     pub fn ttl(&self) -> Duration {
-        self.inner.ttl
+        self.inner.lease.ttl
     }
 
     /// The Redis key holding the lock (prefix + name).
@@ -389,10 +387,10 @@ impl Lock {
 
     pub(crate) fn attempt_mode(&self, ask_ttl: bool, mark: bool) -> AttemptMode {
         AttemptMode {
-            fenced: self.inner.fenced,
+            fenced: self.inner.lease.fenced,
             ask_ttl,
             mark,
-            holder: self.inner.asking,
+            holder: self.inner.lease.asking,
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
+use crate::primitives::lease::options::LeaseOptions;
 use crate::transport::local_queues::LocalSlot;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
@@ -17,13 +18,11 @@ pub(crate) struct LockSpec {
     pub(crate) backend: Backend,
     pub(crate) name: Arc<[u8]>,
     pub(crate) keys: Arc<LockKeys>,
-    pub(crate) ttl: Duration,
-    pub(crate) renew_every: Option<Duration>,
-    /// The cap on a hold ([`Lock::with_max_hold`](crate::Lock::with_max_hold)).
-    pub(crate) max_hold: Option<Duration>,
-    /// Whether every acquisition also issues the fencing token (one script
-    /// instead of a bare `SET`): see [`Lock::with_fencing`].
-    pub(crate) fenced: bool,
+    /// TTL, watchdog, cap, stop margin; `fenced`: every acquisition also
+    /// issues the fencing token (one script instead of a bare `SET`: see
+    /// [`Lock::with_fencing`]); `asking`: a waiter asks the holder to let go
+    /// (see [`Lock::with_asking`](crate::Lock::with_asking)).
+    pub(crate) lease: LeaseOptions,
     /// A fair lock's waiter lease (`Lock::fair`); `None`: a barging lock.
     pub(crate) fair_lease: Option<Duration>,
     /// Replicas that must acknowledge an acquisition (`WAIT`), and how long
@@ -32,9 +31,6 @@ pub(crate) struct LockSpec {
     /// Whether its holds are kept while idle ([`Lock::with_caching`](crate::Lock::with_caching)):
     /// their tokens carry the caching mark, which waiters answer with `wanted`.
     pub(crate) caching: bool,
-    /// Whether a waiter asks the holder to let go: see
-    /// [`Lock::with_asking`](crate::Lock::with_asking).
-    pub(crate) asking: bool,
     /// The `lock` label of this lock's metrics, computed once.
     pub(crate) metrics_label: LockLabel,
     /// This client's queue and guard count for the name, looked up once.
@@ -88,7 +84,7 @@ impl LockSpec {
             return Ok(Replicated::Enough);
         };
         let keep = valid_until.saturating_duration_since(Instant::now())
-            + crate::vocab::protocol::drift(self.ttl);
+            + crate::vocab::protocol::drift(self.lease.ttl);
         let (ownership, acked) = self
             .backend
             .confirm_replicas(&self.keys, token, keep, wanted, timeout)

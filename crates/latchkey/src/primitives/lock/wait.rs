@@ -82,7 +82,7 @@ impl Lock {
         // flight, a waiter ahead of us): it looks again before it subscribes.
         // Not behind a hold kept idle (even by this client's cache): that
         // lets go only when told it is wanted.
-        let behind_local = !self.inner.asking
+        let behind_local = !self.inner.lease.asking
             && !kept_idle
             && (local.is_local_ahead() || local.releases() != releases);
         // Subscribe before queueing: the server-side subscription is shared,
@@ -131,7 +131,7 @@ impl Lock {
             poll: Backoff::default(),
             foreign_poll: MIN_FOREIGN_POLL,
         };
-        let ask = Ask::new(self.inner.asking);
+        let ask = Ask::new(self.inner.lease.asking);
         let mut waiting = Waiting::new(&self.inner.name, started, deadline, wake);
         wait_for(&mut waiting, |woken| {
             let (shared, ask) = (&shared, &ask);
@@ -210,7 +210,7 @@ impl Lock {
             // When a release woke us: the start of a handoff.
             let mut woken_at = None;
             if local.is_held() {
-                let mut bound = Instant::now() + self.inner.ttl;
+                let mut bound = Instant::now() + self.inner.lease.ttl;
                 if let Some(d) = deadline {
                     bound = bound.min(d);
                 }

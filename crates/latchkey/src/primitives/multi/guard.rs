@@ -103,7 +103,7 @@ impl MultiGuard {
                     Err((index, outcome)) => {
                         let name = String::from_utf8_lossy(&spec.members[index].name);
                         tracing::warn!(lock = %name, token = short(self.lease.token()), ?outcome, "fencing token refused: the lock is no longer ours");
-                        self.lease.state().mark_lost();
+                        self.lease.state().mark_lost(crate::vocab::outcome::LostReason::from_check(outcome, false));
                         Err(Error::NotHeld {
                             name: name.into_owned(),
                         })
@@ -129,6 +129,57 @@ impl MultiGuard {
             )));
         };
         Ok(self.fencing_tokens().await?[at])
+    }
+
+    /// Which lock of this hold is no longer ours, in the order the names
+    /// were given (asks Redis: one read per lock); `None` when every one
+    /// still holds our token. What to name after [`lost`](MultiGuard::lost)
+    /// fired.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn lost_lock(&self) -> Result<Option<Vec<u8>>> {
+        let spec = self.lease.hold();
+        for &i in spec.given.iter() {
+            let member = &spec.members[i];
+            let value: Option<Vec<u8>> = spec
+                .session
+                .query(
+                    "multi lost lock",
+                    redis::cmd("GET").arg(&member.keys.key).clone(),
+                    &member.keys.key,
+                )
+                .await?;
+            let token = self.lease.token().as_bytes();
+            let ours = value.as_deref().is_some_and(|v| {
+                v.strip_suffix(crate::vocab::protocol::WAITING_MARK.as_bytes())
+                    .unwrap_or(v)
+                    == token
+            });
+            if !ours {
+                return Ok(Some(member.name.to_vec()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first lock's fencing token (of the name given first): what
+    /// [`Guard::fencing_token`](crate::Guard::fencing_token) of a multi lock
+    /// is. Issues every lock's, as [`fencing_tokens`](MultiGuard::fencing_tokens).
+    ///
+    /// # Cancel safety
+    /// As [`fencing_tokens`](MultiGuard::fencing_tokens).
+    pub async fn fencing_token(&self) -> Result<u64> {
+        let tokens = self.fencing_tokens().await?;
+        tokens
+            .first()
+            .copied()
+            .ok_or_else(|| Error::Internal("a multi lock without locks".into()))
+    }
+
+    /// The first lock's fencing token, if issued already. Asks nobody.
+    pub fn issued_fencing_token(&self) -> Option<u64> {
+        self.issued_fencing_tokens()?.first().copied()
     }
 
     /// The fencing tokens (in the order the names were given), if issued

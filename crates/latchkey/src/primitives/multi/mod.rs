@@ -12,6 +12,7 @@ pub(crate) mod wait;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::multi::guard::MultiGuard;
 use crate::primitives::multi::spec::{Attempted, Member, MultiSpec};
 use crate::primitives::traced;
@@ -95,9 +96,9 @@ impl std::fmt::Debug for MultiLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MultiLock")
             .field("name", &String::from_utf8_lossy(&self.inner.name))
-            .field("ttl", &self.inner.ttl)
-            .field("renew_every", &self.inner.renew_every)
-            .field("fenced", &self.inner.fenced)
+            .field("ttl", &self.inner.lease.ttl)
+            .field("renew_every", &self.inner.lease.renew_every)
+            .field("fenced", &self.inner.lease.fenced)
             .field("one_round_trip", &self.inner.one_script)
             .finish()
     }
@@ -167,11 +168,7 @@ impl MultiLock {
                 members: Arc::from(members),
                 given: Arc::from(place),
                 one_script,
-                ttl,
-                renew_every: None,
-                max_hold: None,
-                fenced: false,
-                asking: false,
+                lease: LeaseOptions::new(ttl),
             }),
         })
     }

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::Wakeups;
+use crate::primitives::lease::options::LeaseOptions;
 use crate::transport::session::Session;
 use crate::transport::subscriber::{Topic, EVENT_BUFFER};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
-use crate::vocab::names::{drift, ttl_ms, LockKeys};
+use crate::vocab::names::{ttl_ms, LockKeys};
 use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
 use crate::vocab::protocol::scripts;
 
@@ -35,12 +36,9 @@ pub(crate) struct MultiSpec {
     pub(crate) given: Arc<[usize]>,
     /// All in one script: one server, or every key in one cluster slot.
     pub(crate) one_script: bool,
-    pub(crate) ttl: Duration,
-    pub(crate) renew_every: Option<Duration>,
-    pub(crate) max_hold: Option<Duration>,
-    pub(crate) fenced: bool,
-    /// A waiter asks the holder of the busy lock to let go (`with_asking`).
-    pub(crate) asking: bool,
+    /// TTL, watchdog, cap, margin, fencing; `asking`: a waiter asks the
+    /// holder of the busy lock to let go.
+    pub(crate) lease: LeaseOptions,
     pub(crate) metrics_label: LockLabel,
 }
 
@@ -100,7 +98,7 @@ impl MultiSpec {
         }
         let sent = Instant::now();
         let mode = AttemptMode {
-            fenced: self.fenced,
+            fenced: self.lease.fenced,
             ask_ttl: true,
             mark,
             holder: false,
@@ -109,7 +107,7 @@ impl MultiSpec {
         for (index, member) in self.members.iter().enumerate() {
             let attempt = self
                 .session
-                .try_once(&member.keys, token, self.ttl, mode)
+                .try_once(&member.keys, token, self.lease.ttl, mode)
                 .await?;
             match attempt {
                 Attempt::Acquired { fencing_token, .. } => fences.extend(fencing_token),
@@ -132,8 +130,8 @@ impl MultiSpec {
             }
         }
         Ok(Attempted::Taken {
-            fences: self.fenced.then_some(fences),
-            valid_until: sent + self.ttl - drift(self.ttl),
+            fences: self.lease.fenced.then_some(fences),
+            valid_until: crate::vocab::names::valid_until(sent, self.lease.ttl),
         })
     }
 
@@ -145,8 +143,8 @@ impl MultiSpec {
             let (counted, n) = member.keys.counted();
             keys.extend([counted[0], counted[1], counted[n - 1]]);
         }
-        let ttl = ttl_ms(self.ttl).to_string();
-        let issue: &[u8] = if self.fenced { b"1" } else { b"0" };
+        let ttl = ttl_ms(self.lease.ttl).to_string();
+        let issue: &[u8] = if self.lease.fenced { b"1" } else { b"0" };
         let waiting: &[u8] = if mark { b"1" } else { b"0" };
         let reply: Vec<i64> = self
             .session
@@ -160,7 +158,7 @@ impl MultiSpec {
         let bad = || Error::Protocol(format!("multi acquire script returned {reply:?}"));
         match reply.split_first() {
             Some((1, fences)) if fences.len() == self.members.len() => Ok(Attempted::Taken {
-                fences: match self.fenced {
+                fences: match self.lease.fenced {
                     true => Some(
                         fences
                             .iter()
@@ -169,7 +167,7 @@ impl MultiSpec {
                     ),
                     false => None,
                 },
-                valid_until: sent + self.ttl - drift(self.ttl),
+                valid_until: crate::vocab::names::valid_until(sent, self.lease.ttl),
             }),
             Some((0, [index, pttl, announced])) => Ok(Attempted::Busy {
                 index: usize::try_from(*index - 1)
@@ -188,7 +186,7 @@ impl MultiSpec {
     /// found (the worst lock's), and the new deadline.
     pub(crate) async fn extend(&self, token: &str, ttl: Duration) -> Result<(Ownership, Instant)> {
         let sent = Instant::now();
-        let valid_until = sent + ttl - drift(ttl);
+        let valid_until = crate::vocab::names::valid_until(sent, ttl);
         if !self.one_script {
             // One request per lock, all in flight at once.
             let each = self

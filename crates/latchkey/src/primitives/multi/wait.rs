@@ -52,7 +52,7 @@ impl MultiLock {
             foreign_poll: MIN_FOREIGN_POLL,
             backoff: Backoff::default(),
         };
-        let ask = Ask::new(spec.asking);
+        let ask = Ask::new(spec.lease.asking);
         let mut waiting = Waiting::new(&spec.name, started, deadline, wake);
         wait_for(&mut waiting, |woken| {
             let (seen, ask) = (&seen, &ask);

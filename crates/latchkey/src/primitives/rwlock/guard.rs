@@ -6,12 +6,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::lease::{Hold, Lease};
 use crate::primitives::shared::publish_command;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
-use crate::vocab::names::{drift, ttl_ms};
+use crate::vocab::names::ttl_ms;
 use crate::vocab::outcome::Ownership;
 use crate::vocab::protocol::scripts;
 use crate::vocab::token::short;
@@ -33,12 +34,8 @@ pub(crate) struct RwSpec {
     pub(crate) name: Arc<[u8]>,
     /// In the order of [`crate::vocab::protocol::RWLOCK_SUFFIXES`].
     pub(crate) keys: Arc<[Vec<u8>; 7]>,
-    pub(crate) ttl: Duration,
-    pub(crate) renew_every: Option<Duration>,
-    pub(crate) max_hold: Option<Duration>,
-    pub(crate) fenced: bool,
-    /// Whether a waiter asks the holders to let go (`with_asking`).
-    pub(crate) asking: bool,
+    /// TTL, watchdog, cap, margin, fencing (the writer's), asking.
+    pub(crate) lease: LeaseOptions,
     pub(crate) metrics_label: LockLabel,
 }
 
@@ -133,6 +130,13 @@ pub(crate) struct RwHold {
 impl Hold for RwHold {
     hold_basics!(spec);
 
+    /// Readers come and go on a read-write lock's channel: only a
+    /// revocation matters to a holder (a writer hears nothing else while it
+    /// holds).
+    fn heard(&self, payload: &[u8]) -> crate::primitives::lease::renew::Heard {
+        crate::primitives::lease::renew::heard_shared(payload)
+    }
+
     fn tracker(&self) -> &tokio_util::task::TaskTracker {
         &self.spec.session.inner.background
     }
@@ -205,7 +209,7 @@ pub(crate) async fn release(spec: &RwSpec, access: RwAccess, token: &str) -> Res
                 .await?
         }
         RwAccess::Write => {
-            let ttl = ttl_ms(spec.ttl).to_string();
+            let ttl = ttl_ms(spec.lease.ttl).to_string();
             let k = &spec.keys;
             spec.session
                 .eval(
@@ -252,5 +256,5 @@ async fn extend(
         -1 => Ownership::HeldByOther,
         _ => Ownership::Expired,
     };
-    Ok((outcome, sent + ttl - drift(ttl)))
+    Ok((outcome, crate::vocab::names::valid_until(sent, ttl)))
 }

@@ -10,6 +10,7 @@ pub(crate) mod guard;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::rwlock::guard::{RwAccess, RwGuard, RwSpec};
 use crate::primitives::shared::{key, publish_request};
 use crate::primitives::traced;
@@ -18,7 +19,7 @@ use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
-use crate::vocab::names::{check_cluster_name, check_name, check_ttl, drift, ttl_ms};
+use crate::vocab::names::{check_cluster_name, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::RWLOCK_SUFFIXES;
 
@@ -72,9 +73,9 @@ impl std::fmt::Debug for RwLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RwLock")
             .field("name", &String::from_utf8_lossy(&self.inner.name))
-            .field("ttl", &self.inner.ttl)
-            .field("renew_every", &self.inner.renew_every)
-            .field("fenced", &self.inner.fenced)
+            .field("ttl", &self.inner.lease.ttl)
+            .field("renew_every", &self.inner.lease.renew_every)
+            .field("fenced", &self.inner.lease.fenced)
             .finish()
     }
 }
@@ -95,11 +96,7 @@ impl RwLock {
                 session: session.clone(),
                 name: Arc::from(name),
                 keys: Arc::new(keys),
-                ttl,
-                renew_every: None,
-                max_hold: None,
-                fenced: false,
-                asking: false,
+                lease: LeaseOptions::new(ttl),
                 metrics_label: LockLabel::new(
                     &session.inner.metrics_labels,
                     Primitive::RwLock,
@@ -241,7 +238,7 @@ impl RwLock {
         let spec = &self.inner;
         let token = spec.session.inner.identity.new_token()?;
         let pending = self.pending(access, &token);
-        let ask = Ask::new(spec.asking);
+        let ask = Ask::new(spec.lease.asking);
         let mut waiting =
             Waiting::subscribe(&spec.session, spec.channel(), &spec.name, deadline).await;
         wait_for(&mut waiting, |woken| {
@@ -306,12 +303,12 @@ impl RwLock {
     ) -> Result<std::result::Result<RwGuard, Duration>> {
         let spec = &self.inner;
         let sent = Instant::now();
-        let ttl = ttl_ms(spec.ttl).to_string();
+        let ttl = ttl_ms(spec.lease.ttl).to_string();
         let mode: &[u8] = match access {
             RwAccess::Read => b"r",
             RwAccess::Write => b"w",
         };
-        let issue: &[u8] = if spec.fenced { b"1" } else { b"0" };
+        let issue: &[u8] = if spec.lease.fenced { b"1" } else { b"0" };
         let keys: Vec<&[u8]> = spec.keys[..6].iter().map(Vec::as_slice).collect();
         pending.arm();
         let reply: (i64, i64) = spec
@@ -332,9 +329,9 @@ impl RwLock {
         match reply {
             (1, fence) => {
                 pending.disarm();
-                let fencing_token = (access == RwAccess::Write && spec.fenced)
+                let fencing_token = (access == RwAccess::Write && spec.lease.fenced)
                     .then(|| u64::try_from(fence).unwrap_or_default());
-                let valid_until = sent + spec.ttl - drift(spec.ttl);
+                let valid_until = crate::vocab::names::valid_until(sent, spec.lease.ttl);
                 Ok(Ok(RwGuard::new(
                     spec.clone(),
                     access,

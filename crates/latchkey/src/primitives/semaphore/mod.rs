@@ -14,6 +14,7 @@ pub(crate) mod permit;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::semaphore::permit::{PermitGuard, PermitHold, PermitHolder, SemaphoreSpec};
 use crate::primitives::shared::{key, publish_request};
 use crate::primitives::traced;
@@ -23,7 +24,7 @@ use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
-use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, drift, ttl_ms};
+use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
 
@@ -95,9 +96,9 @@ impl std::fmt::Debug for Semaphore {
         f.debug_struct("Semaphore")
             .field("name", &String::from_utf8_lossy(&self.inner.name))
             .field("permits", &self.inner.permits)
-            .field("ttl", &self.inner.ttl)
-            .field("renew_every", &self.inner.renew_every)
-            .field("fenced", &self.inner.fenced)
+            .field("ttl", &self.inner.lease.ttl)
+            .field("renew_every", &self.inner.lease.renew_every)
+            .field("fenced", &self.inner.lease.fenced)
             .finish()
     }
 }
@@ -122,11 +123,7 @@ impl Semaphore {
                 fence_key: key(session, name, PERMITS_FENCE_SUFFIX).into(),
                 channel: key(session, name, PERMITS_RELEASED_SUFFIX).into(),
                 permits,
-                ttl,
-                renew_every: None,
-                max_hold: None,
-                fenced: false,
-                asking: false,
+                lease: LeaseOptions::new(ttl),
                 metrics_label: LockLabel::new(
                     &session.inner.metrics_labels,
                     Primitive::Semaphore,
@@ -239,7 +236,7 @@ impl Semaphore {
     /// the holders to let go (`wait/ask.rs`).
     async fn wait_for_permit(&self, k: u32, deadline: Option<Instant>) -> Result<PermitGuard> {
         let spec = &self.inner;
-        let ask = Ask::new(spec.asking);
+        let ask = Ask::new(spec.lease.asking);
         let mut waiting =
             Waiting::subscribe(&spec.session, &spec.channel, &spec.name, deadline).await;
         wait_for(&mut waiting, |woken| {
@@ -279,7 +276,7 @@ impl Semaphore {
             },
         );
         let permits = spec.permits.to_string();
-        let ttl = ttl_ms(spec.ttl).to_string();
+        let ttl = ttl_ms(spec.lease.ttl).to_string();
         let take = k.to_string();
         let reply: Result<(i64, i64)> = spec
             .session
@@ -291,7 +288,7 @@ impl Semaphore {
                     token.as_bytes(),
                     permits.as_bytes(),
                     ttl.as_bytes(),
-                    if spec.fenced { b"1" } else { b"0" },
+                    if spec.lease.fenced { b"1" } else { b"0" },
                     take.as_bytes(),
                 ],
             )
@@ -305,13 +302,13 @@ impl Semaphore {
         match acquired {
             1 => {
                 let fencing_token =
-                    match spec.fenced {
+                    match spec.lease.fenced {
                         true => Some(u64::try_from(value).map_err(|_| {
                             Error::Protocol(format!("negative fencing token {value}"))
                         })?),
                         false => None,
                     };
-                let valid_until = sent + spec.ttl - drift(spec.ttl);
+                let valid_until = crate::vocab::names::valid_until(sent, spec.lease.ttl);
                 let hold = PermitHold {
                     spec: self.inner.clone(),
                     taken: k,

@@ -7,12 +7,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::lease::{Hold, Lease};
 use crate::primitives::shared::publish_command;
 use crate::transport::session::Session;
 use crate::vocab::error::Result;
 use crate::vocab::metrics::LockLabel;
-use crate::vocab::names::{drift, ttl_ms};
+use crate::vocab::names::ttl_ms;
 use crate::vocab::outcome::Ownership;
 use crate::vocab::protocol::scripts;
 use crate::vocab::token::Holder;
@@ -27,12 +28,8 @@ pub(crate) struct SemaphoreSpec {
     pub(crate) fence_key: Arc<[u8]>,
     pub(crate) channel: Arc<[u8]>,
     pub(crate) permits: u32,
-    pub(crate) ttl: Duration,
-    pub(crate) renew_every: Option<Duration>,
-    pub(crate) max_hold: Option<Duration>,
-    pub(crate) fenced: bool,
-    /// Whether a waiter asks the holders to let go (`with_asking`).
-    pub(crate) asking: bool,
+    /// TTL, watchdog, cap, margin, fencing, asking.
+    pub(crate) lease: LeaseOptions,
     pub(crate) metrics_label: LockLabel,
 }
 
@@ -108,6 +105,11 @@ impl PermitGuard {
 /// A permit's lease: the semaphore's scripts, over the hold's permits.
 impl Hold for PermitHold {
     hold_basics!(spec);
+
+    /// Other holders' releases are normal traffic on a semaphore's channel.
+    fn heard(&self, payload: &[u8]) -> crate::primitives::lease::renew::Heard {
+        crate::primitives::lease::renew::heard_shared(payload)
+    }
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {
         &self.spec.session.inner.background
@@ -209,7 +211,7 @@ async fn extend(
         1 => Ownership::Owned,
         _ => Ownership::Expired,
     };
-    Ok((outcome, sent + ttl - drift(ttl)))
+    Ok((outcome, crate::vocab::names::valid_until(sent, ttl)))
 }
 
 /// One permit held, as [`Semaphore::holders`](crate::Semaphore::holders)

@@ -116,6 +116,13 @@ pub const PERMITS_RELEASED_SUFFIX: &[u8] = b":permits:released";
 /// unaffected (see `docs/protocol.md`, "Release requests").
 pub const RELEASE_REQUESTED: &[u8] = b"release-requested";
 
+/// The message a revocation ([`Client::revoke`](crate::Client::revoke))
+/// publishes on the revoked primitive's release channel: waiters take it
+/// as any wake-up, and a holder that hears it checks its hold at once (one
+/// round trip), finds it gone and fires `lost` with
+/// [`LostReason::Revoked`](crate::LostReason::Revoked).
+pub const REVOKED: &[u8] = b"revoked";
+
 /// Ends the owner token of a hold kept while idle
 /// ([`Lock::with_caching`](crate::Lock::with_caching)): `lk2:…:<host>:c`.
 /// The acquire script of a waiter that marks such a token publishes

@@ -24,7 +24,7 @@ use crate::backend::redlock::tally::{
 use crate::backend::redlock::Group;
 use crate::transport::subscriber::jitter;
 use crate::vocab::error::Result;
-use crate::vocab::names::{drift, LockKeys};
+use crate::vocab::names::LockKeys;
 use crate::vocab::outcome::{Attempt, AttemptMode};
 
 impl Group {
@@ -41,7 +41,7 @@ impl Group {
         // Before the first send: every key we get expires no earlier than
         // `start + ttl` (less the drift allowance for clock rates).
         let start = Instant::now();
-        let valid_until = start + ttl - drift(ttl);
+        let valid_until = crate::vocab::names::valid_until(start, ttl);
         // Each instance's acquire runs in a task of its own, to the end, even
         // when the round stops at the decision: a slower instance still gets
         // our key (so the lock lives on more than a bare majority and

@@ -12,7 +12,7 @@ use crate::backend::redlock::tally::{Found, OwnerTally, Verdict};
 use crate::backend::redlock::Group;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::names::{drift, LockKeys};
+use crate::vocab::names::LockKeys;
 use crate::vocab::outcome::Ownership;
 
 impl Group {
@@ -27,7 +27,7 @@ impl Group {
         let timeout = self.timeout_for(ttl);
         let quorum = self.inner.quorum;
         let start = Instant::now();
-        let valid_until = start + ttl - drift(ttl);
+        let valid_until = crate::vocab::names::valid_until(start, ttl);
         let (Gathered { answers, .. }, tally) = self
             .owner_round(
                 timeout,

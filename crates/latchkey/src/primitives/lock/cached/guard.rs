@@ -133,6 +133,47 @@ impl CachedGuard {
             .copied()
     }
 
+    /// The lock's TTL (of the Redis hold and of its renewals).
+    pub fn ttl(&self) -> Duration {
+        self.cache.lock.ttl()
+    }
+
+    /// Why the Redis hold was lost (see [`LockGuard::lost_reason`]); `None`
+    /// while held, and for a released guard.
+    pub fn lost_reason(&self) -> Option<crate::LostReason> {
+        self.hold().and_then(LockGuard::lost_reason)
+    }
+
+    /// Completes when another process asks for the lock (see
+    /// [`LockGuard::release_requested`]); never for a released guard. The
+    /// kept hold itself is given back when asked, at the next local release.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`LockGuard::release_requested`].
+    pub async fn release_requested(&self) -> Result<()> {
+        match self.hold() {
+            Some(hold) => hold.release_requested().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// This local hold's fencing token, if issued already. Asks nobody.
+    pub fn issued_fencing_token(&self) -> Option<u64> {
+        self.fencing.get().copied()
+    }
+
+    /// Gives the Redis hold up without releasing it, as
+    /// [`LockGuard::forget`]: nothing is kept for the next local holder, and
+    /// the lock ends at its TTL (or by a release with the returned token).
+    /// Empty for a guard whose hold was already gone.
+    pub fn forget(mut self) -> String {
+        let Some(mut slot) = self.slot.take() else {
+            return String::new();
+        };
+        self.cache.set_idle_until(None);
+        slot.hold.take().map(LockGuard::forget).unwrap_or_default()
+    }
+
     /// Ends this local hold. The Redis hold is kept for the next one (no
     /// round trip) unless another process wants the lock or it was lost:
     /// then it is released in Redis, and that release's finding returned.
@@ -187,5 +228,52 @@ impl Drop for CachedGuard {
             })),
             Err(_) => drop(hold),
         }
+    }
+}
+
+impl crate::primitives::guard::sealed::Sealed for CachedGuard {}
+
+impl crate::Guard for CachedGuard {
+    fn name(&self) -> &[u8] {
+        CachedGuard::name(self)
+    }
+    fn token(&self) -> &str {
+        CachedGuard::token(self)
+    }
+    fn ttl(&self) -> Duration {
+        CachedGuard::ttl(self)
+    }
+    fn deadline(&self) -> Instant {
+        CachedGuard::deadline(self)
+    }
+    fn is_held(&self) -> bool {
+        CachedGuard::is_held(self)
+    }
+    fn lost(&self) -> impl std::future::Future<Output = ()> + Send {
+        CachedGuard::lost(self)
+    }
+    fn lost_signal(&self) -> crate::LostSignal {
+        CachedGuard::lost_signal(self)
+    }
+    fn lost_reason(&self) -> Option<crate::LostReason> {
+        CachedGuard::lost_reason(self)
+    }
+    fn release_requested(&self) -> impl std::future::Future<Output = Result<()>> + Send {
+        CachedGuard::release_requested(self)
+    }
+    fn extend(&self, ttl: Duration) -> impl std::future::Future<Output = Result<Ownership>> + Send {
+        CachedGuard::extend(self, ttl)
+    }
+    fn fencing_token(&self) -> impl std::future::Future<Output = Result<u64>> + Send {
+        CachedGuard::fencing_token(self)
+    }
+    fn issued_fencing_token(&self) -> Option<u64> {
+        CachedGuard::issued_fencing_token(self)
+    }
+    fn release(self) -> impl std::future::Future<Output = Result<Ownership>> + Send {
+        CachedGuard::release(self)
+    }
+    fn forget(self) -> String {
+        CachedGuard::forget(self)
     }
 }

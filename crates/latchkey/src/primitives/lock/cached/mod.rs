@@ -110,7 +110,7 @@ impl Lock {
             ));
         };
         let session = session.clone();
-        let mut lock = match self.inner.renew_every {
+        let mut lock = match self.inner.lease.renew_every {
             Some(_) => self,
             None => self.with_watchdog(),
         };

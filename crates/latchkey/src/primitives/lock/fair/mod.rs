@@ -179,8 +179,8 @@ impl Lock {
                     &spec.keys,
                     "",
                     &token,
-                    spec.ttl,
-                    spec.fenced,
+                    spec.lease.ttl,
+                    spec.lease.fenced,
                     FairMode::Try,
                     lease,
                 )
@@ -304,7 +304,7 @@ impl Drop for Leaving {
 /// a reply proved the lock was not ours yet) with the key's TTL set to
 /// `handoff_ttl` is valid until, at the earliest.
 pub(crate) fn handed_valid_until(not_ours_since: Instant, handoff_ttl: Duration) -> Instant {
-    not_ours_since + handoff_ttl - crate::vocab::names::drift(handoff_ttl)
+    crate::vocab::names::valid_until(not_ours_since, handoff_ttl)
 }
 
 /// Whether a hold whose proven deadline is `valid_until` may be returned

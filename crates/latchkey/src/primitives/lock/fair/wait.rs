@@ -43,7 +43,7 @@ impl Lock {
             return Err(Error::Internal("a fair lock without its queue keys".into()));
         };
         let timed_out = || crate::primitives::wait::timed_out(&spec.name, started);
-        let handoff_ttl = spec.ttl.min(lease);
+        let handoff_ttl = spec.lease.ttl.min(lease);
         // Uncontended, one script and no subscription: try first, unless
         // this process already listens for this lock's hand-offs (another
         // of its waiters does), when queueing at once saves that script.
@@ -64,7 +64,7 @@ impl Lock {
         let id = subscriber.new_waiter_id();
         // The same for every id of this subscriber.
         let handoff_channel = handoff_channel(&fair.handoff_prefix, &id);
-        let me = entry(&id, handoff_ttl, spec.fenced, &token);
+        let me = entry(&id, handoff_ttl, spec.lease.fenced, &token);
 
         // Subscribed before queueing, so that no hand-off can come unheard;
         // a subscriber that is slow to answer must not carry us past the
@@ -107,21 +107,21 @@ impl Lock {
             subscriptions,
             handoff_channel: &handoff_channel,
             state: &state,
-            fenced: spec.fenced,
+            fenced: spec.lease.fenced,
         };
         // The wait core's loop (`primitives/wait/`); the attempt is also the
         // lease's renewal, and a hand-off message is the answer itself.
         // Made `with_asking`: asks the holder once, at the first busy
         // attempt (`primitives/wait/ask.rs`; hand-offs to others are not
         // heard, so no later holder is known).
-        let ask = Ask::new(spec.asking);
+        let ask = Ask::new(spec.lease.asking);
         let mut waiting = Waiting::new(&spec.name, started, deadline, wake);
         let waited = wait_for(&mut waiting, |woken| {
             let (state, token, ask) = (&state, &token, &ask);
             async move {
                 if let Woken::Message(handed) = woken {
                     let mut s = lock(state);
-                    let fencing_token = handoff_fence(&handed, &s.id, spec.fenced).flatten();
+                    let fencing_token = handoff_fence(&handed, &s.id, spec.lease.fenced).flatten();
                     let valid_until = handed_valid_until(s.not_ours_since, handoff_ttl);
                     // Heard too late (this process was stopped while the
                     // hand-off's TTL ran out): the lock may be the next
@@ -131,7 +131,7 @@ impl Lock {
                         s.leaving.disarm();
                         let guard =
                             LockGuard::new(spec.clone(), token.clone(), fencing_token, valid_until);
-                        guard.extend_after_handoff(extend_at(valid_until, lease));
+                        guard.extend_after_handoff(lease);
                         return Ok(Tried::Done(guard));
                     }
                 }
@@ -141,7 +141,7 @@ impl Lock {
                 };
                 let sent = Instant::now();
                 let attempt = session
-                    .fair_attempt(&spec.keys, &me, token, spec.ttl, spec.fenced, mode, lease)
+                    .fair_attempt(&spec.keys, &me, token, spec.lease.ttl, spec.lease.fenced, mode, lease)
                     .await?;
                 let handed = matches!(attempt, FairAttempt::Handed { .. });
                 if matches!(attempt, FairAttempt::Busy { .. }) {
@@ -177,7 +177,7 @@ impl Lock {
                         // Handed on by a release: its TTL is the hand-off's
                         // until extended (see `extend_at`).
                         if handed {
-                            guard.extend_after_handoff(extend_at(valid_until, lease));
+                            guard.extend_after_handoff(lease);
                         }
                         Tried::Done(guard)
                     }
@@ -189,7 +189,7 @@ impl Lock {
                     FairAttempt::Busy { queued: false, .. } if mode == FairMode::Renew => {
                         tracing::warn!(lock = %spec.display_name(), "a fair waiter lost its place (held up past its lease or a hand-off); queueing again");
                         s.id = subscriber.new_waiter_id();
-                        s.me = entry(&s.id, handoff_ttl, spec.fenced, token);
+                        s.me = entry(&s.id, handoff_ttl, spec.lease.fenced, token);
                         let me = s.me.clone();
                         s.leaving.set_entry(me);
                         s.mode = FairMode::Queue;
@@ -301,15 +301,6 @@ impl Wake for FairWake<'_> {
 /// The hand-off channel of the subscriber that made waiter id `id`.
 fn handoff_channel(prefix: &[u8], id: &str) -> Vec<u8> {
     [prefix, &id.as_bytes()[..16]].concat()
-}
-
-/// When a handed-over hold is extended to its TTL: a third of a lease
-/// before its hand-off deadline (time for retries), so that a short hold
-/// is released before and costs no extension.
-fn extend_at(valid_until: Instant, lease: Duration) -> Instant {
-    valid_until
-        .checked_sub(lease / 3)
-        .map_or_else(Instant::now, |at| at.max(Instant::now()))
 }
 
 /// The next event of any subscription; never, without subscriptions.

@@ -1,0 +1,82 @@
+//! [`LeaseOptions`]: what every primitive whose holds are leases is told
+//! about them by its builder (TTL, watchdog, cap, stop margin, fencing,
+//! asking), one struct inside each spec instead of six fields in five specs.
+
+use std::time::Duration;
+
+use crate::vocab::error::{Error, Result};
+
+/// The options of a primitive's holds, set by its builder methods
+/// (`with_watchdog`, `with_max_hold`, `with_stop_margin`, `with_fencing`,
+/// `with_asking`) and read by its [`Hold`](super::Hold).
+#[derive(Clone, Debug)]
+pub(crate) struct LeaseOptions {
+    /// How long an acquisition or a renewal holds for.
+    pub(crate) ttl: Duration,
+    /// How often the watchdog renews; `None`: no watchdog.
+    pub(crate) renew_every: Option<Duration>,
+    /// The cap on a hold, from its acquisition.
+    pub(crate) max_hold: Option<Duration>,
+    /// How long before the deadline `lost` fires; `None`: the default,
+    /// [`default_stop_margin`].
+    pub(crate) stop_margin: Option<Duration>,
+    /// Whether every acquisition also issues the fencing token.
+    pub(crate) fenced: bool,
+    /// Whether a waiter asks the holders to let go.
+    pub(crate) asking: bool,
+}
+
+impl LeaseOptions {
+    /// Holds of `ttl`, no watchdog, no cap, the default margin, no token
+    /// with the acquisition, waiters that do not ask.
+    pub(crate) fn new(ttl: Duration) -> LeaseOptions {
+        LeaseOptions {
+            ttl,
+            renew_every: None,
+            max_hold: None,
+            stop_margin: None,
+            fenced: false,
+            asking: false,
+        }
+    }
+
+    /// The stop margin a hold of these options gets: the one asked for, or
+    /// the default, never more than half the TTL nor half the cap (so that
+    /// `lost` cannot fire before a renewal could have answered, nor as the
+    /// hold begins).
+    pub(crate) fn margin(&self) -> Duration {
+        let asked = self
+            .stop_margin
+            .unwrap_or_else(|| default_stop_margin(self.ttl));
+        let mut most = self.ttl / 2;
+        if let Some(cap) = self.max_hold {
+            most = most.min(cap / 2);
+        }
+        asked.min(most)
+    }
+
+    /// How often the watchdog renews, if it does: never so rarely that the
+    /// stop margin is reached before two renewals were tried.
+    pub(crate) fn renewal_interval(&self) -> Option<Duration> {
+        let window = self.ttl.saturating_sub(self.margin());
+        self.renew_every.map(|every| every.min(window / 2))
+    }
+}
+
+/// The stop margin of a hold that was not given one: a fifth of its TTL.
+/// With the watchdog's renewals every third of the TTL, that leaves several
+/// tries between the first failed renewal and `lost`, and a holder that
+/// checks `lost` between steps a fifth of its TTL to stop.
+pub(crate) fn default_stop_margin(ttl: Duration) -> Duration {
+    ttl / 5
+}
+
+/// Checks a stop margin (`with_stop_margin`): at most half the TTL.
+pub(crate) fn check_stop_margin(margin: Duration, ttl: Duration) -> Result<Duration> {
+    if margin > ttl / 2 {
+        return Err(Error::InvalidInput(format!(
+            "stop margin {margin:?}: it must be at most half the TTL ({ttl:?})"
+        )));
+    }
+    Ok(margin)
+}
