@@ -43,7 +43,11 @@ fn a_run_of_several_locks_excludes_a_plain_run_of_any_of_them() {
         QUICK,
     );
     assert_eq!(code(out.status), 1, "{}", stderr(&out));
-    assert!(stderr(&out).contains("one of the locks \"b\", \"c\" is busy"));
+    assert!(
+        stderr(&out).contains("lock \"b\" of \"b\", \"c\" is busy (held by "),
+        "{}",
+        stderr(&out)
+    );
     // c stayed free: taking b and c was all or nothing.
     assert_eq!(redis.command(&["EXISTS", "test:c"]).unwrap(), "0");
     let out = output(
@@ -168,7 +172,7 @@ fn losing_any_of_the_locks_stops_the_command_and_exits_75() {
     let mut err = String::new();
     std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert!(
-        err.contains("lost one of the locks \"keep\", \"doomed\""),
+        err.contains("lost lock \"doomed\" of the locks \"keep\", \"doomed\""),
         "{err}"
     );
     // The lock still ours was released.

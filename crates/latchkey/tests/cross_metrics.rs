@@ -173,7 +173,13 @@ fn renewals_losses_and_releases_of_a_taken_lock() {
                 ("latchkey_renewals_total{kind=lock,outcome=ok}", 1),
             ])
         );
-        assert_eq!(rec.counter("latchkey_locks_lost_total{kind=lock}"), 2);
+        assert_eq!(
+            rec.listed(m::LOCKS_LOST),
+            [
+                "latchkey_locks_lost_total{kind=lock,reason=gone} 1",
+                "latchkey_locks_lost_total{kind=lock,reason=taken-over} 1",
+            ]
+        );
         assert_eq!(
             rec.counters_of(m::RELEASES),
             BTreeMap::from([
@@ -305,7 +311,10 @@ fn semaphores_and_read_write_locks_are_counted_as_locks_are_with_their_kind() {
                 "latchkey_renewals_total{kind=semaphore,outcome=ok} 1",
             ]
         );
-        assert_eq!(rec.counter("latchkey_locks_lost_total{kind=semaphore}"), 1);
+        assert_eq!(
+            rec.listed(m::LOCKS_LOST),
+            ["latchkey_locks_lost_total{kind=semaphore,reason=gone} 1"]
+        );
         assert!(rec.counters_of(m::LOCKS_LOST).len() == 1, "{rec:?}");
     });
 }
@@ -396,8 +405,8 @@ fn elections_latches_barriers_and_fair_locks_are_counted_with_their_kind() {
             ]
         );
         assert_eq!(
-            rec.counter("latchkey_locks_lost_total{kind=election,lock=e}"),
-            1
+            rec.listed(m::LOCKS_LOST),
+            ["latchkey_locks_lost_total{kind=election,lock=e,reason=taken-over} 1"]
         );
         assert_eq!(
             rec.histogram("latchkey_hold_seconds{kind=election,lock=e}")

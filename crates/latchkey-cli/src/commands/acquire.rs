@@ -70,11 +70,10 @@ pub async fn acquire(target: &Target, args: AcquireArgs) -> Outcome {
             .lock_within(&args.name, args.ttl, args.wait.patience())
             .await?,
     )?;
-    let guard = args
-        .wait
-        .acquire(&lock)
-        .await
-        .map_err(|e| args.wait.failed(&args.name, e, args.conflict_exit_code))?;
+    let guard = args.wait.acquire(&lock).await.map_err(|e| {
+        let what = format!("lock {:?}", args.name);
+        args.wait.failed(&what, e, args.conflict_exit_code)
+    })?;
     let Some(guard) = guard else {
         return Err(args
             .wait

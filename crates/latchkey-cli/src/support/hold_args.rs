@@ -122,14 +122,15 @@ impl HoldArgs {
     /// The failure for an acquisition that ended in `error`. `-E` (`code`)
     /// applies to a real conflict only: a wait whose last attempt could not
     /// reach Redis ends in that error, not "busy", and exits 69 saying so.
-    pub fn failed(&self, name: &str, error: latchkey::Error, code: u8) -> Failure {
+    /// `what` names what was waited for: `lock "x"`, `its permit of …`.
+    pub fn failed(&self, what: &str, error: latchkey::Error, code: u8) -> Failure {
         // A refusal (ACL, TLS, password) is not "could not reach": it says
         // what it is by itself.
         let transient = error.is_transient();
         let mut failure = exit::from_error(error, code);
         if failure.code == exit::UNAVAILABLE && !self.no_wait && transient {
             failure.message = format!(
-                "could not reach Redis while waiting for lock {name:?}: {}",
+                "could not reach Redis while waiting for {what}: {}",
                 failure.message
             );
         }

@@ -88,14 +88,11 @@ pub(crate) async fn run_once<T: Take>(
         Ok(Ended::Lost {
             reason,
             how: stopped,
-        }) => {
-            let part = take.lost_part(how.target, &guard).await;
-            Ok(Ran::Lost {
-                reason,
-                what: format!("{}{part}", take.what()),
-                how: stopped,
-            })
-        }
+        }) => Ok(Ran::Lost {
+            reason,
+            what: take.lost_what(&guard).await,
+            how: stopped,
+        }),
         Err(failure) => Err(failure),
     };
     release(take, guard).await;

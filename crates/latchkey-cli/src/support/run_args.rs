@@ -114,9 +114,11 @@ impl RunArgs {
                         "--take {k} needs --permits N: it takes K of a semaphore's N permits"
                     )))
                 }
-                Some(n) if k > n => return Err(Failure::usage(format!(
+                Some(n) if k > n => {
+                    return Err(Failure::usage(format!(
                     "--take {k} is more than --permits {n}: at most N permits can be taken at once"
-                ))),
+                )))
+                }
                 Some(_) => {}
             }
         }

@@ -33,10 +33,10 @@ pub(crate) trait Take {
     /// without the wait's part. Only reads.
     fn busy(&self, target: &Target) -> impl Future<Output = String>;
 
-    /// Which part of `held` was lost, when the hold has parts (several
-    /// locks): ` (lock "b")`. Only reads.
-    fn lost_part(&self, _target: &Target, _held: &Self::Held) -> impl Future<Output = String> {
-        async { String::new() }
+    /// What was lost, when the hold has parts (several locks): `lock "b" of
+    /// "a", "b"`; otherwise [`what`](Take::what). Only reads.
+    fn lost_what(&self, _held: &Self::Held) -> impl Future<Output = String> {
+        async { self.what() }
     }
 }
 
@@ -115,10 +115,14 @@ impl Take for Locks {
     }
 
     /// The first lock that no longer holds our token.
-    async fn lost_part(&self, _target: &Target, held: &Self::Held) -> String {
+    async fn lost_what(&self, held: &Self::Held) -> String {
         match held.lost_lock().await {
-            Ok(Some(name)) => format!(" (lock {:?})", String::from_utf8_lossy(&name)),
-            _ => String::new(),
+            Ok(Some(name)) => format!(
+                "lock {:?} of the locks {}",
+                String::from_utf8_lossy(&name),
+                self.listed()
+            ),
+            _ => format!("one of the locks {}", self.listed()),
         }
     }
 }

@@ -295,6 +295,14 @@ impl<H: Hold> Lease<H> {
                     tracing::info!(name = %String::from_utf8_lossy(self.name()), token = short(&self.token), "release requested");
                     return Ok(());
                 }
+                // The watch may not listen yet (it subscribes a little into
+                // the hold): what this listener hears, it passes on.
+                if self.hold.heard(&published.payload) == (Heard::Check { revoked: true }) {
+                    self.state
+                        .revoked_heard
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    self.state.check_now.notify_one();
+                }
             }
         }
     }

@@ -112,6 +112,7 @@ pub(crate) async fn watch<H: Hold>(
                         check_now = true;
                     }
                 },
+                _ = state.check_now.notified() => check_now = true,
                 _ = tokio::time::sleep_until(wake_at.into()) => {}
             }
         }
@@ -205,7 +206,14 @@ pub(crate) async fn watch<H: Hold>(
             Ok(Ok((outcome, _))) => {
                 // A revocation's message and the script's effect leave Redis
                 // together, on two connections: one may be read first.
-                let revoked = revoked || revocation_pending(&hold, &mut listening).await;
+                let revoked = revoked
+                    || state
+                        .revoked_heard
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                    || revocation_pending(&hold, &mut listening).await
+                    || state
+                        .revoked_heard
+                        .load(std::sync::atomic::Ordering::Relaxed);
                 let reason = LostReason::from_check(outcome, revoked);
                 tracing::warn!(lock = %name, token = short(&token), ?outcome, %reason, "the hold is no longer ours; lost");
                 state.mark_lost(reason);

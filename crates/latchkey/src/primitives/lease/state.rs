@@ -40,6 +40,12 @@ pub(crate) struct State {
     /// Whether a background task (the watchdog, or the watch a lost signal
     /// starts) already fires `lost`.
     pub(crate) timer_running: AtomicBool,
+    /// Another listener of the hold's channel (`release_requested`) heard
+    /// a revocation: the watch checks the hold now, and a loss it finds is
+    /// [`LostReason::Revoked`].
+    pub(crate) revoked_heard: AtomicBool,
+    /// Wakes the watch to check the hold now.
+    pub(crate) check_now: tokio::sync::Notify,
     pub(crate) metrics_label: LockLabel,
 }
 
@@ -74,6 +80,8 @@ impl State {
             capped: AtomicBool::new(false),
             signals: Mutex::new(Signals::default()),
             timer_running: AtomicBool::new(false),
+            revoked_heard: AtomicBool::new(false),
+            check_now: tokio::sync::Notify::new(),
             metrics_label,
         }
     }
@@ -181,7 +189,7 @@ impl State {
             kept.get_or_insert(reason);
         }
         if !self.lost.swap(true, Ordering::SeqCst) {
-            crate::vocab::metrics::lock_lost(&self.metrics_label);
+            crate::vocab::metrics::lock_lost(&self.metrics_label, reason);
         }
         if let Some(lost) = &self.signals().lost {
             lost.cancel();

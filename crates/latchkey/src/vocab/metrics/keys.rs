@@ -71,7 +71,6 @@ pub(super) struct LockMetricKeys {
     handoff: Key,
     /// `ok`, `failed`.
     pub(super) renewals: [Key; 2],
-    locks_lost: Key,
     /// `released`, `expired`, `held_by_other`, `error`.
     pub(super) releases: [Key; 4],
 }
@@ -108,7 +107,6 @@ impl LockMetricKeys {
                 with(RENEWALS, "outcome", "ok"),
                 with(RENEWALS, "outcome", "failed"),
             ],
-            locks_lost: alone(LOCKS_LOST),
             releases: [
                 releases("released"),
                 releases("expired"),
@@ -275,8 +273,15 @@ pub(crate) fn renewal(label: &LockLabel, ok: bool) {
     increment(&label.0.renewals[usize::from(!ok)]);
 }
 
-pub(crate) fn lock_lost(label: &LockLabel) {
-    increment(&label.0.locks_lost);
+/// Counts a hold that learned it was lost, by why: built when it happens
+/// (rare), so that every primitive made pays for no key it never uses.
+pub(crate) fn lock_lost(label: &LockLabel, reason: crate::vocab::outcome::LostReason) {
+    let keys = &label.0;
+    let mut labels = Vec::with_capacity(3);
+    labels.extend(keys.lock.iter().cloned());
+    labels.push(Label::from_static_parts(KIND_LABEL, keys.kind.as_str()));
+    labels.push(Label::from_static_parts("reason", reason.as_str()));
+    increment(&Key::from_parts(LOCKS_LOST, labels));
 }
 
 /// Counts a release; `None` for one that failed with an error.
