@@ -41,6 +41,7 @@ mod redlock;
 mod results;
 mod signals;
 mod stats;
+mod told;
 mod uncontended;
 mod worker;
 
@@ -69,6 +70,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("election", election::run),
     ("multi", multi::run),
     ("cached", cached::run),
+    ("told", told::run),
 ];
 
 fn main() {

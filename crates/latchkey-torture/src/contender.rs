@@ -21,10 +21,7 @@
 
 use std::time::{Duration, Instant};
 
-use latchkey::{
-    CachedGuard, CachedLock, Election, Leadership, Lock, LockGuard, MultiGuard, MultiLock,
-    Ownership, PermitGuard, RwGuard, RwLock, Semaphore,
-};
+use latchkey::{CachedLock, DynGuard, Election, Lock, MultiLock, Ownership, RwLock, Semaphore};
 
 /// The sets of locks multi workers take, by worker id (modulo), as indexes
 /// into [`multi_names`], in the order each names them: every set has lock
@@ -57,14 +54,13 @@ pub(crate) enum Contender {
     Cached(CachedLock),
 }
 
-/// A held lock or a leadership.
-pub(crate) enum Hold {
-    Lock(LockGuard),
-    Leader(Leadership),
-    Permit(PermitGuard),
-    Write(RwGuard),
-    Multi(MultiGuard, &'static [usize]),
-    Cached(CachedGuard),
+/// A held lock, leadership, permit, write hold, several locks or kept
+/// hold: any of them, through `latchkey::Guard`.
+pub(crate) struct Hold {
+    guard: Box<dyn DynGuard>,
+    /// Which resources its tokens are for, in the order of the hold's
+    /// tokens (0: the scenario's lock's; a multi hold's others 1 and 2).
+    set: &'static [usize],
 }
 
 impl Contender {
@@ -89,78 +85,52 @@ impl Contender {
 
     /// Waits at most `wait` for the lock, or to be elected.
     pub(crate) async fn acquire_timeout(&self, wait: Duration, id: u32) -> latchkey::Result<Hold> {
-        match self {
-            Contender::Lock(lock) => lock.acquire_timeout(wait).await.map(Hold::Lock),
-            Contender::Election(election) => election
-                .campaign_timeout(format!("worker {id}"), wait)
-                .await
-                .map(Hold::Leader),
-            Contender::Semaphore(semaphore) => {
-                semaphore.acquire_timeout(wait).await.map(Hold::Permit)
+        let (guard, set): (Box<dyn DynGuard>, &'static [usize]) = match self {
+            Contender::Lock(lock) => (Box::new(lock.acquire_timeout(wait).await?), &[0]),
+            Contender::Election(election) => {
+                let value = format!("worker {id}");
+                (
+                    Box::new(election.campaign_timeout(value, wait).await?),
+                    &[0],
+                )
             }
-            Contender::Writer(rwlock) => rwlock.write_timeout(wait).await.map(Hold::Write),
-            Contender::Multi(locks, set) => locks
-                .acquire_timeout(wait)
-                .await
-                .map(|g| Hold::Multi(g, set)),
-            Contender::Cached(lock) => lock.acquire_timeout(wait).await.map(Hold::Cached),
-        }
+            Contender::Semaphore(semaphore) => {
+                (Box::new(semaphore.acquire_timeout(wait).await?), &[0])
+            }
+            Contender::Writer(rwlock) => (Box::new(rwlock.write_timeout(wait).await?), &[0]),
+            Contender::Multi(locks, set) => (Box::new(locks.acquire_timeout(wait).await?), set),
+            Contender::Cached(lock) => (Box::new(lock.acquire_timeout(wait).await?), &[0]),
+        };
+        Ok(Hold { guard, set })
     }
-}
-
-/// Every hold has the same surface (one lease under all of them): call
-/// `$call` on whichever this is.
-macro_rules! on_each {
-    ($hold:expr, $h:ident => $call:expr) => {
-        match $hold {
-            Hold::Lock($h) => $call,
-            Hold::Leader($h) => $call,
-            Hold::Permit($h) => $call,
-            Hold::Write($h) => $call,
-            Hold::Multi($h, _) => $call,
-            Hold::Cached($h) => $call,
-        }
-    };
 }
 
 impl Hold {
     /// The fencing tokens of the resources this hold may write, by
-    /// resource (0: the scenario's lock's; a multi hold's other locks 1
-    /// and 2), resource 0 first: the lock's, the permit's or the writer's
-    /// (made `with_fencing` or issued now), the term, or each lock's.
+    /// resource, resource 0 first: the lock's, the permit's or the writer's
+    /// (made `with_fencing` or issued now), the term, a kept hold's local
+    /// token, or each lock's.
     pub(crate) async fn fencing_tokens(&self) -> latchkey::Result<Vec<(usize, u64)>> {
-        let (guard, set) = match self {
-            Hold::Lock(h) => return Ok(vec![(0, h.fencing_token().await?)]),
-            Hold::Leader(h) => return Ok(vec![(0, h.fencing_token().await?)]),
-            Hold::Permit(h) => return Ok(vec![(0, h.fencing_token().await?)]),
-            Hold::Write(h) => return Ok(vec![(0, h.fencing_token().await?)]),
-            // Each local hold's own token, asked of Redis.
-            Hold::Cached(h) => return Ok(vec![(0, h.fencing_token().await?)]),
-            Hold::Multi(guard, set) => (guard, set),
-        };
-        let mut tokens: Vec<(usize, u64)> = set
-            .iter()
-            .copied()
-            .zip(guard.fencing_tokens().await?)
-            .collect();
-        tokens.sort_unstable();
-        Ok(tokens)
+        let tokens = self.guard.fencing_tokens().await?;
+        let mut by_resource: Vec<(usize, u64)> = self.set.iter().copied().zip(tokens).collect();
+        by_resource.sort_unstable();
+        Ok(by_resource)
     }
 
     pub(crate) fn deadline(&self) -> Instant {
-        on_each!(self, h => h.deadline())
+        self.guard.deadline()
     }
 
     pub(crate) fn is_held(&self) -> bool {
-        on_each!(self, h => h.is_held())
+        self.guard.is_held()
     }
 
     pub(crate) async fn lost(&self) {
-        on_each!(self, h => h.lost().await)
+        self.guard.lost().await
     }
 
     /// Releases the lock, the permit or the write hold, or resigns.
     pub(crate) async fn release(self) -> latchkey::Result<Ownership> {
-        on_each!(self, h => h.release().await)
+        self.guard.release().await
     }
 }

@@ -84,11 +84,17 @@
 //! | tell the processes waiting now | [signals](Client::signal), [`Listener`] | delivered to whoever listens at that moment (one, or all) | one publish (a script for `signal_one`); nothing is kept: a signal nobody hears is lost |
 //! | a resource that refuses stale holders | [`FencedResource`] | a write with a token below the highest seen is refused | a script per write |
 //!
-//! Every hold (a [`LockGuard`], [`PermitGuard`], [`RwGuard`], [`MultiGuard`]
-//! or [`Leadership`]) is a lease: it has a deadline, can be renewed by a
-//! watchdog, says when it is lost, and is released in the background if it
-//! is dropped. Each type's docs open with an example and say what it
-//! promises and where that stops. The measured costs are in the
+//! Every hold (a [`LockGuard`], [`CachedGuard`], [`PermitGuard`],
+//! [`RwGuard`], [`MultiGuard`] or [`Leadership`]) is a lease and implements
+//! one trait, [`Guard`]: it has a deadline, can be renewed by a watchdog,
+//! says when it is [lost](Guard::lost) — a *stop margin* before its
+//! deadline or its cap (a fifth of the TTL unless
+//! [`with_stop_margin`](Lock::with_stop_margin) says otherwise), and at once
+//! when it hears that it was revoked or that Redis restarted without it —
+//! and [why](Guard::lost_reason), and is released in the background if it is
+//! dropped. Code that handles any hold takes `G: Guard` (or a
+//! `Box<dyn `[`DynGuard`]`>`). Each type's docs open with an example and say
+//! what it promises and where that stops. The measured costs are in the
 //! repository's `bench/RESULTS.md`.
 //!
 //! ## What a lock in Redis can and cannot promise

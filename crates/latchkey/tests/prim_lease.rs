@@ -8,39 +8,44 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use latchkey::{Error, Ownership};
+use latchkey::{Error, Guard, Ownership};
 use redis::AsyncCommands;
 
 const TTL: Duration = Duration::from_secs(20);
 const LONGER: Duration = Duration::from_secs(50);
 
-/// The surface every hold has, exercised the same way on one hold: its
-/// Redis `key` must carry the TTL that `extend` sets. `$fenced`: whether the
-/// kind has a fencing token.
-macro_rules! check_surface {
-    ($hold:expr, $conn:expr, $key:expr, $fenced:expr) => {{
-        let hold = $hold;
-        let before = hold.deadline();
-        assert!(hold.is_held());
-        assert!(before > Instant::now() && before <= Instant::now() + TTL);
-        assert!(!hold.lost_signal().is_lost());
-        assert!(!hold.token().is_empty());
+/// The surface every hold has (`latchkey::Guard`), exercised the same way
+/// on one hold: its Redis `key` must carry the TTL that `extend` sets.
+/// `fenced`: whether the kind has a fencing token.
+async fn check_surface<G: Guard>(
+    hold: G,
+    conn: &mut redis::aio::MultiplexedConnection,
+    key: impl AsRef<[u8]>,
+    fenced: bool,
+) {
+    let before = hold.deadline();
+    assert!(hold.is_held());
+    assert!(before > Instant::now() && before <= Instant::now() + TTL);
+    assert!(!hold.lost_signal().is_lost());
+    assert!(!hold.token().is_empty());
+    assert_eq!(hold.ttl(), TTL);
+    assert_eq!(hold.lost_reason(), None);
 
-        // extend(ttl): the server's TTL and the guard's deadline both move.
-        assert_eq!(hold.extend(LONGER).await.unwrap(), Ownership::Owned);
-        let pttl: i64 = $conn.pttl($key).await.unwrap();
-        assert!(pttl > TTL.as_millis() as i64, "PTTL {pttl} after extend");
-        assert!(hold.deadline() > before + Duration::from_secs(20));
+    // extend(ttl): the server's TTL and the guard's deadline both move.
+    assert_eq!(hold.extend(LONGER).await.unwrap(), Ownership::Owned);
+    let pttl: i64 = conn.pttl(key.as_ref()).await.unwrap();
+    assert!(pttl > TTL.as_millis() as i64, "PTTL {pttl} after extend");
+    assert!(hold.deadline() > before + Duration::from_secs(20));
 
-        // fencing_token: issued once, the same on every later call.
-        if $fenced {
-            let token = hold.fencing_token().await.unwrap();
-            assert!(token > 0);
-            assert_eq!(hold.fencing_token().await.unwrap(), token);
-            assert_eq!(hold.issued_fencing_token(), Some(token));
-        }
-        assert_eq!(hold.release().await.unwrap(), Ownership::Owned);
-    }};
+    // fencing_token: issued once, the same on every later call.
+    if fenced {
+        let token = hold.fencing_token().await.unwrap();
+        assert!(token > 0);
+        assert_eq!(hold.fencing_token().await.unwrap(), token);
+        assert_eq!(hold.issued_fencing_token(), Some(token));
+        assert_eq!(hold.fencing_tokens().await.unwrap(), vec![token]);
+    }
+    assert_eq!(hold.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]
@@ -50,37 +55,40 @@ async fn every_hold_has_the_same_surface() {
     let mut conn = raw(&redis.url()).await;
 
     let lock = client.lock("surface-lock", TTL).unwrap();
-    check_surface!(lock.acquire().await.unwrap(), conn, lock.key(), true);
+    check_surface(lock.acquire().await.unwrap(), &mut conn, lock.key(), true).await;
 
     let pool = client.semaphore("surface-pool", 2, TTL).unwrap();
-    check_surface!(
+    check_surface(
         pool.try_acquire().await.unwrap().unwrap(),
-        conn,
+        &mut conn,
         pool.key(),
-        true
-    );
+        true,
+    )
+    .await;
 
     let rw = client.rwlock("surface-rw", TTL).unwrap();
     let writer_key = "{test:surface-rw}:rw:writer";
-    check_surface!(
+    check_surface(
         rw.try_write().await.unwrap().unwrap(),
-        conn,
+        &mut conn,
         writer_key,
-        true
-    );
+        true,
+    )
+    .await;
     let readers_key = "{test:surface-rw}:rw:readers";
-    check_surface!(
+    check_surface(
         rw.try_read().await.unwrap().unwrap(),
-        conn,
+        &mut conn,
         readers_key,
-        false
-    );
+        false,
+    )
+    .await;
 
     let election = client.election("surface-election", TTL).unwrap();
     let leader = election.try_campaign("me").await.unwrap().unwrap();
     let term = leader.term();
     assert_eq!(leader.fencing_token().await.unwrap(), term);
-    check_surface!(leader, conn, "{test:surface-election}:leader", true);
+    check_surface(leader, &mut conn, "{test:surface-election}:leader", true).await;
     assert!(
         election.leader().await.unwrap().is_none(),
         "release resigned"

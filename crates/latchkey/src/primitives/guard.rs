@@ -127,6 +127,21 @@ pub trait Guard: Send + Sync + sealed::Sealed {
     /// The fencing token, if it was issued already. Asks nobody.
     fn issued_fencing_token(&self) -> Option<u64>;
 
+    /// Every fencing token of the hold: one, or one per lock of a multi
+    /// lock (in the order the names were given), issued as
+    /// [`fencing_token`](Guard::fencing_token) issues one.
+    ///
+    /// # Cancel safety
+    /// As [`fencing_token`](Guard::fencing_token).
+    fn fencing_tokens(&self) -> impl Future<Output = Result<Vec<u64>>> + Send {
+        async move { Ok(vec![self.fencing_token().await?]) }
+    }
+
+    /// Every fencing token, if issued already. Asks nobody.
+    fn issued_fencing_tokens(&self) -> Option<Vec<u64>> {
+        self.issued_fencing_token().map(|t| vec![t])
+    }
+
     /// Releases the hold if it is still ours, wakes the waiters and stops
     /// the watchdog: what it found.
     ///
@@ -191,6 +206,10 @@ pub trait DynGuard: Send + Sync {
     fn fencing_token(&self) -> BoxFuture<'_, Result<u64>>;
     /// See [`Guard::issued_fencing_token`].
     fn issued_fencing_token(&self) -> Option<u64>;
+    /// See [`Guard::fencing_tokens`].
+    fn fencing_tokens(&self) -> BoxFuture<'_, Result<Vec<u64>>>;
+    /// See [`Guard::issued_fencing_tokens`].
+    fn issued_fencing_tokens(&self) -> Option<Vec<u64>>;
     /// See [`Guard::release`].
     fn release(self: Box<Self>) -> BoxFuture<'static, Result<Ownership>>;
     /// See [`Guard::forget`].
@@ -233,6 +252,12 @@ impl<G: Guard + 'static> DynGuard for G {
     }
     fn issued_fencing_token(&self) -> Option<u64> {
         Guard::issued_fencing_token(self)
+    }
+    fn fencing_tokens(&self) -> BoxFuture<'_, Result<Vec<u64>>> {
+        Box::pin(Guard::fencing_tokens(self))
+    }
+    fn issued_fencing_tokens(&self) -> Option<Vec<u64>> {
+        Guard::issued_fencing_tokens(self)
     }
     fn release(self: Box<Self>) -> BoxFuture<'static, Result<Ownership>> {
         Box::pin(Guard::release(*self))

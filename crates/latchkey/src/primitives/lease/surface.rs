@@ -13,7 +13,8 @@
 /// lock has its own, which the `Guard` impl calls).
 macro_rules! lease_surface {
     ($guard:ident, $hold:literal, $of:literal) => {
-        lease_surface!($guard, $hold, $of, without_fencing);
+        lease_surface!(@surface $guard, $hold, $of);
+        lease_surface!(@guard $guard);
 
         impl $guard {
             #[doc = concat!("The fencing token of this hold of ", $hold, ": greater than the token of")]
@@ -50,6 +51,17 @@ macro_rules! lease_surface {
     // A hold of several locks, with a fencing token each (`MultiGuard`):
     // everything but the one token.
     ($guard:ident, $hold:literal, $of:literal, without_fencing) => {
+        lease_surface!(@surface $guard, $hold, $of);
+        lease_surface!(@guard $guard,
+            fn fencing_tokens(&self) -> impl std::future::Future<Output = $crate::Result<Vec<u64>>> + Send {
+                $guard::fencing_tokens(self)
+            }
+            fn issued_fencing_tokens(&self) -> Option<Vec<u64>> {
+                $guard::issued_fencing_tokens(self)
+            }
+        );
+    };
+    (@surface $guard:ident, $hold:literal, $of:literal) => {
         impl $guard {
             #[doc = concat!("The ", $of, "'s name.")]
             pub fn name(&self) -> &[u8] {
@@ -168,9 +180,14 @@ macro_rules! lease_surface {
             }
         }
 
+    };
+    // The `Guard` impl over the methods above; `$more`: what the guard
+    // answers its own way (the tokens of several locks).
+    (@guard $guard:ident $(, $($more:tt)*)?) => {
         impl $crate::primitives::guard::sealed::Sealed for $guard {}
 
         impl $crate::Guard for $guard {
+            $($($more)*)?
             fn name(&self) -> &[u8] {
                 $guard::name(self)
             }
