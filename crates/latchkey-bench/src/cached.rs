@@ -1,4 +1,4 @@
-//! Scenario `cached`: held while idle (issue 32), `Lock::with_caching`.
+//! Scenario `cached`: held while idle, `Lock::with_caching`.
 //!
 //! 1. **Cycles/s.** One task, one lock after the other: a `CachedLock`'s
 //!    re-acquire + release (the hold kept in Redis, no round trip) beside a
@@ -41,8 +41,8 @@ use crate::stats::{median, table};
 use crate::worker::TTL;
 use crate::Report;
 
-const TITLE: &str = "Held while idle (issue 32)";
-/// Target (issue 32): cached cycles/s at least this many times plain ones.
+const TITLE: &str = "Held while idle";
+/// Target: cached cycles/s at least this many times plain ones.
 const CYCLE_RATIO: f64 = 50.0;
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {

@@ -14,7 +14,7 @@ use crate::handoff::{connect, ping_samples};
 use crate::stats::{median, mono_ns, quantile, table, us};
 use crate::worker::TTL;
 
-/// Target (issue 32): the idle gap's p99 at most this many times the barging one's.
+/// Target: the idle gap's p99 at most this many times the barging one's.
 const GAP_P99_RATIO: f64 = 2.0;
 
 /// Per-round quantiles of one kind of gap, summarised by their median over

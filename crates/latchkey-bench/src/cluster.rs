@@ -1,5 +1,5 @@
 //! Scenario `cluster`: latchkey on a 3-primary Redis Cluster beside a single
-//! primary, in the same run (issue 18). Information, no targets: on this
+//! primary, in the same run. Information, no targets: on this
 //! bench machine the cluster's three servers share the client's cores, so
 //! the figure says what the cluster path costs here, not what a cluster of
 //! machines gains.
@@ -128,7 +128,7 @@ async fn scenario(quick: bool) -> Report {
          a cluster of separate machines would scale where this one cannot. Wake-up gap: from the \
          release's reply to the woken waiter's acquisition (another client in this process).\n";
     Report {
-        title: "Redis Cluster beside a single primary (issue 18; information, no targets)".into(),
+        title: "Redis Cluster beside a single primary (information, no targets)".into(),
         body,
         missed: Vec::new(),
     }

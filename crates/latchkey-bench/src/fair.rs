@@ -1,4 +1,4 @@
-//! Scenario `fair`: the fair lock (`Lock::fair`, issue 20) beside the
+//! Scenario `fair`: the fair lock (`Lock::fair`) beside the
 //! barging one, across processes.
 //!
 //! 1. **Hand-off across processes**: 2 tasks in each of P processes (P = 1,
@@ -15,7 +15,7 @@
 //!    each with its own client, 25 increments each: GET, 1 ms, SET under
 //!    the lock): the average and the longest wait for the lock.
 //!
-//! Targets (issue 20), for the fair lock: gap p99 ≤ 2× PING p99 at 4 and at
+//! Targets, for the fair lock: gap p99 ≤ 2× PING p99 at 4 and at
 //! 16 processes; ≤ 3 Redis commands per hand-off at every P.
 
 use std::collections::HashMap;

@@ -25,7 +25,7 @@
 //! [`crate::peers::Lib::commands`]; commands a script runs inside the server
 //! are not counted), over every acquisition of the round.
 //!
-//! Targets (issue 3), for latchkey in one process: p99 gap ≤ 5× the median
+//! Targets, for latchkey in one process: p99 gap ≤ 5× the median
 //! PING round trip measured in the same run, and ≤ 4 Redis commands per
 //! handoff at every waiter count. The 4-process shape is reported, not
 //! gated: there each process's head waiter contends remotely by design.
@@ -255,7 +255,7 @@ async fn scenario(quick: bool) -> Report {
     let body = match python.is_empty() {
         true => body,
         false => format!(
-            "{body}\nlatchkey-py (issue 30 targets, gated in one process: p99 ≤ 3× the Rust library's, and redis-py's p99 ≥ 50× latchkey-py's; same run):\n{}\n",
+            "{body}\nlatchkey-py (targets, gated in one process: p99 ≤ 3× the Rust library's, and redis-py's p99 ≥ 50× latchkey-py's; same run):\n{}\n",
             python.join("\n")
         ),
     };
@@ -266,7 +266,7 @@ async fn scenario(quick: bool) -> Report {
     }
 }
 
-/// Issue 30's hand-off targets for one shape: latchkey-py's p99 at most 3×
+/// The Python package's hand-off targets for one shape: latchkey-py's p99 at most 3×
 /// the Rust library's, redis-py's at least 50× latchkey-py's. A line for
 /// the body, `None` when latchkey-py did not run.
 fn python_targets(

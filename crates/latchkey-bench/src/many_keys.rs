@@ -23,7 +23,7 @@
 //! sending the same two commands from 64 tasks over one multiplexed
 //! connection (a busy key is skipped, not waited for).
 //!
-//! Targets (issue 17), against raw redis-rs in the same rounds: `try_acquire`
+//! Targets, against raw redis-rs in the same rounds: `try_acquire`
 //! and release ≥ 0.95×, `acquire` and release ≥ 0.90×. Rounds interleave
 //! latchkey, raw redis-rs and redis-benchmark; medians of rounds.
 

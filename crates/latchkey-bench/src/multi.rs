@@ -1,5 +1,5 @@
-//! Scenario `multi`: several locks at once (`Client::lock_all`, issue 31
-//! item 4), uncontended, one task: `lock_all` of 2 and of 8 names
+//! Scenario `multi`: several locks at once (`Client::lock_all`,
+//! `run --and`), uncontended, one task: `lock_all` of 2 and of 8 names
 //! (`acquire` + `release`) beside the same names taken by 2 and 8
 //! sequential `Lock::acquire`s and released one by one, in the same run.
 //!

@@ -1,4 +1,4 @@
-//! Scenario `primitives`: the semaphore and the latch (issue 21).
+//! Scenario `primitives`: the semaphore and the latch.
 //!
 //! * **Semaphore, uncontended acquire + release** (one task, 10 permits, TTL
 //!   10 s): latchkey's `Semaphore` (`try_acquire` + `release`, two script

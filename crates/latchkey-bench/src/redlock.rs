@@ -36,7 +36,7 @@ use crate::stats::{quantile, table, us};
 use crate::Report;
 
 const TTL: Duration = Duration::from_secs(10);
-/// Issue 17's target: Redlock(5)'s median acquire at most rslock's over the
+/// The target: Redlock(5)'s median acquire at most rslock's over the
 /// same 5 instances, in the same run (it replaced "≤ 1.5× the single
 /// instance's", a figure that says more about the machine than the code),
 /// and its client instructions per acquire + release at most rslock's

@@ -28,7 +28,7 @@
 //!   for context (page-granular, and blind to memory reused from earlier
 //!   scenarios).
 //!
-//! Targets (issue 6): wake-up p99 ≤ 20 ms; under 2 KiB per waiter.
+//! Targets: wake-up p99 ≤ 20 ms; under 2 KiB per waiter.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -26,7 +26,7 @@
 //! both connections idle equally long between their chunks (an idle
 //! connection is slower for a while; see the round loop). Reported: median rates and the median of the ratios
 //! latchkey ÷ X, plus the CPU each client process and redis-server used
-//! per cycle. Targets (issue 9): ≥ 0.95× the
+//! per cycle. Targets: ≥ 0.95× the
 //! raw client sending the same two commands, ≥ 1.0× rslock.
 
 use std::time::{Duration, Instant};
@@ -222,7 +222,7 @@ async fn scenario(quick: bool) -> Report {
         Cycler::Latchkey(client.lock("eager", TTL).expect("lock").with_fencing()),
     ));
     let mut notes = Vec::new();
-    // The row of each peer that started, by its id (for issue 30's target).
+    // The row of each peer that started, by its id (for the Python package's target).
     let mut peer_rows: std::collections::HashMap<&str, usize> = Default::default();
     for lib in peers::FOREIGN {
         match peers::driver(lib, server.port()).await {
@@ -379,7 +379,7 @@ async fn scenario(quick: bool) -> Report {
             0 => String::new(),
             n => format!("{:.2}–{:.2}", ratios[i][n / 4], ratios[i][(3 * n) / 4]),
         };
-        // Issue 17: the gate is the client's instructions per cycle, a count
+        // The gate is the client's instructions per cycle, a count
         // the VM's noise does not move (the wall-clock ratio stays beside it
         // as information): at most 1.10× raw redis-rs sending the same
         // commands, and at most rslock's.
@@ -460,7 +460,7 @@ async fn scenario(quick: bool) -> Report {
     }
 }
 
-/// Issue 30: latchkey's Python package runs at least 1.5× the cycles/s of
+/// The Python package runs at least 1.5× the cycles/s of
 /// redis-py's `Lock`. Both were measured in blocks against the same latchkey
 /// chunks around them, so the ratio of their "latchkey ÷ library" medians
 /// compares them within the same run. A line for the body ("" when either

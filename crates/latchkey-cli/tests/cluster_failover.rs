@@ -1,5 +1,5 @@
 //! The command line through a `kill -9` of the primary that owns the
-//! names' slot, on a real 3+3 Redis Cluster (issue 28 items 4 and 7):
+//! names' slot, on a real 3+3 Redis Cluster:
 //! waiters (`run --wait`, `--fair`, `--permits`, `--read`, `latch wait`,
 //! an `elect` standby, `wait` for a signal) ride the failover out and
 //! finish normally, and `leader --watch` keeps watching; `run --no-wait` during the window

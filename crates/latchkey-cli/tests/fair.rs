@@ -297,7 +297,7 @@ fn is_stopped(child: &Child) -> bool {
 
 #[test]
 fn a_waiter_stopped_while_the_lock_is_handed_to_it_never_runs_beside_the_holder() {
-    // Issue 28 item 1: W1 is stopped (SIGSTOP) just before the holder's
+    // W1 is stopped (SIGSTOP) just before the holder's
     // release hands it the lock; its hand-off TTL runs out and W2 takes the
     // lock. Resumed, W1 must not start CMD while W2 holds: it queues again
     // and runs after W2.
@@ -323,7 +323,7 @@ fn a_waiter_stopped_while_the_lock_is_handed_to_it_never_runs_beside_the_holder(
 
 #[test]
 fn fair_and_plain_runs_of_one_name_finish_in_about_their_holds() {
-    // Issue 28 item 8: a plain waiter slept about a TTL while a fair queue
+    // A plain waiter slept about a TTL while a fair queue
     // handed the lock on (an 8-process mix took 31 s instead of ~2.5 s).
     let redis = RedisServer::start();
     let token = hold(&redis, "mixed");

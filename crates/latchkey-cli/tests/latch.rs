@@ -155,7 +155,7 @@ fn pttl(redis: &RedisServer, key: &str) -> i64 {
 
 #[test]
 fn an_open_latch_is_not_created_again_and_counting_keeps_its_ttl() {
-    // Issue 28 item 10: `--count` on an open latch printed 0 and exited 0,
+    // `--count` on an open latch printed 0 and exited 0,
     // so the next `wait` passed at once; `count-down` reset the TTL to its
     // own --ttl (default 1h) whatever the creator set.
     let redis = RedisServer::start();
@@ -183,7 +183,7 @@ fn an_open_latch_is_not_created_again_and_counting_keeps_its_ttl() {
 
 #[test]
 fn a_barrier_takes_a_new_party_count_when_nobody_waits() {
-    // Issue 28 item 10: after a release the next generation kept the old
+    // After a release the next generation kept the old
     // N ("has 1 parties, not 2" with nobody waiting).
     let redis = RedisServer::start();
     let one = run(&redis, &["barrier", "reuse", "--parties", "1"]);
@@ -222,7 +222,7 @@ fn a_barrier_takes_a_new_party_count_when_nobody_waits() {
 
 #[test]
 fn a_barrier_with_a_ttl_shorter_than_the_wait_still_releases_its_parties() {
-    // Issue 28 item 10: with --ttl below the wait the key expired under the
+    // With --ttl below the wait the key expired under the
     // first party, and both parties timed out although both arrived.
     let redis = RedisServer::start();
     let args = [

@@ -1,4 +1,4 @@
-//! Supervision of CMD by `run` and `elect` (issue 28 items 1 and 2): CMD's
+//! Supervision of CMD by `run` and `elect`: CMD's
 //! whole process group dies with `latchkey` (`kill -9`), stops with it
 //! (Ctrl-Z) and is never continued once the lease is lost, is killed before
 //! the deadline when `latchkey` alone is stopped, and a fair waiter paused

@@ -1,5 +1,5 @@
 //! `kill -9` of the primary that owns a slot, with a waiter of every kind
-//! on names in that slot (issue 28 item 4): every wait rides the failover
+//! on names in that slot: every wait rides the failover
 //! out (MOVED, TRYAGAIN, CLUSTERDOWN and dropped connections are transient:
 //! `retry.rs`) and ends as it would have without it, within its own
 //! deadline. One cluster, one kill, for all of them (a 6-node cluster costs
@@ -286,7 +286,7 @@ async fn every_kind_of_waiter_rides_out_the_kill_of_its_primary() {
         .expect("a waiter still waits");
 }
 
-/// The node the clients were given dies (issue 28 items 5 and 6): a client
+/// The node the clients were given dies: a client
 /// made with several seeds connects through a dead one, and a listener and
 /// a waiter whose names live on the dead node ride the failover out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

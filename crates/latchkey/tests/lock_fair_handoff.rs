@@ -1,4 +1,4 @@
-//! Fair hand-offs at their edges (issue 28): a waiter held up while the
+//! Fair hand-offs at their edges: a waiter held up while the
 //! lock is handed to it must not come back holding a lock that is someone
 //! else's by then (item 1), and fair and plain callers of one name stay live
 //! (item 8): a plain waiter is woken when a fair queue frees the lock, not at
@@ -112,7 +112,7 @@ impl Stoppable {
 
 #[tokio::test]
 async fn a_waiter_stopped_through_its_hand_off_queues_again() {
-    // Issue 28 item 1: the lock is handed to a waiter that is stopped; its
+    // The lock is handed to a waiter that is stopped; its
     // hand-off TTL runs out, the next waiter takes the lock, and the stopped
     // one, resumed, must not return a guard for a lock that is not its own.
     // Several rounds: on resumption the hand-off message and the renewal
@@ -163,7 +163,7 @@ async fn a_waiter_stopped_through_its_hand_off_queues_again() {
 
 #[tokio::test]
 async fn a_plain_waiter_is_woken_when_a_fair_queue_frees_the_lock() {
-    // Issue 28 item 8: a plain waiter marks a fair holder and sleeps until
+    // A plain waiter marks a fair holder and sleeps until
     // its TTL or a release message; the fair release hands the lock to the
     // queue's head instead of freeing it. The mark must go with the lock,
     // so that the release that finally frees it wakes the plain waiter.
@@ -207,7 +207,7 @@ async fn a_plain_waiter_is_woken_when_a_fair_queue_frees_the_lock() {
 
 #[tokio::test]
 async fn fair_and_plain_waiters_of_one_name_finish_in_about_their_holds() {
-    // Issue 28 item 8: 4 fair and 4 plain waiters (each its own client, as
+    // 4 fair and 4 plain waiters (each its own client, as
     // separate processes), holds of 100 ms, TTL 30 s: done in about the sum
     // of the holds, not a TTL.
     let ttl = Duration::from_secs(30);

@@ -1,4 +1,4 @@
-//! A release that lands while Redis restarts (issue 28 item 3b): it is
+//! A release that lands while Redis restarts: it is
 //! retried while the hold is valid, so the lock is free as soon as Redis is
 //! back, instead of sitting idle until its TTL.
 

@@ -178,7 +178,7 @@ async fn an_abandoned_barrier_disappears_at_its_ttl() {
 
 #[tokio::test]
 async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
-    // Issue 28 item 10: after a release (or once every party gave up) the
+    // After a release (or once every party gave up) the
     // next generation kept the old N and refused another with nobody waiting.
     let redis = RedisServer::start();
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
@@ -216,7 +216,7 @@ async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
 
 #[tokio::test]
 async fn a_barrier_lives_as_long_as_its_parties_wait() {
-    // Issue 28 item 10: a TTL shorter than the wait made the key expire
+    // A TTL shorter than the wait made the key expire
     // under the first party; both timed out although both arrived.
     let redis = RedisServer::start();
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);

@@ -260,7 +260,7 @@ async fn a_thousand_waiters_wake_on_one_message() {
 
 #[tokio::test]
 async fn an_open_latch_is_not_created_again() {
-    // Issue 28 item 10: creating an open latch said nothing, and the next
+    // Creating an open latch said nothing, and the next
     // wait passed at once.
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
@@ -280,7 +280,7 @@ async fn an_open_latch_is_not_created_again() {
 
 #[tokio::test]
 async fn counting_down_keeps_the_creators_ttl() {
-    // Issue 28 item 10: a count-down reset the TTL to the counting latch's.
+    // A count-down reset the TTL to the counting latch's.
     let redis = RedisServer::start();
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
     let created = a.latch("kept", Duration::from_secs(5)).unwrap();

@@ -2,8 +2,9 @@
 //! 4): one span scheme (`acquire`, `wait`, `release`, `renew`, each with
 //! `kind`, `lock` (the name) and a token prefix) and one count per call, so
 //! that a semaphore, a read-write lock, a latch, a barrier and an election
-//! are seen as a lock is. `Lock` records its own (its hot path avoids the
-//! span's wrapper when no subscriber wants it) with the same names.
+//! are seen as a lock is. Without a subscriber for a span, the call is not
+//! wrapped in it (the wrapper would move the call's whole future once more:
+//! a measurable share of an uncontended acquire).
 
 use std::future::Future;
 use std::time::Instant;
@@ -40,8 +41,7 @@ pub(crate) async fn acquire<T>(
 ) -> Result<T> {
     let called = Instant::now();
     let span = acquire_span(label, name);
-    // As `Lock` does: without a subscriber for the span, the call is not
-    // wrapped in it (the wrapper moves the call's whole future once more).
+    // Without a subscriber for the span, the call is not wrapped in it.
     let result = match span.is_disabled() {
         true => call.await,
         false => call.instrument(span.clone()).await,

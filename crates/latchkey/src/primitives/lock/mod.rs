@@ -14,7 +14,6 @@ pub(crate) mod wait;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::Instrument;
 
 use crate::backend::Backend;
 use crate::primitives::lease::options::LeaseOptions;
@@ -263,23 +262,15 @@ impl Lock {
     /// release cannot run (no runtime, Redis gone) the lock frees itself at
     /// the TTL.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        let called = Instant::now();
-        let span = self.span_acquire();
-        // Without a subscriber for the span, the attempt is not wrapped in
-        // it: the wrapper moves the attempt's whole future once more.
-        let result = match span.is_disabled() {
-            true => self.try_acquire_once().await,
-            false => self.try_acquire_once().instrument(span.clone()).await,
-        };
-        if let Ok(Some(guard)) = &result {
-            span.record("token", crate::vocab::token::short(guard.token()));
-        }
-        crate::vocab::metrics::acquire_outcome(
-            &self.inner.metrics_label,
-            Outcome::of_try(&result),
-            called.elapsed(),
-        );
-        result
+        let spec = &self.inner;
+        crate::primitives::traced::acquire(
+            &spec.metrics_label,
+            &spec.name,
+            self.try_acquire_once(),
+            Outcome::of_try,
+            |held| held.as_ref().map(LockGuard::token),
+        )
+        .await
     }
 
     /// Waits as long as it takes. See [`Lock::acquire_until`].
@@ -326,31 +317,15 @@ impl Lock {
     /// as it takes): what `acquire`, `acquire_timeout` and `acquire_until`
     /// run.
     pub(crate) async fn acquire_by(&self, deadline: Option<Instant>) -> Result<LockGuard> {
-        let called = Instant::now();
-        let span = self.span_acquire();
-        // As in `try_acquire`: unwrapped without a subscriber for the span.
-        let result = match span.is_disabled() {
-            true => self.acquire_until_once(deadline).await,
-            false => {
-                self.acquire_until_once(deadline)
-                    .instrument(span.clone())
-                    .await
-            }
-        };
-        if let Ok(guard) = &result {
-            span.record("token", crate::vocab::token::short(guard.token()));
-        }
-        crate::vocab::metrics::acquire_outcome(
-            &self.inner.metrics_label,
-            Outcome::of_wait(&result),
-            called.elapsed(),
-        );
-        result
-    }
-
-    /// The span of one acquire call; its token is recorded once held.
-    fn span_acquire(&self) -> tracing::Span {
-        tracing::debug_span!("acquire", kind = self.inner.metrics_label.kind(), lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty)
+        let spec = &self.inner;
+        crate::primitives::traced::acquire(
+            &spec.metrics_label,
+            &spec.name,
+            self.acquire_until_once(deadline),
+            Outcome::of_wait,
+            |held| Some(held.token()),
+        )
+        .await
     }
 
     async fn acquire_until_once(&self, deadline: Option<Instant>) -> Result<LockGuard> {
@@ -373,16 +348,13 @@ impl Lock {
                 Err(e) => return Err(e),
             }
         }
-        let span = tracing::debug_span!("wait", kind = self.inner.metrics_label.kind(), lock = %String::from_utf8_lossy(&self.inner.name), token = tracing::field::Empty);
-        let waited = Box::pin(
-            self.wait_and_acquire(deadline, started, releases, kept_idle)
-                .instrument(span.clone()),
-        )
-        .await;
-        if let Ok(guard) = &waited {
-            span.record("token", crate::vocab::token::short(guard.token()));
-        }
-        waited
+        let waiting = self.wait_and_acquire(deadline, started, releases, kept_idle);
+        // Boxed: the rare wait's future is not carried by every acquire's.
+        let waiting = Box::pin(waiting);
+        crate::primitives::traced::wait(&self.inner.metrics_label, &self.inner.name, waiting, |held| {
+            Some(held.token())
+        })
+        .await
     }
 
     pub(crate) fn attempt_mode(&self, ask_ttl: bool, mark: bool) -> AttemptMode {

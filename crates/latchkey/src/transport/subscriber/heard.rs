@@ -3,8 +3,8 @@
 //! killed, redis-rs may answer a re-`SSUBSCRIBE` routed to the dead node
 //! with success (it keeps the subscription to replay when it reconnects to
 //! that node, which never comes back) and, routing nothing else there,
-//! never learns that the slot has a new owner: the waiters would go deaf
-//! (issue 28 item 5). So after a node is lost the actor asks each slot's
+//! never learns that the slot has a new owner: the waiters would go deaf.
+//! So after a node is lost the actor asks each slot's
 //! owner, `PUBSUB SHARDNUMSUB`, until every wanted channel has a
 //! subscriber there.
 
