@@ -5,11 +5,8 @@
 //! One copy, here, because of how the crates depend on each other: the CLI
 //! is a binary crate that depends on this one (for its `torture`
 //! subcommand), so this crate cannot use the CLI's code, while the CLI can
-//! use this. Not in the `latchkey` library: it parses no durations from
-//! text, and its own messages name a server by host and port (never the
-//! URL), so a URL redactor would be public API it does not use. Not in
-//! `latchkey-testkit`: that is test support, and the CLI's behaviour must
-//! not hang on it.
+//! use this. Durations are not the library's business (it parses no text);
+//! URLs are shown by the library's own rule, `latchkey::redact_url`.
 
 use std::time::Duration;
 
@@ -59,17 +56,8 @@ pub fn human(d: Duration) -> String {
     }
 }
 
-/// `url` with any password replaced by `***`, for messages.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-    format!("{scheme}://{user}:***@{host}")
-}
+/// URLs without their password: the library's one rule.
+pub use latchkey::redact_url as redact;
 
 #[cfg(test)]
 mod tests {

@@ -141,6 +141,7 @@ pub use vocab::metrics::MetricsLabels;
 pub use vocab::names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use vocab::outcome::{LostReason, Ownership};
 pub use vocab::token::Holder;
+pub use vocab::url::redact_url;
 pub use vocab::{acl, metrics, protocol};
 // 2. Transport
 pub use transport::builder::ClientBuilder;

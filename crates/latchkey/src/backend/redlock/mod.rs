@@ -364,7 +364,7 @@ fn label_of(url: &str) -> Result<String> {
         .map_err(|e| {
             Error::InvalidInput(format!(
                 "bad Redis URL {:?}: {e}",
-                crate::vocab::url::shown(url)
+                crate::vocab::url::redact_url(url)
             ))
         })
 }

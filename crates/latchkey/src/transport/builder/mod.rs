@@ -367,7 +367,7 @@ impl ClientBuilder {
         let client = builder.build().map_err(|e| {
             Error::InvalidInput(format!(
                 "bad Redis URL {:?}: {e}",
-                crate::vocab::url::shown(&self.url)
+                crate::vocab::url::redact_url(&self.url)
             ))
         })?;
         match tokio::time::timeout(self.command_timeout, client.get_async_connection()).await {

@@ -248,7 +248,7 @@ pub(crate) fn redis_client(url: &str, tls: &TlsOptions, over: Option<&Override>)
             .map_err(|e| {
                 Error::InvalidInput(format!(
                     "bad Redis URL {:?}: {e}",
-                    crate::vocab::url::shown(url)
+                    crate::vocab::url::redact_url(url)
                 ))
             }),
         _ => Ok(Target::plain(client)),
@@ -261,7 +261,7 @@ fn tls_client(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
     let bad_url = |e: redis::RedisError| {
         Error::InvalidInput(format!(
             "bad Redis URL {:?}: {e}",
-            crate::vocab::url::shown(url)
+            crate::vocab::url::redact_url(url)
         ))
     };
     let client = redis::Client::open(url).map_err(bad_url)?;
@@ -273,7 +273,7 @@ fn tls_client(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
         if tls.is_set() {
             return Err(Error::InvalidInput(format!(
                 "TLS options (CA, client certificate, server name) need a rediss:// URL, not {:?}",
-                crate::vocab::url::shown(url)
+                crate::vocab::url::redact_url(url)
             )));
         }
         return Ok(client);
@@ -308,7 +308,7 @@ pub(crate) fn replica_clients(
             redis_client(url, tls, over).map_err(|e| match e {
                 Error::InvalidInput(why) => Error::InvalidInput(format!(
                     "replica {:?}: {why}",
-                    crate::vocab::url::shown(url)
+                    crate::vocab::url::redact_url(url)
                 )),
                 other => other,
             })
