@@ -158,7 +158,7 @@ pub use primitives::election::observer::Observer;
 pub use primitives::election::spec::Leader;
 pub use primitives::election::Election;
 pub use primitives::fence::{FencedResource, FencedWrite};
-pub use primitives::guard::{BoxFuture, DynGuard, Guard};
+pub use primitives::guard::{BoxFuture, DynGuard, Guard, HoldOptions};
 pub use primitives::inspect::{
     BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, LockInfo, PrimitiveInfo,
     RwLockInfo, SemaphoreInfo,

@@ -39,7 +39,7 @@ use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::hold_run::{self, run_once, stop_margin, Ran, Supervision};
 use crate::support::patience::Patience;
-use crate::support::signals::{signal_name, Signals};
+use crate::support::signals::{unless_interrupted, Signals};
 use crate::support::take::Take;
 use crate::support::target::Target;
 use crate::support::text::escape;
@@ -100,15 +100,10 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
     // meets an outage of any length while campaigning, keeps trying (a
     // line per outage; `patience.rs`) until elected or signalled.
     let connecting = target.client_within("elect", Patience::Forever);
-    let client = tokio::select! {
-        client = connecting => client?,
-        signo = signals.recv() => {
-            return Err(Failure::new(
-                128u8.saturating_add(signo as u8),
-                format!("{} while connecting for election {:?}", signal_name(signo), args.name),
-            ));
-        }
-    };
+    let client = unless_interrupted(connecting, &mut signals, || {
+        format!("connecting for election {:?}", args.name)
+    })
+    .await?;
     let margin = stop_margin(args.grace, args.ttl, args.max_hold);
     let mut election = client
         .election(&args.name, args.ttl)?
@@ -131,15 +126,11 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
     loop {
         // A standby waits as long as it takes, through outages.
         let campaigning = Patience::Forever.retry("campaigning", || campaign.take_until(None));
-        let leadership = tokio::select! {
-            elected = campaigning => elected?,
-            signo = signals.recv() => {
-                return Err(Failure::new(
-                    128u8.saturating_add(signo as u8),
-                    format!("{} while campaigning in election {:?}", signal_name(signo), args.name),
-                ));
-            }
-        };
+        let campaigning = async { campaigning.await.map_err(Failure::from) };
+        let leadership = unless_interrupted(campaigning, &mut signals, || {
+            format!("campaigning in election {:?}", args.name)
+        })
+        .await?;
         tracing::info!(election = %args.name, term = leadership.term(), "elected; starting the command");
         let env = vec![
             ("LATCHKEY_NAME", args.name.clone()),

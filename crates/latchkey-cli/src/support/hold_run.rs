@@ -8,11 +8,12 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use latchkey::{Guard, LostReason, Ownership};
+use latchkey::{Guard, HoldOptions, LostReason, Ownership};
 
 use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::hold_args::HoldArgs;
+use crate::support::run_args::{command_env, RunArgs};
 use crate::support::signals::{interrupted, Signals};
 use crate::support::supervise::{self, Ended, Started};
 use crate::support::take::Take;
@@ -39,6 +40,28 @@ pub(crate) fn stop_margin(grace: Duration, ttl: Duration, max_hold: Option<Durat
         margin = margin.min(cap / 2);
     }
     margin
+}
+
+/// What `run` gives every kind of hold: the watchdog, fencing tokens with
+/// the hold (CMD's environment has them), the stop margin, `--max-hold` and
+/// `--ask`.
+pub(crate) fn supervised<P: HoldOptions>(
+    primitive: P,
+    how: &Supervision<'_>,
+    max_hold: Option<Duration>,
+    ask: bool,
+) -> Result<P, Failure> {
+    let mut primitive = primitive
+        .with_watchdog()
+        .with_fencing()
+        .with_stop_margin(how.margin)?;
+    if let Some(cap) = max_hold {
+        primitive = primitive.with_max_hold(cap)?;
+    }
+    Ok(match ask {
+        true => primitive.with_asking(),
+        false => primitive,
+    })
 }
 
 /// How one hold of CMD ended.
@@ -99,17 +122,17 @@ pub(crate) async fn run_once<T: Take>(
     ran
 }
 
-/// `run`: waits for `take` within `wait`'s budget, runs CMD under it with
-/// the environment `env` gives, and exits as CMD did (or why it could not).
-/// `conflict`: the `-E` code.
+/// `run`: waits for `take` within `--wait`'s budget, runs CMD under it
+/// (with `LATCHKEY_NAME`, `LATCHKEY_TOKEN`, `LATCHKEY_FENCING_TOKEN` and
+/// what `more_env` adds), and exits as CMD did (or why it could not).
 pub(crate) async fn hold_and_run<T: Take>(
     take: &T,
-    wait: &HoldArgs,
-    conflict: u8,
+    args: &RunArgs,
     how: &Supervision<'_>,
     signals: &mut Signals,
-    env: impl Fn(&T::Held) -> Vec<(String, String)>,
+    more_env: impl Fn(&T::Held) -> Vec<(String, String)>,
 ) -> Outcome {
+    let (wait, conflict) = (&args.wait, args.conflict_exit_code);
     let what = take.what();
     let until = wait.deadline();
     let mut backoff = TooLateBackoff::default();
@@ -122,7 +145,8 @@ pub(crate) async fn hold_and_run<T: Take>(
         let Some(guard) = guard else {
             return Err(busy(take, how.target, wait, conflict).await);
         };
-        let vars = env(&guard);
+        let mut vars = command_env(args, guard.token(), guard.issued_fencing_token());
+        vars.extend(more_env(&guard));
         let vars: Vec<(&str, String)> = vars.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         match run_once(take, guard, &vars, how, signals).await? {
             Ran::Exited(code) => return Ok(code),

@@ -22,6 +22,23 @@ pub(crate) fn interrupted(signo: libc::c_int, while_doing: &str) -> Failure {
     )
 }
 
+/// Runs `work` unless a SIGINT, SIGTERM or SIGHUP comes first: then the
+/// failure `interrupted` makes of it (exit 128+N), `what` saying what was
+/// being done (`connecting for lock "x"`).
+///
+/// # Cancel safety
+/// As `work`: it is dropped when a signal comes.
+pub(crate) async fn unless_interrupted<T>(
+    work: impl std::future::Future<Output = Result<T, Failure>>,
+    signals: &mut Signals,
+    what: impl FnOnce() -> String,
+) -> Result<T, Failure> {
+    tokio::select! {
+        done = work => done,
+        signo = signals.recv() => Err(interrupted(signo, &what())),
+    }
+}
+
 /// What a supervising `run` caught.
 pub(crate) enum Caught {
     /// SIGINT, SIGTERM or SIGHUP: forward it to CMD's group.

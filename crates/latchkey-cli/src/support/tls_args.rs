@@ -23,52 +23,49 @@ use crate::support::exit::Failure;
 use crate::GLOBAL_HEADING;
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = GLOBAL_HEADING)]
 pub struct TlsArgs {
     /// CA certificate(s) (PEM) to trust for a rediss:// server, instead of
     /// the system's.
     #[arg(
-        long = "tls-ca",
+        long,
         value_name = "FILE",
         global = true,
-        help_heading = GLOBAL_HEADING,
         hide_env_values = true,
         env = "LATCHKEY_TLS_CA"
     )]
-    pub ca: Option<PathBuf>,
+    pub tls_ca: Option<PathBuf>,
 
     /// Client certificate (PEM) for mutual TLS; needs --tls-key.
     #[arg(
-        long = "tls-cert",
+        long,
         value_name = "FILE",
         global = true,
-        help_heading = GLOBAL_HEADING,
         hide_env_values = true,
         env = "LATCHKEY_TLS_CERT"
     )]
-    pub cert: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
 
     /// The client certificate's private key (PEM); needs --tls-cert.
     #[arg(
-        long = "tls-key",
+        long,
         value_name = "FILE",
         global = true,
-        help_heading = GLOBAL_HEADING,
         hide_env_values = true,
         env = "LATCHKEY_TLS_KEY"
     )]
-    pub key: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 
     /// Check the server's certificate against NAME, and send NAME as SNI,
     /// instead of the URL's host (still connecting to the URL's address).
     #[arg(
-        long = "tls-server-name",
+        long,
         value_name = "NAME",
         global = true,
-        help_heading = GLOBAL_HEADING,
         hide_env_values = true,
         env = "LATCHKEY_TLS_SERVER_NAME"
     )]
-    pub server_name: Option<String>,
+    pub tls_server_name: Option<String>,
 }
 
 impl TlsArgs {
@@ -76,7 +73,7 @@ impl TlsArgs {
     /// (An empty flag is clap's usage error; an empty variable counts as
     /// unset, which fails closed: the system's CAs do not trust a private CA.)
     pub fn check(&self) -> Result<(), Failure> {
-        match (&self.cert, &self.key) {
+        match (&self.tls_cert, &self.tls_key) {
             (Some(_), None) => Err(Failure::usage(
                 "--tls-cert needs --tls-key (LATCHKEY_TLS_KEY): the certificate's private key",
             )),
@@ -92,18 +89,18 @@ impl TlsArgs {
     /// [`apply`](Self::apply)).
     pub fn redis_client(&self, url: &str) -> redis::RedisResult<redis::Client> {
         let tls = url.starts_with("rediss:");
-        if tls && self.server_name.is_some() {
+        if tls && self.tls_server_name.is_some() {
             return Err(redis::RedisError::from((
                 redis::ErrorKind::InvalidClientConfig,
                 "this probe does not take --tls-server-name (the library's own connections do)",
             )));
         }
-        if !tls || (self.ca.is_none() && self.cert.is_none()) {
+        if !tls || (self.tls_ca.is_none() && self.tls_cert.is_none()) {
             return redis::Client::open(url);
         }
         let read = |path: &PathBuf| std::fs::read(path).map_err(redis::RedisError::from);
-        let root_cert = self.ca.as_ref().map(read).transpose()?;
-        let client_tls = match (&self.cert, &self.key) {
+        let root_cert = self.tls_ca.as_ref().map(read).transpose()?;
+        let client_tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
                 client_cert: read(cert)?,
                 client_key: read(key)?,
@@ -119,13 +116,13 @@ impl TlsArgs {
 
     /// `builder` with these options.
     pub fn apply(&self, mut builder: ClientBuilder) -> ClientBuilder {
-        if let Some(ca) = &self.ca {
+        if let Some(ca) = &self.tls_ca {
             builder = builder.tls_ca_file(ca);
         }
-        if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
             builder = builder.tls_client_cert_files(cert, key);
         }
-        if let Some(name) = &self.server_name {
+        if let Some(name) = &self.tls_server_name {
             builder = builder.tls_server_name(name);
         }
         builder

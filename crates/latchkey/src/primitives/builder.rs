@@ -117,6 +117,49 @@ macro_rules! stop_margin_option {
     };
 }
 
+/// `impl HoldOptions for $t`, over `$t`'s own builder methods (a lock's,
+/// and those `lease_options!` gives a semaphore, a read-write lock and a
+/// multi lock).
+macro_rules! hold_options_impl {
+    ($($t:ty),*) => {$(
+        impl crate::primitives::guard::sealed::Sealed for $t {}
+
+        impl crate::HoldOptions for $t {
+            fn name(&self) -> &[u8] {
+                <$t>::name(self)
+            }
+            fn ttl(&self) -> std::time::Duration {
+                <$t>::ttl(self)
+            }
+            fn with_watchdog(self) -> Self {
+                <$t>::with_watchdog(self)
+            }
+            fn with_renewal_every(self, every: std::time::Duration) -> crate::Result<Self> {
+                <$t>::with_renewal_every(self, every)
+            }
+            fn with_max_hold(self, max_hold: std::time::Duration) -> crate::Result<Self> {
+                <$t>::with_max_hold(self, max_hold)
+            }
+            fn with_stop_margin(self, margin: std::time::Duration) -> crate::Result<Self> {
+                <$t>::with_stop_margin(self, margin)
+            }
+            fn with_fencing(self) -> Self {
+                <$t>::with_fencing(self)
+            }
+            fn with_asking(self) -> Self {
+                <$t>::with_asking(self)
+            }
+        }
+    )*};
+}
+
+hold_options_impl!(
+    crate::primitives::lock::Lock,
+    crate::primitives::multi::MultiLock,
+    crate::primitives::rwlock::RwLock,
+    crate::primitives::semaphore::Semaphore
+);
+
 pub(crate) use lease_options;
 pub(crate) use max_hold_option;
 pub(crate) use stop_margin_option;

@@ -267,6 +267,44 @@ impl<G: Guard + 'static> DynGuard for G {
     }
 }
 
+/// What every primitive whose holds are leases lets its builder set (a
+/// [`Lock`](crate::Lock), a [`MultiLock`](crate::MultiLock), a
+/// [`Semaphore`](crate::Semaphore), a [`RwLock`](crate::RwLock)): code that
+/// configures any of them the same way (a command's `--max-hold`, a
+/// binding's keyword arguments) is written once over it. Each method is the
+/// primitive's own, documented there; sealed, as [`Guard`].
+///
+/// ```no_run
+/// # async fn demo(client: latchkey::Client) -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// use latchkey::HoldOptions;
+///
+/// fn supervised<P: HoldOptions>(p: P) -> latchkey::Result<P> {
+///     p.with_watchdog().with_max_hold(Duration::from_secs(60))
+/// }
+/// let lock = supervised(client.lock("job", Duration::from_secs(10))?)?;
+/// let pool = supervised(client.semaphore("jobs", 4, Duration::from_secs(10))?)?;
+/// # let _ = (lock, pool); Ok(()) }
+/// ```
+pub trait HoldOptions: Sized + sealed::Sealed {
+    /// The primitive's name.
+    fn name(&self) -> &[u8];
+    /// The TTL of every hold.
+    fn ttl(&self) -> Duration;
+    /// Renews every hold in the background every `ttl / 3`.
+    fn with_watchdog(self) -> Self;
+    /// Renews every hold in the background every `every`.
+    fn with_renewal_every(self, every: Duration) -> Result<Self>;
+    /// Caps every hold at `max_hold` from its acquisition.
+    fn with_max_hold(self, max_hold: Duration) -> Result<Self>;
+    /// Makes `lost()` fire `margin` before the deadline or the cap.
+    fn with_stop_margin(self, margin: Duration) -> Result<Self>;
+    /// Issues the fencing token with every acquisition.
+    fn with_fencing(self) -> Self;
+    /// Makes every waiting acquisition ask the holders to let go.
+    fn with_asking(self) -> Self;
+}
+
 pub(crate) mod sealed {
     /// Only latchkey's guards are [`Guard`](super::Guard)s.
     pub trait Sealed {}

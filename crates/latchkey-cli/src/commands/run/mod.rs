@@ -37,11 +37,10 @@
 mod multi;
 mod permits;
 
-use crate::support::exit::{Failure, Outcome};
-use crate::support::hold_run::{hold_and_run, stop_margin, Supervision};
-use crate::support::run_args::command_env;
+use crate::support::exit::Outcome;
+use crate::support::hold_run::{hold_and_run, stop_margin, supervised, Supervision};
 pub use crate::support::run_args::RunArgs;
-use crate::support::signals::{interrupted, Signals};
+use crate::support::signals::{unless_interrupted, Signals};
 use crate::support::target::Target;
 
 pub async fn run(target: &Target, args: RunArgs) -> Outcome {
@@ -58,40 +57,19 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
         margin,
     };
     if args.permits.is_some() || args.read || args.write {
-        return permits::run(target, &args, &how, signals).await;
+        return permits::run(&args, &how, signals).await;
     }
     if !args.and.is_empty() {
-        return multi::run(target, &args, &how, signals).await;
+        return multi::run(&args, &how, signals).await;
     }
     // Started while Redis is down: connecting is retried within the wait's
     // budget (`patience.rs`), and a signal ends it as it ends the wait.
-    let connected = tokio::select! {
-        connected = target.lock_within(&args.name, args.ttl, args.wait.patience()) => connected?,
-        signo = signals.recv() => {
-            return Err(interrupted(signo, &format!("connecting for lock {:?}", args.name)));
-        }
-    };
-    let mut lock = args
-        .wait
-        .replicated(args.wait.fair_or_not(connected)?.with_watchdog())?
-        .with_stop_margin(margin)
-        .map_err(Failure::from)?;
-    if let Some(cap) = args.max_hold {
-        lock = lock.with_max_hold(cap)?;
-    }
-    if args.ask {
-        lock = lock.with_asking();
-    }
-    let env = |guard: &latchkey::LockGuard| {
-        command_env(&args, guard.token(), guard.issued_fencing_token())
-    };
-    hold_and_run(
-        &lock,
-        &args.wait,
-        args.conflict_exit_code,
-        &how,
-        &mut signals,
-        env,
-    )
-    .await
+    let connecting = target.lock_within(&args.name, args.ttl, args.wait.patience());
+    let connected = unless_interrupted(connecting, &mut signals, || {
+        format!("connecting for lock {:?}", args.name)
+    })
+    .await?;
+    let lock = args.wait.replicated(args.wait.fair_or_not(connected)?)?;
+    let lock = supervised(lock, &how, args.max_hold, args.ask)?;
+    hold_and_run(&lock, &args, &how, &mut signals, |_| Vec::new()).await
 }

@@ -22,60 +22,34 @@
 //! `--read` or `--write`, nor with a name given twice (refused before
 //! anything connects, exit 2).
 
-use crate::support::exit::{Failure, Outcome};
-use crate::support::hold_run::{hold_and_run, Supervision};
-use crate::support::run_args::{command_env, RunArgs};
-use crate::support::signals::{interrupted, Signals};
+use crate::support::exit::Outcome;
+use crate::support::hold_run::{hold_and_run, supervised, Supervision};
+use crate::support::run_args::RunArgs;
+use crate::support::signals::{unless_interrupted, Signals};
 use crate::support::take::Locks;
-use crate::support::target::Target;
 
-pub async fn run(
-    target: &Target,
-    args: &RunArgs,
-    how: &Supervision<'_>,
-    mut signals: Signals,
-) -> Outcome {
+pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) -> Outcome {
+    let target = how.target;
     let names: Vec<String> = std::iter::once(args.name.clone())
         .chain(args.and.iter().cloned())
         .collect();
     // Started while Redis is down: connecting is retried within the wait's
     // budget (`patience.rs`); a signal ends it.
-    let connected = tokio::select! {
-        connected = target.client_within("run --and", args.wait.patience()) => connected?,
-        signo = signals.recv() => {
-            let listed = names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ");
-            return Err(interrupted(signo, &format!("connecting for locks {listed}")));
-        }
-    };
-    let mut locks = connected
-        .lock_all(&names, args.ttl)?
-        .with_watchdog()
-        .with_fencing()
-        .with_stop_margin(how.margin)
-        .map_err(Failure::from)?;
-    if let Some(cap) = args.max_hold {
-        locks = locks.with_max_hold(cap)?;
-    }
-    if args.ask {
-        locks = locks.with_asking();
-    }
+    let connecting = target.client_within("run --and", args.wait.patience());
+    let connected = unless_interrupted(connecting, &mut signals, || {
+        let listed: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+        format!("connecting for locks {}", listed.join(", "))
+    })
+    .await?;
+    let locks = connected.lock_all(&names, args.ttl)?;
+    let locks = supervised(locks, how, args.max_hold, args.ask)?;
     let take = Locks { locks, names };
-    let env = |guard: &latchkey::MultiGuard| {
+    let per_lock = |guard: &latchkey::MultiGuard| {
         let tokens = guard.issued_fencing_tokens().unwrap_or_default();
         let names: Vec<&str> = take.names.iter().map(String::as_str).collect();
-        let mut env = command_env(args, guard.token(), tokens.first().copied());
-        env.extend(per_lock_env(&names, &tokens));
-        env
+        per_lock_env(&names, &tokens)
     };
-    hold_and_run(
-        &take,
-        &args.wait,
-        args.conflict_exit_code,
-        how,
-        &mut signals,
-        env,
-    )
-    .await
+    hold_and_run(&take, args, how, &mut signals, per_lock).await
 }
 
 /// The i-th lock's name and fencing token (1: NAME, then the `--and`s),

@@ -19,19 +19,14 @@
 
 use latchkey::RwAccess;
 
-use crate::support::exit::{Failure, Outcome};
-use crate::support::hold_run::{hold_and_run, Supervision};
-use crate::support::run_args::{command_env, RunArgs};
-use crate::support::signals::{interrupted, Signals};
+use crate::support::exit::Outcome;
+use crate::support::hold_run::{hold_and_run, supervised, Supervision};
+use crate::support::run_args::RunArgs;
+use crate::support::signals::{unless_interrupted, Signals};
 use crate::support::take::{Permits, RwHold};
-use crate::support::target::Target;
 
-pub async fn run(
-    target: &Target,
-    args: &RunArgs,
-    how: &Supervision<'_>,
-    mut signals: Signals,
-) -> Outcome {
+pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) -> Outcome {
+    let target = how.target;
     let what = if args.permits.is_some() {
         "run --permits"
     } else if args.write {
@@ -41,69 +36,29 @@ pub async fn run(
     };
     // Started while Redis is down: connecting is retried within the wait's
     // budget (`patience.rs`); a signal ends it.
-    let client = tokio::select! {
-        client = target.client_within(what, args.wait.patience()) => client?,
-        signo = signals.recv() => {
-            return Err(interrupted(signo, &format!("connecting for {:?}", args.name)));
-        }
-    };
-    let env = |token: &str, fencing: Option<u64>| command_env(args, token, fencing);
+    let connecting = target.client_within(what, args.wait.patience());
+    let client = unless_interrupted(connecting, &mut signals, || {
+        format!("connecting for {:?}", args.name)
+    })
+    .await?;
     match args.permits {
         Some(permits) => {
-            let mut semaphore = client
-                .semaphore(&args.name, permits, args.ttl)?
-                .with_watchdog()
-                .with_fencing()
-                .with_stop_margin(how.margin)
-                .map_err(Failure::from)?;
-            if let Some(cap) = args.max_hold {
-                semaphore = semaphore.with_max_hold(cap)?;
-            }
-            if args.ask {
-                semaphore = semaphore.with_asking();
-            }
+            let semaphore = client.semaphore(&args.name, permits, args.ttl)?;
+            let semaphore = supervised(semaphore, how, args.max_hold, args.ask)?;
             // `--take K`: 1 to 100000 (clap), at most N (`RunArgs::check`).
             let take = u32::try_from(args.take.unwrap_or(1)).unwrap_or(u32::MAX);
             let take = Permits { semaphore, take };
-            let env = |g: &latchkey::PermitGuard| env(g.token(), g.issued_fencing_token());
-            hold_and_run(
-                &take,
-                &args.wait,
-                args.conflict_exit_code,
-                how,
-                &mut signals,
-                env,
-            )
-            .await
+            hold_and_run(&take, args, how, &mut signals, |_| Vec::new()).await
         }
         None => {
             let access = match args.write {
                 true => RwAccess::Write,
                 false => RwAccess::Read,
             };
-            let mut rw = client
-                .rwlock(&args.name, args.ttl)?
-                .with_watchdog()
-                .with_fencing()
-                .with_stop_margin(how.margin)
-                .map_err(Failure::from)?;
-            if let Some(cap) = args.max_hold {
-                rw = rw.with_max_hold(cap)?;
-            }
-            if args.ask {
-                rw = rw.with_asking();
-            }
+            let rw = client.rwlock(&args.name, args.ttl)?;
+            let rw = supervised(rw, how, args.max_hold, args.ask)?;
             let take = RwHold { rw, access };
-            let env = |g: &latchkey::RwGuard| env(g.token(), g.issued_fencing_token());
-            hold_and_run(
-                &take,
-                &args.wait,
-                args.conflict_exit_code,
-                how,
-                &mut signals,
-                env,
-            )
-            .await
+            hold_and_run(&take, args, how, &mut signals, |_| Vec::new()).await
         }
     }
 }

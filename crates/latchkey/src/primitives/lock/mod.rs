@@ -14,7 +14,6 @@ pub(crate) mod wait;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-
 use crate::backend::Backend;
 use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::lock::guard::LockGuard;
@@ -351,9 +350,12 @@ impl Lock {
         let waiting = self.wait_and_acquire(deadline, started, releases, kept_idle);
         // Boxed: the rare wait's future is not carried by every acquire's.
         let waiting = Box::pin(waiting);
-        crate::primitives::traced::wait(&self.inner.metrics_label, &self.inner.name, waiting, |held| {
-            Some(held.token())
-        })
+        crate::primitives::traced::wait(
+            &self.inner.metrics_label,
+            &self.inner.name,
+            waiting,
+            |held| Some(held.token()),
+        )
         .await
     }
 
