@@ -142,7 +142,14 @@ impl LockSpec {
         } else {
             self.build(&self.core.clone().client().await?)?
         })?;
-        *self.built.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid(), lock.clone()));
+        let inherited = self
+            .built
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace((pid(), lock.clone()));
+        if let Some((by, lock)) = inherited {
+            drop_in_runtime(lock, by); // a parent's, in a forked child: forgotten
+        }
         Ok(lock)
     }
 
@@ -172,6 +179,21 @@ impl LockSpec {
             (Built::Cached(lock), None) => Guard::Cached(lock.acquire().await?),
         };
         Ok(Held::new(guard))
+    }
+}
+
+impl Drop for LockSpec {
+    fn drop(&mut self) {
+        // Python drops a lock object outside the runtime: a cached lock's
+        // idle hold is given back there (or forgotten, in a forked child).
+        let built = self
+            .built
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((by, lock)) = built {
+            drop_in_runtime(lock, by);
+        }
     }
 }
 
