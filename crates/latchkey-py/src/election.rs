@@ -139,7 +139,7 @@ impl Election {
                 None => election.campaign(value).await?,
             };
             Ok(LeadershipHold {
-                holding: Holding::new(Box::new(leadership)),
+                holding: Holding::new(Box::new(leadership), &spec.core),
                 asyncio,
             })
         })
@@ -152,7 +152,7 @@ impl Election {
         run(py, asyncio, async move {
             let leadership = spec.election().await?.try_campaign(value).await?;
             Ok(leadership.map(|l| LeadershipHold {
-                holding: Holding::new(Box::new(l)),
+                holding: Holding::new(Box::new(l), &spec.core),
                 asyncio,
             }))
         })

@@ -86,11 +86,14 @@ pub(crate) struct Holding {
     pub(crate) lost: LostSignal,
     /// The process that holds it (a forked child does nothing with it).
     pub(crate) owner: u32,
+    /// The client it was taken with, kept until the hold is gone (see
+    /// `lock::Held`).
+    _client: Arc<crate::core::Core>,
 }
 
 impl Holding {
     /// Made on the runtime (the lost signal may start a task).
-    pub(crate) fn new(hold: Box<dyn Hold>) -> Arc<Holding> {
+    pub(crate) fn new(hold: Box<dyn Hold>, client: &Arc<crate::core::Core>) -> Arc<Holding> {
         let holding = Arc::new(Holding {
             name: hold.name().to_vec(),
             token: hold.token().to_owned(),
@@ -98,6 +101,7 @@ impl Holding {
             lost: hold.lost_signal(),
             hold: RwLock::new(Some(hold)),
             owner: pid(),
+            _client: client.clone(),
         });
         crate::exit::register(&holding);
         holding

@@ -159,7 +159,7 @@ impl LockSpec {
             Built::Plain(lock) => lock.try_acquire().await?.map(Guard::Plain),
             Built::Cached(lock) => lock.try_acquire().await?.map(Guard::Cached),
         }
-        .map(Held::new))
+        .map(|guard| Held::new(guard, &self.core)))
     }
 
     /// Waits at most `wait` (`None`: as long as it takes).
@@ -178,7 +178,7 @@ impl LockSpec {
             }
             (Built::Cached(lock), None) => Guard::Cached(lock.acquire().await?),
         };
-        Ok(Held::new(guard))
+        Ok(Held::new(guard, &self.core))
     }
 }
 
@@ -209,17 +209,22 @@ pub(crate) struct Held {
     /// The process that holds it: in a forked child the hold is the
     /// parent's, and nothing is done with it.
     pub(crate) owner: u32,
+    /// The client it was taken with, kept until the hold is gone: the
+    /// client's last flush (when it is dropped, and at exit) then sees the
+    /// release this hold's drop may leave in the background.
+    _client: Arc<Core>,
 }
 
 impl Held {
     /// Made on the runtime (the lost signal may start a task).
-    fn new(guard: Guard) -> Arc<Held> {
+    fn new(guard: Guard, client: &Arc<Core>) -> Arc<Held> {
         let held = Arc::new(Held {
             token: guard.token().to_owned(),
             name: guard.name().to_vec(),
             lost: std::sync::OnceLock::new(),
             guard: Arc::new(RwLock::new(Some(guard))),
             owner: pid(),
+            _client: client.clone(),
         });
         crate::exit::register(&held);
         held

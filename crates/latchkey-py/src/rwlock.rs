@@ -74,9 +74,9 @@ impl RwLock {
         let deadline = args::wait(py, timeout)?.map(|w| Instant::now() + w);
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
         run(py, asyncio, async move {
-            let guard = spec.hold(access, deadline).await?;
+            let guard = spec.clone().hold(access, deadline).await?;
             Ok(Permit {
-                holding: Holding::new(Box::new(guard)),
+                holding: Holding::new(Box::new(guard), &spec.core),
                 asyncio,
             })
         })
@@ -85,9 +85,9 @@ impl RwLock {
     fn try_once(&self, py: Python<'_>, access: RwAccess) -> PyResult<Py<PyAny>> {
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
         run(py, asyncio, async move {
-            let guard = spec.try_hold(access).await?;
+            let guard = spec.clone().try_hold(access).await?;
             Ok(guard.map(|g| Permit {
-                holding: Holding::new(Box::new(g)),
+                holding: Holding::new(Box::new(g), &spec.core),
                 asyncio,
             }))
         })

@@ -64,7 +64,7 @@ impl Semaphore {
                 None => semaphore.acquire().await?,
             };
             Ok(Permit {
-                holding: Holding::new(Box::new(permit)),
+                holding: Holding::new(Box::new(permit), &spec.core),
                 asyncio,
             })
         })
@@ -76,7 +76,7 @@ impl Semaphore {
         run(py, asyncio, async move {
             let permit = spec.semaphore().await?.try_acquire().await?;
             Ok(permit.map(|p| Permit {
-                holding: Holding::new(Box::new(p)),
+                holding: Holding::new(Box::new(p), &spec.core),
                 asyncio,
             }))
         })

@@ -13,7 +13,6 @@ See docs/python.md in the repository.
 
 import asyncio as _asyncio
 import atexit as _atexit
-import weakref as _weakref
 
 from latchkey._errors import (  # noqa: F401
     Auth,
@@ -78,23 +77,12 @@ from latchkey._native import (  # noqa: F401
 )
 from latchkey import _native
 
-# The clients alive, flushed at interpreter exit (a guard dropped unreleased
-# is released in the background; the exit waits for that, briefly).
-_clients: "_weakref.WeakSet" = _weakref.WeakSet()
 
 
-class Client(_Client):
-    __doc__ = _Client.__doc__
-
-    def __init__(self, *args, **kwargs):
-        _clients.add(self)
-
+Client = _Client
 
 class AsyncClient(_AsyncClient):
     __doc__ = _AsyncClient.__doc__
-
-    def __init__(self, *args, **kwargs):
-        _clients.add(self)
 
     async def flush(self, timeout: float = 5.0) -> bool:
         """Waits, at most `timeout` seconds, for the background releases of
@@ -106,18 +94,10 @@ class AsyncClient(_AsyncClient):
         return await super().flush(timeout)
 
 
-class Redlock(_Redlock):
-    __doc__ = _Redlock.__doc__
-
-    def __init__(self, *args, **kwargs):
-        _clients.add(self)
-
+Redlock = _Redlock
 
 class AsyncRedlock(_AsyncRedlock):
     __doc__ = _AsyncRedlock.__doc__
-
-    def __init__(self, *args, **kwargs):
-        _clients.add(self)
 
     async def flush(self, timeout: float = 5.0) -> bool:
         """As AsyncClient.flush."""
@@ -125,23 +105,10 @@ class AsyncRedlock(_AsyncRedlock):
         return await super().flush(timeout)
 
 
-@_atexit.register
-def _at_exit() -> None:
-    # The holds still alive are released (as at the end of a Rust main),
-    # then the background work is waited for, then the runtime stops.
-    try:
-        _native._release_held()
-    except Exception:
-        pass
-    for client in list(_clients):
-        try:
-            if isinstance(client, (AsyncClient, AsyncRedlock)):
-                client.flush_blocking(1.0)
-            else:
-                client.flush(1.0)
-        except Exception:
-            pass
-    _native._shutdown()
+# At interpreter exit every hold is given back, whatever owned it: the
+# holds alive are released, every client (dropped ones too) is flushed,
+# then the runtime stops (crates/latchkey-py/src/exit.rs).
+_atexit.register(_native._at_exit)
 
 
 __all__ = [

@@ -14,8 +14,7 @@ MAX_NAME_LEN: int
 ERROR_CLASSES: List[str]
 __version__: str
 
-def _shutdown() -> None: ...
-def _release_held() -> None: ...
+def _at_exit() -> None: ...
 
 @final
 class LostEvent:
