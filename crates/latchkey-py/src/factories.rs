@@ -185,6 +185,7 @@ macro_rules! primitive_factories {
                 run(
                     py,
                     $asyncio,
+                    "Client.signal",
                     crate::signal::signal(self.core.clone(), name, payload),
                 )
             }
@@ -205,6 +206,7 @@ macro_rules! primitive_factories {
                 run(
                     py,
                     $asyncio,
+                    "Client.signal_one",
                     crate::signal::signal_one(self.core.clone(), name, payload),
                 )
             }
@@ -223,6 +225,7 @@ macro_rules! primitive_factories {
                 run(
                     py,
                     $asyncio,
+                    "Client.listen",
                     crate::listen::open(self.core.clone(), names, patterns, $asyncio),
                 )
             }
@@ -241,6 +244,7 @@ macro_rules! primitive_factories {
                 run(
                     py,
                     $asyncio,
+                    "Client.wait",
                     crate::signal::wait(self.core.clone(), names, wait),
                 )
             }

@@ -43,7 +43,7 @@ impl FencedResource {
     fn write(&self, py: Python<'_>, token: u64, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let value = crate::args::name(py, value)?;
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "FencedResource.write", async move {
             Ok(spec.resource().await?.write(token, value).await? == FencedWrite::Accepted)
         })
     }
@@ -51,7 +51,7 @@ impl FencedResource {
     /// (value, token of the write that stored it), or None.
     fn read(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "FencedResource.read", async move {
             spec.resource().await?.read().await
         })
     }

@@ -211,13 +211,23 @@ pub(crate) struct Permit {
 impl Permit {
     /// Releases if still ours: True when it was ours to the end (idempotent).
     fn release(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run(py, self.asyncio, self.holding.clone().release())
+        run(
+            py,
+            self.asyncio,
+            "Permit.release",
+            self.holding.clone().release(),
+        )
     }
 
     /// Resets the hold's TTL to `ttl` seconds from now: True if still ours.
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<Py<PyAny>> {
         let ttl = crate::args::seconds(py, "ttl", ttl)?;
-        run(py, self.asyncio, self.holding.clone().extend(ttl))
+        run(
+            py,
+            self.asyncio,
+            "Permit.extend",
+            self.holding.clone().extend(ttl),
+        )
     }
 
     /// The fencing token issued with the hold (made with `fencing=True`), else None.
@@ -263,7 +273,7 @@ impl Permit {
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        crate::runtime::awaitable(py, async move { Ok(slf) })
+        crate::runtime::awaitable(py, "Permit.__aenter__", async move { Ok(slf) })
     }
 
     #[pyo3(signature = (*_exc))]
@@ -273,7 +283,7 @@ impl Permit {
         _exc: &Bound<'_, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let releasing = self.holding.clone().release();
-        crate::runtime::awaitable(py, async move {
+        crate::runtime::awaitable(py, "Permit.__aexit__", async move {
             releasing.await?;
             Ok(false)
         })

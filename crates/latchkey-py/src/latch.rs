@@ -40,7 +40,7 @@ impl Latch {
     /// Creates the latch with `count` (True if this call made it).
     fn create(&self, py: Python<'_>, count: u64) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Latch.create", async move {
             spec.latch().await?.create(count).await
         })
     }
@@ -48,7 +48,7 @@ impl Latch {
     /// Counts down by one; the count left.
     fn count_down(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Latch.count_down", async move {
             spec.latch().await?.count_down().await
         })
     }
@@ -56,7 +56,7 @@ impl Latch {
     /// The count left (0: open), or None when the latch does not exist.
     fn count(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Latch.count", async move {
             spec.latch().await?.count().await
         })
     }
@@ -66,7 +66,7 @@ impl Latch {
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let deadline = args::wait(py, timeout)?.map(|w| Instant::now() + w);
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Latch.wait", async move {
             let latch = spec.latch().await?;
             let opened = match deadline {
                 Some(deadline) => latch.wait_until(deadline).await,

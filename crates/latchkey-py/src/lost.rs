@@ -71,12 +71,17 @@ impl AsyncLostEvent {
     #[pyo3(signature = (timeout = None))]
     fn wait<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
         let wait = args::wait(py, timeout)?;
-        awaitable(py, fired(self.lost.clone(), wait))
+        awaitable(py, "AsyncLostEvent.wait", fired(self.lost.clone(), wait))
     }
 
     /// `await guard.lost`: completes when lost.
     fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(py, fired(self.lost.clone(), None))?.call_method0("__await__")
+        awaitable(
+            py,
+            "AsyncLostEvent.__await__",
+            fired(self.lost.clone(), None),
+        )?
+        .call_method0("__await__")
     }
 
     fn __repr__(&self) -> String {
