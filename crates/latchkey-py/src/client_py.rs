@@ -89,7 +89,7 @@ pub(crate) fn lock_spec(
     let spec = LockSpec {
         core: core.clone(),
         name: args::name(py, name)?,
-        ttl: args::seconds(py, "ttl", ttl)?,
+        ttl: args::ttl(py, ttl)?,
         watchdog,
         fencing,
         fair,

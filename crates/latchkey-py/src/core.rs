@@ -41,6 +41,29 @@ impl Options {
     }
 }
 
+/// `host:port` of a Redis URL (the default port when it names none), or
+/// the path of a `unix://` one.
+fn host_port(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    if scheme.contains("unix") {
+        return rest.split('?').next().unwrap_or(rest).to_owned();
+    }
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let has_port = match host.rfind(']') {
+        Some(end) => host[end..].contains(':'),
+        None => host.contains(':'),
+    };
+    match has_port {
+        true => host.to_owned(),
+        false => format!("{host}:6379"),
+    }
+}
+
 /// What a core connected: a client of one Redis (standalone, cluster or
 /// Sentinel), or a Redlock over N of them, which makes locks only.
 #[derive(Clone)]
@@ -137,6 +160,39 @@ impl Core {
         builder
     }
 
+    /// Where this core connects, for a refusal's message: `host:port` of
+    /// each URL (or of the sentinels), no user or password.
+    fn address(&self) -> String {
+        match &self.options.sentinel {
+            Some((sentinels, master)) => {
+                format!("sentinels {} (master {master:?})", sentinels.join(", "))
+            }
+            None => std::iter::once(&self.options.url)
+                .chain(&self.options.seeds)
+                .map(|url| host_port(url))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
+    /// A connection refused names where it was refused.
+    fn connect_failed(&self, e: latchkey::Error) -> latchkey::Error {
+        match e {
+            latchkey::Error::Unreachable(cause) => {
+                let detail = format!(
+                    "{}: {}",
+                    self.address(),
+                    crate::errors::scrub(&cause.to_string())
+                );
+                latchkey::Error::Unreachable(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    detail,
+                )))
+            }
+            other => other,
+        }
+    }
+
     /// Keeps what this process connected, unless another thread connected
     /// first (then that is kept, and returned).
     fn keep(&self, made: Connected) -> Connected {
@@ -168,7 +224,8 @@ impl Core {
         for seed in &self.options.seeds {
             builder = builder.seed(seed);
         }
-        let client = self.configure(builder).connect().await?;
+        let connecting = self.configure(builder).connect().await;
+        let client = connecting.map_err(|e| self.connect_failed(e))?;
         match self.keep(Connected::Client(client)) {
             Connected::Client(client) => Ok(client),
             Connected::Redlock(_) => Err(latchkey::Error::Internal(
@@ -188,8 +245,8 @@ impl Core {
         let urls: Vec<&str> = std::iter::once(self.options.url.as_str())
             .chain(self.options.seeds.iter().map(String::as_str))
             .collect();
-        let mut redlock =
-            latchkey::Redlock::connect_with(&urls, |builder| self.configure(builder)).await?;
+        let connecting = latchkey::Redlock::connect_with(&urls, |builder| self.configure(builder));
+        let mut redlock = connecting.await.map_err(|e| self.connect_failed(e))?;
         if let Some(timeout) = instance_timeout {
             redlock = redlock.with_instance_timeout(timeout)?;
         }

@@ -55,7 +55,7 @@ macro_rules! primitive_factories {
                 &self,
                 py: Python<'_>,
                 name: &Bound<'_, PyAny>,
-                permits: u64,
+                permits: &Bound<'_, PyAny>,
                 ttl: f64,
                 watchdog: bool,
                 fencing: bool,
@@ -63,8 +63,8 @@ macro_rules! primitive_factories {
                 let spec = SemaphoreSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    permits,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    permits: args::count(py, "semaphore permits", permits)?,
+                    ttl: args::ttl(py, ttl)?,
                     watchdog,
                     fencing,
                 };
@@ -88,7 +88,7 @@ macro_rules! primitive_factories {
                 let spec = RwLockSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    ttl: args::ttl(py, ttl)?,
                     watchdog,
                     fencing,
                 };
@@ -105,7 +105,7 @@ macro_rules! primitive_factories {
                 let spec = LatchSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    ttl: args::ttl(py, ttl)?,
                 };
                 let spec = checked(py, &self.core, spec, |s, c| s.build(c).map(drop))?;
                 Ok(Latch {
@@ -120,14 +120,14 @@ macro_rules! primitive_factories {
                 &self,
                 py: Python<'_>,
                 name: &Bound<'_, PyAny>,
-                parties: u64,
+                parties: &Bound<'_, PyAny>,
                 ttl: f64,
             ) -> PyResult<Barrier> {
                 let spec = BarrierSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    parties,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    parties: args::count(py, "barrier parties", parties)?,
+                    ttl: args::ttl(py, ttl)?,
                 };
                 let spec = checked(py, &self.core, spec, |s, c| s.build(c).map(drop))?;
                 Ok(Barrier {
@@ -147,7 +147,7 @@ macro_rules! primitive_factories {
                 let spec = ElectionSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    ttl: args::ttl(py, ttl)?,
                 };
                 let spec = checked(py, &self.core, spec, |s, c| s.build(c).map(drop))?;
                 Ok(Election {

@@ -40,7 +40,13 @@ pub(crate) struct FencedResource {
 impl FencedResource {
     /// Stores `value` if `token` is at least the highest seen: True when
     /// stored, False when refused (a newer holder wrote).
-    fn write(&self, py: Python<'_>, token: u64, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn write(
+        &self,
+        py: Python<'_>,
+        token: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let token = crate::args::token(py, token)?;
         let value = crate::args::name(py, value)?;
         let spec = self.spec.clone();
         run(py, self.asyncio, "FencedResource.write", async move {

@@ -174,10 +174,10 @@ impl Holding {
 
     /// The lost event, blocking or awaitable.
     pub(crate) fn lost_event(&self, py: Python<'_>, asyncio: bool) -> PyResult<Py<PyAny>> {
-        let lost = self.lost.clone();
+        let (lost, owner) = (self.lost.clone(), self.owner);
         Ok(match asyncio {
-            true => Py::new(py, AsyncLostEvent { lost })?.into_any(),
-            false => Py::new(py, LostEvent { lost })?.into_any(),
+            true => Py::new(py, AsyncLostEvent { lost, owner })?.into_any(),
+            false => Py::new(py, LostEvent { lost, owner })?.into_any(),
         })
     }
 }
@@ -221,7 +221,7 @@ impl Permit {
 
     /// Resets the hold's TTL to `ttl` seconds from now: True if still ours.
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<Py<PyAny>> {
-        let ttl = crate::args::seconds(py, "ttl", ttl)?;
+        let ttl = crate::args::ttl(py, ttl)?;
         run(
             py,
             self.asyncio,

@@ -38,7 +38,8 @@ pub(crate) struct Latch {
 #[pymethods]
 impl Latch {
     /// Creates the latch with `count` (True if this call made it).
-    fn create(&self, py: Python<'_>, count: u64) -> PyResult<Py<PyAny>> {
+    fn create(&self, py: Python<'_>, count: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let count = args::count(py, "latch count", count)?;
         let spec = self.spec.clone();
         run(py, self.asyncio, "Latch.create", async move {
             spec.latch().await?.create(count).await

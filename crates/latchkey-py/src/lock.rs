@@ -232,6 +232,9 @@ impl Held {
 
     /// The hold's lost signal (one that never fires once released).
     pub(crate) fn lost_signal(&self) -> LostSignal {
+        if self.owner != pid() {
+            return LostSignal::default(); // the parent's: see `LostEvent`
+        }
         self.lost
             .get_or_init(|| {
                 let Ok(held) = self.guard.try_read() else {

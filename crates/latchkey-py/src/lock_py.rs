@@ -162,6 +162,7 @@ macro_rules! guard_methods {
             fn lost(&self) -> $lost {
                 $lost {
                     lost: self.held.lost_signal(),
+                    owner: self.held.owner,
                 }
             }
 
@@ -193,7 +194,7 @@ guard_methods!(LockGuard, LostEvent, {
     /// Resets the TTL to `ttl` seconds from now: True if still ours (else
     /// the guard is marked lost).
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<bool> {
-        let ttl = args::seconds(py, "ttl", ttl)?;
+        let ttl = args::ttl(py, ttl)?;
         block_on(py, self.held.extend(ttl))
     }
 
@@ -221,7 +222,7 @@ guard_methods!(AsyncLockGuard, AsyncLostEvent, {
 
     /// As `LockGuard.extend`, a coroutine.
     fn extend<'py>(&self, py: Python<'py>, ttl: f64) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = args::seconds(py, "ttl", ttl)?;
+        let ttl = args::ttl(py, ttl)?;
         awaitable(py, "AsyncLockGuard.extend", self.held.extend(ttl))
     }
 
