@@ -12,6 +12,7 @@ See docs/python.md in the repository.
 """
 
 import asyncio as _asyncio
+from typing import Awaitable as _Awaitable, Callable as _Callable
 import atexit as _atexit
 
 from latchkey._errors import (  # noqa: F401
@@ -76,33 +77,41 @@ from latchkey._native import (  # noqa: F401
     __version__,
 )
 from latchkey import _native
+from latchkey._aio import Call as _Call
 
 
 
 Client = _Client
 
+
+async def _flush_after_a_turn(flush: "_Callable[[], _Awaitable[bool]]") -> bool:
+    # One turn of the loop first: the done-callbacks of a future cancelled
+    # just now (which start its Rust side's cleanup) run then.
+    await _asyncio.sleep(0)
+    return await flush()
+
+
 class AsyncClient(_AsyncClient):
     __doc__ = _AsyncClient.__doc__
 
-    async def flush(self, timeout: float = 5.0) -> bool:
+    def flush(self, timeout: float = 5.0) -> "_Call[bool]":
         """Waits, at most `timeout` seconds, for the background releases of
         guards dropped unreleased and of calls cancelled; True when all
         finished."""
-        # One turn of the loop first: the done-callbacks of a future
-        # cancelled just now (which start its Rust side's cleanup) run then.
-        await _asyncio.sleep(0)
-        return await super().flush(timeout)
+        native = _AsyncClient.flush
+        return _Call(lambda: _flush_after_a_turn(lambda: native(self, timeout)), "AsyncClient.flush")
 
 
 Redlock = _Redlock
 
+
 class AsyncRedlock(_AsyncRedlock):
     __doc__ = _AsyncRedlock.__doc__
 
-    async def flush(self, timeout: float = 5.0) -> bool:
+    def flush(self, timeout: float = 5.0) -> "_Call[bool]":
         """As AsyncClient.flush."""
-        await _asyncio.sleep(0)
-        return await super().flush(timeout)
+        native = _AsyncRedlock.flush
+        return _Call(lambda: _flush_after_a_turn(lambda: native(self, timeout)), "AsyncRedlock.flush")
 
 
 # At interpreter exit every hold is given back, whatever owned it: the

@@ -8,47 +8,49 @@ took. ``async with lock.acquire(timeout=1):`` awaits it and enters what it
 gives, as redis.asyncio's locks are used.
 """
 
-import collections.abc
+from typing import Any, Awaitable, Callable, Coroutine, Generator, Optional, TypeVar
+
+_T = TypeVar("_T")
 
 
-async def _started(start):
+async def _started(start: Callable[[], Awaitable[_T]]) -> _T:
     # `start` (latchkey._native) begins the Rust call on latchkey's runtime
     # and returns its asyncio future; cancelling that future drops the call.
     return await start()
 
 
-class Call(collections.abc.Coroutine):
+class Call(Coroutine[Any, Any, _T]):
     """A latchkey call in asyncio: await it, or ``asyncio.create_task`` it;
     ``async with`` it when it gives a hold (or a listener)."""
 
     __slots__ = ("_coro", "_entered")
 
-    def __init__(self, start, qualname):
-        coro = _started(start)
+    def __init__(self, start: Callable[[], Awaitable[_T]], qualname: str) -> None:
+        coro: Any = _started(start)
         # The name Python's "never awaited" warning and tracebacks show.
         coro.__qualname__ = qualname
         coro.__name__ = qualname.rpartition(".")[2]
-        self._coro = coro
-        self._entered = None
+        self._coro: Any = coro
+        self._entered: Any = None
 
-    def send(self, value):
+    def send(self, value: Any) -> Any:
         return self._coro.send(value)
 
-    def throw(self, *args):
+    def throw(self, *args: Any) -> Any:
         return self._coro.throw(*args)
 
-    def close(self):
+    def close(self) -> None:
         self._coro.close()
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, None, _T]:
         return self._coro.__await__()
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> _T:
         self._entered = await self._coro
-        return await self._entered.__aenter__()
+        return await self._entered.__aenter__()  # type: ignore[no-any-return]
 
-    async def __aexit__(self, *exc):
-        return await self._entered.__aexit__(*exc)
+    async def __aexit__(self, *exc: object) -> Optional[bool]:
+        return await self._entered.__aexit__(*exc)  # type: ignore[no-any-return]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<latchkey coroutine {self._coro.__qualname__}>"
