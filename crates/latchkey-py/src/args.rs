@@ -35,6 +35,63 @@ pub(crate) fn seconds(py: Python<'_>, what: &str, value: f64) -> PyResult<Durati
     })
 }
 
+/// A TTL in seconds: what is not a number of seconds at all (negative,
+/// NaN, infinite) is an `InvalidTtl`, as a TTL too short or too long is
+/// (the library checks those bounds where the primitive is made).
+pub(crate) fn ttl(py: Python<'_>, value: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(value).map_err(|_| {
+        crate::errors::raise(
+            py,
+            "InvalidTtl",
+            format!(
+                "invalid ttl {value}: a TTL is a finite number of seconds, at least {}",
+                latchkey::MIN_TTL.as_secs_f64()
+            ),
+        )
+    })
+}
+
+/// A count (permits, parties, a latch's count): a Python int of any size.
+/// What no `u64` holds is refused as the library refuses a count out of
+/// its bounds (`InvalidCount`, never an `OverflowError`); `what` is the
+/// library's word for it ("semaphore permits").
+pub(crate) fn count(py: Python<'_>, what: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Ok(n) = value.extract::<u64>() {
+        return Ok(n);
+    }
+    if !value.is_instance_of::<pyo3::types::PyInt>()
+        || value.is_instance_of::<pyo3::types::PyBool>()
+    {
+        return Err(to_py(
+            py,
+            invalid(format!("{what}: an int, not {}", value.get_type().name()?)),
+        ));
+    }
+    let reason = if value.lt(0)? {
+        "it must be at least 1".to_owned()
+    } else {
+        format!("it must be at most {}", latchkey::MAX_COUNT)
+    };
+    Err(crate::errors::raise(
+        py,
+        "InvalidCount",
+        format!("invalid {what} {value}: {reason}"),
+    ))
+}
+
+/// A fencing token: a Python int from 0 to 2**64 - 1.
+pub(crate) fn token(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    value.extract::<u64>().map_err(|_| {
+        to_py(
+            py,
+            invalid(format!(
+                "fencing token {}: an int from 0 to 2**64 - 1",
+                value.repr().map(|r| r.to_string()).unwrap_or_default()
+            )),
+        )
+    })
+}
+
 /// A wait without a bound, for the calls whose Rust form takes a duration.
 pub(crate) const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 

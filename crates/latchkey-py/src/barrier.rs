@@ -44,7 +44,7 @@ impl Barrier {
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let wait = args::wait(py, timeout)?.unwrap_or(args::FOREVER);
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Barrier.wait", async move {
             match spec.barrier().await?.arrive_and_wait_timeout(wait).await {
                 Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
                 other => other.map(Some),
@@ -55,7 +55,7 @@ impl Barrier {
     /// (generation, arrived), or None when the barrier does not exist.
     fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Barrier.state", async move {
             spec.barrier().await?.state().await
         })
     }

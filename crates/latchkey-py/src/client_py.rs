@@ -89,7 +89,7 @@ pub(crate) fn lock_spec(
     let spec = LockSpec {
         core: core.clone(),
         name: args::name(py, name)?,
-        ttl: args::seconds(py, "ttl", ttl)?,
+        ttl: args::ttl(py, ttl)?,
         watchdog,
         fencing,
         fair,
@@ -233,7 +233,7 @@ impl AsyncClient {
     /// Connects now (else the first call does); returns the client.
     fn connect<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let core = slf.get().core.clone();
-        awaitable(py, async move {
+        awaitable(py, "AsyncClient.connect", async move {
             core.client().await?;
             Ok(slf)
         })
@@ -261,7 +261,7 @@ impl AsyncClient {
     #[pyo3(signature = (timeout = 5.0))]
     fn flush<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
         let within: Duration = args::bound(py, "timeout", timeout)?;
-        awaitable(py, self.core.clone().flush(within))
+        awaitable(py, "AsyncClient.flush", self.core.clone().flush(within))
     }
 
     /// Flushes, in the blocking way (for the interpreter's exit).

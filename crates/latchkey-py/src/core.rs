@@ -41,6 +41,29 @@ impl Options {
     }
 }
 
+/// `host:port` of a Redis URL (the default port when it names none), or
+/// the path of a `unix://` one.
+fn host_port(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    if scheme.contains("unix") {
+        return rest.split('?').next().unwrap_or(rest).to_owned();
+    }
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let has_port = match host.rfind(']') {
+        Some(end) => host[end..].contains(':'),
+        None => host.contains(':'),
+    };
+    match has_port {
+        true => host.to_owned(),
+        false => format!("{host}:6379"),
+    }
+}
+
 /// What a core connected: a client of one Redis (standalone, cluster or
 /// Sentinel), or a Redlock over N of them, which makes locks only.
 #[derive(Clone)]
@@ -57,12 +80,31 @@ pub(crate) struct Core {
     connected: Mutex<Option<(u32, Connected)>>,
 }
 
+/// Every core alive (weakly), for the interpreter's exit: whatever holds
+/// the Python side dropped, each core's client is flushed then.
+static LIVE: Mutex<Vec<std::sync::Weak<Core>>> = Mutex::new(Vec::new());
+
+/// The last flushes of the cores Python let go of (`Core::drop`): a
+/// client made in `main()` is gone before the interpreter exits, and its
+/// background releases with it unless the exit waits for these.
+static RETIRING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// How long a dropped client's last flush waits for its background work.
+const RETIRE_WITHIN: Duration = Duration::from_secs(10);
+
 impl Core {
     pub(crate) fn new(options: Options) -> Arc<Core> {
-        Arc::new(Core {
+        let core = Arc::new(Core {
             options,
             connected: Mutex::new(None),
-        })
+        });
+        let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+        if live.len() >= 64 && live.len().is_power_of_two() {
+            live.retain(|c| c.strong_count() > 0);
+        }
+        live.push(Arc::downgrade(&core));
+        drop(live);
+        core
     }
 
     /// Whether this core is a Redlock's.
@@ -118,6 +160,39 @@ impl Core {
         builder
     }
 
+    /// Where this core connects, for a refusal's message: `host:port` of
+    /// each URL (or of the sentinels), no user or password.
+    fn address(&self) -> String {
+        match &self.options.sentinel {
+            Some((sentinels, master)) => {
+                format!("sentinels {} (master {master:?})", sentinels.join(", "))
+            }
+            None => std::iter::once(&self.options.url)
+                .chain(&self.options.seeds)
+                .map(|url| host_port(url))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
+    /// A connection refused names where it was refused.
+    fn connect_failed(&self, e: latchkey::Error) -> latchkey::Error {
+        match e {
+            latchkey::Error::Unreachable(cause) => {
+                let detail = format!(
+                    "{}: {}",
+                    self.address(),
+                    crate::errors::scrub(&cause.to_string())
+                );
+                latchkey::Error::Unreachable(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    detail,
+                )))
+            }
+            other => other,
+        }
+    }
+
     /// Keeps what this process connected, unless another thread connected
     /// first (then that is kept, and returned).
     fn keep(&self, made: Connected) -> Connected {
@@ -149,7 +224,8 @@ impl Core {
         for seed in &self.options.seeds {
             builder = builder.seed(seed);
         }
-        let client = self.configure(builder).connect().await?;
+        let connecting = self.configure(builder).connect().await;
+        let client = connecting.map_err(|e| self.connect_failed(e))?;
         match self.keep(Connected::Client(client)) {
             Connected::Client(client) => Ok(client),
             Connected::Redlock(_) => Err(latchkey::Error::Internal(
@@ -169,8 +245,8 @@ impl Core {
         let urls: Vec<&str> = std::iter::once(self.options.url.as_str())
             .chain(self.options.seeds.iter().map(String::as_str))
             .collect();
-        let mut redlock =
-            latchkey::Redlock::connect_with(&urls, |builder| self.configure(builder)).await?;
+        let connecting = latchkey::Redlock::connect_with(&urls, |builder| self.configure(builder));
+        let mut redlock = connecting.await.map_err(|e| self.connect_failed(e))?;
         if let Some(timeout) = instance_timeout {
             redlock = redlock.with_instance_timeout(timeout)?;
         }
@@ -189,8 +265,7 @@ impl Core {
         let dropped = crate::runtime::cancelled_dropped(deadline).await;
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         match self.connected() {
-            Some(Connected::Client(client)) => Ok(client.flush(left).await && dropped),
-            Some(Connected::Redlock(redlock)) => Ok(redlock.flush(left).await && dropped),
+            Some(connected) => Ok(connected.flush(left).await && dropped),
             None => Ok(dropped),
         }
     }
@@ -206,11 +281,68 @@ impl Core {
     }
 }
 
+impl Connected {
+    /// Gives back its kept holds and waits, at most `within`, for its
+    /// background releases.
+    async fn flush(&self, within: Duration) -> bool {
+        match self {
+            Connected::Client(client) => client.flush(within).await,
+            Connected::Redlock(redlock) => redlock.flush(within).await,
+        }
+    }
+}
+
+/// At the interpreter's exit: flushes every core still alive and waits for
+/// the last flushes of those dropped, all within `within`; whether all
+/// finished.
+pub(crate) async fn flush_all(within: Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    let live: Vec<Arc<Core>> = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()))
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    let retiring = std::mem::take(&mut *RETIRING.lock().unwrap_or_else(|p| p.into_inner()));
+    let flushes = live.into_iter().map(|core| {
+        tokio::spawn(async move {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            core.flush(left).await.unwrap_or(false)
+        })
+    });
+    let flushes: Vec<_> = flushes.collect();
+    let mut all = true;
+    for flush in flushes {
+        all &= flush.await.unwrap_or(false);
+    }
+    for last in retiring {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        all &= tokio::time::timeout(left, last).await.is_ok();
+    }
+    all
+}
+
 impl Drop for Core {
     fn drop(&mut self) {
+        let Some((owner, made)) = self.connected.get_mut().ok().and_then(|c| c.take()) else {
+            return;
+        };
         // The parent's client in a forked child is forgotten.
-        if let Some((owner, made)) = self.connected.get_mut().ok().and_then(|c| c.take()) {
-            crate::runtime::drop_in_runtime(made, owner);
+        if owner != pid() {
+            std::mem::forget(made);
+            return;
         }
+        // Nothing of Python's holds this client any more (every lock and
+        // hold keeps its core): what their drops left in the background is
+        // on its tracker now. Its last flush waits for that, and for the
+        // holds its cached locks kept, before the connection goes.
+        let Ok(handle) = crate::runtime::handle() else {
+            return drop(made); // the interpreter is exiting
+        };
+        let last = handle.spawn(async move {
+            made.flush(RETIRE_WITHIN).await;
+            drop(made);
+        });
+        let mut retiring = RETIRING.lock().unwrap_or_else(|p| p.into_inner());
+        retiring.retain(|r| !r.is_finished());
+        retiring.push(last);
     }
 }

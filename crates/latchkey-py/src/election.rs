@@ -132,14 +132,14 @@ impl Election {
         let value = args::name(py, value)?;
         let deadline = args::wait(py, timeout)?.map(|w| Instant::now() + w);
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
-        run(py, asyncio, async move {
+        run(py, asyncio, "Election.campaign", async move {
             let election = spec.election().await?;
             let leadership = match deadline {
                 Some(deadline) => election.campaign_until(value, deadline).await?,
                 None => election.campaign(value).await?,
             };
             Ok(LeadershipHold {
-                holding: Holding::new(Box::new(leadership)),
+                holding: Holding::new(Box::new(leadership), &spec.core),
                 asyncio,
             })
         })
@@ -149,10 +149,10 @@ impl Election {
     fn try_campaign(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let value = args::name(py, value)?;
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
-        run(py, asyncio, async move {
+        run(py, asyncio, "Election.try_campaign", async move {
             let leadership = spec.election().await?.try_campaign(value).await?;
             Ok(leadership.map(|l| LeadershipHold {
-                holding: Holding::new(Box::new(l)),
+                holding: Holding::new(Box::new(l), &spec.core),
                 asyncio,
             }))
         })
@@ -161,7 +161,7 @@ impl Election {
     /// The leader now, or None.
     fn leader(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Election.leader", async move {
             Ok(leader_info(spec.election().await?.leader().await?))
         })
     }
@@ -169,7 +169,7 @@ impl Election {
     /// An observer of every change of leader.
     fn observe(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
-        run(py, asyncio, async move {
+        run(py, asyncio, "Election.observe", async move {
             let observer = spec.election().await?.observe().await?;
             Ok(Observer {
                 observer: Arc::new(tokio::sync::Mutex::new(observer)),
@@ -218,12 +218,22 @@ impl LeadershipHold {
     /// Changes our value: True if we still led.
     fn proclaim(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let value = args::name(py, value)?;
-        run(py, self.asyncio, self.holding.clone().proclaim(value))
+        run(
+            py,
+            self.asyncio,
+            "Leadership.proclaim",
+            self.holding.clone().proclaim(value),
+        )
     }
 
     /// Resigns: True if we led to the end (idempotent).
     fn resign(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run(py, self.asyncio, self.holding.clone().release())
+        run(
+            py,
+            self.asyncio,
+            "Leadership.resign",
+            self.holding.clone().release(),
+        )
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -237,7 +247,7 @@ impl LeadershipHold {
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(py, async move { Ok(slf) })
+        awaitable(py, "Leadership.__aenter__", async move { Ok(slf) })
     }
 
     #[pyo3(signature = (*_exc))]
@@ -247,7 +257,7 @@ impl LeadershipHold {
         _exc: &Bound<'_, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let resigning = self.holding.clone().release();
-        awaitable(py, async move {
+        awaitable(py, "Leadership.__aexit__", async move {
             resigning.await?;
             Ok(false)
         })
@@ -262,7 +272,7 @@ impl Observer {
     fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let wait = args::wait(py, timeout)?;
         let observer = self.observer.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Observer.next", async move {
             let mut observer = observer.lock().await;
             let next = observer.next();
             let leader = match wait {

@@ -1,8 +1,12 @@
-//! At interpreter exit, the holds still alive (a guard in a module global,
-//! a lock held across the end of a script) are released, as a Rust
-//! program's guards are at the end of `main`, instead of staying taken
-//! until their TTL: python/latchkey/__init__.py calls `release_all` from
-//! `atexit`, before flushing the clients and stopping the runtime.
+//! At interpreter exit every hold this process has is given back, as a
+//! Rust program's guards are at the end of `main`, instead of staying
+//! taken until its TTL, whatever owned it: the holds still alive (a guard
+//! in a module global, a lock held across the end of a script) are
+//! released; then every client is flushed, those Python still has and
+//! those it dropped (a client made in `main()`), which gives back the
+//! holds kept idle and waits for the background releases of guards
+//! dropped unreleased and of calls cancelled; then the runtime stops.
+//! python/latchkey/__init__.py registers `at_exit` with `atexit`.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,8 +17,11 @@ use pyo3::prelude::*;
 
 use crate::runtime::{block_on, handle};
 
-/// How long the exit waits for those releases.
+/// How long the exit waits for the releases of the holds alive.
 const RELEASE_WITHIN: Duration = Duration::from_secs(1);
+
+/// How long it then waits for the clients' background work.
+const FLUSH_WITHIN: Duration = Duration::from_secs(2);
 
 /// A hold that can be released from here.
 pub(crate) trait Releasable: Send + Sync + 'static {
@@ -35,8 +42,20 @@ pub(crate) fn register<R: Releasable>(hold: &Arc<R>) {
     live.push(weak);
 }
 
+/// Gives back everything (see the module docs), then stops the runtime.
+pub(crate) fn at_exit(py: Python<'_>) {
+    let _ = release_all(py);
+    let _ = block_on(py, async {
+        let deadline = std::time::Instant::now() + FLUSH_WITHIN;
+        crate::core::flush_all(FLUSH_WITHIN).await;
+        crate::runtime::cancelled_dropped(deadline).await;
+        Ok(())
+    });
+    crate::runtime::shutdown(py);
+}
+
 /// Releases every hold still alive, waiting at most `RELEASE_WITHIN`.
-pub(crate) fn release_all(py: Python<'_>) -> PyResult<()> {
+fn release_all(py: Python<'_>) -> PyResult<()> {
     let holds: Vec<Arc<dyn Releasable>> =
         std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()))
             .iter()

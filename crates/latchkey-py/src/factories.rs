@@ -55,7 +55,7 @@ macro_rules! primitive_factories {
                 &self,
                 py: Python<'_>,
                 name: &Bound<'_, PyAny>,
-                permits: u64,
+                permits: &Bound<'_, PyAny>,
                 ttl: f64,
                 watchdog: bool,
                 fencing: bool,
@@ -63,8 +63,8 @@ macro_rules! primitive_factories {
                 let spec = SemaphoreSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    permits,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    permits: args::count(py, "semaphore permits", permits)?,
+                    ttl: args::ttl(py, ttl)?,
                     watchdog,
                     fencing,
                 };
@@ -88,7 +88,7 @@ macro_rules! primitive_factories {
                 let spec = RwLockSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    ttl: args::ttl(py, ttl)?,
                     watchdog,
                     fencing,
                 };
@@ -105,7 +105,7 @@ macro_rules! primitive_factories {
                 let spec = LatchSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    ttl: args::ttl(py, ttl)?,
                 };
                 let spec = checked(py, &self.core, spec, |s, c| s.build(c).map(drop))?;
                 Ok(Latch {
@@ -120,14 +120,14 @@ macro_rules! primitive_factories {
                 &self,
                 py: Python<'_>,
                 name: &Bound<'_, PyAny>,
-                parties: u64,
+                parties: &Bound<'_, PyAny>,
                 ttl: f64,
             ) -> PyResult<Barrier> {
                 let spec = BarrierSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    parties,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    parties: args::count(py, "barrier parties", parties)?,
+                    ttl: args::ttl(py, ttl)?,
                 };
                 let spec = checked(py, &self.core, spec, |s, c| s.build(c).map(drop))?;
                 Ok(Barrier {
@@ -147,7 +147,7 @@ macro_rules! primitive_factories {
                 let spec = ElectionSpec {
                     core: self.core.clone(),
                     name: args::name(py, name)?,
-                    ttl: args::seconds(py, "ttl", ttl)?,
+                    ttl: args::ttl(py, ttl)?,
                 };
                 let spec = checked(py, &self.core, spec, |s, c| s.build(c).map(drop))?;
                 Ok(Election {
@@ -185,6 +185,7 @@ macro_rules! primitive_factories {
                 run(
                     py,
                     $asyncio,
+                    "Client.signal",
                     crate::signal::signal(self.core.clone(), name, payload),
                 )
             }
@@ -205,6 +206,7 @@ macro_rules! primitive_factories {
                 run(
                     py,
                     $asyncio,
+                    "Client.signal_one",
                     crate::signal::signal_one(self.core.clone(), name, payload),
                 )
             }
@@ -223,6 +225,7 @@ macro_rules! primitive_factories {
                 run(
                     py,
                     $asyncio,
+                    "Client.listen",
                     crate::listen::open(self.core.clone(), names, patterns, $asyncio),
                 )
             }
@@ -241,6 +244,7 @@ macro_rules! primitive_factories {
                 run(
                     py,
                     $asyncio,
+                    "Client.wait",
                     crate::signal::wait(self.core.clone(), names, wait),
                 )
             }

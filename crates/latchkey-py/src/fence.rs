@@ -40,10 +40,16 @@ pub(crate) struct FencedResource {
 impl FencedResource {
     /// Stores `value` if `token` is at least the highest seen: True when
     /// stored, False when refused (a newer holder wrote).
-    fn write(&self, py: Python<'_>, token: u64, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn write(
+        &self,
+        py: Python<'_>,
+        token: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let token = crate::args::token(py, token)?;
         let value = crate::args::name(py, value)?;
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "FencedResource.write", async move {
             Ok(spec.resource().await?.write(token, value).await? == FencedWrite::Accepted)
         })
     }
@@ -51,7 +57,7 @@ impl FencedResource {
     /// (value, token of the write that stored it), or None.
     fn read(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "FencedResource.read", async move {
             spec.resource().await?.read().await
         })
     }

@@ -86,11 +86,14 @@ pub(crate) struct Holding {
     pub(crate) lost: LostSignal,
     /// The process that holds it (a forked child does nothing with it).
     pub(crate) owner: u32,
+    /// The client it was taken with, kept until the hold is gone (see
+    /// `lock::Held`).
+    _client: Arc<crate::core::Core>,
 }
 
 impl Holding {
     /// Made on the runtime (the lost signal may start a task).
-    pub(crate) fn new(hold: Box<dyn Hold>) -> Arc<Holding> {
+    pub(crate) fn new(hold: Box<dyn Hold>, client: &Arc<crate::core::Core>) -> Arc<Holding> {
         let holding = Arc::new(Holding {
             name: hold.name().to_vec(),
             token: hold.token().to_owned(),
@@ -98,6 +101,7 @@ impl Holding {
             lost: hold.lost_signal(),
             hold: RwLock::new(Some(hold)),
             owner: pid(),
+            _client: client.clone(),
         });
         crate::exit::register(&holding);
         holding
@@ -170,10 +174,10 @@ impl Holding {
 
     /// The lost event, blocking or awaitable.
     pub(crate) fn lost_event(&self, py: Python<'_>, asyncio: bool) -> PyResult<Py<PyAny>> {
-        let lost = self.lost.clone();
+        let (lost, owner) = (self.lost.clone(), self.owner);
         Ok(match asyncio {
-            true => Py::new(py, AsyncLostEvent { lost })?.into_any(),
-            false => Py::new(py, LostEvent { lost })?.into_any(),
+            true => Py::new(py, AsyncLostEvent { lost, owner })?.into_any(),
+            false => Py::new(py, LostEvent { lost, owner })?.into_any(),
         })
     }
 }
@@ -207,13 +211,23 @@ pub(crate) struct Permit {
 impl Permit {
     /// Releases if still ours: True when it was ours to the end (idempotent).
     fn release(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run(py, self.asyncio, self.holding.clone().release())
+        run(
+            py,
+            self.asyncio,
+            "Permit.release",
+            self.holding.clone().release(),
+        )
     }
 
     /// Resets the hold's TTL to `ttl` seconds from now: True if still ours.
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<Py<PyAny>> {
-        let ttl = crate::args::seconds(py, "ttl", ttl)?;
-        run(py, self.asyncio, self.holding.clone().extend(ttl))
+        let ttl = crate::args::ttl(py, ttl)?;
+        run(
+            py,
+            self.asyncio,
+            "Permit.extend",
+            self.holding.clone().extend(ttl),
+        )
     }
 
     /// The fencing token issued with the hold (made with `fencing=True`), else None.
@@ -259,7 +273,7 @@ impl Permit {
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        crate::runtime::awaitable(py, async move { Ok(slf) })
+        crate::runtime::awaitable(py, "Permit.__aenter__", async move { Ok(slf) })
     }
 
     #[pyo3(signature = (*_exc))]
@@ -269,7 +283,7 @@ impl Permit {
         _exc: &Bound<'_, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let releasing = self.holding.clone().release();
-        crate::runtime::awaitable(py, async move {
+        crate::runtime::awaitable(py, "Permit.__aexit__", async move {
             releasing.await?;
             Ok(false)
         })

@@ -38,9 +38,10 @@ pub(crate) struct Latch {
 #[pymethods]
 impl Latch {
     /// Creates the latch with `count` (True if this call made it).
-    fn create(&self, py: Python<'_>, count: u64) -> PyResult<Py<PyAny>> {
+    fn create(&self, py: Python<'_>, count: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let count = args::count(py, "latch count", count)?;
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Latch.create", async move {
             spec.latch().await?.create(count).await
         })
     }
@@ -48,7 +49,7 @@ impl Latch {
     /// Counts down by one; the count left.
     fn count_down(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Latch.count_down", async move {
             spec.latch().await?.count_down().await
         })
     }
@@ -56,7 +57,7 @@ impl Latch {
     /// The count left (0: open), or None when the latch does not exist.
     fn count(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Latch.count", async move {
             spec.latch().await?.count().await
         })
     }
@@ -66,7 +67,7 @@ impl Latch {
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let deadline = args::wait(py, timeout)?.map(|w| Instant::now() + w);
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Latch.wait", async move {
             let latch = spec.latch().await?;
             let opened = match deadline {
                 Some(deadline) => latch.wait_until(deadline).await,

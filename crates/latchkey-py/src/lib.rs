@@ -32,18 +32,11 @@ mod rwlock;
 mod semaphore;
 mod signal;
 
-/// Stops the runtime at interpreter exit (python/latchkey/__init__.py
-/// registers it with `atexit`, after flushing the clients).
+/// Gives every hold back and stops the runtime, at interpreter exit
+/// (python/latchkey/__init__.py registers it with `atexit`; see exit.rs).
 #[pyfunction]
-fn _shutdown(py: Python<'_>) {
-    runtime::shutdown(py);
-}
-
-/// Releases the holds still alive (python/latchkey/__init__.py calls it
-/// from `atexit`, first).
-#[pyfunction]
-fn _release_held(py: Python<'_>) -> PyResult<()> {
-    exit::release_all(py)
+fn _at_exit(py: Python<'_>) {
+    exit::at_exit(py);
 }
 
 #[pymodule]
@@ -71,8 +64,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<signal::Signal>()?;
     m.add_class::<listen::Listener>()?;
     m.add_class::<fence::FencedResource>()?;
-    m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
-    m.add_function(wrap_pyfunction!(_release_held, m)?)?;
+    m.add_function(wrap_pyfunction!(_at_exit, m)?)?;
     m.add("ERROR_CLASSES", errors::CLASS_NAMES.to_vec())?;
     m.add("MIN_TTL", latchkey::MIN_TTL.as_secs_f64())?;
     m.add("MAX_TTL", latchkey::MAX_TTL.as_secs_f64())?;

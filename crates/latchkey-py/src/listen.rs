@@ -121,7 +121,12 @@ impl Listener {
     #[pyo3(signature = (timeout = None))]
     fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let wait = args::wait(py, timeout)?;
-        run(py, self.asyncio, receive(self.shared.clone(), wait))
+        run(
+            py,
+            self.asyncio,
+            "Listener.recv",
+            receive(self.shared.clone(), wait),
+        )
     }
 
     /// A signal that has already arrived and was not yet received, without
@@ -183,7 +188,9 @@ impl Listener {
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let shared = self.shared.clone();
-        crate::runtime::awaitable(py, async move { receive(shared, None).await.map(Next) })
+        crate::runtime::awaitable(py, "Listener.__anext__", async move {
+            receive(shared, None).await.map(Next)
+        })
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -202,7 +209,7 @@ impl Listener {
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        crate::runtime::awaitable(py, async move { Ok(slf) })
+        crate::runtime::awaitable(py, "Listener.__aenter__", async move { Ok(slf) })
     }
 
     fn __aexit__<'py>(
@@ -214,7 +221,7 @@ impl Listener {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.shared.closed.send_replace(true);
         let shared = self.shared.clone();
-        crate::runtime::awaitable(py, async move {
+        crate::runtime::awaitable(py, "Listener.__aexit__", async move {
             let taken = shared.listener.lock().await.take();
             drop(taken);
             Ok(false)

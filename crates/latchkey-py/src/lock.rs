@@ -142,7 +142,14 @@ impl LockSpec {
         } else {
             self.build(&self.core.clone().client().await?)?
         })?;
-        *self.built.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid(), lock.clone()));
+        let inherited = self
+            .built
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace((pid(), lock.clone()));
+        if let Some((by, lock)) = inherited {
+            drop_in_runtime(lock, by); // a parent's, in a forked child: forgotten
+        }
         Ok(lock)
     }
 
@@ -152,7 +159,7 @@ impl LockSpec {
             Built::Plain(lock) => lock.try_acquire().await?.map(Guard::Plain),
             Built::Cached(lock) => lock.try_acquire().await?.map(Guard::Cached),
         }
-        .map(Held::new))
+        .map(|guard| Held::new(guard, &self.core)))
     }
 
     /// Waits at most `wait` (`None`: as long as it takes).
@@ -171,7 +178,22 @@ impl LockSpec {
             }
             (Built::Cached(lock), None) => Guard::Cached(lock.acquire().await?),
         };
-        Ok(Held::new(guard))
+        Ok(Held::new(guard, &self.core))
+    }
+}
+
+impl Drop for LockSpec {
+    fn drop(&mut self) {
+        // Python drops a lock object outside the runtime: a cached lock's
+        // idle hold is given back there (or forgotten, in a forked child).
+        let built = self
+            .built
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((by, lock)) = built {
+            drop_in_runtime(lock, by);
+        }
     }
 }
 
@@ -187,17 +209,22 @@ pub(crate) struct Held {
     /// The process that holds it: in a forked child the hold is the
     /// parent's, and nothing is done with it.
     pub(crate) owner: u32,
+    /// The client it was taken with, kept until the hold is gone: the
+    /// client's last flush (when it is dropped, and at exit) then sees the
+    /// release this hold's drop may leave in the background.
+    _client: Arc<Core>,
 }
 
 impl Held {
     /// Made on the runtime (the lost signal may start a task).
-    fn new(guard: Guard) -> Arc<Held> {
+    fn new(guard: Guard, client: &Arc<Core>) -> Arc<Held> {
         let held = Arc::new(Held {
             token: guard.token().to_owned(),
             name: guard.name().to_vec(),
             lost: std::sync::OnceLock::new(),
             guard: Arc::new(RwLock::new(Some(guard))),
             owner: pid(),
+            _client: client.clone(),
         });
         crate::exit::register(&held);
         held
@@ -205,6 +232,9 @@ impl Held {
 
     /// The hold's lost signal (one that never fires once released).
     pub(crate) fn lost_signal(&self) -> LostSignal {
+        if self.owner != pid() {
+            return LostSignal::default(); // the parent's: see `LostEvent`
+        }
         self.lost
             .get_or_init(|| {
                 let Ok(held) = self.guard.try_read() else {

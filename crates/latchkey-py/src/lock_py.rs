@@ -96,7 +96,7 @@ impl AsyncLock {
     fn acquire<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
         let wait = args::wait(py, timeout)?;
         let acquiring = self.spec.clone().acquire(wait);
-        awaitable(py, async move {
+        awaitable(py, "AsyncLock.acquire", async move {
             let held = acquiring.await?;
             Ok(AsyncLockGuard { held })
         })
@@ -105,7 +105,7 @@ impl AsyncLock {
     /// As `Lock.try_acquire`, a coroutine.
     fn try_acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let trying = self.spec.clone().try_acquire();
-        awaitable(py, async move {
+        awaitable(py, "AsyncLock.try_acquire", async move {
             let held = trying.await?;
             Ok(held.map(|held| AsyncLockGuard { held }))
         })
@@ -162,6 +162,7 @@ macro_rules! guard_methods {
             fn lost(&self) -> $lost {
                 $lost {
                     lost: self.held.lost_signal(),
+                    owner: self.held.owner,
                 }
             }
 
@@ -193,7 +194,7 @@ guard_methods!(LockGuard, LostEvent, {
     /// Resets the TTL to `ttl` seconds from now: True if still ours (else
     /// the guard is marked lost).
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<bool> {
-        let ttl = args::seconds(py, "ttl", ttl)?;
+        let ttl = args::ttl(py, ttl)?;
         block_on(py, self.held.extend(ttl))
     }
 
@@ -216,22 +217,26 @@ guard_methods!(LockGuard, LostEvent, {
 guard_methods!(AsyncLockGuard, AsyncLostEvent, {
     /// As `LockGuard.release`, a coroutine.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(py, self.held.release())
+        awaitable(py, "AsyncLockGuard.release", self.held.release())
     }
 
     /// As `LockGuard.extend`, a coroutine.
     fn extend<'py>(&self, py: Python<'py>, ttl: f64) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = args::seconds(py, "ttl", ttl)?;
-        awaitable(py, self.held.extend(ttl))
+        let ttl = args::ttl(py, ttl)?;
+        awaitable(py, "AsyncLockGuard.extend", self.held.extend(ttl))
     }
 
     /// As `LockGuard.fencing_token`, a coroutine.
     fn fencing_token<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(py, self.held.fencing_token())
+        awaitable(
+            py,
+            "AsyncLockGuard.fencing_token",
+            self.held.fencing_token(),
+        )
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(py, async move { Ok(slf) })
+        awaitable(py, "AsyncLockGuard.__aenter__", async move { Ok(slf) })
     }
 
     #[pyo3(signature = (*_exc))]
@@ -241,7 +246,7 @@ guard_methods!(AsyncLockGuard, AsyncLostEvent, {
         _exc: &Bound<'_, pyo3::types::PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let releasing = self.held.release();
-        awaitable(py, async move {
+        awaitable(py, "AsyncLockGuard.__aexit__", async move {
             releasing.await?;
             Ok(false)
         })

@@ -14,12 +14,21 @@ use crate::runtime::{awaitable, block_on};
 #[pyclass(module = "latchkey._native", frozen)]
 pub(crate) struct LostEvent {
     pub(crate) lost: LostSignal,
+    /// The process that holds the hold: in a forked child the copy of a
+    /// parent's guard does not hold, so its event is set.
+    pub(crate) owner: u32,
 }
 
 /// The same, whose `wait` is a coroutine, and which can be awaited itself.
 #[pyclass(module = "latchkey._native", frozen)]
 pub(crate) struct AsyncLostEvent {
     pub(crate) lost: LostSignal,
+    pub(crate) owner: u32,
+}
+
+/// Whether the hold is known lost here: always in a forked child.
+fn is_lost(lost: &LostSignal, owner: u32) -> bool {
+    owner != crate::runtime::pid() || lost.is_lost()
 }
 
 /// Completes with whether the signal fired within `wait` (`None`: waits
@@ -41,7 +50,7 @@ async fn fired(lost: LostSignal, wait: Option<Duration>) -> latchkey::Result<boo
 impl LostEvent {
     /// Whether the hold is known to be lost. Asks nobody.
     fn is_set(&self) -> bool {
-        self.lost.is_lost()
+        is_lost(&self.lost, self.owner)
     }
 
     /// Waits until lost, at most `timeout` seconds (None: no bound);
@@ -49,14 +58,14 @@ impl LostEvent {
     #[pyo3(signature = (timeout = None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let wait = args::wait(py, timeout)?;
-        if self.lost.is_lost() || wait == Some(Duration::ZERO) {
-            return Ok(self.lost.is_lost());
+        if self.is_set() || wait == Some(Duration::ZERO) {
+            return Ok(self.is_set());
         }
         block_on(py, fired(self.lost.clone(), wait))
     }
 
     fn __repr__(&self) -> String {
-        format!("<latchkey.LostEvent set={}>", self.lost.is_lost())
+        format!("<latchkey.LostEvent set={}>", self.is_set())
     }
 }
 
@@ -64,22 +73,34 @@ impl LostEvent {
 impl AsyncLostEvent {
     /// Whether the hold is known to be lost. Asks nobody.
     fn is_set(&self) -> bool {
-        self.lost.is_lost()
+        is_lost(&self.lost, self.owner)
     }
 
     /// Completes when lost or after `timeout` seconds, with `is_set()`.
     #[pyo3(signature = (timeout = None))]
     fn wait<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
         let wait = args::wait(py, timeout)?;
-        awaitable(py, fired(self.lost.clone(), wait))
+        let lost = self.is_set();
+        let signal = self.lost.clone();
+        awaitable(py, "AsyncLostEvent.wait", async move {
+            match lost {
+                true => Ok(true),
+                false => fired(signal, wait).await,
+            }
+        })
     }
 
     /// `await guard.lost`: completes when lost.
     fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(py, fired(self.lost.clone(), None))?.call_method0("__await__")
+        awaitable(
+            py,
+            "AsyncLostEvent.__await__",
+            fired(self.lost.clone(), None),
+        )?
+        .call_method0("__await__")
     }
 
     fn __repr__(&self) -> String {
-        format!("<latchkey.AsyncLostEvent set={}>", self.lost.is_lost())
+        format!("<latchkey.AsyncLostEvent set={}>", self.is_set())
     }
 }

@@ -190,7 +190,7 @@ impl AsyncRedlock {
     /// Connects now (else the first acquire does); returns the Redlock.
     fn connect<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let core = slf.get().core.clone();
-        awaitable(py, async move {
+        awaitable(py, "AsyncRedlock.connect", async move {
             core.redlock().await?;
             Ok(slf)
         })
@@ -227,7 +227,7 @@ impl AsyncRedlock {
     #[pyo3(signature = (timeout = 5.0))]
     fn flush<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
         let within = args::bound(py, "timeout", timeout)?;
-        awaitable(py, self.core.clone().flush(within))
+        awaitable(py, "AsyncRedlock.flush", self.core.clone().flush(within))
     }
 
     /// Flushes, in the blocking way (for the interpreter's exit).

@@ -283,9 +283,30 @@ impl pyo3_async_runtimes::generic::ContextExt for Shared {
     }
 }
 
-/// `fut` as a Python awaitable: cancelling it (asyncio.timeout, a task's
-/// cancel) drops the Rust future, which the library makes safe.
-pub(crate) fn awaitable<F, T>(py: Python<'_>, fut: F) -> PyResult<Bound<'_, PyAny>>
+/// The Rust call of an asyncio method, not started yet: the coroutine
+/// (`latchkey._aio.Call`) calls it when it first runs, and awaits the
+/// asyncio future it returns. Dropped uncalled (a coroutine never
+/// awaited), the Rust future is dropped unpolled: it sent nothing.
+#[pyclass(module = "latchkey._native", frozen)]
+struct Start(Mutex<Option<Starter>>);
+
+type Starter = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
+#[pymethods]
+impl Start {
+    fn __call__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let starter = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match starter {
+            Some(start) => start(py),
+            None => Err(errors::closed("a latchkey coroutine was started twice")),
+        }
+    }
+}
+
+/// `fut` as the asyncio future it runs under, started now on the runtime:
+/// cancelling that future (asyncio.timeout, a task's cancel, the loop's
+/// shutdown) drops the Rust future, which the library makes safe.
+fn started<F, T>(py: Python<'_>, fut: F) -> PyResult<Bound<'_, PyAny>>
 where
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
     T: for<'py> IntoPyObject<'py> + Send + 'static,
@@ -302,15 +323,39 @@ where
     Ok(py_fut)
 }
 
+/// `fut` as the coroutine an asyncio method returns (see `Start`);
+/// `qualname` (`AsyncLock.acquire`) names it in Python's warnings.
+pub(crate) fn awaitable<'py, F, T>(
+    py: Python<'py>,
+    qualname: &str,
+    fut: F,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = latchkey::Result<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    static CALL: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+    let start: Starter = Box::new(move |py| Ok(started(py, fut)?.unbind()));
+    let start = Start(Mutex::new(Some(start)));
+    CALL.import(py, "latchkey._aio", "Call")?
+        .call1((start, qualname))
+}
+
 /// `fut` run the way the caller's client runs things: awaited in the
-/// blocking way (its value), or as an asyncio awaitable.
-pub(crate) fn run<F, T>(py: Python<'_>, asyncio: bool, fut: F) -> PyResult<Py<PyAny>>
+/// blocking way (its value), or as an asyncio coroutine (`qualname`
+/// without its `Async` prefix: `Semaphore.acquire`).
+pub(crate) fn run<F, T>(
+    py: Python<'_>,
+    asyncio: bool,
+    qualname: &str,
+    fut: F,
+) -> PyResult<Py<PyAny>>
 where
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
     T: for<'py> IntoPyObject<'py> + Send + 'static,
 {
     if asyncio {
-        Ok(awaitable(py, fut)?.unbind())
+        Ok(awaitable(py, &format!("Async{qualname}"), fut)?.unbind())
     } else {
         block_on(py, fut)?.into_py_any(py)
     }

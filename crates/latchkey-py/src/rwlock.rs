@@ -73,10 +73,14 @@ impl RwLock {
     fn wait(&self, py: Python<'_>, access: RwAccess, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let deadline = args::wait(py, timeout)?.map(|w| Instant::now() + w);
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
-        run(py, asyncio, async move {
-            let guard = spec.hold(access, deadline).await?;
+        let qualname = match access {
+            RwAccess::Read => "RwLock.read",
+            RwAccess::Write => "RwLock.write",
+        };
+        run(py, asyncio, qualname, async move {
+            let guard = spec.clone().hold(access, deadline).await?;
             Ok(Permit {
-                holding: Holding::new(Box::new(guard)),
+                holding: Holding::new(Box::new(guard), &spec.core),
                 asyncio,
             })
         })
@@ -84,10 +88,14 @@ impl RwLock {
 
     fn try_once(&self, py: Python<'_>, access: RwAccess) -> PyResult<Py<PyAny>> {
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
-        run(py, asyncio, async move {
-            let guard = spec.try_hold(access).await?;
+        let qualname = match access {
+            RwAccess::Read => "RwLock.try_read",
+            RwAccess::Write => "RwLock.try_write",
+        };
+        run(py, asyncio, qualname, async move {
+            let guard = spec.clone().try_hold(access).await?;
             Ok(guard.map(|g| Permit {
-                holding: Holding::new(Box::new(g)),
+                holding: Holding::new(Box::new(g), &spec.core),
                 asyncio,
             }))
         })

@@ -57,14 +57,14 @@ impl Semaphore {
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let deadline = args::wait(py, timeout)?.map(|w| Instant::now() + w);
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
-        run(py, asyncio, async move {
+        run(py, asyncio, "Semaphore.acquire", async move {
             let semaphore = spec.semaphore().await?;
             let permit = match deadline {
                 Some(deadline) => semaphore.acquire_until(deadline).await?,
                 None => semaphore.acquire().await?,
             };
             Ok(Permit {
-                holding: Holding::new(Box::new(permit)),
+                holding: Holding::new(Box::new(permit), &spec.core),
                 asyncio,
             })
         })
@@ -73,10 +73,10 @@ impl Semaphore {
     /// One try: a permit, or None when all are taken.
     fn try_acquire(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let (spec, asyncio) = (self.spec.clone(), self.asyncio);
-        run(py, asyncio, async move {
+        run(py, asyncio, "Semaphore.try_acquire", async move {
             let permit = spec.semaphore().await?.try_acquire().await?;
             Ok(permit.map(|p| Permit {
-                holding: Holding::new(Box::new(p)),
+                holding: Holding::new(Box::new(p), &spec.core),
                 asyncio,
             }))
         })
@@ -86,7 +86,7 @@ impl Semaphore {
     /// `PermitHolder` (two round trips; only reads).
     fn holders(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let spec = self.spec.clone();
-        run(py, self.asyncio, async move {
+        run(py, self.asyncio, "Semaphore.holders", async move {
             let holders = spec.semaphore().await?.holders().await?;
             Ok(holders.into_iter().map(HolderParts).collect::<Vec<_>>())
         })

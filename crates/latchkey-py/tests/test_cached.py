@@ -80,3 +80,39 @@ def test_cached_in_asyncio_and_bad_values(server, name):
         raise AssertionError("accepted")
     except latchkey.Unsupported:
         pass
+
+
+def test_an_inline_cached_lock_is_given_back_when_its_object_goes(server, name):
+    """`client.lock(name, cached=…)` made per call, as the docs show: each
+    Lock object keeps its idle hold only while it lives; once it is gone,
+    the hold goes back, so another process waits little, not the TTL."""
+    client = latchkey.Client(server.url)
+
+    def job():
+        lock = client.lock(name, ttl=30.0, cached=60.0)
+        with lock.acquire(timeout=10.0) as guard:
+            assert guard.is_held()
+        # The Lock object goes here, after its hold was kept idle.
+
+    for _ in range(3):
+        job()
+    # No Lock object of this name is left: its hold is released.
+    done = subprocess.run([sys.executable, "-c", CONTENDER, server.url, name],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 10.0  # given back at once, not at the TTL (30 s)
+
+
+def test_a_second_cached_lock_object_of_one_name_breaks_nothing(server, name):
+    client, other = latchkey.Client(server.url), latchkey.Client(server.url)
+    first = client.lock(name, ttl=30.0, cached=60.0)
+    first.acquire(timeout=5.0).release()
+    second = client.lock(name, ttl=30.0, cached=60.0)
+    with second.acquire(timeout=10.0) as guard:  # asks the first for its idle hold
+        assert guard.is_held()
+    del second, guard
+    # Neither the first object, a plain lock of the client nor another
+    # client waits for the idle time or the TTL.
+    for lock in (first, client.lock(name, ttl=30.0), other.lock(name, ttl=30.0)):
+        with lock.acquire(timeout=10.0) as guard:
+            assert guard.is_held()

@@ -120,3 +120,42 @@ def test_no_password_reaches_a_repr_or_an_error(server):
         raise AssertionError("accepted")
     except latchkey.LatchkeyError as e:
         assert "s3cret" not in str(e)
+
+
+def test_a_ttl_that_is_no_duration_is_invalid_ttl_as_zero_is(server, name):
+    client = latchkey.Client(server.url)
+    for ttl in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(latchkey.InvalidTtl, match="invalid ttl"):
+            client.lock(name, ttl=ttl)
+        with pytest.raises(latchkey.InvalidTtl):
+            client.semaphore(name, 2, ttl=ttl)
+    with client.lock(name, ttl=5.0).acquire() as guard:
+        with pytest.raises(latchkey.InvalidTtl):
+            guard.extend(-1.0)
+
+
+def test_counts_out_of_any_range_are_invalid_count_never_overflow(server, name):
+    client = latchkey.Client(server.url)
+    for bad in (-1, 0, 2 ** 63, 2 ** 70, -(2 ** 70)):
+        with pytest.raises(latchkey.InvalidCount, match="invalid semaphore permits"):
+            client.semaphore(name, bad, ttl=5.0)
+        with pytest.raises(latchkey.InvalidCount, match="invalid barrier parties"):
+            client.barrier(name, bad)
+        with pytest.raises(latchkey.InvalidCount, match="invalid latch count"):
+            client.latch(name).create(bad)
+    with pytest.raises(latchkey.InvalidInput):
+        client.semaphore(name, 2.5, ttl=5.0)
+    with pytest.raises(latchkey.InvalidInput, match="fencing token -1"):
+        client.fenced(name + "-res").write(-1, b"v")
+
+
+def test_a_refused_connection_names_where_and_no_redis_client_internals():
+    from conftest import free_port
+    port = free_port()
+    with pytest.raises(latchkey.Unreachable, match=f"127.0.0.1:{port}: Connection refused"):
+        latchkey.Client(f"redis://user:s3cret@127.0.0.1:{port}/")
+    for url in ("not a url", "http://127.0.0.1:1/", "redis://127.0.0.1:notaport/"):
+        with pytest.raises(latchkey.InvalidInput) as caught:
+            latchkey.Client(url)
+        message = str(caught.value)
+        assert "InvalidClientConfig" not in message and "expected redis://" in message, message

@@ -23,6 +23,8 @@ async def asyncio_api(client: latchkey.AsyncClient) -> bool:
     alock = client.lock("x", ttl=30.0)
     async with (await alock.acquire(timeout=5.0)) as guard:
         token: int = await guard.fencing_token()
+    async with alock.acquire(timeout=5.0) as entered:
+        held: bool = entered.is_held()
     permit = await client.semaphore("s", 2, ttl=10.0).acquire()
     return await permit.release()
 '''

@@ -369,3 +369,57 @@ async fn helper_keeps_a_cached_lock() {
     let _ = lock.acquire().await.unwrap().release().await.unwrap();
     std::future::pending::<()>().await; // kept, until killed
 }
+
+#[tokio::test]
+async fn a_cached_lock_dropped_outside_the_runtime_gives_its_idle_hold_back() {
+    let redis = RedisServer::start();
+    let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
+    let cached = a.lock("dropped", TTL).unwrap().with_caching(IDLE).unwrap();
+    let _ = cached.acquire().await.unwrap().release().await.unwrap();
+    assert!(stored(&redis.url(), "dropped").await.is_some(), "kept");
+    // Dropped on a thread with no runtime, as a binding's garbage
+    // collector drops it: nobody would answer a waiter's "wanted" now.
+    std::thread::spawn(move || drop(cached)).join().unwrap();
+    let started = Instant::now();
+    let guard = b.lock("dropped", TTL).unwrap().acquire_timeout(SOON).await;
+    let guard = guard.expect("given back at the drop, not at the TTL");
+    assert!(started.elapsed() < SOON);
+    let _ = guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn two_cached_locks_of_one_name_in_one_client_hand_the_hold_over() {
+    let redis = RedisServer::start();
+    let (c, other) = (client(&redis.url()).await, client(&redis.url()).await);
+    let first = c.lock("twice", TTL).unwrap().with_caching(IDLE).unwrap();
+    let _ = first.acquire().await.unwrap().release().await.unwrap();
+    assert!(first.is_kept());
+    // A second cache of the name (not a clone): it must ask the first,
+    // not queue behind an idle hold that never lets go by itself.
+    let second = c.lock("twice", TTL).unwrap().with_caching(IDLE).unwrap();
+    let guard = second.acquire_timeout(SOON).await;
+    let guard = guard.expect("the first gives its idle hold over when asked");
+    assert!(guard.took_from_redis() && !first.is_kept());
+    let _ = guard.release().await.unwrap();
+    // Its own wait's "wanted" messages may make it give back once; then
+    // it keeps the hold like any cache.
+    eventually("the second cache keeps the hold", || async {
+        let _ = second.acquire().await.unwrap().release().await.unwrap();
+        second.is_kept()
+    })
+    .await;
+    // Dropped while it keeps the hold (on a thread with no runtime): the
+    // first cache, a plain lock of the client and another client all get
+    // the lock, long before the idle time or the TTL.
+    std::thread::spawn(move || drop(second)).join().unwrap();
+    let again = first.acquire_timeout(SOON).await.expect("the first again");
+    let _ = again.release().await.unwrap();
+    let plain = c.lock("twice", TTL).unwrap().acquire_timeout(SOON).await;
+    let _ = plain.expect("a plain lock of the client").release().await;
+    let elsewhere = other
+        .lock("twice", TTL)
+        .unwrap()
+        .acquire_timeout(SOON)
+        .await;
+    let _ = elsewhere.expect("another client").release().await;
+}

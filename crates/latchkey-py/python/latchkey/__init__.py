@@ -12,8 +12,8 @@ See docs/python.md in the repository.
 """
 
 import asyncio as _asyncio
+from typing import Awaitable as _Awaitable, Callable as _Callable
 import atexit as _atexit
-import weakref as _weakref
 
 from latchkey._errors import (  # noqa: F401
     Auth,
@@ -77,71 +77,47 @@ from latchkey._native import (  # noqa: F401
     __version__,
 )
 from latchkey import _native
-
-# The clients alive, flushed at interpreter exit (a guard dropped unreleased
-# is released in the background; the exit waits for that, briefly).
-_clients: "_weakref.WeakSet" = _weakref.WeakSet()
+from latchkey._aio import Call as _Call
 
 
-class Client(_Client):
-    __doc__ = _Client.__doc__
 
-    def __init__(self, *args, **kwargs):
-        _clients.add(self)
+Client = _Client
+
+
+async def _flush_after_a_turn(flush: "_Callable[[], _Awaitable[bool]]") -> bool:
+    # One turn of the loop first: the done-callbacks of a future cancelled
+    # just now (which start its Rust side's cleanup) run then.
+    await _asyncio.sleep(0)
+    return await flush()
 
 
 class AsyncClient(_AsyncClient):
     __doc__ = _AsyncClient.__doc__
 
-    def __init__(self, *args, **kwargs):
-        _clients.add(self)
-
-    async def flush(self, timeout: float = 5.0) -> bool:
+    def flush(self, timeout: float = 5.0) -> "_Call[bool]":
         """Waits, at most `timeout` seconds, for the background releases of
         guards dropped unreleased and of calls cancelled; True when all
         finished."""
-        # One turn of the loop first: the done-callbacks of a future
-        # cancelled just now (which start its Rust side's cleanup) run then.
-        await _asyncio.sleep(0)
-        return await super().flush(timeout)
+        native = _AsyncClient.flush
+        return _Call(lambda: _flush_after_a_turn(lambda: native(self, timeout)), "AsyncClient.flush")
 
 
-class Redlock(_Redlock):
-    __doc__ = _Redlock.__doc__
-
-    def __init__(self, *args, **kwargs):
-        _clients.add(self)
+Redlock = _Redlock
 
 
 class AsyncRedlock(_AsyncRedlock):
     __doc__ = _AsyncRedlock.__doc__
 
-    def __init__(self, *args, **kwargs):
-        _clients.add(self)
-
-    async def flush(self, timeout: float = 5.0) -> bool:
+    def flush(self, timeout: float = 5.0) -> "_Call[bool]":
         """As AsyncClient.flush."""
-        await _asyncio.sleep(0)
-        return await super().flush(timeout)
+        native = _AsyncRedlock.flush
+        return _Call(lambda: _flush_after_a_turn(lambda: native(self, timeout)), "AsyncRedlock.flush")
 
 
-@_atexit.register
-def _at_exit() -> None:
-    # The holds still alive are released (as at the end of a Rust main),
-    # then the background work is waited for, then the runtime stops.
-    try:
-        _native._release_held()
-    except Exception:
-        pass
-    for client in list(_clients):
-        try:
-            if isinstance(client, (AsyncClient, AsyncRedlock)):
-                client.flush_blocking(1.0)
-            else:
-                client.flush(1.0)
-        except Exception:
-            pass
-    _native._shutdown()
+# At interpreter exit every hold is given back, whatever owned it: the
+# holds alive are released, every client (dropped ones too) is flushed,
+# then the runtime stops (crates/latchkey-py/src/exit.rs).
+_atexit.register(_native._at_exit)
 
 
 __all__ = [

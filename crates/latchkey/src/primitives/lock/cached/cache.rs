@@ -32,6 +32,13 @@ pub(super) struct Cache {
     pub(super) changed: Arc<Notify>,
     /// Set once the keeper listens on the lock's channel.
     pub(super) keeper: tokio::sync::OnceCell<()>,
+    /// Whether this cache told the client's local queue that the hold
+    /// alive for the name is kept idle. Several caches of one name share
+    /// that queue: only the one whose hold it is may take the word back
+    /// (another one's acquire must find the flag set, try, and so tell
+    /// the idle holder, rather than queue behind a hold that never lets go
+    /// by itself).
+    pub(super) marked_idle: AtomicBool,
     pub(super) metrics: CacheKeys,
 }
 
@@ -39,17 +46,29 @@ pub(super) struct Cache {
 pub(super) struct Slot {
     pub(super) hold: Option<LockGuard>,
     pub(super) tracker: tokio_util::task::TaskTracker,
+    /// The runtime the hold was taken on: a cache dropped outside any
+    /// runtime (a plain thread, a binding's garbage collector) gives its
+    /// hold back there, instead of leaving it to its TTL with nobody
+    /// answering the waiters that ask for it.
+    pub(super) runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         // Given back in the background, as a dropped guard would be, but
         // quietly: keeping it was the point, not a mistake.
-        if let Some(hold) = self.hold.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(_) => drop(self.tracker.spawn(async move { hold.release().await })),
-                Err(_) => drop(hold),
-            }
+        let Some(hold) = self.hold.take() else {
+            return;
+        };
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| self.runtime.clone());
+        match runtime {
+            Some(runtime) => drop(
+                self.tracker
+                    .spawn_on(async move { hold.release().await }, &runtime),
+            ),
+            None => drop(hold),
         }
     }
 }
@@ -65,6 +84,9 @@ impl Cache {
         once: bool,
     ) -> Result<Option<(OwnedMutexGuard<Slot>, bool)>> {
         self.set_idle_until(None);
+        if slot.runtime.is_none() {
+            slot.runtime = tokio::runtime::Handle::try_current().ok();
+        }
         if let Some(hold) = &slot.hold {
             let held = hold.is_held();
             if held && !self.wanted.load(Ordering::Relaxed) {
@@ -93,10 +115,22 @@ impl Cache {
         Ok(Some((slot, true)))
     }
 
+    /// The kept hold is idle until `until` (`Some`), or in use or gone.
     pub(super) fn set_idle_until(&self, until: Option<Instant>) {
         *self.idle_until.lock().unwrap_or_else(|p| p.into_inner()) = until;
-        self.lock.inner.local.keep_idle(until.is_some());
+        self.mark_idle(until.is_some());
         self.changed.notify_one();
+    }
+
+    /// Tells the client's local queue whether our hold is kept idle; takes
+    /// back only a word this cache gave (see `marked_idle`).
+    fn mark_idle(&self, idle: bool) {
+        if idle {
+            self.marked_idle.store(true, Ordering::Relaxed);
+            self.lock.inner.local.keep_idle(true);
+        } else if self.marked_idle.swap(false, Ordering::Relaxed) {
+            self.lock.inner.local.keep_idle(false);
+        }
     }
 
     fn idle_until(&self) -> Option<Instant> {
@@ -127,6 +161,7 @@ impl Cache {
             return false;
         };
         *self.idle_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.mark_idle(false);
         self.wanted.store(false, Ordering::Relaxed);
         self.metrics.given_back(why);
         tracing::debug!(name = %String::from_utf8_lossy(self.lock.name()), ?why, "giving back a hold kept while idle");
@@ -148,6 +183,7 @@ impl GiveBack for Cache {
             return;
         };
         *self.idle_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.mark_idle(false);
         self.metrics.given_back(Why::Flush);
         tracker.spawn(async move {
             let _ = hold.release().await;
@@ -158,6 +194,8 @@ impl GiveBack for Cache {
 
 impl Drop for Cache {
     fn drop(&mut self) {
+        // The kept hold (if any) is given back as the slot drops, after this.
+        self.mark_idle(false);
         self.changed.notify_one(); // the keeper ends
     }
 }

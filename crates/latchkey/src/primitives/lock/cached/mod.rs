@@ -60,16 +60,20 @@ use crate::vocab::metrics::{CacheKeys, GiveBack as Why};
 ///   older version does not ask: it gets the lock when `idle` runs out.
 /// * **Bounded**: a kept hold is given back after `idle` unused, by
 ///   [`Client::flush`](crate::Client::flush), when the last clone of the
-///   lock is dropped, and after a crash at the TTL.
+///   lock is dropped (also outside a runtime, a binding's garbage
+///   collector say: on the runtime it was taken on), and after a crash at
+///   the TTL.
 /// * **Fencing**: every local hold gets its own token from Redis on its
 ///   first [`fencing_token`](CachedGuard::fencing_token) call (one round
 ///   trip; the first hold of a lock made `with_fencing` has its token from
 ///   the acquisition), so tokens stay one increasing sequence that any
 ///   [`FencedResource`](crate::FencedResource) checks as usual.
 ///
-/// A [`Lock`] of the same name in the same process (not this one or a
-/// clone) waits behind a kept hold as behind any local holder, until it is
-/// given back: use one `CachedLock` per name in a process.
+/// Another lock of the same name and client (plain, or another
+/// `CachedLock` that is not a clone of this one) gets an idle kept hold as
+/// a waiter of another process does: its first try asks for it, which
+/// costs a message and a release round trip. Clones share the kept hold
+/// with no round trip: keep one `CachedLock` per name and clone it.
 #[derive(Clone)]
 pub struct CachedLock {
     cache: Arc<Cache>,
@@ -123,11 +127,13 @@ impl Lock {
             slot: Arc::new(tokio::sync::Mutex::new(Slot {
                 hold: None,
                 tracker,
+                runtime: tokio::runtime::Handle::try_current().ok(),
             })),
             wanted: AtomicBool::new(false),
             idle_until: Mutex::new(None),
             changed: Arc::new(Notify::new()),
             keeper: tokio::sync::OnceCell::new(),
+            marked_idle: AtomicBool::new(false),
         });
         let weak: Weak<dyn GiveBack> = Arc::downgrade(&cache) as Weak<dyn GiveBack>;
         session.inner.kept.register(weak);
