@@ -387,6 +387,37 @@ async fn a_cached_lock_dropped_outside_the_runtime_gives_its_idle_hold_back() {
     let _ = guard.release().await.unwrap();
 }
 
+/// A local hold dropped on a thread with no runtime while another process
+/// wants the lock: released in Redis on the runtime the hold was taken
+/// on, not left to its TTL.
+#[tokio::test]
+async fn a_cached_guard_dropped_outside_the_runtime_when_wanted_gives_the_lock_back() {
+    let redis = RedisServer::start();
+    let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
+    let cached = a
+        .lock("guard-dropped", TTL)
+        .unwrap()
+        .with_caching(IDLE)
+        .unwrap();
+    let guard = cached.acquire().await.unwrap();
+    let waiter = {
+        let lock = b.lock("guard-dropped", TTL).unwrap();
+        tokio::spawn(async move { lock.acquire_timeout(SOON).await })
+    };
+    // The waiter's mark tells the keeper the lock is wanted.
+    eventually("the holder is marked wanted", || async {
+        stored(&redis.url(), "guard-dropped")
+            .await
+            .is_some_and(|v| v.ends_with("+w"))
+    })
+    .await;
+    let started = Instant::now();
+    std::thread::spawn(move || drop(guard)).join().unwrap();
+    let got = waiter.await.unwrap().expect("given back at the drop");
+    assert!(started.elapsed() < SOON);
+    let _ = got.release().await.unwrap();
+}
+
 #[tokio::test]
 async fn two_cached_locks_of_one_name_in_one_client_hand_the_hold_over() {
     let redis = RedisServer::start();

@@ -220,13 +220,22 @@ impl Drop for CachedGuard {
         cache
             .metrics
             .given_back(if held { Why::Wanted } else { Why::Lost });
-        match tokio::runtime::Handle::try_current() {
+        // On the runtime the hold was taken on when dropped outside one (a
+        // binding's garbage collector): not left to its TTL.
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| slot.runtime.clone());
+        match runtime {
             // The slot goes with the release: the next local holder waits.
-            Ok(_) => drop(slot.tracker.clone().spawn(async move {
-                let _ = hold.release().await;
-                drop(slot);
-            })),
-            Err(_) => drop(hold),
+            Some(runtime) => {
+                let tracker = slot.tracker.clone();
+                let releasing = async move {
+                    let _ = hold.release().await;
+                    drop(slot);
+                };
+                drop(tracker.spawn_on(releasing, &runtime));
+            }
+            None => drop(hold),
         }
     }
 }
