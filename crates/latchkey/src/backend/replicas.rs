@@ -116,7 +116,34 @@ mod tests {
     use latchkey_testkit::{eventually, RedisServer};
 
     use crate::primitives::lock::spec::Replicated;
-    use crate::Client;
+    use crate::{Client, Lock, LockGuard};
+
+    /// A client of `primary`, its lock `name` made to wait for 1 replica
+    /// (300 ms), and a hold of it once the replica has linked.
+    async fn replicated_hold(primary: &RedisServer, name: &str) -> (Client, Lock, LockGuard) {
+        let client = Client::builder(&primary.url())
+            .prefix("test:")
+            .connect()
+            .await
+            .unwrap();
+        let lock = client
+            .lock(name, Duration::from_secs(30))
+            .unwrap()
+            .with_replicas_within(1, Duration::from_millis(300))
+            .unwrap();
+        // Refused (too few replicas) until the replica has linked.
+        let guard = eventually("the replica is linked", || async {
+            lock.try_acquire().await.ok().flatten()
+        })
+        .await;
+        (client, lock, guard)
+    }
+
+    /// What the server says of `guard`'s hold and its replicas now.
+    async fn confirm(lock: &Lock, guard: &LockGuard) -> Replicated {
+        let confirming = lock.inner.confirm_replicas(guard.token(), guard.deadline());
+        confirming.await.unwrap()
+    }
 
     /// The hole a bare `WAIT` after the acquisition had: on a connection
     /// replaced in between, `WAIT` has no write of its own to wait for and
@@ -126,21 +153,7 @@ mod tests {
     async fn a_replaced_connection_does_not_confirm_with_a_stopped_replica() {
         let primary = RedisServer::start();
         let replica = RedisServer::builder().replica_of(primary.port()).start();
-        let client = Client::builder(&primary.url())
-            .prefix("test:")
-            .connect()
-            .await
-            .unwrap();
-        let lock = client
-            .lock("hole", Duration::from_secs(30))
-            .unwrap()
-            .with_replicas_within(1, Duration::from_millis(300))
-            .unwrap();
-        // Refused (too few replicas) until the replica has linked.
-        let guard = eventually("the replica is linked", || async {
-            lock.try_acquire().await.ok().flatten()
-        })
-        .await;
+        let (client, lock, guard) = replicated_hold(&primary, "hole").await;
 
         // The replica has acknowledged everything (so no `REPLCONF GETACK`
         // of the primary's is still on its way to be charged to a later
@@ -163,11 +176,7 @@ mod tests {
             .unwrap();
         assert_eq!(bare, 1, "the hole this test is about is not there");
 
-        let confirmed = lock
-            .inner
-            .confirm_replicas(guard.token(), guard.deadline())
-            .await
-            .unwrap();
+        let confirmed = confirm(&lock, &guard).await;
         assert!(
             matches!(confirmed, Replicated::TooFew(0)),
             "a stopped replica confirmed the hold: {confirmed:?}"
@@ -182,27 +191,10 @@ mod tests {
     async fn a_hold_the_server_does_not_have_is_not_confirmed() {
         let primary = RedisServer::start();
         let _replica = RedisServer::builder().replica_of(primary.port()).start();
-        let client = Client::builder(&primary.url())
-            .prefix("test:")
-            .connect()
-            .await
-            .unwrap();
-        let lock = client
-            .lock("gone", Duration::from_secs(30))
-            .unwrap()
-            .with_replicas_within(1, Duration::from_millis(300))
-            .unwrap();
-        let guard = eventually("the replica is linked", || async {
-            lock.try_acquire().await.ok().flatten()
-        })
-        .await;
+        let (_client, lock, guard) = replicated_hold(&primary, "gone").await;
 
         primary.command(&["DEL", "test:gone"]).unwrap();
-        let confirmed = lock
-            .inner
-            .confirm_replicas(guard.token(), guard.deadline())
-            .await
-            .unwrap();
+        let confirmed = confirm(&lock, &guard).await;
         assert!(
             matches!(confirmed, Replicated::Gone(crate::Ownership::Expired)),
             "{confirmed:?}"
@@ -212,11 +204,7 @@ mod tests {
         primary
             .command(&["SET", "test:gone", "someone-else"])
             .unwrap();
-        let confirmed = lock
-            .inner
-            .confirm_replicas(guard.token(), guard.deadline())
-            .await
-            .unwrap();
+        let confirmed = confirm(&lock, &guard).await;
         assert!(
             matches!(confirmed, Replicated::Gone(crate::Ownership::HeldByOther)),
             "{confirmed:?}"

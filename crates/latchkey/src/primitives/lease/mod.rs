@@ -104,6 +104,23 @@ macro_rules! hold_basics {
     };
 }
 
+/// The [`Hold`] methods of a kind many hold at once (a semaphore's permits,
+/// a read-write lock's holds) whose spec, at `self.$field`, has a
+/// `session`: other holders' releases on its channel are normal traffic
+/// (only a revocation matters to a holder), and its background work is
+/// the session's.
+macro_rules! shared_hold {
+    ($field:ident) => {
+        fn heard(&self, payload: &[u8]) -> crate::primitives::lease::renew::Heard {
+            crate::primitives::lease::renew::heard_shared(payload)
+        }
+
+        fn tracker(&self) -> &tokio_util::task::TaskTracker {
+            &self.$field.session.inner.background
+        }
+    };
+}
+
 /// [`Hold::listen`] of a kind whose release requests come on one channel
 /// of its session (a permit's, a read-write hold's, a leadership's).
 pub(crate) async fn listen_on(

@@ -129,17 +129,9 @@ pub(crate) struct RwHold {
 
 impl Hold for RwHold {
     hold_basics!(spec);
-
-    /// Readers come and go on a read-write lock's channel: only a
-    /// revocation matters to a holder (a writer hears nothing else while it
-    /// holds).
-    fn heard(&self, payload: &[u8]) -> crate::primitives::lease::renew::Heard {
-        crate::primitives::lease::renew::heard_shared(payload)
-    }
-
-    fn tracker(&self) -> &tokio_util::task::TaskTracker {
-        &self.spec.session.inner.background
-    }
+    // Readers come and go on a read-write lock's channel (a writer hears
+    // nothing else while it holds).
+    shared_hold!(spec);
 
     fn renew(
         &self,

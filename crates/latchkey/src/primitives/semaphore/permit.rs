@@ -105,15 +105,7 @@ impl PermitGuard {
 /// A permit's lease: the semaphore's scripts, over the hold's permits.
 impl Hold for PermitHold {
     hold_basics!(spec);
-
-    /// Other holders' releases are normal traffic on a semaphore's channel.
-    fn heard(&self, payload: &[u8]) -> crate::primitives::lease::renew::Heard {
-        crate::primitives::lease::renew::heard_shared(payload)
-    }
-
-    fn tracker(&self) -> &tokio_util::task::TaskTracker {
-        &self.spec.session.inner.background
-    }
+    shared_hold!(spec);
 
     fn renew(
         &self,
