@@ -96,10 +96,8 @@ pub struct Election {
 
 impl std::fmt::Debug for Election {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Election")
-            .field("name", &self.inner.display_name())
-            .field("ttl", &self.inner.lease.ttl)
-            .finish()
+        let spec = &self.inner;
+        crate::primitives::lease::options::debug(f, "Election", &spec.name, &spec.lease).finish()
     }
 }
 

@@ -80,3 +80,22 @@ pub(crate) fn check_stop_margin(margin: Duration, ttl: Duration) -> Result<Durat
     }
     Ok(margin)
 }
+
+/// The `Debug` of a primitive whose holds are leases: its type, name and
+/// lease options; the caller adds what only it has, then `finish`es.
+pub(crate) fn debug<'a, 'b>(
+    f: &'a mut std::fmt::Formatter<'b>,
+    kind: &str,
+    name: &[u8],
+    lease: &LeaseOptions,
+) -> std::fmt::DebugStruct<'a, 'b> {
+    let mut out = f.debug_struct(kind);
+    out.field("name", &String::from_utf8_lossy(name))
+        .field("ttl", &lease.ttl)
+        .field("renew_every", &lease.renew_every)
+        .field("max_hold", &lease.max_hold)
+        .field("stop_margin", &lease.stop_margin)
+        .field("fenced", &lease.fenced)
+        .field("asking", &lease.asking);
+    out
+}

@@ -86,14 +86,10 @@ pub struct Lock {
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lock")
-            .field("name", &String::from_utf8_lossy(&self.inner.name))
-            .field("ttl", &self.inner.lease.ttl)
-            .field("renew_every", &self.inner.lease.renew_every)
-            .field("fenced", &self.inner.lease.fenced)
-            .field("fair_lease", &self.inner.fair_lease)
-            .field("replicas", &self.inner.replicas)
-            .field("asking", &self.inner.lease.asking)
+        let spec = &self.inner;
+        crate::primitives::lease::options::debug(f, "Lock", &spec.name, &spec.lease)
+            .field("fair_lease", &spec.fair_lease)
+            .field("replicas", &spec.replicas)
             .finish()
     }
 }

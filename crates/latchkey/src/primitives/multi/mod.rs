@@ -94,12 +94,9 @@ pub struct MultiLock {
 
 impl std::fmt::Debug for MultiLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MultiLock")
-            .field("name", &String::from_utf8_lossy(&self.inner.name))
-            .field("ttl", &self.inner.lease.ttl)
-            .field("renew_every", &self.inner.lease.renew_every)
-            .field("fenced", &self.inner.lease.fenced)
-            .field("one_round_trip", &self.inner.one_script)
+        let spec = &self.inner;
+        crate::primitives::lease::options::debug(f, "MultiLock", &spec.name, &spec.lease)
+            .field("one_round_trip", &spec.one_script)
             .finish()
     }
 }

@@ -71,12 +71,8 @@ pub struct RwLock {
 
 impl std::fmt::Debug for RwLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RwLock")
-            .field("name", &String::from_utf8_lossy(&self.inner.name))
-            .field("ttl", &self.inner.lease.ttl)
-            .field("renew_every", &self.inner.lease.renew_every)
-            .field("fenced", &self.inner.lease.fenced)
-            .finish()
+        let spec = &self.inner;
+        crate::primitives::lease::options::debug(f, "RwLock", &spec.name, &spec.lease).finish()
     }
 }
 

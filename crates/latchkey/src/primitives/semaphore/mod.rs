@@ -93,12 +93,9 @@ pub struct Semaphore {
 
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Semaphore")
-            .field("name", &String::from_utf8_lossy(&self.inner.name))
-            .field("permits", &self.inner.permits)
-            .field("ttl", &self.inner.lease.ttl)
-            .field("renew_every", &self.inner.lease.renew_every)
-            .field("fenced", &self.inner.lease.fenced)
+        let spec = &self.inner;
+        crate::primitives::lease::options::debug(f, "Semaphore", &spec.name, &spec.lease)
+            .field("permits", &spec.permits)
             .finish()
     }
 }
