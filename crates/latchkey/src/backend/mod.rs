@@ -7,10 +7,11 @@
 pub(crate) mod fair;
 pub(crate) mod redlock;
 pub(crate) mod replicas;
-mod single;
+pub(crate) mod single;
 
 use std::time::{Duration, Instant};
 
+use crate::backend::single::Single;
 use crate::transport::session::Session;
 use crate::transport::subscriber::{Event, Subscription, Topic};
 use crate::vocab::error::{Error, Result};
@@ -49,7 +50,7 @@ impl Backend {
         mode: AttemptMode,
     ) -> Result<Attempt> {
         match self {
-            Backend::Single(client) => client.try_once(keys, token, ttl, mode).await,
+            Backend::Single(client) => Single(client).try_once(keys, token, ttl, mode).await,
             Backend::Redlock(redlock) => Box::pin(redlock.try_once(keys, token, ttl, mode)).await,
         }
     }
@@ -64,7 +65,7 @@ impl Backend {
         valid_until: Instant,
     ) -> Result<std::result::Result<u64, Ownership>> {
         match self {
-            Backend::Single(client) => client.issue_fence_once(keys, token).await,
+            Backend::Single(client) => Single(client).issue_fence_once(keys, token).await,
             Backend::Redlock(redlock) => {
                 Box::pin(redlock.issue_fence(keys, token, valid_until)).await
             }
@@ -84,8 +85,10 @@ impl Backend {
     ) -> Result<Ownership> {
         match self {
             // Boxed: a cleanup is rare, and every release's future would carry it.
-            Backend::Single(client) if cleanup => Box::pin(client.release_whole(keys, token)).await,
-            Backend::Single(client) => client.release_once(keys, token).await,
+            Backend::Single(client) if cleanup => {
+                Box::pin(Single(client).release_whole(keys, token)).await
+            }
+            Backend::Single(client) => Single(client).release_once(keys, token).await,
             Backend::Redlock(redlock) => Box::pin(redlock.release_all(keys, token, cleanup)).await,
         }
     }
@@ -113,7 +116,7 @@ impl Backend {
         ttl: Duration,
     ) -> Result<(Ownership, Instant)> {
         match self {
-            Backend::Single(client) => client.extend_once(keys, token, ttl).await,
+            Backend::Single(client) => Single(client).extend_once(keys, token, ttl).await,
             Backend::Redlock(redlock) => Box::pin(redlock.extend_all(keys, token, ttl)).await,
         }
     }
@@ -132,7 +135,7 @@ impl Backend {
     ) -> Result<(Ownership, usize)> {
         match self {
             Backend::Single(session) => {
-                session
+                Single(session)
                     .confirm_replicas(keys, token, keep, n, timeout)
                     .await
             }

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::Backend;
+use crate::backend::single::Single;
 use crate::transport::connection::Kind;
-use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::{ttl_ms, LockKeys};
 use crate::vocab::outcome::Ownership;
@@ -37,7 +37,7 @@ pub(crate) fn check(backend: &Backend, timeout: Duration) -> Result<()> {
     Ok(())
 }
 
-impl Session {
+impl Single<'_> {
     /// Confirms the hold of `token` with `n` replicas: one pipeline on one
     /// connection (on a cluster, to the primary of the key's slot) of the
     /// extend script (a write of ours: the lock's expiry set to `keep` from
@@ -55,7 +55,7 @@ impl Session {
     /// that the lock is not ours. Sent whole (`EVAL`): a `NOSCRIPT` in a
     /// pipeline would cost a second one.
     pub(crate) async fn confirm_replicas(
-        &self,
+        self,
         keys: &LockKeys,
         token: &str,
         keep: Duration,

@@ -1,4 +1,6 @@
 //! The single-instance backend: one lock lives on one Redis server.
+//! [`Single`] is a session seen as a lock's server: the scripts a lock
+//! runs there, so that `Session` (transport) knows nothing of locks.
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +10,19 @@ use crate::vocab::names::{ttl_ms, LockKeys};
 use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
 use crate::vocab::protocol::scripts;
 
-impl Session {
+/// A session as the server of locks (a Redis Cluster or a Sentinel-watched
+/// primary is one too: a kind of connection). Derefs to the session.
+#[derive(Clone, Copy)]
+pub(crate) struct Single<'a>(pub(crate) &'a Session);
+
+impl std::ops::Deref for Single<'_> {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        self.0
+    }
+}
+
+impl Single<'_> {
     /// One acquire attempt, one round trip.
     ///
     /// A first try of a plain lock (neither `fenced` nor `ask_ttl`) is a
@@ -24,7 +38,7 @@ impl Session {
     /// waits for is a measurable cost; see `docs/protocol.md`, "The waiting
     /// mark").
     pub(crate) async fn try_once(
-        &self,
+        self,
         keys: &LockKeys,
         token: &str,
         ttl: Duration,
@@ -118,7 +132,7 @@ impl Session {
     /// the lock: `Ok(Ok(token))`, or `Ok(Err(outcome))` saying why not
     /// (`Expired` or `HeldByOther`).
     pub(crate) async fn issue_fence_once(
-        &self,
+        self,
         keys: &LockKeys,
         token: &str,
     ) -> Result<std::result::Result<u64, Ownership>> {
@@ -143,7 +157,7 @@ impl Session {
 
     /// Compare-and-delete; publishes a wake-up on success if a waiter marked
     /// the token.
-    pub(crate) async fn release_once(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
+    pub(crate) async fn release_once(self, keys: &LockKeys, token: &str) -> Result<Ownership> {
         if keys.fair.is_some() {
             // Boxed: every release's future would carry the fair one.
             return Box::pin(self.fair_release(keys, token, None)).await;
@@ -159,7 +173,7 @@ impl Session {
     /// release that cleans up after a failure or a cancellation: it takes
     /// effect in one request even when the script cache is empty and the
     /// replies are being lost.
-    pub(crate) async fn release_whole(&self, keys: &LockKeys, token: &str) -> Result<Ownership> {
+    pub(crate) async fn release_whole(self, keys: &LockKeys, token: &str) -> Result<Ownership> {
         if keys.fair.is_some() {
             // A fair lock hands itself on: its own script (EVALSHA).
             return self.fair_release(keys, token, None).await;
@@ -187,10 +201,10 @@ pub(crate) fn ownership(script: &str, outcome: i64) -> Result<Ownership> {
     }
 }
 
-impl Session {
+impl Single<'_> {
     /// Compare-and-pexpire. On success also returns the new validity deadline.
     pub(crate) async fn extend_once(
-        &self,
+        self,
         keys: &LockKeys,
         token: &str,
         ttl: Duration,

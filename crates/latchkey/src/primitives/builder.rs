@@ -153,13 +153,7 @@ macro_rules! hold_options_impl {
     )*};
 }
 
-hold_options_impl!(
-    crate::primitives::lock::Lock,
-    crate::primitives::multi::MultiLock,
-    crate::primitives::rwlock::RwLock,
-    crate::primitives::semaphore::Semaphore
-);
-
+pub(crate) use hold_options_impl;
 pub(crate) use lease_options;
 pub(crate) use max_hold_option;
 pub(crate) use stop_margin_option;

@@ -26,6 +26,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::task::JoinHandle;
 
 use super::Group;
+use crate::backend::single::Single;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::LockKeys;
@@ -205,7 +206,8 @@ impl Group {
                 let (keys, token) = (keys.clone(), token.clone());
                 self.inner.background.spawn(async move {
                     let _ =
-                        tokio::time::timeout(timeout, client.release_whole(&keys, &token)).await;
+                        tokio::time::timeout(timeout, Single(&client).release_whole(&keys, &token))
+                            .await;
                 })
             })
             .collect()

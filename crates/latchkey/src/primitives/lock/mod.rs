@@ -364,3 +364,5 @@ impl Lock {
         }
     }
 }
+
+crate::primitives::builder::hold_options_impl!(Lock);

@@ -301,3 +301,5 @@ impl MultiLock {
         })
     }
 }
+
+crate::primitives::builder::hold_options_impl!(MultiLock);

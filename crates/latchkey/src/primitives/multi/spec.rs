@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::backend::single::Single;
 use crate::backend::Wakeups;
 use crate::primitives::lease::options::LeaseOptions;
 use crate::transport::session::Session;
@@ -105,8 +106,7 @@ impl MultiSpec {
         };
         let mut fences = Vec::with_capacity(self.members.len());
         for (index, member) in self.members.iter().enumerate() {
-            let attempt = self
-                .session
+            let attempt = Single(&self.session)
                 .try_once(&member.keys, token, self.lease.ttl, mode)
                 .await?;
             match attempt {
@@ -192,7 +192,7 @@ impl MultiSpec {
             let each = self
                 .members
                 .iter()
-                .map(|m| self.session.extend_once(&m.keys, token, ttl));
+                .map(|m| Single(&self.session).extend_once(&m.keys, token, ttl));
             let mut found = Ownership::Owned;
             for (outcome, _) in futures_util::future::try_join_all(each).await? {
                 found = worse(found, outcome);
@@ -234,7 +234,7 @@ impl MultiSpec {
     async fn release_each(&self, members: &[Member], token: &str) -> Result<Ownership> {
         let each = members
             .iter()
-            .map(|m| self.session.release_once(&m.keys, token));
+            .map(|m| Single(&self.session).release_once(&m.keys, token));
         let outcomes = futures_util::future::try_join_all(each).await?;
         Ok(outcomes.into_iter().fold(Ownership::Owned, worse))
     }
@@ -263,7 +263,7 @@ impl MultiSpec {
         let each = self
             .members
             .iter()
-            .map(|m| self.session.issue_fence_once(&m.keys, token));
+            .map(|m| Single(&self.session).issue_fence_once(&m.keys, token));
         let issued = futures_util::future::try_join_all(each).await?;
         let mut fences = Vec::with_capacity(issued.len());
         for (index, one) in issued.into_iter().enumerate() {

@@ -352,3 +352,5 @@ impl RwLock {
         }
     }
 }
+
+crate::primitives::builder::hold_options_impl!(RwLock);

@@ -336,3 +336,5 @@ impl Semaphore {
         crate::primitives::semaphore::permit::holders(&self.inner.session, &self.inner.key).await
     }
 }
+
+crate::primitives::builder::hold_options_impl!(Semaphore);

@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 /// Suffix of the channel a retraction (the release that undoes a failed
 /// attempt) publishes on: nobody listens there, so contenders are not
 /// woken in lockstep by each other's failures and keep their random delays.
+use crate::backend::single::Single;
 use crate::vocab::protocol::RETRACTED_SUFFIX;
 
 use crate::backend::redlock::gather::{finish, Gathered};
@@ -50,7 +51,11 @@ impl Group {
         let shared = Arc::new((keys.clone(), token.to_owned()));
         let mut tasks = self.spawn_each(self.all(), timeout, "acquire", |client| {
             let shared = shared.clone();
-            async move { client.try_once(&shared.0, &shared.1, ttl, mode).await }
+            async move {
+                Single(&client)
+                    .try_once(&shared.0, &shared.1, ttl, mode)
+                    .await
+            }
         });
         let mut requests = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.iter_mut() {
@@ -270,7 +275,7 @@ impl Group {
                     // Undo what our acquire did, after it did it. "Busy"
                     // left nothing of ours; anything else might have.
                     if !matches!(acquire.await, Ok(Ok(Attempt::Busy { .. }))) {
-                        let release = client.release_whole(&quiet, &token);
+                        let release = Single(&client).release_whole(&quiet, &token);
                         let _ = tokio::time::timeout(timeout, release).await;
                     }
                 }))

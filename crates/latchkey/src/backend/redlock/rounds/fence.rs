@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::backend::redlock::gather::{finish, Gathered};
 use crate::backend::redlock::tally::{reach_decided, Verdict};
 use crate::backend::redlock::{Fencing, Group};
-use crate::transport::session::Session;
+use crate::backend::single::Single;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::LockKeys;
 use crate::vocab::outcome::Ownership;
@@ -20,10 +20,10 @@ use crate::vocab::protocol::scripts;
 
 use super::owner::found_issue;
 
-impl Session {
+impl Single<'_> {
     /// Raises the lock's fencing counter to at least `fence`; returns the
     /// counter after the call.
-    async fn raise_fence_once(&self, keys: &LockKeys, fence: &str) -> Result<u64> {
+    async fn raise_fence_once(self, keys: &LockKeys, fence: &str) -> Result<u64> {
         let (counted, n) = keys.counted();
         let value: i64 = self
             .eval(
@@ -71,7 +71,7 @@ impl Group {
             .owner_round(
                 timeout,
                 "issue fencing token",
-                |c| c.issue_fence_once(keys, token),
+                |c| Single(c).issue_fence_once(keys, token),
                 found_issue,
                 false,
             )
@@ -134,7 +134,7 @@ impl Group {
         let shared = Arc::new((keys.clone(), fence.to_string()));
         let mut tasks = self.spawn_each(targets, timeout, "raise fence", |client| {
             let shared = shared.clone();
-            async move { client.raise_fence_once(&shared.0, &shared.1).await }
+            async move { Single(&client).raise_fence_once(&shared.0, &shared.1).await }
         });
         let mut requests = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.iter_mut() {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::backend::redlock::gather::Gathered;
 use crate::backend::redlock::tally::{Found, OwnerTally, Verdict};
 use crate::backend::redlock::Group;
+use crate::backend::single::Single;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::LockKeys;
@@ -32,7 +33,7 @@ impl Group {
             .owner_round(
                 timeout,
                 "extend",
-                |c| c.extend_once(keys, token, ttl),
+                |c| Single(c).extend_once(keys, token, ttl),
                 found_extend,
                 false,
             )
@@ -75,8 +76,8 @@ impl Group {
                 "release",
                 |c| async move {
                     match cleanup {
-                        true => c.release_whole(keys, token).await,
-                        false => c.release_once(keys, token).await,
+                        true => Single(c).release_whole(keys, token).await,
+                        false => Single(c).release_once(keys, token).await,
                     }
                 },
                 |released| found(*released),
