@@ -101,6 +101,10 @@ mod tests {
                 }
             }
         }
-        assert!(bad.is_empty(), "commands named through a variable:\n{}", bad.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "commands named through a variable:\n{}",
+            bad.join("\n")
+        );
     }
 }
