@@ -60,15 +60,23 @@ fn fair_keys(keys: &LockKeys) -> Result<&FairKeys> {
     ))
 }
 
-/// The script keys: lock, queue, leases, counter (and the layout 2 counter).
-fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> ([&'a [u8]; 5], usize) {
-    let mut all: [&[u8]; 5] = [&keys.key, &fair.queue, &fair.leases, &keys.fence_key, &[]];
+/// The script keys: lock, queue, leases, counter, acquired record (and the
+/// layout 2 counter).
+fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> ([&'a [u8]; 6], usize) {
+    let mut all: [&[u8]; 6] = [
+        &keys.key,
+        &fair.queue,
+        &fair.leases,
+        &keys.fence_key,
+        &fair.acquired,
+        &[],
+    ];
     match &keys.legacy {
         Some(legacy) => {
-            all[4] = &legacy.fence_key;
-            (all, 5)
+            all[5] = &legacy.fence_key;
+            (all, 6)
         }
-        None => (all, 4),
+        None => (all, 5),
     }
 }
 

@@ -9,7 +9,10 @@
 -- KEYS[2]  queue               (list of waiter entries, arrival order)
 -- KEYS[3]  leases              (sorted set: entry -> lease deadline, server ms)
 -- KEYS[4]  fencing counter key
--- KEYS[5]  optional: the layout 2 counter (kept up while it exists)
+-- KEYS[5]  acquired record (string '<server ms>:<owner token>', PX 24 h):
+--          written at a hand-off, so inspection counts the new holder's hold
+--          from then, not from when it queued (its token's time)
+-- KEYS[6]  optional: the layout 2 counter (kept up while it exists)
 -- ARGV[1]  owner token
 -- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH' (anything else: PUBLISH)
 -- ARGV[3]  hand-off channel stem, S:handoff: (+ the entry's first 16 hex digits)
@@ -100,11 +103,11 @@ local function raise()
   local last = counter(KEYS[4])
   if not last then return nil, KEYS[4] end
   local legacy, legacy_exists = 0, false
-  if KEYS[5] then legacy, legacy_exists = counter(KEYS[5]) end
-  if not legacy then return nil, KEYS[5] end
+  if KEYS[6] then legacy, legacy_exists = counter(KEYS[6]) end
+  if not legacy then return nil, KEYS[6] end
   local fence = math.max(math.max(last, legacy) + 1, now_us)
   redis.call('SET', KEYS[4], string.format('%.0f', fence))
-  if legacy_exists then redis.call('SET', KEYS[5], string.format('%.0f', fence)) end
+  if legacy_exists then redis.call('SET', KEYS[6], string.format('%.0f', fence)) end
   return fence
 end
 
@@ -136,6 +139,7 @@ local function hand_on()
       local value = token
       if marked then value = token .. '+w' end
       redis.call('SET', KEYS[1], value, 'PX', px)
+      redis.call('SET', KEYS[5], string.format('%d', now) .. ':' .. token, 'PX', 86400000)
       local issued = 0
       if fenced == '1' then issued = raise() or -1 end
       publish(ARGV[3] .. string.sub(id, 1, 16), id .. ':' .. string.format('%.0f', issued))
