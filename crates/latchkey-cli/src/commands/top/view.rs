@@ -12,8 +12,10 @@
 //!
 //! Every kind is shown while active (held, waited for, a latch not yet
 //! open, a barrier with parties arrived, an election with a leader). Fits
-//! 80 columns: the fixed columns take 67, the name gets the rest and is cut
-//! with `…` when longer.
+//! 80 columns: the fixed columns take 49, HOLDER at least 18 and the name
+//! the rest; a wider terminal gives HOLDER up to half of what is left. A
+//! cell too long is cut with `…`; a holder is cut in its host name, so its
+//! pid stays readable.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -58,8 +60,10 @@ pub struct Row {
     /// The fencing counter holds something other than a token (shown as
     /// `invalid`; `list` names the key to delete).
     pub bad_fence: bool,
-    /// Connections subscribed to a lock's release channel (≈ processes
-    /// waiting); `None` when unknown, and for the other kinds.
+    /// Processes waiting for a lock: the connections subscribed to its
+    /// release channel but the holder's own (a latchkey holder listens
+    /// there for revocations and release requests); `None` when unknown,
+    /// and for the other kinds.
     pub waiters: Option<u64>,
 }
 
@@ -104,7 +108,12 @@ impl Snapshot {
                     ttl: crate::support::kind_view::ttl(info),
                     fencing_token: crate::support::kind_view::fence(info),
                     bad_fence: lock.is_some_and(|l| l.bad_fencing_counter.is_some()),
-                    waiters: lock.and_then(|l| waiters.get(&l.name).copied()),
+                    waiters: lock.and_then(|l| {
+                        let subscribed = waiters.get(&l.name).copied()?;
+                        // The holder's connection listens on the channel too.
+                        let holder_listens = u64::from(l.holder.is_some());
+                        Some(subscribed.saturating_sub(holder_listens))
+                    }),
                 }
             })
             .collect();
@@ -161,8 +170,7 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
     };
     frame.render_widget(summary_line, summary);
 
-    let fixed = KIND + HOLDER + AGE + TTL + FENCE + WAIT + 6 * SPACING;
-    let name_width = table.width.saturating_sub(fixed).max(4);
+    let (name_width, holder_width) = widths(table.width, &snapshot.rows);
     let visible = usize::from(table.height.saturating_sub(1));
     let header = TableRow::new(
         [
@@ -203,7 +211,7 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
                 TableRow::new([
                     Cell::from(truncate(&row.name, name_width)),
                     Cell::from(truncate(&row.kind, KIND)),
-                    Cell::from(truncate(&row.holder, HOLDER)),
+                    Cell::from(cut_holder(&row.holder, holder_width)),
                     Cell::from(row.age.map_or("-".into(), human)),
                     // Only a lock can be held without a TTL (another client's key).
                     Cell::from(row.ttl.map_or_else(
@@ -229,7 +237,7 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
     let widths = [
         Constraint::Length(name_width),
         Constraint::Length(KIND),
-        Constraint::Length(HOLDER),
+        Constraint::Length(holder_width),
         Constraint::Length(AGE),
         Constraint::Length(TTL),
         Constraint::Length(FENCE),
@@ -256,6 +264,38 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
 /// `text` cut to `width` characters, the last one `…` when cut.
 fn truncate(text: &str, width: u16) -> String {
     crate::support::text::cut(text, usize::from(width))
+}
+
+/// The NAME and HOLDER widths for a table `width` wide: HOLDER at least
+/// [`HOLDER`], and as wide as its longest cell up to half of what the other
+/// columns leave; NAME the rest.
+fn widths(width: u16, rows: &[Row]) -> (u16, u16) {
+    let fixed = KIND + AGE + TTL + FENCE + WAIT + 6 * SPACING;
+    let left = width.saturating_sub(fixed);
+    let longest = rows
+        .iter()
+        .map(|r| u16::try_from(r.holder.chars().count()).unwrap_or(u16::MAX))
+        .max()
+        .unwrap_or(0);
+    let holder = longest.min(left / 2).max(HOLDER);
+    (left.saturating_sub(holder).max(4), holder)
+}
+
+/// A HOLDER cell cut to `width`: the host name gives way first, so that
+/// `pid N` (and what follows it) stays whole: `a-very-lo… pid 28483`.
+fn cut_holder(text: &str, width: u16) -> String {
+    let width = usize::from(width);
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    if let Some(at) = text.find(" pid ") {
+        let (host, tail) = text.split_at(at);
+        let room = width.saturating_sub(tail.chars().count());
+        if room >= 4 {
+            return format!("{}{tail}", crate::support::text::cut(host, room));
+        }
+    }
+    crate::support::text::cut(text, width)
 }
 
 #[cfg(test)]
@@ -357,6 +397,31 @@ mod tests {
         assert!(
             buffer[(0, 2)].modifier.contains(Modifier::REVERSED),
             "header"
+        );
+    }
+
+    #[test]
+    fn a_long_holder_keeps_its_pid_and_a_wide_terminal_shows_it_whole() {
+        let holder = "build-agent-42.eu-west-1.internal pid 28483";
+        let snap = snapshot(vec![Row {
+            holder: holder.into(),
+            ..row("deploy", Some(3), Some(0))
+        }]);
+        let (lines, _) = draw(&snap, 80, 5);
+        assert!(lines[3].contains("build-a… pid 28483 "), "{}", lines[3]);
+        let (lines, _) = draw(&snap, 120, 5);
+        assert!(
+            lines[3].contains("build-agent-42.eu-west-1… pid 28483 "),
+            "{}",
+            lines[3]
+        );
+        let (lines, _) = draw(&snap, 140, 5);
+        assert!(lines[3].contains(&format!("{holder} ")), "{}", lines[3]);
+        assert!(lines[3].starts_with("deploy "), "{}", lines[3]);
+        // Cut where there is no pid to keep: the usual `…`.
+        assert_eq!(
+            cut_holder("2 reader(s) +1 writer(s) waiting", 18),
+            "2 reader(s) +1 wr…"
         );
     }
 
