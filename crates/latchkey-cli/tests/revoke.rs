@@ -294,3 +294,17 @@ fn the_confirmation_shows_who_holds_the_name() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// Names are escaped as `list` and `status` escape them (`\e`, not Rust's
+/// `\u{1b}`).
+#[test]
+fn names_are_escaped_as_list_escapes_them() {
+    let redis = RedisServer::start();
+    let out = output(
+        latchkey(&redis).args(["revoke", "x\u{1b}[2J", "--yes"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("\"x\\e[2J\""), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("\\u{1b}"), "{}", stderr(&out));
+}
