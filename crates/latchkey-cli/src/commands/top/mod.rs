@@ -16,6 +16,7 @@
 //! primary of a cluster): every latchkey process waiting for the lock has
 //! one, whatever its number of waiting tasks.
 
+mod cells;
 mod view;
 
 use std::collections::HashMap;

@@ -27,6 +27,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row as TableRow, Table};
 use ratatui::Frame;
 
+use super::cells::{cut_holder, widths, AGE, FENCE, KIND, SPACING, TTL, WAIT};
 use crate::support::duration::human;
 
 /// Everything one screen shows.
@@ -72,15 +73,6 @@ impl Row {
         self.age.is_some_and(|age| age > threshold)
     }
 }
-
-/// Width of every column but the name, and the space between columns.
-const KIND: u16 = 9;
-const HOLDER: u16 = 18;
-const AGE: u16 = 7;
-const TTL: u16 = 7;
-const FENCE: u16 = 16;
-const WAIT: u16 = 4;
-const SPACING: u16 = 1;
 
 impl Snapshot {
     /// The active primitives among `infos`, sorted oldest first; `waiters`
@@ -170,7 +162,8 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
     };
     frame.render_widget(summary_line, summary);
 
-    let (name_width, holder_width) = widths(table.width, &snapshot.rows);
+    let holders = snapshot.rows.iter().map(|r| r.holder.as_str());
+    let (name_width, holder_width) = widths(table.width, holders);
     let visible = usize::from(table.height.saturating_sub(1));
     let header = TableRow::new(
         [
@@ -264,38 +257,6 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
 /// `text` cut to `width` characters, the last one `…` when cut.
 fn truncate(text: &str, width: u16) -> String {
     crate::support::text::cut(text, usize::from(width))
-}
-
-/// The NAME and HOLDER widths for a table `width` wide: HOLDER at least
-/// [`HOLDER`], and as wide as its longest cell up to half of what the other
-/// columns leave; NAME the rest.
-fn widths(width: u16, rows: &[Row]) -> (u16, u16) {
-    let fixed = KIND + AGE + TTL + FENCE + WAIT + 6 * SPACING;
-    let left = width.saturating_sub(fixed);
-    let longest = rows
-        .iter()
-        .map(|r| u16::try_from(r.holder.chars().count()).unwrap_or(u16::MAX))
-        .max()
-        .unwrap_or(0);
-    let holder = longest.min(left / 2).max(HOLDER);
-    (left.saturating_sub(holder).max(4), holder)
-}
-
-/// A HOLDER cell cut to `width`: the host name gives way first, so that
-/// `pid N` (and what follows it) stays whole: `a-very-lo… pid 28483`.
-fn cut_holder(text: &str, width: u16) -> String {
-    let width = usize::from(width);
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    if let Some(at) = text.find(" pid ") {
-        let (host, tail) = text.split_at(at);
-        let room = width.saturating_sub(tail.chars().count());
-        if room >= 4 {
-            return format!("{}{tail}", crate::support::text::cut(host, room));
-        }
-    }
-    crate::support::text::cut(text, width)
 }
 
 #[cfg(test)]
