@@ -11,7 +11,8 @@
 -- KEYS[4]  fencing counter key
 -- KEYS[5]  acquired record (string '<server ms>:<owner token>', PX 24 h):
 --          written at a hand-off, so inspection counts the new holder's hold
---          from then, not from when it queued (its token's time)
+--          from then, not from when it queued (its token's time); deleted
+--          when the lock is freed
 -- KEYS[6]  optional: the layout 2 counter (kept up while it exists)
 -- ARGV[1]  owner token
 -- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH' (anything else: PUBLISH)
@@ -146,7 +147,9 @@ local function hand_on()
       return 2
     end
   end
-  redis.call('DEL', KEYS[1])
+  -- Freed: no holder for the record to name (a plain release leaves it to
+  -- its TTL; it then names a token nobody holds, which inspection ignores).
+  redis.call('DEL', KEYS[1], KEYS[5])
   return 1
 end
 
