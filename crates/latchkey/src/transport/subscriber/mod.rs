@@ -14,7 +14,10 @@
 //! Dropping a subscription only adds its topic to a list of releases (no
 //! lookup, no wake-up of the actor: a signal may wake and end thousands of
 //! waiters at once); a little later the actor counts the interest down, and
-//! unsubscribes what nobody wants any more.
+//! unsubscribes what nobody wants any more. A caller that must be gone from
+//! the server before it goes on (a wait that returns: a `PUBLISH` after it
+//! must not count it) asks [`Subscriber::settle`], which has the actor do
+//! that at once and waits for the `UNSUBSCRIBE`.
 //! When the connection dies (closed, reset, or a health-check `PING` that
 //! does not come back) the actor reconnects with backoff, subscribes to
 //! everything still wanted, and sends [`Event::Resubscribed`] to every
