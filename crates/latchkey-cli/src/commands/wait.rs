@@ -94,24 +94,29 @@ pub async fn wait(target: &Target, args: WaitArgs) -> Outcome {
             vec![listener.recv().await]
         }
     };
-    let signals = match deadline {
-        Some(deadline) => match tokio::time::timeout_at(deadline, receiving).await {
-            Ok(signals) => signals,
-            Err(_) if !listener.is_subscribed() => {
-                return Err(Failure::new(
-                    exit::UNAVAILABLE,
-                    "lost the connection to Redis: not subscribed when the timeout passed \
+    let received = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, receiving).await,
+        None => Ok(receiving.await),
+    };
+    let subscribed = listener.is_subscribed();
+    // Unsubscribed before it exits: a `signal` sent once `wait` has
+    // returned counts nobody for it (no wait when the connection is down).
+    listener.close().await;
+    let signals = match received {
+        Ok(signals) => signals,
+        Err(_) if !subscribed => {
+            return Err(Failure::new(
+                exit::UNAVAILABLE,
+                "lost the connection to Redis: not subscribed when the timeout passed \
                      (signals sent meanwhile were lost)",
-                ))
-            }
-            Err(_) => {
-                return Err(Failure::new(
-                    exit::CONFLICT,
-                    "timed out waiting for a signal",
-                ))
-            }
-        },
-        None => receiving.await,
+            ))
+        }
+        Err(_) => {
+            return Err(Failure::new(
+                exit::CONFLICT,
+                "timed out waiting for a signal",
+            ))
+        }
     };
     let named = args.pattern || args.names.len() > 1;
     print(&signals, named)

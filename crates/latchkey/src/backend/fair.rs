@@ -60,15 +60,23 @@ fn fair_keys(keys: &LockKeys) -> Result<&FairKeys> {
     ))
 }
 
-/// The script keys: lock, queue, leases, counter (and the layout 2 counter).
-fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> ([&'a [u8]; 5], usize) {
-    let mut all: [&[u8]; 5] = [&keys.key, &fair.queue, &fair.leases, &keys.fence_key, &[]];
+/// The script keys: lock, queue, leases, counter, acquired record (and the
+/// layout 2 counter).
+fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> ([&'a [u8]; 6], usize) {
+    let mut all: [&[u8]; 6] = [
+        &keys.key,
+        &fair.queue,
+        &fair.leases,
+        &keys.fence_key,
+        &fair.acquired,
+        &[],
+    ];
     match &keys.legacy {
         Some(legacy) => {
-            all[4] = &legacy.fence_key;
-            (all, 5)
+            all[5] = &legacy.fence_key;
+            (all, 6)
         }
-        None => (all, 4),
+        None => (all, 5),
     }
 }
 
@@ -180,6 +188,41 @@ impl Session {
             -1 => Ok(Ownership::HeldByOther),
             other => Err(Error::Protocol(format!(
                 "fair release script returned {other}"
+            ))),
+        }
+    }
+
+    /// An operator's revocation of the lock at `keys` (`fair_release.lua`
+    /// in its revoke mode), whoever holds it: the fencing counter is raised
+    /// first, then the lock is handed to the first live waiter (or freed),
+    /// and `revoked` is published. `Some(fence)`: revoked, `fence` below
+    /// every later holder's token; `None`: nothing held it. A lock without
+    /// a queue is freed as `revoke.lua` would. One round trip.
+    pub(crate) async fn fair_revoke(&self, keys: &LockKeys) -> Result<Option<u64>> {
+        let fair = fair_keys(keys)?;
+        let (all, n) = script_keys(keys, fair);
+        let legacy_channel: &[u8] = keys.legacy.as_ref().map_or(&[], |l| &l.channel);
+        let reply: Vec<i64> = self
+            .eval(
+                "fair revoke",
+                &scripts::FAIR_RELEASE,
+                &all[..n],
+                &[
+                    b"",
+                    self.publish_command(),
+                    &fair.handoff_prefix,
+                    &keys.channel,
+                    b"",
+                    legacy_channel,
+                    b"revoke",
+                ],
+            )
+            .await?;
+        match reply[..] {
+            [1, fence, _] if fence > 0 => Ok(u64::try_from(fence).ok()),
+            [0, ..] => Ok(None),
+            _ => Err(Error::Protocol(format!(
+                "fair revoke script returned {reply:?}"
             ))),
         }
     }

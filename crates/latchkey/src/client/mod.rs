@@ -265,12 +265,16 @@ impl Client {
     /// permit of a semaphore, a read-write lock's writer and readers, an
     /// election's leader (resigned: candidates take over at once). The
     /// fencing counter is raised past every token the revoked holders could
-    /// have, in the same script (a fair lock: right after its hand-off), and
+    /// have, in the same script and before a fair lock is handed on, and
     /// returned: [`FencedResource::raise`](crate::FencedResource::raise) a
     /// resource to it and the revoked holders' next writes there are
-    /// refused at once. The holders learn it at their next renewal (their
-    /// `lost()` fires), at the latest at their deadline. Empty when nothing
-    /// held `name` (latches and barriers are never held). Counted in
+    /// refused at once, while the next holder's token is above it. The
+    /// holders learn it at their next renewal (their `lost()` fires), at
+    /// the latest at their deadline. Empty when nothing held `name`
+    /// (latches and barriers are never held). A key no latchkey client
+    /// wrote where a hold would be (another program's data under the
+    /// prefix) is never deleted: [`Error::ForeignValue`](crate::Error::ForeignValue),
+    /// and nothing is revoked. Counted in
     /// `latchkey_revocations_total` and logged (warn), for the audit; the
     /// ACL user needs [`acl::Use::Revoke`](crate::acl::Use::Revoke).
     ///
@@ -300,6 +304,9 @@ impl Client {
 
     /// How many clients wait for each of the locks `names` (in that
     /// order): the connections subscribed to each lock's release channel.
+    /// A holder that listens for revocations and release requests (every
+    /// `latchkey run`) is subscribed there too, and counted: `latchkey top`
+    /// leaves a latchkey holder's connection out of its WAIT column.
     /// A process's waiting tasks share its client's one connection, so this
     /// counts waiting clients (processes, usually), not tasks; clients that
     /// wait by polling (a foreign holder, no pub/sub) are not seen. One

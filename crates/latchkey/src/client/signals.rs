@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::client::Client;
 use crate::primitives::signal::listener::{Listener, Signal};
-use crate::primitives::signal::within;
+use crate::primitives::signal::{wait_once, Take};
 use crate::vocab::error::Result;
 
 impl Client {
@@ -109,10 +109,15 @@ impl Client {
 
     /// Waits at most `timeout` (subscribing included) for a signal on
     /// `name`; [`Error::WaitTimedOut`](crate::Error::WaitTimedOut) when
-    /// none came.
+    /// none came. It returns once it has unsubscribed (one round trip after
+    /// the signal or the timeout, [`Listener::close`]): a [`Client::signal`]
+    /// sent after it returned does not count it, so "send until someone
+    /// hears" never hands a signal to a waiter that stopped listening.
     ///
     /// # Cancel safety
-    /// Cancel safe: dropping the future unsubscribes. A signal that arrived
+    /// Cancel safe: dropping the future unsubscribes (in the background,
+    /// shortly after: a `signal` in that instant may still count it and be
+    /// lost, as with a dropped [`Listener`]). A signal that arrived
     /// but was not yet returned is lost with it (signals are
     /// fire-and-forget); keep a [`Listener`] to wait again without a gap.
     pub async fn wait(&self, name: impl AsRef<[u8]>, timeout: Duration) -> Result<Signal> {
@@ -131,18 +136,16 @@ impl Client {
         timeout: Duration,
     ) -> Result<Signal> {
         let names: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
-        within(&names, timeout, async {
-            let mut listener = self.listen(&names).await?;
-            Ok(listener.recv().await)
-        })
-        .await
+        let signals = wait_once(&self.session, names, false, Take::First, timeout).await?;
+        first(signals)
     }
 
     /// Waits at most `timeout` until each of `names` has been signalled and
     /// returns the first signal of each, in the order of `names`. A name
     /// stops listening (and being a `signal_one` candidate) once it got its
     /// signal. [`Error::WaitTimedOut`](crate::Error::WaitTimedOut) when
-    /// the timeout passed first.
+    /// the timeout passed first. Returns once unsubscribed, as
+    /// [`Client::wait`].
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future unsubscribes; the signals gathered
@@ -153,11 +156,7 @@ impl Client {
         timeout: Duration,
     ) -> Result<Vec<Signal>> {
         let names: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
-        within(&names, timeout, async {
-            let mut listener = self.listen(&names).await?;
-            Ok(listener.recv_all().await)
-        })
-        .await
+        wait_once(&self.session, names, false, Take::Each, timeout).await
     }
 
     /// Waits at most `timeout` for a signal whose name matches the Redis
@@ -172,11 +171,16 @@ impl Client {
         pattern: impl AsRef<[u8]>,
         timeout: Duration,
     ) -> Result<Signal> {
-        let pattern = pattern.as_ref();
-        within(&[pattern], timeout, async {
-            let mut listener = self.listen_patterns([pattern]).await?;
-            Ok(listener.recv().await)
-        })
-        .await
+        let patterns = vec![pattern.as_ref().to_vec()];
+        let signals = wait_once(&self.session, patterns, true, Take::First, timeout).await?;
+        first(signals)
     }
+}
+
+/// The one signal of a [`Take::First`] wait.
+fn first(signals: Vec<Signal>) -> Result<Signal> {
+    signals
+        .into_iter()
+        .next()
+        .ok_or_else(|| crate::Error::Internal("a wait returned no signal".into()))
 }

@@ -8,7 +8,10 @@
 -- KEYS[2]  queue               (list of waiter entries, arrival order)
 -- KEYS[3]  leases              (sorted set: entry -> lease deadline, server ms)
 -- KEYS[4]  fencing counter key
--- KEYS[5]  optional: the layout 2 counter (read, and kept up while it exists)
+-- KEYS[5]  acquired record (string '<server ms>:<owner token>'): written when
+--          a queued caller takes the lock, so inspection counts its hold from
+--          then, not from when it queued (its token's time)
+-- KEYS[6]  optional: the layout 2 counter (read, and kept up while it exists)
 -- ARGV[1]  the caller's entry: <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>
 -- ARGV[2]  owner token         (the entry's last field)
 -- ARGV[3]  TTL in milliseconds of a lock taken here
@@ -61,18 +64,21 @@ end
 local function last_fence()
   local last = counter(KEYS[4])
   if not last then return nil, KEYS[4] end
-  if KEYS[5] then
-    local legacy = counter(KEYS[5])
-    if not legacy then return nil, KEYS[5] end
+  if KEYS[6] then
+    local legacy = counter(KEYS[6])
+    if not legacy then return nil, KEYS[6] end
     last = math.max(last, legacy)
   end
   return last
 end
 
+-- Leaves the queue; true when the caller was queued.
 local function leave()
   if redis.call('ZREM', KEYS[3], me) == 1 then
     redis.call('LREM', KEYS[2], 1, me)
+    return true
   end
+  return false
 end
 
 -- Ours already: a release handed it over.
@@ -108,11 +114,14 @@ if not holder and (not head or head == me) then
   redis.call('SET', KEYS[1], token, 'PX', ARGV[3])
   if fence > 0 then
     redis.call('SET', KEYS[4], string.format('%.0f', fence))
-    if KEYS[5] and redis.call('EXISTS', KEYS[5]) == 1 then
-      redis.call('SET', KEYS[5], string.format('%.0f', fence))
+    if KEYS[6] and redis.call('EXISTS', KEYS[6]) == 1 then
+      redis.call('SET', KEYS[6], string.format('%.0f', fence))
     end
   end
-  leave()
+  -- A caller that waited in the queue holds a token made when it queued.
+  if leave() then
+    redis.call('SET', KEYS[5], string.format('%d', now) .. ':' .. token, 'PX', 86400000)
+  end
   return {1, fence}
 end
 

@@ -9,7 +9,11 @@
 -- KEYS[2]  queue               (list of waiter entries, arrival order)
 -- KEYS[3]  leases              (sorted set: entry -> lease deadline, server ms)
 -- KEYS[4]  fencing counter key
--- KEYS[5]  optional: the layout 2 counter (kept up while it exists)
+-- KEYS[5]  acquired record (string '<server ms>:<owner token>', PX 24 h):
+--          written at a hand-off, so inspection counts the new holder's hold
+--          from then, not from when it queued (its token's time); deleted
+--          when the lock is freed
+-- KEYS[6]  optional: the layout 2 counter (kept up while it exists)
 -- ARGV[1]  owner token
 -- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH' (anything else: PUBLISH)
 -- ARGV[3]  hand-off channel stem, S:handoff: (+ the entry's first 16 hex digits)
@@ -17,6 +21,16 @@
 --          the token was marked '+w')
 -- ARGV[5]  '' or an entry to take out of the queue first (a waiter leaving)
 -- ARGV[6]  optional: the layout 2 release channel, published to as well
+--          ('' for none, when ARGV[7] follows)
+-- ARGV[7]  optional: 'revoke': an operator's revocation (Client::revoke),
+--          whoever holds the lock. ARGV[1] and ARGV[5] are ignored ('').
+--          The fencing counter (and the layout 2 counter while it exists)
+--          is raised first to fence = max(counter + 1, server time in µs),
+--          then the lock is handed on as at a release, so a fenced hand-off
+--          issues its token above the fence and an unfenced holder's later
+--          token is issued above it too; 'revoked' is published on ARGV[4]
+--          (and ARGV[6]): the revoked holder checks its hold at once, plain
+--          waiters take it as a wake-up.
 --
 -- An entry is <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>.
 -- The hand-off sets the lock to the entry's token (marked '+w' when the
@@ -27,23 +41,42 @@
 -- hold then has none, as when issuing fails later), and publishes
 -- '<id>:<fence>' (fence 0 when not fenced) on ARGV[3] .. id[1..16].
 --
--- Returns
+-- Returns (a release, a waiter leaving)
 --    2  handed to the next live waiter
 --    1  released: nobody live waited (and, if marked, 'released' published)
 --    0  not released: the key is gone (the lock expired)
 --   -1  not released: someone else holds the lock now
+-- Returns (ARGV[7] = 'revoke')
+--   {1, fence, outcome}  revoked: fence as above; outcome 2 handed on, 1 freed
+--   {0, 0, 0}            nothing held (nothing changed)
 -- Errors
 --   WRONGTYPE  the lock key, queue or leases hold the wrong type.
+--   FOREIGN latchkey: …   (revoking) the lock key holds a value that is no
+--              latchkey owner token (another program's key): nothing changed.
+--   BADFENCE latchkey: …  (revoking) a counter does not hold a token:
+--              nothing changed.
+local revoking = ARGV[7] == 'revoke'
 if ARGV[5] ~= '' then
   if redis.call('ZREM', KEYS[3], ARGV[5]) == 1 then
     redis.call('LREM', KEYS[2], 1, ARGV[5])
   end
 end
 local holder = redis.call('GET', KEYS[1])
-local marked = holder == ARGV[1] .. '+w'
-if holder ~= ARGV[1] and not marked then
-  if holder then return -1 end
-  return 0
+local marked
+if revoking then
+  if not holder then return {0, 0, 0} end
+  local version = string.sub(holder, 1, 4)
+  if version ~= 'lk2:' and version ~= 'lk1:' then
+    return redis.error_reply('FOREIGN latchkey: the lock key ' .. KEYS[1] ..
+      ' holds a value no latchkey client wrote; nothing was revoked')
+  end
+  marked = string.sub(holder, -2) == '+w'
+else
+  marked = holder == ARGV[1] .. '+w'
+  if holder ~= ARGV[1] and not marked then
+    if holder then return -1 end
+    return 0
+  end
 end
 -- Literal command names only: proxies that parse scripts refuse others.
 local function publish(channel, message)
@@ -53,6 +86,7 @@ end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 local function counter(key)
   local stored = redis.pcall('GET', key)
@@ -64,41 +98,70 @@ local function counter(key)
   end
   return n, true
 end
-local function issue()
+-- The next token, max(last + 1, now in µs), stored in both counters; nil
+-- and the bad counter's key when one does not hold a token.
+local function raise()
   local last = counter(KEYS[4])
+  if not last then return nil, KEYS[4] end
   local legacy, legacy_exists = 0, false
-  if KEYS[5] then legacy, legacy_exists = counter(KEYS[5]) end
-  if not last or not legacy then return -1 end
-  local fence = math.max(last, legacy) + 1
-  fence = math.max(fence, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  if KEYS[6] then legacy, legacy_exists = counter(KEYS[6]) end
+  if not legacy then return nil, KEYS[6] end
+  local fence = math.max(math.max(last, legacy) + 1, now_us)
   redis.call('SET', KEYS[4], string.format('%.0f', fence))
-  if legacy_exists then redis.call('SET', KEYS[5], string.format('%.0f', fence)) end
+  if legacy_exists then redis.call('SET', KEYS[6], string.format('%.0f', fence)) end
   return fence
 end
 
-while true do
-  local entry = redis.call('LPOP', KEYS[2])
-  if not entry then break end
-  local deadline = redis.call('ZSCORE', KEYS[3], entry)
-  if deadline then redis.call('ZREM', KEYS[3], entry) end
-  local id, px, fenced, token = string.match(entry, '^(%x+):(%d+):([01]):(.+)$')
-  -- A dead entry (lease run out) or one that is not ours to read: skip it.
-  if deadline and tonumber(deadline) >= now and id and #id == 32 and tonumber(px) > 0 then
-    -- A marked holder keeps its mark across the hand-off: whoever marked it
-    -- (a plain waiter, which is not in the queue) is then woken when the
-    -- lock is finally freed, not at the TTL it read.
-    local value = token
-    if marked then value = token .. '+w' end
-    redis.call('SET', KEYS[1], value, 'PX', px)
-    local fence = 0
-    if fenced == '1' then fence = issue() end
-    publish(ARGV[3] .. string.sub(id, 1, 16), id .. ':' .. string.format('%.0f', fence))
-    return 2
+-- Revoking: the counter goes up before the hand-off, so the next holder's
+-- token (issued below, or later on its request) is above the fence.
+local fence = 0
+if revoking then
+  local bad
+  fence, bad = raise()
+  if not fence then
+    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. bad ..
+      ' does not hold a token (an integer below 2^53); delete it to reset it')
   end
 end
-redis.call('DEL', KEYS[1])
-if marked then
+
+-- Hands the lock to the first live entry (2), or frees it (1).
+local function hand_on()
+  while true do
+    local entry = redis.call('LPOP', KEYS[2])
+    if not entry then break end
+    local deadline = redis.call('ZSCORE', KEYS[3], entry)
+    if deadline then redis.call('ZREM', KEYS[3], entry) end
+    local id, px, fenced, token = string.match(entry, '^(%x+):(%d+):([01]):(.+)$')
+    -- A dead entry (lease run out) or one that is not ours to read: skip it.
+    if deadline and tonumber(deadline) >= now and id and #id == 32 and tonumber(px) > 0 then
+      -- A marked holder keeps its mark across the hand-off: whoever marked it
+      -- (a plain waiter, which is not in the queue) is then woken when the
+      -- lock is finally freed, not at the TTL it read.
+      local value = token
+      if marked then value = token .. '+w' end
+      redis.call('SET', KEYS[1], value, 'PX', px)
+      redis.call('SET', KEYS[5], string.format('%d', now) .. ':' .. token, 'PX', 86400000)
+      local issued = 0
+      if fenced == '1' then issued = raise() or -1 end
+      publish(ARGV[3] .. string.sub(id, 1, 16), id .. ':' .. string.format('%.0f', issued))
+      return 2
+    end
+  end
+  -- Freed: no holder for the record to name (a plain release leaves it to
+  -- its TTL; it then names a token nobody holds, which inspection ignores).
+  redis.call('DEL', KEYS[1], KEYS[5])
+  return 1
+end
+
+local outcome = hand_on()
+if revoking then
+  -- 'revoked', not 'released': the revoked holder checks its hold at once.
+  publish(ARGV[4], 'revoked')
+  if ARGV[6] and ARGV[6] ~= '' then publish(ARGV[6], 'revoked') end
+  return {1, fence, outcome}
+end
+if outcome == 1 and marked then
   publish(ARGV[4], 'released')
   if ARGV[6] then publish(ARGV[6], 'released') end
 end
-return 1
+return outcome

@@ -3,13 +3,18 @@
 --
 -- KEYS[1]  lock key
 -- KEYS[2]  fencing counter key
--- KEYS[3]  optional: the layout 2 counter, read when KEYS[2] is missing
+-- KEYS[3]  acquired record ('<server ms>:<owner token>', written when a queued
+--          waiter got the lock: fair_release.lua, fair_acquire.lua)
+-- KEYS[4]  optional: the layout 2 counter, read when KEYS[2] is missing
 --
--- Returns {value, pttl, fence}
+-- Returns {value, pttl, fence, held_ms}
 --   value  the lock key's value (the holder's owner token), or nil when the lock is free
 --   pttl   the lock key's remaining TTL in ms (-2: no such key, -1: held without a TTL)
 --   fence  the fencing counter (the last fencing token issued), or nil when the name
 --          was never acquired (or the counter key is not a string)
+--   held_ms  how long the holder has held the lock, by the server's clock, when
+--          the acquired record names its token; nil otherwise (its token's time
+--          then tells: the holder made the token when it took the lock)
 -- Errors
 --   WRONGTYPE  the lock key exists but is not a string.
 local kind = redis.call('TYPE', KEYS[1]).ok
@@ -22,8 +27,17 @@ end
 local fence = false
 if redis.call('TYPE', KEYS[2]).ok == 'string' then
   fence = redis.call('GET', KEYS[2])
-elseif KEYS[3] and redis.call('TYPE', KEYS[3]).ok == 'string' then
+elseif KEYS[4] and redis.call('TYPE', KEYS[4]).ok == 'string' then
   -- A lock whose tokens only 0.2 clients issued so far.
-  fence = redis.call('GET', KEYS[3])
+  fence = redis.call('GET', KEYS[4])
 end
-return {value, redis.call('PTTL', KEYS[1]), fence}
+local held = false
+if value and redis.call('TYPE', KEYS[3]).ok == 'string' then
+  local at, token = string.match(redis.call('GET', KEYS[3]), '^(%d+):(.+)$')
+  if at and (value == token or value == token .. '+w') then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    held = math.max(now - tonumber(at), 0)
+  end
+end
+return {value, redis.call('PTTL', KEYS[1]), fence, held}

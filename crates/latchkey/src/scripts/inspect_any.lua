@@ -20,17 +20,20 @@
 -- KEYS[14]  barrier (hash)                  S:barrier
 -- KEYS[15]  election lease (string)         S:leader
 -- KEYS[16]  election state (hash)           S:election
--- KEYS[17]  optional: the layout 2 lock counter, read when KEYS[2] is missing
+-- KEYS[17]  lock acquired record (string)    S:acquired
+-- KEYS[18]  rwlock writer acquired record     S:rw:writer-acquired
+-- KEYS[19]  optional: the layout 2 lock counter, read when KEYS[2] is missing
 -- ARGV[1]   the most members listed per sorted set or list (the rest is cut)
 --
 -- Returns {now_ms, lock, fair, permits, rw, latch, barrier, election}
 --   now_ms    server time (TIME), ms, as a decimal string
---   lock      {value, pttl, fence}              as inspect.lua
+--   lock      {value, pttl, fence, held_ms}     as inspect.lua
 --   fair      {entries, leases}                 LRANGE of the queue (arrival
 --             order); live leases: flat {entry, deadline_ms, …}
 --   permits   {members, fence}                  unexpired: flat {token, expiry_ms, …}
 --   rw        {writer, writer_pttl, readers, writers_waiting, readers_waiting,
---              readers_next_count, fence}       zsets unexpired, flat as above
+--              readers_next_count, fence, writer_held_ms}  zsets unexpired, flat
+--             as above; writer_held_ms as the lock's held_ms
 --   latch     {value, pttl}
 --   barrier   {exists, parties, gen, arrived, pttl}
 --   election  {lease, lease_pttl, exists, token, value, term, since, change, last_term}
@@ -60,10 +63,20 @@ local lock_type = kind(KEYS[1])
 if lock_type ~= 'string' and lock_type ~= 'none' then
   return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
 end
+-- How long the holder `value` has held, when the acquired record `k` names
+-- its token (written when a waiter that queued got the hold); else false.
+local function held_ms(value, k)
+  local record = value and str(k)
+  if not record then return false end
+  local at, token = string.match(record, '^(%d+):(.+)$')
+  if not at or (value ~= token and value ~= token .. '+w') then return false end
+  return math.max(tonumber(now) - tonumber(at), 0)
+end
+
 local lock_value = str(KEYS[1])
 local fence = str(KEYS[2])
-if not fence and KEYS[17] then fence = str(KEYS[17]) end
-local lock = {lock_value, redis.call('PTTL', KEYS[1]), fence}
+if not fence and KEYS[19] then fence = str(KEYS[19]) end
+local lock = {lock_value, redis.call('PTTL', KEYS[1]), fence, held_ms(lock_value, KEYS[17])}
 
 local entries = {}
 if kind(KEYS[3]) == 'list' then entries = redis.call('LRANGE', KEYS[3], 0, limit - 1) end
@@ -73,8 +86,9 @@ local permits = {live(KEYS[5]), str(KEYS[6])}
 
 local next_count = 0
 if kind(KEYS[11]) == 'set' then next_count = redis.call('SCARD', KEYS[11]) end
-local rw = {str(KEYS[7]), redis.call('PTTL', KEYS[7]), live(KEYS[8]), live(KEYS[9]),
-  live(KEYS[10]), next_count, str(KEYS[12])}
+local writer = str(KEYS[7])
+local rw = {writer, redis.call('PTTL', KEYS[7]), live(KEYS[8]), live(KEYS[9]),
+  live(KEYS[10]), next_count, str(KEYS[12]), held_ms(writer, KEYS[18])}
 
 local latch = {str(KEYS[13]), redis.call('PTTL', KEYS[13])}
 

@@ -1,26 +1,27 @@
--- latchkey: revoke (an operator's action) every hold of a lock, a
--- semaphore or a read-write lock, whoever holds it, and raise the fencing
--- counter past every token issued so far.
+-- latchkey: revoke (an operator's action) every hold of a semaphore or a
+-- read-write lock, whoever holds it, and raise the fencing counter past
+-- every token issued so far. (A lock, fair or not, is revoked by
+-- fair_release.lua's revoke mode, which hands it to a queue's head.)
 --
--- KEYS[1..n-1]  the hold keys: a lock key (string: the holder's token), a
---               semaphore's permits or a read-write lock's readers (sorted
---               sets scored by expiry in server ms), a read-write lock's
---               writer (string)
+-- KEYS[1..n-1]  the hold keys: a semaphore's permits or a read-write lock's
+--               readers (sorted sets scored by expiry in server ms), a
+--               read-write lock's writer (string: the holder's token)
 -- KEYS[n]       the fencing counter of the same primitive (string; may be
 --               missing)
 -- ARGV[1]       'SPUBLISH' on a Redis Cluster (sharded pub/sub), else 'PUBLISH'
--- ARGV[2]       the released channel (waiters wake and try again)
--- ARGV[3]       '1': raise the counter even when nothing was held (a fair
---               lock, whose hold the caller hands on with fair_release.lua)
+-- ARGV[2]       the released channel (waiters wake and try again; the
+--               revoked holders check their hold at once)
 --
 -- Returns
 --   {ended, fence}  ended: the holds ended (a string key counts 1, a sorted
 --                   set its unexpired members); fence: the counter after the
 --                   raise, max(counter + 1, server time in µs) (as a token
---                   is issued: see issue_fence.lua), or 0 when nothing was
---                   held and ARGV[3] is not '1' (then nothing changed)
+--                   is issued: see issue_fence.lua)
+--   {0, 0}          nothing was held (nothing changed)
 -- Errors
 --   BADFENCE latchkey: …  the counter does not hold a token (nothing changed).
+--   FOREIGN latchkey: …   a string hold key holds a value that is no latchkey
+--                         owner token (another program's key): nothing changed.
 -- Why raise: a holder's fencing token is at most the counter, so `fence`
 -- outranks the revoked holders' tokens; a resource raised to it
 -- (fenced_raise.lua) refuses their next write at once, before the next
@@ -36,6 +37,15 @@ if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) 
   return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. counter ..
     ' does not hold a token (an integer below 2^53); delete it to reset it')
 end
+for i = 1, #KEYS - 1 do
+  if redis.call('TYPE', KEYS[i])['ok'] == 'string' then
+    local version = string.sub(redis.call('GET', KEYS[i]), 1, 4)
+    if version ~= 'lk2:' and version ~= 'lk1:' then
+      return redis.error_reply('FOREIGN latchkey: the key ' .. KEYS[i] ..
+        ' holds a value no latchkey client wrote; nothing was revoked')
+    end
+  end
+end
 local ended = 0
 for i = 1, #KEYS - 1 do
   local kind = redis.call('TYPE', KEYS[i])['ok']
@@ -46,13 +56,11 @@ for i = 1, #KEYS - 1 do
   end
   if kind ~= 'none' then redis.call('DEL', KEYS[i]) end
 end
-if ended == 0 and ARGV[3] ~= '1' then return {0, 0} end
+if ended == 0 then return {0, 0} end
 local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 redis.call('SET', counter, string.format('%.0f', fence))
 -- 'revoked', not 'released': waiters wake on it as on any release, and a
 -- holder that hears it checks its hold at once (and learns why it ended).
-if ended > 0 then
-  if ARGV[1] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], 'revoked')
-  else redis.pcall('PUBLISH', ARGV[2], 'revoked') end
-end
+if ARGV[1] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], 'revoked')
+else redis.pcall('PUBLISH', ARGV[2], 'revoked') end
 return {ended, fence}

@@ -10,6 +10,10 @@
 -- KEYS[5]  readers next: a set of reader tokens let in before the next
 --          writer (made by rw_release_write.lua), with PX ttl
 -- KEYS[6]  fencing counter of the writers (as a lock's)
+-- KEYS[7]  optional: the writer's acquired record (string '<server ms>:<owner
+--          token>', PX 24 h), written when a writer that waited (an intent)
+--          gets the lock, so inspection counts its hold from then, not from
+--          when it started waiting (its token's time)
 -- ARGV[1]  'r' (read) or 'w' (write)
 -- ARGV[2]  owner token
 -- ARGV[3]  TTL in milliseconds (of the hold, and of a waiting intent)
@@ -82,5 +86,7 @@ if ARGV[4] == '1' then
   redis.call('SET', KEYS[6], string.format('%.0f', fence))
 end
 redis.call('SET', KEYS[1], token, 'PX', ttl)
-redis.call('ZREM', KEYS[3], token)
+if redis.call('ZREM', KEYS[3], token) == 1 and KEYS[7] then
+  redis.call('SET', KEYS[7], string.format('%d', now) .. ':' .. token, 'PX', 86400000)
+end
 return {1, fence}

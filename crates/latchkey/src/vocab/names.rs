@@ -173,6 +173,9 @@ pub(crate) struct LockKeys {
 pub(crate) struct FairKeys {
     pub(crate) queue: Vec<u8>,
     pub(crate) leases: Vec<u8>,
+    /// The acquired record a hand-off writes (inspection's age of a holder
+    /// that was queued).
+    pub(crate) acquired: Vec<u8>,
     /// `S:handoff:`; a subscriber's channel is this + its 16 hex digits.
     pub(crate) handoff_prefix: Vec<u8>,
 }
@@ -211,6 +214,7 @@ impl LockKeys {
             fair: Some(FairKeys {
                 queue: under(crate::vocab::protocol::QUEUE_SUFFIX),
                 leases: under(crate::vocab::protocol::LEASES_SUFFIX),
+                acquired: under(crate::vocab::protocol::ACQUIRED_SUFFIX),
                 handoff_prefix: under(crate::vocab::protocol::HANDOFF_SUFFIX),
             }),
             ..self.clone()

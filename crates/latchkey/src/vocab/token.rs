@@ -158,7 +158,11 @@ pub struct Holder {
     pub host: String,
     /// Process id of the holder on that host.
     pub pid: u32,
-    /// When the lock was acquired, by the holder's wall clock.
+    /// When the hold began: by the holder's wall clock (its token's time),
+    /// or, for a holder that waited in a fair lock's queue, a read-write
+    /// lock's writer that waited and a leader (their tokens were made when
+    /// they started waiting), from the server's record of when it got the
+    /// hold, on our clock (inspection, `docs/protocol.md`).
     pub acquired_at: SystemTime,
     /// Whether the holder keeps the lock while idle
     /// ([`Lock::with_caching`](crate::Lock::with_caching)): the hold may be

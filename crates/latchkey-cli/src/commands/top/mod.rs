@@ -16,6 +16,7 @@
 //! primary of a cluster): every latchkey process waiting for the lock has
 //! one, whatever its number of waiting tasks.
 
+mod cells;
 mod view;
 
 use std::collections::HashMap;
@@ -206,5 +207,61 @@ fn read_keys(inputs: mpsc::UnboundedSender<Input>) {
         if inputs.send(input).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use latchkey_testkit::{eventually, RedisServer};
+
+    async fn connect(redis: &RedisServer) -> latchkey::Client {
+        latchkey::Client::builder(&redis.url())
+            .prefix("test:")
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    /// The WAIT of the lock `name` in a freshly loaded view.
+    async fn wait_column(client: &latchkey::Client, name: &str) -> Option<u64> {
+        let rows = super::load(client, "*").await.unwrap();
+        rows.iter().find(|r| r.name == name).and_then(|r| r.waiters)
+    }
+
+    /// The holder listens on its lock's channel (for revocations and
+    /// release requests, as `run` does): WAIT counts the others only.
+    #[tokio::test]
+    async fn wait_counts_the_waiters_not_the_holder() {
+        let redis = RedisServer::start();
+        let (holder, waiter, observer) = (
+            connect(&redis).await,
+            connect(&redis).await,
+            connect(&redis).await,
+        );
+        let ttl = Duration::from_secs(30);
+        let guard = holder.lock("held", ttl).unwrap().acquire().await.unwrap();
+        let listening = guard.release_requested();
+        tokio::pin!(listening);
+        let polled = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::future::Future::poll(listening.as_mut(), cx).is_pending())
+        });
+        assert!(polled.await, "nobody asked yet");
+        let channel = "{test:held}:released";
+        eventually("the holder listens", || async {
+            redis.subscribers(channel) == 1
+        })
+        .await;
+        assert_eq!(wait_column(&observer, "held").await, Some(0));
+
+        let lock = waiter.lock("held", ttl).unwrap();
+        let waiting = tokio::spawn(async move { lock.acquire_timeout(ttl).await });
+        eventually("the waiter listens", || async {
+            redis.subscribers(channel) == 2
+        })
+        .await;
+        assert_eq!(wait_column(&observer, "held").await, Some(1));
+        waiting.abort();
     }
 }

@@ -12,8 +12,10 @@
 //!
 //! Every kind is shown while active (held, waited for, a latch not yet
 //! open, a barrier with parties arrived, an election with a leader). Fits
-//! 80 columns: the fixed columns take 67, the name gets the rest and is cut
-//! with `…` when longer.
+//! 80 columns: the fixed columns take 49, HOLDER at least 18 and the name
+//! the rest; a wider terminal gives HOLDER up to half of what is left. A
+//! cell too long is cut with `…`; a holder is cut in its host name, so its
+//! pid stays readable.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -25,6 +27,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row as TableRow, Table};
 use ratatui::Frame;
 
+use super::cells::{cut_holder, widths, AGE, FENCE, KIND, SPACING, TTL, WAIT};
 use crate::support::duration::human;
 
 /// Everything one screen shows.
@@ -58,8 +61,10 @@ pub struct Row {
     /// The fencing counter holds something other than a token (shown as
     /// `invalid`; `list` names the key to delete).
     pub bad_fence: bool,
-    /// Connections subscribed to a lock's release channel (≈ processes
-    /// waiting); `None` when unknown, and for the other kinds.
+    /// Processes waiting for a lock: the connections subscribed to its
+    /// release channel but the holder's own (a latchkey holder listens
+    /// there for revocations and release requests); `None` when unknown,
+    /// and for the other kinds.
     pub waiters: Option<u64>,
 }
 
@@ -68,15 +73,6 @@ impl Row {
         self.age.is_some_and(|age| age > threshold)
     }
 }
-
-/// Width of every column but the name, and the space between columns.
-const KIND: u16 = 9;
-const HOLDER: u16 = 18;
-const AGE: u16 = 7;
-const TTL: u16 = 7;
-const FENCE: u16 = 16;
-const WAIT: u16 = 4;
-const SPACING: u16 = 1;
 
 impl Snapshot {
     /// The active primitives among `infos`, sorted oldest first; `waiters`
@@ -104,7 +100,12 @@ impl Snapshot {
                     ttl: crate::support::kind_view::ttl(info),
                     fencing_token: crate::support::kind_view::fence(info),
                     bad_fence: lock.is_some_and(|l| l.bad_fencing_counter.is_some()),
-                    waiters: lock.and_then(|l| waiters.get(&l.name).copied()),
+                    waiters: lock.and_then(|l| {
+                        let subscribed = waiters.get(&l.name).copied()?;
+                        // The holder's connection listens on the channel too.
+                        let holder_listens = u64::from(l.holder.is_some());
+                        Some(subscribed.saturating_sub(holder_listens))
+                    }),
                 }
             })
             .collect();
@@ -161,8 +162,8 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
     };
     frame.render_widget(summary_line, summary);
 
-    let fixed = KIND + HOLDER + AGE + TTL + FENCE + WAIT + 6 * SPACING;
-    let name_width = table.width.saturating_sub(fixed).max(4);
+    let holders = snapshot.rows.iter().map(|r| r.holder.as_str());
+    let (name_width, holder_width) = widths(table.width, holders);
     let visible = usize::from(table.height.saturating_sub(1));
     let header = TableRow::new(
         [
@@ -203,7 +204,7 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
                 TableRow::new([
                     Cell::from(truncate(&row.name, name_width)),
                     Cell::from(truncate(&row.kind, KIND)),
-                    Cell::from(truncate(&row.holder, HOLDER)),
+                    Cell::from(cut_holder(&row.holder, holder_width)),
                     Cell::from(row.age.map_or("-".into(), human)),
                     // Only a lock can be held without a TTL (another client's key).
                     Cell::from(row.ttl.map_or_else(
@@ -229,7 +230,7 @@ pub fn render(frame: &mut Frame, snapshot: &Snapshot) {
     let widths = [
         Constraint::Length(name_width),
         Constraint::Length(KIND),
-        Constraint::Length(HOLDER),
+        Constraint::Length(holder_width),
         Constraint::Length(AGE),
         Constraint::Length(TTL),
         Constraint::Length(FENCE),
@@ -357,6 +358,31 @@ mod tests {
         assert!(
             buffer[(0, 2)].modifier.contains(Modifier::REVERSED),
             "header"
+        );
+    }
+
+    #[test]
+    fn a_long_holder_keeps_its_pid_and_a_wide_terminal_shows_it_whole() {
+        let holder = "build-agent-42.eu-west-1.internal pid 28483";
+        let snap = snapshot(vec![Row {
+            holder: holder.into(),
+            ..row("deploy", Some(3), Some(0))
+        }]);
+        let (lines, _) = draw(&snap, 80, 5);
+        assert!(lines[3].contains("build-a… pid 28483 "), "{}", lines[3]);
+        let (lines, _) = draw(&snap, 120, 5);
+        assert!(
+            lines[3].contains("build-agent-42.eu-west-1… pid 28483 "),
+            "{}",
+            lines[3]
+        );
+        let (lines, _) = draw(&snap, 140, 5);
+        assert!(lines[3].contains(&format!("{holder} ")), "{}", lines[3]);
+        assert!(lines[3].starts_with("deploy "), "{}", lines[3]);
+        // Cut where there is no pid to keep: the usual `…`.
+        assert_eq!(
+            cut_holder("2 reader(s) +1 writer(s) waiting", 18),
+            "2 reader(s) +1 wr…"
         );
     }
 

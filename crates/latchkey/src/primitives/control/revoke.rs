@@ -2,19 +2,22 @@
 //! them, and makes them harmless. See [`Client::revoke`](crate::Client::revoke).
 //!
 //! Every kind that can be held is revoked the way it is released, without
-//! the owner check, in one script where the kind allows: a lock, a
-//! semaphore's permits, a read-write lock's writer and readers are deleted
-//! by `revoke.lua`, which raises the fencing counter in the same script; a
-//! fair lock's holder is released with its own token (read first) so the
-//! lock is handed to the head of the queue, then the counter is raised; an
-//! election's leader is resigned with its token (candidates and observers
-//! are told), and its term is the fence. The holders learn it at their next
-//! renewal (`lost()` fires), or at their deadline.
+//! the owner check, in one script where the kind allows, and the fencing
+//! counter is raised in that script *before* anything is handed on, so the
+//! next holder's token is above the revocation's: a lock, fair or not, by
+//! `fair_release.lua`'s revoke mode (the counter raised, then the lock
+//! handed to the head of its queue or freed); a semaphore's permits, a
+//! read-write lock's writer and readers by `revoke.lua` (deleted, the
+//! counter raised); an election's leader is resigned with its token
+//! (candidates and observers are told), and its term + 1 is the fence. A
+//! hold key that holds no latchkey token (another program's data under the
+//! prefix) is never deleted: [`Error::ForeignValue`]. Each script
+//! publishes `revoked` on the primitive's channel: the holders check their
+//! hold when they hear it, else learn at their next renewal.
 
 use std::time::Duration;
 
 use crate::primitives::inspect::{Kind, PrimitiveInfo};
-use crate::primitives::lock::Lock;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::LockKeys;
@@ -33,8 +36,9 @@ pub struct Revocation {
     /// How many holds ended: 1 for a lock, a writer or a leader, the permits
     /// of a semaphore, the readers of a read-write lock (plus its writer).
     pub ended: u64,
-    /// A fencing token above every token the revoked holders could have
-    /// (the raised counter; an election's term): raise a
+    /// A fencing token above every token the revoked holders could have,
+    /// and at or below every later holder's (the raised counter; an
+    /// election's term + 1): raise a
     /// [`FencedResource`](crate::FencedResource) to it
     /// ([`raise`](crate::FencedResource::raise)) and the revoked holders'
     /// next writes there are refused at once.
@@ -50,8 +54,8 @@ pub(crate) async fn revoke(session: &Session, name: &[u8]) -> Result<Vec<Revocat
     let mut revoked = Vec::new();
     for info in found.iter().filter(|i| i.holders() > 0) {
         let revocation = match info {
-            PrimitiveInfo::Lock(_) => revoke_keys(session, name, Kind::Lock).await?,
-            PrimitiveInfo::FairLock(_) => revoke_fair(session, name).await?,
+            PrimitiveInfo::Lock(_) => revoke_lock(session, name, Kind::Lock).await?,
+            PrimitiveInfo::FairLock(_) => revoke_lock(session, name, Kind::FairLock).await?,
             PrimitiveInfo::Semaphore(_) => revoke_keys(session, name, Kind::Semaphore).await?,
             PrimitiveInfo::RwLock(_) => revoke_keys(session, name, Kind::RwLock).await?,
             PrimitiveInfo::Election(_) => revoke_leader(session, name).await?,
@@ -75,24 +79,14 @@ pub(crate) async fn revoke(session: &Session, name: &[u8]) -> Result<Vec<Revocat
     Ok(revoked)
 }
 
-/// `revoke.lua` over the hold keys of a lock, a semaphore or a read-write
-/// lock; `raise_only`: nothing to delete, raise the counter (a fair lock).
-async fn run_revoke(
-    session: &Session,
-    keys: &[&[u8]],
-    channel: &[u8],
-    raise_only: bool,
-) -> Result<(u64, u64)> {
+/// `revoke.lua` over the hold keys of a semaphore or a read-write lock.
+async fn run_revoke(session: &Session, keys: &[&[u8]], channel: &[u8]) -> Result<(u64, u64)> {
     let (ended, fence): (i64, i64) = session
         .eval(
             "revoke",
             &scripts::REVOKE,
             keys,
-            &[
-                session.publish_command(),
-                channel,
-                if raise_only { b"1" } else { b"0" },
-            ],
+            &[session.publish_command(), channel],
         )
         .await?;
     let count = |v| crate::primitives::shared::reply_int("revoke", v);
@@ -102,10 +96,6 @@ async fn run_revoke(
 async fn revoke_keys(session: &Session, name: &[u8], kind: Kind) -> Result<Option<Revocation>> {
     let at = |suffix: &[u8]| primitive_key(session.prefix(), name, suffix);
     let (holds, fence, channel) = match kind {
-        Kind::Lock => {
-            let keys = LockKeys::new(session.prefix(), name, !session.is_cluster());
-            (vec![keys.key], keys.fence_key, keys.channel)
-        }
         Kind::Semaphore => (
             vec![at(PERMITS_SUFFIX)],
             at(PERMITS_FENCE_SUFFIX),
@@ -120,7 +110,7 @@ async fn revoke_keys(session: &Session, name: &[u8], kind: Kind) -> Result<Optio
     };
     let mut keys: Vec<&[u8]> = holds.iter().map(Vec::as_slice).collect();
     keys.push(&fence);
-    let (ended, fence) = run_revoke(session, &keys, &channel, false).await?;
+    let (ended, fence) = run_revoke(session, &keys, &channel).await?;
     Ok((ended > 0).then_some(Revocation {
         kind,
         ended,
@@ -128,21 +118,12 @@ async fn revoke_keys(session: &Session, name: &[u8], kind: Kind) -> Result<Optio
     }))
 }
 
-/// A fair lock: its holder's token is read, then released with it, so the
-/// lock goes to the head of the queue as at any release.
-async fn revoke_fair(session: &Session, name: &[u8]) -> Result<Option<Revocation>> {
-    let lock = Lock::on_session(session, name, HANDLE_TTL)?.fair()?;
-    let Some(token) = holder_token(session, lock.key()).await? else {
-        return Ok(None);
-    };
-    if lock.release_token(&token).await? != Ownership::Owned {
-        // It changed hands meanwhile: the new holder was not asked about.
-        return Ok(None);
-    }
-    let keys = LockKeys::new(session.prefix(), name, !session.is_cluster());
-    let (_, fence) = run_revoke(session, &[&keys.fence_key], &keys.channel, true).await?;
-    Ok(Some(Revocation {
-        kind: Kind::FairLock,
+/// A lock, fair or not: one script raises the counter (and layout 2's),
+/// then hands the lock to the first live waiter of its queue, or frees it.
+async fn revoke_lock(session: &Session, name: &[u8], kind: Kind) -> Result<Option<Revocation>> {
+    let keys = LockKeys::new(session.prefix(), name, !session.is_cluster()).with_fair();
+    Ok(session.fair_revoke(&keys).await?.map(|fence| Revocation {
+        kind,
         ended: 1,
         fencing_token: Some(fence),
     }))
@@ -167,7 +148,8 @@ async fn revoke_leader(session: &Session, name: &[u8]) -> Result<Option<Revocati
     }
 }
 
-/// The owner token a lock-like key holds (without a waiter's `+w` mark).
+/// The owner token a lease key holds (without a waiter's `+w` mark);
+/// [`Error::ForeignValue`] for a value no latchkey client wrote.
 async fn holder_token(session: &Session, key: &[u8]) -> Result<Option<String>> {
     let value: Option<Vec<u8>> = session
         .query("revoke", redis::cmd("GET").arg(key).clone(), key)
@@ -175,6 +157,11 @@ async fn holder_token(session: &Session, key: &[u8]) -> Result<Option<String>> {
     let Some(value) = value else {
         return Ok(None);
     };
+    if !crate::vocab::token::is_token(&value) {
+        return Err(Error::ForeignValue {
+            key: String::from_utf8_lossy(key).into_owned(),
+        });
+    }
     let value = value.strip_suffix(b"+w").unwrap_or(&value);
     String::from_utf8(value.to_vec())
         .map(Some)

@@ -15,8 +15,9 @@ use crate::vocab::error::Result;
 use crate::vocab::names::LockKeys;
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{
-    primitive_key, BARRIER_SUFFIX, ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX, LATCH_SUFFIX,
-    LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_SUFFIX, QUEUE_SUFFIX, RWLOCK_SUFFIXES,
+    primitive_key, ACQUIRED_SUFFIX, BARRIER_SUFFIX, ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX,
+    LATCH_SUFFIX, LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_SUFFIX, QUEUE_SUFFIX,
+    RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX,
 };
 use crate::vocab::token::Holder;
 
@@ -25,7 +26,7 @@ use crate::vocab::token::Holder;
 const MEMBERS_READ: &[u8] = b"1000";
 
 type Bytes = Option<Vec<u8>>;
-type LockPart = (Bytes, i64, Bytes);
+type LockPart = (Bytes, i64, Bytes, Option<u64>);
 type FairPart = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 type PermitsPart = (Vec<Vec<u8>>, Bytes);
 type RwPart = (
@@ -36,6 +37,7 @@ type RwPart = (
     Vec<Vec<u8>>,
     i64,
     Bytes,
+    Option<u64>,
 );
 type LatchPart = (Bytes, i64);
 type BarrierPart = (i64, Bytes, Bytes, Bytes, i64);
@@ -80,6 +82,8 @@ impl Session {
             at(BARRIER_SUFFIX),
             at(ELECTION_LEASE_SUFFIX),
             at(ELECTION_STATE_SUFFIX),
+            at(ACQUIRED_SUFFIX),
+            at(RWLOCK_WRITER_ACQUIRED_SUFFIX),
         ]);
         if let Some(legacy) = &lock_keys.legacy {
             keys.push(legacy.fence_key.clone());
@@ -98,9 +102,9 @@ fn parse(name: &[u8], lock_keys: &LockKeys, reply: Reply) -> Vec<PrimitiveInfo> 
     let now: u64 = now.parse().unwrap_or(0);
     let mut found = Vec::new();
 
-    let (value, pttl, fence) = lock;
+    let (value, pttl, fence, held) = lock;
     let lock_found = value.is_some() || fence.is_some();
-    let lock = lock_info(name, lock_keys, value, pttl, fence);
+    let lock = lock_info(name, lock_keys, value, pttl, fence, held);
     let queue = fair_queue(now, fair);
     if !queue.is_empty() {
         found.push(PrimitiveInfo::FairLock(FairLockInfo { lock, queue }));
@@ -117,7 +121,7 @@ fn parse(name: &[u8], lock_keys: &LockKeys, reply: Reply) -> Vec<PrimitiveInfo> 
         }));
     }
 
-    let (writer, writer_pttl, readers, writers_waiting, readers_waiting, next, fence) = rw;
+    let (writer, writer_pttl, readers, writers_waiting, readers_waiting, next, fence, held) = rw;
     if writer.is_some()
         || !readers.is_empty()
         || !writers_waiting.is_empty()
@@ -128,7 +132,7 @@ fn parse(name: &[u8], lock_keys: &LockKeys, reply: Reply) -> Vec<PrimitiveInfo> 
         found.push(PrimitiveInfo::RwLock(RwLockInfo {
             name: name.to_vec(),
             writer: writer.map(|token| Holding {
-                holder: Holder::from_token(&token),
+                holder: Holder::from_token(&token).map(|h| held_for(h, held)),
                 ttl: ttl(writer_pttl),
             }),
             readers: holdings(now, &readers),
@@ -159,13 +163,19 @@ fn parse(name: &[u8], lock_keys: &LockKeys, reply: Reply) -> Vec<PrimitiveInfo> 
         }));
     }
 
-    let (lease, lease_pttl, exists, token, value, term, _since, _change, last_term) = election;
+    let (lease, lease_pttl, exists, token, value, term, since, _change, last_term) = election;
     if lease.is_some() || exists == 1 {
         let leads = lease.is_some() && lease == token;
+        // A leader's token is made when it starts campaigning: its term
+        // began at `since` (server ms), which the state records.
+        let led = number(&since).map(|since| now.saturating_sub(since));
         found.push(PrimitiveInfo::Election(ElectionInfo {
             name: name.to_vec(),
             leader: leads.then(|| Holding {
-                holder: lease.as_deref().and_then(Holder::from_token),
+                holder: lease
+                    .as_deref()
+                    .and_then(Holder::from_token)
+                    .map(|h| held_for(h, led)),
                 ttl: ttl(lease_pttl),
             }),
             term: if leads { number(&term) } else { None },
@@ -175,6 +185,19 @@ fn parse(name: &[u8], lock_keys: &LockKeys, reply: Reply) -> Vec<PrimitiveInfo> 
         }));
     }
     found
+}
+
+/// `holder` as acquired `held` ms ago (by the server's clock), when the
+/// layout says when its hold began: a waiter's token tells when it started
+/// waiting, not when it got the hold.
+pub(super) fn held_for(mut holder: Holder, held: Option<u64>) -> Holder {
+    if let Some(ms) = held {
+        let ago = Duration::from_millis(ms);
+        holder.acquired_at = std::time::SystemTime::now()
+            .checked_sub(ago)
+            .unwrap_or(holder.acquired_at);
+    }
+    holder
 }
 
 /// A decimal count or token; `None` when absent or not a number.

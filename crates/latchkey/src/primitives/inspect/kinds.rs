@@ -29,9 +29,10 @@ pub struct LockInfo {
     /// Who holds the lock, parsed from a latchkey owner token; `None` when the
     /// lock is free or held by another client (see [`value`](Self::value)).
     pub holder: Option<Holder>,
-    /// How long the holder has held it, by the holder's wall clock compared
-    /// with ours (zero when the holder's clock is ahead); `None` unless
-    /// [`holder`](Self::holder) is known.
+    /// How long the holder has held it: since [`Holder::acquired_at`] by
+    /// our clock (zero when the holder's clock is ahead); `None` unless
+    /// [`holder`](Self::holder) is known. A holder that waited in a fair
+    /// queue counts from when it got the lock, not from when it queued.
     pub age: Option<Duration>,
     /// The last fencing token issued for this name: the holder's once it
     /// has one (tokens are issued with the acquisition only for locks made

@@ -66,11 +66,20 @@ impl Session {
     /// whatever it finds under the prefix.
     async fn inspect_key(&self, name: &[u8]) -> Result<LockInfo> {
         let keys = LockKeys::new(self.prefix(), name, !self.is_cluster());
-        let (counted, n) = keys.counted();
-        let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = self
-            .eval("inspect", &scripts::INSPECT, &counted[..n], &[])
+        let acquired = crate::vocab::protocol::primitive_key(
+            self.prefix(),
+            name,
+            crate::vocab::protocol::ACQUIRED_SUFFIX,
+        );
+        let mut script_keys: Vec<&[u8]> = vec![&keys.key, &keys.fence_key, &acquired];
+        if let Some(legacy) = &keys.legacy {
+            script_keys.push(&legacy.fence_key);
+        }
+        type Reply = (Option<Vec<u8>>, i64, Option<Vec<u8>>, Option<u64>);
+        let (value, pttl, fence, held): Reply = self
+            .eval("inspect", &scripts::INSPECT, &script_keys, &[])
             .await?;
-        Ok(lock_info(name, &keys, value, pttl, fence))
+        Ok(lock_info(name, &keys, value, pttl, fence, held))
     }
 
     /// See [`Client::list`](crate::Client::list).
@@ -182,13 +191,16 @@ impl Session {
     }
 }
 
-/// A [`LockInfo`] from what `inspect.lua` (or `inspect_any.lua`) read.
+/// A [`LockInfo`] from what `inspect.lua` (or `inspect_any.lua`) read;
+/// `held`: ms since the hold began, when the acquired record tells (a
+/// waiter that was queued: its token tells when it queued).
 pub(crate) fn lock_info(
     name: &[u8],
     keys: &LockKeys,
     value: Option<Vec<u8>>,
     pttl: i64,
     fence: Option<Vec<u8>>,
+    held: Option<u64>,
 ) -> LockInfo {
     let parsed = fence.as_ref().map(|raw| {
         std::str::from_utf8(raw)
@@ -207,7 +219,10 @@ pub(crate) fn lock_info(
         }
         _ => None,
     };
-    let holder = value.as_deref().and_then(Holder::from_token);
+    let holder = value
+        .as_deref()
+        .and_then(Holder::from_token)
+        .map(|h| any::held_for(h, held));
     let age = holder.as_ref().map(|h| {
         SystemTime::now()
             .duration_since(h.acquired_at)

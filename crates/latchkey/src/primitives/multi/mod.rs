@@ -140,7 +140,7 @@ impl MultiLock {
             .find(|w| given[w[0]].keys.key == given[w[1]].keys.key)
         {
             return Err(Error::InvalidInput(format!(
-                "lock_all: {:?} is named twice",
+                "the lock {:?} is named twice: name each lock once",
                 String::from_utf8_lossy(&given[twice[0]].name)
             )));
         }

@@ -21,7 +21,7 @@ use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
-use crate::vocab::protocol::RWLOCK_SUFFIXES;
+use crate::vocab::protocol::{RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
 
 /// A read-write lock: many readers or one writer, across processes; each
 /// hold a lease, and neither side starved. A recipe called by name, cheap
@@ -305,7 +305,15 @@ impl RwLock {
             RwAccess::Write => b"w",
         };
         let issue: &[u8] = if spec.lease.fenced { b"1" } else { b"0" };
-        let keys: Vec<&[u8]> = spec.keys[..6].iter().map(Vec::as_slice).collect();
+        let mut keys: Vec<&[u8]> = spec.keys[..6].iter().map(Vec::as_slice).collect();
+        // A writer that waited records when it got the lock (inspection's age).
+        let acquired = match access {
+            RwAccess::Write => key(&spec.session, &spec.name, RWLOCK_WRITER_ACQUIRED_SUFFIX),
+            RwAccess::Read => Vec::new(),
+        };
+        if access == RwAccess::Write {
+            keys.push(&acquired);
+        }
         pending.arm();
         let reply: (i64, i64) = spec
             .session

@@ -81,6 +81,61 @@ impl Session {
     }
 }
 
+/// What one wait takes from its listener.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Take {
+    /// The first signal on any of the names (or patterns).
+    First,
+    /// The first signal of every name (or pattern), in their order.
+    Each,
+}
+
+/// One wait ([`Client::wait`](crate::Client::wait) and its siblings): a
+/// listener on `items` (patterns when `patterns`), what `take` says taken
+/// from it within `timeout` (subscribing included), and the listener
+/// closed before this returns, whatever the outcome: a wait that has
+/// returned is not subscribed any more, so a `signal` sent after it counts
+/// nobody for it (and the "send until someone hears" loop cannot hand its
+/// signal to a waiter that has stopped listening).
+pub(crate) async fn wait_once(
+    session: &Session,
+    items: Vec<Vec<u8>>,
+    patterns: bool,
+    take: Take,
+    timeout: Duration,
+) -> Result<Vec<listener::Signal>> {
+    let started = std::time::Instant::now();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let timed_out =
+        |items: &[Vec<u8>]| crate::primitives::wait::timed_out(&items.join(&b","[..]), started);
+    let opening = listener::Listener::open(session, items.clone(), patterns);
+    let mut listener = match tokio::time::timeout_at(deadline, opening).await {
+        Ok(Ok(listener)) => listener,
+        failed => {
+            // A subscribe given up (or refused) midway: settled, so that
+            // what it may have subscribed is given up before we return.
+            let subscribers: Vec<_> = std::iter::once(session.subscriber())
+                .chain(session.replica_subscribers())
+                .cloned()
+                .collect();
+            listener::settle(&subscribers).await;
+            return match failed {
+                Ok(Err(e)) => Err(e),
+                _ => Err(timed_out(&items)),
+            };
+        }
+    };
+    let taking = async {
+        match take {
+            Take::First => vec![listener.recv().await],
+            Take::Each => listener.recv_all().await,
+        }
+    };
+    let got = tokio::time::timeout_at(deadline, taking).await;
+    listener.close().await;
+    got.map_err(|_| timed_out(&items))
+}
+
 /// Runs `wait` for at most `timeout`: [`Error::WaitTimedOut`] (naming
 /// `names`, comma-separated) if it did not finish, the one timeout of every
 /// bounded wait (`primitives/wait/`).

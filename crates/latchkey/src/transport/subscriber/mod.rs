@@ -14,7 +14,10 @@
 //! Dropping a subscription only adds its topic to a list of releases (no
 //! lookup, no wake-up of the actor: a signal may wake and end thousands of
 //! waiters at once); a little later the actor counts the interest down, and
-//! unsubscribes what nobody wants any more.
+//! unsubscribes what nobody wants any more. A caller that must be gone from
+//! the server before it goes on (a wait that returns: a `PUBLISH` after it
+//! must not count it) asks [`Subscriber::settle`], which has the actor do
+//! that at once and waits for the `UNSUBSCRIBE`.
 //! When the connection dies (closed, reset, or a health-check `PING` that
 //! does not come back) the actor reconnects with backoff, subscribes to
 //! everything still wanted, and sends [`Event::Resubscribed`] to every
@@ -219,6 +222,47 @@ impl Subscriber {
             }
         }
         Ok(subscriptions)
+    }
+
+    /// Returns once every subscription dropped before the call has been
+    /// given up on the server: the actor counts the releases now (without
+    /// the usual linger) and its `UNSUBSCRIBE` of what nobody here wants
+    /// any more is confirmed. So a `PUBLISH` sent after this returns no
+    /// longer counts (nor reaches) those subscriptions. Costs no command
+    /// when nothing is to be given up, and no wait when nothing is
+    /// subscribed on the current connection (it is down, or was never up:
+    /// the server holds nothing of ours). An error means the actor did not
+    /// answer within the command timeout, or the connection went down
+    /// meanwhile (its subscriptions are gone with it).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the releases are counted by the actor either way
+    /// (within its linger, as for any dropped subscription).
+    pub(crate) async fn settle(&self) -> Result<()> {
+        if !lock(&self.shared.registry).values().any(|e| e.confirmed) {
+            return Ok(());
+        }
+        // A subscribe of nothing: the actor takes it with every release
+        // queued before it, unsubscribes what is unwanted, then answers.
+        let (done, answer) = oneshot::channel();
+        let closed = || {
+            Error::Unreachable(redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "subscriber connection is closed",
+            )))
+        };
+        self.shared
+            .requests
+            .send(Request::Subscribe(Vec::new(), done))
+            .map_err(|_| closed())?;
+        match tokio::time::timeout(self.shared.timeout, answer).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(closed()),
+            Err(_) => Err(Error::Timeout {
+                op: "UNSUBSCRIBE",
+                after: self.shared.timeout,
+            }),
+        }
     }
 
     /// A name for a new waiter, unique among all waiters of all processes

@@ -38,7 +38,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// |---|---|---|
 /// | Redis unavailable for now | `Unreachable`, `Timeout`, `NoQuorum`, `OutOfMemory`, `ReadOnlyReplica`, `TooFewReplicas` | yes (`is_transient`) |
 /// | A bounded wait ran out | `WaitTimedOut` | your policy: the primitive is busy, not broken |
-/// | The state says no | `LatchOpen`, `CountedBelowZero`, `PartiesMismatch`, `NotFound`, `NotHeld`, `MaxHoldReached` | no: the answer will not change by retrying |
+/// | The state says no | `LatchOpen`, `CountedBelowZero`, `PartiesMismatch`, `NotFound`, `NotHeld`, `MaxHoldReached`, `ForeignValue` | no: the answer will not change by retrying |
 /// | Bad input | `InvalidName`, `InvalidTtl`, `InvalidCount`, `InvalidInput`, `Unsupported` | no: fix the call |
 /// | Deployment | `Auth`, `Tls`, `NoPermission`, `WrongType`, `BadFencingCounter` | no: fix the server, user or key |
 /// | Anything else | `Redis`, `Protocol`, `Random`, `Internal` | no: report it |
@@ -136,6 +136,15 @@ pub enum Error {
         name: String,
         /// The cap it was made with.
         max_hold: Duration,
+    },
+
+    /// A revocation found a key that no latchkey client wrote where a hold
+    /// should be (a plain `SET` under the prefix, another program's data):
+    /// it is not ours to end, and nothing was revoked.
+    #[error("key {key:?} holds a value no latchkey client wrote: it is not revoked (another program's data?)")]
+    ForeignValue {
+        /// The key, lossily decoded as UTF-8.
+        key: String,
     },
 
     /// The server refused a command for lack of permission (ACL NOPERM).
@@ -373,6 +382,16 @@ impl Error {
                         .find(|k| detail.contains(String::from_utf8_lossy(k).as_ref()))
                 });
                 return Error::BadFencingCounter { key: name(counter) };
+            }
+            // Raised by the revoke scripts for a hold key holding no token.
+            Some("FOREIGN") => {
+                let detail = err.detail().unwrap_or_default();
+                let key = keys
+                    .iter()
+                    .find(|k| detail.contains(String::from_utf8_lossy(k).as_ref()));
+                return Error::ForeignValue {
+                    key: name(key.or(keys.first())),
+                };
             }
             Some("NOAUTH") | Some("WRONGPASS") => return Error::Auth(err),
             Some("OOM") => return Error::OutOfMemory(err),

@@ -159,6 +159,18 @@ pub fn primitive_key(prefix: &[u8], name: &[u8], suffix: &[u8]) -> Vec<u8> {
     [&tag_stem(&[prefix, name].concat())[..], suffix].concat()
 }
 
+/// Suffix of a lock's acquired record (new in 0.4): a string
+/// `<server ms>:<owner token>`, written when a waiter that was queued gets
+/// the lock (a fair hand-off, or a queued waiter taking it), with a 24 h
+/// TTL. A waiter's token is made when it starts waiting, so its time is not
+/// when the hold began; inspection counts the hold's age from this record
+/// while it names the holder's token (see `docs/protocol.md`, "Inspection").
+pub const ACQUIRED_SUFFIX: &[u8] = b":acquired";
+
+/// Suffix of a read-write lock's writer's acquired record (new in 0.4), as
+/// [`ACQUIRED_SUFFIX`]: written when a writer that waited gets the lock.
+pub const RWLOCK_WRITER_ACQUIRED_SUFFIX: &[u8] = b":rw:writer-acquired";
+
 /// Suffix of a fair lock's queue: a list of waiter entries in arrival order
 /// (see `docs/protocol.md`, "Fair locks").
 pub const QUEUE_SUFFIX: &[u8] = b":queue";

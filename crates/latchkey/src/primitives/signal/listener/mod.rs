@@ -141,6 +141,9 @@ pub struct Listener {
     /// patterns that match the same name. (A name's two channels never carry
     /// the same message, and names in one listener are distinct.)
     recent: Option<Recent>,
+    /// The subscribers it listens through (the primary's, the replicas'),
+    /// for [`Listener::close`].
+    subscribers: Vec<crate::transport::subscriber::Subscriber>,
 }
 
 impl std::fmt::Debug for Listener {
@@ -243,5 +246,35 @@ impl Listener {
             self.next_signal(true).await;
         }
         self.watches.iter().filter_map(|w| w.got.clone()).collect()
+    }
+
+    /// Stops listening, and returns once the servers have been told: a
+    /// signal sent after `close` returns neither reaches this listener nor
+    /// is counted by [`Client::signal`] (a dropped listener gives its
+    /// subscriptions up a little later, in the background, so a `signal`
+    /// right after the drop may still count it, and be lost). Every
+    /// [`Client::wait`] closes its listener this way before it returns.
+    /// Bounded by the client's command timeout; a server that cannot be
+    /// reached has no subscription to give up.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the subscriptions are given up either way (dropped,
+    /// they are unsubscribed in the background, as for a dropped listener).
+    pub async fn close(self) {
+        let subscribers = self.subscribers.clone();
+        drop(self);
+        settle(&subscribers).await;
+    }
+}
+
+/// Waits until each of `subscribers` has given up the subscriptions
+/// dropped so far (see `Subscriber::settle`), all at once. A failure is
+/// logged only: a connection that is down has no subscriptions left.
+pub(crate) async fn settle(subscribers: &[crate::transport::subscriber::Subscriber]) {
+    let settled = subscribers.iter().map(|s| s.settle());
+    for result in futures_util::future::join_all(settled).await {
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "giving up a listener's subscriptions was not confirmed");
+        }
     }
 }

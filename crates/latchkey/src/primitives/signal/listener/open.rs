@@ -92,6 +92,10 @@ impl Listener {
             subs: Vec::with_capacity(slots.len()),
             joining: Vec::new(),
             recent: None,
+            subscribers: std::iter::once(primary)
+                .chain(client.replica_subscribers())
+                .cloned()
+                .collect(),
         };
         let replicas = client.replica_subscribers();
         if !replicas.is_empty() || (patterns && listener.watches.len() > 1) {
