@@ -282,6 +282,10 @@ fn every_command_the_scripts_call_is_in_the_rules() {
     let mut called: Vec<String> = Vec::new();
     for entry in std::fs::read_dir(dir).expect("the scripts") {
         let path = entry.expect("a script").path();
+        if path.is_dir() {
+            // shared/fence.lua GETs and SETs, as every script it joins does.
+            continue;
+        }
         let text = std::fs::read_to_string(&path).expect("a script's text");
         // `redis.call('NAME', …)` and `redis.pcall(…)`; a command named
         // by a variable or ARGV is PUBLISH or SPUBLISH (checked below).

@@ -51,27 +51,6 @@ if type(holder) == 'table' and holder.err then
   return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
 end
 
-local function counter(key)
-  local stored = redis.pcall('GET', key)
-  if type(stored) == 'table' and stored.err then stored = '' end
-  if not stored then return 0, false end
-  local n = tonumber(stored)
-  if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
-    return nil, true
-  end
-  return n, true
-end
-local function last_fence()
-  local last = counter(KEYS[4])
-  if not last then return nil, KEYS[4] end
-  if KEYS[6] then
-    local legacy = counter(KEYS[6])
-    if not legacy then return nil, KEYS[6] end
-    last = math.max(last, legacy)
-  end
-  return last
-end
-
 -- Leaves the queue; true when the caller was queued.
 local function leave()
   if redis.call('ZREM', KEYS[3], me) == 1 then
@@ -85,7 +64,7 @@ end
 if holder == token or holder == token .. '+w' then
   leave()
   local fence = 0
-  if ARGV[4] == '1' then fence = last_fence() or -1 end
+  if ARGV[4] == '1' then fence = fence_last(KEYS[4], KEYS[6]) or -1 end
   return {2, fence, redis.call('PTTL', KEYS[1])}
 end
 
@@ -101,23 +80,15 @@ while true do
 end
 
 if not holder and (not head or head == me) then
-  local fence = 0
+  local fence, legacy_exists = 0, false
   if ARGV[4] == '1' then
-    local last, bad = last_fence()
-    if not last then
-      return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. bad ..
-        ' does not hold a token (an integer below 2^53); delete it to reset the lock')
-    end
-    local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    fence = math.max(last + 1, now_us)
+    local last
+    last, legacy_exists = fence_last(KEYS[4], KEYS[6])
+    if not last then return fence_bad(legacy_exists) end
+    fence = fence_next(last, t)
   end
   redis.call('SET', KEYS[1], token, 'PX', ARGV[3])
-  if fence > 0 then
-    redis.call('SET', KEYS[4], string.format('%.0f', fence))
-    if KEYS[6] and redis.call('EXISTS', KEYS[6]) == 1 then
-      redis.call('SET', KEYS[6], string.format('%.0f', fence))
-    end
-  end
+  if fence > 0 then fence_store(KEYS[4], legacy_exists and KEYS[6], fence) end
   -- A caller that waited in the queue holds a token made when it queued.
   if leave() then
     redis.call('SET', KEYS[5], string.format('%d', now) .. ':' .. token, 'PX', 86400000)

@@ -86,29 +86,14 @@ end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
-local function counter(key)
-  local stored = redis.pcall('GET', key)
-  if type(stored) == 'table' and stored.err then stored = '' end
-  if not stored then return 0, false end
-  local n = tonumber(stored)
-  if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
-    return nil, true
-  end
-  return n, true
-end
 -- The next token, max(last + 1, now in µs), stored in both counters; nil
 -- and the bad counter's key when one does not hold a token.
 local function raise()
-  local last = counter(KEYS[4])
-  if not last then return nil, KEYS[4] end
-  local legacy, legacy_exists = 0, false
-  if KEYS[6] then legacy, legacy_exists = counter(KEYS[6]) end
-  if not legacy then return nil, KEYS[6] end
-  local fence = math.max(math.max(last, legacy) + 1, now_us)
-  redis.call('SET', KEYS[4], string.format('%.0f', fence))
-  if legacy_exists then redis.call('SET', KEYS[6], string.format('%.0f', fence)) end
+  local last, legacy_exists = fence_last(KEYS[4], KEYS[6])
+  if not last then return nil, legacy_exists end
+  local fence = fence_next(last, t)
+  fence_store(KEYS[4], legacy_exists and KEYS[6], fence)
   return fence
 end
 
@@ -118,10 +103,7 @@ local fence = 0
 if revoking then
   local bad
   fence, bad = raise()
-  if not fence then
-    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. bad ..
-      ' does not hold a token (an integer below 2^53); delete it to reset it')
-  end
+  if not fence then return fence_bad(bad) end
 end
 
 -- Hands the lock to the first live entry (2), or frees it (1).

@@ -26,34 +26,10 @@ if holder ~= ARGV[1] and holder ~= ARGV[1] .. '+w' then
   return {0, 0}
 end
 -- The last token issued: the counter's, and the layout 2 counter's (KEYS[3],
--- present while 0.2 clients may still issue tokens for this lock), the
--- larger. pcall: a counter of the wrong type is a bad counter (BADFENCE,
--- naming that counter), not a WRONGTYPE that would blame the lock key.
-local function counter(key)
-  local stored = redis.pcall('GET', key)
-  if type(stored) == 'table' and stored.err then stored = '' end
-  if not stored then return 0, false end
-  local n = tonumber(stored)
-  if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
-    return nil, true
-  end
-  return n, true
-end
-local last, _ = counter(KEYS[2])
-local legacy_last, legacy_exists = 0, false
-if KEYS[3] then legacy_last, legacy_exists = counter(KEYS[3]) end
-local function bad(key)
-  return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. key ..
-    ' does not hold a token (an integer below 2^53); delete it to reset the lock')
-end
-if not last then return bad(KEYS[2]) end
-if not legacy_last then return bad(KEYS[3]) end
-last = math.max(last, legacy_last)
-local now = redis.call('TIME')
-local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
--- %.0f: integers below 2^53 print exactly this way (the default conversion
--- would round to 14 digits).
-redis.call('SET', KEYS[2], string.format('%.0f', fence))
+-- present while 0.2 clients may still issue tokens for this lock), the larger.
+local last, legacy_exists = fence_last(KEYS[2], KEYS[3])
+if not last then return fence_bad(legacy_exists) end
+local fence = fence_next(last, redis.call('TIME'))
 -- A 0.2 client reads only the old counter: keep it up while it exists.
-if legacy_exists then redis.call('SET', KEYS[3], string.format('%.0f', fence)) end
+fence_store(KEYS[2], legacy_exists and KEYS[3], fence)
 return {1, fence}

@@ -51,37 +51,18 @@ end
 local fences = {}
 if ARGV[3] == '1' then
   -- Every counter checked before anything is written: all or nothing.
-  local function counter(key)
-    local stored = redis.pcall('GET', key)
-    if type(stored) == 'table' and stored.err then stored = '' end
-    if not stored then return 0, false end
-    local v = tonumber(stored)
-    if not v or v < 0 or v >= 9007199254740992 or v ~= math.floor(v) then
-      return nil, true
-    end
-    return v, true
-  end
-  local function bad(key)
-    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. key ..
-      ' does not hold a token (an integer below 2^53); delete it to reset the lock')
-  end
   for i = 1, n do
-    if not counter(KEYS[3 * i - 1]) then return bad(KEYS[3 * i - 1]) end
-    if not counter(KEYS[3 * i]) then return bad(KEYS[3 * i]) end
+    local last, bad = fence_last(KEYS[3 * i - 1], KEYS[3 * i])
+    if not last then return fence_bad(bad) end
   end
   local now = redis.call('TIME')
-  local now_us = tonumber(now[1]) * 1000000 + tonumber(now[2])
   for i = 1, n do
     -- Read again: two names may share a counter (an empty prefix makes `x`
     -- and `{x}` share a stem), and each token must outrank the last.
-    local c, _ = counter(KEYS[3 * i - 1])
-    local l, exists = counter(KEYS[3 * i])
-    local fence = math.max(math.max(c, l) + 1, now_us)
-    -- %.0f: integers below 2^53 print exactly (see acquire.lua).
-    redis.call('SET', KEYS[3 * i - 1], string.format('%.0f', fence))
-    if exists and KEYS[3 * i] ~= KEYS[3 * i - 1] then
-      redis.call('SET', KEYS[3 * i], string.format('%.0f', fence))
-    end
+    local c, l = KEYS[3 * i - 1], KEYS[3 * i]
+    local last, exists = fence_last(c, l)
+    local fence = fence_next(last, now)
+    fence_store(c, exists and l ~= c and l, fence)
     fences[i] = fence
   end
 end

@@ -29,14 +29,8 @@
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local counter = KEYS[#KEYS]
-local stored = redis.pcall('GET', counter)
-if type(stored) == 'table' and stored.err then stored = '' end
-local last = 0
-if stored then last = tonumber(stored) end
-if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
-  return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. counter ..
-    ' does not hold a token (an integer below 2^53); delete it to reset it')
-end
+local last = fence_read(counter)
+if not last then return fence_bad(counter) end
 for i = 1, #KEYS - 1 do
   if redis.call('TYPE', KEYS[i])['ok'] == 'string' then
     local version = string.sub(redis.call('GET', KEYS[i]), 1, 4)
@@ -57,8 +51,8 @@ for i = 1, #KEYS - 1 do
   if kind ~= 'none' then redis.call('DEL', KEYS[i]) end
 end
 if ended == 0 then return {0, 0} end
-local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('SET', counter, string.format('%.0f', fence))
+local fence = fence_next(last, t)
+fence_store(counter, nil, fence)
 -- 'revoked', not 'released': waiters wake on it as on any release, and a
 -- holder that hears it checks its hold at once (and learns why it ended).
 if ARGV[1] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], 'revoked')

@@ -74,16 +74,10 @@ if writer or redis.call('ZCARD', KEYS[2]) > 0 or redis.call('SCARD', KEYS[5]) > 
 end
 local fence = 0
 if ARGV[4] == '1' then
-  local stored = redis.pcall('GET', KEYS[6])
-  if type(stored) == 'table' and stored.err then stored = '' end
-  local last = 0
-  if stored then last = tonumber(stored) end
-  if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
-    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[6] ..
-      ' does not hold a token (an integer below 2^53); delete it to reset the lock')
-  end
-  fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  redis.call('SET', KEYS[6], string.format('%.0f', fence))
+  local last = fence_read(KEYS[6])
+  if not last then return fence_bad(KEYS[6]) end
+  fence = fence_next(last, t)
+  fence_store(KEYS[6], nil, fence)
 end
 redis.call('SET', KEYS[1], token, 'PX', ttl)
 if redis.call('ZREM', KEYS[3], token) == 1 and KEYS[7] then

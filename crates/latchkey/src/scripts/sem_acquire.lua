@@ -45,16 +45,10 @@ if held + k > tonumber(ARGV[2]) then
 end
 local fence = 0
 if ARGV[4] == '1' then
-  local stored = redis.pcall('GET', KEYS[2])
-  if type(stored) == 'table' and stored.err then stored = '' end
-  local last = 0
-  if stored then last = tonumber(stored) end
-  if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
-    return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[2] ..
-      ' does not hold a token (an integer below 2^53); delete it to reset the semaphore')
-  end
-  fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  local last = fence_read(KEYS[2])
+  if not last then return fence_bad(KEYS[2]) end
+  fence = fence_next(last, t)
+  fence_store(KEYS[2], nil, fence)
 end
 local expiry = string.format('%.0f', now + tonumber(ARGV[3]))
 redis.call('ZADD', KEYS[1], expiry, ARGV[1])

@@ -19,14 +19,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) <= now then return {0, 0} end
-local stored = redis.pcall('GET', KEYS[2])
-if type(stored) == 'table' and stored.err then stored = '' end
-local last = 0
-if stored then last = tonumber(stored) end
-if not last or last < 0 or last >= 9007199254740992 or last ~= math.floor(last) then
-  return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[2] ..
-    ' does not hold a token (an integer below 2^53); delete it to reset the semaphore')
-end
-local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('SET', KEYS[2], string.format('%.0f', fence))
+local last = fence_read(KEYS[2])
+if not last then return fence_bad(KEYS[2]) end
+local fence = fence_next(last, t)
+fence_store(KEYS[2], nil, fence)
 return {1, fence}

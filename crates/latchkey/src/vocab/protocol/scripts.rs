@@ -10,50 +10,65 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+/// A script's text: its file, after the shared fencing-counter rules
+/// (`scripts/shared/fence.lua`) for the scripts that issue or raise tokens.
+/// One text is both sent and kept in [`SOURCES`], so a line number in an
+/// error names the line Redis ran.
+macro_rules! text {
+    (fence + $file:literal) => {
+        concat!(
+            include_str!("../../scripts/shared/fence.lua"),
+            include_str!(concat!("../../scripts/", $file))
+        )
+    };
+    ($file:literal) => {
+        include_str!(concat!("../../scripts/", $file))
+    };
+}
+
 /// Declares each script's static (loaded once, its hash computed once) and
 /// [`SOURCES`], every script's file name and text, from one list.
 macro_rules! scripts {
-    ($($name:ident = $file:literal;)*) => {
+    ($($name:ident = $($prelude:ident +)? $file:literal;)*) => {
         $(
             pub(crate) static $name: LazyLock<Script> =
-                LazyLock::new(|| Script::new(include_str!(concat!("../../scripts/", $file))));
+                LazyLock::new(|| Script::new(text!($($prelude +)? $file)));
         )*
         /// Every script's file name and text, for naming the command a
         /// script's line runs when Redis refuses it without saying which
         /// (`vocab/error/acl.rs`).
-        pub(crate) const SOURCES: &[(&str, &str)] =
-            &[$(($file, include_str!(concat!("../../scripts/", $file)))),*];
+        pub(crate) const SOURCES: &[(&str, &str)] = &[$(($file, text!($($prelude +)? $file))),*];
     };
 }
 
 scripts! {
-    ACQUIRE = "acquire.lua";
-    ISSUE_FENCE = "issue_fence.lua";
+    ACQUIRE = fence + "acquire.lua";
+    ISSUE_FENCE = fence + "issue_fence.lua";
     RELEASE = "release.lua";
     EXTEND = "extend.lua";
-    MULTI_ACQUIRE = "multi_acquire.lua";
+    MULTI_ACQUIRE = fence + "multi_acquire.lua";
     MULTI_EXTEND = "multi_extend.lua";
     MULTI_RELEASE = "multi_release.lua";
     INSPECT = "inspect.lua";
     INSPECT_ANY = "inspect_any.lua";
     FENCED_WRITE = "fenced_write.lua";
     FENCED_RAISE = "fenced_raise.lua";
-    REVOKE = "revoke.lua";
+    REVOKE = fence + "revoke.lua";
     RAISE_FENCE = "raise_fence.lua";
     SIGNAL_ONE = "signal_one.lua";
     LATCH_CREATE = "latch_create.lua";
     LATCH_COUNT_DOWN = "latch_count_down.lua";
     BARRIER_ARRIVE = "barrier_arrive.lua";
     BARRIER_LEAVE = "barrier_leave.lua";
-    SEM_ACQUIRE = "sem_acquire.lua";
+    SEM_ACQUIRE = fence + "sem_acquire.lua";
     SEM_EXTEND = "sem_extend.lua";
-    SEM_FENCE = "sem_fence.lua";
+    SEM_FENCE = fence + "sem_fence.lua";
     SEM_RELEASE = "sem_release.lua";
-    RW_ACQUIRE = "rw_acquire.lua";
+    RW_ACQUIRE = fence + "rw_acquire.lua";
     RW_RELEASE_WRITE = "rw_release_write.lua";
     RW_FORGET = "rw_forget.lua";
-    FAIR_ACQUIRE = "fair_acquire.lua";
-    FAIR_RELEASE = "fair_release.lua";
+    FAIR_ACQUIRE = fence + "fair_acquire.lua";
+    FAIR_RELEASE = fence + "fair_release.lua";
     ELECT_CAMPAIGN = "elect_campaign.lua";
     ELECT_PROCLAIM = "elect_proclaim.lua";
     ELECT_RESIGN = "elect_resign.lua";
@@ -73,7 +88,10 @@ mod tests {
     #[test]
     fn every_script_file_is_in_sources() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/scripts");
-        let files = std::fs::read_dir(dir).expect("the scripts").count();
+        let files = std::fs::read_dir(dir)
+            .expect("the scripts")
+            .filter(|entry| entry.as_ref().is_ok_and(|e| e.path().is_file()))
+            .count();
         assert_eq!(
             files,
             super::SOURCES.len(),

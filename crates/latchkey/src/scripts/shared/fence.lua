@@ -1,0 +1,54 @@
+-- latchkey: the fencing counters' rules, shared. Prepended to each script
+-- that issues or raises a fencing token when the scripts are loaded
+-- (vocab/protocol/scripts.rs), so these are locals of that script.
+--
+-- A counter is a plain string holding the last token issued: an integer in
+-- [0, 2^53) (a Lua number is a double: exact below 2^53). A missing counter
+-- counts 0; anything else (not an integer, out of range, not a string) is a
+-- bad counter, refused with BADFENCE naming it and never overwritten.
+--
+-- fence_read(key)         -> last, exists   (last = nil: a bad counter)
+-- fence_last(key, legacy) -> last, legacy_exists, or nil and the bad key:
+--                            the larger of a counter and the optional layout 2
+--                            counter of the same lock (docs/protocol.md,
+--                            "Layout versions")
+-- fence_bad(key)          -> the BADFENCE error reply naming key
+-- fence_next(last, time)  -> max(last + 1, server time in µs), time a TIME reply:
+--                            a token never goes backwards, even when the counter
+--                            was lost in a restart without persistence
+-- fence_store(key, also, fence)  SETs the counter (and `also`, when not
+--                            false/nil) to fence
+local function fence_read(key)
+  -- pcall: a counter of the wrong type is a bad counter (BADFENCE, naming
+  -- that counter), not a WRONGTYPE that would blame the lock key.
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'table' and stored.err then stored = '' end
+  if not stored then return 0, false end
+  local n = tonumber(stored)
+  if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
+    return nil, true
+  end
+  return n, true
+end
+local function fence_last(key, legacy)
+  local last = fence_read(key)
+  if not last then return nil, key end
+  if not legacy then return last, false end
+  local old, exists = fence_read(legacy)
+  if not old then return nil, legacy end
+  return math.max(last, old), exists
+end
+local function fence_bad(key)
+  return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. key ..
+    ' does not hold a token (an integer below 2^53); delete it to reset the lock')
+end
+local function fence_next(last, time)
+  return math.max(last + 1, tonumber(time[1]) * 1000000 + tonumber(time[2]))
+end
+local function fence_store(key, also, fence)
+  -- %.0f: integers below 2^53 print exactly this way, while the default
+  -- number-to-string conversion would round to 14 digits.
+  local text = string.format('%.0f', fence)
+  redis.call('SET', key, text)
+  if also then redis.call('SET', also, text) end
+end
