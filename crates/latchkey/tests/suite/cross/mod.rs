@@ -1,0 +1,10 @@
+mod acl;
+mod acl_primitives;
+mod fuzz_inputs;
+mod holders_told;
+mod inspect_age;
+mod inspect_kinds;
+mod layers;
+mod messages;
+mod metrics;
+mod spans;

@@ -1,0 +1,12 @@
+mod asking;
+mod basics;
+mod cancel_safety;
+mod fair;
+mod fair_handoff;
+mod fencing;
+mod local_waiters;
+mod redlock;
+mod release_outage;
+mod replicas;
+mod waiting;
+mod watchdog;

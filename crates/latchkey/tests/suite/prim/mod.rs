@@ -1,0 +1,13 @@
+mod barrier;
+mod cached;
+mod control;
+mod election;
+mod latch;
+mod lease;
+mod multi;
+mod revoke_handoff;
+mod rwlock;
+mod semaphore;
+mod semaphore_many;
+mod signal_gone;
+mod signals;
