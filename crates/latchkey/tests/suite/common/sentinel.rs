@@ -1,4 +1,4 @@
-//! Helpers of the Sentinel tests (`tests/deploy_sentinel.rs`, `tests/deploy_sentinel_tls.rs`):
+//! Helpers of the Sentinel tests (`tests/suite/deploy/sentinel.rs`, `tests/suite/deploy/sentinel_tls.rs`):
 //! the kit's blocking calls from async tests, and how long a client takes
 //! to be served by a new primary.
 

@@ -3,7 +3,7 @@
 //! waiting and signal paths on both its connections (commands and pub/sub);
 //! a user without EVALSHA, or without a signal's channel, gets
 //! `Error::NoPermission` saying what is missing. The primitives under the
-//! locks' and primitives' rules: `tests/cross_acl_primitives.rs`.
+//! locks' and primitives' rules: `tests/suite/cross/acl_primitives.rs`.
 
 use crate::common;
 

@@ -4,7 +4,7 @@
 //! barriers and elections end to end, waiting and waking included, on two
 //! clients (two connections, as two processes have). The scripts run with
 //! the user's permissions, so each command they call is judged here. What
-//! a user with the locks' rule only gets: `tests/cross_acl.rs`.
+//! a user with the locks' rule only gets: `tests/suite/cross/acl.rs`.
 
 use crate::common;
 

@@ -4,14 +4,14 @@
 //! standalone server, a 3-primary Redis Cluster **and** a Sentinel set (the
 //! `deployments!` macro at the bottom makes one test of each per
 //! deployment); every other primitive's core behaviours
-//! (`deploy_matrix/primitives.rs`) on the same three; and each primitive
+//! (`matrix/primitives.rs`) on the same three; and each primitive
 //! held and waited on across a failover of the node that owns its slot
-//! (`deploy_matrix/failover.rs`, on the cluster and the Sentinel set). The
-//! cluster-only checks of this binary: `deploy_matrix/cluster_primitives.rs`
+//! (`matrix/failover.rs`, on the cluster and the Sentinel set). The
+//! cluster-only checks of this module: `matrix/cluster_primitives.rs`
 //! (every primitive's scripts on one slot, several primaries) and
-//! `deploy_matrix/cluster_replicas.rs` (`WAIT` routed to the key's node).
+//! `matrix/cluster_replicas.rs` (`WAIT` routed to the key's node).
 //! The deployment-specific tests (proxies, restarts, replicas, slot moves)
-//! stay in their own `deploy_*` files.
+//! stay in their own files of `deploy/`.
 
 mod cluster_primitives;
 mod cluster_replicas;
