@@ -138,18 +138,14 @@ mod redlock;
 // 1. Vocabulary
 pub use vocab::error::{Error, Result};
 pub use vocab::metrics::MetricsLabels;
-pub use vocab::names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 pub use vocab::outcome::{LostReason, Ownership};
-pub use vocab::token::Holder;
 pub use vocab::url::redact_url;
 pub use vocab::{acl, metrics, protocol};
 // 2. Transport
 pub use transport::builder::ClientBuilder;
 pub use transport::connection::Connection;
-pub use transport::session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 // 3. Backends
-pub use backend::replicas::DEFAULT_REPLICA_TIMEOUT;
-pub use redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
+pub use redlock::Fencing;
 // 4. Primitives
 pub use primitives::barrier::Barrier;
 pub use primitives::control::revoke::Revocation;
@@ -159,24 +155,54 @@ pub use primitives::election::spec::Leader;
 pub use primitives::election::Election;
 pub use primitives::fence::{FencedResource, FencedWrite};
 pub use primitives::guard::{BoxFuture, DynGuard, Guard, HoldOptions};
-pub use primitives::inspect::{
-    BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, LockInfo, PrimitiveInfo,
-    RwLockInfo, SemaphoreInfo,
-};
+pub use primitives::inspect::Kind;
 pub use primitives::latch::Latch;
 pub use primitives::lease::state::LostSignal;
 pub use primitives::lock::cached::guard::CachedGuard;
 pub use primitives::lock::cached::CachedLock;
-pub use primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
 pub use primitives::lock::guard::LockGuard;
 pub use primitives::lock::Lock;
 pub use primitives::multi::guard::MultiGuard;
 pub use primitives::multi::MultiLock;
 pub use primitives::rwlock::guard::{RwAccess, RwGuard};
 pub use primitives::rwlock::RwLock;
-pub use primitives::semaphore::permit::{PermitGuard, PermitHolder};
+pub use primitives::semaphore::permit::PermitGuard;
 pub use primitives::semaphore::Semaphore;
 pub use primitives::signal::listener::{Listener, Signal};
 // 5. Facades
 pub use client::Client;
 pub use redlock::Redlock;
+
+/// What inspection reads: who holds a name, of which kind, for how long,
+/// who waits ([`Client::describe`], [`Client::inspect`],
+/// [`Client::list`], [`Semaphore::holders`]). Read-only views: none of
+/// these can release or extend anything (tokens are not kept, but for a
+/// semaphore's own [`PermitHolder`](inspect::PermitHolder)).
+pub mod inspect {
+    pub use crate::primitives::inspect::{
+        BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, LockInfo, PrimitiveInfo,
+        RwLockInfo, SemaphoreInfo,
+    };
+    pub use crate::primitives::semaphore::permit::PermitHolder;
+    pub use crate::vocab::token::Holder;
+}
+
+/// The bounds latchkey checks its input against, and the defaults it uses
+/// where the caller says nothing: a TTL out of bounds, a name too long or a
+/// count too large is refused with a typed error before anything is sent.
+pub mod limits {
+    pub use crate::backend::replicas::DEFAULT_REPLICA_TIMEOUT;
+    pub use crate::primitives::lock::fair::{DEFAULT_WAITER_LEASE, MIN_WAITER_LEASE};
+    pub use crate::redlock::{MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
+    pub use crate::transport::session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
+    pub use crate::vocab::names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+}
+
+// Their old places, at the root, kept for 0.3 code (one release).
+#[doc(hidden)]
+pub use inspect::{
+    BarrierInfo, ElectionInfo, FairLockInfo, Holder, Holding, LatchInfo, LockInfo, PermitHolder,
+    PrimitiveInfo, RwLockInfo, SemaphoreInfo,
+};
+#[doc(hidden)]
+pub use limits::*;

@@ -5,6 +5,10 @@
 -- ARGV[1]  owner token of the leader
 -- ARGV[2]  change channel
 -- ARGV[3]  the publish command: 'PUBLISH', or 'SPUBLISH' on a Redis Cluster
+-- ARGV[4]  'revoked': an operator's revocation: 'revoked' is published
+--          before the change (the leader's watch learns why it ended; an
+--          observer that cannot parse it reads the state again); '' or
+--          absent: the leader resigns
 --
 -- Returns
 --    1  resigned: the lease is deleted, the leader fields of the hash
@@ -26,7 +30,10 @@ redis.call('DEL', KEYS[1])
 local change = (tonumber(redis.call('HGET', KEYS[2], 'change')) or 0) + 1
 redis.call('HDEL', KEYS[2], 'token', 'value', 'term', 'since')
 redis.call('HSET', KEYS[2], 'change', string.format('%.0f', change))
-local message = string.format('%.0f -', change)
-if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], message)
-else redis.pcall('PUBLISH', ARGV[2], message) end
+local function publish(message)
+  if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], message)
+  else redis.pcall('PUBLISH', ARGV[2], message) end
+end
+if ARGV[4] == 'revoked' then publish('revoked') end
+publish(string.format('%.0f -', change))
 return reply

@@ -153,6 +153,7 @@ fn random_16() -> Result<[u8; 16]> {
 
 /// What a token says about its holder, for inspection only.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Holder {
     /// Host name of the holder's machine.
     pub host: String,

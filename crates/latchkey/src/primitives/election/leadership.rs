@@ -170,7 +170,7 @@ impl crate::Election {
     /// Resigns the leadership of `token`, whoever holds it (an operator's
     /// revocation: `primitives/revoke.rs`).
     pub(crate) async fn resign_token(&self, token: &str) -> Result<Ownership> {
-        resign_once(&self.inner, token).await
+        resign_once(&self.inner, token, Resigned::Revoked).await
     }
 }
 
@@ -194,7 +194,7 @@ impl Hold for Arc<ElectionSpec> {
         token: &str,
         _background: bool,
     ) -> impl Future<Output = Result<Ownership>> + Send {
-        resign_once(self, token)
+        resign_once(self, token, Resigned::Itself)
     }
 
     async fn listen(&self) -> Result<crate::backend::Wakeups> {
@@ -213,7 +213,15 @@ impl Hold for Arc<ElectionSpec> {
     }
 }
 
-async fn resign_once(election: &ElectionSpec, token: &str) -> Result<Ownership> {
+/// Who ends a leadership: the leader, or an operator's revocation (the
+/// script then publishes `revoked` first, so the leader learns why at once).
+#[derive(Clone, Copy)]
+enum Resigned {
+    Itself,
+    Revoked,
+}
+
+async fn resign_once(election: &ElectionSpec, token: &str, by: Resigned) -> Result<Ownership> {
     let session = &election.session;
     let outcome: i64 = session
         .eval(
@@ -224,6 +232,10 @@ async fn resign_once(election: &ElectionSpec, token: &str) -> Result<Ownership> 
                 token.as_bytes(),
                 &election.keys.channel,
                 session.publish_command(),
+                match by {
+                    Resigned::Itself => b"".as_slice(),
+                    Resigned::Revoked => b"revoked".as_slice(),
+                },
             ],
         )
         .await?;

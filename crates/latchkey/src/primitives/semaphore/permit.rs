@@ -211,6 +211,7 @@ async fn extend(
 /// is k of these, with the same holder: the first with the guard's token,
 /// the others with `#2` … `#k` after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PermitHolder {
     /// The holder's owner token.
     pub token: String,

@@ -66,7 +66,12 @@ pub async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
 /// neither runs nor counts them; the child runs just that one with
 /// `--ignored --exact`. A parent must check in Redis that its child did its
 /// work (a child that ran no test would exit 0 too).
+///
+/// `helper` is the helper's path from the crate, as
+/// `concat!(module_path!(), "::helper")` spells it; the harness names tests
+/// without the crate's own name.
 pub fn child_command(helper: &str) -> std::process::Command {
+    let helper = helper.strip_prefix("suite::").unwrap_or(helper);
     let exe = std::env::current_exe().expect("test binary path");
     let mut cmd = std::process::Command::new(exe);
     cmd.args([

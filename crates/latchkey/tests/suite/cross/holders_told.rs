@@ -125,6 +125,34 @@ async fn every_kind_of_hold_learns_a_revocation_at_once() {
         1,
     )
     .await;
+
+    // A leader learns it was revoked (not that its lease is gone) from the
+    // revocation itself, and an observer still follows the election.
+    let election = holder.election("vote", TTL).unwrap();
+    let leader = election.try_campaign("me").await.unwrap().expect("free");
+    let mut observer = operator
+        .election("vote", TTL)
+        .unwrap()
+        .observe()
+        .await
+        .unwrap();
+    assert_eq!(
+        observer.next().await.unwrap().map(|l| l.term),
+        Some(leader.term())
+    );
+    revoke_and_time(
+        &server,
+        &operator,
+        &leader,
+        "vote",
+        "{test:vote}:election:changes",
+        2,
+    )
+    .await;
+    assert!(
+        observer.next().await.unwrap().is_none(),
+        "the leader is gone"
+    );
 }
 
 /// A hold without a watchdog is watched once someone waits for its `lost`.

@@ -48,7 +48,10 @@ async fn child_contender() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_exclude_each_other() {
     let server = RedisServer::start();
-    let mut child = spawn_child("child_contender", &[("LATCHKEY_TEST_URL", server.url())]);
+    let mut child = spawn_child(
+        concat!(module_path!(), "::child_contender"),
+        &[("LATCHKEY_TEST_URL", server.url())],
+    );
     contend(&server.url()).await;
     let status = tokio::task::spawn_blocking(move || child.wait())
         .await

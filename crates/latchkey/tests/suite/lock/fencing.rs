@@ -55,7 +55,7 @@ async fn child_token_appender() {
 async fn tokens_strictly_increase_across_ten_thousand_acquisitions() {
     let server = RedisServer::start();
     let mut child = spawn_child(
-        "child_token_appender",
+        concat!(module_path!(), "::child_token_appender"),
         &[("LATCHKEY_TEST_URL", server.url())],
     );
     append_tokens(&server.url(), true).await;
@@ -188,7 +188,7 @@ async fn child_paused_holder() {
 #[tokio::test]
 async fn a_paused_holders_write_is_rejected() {
     let server = RedisServer::start();
-    let mut a = child_command("child_paused_holder")
+    let mut a = child_command(concat!(module_path!(), "::child_paused_holder"))
         .arg("--quiet")
         .env("LATCHKEY_TEST_URL", server.url())
         .stdin(Stdio::piped())

@@ -586,7 +586,7 @@ async fn no_two_holders_across_processes_while_an_instance_restarts() {
     let counter = RedisServer::start();
     let lock_urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
     let mut child = spawn_child(
-        "child_redlock_contender",
+        concat!(module_path!(), "::child_redlock_contender"),
         &[
             ("LATCHKEY_REDLOCK_URLS", lock_urls.join(" ")),
             ("LATCHKEY_COUNTER_URL", counter.url()),

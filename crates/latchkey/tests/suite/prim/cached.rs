@@ -335,7 +335,7 @@ async fn a_killed_caching_process_frees_the_lock_within_its_ttl() {
     let redis = RedisServer::start();
     let ttl = Duration::from_secs(2);
     let mut child = spawn_child(
-        "helper_keeps_a_cached_lock",
+        concat!(module_path!(), "::helper_keeps_a_cached_lock"),
         &[("LATCHKEY_TEST_URL", redis.url())],
     );
     eventually("the child keeps the lock", || async {

@@ -67,7 +67,10 @@ async fn kill_of_the_leader_process_elects_another_within_the_ttl() {
     let server = RedisServer::start();
     let c = client(&server.url()).await;
     let election = c.election("e", Duration::from_secs(1)).unwrap();
-    let mut child = spawn_child("child_leader", &[("LATCHKEY_TEST_URL", server.url())]);
+    let mut child = spawn_child(
+        concat!(module_path!(), "::child_leader"),
+        &[("LATCHKEY_TEST_URL", server.url())],
+    );
     let first = eventually("the child leads", || async {
         election
             .leader()

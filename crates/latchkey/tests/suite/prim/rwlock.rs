@@ -278,7 +278,7 @@ async fn never_a_writer_beside_anyone_across_processes() {
     let children: Vec<_> = (0..PROCESSES)
         .map(|i| {
             spawn_child(
-                "rw_worker",
+                concat!(module_path!(), "::rw_worker"),
                 &[("RW_URL", redis.url()), ("RW_ID", i.to_string())],
             )
         })

@@ -250,7 +250,12 @@ const ENTER: &str = "local v = redis.call('INCR', KEYS[1]) \
 async fn never_more_than_n_holders_across_processes() {
     let redis = RedisServer::start();
     let children: Vec<_> = (0..PROCESSES)
-        .map(|_| spawn_child("semaphore_holder", &[("SEM_URL", redis.url())]))
+        .map(|_| {
+            spawn_child(
+                concat!(module_path!(), "::semaphore_holder"),
+                &[("SEM_URL", redis.url())],
+            )
+        })
         .collect();
     for mut child in children {
         let status = tokio::task::spawn_blocking(move || child.wait())
@@ -345,7 +350,12 @@ const KILL_TTL: Duration = Duration::from_millis(400);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_more_than_n_holders_while_holders_are_killed() {
     let redis = RedisServer::start();
-    let spawn = || spawn_child("killable_holder", &[("SEM_URL", redis.url())]);
+    let spawn = || {
+        spawn_child(
+            concat!(module_path!(), "::killable_holder"),
+            &[("SEM_URL", redis.url())],
+        )
+    };
     let mut children: Vec<_> = (0..PROCESSES).map(|_| spawn()).collect();
     let mut raw = raw(&redis.url()).await;
     let mut kills = 0;
