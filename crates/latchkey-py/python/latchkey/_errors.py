@@ -157,8 +157,3 @@ class RandomError(LatchkeyError):
 
 class InternalError(LatchkeyError):
     """A background task of latchkey's ended without an answer."""
-
-
-# Every exception above, in the order declared: the one list.
-__all__ = [name for name, value in list(globals().items())
-           if isinstance(value, type) and issubclass(value, LatchkeyError)]
