@@ -105,3 +105,48 @@ pub(crate) fn bound(py: Python<'_>, what: &str, value: f64) -> PyResult<Duration
 pub(crate) fn wait(py: Python<'_>, value: Option<f64>) -> PyResult<Option<Duration>> {
     value.map(|v| bound(py, "timeout", v)).transpose()
 }
+
+/// A name as given: its bytes, and whether it was a `str` (then Python
+/// gets a `str` back from `.name`).
+#[derive(Clone, Debug)]
+pub(crate) struct Name {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) text: bool,
+}
+
+impl Name {
+    /// Bytes the library made from a name given as this one was (a multi
+    /// lock's names joined by `+`).
+    pub(crate) fn like(&self, bytes: &[u8]) -> Name {
+        Name {
+            bytes: bytes.to_vec(),
+            text: self.text,
+        }
+    }
+
+    /// The name as Python gave it: `str` or `bytes`.
+    pub(crate) fn to_py(&self, py: Python<'_>) -> Py<PyAny> {
+        match (self.text, std::str::from_utf8(&self.bytes)) {
+            (true, Ok(text)) => PyString::new(py, text).into_any().unbind(),
+            _ => PyBytes::new(py, &self.bytes).into_any().unbind(),
+        }
+    }
+
+    /// For `repr()` and messages.
+    pub(crate) fn shown(&self) -> String {
+        format!("{:?}", String::from_utf8_lossy(&self.bytes))
+    }
+}
+
+/// A name given as `str` or `bytes`, remembering which.
+pub(crate) fn named(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Name> {
+    Ok(Name {
+        bytes: name(py, value)?,
+        text: value.is_instance_of::<PyString>(),
+    })
+}
+
+/// A deadline `wait` from now (`None`: as long as it takes, a year).
+pub(crate) fn deadline(wait: Option<Duration>) -> std::time::Instant {
+    std::time::Instant::now() + wait.unwrap_or(FOREVER)
+}

@@ -7,74 +7,55 @@
 use latchkey::Error;
 use pyo3::prelude::*;
 
-/// The Python class of each kind (a name in `latchkey._errors`).
-pub(crate) fn class_name(e: &Error) -> &'static str {
-    match e {
-        Error::InvalidName { .. } => "InvalidName",
-        Error::InvalidTtl { .. } => "InvalidTtl",
-        Error::InvalidInput(_) => "InvalidInput",
-        Error::InvalidCount { .. } => "InvalidCount",
-        Error::Unsupported(_) => "Unsupported",
-        Error::Unreachable(_) => "Unreachable",
-        Error::Timeout { .. } => "Timeout",
-        Error::Unavailable(_) => "Unavailable",
-        Error::NoQuorum { .. } => "NoQuorum",
-        Error::OutOfMemory(_) => "OutOfMemory",
-        Error::ReadOnlyReplica(_) => "ReadOnlyReplica",
-        Error::TooFewReplicas { .. } => "TooFewReplicas",
-        Error::Tls { .. } => "Tls",
-        Error::Auth(_) => "Auth",
-        Error::NoPermission(_) => "NoPermission",
-        Error::WrongType { .. } => "WrongType",
-        Error::BadFencingCounter { .. } => "BadFencingCounter",
-        Error::NotACluster { .. } => "NotACluster",
-        Error::WaitTimedOut { .. } => "WaitTimedOut",
-        Error::NotHeld { .. } => "NotHeld",
-        Error::LatchOpen { .. } => "LatchOpen",
-        Error::CountedBelowZero { .. } => "CountedBelowZero",
-        Error::NotFound { .. } => "NotFound",
-        Error::PartiesMismatch { .. } => "PartiesMismatch",
-        Error::Redis(_) => "RedisError",
-        Error::Protocol(_) => "ProtocolError",
-        Error::Random(_) => "RandomError",
-        Error::Internal(_) => "InternalError",
-        // A kind added to the Rust library later: the base class.
-        _ => "LatchkeyError",
-    }
+/// The Python class of each kind of `latchkey::Error` (a name in
+/// `latchkey._errors`), and the list of them all, from one table.
+macro_rules! error_classes {
+    ($($kind:pat => $class:literal,)*) => {
+        pub(crate) fn class_name(e: &Error) -> &'static str {
+            match e {
+                $($kind => $class,)*
+                // A kind added to the Rust library later: the base class.
+                _ => "LatchkeyError",
+            }
+        }
+
+        /// Every class `class_name` can name, for the test that each exists.
+        pub(crate) const CLASS_NAMES: &[&str] = &[$($class,)* "LatchkeyError", "LockLost"];
+    };
 }
 
-/// Every class `class_name` can name, for the test that each exists.
-pub(crate) const CLASS_NAMES: &[&str] = &[
-    "InvalidName",
-    "InvalidTtl",
-    "InvalidInput",
-    "InvalidCount",
-    "Unsupported",
-    "Unreachable",
-    "Timeout",
-    "Unavailable",
-    "NoQuorum",
-    "OutOfMemory",
-    "ReadOnlyReplica",
-    "TooFewReplicas",
-    "Tls",
-    "Auth",
-    "NoPermission",
-    "WrongType",
-    "BadFencingCounter",
-    "NotACluster",
-    "WaitTimedOut",
-    "NotHeld",
-    "LatchOpen",
-    "CountedBelowZero",
-    "NotFound",
-    "PartiesMismatch",
-    "RedisError",
-    "ProtocolError",
-    "RandomError",
-    "InternalError",
-    "LatchkeyError",
-];
+error_classes! {
+    Error::InvalidName { .. } => "InvalidName",
+    Error::InvalidTtl { .. } => "InvalidTtl",
+    Error::InvalidInput(_) => "InvalidInput",
+    Error::InvalidCount { .. } => "InvalidCount",
+    Error::Unsupported(_) => "Unsupported",
+    Error::Unreachable(_) => "Unreachable",
+    Error::Timeout { .. } => "Timeout",
+    Error::Unavailable(_) => "Unavailable",
+    Error::NoQuorum { .. } => "NoQuorum",
+    Error::OutOfMemory(_) => "OutOfMemory",
+    Error::ReadOnlyReplica(_) => "ReadOnlyReplica",
+    Error::TooFewReplicas { .. } => "TooFewReplicas",
+    Error::Tls { .. } => "Tls",
+    Error::Auth(_) => "Auth",
+    Error::NoPermission(_) => "NoPermission",
+    Error::WrongType { .. } => "WrongType",
+    Error::BadFencingCounter { .. } => "BadFencingCounter",
+    Error::NotACluster { .. } => "NotACluster",
+    Error::WaitTimedOut { .. } => "WaitTimedOut",
+    Error::NotHeld { .. } => "NotHeld",
+    Error::MaxHoldReached { .. } => "MaxHoldReached",
+    Error::ForeignValue { .. } => "ForeignValue",
+    Error::LatchOpen { .. } => "LatchOpen",
+    Error::CountedBelowZero { .. } => "CountedBelowZero",
+    Error::NotFound { .. } => "NotFound",
+    Error::PartiesMismatch { .. } => "PartiesMismatch",
+    Error::Redis(_) => "RedisError",
+    Error::Protocol(_) => "ProtocolError",
+    Error::Random(_) => "RandomError",
+    Error::Internal(_) => "InternalError",
+}
 
 /// `e` as an instance of its Python class, with the Rust message.
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
@@ -142,4 +123,15 @@ pub(crate) fn invalid(message: impl Into<String>) -> Error {
 /// The runtime is gone or cannot start: `latchkey.InternalError`.
 pub(crate) fn closed(message: &str) -> PyErr {
     Python::attach(|py| raise(py, "InternalError", format!("internal error: {message}")))
+}
+
+/// A `DeprecationWarning` pointing at the caller's line.
+pub(crate) fn deprecated(py: Python<'_>, message: &str) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyDeprecationWarning>();
+    PyErr::warn(
+        py,
+        &category,
+        &std::ffi::CString::new(message).unwrap_or_default(),
+        1,
+    )
 }

@@ -47,7 +47,7 @@ pub(crate) fn at_exit(py: Python<'_>) {
     let _ = release_all(py);
     let _ = block_on(py, async {
         let deadline = std::time::Instant::now() + FLUSH_WITHIN;
-        crate::core::flush_all(FLUSH_WITHIN).await;
+        crate::clients::core::flush_all(FLUSH_WITHIN).await;
         crate::runtime::cancelled_dropped(deadline).await;
         Ok(())
     });

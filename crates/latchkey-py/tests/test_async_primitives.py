@@ -39,7 +39,7 @@ def test_async_election_and_signals(server, name):
         leader = await election.campaign(b"me", timeout=5.0)
         assert leader.is_leader() and (await election.leader()).term == leader.term
         assert await leader.resign() is True
-        waiting = asyncio.ensure_future(client.wait(name + "-sig", timeout=20.0))
+        waiting = asyncio.ensure_future(client.wait_any(name + "-sig", timeout=20.0))
         while await client.signal(name + "-sig", b"go") == 0:
             await asyncio.sleep(0.01)
         signal = await waiting

@@ -2,6 +2,8 @@
 APIs; close() ends an iteration from another thread; patterns; holders."""
 
 import asyncio
+
+import pytest
 import os
 import threading
 
@@ -20,7 +22,8 @@ def test_a_listener_keeps_signals_sent_between_receives(server, name):
         second = listener.recv(timeout=10.0)
         assert (first.name, first.payload) == (name.encode(), b"one")
         assert (second.name, second.payload) == ((name + "-b").encode(), b"two")
-        assert listener.recv(timeout=0.05) is None
+        with pytest.raises(latchkey.WaitTimedOut):
+            listener.recv(timeout=0.05)
         assert listener.try_recv() is None
         sender.signal(name, b"three")
         eventually(lambda: (s := listener.try_recv()) is not None and s.payload == b"three")

@@ -50,7 +50,8 @@ def test_latch_opens_at_zero_and_late_waiters_return(server, name):
     latch = client.latch(name, ttl=60.0)
     assert latch.count() is None
     assert latch.create(2) is True
-    assert latch.wait(timeout=0.1) is False
+    with pytest.raises(latchkey.WaitTimedOut):
+        latch.wait(timeout=0.1)
     opened = {}
     t = threading.Thread(target=lambda: opened.setdefault("v", latch.wait(timeout=20.0)))
     t.start()
@@ -66,7 +67,7 @@ def test_latch_opens_at_zero_and_late_waiters_return(server, name):
 def test_barrier_releases_its_parties_together(server, name):
     clients = [latchkey.Client(server.url) for _ in range(3)]
     generations = []
-    threads = [threading.Thread(target=lambda c=c: generations.append(c.barrier(name, 3).wait(timeout=20.0)))
+    threads = [threading.Thread(target=lambda c=c: generations.append(c.barrier(name, 3).arrive_and_wait(timeout=20.0)))
                for c in clients]
     for t in threads:
         t.start()
@@ -74,7 +75,8 @@ def test_barrier_releases_its_parties_together(server, name):
         t.join(30)
     assert len(generations) == 3 and len(set(generations)) == 1 and generations[0] is not None
     barrier = clients[0].barrier(name, 3)
-    assert barrier.wait(timeout=0.2) is None
+    with pytest.raises(latchkey.WaitTimedOut):
+        barrier.arrive_and_wait(timeout=0.2)
     # The arrival that timed out was taken back.
     generation, arrived = barrier.state()
     assert generation > generations[0] and arrived == 0
@@ -105,7 +107,7 @@ def test_election_one_leader_terms_increase(server, name):
 def test_signal_reaches_a_waiter(server, name):
     sender, receiver = latchkey.Client(server.url), latchkey.Client(server.url)
     got = {}
-    t = threading.Thread(target=lambda: got.setdefault("s", receiver.wait([name, name + "-other"], timeout=20.0)))
+    t = threading.Thread(target=lambda: got.setdefault("s", receiver.wait_any([name, name + "-other"], timeout=20.0)))
     t.start()
     # The waiter is subscribed once a signal is heard by someone.
     eventually(lambda: sender.signal(name, b"hello") >= 1 or False)
@@ -113,7 +115,8 @@ def test_signal_reaches_a_waiter(server, name):
     signal = got["s"]
     assert isinstance(signal, latchkey.Signal)
     assert signal.name == name.encode() and signal.payload == b"hello" and not signal.unicast
-    assert receiver.wait(name, timeout=0.1) is None
+    with pytest.raises(latchkey.WaitTimedOut):
+        receiver.wait_any(name, timeout=0.1)
 
 
 def test_fenced_resource_refuses_a_stale_token(server, name):

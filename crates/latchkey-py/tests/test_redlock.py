@@ -82,8 +82,8 @@ def test_bad_redlock_arguments_are_invalid_input(instances, name):
     redlock = latchkey.Redlock(urls(instances))
     with pytest.raises(latchkey.InvalidInput):
         redlock.lock(name, ttl=0.0)
-    with pytest.raises(TypeError):
-        redlock.lock(name, ttl=5.0, fair=True)  # no fair Redlock: not a keyword
+    with pytest.raises(latchkey.Unsupported, match="fair lock on a Redlock"):
+        redlock.lock(name, ttl=5.0, fair=True)
 
 
 def test_async_redlock_acquires_and_cancels_cleanly(instances, name):

@@ -8,152 +8,66 @@ a Rust one and ``latchkey run`` exclude each other on the same lock name.
     with lock.acquire(timeout=5.0) as guard:
         token = guard.fencing_token()
 
-See docs/python.md in the repository.
+Every class has a blocking and an asyncio twin (``Lock`` and ``AsyncLock``,
+``Permit`` and ``AsyncPermit``, ...): what a ``Client`` makes is blocking,
+what an ``AsyncClient`` makes returns coroutines. See docs/python.md in the
+repository.
 """
 
-import asyncio as _asyncio
-from typing import Awaitable as _Awaitable, Callable as _Callable
 import atexit as _atexit
 
-from latchkey._errors import (  # noqa: F401
-    Auth,
-    BadFencingCounter,
-    Busy,
-    CountedBelowZero,
-    InternalError,
-    InvalidCount,
-    InvalidInput,
-    InvalidName,
-    InvalidTtl,
-    LatchOpen,
-    LatchkeyError,
-    NoPermission,
-    NoQuorum,
-    NotACluster,
-    NotFound,
-    NotHeld,
-    OutOfMemory,
-    PartiesMismatch,
-    ProtocolError,
-    RandomError,
-    ReadOnlyReplica,
-    RedisError,
-    Timeout,
-    Tls,
-    TooFewReplicas,
-    Unavailable,
-    Unreachable,
-    Unsupported,
-    WaitTimedOut,
-    WrongType,
-)
+from latchkey._errors import *  # noqa: F401,F403  (the exceptions, declared once there)
+# `X as X`: re-exported, for type checkers too.
 from latchkey._native import (  # noqa: F401
-    MAX_NAME_LEN,
-    MAX_TTL,
-    MIN_TTL,
-    AsyncClient as _AsyncClient,
-    AsyncLock,
-    AsyncLockGuard,
-    AsyncLostEvent,
-    AsyncRedlock as _AsyncRedlock,
-    Barrier,
-    Client as _Client,
-    Election,
-    FencedResource,
-    Latch,
-    Leader,
-    Leadership,
-    Listener,
-    Lock,
-    LockGuard,
-    LostEvent,
-    Observer,
-    Permit,
-    PermitHolder,
-    Redlock as _Redlock,
-    RwLock,
-    Semaphore,
-    Signal,
-    __version__,
+    MAX_NAME_LEN as MAX_NAME_LEN,
+    MAX_TTL as MAX_TTL,
+    MIN_TTL as MIN_TTL,
+    AsyncBarrier as AsyncBarrier,
+    AsyncClient as AsyncClient,
+    AsyncElection as AsyncElection,
+    AsyncFencedResource as AsyncFencedResource,
+    AsyncLatch as AsyncLatch,
+    AsyncLeadership as AsyncLeadership,
+    AsyncListener as AsyncListener,
+    AsyncLock as AsyncLock,
+    AsyncLockGuard as AsyncLockGuard,
+    AsyncLostEvent as AsyncLostEvent,
+    AsyncMultiGuard as AsyncMultiGuard,
+    AsyncMultiLock as AsyncMultiLock,
+    AsyncObserver as AsyncObserver,
+    AsyncPermit as AsyncPermit,
+    AsyncRedlock as AsyncRedlock,
+    AsyncRwLock as AsyncRwLock,
+    AsyncSemaphore as AsyncSemaphore,
+    Barrier as Barrier,
+    Client as Client,
+    Election as Election,
+    FencedResource as FencedResource,
+    Latch as Latch,
+    Leader as Leader,
+    Leadership as Leadership,
+    Listener as Listener,
+    Lock as Lock,
+    LockGuard as LockGuard,
+    LostEvent as LostEvent,
+    MultiGuard as MultiGuard,
+    MultiLock as MultiLock,
+    Observer as Observer,
+    Permit as Permit,
+    PermitHolder as PermitHolder,
+    Redlock as Redlock,
+    Revocation as Revocation,
+    RwLock as RwLock,
+    Semaphore as Semaphore,
+    Signal as Signal,
+    __version__ as __version__,
 )
 from latchkey import _native
-from latchkey._aio import Call as _Call
-
-
-
-Client = _Client
-
-
-async def _flush_after_a_turn(flush: "_Callable[[], _Awaitable[bool]]") -> bool:
-    # One turn of the loop first: the done-callbacks of a future cancelled
-    # just now (which start its Rust side's cleanup) run then.
-    await _asyncio.sleep(0)
-    return await flush()
-
-
-class AsyncClient(_AsyncClient):
-    __doc__ = _AsyncClient.__doc__
-
-    def flush(self, timeout: float = 5.0) -> "_Call[bool]":
-        """Waits, at most `timeout` seconds, for the background releases of
-        guards dropped unreleased and of calls cancelled; True when all
-        finished."""
-        native = _AsyncClient.flush
-        return _Call(lambda: _flush_after_a_turn(lambda: native(self, timeout)), "AsyncClient.flush")
-
-
-Redlock = _Redlock
-
-
-class AsyncRedlock(_AsyncRedlock):
-    __doc__ = _AsyncRedlock.__doc__
-
-    def flush(self, timeout: float = 5.0) -> "_Call[bool]":
-        """As AsyncClient.flush."""
-        native = _AsyncRedlock.flush
-        return _Call(lambda: _flush_after_a_turn(lambda: native(self, timeout)), "AsyncRedlock.flush")
-
 
 # At interpreter exit every hold is given back, whatever owned it: the
 # holds alive are released, every client (dropped ones too) is flushed,
 # then the runtime stops (crates/latchkey-py/src/exit.rs).
 _atexit.register(_native._at_exit)
 
-
-__all__ = [
-    "Client", "AsyncClient", "Redlock", "AsyncRedlock", "Lock", "AsyncLock", "LockGuard", "AsyncLockGuard",
-    "LostEvent", "AsyncLostEvent", "Semaphore", "RwLock", "Permit", "Latch", "Barrier",
-    "Election", "Leadership", "Leader", "Observer", "Signal", "Listener", "PermitHolder",
-    "FencedResource",
-    "MIN_TTL", "MAX_TTL", "MAX_NAME_LEN",
-    "LatchkeyError",
-    "Busy",
-    "WaitTimedOut",
-    "NotHeld",
-    "LatchOpen",
-    "CountedBelowZero",
-    "NotFound",
-    "PartiesMismatch",
-    "Unavailable",
-    "Unreachable",
-    "Timeout",
-    "NoQuorum",
-    "OutOfMemory",
-    "ReadOnlyReplica",
-    "TooFewReplicas",
-    "InvalidInput",
-    "InvalidName",
-    "InvalidTtl",
-    "InvalidCount",
-    "Unsupported",
-    "Tls",
-    "Auth",
-    "NoPermission",
-    "WrongType",
-    "BadFencingCounter",
-    "NotACluster",
-    "RedisError",
-    "ProtocolError",
-    "RandomError",
-    "InternalError",
-]
+# No __all__: every public name here is the API (the exceptions are
+# declared once, in _errors.py; the private names start with "_").

@@ -8,14 +8,20 @@ took. ``async with lock.acquire(timeout=1):`` awaits it and enters what it
 gives, as redis.asyncio's locks are used.
 """
 
+import asyncio
 from typing import Any, Awaitable, Callable, Coroutine, Generator, Optional, TypeVar
 
 _T = TypeVar("_T")
 
 
-async def _started(start: Callable[[], Awaitable[_T]]) -> _T:
+async def _started(start: Callable[[], Awaitable[_T]], turn_first: bool) -> _T:
     # `start` (latchkey._native) begins the Rust call on latchkey's runtime
     # and returns its asyncio future; cancelling that future drops the call.
+    if turn_first:
+        # A flush: one turn of the loop first, so that the done-callbacks
+        # of a future cancelled just now (which start its Rust side's
+        # cleanup) have run.
+        await asyncio.sleep(0)
     return await start()
 
 
@@ -25,8 +31,8 @@ class Call(Coroutine[Any, Any, _T]):
 
     __slots__ = ("_coro", "_entered")
 
-    def __init__(self, start: Callable[[], Awaitable[_T]], qualname: str) -> None:
-        coro: Any = _started(start)
+    def __init__(self, start: Callable[[], Awaitable[_T]], qualname: str, turn_first: bool = False) -> None:
+        coro: Any = _started(start, turn_first)
         # The name Python's "never awaited" warning and tracebacks show.
         coro.__qualname__ = qualname
         coro.__name__ = qualname.rpartition(".")[2]
@@ -49,8 +55,8 @@ class Call(Coroutine[Any, Any, _T]):
         self._entered = await self._coro
         return await self._entered.__aenter__()  # type: ignore[no-any-return]
 
-    async def __aexit__(self, *exc: object) -> Optional[bool]:
-        return await self._entered.__aexit__(*exc)  # type: ignore[no-any-return]
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._entered.__aexit__(*exc)
 
     def __repr__(self) -> str:
         return f"<latchkey coroutine {self._coro.__qualname__}>"

@@ -25,6 +25,23 @@ class NotHeld(Busy):
     issued."""
 
 
+class LockLost(NotHeld):
+    """A ``with`` block ended and its hold had been lost in it (it expired,
+    was revoked or taken over): the block ran, at least in part, without
+    the lock. Raised only when the block itself raised nothing. Where
+    redis-py raises ``LockNotOwnedError`` and python-redis-lock
+    ``NotAcquired``."""
+
+
+class MaxHoldReached(Busy):
+    """A hold reached its cap (``max_hold=``): it is not renewed past it."""
+
+
+class ForeignValue(LatchkeyError):
+    """A key where latchkey keeps a hold holds a value no latchkey client
+    wrote (another program's data under the prefix): left alone."""
+
+
 class LatchOpen(LatchkeyError):
     """A latch is open already: it opens once."""
 
@@ -140,37 +157,3 @@ class RandomError(LatchkeyError):
 
 class InternalError(LatchkeyError):
     """A background task of latchkey's ended without an answer."""
-
-
-__all__ = [
-    "LatchkeyError",
-    "Busy",
-    "WaitTimedOut",
-    "NotHeld",
-    "LatchOpen",
-    "CountedBelowZero",
-    "NotFound",
-    "PartiesMismatch",
-    "Unavailable",
-    "Unreachable",
-    "Timeout",
-    "NoQuorum",
-    "OutOfMemory",
-    "ReadOnlyReplica",
-    "TooFewReplicas",
-    "InvalidInput",
-    "InvalidName",
-    "InvalidTtl",
-    "InvalidCount",
-    "Unsupported",
-    "Tls",
-    "Auth",
-    "NoPermission",
-    "WrongType",
-    "BadFencingCounter",
-    "NotACluster",
-    "RedisError",
-    "ProtocolError",
-    "RandomError",
-    "InternalError",
-]

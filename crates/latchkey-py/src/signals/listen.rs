@@ -10,10 +10,11 @@ use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use tokio::sync::{watch, Mutex};
 
+use super::Received;
 use crate::args;
-use crate::core::Core;
-use crate::runtime::{block_on, drop_in_runtime, pid, run};
-use crate::signal::Received;
+use crate::clients::core::Core;
+use crate::recipes::twins;
+use crate::runtime::{awaitable, block_on, drop_in_runtime, pid, run, Make, Mode};
 
 /// The Rust listener, shared by the calls in flight on it.
 struct Shared {
@@ -39,26 +40,27 @@ pub(crate) async fn open(
     core: Arc<Core>,
     names: Vec<Vec<u8>>,
     patterns: bool,
-    asyncio: bool,
-) -> latchkey::Result<Listener> {
+    mode: Mode,
+) -> latchkey::Result<Make> {
     let client = core.client().await?;
     let listener = if patterns {
         client.listen_patterns(names).await?
     } else {
         client.listen(names).await?
     };
-    Ok(Listener {
+    let base = ListenerBase {
         shared: Arc::new(Shared {
             listener: Mutex::new(Some(listener)),
             closed: watch::channel(false).0,
             owner: pid(),
         }),
-        asyncio,
-    })
+        mode,
+    };
+    Ok(Make::new(move |py| listener_class(py, base.into(), mode)))
 }
 
 /// The next signal within `wait` (`None`: as long as it takes); `None`
-/// when it timed out or the listener was closed.
+/// when the listener was closed; `WaitTimedOut` when the time ran out.
 async fn receive(
     shared: Arc<Shared>,
     wait: Option<Duration>,
@@ -76,11 +78,7 @@ async fn receive(
     };
     let next = async {
         match wait {
-            Some(wait) => match listener.recv_timeout(wait).await {
-                Ok(signal) => Ok(Some(Received(signal))),
-                Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
-                Err(e) => Err(e),
-            },
+            Some(wait) => Ok(Some(Received(listener.recv_timeout(wait).await?))),
             None => Ok(Some(Received(listener.recv().await))),
         }
     };
@@ -108,22 +106,38 @@ impl<'py> IntoPyObject<'py> for Next {
 
 /// Subscriptions to signal names, kept between receives: `recv(timeout)`,
 /// iteration, `close()`. Made by `Client.listen` / `AsyncClient.listen`.
-#[pyclass(module = "latchkey._native", frozen)]
-pub(crate) struct Listener {
+#[pyclass(module = "latchkey._native", name = "_Listener", subclass, frozen)]
+pub(crate) struct ListenerBase {
     shared: Arc<Shared>,
-    asyncio: bool,
+    mode: Mode,
+}
+
+twins!(ListenerBase => Listener, AsyncListener; listener_class);
+
+impl ListenerBase {
+    /// Closes now; what a receive in flight holds is dropped when it ends.
+    fn closing(&self) -> impl std::future::Future<Output = latchkey::Result<()>> + Send + 'static {
+        self.shared.closed.send_replace(true);
+        let shared = self.shared.clone();
+        async move {
+            let taken = shared.listener.lock().await.take();
+            drop(taken);
+            Ok(())
+        }
+    }
 }
 
 #[pymethods]
-impl Listener {
+impl ListenerBase {
     /// The next signal, waiting at most `timeout` seconds (None: as long
-    /// as it takes); None when it timed out or the listener was closed.
+    /// as it takes); raises `WaitTimedOut` when the time ran out; None
+    /// once the listener is closed.
     #[pyo3(signature = (timeout = None))]
     fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let wait = args::wait(py, timeout)?;
         run(
             py,
-            self.asyncio,
+            self.mode,
             "Listener.recv",
             receive(self.shared.clone(), wait),
         )
@@ -155,42 +169,31 @@ impl Listener {
     }
 
     /// Unsubscribes; a receive in flight returns None, iteration ends.
-    /// Idempotent.
+    /// Idempotent; from any thread.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        self.shared.closed.send_replace(true);
-        let shared = self.shared.clone();
-        block_on(py, async move {
-            let taken = shared.listener.lock().await.take();
-            drop(taken);
-            Ok(())
-        })
+        block_on(py, self.closing())
     }
 
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let closed = *slf.get().shared.closed.borrow();
+        Ok(format!(
+            "<latchkey.{} closed={closed}>",
+            slf.get_type().name()?
+        ))
+    }
+}
+
+#[pymethods]
+impl Listener {
     fn __iter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        if self.asyncio {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "an AsyncClient's listener: use `async for`",
-            ));
-        }
-        match block_on(py, receive(self.shared.clone(), None))? {
+    fn __next__(slf: PyRef<'_, Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match block_on(py, receive(slf.as_super().shared.clone(), None))? {
             Some(signal) => Ok(signal.into_pyobject(py)?.into_any().unbind()),
             None => Err(PyStopIteration::new_err(())),
         }
-    }
-
-    fn __aiter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let shared = self.shared.clone();
-        crate::runtime::awaitable(py, "Listener.__anext__", async move {
-            receive(shared, None).await.map(Next)
-        })
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -198,33 +201,40 @@ impl Listener {
     }
 
     fn __exit__(
-        &self,
+        slf: PyRef<'_, Self>,
         py: Python<'_>,
         _kind: Option<&Bound<'_, PyAny>>,
         _value: Option<&Bound<'_, PyAny>>,
         _trace: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
+    ) -> PyResult<()> {
+        block_on(py, slf.as_super().closing())
+    }
+}
+
+#[pymethods]
+impl AsyncListener {
+    fn __aiter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __anext__<'py>(slf: PyRef<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let shared = slf.as_super().shared.clone();
+        awaitable(py, "AsyncListener.__anext__", async move {
+            receive(shared, None).await.map(Next)
+        })
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        crate::runtime::awaitable(py, "Listener.__aenter__", async move { Ok(slf) })
+        awaitable(py, "AsyncListener.__aenter__", async move { Ok(slf) })
     }
 
     fn __aexit__<'py>(
-        &self,
+        slf: PyRef<'py, Self>,
         py: Python<'py>,
         _kind: Option<&Bound<'_, PyAny>>,
         _value: Option<&Bound<'_, PyAny>>,
         _trace: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.shared.closed.send_replace(true);
-        let shared = self.shared.clone();
-        crate::runtime::awaitable(py, "Listener.__aexit__", async move {
-            let taken = shared.listener.lock().await.take();
-            drop(taken);
-            Ok(false)
-        })
+        awaitable(py, "AsyncListener.__aexit__", slf.as_super().closing())
     }
 }

@@ -29,15 +29,9 @@ pub(crate) struct Options {
 }
 
 impl Options {
-    /// The URL for `repr()`: without user and password.
+    /// The URL for `repr()`, by the library's one redaction rule.
     pub(crate) fn shown_url(&self) -> String {
-        let url = &self.url;
-        match (url.find("://"), url.rfind('@')) {
-            (Some(scheme), Some(at)) if at > scheme + 3 => {
-                format!("{}://…@{}", &url[..scheme], &url[at + 1..])
-            }
-            _ => url.clone(),
-        }
+        latchkey::redact_url(&self.url)
     }
 }
 
@@ -67,7 +61,7 @@ fn host_port(url: &str) -> String {
 /// What a core connected: a client of one Redis (standalone, cluster or
 /// Sentinel), or a Redlock over N of them, which makes locks only.
 #[derive(Clone)]
-enum Connected {
+pub(crate) enum Connected {
     Client(latchkey::Client),
     Redlock(latchkey::Redlock),
 }
@@ -107,32 +101,12 @@ impl Core {
         core
     }
 
-    /// Whether this core is a Redlock's.
-    pub(crate) fn is_redlock(&self) -> bool {
-        self.options.redlock.is_some()
-    }
-
-    fn connected(&self) -> Option<Connected> {
+    /// What this process connected, if it did.
+    pub(crate) fn connected(&self) -> Option<Connected> {
         let connected = self.connected.lock().unwrap_or_else(|p| p.into_inner());
         match &*connected {
             Some((owner, made)) if *owner == pid() => Some(made.clone()),
             _ => None,
-        }
-    }
-
-    /// The client connected by this process, if it is (never a Redlock's).
-    pub(crate) fn current(&self) -> Option<latchkey::Client> {
-        match self.connected()? {
-            Connected::Client(client) => Some(client),
-            Connected::Redlock(_) => None,
-        }
-    }
-
-    /// The Redlock connected by this process, if it is.
-    pub(crate) fn current_redlock(&self) -> Option<latchkey::Redlock> {
-        match self.connected()? {
-            Connected::Redlock(redlock) => Some(redlock),
-            Connected::Client(_) => None,
         }
     }
 
@@ -209,53 +183,40 @@ impl Core {
         made
     }
 
-    /// The client of this process, connecting it first when needed (the
+    /// What this process connected, connecting first when needed (the
     /// first call, and the first in a forked child).
-    pub(crate) async fn client(self: Arc<Self>) -> latchkey::Result<latchkey::Client> {
-        if self.is_redlock() {
-            return Err(latchkey::Error::Unsupported(
-                "a Redlock makes locks only (Redlock.lock); use a Client for the other primitives",
-            ));
+    pub(crate) async fn connect(self: Arc<Self>) -> latchkey::Result<Connected> {
+        if let Some(connected) = self.connected() {
+            return Ok(connected);
         }
-        if let Some(client) = self.current() {
-            return Ok(client);
-        }
-        let mut builder = latchkey::Client::builder(&self.options.url);
-        for seed in &self.options.seeds {
-            builder = builder.seed(seed);
-        }
-        let connecting = self.configure(builder).connect().await;
-        let client = connecting.map_err(|e| self.connect_failed(e))?;
-        match self.keep(Connected::Client(client)) {
-            Connected::Client(client) => Ok(client),
-            Connected::Redlock(_) => Err(latchkey::Error::Internal(
-                "a client core held a Redlock".into(),
-            )),
-        }
+        let made = match self.options.redlock {
+            None => {
+                let mut builder = latchkey::Client::builder(&self.options.url);
+                for seed in &self.options.seeds {
+                    builder = builder.seed(seed);
+                }
+                let client = self.configure(builder).connect().await;
+                Connected::Client(client.map_err(|e| self.connect_failed(e))?)
+            }
+            Some(instance_timeout) => {
+                let urls: Vec<&str> = std::iter::once(self.options.url.as_str())
+                    .chain(self.options.seeds.iter().map(String::as_str))
+                    .collect();
+                let connecting =
+                    latchkey::Redlock::connect_with(&urls, |builder| self.configure(builder));
+                let mut redlock = connecting.await.map_err(|e| self.connect_failed(e))?;
+                if let Some(timeout) = instance_timeout {
+                    redlock = redlock.with_instance_timeout(timeout)?;
+                }
+                Connected::Redlock(redlock)
+            }
+        };
+        Ok(self.keep(made))
     }
 
-    /// The Redlock of this process, connecting it first when needed.
-    pub(crate) async fn redlock(self: Arc<Self>) -> latchkey::Result<latchkey::Redlock> {
-        if let Some(redlock) = self.current_redlock() {
-            return Ok(redlock);
-        }
-        let Some(instance_timeout) = self.options.redlock else {
-            return Err(latchkey::Error::Unsupported("not a Redlock"));
-        };
-        let urls: Vec<&str> = std::iter::once(self.options.url.as_str())
-            .chain(self.options.seeds.iter().map(String::as_str))
-            .collect();
-        let connecting = latchkey::Redlock::connect_with(&urls, |builder| self.configure(builder));
-        let mut redlock = connecting.await.map_err(|e| self.connect_failed(e))?;
-        if let Some(timeout) = instance_timeout {
-            redlock = redlock.with_instance_timeout(timeout)?;
-        }
-        match self.keep(Connected::Redlock(redlock)) {
-            Connected::Redlock(redlock) => Ok(redlock),
-            Connected::Client(_) => Err(latchkey::Error::Internal(
-                "a Redlock core held a client".into(),
-            )),
-        }
+    /// The client of this process (not a Redlock's: it makes locks only).
+    pub(crate) async fn client(self: Arc<Self>) -> latchkey::Result<latchkey::Client> {
+        self.connect().await?.client().cloned()
     }
 
     /// Waits, at most `within`, for the client's background releases,
@@ -282,6 +243,24 @@ impl Core {
 }
 
 impl Connected {
+    /// The client of one Redis; a Redlock refuses what is not a lock.
+    pub(crate) fn client(&self) -> latchkey::Result<&latchkey::Client> {
+        match self {
+            Connected::Client(client) => Ok(client),
+            Connected::Redlock(_) => Err(latchkey::Error::Unsupported(
+                "a Redlock makes locks only (Redlock.lock); use a Client for the other primitives",
+            )),
+        }
+    }
+
+    /// A lock called `name`, on one Redis or over a Redlock's instances.
+    pub(crate) fn lock(&self, name: &[u8], ttl: Duration) -> latchkey::Result<latchkey::Lock> {
+        match self {
+            Connected::Client(client) => client.lock(name, ttl),
+            Connected::Redlock(redlock) => redlock.lock(name, ttl),
+        }
+    }
+
     /// Gives back its kept holds and waits, at most `within`, for its
     /// background releases.
     async fn flush(&self, within: Duration) -> bool {

@@ -1,5 +1,7 @@
-//! Every call into the Rust API of signals (`Client::signal`, `signal_one`,
-//! `wait_any`), and the Python class of a received signal.
+//! Signals (`Client::signal`, `signal_one`, `wait_any`), the Python class
+//! of a received signal, and listeners (listen.rs).
+
+pub(crate) mod listen;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +9,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::core::Core;
+use crate::clients::core::Core;
 
 /// A signal received: its `name`, `payload` and whether it was `unicast`
 /// (sent by `signal_one` to this waiter alone).
@@ -67,16 +69,18 @@ pub(crate) async fn signal_one(
     core.client().await?.signal_one(name, payload).await
 }
 
-/// The first signal on any of `names` within `wait`, or None.
-pub(crate) async fn wait(
+/// The first signal on any of `names` within `wait`; `WaitTimedOut`
+/// after it, or `None` then with `old_none` (the deprecated `Client.wait`).
+pub(crate) async fn wait_any(
     core: Arc<Core>,
     names: Vec<Vec<u8>>,
     wait: Duration,
+    old_none: bool,
 ) -> latchkey::Result<Option<Received>> {
     let client = core.client().await?;
     match client.wait_any(names, wait).await {
         Ok(signal) => Ok(Some(Received(signal))),
-        Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
+        Err(latchkey::Error::WaitTimedOut { .. }) if old_none => Ok(None),
         Err(e) => Err(e),
     }
 }

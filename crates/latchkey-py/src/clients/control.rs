@@ -1,0 +1,165 @@
+//! What a client does to names rather than holds: signals, listening,
+//! and an operator's control over holds (`revoke`, `request_release`).
+
+use pyo3::prelude::*;
+
+use super::factories::names;
+use super::ClientBase;
+use crate::args;
+use crate::runtime::run;
+use crate::signals;
+
+/// One kind of hold revoked: `kind` (`lock`, `semaphore`, …), how many
+/// holds `ended`, and the `fencing_token` to raise a fenced resource to
+/// (above every revoked holder's, at or below every later one's).
+#[pyclass(module = "latchkey._native", frozen, get_all)]
+pub(crate) struct Revocation {
+    kind: &'static str,
+    ended: u64,
+    fencing_token: Option<u64>,
+}
+
+#[pymethods]
+impl Revocation {
+    fn __repr__(&self) -> String {
+        format!(
+            "<latchkey.Revocation kind={:?} ended={} fencing_token={:?}>",
+            self.kind, self.ended, self.fencing_token
+        )
+    }
+}
+
+fn payload(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u8>> {
+    Ok(value
+        .map(|p| args::name(py, p))
+        .transpose()?
+        .unwrap_or_default())
+}
+
+#[pymethods]
+impl ClientBase {
+    /// Signals every process waiting on `name` now: how many heard it.
+    #[pyo3(signature = (name, payload = None))]
+    fn signal(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        payload: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (name, payload) = (args::name(py, name)?, self::payload(py, payload)?);
+        run(
+            py,
+            self.mode,
+            "Client.signal",
+            signals::signal(self.core.clone(), name, payload),
+        )
+    }
+
+    /// Signals one waiter of `name`: whether one heard it.
+    #[pyo3(signature = (name, payload = None))]
+    fn signal_one(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        payload: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (name, payload) = (args::name(py, name)?, self::payload(py, payload)?);
+        run(
+            py,
+            self.mode,
+            "Client.signal_one",
+            signals::signal_one(self.core.clone(), name, payload),
+        )
+    }
+
+    /// Subscribes to `names` (one name or a list; glob patterns with
+    /// `patterns=True`) and returns a `Listener` that keeps the
+    /// subscriptions between receives.
+    #[pyo3(signature = (names, *, patterns = false))]
+    fn listen(
+        &self,
+        py: Python<'_>,
+        names: &Bound<'_, PyAny>,
+        patterns: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let names = self::names(py, names)?
+            .into_iter()
+            .map(|n| n.bytes)
+            .collect();
+        let opening = signals::listen::open(self.core.clone(), names, patterns, self.mode);
+        run(py, self.mode, "Client.listen", opening)
+    }
+
+    /// The first signal on `names` (one name or a list) within `timeout`
+    /// seconds; raises `WaitTimedOut` when none came.
+    #[pyo3(signature = (names, timeout = None))]
+    fn wait_any(
+        &self,
+        py: Python<'_>,
+        names: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let names = self::names(py, names)?
+            .into_iter()
+            .map(|n| n.bytes)
+            .collect();
+        let wait = args::wait(py, timeout)?.unwrap_or(args::FOREVER);
+        run(
+            py,
+            self.mode,
+            "Client.wait_any",
+            signals::wait_any(self.core.clone(), names, wait, false),
+        )
+    }
+
+    /// Deprecated (returns None on timeout): `wait_any`, which raises
+    /// `WaitTimedOut` as every wait does.
+    #[pyo3(signature = (names, timeout = None))]
+    fn wait(
+        &self,
+        py: Python<'_>,
+        names: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        crate::errors::deprecated(py, "Client.wait is deprecated: use wait_any, which raises WaitTimedOut instead of returning None")?;
+        let names = self::names(py, names)?
+            .into_iter()
+            .map(|n| n.bytes)
+            .collect();
+        let wait = args::wait(py, timeout)?.unwrap_or(args::FOREVER);
+        run(
+            py,
+            self.mode,
+            "Client.wait",
+            signals::wait_any(self.core.clone(), names, wait, true),
+        )
+    }
+
+    /// Ends the holds of `name`, whoever holds them (an operator's
+    /// revocation; the holders' `lost` fires, reason `revoked`): one
+    /// `Revocation` per kind held, empty when nothing held `name`.
+    fn revoke(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (name, core) = (args::name(py, name)?, self.core.clone());
+        run(py, self.mode, "Client.revoke", async move {
+            let revoked = core.client().await?.revoke(name).await?;
+            let revoked: Vec<Revocation> = revoked
+                .into_iter()
+                .map(|r| Revocation {
+                    kind: r.kind.as_str(),
+                    ended: r.ended,
+                    fencing_token: r.fencing_token,
+                })
+                .collect();
+            Ok(revoked)
+        })
+    }
+
+    /// Asks the holders of `name` to let go (their `release_requested`
+    /// returns; nothing is taken away): how many connections heard it.
+    fn request_release(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (name, core) = (args::name(py, name)?, self.core.clone());
+        run(py, self.mode, "Client.request_release", async move {
+            core.client().await?.request_release(name).await
+        })
+    }
+}

@@ -1,0 +1,171 @@
+//! What a client makes: every recipe, in the client's mode (a blocking
+//! client's `Lock`, an asyncio client's `AsyncLock`).
+
+use pyo3::prelude::*;
+
+use super::ClientBase;
+use crate::args;
+use crate::recipes::lock::LockSpec;
+use crate::recipes::options::LeaseOptions;
+use crate::recipes::{barrier, election, fence, latch, lock, rwlock, semaphore};
+
+/// `names`: one name, or a list or tuple of them.
+pub(crate) fn names(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<args::Name>> {
+    if value.is_instance_of::<pyo3::types::PyList>()
+        || value.is_instance_of::<pyo3::types::PyTuple>()
+    {
+        value.try_iter()?.map(|n| args::named(py, &n?)).collect()
+    } else {
+        Ok(vec![args::named(py, value)?])
+    }
+}
+
+#[pymethods]
+impl ClientBase {
+    /// A lock called `name` (str or bytes) held for `ttl` seconds, renewed
+    /// by a watchdog while held unless `watchdog=False`. `fencing=True`
+    /// issues the fencing token with every acquisition; `fair=True` queues
+    /// waiters in arrival order; `cached=idle` keeps a released hold up to
+    /// `idle` seconds for the next acquire; `max_hold=` caps every hold;
+    /// `ask=True` makes a waiter ask the holder to let go; `stop_margin=`
+    /// is how long before the deadline `lost` fires.
+    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, fair = false, cached = None, max_hold = None, ask = false, stop_margin = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn lock(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        ttl: f64,
+        watchdog: bool,
+        fencing: bool,
+        fair: bool,
+        cached: Option<f64>,
+        max_hold: Option<f64>,
+        ask: bool,
+        stop_margin: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let spec = LockSpec {
+            ttl: args::ttl(py, ttl)?,
+            lease: LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?,
+            fair,
+            cached: cached.map(|c| args::seconds(py, "cached", c)).transpose()?,
+        };
+        lock::lock(py, &self.core, args::named(py, name)?, spec, self.mode)
+    }
+
+    /// Several locks held all at once or not at all, whatever order other
+    /// callers name them in; the same keywords as `lock`.
+    #[pyo3(signature = (names, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn lock_all(
+        &self,
+        py: Python<'_>,
+        names: &Bound<'_, PyAny>,
+        ttl: f64,
+        watchdog: bool,
+        fencing: bool,
+        max_hold: Option<f64>,
+        ask: bool,
+        stop_margin: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let lease = LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?;
+        let names = self::names(py, names)?;
+        lock::lock_all(py, &self.core, names, args::ttl(py, ttl)?, lease, self.mode)
+    }
+
+    /// At most `permits` holders of `name` at once, each for `ttl` seconds;
+    /// the same keywords as `lock_all`.
+    #[pyo3(signature = (name, permits, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn semaphore(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        permits: &Bound<'_, PyAny>,
+        ttl: f64,
+        watchdog: bool,
+        fencing: bool,
+        max_hold: Option<f64>,
+        ask: bool,
+        stop_margin: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let lease = LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?;
+        let permits = args::count(py, "semaphore permits", permits)?;
+        let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
+        semaphore::semaphore(py, &self.core, name, permits, ttl, lease, self.mode)
+    }
+
+    /// A phase-fair read-write lock; each hold lasts `ttl` seconds; the
+    /// same keywords as `lock_all`.
+    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rwlock(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        ttl: f64,
+        watchdog: bool,
+        fencing: bool,
+        max_hold: Option<f64>,
+        ask: bool,
+        stop_margin: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let lease = LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?;
+        rwlock::rwlock(
+            py,
+            &self.core,
+            args::named(py, name)?,
+            args::ttl(py, ttl)?,
+            lease,
+            self.mode,
+        )
+    }
+
+    /// A count-down latch kept for `ttl` seconds.
+    #[pyo3(signature = (name, ttl = 3600.0))]
+    fn latch(&self, py: Python<'_>, name: &Bound<'_, PyAny>, ttl: f64) -> PyResult<Py<PyAny>> {
+        latch::latch(
+            py,
+            &self.core,
+            args::named(py, name)?,
+            args::ttl(py, ttl)?,
+            self.mode,
+        )
+    }
+
+    /// A cyclic barrier of `parties`, kept `ttl` seconds after its last use.
+    #[pyo3(signature = (name, parties, ttl = 3600.0))]
+    fn barrier(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        parties: &Bound<'_, PyAny>,
+        ttl: f64,
+    ) -> PyResult<Py<PyAny>> {
+        let parties = args::count(py, "barrier parties", parties)?;
+        barrier::barrier(
+            py,
+            &self.core,
+            args::named(py, name)?,
+            parties,
+            args::ttl(py, ttl)?,
+            self.mode,
+        )
+    }
+
+    /// The election `name`; a leader's lease lasts `ttl` seconds, renewed.
+    fn election(&self, py: Python<'_>, name: &Bound<'_, PyAny>, ttl: f64) -> PyResult<Py<PyAny>> {
+        election::election(
+            py,
+            &self.core,
+            args::named(py, name)?,
+            args::ttl(py, ttl)?,
+            self.mode,
+        )
+    }
+
+    /// A value that refuses stale holders' writes (name it apart from its lock).
+    fn fenced(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        fence::fenced(py, &self.core, args::named(py, name)?, self.mode)
+    }
+}

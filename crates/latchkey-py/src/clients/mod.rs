@@ -1,0 +1,219 @@
+//! The clients: one base class, `_Client` (a connection per process,
+//! core.rs, and every factory, factories.rs), and its four leaves, made by
+//! one construction (options.rs): `Client` and `AsyncClient` of one Redis
+//! (or a cluster, or behind Sentinel), `Redlock` and `AsyncRedlock` over N
+//! independent instances (locks only).
+
+pub(crate) mod control;
+pub(crate) mod core;
+mod factories;
+mod options;
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use self::core::Core;
+use crate::args;
+use crate::runtime::{awaitable, awaitable_after_a_turn, block_on, Mode};
+
+/// A client; its leaf class says which API (blocking or asyncio) and
+/// which deployment (one Redis, or a Redlock).
+#[pyclass(
+    module = "latchkey._native",
+    name = "_Client",
+    subclass,
+    frozen,
+    weakref
+)]
+pub(crate) struct ClientBase {
+    pub(crate) core: Arc<Core>,
+    pub(crate) mode: Mode,
+}
+
+/// A client of one Redis, a Redis Cluster or a Sentinel-watched primary
+/// (blocking API). Connects at once; threads may share it; a forked child
+/// connects again on first use.
+#[pyclass(module = "latchkey._native", extends = ClientBase, frozen, weakref)]
+pub(crate) struct Client {}
+
+/// As `Client`, for asyncio: connects on first use (or `await connect()`).
+#[pyclass(module = "latchkey._native", extends = ClientBase, frozen, weakref)]
+pub(crate) struct AsyncClient {}
+
+/// What only a Redlock tells: its instances and quorum.
+#[pyclass(module = "latchkey._native", name = "_Redlock", extends = ClientBase, subclass, frozen, weakref)]
+pub(crate) struct RedlockBase {}
+
+/// One lock over N independent Redis instances, held while a majority
+/// agree (blocking API). Connects at once (returns when a majority
+/// answered; the rest join when they do).
+#[pyclass(module = "latchkey._native", extends = RedlockBase, frozen, weakref)]
+pub(crate) struct Redlock {}
+
+/// As `Redlock`, for asyncio: connects on first use.
+#[pyclass(module = "latchkey._native", extends = RedlockBase, frozen, weakref)]
+pub(crate) struct AsyncRedlock {}
+
+/// The base of a client of `mode`: connected now when blocking.
+fn made(
+    py: Python<'_>,
+    url: &Bound<'_, PyAny>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+    redlock: bool,
+    mode: Mode,
+) -> PyResult<ClientBase> {
+    let core = Core::new(options::options(py, url, kwargs, redlock)?);
+    if mode == Mode::Blocking {
+        block_on(py, core.clone().connect())?;
+    }
+    Ok(ClientBase { core, mode })
+}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (url, **kwargs), text_signature = "(url, *, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
+    fn new(
+        py: Python<'_>,
+        url: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        Ok(
+            PyClassInitializer::from(made(py, url, kwargs, false, Mode::Blocking)?)
+                .add_subclass(Client {}),
+        )
+    }
+}
+
+#[pymethods]
+impl AsyncClient {
+    #[new]
+    #[pyo3(signature = (url, **kwargs), text_signature = "(url, *, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
+    fn new(
+        py: Python<'_>,
+        url: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        Ok(
+            PyClassInitializer::from(made(py, url, kwargs, false, Mode::Asyncio)?)
+                .add_subclass(AsyncClient {}),
+        )
+    }
+}
+
+#[pymethods]
+impl Redlock {
+    #[new]
+    #[pyo3(signature = (urls, **kwargs), text_signature = "(urls, *, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
+    fn new(
+        py: Python<'_>,
+        urls: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let base = made(py, urls, kwargs, true, Mode::Blocking)?;
+        Ok(PyClassInitializer::from(base)
+            .add_subclass(RedlockBase {})
+            .add_subclass(Redlock {}))
+    }
+}
+
+#[pymethods]
+impl AsyncRedlock {
+    #[new]
+    #[pyo3(signature = (urls, **kwargs), text_signature = "(urls, *, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
+    fn new(
+        py: Python<'_>,
+        urls: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let base = made(py, urls, kwargs, true, Mode::Asyncio)?;
+        Ok(PyClassInitializer::from(base)
+            .add_subclass(RedlockBase {})
+            .add_subclass(AsyncRedlock {}))
+    }
+}
+
+#[pymethods]
+impl RedlockBase {
+    /// The number of instances, N.
+    #[getter]
+    fn instances(slf: PyRef<'_, Self>) -> usize {
+        1 + slf.as_super().core.options.seeds.len()
+    }
+
+    /// How many instances must agree: N/2 + 1.
+    #[getter]
+    fn quorum(slf: PyRef<'_, Self>) -> usize {
+        // N/2 + 1, with N = 1 + seeds.
+        slf.as_super().core.options.seeds.len().div_ceil(2) + 1
+    }
+}
+
+#[pymethods]
+impl ClientBase {
+    /// Connects now (a blocking client is connected already); returns the
+    /// client.
+    fn connect<'py>(slf: Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let core = slf.get().core.clone();
+        match slf.get().mode {
+            Mode::Blocking => {
+                block_on(py, core.connect())?;
+                Ok(slf.into_any())
+            }
+            Mode::Asyncio => {
+                let slf = slf.unbind();
+                awaitable(py, "AsyncClient.connect", async move {
+                    core.connect().await?;
+                    Ok(slf)
+                })
+            }
+        }
+    }
+
+    /// Waits, at most `timeout` seconds, for the background releases of
+    /// holds dropped unreleased and of calls cancelled, and gives back the
+    /// holds cached locks keep idle; True when all finished.
+    #[pyo3(signature = (timeout = 5.0))]
+    fn flush(&self, py: Python<'_>, timeout: f64) -> PyResult<Py<PyAny>> {
+        let within = args::bound(py, "timeout", timeout)?;
+        let flushing = self.core.clone().flush(within);
+        match self.mode {
+            Mode::Blocking => Ok(pyo3::IntoPyObjectExt::into_py_any(
+                block_on(py, flushing)?,
+                py,
+            )?),
+            Mode::Asyncio => {
+                Ok(awaitable_after_a_turn(py, "AsyncClient.flush", flushing)?.unbind())
+            }
+        }
+    }
+
+    /// Flushes in the blocking way, from either API (at exit, in a test).
+    #[pyo3(signature = (timeout = 5.0))]
+    fn flush_blocking(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+        let within = args::bound(py, "timeout", timeout)?;
+        block_on(py, self.core.clone().flush(within))
+    }
+
+    /// The key prefix in force.
+    #[getter]
+    fn prefix<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.core.prefix())
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let core = &slf.get().core;
+        let more = match core.options.seeds.len() {
+            0 => String::new(),
+            n => format!(" (+{n} more)"),
+        };
+        Ok(format!(
+            "<latchkey.{} {:?}{more} connected={}>",
+            slf.get_type().name()?,
+            core.options.shown_url(),
+            core.connected().is_some()
+        ))
+    }
+}

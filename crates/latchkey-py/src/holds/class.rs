@@ -1,0 +1,257 @@
+//! `_Hold`: the Python base class of every hold, with what every hold
+//! does (the surface of `latchkey::Guard`); kinds.rs adds each kind's own
+//! calls and the blocking and asyncio leaf classes.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use latchkey::Ownership;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use super::lost::{lost_event, LostBase};
+use super::Holding;
+use crate::args;
+use crate::runtime::{awaitable, block_on, run, Make, Mode};
+
+/// A hold. Released by `release()`, by leaving its `with` (or `async
+/// with`) block, or, if Python garbage-collects it unreleased, in the
+/// background.
+#[pyclass(module = "latchkey._native", name = "_Hold", subclass, frozen, weakref)]
+pub(crate) struct Hold {
+    pub(crate) holding: Arc<Holding>,
+    pub(crate) mode: Mode,
+    /// What it holds, for messages: "lock", "permit", "leadership", …
+    pub(crate) what: &'static str,
+}
+
+/// `at` on Python's `time.monotonic()` clock (the same CLOCK_MONOTONIC as
+/// Rust's `Instant` on Linux, read through Python to be sure).
+pub(crate) fn monotonic(py: Python<'_>, at: Instant) -> PyResult<f64> {
+    let now_py: f64 = py.import("time")?.call_method0("monotonic")?.extract()?;
+    let now = Instant::now();
+    let ahead = match at.checked_duration_since(now) {
+        Some(ahead) => ahead.as_secs_f64(),
+        None => -now.duration_since(at).as_secs_f64(),
+    };
+    Ok(now_py + ahead)
+}
+
+impl Hold {
+    /// The end of a `with` block: released, and `LockLost` raised when the
+    /// hold turned out lost and the block raised nothing itself.
+    fn exit_with(&self, found: Option<Ownership>, raised: bool) -> Make {
+        let lost = matches!(found, Some(o) if o != Ownership::Owned) && !raised;
+        let message = lost.then(|| {
+            let why = self
+                .holding
+                .lost_reason()
+                .map_or("it expired", |r| r.describe());
+            format!(
+                "{} {} was lost before its with block ended ({why}): the block ran unprotected",
+                self.what,
+                self.holding.name.shown()
+            )
+        });
+        Make::new(move |py| match message {
+            Some(message) => Err(crate::errors::raise(py, "LockLost", message)),
+            None => Ok(py.None()),
+        })
+    }
+
+    fn wrong_with(&self) -> PyErr {
+        PyTypeError::new_err(match self.mode {
+            Mode::Blocking => "a blocking Client's hold: use `with`, not `async with`",
+            Mode::Asyncio => "an AsyncClient's hold: use `async with`, not `with`",
+        })
+    }
+}
+
+#[pymethods]
+impl Hold {
+    /// What it holds: the name as given (`str` or `bytes`; several locks'
+    /// names joined by `+`).
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.holding.name.to_py(py)
+    }
+
+    /// The owner token: what Redis keeps for the hold while it is ours.
+    #[getter]
+    fn token(&self) -> String {
+        self.holding.token.clone()
+    }
+
+    /// Seconds an acquisition or a renewal holds for.
+    #[getter]
+    fn ttl(&self) -> f64 {
+        self.holding.ttl.as_secs_f64()
+    }
+
+    /// Until when the hold may be assumed, on `time.monotonic()`'s clock
+    /// (the last one once released): past it, it may be someone else's.
+    #[getter]
+    fn deadline(&self, py: Python<'_>) -> PyResult<f64> {
+        monotonic(py, self.holding.deadline())
+    }
+
+    /// Not known lost, not released, before the stop margin. Asks nobody.
+    fn is_held(&self) -> bool {
+        self.holding.is_held()
+    }
+
+    /// Set when the hold can no longer be proven ours.
+    #[getter]
+    fn lost(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let event = LostBase {
+            lost: self.holding.lost_signal(),
+            owner: self.holding.owner,
+            mode: self.mode,
+        };
+        lost_event(py, event.into(), self.mode)
+    }
+
+    /// Why it was lost (`revoked`, `max-hold`, `expired`, `gone`,
+    /// `taken-over`, `unreachable`), or None while it was not.
+    #[getter]
+    fn lost_reason(&self) -> Option<&'static str> {
+        self.holding.lost_reason().map(|r| r.as_str())
+    }
+
+    /// The hold's fencing token, greater than every earlier hold's: the
+    /// one issued with it (`fencing=True`, a leadership's term), else
+    /// issued now (one round trip, the first time).
+    fn fencing_token(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let holding = self.holding.clone();
+        run(
+            py,
+            self.mode,
+            "Hold.fencing_token",
+            holding.call(|h| h.fencing_token()),
+        )
+    }
+
+    /// Every fencing token of the hold (one per lock of several locks
+    /// held at once), issued as `fencing_token()` issues one.
+    fn fencing_tokens(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let holding = self.holding.clone();
+        run(
+            py,
+            self.mode,
+            "Hold.fencing_tokens",
+            holding.call(|h| h.fencing_tokens()),
+        )
+    }
+
+    /// The fencing token if it was issued already, else None. Asks nobody.
+    fn issued_fencing_token(&self) -> Option<u64> {
+        self.holding.issued_fencing_token()
+    }
+
+    /// Resets the TTL to `ttl` seconds from now: True if still ours (else
+    /// the hold is marked lost).
+    fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<Py<PyAny>> {
+        let ttl = args::ttl(py, ttl)?;
+        run(
+            py,
+            self.mode,
+            "Hold.extend",
+            self.holding.clone().extend(ttl),
+        )
+    }
+
+    /// Releases if still ours: True when it was ours to the end, False
+    /// when it was lost or released already (idempotent).
+    fn release(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let releasing = self.holding.clone().release();
+        run(py, self.mode, "Hold.release", async move {
+            Ok(releasing.await? == Some(Ownership::Owned))
+        })
+    }
+
+    /// Gives the hold up without releasing it: it ends at its TTL, or by
+    /// a release with the owner token returned.
+    fn forget(&self, py: Python<'_>) -> PyResult<String> {
+        block_on(py, self.holding.clone().forget())
+    }
+
+    /// Waits until another process asks for the hold (`request_release`,
+    /// a waiter made with `ask=True`), at most `timeout` seconds; raises
+    /// `WaitTimedOut`. Nothing is taken away: letting go is up to us.
+    #[pyo3(signature = (timeout = None))]
+    fn release_requested(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        let wait = args::wait(py, timeout)?.unwrap_or(args::FOREVER);
+        let name = String::from_utf8_lossy(&self.holding.name.bytes).into_owned();
+        let holding = self.holding.clone();
+        run(py, self.mode, "Hold.release_requested", async move {
+            let asked = holding.call(|h| h.release_requested());
+            match tokio::time::timeout(wait, asked).await {
+                Ok(asked) => asked,
+                Err(_) => Err(latchkey::Error::WaitTimedOut { name, waited: wait }),
+            }
+        })
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        match slf.get().mode {
+            Mode::Blocking => Ok(slf),
+            Mode::Asyncio => Err(slf.get().wrong_with()),
+        }
+    }
+
+    /// Releases; raises `LockLost` when the hold turned out lost and the
+    /// block raised nothing.
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        kind: Option<&Bound<'_, PyType>>,
+        _value: Option<&Bound<'_, PyAny>>,
+        _trace: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        if self.mode == Mode::Asyncio {
+            return Err(self.wrong_with());
+        }
+        let found = block_on(py, self.holding.clone().release())?;
+        self.exit_with(found, kind.is_some()).made(py).map(drop)
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if slf.get().mode == Mode::Blocking {
+            return Err(slf.get().wrong_with());
+        }
+        let slf = slf.unbind();
+        awaitable(py, "AsyncHold.__aenter__", async move { Ok(slf) })
+    }
+
+    /// As `__exit__`, a coroutine.
+    fn __aexit__<'py>(
+        slf: Bound<'py, Self>,
+        py: Python<'py>,
+        kind: Option<&Bound<'_, PyType>>,
+        _value: Option<&Bound<'_, PyAny>>,
+        _trace: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if slf.get().mode == Mode::Blocking {
+            return Err(slf.get().wrong_with());
+        }
+        let raised = kind.is_some();
+        let me = slf.unbind();
+        let releasing = me.get().holding.clone().release();
+        awaitable(py, "AsyncHold.__aexit__", async move {
+            let found = releasing.await?;
+            Ok(me.get().exit_with(found, raised))
+        })
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let me = slf.get();
+        Ok(format!(
+            "<latchkey.{} name={} held={} token={:?}>",
+            slf.get_type().name()?,
+            me.holding.name.shown(),
+            me.holding.is_held(),
+            me.holding.token
+        ))
+    }
+}

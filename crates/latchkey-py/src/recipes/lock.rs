@@ -1,0 +1,236 @@
+//! A lock (plain, fair or kept while idle, on one Redis or a Redlock) and
+//! several locks at once: `Lock`/`AsyncLock`, `MultiLock`/`AsyncMultiLock`
+//! over one base class and one way to acquire (`Acquire`, which the
+//! semaphore shares).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use latchkey::BoxFuture;
+use pyo3::prelude::*;
+
+use super::options::LeaseOptions;
+use super::{twins, Made};
+use crate::args::{self, Name};
+use crate::clients::core::Core;
+use crate::holds::kinds::{made, Kind};
+use crate::holds::{Held, Holding};
+use crate::runtime::{run, Mode};
+
+/// What a recipe whose holds are taken whole offers, as the one door
+/// (`Box<dyn DynGuard>`) sees its guards: one try, or a wait until a
+/// deadline (a year away for "as long as it takes").
+pub(crate) trait Acquire: Send + Sync + 'static {
+    fn try_once(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn Held>>>>;
+    fn until(&self, deadline: Instant) -> BoxFuture<'_, latchkey::Result<Box<dyn Held>>>;
+    /// The lock kept while idle, for `give_back`.
+    fn cached(&self) -> Option<&latchkey::CachedLock> {
+        None
+    }
+}
+
+/// `Acquire` over each recipe's own `try_acquire` and `acquire_until`
+/// (the library has no recipe trait: each recipe's calls are its own).
+macro_rules! acquirers {
+    ($($t:ty $(: $cached:ident)?),*) => {$(
+        impl Acquire for $t {
+            fn try_once(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn Held>>>> {
+                Box::pin(async move {
+                    Ok(self.try_acquire().await?.map(|g| Box::new(g) as Box<dyn Held>))
+                })
+            }
+            fn until(&self, deadline: Instant) -> BoxFuture<'_, latchkey::Result<Box<dyn Held>>> {
+                Box::pin(async move { Ok(Box::new(self.acquire_until(deadline).await?) as Box<dyn Held>) })
+            }
+            $(fn $cached(&self) -> Option<&latchkey::CachedLock> {
+                Some(self)
+            })?
+        }
+    )*};
+}
+acquirers!(latchkey::Lock, latchkey::CachedLock: cached, latchkey::MultiLock, latchkey::Semaphore);
+
+impl Acquire for Arc<dyn Acquire> {
+    fn try_once(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn Held>>>> {
+        (**self).try_once()
+    }
+    fn until(&self, deadline: Instant) -> BoxFuture<'_, latchkey::Result<Box<dyn Held>>> {
+        (**self).until(deadline)
+    }
+    fn cached(&self) -> Option<&latchkey::CachedLock> {
+        (**self).cached()
+    }
+}
+
+type Recipe = Arc<Made<Arc<dyn Acquire>>>;
+
+/// Waits for a hold of `recipe` at most `timeout` seconds (None: as long
+/// as it takes); raises `WaitTimedOut`.
+pub(crate) fn acquire<T: Acquire + Clone>(
+    py: Python<'_>,
+    recipe: &Arc<Made<T>>,
+    name: &Name,
+    kind: Kind,
+    mode: Mode,
+    timeout: Option<f64>,
+) -> PyResult<Py<PyAny>> {
+    let until = args::deadline(args::wait(py, timeout)?);
+    let (recipe, name) = (recipe.clone(), name.clone());
+    run(py, mode, "Lock.acquire", async move {
+        let core = recipe.core.clone();
+        let hold = recipe.get().await?.until(until).await?;
+        Ok(made(Holding::new(hold, &name, &core), kind, mode))
+    })
+}
+
+/// One try: a hold, or None when it is someone else's.
+pub(crate) fn try_acquire<T: Acquire + Clone>(
+    py: Python<'_>,
+    recipe: &Arc<Made<T>>,
+    name: &Name,
+    kind: Kind,
+    mode: Mode,
+) -> PyResult<Py<PyAny>> {
+    let (recipe, name) = (recipe.clone(), name.clone());
+    run(py, mode, "Lock.try_acquire", async move {
+        let core = recipe.core.clone();
+        let hold = recipe.get().await?.try_once().await?;
+        Ok(hold.map(|hold| made(Holding::new(hold, &name, &core), kind, mode)))
+    })
+}
+
+/// A lock (`Client.lock`, `Redlock.lock`) or several (`Client.lock_all`).
+#[pyclass(module = "latchkey._native", name = "_Lock", subclass, frozen)]
+pub(crate) struct LockBase {
+    recipe: Recipe,
+    name: Name,
+    ttl: Duration,
+    mode: Mode,
+    kind: Kind,
+}
+
+twins!(LockBase => Lock, AsyncLock; lock_class);
+twins!(LockBase => MultiLock, AsyncMultiLock; multi_lock_class);
+
+/// How a lock is made, from a client's keywords.
+pub(crate) struct LockSpec {
+    pub(crate) ttl: Duration,
+    pub(crate) lease: LeaseOptions,
+    pub(crate) fair: bool,
+    /// `Some(idle)`: a released hold is kept while idle (`cached=`).
+    pub(crate) cached: Option<Duration>,
+}
+
+/// `client.lock(name, ttl, …)`.
+pub(crate) fn lock(
+    py: Python<'_>,
+    core: &Arc<Core>,
+    name: Name,
+    spec: LockSpec,
+    mode: Mode,
+) -> PyResult<Py<PyAny>> {
+    let bytes = name.bytes.clone();
+    let ttl = spec.ttl;
+    let recipe = Made::new(py, core, move |c| {
+        let mut lock = spec.lease.apply(c.lock(&bytes, spec.ttl)?)?;
+        if spec.fair {
+            lock = lock.fair()?;
+        }
+        Ok(match spec.cached {
+            Some(idle) => Arc::new(lock.with_caching(idle)?) as Arc<dyn Acquire>,
+            None => Arc::new(lock),
+        })
+    })?;
+    let base = LockBase {
+        recipe,
+        name,
+        ttl,
+        mode,
+        kind: Kind::Lock,
+    };
+    lock_class(py, base.into(), mode)
+}
+
+/// `client.lock_all(names, ttl, …)`: every lock or none.
+pub(crate) fn lock_all(
+    py: Python<'_>,
+    core: &Arc<Core>,
+    names: Vec<Name>,
+    ttl: Duration,
+    lease: LeaseOptions,
+    mode: Mode,
+) -> PyResult<Py<PyAny>> {
+    let bytes: Vec<Vec<u8>> = names.iter().map(|n| n.bytes.clone()).collect();
+    let recipe = Made::new(py, core, move |c| {
+        Ok(Arc::new(lease.apply(c.client()?.lock_all(&bytes, ttl)?)?) as Arc<dyn Acquire>)
+    })?;
+    let joined = names
+        .iter()
+        .map(|n| n.bytes.as_slice())
+        .collect::<Vec<_>>()
+        .join(&b'+');
+    let name = match names.first() {
+        Some(first) => first.like(&joined),
+        None => Name {
+            bytes: joined,
+            text: true,
+        },
+    };
+    let base = LockBase {
+        recipe,
+        name,
+        ttl,
+        mode,
+        kind: Kind::Multi,
+    };
+    multi_lock_class(py, base.into(), mode)
+}
+
+#[pymethods]
+impl LockBase {
+    /// Waits until the lock is ours, at most `timeout` seconds (None: as
+    /// long as it takes); raises `WaitTimedOut` when it stays busy.
+    #[pyo3(signature = (timeout = None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        acquire(py, &self.recipe, &self.name, self.kind, self.mode, timeout)
+    }
+
+    /// One try: a guard, or None when someone else holds the lock.
+    fn try_acquire(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        try_acquire(py, &self.recipe, &self.name, self.kind, self.mode)
+    }
+
+    /// A lock made with `cached=`: gives its idle hold back to Redis now
+    /// (True when one was kept); False for any other lock.
+    fn give_back(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let recipe = self.recipe.clone();
+        run(py, self.mode, "Lock.give_back", async move {
+            match recipe.get().await?.cached() {
+                Some(cached) => cached.give_back().await,
+                None => Ok(false),
+            }
+        })
+    }
+
+    /// The name as given (several locks: joined by `+`).
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.name.to_py(py)
+    }
+
+    /// Seconds each hold lasts unless renewed.
+    #[getter]
+    fn ttl(&self) -> f64 {
+        self.ttl.as_secs_f64()
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let me = slf.get();
+        Ok(format!(
+            "<latchkey.{} name={} ttl={}>",
+            slf.get_type().name()?,
+            me.name.shown(),
+            me.ttl.as_secs_f64()
+        ))
+    }
+}

@@ -1,0 +1,127 @@
+//! The recipes (what a client makes: a lock, a semaphore, …), one file
+//! each, and what they share: the Rust object made once per process
+//! (`Made`), the lease options every lease recipe takes, and the twin
+//! classes (blocking, asyncio) every Python class has.
+
+pub(crate) mod barrier;
+pub(crate) mod election;
+pub(crate) mod fence;
+pub(crate) mod latch;
+pub(crate) mod lock;
+pub(crate) mod options;
+pub(crate) mod rwlock;
+pub(crate) mod semaphore;
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+
+use crate::clients::core::{Connected, Core};
+use crate::errors::to_py;
+use crate::runtime::{drop_in_runtime, pid};
+
+type Build<T> = Box<dyn Fn(&Connected) -> latchkey::Result<T> + Send + Sync>;
+
+/// A recipe's Rust object, made once per process from the client of that
+/// process: at once when the client is connected (so a bad name, TTL or
+/// count is refused where the recipe is made), else on first use; again in
+/// a forked child, whose client is its own.
+pub(crate) struct Made<T: Clone + Send + 'static> {
+    pub(crate) core: Arc<Core>,
+    build: Build<T>,
+    made: Mutex<Option<(u32, T)>>,
+}
+
+impl<T: Clone + Send + 'static> Made<T> {
+    pub(crate) fn new(
+        py: Python<'_>,
+        core: &Arc<Core>,
+        build: impl Fn(&Connected) -> latchkey::Result<T> + Send + Sync + 'static,
+    ) -> PyResult<Arc<Made<T>>> {
+        let made = Made {
+            core: core.clone(),
+            build: Box::new(build),
+            made: Mutex::new(None),
+        };
+        if let Some(connected) = core.connected() {
+            let built = (made.build)(&connected).map_err(|e| to_py(py, e))?;
+            made.keep(built);
+        }
+        Ok(Arc::new(made))
+    }
+
+    fn mine(&self) -> Option<T> {
+        let made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        made.as_ref()
+            .filter(|(by, _)| *by == pid())
+            .map(|(_, t)| t.clone())
+    }
+
+    fn keep(&self, built: T) -> T {
+        let inherited = self
+            .made
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace((pid(), built.clone()));
+        if let Some((by, old)) = inherited {
+            drop_in_runtime(old, by); // a parent's, in a forked child: forgotten
+        }
+        built
+    }
+
+    /// The object of this process, connecting and making it first if needed.
+    pub(crate) async fn get(self: Arc<Self>) -> latchkey::Result<T> {
+        if let Some(made) = self.mine() {
+            return Ok(made);
+        }
+        let connected = self.core.clone().connect().await?;
+        let built = (self.build)(&connected)?;
+        Ok(self.keep(built))
+    }
+}
+
+impl<T: Clone + Send + 'static> Drop for Made<T> {
+    fn drop(&mut self) {
+        // Python drops a recipe outside the runtime: a cached lock's idle
+        // hold is given back there (or forgotten, in a forked child).
+        let made = self
+            .made
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((by, made)) = made {
+            drop_in_runtime(made, by);
+        }
+    }
+}
+
+/// A blocking and an asyncio class over one base class (which has every
+/// method, and its `Mode`), and the function that makes the one of a
+/// mode: `isinstance(x, AsyncSemaphore)` holds at run time, as the stubs
+/// say.
+macro_rules! twins {
+    ($base:ty => $sync:ident, $async:ident; $maker:ident) => {
+        #[pyo3::pyclass(module = "latchkey._native", extends = $base, frozen)]
+        pub(crate) struct $sync {}
+
+        #[pyo3::pyclass(module = "latchkey._native", extends = $base, frozen)]
+        pub(crate) struct $async {}
+
+        /// The class of `mode` over `init`.
+        pub(crate) fn $maker(
+            py: pyo3::Python<'_>,
+            init: pyo3::PyClassInitializer<$base>,
+            mode: $crate::runtime::Mode,
+        ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+            Ok(match mode {
+                $crate::runtime::Mode::Blocking => {
+                    pyo3::Py::new(py, init.add_subclass($sync {}))?.into_any()
+                }
+                $crate::runtime::Mode::Asyncio => {
+                    pyo3::Py::new(py, init.add_subclass($async {}))?.into_any()
+                }
+            })
+        }
+    };
+}
+pub(crate) use twins;

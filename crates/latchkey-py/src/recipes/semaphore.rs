@@ -1,0 +1,193 @@
+//! A counting semaphore: `Semaphore`/`AsyncSemaphore`, permits (one or
+//! `k` at once) as `Permit`/`AsyncPermit`, and who holds them.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use super::lock::{acquire, try_acquire};
+use super::options::LeaseOptions;
+use super::{twins, Made};
+use crate::args::{self, Name};
+use crate::clients::core::Core;
+use crate::holds::kinds::{made, Kind};
+use crate::holds::Holding;
+use crate::runtime::{run, Mode};
+
+/// At most `permits` holders at once; each permit is a lease.
+#[pyclass(module = "latchkey._native", name = "_Semaphore", subclass, frozen)]
+pub(crate) struct SemaphoreBase {
+    recipe: Arc<Made<latchkey::Semaphore>>,
+    name: Name,
+    permits: u64,
+    mode: Mode,
+}
+
+twins!(SemaphoreBase => Semaphore, AsyncSemaphore; semaphore_class);
+
+/// `client.semaphore(name, permits, ttl, …)`.
+pub(crate) fn semaphore(
+    py: Python<'_>,
+    core: &Arc<Core>,
+    name: Name,
+    permits: u64,
+    ttl: std::time::Duration,
+    lease: LeaseOptions,
+    mode: Mode,
+) -> PyResult<Py<PyAny>> {
+    let bytes = name.bytes.clone();
+    let recipe = Made::new(py, core, move |c| {
+        lease.apply(c.client()?.semaphore(&bytes, permits, ttl)?)
+    })?;
+    let base = SemaphoreBase {
+        recipe,
+        name,
+        permits,
+        mode,
+    };
+    semaphore_class(py, base.into(), mode)
+}
+
+#[pymethods]
+impl SemaphoreBase {
+    /// Waits for a permit, at most `timeout` seconds (None: as long as it
+    /// takes); raises `WaitTimedOut`.
+    #[pyo3(signature = (timeout = None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        acquire(
+            py,
+            &self.recipe,
+            &self.name,
+            Kind::Permit,
+            self.mode,
+            timeout,
+        )
+    }
+
+    /// One try: a permit, or None when all are taken.
+    fn try_acquire(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        try_acquire(py, &self.recipe, &self.name, Kind::Permit, self.mode)
+    }
+
+    /// Waits for `k` permits at once (all or none), at most `timeout`
+    /// seconds; raises `WaitTimedOut`. One hold of `k` permits.
+    #[pyo3(signature = (k, timeout = None))]
+    fn acquire_many(
+        &self,
+        py: Python<'_>,
+        k: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let k = permits_asked(py, k)?;
+        let until = args::deadline(args::wait(py, timeout)?);
+        let (recipe, name, mode) = (self.recipe.clone(), self.name.clone(), self.mode);
+        run(py, mode, "Semaphore.acquire_many", async move {
+            let core = recipe.core.clone();
+            let permit = recipe.get().await?.acquire_many_until(k, until).await?;
+            Ok(made(Holding::of(permit, &name, &core), Kind::Permit, mode))
+        })
+    }
+
+    /// One try for `k` permits at once: a hold of them, or None.
+    fn try_acquire_many(&self, py: Python<'_>, k: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let k = permits_asked(py, k)?;
+        let (recipe, name, mode) = (self.recipe.clone(), self.name.clone(), self.mode);
+        run(py, mode, "Semaphore.try_acquire_many", async move {
+            let core = recipe.core.clone();
+            let permit = recipe.get().await?.try_acquire_many(k).await?;
+            Ok(permit.map(|p| made(Holding::of(p, &name, &core), Kind::Permit, mode)))
+        })
+    }
+
+    /// The permits held now, soonest to expire first: a list of
+    /// `PermitHolder` (two round trips; only reads).
+    fn holders(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let recipe = self.recipe.clone();
+        run(py, self.mode, "Semaphore.holders", async move {
+            let holders = recipe.get().await?.holders().await?;
+            Ok(holders.into_iter().map(HolderParts).collect::<Vec<_>>())
+        })
+    }
+
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.name.to_py(py)
+    }
+
+    #[getter]
+    fn permits(&self) -> u64 {
+        self.permits
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let me = slf.get();
+        Ok(format!(
+            "<latchkey.{} name={} permits={}>",
+            slf.get_type().name()?,
+            me.name.shown(),
+            me.permits
+        ))
+    }
+}
+
+/// `k` of `acquire_many`: 1 up to the semaphore's permits.
+fn permits_asked(py: Python<'_>, k: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let k = args::count(py, "permits asked", k)?;
+    u32::try_from(k).map_err(|_| {
+        crate::errors::raise(
+            py,
+            "InvalidCount",
+            format!("invalid permits asked {k}: it must be at most {}", u32::MAX),
+        )
+    })
+}
+
+/// One permit held, as `Semaphore.holders()` reads it: the holder's
+/// `token`; `host`, `pid` and `acquired_at` (seconds since the epoch, by
+/// the holder's clock) parsed from it, None for a token not made by
+/// latchkey; `ttl_left`, seconds until it expires unless renewed.
+#[pyclass(module = "latchkey._native", frozen, get_all)]
+pub(crate) struct PermitHolder {
+    token: String,
+    host: Option<String>,
+    pid: Option<u32>,
+    acquired_at: Option<f64>,
+    ttl_left: f64,
+}
+
+#[pymethods]
+impl PermitHolder {
+    fn __repr__(&self) -> String {
+        format!(
+            "<latchkey.PermitHolder token={:?} host={:?} pid={:?} ttl_left={:.3}>",
+            self.token, self.host, self.pid, self.ttl_left
+        )
+    }
+}
+
+/// A `PermitHolder` before it meets the GIL.
+struct HolderParts(latchkey::PermitHolder);
+
+impl<'py> IntoPyObject<'py> for HolderParts {
+    type Target = PermitHolder;
+    type Output = Bound<'py, PermitHolder>;
+    type Error = PyErr;
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
+        let holder = self.0.holder;
+        Bound::new(
+            py,
+            PermitHolder {
+                token: self.0.token,
+                host: holder.as_ref().map(|h| h.host.clone()),
+                pid: holder.as_ref().map(|h| h.pid),
+                acquired_at: holder.as_ref().map(|h| {
+                    h.acquired_at
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs_f64())
+                        .unwrap_or(0.0)
+                }),
+                ttl_left: self.0.ttl_left.as_secs_f64(),
+            },
+        )
+    }
+}

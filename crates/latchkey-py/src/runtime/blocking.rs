@@ -1,0 +1,119 @@
+//! A blocking call: the Rust future polled on the calling thread without
+//! the GIL, with a look at Python's signals every slice; and the count of
+//! calls cancelled from Python whose cleanup has not started yet.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+
+use super::handle;
+use crate::errors;
+
+/// How long a blocking wait sleeps between two looks at Python's signal
+/// flags: Ctrl-C interrupts a wait within this (plus the handler's time).
+const SLICE: Duration = Duration::from_millis(50);
+
+/// Calls cancelled from Python (Ctrl-C, an asyncio cancel) whose Rust
+/// future is not dropped yet: dropping it starts the library's cleanup (a
+/// lock it took released, a queue entry left), which `flush` then waits for.
+static CANCELLED_LIVE: AtomicUsize = AtomicUsize::new(0);
+
+const RUNNING: u8 = 0;
+const CANCELLED: u8 = 1;
+const DROPPED: u8 = 2;
+
+/// Marks one call cancelled (counted until its future is dropped).
+#[derive(Clone)]
+pub(crate) struct Cancel(Arc<AtomicU8>);
+
+impl Cancel {
+    pub(crate) fn mark(&self) {
+        let changed =
+            self.0
+                .compare_exchange(RUNNING, CANCELLED, Ordering::AcqRel, Ordering::Acquire);
+        if changed.is_ok() {
+            CANCELLED_LIVE.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Dropped with the future it is part of, after the future's own parts.
+struct DropMark(Arc<AtomicU8>);
+
+impl Drop for DropMark {
+    fn drop(&mut self) {
+        if self.0.swap(DROPPED, Ordering::AcqRel) == CANCELLED {
+            CANCELLED_LIVE.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// `fut`, and the handle that marks it cancelled.
+pub(super) fn tracked<F: Future>(fut: F) -> (impl Future<Output = F::Output>, Cancel) {
+    let flag = Arc::new(AtomicU8::new(RUNNING));
+    let mark = DropMark(flag.clone());
+    let tracked = async move {
+        // Declared first, so dropped last: after `fut`'s cleanup started.
+        let _mark = mark;
+        let fut = fut;
+        fut.await
+    };
+    (tracked, Cancel(flag))
+}
+
+/// Waits, at most until `deadline`, until every cancelled call's future is
+/// dropped (its cleanup spawned); whether they all were.
+pub(crate) async fn cancelled_dropped(deadline: Instant) -> bool {
+    while CANCELLED_LIVE.load(Ordering::Acquire) > 0 {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        // The drop is a moment away (the runtime's next poll of the task).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    true
+}
+
+/// Runs `fut` on the runtime and waits for it without the GIL, looking at
+/// Python's signals every `SLICE`: a pending KeyboardInterrupt (or any
+/// exception a signal handler raises) drops the future, which the Rust
+/// library makes safe (a lock it may have taken is released in the
+/// background), and is raised here.
+pub(crate) fn block_on<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    F: Future<Output = latchkey::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let handle = handle()?;
+    let (fut, cancel) = tracked(fut);
+    // Polled on this thread (`Handle::block_on`: the runtime's workers
+    // drive the sockets and timers): the answer wakes this thread itself,
+    // with no task to spawn and no channel to hand the result over, which
+    // was a third of an uncontended acquire + release from Python.
+    let mut fut = Box::pin(fut);
+    loop {
+        let on = handle.clone();
+        let (back, got) = py.detach(move || {
+            let got = on.block_on(async { tokio::time::timeout(SLICE, fut.as_mut()).await });
+            (fut, got)
+        });
+        fut = back;
+        match got {
+            Ok(result) => return result.map_err(|e| errors::to_py(py, e)),
+            Err(_) => {
+                if let Err(interrupted) = py.check_signals() {
+                    // Dropped in the runtime's context, so that its cleanup
+                    // (a lock it may have taken, released in the background)
+                    // can start.
+                    let _entered = handle.enter();
+                    cancel.mark();
+                    drop(fut);
+                    return Err(interrupted);
+                }
+            }
+        }
+    }
+}
