@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::transport::session::Session;
+use crate::backend::single::Single;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::{drift, ttl_ms, FairKeys, LockKeys};
 use crate::vocab::outcome::Ownership;
@@ -87,7 +87,7 @@ fn fence(fenced: bool, value: i64) -> Option<u64> {
     }
 }
 
-impl Session {
+impl Single<'_> {
     /// One run of `fair_acquire.lua`: take the lock if it is free and
     /// nobody live is ahead; else queue or renew `entry` for `lease`, as
     /// `mode` says. One round trip.

@@ -211,7 +211,9 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn inspect(&self, name: impl AsRef<[u8]>) -> Result<LockInfo> {
-        self.session.inspect(name.as_ref()).await
+        crate::primitives::inspect::Inspector(&self.session)
+            .inspect(name.as_ref())
+            .await
     }
 
     /// Every lock whose name matches the glob `pattern` (Redis `MATCH`
@@ -231,7 +233,9 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn list(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<LockInfo>> {
-        self.session.list(pattern.as_ref()).await
+        crate::primitives::inspect::Inspector(&self.session)
+            .list(pattern.as_ref())
+            .await
     }
 
     /// Every primitive under `name` (lock, fair lock, semaphore, rwlock,
@@ -246,7 +250,9 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn describe(&self, name: impl AsRef<[u8]>) -> Result<Vec<PrimitiveInfo>> {
-        self.session.describe(name.as_ref()).await
+        crate::primitives::inspect::Inspector(&self.session)
+            .describe(name.as_ref())
+            .await
     }
 
     /// Every primitive whose name matches the glob `pattern` (as
@@ -256,7 +262,9 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn list_all(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<PrimitiveInfo>> {
-        self.session.list_all(pattern.as_ref()).await
+        crate::primitives::inspect::Inspector(&self.session)
+            .list_all(pattern.as_ref())
+            .await
     }
 
     /// Revokes every hold of `name`, whoever holds it: an operator's way out
@@ -316,7 +324,9 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn lock_waiters(&self, names: &[&[u8]]) -> Result<Vec<u64>> {
-        self.session.lock_waiters(names).await
+        crate::primitives::inspect::Inspector(&self.session)
+            .lock_waiters(names)
+            .await
     }
 
     // ---- Latches and barriers ----------------------------------------

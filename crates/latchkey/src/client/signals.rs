@@ -32,7 +32,9 @@ impl Client {
     /// If the future is dropped after the request was written, the signal
     /// may or may not have been sent; nothing else is left behind.
     pub async fn signal(&self, name: impl AsRef<[u8]>, payload: impl AsRef<[u8]>) -> Result<usize> {
-        self.session.signal(name.as_ref(), payload.as_ref()).await
+        crate::primitives::signal::Signals(&self.session)
+            .signal(name.as_ref(), payload.as_ref())
+            .await
     }
 
     /// How many latchkey waiters listen on `name` on the primary now (each
@@ -46,7 +48,9 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn waiters(&self, name: impl AsRef<[u8]>) -> Result<usize> {
-        self.session.waiters(name.as_ref()).await
+        crate::primitives::signal::Signals(&self.session)
+            .waiters(name.as_ref())
+            .await
     }
 
     /// Sends `payload` to exactly one current waiter on `name`, picked at
@@ -67,7 +71,7 @@ impl Client {
         name: impl AsRef<[u8]>,
         payload: impl AsRef<[u8]>,
     ) -> Result<bool> {
-        self.session
+        crate::primitives::signal::Signals(&self.session)
             .signal_one(name.as_ref(), payload.as_ref())
             .await
     }

@@ -23,7 +23,9 @@ use crate::vocab::protocol::{
 /// See [`Client::request_release`](crate::Client::request_release): the
 /// connections that received the request, over every held kind's channel.
 pub(crate) async fn request_release(session: &Session, name: &[u8]) -> Result<u64> {
-    let found = session.describe(name).await?;
+    let found = crate::primitives::inspect::Inspector(session)
+        .describe(name)
+        .await?;
     let mut heard = 0;
     for info in found.iter().filter(|i| i.holders() > 0) {
         let at = |suffix: &[u8]| primitive_key(session.prefix(), name, suffix);

@@ -50,7 +50,9 @@ const HANDLE_TTL: Duration = Duration::from_secs(1);
 
 /// See [`Client::revoke`](crate::Client::revoke).
 pub(crate) async fn revoke(session: &Session, name: &[u8]) -> Result<Vec<Revocation>> {
-    let found = session.describe(name).await?;
+    let found = crate::primitives::inspect::Inspector(session)
+        .describe(name)
+        .await?;
     let mut revoked = Vec::new();
     for info in found.iter().filter(|i| i.holders() > 0) {
         let revocation = match info {
@@ -122,7 +124,10 @@ async fn revoke_keys(session: &Session, name: &[u8], kind: Kind) -> Result<Optio
 /// then hands the lock to the first live waiter of its queue, or frees it.
 async fn revoke_lock(session: &Session, name: &[u8], kind: Kind) -> Result<Option<Revocation>> {
     let keys = LockKeys::new(session.prefix(), name, !session.is_cluster()).with_fair();
-    Ok(session.fair_revoke(&keys).await?.map(|fence| Revocation {
+    let revoked = crate::backend::single::Single(session)
+        .fair_revoke(&keys)
+        .await?;
+    Ok(revoked.map(|fence| Revocation {
         kind,
         ended: 1,
         fencing_token: Some(fence),

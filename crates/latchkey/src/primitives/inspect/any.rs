@@ -10,7 +10,6 @@ use super::kinds::{
     SemaphoreInfo,
 };
 use super::lock_info;
-use crate::transport::session::Session;
 use crate::vocab::error::Result;
 use crate::vocab::names::LockKeys;
 use crate::vocab::protocol::scripts;
@@ -53,7 +52,7 @@ type Reply = (
     ElectionPart,
 );
 
-impl Session {
+impl super::Inspector<'_> {
     /// See [`Client::describe`](crate::Client::describe).
     pub(crate) async fn describe(&self, name: &[u8]) -> Result<Vec<PrimitiveInfo>> {
         crate::vocab::names::check_name(name)?;

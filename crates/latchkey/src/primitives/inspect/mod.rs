@@ -54,7 +54,20 @@ pub(super) const INSPECT_IN_FLIGHT: usize = 64;
 /// round trips, small enough that each call stays short on the server.
 const SCAN_COUNT: usize = 1000;
 
-impl Session {
+/// A session seen as the reader of every primitive's keys: what
+/// inspection asks of a server (so that `Session`, in transport, knows
+/// nothing of the layout). Derefs to the session.
+#[derive(Clone, Copy)]
+pub(crate) struct Inspector<'a>(pub(crate) &'a Session);
+
+impl std::ops::Deref for Inspector<'_> {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        self.0
+    }
+}
+
+impl Inspector<'_> {
     /// See [`Client::inspect`](crate::Client::inspect).
     pub(crate) async fn inspect(&self, name: &[u8]) -> Result<LockInfo> {
         crate::vocab::names::check_name(name)?;

@@ -9,7 +9,6 @@ use futures_util::{StreamExt, TryStreamExt};
 
 use super::kinds::PrimitiveInfo;
 use super::{escape_glob, is_lock, INSPECT_IN_FLIGHT};
-use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::protocol::{
     primitive_key, BARRIER_SUFFIX, ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX, FENCE_SUFFIX,
@@ -33,7 +32,7 @@ const KEY_SUFFIXES: [&[u8]; 12] = [
     ELECTION_STATE_SUFFIX,
 ];
 
-impl Session {
+impl super::Inspector<'_> {
     /// See [`Client::list_all`](crate::Client::list_all).
     pub(crate) async fn list_all(&self, pattern: &[u8]) -> Result<Vec<PrimitiveInfo>> {
         let prefix = self.prefix();

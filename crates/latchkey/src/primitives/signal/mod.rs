@@ -13,7 +13,19 @@ use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::protocol::scripts;
 
-impl Session {
+/// A session seen as the sender of signals (so that `Session`, in
+/// transport, knows nothing of them). Derefs to the session.
+#[derive(Clone, Copy)]
+pub(crate) struct Signals<'a>(pub(crate) &'a Session);
+
+impl std::ops::Deref for Signals<'_> {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        self.0
+    }
+}
+
+impl Signals<'_> {
     /// See [`Client::signal`](crate::Client::signal).
     pub(crate) async fn signal(&self, name: &[u8], payload: &[u8]) -> Result<usize> {
         wire::check_name(name)?;
@@ -67,7 +79,7 @@ impl Session {
     }
 }
 
-impl Session {
+impl Signals<'_> {
     /// Unicast and counting waiters list the waiters' channels with
     /// `PUBSUB CHANNELS`, which on a cluster sees one node's subscribers
     /// only: refused there rather than wrong.

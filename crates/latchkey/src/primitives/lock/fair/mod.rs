@@ -174,7 +174,7 @@ impl Lock {
         loop {
             // A failed request may still have taken the lock: the drop
             // releases it.
-            match session
+            match crate::backend::single::Single(session)
                 .fair_attempt(
                     &spec.keys,
                     "",
@@ -253,7 +253,7 @@ impl Leaving {
     pub(crate) async fn leave(&mut self) {
         if let Backend::Single(session) = &self.spec.backend {
             let entry = Some(self.entry.as_str()).filter(|e| !e.is_empty());
-            match session
+            match crate::backend::single::Single(session)
                 .fair_release(&self.spec.keys, &self.token, entry)
                 .await
             {
@@ -294,7 +294,10 @@ impl Drop for Leaving {
             "a cancelled fair waiter leaves the queue (handing on a lock handed to it)",
             async move {
                 let entry = Some(entry.as_str()).filter(|e| !e.is_empty());
-                queue.fair_release(&keys, &token, entry).await.map(|_| ())
+                crate::backend::single::Single(&queue)
+                    .fair_release(&keys, &token, entry)
+                    .await
+                    .map(|_| ())
             },
         );
     }

@@ -140,7 +140,7 @@ impl Lock {
                     (s.me.clone(), s.mode)
                 };
                 let sent = Instant::now();
-                let attempt = session
+                let attempt = crate::backend::single::Single(session)
                     .fair_attempt(&spec.keys, &me, token, spec.lease.ttl, spec.lease.fenced, mode, lease)
                     .await?;
                 let handed = matches!(attempt, FairAttempt::Handed { .. });
