@@ -4,22 +4,15 @@
 
 use std::time::{Duration, Instant};
 
-use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::{ttl_ms, LockKeys};
 use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
 use crate::vocab::protocol::scripts;
 
-/// A session as the server of locks (a Redis Cluster or a Sentinel-watched
-/// primary is one too: a kind of connection). Derefs to the session.
-#[derive(Clone, Copy)]
-pub(crate) struct Single<'a>(pub(crate) &'a Session);
-
-impl std::ops::Deref for Single<'_> {
-    type Target = Session;
-    fn deref(&self) -> &Session {
-        self.0
-    }
+crate::transport::session::session_view! {
+    /// A session as the server of locks (a Redis Cluster or a
+    /// Sentinel-watched primary is one too: a kind of connection).
+    Single
 }
 
 impl Single<'_> {

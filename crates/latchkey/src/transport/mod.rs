@@ -4,6 +4,7 @@
 
 pub(crate) mod builder;
 pub(crate) mod connection;
+pub(crate) mod current;
 pub(crate) mod deferred;
 pub(crate) mod kept;
 pub(crate) mod local_queues;

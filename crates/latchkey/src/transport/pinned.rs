@@ -9,11 +9,13 @@
 //! without the override does (latchkey asks it for one retry at most:
 //! callers retry with their own deadlines).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+
+use crate::transport::current::{broken, config, Current};
 
 use crate::transport::tls::server_name::Target;
 
@@ -27,16 +29,7 @@ pub(crate) struct PinnedConnection {
 struct Shared {
     target: Target,
     timeout: Duration,
-    state: Mutex<State>,
-    /// One connection attempt at a time: commands that find none wait for it.
-    connecting: tokio::sync::Mutex<()>,
-}
-
-#[derive(Default)]
-struct State {
-    /// Counts connections made, so a failure only drops the one it met.
-    epoch: u64,
-    conn: Option<MultiplexedConnection>,
+    current: Current,
 }
 
 impl PinnedConnection {
@@ -47,8 +40,7 @@ impl PinnedConnection {
             shared: Arc::new(Shared {
                 target,
                 timeout,
-                state: Mutex::new(State::default()),
-                connecting: tokio::sync::Mutex::new(()),
+                current: Current::default(),
             }),
         };
         conn.current().await?;
@@ -57,53 +49,18 @@ impl PinnedConnection {
 
     /// The connection in use, or a new one.
     async fn current(&self) -> RedisResult<(u64, MultiplexedConnection)> {
-        if let Some(found) = self.cached() {
-            return Ok(found);
-        }
-        let _one = self.shared.connecting.lock().await;
-        if let Some(found) = self.cached() {
-            return Ok(found);
-        }
-        let timeout = Some(self.shared.timeout);
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(timeout)
-            .set_response_timeout(timeout);
-        let conn = self.shared.target.connect(config).await?;
-        let mut state = lock(&self.shared.state);
-        state.epoch += 1;
-        state.conn = Some(conn.clone());
-        Ok((state.epoch, conn))
-    }
-
-    fn cached(&self) -> Option<(u64, MultiplexedConnection)> {
-        let state = lock(&self.shared.state);
-        state.conn.clone().map(|c| (state.epoch, c))
+        let shared = &self.shared;
+        let connect = || shared.target.connect(config(shared.timeout));
+        shared.current.get(connect).await
     }
 
     /// Drops the connection of `epoch` if `result` says it is broken and it
     /// is still the one in use.
     fn check<T>(&self, epoch: u64, result: &RedisResult<T>) {
-        if !result.as_ref().is_err_and(broken) {
-            return;
-        }
-        let mut state = lock(&self.shared.state);
-        if state.epoch == epoch {
-            state.conn = None;
+        if result.as_ref().is_err_and(broken) {
+            self.shared.current.drop_if(epoch);
         }
     }
-}
-
-/// Whether `e` means the connection is no good.
-fn broken(e: &RedisError) -> bool {
-    e.is_io_error()
-        || e.is_connection_dropped()
-        || e.is_connection_refusal()
-        || e.is_timeout()
-        || e.is_unrecoverable_error()
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl ConnectionLike for PinnedConnection {

@@ -359,3 +359,23 @@ pub(crate) async fn flush(tracker: &tokio_util::task::TaskTracker, within: Durat
     tracker.reopen();
     done
 }
+
+/// Declares a view of a session as one kind of server (`Single`, a lock's;
+/// `Inspector`, inspection's; `Signals`, signals'): the higher layers' own
+/// methods over a session, so that `Session` knows nothing of them. The
+/// view derefs to the session.
+macro_rules! session_view {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub(crate) struct $name<'a>(pub(crate) &'a $crate::transport::session::Session);
+
+        impl std::ops::Deref for $name<'_> {
+            type Target = $crate::transport::session::Session;
+            fn deref(&self) -> &Self::Target {
+                self.0
+            }
+        }
+    };
+}
+pub(crate) use session_view;

@@ -31,7 +31,6 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::{StreamExt, TryStreamExt};
 
-use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::{LockKeys, FENCE_SUFFIX};
 use crate::vocab::protocol::scripts;
@@ -54,17 +53,10 @@ pub(super) const INSPECT_IN_FLIGHT: usize = 64;
 /// round trips, small enough that each call stays short on the server.
 const SCAN_COUNT: usize = 1000;
 
-/// A session seen as the reader of every primitive's keys: what
-/// inspection asks of a server (so that `Session`, in transport, knows
-/// nothing of the layout). Derefs to the session.
-#[derive(Clone, Copy)]
-pub(crate) struct Inspector<'a>(pub(crate) &'a Session);
-
-impl std::ops::Deref for Inspector<'_> {
-    type Target = Session;
-    fn deref(&self) -> &Session {
-        self.0
-    }
+crate::transport::session::session_view! {
+    /// A session as the reader of every primitive's keys: what inspection
+    /// asks of a server.
+    Inspector
 }
 
 impl Inspector<'_> {

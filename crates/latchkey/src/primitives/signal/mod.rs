@@ -13,16 +13,9 @@ use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::protocol::scripts;
 
-/// A session seen as the sender of signals (so that `Session`, in
-/// transport, knows nothing of them). Derefs to the session.
-#[derive(Clone, Copy)]
-pub(crate) struct Signals<'a>(pub(crate) &'a Session);
-
-impl std::ops::Deref for Signals<'_> {
-    type Target = Session;
-    fn deref(&self) -> &Session {
-        self.0
-    }
+crate::transport::session::session_view! {
+    /// A session as the sender of signals.
+    Signals
 }
 
 impl Signals<'_> {

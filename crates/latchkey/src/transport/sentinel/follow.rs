@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
 
-use super::{lock, Shared};
+use super::Shared;
 
 type Events = Pin<Box<dyn Stream<Item = redis::Msg> + Send>>;
 
@@ -40,7 +40,7 @@ pub(super) async fn follow(shared: Weak<Shared>, poll: Duration) {
         if let Ok(addr) = shared.ask_sentinels().await {
             let moved = shared.primary.borrow().as_ref() != Some(&addr);
             if moved {
-                lock(&shared.state).conn = None;
+                shared.current.clear();
                 shared.named(&addr);
             }
         }

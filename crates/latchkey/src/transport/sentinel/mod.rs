@@ -26,16 +26,17 @@
 //! or the primary the Sentinels name (the subscriber reconnects when it
 //! changes, and so re-subscribes on the new primary).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{
-    AsyncConnectionConfig, Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, Pipeline, RedisError,
-    RedisFuture, RedisResult, ServerErrorKind, Value,
+    Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult,
+    ServerErrorKind, Value,
 };
 use tokio::sync::watch;
 
+use crate::transport::current::{config, Current};
 use crate::transport::tls::server_name::{Override, Target};
 
 mod follow;
@@ -71,20 +72,12 @@ struct Shared {
     /// is checked against, whichever address the Sentinels give.
     over: Option<Override>,
     timeout: Duration,
-    state: Mutex<State>,
-    /// One lookup at a time: commands that find no connection wait for it.
-    connecting: tokio::sync::Mutex<()>,
+    /// The primary's connection in use (one lookup at a time).
+    current: Current,
     /// A connection per Sentinel, kept between lookups.
     sentinel_conns: tokio::sync::Mutex<Vec<Option<MultiplexedConnection>>>,
     /// The primary last named by the Sentinels.
     primary: watch::Sender<Option<(String, u16)>>,
-}
-
-#[derive(Default)]
-struct State {
-    /// Counts connections made, so a failure only drops the one it met.
-    epoch: u64,
-    conn: Option<MultiplexedConnection>,
 }
 
 impl SentinelConnection {
@@ -111,8 +104,7 @@ impl SentinelConnection {
                 template,
                 over,
                 timeout,
-                state: Mutex::new(State::default()),
-                connecting: tokio::sync::Mutex::new(()),
+                current: Current::default(),
                 primary: watch::channel(None).0,
             }),
         };
@@ -145,35 +137,19 @@ impl SentinelConnection {
 
     /// The connection in use, or a new one to the primary named now.
     async fn current(&self) -> RedisResult<(u64, MultiplexedConnection)> {
-        if let Some(found) = self.cached() {
-            return Ok(found);
-        }
-        let _one = self.shared.connecting.lock().await;
-        if let Some(found) = self.cached() {
-            return Ok(found);
-        }
-        let timeout = self.shared.timeout;
-        let conn = match tokio::time::timeout(timeout, self.shared.connect_primary()).await {
-            Ok(result) => result?,
-            Err(_) => return Err(timed_out("connecting to the primary the Sentinels name")),
+        let shared = &self.shared;
+        let connect = || async {
+            match tokio::time::timeout(shared.timeout, shared.connect_primary()).await {
+                Ok(result) => result,
+                Err(_) => Err(timed_out("connecting to the primary the Sentinels name")),
+            }
         };
-        let mut state = lock(&self.shared.state);
-        state.epoch += 1;
-        state.conn = Some(conn.clone());
-        Ok((state.epoch, conn))
-    }
-
-    fn cached(&self) -> Option<(u64, MultiplexedConnection)> {
-        let state = lock(&self.shared.state);
-        state.conn.clone().map(|c| (state.epoch, c))
+        shared.current.get(connect).await
     }
 
     /// Drops the connection of `epoch` if it is still the one in use.
     fn drop_conn(&self, epoch: u64) {
-        let mut state = lock(&self.shared.state);
-        if state.epoch == epoch {
-            state.conn = None;
-        }
+        self.shared.current.drop_if(epoch);
     }
 
     /// Runs `request` on the primary; see the module docs for what a failure does.
@@ -348,30 +324,15 @@ pub(crate) fn sentinel_client(addr: &str) -> RedisResult<redis::Client> {
 /// Whether `e` means the connection (or the server behind it) is no good:
 /// the next command should ask the Sentinels again.
 fn broken(e: &RedisError) -> bool {
-    e.is_io_error()
-        || e.is_connection_dropped()
-        || e.is_connection_refusal()
-        || e.is_timeout()
-        || e.is_unrecoverable_error()
+    crate::transport::current::broken(e)
         || matches!(
             e.kind(),
             ErrorKind::Server(ServerErrorKind::ReadOnly | ServerErrorKind::MasterDown)
         )
 }
 
-/// A connection's settings: connecting and each command bounded by `timeout`.
-fn config(timeout: Duration) -> AsyncConnectionConfig {
-    AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(timeout))
-        .set_response_timeout(Some(timeout))
-}
-
 fn timed_out(what: &'static str) -> RedisError {
     RedisError::from(std::io::Error::new(std::io::ErrorKind::TimedOut, what))
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl ConnectionLike for SentinelConnection {

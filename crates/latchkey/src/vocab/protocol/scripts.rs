@@ -15,14 +15,11 @@ use redis::Script;
 /// One text is both sent and kept in [`SOURCES`], so a line number in an
 /// error names the line Redis ran.
 macro_rules! text {
-    (fence + $file:literal) => {
-        concat!(
-            include_str!("../../scripts/shared/fence.lua"),
-            include_str!(concat!("../../scripts/", $file))
-        )
-    };
     ($file:literal) => {
         include_str!(concat!("../../scripts/", $file))
+    };
+    (fence + $file:literal) => {
+        concat!(text!("shared/fence.lua"), text!($file))
     };
 }
 
