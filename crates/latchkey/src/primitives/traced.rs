@@ -53,6 +53,20 @@ pub(crate) async fn acquire<T>(
     result
 }
 
+/// A first try (`try_acquire` and its kin): [`acquire`], counted as a try
+/// ([`Outcome::of_try`]: `busy` when it found no room), the guard's token
+/// recorded.
+pub(crate) async fn first_try<G: crate::primitives::guard::Guard>(
+    label: &LockLabel,
+    name: &[u8],
+    call: impl Future<Output = Result<Option<G>>>,
+) -> Result<Option<G>> {
+    acquire(label, name, call, Outcome::of_try, |held| {
+        held.as_ref().map(G::token)
+    })
+    .await
+}
+
 /// The shape of a waiting acquire of every kind that waits through the
 /// wait core: one `first` try (the uncontended case: one round trip, no
 /// subscription), and only when it finds no room (or Redis failed

@@ -40,7 +40,6 @@ use crate::primitives::traced;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::Outcome;
 use crate::vocab::names::ttl_ms;
 use crate::vocab::protocol::scripts;
 
@@ -158,14 +157,7 @@ impl Election {
     pub async fn try_campaign(&self, value: impl AsRef<[u8]>) -> Result<Option<Leadership>> {
         let trying = async { Ok(self.attempt(value.as_ref()).await?.ok()) };
         let spec = &self.inner;
-        traced::acquire(
-            &spec.metrics_label,
-            &spec.name,
-            trying,
-            Outcome::of_try,
-            |l| l.as_ref().map(Leadership::token),
-        )
-        .await
+        traced::first_try(&spec.metrics_label, &spec.name, trying).await
     }
 
     /// Waits as long as it takes to become the leader. See

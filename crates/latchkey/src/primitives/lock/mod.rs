@@ -258,12 +258,10 @@ impl Lock {
     /// the TTL.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         let spec = &self.inner;
-        crate::primitives::traced::acquire(
+        crate::primitives::traced::first_try(
             &spec.metrics_label,
             &spec.name,
             self.try_acquire_once(),
-            Outcome::of_try,
-            |held| held.as_ref().map(LockGuard::token),
         )
         .await
     }

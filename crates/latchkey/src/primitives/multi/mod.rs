@@ -19,7 +19,7 @@ use crate::primitives::traced;
 use crate::primitives::wait::deadline_after;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
+use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, LockKeys};
 use crate::vocab::protocol::key_slot;
 
@@ -203,14 +203,7 @@ impl MultiLock {
     pub async fn try_acquire(&self) -> Result<Option<MultiGuard>> {
         let spec = &self.inner;
         let attempt = async { Ok(self.attempt(false).await?.ok()) };
-        traced::acquire(
-            &spec.metrics_label,
-            &spec.name,
-            attempt,
-            Outcome::of_try,
-            |g| g.as_ref().map(MultiGuard::token),
-        )
-        .await
+        traced::first_try(&spec.metrics_label, &spec.name, attempt).await
     }
 
     /// Waits as long as it takes. See [`MultiLock::acquire_until`].

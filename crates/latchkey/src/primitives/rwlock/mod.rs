@@ -18,7 +18,7 @@ use crate::primitives::wait::armed::{undo_in_background, Armed};
 use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
+use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
@@ -186,14 +186,7 @@ impl RwLock {
             Ok(self.attempt(access, &token, &pending, false).await?.ok())
         };
         let spec = &self.inner;
-        traced::acquire(
-            &spec.metrics_label,
-            &spec.name,
-            trying,
-            Outcome::of_try,
-            |g| g.as_ref().map(RwGuard::token),
-        )
-        .await
+        traced::first_try(&spec.metrics_label, &spec.name, trying).await
     }
 
     /// Waits until we hold the lock as `access` or `deadline` passes

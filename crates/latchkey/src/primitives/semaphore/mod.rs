@@ -23,7 +23,7 @@ use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
+use crate::vocab::metrics::{LockLabel, Primitive};
 use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
@@ -164,14 +164,7 @@ impl Semaphore {
     async fn try_take(&self, k: u32) -> Result<Option<PermitGuard>> {
         let attempt = async { Ok(self.attempt(k).await?.ok()) };
         let spec = &self.inner;
-        traced::acquire(
-            &spec.metrics_label,
-            &spec.name,
-            attempt,
-            Outcome::of_try,
-            |p| p.as_ref().map(PermitGuard::token),
-        )
-        .await
+        traced::first_try(&spec.metrics_label, &spec.name, attempt).await
     }
 
     /// Waits as long as it takes. See [`Semaphore::acquire_until`].
