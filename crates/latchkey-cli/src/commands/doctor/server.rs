@@ -60,19 +60,28 @@ pub(crate) fn version(info: &Info) -> Check {
         Ok(v) => v,
         Err(check) => return check,
     };
-    let major: u32 = version
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
-    if major >= 7 {
-        Check::pass("version", format!("Redis {version}"))
+    // Valkey 8 and later report the Redis version they are compatible with
+    // (7.2.4) as redis_version, and their own as valkey_version.
+    let valkey = info
+        .get("version", "server_name")
+        .is_ok_and(|n| n == "valkey");
+    if let Ok(own) = info.get("version", "valkey_version") {
+        return Check::pass("version", format!("Valkey {own}"));
+    }
+    let name = if valkey { "Valkey" } else { "Redis" };
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let least = if valkey { (7, 2) } else { (7, 0) };
+    if (major, minor) >= least {
+        Check::pass("version", format!("{name} {version}"))
     } else {
-        // `SET key token NX PX ttl GET` (a plain acquisition) is 7.0+.
+        // `SET key token NX PX ttl GET` (a plain acquisition) is 7.0+; the
+        // library refuses such a server at connect, so this is for a
+        // version that only INFO tells.
         Check::fail(
             "version",
-            format!("Redis {version}: acquiring needs SET … NX … GET (Redis 7.0+)"),
-            "upgrade to Redis 7.0 or later",
+            format!("{name} {version}: latchkey needs Redis 7.0 or later, or Valkey 7.2 or later (SET … NX … GET)"),
+            "upgrade the server",
         )
     }
 }
