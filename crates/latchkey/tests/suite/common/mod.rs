@@ -68,15 +68,38 @@ pub async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
 /// work (a child that ran no test would exit 0 too).
 pub fn child_command(helper: &str) -> std::process::Command {
     let exe = std::env::current_exe().expect("test binary path");
+    let full = helper_path(&exe, helper);
     let mut cmd = std::process::Command::new(exe);
     cmd.args([
-        helper,
+        full.as_str(),
         "--exact",
         "--ignored",
         "--nocapture",
         "--test-threads=1",
     ]);
     cmd
+}
+
+/// The full path of the helper test `helper` in this binary
+/// (`lock::basics::child_contender`): `--exact` matches whole paths only,
+/// and the helpers live in the modules of one binary. Found by listing
+/// the binary's ignored tests, so a helper that moves stays found.
+fn helper_path(exe: &std::path::Path, helper: &str) -> String {
+    let listed = std::process::Command::new(exe)
+        .args(["--list", "--ignored", helper])
+        .output()
+        .expect("list the test binary's helpers");
+    let suffix = format!("::{helper}: test");
+    let found: Vec<&str> = std::str::from_utf8(&listed.stdout)
+        .expect("test names are UTF-8")
+        .lines()
+        .filter(|line| line.ends_with(&suffix))
+        .map(|line| line.trim_end_matches(": test"))
+        .collect();
+    match found[..] {
+        [one] => one.to_owned(),
+        _ => panic!("helper {helper:?}: expected one test of that name, found {found:?}"),
+    }
 }
 
 /// Spawns [`child_command`]`(helper)` with `env` set.
