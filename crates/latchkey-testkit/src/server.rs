@@ -69,6 +69,8 @@ pub struct ServerBuilder {
     replica_of: Option<u16>,
     password: Option<String>,
     extra: Vec<(String, String)>,
+    /// Directives of several words (`rename-command EVALSHA ""`).
+    extra_words: Vec<(String, Vec<String>)>,
     port: Option<u16>,
     /// A Redis Cluster node: `cluster-enabled`, a bus port free as well.
     cluster: bool,
@@ -318,6 +320,15 @@ impl ServerBuilder {
         }
     }
 
+    /// Adds a config directive of several words, each its own argument:
+    /// `.arg_words("rename-command", &["EVALSHA", ""])` disables `EVALSHA`,
+    /// as a managed service or a proxy may.
+    pub fn arg_words(mut self, name: &str, values: &[&str]) -> Self {
+        let values = values.iter().map(|v| (*v).to_owned()).collect();
+        self.extra_words.push((name.to_owned(), values));
+        self
+    }
+
     /// Uses a fixed port instead of a free one. Rarely needed, and a port
     /// conflict is then an error instead of a retry on another port.
     pub fn port(mut self, port: u16) -> Self {
@@ -443,6 +454,11 @@ impl ServerBuilder {
         }
         for (name, value) in &self.extra {
             cmd.arg(format!("--{name}")).arg(value);
+        }
+        for (name, values) in &self.extra_words {
+            cmd.arg(format!("--{name}"));
+            // Redis reads an empty word only when it is written `""`.
+            cmd.args(values.iter().map(|v| if v.is_empty() { "\"\"" } else { v }));
         }
         cmd
     }

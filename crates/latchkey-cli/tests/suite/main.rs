@@ -29,6 +29,7 @@ mod run_ends;
 mod run_faults;
 mod run_multi;
 mod sentinel;
+mod servers;
 mod signal_wait;
 mod supervise;
 mod tls;
