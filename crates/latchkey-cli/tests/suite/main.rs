@@ -12,6 +12,7 @@ mod control;
 mod demo;
 mod docs_examples;
 mod doctor;
+mod doctor_managed;
 mod doctor_users;
 mod elect;
 mod exporter;
