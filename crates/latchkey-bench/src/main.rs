@@ -32,6 +32,7 @@ mod fair;
 mod handoff;
 mod many_keys;
 mod multi;
+mod native;
 mod peers;
 mod pin;
 mod plot;
@@ -71,6 +72,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("multi", multi::run),
     ("cached", cached::run),
     ("told", told::run),
+    ("native", native::run),
 ];
 
 fn main() {

@@ -2,7 +2,9 @@
 //! fault-injecting TCP proxy, for integration tests and benchmarks.
 //!
 //! Nothing here is a mock. [`RedisServer`] runs a private `redis-server`
-//! (which must be on `PATH`; `apt-get install redis-server`) on a free
+//! (which must be on `PATH`; `apt-get install redis-server`; or the server
+//! `LATCHKEY_TEST_SERVER` names: Redis 8.2, Valkey 8.1 or 9.1, a path; see
+//! [`ServerProgram`]) on a free
 //! loopback port with its own data directory, and lets a test crash, stop,
 //! restart, pause and resume it, or make it a replica or AOF-persistent.
 //! [`Proxy`] sits between a client and a server and can delay, blackhole or
@@ -55,6 +57,7 @@
 #[cfg(not(unix))]
 compile_error!("latchkey-testkit needs Unix: it controls redis-server with signals");
 
+mod choice;
 mod cluster;
 mod ports;
 mod proxy;
@@ -66,6 +69,7 @@ mod stats;
 mod tls;
 mod wait;
 
+pub use choice::{servers_required, ServerProgram, SERVERS_DIR_VAR, SERVER_VAR};
 pub use cluster::{key_slot, ClusterBuilder, ClusterNode, NodeRole, RedisCluster, SLOTS};
 pub use ports::{free_cluster_port, free_port};
 pub use proxy::{Proxy, ProxyMode};

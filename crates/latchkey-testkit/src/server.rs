@@ -11,6 +11,7 @@ use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::choice::ServerProgram;
 use crate::ports::{free_cluster_port, free_port};
 use crate::{resp, spawn};
 
@@ -68,6 +69,8 @@ pub struct ServerBuilder {
     replica_of: Option<u16>,
     password: Option<String>,
     extra: Vec<(String, String)>,
+    /// Directives of several words (`rename-command EVALSHA ""`).
+    extra_words: Vec<(String, Vec<String>)>,
     port: Option<u16>,
     /// A Redis Cluster node: `cluster-enabled`, a bus port free as well.
     cluster: bool,
@@ -76,6 +79,8 @@ pub struct ServerBuilder {
     /// A Sentinel (`--sentinel`) with this config, written to its data dir
     /// on first launch (Sentinel rewrites it; a restart keeps its state).
     sentinel_conf: Option<String>,
+    /// The binary; `None`: this run's ([`ServerProgram::of_this_run`]).
+    program: Option<ServerProgram>,
 }
 
 impl RedisServer {
@@ -296,6 +301,34 @@ impl ServerBuilder {
         self
     }
 
+    /// Runs `program` instead of this run's server (`LATCHKEY_TEST_SERVER`,
+    /// by default `redis-server` from `PATH`): for a test that needs one
+    /// particular server.
+    pub fn program(mut self, program: ServerProgram) -> Self {
+        self.program = Some(program);
+        self
+    }
+
+    /// The server binary this builder starts, or why there is none (see
+    /// [`ServerProgram::of_this_run`]).
+    pub fn server_program(&self) -> io::Result<ServerProgram> {
+        match &self.program {
+            Some(program) => Ok(program.clone()),
+            None => ServerProgram::of_this_run()
+                .cloned()
+                .map_err(|why| io::Error::new(io::ErrorKind::NotFound, why)),
+        }
+    }
+
+    /// Adds a config directive of several words, each its own argument:
+    /// `.arg_words("rename-command", &["EVALSHA", ""])` disables `EVALSHA`,
+    /// as a managed service or a proxy may.
+    pub fn arg_words(mut self, name: &str, values: &[&str]) -> Self {
+        let values = values.iter().map(|v| (*v).to_owned()).collect();
+        self.extra_words.push((name.to_owned(), values));
+        self
+    }
+
     /// Uses a fixed port instead of a free one. Rarely needed, and a port
     /// conflict is then an error instead of a retry on another port.
     pub fn port(mut self, port: u16) -> Self {
@@ -385,8 +418,8 @@ impl ServerBuilder {
     }
 
     /// The full `redis-server` command line for `port` and `dir`.
-    fn command(&self, port: u16, dir: &Path) -> Command {
-        let mut cmd = Command::new("redis-server");
+    fn command(&self, server: &ServerProgram, port: u16, dir: &Path) -> Command {
+        let mut cmd = Command::new(server.program());
         if self.sentinel_conf.is_some() {
             // The config file must come first.
             cmd.arg(dir.join(SENTINEL_CONF)).arg("--sentinel");
@@ -421,6 +454,11 @@ impl ServerBuilder {
         }
         for (name, value) in &self.extra {
             cmd.arg(format!("--{name}")).arg(value);
+        }
+        for (name, values) in &self.extra_words {
+            cmd.arg(format!("--{name}"));
+            // Redis reads an empty word only when it is written `""`.
+            cmd.args(values.iter().map(|v| if v.is_empty() { "\"\"" } else { v }));
         }
         cmd
     }
@@ -458,7 +496,11 @@ fn launch(config: &ServerBuilder, port: u16, dir: &Path) -> Result<Child, Launch
             })?;
         }
     }
-    let mut cmd = config.command(port, dir);
+    let server = config.server_program().map_err(|error| LaunchError {
+        error,
+        port_in_use: false,
+    })?;
+    let mut cmd = config.command(&server, port, dir);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
@@ -466,10 +508,22 @@ fn launch(config: &ServerBuilder, port: u16, dir: &Path) -> Result<Child, Launch
         error: if e.kind() == io::ErrorKind::NotFound {
             io::Error::new(
                 io::ErrorKind::NotFound,
-                "redis-server not found on PATH: install it with `apt-get install redis-server`",
+                format!(
+                    "{} not found ({}): install redis-server with `apt-get install \
+                     redis-server`, or fetch the others with `./dev servers`",
+                    server.program().display(),
+                    server.name()
+                ),
             )
         } else {
-            io::Error::new(e.kind(), format!("cannot run redis-server: {e}"))
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot run {} ({}): {e}",
+                    server.program().display(),
+                    server.name()
+                ),
+            )
         },
         port_in_use: false,
     })?;
@@ -479,7 +533,7 @@ fn launch(config: &ServerBuilder, port: u16, dir: &Path) -> Result<Child, Launch
         Err(reason) => {
             let _ = child.kill();
             let _ = child.wait();
-            let mut message = format!("redis-server on port {port} {reason}");
+            let mut message = format!("{} on port {port} {reason}", server.name());
             append_tail(&mut message, &dir.join(STDERR_FILE), 0);
             append_tail(&mut message, &log_path, log_start);
             Err(fail(message))
@@ -583,7 +637,7 @@ mod tests {
             .aof(true)
             .password("pw")
             .arg("appendfsync", "everysec")
-            .command(7000, Path::new("/d"));
+            .command(&ServerProgram::named("").unwrap(), 7000, Path::new("/d"));
         let args: Vec<_> = cmd
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())

@@ -6,7 +6,8 @@
 //!       release/extend found the lock not ours (-E/--conflict-exit-code N)
 //!   2   usage error: bad arguments, duration, name or URL
 //!  69   Redis unavailable: unreachable, timed out, TLS, authentication or
-//!       permission refused, fewer replicas acknowledged than --replicas
+//!       permission refused, a server latchkey does not support (Redis
+//!       before 7.0, Valkey before 7.2), fewer replicas acknowledged than --replicas
 //!       asked, or (Redlock) no majority of the servers answered; also a
 //!       bounded wait (`--wait`, `wait --timeout`) that ended without Redis
 //!  70   internal error: an unexpected reply (e.g. WRONGTYPE at the lock key)
@@ -58,8 +59,8 @@ Exit codes:
        (change with -E/--conflict-exit-code)
     2  usage error
    69  Redis unavailable (unreachable, timeout, TLS, auth or ACL refusal,
-       too few --replicas, no Redlock majority; also a bounded wait that
-       could not reach Redis)
+       a server too old (Redis < 7.0, Valkey < 7.2), too few --replicas,
+       no Redlock majority; also a bounded wait that could not reach Redis)
    70  internal error (unexpected reply from Redis)
    75  run: the lock was lost while the command ran (expired, taken
        over, Redis unreachable, --max-hold reached; elect --once too)
@@ -124,6 +125,7 @@ pub fn from_error(error: latchkey::Error, conflict: u8) -> Failure {
         | E::Auth(_)
         | E::Tls { .. }
         | E::NoPermission(_)
+        | E::UnsupportedServer { .. }
         | E::OutOfMemory(_)
         | E::ReadOnlyReplica(_)
         | E::Unavailable(_)

@@ -177,7 +177,8 @@ impl RedisCluster {
         };
         let output = fs::read_to_string(&log_path).unwrap_or_default();
         panic!(
-            "latchkey-testkit: redis-cli --cluster create: {failure}:\n{}",
+            "latchkey-testkit: redis-cli --cluster create ({} nodes): {failure}:\n{}",
+            crate::ServerProgram::name_of_this_run(),
             strip_colours(&output)
         );
     }

@@ -10,6 +10,7 @@ pub(crate) mod kept;
 pub(crate) mod local_queues;
 pub(crate) mod pinned;
 pub(crate) mod sentinel;
+pub(crate) mod server_version;
 pub(crate) mod session;
 pub(crate) mod subscriber;
 pub(crate) mod tls;

@@ -47,6 +47,9 @@ enum Refusal {
         keys: bool,
         channels: bool,
     },
+    /// The server does not offer a command (disabled with `rename-command`,
+    /// or a proxy or managed service without it): the command, lowercase.
+    Unknown(String),
     Other,
 }
 
@@ -71,9 +74,19 @@ fn classify(message: &str) -> Refusal {
             keys: message.contains("access a key") || message.contains("of the keys"),
             channels: message.contains("access a channel") || message.contains("of the channels"),
         }
+    } else if let Some(command) = unknown_command(message) {
+        Refusal::Unknown(command)
     } else {
         Refusal::Other
     }
+}
+
+/// The command an `unknown command 'evalsha'` refusal names (Redis and
+/// Valkey: "ERR unknown command 'evalsha', with args beginning with: …").
+fn unknown_command(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("unknown command '")?;
+    let (command, _) = rest.split_once('\'')?;
+    (!command.is_empty()).then(|| command.to_ascii_lowercase())
 }
 
 /// The check for a write refused as `refusal`, other than a permission one.
@@ -88,6 +101,11 @@ fn not_acl(name: &'static str, refusal: &Refusal, message: &str) -> Option<Check
             name,
             format!("this server is a read-only replica: {message}"),
             "connect to the primary (its address is in INFO replication as master_host:master_port)",
+        )),
+        Refusal::Unknown(command) => Some(Check::fail(
+            name,
+            format!("the server does not offer the {command} command, which latchkey needs (disabled with rename-command, or a proxy or managed service without it): {message}"),
+            format!("enable {command} on the server (remove its rename-command, or ask the service); latchkey sends: {} (docs/security.md)", latchkey::acl::Use::Locks.commands().join(" ")),
         )),
         _ => None,
     }
@@ -395,6 +413,10 @@ mod tests {
                 keys: false,
                 channels: false
             }
+        );
+        assert_eq!(
+            classify("Redis error: unknown command 'evalsha', with args beginning with: '10e8'"),
+            Refusal::Unknown("evalsha".into())
         );
     }
 }

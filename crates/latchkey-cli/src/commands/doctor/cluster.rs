@@ -160,9 +160,10 @@ async fn node_checks(
         Err(e) => return vec![named(unreachable(e))],
     };
     let info = Info::fetch(&mut conn).await;
+    let config_refused = crate::commands::doctor::managed::config_refused(&mut conn).await;
     vec![
         named(doctor::version(&info)),
-        named(doctor::eviction(&info)),
+        named(doctor::eviction(&info, config_refused.as_deref())),
         named(doctor::persistence(&info, &mut conn).await),
         named(doctor::replication(&info)),
         named(doctor::clock(&mut conn).await),

@@ -56,6 +56,7 @@
 mod acl;
 mod check;
 mod cluster;
+mod managed;
 mod rule;
 mod server;
 mod target;
@@ -119,12 +120,13 @@ async fn checks(client: &Client, target: &Target, url: &str, pings: u32) -> Vec<
         return crate::commands::doctor::cluster::checks(client, raw, url, pings).await;
     }
     let info = Info::fetch(&mut conn).await;
+    let config_refused = managed::config_refused(&mut conn).await;
     let user = target::whoami(&mut conn, url).await;
     // After a command went through: the primary a Sentinel named is known.
     let raw = target::probe_url(target, url, client);
     vec![
         version(&info),
-        eviction(&info),
+        eviction(&info, config_refused.as_deref()),
         persistence(&info, &mut conn).await,
         replication(&info),
         Check::pass("cluster", "not a cluster"),

@@ -24,6 +24,7 @@ use latchkey::acl::{channel_patterns, key_patterns, Use};
 use latchkey::{Client, Connection};
 
 use crate::commands::doctor::check::Check;
+use crate::commands::doctor::managed;
 
 const NAME: &str = "acl";
 
@@ -154,7 +155,7 @@ pub async fn check(client: &Client, conn: &mut Connection, user: &str) -> Check 
                     return Check::warn(
                         NAME,
                         format!("cannot check user {user}'s permissions: ACL DRYRUN refused ({e}); the checks below test by trying"),
-                        format!("ACL SETUSER {user} +acl|dryrun (Redis 7.0+) lets doctor check the rule; or compare with docs/security.md"),
+                        format!("ACL SETUSER {user} +acl|dryrun (Redis 7.0+) lets doctor check the rule; or compare with docs/security.md; {}", managed::access_string(user, &[Use::Locks, Use::Signals], &prefix)),
                     )
                 }
             };
@@ -204,12 +205,21 @@ pub async fn check(client: &Client, conn: &mut Connection, user: &str) -> Check 
         }
     }
     let [locks, signals] = missing;
-    verdict(user, locks, signals)
+    let managed =
+        (!locks.is_empty() || !signals.is_empty()) && !managed::may_setuser(conn, user).await;
+    let access =
+        managed.then(|| managed::access_string(user, &[Use::Locks, Use::Signals], &prefix));
+    verdict(user, locks, signals, access)
 }
 
-fn verdict(user: &str, locks: Vec<String>, signals: Vec<String>) -> Check {
+/// `access`: the access string sentence for a user who cannot run `ACL
+/// SETUSER` (`managed.rs`), added to the fix.
+fn verdict(user: &str, locks: Vec<String>, signals: Vec<String>, access: Option<String>) -> Check {
     let all: Vec<String> = locks.iter().chain(&signals).cloned().collect();
-    let fix = format!("ACL SETUSER {user} {}", all.join(" "));
+    let mut fix = format!("ACL SETUSER {user} {}", all.join(" "));
+    if let Some(access) = access {
+        fix = format!("{fix} (by an admin); {access}");
+    }
     if !locks.is_empty() {
         Check::fail(
             NAME,
@@ -261,10 +271,19 @@ pub async fn primitives(client: &Client, conn: &mut Connection, user: &str) -> C
             format!("user {user} may use fair locks, semaphores, read-write locks, latches, barriers and elections (ACL DRYRUN; docs/security.md)"),
         )
     } else {
+        let mut fix = format!("ACL SETUSER {user} {}", missing.join(" "));
+        if !managed::may_setuser(conn, user).await {
+            let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
+            let uses = [Use::Locks, Use::Signals, Use::Primitives];
+            fix = format!(
+                "{fix} (by an admin); {}",
+                managed::access_string(user, &uses, &prefix)
+            );
+        }
         Check::warn(
             NAME,
             format!("user {user} may take plain locks, but fair locks, semaphores, read-write locks, latches, barriers and elections are refused: it lacks (docs/security.md, rule (c)): {}", missing.join(" ")),
-            format!("ACL SETUSER {user} {}", missing.join(" ")),
+            fix,
         )
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use redis::aio::ConnectionLike;
 
 use crate::commands::doctor::check::Check;
+use crate::commands::doctor::managed::{config, parameter_group};
 use crate::support::duration::human;
 
 /// The p99 round trip above which `latency` WARNs.
@@ -60,24 +61,35 @@ pub(crate) fn version(info: &Info) -> Check {
         Ok(v) => v,
         Err(check) => return check,
     };
-    let major: u32 = version
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
-    if major >= 7 {
-        Check::pass("version", format!("Redis {version}"))
+    // Valkey 8 and later report the Redis version they are compatible with
+    // (7.2.4) as redis_version, and their own as valkey_version.
+    let valkey = info
+        .get("version", "server_name")
+        .is_ok_and(|n| n == "valkey");
+    if let Ok(own) = info.get("version", "valkey_version") {
+        return Check::pass("version", format!("Valkey {own}"));
+    }
+    let name = if valkey { "Valkey" } else { "Redis" };
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let least = if valkey { (7, 2) } else { (7, 0) };
+    if (major, minor) >= least {
+        Check::pass("version", format!("{name} {version}"))
     } else {
-        // `SET key token NX PX ttl GET` (a plain acquisition) is 7.0+.
+        // `SET key token NX PX ttl GET` (a plain acquisition) is 7.0+; the
+        // library refuses such a server at connect, so this is for a
+        // version that only INFO tells.
         Check::fail(
             "version",
-            format!("Redis {version}: acquiring needs SET … NX … GET (Redis 7.0+)"),
-            "upgrade to Redis 7.0 or later",
+            format!("{name} {version}: latchkey needs Redis 7.0 or later, or Valkey 7.2 or later (SET … NX … GET)"),
+            "upgrade the server",
         )
     }
 }
 
-pub(crate) fn eviction(info: &Info) -> Check {
+/// `config_refused`: why `CONFIG GET` is refused, if it is (a managed
+/// service): the fix then names the parameter to set.
+pub(crate) fn eviction(info: &Info, config_refused: Option<&str>) -> Check {
     const NAME: &str = "eviction";
     let policy = match info.get(NAME, "maxmemory_policy") {
         Ok(p) => p,
@@ -91,7 +103,11 @@ pub(crate) fn eviction(info: &Info) -> Check {
         Some(0) => " (maxmemory is 0 now, but a limit can be set at any time)",
         _ => "",
     };
-    let fix = "CONFIG SET maxmemory-policy noeviction (and set it in redis.conf), or keep locks in a Redis of their own";
+    let fix = match config_refused {
+        None => "CONFIG SET maxmemory-policy noeviction (and set it in redis.conf), or keep locks in a Redis of their own".to_owned(),
+        Some(_) => format!("{} (ElastiCache's default groups use volatile-lru), or keep locks in a Redis of their own", parameter_group("maxmemory-policy to noeviction")),
+    };
+    let fix = fix.as_str();
     if policy == "noeviction" {
         Check::pass(
             NAME,
@@ -126,27 +142,35 @@ pub(crate) async fn persistence(info: &Info, conn: &mut impl ConnectionLike) -> 
         Err(check) => return check,
     };
     if !aof {
-        let snapshots = info.get(NAME, "rdb_last_save_time").is_ok()
-            && config(conn, "save").await.is_some_and(|s| !s.is_empty());
-        let what = if snapshots {
-            "RDB snapshots only"
-        } else {
-            "no persistence"
+        let (what, fix) = match config(conn, "save").await {
+            Ok(save) if info.get(NAME, "rdb_last_save_time").is_ok() && save.as_deref().is_some_and(|s| !s.is_empty()) => {
+                ("RDB snapshots only".to_owned(), fix.to_owned())
+            }
+            Ok(_) => ("no persistence".to_owned(), fix.to_owned()),
+            Err(why) => (
+                format!("RDB snapshots could not be checked ({why}), and no AOF"),
+                format!("{}, where the service offers AOF; or keep a crashed server down for longer than your longest lock TTL", parameter_group("appendonly yes and appendfsync always")),
+            ),
         };
         return Check::warn(
             NAME,
-            format!("{what}, no AOF: a restart frees locks while their holders still run (fencing tokens stay monotonic: they never fall below the server clock)"),
+            format!("{what}: a restart frees locks while their holders still run (fencing tokens stay monotonic: they never fall below the server clock)"),
             fix,
         );
     }
-    match config(conn, "appendfsync").await.as_deref() {
-        Some("always") => Check::pass(NAME, "AOF with appendfsync always: locks and fencing counters survive a crash"),
-        Some(policy) => Check::warn(
+    match config(conn, "appendfsync").await {
+        Ok(Some(policy)) if policy == "always" => Check::pass(NAME, "AOF with appendfsync always: locks and fencing counters survive a crash"),
+        Ok(Some(policy)) => Check::warn(
             NAME,
             format!("AOF with appendfsync {policy}: a crash can lose the latest acquisitions, freeing locks whose holders still run"),
             fix,
         ),
-        None => Check::warn(NAME, "AOF is on, but CONFIG GET appendfsync is not allowed: fsync policy unknown", "check appendfsync by hand; always is safest"),
+        Ok(None) => Check::warn(NAME, "AOF is on, but the server has no appendfsync parameter: fsync policy unknown", "check appendfsync by hand; always is safest"),
+        Err(why) => Check::warn(
+            NAME,
+            format!("AOF is on, but its fsync policy could not be checked: {why}"),
+            format!("check appendfsync in the service's settings; always is safest ({})", parameter_group("appendfsync always")),
+        ),
     }
 }
 
@@ -255,14 +279,4 @@ pub(crate) async fn latency(conn: &mut impl ConnectionLike, pings: u32) -> Check
             "run latchkey close to Redis, and keep lock TTLs at least 100 times the p99",
         )
     }
-}
-
-/// `CONFIG GET name`, or `None` when CONFIG is not allowed (managed services).
-async fn config(conn: &mut impl ConnectionLike, name: &str) -> Option<String> {
-    let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg(name)
-        .query_async(conn)
-        .await;
-    reply.ok().and_then(|pair| pair.into_iter().nth(1))
 }

@@ -21,13 +21,20 @@ use crate::support::exit::Failure;
 use crate::support::target::{connect_failure, redact, Target};
 
 /// The client for `url`, or the FAIL check of a user the server refuses at
-/// connect (`NOPERM`: a cluster user without `cluster|slots`), which is what
+/// connect (`NOPERM`: a cluster user without `cluster|slots`) or of a
+/// server latchkey does not support (Redis 6.2), which is what
 /// doctor is for, not a reason to stop; any other failure ends doctor as it
 /// ends every subcommand (exit 69 for an unreachable server).
 pub async fn connect(target: &Target, url: &str) -> Result<Result<Client, Check>, Failure> {
     match target.builder(url).connect().await {
         Ok(client) => Ok(Ok(client)),
         Err(latchkey::Error::NoPermission(e)) => Ok(Err(refused_at_connect(url, &e))),
+        // What doctor is for too: say so as the `version` check.
+        Err(e @ latchkey::Error::UnsupportedServer { .. }) => Ok(Err(Check::fail(
+            "version",
+            e.to_string(),
+            "upgrade the server (docs/protocol.md, \"Supported servers\")",
+        ))),
         Err(e) => {
             let whom = match &target.sentinel {
                 Some((sentinels, master)) => {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::transport::connection::{Connection, Kind};
 use crate::transport::pinned::PinnedConnection;
 use crate::transport::sentinel::SentinelSpec;
+use crate::transport::server_version;
 use crate::transport::session::{Session, SessionInner, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 use crate::transport::tls::server_name::Target;
 use crate::transport::tls::{Pem, TlsOptions};
@@ -252,8 +253,8 @@ impl ClientBuilder {
                 Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),
                 Err(_) => return Err(timed_out),
             };
-            let (conn, answered) = self.cluster_or(Connection(Kind::Pinned(pinned))).await?;
-            return self.session(redis, replicas, conn, answered).await;
+            let (conn, probe) = self.cluster_or(Connection(Kind::Pinned(pinned))).await?;
+            return self.session(redis, replicas, conn, probe).await;
         }
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.command_timeout))
@@ -269,10 +270,10 @@ impl ClientBuilder {
             Ok(Err(e)) => return Err(Error::from_redis(e, &[], self.command_timeout)),
             Err(_) => return Err(timed_out),
         };
-        let (conn, answered) = self
+        let (conn, probe) = self
             .cluster_or(Connection(Kind::Standalone(standalone)))
             .await?;
-        self.session(redis, replicas, conn, answered).await
+        self.session(redis, replicas, conn, probe).await
     }
 
     /// The session over `conn`; checks it may be used unless `answered`.
@@ -281,7 +282,7 @@ impl ClientBuilder {
         redis: Target,
         replicas: Vec<Target>,
         conn: Connection,
-        answered: bool,
+        probe: Probe,
     ) -> Result<Session> {
         // The cluster subscriber (started on first use) connects with the
         // same certificates as the command connection.
@@ -289,6 +290,10 @@ impl ClientBuilder {
             crate::transport::tls::cluster_certificates(&self.tls)?
         } else {
             None
+        };
+        let server_label = match &self.sentinel {
+            Some(spec) => format!("the primary of Sentinel master {:?}", spec.master),
+            None => node_label(&self.url),
         };
         let client = Session {
             inner: Arc::new(SessionInner {
@@ -317,10 +322,31 @@ impl ClientBuilder {
             }),
         };
         // A connection is only useful if we may use it: surface auth and ACL
-        // problems now, with a clear error, instead of at the first lock. A
-        // server that answered `INFO` took us already: no second round trip.
-        if !answered {
-            let _: String = client.query("PING", redis::cmd("PING"), b"").await?;
+        // problems now, with a clear error, instead of at the first lock,
+        // and a server too old for latchkey (`server_version.rs`). A server
+        // that answered `INFO` took us already: no second round trip.
+        let info = match probe {
+            Probe::Answered(info) => Some(info),
+            Probe::NotAsked => {
+                let mut info = redis::cmd("INFO");
+                info.arg("server");
+                let asked: Result<String> = client.query("INFO", info, b"").await;
+                match asked {
+                    Ok(info) => Some(info),
+                    // Not allowed INFO (or a proxy without it): `PING` says
+                    // whether we may connect at all, and the version is
+                    // not checked.
+                    Err(Error::NoPermission(_) | Error::Redis(_)) => None,
+                    Err(e) => return Err(e),
+                }
+            }
+            Probe::Refused => None,
+        };
+        match info {
+            Some(info) => server_version::check(&info, &server_label)?,
+            None => {
+                let _: String = client.query("PING", redis::cmd("PING"), b"").await?;
+            }
         }
         Ok(client)
     }
@@ -328,24 +354,33 @@ impl ClientBuilder {
 
 impl ClientBuilder {
     /// A connection to the cluster when the server at the URL is a cluster
-    /// node (`cluster_enabled:1`), else `standalone`. A server that does not
-    /// answer `INFO cluster` (an ACL without `INFO`, a wrong password) is
-    /// taken as standalone, and the caller's `PING` says what is wrong;
-    /// `true` with the connection when the server answered. A cluster is
-    /// refused under a TLS server-name override (see `docs/security.md`).
-    async fn cluster_or(&self, mut standalone: Connection) -> Result<(Connection, bool)> {
+    /// node (`cluster_enabled:1`), else `standalone`, with what the server
+    /// said of itself (`INFO server` and `INFO cluster`, one pipelined round
+    /// trip: Redis before 7.0 takes one section per `INFO`). A server that
+    /// does not answer them (an ACL without `INFO`, a wrong password) is
+    /// taken as standalone, and the caller's `PING` says what is wrong. A
+    /// cluster is refused under a TLS server-name override (see
+    /// `docs/security.md`).
+    async fn cluster_or(&self, mut standalone: Connection) -> Result<(Connection, Probe)> {
         let info = tokio::time::timeout(
             self.command_timeout,
-            redis::cmd("INFO")
+            redis::pipe()
+                .cmd("INFO")
+                .arg("server")
+                .cmd("INFO")
                 .arg("cluster")
-                .query_async::<String>(&mut standalone),
+                .query_async::<(String, String)>(&mut standalone),
         )
         .await;
-        let answered = matches!(&info, Ok(Ok(_)));
-        let cluster =
-            matches!(&info, Ok(Ok(text)) if text.lines().any(|l| l.trim() == "cluster_enabled:1"));
+        let (probe, cluster) = match info {
+            Ok(Ok((server, cluster))) => {
+                let enabled = cluster.lines().any(|l| l.trim() == "cluster_enabled:1");
+                (Probe::Answered(server), enabled)
+            }
+            _ => (Probe::Refused, false),
+        };
         if !cluster {
-            return Ok((standalone, answered));
+            return Ok((standalone, probe));
         }
         if let Some(name) = &self.tls.server_name {
             return Err(Error::InvalidInput(format!(
@@ -371,7 +406,7 @@ impl ClientBuilder {
             ))
         })?;
         match tokio::time::timeout(self.command_timeout, client.get_async_connection()).await {
-            Ok(Ok(conn)) => Ok((Connection(Kind::Cluster(conn)), true)),
+            Ok(Ok(conn)) => Ok((Connection(Kind::Cluster(conn)), probe)),
             Ok(Err(e)) => Err(Error::from_redis(e, &[], self.command_timeout)),
             Err(_) => Err(Error::Timeout {
                 op: "connect",
@@ -394,6 +429,16 @@ impl ClientBuilder {
             seeds: Vec::new(),
         }
     }
+}
+
+/// What the server said of itself before the session was made.
+pub(super) enum Probe {
+    /// Its `INFO server` reply.
+    Answered(String),
+    /// It did not answer `INFO` (refused, or an error).
+    Refused,
+    /// Nobody asked yet (a Sentinel's primary): the session asks.
+    NotAsked,
 }
 
 /// The host and port of a node's URL, for a log line (no password).

@@ -73,6 +73,7 @@ impl ClientBuilder {
             }
         };
         let conn = Connection(Kind::Sentinel(conn));
-        self.session(template, replicas, conn, false).await
+        self.session(template, replicas, conn, super::Probe::NotAsked)
+            .await
     }
 }

@@ -40,7 +40,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// | A bounded wait ran out | `WaitTimedOut` | your policy: the primitive is busy, not broken |
 /// | The state says no | `LatchOpen`, `CountedBelowZero`, `PartiesMismatch`, `NotFound`, `NotHeld`, `MaxHoldReached`, `ForeignValue` | no: the answer will not change by retrying |
 /// | Bad input | `InvalidName`, `InvalidTtl`, `InvalidCount`, `InvalidInput`, `Unsupported` | no: fix the call |
-/// | Deployment | `Auth`, `Tls`, `NoPermission`, `WrongType`, `BadFencingCounter` | no: fix the server, user or key |
+/// | Deployment | `Auth`, `Tls`, `NoPermission`, `UnsupportedServer`, `WrongType`, `BadFencingCounter` | no: fix the server, user or key |
 /// | Anything else | `Redis`, `Protocol`, `Random`, `Internal` | no: report it |
 ///
 /// A lock's waiting calls ([`Lock::acquire`](crate::Lock::acquire) and its
@@ -172,6 +172,23 @@ pub enum Error {
     /// (LOADING). Transient: every wait retries it until its deadline.
     #[error("Redis cannot serve now (a failover or restart in progress): {0}")]
     Unavailable(#[source] redis::RedisError),
+
+    /// The server is one latchkey cannot work on: Redis before 7.0 (a plain
+    /// acquisition is `SET … NX … GET`, new in 7.0; KeyDB reports 6.x) or
+    /// Valkey before 7.2. Found at connect from `INFO server`
+    /// (`redis_version`, and `valkey_version` / `server_name:valkey` for
+    /// Valkey, which reports `redis_version:7.2.4` from version 8 on), so
+    /// nothing else was sent. Not transient: upgrade the server
+    /// (`docs/protocol.md`, "Supported servers").
+    #[error("{server} {version} at {address} is not supported: latchkey needs Redis 7.0 or later, or Valkey 7.2 or later")]
+    UnsupportedServer {
+        /// "Redis" or "Valkey".
+        server: &'static str,
+        /// The version the server reports (`redis_version`, `valkey_version`).
+        version: String,
+        /// The host and port that answered.
+        address: String,
+    },
 
     /// [Seeds](crate::ClientBuilder::seed) were given, and the server that
     /// answered is not a Redis Cluster node: seeds are nodes of one

@@ -4,5 +4,6 @@ mod cluster_failover_primitives;
 mod matrix;
 mod sentinel;
 mod sentinel_tls;
+mod servers;
 mod tls;
 mod tls_server_name;
