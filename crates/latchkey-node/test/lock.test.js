@@ -3,7 +3,7 @@
 // tokens, errors, AbortSignal and timeouts, the loss signal, disposal.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startRedis } = require('./support/redis');
+const { startRedis, alive } = require('./support/redis');
 const lk = require('..');
 
 let redis;
@@ -121,10 +121,8 @@ test('guard.signal aborts with LockLost before the TTL when the hold is found go
   assert.equal(signal.aborted, false);
   redis.cli('del', 'latchkey:core-lost');
   // The loss notification is weak (it never keeps a process alive by
-  // itself): something else must, as the holder's work does.
-  const alive = setInterval(() => {}, 1_000);
-  await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-  clearInterval(alive);
+  // itself): alive() keeps this one up, as the holder's work would.
+  await alive(new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })));
   assert.ok(signal.reason instanceof lk.LockLost);
   assert.equal(signal.reason.code, 'LOCK_LOST');
   assert.equal(signal.reason.reason, 'GONE');

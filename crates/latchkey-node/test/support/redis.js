@@ -119,3 +119,18 @@ async function startSentinels(master = 'mymaster') {
 }
 
 module.exports = { startRedis, startCluster, startSentinels, freePort, until };
+
+/**
+ * Awaits a notification that is weak by design (a loss, a release
+ * request: they never keep a process alive by themselves), with a timer
+ * keeping this test process alive meanwhile, as a holder's work would.
+ */
+async function alive(promise) {
+  const timer = setInterval(() => {}, 1_000);
+  try {
+    return await promise;
+  } finally {
+    clearInterval(timer);
+  }
+}
+module.exports.alive = alive;
