@@ -71,10 +71,13 @@ async function startRedis(args = [], { sentinel = false } = {}) {
     cli: (...a) => execFileSync('redis-cli', ['-p', String(port), ...a]).toString().trim(),
     async stop() {
       children.delete(child);
-      if (child.exitCode !== null) return;
-      const gone = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await gone;
+      const gone = () => child.exitCode !== null || child.signalCode !== null;
+      if (!gone()) {
+        child.kill('SIGKILL');
+        // Looked at on a timer: an unref'd child's exit event would not keep
+        // this process up to hear it.
+        await until(`redis-server on ${port} to exit`, gone);
+      }
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
