@@ -9,52 +9,52 @@ const { Lock, Semaphore, RwLock, Latch, Barrier, Election, FencedResource } = re
 const { Listener, Observer } = require('./iterators');
 const { LIMITS } = require('./checks');
 
-module.exports = {
-  Client,
-  Redlock,
-  Lock,
-  Guard,
-  Leadership,
-  Semaphore,
-  RwLock,
-  Latch,
-  Barrier,
-  Election,
-  Observer,
-  Listener,
-  FencedResource,
-  LatchkeyError: errors.LatchkeyError,
-  WaitTimedOut: errors.WaitTimedOut,
-  LockLost: errors.LockLost,
-  NotHeld: errors.NotHeld,
-  InvalidArgument: errors.InvalidArgument,
-  Unsupported: errors.Unsupported,
-  ClientClosed: errors.ClientClosed,
-  Unavailable: errors.Unavailable,
-  Unreachable: errors.Unreachable,
-  Timeout: errors.Timeout,
-  NoQuorum: errors.NoQuorum,
-  OutOfMemory: errors.OutOfMemory,
-  ReadOnlyReplica: errors.ReadOnlyReplica,
-  TooFewReplicas: errors.TooFewReplicas,
-  TlsError: errors.TlsError,
-  AuthError: errors.AuthError,
-  NoPermission: errors.NoPermission,
-  WrongType: errors.WrongType,
-  BadFencingCounter: errors.BadFencingCounter,
-  NotACluster: errors.NotACluster,
-  MaxHoldReached: errors.MaxHoldReached,
-  ForeignValue: errors.ForeignValue,
-  LatchOpen: errors.LatchOpen,
-  CountedBelowZero: errors.CountedBelowZero,
-  NotFound: errors.NotFound,
-  PartiesMismatch: errors.PartiesMismatch,
-  RedisError: errors.RedisError,
-  ProtocolError: errors.ProtocolError,
-  InternalError: errors.InternalError,
-  ERROR_CODES: errors.CODES,
-  MIN_TTL: LIMITS.minTtlMs,
-  MAX_TTL: LIMITS.maxTtlMs,
-  MAX_NAME_LEN: LIMITS.maxNameLen,
-  version: native.version(),
-};
+// One `exports.X =` per name: Node's ESM loader sees each as a named export
+// (`import { Client } from 'latchkey-redis'`).
+exports.Client = Client;
+exports.Redlock = Redlock;
+exports.Lock = Lock;
+exports.Guard = Guard;
+exports.Leadership = Leadership;
+exports.Semaphore = Semaphore;
+exports.RwLock = RwLock;
+exports.Latch = Latch;
+exports.Barrier = Barrier;
+exports.Election = Election;
+exports.Observer = Observer;
+exports.Listener = Listener;
+exports.FencedResource = FencedResource;
+exports.LatchkeyError = errors.LatchkeyError;
+exports.WaitTimedOut = errors.WaitTimedOut;
+exports.LockLost = errors.LockLost;
+exports.NotHeld = errors.NotHeld;
+exports.InvalidArgument = errors.InvalidArgument;
+exports.Unsupported = errors.Unsupported;
+exports.ClientClosed = errors.ClientClosed;
+exports.Unavailable = errors.Unavailable;
+exports.Unreachable = errors.Unreachable;
+exports.Timeout = errors.Timeout;
+exports.NoQuorum = errors.NoQuorum;
+exports.OutOfMemory = errors.OutOfMemory;
+exports.ReadOnlyReplica = errors.ReadOnlyReplica;
+exports.TooFewReplicas = errors.TooFewReplicas;
+exports.TlsError = errors.TlsError;
+exports.AuthError = errors.AuthError;
+exports.NoPermission = errors.NoPermission;
+exports.WrongType = errors.WrongType;
+exports.BadFencingCounter = errors.BadFencingCounter;
+exports.NotACluster = errors.NotACluster;
+exports.MaxHoldReached = errors.MaxHoldReached;
+exports.ForeignValue = errors.ForeignValue;
+exports.LatchOpen = errors.LatchOpen;
+exports.CountedBelowZero = errors.CountedBelowZero;
+exports.NotFound = errors.NotFound;
+exports.PartiesMismatch = errors.PartiesMismatch;
+exports.RedisError = errors.RedisError;
+exports.ProtocolError = errors.ProtocolError;
+exports.InternalError = errors.InternalError;
+exports.ERROR_CODES = errors.CODES;
+exports.MIN_TTL = LIMITS.minTtlMs;
+exports.MAX_TTL = LIMITS.maxTtlMs;
+exports.MAX_NAME_LEN = LIMITS.maxNameLen;
+exports.version = native.version();

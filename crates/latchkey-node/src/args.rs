@@ -28,7 +28,9 @@ pub(crate) fn deadline(timeout: Option<f64>) -> latchkey::Result<Option<Instant>
 /// A count (permits, parties, a latch's count) as the library takes it.
 pub(crate) fn count(what: &str, value: f64) -> latchkey::Result<u64> {
     if !value.is_finite() || value < 1.0 || value.fract() != 0.0 || value > 1e15 {
-        return Err(invalid(format!("{what} must be a positive integer, not {value}")));
+        return Err(invalid(format!(
+            "{what} must be a positive integer, not {value}"
+        )));
     }
     Ok(value as u64)
 }

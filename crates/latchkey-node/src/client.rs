@@ -7,7 +7,7 @@ use napi::bindgen_prelude::{AsyncBlock, Buffer};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::acquire::{Acquirer, Permits};
+use crate::acquire::Acquirer;
 use crate::args::{count, ms, opt_ms};
 use crate::core::{Backend, ConnectOptions, Core};
 use crate::errors::{invalid, to_js};
@@ -60,24 +60,6 @@ fn no_lock_only(what: &str, o: &HoldOptions) -> latchkey::Result<()> {
         return Err(invalid(format!("{what} takes no fair or cached option")));
     }
     Ok(())
-}
-
-/// A signal as JavaScript sees it.
-#[napi(object)]
-pub struct SignalMessage {
-    pub name: String,
-    pub payload: Buffer,
-    pub unicast: bool,
-}
-
-impl From<latchkey::Signal> for SignalMessage {
-    fn from(s: latchkey::Signal) -> Self {
-        SignalMessage {
-            name: String::from_utf8_lossy(&s.name).into_owned(),
-            payload: s.payload.into(),
-            unicast: s.unicast,
-        }
-    }
 }
 
 /// One revocation's outcome.
@@ -341,13 +323,5 @@ impl Client {
             inner: Arc::new(configured(locks, &o)?),
             core: self.core.clone(),
         })
-    }
-
-    /// k permits of `semaphore`, as an `Acquirer`.
-    pub(crate) fn permits(core: &Arc<Core>, semaphore: &latchkey::Semaphore, k: u32) -> Acquirer {
-        Acquirer {
-            inner: Arc::new(Permits(semaphore.clone(), k)),
-            core: core.clone(),
-        }
     }
 }

@@ -11,7 +11,6 @@ use napi_derive::napi;
 
 use crate::args::opt_ms;
 use crate::errors::{closed, invalid};
-use crate::hold::Holding;
 
 /// What `Client.connect` takes (the facade checks and documents it).
 #[napi(object)]
@@ -33,6 +32,12 @@ pub struct ConnectOptions {
     pub instance_timeout_ms: Option<f64>,
 }
 
+/// A live hold, as the core sees it: something to give back at close()
+/// (hold.rs implements it; the core knows no more of holds).
+pub(crate) trait Releasable: Send + Sync {
+    fn give_back(self: Arc<Self>) -> latchkey::BoxFuture<'static, ()>;
+}
+
 /// What a core connected.
 pub(crate) enum Backend {
     Client(latchkey::Client),
@@ -42,7 +47,7 @@ pub(crate) enum Backend {
 /// A connection and its live holds.
 pub(crate) struct Core {
     pub(crate) backend: Backend,
-    holds: Mutex<HashMap<u64, Weak<Holding>>>,
+    holds: Mutex<HashMap<u64, Weak<dyn Releasable>>>,
     next_hold: AtomicU64,
     closed: AtomicBool,
 }
@@ -79,14 +84,18 @@ fn configure(
 
 impl Core {
     pub(crate) async fn connect(o: ConnectOptions) -> latchkey::Result<Arc<Core>> {
-        let at = o.urls.iter().map(|u| latchkey::redact_url(u)).collect::<Vec<_>>();
+        let at = o
+            .urls
+            .iter()
+            .map(|u| latchkey::redact_url(u))
+            .collect::<Vec<_>>();
         Core::connect_to(o).await.map_err(|e| match e {
-            latchkey::Error::Unreachable(cause) => latchkey::Error::Unreachable(
-                redis::RedisError::from(std::io::Error::new(
+            latchkey::Error::Unreachable(cause) => {
+                latchkey::Error::Unreachable(redis::RedisError::from(std::io::Error::new(
                     std::io::ErrorKind::ConnectionRefused,
                     format!("{}: {cause}", at.join(", ")),
-                )),
-            ),
+                )))
+            }
             other => other,
         })
     }
@@ -142,10 +151,10 @@ impl Core {
     }
 
     /// Registers a live hold; its id for `forget`.
-    pub(crate) fn track(&self, hold: &Arc<Holding>) -> u64 {
+    pub(crate) fn track(&self, hold: Weak<dyn Releasable>) -> u64 {
         let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
         let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
-        holds.insert(id, Arc::downgrade(hold));
+        holds.insert(id, hold);
         id
     }
 
@@ -167,15 +176,11 @@ impl Core {
     pub(crate) async fn close(&self, within: Duration) -> bool {
         self.closed.store(true, Ordering::Release);
         let deadline = tokio::time::Instant::now() + within;
-        let live: Vec<Arc<Holding>> = {
+        let live: Vec<Arc<dyn Releasable>> = {
             let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
             holds.drain().filter_map(|(_, h)| h.upgrade()).collect()
         };
-        let releases = live.into_iter().map(|hold| {
-            tokio::spawn(async move {
-                let _ = hold.release().await;
-            })
-        });
+        let releases = live.into_iter().map(|hold| tokio::spawn(hold.give_back()));
         let releases: Vec<_> = releases.collect();
         let mut all = true;
         for release in releases {

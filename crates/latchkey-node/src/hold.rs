@@ -14,7 +14,7 @@ use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{epoch_ms, ms};
-use crate::core::Core;
+use crate::core::{Core, Releasable};
 use crate::runtime::{drop_in_runtime, promise};
 
 /// A hold shared by its JavaScript object, the calls in flight on it and
@@ -49,7 +49,8 @@ impl Holding {
             core: core.clone(),
             id: std::sync::OnceLock::new(),
         });
-        let _ = holding.id.set(core.track(&holding));
+        let weak: Weak<dyn Releasable> = Arc::downgrade(&holding) as Weak<Holding>;
+        let _ = holding.id.set(core.track(weak));
         holding
     }
 
@@ -64,6 +65,14 @@ impl Holding {
             Some(guard) => Ok(guard.release().await? == Ownership::Owned),
             None => Ok(false),
         }
+    }
+}
+
+impl Releasable for Holding {
+    fn give_back(self: Arc<Self>) -> latchkey::BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let _ = self.release().await;
+        })
     }
 }
 

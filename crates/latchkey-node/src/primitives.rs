@@ -48,7 +48,10 @@ impl Semaphore {
                 self.inner.permits()
             ))));
         }
-        Ok(crate::client::Client::permits(&self.core, &self.inner, k as u32))
+        Ok(Acquirer {
+            inner: Arc::new(crate::acquire::Permits(self.inner.clone(), k as u32)),
+            core: self.core.clone(),
+        })
     }
 
     #[napi(ts_return_type = "Promise<PermitHolderInfo[]>")]
@@ -131,7 +134,10 @@ impl Latch {
     #[napi(ts_return_type = "Promise<number | null>")]
     pub fn count(&self, env: Env) -> napi::Result<AsyncBlock<Option<f64>>> {
         let latch = self.inner.clone();
-        promise(&env, async move { Ok(latch.count().await?.map(|c| c as f64)) })
+        promise(
+            &env,
+            async move { Ok(latch.count().await?.map(|c| c as f64)) },
+        )
     }
 
     /// Waits until it opens.
@@ -185,30 +191,6 @@ impl Barrier {
     }
 }
 
-/// A leader as observers see it.
-#[napi(object)]
-pub struct LeaderInfo {
-    pub value: Buffer,
-    pub term: BigInt,
-    /// Milliseconds since the epoch (the server's clock).
-    pub since: f64,
-}
-
-impl From<latchkey::Leader> for LeaderInfo {
-    fn from(l: latchkey::Leader) -> Self {
-        LeaderInfo {
-            value: l.value.into(),
-            term: BigInt::from(l.term),
-            since: l
-                .since
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_secs_f64()
-                * 1000.0,
-        }
-    }
-}
-
 #[napi]
 pub struct Election {
     pub(crate) inner: latchkey::Election,
@@ -230,10 +212,13 @@ impl Election {
 
     /// The leader now, or null.
     #[napi(ts_return_type = "Promise<LeaderInfo | null>")]
-    pub fn leader(&self, env: Env) -> napi::Result<AsyncBlock<Option<LeaderInfo>>> {
+    pub fn leader(&self, env: Env) -> napi::Result<AsyncBlock<Option<crate::signals::LeaderInfo>>> {
         let election = self.inner.clone();
         promise(&env, async move {
-            Ok(election.leader().await?.map(LeaderInfo::from))
+            Ok(election
+                .leader()
+                .await?
+                .map(crate::signals::LeaderInfo::from))
         })
     }
 

@@ -8,9 +8,50 @@ use napi::Env;
 use napi_derive::napi;
 use tokio::sync::Mutex;
 
-use crate::client::SignalMessage;
-use crate::primitives::LeaderInfo;
 use crate::runtime::{cancellable, promise, token, Cancel};
+use napi::bindgen_prelude::{BigInt, Buffer};
+
+/// A signal as JavaScript sees it.
+#[napi(object)]
+pub struct SignalMessage {
+    pub name: String,
+    pub payload: Buffer,
+    pub unicast: bool,
+}
+
+impl From<latchkey::Signal> for SignalMessage {
+    fn from(s: latchkey::Signal) -> Self {
+        SignalMessage {
+            name: String::from_utf8_lossy(&s.name).into_owned(),
+            payload: s.payload.into(),
+            unicast: s.unicast,
+        }
+    }
+}
+
+/// A leader as observers see it.
+#[napi(object)]
+pub struct LeaderInfo {
+    pub value: Buffer,
+    pub term: BigInt,
+    /// Milliseconds since the epoch (the server's clock).
+    pub since: f64,
+}
+
+impl From<latchkey::Leader> for LeaderInfo {
+    fn from(l: latchkey::Leader) -> Self {
+        LeaderInfo {
+            value: l.value.into(),
+            term: BigInt::from(l.term),
+            since: l
+                .since
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64()
+                * 1000.0,
+        }
+    }
+}
 
 fn closed_listener() -> latchkey::Error {
     latchkey::Error::Unsupported("the listener is closed")
