@@ -6,7 +6,10 @@
 #                  pottery (its Redlock), and latchkey's own Python package
 #                  (crates/latchkey-py, built by maturin: a few minutes the
 #                  first time; rebuilt when its sources change)
-#   node/          npm: @sesamecare-oss/redlock, ioredis, redis-semaphore, redis-leader (election)
+#   node/          npm: @sesamecare-oss/redlock, ioredis, redis-semaphore, redis-leader (election),
+#                  and latchkey's own Node package (crates/latchkey-node, its native
+#                  layer built in release by cargo, installed as node_modules/latchkey-redis;
+#                  rebuilt when its sources change)
 #
 # Usage: bench/peers/install.sh        (idempotent; re-running is cheap)
 #
@@ -57,6 +60,21 @@ if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
     touch node/.installed && ok=1
   else
     echo "install.sh: npm could not install @sesamecare-oss/redlock / ioredis; Node peers skipped" >&2
+  fi
+  # latchkey-node from this checkout: the package's files and a release
+  # build of its native layer (the tests' debug build stays where it is).
+  stamp=node/.latchkey-node
+  pkg=../../crates/latchkey-node
+  if [ ! -f "$stamp" ] || [ -n "$(find ../../crates/latchkey/src $pkg/src $pkg/lib -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
+    dest=node/node_modules/latchkey-redis
+    if cargo build --quiet --release --manifest-path ../../Cargo.toml -p latchkey-node; then
+      rm -rf "$dest" && mkdir -p "$dest" &&
+        cp -r "$pkg/lib" "$pkg/package.json" "$dest/" &&
+        cp ../../target/release/liblatchkey_node.so "$dest/latchkey-node.linux-x64-gnu.node" &&
+        touch "$stamp"
+    else
+      echo "install.sh: could not build crates/latchkey-node; that peer is skipped" >&2
+    fi
   fi
 else
   echo "install.sh: node/npm not found; Node peers skipped" >&2

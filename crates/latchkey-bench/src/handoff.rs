@@ -195,8 +195,28 @@ async fn scenario(quick: bool) -> Report {
             p99(peers::LATCHKEY_PY.id),
             p99(peers::REDIS_PY.id),
         );
-        if let Some(line) = python_targets(rust, py, redis_py, &mut missed, shape) {
+        if let Some(line) = binding_targets(
+            ("latchkey-py", "redis-py"),
+            rust,
+            py,
+            redis_py,
+            &mut missed,
+            shape,
+        ) {
             python.push(line);
+        }
+    }
+    let mut node = Vec::new();
+    for (s, shape) in SHAPES.iter().enumerate() {
+        let mut p99 = |id: &'static str| samples.get_mut(&(s, id)).map(|x| x.summary().p99);
+        let (rust, ours, redlock) = (
+            p99(peers::LATCHKEY.id),
+            p99(peers::LATCHKEY_NODE.id),
+            p99(peers::NODE_REDLOCK.id),
+        );
+        let names = ("latchkey-node", "node-redlock");
+        if let Some(line) = binding_targets(names, rust, ours, redlock, &mut missed, shape) {
+            node.push(line);
         }
     }
     for lib in peers::HANDOFF {
@@ -259,6 +279,13 @@ async fn scenario(quick: bool) -> Report {
             python.join("\n")
         ),
     };
+    let body = match node.is_empty() {
+        true => body,
+        false => format!(
+            "{body}\nlatchkey-node (targets, gated in one process: p99 ≤ 3× the Rust library's, and node-redlock's p99 ≥ 50× latchkey-node's; same run):\n{}\n",
+            node.join("\n")
+        ),
+    };
     Report {
         title: "Handoff: release → next holder".into(),
         body,
@@ -266,36 +293,44 @@ async fn scenario(quick: bool) -> Report {
     }
 }
 
-/// The Python package's hand-off targets for one shape: latchkey-py's p99 at most 3×
-/// the Rust library's, redis-py's at least 50× latchkey-py's. A line for
-/// the body, `None` when latchkey-py did not run.
-fn python_targets(
+/// A binding's hand-off targets for one shape (`names`: the binding's and
+/// its language's usual peer's): the binding's p99 at most 3× the Rust
+/// library's, the peer's at least 50× the binding's. A line for the body,
+/// `None` when the binding did not run.
+fn binding_targets(
+    (ours, theirs): (&str, &str),
     rust: Option<Duration>,
-    py: Option<Duration>,
-    redis_py: Option<Duration>,
+    binding: Option<Duration>,
+    peer: Option<Duration>,
     missed: &mut Vec<String>,
     shape: &Shape,
 ) -> Option<String> {
-    let py = py.filter(|p| !p.is_zero())?;
-    let mut line = format!("- {} waiters: p99 {} µs", shape.label(), us(py));
+    let binding = binding.filter(|p| !p.is_zero())?;
+    let mut line = format!("- {} waiters: p99 {} µs", shape.label(), us(binding));
     let gate = shape.processes == 1;
     if let Some(rust) = rust.filter(|r| !r.is_zero()) {
-        let x = py.as_secs_f64() / rust.as_secs_f64();
+        let x = binding.as_secs_f64() / rust.as_secs_f64();
         let ok = x <= 3.0;
         line += &format!(
             "; {x:.2}× the Rust library's {}",
             if ok { "✓" } else { "✗" }
         );
         if gate && !ok {
-            missed.push(format!("handoff: latchkey-py p99 with {} waiters is {x:.2}× the Rust library's (target ≤ 3×)", shape.label()));
+            missed.push(format!(
+                "handoff: {ours} p99 with {} waiters is {x:.2}× the Rust library's (target ≤ 3×)",
+                shape.label()
+            ));
         }
     }
-    if let Some(redis_py) = redis_py {
-        let x = redis_py.as_secs_f64() / py.as_secs_f64();
+    if let Some(peer) = peer {
+        let x = peer.as_secs_f64() / binding.as_secs_f64();
         let ok = x >= 50.0;
-        line += &format!("; redis-py's is {x:.0}× {}", if ok { "✓" } else { "✗" });
+        line += &format!("; {theirs}'s is {x:.0}× {}", if ok { "✓" } else { "✗" });
         if gate && !ok {
-            missed.push(format!("handoff: redis-py's p99 with {} waiters is only {x:.0}× latchkey-py's (target ≥ 50×)", shape.label()));
+            missed.push(format!(
+                "handoff: {theirs}'s p99 with {} waiters is only {x:.0}× {ours}'s (target ≥ 50×)",
+                shape.label()
+            ));
         }
     }
     Some(line)

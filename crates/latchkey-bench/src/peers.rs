@@ -187,9 +187,21 @@ pub const NODE_REDLOCK: Lib = Lib {
     sets_outside_scripts: false,
 };
 
+/// latchkey's own Node package (`crates/latchkey-node`): the Rust library
+/// under napi-rs, so the same commands as [`LATCHKEY`].
+pub const LATCHKEY_NODE: Lib = Lib {
+    id: "latchkey-node",
+    label: "latchkey-node (Node)",
+    runtime: Runtime::Node,
+    commands: LATCHKEY.commands,
+    gets_outside_scripts: false,
+    sets_outside_scripts: true,
+};
+
 /// The peers in other languages, for scenarios 1 and 2.
 pub const FOREIGN: &[&Lib] = &[
     &LATCHKEY_PY,
+    &LATCHKEY_NODE,
     &REDIS_PY,
     &PYTHON_REDIS_LOCK,
     &POTTERY,
@@ -205,6 +217,7 @@ pub const HANDOFF: &[&Lib] = &[
     &REDIS_PY,
     &PYTHON_REDIS_LOCK,
     &POTTERY,
+    &LATCHKEY_NODE,
     &NODE_REDLOCK,
 ];
 

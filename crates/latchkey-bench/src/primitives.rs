@@ -1,4 +1,5 @@
-//! Scenario `primitives`: the semaphore and the latch.
+//! Scenario `primitives`: the semaphore and the latch (latchkey, its Node
+//! package `peers/node/latchkey_semaphore.cjs`, and redis-semaphore).
 //!
 //! * **Semaphore, uncontended acquire + release** (one task, 10 permits, TTL
 //!   10 s): latchkey's `Semaphore` (`try_acquire` + `release`, two script
@@ -59,6 +60,22 @@ async fn run_async(quick: bool) -> Report {
         (10, 500, 10, 2)
     };
     let node = node_peer();
+    // latchkey's own Node package, beside redis-semaphore (same interface).
+    let ours_node = node.clone().and_then(|path| {
+        let root = crate::peers::repo_root();
+        match root
+            .join("bench/peers/node/node_modules/latchkey-redis")
+            .exists()
+        {
+            true => Ok(path.with_file_name("latchkey_semaphore.cjs")),
+            false => Err(
+                "not installed (bench/peers/install.sh could not build crates/latchkey-node)"
+                    .into(),
+            ),
+        }
+    });
+    let (mut node_rates, mut node_version) = (Vec::new(), None);
+    let mut ours_node_error = ours_node.clone().err();
 
     // Uncontended.
     let semaphore = client
@@ -91,6 +108,17 @@ async fn run_async(quick: bool) -> Report {
                 Err(e) => node_error = Some(e),
             }
         }
+        if let Ok(path) = &ours_node {
+            let args = ["uncontended", &cycles.to_string(), &PERMITS.to_string()];
+            match node_run(path, redis.port(), &args).await {
+                Ok(v) => {
+                    let s = v["seconds"].as_f64().unwrap_or(f64::NAN);
+                    node_rates.push(cycles as f64 / s);
+                    node_version = v["version"].as_str().map(str::to_owned);
+                }
+                Err(e) => ours_node_error = Some(e),
+            }
+        }
     }
     let peer = format!("redis-semaphore {}", version.clone().unwrap_or_default());
     let mut rows = vec![row_rate("latchkey Semaphore", median(&mut ours), None)];
@@ -106,6 +134,22 @@ async fn run_async(quick: bool) -> Report {
         }
         (why, _) => rows.push(vec![
             "npm redis-semaphore".into(),
+            why.clone().unwrap_or_else(|| "no result".into()),
+            "–".into(),
+            "–".into(),
+        ]),
+    }
+    let node_label = format!(
+        "latchkey-node {} (Semaphore)",
+        node_version.clone().unwrap_or_default()
+    );
+    match (&ours_node_error, node_rates.is_empty()) {
+        (None, false) => {
+            let t = median(&mut node_rates);
+            rows.push(row_rate(&node_label, t, Some(ratio(t))));
+        }
+        (why, _) => rows.push(vec![
+            "latchkey-node".into(),
             why.clone().unwrap_or_else(|| "no result".into()),
             "–".into(),
             "–".into(),
@@ -157,13 +201,37 @@ async fn run_async(quick: bool) -> Report {
             ]),
         }
     }
+    if let Ok(path) = &ours_node {
+        let args = [
+            "handoff",
+            &CONTENDERS.to_string(),
+            &seconds.to_string(),
+            &HOLD.as_micros().to_string(),
+        ];
+        match node_run(path, redis.port(), &args).await {
+            Ok(v) => {
+                let mut gaps: Vec<Duration> = v["gaps_us"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_f64)
+                            .map(|us| Duration::from_secs_f64(us / 1e6))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let n = gaps.len();
+                gap_rows.push(gap_row(&node_label, &mut gaps, n));
+            }
+            Err(e) => gap_rows.push(vec!["latchkey-node".into(), e, "–".into(), "–".into()]),
+        }
+    }
     body.push_str("### Semaphore hand-off gap (1 permit, 4 contenders)\n\n");
     body.push_str(&table(
         &["library", "gap p50 µs", "gap p99 µs", "gaps"],
         &gap_rows,
     ));
     body.push_str(&format!(
-        "\nHold 0.5 ms; {seconds} s; a gap = a release's start → the next acquisition by another contender. latchkey's contenders have a client each (woken by the release's message); redis-semaphore's 4 loops share one Node process and client (they poll every 10 ms, its default `retryInterval`).\n\n"
+        "\nHold 0.5 ms; {seconds} s; a gap = a release's start → the next acquisition by another contender. latchkey's contenders have a client each (woken by the release's message; latchkey-node's: 4 clients in one Node process); redis-semaphore's 4 loops share one Node process and client (they poll every 10 ms, its default `retryInterval`).\n\n"
     ));
 
     // Latch wake-up.

@@ -420,6 +420,7 @@ async fn scenario(quick: bool) -> Report {
         ]);
     }
     let python = python_target(&peer_rows, &ratios, &mut missed);
+    let node = node_target(&peer_rows, &ratios, &client_cpu, &measured, &mut missed);
     let warm = per_round / 10;
     let probe_cycles = if quick { 300 } else { 1000 };
     let body = format!(
@@ -432,7 +433,7 @@ async fn scenario(quick: bool) -> Report {
          the scheduler's placement swung cycle times 3× and favoured whichever library ran right after a peer). \
          Client instructions per cycle: \
          counted by callgrind in a process of the contender's own ({probe_cycles} and three times as many cycles, the \
-         difference), redis-rs and tokio included: unlike times, counts do not swing with the machine's load.\n{}{python}",
+         difference), redis-rs and tokio included: unlike times, counts do not swing with the machine's load.\n{}{python}{node}",
         table(
             &[
                 "library",
@@ -493,6 +494,59 @@ fn python_target(
     format!(
         "\nlatchkey-py ÷ redis-py Lock (their latchkey ratios, same run): {speedup:.2}× (target ≥ 1.5×) {verdict}\n"
     )
+}
+
+/// The Node package: at least 1.1× the cycles/s of node-redlock (the ratio
+/// of their latchkey ratios, as for the Python package), and at most 1.5×
+/// the Rust library's client CPU per cycle (row 0, the same rounds). A line
+/// for the body ("" when either peer did not run).
+fn node_target(
+    rows: &std::collections::HashMap<&str, usize>,
+    ratios: &[Vec<f64>],
+    client_cpu: &[Duration],
+    measured: &[u64],
+    missed: &mut Vec<String>,
+) -> String {
+    let (Some(&node), Some(&redlock)) = (
+        rows.get(peers::LATCHKEY_NODE.id),
+        rows.get(peers::NODE_REDLOCK.id),
+    ) else {
+        return String::new();
+    };
+    let mid = |v: &[f64]| -> Option<f64> {
+        let mut v = v.to_vec();
+        (!v.is_empty()).then(|| median(&mut v))
+    };
+    let (Some(node_ratio), Some(redlock_ratio)) = (mid(&ratios[node]), mid(&ratios[redlock]))
+    else {
+        return String::new();
+    };
+    let speedup = redlock_ratio / node_ratio;
+    let fast = speedup >= 1.1;
+    if !fast {
+        missed.push(format!(
+            "uncontended: latchkey-node runs {speedup:.2}× the cycles/s of node-redlock (target ≥ 1.1×)"
+        ));
+    }
+    let mut line = format!(
+        "\nlatchkey-node ÷ node-redlock (their latchkey ratios, same run): {speedup:.2}× (target ≥ 1.1×) {}",
+        if fast { "✓" } else { "✗" }
+    );
+    if measured[node] > 0 && measured[0] > 0 {
+        let per = |i: usize| client_cpu[i].as_secs_f64() / measured[i] as f64;
+        let share = per(node) / per(0);
+        let lean = share <= 1.5;
+        if !lean {
+            missed.push(format!(
+                "uncontended: latchkey-node's client CPU per cycle is {share:.2}× the Rust library's (target ≤ 1.5×)"
+            ));
+        }
+        line += &format!(
+            "; its client CPU per cycle {share:.2}× the Rust library's (target ≤ 1.5×) {}",
+            if lean { "✓" } else { "✗" }
+        );
+    }
+    line + "\n"
 }
 
 fn per_cycle(cpu: Duration, cycles: u64) -> String {

@@ -7,6 +7,10 @@
 // retryJitter 100 ms, driftFactor 0.01); only the lock's TTL (10 s, as for
 // every library in the benchmark) is given. An acquire that runs out of
 // retries throws; a waiter then simply calls acquire again, as users do.
+// Or `latchkey-node`: latchkey's own Node package (crates/latchkey-node,
+// the Rust library under napi-rs, built in release by bench/peers/install.sh),
+// one client, one Lock object per key, the watchdog off as the other
+// libraries have none; waiters sleep until the release's message.
 //
 // The driver speaks the benchmark's line protocol (see
 // crates/latchkey-bench/src/driver.rs): one JSON object per line on stdout,
@@ -44,11 +48,35 @@ function hold(us) {
   return Promise.resolve();
 }
 
+// The two libraries behind one shape: acquire(key) → a lock, release(lock).
+function nodeRedlock(redlock) {
+  return {
+    acquire: (key) => redlock.acquire([key], TTL_MS),
+    release: (lock) => lock.release(),
+  };
+}
+
+function latchkeyNode(client) {
+  const locks = new Map();
+  const lockOf = (key) => {
+    let lock = locks.get(key);
+    if (lock === undefined) {
+      lock = client.lock(key, { ttl: TTL_MS, watchdog: false });
+      locks.set(key, lock);
+    }
+    return lock;
+  };
+  return {
+    acquire: (key) => lockOf(key).acquire(),
+    release: (guard) => guard.release(),
+  };
+}
+
 async function uncontended(redlock, key, cycles) {
   const started = now();
   for (let i = 0; i < cycles; i++) {
-    const lock = await redlock.acquire([key], TTL_MS);
-    await lock.release();
+    const lock = await redlock.acquire(key);
+    await redlock.release(lock);
   }
   emit({ cycles, seconds: (now() - started) / 1e9 });
 }
@@ -80,7 +108,7 @@ async function handoff(redlock, key, tasks, holdUs, seconds, maxHandoffs, nextLi
     while (!stop && now() < deadline) {
       let lock;
       try {
-        lock = await redlock.acquire([key], TTL_MS);
+        lock = await redlock.acquire(key);
       } catch (e) {
         continue; // out of retries: try again until the window closes
       }
@@ -96,7 +124,7 @@ async function handoff(redlock, key, tasks, holdUs, seconds, maxHandoffs, nextLi
       } else {
         stop = true;
       }
-      await lock.release().catch(() => {});
+      await redlock.release(lock).catch(() => {});
       if (stop) wakeAsides();
       else if (acquisitions === mine) await new Promise((resolve) => asides.push({ mine, resolve }));
     }
@@ -111,18 +139,26 @@ async function main() {
   let redlock;
   let version;
   try {
-    if (lib !== 'node-redlock') throw new Error(`unknown library ${lib}`);
-    const Redis = require('ioredis');
-    const { Redlock } = require('@sesamecare-oss/redlock');
-    const client = new Redis({ host: '127.0.0.1', port: Number(portArg), lazyConnect: true });
-    await client.connect();
-    redlock = new Redlock([client]);
-    // As the library's README advises: a busy lock is reported as an 'error'
-    // event, which would otherwise crash the process.
-    redlock.on('error', () => {});
-    version = require('@sesamecare-oss/redlock/package.json').version;
-    const warm = await redlock.acquire(['warm-up'], TTL_MS);
-    await warm.release();
+    if (lib === 'node-redlock') {
+      const Redis = require('ioredis');
+      const { Redlock } = require('@sesamecare-oss/redlock');
+      const client = new Redis({ host: '127.0.0.1', port: Number(portArg), lazyConnect: true });
+      await client.connect();
+      const r = new Redlock([client]);
+      // As the library's README advises: a busy lock is reported as an 'error'
+      // event, which would otherwise crash the process.
+      r.on('error', () => {});
+      redlock = nodeRedlock(r);
+      version = require('@sesamecare-oss/redlock/package.json').version;
+    } else if (lib === 'latchkey-node') {
+      const { Client } = require('latchkey-redis');
+      redlock = latchkeyNode(await Client.connect(`redis://127.0.0.1:${portArg}/`));
+      version = require('latchkey-redis/package.json').version;
+    } else {
+      throw new Error(`unknown library ${lib}`);
+    }
+    const warm = await redlock.acquire('warm-up');
+    await redlock.release(warm);
   } catch (e) {
     emit({ error: String(e && e.message ? e.message : e) });
     process.exit(1);

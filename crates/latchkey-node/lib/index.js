@@ -1,0 +1,60 @@
+'use strict';
+// latchkey-redis: distributed locks, fencing tokens, leases and signals on
+// Redis; the Rust library latchkey, as a native package.
+const native = require('./native');
+const errors = require('./errors');
+const { Client, Redlock } = require('./client');
+const { Guard, Leadership } = require('./guard');
+const { Lock, Semaphore, RwLock, Latch, Barrier, Election, FencedResource } = require('./primitives');
+const { Listener, Observer } = require('./iterators');
+const { LIMITS } = require('./checks');
+
+// One `exports.X =` per name: Node's ESM loader sees each as a named export
+// (`import { Client } from 'latchkey-redis'`).
+exports.Client = Client;
+exports.Redlock = Redlock;
+exports.Lock = Lock;
+exports.Guard = Guard;
+exports.Leadership = Leadership;
+exports.Semaphore = Semaphore;
+exports.RwLock = RwLock;
+exports.Latch = Latch;
+exports.Barrier = Barrier;
+exports.Election = Election;
+exports.Observer = Observer;
+exports.Listener = Listener;
+exports.FencedResource = FencedResource;
+exports.LatchkeyError = errors.LatchkeyError;
+exports.WaitTimedOut = errors.WaitTimedOut;
+exports.LockLost = errors.LockLost;
+exports.NotHeld = errors.NotHeld;
+exports.InvalidArgument = errors.InvalidArgument;
+exports.Unsupported = errors.Unsupported;
+exports.ClientClosed = errors.ClientClosed;
+exports.Unavailable = errors.Unavailable;
+exports.Unreachable = errors.Unreachable;
+exports.Timeout = errors.Timeout;
+exports.NoQuorum = errors.NoQuorum;
+exports.OutOfMemory = errors.OutOfMemory;
+exports.ReadOnlyReplica = errors.ReadOnlyReplica;
+exports.TooFewReplicas = errors.TooFewReplicas;
+exports.TlsError = errors.TlsError;
+exports.AuthError = errors.AuthError;
+exports.NoPermission = errors.NoPermission;
+exports.WrongType = errors.WrongType;
+exports.BadFencingCounter = errors.BadFencingCounter;
+exports.NotACluster = errors.NotACluster;
+exports.MaxHoldReached = errors.MaxHoldReached;
+exports.ForeignValue = errors.ForeignValue;
+exports.LatchOpen = errors.LatchOpen;
+exports.CountedBelowZero = errors.CountedBelowZero;
+exports.NotFound = errors.NotFound;
+exports.PartiesMismatch = errors.PartiesMismatch;
+exports.RedisError = errors.RedisError;
+exports.ProtocolError = errors.ProtocolError;
+exports.InternalError = errors.InternalError;
+exports.ERROR_CODES = errors.CODES;
+exports.MIN_TTL = LIMITS.minTtlMs;
+exports.MAX_TTL = LIMITS.maxTtlMs;
+exports.MAX_NAME_LEN = LIMITS.maxNameLen;
+exports.version = native.version();

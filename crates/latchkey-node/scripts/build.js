@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+'use strict';
+// Builds the native layer with cargo and puts it where lib/native.js loads
+// it (latchkey-node.linux-x64-gnu.node). `npm install ./crates/latchkey-node`
+// runs this (release) unless the file is there already, as in a tarball
+// made by `npm pack`; ./dev test runs it with --debug (the workspace's
+// debug build, shared with the Rust tests).
+//
+//   node scripts/build.js [--debug] [--force]
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const debug = process.argv.includes('--debug');
+const force = process.argv.includes('--force') || debug;
+const root = path.join(__dirname, '..');
+const out = path.join(root, 'latchkey-node.linux-x64-gnu.node');
+
+if (!force && fs.existsSync(out)) process.exit(0); // prebuilt (npm pack's tarball)
+if (process.platform !== 'linux' || process.arch !== 'x64') {
+  console.error(`latchkey-redis: built here for linux-x64-gnu only; on ${process.platform}-${process.arch} run \`npx napi build --platform --release\` in crates/latchkey-node (README: "Node.js")`);
+  process.exit(1);
+}
+const manifest = path.join(root, 'Cargo.toml');
+const args = ['build', '--manifest-path', manifest, '-p', 'latchkey-node', '--message-format=json-render-diagnostics'];
+if (!debug) args.push('--release');
+let made;
+try {
+  const log = execFileSync('cargo', args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 28 }).toString();
+  for (const line of log.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const m = JSON.parse(line);
+    if (m.reason === 'compiler-artifact' && m.target?.name === 'latchkey_node') {
+      made = m.filenames.find((f) => f.endsWith('.so'));
+    }
+  }
+} catch (e) {
+  console.error(`latchkey-redis: the native build failed (cargo: ${e.message}); Rust (https://rustup.rs) is needed to build from source`);
+  process.exit(1);
+}
+if (!made) {
+  console.error('latchkey-redis: cargo built no liblatchkey_node.so');
+  process.exit(1);
+}
+fs.copyFileSync(made, out);

@@ -1,0 +1,327 @@
+//! The native client: `connect`, the factories of every primitive, signals,
+//! operators' calls (revoke, request-release) and `close`.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{AsyncBlock, Buffer};
+use napi::Env;
+use napi_derive::napi;
+
+use crate::acquire::Acquirer;
+use crate::args::{count, ms, opt_ms};
+use crate::core::{Backend, ConnectOptions, Core};
+use crate::errors::{invalid, to_js};
+use crate::primitives::{Barrier, Election, Fenced, Latch, RwLock, Semaphore};
+use crate::runtime::promise;
+
+/// How a hold is taken and kept (the facade's options of `lock`,
+/// `lockAll`, `semaphore`, `rwlock`).
+#[napi(object)]
+pub struct HoldOptions {
+    pub ttl_ms: f64,
+    pub watchdog: Option<bool>,
+    pub fencing: Option<bool>,
+    pub max_hold_ms: Option<f64>,
+    pub stop_margin_ms: Option<f64>,
+    pub renew_every_ms: Option<f64>,
+    pub asking: Option<bool>,
+    /// A lock only: FIFO across processes.
+    pub fair: Option<bool>,
+    /// A lock only: keep a released hold while idle, at most this long.
+    pub cached_ms: Option<f64>,
+}
+
+/// The options every lease primitive shares, set on any of them.
+fn configured<P: latchkey::HoldOptions>(mut p: P, o: &HoldOptions) -> latchkey::Result<P> {
+    if o.watchdog != Some(false) {
+        p = p.with_watchdog();
+    }
+    if let Some(every) = opt_ms("renewEvery", o.renew_every_ms)? {
+        p = p.with_renewal_every(every)?;
+    }
+    if o.fencing == Some(true) {
+        p = p.with_fencing();
+    }
+    if let Some(cap) = opt_ms("maxHold", o.max_hold_ms)? {
+        p = p.with_max_hold(cap)?;
+    }
+    if let Some(margin) = opt_ms("stopMargin", o.stop_margin_ms)? {
+        p = p.with_stop_margin(margin)?;
+    }
+    if o.asking == Some(true) {
+        p = p.with_asking();
+    }
+    Ok(p)
+}
+
+/// Options only a single lock takes, refused elsewhere.
+fn no_lock_only(what: &str, o: &HoldOptions) -> latchkey::Result<()> {
+    if o.fair.is_some() || o.cached_ms.is_some() {
+        return Err(invalid(format!("{what} takes no fair or cached option")));
+    }
+    Ok(())
+}
+
+/// One revocation's outcome.
+#[napi(object)]
+pub struct RevocationInfo {
+    pub kind: String,
+    pub ended: f64,
+    pub fencing_token: Option<napi::bindgen_prelude::BigInt>,
+}
+
+/// Connects (the native half of `Client.connect` and `Redlock.connect`).
+#[napi(ts_return_type = "Promise<Client>")]
+pub fn connect(env: Env, options: ConnectOptions) -> napi::Result<AsyncBlock<Client>> {
+    promise(&env, async move {
+        Ok(Client {
+            core: Core::connect(options).await?,
+        })
+    })
+}
+
+#[napi]
+pub struct Client {
+    pub(crate) core: Arc<Core>,
+}
+
+#[napi]
+impl Client {
+    #[napi(getter)]
+    pub fn prefix(&self) -> Buffer {
+        self.core.prefix().into()
+    }
+
+    #[napi(getter)]
+    pub fn is_redlock(&self) -> bool {
+        matches!(self.core.backend, Backend::Redlock(_))
+    }
+
+    /// A Redlock's instance count and quorum; null for a client.
+    #[napi]
+    pub fn quorum(&self) -> Option<Vec<u32>> {
+        match &self.core.backend {
+            Backend::Redlock(r) => Some(vec![r.instances() as u32, r.quorum() as u32]),
+            Backend::Client(_) => None,
+        }
+    }
+
+    #[napi]
+    pub fn lock(&self, name: String, options: HoldOptions) -> napi::Result<Acquirer> {
+        self.make_lock(name, options).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn lock_all(&self, names: Vec<String>, options: HoldOptions) -> napi::Result<Acquirer> {
+        self.make_lock_all(names, options).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn semaphore(
+        &self,
+        name: String,
+        permits: f64,
+        options: HoldOptions,
+    ) -> napi::Result<Semaphore> {
+        let make = || -> latchkey::Result<Semaphore> {
+            no_lock_only("a semaphore", &options)?;
+            let permits = count("permits", permits)?;
+            let ttl = ms("ttl", options.ttl_ms)?;
+            let client = self.core.client()?;
+            let semaphore = configured(client.semaphore(&name, permits, ttl)?, &options)?;
+            Ok(Semaphore {
+                inner: semaphore,
+                core: self.core.clone(),
+            })
+        };
+        make().map_err(to_js)
+    }
+
+    #[napi]
+    pub fn rwlock(&self, name: String, options: HoldOptions) -> napi::Result<RwLock> {
+        let make = || -> latchkey::Result<RwLock> {
+            no_lock_only("a read-write lock", &options)?;
+            let ttl = ms("ttl", options.ttl_ms)?;
+            let rw = configured(self.core.client()?.rwlock(&name, ttl)?, &options)?;
+            Ok(RwLock {
+                inner: rw,
+                core: self.core.clone(),
+            })
+        };
+        make().map_err(to_js)
+    }
+
+    #[napi]
+    pub fn latch(&self, name: String, ttl_ms: f64) -> napi::Result<Latch> {
+        let make = || -> latchkey::Result<Latch> {
+            let ttl = ms("ttl", ttl_ms)?;
+            Ok(Latch {
+                inner: self.core.client()?.latch(&name, ttl)?,
+            })
+        };
+        make().map_err(to_js)
+    }
+
+    #[napi]
+    pub fn barrier(&self, name: String, parties: f64, ttl_ms: f64) -> napi::Result<Barrier> {
+        let make = || -> latchkey::Result<Barrier> {
+            let parties = count("parties", parties)?;
+            let ttl = ms("ttl", ttl_ms)?;
+            Ok(Barrier {
+                inner: self.core.client()?.barrier(&name, parties, ttl)?,
+            })
+        };
+        make().map_err(to_js)
+    }
+
+    #[napi]
+    pub fn election(&self, name: String, ttl_ms: f64) -> napi::Result<Election> {
+        let make = || -> latchkey::Result<Election> {
+            let ttl = ms("ttl", ttl_ms)?;
+            Ok(Election {
+                inner: self.core.client()?.election(&name, ttl)?,
+                core: self.core.clone(),
+            })
+        };
+        make().map_err(to_js)
+    }
+
+    #[napi]
+    pub fn fenced(&self, name: String) -> napi::Result<Fenced> {
+        let make = || -> latchkey::Result<Fenced> {
+            Ok(Fenced {
+                inner: Arc::new(self.core.client()?.fenced(&name)?),
+            })
+        };
+        make().map_err(to_js)
+    }
+
+    /// Sends `payload` to whoever listens on `name` now: how many heard it.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn signal(
+        &self,
+        env: Env,
+        name: String,
+        payload: Buffer,
+        one: bool,
+    ) -> napi::Result<AsyncBlock<u32>> {
+        let core = self.core.clone();
+        let payload = payload.to_vec();
+        promise(&env, async move {
+            let client = core.client()?;
+            let heard = match one {
+                true => client.signal_one(&name, &payload).await? as u32,
+                false => client.signal(&name, &payload).await? as u32,
+            };
+            Ok(heard)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<Listener>")]
+    pub fn listen(
+        &self,
+        env: Env,
+        names: Vec<String>,
+        patterns: bool,
+    ) -> napi::Result<AsyncBlock<crate::signals::Listener>> {
+        let core = self.core.clone();
+        promise(&env, async move {
+            let client = core.client()?;
+            let listener = match patterns {
+                true => client.listen_patterns(&names).await?,
+                false => client.listen(&names).await?,
+            };
+            Ok(crate::signals::Listener::new(listener))
+        })
+    }
+
+    /// Ends every hold of `name` (an operator's call).
+    #[napi(ts_return_type = "Promise<RevocationInfo[]>")]
+    pub fn revoke(&self, env: Env, name: String) -> napi::Result<AsyncBlock<Vec<RevocationInfo>>> {
+        let core = self.core.clone();
+        promise(&env, async move {
+            let revoked = core.client()?.revoke(&name).await?;
+            Ok(revoked
+                .into_iter()
+                .map(|r| RevocationInfo {
+                    kind: r.kind.as_str().to_owned(),
+                    ended: r.ended as f64,
+                    fencing_token: r.fencing_token.map(Into::into),
+                })
+                .collect())
+        })
+    }
+
+    /// Asks the holders of `name` to let go: how many were asked.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn request_release(&self, env: Env, name: String) -> napi::Result<AsyncBlock<f64>> {
+        let core = self.core.clone();
+        promise(&env, async move {
+            Ok(core.client()?.request_release(&name).await? as f64)
+        })
+    }
+
+    /// Gives back every hold, waits at most `within_ms` for the background
+    /// releases, and refuses later calls: whether all finished.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn close(&self, env: Env, within_ms: f64) -> napi::Result<AsyncBlock<bool>> {
+        let within = ms("within", within_ms).map_err(to_js)?;
+        let core = self.core.clone();
+        promise(&env, async move { Ok(core.close(within).await) })
+    }
+
+    /// `close` on the process's way out (an `exit` listener cannot wait for
+    /// a Promise): blocks at most `within_ms`.
+    #[napi]
+    pub fn close_blocking(&self, within_ms: f64) -> bool {
+        let Ok(within) = ms("within", within_ms) else {
+            return false;
+        };
+        let core = self.core.clone();
+        napi::bindgen_prelude::block_on(async move { core.close(within).await })
+    }
+
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn flush(&self, env: Env, within_ms: f64) -> napi::Result<AsyncBlock<bool>> {
+        let within = ms("within", within_ms).map_err(to_js)?;
+        let core = self.core.clone();
+        promise(&env, async move { Ok(core.flush(within).await) })
+    }
+}
+
+impl Client {
+    fn make_lock(&self, name: String, o: HoldOptions) -> latchkey::Result<Acquirer> {
+        self.core.check_open()?;
+        let ttl = ms("ttl", o.ttl_ms)?;
+        let lock = match &self.core.backend {
+            Backend::Client(c) => c.lock(&name, ttl)?,
+            Backend::Redlock(r) => r.lock(&name, ttl)?,
+        };
+        let mut lock = configured(lock, &o)?;
+        if o.fair == Some(true) {
+            lock = lock.fair()?;
+        }
+        let inner: Arc<dyn crate::acquire::Acquire> = match opt_ms("cached", o.cached_ms)? {
+            Some(idle) => Arc::new(lock.with_caching(idle)?),
+            None => Arc::new(lock),
+        };
+        Ok(Acquirer {
+            inner,
+            core: self.core.clone(),
+        })
+    }
+
+    fn make_lock_all(&self, names: Vec<String>, o: HoldOptions) -> latchkey::Result<Acquirer> {
+        self.core.check_open()?;
+        no_lock_only("lockAll", &o)?;
+        let ttl = ms("ttl", o.ttl_ms)?;
+        let locks = match &self.core.backend {
+            Backend::Client(c) => c.lock_all(&names, ttl)?,
+            Backend::Redlock(r) => r.lock_all(&names, ttl)?,
+        };
+        Ok(Acquirer {
+            inner: Arc::new(configured(locks, &o)?),
+            core: self.core.clone(),
+        })
+    }
+}

@@ -1,0 +1,201 @@
+//! One client's connection (a Redis, a cluster, a Sentinel-watched primary,
+//! or a Redlock over N servers) and the holds taken through it, so that
+//! `close()` and the process's exit can give every one of them back.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use napi_derive::napi;
+
+use crate::args::opt_ms;
+use crate::errors::{closed, invalid};
+
+/// What `Client.connect` takes (the facade checks and documents it).
+#[napi(object)]
+pub struct ConnectOptions {
+    /// One URL, or the seed nodes of one Redis Cluster, or (with
+    /// `redlock`) the N independent servers.
+    pub urls: Vec<String>,
+    pub prefix: Option<String>,
+    pub command_timeout_ms: Option<f64>,
+    /// `host:port` of each Sentinel; `urls[0]` is then the template of
+    /// the primary's URL (password, database, TLS).
+    pub sentinels: Option<Vec<String>>,
+    pub master: Option<String>,
+    pub tls_ca: Option<String>,
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    pub tls_server_name: Option<String>,
+    pub redlock: Option<bool>,
+    pub instance_timeout_ms: Option<f64>,
+}
+
+/// A live hold, as the core sees it: something to give back at close()
+/// (hold.rs implements it; the core knows no more of holds).
+pub(crate) trait Releasable: Send + Sync {
+    fn give_back(self: Arc<Self>) -> latchkey::BoxFuture<'static, ()>;
+}
+
+/// What a core connected.
+pub(crate) enum Backend {
+    Client(latchkey::Client),
+    Redlock(latchkey::Redlock),
+}
+
+/// A connection and its live holds.
+pub(crate) struct Core {
+    pub(crate) backend: Backend,
+    holds: Mutex<HashMap<u64, Weak<dyn Releasable>>>,
+    next_hold: AtomicU64,
+    closed: AtomicBool,
+}
+
+fn configure(
+    mut builder: latchkey::ClientBuilder,
+    o: &ConnectOptions,
+) -> latchkey::Result<latchkey::ClientBuilder> {
+    if let Some(sentinels) = &o.sentinels {
+        let Some(master) = &o.master else {
+            return Err(invalid("sentinels need the master's name (master)"));
+        };
+        builder = builder.sentinel(sentinels, master);
+    }
+    if let Some(prefix) = &o.prefix {
+        builder = builder.prefix(prefix);
+    }
+    if let Some(timeout) = opt_ms("commandTimeout", o.command_timeout_ms)? {
+        builder = builder.command_timeout(timeout);
+    }
+    if let Some(ca) = &o.tls_ca {
+        builder = builder.tls_ca_file(ca);
+    }
+    match (&o.tls_cert, &o.tls_key) {
+        (Some(cert), Some(key)) => builder = builder.tls_client_cert_files(cert, key),
+        (None, None) => {}
+        _ => return Err(invalid("tlsCert and tlsKey go together")),
+    }
+    if let Some(name) = &o.tls_server_name {
+        builder = builder.tls_server_name(name);
+    }
+    Ok(builder)
+}
+
+impl Core {
+    pub(crate) async fn connect(o: ConnectOptions) -> latchkey::Result<Arc<Core>> {
+        let at = o
+            .urls
+            .iter()
+            .map(|u| latchkey::redact_url(u))
+            .collect::<Vec<_>>();
+        Core::connect_to(o).await.map_err(|e| match e {
+            latchkey::Error::Unreachable(cause) => {
+                latchkey::Error::Unreachable(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    format!("{}: {cause}", at.join(", ")),
+                )))
+            }
+            other => other,
+        })
+    }
+
+    async fn connect_to(o: ConnectOptions) -> latchkey::Result<Arc<Core>> {
+        let Some(first) = o.urls.first() else {
+            return Err(invalid("a client needs at least one URL"));
+        };
+        let backend = if o.redlock == Some(true) {
+            // The options are checked once here: the closure below makes
+            // each instance's builder with the same (then infallible) calls.
+            configure(latchkey::Client::builder(first), &o)?;
+            let urls: Vec<&str> = o.urls.iter().map(String::as_str).collect();
+            let connecting = latchkey::Redlock::connect_with(&urls, |b| {
+                configure(b, &o).unwrap_or_else(|_| latchkey::Client::builder(first))
+            });
+            let mut redlock = connecting.await?;
+            if let Some(timeout) = opt_ms("instanceTimeout", o.instance_timeout_ms)? {
+                redlock = redlock.with_instance_timeout(timeout)?;
+            }
+            Backend::Redlock(redlock)
+        } else {
+            let mut builder = latchkey::Client::builder(first);
+            for seed in &o.urls[1..] {
+                builder = builder.seed(seed);
+            }
+            Backend::Client(configure(builder, &o)?.connect().await?)
+        };
+        Ok(Arc::new(Core {
+            backend,
+            holds: Mutex::new(HashMap::new()),
+            next_hold: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+        }))
+    }
+
+    /// The client (not a Redlock's: those make locks only).
+    pub(crate) fn client(&self) -> latchkey::Result<&latchkey::Client> {
+        self.check_open()?;
+        match &self.backend {
+            Backend::Client(client) => Ok(client),
+            Backend::Redlock(_) => Err(latchkey::Error::Unsupported(
+                "a Redlock makes locks only (lock, lockAll); use a Client for the other primitives",
+            )),
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> latchkey::Result<()> {
+        match self.closed.load(Ordering::Acquire) {
+            true => Err(closed()),
+            false => Ok(()),
+        }
+    }
+
+    /// Registers a live hold; its id for `forget`.
+    pub(crate) fn track(&self, hold: Weak<dyn Releasable>) -> u64 {
+        let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
+        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+        holds.insert(id, hold);
+        id
+    }
+
+    pub(crate) fn forget(&self, id: u64) {
+        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+        holds.remove(&id);
+    }
+
+    pub(crate) fn prefix(&self) -> Vec<u8> {
+        match &self.backend {
+            Backend::Client(client) => client.prefix().to_vec(),
+            Backend::Redlock(redlock) => redlock.prefix().to_vec(),
+        }
+    }
+
+    /// Gives back every live hold and the holds cached locks keep, and
+    /// waits at most `within` for the background releases; then refuses
+    /// new calls. Whether all finished in time.
+    pub(crate) async fn close(&self, within: Duration) -> bool {
+        self.closed.store(true, Ordering::Release);
+        let deadline = tokio::time::Instant::now() + within;
+        let live: Vec<Arc<dyn Releasable>> = {
+            let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+            holds.drain().filter_map(|(_, h)| h.upgrade()).collect()
+        };
+        let releases = live.into_iter().map(|hold| tokio::spawn(hold.give_back()));
+        let releases: Vec<_> = releases.collect();
+        let mut all = true;
+        for release in releases {
+            all &= tokio::time::timeout_at(deadline, release).await.is_ok();
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        all & self.flush(left).await
+    }
+
+    /// Waits at most `within` for background releases (and gives back the
+    /// holds cached locks keep idle).
+    pub(crate) async fn flush(&self, within: Duration) -> bool {
+        match &self.backend {
+            Backend::Client(client) => client.flush(within).await,
+            Backend::Redlock(redlock) => redlock.flush(within).await,
+        }
+    }
+}

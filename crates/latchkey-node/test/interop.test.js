@@ -1,0 +1,97 @@
+'use strict';
+// One lock, several doors: a Node holder excludes `latchkey run`, the
+// Python package and (with prefix "") node-redlock's bare keys, and each of
+// them excludes a Node waiter, both ways.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { startRedis } = require('./support/redis');
+const lk = require('..');
+
+const REPO = path.join(__dirname, '..', '..', '..');
+const CLI = process.env.LATCHKEY_BIN || path.join(REPO, 'target', 'debug', 'latchkey');
+const PYTHON = process.env.LATCHKEY_PYTHON || path.join(REPO, 'target', 'py-venv', 'bin', 'python');
+const havePython = fs.existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import latchkey']).status === 0;
+
+let redis;
+let client;
+let bare;
+test.before(async () => {
+  redis = await startRedis();
+  client = await lk.Client.connect(redis.url);
+  bare = await lk.Client.connect(redis.url, { prefix: '' });
+});
+test.after(async () => {
+  await client.close();
+  await bare.close();
+  await redis.stop();
+});
+
+function peers() {
+  const Redis = require('ioredis');
+  const Redlock = require('redlock').default;
+  const io = new Redis(redis.port, '127.0.0.1');
+  const redlock = new Redlock([io], { retryCount: 0 });
+  return { io, redlock };
+}
+
+test('prefix "": a latchkey holder excludes node-redlock, then lets it in', async () => {
+  const { io, redlock } = peers();
+  const guard = await bare.lock('shared-a', { ttl: 10_000 }).acquire();
+  await assert.rejects(redlock.acquire(['shared-a'], 5_000));
+  await guard.release();
+  const theirs = await redlock.acquire(['shared-a'], 5_000);
+  await theirs.release();
+  io.disconnect();
+});
+
+test('prefix "": a node-redlock holder excludes latchkey; a waiter gets it after its release', async () => {
+  const { io, redlock } = peers();
+  const theirs = await redlock.acquire(['shared-b'], 10_000);
+  const lock = bare.lock('shared-b', { ttl: 10_000 });
+  assert.equal(await lock.tryAcquire(), null);
+  const waiting = lock.acquire({ timeout: 10_000 });
+  await new Promise((r) => setTimeout(r, 100));
+  await theirs.release(); // publishes nothing: the waiter finds it free by looking again
+  const ours = await waiting;
+  assert.ok(ours.isHeld());
+  assert.ok((await io.get('shared-b')).startsWith(ours.token));
+  await ours.release();
+  io.disconnect();
+});
+
+test('`latchkey run` and a Node holder exclude each other', { skip: !fs.existsSync(CLI) && `no CLI at ${CLI} (cargo build -p latchkey-cli)` }, async () => {
+  const guard = await client.lock('shared-cli', { ttl: 10_000 }).acquire();
+  const refused = spawnSync(CLI, ['run', '--redis', redis.url, '--no-wait', '-E', '3', 'shared-cli', '--', 'true']);
+  assert.equal(refused.status, 3, refused.stderr.toString());
+  await guard.release();
+  const cli = spawn(CLI, ['run', '--redis', redis.url, 'shared-cli', '--', 'sh', '-c', 'echo in; sleep 1']);
+  await new Promise((resolve) => cli.stdout.once('data', resolve));
+  assert.equal(await client.lock('shared-cli', { ttl: 10_000 }).tryAcquire(), null);
+  const started = Date.now();
+  const next = await client.lock('shared-cli', { ttl: 10_000 }).acquire({ timeout: 10_000 });
+  assert.ok(Date.now() - started > 300, 'got it only once the command ended');
+  await next.release();
+  await new Promise((resolve) => cli.once('exit', resolve));
+  assert.equal(cli.exitCode, 0);
+});
+
+test('the Python package and a Node holder exclude each other', { skip: !havePython && `no Python package at ${PYTHON} (./dev test builds it)` }, async () => {
+  const py = (code) => spawnSync(PYTHON, ['-c', `import latchkey\nc = latchkey.Client(${JSON.stringify(redis.url)})\n${code}`]).stdout.toString().trim();
+  const guard = await client.lock('shared-py', { ttl: 10_000 }).acquire();
+  assert.equal(py('print(c.lock("shared-py", ttl=5.0).try_acquire())'), 'None');
+  await guard.release();
+  const holder = spawn(PYTHON, ['-c', `import latchkey, sys, time
+c = latchkey.Client(${JSON.stringify(redis.url)})
+g = c.lock("shared-py", ttl=10.0).acquire()
+print("in", flush=True)
+time.sleep(1)
+g.release()`]);
+  await new Promise((resolve) => holder.stdout.once('data', resolve));
+  assert.equal(await client.lock('shared-py', { ttl: 10_000 }).tryAcquire(), null);
+  const next = await client.lock('shared-py', { ttl: 10_000 }).acquire({ timeout: 10_000 });
+  await next.release();
+  await new Promise((resolve) => holder.once('exit', resolve));
+});
