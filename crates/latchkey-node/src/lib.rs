@@ -49,3 +49,4 @@ pub fn limits() -> Limits {
         max_name_len: latchkey::MAX_NAME_LEN as u32,
     }
 }
+
