@@ -49,4 +49,3 @@ pub fn limits() -> Limits {
         max_name_len: latchkey::MAX_NAME_LEN as u32,
     }
 }
-
