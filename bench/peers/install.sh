@@ -55,26 +55,30 @@ if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
   if [ ! -f node/package.json ]; then
     echo '{"name":"latchkey-bench-peers","private":true}' >node/package.json
   fi
-  if npm install --prefix node --no-audit --no-fund --silent \
-    '@sesamecare-oss/redlock@^1' 'ioredis@>=5' 'redis-semaphore@^5' 'redis-leader@0.1.0'; then
-    touch node/.installed && ok=1
-  else
-    echo "install.sh: npm could not install @sesamecare-oss/redlock / ioredis; Node peers skipped" >&2
-  fi
   # latchkey-node from this checkout: the package's files and a release
-  # build of its native layer (the tests' debug build stays where it is).
+  # build of its native layer (the tests' debug build stays where it is),
+  # in node/latchkey-redis, installed by npm below as a folder dependency
+  # (npm would prune a copy put straight into node_modules).
   stamp=node/.latchkey-node
   pkg=../../crates/latchkey-node
   if [ ! -f "$stamp" ] || [ -n "$(find ../../crates/latchkey/src $pkg/src $pkg/lib -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
-    dest=node/node_modules/latchkey-redis
+    dest=node/latchkey-redis
     if cargo build --quiet --release --manifest-path ../../Cargo.toml -p latchkey-node; then
       rm -rf "$dest" && mkdir -p "$dest" &&
-        cp -r "$pkg/lib" "$pkg/package.json" "$dest/" &&
+        cp -r "$pkg/lib" "$pkg/scripts" "$pkg/package.json" "$dest/" &&
         cp ../../target/release/liblatchkey_node.so "$dest/latchkey-node.linux-x64-gnu.node" &&
         touch "$stamp"
     else
       echo "install.sh: could not build crates/latchkey-node; that peer is skipped" >&2
     fi
+  fi
+  own=()
+  if [ -f node/latchkey-redis/package.json ]; then own=("$PWD/node/latchkey-redis"); fi
+  if npm install --prefix node --no-audit --no-fund --silent "${own[@]}" \
+    '@sesamecare-oss/redlock@^1' 'ioredis@>=5' 'redis-semaphore@^5' 'redis-leader@0.1.0'; then
+    touch node/.installed && ok=1
+  else
+    echo "install.sh: npm could not install @sesamecare-oss/redlock / ioredis; Node peers skipped" >&2
   fi
 else
   echo "install.sh: node/npm not found; Node peers skipped" >&2

@@ -84,3 +84,18 @@ where
 pub(crate) fn drop_in_runtime<T>(value: T) {
     napi::bindgen_prelude::within_runtime_if_available(move || drop(value));
 }
+
+/// The runtime the promises run on: one worker thread. A Node process
+/// drives it from one JavaScript thread; a second worker only added
+/// cross-thread wake-ups (stealing) to every call, which cost CPU per cycle.
+#[napi_derive::module_init]
+fn init() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("latchkey-node")
+        .enable_all()
+        .build();
+    if let Ok(runtime) = runtime {
+        napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+    }
+}

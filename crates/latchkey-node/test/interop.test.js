@@ -68,14 +68,14 @@ test('`latchkey run` and a Node holder exclude each other', { skip: !fs.existsSy
   assert.equal(refused.status, 3, refused.stderr.toString());
   await guard.release();
   const cli = spawn(CLI, ['run', '--redis', redis.url, 'shared-cli', '--', 'sh', '-c', 'echo in; sleep 1']);
+  const cliExited = new Promise((resolve) => cli.once('exit', resolve)); // listened to from the start
   await new Promise((resolve) => cli.stdout.once('data', resolve));
   assert.equal(await client.lock('shared-cli', { ttl: 10_000 }).tryAcquire(), null);
   const started = Date.now();
   const next = await client.lock('shared-cli', { ttl: 10_000 }).acquire({ timeout: 10_000 });
   assert.ok(Date.now() - started > 300, 'got it only once the command ended');
   await next.release();
-  await new Promise((resolve) => cli.once('exit', resolve));
-  assert.equal(cli.exitCode, 0);
+  assert.equal(await cliExited, 0);
 });
 
 test('the Python package and a Node holder exclude each other', { skip: !havePython && `no Python package at ${PYTHON} (./dev test builds it)` }, async () => {
@@ -89,9 +89,10 @@ g = c.lock("shared-py", ttl=10.0).acquire()
 print("in", flush=True)
 time.sleep(1)
 g.release()`]);
+  const holderExited = new Promise((resolve) => holder.once('exit', resolve));
   await new Promise((resolve) => holder.stdout.once('data', resolve));
   assert.equal(await client.lock('shared-py', { ttl: 10_000 }).tryAcquire(), null);
   const next = await client.lock('shared-py', { ttl: 10_000 }).acquire({ timeout: 10_000 });
   await next.release();
-  await new Promise((resolve) => holder.once('exit', resolve));
+  assert.equal(await holderExited, 0);
 });
