@@ -90,7 +90,8 @@ pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Re
 }
 
 async fn scenario(quick: bool) -> Report {
-    let title = "Native compare-and-set (Valkey 9.1 DELIFEQ / SET IFEQ) against the scripts".to_owned();
+    let title =
+        "Native compare-and-set (Valkey 9.1 DELIFEQ / SET IFEQ) against the scripts".to_owned();
     let Some(valkey) = ServerProgram::fetched("valkey-9.1") else {
         return Report {
             title,
@@ -261,7 +262,11 @@ async fn measure(
         assert_eq!(done, 1, "{variant:?} did not release or extend");
     }
     if !releasing {
-        let _: i64 = redis::cmd("DEL").arg(KEY).query_async(conn).await.expect("DEL");
+        let _: i64 = redis::cmd("DEL")
+            .arg(KEY)
+            .query_async(conn)
+            .await
+            .expect("DEL");
     }
     let stats: String = redis::cmd("INFO")
         .arg("commandstats")
