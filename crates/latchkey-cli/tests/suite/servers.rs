@@ -47,6 +47,34 @@ fn redis_6_2_exits_69_with_one_line_naming_its_version() {
 }
 
 #[test]
+fn a_redlock_with_a_redis_6_2_instance_is_refused_naming_it() {
+    let Some(old) = redis_6_2() else { return };
+    let (a, b) = (RedisServer::start(), RedisServer::start());
+    let mut cmd = latchkey(&a);
+    cmd.args([
+        "--redis",
+        &b.url(),
+        "--redis",
+        &old.url(),
+        "run",
+        "job",
+        "--",
+        "true",
+    ]);
+    let out = output(&mut cmd, QUICK);
+    assert_eq!(code(out.status), 69, "{}", stderr(&out));
+    assert_one_error_line(&out);
+    let line = stderr(&out);
+    assert!(
+        line.contains(&format!(
+            "Redis 6.2.5 at 127.0.0.1:{} is not supported",
+            old.port()
+        )),
+        "the old instance, by its address, not a lost quorum: {line}"
+    );
+}
+
+#[test]
 fn doctor_fails_redis_6_2_on_its_version() {
     let Some(redis) = redis_6_2() else { return };
     let out = output(latchkey(&redis).args(["doctor", "--pings", "5"]), QUICK);
