@@ -114,3 +114,31 @@ fn doctor_names_a_command_the_server_does_not_offer() {
     );
     assert_eq!(code(out.status), 1);
 }
+
+#[test]
+fn doctor_names_the_server_under_test() {
+    let redis = RedisServer::start();
+    let info = redis.command(&["INFO", "server"]).unwrap();
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
+            .map(str::to_owned)
+    };
+    // Valkey 8 and 9 report redis_version:7.2.4: doctor names Valkey's own.
+    let expected = match field("valkey_version") {
+        Some(version) => format!("Valkey {version}"),
+        None => format!("Redis {}", field("redis_version").expect("redis_version")),
+    };
+    let out = output(latchkey(&redis).args(["doctor", "--pings", "5"]), QUICK);
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.get(6..).is_some_and(|rest| rest.starts_with("version")))
+        .unwrap_or_else(|| panic!("no version line: {text}"));
+    assert!(
+        line.starts_with("PASS") && line.ends_with(&expected),
+        "{} (LATCHKEY_TEST_SERVER={}): {line}",
+        expected,
+        ServerProgram::name_of_this_run()
+    );
+}
