@@ -173,7 +173,10 @@ async fn without_a_watchdog_lost_fires_the_stop_margin_before_the_deadline() {
         pttl >= 50,
         "the guard gave up only {pttl} ms before the key expired"
     );
-    assert!(pttl <= 110, "the guard gave up {pttl} ms early");
+    // The guard counts from when it sent the SET, the server from when it
+    // read it: on a loaded host (the whole suite in one process on two
+    // cores) that is more than 10 ms later. Still well under two margins.
+    assert!(pttl <= 150, "the guard gave up {pttl} ms early");
 }
 
 #[tokio::test]
