@@ -203,7 +203,11 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         cli_text::human(duration),
         scenarios.len(),
         match &place {
-            Place::Private => "on private redis-servers".to_owned(),
+            // The test kit's server: redis-server, or LATCHKEY_TEST_SERVER's.
+            Place::Private => format!(
+                "on private redis-servers ({})",
+                latchkey_testkit::ServerProgram::name_of_this_run()
+            ),
             Place::Cluster => "on a private Redis Cluster (3 primaries, a replica each)".to_owned(),
             Place::Sentinel { replicas: false } => "on a private Sentinel set".to_owned(),
             Place::Sentinel { replicas: true } => {

@@ -47,6 +47,34 @@ fn redis_6_2_exits_69_with_one_line_naming_its_version() {
 }
 
 #[test]
+fn a_redlock_with_a_redis_6_2_instance_is_refused_naming_it() {
+    let Some(old) = redis_6_2() else { return };
+    let (a, b) = (RedisServer::start(), RedisServer::start());
+    let mut cmd = latchkey(&a);
+    cmd.args([
+        "--redis",
+        &b.url(),
+        "--redis",
+        &old.url(),
+        "run",
+        "job",
+        "--",
+        "true",
+    ]);
+    let out = output(&mut cmd, QUICK);
+    assert_eq!(code(out.status), 69, "{}", stderr(&out));
+    assert_one_error_line(&out);
+    let line = stderr(&out);
+    assert!(
+        line.contains(&format!(
+            "Redis 6.2.5 at 127.0.0.1:{} is not supported",
+            old.port()
+        )),
+        "the old instance, by its address, not a lost quorum: {line}"
+    );
+}
+
+#[test]
 fn doctor_fails_redis_6_2_on_its_version() {
     let Some(redis) = redis_6_2() else { return };
     let out = output(latchkey(&redis).args(["doctor", "--pings", "5"]), QUICK);
@@ -85,4 +113,32 @@ fn doctor_names_a_command_the_server_does_not_offer() {
         "{line}"
     );
     assert_eq!(code(out.status), 1);
+}
+
+#[test]
+fn doctor_names_the_server_under_test() {
+    let redis = RedisServer::start();
+    let info = redis.command(&["INFO", "server"]).unwrap();
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
+            .map(str::to_owned)
+    };
+    // Valkey 8 and 9 report redis_version:7.2.4: doctor names Valkey's own.
+    let expected = match field("valkey_version") {
+        Some(version) => format!("Valkey {version}"),
+        None => format!("Redis {}", field("redis_version").expect("redis_version")),
+    };
+    let out = output(latchkey(&redis).args(["doctor", "--pings", "5"]), QUICK);
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.get(6..).is_some_and(|rest| rest.starts_with("version")))
+        .unwrap_or_else(|| panic!("no version line: {text}"));
+    assert!(
+        line.starts_with("PASS") && line.ends_with(&expected),
+        "{} (LATCHKEY_TEST_SERVER={}): {line}",
+        expected,
+        ServerProgram::name_of_this_run()
+    );
 }

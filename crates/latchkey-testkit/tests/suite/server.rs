@@ -269,6 +269,8 @@ fn server_dies_with_a_killed_test_process() {
     let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
+            // The whole path: `--exact` matches nothing else, and the
+            // kit's tests are modules of one binary.
             "server::server_dies_with_a_killed_test_process",
             "--nocapture",
         ])
