@@ -9,7 +9,7 @@ from os import PathLike
 from types import TracebackType
 from typing_extensions import Self
 from latchkey._aio import Call
-from typing import Any, Generator, List, Optional, Sequence, Tuple, Type, Union, final, type_check_only
+from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple, Type, Union, final, type_check_only
 
 _Name = Union[str, bytes]
 _Path = Union[str, PathLike[str]]
@@ -21,6 +21,10 @@ ERROR_CLASSES: List[str]
 __version__: str
 
 def _at_exit() -> None: ...
+# (name, "counter" | "histogram", help, labels, count | (count, sum, [(le, cumulative)]))
+def _metrics_snapshot() -> List[Tuple[str, str, str, Dict[str, str], Any]]: ...
+def _refresh_logging() -> None: ...
+def _log_records_dropped() -> int: ...
 
 # ---- clients -----------------------------------------------------------
 

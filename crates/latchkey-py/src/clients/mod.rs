@@ -65,6 +65,8 @@ fn made(
     mode: Mode,
 ) -> PyResult<ClientBase> {
     let core = Core::new(options::options(py, url, kwargs, redlock)?);
+    // A level set since the last look is seen from this client's first call.
+    crate::observe::log::refresh(py);
     if mode == Mode::Blocking {
         block_on(py, core.clone().connect())?;
     }

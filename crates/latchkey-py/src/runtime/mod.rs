@@ -62,6 +62,9 @@ pub(crate) fn handle() -> PyResult<Handle> {
         .build()
         .map_err(|e| errors::closed(&format!("cannot start latchkey's runtime: {e}")))?;
     let handle = runtime.handle().clone();
+    // The thread that logs the library's events starts with the runtime,
+    // whose work makes them (and again in a forked child).
+    crate::observe::log::start();
     if let State::Running(_, inherited) =
         std::mem::replace(&mut *state, State::Running(pid(), runtime))
     {
