@@ -39,8 +39,7 @@ macro_rules! classes {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    observe::log::install();
-    observe::metrics::install();
+    observe::install();
     use clients::{AsyncClient, AsyncRedlock, Client, ClientBase, Redlock, RedlockBase};
     use holds::class::Hold;
     use holds::kinds::*;

@@ -77,7 +77,7 @@ class _AsyncFactories(_AnyClient):
 @final
 class Client(_SyncFactories):
     """A client of one Redis, a Redis Cluster or a Sentinel-watched primary (blocking API)."""
-    def __new__(cls, url: Union[str, Sequence[str]], *, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None, sentinels: Optional[Sequence[str]] = None, master: Optional[str] = None, tls_ca: Optional[_Path] = None, tls_cert: Optional[_Path] = None, tls_key: Optional[_Path] = None, tls_server_name: Optional[str] = None) -> Self: ...
+    def __new__(cls, url: Union[str, Sequence[str]], *, connect: bool = True, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None, sentinels: Optional[Sequence[str]] = None, master: Optional[str] = None, tls_ca: Optional[_Path] = None, tls_cert: Optional[_Path] = None, tls_key: Optional[_Path] = None, tls_server_name: Optional[str] = None) -> Self: ...
 
 @final
 class AsyncClient(_AsyncFactories):
@@ -87,7 +87,7 @@ class AsyncClient(_AsyncFactories):
 @final
 class Redlock(_AnyClient):
     """One lock over N independent Redis instances, held while a majority agree (blocking API)."""
-    def __new__(cls, urls: Sequence[str], *, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None, instance_timeout: Optional[float] = None, tls_ca: Optional[_Path] = None, tls_cert: Optional[_Path] = None, tls_key: Optional[_Path] = None, tls_server_name: Optional[str] = None) -> Self: ...
+    def __new__(cls, urls: Sequence[str], *, connect: bool = True, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None, instance_timeout: Optional[float] = None, tls_ca: Optional[_Path] = None, tls_cert: Optional[_Path] = None, tls_key: Optional[_Path] = None, tls_server_name: Optional[str] = None) -> Self: ...
     @property
     def instances(self) -> int: ...
     @property

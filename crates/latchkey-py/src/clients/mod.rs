@@ -56,7 +56,8 @@ pub(crate) struct Redlock {}
 #[pyclass(module = "latchkey._native", extends = RedlockBase, frozen, weakref)]
 pub(crate) struct AsyncRedlock {}
 
-/// The base of a client of `mode`: connected now when blocking.
+/// The base of a client of `mode`: connected now when blocking, unless
+/// `connect=False` (then on first use, as an asyncio client).
 fn made(
     py: Python<'_>,
     url: &Bound<'_, PyAny>,
@@ -64,78 +65,49 @@ fn made(
     redlock: bool,
     mode: Mode,
 ) -> PyResult<ClientBase> {
-    let core = Core::new(options::options(py, url, kwargs, redlock)?);
+    let options = options::options(py, url, kwargs, redlock, mode)?;
+    let connect_now = options.connect_now;
+    let core = Core::new(options);
     // A level set since the last look is seen from this client's first call.
     crate::observe::log::refresh(py);
-    if mode == Mode::Blocking {
+    if connect_now {
         block_on(py, core.clone().connect())?;
     }
     Ok(ClientBase { core, mode })
 }
 
-#[pymethods]
-impl Client {
-    #[new]
-    #[pyo3(signature = (url, **kwargs), text_signature = "(url, *, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
-    fn new(
-        py: Python<'_>,
-        url: &Bound<'_, PyAny>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        Ok(
-            PyClassInitializer::from(made(py, url, kwargs, false, Mode::Blocking)?)
-                .add_subclass(Client {}),
-        )
-    }
+/// A client class's constructor: its first argument, which deployment and
+/// mode, its signature for `help()`, and the class chain over the base.
+macro_rules! constructor {
+    ($class:ident($arg:ident), $redlock:literal, $mode:expr, $signature:literal, |$base:ident| $chain:expr) => {
+        #[pymethods]
+        impl $class {
+            #[new]
+            #[pyo3(signature = ($arg, **kwargs), text_signature = $signature)]
+            fn new(
+                py: Python<'_>,
+                $arg: &Bound<'_, PyAny>,
+                kwargs: Option<&Bound<'_, PyDict>>,
+            ) -> PyResult<PyClassInitializer<Self>> {
+                let $base = PyClassInitializer::from(made(py, $arg, kwargs, $redlock, $mode)?);
+                Ok($chain)
+            }
+        }
+    };
 }
 
-#[pymethods]
-impl AsyncClient {
-    #[new]
-    #[pyo3(signature = (url, **kwargs), text_signature = "(url, *, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
-    fn new(
-        py: Python<'_>,
-        url: &Bound<'_, PyAny>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        Ok(
-            PyClassInitializer::from(made(py, url, kwargs, false, Mode::Asyncio)?)
-                .add_subclass(AsyncClient {}),
-        )
-    }
-}
-
-#[pymethods]
-impl Redlock {
-    #[new]
-    #[pyo3(signature = (urls, **kwargs), text_signature = "(urls, *, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
-    fn new(
-        py: Python<'_>,
-        urls: &Bound<'_, PyAny>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        let base = made(py, urls, kwargs, true, Mode::Blocking)?;
-        Ok(PyClassInitializer::from(base)
-            .add_subclass(RedlockBase {})
-            .add_subclass(Redlock {}))
-    }
-}
-
-#[pymethods]
-impl AsyncRedlock {
-    #[new]
-    #[pyo3(signature = (urls, **kwargs), text_signature = "(urls, *, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
-    fn new(
-        py: Python<'_>,
-        urls: &Bound<'_, PyAny>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        let base = made(py, urls, kwargs, true, Mode::Asyncio)?;
-        Ok(PyClassInitializer::from(base)
-            .add_subclass(RedlockBase {})
-            .add_subclass(AsyncRedlock {}))
-    }
-}
+constructor!(Client(url), false, Mode::Blocking,
+    "(url, *, connect=True, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)",
+    |base| base.add_subclass(Client {}));
+constructor!(AsyncClient(url), false, Mode::Asyncio,
+    "(url, *, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)",
+    |base| base.add_subclass(AsyncClient {}));
+constructor!(Redlock(urls), true, Mode::Blocking,
+    "(urls, *, connect=True, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)",
+    |base| base.add_subclass(RedlockBase {}).add_subclass(Redlock {}));
+constructor!(AsyncRedlock(urls), true, Mode::Asyncio,
+    "(urls, *, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)",
+    |base| base.add_subclass(RedlockBase {}).add_subclass(AsyncRedlock {}));
 
 #[pymethods]
 impl RedlockBase {

@@ -93,7 +93,7 @@ enum Message {
 const DRAIN_WITHIN: Duration = Duration::from_millis(200);
 
 /// The channel's sending end, and the process whose logging thread reads it.
-static QUEUED: Mutex<Option<(u32, SyncSender<Message>)>> = Mutex::new(None);
+static QUEUED: Mutex<Queued> = Mutex::new(None);
 
 /// The layer over tracing's registry: what passes `WANTED` is queued.
 struct ToLogging;
@@ -180,9 +180,28 @@ fn queue(record: Record) {
     }
 }
 
+type Queued = Option<(u32, SyncSender<Message>)>;
+
+thread_local! {
+    /// The queue's lock, held by the forking thread across a fork.
+    static FORKING: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Queued>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes the queue's lock just before a fork (see mod.rs).
+pub(super) fn hold_for_fork() {
+    let queued = QUEUED.lock().unwrap_or_else(|p| p.into_inner());
+    FORKING.with(|held| *held.borrow_mut() = Some(queued));
+}
+
+/// Gives it back just after, in the parent and in the child.
+pub(super) fn release_after_fork() {
+    FORKING.with(|held| drop(held.borrow_mut().take()));
+}
+
 /// Makes the forwarding layer tracing's global subscriber (once; one
 /// installed first by someone else is left in place).
-pub(crate) fn install() {
+pub(super) fn install() {
     let subscriber = tracing_subscriber::registry().with(ToLogging);
     let _ = tracing::subscriber::set_global_default(subscriber);
 }

@@ -107,9 +107,25 @@ impl Recorder for Registry {
     }
 }
 
+thread_local! {
+    /// The registry's lock, held by the forking thread across a fork.
+    static FORKING: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Series>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes the registry's lock just before a fork (see mod.rs).
+pub(super) fn hold_for_fork() {
+    FORKING.with(|held| *held.borrow_mut() = Some(REGISTRY.series()));
+}
+
+/// Gives it back just after, in the parent and in the child.
+pub(super) fn release_after_fork() {
+    FORKING.with(|held| drop(held.borrow_mut().take()));
+}
+
 /// Makes this process's recorder the facade's (once; a recorder someone
 /// else installed first is left in place) and describes the metrics.
-pub(crate) fn install() {
+pub(super) fn install() {
     if metrics::set_global_recorder(&REGISTRY).is_ok() {
         latchkey::metrics::describe();
     }
