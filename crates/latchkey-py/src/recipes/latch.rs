@@ -1,36 +1,16 @@
 //! A count-down latch kept in Redis: `Latch`/`AsyncLatch`.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use pyo3::prelude::*;
 
-use super::{twins, Made};
-use crate::args::{self, Name};
-use crate::clients::core::Core;
-use crate::runtime::{run, Mode};
+use super::recipe_class;
+use crate::args::{self};
+use crate::runtime::run;
 
-/// A count-down latch: a late waiter returns at once.
-#[pyclass(module = "latchkey._native", name = "_Latch", subclass, frozen)]
-pub(crate) struct LatchBase {
-    recipe: Arc<Made<latchkey::Latch>>,
-    name: Name,
-    mode: Mode,
-}
-
-twins!(LatchBase => Latch, AsyncLatch; latch_class);
-
-/// `client.latch(name, ttl)`.
-pub(crate) fn latch(
-    py: Python<'_>,
-    core: &Arc<Core>,
-    name: Name,
-    ttl: Duration,
-    mode: Mode,
-) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
-    let recipe = Made::new(py, core, move |c| c.client()?.latch(&bytes, ttl))?;
-    latch_class(py, LatchBase { recipe, name, mode }.into(), mode)
+recipe_class! {
+    /// A count-down latch: a late waiter returns at once.
+    LatchBase("_Latch") of latchkey::Latch => Latch, AsyncLatch;
+    shows {}
+    keeps {}
 }
 
 #[pymethods]
@@ -70,18 +50,5 @@ impl LatchBase {
             recipe.get().await?.wait_until(until).await?;
             Ok(true)
         })
-    }
-
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        Ok(format!(
-            "<latchkey.{} name={}>",
-            slf.get_type().name()?,
-            slf.get().name.shown()
-        ))
     }
 }

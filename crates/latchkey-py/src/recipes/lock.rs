@@ -10,7 +10,7 @@ use latchkey::BoxFuture;
 use pyo3::prelude::*;
 
 use super::options::LeaseOptions;
-use super::{twins, Made};
+use super::{recipe_class, twins, Made};
 use crate::args::{self, Name};
 use crate::clients::core::Core;
 use crate::holds::kinds::{made, Kind};
@@ -62,8 +62,6 @@ impl Acquire for Arc<dyn Acquire> {
     }
 }
 
-type Recipe = Arc<Made<Arc<dyn Acquire>>>;
-
 /// Waits for a hold of `recipe` at most `timeout` seconds (None: as long
 /// as it takes); raises `WaitTimedOut`.
 pub(crate) fn acquire<T: Acquire + Clone>(
@@ -99,17 +97,17 @@ pub(crate) fn try_acquire<T: Acquire + Clone>(
     })
 }
 
-/// A lock (`Client.lock`, `Redlock.lock`) or several (`Client.lock_all`).
-#[pyclass(module = "latchkey._native", name = "_Lock", subclass, frozen)]
-pub(crate) struct LockBase {
-    recipe: Recipe,
-    name: Name,
-    ttl: Duration,
-    mode: Mode,
-    kind: Kind,
+recipe_class! {
+    /// A lock (`Client.lock`, `Redlock.lock`) or several (`Client.lock_all`,
+    /// whose name is theirs joined by `+`).
+    LockBase("_Lock") of Arc<dyn Acquire> => Lock, AsyncLock;
+    shows {
+        /// Seconds each hold lasts unless renewed.
+        ttl: Duration,
+    }
+    keeps { kind: Kind }
 }
 
-twins!(LockBase => Lock, AsyncLock; lock_class);
 twins!(LockBase => MultiLock, AsyncMultiLock; multi_lock_class);
 
 /// How a lock is made, from a client's keywords.
@@ -129,10 +127,9 @@ pub(crate) fn lock(
     spec: LockSpec,
     mode: Mode,
 ) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
     let ttl = spec.ttl;
-    let recipe = Made::new(py, core, move |c| {
-        let mut lock = spec.lease.apply(c.lock(&bytes, spec.ttl)?)?;
+    LockBase::make(py, core, name, ttl, Kind::Lock, mode, move |c, bytes| {
+        let mut lock = spec.lease.apply(c.lock(bytes, spec.ttl)?)?;
         if spec.fair {
             lock = lock.fair()?;
         }
@@ -140,15 +137,7 @@ pub(crate) fn lock(
             Some(idle) => Arc::new(lock.with_caching(idle)?) as Arc<dyn Acquire>,
             None => Arc::new(lock),
         })
-    })?;
-    let base = LockBase {
-        recipe,
-        name,
-        ttl,
-        mode,
-        kind: Kind::Lock,
-    };
-    lock_class(py, base.into(), mode)
+    })
 }
 
 /// `client.lock_all(names, ttl, …)`: every lock or none.
@@ -210,27 +199,5 @@ impl LockBase {
                 None => Ok(false),
             }
         })
-    }
-
-    /// The name as given (several locks: joined by `+`).
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    /// Seconds each hold lasts unless renewed.
-    #[getter]
-    fn ttl(&self) -> f64 {
-        self.ttl.as_secs_f64()
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let me = slf.get();
-        Ok(format!(
-            "<latchkey.{} name={} ttl={}>",
-            slf.get_type().name()?,
-            me.name.shown(),
-            me.ttl.as_secs_f64()
-        ))
     }
 }

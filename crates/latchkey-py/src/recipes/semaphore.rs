@@ -1,51 +1,23 @@
 //! A counting semaphore: `Semaphore`/`AsyncSemaphore`, permits (one or
 //! `k` at once) as `Permit`/`AsyncPermit`, and who holds them.
 
-use std::sync::Arc;
-
 use pyo3::prelude::*;
 
 use super::lock::{acquire, try_acquire};
-use super::options::LeaseOptions;
-use super::{twins, Made};
-use crate::args::{self, Name};
-use crate::clients::core::Core;
+use super::recipe_class;
+use crate::args::{self};
 use crate::holds::kinds::{made, Kind};
 use crate::holds::Holding;
-use crate::runtime::{run, Mode};
+use crate::runtime::run;
 
-/// At most `permits` holders at once; each permit is a lease.
-#[pyclass(module = "latchkey._native", name = "_Semaphore", subclass, frozen)]
-pub(crate) struct SemaphoreBase {
-    recipe: Arc<Made<latchkey::Semaphore>>,
-    name: Name,
-    permits: u64,
-    mode: Mode,
-}
-
-twins!(SemaphoreBase => Semaphore, AsyncSemaphore; semaphore_class);
-
-/// `client.semaphore(name, permits, ttl, …)`.
-pub(crate) fn semaphore(
-    py: Python<'_>,
-    core: &Arc<Core>,
-    name: Name,
-    permits: u64,
-    ttl: std::time::Duration,
-    lease: LeaseOptions,
-    mode: Mode,
-) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
-    let recipe = Made::new(py, core, move |c| {
-        lease.apply(c.client()?.semaphore(&bytes, permits, ttl)?)
-    })?;
-    let base = SemaphoreBase {
-        recipe,
-        name,
-        permits,
-        mode,
-    };
-    semaphore_class(py, base.into(), mode)
+recipe_class! {
+    /// At most `permits` holders at once; each permit is a lease.
+    SemaphoreBase("_Semaphore") of latchkey::Semaphore => Semaphore, AsyncSemaphore;
+    shows {
+        /// How many permits the semaphore has.
+        permits: u64,
+    }
+    keeps {}
 }
 
 #[pymethods]
@@ -107,26 +79,6 @@ impl SemaphoreBase {
             let holders = recipe.get().await?.holders().await?;
             Ok(holders.into_iter().map(HolderParts).collect::<Vec<_>>())
         })
-    }
-
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    #[getter]
-    fn permits(&self) -> u64 {
-        self.permits
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let me = slf.get();
-        Ok(format!(
-            "<latchkey.{} name={} permits={}>",
-            slf.get_type().name()?,
-            me.name.shown(),
-            me.permits
-        ))
     }
 }
 
