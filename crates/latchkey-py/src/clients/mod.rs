@@ -16,7 +16,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use self::core::Core;
 use crate::args;
-use crate::runtime::{awaitable, awaitable_after_a_turn, block_on, Mode};
+use crate::runtime::{awaitable, block_on, coroutine, Mode};
 
 /// A client; its leaf class says which API (blocking or asyncio) and
 /// which deployment (one Redis, or a Redlock).
@@ -58,14 +58,7 @@ pub(crate) struct AsyncRedlock {}
 
 /// The base of a client of `mode`: connected now when blocking, unless
 /// `connect=False` (then on first use, as an asyncio client).
-fn made(
-    py: Python<'_>,
-    url: &Bound<'_, PyAny>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-    redlock: bool,
-    mode: Mode,
-) -> PyResult<ClientBase> {
-    let options = options::options(py, url, kwargs, redlock, mode)?;
+fn made(py: Python<'_>, options: options::Options, mode: Mode) -> PyResult<ClientBase> {
     let connect_now = options.connect_now;
     let core = Core::new(options);
     // A level set since the last look is seen from this client's first call.
@@ -89,7 +82,8 @@ macro_rules! constructor {
                 $arg: &Bound<'_, PyAny>,
                 kwargs: Option<&Bound<'_, PyDict>>,
             ) -> PyResult<PyClassInitializer<Self>> {
-                let $base = PyClassInitializer::from(made(py, $arg, kwargs, $redlock, $mode)?);
+                let options = options::options(py, $arg, kwargs, $redlock, $mode)?;
+                let $base = PyClassInitializer::from(made(py, options, $mode)?);
                 Ok($chain)
             }
         }
@@ -158,9 +152,7 @@ impl ClientBase {
                 block_on(py, flushing)?,
                 py,
             )?),
-            Mode::Asyncio => {
-                Ok(awaitable_after_a_turn(py, "AsyncClient.flush", flushing)?.unbind())
-            }
+            Mode::Asyncio => Ok(coroutine(py, "AsyncClient.flush", flushing, true)?.unbind()),
         }
     }
 

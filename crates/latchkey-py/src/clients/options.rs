@@ -8,7 +8,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::core::Options;
+pub(crate) use super::core::Options;
 use crate::args;
 use crate::errors::{invalid, to_py};
 use crate::runtime::Mode;

@@ -170,17 +170,13 @@ pub(crate) fn _metrics_snapshot(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
             series.help.clone(),
         )
     };
-    let help_of = |key: &Key| help.get(key.name()).cloned().unwrap_or_default();
     let out = PyList::empty(py);
+    let row = |key: &Key, kind: &str, value: Bound<'_, PyAny>| -> PyResult<()> {
+        let help = help.get(key.name()).cloned().unwrap_or_default();
+        out.append((key.name(), kind, help, labels(py, key)?, value))
+    };
     for (key, count) in counters {
-        let row = (
-            key.name(),
-            "counter",
-            help_of(&key),
-            labels(py, &key)?,
-            count,
-        );
-        out.append(row)?;
+        row(&key, "counter", count.into_pyobject(py)?.into_any())?;
     }
     let bounds = latchkey::metrics::SECONDS_BUCKETS
         .iter()
@@ -196,15 +192,8 @@ pub(crate) fn _metrics_snapshot(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
                 (le, cumulative)
             })
             .collect();
-        let value = (cumulative, sum, buckets);
-        let row = (
-            key.name(),
-            "histogram",
-            help_of(&key),
-            labels(py, &key)?,
-            value,
-        );
-        out.append(row)?;
+        let value = (cumulative, sum, buckets).into_pyobject(py)?.into_any();
+        row(&key, "histogram", value)?;
     }
     Ok(out)
 }

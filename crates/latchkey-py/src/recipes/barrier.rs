@@ -42,20 +42,20 @@ impl BarrierBase {
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         crate::errors::deprecated(py, "Barrier.wait is deprecated: use arrive_and_wait, which raises WaitTimedOut instead of returning None")?;
         let until = args::deadline(args::wait(py, timeout)?);
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Barrier.wait", async move {
-            match recipe.get().await?.arrive_and_wait_until(until).await {
-                Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
-                other => other.map(Some),
-            }
-        })
+        self.recipe
+            .run(py, self.mode, "Barrier.wait", move |recipe| async move {
+                match recipe.arrive_and_wait_until(until).await {
+                    Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
+                    other => other.map(Some),
+                }
+            })
     }
 
     /// (generation, arrived), or None when the barrier does not exist.
     fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Barrier.state", async move {
-            recipe.get().await?.state().await
-        })
+        self.recipe
+            .run(py, self.mode, "Barrier.state", move |recipe| async move {
+                recipe.state().await
+            })
     }
 }

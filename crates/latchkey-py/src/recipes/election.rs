@@ -104,10 +104,10 @@ impl ElectionBase {
 
     /// The leader now, or None.
     fn leader(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Election.leader", async move {
-            Ok(leader_info(recipe.get().await?.leader().await?))
-        })
+        self.recipe
+            .run(py, self.mode, "Election.leader", move |recipe| async move {
+                Ok(leader_info(recipe.leader().await?))
+            })
     }
 
     /// An observer of every change of leader.

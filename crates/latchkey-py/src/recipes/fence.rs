@@ -5,7 +5,6 @@ use latchkey::FencedWrite;
 use pyo3::prelude::*;
 
 use super::recipe_class;
-use crate::runtime::run;
 
 recipe_class! {
     /// A value in Redis that refuses the writes of stale holders: a write
@@ -27,9 +26,8 @@ impl FencedBase {
     ) -> PyResult<Py<PyAny>> {
         let token = crate::args::token(py, token)?;
         let value = crate::args::name(py, value)?;
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "FencedResource.write", async move {
-            Ok(recipe.get().await?.write(token, value).await? == FencedWrite::Accepted)
+        self.recipe.run(py, self.mode, "FencedResource.write", move |recipe| async move {
+            Ok(recipe.write(token, value).await? == FencedWrite::Accepted)
         })
     }
 
@@ -37,17 +35,21 @@ impl FencedBase {
     /// its fencing token): the highest now.
     fn raise_to(&self, py: Python<'_>, token: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let token = crate::args::token(py, token)?;
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "FencedResource.raise_to", async move {
-            recipe.get().await?.raise(token).await
-        })
+        self.recipe.run(
+            py,
+            self.mode,
+            "FencedResource.raise_to",
+            move |recipe| async move { recipe.raise(token).await },
+        )
     }
 
     /// (value, token of the write that stored it), or None.
     fn read(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "FencedResource.read", async move {
-            recipe.get().await?.read().await
-        })
+        self.recipe.run(
+            py,
+            self.mode,
+            "FencedResource.read",
+            move |recipe| async move { recipe.read().await },
+        )
     }
 }

@@ -12,13 +12,14 @@ pub(crate) mod options;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 
 use crate::clients::core::{Connected, Core};
 use crate::errors::to_py;
-use crate::runtime::{drop_in_runtime, pid};
+use crate::runtime::{drop_in_runtime, pid, run, Mode};
 
 type Build<T> = Box<dyn Fn(&Connected) -> latchkey::Result<T> + Send + Sync>;
 
@@ -67,6 +68,28 @@ impl<T: Clone + Send + 'static> Made<T> {
             drop_in_runtime(old, by); // a parent's, in a forked child: forgotten
         }
         built
+    }
+
+    /// `call` on the object of this process, run the way `mode` runs
+    /// things (see `runtime::run`).
+    pub(crate) fn run<F, R>(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        mode: Mode,
+        qualname: &str,
+        call: impl FnOnce(T) -> F + Send + 'static,
+    ) -> PyResult<Py<PyAny>>
+    where
+        F: Future<Output = latchkey::Result<R>> + Send + 'static,
+        R: for<'py> IntoPyObject<'py> + Send + 'static,
+    {
+        let made = self.clone();
+        run(
+            py,
+            mode,
+            qualname,
+            async move { call(made.get().await?).await },
+        )
     }
 
     /// The object of this process, connecting and making it first if needed.

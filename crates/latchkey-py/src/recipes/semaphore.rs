@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::lock::{acquire, try_acquire};
+use super::lock::take;
 use super::recipe_class;
 use crate::args::{self};
 use crate::holds::kinds::{made, Kind};
@@ -26,19 +26,25 @@ impl SemaphoreBase {
     /// takes); raises `WaitTimedOut`.
     #[pyo3(signature = (timeout = None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
-        acquire(
+        let until = Some(args::deadline(args::wait(py, timeout)?));
+        take(
             py,
             &self.recipe,
             &self.name,
-            Kind::Permit,
-            self.mode,
-            timeout,
+            (Kind::Permit, self.mode),
+            until,
         )
     }
 
     /// One try: a permit, or None when all are taken.
     fn try_acquire(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        try_acquire(py, &self.recipe, &self.name, Kind::Permit, self.mode)
+        take(
+            py,
+            &self.recipe,
+            &self.name,
+            (Kind::Permit, self.mode),
+            None,
+        )
     }
 
     /// Waits for `k` permits at once (all or none), at most `timeout`
@@ -74,11 +80,15 @@ impl SemaphoreBase {
     /// The permits held now, soonest to expire first: a list of
     /// `PermitHolder` (two round trips; only reads).
     fn holders(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Semaphore.holders", async move {
-            let holders = recipe.get().await?.holders().await?;
-            Ok(holders.into_iter().map(HolderParts).collect::<Vec<_>>())
-        })
+        self.recipe.run(
+            py,
+            self.mode,
+            "Semaphore.holders",
+            move |recipe| async move {
+                let holders = recipe.holders().await?;
+                Ok(holders.into_iter().map(HolderParts).collect::<Vec<_>>())
+            },
+        )
     }
 }
 

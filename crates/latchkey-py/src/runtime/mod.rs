@@ -16,7 +16,7 @@ use tokio::runtime::{Handle, Runtime};
 
 use crate::errors;
 
-pub(crate) use aio::{awaitable, awaitable_after_a_turn};
+pub(crate) use aio::{awaitable, coroutine};
 pub(crate) use blocking::{block_on, cancelled_dropped};
 
 /// How long the interpreter's exit waits for the runtime's tasks.
