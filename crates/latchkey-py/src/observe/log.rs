@@ -226,6 +226,8 @@ pub(crate) fn start() {
 /// The logging thread: logs what arrives, and asks Python which levels are
 /// wanted, until the interpreter's exit (or the channel's end).
 fn forward(from: Receiver<Message>) {
+    // Python calls a thread it did not start "Dummy-N": records say whose.
+    let mut named = false;
     loop {
         let first = match from.recv_timeout(REFRESH_EVERY) {
             Ok(message) => Some(message),
@@ -236,6 +238,9 @@ fn forward(from: Receiver<Message>) {
             return;
         }
         let attached = Python::try_attach(|py| {
+            if !named {
+                named = name_thread(py).is_ok();
+            }
             for message in first.into_iter().chain(from.try_iter()) {
                 match message {
                     Message::Record(record) => emit(py, &record),
@@ -250,6 +255,11 @@ fn forward(from: Receiver<Message>) {
             return; // the interpreter is gone
         }
     }
+}
+
+fn name_thread(py: Python<'_>) -> PyResult<()> {
+    let thread = py.import("threading")?.getattr("current_thread")?.call0()?;
+    thread.setattr("name", "latchkey-log")
 }
 
 fn emit(py: Python<'_>, record: &Record) {
