@@ -52,6 +52,8 @@ pub(crate) fn at_exit(py: Python<'_>) {
         Ok(())
     });
     crate::runtime::shutdown(py);
+    // What the releases above logged, before `logging` shuts down.
+    crate::observe::log::finish(py);
 }
 
 /// Releases every hold still alive, waiting at most `RELEASE_WITHIN`.

@@ -6,7 +6,8 @@
 //! `clients/` (the client classes, their one construction, the
 //! connection per process, the factories), `recipes/` (one file per
 //! recipe: lock, semaphore, …), `holds/` (every hold, over the library's
-//! `Box<dyn DynGuard>`), `signals/`; `args.rs`, `errors.rs` and `exit.rs`
+//! `Box<dyn DynGuard>`), `signals/`, `observe/` (the library's events
+//! to `logging`, its metrics to `latchkey.metrics()`); `args.rs`, `errors.rs` and `exit.rs`
 //! serve them all. Every class has a blocking and an asyncio twin over one
 //! base class (`recipes::twins!`).
 
@@ -17,6 +18,7 @@ mod clients;
 mod errors;
 mod exit;
 mod holds;
+mod observe;
 mod recipes;
 mod runtime;
 mod signals;
@@ -37,6 +39,7 @@ macro_rules! classes {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    observe::install();
     use clients::{AsyncClient, AsyncRedlock, Client, ClientBase, Redlock, RedlockBase};
     use holds::class::Hold;
     use holds::kinds::*;
@@ -69,6 +72,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         clients::control::Revocation,
     );
     m.add_function(wrap_pyfunction!(_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(observe::metrics::_metrics_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(observe::log::_refresh_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(observe::log::_log_records_dropped, m)?)?;
     m.add("ERROR_CLASSES", errors::CLASS_NAMES.to_vec())?;
     m.add("MIN_TTL", latchkey::MIN_TTL.as_secs_f64())?;
     m.add("MAX_TTL", latchkey::MAX_TTL.as_secs_f64())?;

@@ -38,3 +38,26 @@ def test_example_runs(server, more_servers, index):
         code = code.replace(url, more.url)
     assert server.url in code or "latchkey.Client(" not in code
     exec(compile(code, f"docs/python.md example {index + 1}", "exec"), {"__name__": "__doc_example__"})
+
+
+def printed_comments(code):
+    """The comment after each `print(...)` line: what the doc says it prints."""
+    return [m.group(1).strip() for m in re.finditer(r"^\s*print\(.*\)\s+# (.*)$", code, re.M)]
+
+
+def as_pattern(said):
+    """A doc's sample message as a pattern: its numbers may differ (a
+    measured wait, a port)."""
+    return "".join(r"\d+(\.\d+)?" if part and part[0].isdigit() else re.escape(part)
+                   for part in re.split(r"(\d+(?:\.\d+)?)", said))
+
+
+@pytest.mark.parametrize("index", [i for i, code in enumerate(examples()) if printed_comments(code)])
+def test_printed_messages_are_the_docs(server, more_servers, index, capsys):
+    code = examples()[index].replace(EXAMPLE_URL, server.url)
+    exec(compile(code, f"docs/python.md example {index + 1}", "exec"), {"__name__": "__doc_example__"})
+    printed = capsys.readouterr().out.splitlines()
+    said = printed_comments(examples()[index])
+    assert len(printed) == len(said)
+    for line, comment in zip(printed, said):
+        assert re.fullmatch(as_pattern(comment), line), (line, comment)

@@ -4,6 +4,8 @@ own, guards stay the parent's, and nothing hangs."""
 import gc
 import os
 import signal
+import subprocess
+import sys
 import traceback
 
 import latchkey
@@ -98,3 +100,37 @@ _bump = None
 
 def _call_bump(i):
     return _bump(i)
+
+
+THREADS_AT_FORK = r'''
+import os, sys, warnings
+import latchkey
+
+def threads():
+    with open("/proc/self/status") as f:
+        return int(next(l for l in f if l.startswith("Threads:")).split()[1])
+
+client = latchkey.Client(sys.argv[1], connect=False)
+lock = client.lock(sys.argv[2], ttl=10.0)
+assert threads() == 1, threads()          # nothing started: no runtime, no logging thread
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    pid = os.fork()
+    if pid == 0:
+        guard = lock.try_acquire()        # the child's first use starts its own threads
+        os._exit(0 if guard is not None and guard.release() else 1)
+    _, status = os.waitpid(pid, 0)
+assert os.WEXITSTATUS(status) == 0
+assert not [w for w in caught if issubclass(w.category, DeprecationWarning)], caught
+assert lock.try_acquire().release()       # the parent's first use, after the fork
+assert threads() > 1
+print("ok")
+'''
+
+
+def test_a_client_made_with_connect_false_starts_no_thread_before_its_first_use(server, name):
+    # Python 3.12+ warns (DeprecationWarning) at a fork of a process with
+    # threads; a blocking client connects, and starts its runtime, when made.
+    done = subprocess.run([sys.executable, "-c", THREADS_AT_FORK, server.url, name],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "ok", done.stdout + done.stderr

@@ -164,7 +164,8 @@ def test_names_come_back_as_given_and_reprs_say_what_they_are(server, name):
 
 def test_public_classes_have_real_signatures():
     params = inspect.signature(latchkey.Client).parameters
-    assert list(params)[:3] == ["url", "prefix", "command_timeout"]
+    assert list(params)[:4] == ["url", "connect", "prefix", "command_timeout"]
+    assert "connect" not in inspect.signature(latchkey.AsyncClient).parameters
     assert "instance_timeout" in inspect.signature(latchkey.Redlock).parameters
     with pytest.raises(TypeError, match="bogus"):
         latchkey.AsyncClient("redis://127.0.0.1:1/", bogus=True)

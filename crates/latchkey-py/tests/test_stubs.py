@@ -85,6 +85,19 @@ def every_recipe(client: latchkey.Client) -> None:
     ]
 
 
+def observed() -> float:
+    snapshot: latchkey.MetricsSnapshot = latchkey.metrics()
+    metric: latchkey.Metric = snapshot["latchkey_acquisitions_total"]
+    for sample in metric.samples:
+        if isinstance(sample, latchkey.HistogramSample):
+            buckets: List[Tuple[float, int]] = sample.buckets
+        else:
+            counted: latchkey.CounterSample = sample
+    collector: latchkey.PrometheusCollector = latchkey.PrometheusCollector()
+    level: int = latchkey.TRACE
+    return snapshot.value("latchkey_acquisitions_total", kind="lock", outcome="ok")
+
+
 def lock_kept(client: latchkey.Client) -> int:
     kept = client.lock("k", ttl=5.0, cached=5.0)
     with kept.acquire():

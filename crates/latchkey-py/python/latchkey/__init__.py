@@ -63,6 +63,18 @@ from latchkey._native import (  # noqa: F401
     __version__ as __version__,
 )
 from latchkey import _native
+from latchkey._metrics import (  # noqa: F401
+    CounterSample as CounterSample,
+    HistogramSample as HistogramSample,
+    Metric as Metric,
+    MetricsSnapshot as MetricsSnapshot,
+    PrometheusCollector as PrometheusCollector,
+    metrics as metrics,
+)
+from latchkey._logging import TRACE as TRACE
+
+# Which levels the `latchkey` loggers want, before the first event.
+_native._refresh_logging()
 
 # At interpreter exit every hold is given back, whatever owned it: the
 # holds alive are released, every client (dropped ones too) is flushed,

@@ -9,7 +9,7 @@ from os import PathLike
 from types import TracebackType
 from typing_extensions import Self
 from latchkey._aio import Call
-from typing import Any, Generator, List, Optional, Sequence, Tuple, Type, Union, final, type_check_only
+from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple, Type, Union, final, type_check_only
 
 _Name = Union[str, bytes]
 _Path = Union[str, PathLike[str]]
@@ -21,6 +21,10 @@ ERROR_CLASSES: List[str]
 __version__: str
 
 def _at_exit() -> None: ...
+# (name, "counter" | "histogram", help, labels, count | (count, sum, [(le, cumulative)]))
+def _metrics_snapshot() -> List[Tuple[str, str, str, Dict[str, str], Any]]: ...
+def _refresh_logging() -> None: ...
+def _log_records_dropped() -> int: ...
 
 # ---- clients -----------------------------------------------------------
 
@@ -73,7 +77,7 @@ class _AsyncFactories(_AnyClient):
 @final
 class Client(_SyncFactories):
     """A client of one Redis, a Redis Cluster or a Sentinel-watched primary (blocking API)."""
-    def __new__(cls, url: Union[str, Sequence[str]], *, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None, sentinels: Optional[Sequence[str]] = None, master: Optional[str] = None, tls_ca: Optional[_Path] = None, tls_cert: Optional[_Path] = None, tls_key: Optional[_Path] = None, tls_server_name: Optional[str] = None) -> Self: ...
+    def __new__(cls, url: Union[str, Sequence[str]], *, connect: bool = True, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None, sentinels: Optional[Sequence[str]] = None, master: Optional[str] = None, tls_ca: Optional[_Path] = None, tls_cert: Optional[_Path] = None, tls_key: Optional[_Path] = None, tls_server_name: Optional[str] = None) -> Self: ...
 
 @final
 class AsyncClient(_AsyncFactories):
@@ -83,7 +87,7 @@ class AsyncClient(_AsyncFactories):
 @final
 class Redlock(_AnyClient):
     """One lock over N independent Redis instances, held while a majority agree (blocking API)."""
-    def __new__(cls, urls: Sequence[str], *, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None, instance_timeout: Optional[float] = None, tls_ca: Optional[_Path] = None, tls_cert: Optional[_Path] = None, tls_key: Optional[_Path] = None, tls_server_name: Optional[str] = None) -> Self: ...
+    def __new__(cls, urls: Sequence[str], *, connect: bool = True, prefix: Optional[_Name] = None, command_timeout: Optional[float] = None, instance_timeout: Optional[float] = None, tls_ca: Optional[_Path] = None, tls_cert: Optional[_Path] = None, tls_key: Optional[_Path] = None, tls_server_name: Optional[str] = None) -> Self: ...
     @property
     def instances(self) -> int: ...
     @property

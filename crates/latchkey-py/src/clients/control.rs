@@ -29,47 +29,63 @@ impl Revocation {
     }
 }
 
-fn payload(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u8>> {
-    Ok(value
-        .map(|p| args::name(py, p))
-        .transpose()?
-        .unwrap_or_default())
+type Arg<'py> = Bound<'py, PyAny>;
+type Answer = PyResult<Py<PyAny>>;
+
+impl ClientBase {
+    /// A signal's name and payload (none: empty), and the core to send it.
+    fn signalled(
+        &self,
+        py: Python<'_>,
+        name: &Arg<'_>,
+        payload: Option<&Arg<'_>>,
+    ) -> PyResult<(Vec<u8>, Vec<u8>, std::sync::Arc<super::core::Core>)> {
+        let payload = payload.map(|p| args::name(py, p)).transpose()?;
+        let name = args::name(py, name)?;
+        Ok((name, payload.unwrap_or_default(), self.core.clone()))
+    }
+
+    /// `wait_any`, or the deprecated `wait` (`old_none`: None on timeout).
+    fn first_signal(
+        &self,
+        py: Python<'_>,
+        names: &Arg<'_>,
+        timeout: Option<f64>,
+        old_none: bool,
+    ) -> Answer {
+        let names = self::names(py, names)?
+            .into_iter()
+            .map(|n| n.bytes)
+            .collect();
+        let wait = args::wait(py, timeout)?.unwrap_or(args::FOREVER);
+        let qualname = if old_none {
+            "Client.wait"
+        } else {
+            "Client.wait_any"
+        };
+        let waiting = signals::wait_any(self.core.clone(), names, wait, old_none);
+        run(py, self.mode, qualname, waiting)
+    }
 }
 
 #[pymethods]
 impl ClientBase {
     /// Signals every process waiting on `name` now: how many heard it.
     #[pyo3(signature = (name, payload = None))]
-    fn signal(
-        &self,
-        py: Python<'_>,
-        name: &Bound<'_, PyAny>,
-        payload: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let (name, payload) = (args::name(py, name)?, self::payload(py, payload)?);
-        run(
-            py,
-            self.mode,
-            "Client.signal",
-            signals::signal(self.core.clone(), name, payload),
-        )
+    fn signal(&self, py: Python<'_>, name: &Arg<'_>, payload: Option<&Arg<'_>>) -> Answer {
+        let (name, payload, core) = self.signalled(py, name, payload)?;
+        run(py, self.mode, "Client.signal", async move {
+            core.client().await?.signal(name, payload).await
+        })
     }
 
     /// Signals one waiter of `name`: whether one heard it.
     #[pyo3(signature = (name, payload = None))]
-    fn signal_one(
-        &self,
-        py: Python<'_>,
-        name: &Bound<'_, PyAny>,
-        payload: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let (name, payload) = (args::name(py, name)?, self::payload(py, payload)?);
-        run(
-            py,
-            self.mode,
-            "Client.signal_one",
-            signals::signal_one(self.core.clone(), name, payload),
-        )
+    fn signal_one(&self, py: Python<'_>, name: &Arg<'_>, payload: Option<&Arg<'_>>) -> Answer {
+        let (name, payload, core) = self.signalled(py, name, payload)?;
+        run(py, self.mode, "Client.signal_one", async move {
+            core.client().await?.signal_one(name, payload).await
+        })
     }
 
     /// Subscribes to `names` (one name or a list; glob patterns with
@@ -93,46 +109,16 @@ impl ClientBase {
     /// The first signal on `names` (one name or a list) within `timeout`
     /// seconds; raises `WaitTimedOut` when none came.
     #[pyo3(signature = (names, timeout = None))]
-    fn wait_any(
-        &self,
-        py: Python<'_>,
-        names: &Bound<'_, PyAny>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyAny>> {
-        let names = self::names(py, names)?
-            .into_iter()
-            .map(|n| n.bytes)
-            .collect();
-        let wait = args::wait(py, timeout)?.unwrap_or(args::FOREVER);
-        run(
-            py,
-            self.mode,
-            "Client.wait_any",
-            signals::wait_any(self.core.clone(), names, wait, false),
-        )
+    fn wait_any(&self, py: Python<'_>, names: &Arg<'_>, timeout: Option<f64>) -> Answer {
+        self.first_signal(py, names, timeout, false)
     }
 
     /// Deprecated (returns None on timeout): `wait_any`, which raises
     /// `WaitTimedOut` as every wait does.
     #[pyo3(signature = (names, timeout = None))]
-    fn wait(
-        &self,
-        py: Python<'_>,
-        names: &Bound<'_, PyAny>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyAny>> {
+    fn wait(&self, py: Python<'_>, names: &Arg<'_>, timeout: Option<f64>) -> Answer {
         crate::errors::deprecated(py, "Client.wait is deprecated: use wait_any, which raises WaitTimedOut instead of returning None")?;
-        let names = self::names(py, names)?
-            .into_iter()
-            .map(|n| n.bytes)
-            .collect();
-        let wait = args::wait(py, timeout)?.unwrap_or(args::FOREVER);
-        run(
-            py,
-            self.mode,
-            "Client.wait",
-            signals::wait_any(self.core.clone(), names, wait, true),
-        )
+        self.first_signal(py, names, timeout, true)
     }
 
     /// Ends the holds of `name`, whoever holds them (an operator's

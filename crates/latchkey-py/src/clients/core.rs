@@ -26,6 +26,10 @@ pub(crate) struct Options {
     /// `Some` for a Redlock: `url` and `seeds` are then its N independent
     /// instances, and this its per-instance timeout, if one was set.
     pub(crate) redlock: Option<Option<Duration>>,
+    /// Whether the construction connects (a blocking client's default;
+    /// `connect=False` leaves it, and the runtime's threads, to the first
+    /// use, as an asyncio client does).
+    pub(crate) connect_now: bool,
 }
 
 impl Options {

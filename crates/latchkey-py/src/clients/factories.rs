@@ -5,9 +5,15 @@ use pyo3::prelude::*;
 
 use super::ClientBase;
 use crate::args;
+use crate::recipes::barrier::BarrierBase;
+use crate::recipes::election::ElectionBase;
+use crate::recipes::fence::FencedBase;
+use crate::recipes::latch::LatchBase;
+use crate::recipes::lock;
 use crate::recipes::lock::LockSpec;
 use crate::recipes::options::LeaseOptions;
-use crate::recipes::{barrier, election, fence, latch, lock, rwlock, semaphore};
+use crate::recipes::rwlock::RwLockBase;
+use crate::recipes::semaphore::SemaphoreBase;
 
 /// `names`: one name, or a list or tuple of them.
 pub(crate) fn names(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<args::Name>> {
@@ -92,7 +98,9 @@ impl ClientBase {
         let lease = LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?;
         let permits = args::count(py, "semaphore permits", permits)?;
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
-        semaphore::semaphore(py, &self.core, name, permits, ttl, lease, self.mode)
+        SemaphoreBase::make(py, &self.core, name, permits, self.mode, move |c, n| {
+            lease.apply(c.client()?.semaphore(n, permits, ttl)?)
+        })
     }
 
     /// A phase-fair read-write lock; each hold lasts `ttl` seconds; the
@@ -111,26 +119,19 @@ impl ClientBase {
         stop_margin: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
         let lease = LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?;
-        rwlock::rwlock(
-            py,
-            &self.core,
-            args::named(py, name)?,
-            args::ttl(py, ttl)?,
-            lease,
-            self.mode,
-        )
+        let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
+        RwLockBase::make(py, &self.core, name, self.mode, move |c, n| {
+            lease.apply(c.client()?.rwlock(n, ttl)?)
+        })
     }
 
     /// A count-down latch kept for `ttl` seconds.
     #[pyo3(signature = (name, ttl = 3600.0))]
     fn latch(&self, py: Python<'_>, name: &Bound<'_, PyAny>, ttl: f64) -> PyResult<Py<PyAny>> {
-        latch::latch(
-            py,
-            &self.core,
-            args::named(py, name)?,
-            args::ttl(py, ttl)?,
-            self.mode,
-        )
+        let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
+        LatchBase::make(py, &self.core, name, self.mode, move |c, n| {
+            c.client()?.latch(n, ttl)
+        })
     }
 
     /// A cyclic barrier of `parties`, kept `ttl` seconds after its last use.
@@ -143,29 +144,25 @@ impl ClientBase {
         ttl: f64,
     ) -> PyResult<Py<PyAny>> {
         let parties = args::count(py, "barrier parties", parties)?;
-        barrier::barrier(
-            py,
-            &self.core,
-            args::named(py, name)?,
-            parties,
-            args::ttl(py, ttl)?,
-            self.mode,
-        )
+        let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
+        BarrierBase::make(py, &self.core, name, parties, self.mode, move |c, n| {
+            c.client()?.barrier(n, parties, ttl)
+        })
     }
 
     /// The election `name`; a leader's lease lasts `ttl` seconds, renewed.
     fn election(&self, py: Python<'_>, name: &Bound<'_, PyAny>, ttl: f64) -> PyResult<Py<PyAny>> {
-        election::election(
-            py,
-            &self.core,
-            args::named(py, name)?,
-            args::ttl(py, ttl)?,
-            self.mode,
-        )
+        let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
+        ElectionBase::make(py, &self.core, name, self.mode, move |c, n| {
+            c.client()?.election(n, ttl)
+        })
     }
 
     /// A value that refuses stale holders' writes (name it apart from its lock).
     fn fenced(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        fence::fenced(py, &self.core, args::named(py, name)?, self.mode)
+        let name = args::named(py, name)?;
+        FencedBase::make(py, &self.core, name, self.mode, |c, n| {
+            c.client()?.fenced(n)
+        })
     }
 }

@@ -16,7 +16,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use self::core::Core;
 use crate::args;
-use crate::runtime::{awaitable, awaitable_after_a_turn, block_on, Mode};
+use crate::runtime::{awaitable, block_on, coroutine, Mode};
 
 /// A client; its leaf class says which API (blocking or asyncio) and
 /// which deployment (one Redis, or a Redlock).
@@ -56,84 +56,52 @@ pub(crate) struct Redlock {}
 #[pyclass(module = "latchkey._native", extends = RedlockBase, frozen, weakref)]
 pub(crate) struct AsyncRedlock {}
 
-/// The base of a client of `mode`: connected now when blocking.
-fn made(
-    py: Python<'_>,
-    url: &Bound<'_, PyAny>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-    redlock: bool,
-    mode: Mode,
-) -> PyResult<ClientBase> {
-    let core = Core::new(options::options(py, url, kwargs, redlock)?);
-    if mode == Mode::Blocking {
+/// The base of a client of `mode`: connected now when blocking, unless
+/// `connect=False` (then on first use, as an asyncio client).
+fn made(py: Python<'_>, options: options::Options, mode: Mode) -> PyResult<ClientBase> {
+    let connect_now = options.connect_now;
+    let core = Core::new(options);
+    // A level set since the last look is seen from this client's first call.
+    crate::observe::log::refresh(py);
+    if connect_now {
         block_on(py, core.clone().connect())?;
     }
     Ok(ClientBase { core, mode })
 }
 
-#[pymethods]
-impl Client {
-    #[new]
-    #[pyo3(signature = (url, **kwargs), text_signature = "(url, *, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
-    fn new(
-        py: Python<'_>,
-        url: &Bound<'_, PyAny>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        Ok(
-            PyClassInitializer::from(made(py, url, kwargs, false, Mode::Blocking)?)
-                .add_subclass(Client {}),
-        )
-    }
+/// A client class's constructor: its first argument, which deployment and
+/// mode, its signature for `help()`, and the class chain over the base.
+macro_rules! constructor {
+    ($class:ident($arg:ident), $redlock:literal, $mode:expr, $signature:literal, |$base:ident| $chain:expr) => {
+        #[pymethods]
+        impl $class {
+            #[new]
+            #[pyo3(signature = ($arg, **kwargs), text_signature = $signature)]
+            fn new(
+                py: Python<'_>,
+                $arg: &Bound<'_, PyAny>,
+                kwargs: Option<&Bound<'_, PyDict>>,
+            ) -> PyResult<PyClassInitializer<Self>> {
+                let options = options::options(py, $arg, kwargs, $redlock, $mode)?;
+                let $base = PyClassInitializer::from(made(py, options, $mode)?);
+                Ok($chain)
+            }
+        }
+    };
 }
 
-#[pymethods]
-impl AsyncClient {
-    #[new]
-    #[pyo3(signature = (url, **kwargs), text_signature = "(url, *, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
-    fn new(
-        py: Python<'_>,
-        url: &Bound<'_, PyAny>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        Ok(
-            PyClassInitializer::from(made(py, url, kwargs, false, Mode::Asyncio)?)
-                .add_subclass(AsyncClient {}),
-        )
-    }
-}
-
-#[pymethods]
-impl Redlock {
-    #[new]
-    #[pyo3(signature = (urls, **kwargs), text_signature = "(urls, *, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
-    fn new(
-        py: Python<'_>,
-        urls: &Bound<'_, PyAny>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        let base = made(py, urls, kwargs, true, Mode::Blocking)?;
-        Ok(PyClassInitializer::from(base)
-            .add_subclass(RedlockBase {})
-            .add_subclass(Redlock {}))
-    }
-}
-
-#[pymethods]
-impl AsyncRedlock {
-    #[new]
-    #[pyo3(signature = (urls, **kwargs), text_signature = "(urls, *, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)")]
-    fn new(
-        py: Python<'_>,
-        urls: &Bound<'_, PyAny>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        let base = made(py, urls, kwargs, true, Mode::Asyncio)?;
-        Ok(PyClassInitializer::from(base)
-            .add_subclass(RedlockBase {})
-            .add_subclass(AsyncRedlock {}))
-    }
-}
+constructor!(Client(url), false, Mode::Blocking,
+    "(url, *, connect=True, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)",
+    |base| base.add_subclass(Client {}));
+constructor!(AsyncClient(url), false, Mode::Asyncio,
+    "(url, *, prefix=None, command_timeout=None, sentinels=None, master=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)",
+    |base| base.add_subclass(AsyncClient {}));
+constructor!(Redlock(urls), true, Mode::Blocking,
+    "(urls, *, connect=True, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)",
+    |base| base.add_subclass(RedlockBase {}).add_subclass(Redlock {}));
+constructor!(AsyncRedlock(urls), true, Mode::Asyncio,
+    "(urls, *, prefix=None, command_timeout=None, instance_timeout=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None)",
+    |base| base.add_subclass(RedlockBase {}).add_subclass(AsyncRedlock {}));
 
 #[pymethods]
 impl RedlockBase {
@@ -184,9 +152,7 @@ impl ClientBase {
                 block_on(py, flushing)?,
                 py,
             )?),
-            Mode::Asyncio => {
-                Ok(awaitable_after_a_turn(py, "AsyncClient.flush", flushing)?.unbind())
-            }
+            Mode::Asyncio => Ok(coroutine(py, "AsyncClient.flush", flushing, true)?.unbind()),
         }
     }
 

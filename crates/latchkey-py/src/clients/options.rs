@@ -8,32 +8,34 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::core::Options;
+pub(crate) use super::core::Options;
 use crate::args;
 use crate::errors::{invalid, to_py};
+use crate::runtime::Mode;
 
-/// The keywords of a client of one Redis (cluster, Sentinel).
-pub(crate) const CLIENT_KEYWORDS: &[&str] = &[
+/// The keywords every client takes.
+const COMMON_KEYWORDS: &[&str] = &[
     "prefix",
     "command_timeout",
-    "sentinels",
-    "master",
     "tls_ca",
     "tls_cert",
     "tls_key",
     "tls_server_name",
 ];
 
-/// The keywords of a Redlock over N independent instances.
-pub(crate) const REDLOCK_KEYWORDS: &[&str] = &[
-    "prefix",
-    "command_timeout",
-    "instance_timeout",
-    "tls_ca",
-    "tls_cert",
-    "tls_key",
-    "tls_server_name",
-];
+/// Whether `key` is a keyword of a client of this deployment and mode: a
+/// client of one Redis also takes `sentinels` and `master`, a Redlock
+/// `instance_timeout`, a blocking one `connect` (an asyncio client always
+/// connects on first use).
+fn accepted(key: &str, redlock: bool, mode: Mode) -> bool {
+    COMMON_KEYWORDS.contains(&key)
+        || match key {
+            "sentinels" | "master" => !redlock,
+            "instance_timeout" => redlock,
+            "connect" => mode == Mode::Blocking,
+            _ => false,
+        }
+}
 
 fn take<'py, T: for<'a> FromPyObject<'a, 'py>>(
     kwargs: &Bound<'py, PyDict>,
@@ -62,17 +64,13 @@ pub(crate) fn options(
     url: &Bound<'_, PyAny>,
     kwargs: Option<&Bound<'_, PyDict>>,
     redlock: bool,
+    mode: Mode,
 ) -> PyResult<Options> {
     let empty = PyDict::new(py);
     let kwargs = kwargs.unwrap_or(&empty);
-    let allowed = if redlock {
-        REDLOCK_KEYWORDS
-    } else {
-        CLIENT_KEYWORDS
-    };
     for key in kwargs.keys() {
         let key: String = key.extract()?;
-        if !allowed.contains(&key.as_str()) {
+        if !accepted(&key, redlock, mode) {
             return Err(PyTypeError::new_err(format!(
                 "unexpected keyword argument {key:?}"
             )));
@@ -132,5 +130,6 @@ pub(crate) fn options(
         tls_client,
         tls_server_name: take(kwargs, "tls_server_name")?,
         redlock: redlock.then(|| seconds("instance_timeout")).transpose()?,
+        connect_now: mode == Mode::Blocking && take::<bool>(kwargs, "connect")?.unwrap_or(true),
     })
 }

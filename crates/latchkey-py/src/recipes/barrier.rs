@@ -1,48 +1,19 @@
 //! A cyclic barrier in Redis: `Barrier`/`AsyncBarrier`.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use pyo3::prelude::*;
 
-use super::{twins, Made};
-use crate::args::{self, Name};
-use crate::clients::core::Core;
-use crate::runtime::{run, Mode};
+use super::recipe_class;
+use crate::args::{self};
+use crate::runtime::run;
 
-/// `parties` meet, round after round.
-#[pyclass(module = "latchkey._native", name = "_Barrier", subclass, frozen)]
-pub(crate) struct BarrierBase {
-    recipe: Arc<Made<latchkey::Barrier>>,
-    name: Name,
-    parties: u64,
-    mode: Mode,
-}
-
-twins!(BarrierBase => Barrier, AsyncBarrier; barrier_class);
-
-/// `client.barrier(name, parties, ttl)`.
-pub(crate) fn barrier(
-    py: Python<'_>,
-    core: &Arc<Core>,
-    name: Name,
-    parties: u64,
-    ttl: Duration,
-    mode: Mode,
-) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
-    let recipe = Made::new(py, core, move |c| c.client()?.barrier(&bytes, parties, ttl))?;
-    barrier_class(
-        py,
-        BarrierBase {
-            recipe,
-            name,
-            parties,
-            mode,
-        }
-        .into(),
-        mode,
-    )
+recipe_class! {
+    /// `parties` meet, round after round.
+    BarrierBase("_Barrier") of latchkey::Barrier => Barrier, AsyncBarrier;
+    shows {
+        /// How many parties meet.
+        parties: u64,
+    }
+    keeps {}
 }
 
 impl BarrierBase {
@@ -71,40 +42,20 @@ impl BarrierBase {
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         crate::errors::deprecated(py, "Barrier.wait is deprecated: use arrive_and_wait, which raises WaitTimedOut instead of returning None")?;
         let until = args::deadline(args::wait(py, timeout)?);
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Barrier.wait", async move {
-            match recipe.get().await?.arrive_and_wait_until(until).await {
-                Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
-                other => other.map(Some),
-            }
-        })
+        self.recipe
+            .run(py, self.mode, "Barrier.wait", move |recipe| async move {
+                match recipe.arrive_and_wait_until(until).await {
+                    Err(latchkey::Error::WaitTimedOut { .. }) => Ok(None),
+                    other => other.map(Some),
+                }
+            })
     }
 
     /// (generation, arrived), or None when the barrier does not exist.
     fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Barrier.state", async move {
-            recipe.get().await?.state().await
-        })
-    }
-
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    #[getter]
-    fn parties(&self) -> u64 {
-        self.parties
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let me = slf.get();
-        Ok(format!(
-            "<latchkey.{} name={} parties={}>",
-            slf.get_type().name()?,
-            me.name.shown(),
-            me.parties
-        ))
+        self.recipe
+            .run(py, self.mode, "Barrier.state", move |recipe| async move {
+                recipe.state().await
+            })
     }
 }

@@ -3,40 +3,23 @@
 //! `AsyncObserver`, and `Leader`, a leader as read.
 
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use latchkey::Leader;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::{twins, Made};
-use crate::args::{self, Name};
-use crate::clients::core::Core;
+use super::{recipe_class, twins};
+use crate::args::{self};
 use crate::holds::kinds::{made, Kind};
 use crate::holds::Holding;
 use crate::runtime::{run, Make, Mode};
 
-/// Candidates campaign until one leads.
-#[pyclass(module = "latchkey._native", name = "_Election", subclass, frozen)]
-pub(crate) struct ElectionBase {
-    recipe: Arc<Made<latchkey::Election>>,
-    name: Name,
-    mode: Mode,
-}
-
-twins!(ElectionBase => Election, AsyncElection; election_class);
-
-/// `client.election(name, ttl)`.
-pub(crate) fn election(
-    py: Python<'_>,
-    core: &Arc<Core>,
-    name: Name,
-    ttl: Duration,
-    mode: Mode,
-) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
-    let recipe = Made::new(py, core, move |c| c.client()?.election(&bytes, ttl))?;
-    election_class(py, ElectionBase { recipe, name, mode }.into(), mode)
+recipe_class! {
+    /// Candidates campaign until one leads.
+    ElectionBase("_Election") of latchkey::Election => Election, AsyncElection;
+    shows {}
+    keeps {}
 }
 
 /// A leader as read or announced: `value`, `term`, `since` (seconds since
@@ -121,10 +104,10 @@ impl ElectionBase {
 
     /// The leader now, or None.
     fn leader(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Election.leader", async move {
-            Ok(leader_info(recipe.get().await?.leader().await?))
-        })
+        self.recipe
+            .run(py, self.mode, "Election.leader", move |recipe| async move {
+                Ok(leader_info(recipe.leader().await?))
+            })
     }
 
     /// An observer of every change of leader.
@@ -138,19 +121,6 @@ impl ElectionBase {
                 observer_class(py, ObserverBase { observer, mode }.into(), mode)
             }))
         })
-    }
-
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        Ok(format!(
-            "<latchkey.{} name={}>",
-            slf.get_type().name()?,
-            slf.get().name.shown()
-        ))
     }
 }
 

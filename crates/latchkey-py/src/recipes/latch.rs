@@ -1,36 +1,15 @@
 //! A count-down latch kept in Redis: `Latch`/`AsyncLatch`.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use pyo3::prelude::*;
 
-use super::{twins, Made};
-use crate::args::{self, Name};
-use crate::clients::core::Core;
-use crate::runtime::{run, Mode};
+use super::recipe_class;
+use crate::args::{self};
 
-/// A count-down latch: a late waiter returns at once.
-#[pyclass(module = "latchkey._native", name = "_Latch", subclass, frozen)]
-pub(crate) struct LatchBase {
-    recipe: Arc<Made<latchkey::Latch>>,
-    name: Name,
-    mode: Mode,
-}
-
-twins!(LatchBase => Latch, AsyncLatch; latch_class);
-
-/// `client.latch(name, ttl)`.
-pub(crate) fn latch(
-    py: Python<'_>,
-    core: &Arc<Core>,
-    name: Name,
-    ttl: Duration,
-    mode: Mode,
-) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
-    let recipe = Made::new(py, core, move |c| c.client()?.latch(&bytes, ttl))?;
-    latch_class(py, LatchBase { recipe, name, mode }.into(), mode)
+recipe_class! {
+    /// A count-down latch: a late waiter returns at once.
+    LatchBase("_Latch") of latchkey::Latch => Latch, AsyncLatch;
+    shows {}
+    keeps {}
 }
 
 #[pymethods]
@@ -38,26 +17,28 @@ impl LatchBase {
     /// Creates the latch with `count` (True if this call made it).
     fn create(&self, py: Python<'_>, count: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let count = args::count(py, "latch count", count)?;
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Latch.create", async move {
-            recipe.get().await?.create(count).await
-        })
+        self.recipe
+            .run(py, self.mode, "Latch.create", move |recipe| async move {
+                recipe.create(count).await
+            })
     }
 
     /// Counts down by one; the count left.
     fn count_down(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Latch.count_down", async move {
-            recipe.get().await?.count_down().await
-        })
+        self.recipe.run(
+            py,
+            self.mode,
+            "Latch.count_down",
+            move |recipe| async move { recipe.count_down().await },
+        )
     }
 
     /// The count left (0: open), or None when the latch does not exist.
     fn count(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Latch.count", async move {
-            recipe.get().await?.count().await
-        })
+        self.recipe
+            .run(py, self.mode, "Latch.count", move |recipe| async move {
+                recipe.count().await
+            })
     }
 
     /// Waits until open, at most `timeout` seconds: True; raises
@@ -65,23 +46,10 @@ impl LatchBase {
     #[pyo3(signature = (timeout = None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let until = args::deadline(args::wait(py, timeout)?);
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Latch.wait", async move {
-            recipe.get().await?.wait_until(until).await?;
-            Ok(true)
-        })
-    }
-
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        Ok(format!(
-            "<latchkey.{} name={}>",
-            slf.get_type().name()?,
-            slf.get().name.shown()
-        ))
+        self.recipe
+            .run(py, self.mode, "Latch.wait", move |recipe| async move {
+                recipe.wait_until(until).await?;
+                Ok(true)
+            })
     }
 }

@@ -10,12 +10,12 @@ use latchkey::BoxFuture;
 use pyo3::prelude::*;
 
 use super::options::LeaseOptions;
-use super::{twins, Made};
+use super::{recipe_class, twins, Made};
 use crate::args::{self, Name};
 use crate::clients::core::Core;
 use crate::holds::kinds::{made, Kind};
 use crate::holds::{Held, Holding};
-use crate::runtime::{run, Mode};
+use crate::runtime::Mode;
 
 /// What a recipe whose holds are taken whole offers, as the one door
 /// (`Box<dyn DynGuard>`) sees its guards: one try, or a wait until a
@@ -62,54 +62,40 @@ impl Acquire for Arc<dyn Acquire> {
     }
 }
 
-type Recipe = Arc<Made<Arc<dyn Acquire>>>;
-
-/// Waits for a hold of `recipe` at most `timeout` seconds (None: as long
-/// as it takes); raises `WaitTimedOut`.
-pub(crate) fn acquire<T: Acquire + Clone>(
+/// A hold of `recipe`, waiting until `until` (`acquire`: raises
+/// `WaitTimedOut` after it), or one try (None: a hold, or None when busy).
+pub(crate) fn take<T: Acquire + Clone>(
     py: Python<'_>,
     recipe: &Arc<Made<T>>,
     name: &Name,
-    kind: Kind,
-    mode: Mode,
-    timeout: Option<f64>,
+    (kind, mode): (Kind, Mode),
+    until: Option<Instant>,
 ) -> PyResult<Py<PyAny>> {
-    let until = args::deadline(args::wait(py, timeout)?);
-    let (recipe, name) = (recipe.clone(), name.clone());
-    run(py, mode, "Lock.acquire", async move {
-        let core = recipe.core.clone();
-        let hold = recipe.get().await?.until(until).await?;
-        Ok(made(Holding::new(hold, &name, &core), kind, mode))
-    })
-}
-
-/// One try: a hold, or None when it is someone else's.
-pub(crate) fn try_acquire<T: Acquire + Clone>(
-    py: Python<'_>,
-    recipe: &Arc<Made<T>>,
-    name: &Name,
-    kind: Kind,
-    mode: Mode,
-) -> PyResult<Py<PyAny>> {
-    let (recipe, name) = (recipe.clone(), name.clone());
-    run(py, mode, "Lock.try_acquire", async move {
-        let core = recipe.core.clone();
-        let hold = recipe.get().await?.try_once().await?;
+    let (core, name) = (recipe.core.clone(), name.clone());
+    let qualname = match until {
+        Some(_) => "Lock.acquire",
+        None => "Lock.try_acquire",
+    };
+    recipe.run(py, mode, qualname, move |recipe| async move {
+        let hold = match until {
+            Some(until) => Some(recipe.until(until).await?),
+            None => recipe.try_once().await?,
+        };
         Ok(hold.map(|hold| made(Holding::new(hold, &name, &core), kind, mode)))
     })
 }
 
-/// A lock (`Client.lock`, `Redlock.lock`) or several (`Client.lock_all`).
-#[pyclass(module = "latchkey._native", name = "_Lock", subclass, frozen)]
-pub(crate) struct LockBase {
-    recipe: Recipe,
-    name: Name,
-    ttl: Duration,
-    mode: Mode,
-    kind: Kind,
+recipe_class! {
+    /// A lock (`Client.lock`, `Redlock.lock`) or several (`Client.lock_all`,
+    /// whose name is theirs joined by `+`).
+    LockBase("_Lock") of Arc<dyn Acquire> => Lock, AsyncLock;
+    shows {
+        /// Seconds each hold lasts unless renewed.
+        ttl: Duration,
+    }
+    keeps { kind: Kind }
 }
 
-twins!(LockBase => Lock, AsyncLock; lock_class);
 twins!(LockBase => MultiLock, AsyncMultiLock; multi_lock_class);
 
 /// How a lock is made, from a client's keywords.
@@ -129,10 +115,9 @@ pub(crate) fn lock(
     spec: LockSpec,
     mode: Mode,
 ) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
     let ttl = spec.ttl;
-    let recipe = Made::new(py, core, move |c| {
-        let mut lock = spec.lease.apply(c.lock(&bytes, spec.ttl)?)?;
+    LockBase::make(py, core, name, ttl, Kind::Lock, mode, move |c, bytes| {
+        let mut lock = spec.lease.apply(c.lock(bytes, spec.ttl)?)?;
         if spec.fair {
             lock = lock.fair()?;
         }
@@ -140,15 +125,7 @@ pub(crate) fn lock(
             Some(idle) => Arc::new(lock.with_caching(idle)?) as Arc<dyn Acquire>,
             None => Arc::new(lock),
         })
-    })?;
-    let base = LockBase {
-        recipe,
-        name,
-        ttl,
-        mode,
-        kind: Kind::Lock,
-    };
-    lock_class(py, base.into(), mode)
+    })
 }
 
 /// `client.lock_all(names, ttl, …)`: every lock or none.
@@ -192,45 +169,24 @@ impl LockBase {
     /// long as it takes); raises `WaitTimedOut` when it stays busy.
     #[pyo3(signature = (timeout = None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
-        acquire(py, &self.recipe, &self.name, self.kind, self.mode, timeout)
+        let until = Some(args::deadline(args::wait(py, timeout)?));
+        take(py, &self.recipe, &self.name, (self.kind, self.mode), until)
     }
 
     /// One try: a guard, or None when someone else holds the lock.
     fn try_acquire(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        try_acquire(py, &self.recipe, &self.name, self.kind, self.mode)
+        take(py, &self.recipe, &self.name, (self.kind, self.mode), None)
     }
 
     /// A lock made with `cached=`: gives its idle hold back to Redis now
     /// (True when one was kept); False for any other lock.
     fn give_back(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Lock.give_back", async move {
-            match recipe.get().await?.cached() {
-                Some(cached) => cached.give_back().await,
-                None => Ok(false),
-            }
-        })
-    }
-
-    /// The name as given (several locks: joined by `+`).
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    /// Seconds each hold lasts unless renewed.
-    #[getter]
-    fn ttl(&self) -> f64 {
-        self.ttl.as_secs_f64()
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let me = slf.get();
-        Ok(format!(
-            "<latchkey.{} name={} ttl={}>",
-            slf.get_type().name()?,
-            me.name.shown(),
-            me.ttl.as_secs_f64()
-        ))
+        self.recipe
+            .run(py, self.mode, "Lock.give_back", move |recipe| async move {
+                match recipe.cached() {
+                    Some(cached) => cached.give_back().await,
+                    None => Ok(false),
+                }
+            })
     }
 }

@@ -12,13 +12,14 @@ pub(crate) mod options;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 
 use crate::clients::core::{Connected, Core};
 use crate::errors::to_py;
-use crate::runtime::{drop_in_runtime, pid};
+use crate::runtime::{drop_in_runtime, pid, run, Mode};
 
 type Build<T> = Box<dyn Fn(&Connected) -> latchkey::Result<T> + Send + Sync>;
 
@@ -67,6 +68,28 @@ impl<T: Clone + Send + 'static> Made<T> {
             drop_in_runtime(old, by); // a parent's, in a forked child: forgotten
         }
         built
+    }
+
+    /// `call` on the object of this process, run the way `mode` runs
+    /// things (see `runtime::run`).
+    pub(crate) fn run<F, R>(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        mode: Mode,
+        qualname: &str,
+        call: impl FnOnce(T) -> F + Send + 'static,
+    ) -> PyResult<Py<PyAny>>
+    where
+        F: Future<Output = latchkey::Result<R>> + Send + 'static,
+        R: for<'py> IntoPyObject<'py> + Send + 'static,
+    {
+        let made = self.clone();
+        run(
+            py,
+            mode,
+            qualname,
+            async move { call(made.get().await?).await },
+        )
     }
 
     /// The object of this process, connecting and making it first if needed.
@@ -125,3 +148,106 @@ macro_rules! twins {
     };
 }
 pub(crate) use twins;
+
+/// What a recipe's class shows of a field: its value for Python and in
+/// `repr()`.
+pub(crate) trait Shown {
+    type Out;
+    fn out(&self) -> Self::Out;
+}
+
+impl Shown for u64 {
+    type Out = u64;
+    fn out(&self) -> u64 {
+        *self
+    }
+}
+
+impl Shown for std::time::Duration {
+    type Out = f64;
+    fn out(&self) -> f64 {
+        self.as_secs_f64()
+    }
+}
+
+/// A recipe's base class and all that every recipe has alike: the struct
+/// (its Rust object made once per process, its name as given, the fields
+/// it `shows`, those it only `keeps`, its mode), its blocking and asyncio
+/// twins, `make` (the class of a mode over a recipe built by `build` from
+/// a process's connection and the name's bytes), the `name` getter, a
+/// getter for each field shown, and `__repr__`.
+macro_rules! recipe_class {
+    (
+        $(#[$doc:meta])*
+        $base:ident($pyname:literal) of $recipe:ty => $sync:ident, $async:ident;
+        shows { $($(#[$fdoc:meta])* $field:ident: $fty:ty),* $(,)? }
+        keeps { $($kept:ident: $kty:ty),* $(,)? }
+    ) => {
+        $(#[$doc])*
+        #[pyo3::pyclass(module = "latchkey._native", name = $pyname, subclass, frozen)]
+        pub(crate) struct $base {
+            recipe: std::sync::Arc<$crate::recipes::Made<$recipe>>,
+            name: $crate::args::Name,
+            $($field: $fty,)*
+            $($kept: $kty,)*
+            mode: $crate::runtime::Mode,
+        }
+
+        $crate::recipes::twins!($base => $sync, $async; class_of);
+
+        impl $base {
+            /// The class of `mode` over the recipe `build` makes.
+            #[allow(clippy::too_many_arguments)]
+            pub(crate) fn make(
+                py: pyo3::Python<'_>,
+                core: &std::sync::Arc<$crate::clients::core::Core>,
+                name: $crate::args::Name,
+                $($field: $fty,)*
+                $($kept: $kty,)*
+                mode: $crate::runtime::Mode,
+                build: impl Fn(&$crate::clients::core::Connected, &[u8]) -> latchkey::Result<$recipe>
+                    + Send
+                    + Sync
+                    + 'static,
+            ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+                let bytes = name.bytes.clone();
+                let recipe = $crate::recipes::Made::new(py, core, move |c| build(c, &bytes))?;
+                let base = $base { recipe, name, $($field,)* $($kept,)* mode };
+                class_of(py, base.into(), mode)
+            }
+        }
+
+        #[pyo3::pymethods]
+        impl $base {
+            /// The name as given.
+            #[getter]
+            fn name(&self, py: pyo3::Python<'_>) -> pyo3::Py<pyo3::PyAny> {
+                self.name.to_py(py)
+            }
+
+            $(
+                $(#[$fdoc])*
+                #[getter]
+                fn $field(&self) -> <$fty as $crate::recipes::Shown>::Out {
+                    $crate::recipes::Shown::out(&self.$field)
+                }
+            )*
+
+            fn __repr__(slf: &pyo3::Bound<'_, Self>) -> pyo3::PyResult<String> {
+                let me = slf.get();
+                let mut shown = format!(
+                    "<latchkey.{} name={}",
+                    pyo3::types::PyTypeMethods::name(&slf.get_type())?,
+                    me.name.shown()
+                );
+                $(shown.push_str(&format!(
+                    concat!(" ", stringify!($field), "={}"),
+                    $crate::recipes::Shown::out(&me.$field)
+                ));)*
+                shown.push('>');
+                Ok(shown)
+            }
+        }
+    };
+}
+pub(crate) use recipe_class;

@@ -1,44 +1,20 @@
 //! A phase-fair read-write lock: `RwLock`/`AsyncRwLock`; its read and
 //! write holds are `Permit`/`AsyncPermit`.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use latchkey::RwAccess;
 use pyo3::prelude::*;
 
-use super::options::LeaseOptions;
-use super::{twins, Made};
-use crate::args::{self, Name};
-use crate::clients::core::Core;
+use super::recipe_class;
+use crate::args::{self};
 use crate::holds::kinds::{made, Kind};
 use crate::holds::Holding;
-use crate::runtime::{run, Mode};
+use crate::runtime::run;
 
-/// Many readers or one writer, phase-fair.
-#[pyclass(module = "latchkey._native", name = "_RwLock", subclass, frozen)]
-pub(crate) struct RwLockBase {
-    recipe: Arc<Made<latchkey::RwLock>>,
-    name: Name,
-    mode: Mode,
-}
-
-twins!(RwLockBase => RwLock, AsyncRwLock; rwlock_class);
-
-/// `client.rwlock(name, ttl, …)`.
-pub(crate) fn rwlock(
-    py: Python<'_>,
-    core: &Arc<Core>,
-    name: Name,
-    ttl: Duration,
-    lease: LeaseOptions,
-    mode: Mode,
-) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
-    let recipe = Made::new(py, core, move |c| {
-        lease.apply(c.client()?.rwlock(&bytes, ttl)?)
-    })?;
-    rwlock_class(py, RwLockBase { recipe, name, mode }.into(), mode)
+recipe_class! {
+    /// Many readers or one writer, phase-fair.
+    RwLockBase("_RwLock") of latchkey::RwLock => RwLock, AsyncRwLock;
+    shows {}
+    keeps {}
 }
 
 impl RwLockBase {
@@ -92,18 +68,5 @@ impl RwLockBase {
     /// One try for the write hold: a hold, or None.
     fn try_write(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.hold(py, RwAccess::Write, None, true)
-    }
-
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        Ok(format!(
-            "<latchkey.{} name={}>",
-            slf.get_type().name()?,
-            slf.get().name.shown()
-        ))
     }
 }

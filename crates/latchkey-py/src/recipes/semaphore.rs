@@ -1,51 +1,23 @@
 //! A counting semaphore: `Semaphore`/`AsyncSemaphore`, permits (one or
 //! `k` at once) as `Permit`/`AsyncPermit`, and who holds them.
 
-use std::sync::Arc;
-
 use pyo3::prelude::*;
 
-use super::lock::{acquire, try_acquire};
-use super::options::LeaseOptions;
-use super::{twins, Made};
-use crate::args::{self, Name};
-use crate::clients::core::Core;
+use super::lock::take;
+use super::recipe_class;
+use crate::args::{self};
 use crate::holds::kinds::{made, Kind};
 use crate::holds::Holding;
-use crate::runtime::{run, Mode};
+use crate::runtime::run;
 
-/// At most `permits` holders at once; each permit is a lease.
-#[pyclass(module = "latchkey._native", name = "_Semaphore", subclass, frozen)]
-pub(crate) struct SemaphoreBase {
-    recipe: Arc<Made<latchkey::Semaphore>>,
-    name: Name,
-    permits: u64,
-    mode: Mode,
-}
-
-twins!(SemaphoreBase => Semaphore, AsyncSemaphore; semaphore_class);
-
-/// `client.semaphore(name, permits, ttl, …)`.
-pub(crate) fn semaphore(
-    py: Python<'_>,
-    core: &Arc<Core>,
-    name: Name,
-    permits: u64,
-    ttl: std::time::Duration,
-    lease: LeaseOptions,
-    mode: Mode,
-) -> PyResult<Py<PyAny>> {
-    let bytes = name.bytes.clone();
-    let recipe = Made::new(py, core, move |c| {
-        lease.apply(c.client()?.semaphore(&bytes, permits, ttl)?)
-    })?;
-    let base = SemaphoreBase {
-        recipe,
-        name,
-        permits,
-        mode,
-    };
-    semaphore_class(py, base.into(), mode)
+recipe_class! {
+    /// At most `permits` holders at once; each permit is a lease.
+    SemaphoreBase("_Semaphore") of latchkey::Semaphore => Semaphore, AsyncSemaphore;
+    shows {
+        /// How many permits the semaphore has.
+        permits: u64,
+    }
+    keeps {}
 }
 
 #[pymethods]
@@ -54,19 +26,25 @@ impl SemaphoreBase {
     /// takes); raises `WaitTimedOut`.
     #[pyo3(signature = (timeout = None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
-        acquire(
+        let until = Some(args::deadline(args::wait(py, timeout)?));
+        take(
             py,
             &self.recipe,
             &self.name,
-            Kind::Permit,
-            self.mode,
-            timeout,
+            (Kind::Permit, self.mode),
+            until,
         )
     }
 
     /// One try: a permit, or None when all are taken.
     fn try_acquire(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        try_acquire(py, &self.recipe, &self.name, Kind::Permit, self.mode)
+        take(
+            py,
+            &self.recipe,
+            &self.name,
+            (Kind::Permit, self.mode),
+            None,
+        )
     }
 
     /// Waits for `k` permits at once (all or none), at most `timeout`
@@ -102,31 +80,15 @@ impl SemaphoreBase {
     /// The permits held now, soonest to expire first: a list of
     /// `PermitHolder` (two round trips; only reads).
     fn holders(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let recipe = self.recipe.clone();
-        run(py, self.mode, "Semaphore.holders", async move {
-            let holders = recipe.get().await?.holders().await?;
-            Ok(holders.into_iter().map(HolderParts).collect::<Vec<_>>())
-        })
-    }
-
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_py(py)
-    }
-
-    #[getter]
-    fn permits(&self) -> u64 {
-        self.permits
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let me = slf.get();
-        Ok(format!(
-            "<latchkey.{} name={} permits={}>",
-            slf.get_type().name()?,
-            me.name.shown(),
-            me.permits
-        ))
+        self.recipe.run(
+            py,
+            self.mode,
+            "Semaphore.holders",
+            move |recipe| async move {
+                let holders = recipe.holders().await?;
+                Ok(holders.into_iter().map(HolderParts).collect::<Vec<_>>())
+            },
+        )
     }
 }
 

@@ -146,22 +146,10 @@ where
     coroutine(py, qualname, fut, false)
 }
 
-/// As `awaitable`, letting the loop run one turn before the call starts
-/// (a flush: the done-callbacks of a future cancelled just now, which
-/// start its Rust side's cleanup, run then).
-pub(crate) fn awaitable_after_a_turn<'py, F, T>(
-    py: Python<'py>,
-    qualname: &str,
-    fut: F,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = latchkey::Result<T>> + Send + 'static,
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
-{
-    coroutine(py, qualname, fut, true)
-}
-
-fn coroutine<'py, F, T>(
+/// `after_a_turn`: the loop runs one turn before the call starts (a
+/// flush: the done-callbacks of a future cancelled just now, which start
+/// its Rust side's cleanup, run then).
+pub(crate) fn coroutine<'py, F, T>(
     py: Python<'py>,
     qualname: &str,
     fut: F,

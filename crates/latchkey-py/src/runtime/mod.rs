@@ -16,7 +16,7 @@ use tokio::runtime::{Handle, Runtime};
 
 use crate::errors;
 
-pub(crate) use aio::{awaitable, awaitable_after_a_turn};
+pub(crate) use aio::{awaitable, coroutine};
 pub(crate) use blocking::{block_on, cancelled_dropped};
 
 /// How long the interpreter's exit waits for the runtime's tasks.
@@ -62,6 +62,9 @@ pub(crate) fn handle() -> PyResult<Handle> {
         .build()
         .map_err(|e| errors::closed(&format!("cannot start latchkey's runtime: {e}")))?;
     let handle = runtime.handle().clone();
+    // The thread that logs the library's events starts with the runtime,
+    // whose work makes them (and again in a forked child).
+    crate::observe::log::start();
     if let State::Running(_, inherited) =
         std::mem::replace(&mut *state, State::Running(pid(), runtime))
     {

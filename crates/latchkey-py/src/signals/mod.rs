@@ -51,24 +51,6 @@ impl<'py> IntoPyObject<'py> for Received {
     }
 }
 
-/// Signals every process waiting on `name` now: how many heard it.
-pub(crate) async fn signal(
-    core: Arc<Core>,
-    name: Vec<u8>,
-    payload: Vec<u8>,
-) -> latchkey::Result<usize> {
-    core.client().await?.signal(name, payload).await
-}
-
-/// Signals one waiter of `name`: whether one heard it.
-pub(crate) async fn signal_one(
-    core: Arc<Core>,
-    name: Vec<u8>,
-    payload: Vec<u8>,
-) -> latchkey::Result<bool> {
-    core.client().await?.signal_one(name, payload).await
-}
-
 /// The first signal on any of `names` within `wait`; `WaitTimedOut`
 /// after it, or `None` then with `old_none` (the deprecated `Client.wait`).
 pub(crate) async fn wait_any(
