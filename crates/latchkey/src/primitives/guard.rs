@@ -169,7 +169,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// futures are boxed, and `release` and `forget` take the box.
 ///
 /// ```no_run
-/// # async fn demo(client: latchkey::Client, permits: Option<u32>) -> latchkey::Result<()> {
+/// # async fn demo(client: latchkey::Client, permits: Option<u64>) -> latchkey::Result<()> {
 /// use std::time::Duration;
 /// use latchkey::DynGuard;
 /// let ttl = Duration::from_secs(10);
