@@ -410,9 +410,14 @@ async fn a_tls_replica_gets_the_same_options() {
         .await
         .expect("connect over TLS");
     let _listener = client.listen(["tls-replicated"]).await.unwrap();
+    // Each server's subscription is made by its own connection, in its own
+    // time: wait for both.
     eventually("the listener subscribed on the replica too", || async {
         replica.subscribers("test:signal:tls-replicated") == 1
     })
     .await;
-    assert_eq!(primary.subscribers("test:signal:tls-replicated"), 1);
+    eventually("the listener subscribed on the primary", || async {
+        primary.subscribers("test:signal:tls-replicated") == 1
+    })
+    .await;
 }
