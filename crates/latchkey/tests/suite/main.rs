@@ -6,7 +6,9 @@
 //! The families: `lock` (locks: plain, fair, fenced, Redlock, replicas, the
 //! watchdog), `prim` (every other primitive), `deploy` (cluster, Sentinel,
 //! TLS, and the matrix of every primitive on each), `cross` (what cuts
-//! across: ACLs, messages, metrics, spans, inspection, the layer rule).
+//! across: ACLs, messages, metrics, inspection, the layer rule; the spans
+//! are a binary of their own, `tests/spans`: tracing's call-site cache is
+//! shared by every thread of a process).
 //! Run one family or file with a filter: `cargo test -p latchkey --test
 //! suite deploy::sentinel`.
 

@@ -7,4 +7,3 @@ mod inspect_kinds;
 mod layers;
 mod messages;
 mod metrics;
-mod spans;

@@ -1,7 +1,13 @@
 //! The tracing spans: acquire / wait / renew / release, each with the lock
 //! name and a short prefix of the owner token, captured by a small layer.
+//!
+//! A binary of its own, apart from `tests/suite`: tracing caches whether a
+//! span's call site is wanted across threads, and tests on other threads
+//! (without a subscriber) hitting the same call sites while this one's
+//! thread-local subscriber is set made it miss a span now and then.
 
-use crate::common;
+#[path = "../suite/common/mod.rs"]
+mod common;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
