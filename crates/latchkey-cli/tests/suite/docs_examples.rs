@@ -20,7 +20,7 @@ use common::*;
 const BLOCK_LIMIT: Duration = Duration::from_secs(60);
 
 /// What a line contains → why it does not run here (and where it is tested).
-const SKIPPED: [(&str, &str); 9] = [
+const SKIPPED: [(&str, &str); 11] = [
     (
         "./dev ",
         "the developer's script: builds the workspace and runs the whole suite, this test included",
@@ -53,6 +53,16 @@ const SKIPPED: [(&str, &str); 9] = [
     (
         "python3 -m venv",
         "makes a virtualenv for the Python package: ./dev test makes its own (target/py-venv)",
+    ),
+    (
+        "pip install target/wheels/",
+        "installs the wheel ./dev wheel builds (minutes, with zig): ./dev test installs a wheel \
+         of the package into a clean venv and runs its smoke test",
+    ),
+    (
+        "npm install ./crates/latchkey-node",
+        "builds the Node package in release mode (minutes): ./dev test runs its node:test \
+         suite, which runs the README's Node example and installs the package's npm pack tarball",
     ),
     (
         "pip install ./crates/latchkey-py",
