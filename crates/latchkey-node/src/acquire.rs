@@ -40,47 +40,27 @@ fn boxed_opt<G: DynGuard + 'static>(
     Ok(g?.map(|g| Box::new(g) as Box<dyn DynGuard>))
 }
 
-impl Acquire for latchkey::Lock {
-    fn try_take(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn DynGuard>>>> {
-        Box::pin(async move { boxed_opt(self.try_acquire().await) })
-    }
-    fn take(&self, deadline: Option<Instant>) -> BoxFuture<'_, Taken> {
-        Box::pin(async move {
-            match deadline {
-                Some(at) => boxed(self.acquire_until(at).await),
-                None => boxed(self.acquire().await),
+/// The recipes whose `try_acquire`, `acquire` and `acquire_until` take
+/// nothing else: one impl shape, said once.
+macro_rules! acquire_by_deadline {
+    ($($recipe:ty),*) => {$(
+        impl Acquire for $recipe {
+            fn try_take(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn DynGuard>>>> {
+                Box::pin(async move { boxed_opt(self.try_acquire().await) })
             }
-        })
-    }
+            fn take(&self, deadline: Option<Instant>) -> BoxFuture<'_, Taken> {
+                Box::pin(async move {
+                    match deadline {
+                        Some(at) => boxed(self.acquire_until(at).await),
+                        None => boxed(self.acquire().await),
+                    }
+                })
+            }
+        }
+    )*};
 }
 
-impl Acquire for latchkey::CachedLock {
-    fn try_take(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn DynGuard>>>> {
-        Box::pin(async move { boxed_opt(self.try_acquire().await) })
-    }
-    fn take(&self, deadline: Option<Instant>) -> BoxFuture<'_, Taken> {
-        Box::pin(async move {
-            match deadline {
-                Some(at) => boxed(self.acquire_until(at).await),
-                None => boxed(self.acquire().await),
-            }
-        })
-    }
-}
-
-impl Acquire for latchkey::MultiLock {
-    fn try_take(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn DynGuard>>>> {
-        Box::pin(async move { boxed_opt(self.try_acquire().await) })
-    }
-    fn take(&self, deadline: Option<Instant>) -> BoxFuture<'_, Taken> {
-        Box::pin(async move {
-            match deadline {
-                Some(at) => boxed(self.acquire_until(at).await),
-                None => boxed(self.acquire().await),
-            }
-        })
-    }
-}
+acquire_by_deadline!(latchkey::Lock, latchkey::CachedLock, latchkey::MultiLock);
 
 /// `k` permits of a semaphore, all or none.
 pub(crate) struct Permits(pub(crate) latchkey::Semaphore, pub(crate) u32);
