@@ -15,13 +15,11 @@ use crate::vocab::protocol::scripts;
 /// What one fair attempt found.
 #[derive(Debug)]
 pub(crate) enum FairAttempt {
-    /// Taken now (the lock was free and nobody live was ahead).
-    Taken {
-        fencing_token: Option<u64>,
-        valid_until: Instant,
-    },
-    /// Ours already: a release handed it to us (its message may be lost).
-    Handed {
+    /// Ours: taken now (the lock was free and nobody live was ahead), or
+    /// already ours (`handed`: a release handed it to us; its message may
+    /// be lost).
+    Ours {
+        handed: bool,
         fencing_token: Option<u64>,
         valid_until: Instant,
     },
@@ -127,13 +125,15 @@ impl Single<'_> {
             )
             .await?;
         match reply[..] {
-            [1, value, ..] => Ok(FairAttempt::Taken {
+            [1, value, ..] => Ok(FairAttempt::Ours {
+                handed: false,
                 fencing_token: fence(fenced, value),
                 valid_until: crate::vocab::names::valid_until(sent, ttl),
             }),
             [2, value, pttl, ..] => {
                 let left = Duration::from_millis(u64::try_from(pttl).unwrap_or(0));
-                Ok(FairAttempt::Handed {
+                Ok(FairAttempt::Ours {
+                    handed: true,
                     fencing_token: fence(fenced, value),
                     valid_until: sent + left.saturating_sub(drift(left)),
                 })

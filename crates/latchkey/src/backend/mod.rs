@@ -17,7 +17,7 @@ use crate::transport::subscriber::{Event, Subscription, Topic};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::MetricsLabels;
 use crate::vocab::names::LockKeys;
-use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
+use crate::vocab::outcome::{Attempt, AttemptMode, Issued, Ownership, Renewal};
 use crate::vocab::token::short;
 
 /// Where a lock lives.
@@ -63,7 +63,7 @@ impl Backend {
         keys: &LockKeys,
         token: &str,
         valid_until: Instant,
-    ) -> Result<std::result::Result<u64, Ownership>> {
+    ) -> Issued {
         match self {
             Backend::Single(client) => Single(client).issue_fence_once(keys, token).await,
             Backend::Redlock(redlock) => {
@@ -109,12 +109,7 @@ impl Backend {
         matches!(self, Backend::Single(_))
     }
 
-    pub(crate) async fn extend(
-        &self,
-        keys: &LockKeys,
-        token: &str,
-        ttl: Duration,
-    ) -> Result<(Ownership, Instant)> {
+    pub(crate) async fn extend(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Renewal {
         match self {
             Backend::Single(client) => Single(client).extend_once(keys, token, ttl).await,
             Backend::Redlock(redlock) => Box::pin(redlock.extend_all(keys, token, ttl)).await,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::{ttl_ms, LockKeys};
-use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
+use crate::vocab::outcome::{Attempt, AttemptMode, Issued, Ownership, Renewal};
 use crate::vocab::protocol::scripts;
 
 crate::transport::session::session_view! {
@@ -124,11 +124,7 @@ impl Single<'_> {
     /// Issues the fencing token of the hold of `token`, if it still holds
     /// the lock: `Ok(Ok(token))`, or `Ok(Err(outcome))` saying why not
     /// (`Expired` or `HeldByOther`).
-    pub(crate) async fn issue_fence_once(
-        self,
-        keys: &LockKeys,
-        token: &str,
-    ) -> Result<std::result::Result<u64, Ownership>> {
+    pub(crate) async fn issue_fence_once(self, keys: &LockKeys, token: &str) -> Issued {
         let (counted, n) = keys.counted();
         let (issued, value): (i64, i64) = self
             .eval(
@@ -196,12 +192,7 @@ pub(crate) fn ownership(script: &str, outcome: i64) -> Result<Ownership> {
 
 impl Single<'_> {
     /// Compare-and-pexpire. On success also returns the new validity deadline.
-    pub(crate) async fn extend_once(
-        self,
-        keys: &LockKeys,
-        token: &str,
-        ttl: Duration,
-    ) -> Result<(Ownership, Instant)> {
+    pub(crate) async fn extend_once(self, keys: &LockKeys, token: &str, ttl: Duration) -> Renewal {
         let sent = Instant::now();
         let ttl_arg = ttl_ms(ttl).to_string();
         let outcome: i64 = self

@@ -88,12 +88,11 @@ impl Client {
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future gives up the subscriptions made so far.
-    pub async fn listen<N: AsRef<[u8]>>(
+    pub async fn listen(
         &self,
-        names: impl IntoIterator<Item = N>,
+        names: impl IntoIterator<Item = impl AsRef<[u8]>>,
     ) -> Result<Listener> {
-        let names = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
-        Listener::open(&self.session, names, false).await
+        Listener::open(&self.session, owned(names), false).await
     }
 
     /// Subscribes to Redis glob `patterns` over signal names (`*`, `?`,
@@ -103,12 +102,11 @@ impl Client {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Client::listen`].
-    pub async fn listen_patterns<P: AsRef<[u8]>>(
+    pub async fn listen_patterns(
         &self,
-        patterns: impl IntoIterator<Item = P>,
+        patterns: impl IntoIterator<Item = impl AsRef<[u8]>>,
     ) -> Result<Listener> {
-        let patterns = patterns.into_iter().map(|p| p.as_ref().to_vec()).collect();
-        Listener::open(&self.session, patterns, true).await
+        Listener::open(&self.session, owned(patterns), true).await
     }
 
     /// Waits at most `timeout` (subscribing included) for a signal on
@@ -187,4 +185,9 @@ fn first(signals: Vec<Signal>) -> Result<Signal> {
         .into_iter()
         .next()
         .ok_or_else(|| crate::Error::Internal("a wait returned no signal".into()))
+}
+
+/// Names (or patterns) as the listener keeps them.
+fn owned(names: impl IntoIterator<Item = impl AsRef<[u8]>>) -> Vec<Vec<u8>> {
+    names.into_iter().map(|n| n.as_ref().to_vec()).collect()
 }

@@ -15,7 +15,7 @@ use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Primitive};
-use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
+use crate::vocab::names::{check_count, check_primitive, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 
@@ -92,9 +92,7 @@ impl Barrier {
         parties: u64,
         ttl: Duration,
     ) -> Result<Barrier> {
-        check_name(name)?;
-        check_cluster_name(session.prefix(), name, session.is_cluster())?;
-        check_ttl(ttl)?;
+        check_primitive(session.prefix(), session.is_cluster(), name, ttl)?;
         let parties = check_count("barrier parties", parties)?;
         Ok(Barrier {
             session: session.clone(),
@@ -187,7 +185,7 @@ impl Barrier {
     /// (`None`: as long as it takes).
     pub(crate) async fn arrive_and_wait_by(&self, deadline: Option<Instant>) -> Result<u64> {
         let (label, name) = (&self.metrics_label, &self.name[..]);
-        traced::waiting(label, name, self.arrive_and_wait_once(deadline), |_| None).await
+        traced::waiting(label, name, self.arrive_and_wait_once(deadline)).await
     }
 
     /// The arrival and wait of [`Barrier::arrive_and_wait_until`].

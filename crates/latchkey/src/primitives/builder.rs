@@ -18,19 +18,16 @@ macro_rules! lease_options {
             self
         }
 
-        #[doc = concat!("Renews every ", $hold, " of this ", $what, " in the background every")]
-        /// `every` while it is held, as
-        /// [`Lock::with_renewal_every`](crate::Lock::with_renewal_every): when a
-        /// renewal finds the hold gone, or renewals keep failing until its
-        /// deadline, the hold's `lost()` fires.
-        ///
-        /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput) unless
-        /// `every` is positive and shorter than the TTL minus the drift
-        /// allowance.
-        pub fn with_renewal_every(mut self, every: std::time::Duration) -> crate::Result<Self> {
-            let every = crate::vocab::names::check_renewal_every(every, self.inner.lease.ttl)?;
-            std::sync::Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
-            Ok(self)
+        crate::primitives::builder::renewal_every_option! {
+            #[doc = concat!("Renews every ", $hold, " of this ", $what, " in the background every")]
+            /// `every` while it is held, as
+            /// [`Lock::with_renewal_every`](crate::Lock::with_renewal_every): when a
+            /// renewal finds the hold gone, or renewals keep failing until its
+            /// deadline, the hold's `lost()` fires.
+            ///
+            /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput) unless
+            /// `every` is positive and shorter than the TTL minus the drift
+            /// allowance.
         }
 
         crate::primitives::builder::max_hold_option!($what, $hold);
@@ -62,6 +59,21 @@ macro_rules! lease_options {
         #[doc = concat!("The TTL of every ", $hold, ".")]
         pub fn ttl(&self) -> std::time::Duration {
             self.inner.lease.ttl
+        }
+    };
+}
+
+/// Expands, inside `impl X` (whose `inner` is an `Arc` of a spec with a
+/// `lease: LeaseOptions` field), to `with_renewal_every`, documented by the
+/// doc comments given (every primitive whose holds are
+/// leases has it; each says what renewing means for it).
+macro_rules! renewal_every_option {
+    ($(#[$doc:meta])*) => {
+        $(#[$doc])*
+        pub fn with_renewal_every(mut self, every: std::time::Duration) -> crate::Result<Self> {
+            let every = crate::vocab::names::check_renewal_every(every, self.inner.lease.ttl)?;
+            std::sync::Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
+            Ok(self)
         }
     };
 }
@@ -156,4 +168,5 @@ macro_rules! hold_options_impl {
 pub(crate) use hold_options_impl;
 pub(crate) use lease_options;
 pub(crate) use max_hold_option;
+pub(crate) use renewal_every_option;
 pub(crate) use stop_margin_option;

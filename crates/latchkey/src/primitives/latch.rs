@@ -18,7 +18,7 @@ use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Primitive};
-use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
+use crate::vocab::names::{check_count, check_primitive, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
 
@@ -90,9 +90,7 @@ impl std::fmt::Debug for Latch {
 impl Latch {
     /// See [`Client::latch`](crate::Client::latch).
     pub(crate) fn on_session(session: &Session, name: &[u8], ttl: Duration) -> Result<Latch> {
-        check_name(name)?;
-        check_cluster_name(session.prefix(), name, session.is_cluster())?;
-        check_ttl(ttl)?;
+        check_primitive(session.prefix(), session.is_cluster(), name, ttl)?;
         Ok(Latch {
             session: session.clone(),
             name: Arc::from(name),
@@ -257,7 +255,7 @@ impl Latch {
     /// it takes).
     pub(crate) async fn wait_by(&self, deadline: Option<Instant>) -> Result<()> {
         let (label, name) = (&self.metrics_label, &self.name[..]);
-        traced::waiting(label, name, self.wait_loop(deadline), |_| None).await
+        traced::waiting(label, name, self.wait_loop(deadline)).await
     }
 
     /// The loop of [`Latch::wait_until`]: the wait core, where the message

@@ -18,6 +18,7 @@ pub(crate) mod multi;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod shared;
+mod shown;
 pub(crate) mod signal;
 pub(crate) mod traced;
 pub(crate) mod wait;

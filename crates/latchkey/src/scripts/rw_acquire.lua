@@ -72,13 +72,9 @@ if writer or redis.call('ZCARD', KEYS[2]) > 0 or redis.call('SCARD', KEYS[5]) > 
   end
   return refused(KEYS[3], earliest(KEYS[2], wait))
 end
-local fence = 0
-if ARGV[4] == '1' then
-  local last = fence_read(KEYS[6])
-  if not last then return fence_bad(KEYS[6]) end
-  fence = fence_next(last, t)
-  fence_store(KEYS[6], nil, fence)
-end
+local fence, bad = 0, nil
+if ARGV[4] == '1' then fence, bad = fence_issue(KEYS[6], t) end
+if bad then return bad end
 redis.call('SET', KEYS[1], token, 'PX', ttl)
 if redis.call('ZREM', KEYS[3], token) == 1 and KEYS[7] then
   redis.call('SET', KEYS[7], string.format('%d', now) .. ':' .. token, 'PX', 86400000)

@@ -43,13 +43,9 @@ if held + k > tonumber(ARGV[2]) then
   local first = redis.call('ZRANGE', KEYS[1], nth, nth, 'WITHSCORES')
   return {0, math.max(tonumber(first[2]) - now, 1)}
 end
-local fence = 0
-if ARGV[4] == '1' then
-  local last = fence_read(KEYS[2])
-  if not last then return fence_bad(KEYS[2]) end
-  fence = fence_next(last, t)
-  fence_store(KEYS[2], nil, fence)
-end
+local fence, bad = 0, nil
+if ARGV[4] == '1' then fence, bad = fence_issue(KEYS[2], t) end
+if bad then return bad end
 local expiry = string.format('%.0f', now + tonumber(ARGV[3]))
 redis.call('ZADD', KEYS[1], expiry, ARGV[1])
 for i = 2, k do redis.call('ZADD', KEYS[1], expiry, ARGV[1] .. '#' .. i) end

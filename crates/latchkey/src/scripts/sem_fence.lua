@@ -19,8 +19,6 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) <= now then return {0, 0} end
-local last = fence_read(KEYS[2])
-if not last then return fence_bad(KEYS[2]) end
-local fence = fence_next(last, t)
-fence_store(KEYS[2], nil, fence)
+local fence, bad = fence_issue(KEYS[2], t)
+if bad then return bad end
 return {1, fence}

@@ -50,19 +50,7 @@ pub(crate) fn check_count(what: &'static str, count: u64) -> Result<u32> {
 pub(crate) use crate::vocab::protocol::{drift, FENCE_SUFFIX, RELEASE_SUFFIX};
 
 pub(crate) fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty() {
-        return Err(Error::InvalidName {
-            reason: "a name must not be empty".into(),
-        });
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(Error::InvalidName {
-            reason: format!(
-                "a name may be at most {MAX_NAME_LEN} bytes, this one is {}",
-                name.len()
-            ),
-        });
-    }
+    check_length("a name", name)?;
     if name.ends_with(FENCE_SUFFIX) {
         return Err(Error::InvalidName {
             reason: "a lock name must not end with \":fence\" (reserved for fencing counters)"
@@ -70,6 +58,39 @@ pub(crate) fn check_name(name: &[u8]) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// That `name` (of the kind `what`: "a name", "a signal name") is 1 to
+/// [`MAX_NAME_LEN`] bytes long.
+pub(crate) fn check_length(what: &str, name: &[u8]) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidName {
+            reason: format!("{what} must not be empty"),
+        });
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::InvalidName {
+            reason: format!(
+                "{what} may be at most {MAX_NAME_LEN} bytes, this one is {}",
+                name.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// What every primitive checks of its name and TTL before it is made: a
+/// valid name ([`check_name`]), usable on a cluster ([`check_cluster_name`]),
+/// and a valid TTL ([`check_ttl`]).
+pub(crate) fn check_primitive(
+    prefix: &[u8],
+    cluster: bool,
+    name: &[u8],
+    ttl: Duration,
+) -> Result<()> {
+    check_name(name)?;
+    check_cluster_name(prefix, name, cluster)?;
+    check_ttl(ttl)
 }
 
 /// A name that cannot be used on a Redis Cluster: one whose key

@@ -3,6 +3,13 @@
 
 use std::time::{Duration, Instant};
 
+/// What an extension found, and the new deadline when it renewed the hold.
+pub(crate) type Renewal = crate::vocab::error::Result<(Ownership, Instant)>;
+
+/// The fencing token issued for a hold, or (`Err`) what was found in its
+/// place when the hold is no longer ours.
+pub(crate) type Issued = crate::vocab::error::Result<std::result::Result<u64, Ownership>>;
+
 /// What an owner-only operation ([`LockGuard::release`](crate::LockGuard::release),
 /// [`LockGuard::extend`](crate::LockGuard::extend), and their by-token
 /// forms) found. Losing a lock is an outcome, not an error.

@@ -10,7 +10,7 @@ use crate::backend::Backend;
 use crate::primitives::election::spec::ElectionSpec;
 use crate::primitives::lease::{Hold, Lease};
 use crate::vocab::error::{Error, Result};
-use crate::vocab::outcome::Ownership;
+use crate::vocab::outcome::{Issued, Ownership, Renewal};
 use crate::vocab::protocol::scripts;
 use crate::vocab::token::short;
 
@@ -183,7 +183,7 @@ impl Hold for Arc<ElectionSpec> {
         &self.session.inner.background
     }
 
-    async fn renew(&self, token: &str, ttl: Duration) -> Result<(Ownership, Instant)> {
+    async fn renew(&self, token: &str, ttl: Duration) -> Renewal {
         Backend::Single(self.session.clone())
             .extend(&self.keys, token, ttl)
             .await
@@ -202,11 +202,7 @@ impl Hold for Arc<ElectionSpec> {
     }
 
     /// Never asked: the term is issued with the leadership.
-    async fn issue_fence(
-        &self,
-        _token: &str,
-        _deadline: Instant,
-    ) -> Result<std::result::Result<u64, Ownership>> {
+    async fn issue_fence(&self, _token: &str, _deadline: Instant) -> Issued {
         Err(Error::Unsupported(
             "a leadership's fencing token is its term",
         ))

@@ -93,13 +93,6 @@ pub struct Election {
     pub(crate) inner: Arc<ElectionSpec>,
 }
 
-impl std::fmt::Debug for Election {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let spec = &self.inner;
-        crate::primitives::lease::options::debug(f, "Election", &spec.name, &spec.lease).finish()
-    }
-}
-
 /// One campaign attempt's outcome.
 pub(crate) enum Attempt {
     Elected {
@@ -119,17 +112,14 @@ impl Election {
         })
     }
 
-    /// Renews a leadership's lease in the background every `every` while
-    /// it leads, instead of every `ttl / 3` (a leadership is always
-    /// renewed: there is no `with_watchdog` to ask for it). As
-    /// [`Lock::with_renewal_every`](crate::Lock::with_renewal_every).
-    ///
-    /// Fails with [`Error::InvalidInput`] unless `every` is positive and
-    /// shorter than the TTL minus the drift allowance.
-    pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
-        let every = crate::vocab::names::check_renewal_every(every, self.inner.lease.ttl)?;
-        Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
-        Ok(self)
+    crate::primitives::builder::renewal_every_option! {
+        /// Renews a leadership's lease in the background every `every` while
+        /// it leads, instead of every `ttl / 3` (a leadership is always
+        /// renewed: there is no `with_watchdog` to ask for it). As
+        /// [`Lock::with_renewal_every`](crate::Lock::with_renewal_every).
+        ///
+        /// Fails with [`Error::InvalidInput`] unless `every` is positive and
+        /// shorter than the TTL minus the drift allowance.
     }
 
     crate::primitives::builder::max_hold_option!("election", "leadership");
@@ -211,10 +201,9 @@ impl Election {
         deadline: Option<Instant>,
     ) -> Result<Leadership> {
         let spec = &self.inner;
-        let token: fn(&Leadership) -> Option<&str> = |l| Some(l.token());
         // The loop subscribes before its first attempt: all of it is the wait.
         let campaign = self.campaign_loop(value, deadline);
-        traced::waiting(&spec.metrics_label, &spec.name, campaign, token).await
+        traced::waiting(&spec.metrics_label, &spec.name, campaign).await
     }
 
     /// The loop of [`Election::campaign_until`]: the wait core, woken by

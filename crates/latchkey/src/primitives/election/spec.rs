@@ -9,7 +9,7 @@ use crate::primitives::lease::options::LeaseOptions;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Primitive};
-use crate::vocab::names::{check_name, check_ttl, LockKeys};
+use crate::vocab::names::{check_primitive, LockKeys};
 use crate::vocab::protocol::scripts;
 
 /// What an [`Election`] is, shared with its leaderships and observers.
@@ -37,9 +37,7 @@ impl ElectionSpec {
 
     /// Checks the name and TTL and computes the keys.
     pub(crate) fn new(session: &Session, name: &[u8], ttl: Duration) -> Result<ElectionSpec> {
-        check_name(name)?;
-        crate::vocab::names::check_cluster_name(session.prefix(), name, session.is_cluster())?;
-        check_ttl(ttl)?;
+        check_primitive(session.prefix(), session.is_cluster(), name, ttl)?;
         let stem = crate::vocab::protocol::tag_stem(&[session.prefix(), name].concat());
         let keys = LockKeys {
             key: [&stem[..], crate::vocab::protocol::ELECTION_LEASE_SUFFIX].concat(),

@@ -34,7 +34,7 @@ use crate::primitives::lease::renew::{capped, renew_span, Heard};
 use crate::primitives::lease::state::{LostSignal, State};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
-use crate::vocab::outcome::{LostReason, Ownership};
+use crate::vocab::outcome::{Issued, LostReason, Ownership, Renewal};
 use crate::vocab::token::short;
 
 /// What a lease holds: the few things a kind of hold does its own way (its
@@ -57,11 +57,7 @@ pub(crate) trait Hold: Clone + Send + Sync + 'static {
     fn tracker(&self) -> &tokio_util::task::TaskTracker;
     /// Renews `token` for `ttl` from now: what was found, and the new
     /// deadline when renewed.
-    fn renew(
-        &self,
-        token: &str,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<(Ownership, Instant)>> + Send;
+    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send;
     /// Owner-only release of `token`, waking the waiters. `background`: a
     /// clean-up (a dropped guard, a cancelled attempt), not the holder's call.
     fn release(
@@ -72,11 +68,7 @@ pub(crate) trait Hold: Clone + Send + Sync + 'static {
     /// Issues a fencing token for a hold of `token` still valid until
     /// `deadline`: `Ok(Err(found))` when it is no longer ours. Kinds that
     /// have no fencing token fail with [`Error::Unsupported`].
-    fn issue_fence(
-        &self,
-        token: &str,
-        deadline: Instant,
-    ) -> impl Future<Output = Result<std::result::Result<u64, Ownership>>> + Send;
+    fn issue_fence(&self, token: &str, deadline: Instant) -> impl Future<Output = Issued> + Send;
     /// Subscribes to the channel(s) a release request arrives on (the
     /// primitive's release channel; an election's changes channel).
     fn listen(&self) -> impl Future<Output = Result<crate::backend::Wakeups>> + Send;

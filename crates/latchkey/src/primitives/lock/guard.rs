@@ -12,7 +12,7 @@ use crate::primitives::lease::{Hold, Lease};
 use crate::primitives::lock::spec::{LockSpec, Replicated};
 use crate::vocab::error::Result;
 use crate::vocab::names::LockKeys;
-use crate::vocab::outcome::Ownership;
+use crate::vocab::outcome::{Issued, Ownership, Renewal};
 use crate::vocab::token::short;
 
 /// A held lock.
@@ -140,11 +140,7 @@ impl Hold for Arc<LockSpec> {
         self.backend.background()
     }
 
-    fn renew(
-        &self,
-        token: &str,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<(Ownership, Instant)>> + Send {
+    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
         self.backend.extend(&self.keys, token, ttl)
     }
 
@@ -164,11 +160,7 @@ impl Hold for Arc<LockSpec> {
 
     /// The backend's fencing script, then (a lock made `with_replicas`)
     /// the replicas' acknowledgement of the counter.
-    async fn issue_fence(
-        &self,
-        token: &str,
-        deadline: Instant,
-    ) -> Result<std::result::Result<u64, Ownership>> {
+    async fn issue_fence(&self, token: &str, deadline: Instant) -> Issued {
         let issued = self
             .backend
             .issue_fence(&self.keys, token, deadline)

@@ -84,16 +84,6 @@ pub struct Lock {
     pub(crate) inner: Arc<LockSpec>,
 }
 
-impl std::fmt::Debug for Lock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let spec = &self.inner;
-        crate::primitives::lease::options::debug(f, "Lock", &spec.name, &spec.lease)
-            .field("fair_lease", &spec.fair_lease)
-            .field("replicas", &spec.replicas)
-            .finish()
-    }
-}
-
 impl Lock {
     /// See [`Client::lock`](crate::Client::lock).
     pub(crate) fn on_session(session: &Session, name: &[u8], ttl: Duration) -> Result<Lock> {
@@ -146,19 +136,16 @@ impl Lock {
         self
     }
 
-    /// Keeps every guard of this lock alive in the background, renewing it
-    /// every `every` (which must be shorter than the TTL minus the drift
-    /// allowance; a third of the TTL is a good choice: two renewals may fail
-    /// before the lease runs out).
-    ///
-    /// The watchdog stops when the guard is released or dropped. When it can
-    /// no longer prove ownership, the guard's [`lost`](LockGuard::lost)
-    /// signal fires: at once when a renewal finds the lock gone or taken,
-    /// and at the validity deadline when renewals keep failing.
-    pub fn with_renewal_every(mut self, every: Duration) -> Result<Self> {
-        let every = crate::vocab::names::check_renewal_every(every, self.inner.lease.ttl)?;
-        Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
-        Ok(self)
+    crate::primitives::builder::renewal_every_option! {
+        /// Keeps every guard of this lock alive in the background, renewing it
+        /// every `every` (which must be shorter than the TTL minus the drift
+        /// allowance; a third of the TTL is a good choice: two renewals may fail
+        /// before the lease runs out).
+        ///
+        /// The watchdog stops when the guard is released or dropped. When it can
+        /// no longer prove ownership, the guard's [`lost`](LockGuard::lost)
+        /// signal fires: at once when a renewal finds the lock gone or taken,
+        /// and at the validity deadline when renewals keep failing.
     }
 
     crate::primitives::builder::max_hold_option!("lock", "hold");
@@ -316,7 +303,6 @@ impl Lock {
             &spec.name,
             self.acquire_until_once(deadline),
             Outcome::of_wait,
-            |held| Some(held.token()),
         )
         .await
     }
@@ -344,13 +330,7 @@ impl Lock {
         let waiting = self.wait_and_acquire(deadline, started, releases, kept_idle);
         // Boxed: the rare wait's future is not carried by every acquire's.
         let waiting = Box::pin(waiting);
-        crate::primitives::traced::wait(
-            &self.inner.metrics_label,
-            &self.inner.name,
-            waiting,
-            |held| Some(held.token()),
-        )
-        .await
+        crate::primitives::traced::wait(&self.inner.metrics_label, &self.inner.name, waiting).await
     }
 
     pub(crate) fn attempt_mode(&self, ask_ttl: bool, mark: bool) -> AttemptMode {

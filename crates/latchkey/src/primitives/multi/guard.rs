@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::primitives::lease::{Hold, Lease};
 use crate::primitives::multi::spec::MultiSpec;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::outcome::Ownership;
+use crate::vocab::outcome::{Issued, Ownership, Renewal};
 use crate::vocab::token::short;
 
 /// Every lock of a [`MultiLock`](crate::MultiLock), held together.
@@ -203,11 +203,7 @@ impl Hold for Arc<MultiSpec> {
         &self.session.inner.background
     }
 
-    fn renew(
-        &self,
-        token: &str,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<(Ownership, Instant)>> + Send {
+    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
         MultiSpec::extend(self, token, ttl)
     }
 
@@ -221,11 +217,7 @@ impl Hold for Arc<MultiSpec> {
 
     /// Never asked: the guard issues one token per lock itself
     /// ([`MultiGuard::fencing_tokens`]).
-    async fn issue_fence(
-        &self,
-        _token: &str,
-        _deadline: Instant,
-    ) -> Result<std::result::Result<u64, Ownership>> {
+    async fn issue_fence(&self, _token: &str, _deadline: Instant) -> Issued {
         Err(Error::Unsupported(
             "a multi lock has one fencing token per lock: MultiGuard::fencing_tokens",
         ))

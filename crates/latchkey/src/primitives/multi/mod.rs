@@ -92,15 +92,6 @@ pub struct MultiLock {
     pub(crate) inner: Arc<MultiSpec>,
 }
 
-impl std::fmt::Debug for MultiLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let spec = &self.inner;
-        crate::primitives::lease::options::debug(f, "MultiLock", &spec.name, &spec.lease)
-            .field("one_round_trip", &spec.one_script)
-            .finish()
-    }
-}
-
 /// An attempt found one of the locks busy.
 pub(crate) struct Busy {
     /// Its holder's remaining TTL, when known.
@@ -244,15 +235,10 @@ impl MultiLock {
     /// long as it takes).
     pub(crate) async fn acquire_by(&self, deadline: Option<Instant>) -> Result<MultiGuard> {
         let spec = &self.inner;
-        let token: fn(&MultiGuard) -> Option<&str> = |g| Some(g.token());
         let started = Instant::now();
-        traced::first_try_then_wait(
-            &spec.metrics_label,
-            &spec.name,
-            self.attempt(false),
-            || self.wait_and_acquire(deadline, started),
-            token,
-        )
+        traced::first_try_then_wait(&spec.metrics_label, &spec.name, self.attempt(false), || {
+            self.wait_and_acquire(deadline, started)
+        })
         .await
     }
 

@@ -15,7 +15,7 @@ use crate::transport::subscriber::{Topic, EVENT_BUFFER};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{ttl_ms, LockKeys};
-use crate::vocab::outcome::{Attempt, AttemptMode, Ownership};
+use crate::vocab::outcome::{Attempt, AttemptMode, Ownership, Renewal};
 use crate::vocab::protocol::scripts;
 
 /// One lock of a multi lock: its name and keys (an ordinary lock's).
@@ -184,7 +184,7 @@ impl MultiSpec {
 
     /// Renews every lock for `ttl` from now if all are still ours: what was
     /// found (the worst lock's), and the new deadline.
-    pub(crate) async fn extend(&self, token: &str, ttl: Duration) -> Result<(Ownership, Instant)> {
+    pub(crate) async fn extend(&self, token: &str, ttl: Duration) -> Renewal {
         let sent = Instant::now();
         let valid_until = crate::vocab::names::valid_until(sent, ttl);
         if !self.one_script {

@@ -94,17 +94,8 @@ async fn subscribe_until(spec: &MultiSpec, deadline: Option<Instant>) -> Option<
         return None;
     }
     let subscribing = spec.subscribe_all();
-    let subscribed = match deadline {
-        Some(d) => tokio::time::timeout_at(d.into(), subscribing)
-            .await
-            .unwrap_or_else(|_| {
-                Err(crate::Error::Timeout {
-                    op: "SUBSCRIBE",
-                    after: spec.session.command_timeout(),
-                })
-            }),
-        None => subscribing.await,
-    };
+    let subscribed =
+        crate::primitives::wait::waker::subscribe_by(&spec.session, deadline, subscribing).await;
     match subscribed {
         Ok(wakeups) => Some(wakeups),
         Err(e) => {

@@ -13,7 +13,7 @@ use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::ttl_ms;
-use crate::vocab::outcome::Ownership;
+use crate::vocab::outcome::{Issued, Ownership, Renewal};
 use crate::vocab::protocol::scripts;
 use crate::vocab::token::short;
 
@@ -133,11 +133,7 @@ impl Hold for RwHold {
     // nothing else while it holds).
     shared_hold!(spec);
 
-    fn renew(
-        &self,
-        token: &str,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<(Ownership, Instant)>> + Send {
+    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
         extend(&self.spec, self.access, token, ttl)
     }
 
@@ -155,11 +151,7 @@ impl Hold for RwHold {
 
     /// The writer's: the lock's `issue_fence.lua` on the writer key and the
     /// read-write lock's counter. Readers do not write, so have none.
-    async fn issue_fence(
-        &self,
-        token: &str,
-        _deadline: Instant,
-    ) -> Result<std::result::Result<u64, Ownership>> {
+    async fn issue_fence(&self, token: &str, _deadline: Instant) -> Issued {
         if self.access == RwAccess::Read {
             return Err(Error::Unsupported(
                 "a reader's hold has no fencing token: readers do not write (take the write side to write)",
@@ -222,12 +214,7 @@ pub(crate) async fn release(spec: &RwSpec, access: RwAccess, token: &str) -> Res
 
 /// Renews a hold: a reader's member (`sem_extend.lua`), or the writer's key
 /// (the lock's `extend.lua`).
-async fn extend(
-    spec: &RwSpec,
-    access: RwAccess,
-    token: &str,
-    ttl: Duration,
-) -> Result<(Ownership, Instant)> {
+async fn extend(spec: &RwSpec, access: RwAccess, token: &str, ttl: Duration) -> Renewal {
     let sent = Instant::now();
     let ttl_arg = ttl_ms(ttl).to_string();
     let (script, key) = match access {

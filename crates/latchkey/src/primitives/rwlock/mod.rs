@@ -19,7 +19,7 @@ use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Primitive};
-use crate::vocab::names::{check_cluster_name, check_name, check_ttl, ttl_ms};
+use crate::vocab::names::{check_primitive, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
 
@@ -66,14 +66,7 @@ use crate::vocab::protocol::{RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
 ///   expiry that could let the waiter in; not FIFO within a phase.
 #[derive(Clone)]
 pub struct RwLock {
-    inner: Arc<RwSpec>,
-}
-
-impl std::fmt::Debug for RwLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let spec = &self.inner;
-        crate::primitives::lease::options::debug(f, "RwLock", &spec.name, &spec.lease).finish()
-    }
+    pub(crate) inner: Arc<RwSpec>,
 }
 
 impl RwLock {
@@ -83,9 +76,7 @@ impl RwLock {
         name: &[u8],
         ttl: Duration,
     ) -> Result<RwLock> {
-        check_name(name)?;
-        check_cluster_name(session.prefix(), name, session.is_cluster())?;
-        check_ttl(ttl)?;
+        check_primitive(session.prefix(), session.is_cluster(), name, ttl)?;
         let keys = RWLOCK_SUFFIXES.map(|suffix| key(session, name, suffix));
         Ok(RwLock {
             inner: Arc::new(RwSpec {
@@ -214,10 +205,9 @@ impl RwLock {
         deadline: Option<Instant>,
     ) -> Result<RwGuard> {
         let spec = &self.inner;
-        let token: fn(&RwGuard) -> Option<&str> = |g| Some(g.token());
         // Its first attempt records the intent: the whole loop is the wait.
         let waiting = self.wait(access, deadline);
-        traced::waiting(&spec.metrics_label, &spec.name, waiting, token).await
+        traced::waiting(&spec.metrics_label, &spec.name, waiting).await
     }
 
     /// The loop of [`RwLock::acquire_until`]: the wait core, woken by

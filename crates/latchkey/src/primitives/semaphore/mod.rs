@@ -24,7 +24,7 @@ use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::{LockLabel, Primitive};
-use crate::vocab::names::{check_cluster_name, check_count, check_name, check_ttl, ttl_ms};
+use crate::vocab::names::{check_count, check_primitive, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
 
@@ -91,15 +91,6 @@ pub struct Semaphore {
     pub(crate) inner: Arc<SemaphoreSpec>,
 }
 
-impl std::fmt::Debug for Semaphore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let spec = &self.inner;
-        crate::primitives::lease::options::debug(f, "Semaphore", &spec.name, &spec.lease)
-            .field("permits", &spec.permits)
-            .finish()
-    }
-}
-
 impl Semaphore {
     /// See [`Client::semaphore`](crate::Client::semaphore).
     pub(crate) fn on_session(
@@ -108,9 +99,7 @@ impl Semaphore {
         permits: u64,
         ttl: Duration,
     ) -> Result<Semaphore> {
-        check_name(name)?;
-        check_cluster_name(session.prefix(), name, session.is_cluster())?;
-        check_ttl(ttl)?;
+        check_primitive(session.prefix(), session.is_cluster(), name, ttl)?;
         let permits = check_count("semaphore permits", permits)?;
         Ok(Semaphore {
             inner: Arc::new(SemaphoreSpec {
@@ -209,14 +198,9 @@ impl Semaphore {
         deadline: Option<Instant>,
     ) -> Result<PermitGuard> {
         let spec = &self.inner;
-        let token: fn(&PermitGuard) -> Option<&str> = |p| Some(p.token());
-        traced::first_try_then_wait(
-            &spec.metrics_label,
-            &spec.name,
-            self.attempt(k),
-            || self.wait_for_permit(k, deadline),
-            token,
-        )
+        traced::first_try_then_wait(&spec.metrics_label, &spec.name, self.attempt(k), || {
+            self.wait_for_permit(k, deadline)
+        })
         .await
     }
 

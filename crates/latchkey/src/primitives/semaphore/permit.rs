@@ -14,7 +14,7 @@ use crate::transport::session::Session;
 use crate::vocab::error::Result;
 use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::ttl_ms;
-use crate::vocab::outcome::Ownership;
+use crate::vocab::outcome::{Issued, Ownership, Renewal};
 use crate::vocab::protocol::scripts;
 use crate::vocab::token::Holder;
 
@@ -107,11 +107,7 @@ impl Hold for PermitHold {
     hold_basics!(spec);
     shared_hold!(spec);
 
-    fn renew(
-        &self,
-        token: &str,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<(Ownership, Instant)>> + Send {
+    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
         extend(&self.spec, token, self.taken, ttl)
     }
 
@@ -130,11 +126,7 @@ impl Hold for PermitHold {
     /// `sem_fence.lua`: the semaphore's counter, while the permit is held
     /// (for k permits: while the token's own member is, which the others
     /// share their expiry with).
-    async fn issue_fence(
-        &self,
-        token: &str,
-        _deadline: Instant,
-    ) -> Result<std::result::Result<u64, Ownership>> {
+    async fn issue_fence(&self, token: &str, _deadline: Instant) -> Issued {
         let (issued, fence): (i64, i64) = self
             .spec
             .session
@@ -181,12 +173,7 @@ pub(crate) async fn release(spec: &SemaphoreSpec, token: &str, taken: u32) -> Re
 
 /// The extend script over the hold's `taken` permits, with the new
 /// deadline when renewed.
-async fn extend(
-    spec: &SemaphoreSpec,
-    token: &str,
-    taken: u32,
-    ttl: Duration,
-) -> Result<(Ownership, Instant)> {
+async fn extend(spec: &SemaphoreSpec, token: &str, taken: u32, ttl: Duration) -> Renewal {
     let sent = Instant::now();
     let ttl_arg = ttl_ms(ttl).to_string();
     let taken = taken.to_string();

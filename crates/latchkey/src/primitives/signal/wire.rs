@@ -41,19 +41,7 @@ const LOCK_CHANNEL_SUFFIXES: [&[u8]; 2] =
 /// the key prefix, `signal:` + such a name is a channel of the lock called
 /// `signal:` + the rest. (A pattern listener skips such channels.)
 pub(crate) fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty() {
-        return Err(Error::InvalidName {
-            reason: "a signal name must not be empty".into(),
-        });
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(Error::InvalidName {
-            reason: format!(
-                "a signal name may be at most {MAX_NAME_LEN} bytes, this one is {}",
-                name.len()
-            ),
-        });
-    }
+    crate::vocab::names::check_length("a signal name", name)?;
     if let Some(suffix) = LOCK_CHANNEL_SUFFIXES.iter().find(|s| name.ends_with(s)) {
         return Err(Error::InvalidName {
             reason: format!(

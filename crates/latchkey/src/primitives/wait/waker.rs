@@ -53,17 +53,7 @@ impl Waker {
             .session
             .subscriber()
             .subscribe(Topic::Channel(self.channel.clone()));
-        let result = match deadline {
-            Some(d) => tokio::time::timeout_at(d.into(), subscribing)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(crate::Error::Timeout {
-                        op: "SUBSCRIBE",
-                        after: self.session.command_timeout(),
-                    })
-                }),
-            None => subscribing.await,
-        };
+        let result = subscribe_by(&self.session, deadline, subscribing).await;
         self.last_subscribe = Instant::now();
         match result {
             Ok(subscription) => self.subscription = Some(subscription),
@@ -114,4 +104,26 @@ impl Waker {
             _ = tokio::time::sleep_until(until.into()) => Woken::Recheck,
         }
     }
+}
+
+/// `subscribing`, given up at `deadline` (then a [`Error::Timeout`] of
+/// `SUBSCRIBE`, as if the command had timed out).
+///
+/// [`Error::Timeout`]: crate::Error::Timeout
+pub(crate) async fn subscribe_by<T>(
+    session: &Session,
+    deadline: Option<Instant>,
+    subscribing: impl std::future::Future<Output = crate::Result<T>>,
+) -> crate::Result<T> {
+    let Some(deadline) = deadline else {
+        return subscribing.await;
+    };
+    tokio::time::timeout_at(deadline.into(), subscribing)
+        .await
+        .unwrap_or_else(|_| {
+            Err(crate::Error::Timeout {
+                op: "SUBSCRIBE",
+                after: session.command_timeout(),
+            })
+        })
 }

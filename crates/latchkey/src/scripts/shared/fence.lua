@@ -18,6 +18,8 @@
 --                            was lost in a restart without persistence
 -- fence_store(key, also, fence)  SETs the counter (and `also`, when not
 --                            false/nil) to fence
+-- fence_issue(key, time)  -> the next token, stored in the counter key; or
+--                            nil and the BADFENCE reply on a bad counter
 local function fence_read(key)
   -- pcall: a counter of the wrong type is a bad counter (BADFENCE, naming
   -- that counter), not a WRONGTYPE that would blame the lock key.
@@ -51,4 +53,11 @@ local function fence_store(key, also, fence)
   local text = string.format('%.0f', fence)
   redis.call('SET', key, text)
   if also then redis.call('SET', also, text) end
+end
+local function fence_issue(key, time)
+  local last = fence_read(key)
+  if not last then return nil, fence_bad(key) end
+  local fence = fence_next(last, time)
+  fence_store(key, nil, fence)
+  return fence
 end

@@ -90,29 +90,16 @@ impl LockMetricKeys {
             labels.push(Label::from_static_parts(key, value));
             Key::from_parts(name, labels)
         };
-        let acquisitions = |outcome: Outcome| with(ACQUISITIONS, "outcome", outcome.as_str());
-        let releases = |outcome: &'static str| with(RELEASES, "outcome", outcome);
         LockMetricKeys {
             kind,
-            acquisitions: [
-                acquisitions(Outcome::Ok),
-                acquisitions(Outcome::Busy),
-                acquisitions(Outcome::Timeout),
-                acquisitions(Outcome::Error),
-            ],
+            acquisitions: [Outcome::Ok, Outcome::Busy, Outcome::Timeout, Outcome::Error]
+                .map(|outcome| with(ACQUISITIONS, "outcome", outcome.as_str())),
             acquire_wait: alone(ACQUIRE_WAIT),
             hold: alone(HOLD),
             handoff: alone(HANDOFF),
-            renewals: [
-                with(RENEWALS, "outcome", "ok"),
-                with(RENEWALS, "outcome", "failed"),
-            ],
-            releases: [
-                releases("released"),
-                releases("expired"),
-                releases("held_by_other"),
-                releases("error"),
-            ],
+            renewals: ["ok", "failed"].map(|outcome| with(RENEWALS, "outcome", outcome)),
+            releases: ["released", "expired", "held_by_other", "error"]
+                .map(|outcome| with(RELEASES, "outcome", outcome)),
             lock,
         }
     }
@@ -177,18 +164,11 @@ impl CacheKeys {
             labels.push(Label::from_static_parts(key, value));
             Key::from_parts(name, labels)
         };
-        let give_back = |reason| with(CACHE_GIVE_BACKS, "reason", reason);
         CacheKeys {
-            acquired: [
-                with(CACHED_ACQUISITIONS, "from", "local"),
-                with(CACHED_ACQUISITIONS, "from", "redis"),
-            ],
-            given_back: [
-                give_back("wanted"),
-                give_back("idle"),
-                give_back("flush"),
-                give_back("lost"),
-            ],
+            acquired: ["local", "redis"].map(|from| with(CACHED_ACQUISITIONS, "from", from)),
+            // In `GiveBack`'s order.
+            given_back: ["wanted", "idle", "flush", "lost"]
+                .map(|reason| with(CACHE_GIVE_BACKS, "reason", reason)),
         }
     }
 

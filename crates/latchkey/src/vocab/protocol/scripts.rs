@@ -15,61 +15,62 @@ use redis::Script;
 /// One text is both sent and kept in [`SOURCES`], so a line number in an
 /// error names the line Redis ran.
 macro_rules! text {
-    ($file:literal) => {
+    (plain $file:literal) => {
         include_str!(concat!("../../scripts/", $file))
     };
-    (fence + $file:literal) => {
-        concat!(text!("shared/fence.lua"), text!($file))
+    (fence $file:literal) => {
+        concat!(text!(plain "shared/fence.lua"), text!(plain $file))
     };
 }
 
 /// Declares each script's static (loaded once, its hash computed once) and
-/// [`SOURCES`], every script's file name and text, from one list.
+/// [`SOURCES`], every script's file name and text, from one list: each
+/// script is `plain` (its file alone) or `fence` (after the shared rules).
 macro_rules! scripts {
-    ($($name:ident = $($prelude:ident +)? $file:literal;)*) => {
+    ($($name:ident = $prelude:ident $file:literal;)*) => {
         $(
             pub(crate) static $name: LazyLock<Script> =
-                LazyLock::new(|| Script::new(text!($($prelude +)? $file)));
+                LazyLock::new(|| Script::new(text!($prelude $file)));
         )*
         /// Every script's file name and text, for naming the command a
         /// script's line runs when Redis refuses it without saying which
         /// (`vocab/error/acl.rs`).
-        pub(crate) const SOURCES: &[(&str, &str)] = &[$(($file, text!($($prelude +)? $file))),*];
+        pub(crate) const SOURCES: &[(&str, &str)] = &[$(($file, text!($prelude $file))),*];
     };
 }
 
 scripts! {
-    ACQUIRE = fence + "acquire.lua";
-    ISSUE_FENCE = fence + "issue_fence.lua";
-    RELEASE = "release.lua";
-    EXTEND = "extend.lua";
-    MULTI_ACQUIRE = fence + "multi_acquire.lua";
-    MULTI_EXTEND = "multi_extend.lua";
-    MULTI_RELEASE = "multi_release.lua";
-    INSPECT = "inspect.lua";
-    INSPECT_ANY = "inspect_any.lua";
-    FENCED_WRITE = "fenced_write.lua";
-    FENCED_RAISE = "fenced_raise.lua";
-    REVOKE = fence + "revoke.lua";
-    RAISE_FENCE = "raise_fence.lua";
-    SIGNAL_ONE = "signal_one.lua";
-    LATCH_CREATE = "latch_create.lua";
-    LATCH_COUNT_DOWN = "latch_count_down.lua";
-    BARRIER_ARRIVE = "barrier_arrive.lua";
-    BARRIER_LEAVE = "barrier_leave.lua";
-    SEM_ACQUIRE = fence + "sem_acquire.lua";
-    SEM_EXTEND = "sem_extend.lua";
-    SEM_FENCE = fence + "sem_fence.lua";
-    SEM_RELEASE = "sem_release.lua";
-    RW_ACQUIRE = fence + "rw_acquire.lua";
-    RW_RELEASE_WRITE = "rw_release_write.lua";
-    RW_FORGET = "rw_forget.lua";
-    FAIR_ACQUIRE = fence + "fair_acquire.lua";
-    FAIR_RELEASE = fence + "fair_release.lua";
-    ELECT_CAMPAIGN = "elect_campaign.lua";
-    ELECT_PROCLAIM = "elect_proclaim.lua";
-    ELECT_RESIGN = "elect_resign.lua";
-    ELECT_LEADER = "elect_leader.lua";
+    ACQUIRE = fence "acquire.lua";
+    ISSUE_FENCE = fence "issue_fence.lua";
+    RELEASE = plain "release.lua";
+    EXTEND = plain "extend.lua";
+    MULTI_ACQUIRE = fence "multi_acquire.lua";
+    MULTI_EXTEND = plain "multi_extend.lua";
+    MULTI_RELEASE = plain "multi_release.lua";
+    INSPECT = plain "inspect.lua";
+    INSPECT_ANY = plain "inspect_any.lua";
+    FENCED_WRITE = plain "fenced_write.lua";
+    FENCED_RAISE = plain "fenced_raise.lua";
+    REVOKE = fence "revoke.lua";
+    RAISE_FENCE = plain "raise_fence.lua";
+    SIGNAL_ONE = plain "signal_one.lua";
+    LATCH_CREATE = plain "latch_create.lua";
+    LATCH_COUNT_DOWN = plain "latch_count_down.lua";
+    BARRIER_ARRIVE = plain "barrier_arrive.lua";
+    BARRIER_LEAVE = plain "barrier_leave.lua";
+    SEM_ACQUIRE = fence "sem_acquire.lua";
+    SEM_EXTEND = plain "sem_extend.lua";
+    SEM_FENCE = fence "sem_fence.lua";
+    SEM_RELEASE = plain "sem_release.lua";
+    RW_ACQUIRE = fence "rw_acquire.lua";
+    RW_RELEASE_WRITE = plain "rw_release_write.lua";
+    RW_FORGET = plain "rw_forget.lua";
+    FAIR_ACQUIRE = fence "fair_acquire.lua";
+    FAIR_RELEASE = fence "fair_release.lua";
+    ELECT_CAMPAIGN = plain "elect_campaign.lua";
+    ELECT_PROCLAIM = plain "elect_proclaim.lua";
+    ELECT_RESIGN = plain "elect_resign.lua";
+    ELECT_LEADER = plain "elect_leader.lua";
 }
 
 /// The release script's text, sent whole (`EVAL`) by releases that clean up

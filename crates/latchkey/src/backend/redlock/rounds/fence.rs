@@ -15,7 +15,7 @@ use crate::backend::redlock::{Fencing, Group};
 use crate::backend::single::Single;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::LockKeys;
-use crate::vocab::outcome::Ownership;
+use crate::vocab::outcome::{Issued, Ownership};
 use crate::vocab::protocol::scripts;
 
 use super::owner::found_issue;
@@ -64,7 +64,7 @@ impl Group {
         keys: &LockKeys,
         token: &str,
         valid_until: Instant,
-    ) -> Result<std::result::Result<u64, Ownership>> {
+    ) -> Issued {
         let timeout = self.timeout_without_ttl();
         let quorum = self.inner.quorum;
         let (Gathered { answers, .. }, tally) = self

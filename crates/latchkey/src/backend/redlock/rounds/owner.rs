@@ -14,17 +14,12 @@ use crate::backend::single::Single;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::names::LockKeys;
-use crate::vocab::outcome::Ownership;
+use crate::vocab::outcome::{Ownership, Renewal};
 
 impl Group {
     /// Owner-only extend on all instances; `Extended` only with a majority
     /// that answered within the validity of the new lease.
-    pub(crate) async fn extend_all(
-        &self,
-        keys: &LockKeys,
-        token: &str,
-        ttl: Duration,
-    ) -> Result<(Ownership, Instant)> {
+    pub(crate) async fn extend_all(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Renewal {
         let timeout = self.timeout_for(ttl);
         let quorum = self.inner.quorum;
         let start = Instant::now();

@@ -240,49 +240,5 @@ impl Drop for CachedGuard {
     }
 }
 
-impl crate::primitives::guard::sealed::Sealed for CachedGuard {}
-
-impl crate::Guard for CachedGuard {
-    fn name(&self) -> &[u8] {
-        CachedGuard::name(self)
-    }
-    fn token(&self) -> &str {
-        CachedGuard::token(self)
-    }
-    fn ttl(&self) -> Duration {
-        CachedGuard::ttl(self)
-    }
-    fn deadline(&self) -> Instant {
-        CachedGuard::deadline(self)
-    }
-    fn is_held(&self) -> bool {
-        CachedGuard::is_held(self)
-    }
-    fn lost(&self) -> impl std::future::Future<Output = ()> + Send {
-        CachedGuard::lost(self)
-    }
-    fn lost_signal(&self) -> crate::LostSignal {
-        CachedGuard::lost_signal(self)
-    }
-    fn lost_reason(&self) -> Option<crate::LostReason> {
-        CachedGuard::lost_reason(self)
-    }
-    fn release_requested(&self) -> impl std::future::Future<Output = Result<()>> + Send {
-        CachedGuard::release_requested(self)
-    }
-    fn extend(&self, ttl: Duration) -> impl std::future::Future<Output = Result<Ownership>> + Send {
-        CachedGuard::extend(self, ttl)
-    }
-    fn fencing_token(&self) -> impl std::future::Future<Output = Result<u64>> + Send {
-        CachedGuard::fencing_token(self)
-    }
-    fn issued_fencing_token(&self) -> Option<u64> {
-        CachedGuard::issued_fencing_token(self)
-    }
-    fn release(self) -> impl std::future::Future<Output = Result<Ownership>> + Send {
-        CachedGuard::release(self)
-    }
-    fn forget(self) -> String {
-        CachedGuard::forget(self)
-    }
-}
+// The trait's methods are the inherent ones above.
+lease_surface!(@guard CachedGuard);

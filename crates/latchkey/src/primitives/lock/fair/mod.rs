@@ -187,18 +187,13 @@ impl Lock {
                 .await?
             {
                 // Taken, but the reply came (or was read) too late to prove
-                // anything now: ask again, which finds it ours (`Handed`,
+                // anything now: ask again, which finds it ours (handed,
                 // with a fresh deadline) or gone (see `still_valid`).
-                FairAttempt::Taken { valid_until, .. }
-                | FairAttempt::Handed { valid_until, .. }
-                    if !still_valid(valid_until) => {}
-                FairAttempt::Taken {
+                FairAttempt::Ours { valid_until, .. } if !still_valid(valid_until) => {}
+                FairAttempt::Ours {
                     fencing_token,
                     valid_until,
-                }
-                | FairAttempt::Handed {
-                    fencing_token,
-                    valid_until,
+                    ..
                 } => {
                     pending.disarm();
                     return Ok(Some(LockGuard::new(

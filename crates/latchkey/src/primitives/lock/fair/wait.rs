@@ -143,7 +143,7 @@ impl Lock {
                 let attempt = crate::backend::single::Single(session)
                     .fair_attempt(&spec.keys, &me, token, spec.lease.ttl, spec.lease.fenced, mode, lease)
                     .await?;
-                let handed = matches!(attempt, FairAttempt::Handed { .. });
+                let handed = matches!(attempt, FairAttempt::Ours { handed: true, .. });
                 if matches!(attempt, FairAttempt::Busy { .. }) {
                     ask.ask_if_due(&spec.name, &Woken::Recheck, None, || {
                         spec.backend.publish(&spec.keys, RELEASE_REQUESTED)
@@ -155,22 +155,18 @@ impl Lock {
                     // Ours, but this process was held up (SIGSTOP, a starved
                     // thread) past what the reply proves: ask again (see
                     // `still_valid`). Still armed: a cancel now releases it.
-                    FairAttempt::Taken { valid_until, .. }
-                    | FairAttempt::Handed { valid_until, .. }
+                    FairAttempt::Ours { valid_until, .. }
                         if !still_valid(valid_until) =>
                     {
                         Tried::Busy {
                             recheck_at: Some(Instant::now()),
                         }
                     }
-                    FairAttempt::Taken {
-                        fencing_token,
-                        valid_until,
-                    }
-                    | FairAttempt::Handed {
-                        fencing_token,
-                        valid_until,
-                    } => {
+                    FairAttempt::Ours {
+ fencing_token,
+ valid_until,
+ ..
+ } => {
                         s.leaving.disarm();
                         let token = token.clone();
                         let guard = LockGuard::new(spec.clone(), token, fencing_token, valid_until);
