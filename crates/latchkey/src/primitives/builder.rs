@@ -18,7 +18,8 @@ macro_rules! lease_options {
             self
         }
 
-        crate::primitives::builder::renewal_every_option! {
+        crate::primitives::builder::lease_limits! {
+            $what, $hold,
             #[doc = concat!("Renews every ", $hold, " of this ", $what, " in the background every")]
             /// `every` while it is held, as
             /// [`Lock::with_renewal_every`](crate::Lock::with_renewal_every): when a
@@ -29,9 +30,6 @@ macro_rules! lease_options {
             /// `every` is positive and shorter than the TTL minus the drift
             /// allowance.
         }
-
-        crate::primitives::builder::max_hold_option!($what, $hold);
-        crate::primitives::builder::stop_margin_option!($what, $hold);
 
         #[doc = concat!("Issues a fencing token with ", $fenced, ", in the same round trip.")]
         pub fn with_fencing(mut self) -> Self {
@@ -64,26 +62,20 @@ macro_rules! lease_options {
 }
 
 /// Expands, inside `impl X` (whose `inner` is an `Arc` of a spec with a
-/// `lease: LeaseOptions` field), to `with_renewal_every`, documented by the
-/// doc comments given (every primitive whose holds are
-/// leases has it; each says what renewing means for it).
-macro_rules! renewal_every_option {
-    ($(#[$doc:meta])*) => {
+/// `lease: LeaseOptions` field), to `with_renewal_every` (documented by the
+/// doc comments given: each primitive says what renewing means for it),
+/// `with_max_hold` and `with_stop_margin`: every primitive whose holds are
+/// leases has them (a lock, an election, and through [`lease_options!`] a
+/// semaphore, a read-write lock and a multi lock).
+macro_rules! lease_limits {
+    ($what:literal, $hold:literal, $(#[$doc:meta])*) => {
         $(#[$doc])*
         pub fn with_renewal_every(mut self, every: std::time::Duration) -> crate::Result<Self> {
             let every = crate::vocab::names::check_renewal_every(every, self.inner.lease.ttl)?;
             std::sync::Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);
             Ok(self)
         }
-    };
-}
 
-/// Expands, inside `impl X` (whose `inner` is an `Arc` of a spec with a
-/// `lease: LeaseOptions` field), to `with_max_hold`: every primitive
-/// whose holds are leases has it (a lock, an election, and through
-/// [`lease_options!`] a semaphore and a read-write lock).
-macro_rules! max_hold_option {
-    ($what:literal, $hold:literal) => {
         #[doc = concat!("Caps every ", $hold, " of this ", $what, " at `max_hold` from its")]
         /// acquisition, even with the watchdog on: renewals (and
         /// `extend`) never take it past the cap, and `lost()` fires the
@@ -100,14 +92,7 @@ macro_rules! max_hold_option {
             std::sync::Arc::make_mut(&mut self.inner).lease.max_hold = Some(max_hold);
             Ok(self)
         }
-    };
-}
 
-/// Expands, inside `impl X` (whose `inner` is an `Arc` of a spec with a
-/// `lease: LeaseOptions` field), to `with_stop_margin`: every primitive
-/// whose holds are leases has it.
-macro_rules! stop_margin_option {
-    ($what:literal, $hold:literal) => {
         #[doc = concat!("Makes `lost()` of every ", $hold, " of this ", $what, " fire `margin` before")]
         /// the hold's deadline (or its cap, `with_max_hold`) when nothing
         /// moved it: a holder that stops within `margin` of hearing it is
@@ -166,7 +151,5 @@ macro_rules! hold_options_impl {
 }
 
 pub(crate) use hold_options_impl;
+pub(crate) use lease_limits;
 pub(crate) use lease_options;
-pub(crate) use max_hold_option;
-pub(crate) use renewal_every_option;
-pub(crate) use stop_margin_option;

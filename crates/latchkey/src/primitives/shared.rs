@@ -59,3 +59,16 @@ pub(crate) fn reply_int<T: TryFrom<i64>>(script: &str, value: i64) -> crate::Res
     T::try_from(value)
         .map_err(|_| crate::Error::Protocol(format!("{script} script returned {value}")))
 }
+
+/// A fencing script's reply (`{issued, fence}`): the token when `issued`
+/// is 1, otherwise `found` (what the script found in place of our hold).
+pub(crate) fn fence_reply(
+    script: &str,
+    (issued, fence): (i64, i64),
+    found: crate::vocab::outcome::Ownership,
+) -> crate::vocab::outcome::Issued {
+    match issued {
+        1 => Ok(Ok(reply_int(script, fence)?)),
+        _ => Ok(Err(found)),
+    }
+}

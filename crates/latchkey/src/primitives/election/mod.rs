@@ -112,7 +112,8 @@ impl Election {
         })
     }
 
-    crate::primitives::builder::renewal_every_option! {
+    crate::primitives::builder::lease_limits! {
+        "election", "leadership",
         /// Renews a leadership's lease in the background every `every` while
         /// it leads, instead of every `ttl / 3` (a leadership is always
         /// renewed: there is no `with_watchdog` to ask for it). As
@@ -121,9 +122,6 @@ impl Election {
         /// Fails with [`Error::InvalidInput`] unless `every` is positive and
         /// shorter than the TTL minus the drift allowance.
     }
-
-    crate::primitives::builder::max_hold_option!("election", "leadership");
-    crate::primitives::builder::stop_margin_option!("election", "leadership");
 
     /// The election's name.
     pub fn name(&self) -> &[u8] {

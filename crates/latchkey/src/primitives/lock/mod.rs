@@ -136,7 +136,8 @@ impl Lock {
         self
     }
 
-    crate::primitives::builder::renewal_every_option! {
+    crate::primitives::builder::lease_limits! {
+        "lock", "hold",
         /// Keeps every guard of this lock alive in the background, renewing it
         /// every `every` (which must be shorter than the TTL minus the drift
         /// allowance; a third of the TTL is a good choice: two renewals may fail
@@ -147,9 +148,6 @@ impl Lock {
         /// signal fires: at once when a renewal finds the lock gone or taken,
         /// and at the validity deadline when renewals keep failing.
     }
-
-    crate::primitives::builder::max_hold_option!("lock", "hold");
-    crate::primitives::builder::stop_margin_option!("lock", "hold");
 
     /// Makes every waiting acquisition of this lock ask its holder to let
     /// go (cooperative revocation from the waiter's side): when the lock is

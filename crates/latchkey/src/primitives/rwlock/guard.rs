@@ -157,7 +157,7 @@ impl Hold for RwHold {
                 "a reader's hold has no fencing token: readers do not write (take the write side to write)",
             ));
         }
-        let (issued, fence): (i64, i64) = self
+        let reply: (i64, i64) = self
             .spec
             .session
             .eval(
@@ -167,14 +167,11 @@ impl Hold for RwHold {
                 &[token.as_bytes()],
             )
             .await?;
-        match issued {
-            1 => Ok(Ok(crate::primitives::shared::reply_int(
-                "rwlock fence",
-                fence,
-            )?)),
-            0 => Ok(Err(Ownership::Expired)),
-            _ => Ok(Err(Ownership::HeldByOther)),
-        }
+        let found = match reply.0 {
+            0 => Ownership::Expired,
+            _ => Ownership::HeldByOther,
+        };
+        crate::primitives::shared::fence_reply("rwlock fence", reply, found)
     }
 }
 

@@ -127,7 +127,7 @@ impl Hold for PermitHold {
     /// (for k permits: while the token's own member is, which the others
     /// share their expiry with).
     async fn issue_fence(&self, token: &str, _deadline: Instant) -> Issued {
-        let (issued, fence): (i64, i64) = self
+        let reply: (i64, i64) = self
             .spec
             .session
             .eval(
@@ -137,13 +137,7 @@ impl Hold for PermitHold {
                 &[token.as_bytes()],
             )
             .await?;
-        match issued {
-            1 => Ok(Ok(crate::primitives::shared::reply_int(
-                "semaphore fence",
-                fence,
-            )?)),
-            _ => Ok(Err(Ownership::Expired)),
-        }
+        crate::primitives::shared::fence_reply("semaphore fence", reply, Ownership::Expired)
     }
 }
 

@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 use super::commands::subscribe_checked;
 use super::push::Dispatcher;
 use super::registry::{
-    confirm_and_answer, count_releases, lock, take_batch, Batch, Event, Request, Shared, Topic,
+    confirm_and_answer, count_releases, lock, take_batch, Batch, Event, Mailbox, Request, Shared,
+    Topic, RELEASE_LINGER,
 };
 use crate::transport::sentinel::Source;
 use crate::vocab::error::Error;
@@ -24,22 +25,10 @@ use crate::vocab::error::Error;
 /// (and the time messages wait behind them).
 const MAX_BATCH: usize = 4096;
 
-/// How long releases (and the unsubscribes they lead to) may wait. Nobody
-/// waits for them, and they come in bursts (a signal wakes many waiters,
-/// which then all leave): handled a little later they neither compete with
-/// the waiters still waking nor cost a command each. A subscribe takes them
-/// along at once.
-const RELEASE_LINGER: Duration = Duration::from_millis(50);
-
 /// Serves the subscriber until its last handle and subscription are gone
 /// (the request channel closes, or the registry can no longer be upgraded).
-pub(super) async fn actor(
-    source: Source,
-    shared: Weak<Shared>,
-    mut inbox: mpsc::UnboundedReceiver<Request>,
-    timeout: Duration,
-    ping_every: Duration,
-) {
+pub(super) async fn actor(source: Source, mailbox: Mailbox) {
+    let (shared, mut inbox, timeout, ping_every) = mailbox.into_parts();
     let mut backoff = Duration::from_millis(10);
     let mut reconnecting = false;
     let mut server = source.server();

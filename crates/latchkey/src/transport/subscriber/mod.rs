@@ -60,7 +60,7 @@ mod registry;
 mod sharded;
 
 pub(crate) use actor::jitter;
-use registry::{lock, Entry, Request, Shared};
+use registry::{lock, Entry, Mailbox, Request, Shared};
 pub(crate) use registry::{Event, Topic, EVENT_BUFFER};
 
 /// Handle to the shared subscriber connection; see the module docs.
@@ -82,16 +82,8 @@ pub(crate) struct Subscription {
 impl Subscriber {
     /// Starts the actor, which connects to `source`. Needs a tokio runtime.
     pub(crate) fn start(source: Source, timeout: Duration, ping_every: Duration) -> Self {
-        let (subscriber, inbox) = Self::new(false, timeout);
-        // The actor holds the registry weakly: when the last client handle and
-        // subscription are gone, the request channel closes and it exits.
-        tokio::spawn(actor::actor(
-            source,
-            Arc::downgrade(&subscriber.shared),
-            inbox,
-            timeout,
-            ping_every,
-        ));
+        let (subscriber, mailbox) = Self::new(false, timeout, ping_every);
+        tokio::spawn(actor::actor(source, mailbox));
         subscriber
     }
 
@@ -103,18 +95,12 @@ impl Subscriber {
         timeout: Duration,
         ping_every: Duration,
     ) -> Self {
-        let (subscriber, inbox) = Self::new(true, timeout);
-        tokio::spawn(sharded::actor(
-            seed,
-            Arc::downgrade(&subscriber.shared),
-            inbox,
-            timeout,
-            ping_every,
-        ));
+        let (subscriber, mailbox) = Self::new(true, timeout, ping_every);
+        tokio::spawn(sharded::actor(seed, mailbox));
         subscriber
     }
 
-    fn new(sharded: bool, timeout: Duration) -> (Self, mpsc::UnboundedReceiver<Request>) {
+    fn new(sharded: bool, timeout: Duration, ping_every: Duration) -> (Self, Mailbox) {
         let (requests, inbox) = mpsc::unbounded_channel();
         let mut id = [0u8; 8];
         if getrandom::fill(&mut id).is_err() {
@@ -133,7 +119,13 @@ impl Subscriber {
             id: u64::from_le_bytes(id),
             next_waiter: AtomicU64::new(0),
         });
-        (Subscriber { shared, sharded }, inbox)
+        let mailbox = Mailbox {
+            shared: Arc::downgrade(&shared),
+            inbox,
+            timeout,
+            ping_every,
+        };
+        (Subscriber { shared, sharded }, mailbox)
     }
 
     /// Subscribes to `topic`; returns once the server has confirmed it.
@@ -200,19 +192,13 @@ impl Subscriber {
             // SUBSCRIBE is idempotent on the server, so concurrent first
             // subscribers may each ask; each then knows it is confirmed.
             let (done, confirmation) = oneshot::channel();
-            let unreachable = || {
-                Error::Unreachable(redis::RedisError::from((
-                    redis::ErrorKind::Io,
-                    "subscriber connection is closed",
-                )))
-            };
             self.shared
                 .requests
                 .send(Request::Subscribe(unconfirmed, done))
-                .map_err(|_| unreachable())?;
+                .map_err(|_| closed())?;
             match tokio::time::timeout(self.shared.timeout, confirmation).await {
                 Ok(Ok(result)) => result?,
-                Ok(Err(_)) => return Err(unreachable()),
+                Ok(Err(_)) => return Err(closed()),
                 Err(_) => {
                     return Err(Error::Timeout {
                         op: "SUBSCRIBE",
@@ -245,12 +231,6 @@ impl Subscriber {
         // A subscribe of nothing: the actor takes it with every release
         // queued before it, unsubscribes what is unwanted, then answers.
         let (done, answer) = oneshot::channel();
-        let closed = || {
-            Error::Unreachable(redis::RedisError::from((
-                redis::ErrorKind::Io,
-                "subscriber connection is closed",
-            )))
-        };
         self.shared
             .requests
             .send(Request::Subscribe(Vec::new(), done))
@@ -331,4 +311,13 @@ impl Drop for Subscription {
             let _ = self.shared.requests.send(Request::Released);
         }
     }
+}
+
+/// The error of a request the actor can no longer take or answer (it has
+/// exited: its connection is closed for good).
+fn closed() -> Error {
+    Error::Unreachable(redis::RedisError::from((
+        redis::ErrorKind::Io,
+        "subscriber connection is closed",
+    )))
 }

@@ -69,6 +69,37 @@ pub(super) enum Request {
     Released,
 }
 
+/// How long releases (and the unsubscribes they lead to) may wait. Nobody
+/// waits for them, and they come in bursts (a signal wakes many waiters,
+/// which then all leave): handled a little later they neither compete with
+/// the waiters still waking nor cost a command each. A subscribe takes them
+/// along at once.
+pub(super) const RELEASE_LINGER: Duration = Duration::from_millis(50);
+
+/// What an actor (`actor.rs`, `sharded.rs`) serves: the registry, held
+/// weakly (when the last client handle and subscription are gone, the
+/// request channel closes and the actor exits), the requests, and its
+/// command timeout and ping interval.
+pub(super) struct Mailbox {
+    pub(super) shared: Weak<Shared>,
+    pub(super) inbox: mpsc::UnboundedReceiver<Request>,
+    pub(super) timeout: Duration,
+    pub(super) ping_every: Duration,
+}
+
+impl Mailbox {
+    pub(super) fn into_parts(
+        self,
+    ) -> (
+        Weak<Shared>,
+        mpsc::UnboundedReceiver<Request>,
+        Duration,
+        Duration,
+    ) {
+        (self.shared, self.inbox, self.timeout, self.ping_every)
+    }
+}
+
 pub(super) struct Shared {
     /// Keyed by shared topics: each subscription holds the same `Arc`.
     pub(super) registry: Mutex<HashMap<Arc<Topic>, Entry>>,

@@ -39,24 +39,18 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::{PushInfo, PushKind};
-use tokio::sync::mpsc;
 
 use super::actor::{fail_pending, jitter};
 use super::push::Dispatcher;
-use super::registry::{confirm_and_answer, lock, take_batch, Batch, Event, Request, Shared, Topic};
+use super::registry::{
+    confirm_and_answer, lock, take_batch, Batch, Event, Mailbox, Request, Shared, Topic,
+    RELEASE_LINGER,
+};
 use crate::vocab::error::Error;
 
-/// How long a release may wait to be counted (see `actor.rs`).
-const RELEASE_LINGER: Duration = Duration::from_millis(50);
-
 /// Serves the subscriber until its last handle and subscription are gone.
-pub(super) async fn actor(
-    seed: ClusterClientBuilder,
-    shared: Weak<Shared>,
-    mut inbox: mpsc::UnboundedReceiver<Request>,
-    timeout: Duration,
-    ping_every: Duration,
-) {
+pub(super) async fn actor(seed: ClusterClientBuilder, mailbox: Mailbox) {
+    let (shared, mut inbox, timeout, ping_every) = mailbox.into_parts();
     // Messages go straight to their waiters (see `push.rs`).
     let (dispatcher, mut pushes) = Dispatcher::new(shared.clone());
     let client = match seed
