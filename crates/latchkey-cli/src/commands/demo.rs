@@ -184,21 +184,25 @@ async fn rounds(
     let unlocked = get(admin, &counter_key).await?;
     report(expected, unlocked);
 
-    println!();
-    println!("With latchkey: the same loop inside lock {LOCK_NAME:?}");
-    let (locked, sections, took) =
-        locked_round(clients, &counter_key, admin, increments, false).await?;
-    report(expected, locked);
-    summary(&sections, workers, took, unlocked_took);
-    let barging_max = sections.iter().map(|s| s.waited).max().unwrap_or_default();
-
-    println!();
-    println!("With a fair latchkey lock (Lock::fair: waiters served in arrival order)");
-    let (fair, sections, took) =
-        locked_round(clients, &counter_key, admin, increments, true).await?;
-    report(expected, fair);
-    summary(&sections, workers, took, unlocked_took);
-    let fair_max = sections.iter().map(|s| s.waited).max().unwrap_or_default();
+    let titles = [
+        format!("With latchkey: the same loop inside lock {LOCK_NAME:?}"),
+        "With a fair latchkey lock (Lock::fair: waiters served in arrival order)".to_string(),
+    ];
+    // (the counter, the longest wait) of the barging round, then the fair one.
+    let mut ends = [(0, Duration::ZERO); 2];
+    for (fair, (title, end)) in titles.iter().zip(&mut ends).enumerate() {
+        println!();
+        println!("{title}");
+        let (counter, sections, took) =
+            locked_round(clients, &counter_key, admin, increments, fair == 1).await?;
+        report(expected, counter);
+        summary(&sections, workers, took, unlocked_took);
+        *end = (
+            counter,
+            sections.iter().map(|s| s.waited).max().unwrap_or_default(),
+        );
+    }
+    let [(locked, barging_max), (fair, fair_max)] = ends;
     println!();
     println!(
         "  longest wait    {} barging, {} fair",

@@ -118,41 +118,43 @@ mod tests {
         }
     }
 
+    /// How `patience` ends a call that fails with `error` every time, and
+    /// how many tries it made.
+    async fn tries(
+        patience: Patience,
+        error: fn() -> latchkey::Error,
+    ) -> (Result<(), latchkey::Error>, u32) {
+        let mut tries = 0;
+        let ended = patience
+            .retry("test", || {
+                tries += 1;
+                async move { Err::<(), _>(error()) }
+            })
+            .await;
+        (ended, tries)
+    }
+
     #[tokio::test]
     async fn once_tries_once_and_a_budget_retries_until_it_is_spent() {
-        let mut tries = 0;
-        let once = Patience::Once
-            .retry("test", || {
-                tries += 1;
-                async { Err::<(), _>(outage()) }
-            })
-            .await;
+        let (once, n) = tries(Patience::Once, outage).await;
         assert!(once.is_err());
-        assert_eq!(tries, 1);
+        assert_eq!(n, 1);
 
-        let mut tries = 0;
         let started = Instant::now();
-        let budget = Patience::Until(started + Duration::from_millis(300))
-            .retry("test", || {
-                tries += 1;
-                async { Err::<(), _>(outage()) }
-            })
-            .await;
+        let budget = Patience::Until(started + Duration::from_millis(300));
+        let (budget, n) = tries(budget, outage).await;
         assert!(budget.is_err());
-        assert!(tries > 1, "tried {tries} times");
+        assert!(n > 1, "tried {n} times");
         assert!(started.elapsed() >= Duration::from_millis(300));
     }
 
     #[tokio::test]
     async fn bad_input_is_not_retried() {
-        let mut tries = 0;
-        let refused = Patience::Forever
-            .retry("test", || {
-                tries += 1;
-                async { Err::<(), _>(latchkey::Error::InvalidInput("x".into())) }
-            })
-            .await;
+        let (refused, n) = tries(Patience::Forever, || {
+            latchkey::Error::InvalidInput("x".into())
+        })
+        .await;
         assert!(matches!(refused, Err(latchkey::Error::InvalidInput(_))));
-        assert_eq!(tries, 1);
+        assert_eq!(n, 1);
     }
 }

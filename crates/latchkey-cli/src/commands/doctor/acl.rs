@@ -89,9 +89,12 @@ fn unknown_command(message: &str) -> Option<String> {
     (!command.is_empty()).then(|| command.to_ascii_lowercase())
 }
 
-/// The check for a write refused as `refusal`, other than a permission one.
-fn not_acl(name: &'static str, refusal: &Refusal, message: &str) -> Option<Check> {
+/// The check for a write refused as `refusal`, other than a permission
+/// one; `failed` when it was not refused at all but failed (unreachable,
+/// timed out, …), where ACL advice would send the operator the wrong way.
+fn not_acl(name: &'static str, refusal: &Refusal, message: &str, failed: Check) -> Option<Check> {
     match refusal {
+        Refusal::Other => Some(failed),
         Refusal::OutOfMemory => Some(Check::fail(
             name,
             format!("the server is out of memory (maxmemory reached under noeviction), so it refuses every write and no lock can be taken: {message}"),
@@ -208,17 +211,13 @@ pub async fn scripts(client: &Client, conn: &mut Connection, user: &str) -> Chec
                 latchkey::Error::ReadOnlyReplica(_) => Refusal::ReadOnly,
                 _ => classify(&message),
             };
-            if let Some(check) = not_acl(NAME, &refusal, &message) {
+            let failed = Check::fail(
+                NAME,
+                format!("the probe lock failed, not for lack of permission: {message}"),
+                "check that the server answers from here (network, address, load), then run doctor again",
+            );
+            if let Some(check) = not_acl(NAME, &refusal, &message, failed) {
                 return check;
-            }
-            if refusal == Refusal::Other {
-                // Not refused: failed (unreachable, timed out, …). ACL
-                // advice would send the operator the wrong way.
-                return Check::fail(
-                    NAME,
-                    format!("the probe lock failed, not for lack of permission: {message}"),
-                    "check that the server answers from here (network, address, load), then run doctor again",
-                );
             }
             let fix = acl_fix(conn, user, &prefix, &refusal).await;
             return Check::fail(NAME, format!("user {user} cannot use latchkey's scripts: {message}"), fix);
@@ -271,21 +270,18 @@ pub async fn append(client: &Client, conn: &mut Connection, user: &str) -> Check
         Err(e) => {
             let message = e.to_string();
             let refusal = classify(&message);
-            if let Some(check) = not_acl(NAME, &refusal, &message) {
-                return check;
-            }
-            if refusal == Refusal::Other {
-                return Check::warn(
-                    NAME,
-                    format!("could not test APPEND: {message}"),
-                    "check that the server answers from here, then run doctor again",
-                );
-            }
-            Check::warn(
+            let failed = Check::warn(
                 NAME,
-                format!("user {user} may not APPEND ({message}): waiters cannot mark a lock as waited for, so no release wakes them; they find it free only by polling, at worst when the holder's TTL runs out"),
-                format!("ACL SETUSER {user} +append"),
-            )
+                format!("could not test APPEND: {message}"),
+                "check that the server answers from here, then run doctor again",
+            );
+            not_acl(NAME, &refusal, &message, failed).unwrap_or_else(|| {
+                Check::warn(
+                    NAME,
+                    format!("user {user} may not APPEND ({message}): waiters cannot mark a lock as waited for, so no release wakes them; they find it free only by polling, at worst when the holder's TTL runs out"),
+                    format!("ACL SETUSER {user} +append"),
+                )
+            })
         }
     }
 }

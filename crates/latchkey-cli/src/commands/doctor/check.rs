@@ -47,6 +47,20 @@ impl Check {
         }
     }
 
+    /// A pass when `fine`, otherwise a warning: `reason`, then what is
+    /// wrong with it (`trouble`), and the `fix`.
+    pub fn warn_unless(
+        fine: bool,
+        name: &'static str,
+        reason: String,
+        (trouble, fix): (&str, &str),
+    ) -> Check {
+        match fine {
+            true => Check::pass(name, reason),
+            false => Check::warn(name, format!("{reason}: {trouble}"), fix),
+        }
+    }
+
     pub fn fail(name: &'static str, reason: impl Into<String>, fix: impl Into<String>) -> Check {
         Check {
             level: Level::Fail,

@@ -236,15 +236,11 @@ pub(crate) async fn clock(conn: &mut impl ConnectionLike) -> Check {
         human(offset),
         human(rtt / 2)
     );
-    if offset <= CLOCK_WARN {
-        Check::pass(NAME, reason)
-    } else {
-        Check::warn(
-            NAME,
-            format!("{reason}: one clock is not synchronised; lock ages are off, and a server clock that jumps expires locks early or late"),
-            "run NTP (chrony, systemd-timesyncd) on the Redis host and here",
-        )
-    }
+    let trouble = (
+        "one clock is not synchronised; lock ages are off, and a server clock that jumps expires locks early or late",
+        "run NTP (chrony, systemd-timesyncd) on the Redis host and here",
+    );
+    Check::warn_unless(offset <= CLOCK_WARN, NAME, reason, trouble)
 }
 
 pub(crate) async fn latency(conn: &mut impl ConnectionLike, pings: u32) -> Check {
@@ -270,13 +266,9 @@ pub(crate) async fn latency(conn: &mut impl ConnectionLike, pings: u32) -> Check
         human(p50),
         human(p99)
     );
-    if p99 <= SLOW_P99 {
-        Check::pass(NAME, reason)
-    } else {
-        Check::warn(
-            NAME,
-            format!("{reason}: every acquire, renewal and release costs one round trip"),
-            "run latchkey close to Redis, and keep lock TTLs at least 100 times the p99",
-        )
-    }
+    let trouble = (
+        "every acquire, renewal and release costs one round trip",
+        "run latchkey close to Redis, and keep lock TTLs at least 100 times the p99",
+    );
+    Check::warn_unless(p99 <= SLOW_P99, NAME, reason, trouble)
 }
