@@ -73,7 +73,7 @@ impl Semaphore {
                             .as_secs_f64()
                             * 1000.0
                     }),
-                    ttl_left_ms: h.ttl_left.as_secs_f64() * 1000.0,
+                    ttl_left_ms: h.ttl.unwrap_or_default().as_secs_f64() * 1000.0,
                 })
                 .collect())
         })

@@ -176,14 +176,14 @@ pub use redlock::Redlock;
 /// What inspection reads: who holds a name, of which kind, for how long,
 /// who waits ([`Client::describe`], [`Client::inspect`],
 /// [`Client::list`], [`Semaphore::holders`]). Read-only views: none of
-/// these can release or extend anything (tokens are not kept, but for a
-/// semaphore's own [`PermitHolder`](inspect::PermitHolder)).
+/// these can release or extend anything; a [`Holding`](inspect::Holding)
+/// names its owner token, which only the owner-only calls by token
+/// ([`Lock::extend_token`], [`Lock::release_token`]) act on.
 pub mod inspect {
     pub use crate::primitives::inspect::{
         BarrierInfo, ElectionInfo, FairLockInfo, Holding, Kind, LatchInfo, LockInfo, PrimitiveInfo,
         RwLockInfo, SemaphoreInfo,
     };
-    pub use crate::primitives::semaphore::permit::PermitHolder;
     pub use crate::vocab::token::Holder;
 }
 
@@ -201,8 +201,8 @@ pub mod limits {
 // Their old places, at the root, kept for 0.3 code (one release).
 #[doc(hidden)]
 pub use inspect::{
-    BarrierInfo, ElectionInfo, FairLockInfo, Holder, Holding, LatchInfo, LockInfo, PermitHolder,
-    PrimitiveInfo, RwLockInfo, SemaphoreInfo,
+    BarrierInfo, ElectionInfo, FairLockInfo, Holder, Holding, LatchInfo, LockInfo, PrimitiveInfo,
+    RwLockInfo, SemaphoreInfo,
 };
 #[doc(hidden)]
 pub use limits::*;

@@ -128,7 +128,7 @@ impl PermitHolder {
 }
 
 /// A `PermitHolder` before it meets the GIL.
-struct HolderParts(latchkey::PermitHolder);
+struct HolderParts(latchkey::inspect::Holding);
 
 impl<'py> IntoPyObject<'py> for HolderParts {
     type Target = PermitHolder;
@@ -148,7 +148,7 @@ impl<'py> IntoPyObject<'py> for HolderParts {
                         .map(|d| d.as_secs_f64())
                         .unwrap_or(0.0)
                 }),
-                ttl_left: self.0.ttl_left.as_secs_f64(),
+                ttl_left: self.0.ttl.unwrap_or_default().as_secs_f64(),
             },
         )
     }

@@ -132,6 +132,7 @@ fn parse(name: &[u8], lock_keys: &LockKeys, reply: Reply) -> Vec<PrimitiveInfo> 
             name: name.to_vec(),
             writer: writer.map(|token| Holding {
                 holder: Holder::from_token(&token).map(|h| held_for(h, held)),
+                token: String::from_utf8_lossy(&token).into_owned(),
                 ttl: ttl(writer_pttl),
             }),
             readers: holdings(now, &readers),
@@ -171,6 +172,7 @@ fn parse(name: &[u8], lock_keys: &LockKeys, reply: Reply) -> Vec<PrimitiveInfo> 
         found.push(PrimitiveInfo::Election(ElectionInfo {
             name: name.to_vec(),
             leader: leads.then(|| Holding {
+                token: String::from_utf8_lossy(lease.as_deref().unwrap_or_default()).into_owned(),
                 holder: lease
                     .as_deref()
                     .and_then(Holder::from_token)
@@ -213,6 +215,7 @@ fn ttl(pttl: i64) -> Option<Duration> {
 fn holdings(now: u64, flat: &[Vec<u8>]) -> Vec<Holding> {
     flat.chunks_exact(2)
         .map(|pair| Holding {
+            token: String::from_utf8_lossy(&pair[0]).into_owned(),
             holder: Holder::from_token(&pair[0]),
             ttl: expiry_left(now, &pair[1]),
         })
@@ -238,6 +241,7 @@ fn fair_queue(now: u64, (entries, leases): FairPart) -> Vec<Holding> {
             let deadline = live.get(&entry[..])?;
             let token = entry.splitn(4, |&b| b == b':').nth(3).unwrap_or_default();
             Some(Holding {
+                token: String::from_utf8_lossy(token).into_owned(),
                 holder: Holder::from_token(token),
                 ttl: expiry_left(now, deadline),
             })

@@ -93,12 +93,19 @@ impl fmt::Display for Kind {
     }
 }
 
-/// One hold or intent: who (parsed from its owner token, `None` for a
-/// token not made by latchkey) and how long it has left (server time;
-/// `None` without a TTL). The token itself is not kept.
+/// One hold or intent (a permit, a reader's or writer's hold, a queued
+/// waiter, a leadership): its owner token, who (parsed from the token,
+/// `None` for a token not made by latchkey) and how long it has left
+/// (server time; `None` without a TTL). What [`Semaphore::holders`] and
+/// every inspection return.
+///
+/// [`Semaphore::holders`]: crate::Semaphore::holders
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Holding {
+    /// The owner token, as Redis keeps it (a permit of a hold of k permits:
+    /// the guard's token, then that token with `#2` … `#k` after it).
+    pub token: String,
     /// Who, from the owner token; `None` for a token not made by latchkey.
     pub holder: Option<Holder>,
     /// Time left (server clock); `None` without a TTL.

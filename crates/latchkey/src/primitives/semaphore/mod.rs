@@ -14,8 +14,9 @@ pub(crate) mod permit;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::primitives::inspect::Holding;
 use crate::primitives::lease::options::LeaseOptions;
-use crate::primitives::semaphore::permit::{PermitGuard, PermitHold, PermitHolder, SemaphoreSpec};
+use crate::primitives::semaphore::permit::{PermitGuard, PermitHold, SemaphoreSpec};
 use crate::primitives::shared::{key, publish_request};
 use crate::primitives::traced;
 use crate::primitives::wait::armed::undo_in_background;
@@ -303,13 +304,15 @@ impl Semaphore {
         }
     }
 
-    /// The permits held now, soonest to expire first, with their holders.
+    /// The permits held now, soonest to expire first, with their holders
+    /// (the [`SemaphoreInfo::permits`](crate::inspect::SemaphoreInfo) of
+    /// [`Client::describe`](crate::Client::describe)).
     /// Two round trips (`TIME`, `ZRANGE`); expired permits not yet pruned
     /// are left out.
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
-    pub async fn holders(&self) -> Result<Vec<PermitHolder>> {
+    pub async fn holders(&self) -> Result<Vec<Holding>> {
         crate::primitives::semaphore::permit::holders(&self.inner.session, &self.inner.key).await
     }
 }

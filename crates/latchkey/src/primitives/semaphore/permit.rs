@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::primitives::inspect::Holding;
 use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::lease::{Hold, Lease};
 use crate::primitives::shared::publish_command;
@@ -187,24 +188,8 @@ async fn extend(spec: &SemaphoreSpec, token: &str, taken: u32, ttl: Duration) ->
     Ok((outcome, crate::vocab::names::valid_until(sent, ttl)))
 }
 
-/// One permit held, as [`Semaphore::holders`](crate::Semaphore::holders)
-/// reads it. A hold of k permits ([`Semaphore::acquire_many`](crate::Semaphore::acquire_many))
-/// is k of these, with the same holder: the first with the guard's token,
-/// the others with `#2` … `#k` after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PermitHolder {
-    /// The holder's owner token.
-    pub token: String,
-    /// Who holds it (host, pid, since when), parsed from the token; `None`
-    /// for a token not made by latchkey.
-    pub holder: Option<Holder>,
-    /// How long until the permit expires unless renewed (server time).
-    pub ttl_left: Duration,
-}
-
 /// See [`Semaphore::holders`](crate::Semaphore::holders).
-pub(crate) async fn holders(session: &Session, key: &[u8]) -> Result<Vec<PermitHolder>> {
+pub(crate) async fn holders(session: &Session, key: &[u8]) -> Result<Vec<Holding>> {
     let (secs, micros): (u64, u64) = session.query("TIME", redis::cmd("TIME"), b"").await?;
     let now = secs * 1000 + micros / 1000;
     let mut range = redis::cmd("ZRANGEBYSCORE");
@@ -216,10 +201,10 @@ pub(crate) async fn holders(session: &Session, key: &[u8]) -> Result<Vec<PermitH
     let members: Vec<(Vec<u8>, f64)> = session.query("semaphore holders", range, key).await?;
     Ok(members
         .into_iter()
-        .map(|(token, expires)| PermitHolder {
+        .map(|(token, expires)| Holding {
             holder: Holder::from_token(&token),
             token: String::from_utf8_lossy(&token).into_owned(),
-            ttl_left: Duration::from_millis((expires as u64).saturating_sub(now)),
+            ttl: Some(Duration::from_millis((expires as u64).saturating_sub(now))),
         })
         .collect())
 }
