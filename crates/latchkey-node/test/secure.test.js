@@ -24,7 +24,7 @@ async function lockRoundTrip(client, server, name) {
   assert.equal(server.cli('exists', `latchkey:${name}`), '0');
 }
 
-/** Asserts that `connecting` rejects with a TlsError (code TLS) saying `why`. */
+/** Asserts that `connecting` rejects with a TlsError (code TLS) saying `why` (naming the option to give). */
 async function refusedAsTls(connecting, why) {
   await assert.rejects(connecting, (e) => {
     assert.ok(e instanceof lk.TlsError, `${e.name}: ${e.message}`);
@@ -44,7 +44,7 @@ test('TLS: a lock over rediss:// trusting the CA in tlsCa; another CA is refused
     await lockRoundTrip(client, server, 'tls-lock');
     await client.close();
     const stranger = makeCerts();
-    await refusedAsTls(lk.Client.connect(server.url, { tlsCa: stranger.ca, commandTimeout: 2_000 }), /not signed by a CA we trust/);
+    await refusedAsTls(lk.Client.connect(server.url, { tlsCa: stranger.ca, commandTimeout: 2_000 }), /not signed by a CA we trust.*\(the tlsCa option\)/);
     // A Redlock takes the same options, for every instance.
     const redlock = await lk.Redlock.connect([server.url], { tlsCa: certs.ca });
     await lockRoundTrip(redlock, server, 'tls-redlock');
@@ -65,7 +65,7 @@ test('mutual TLS: tlsCert and tlsKey are presented; without them the server refu
     });
     await lockRoundTrip(client, server, 'mtls-lock');
     await client.close();
-    await refusedAsTls(lk.Client.connect(server.url, { tlsCa: certs.ca, commandTimeout: 2_000 }), /requires a client certificate/);
+    await refusedAsTls(lk.Client.connect(server.url, { tlsCa: certs.ca, commandTimeout: 2_000 }), /requires a client certificate.*\(the tlsCert and tlsKey options\)/);
     await assert.rejects(lk.Client.connect(server.url, { tlsCa: certs.ca, tlsCert: certs.clientCert }), (e) => {
       assert.ok(e instanceof lk.InvalidArgument, `${e.name}: ${e.message}`);
       assert.equal(e.code, 'INVALID_ARGUMENT');
@@ -80,7 +80,7 @@ test('tlsServerName: a certificate for another name than the URL host is accepte
   const certs = makeCerts(['redis.test.invalid']);
   const server = await startTlsRedis(certs);
   try {
-    await refusedAsTls(lk.Client.connect(server.url, { tlsCa: certs.ca, commandTimeout: 2_000 }), /not valid for the host/);
+    await refusedAsTls(lk.Client.connect(server.url, { tlsCa: certs.ca, commandTimeout: 2_000 }), /not valid for the host.*\(the tlsServerName option\)/);
     const client = await lk.Client.connect(server.url, { tlsCa: certs.ca, tlsServerName: 'redis.test.invalid' });
     await lockRoundTrip(client, server, 'tls-named');
     await client.close();
