@@ -1,7 +1,8 @@
 //! Promises settled through one long-lived completion queue per JavaScript
 //! thread, instead of napi-rs's `AsyncBlock` (which makes and tears down a
 //! thread-safe function, an env cleanup hook and a stack-trace Error for
-//! every call: most of the package's client CPU per lock cycle).
+//! every call: the larger part of what a call costs beside its I/O and its
+//! two thread hops; bench/RESULTS.md, "The Node package").
 //!
 //! A call makes a plain Promise (`napi_create_promise`) and spawns its
 //! future on the runtime; the future's answer is pushed onto the queue, and
