@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use latchkey::{BoxFuture, DynGuard, RwAccess};
-use napi::bindgen_prelude::AsyncBlock;
 use napi::Env;
 use napi_derive::napi;
 
+use crate::completions::Promise;
 use crate::core::Core;
 use crate::hold::{Guard, Holding};
 use crate::runtime::{cancellable, promise, token, Cancel};
@@ -134,7 +134,7 @@ pub struct Acquirer {
 impl Acquirer {
     /// A guard, or null when someone else holds it.
     #[napi(ts_return_type = "Promise<Guard | null>")]
-    pub fn try_acquire(&self, env: Env) -> napi::Result<AsyncBlock<Option<Guard>>> {
+    pub fn try_acquire(&self, env: Env) -> napi::Result<Promise<Option<Guard>>> {
         let (inner, core) = (self.inner.clone(), self.core.clone());
         promise(&env, async move {
             core.check_open()?;
@@ -154,7 +154,7 @@ impl Acquirer {
         env: Env,
         timeout_ms: Option<f64>,
         cancel: Option<&Cancel>,
-    ) -> napi::Result<AsyncBlock<Guard>> {
+    ) -> napi::Result<Promise<Guard>> {
         let deadline = crate::args::deadline(timeout_ms).map_err(crate::errors::to_js)?;
         let (inner, core) = (self.inner.clone(), self.core.clone());
         cancellable(&env, token(cancel), async move {

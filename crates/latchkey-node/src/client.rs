@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncBlock, Buffer};
+use napi::bindgen_prelude::Buffer;
 use napi::Env;
 use napi_derive::napi;
 
 use crate::acquire::Acquirer;
 use crate::args::{count, ms, opt_ms};
+use crate::completions::Promise;
 use crate::core::{Backend, ConnectOptions, Core};
 use crate::errors::{invalid, to_js};
 use crate::primitives::{Barrier, Election, Fenced, Latch, RwLock, Semaphore};
@@ -72,7 +73,7 @@ pub struct RevocationInfo {
 
 /// Connects (the native half of `Client.connect` and `Redlock.connect`).
 #[napi(ts_return_type = "Promise<Client>")]
-pub fn connect(env: Env, options: ConnectOptions) -> napi::Result<AsyncBlock<Client>> {
+pub fn connect(env: Env, options: ConnectOptions) -> napi::Result<Promise<Client>> {
     promise(&env, async move {
         Ok(Client {
             core: Core::connect(options).await?,
@@ -204,7 +205,7 @@ impl Client {
         name: String,
         payload: Buffer,
         one: bool,
-    ) -> napi::Result<AsyncBlock<u32>> {
+    ) -> napi::Result<Promise<u32>> {
         let core = self.core.clone();
         let payload = payload.to_vec();
         promise(&env, async move {
@@ -223,7 +224,7 @@ impl Client {
         env: Env,
         names: Vec<String>,
         patterns: bool,
-    ) -> napi::Result<AsyncBlock<crate::signals::Listener>> {
+    ) -> napi::Result<Promise<crate::signals::Listener>> {
         let core = self.core.clone();
         promise(&env, async move {
             let client = core.client()?;
@@ -237,7 +238,7 @@ impl Client {
 
     /// Ends every hold of `name` (an operator's call).
     #[napi(ts_return_type = "Promise<RevocationInfo[]>")]
-    pub fn revoke(&self, env: Env, name: String) -> napi::Result<AsyncBlock<Vec<RevocationInfo>>> {
+    pub fn revoke(&self, env: Env, name: String) -> napi::Result<Promise<Vec<RevocationInfo>>> {
         let core = self.core.clone();
         promise(&env, async move {
             let revoked = core.client()?.revoke(&name).await?;
@@ -254,7 +255,7 @@ impl Client {
 
     /// Asks the holders of `name` to let go: how many were asked.
     #[napi(ts_return_type = "Promise<number>")]
-    pub fn request_release(&self, env: Env, name: String) -> napi::Result<AsyncBlock<f64>> {
+    pub fn request_release(&self, env: Env, name: String) -> napi::Result<Promise<f64>> {
         let core = self.core.clone();
         promise(&env, async move {
             Ok(core.client()?.request_release(&name).await? as f64)
@@ -264,7 +265,7 @@ impl Client {
     /// Gives back every hold, waits at most `within_ms` for the background
     /// releases, and refuses later calls: whether all finished.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn close(&self, env: Env, within_ms: f64) -> napi::Result<AsyncBlock<bool>> {
+    pub fn close(&self, env: Env, within_ms: f64) -> napi::Result<Promise<bool>> {
         let within = ms("within", within_ms).map_err(to_js)?;
         let core = self.core.clone();
         promise(&env, async move { Ok(core.close(within).await) })
@@ -282,7 +283,7 @@ impl Client {
     }
 
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn flush(&self, env: Env, within_ms: f64) -> napi::Result<AsyncBlock<bool>> {
+    pub fn flush(&self, env: Env, within_ms: f64) -> napi::Result<Promise<bool>> {
         let within = ms("within", within_ms).map_err(to_js)?;
         let core = self.core.clone();
         promise(&env, async move { Ok(core.flush(within).await) })

@@ -77,9 +77,29 @@ fn scrub(message: &str) -> String {
     out
 }
 
+/// The library's TLS hints name its builder's methods and the CLI's flags;
+/// a Node user is told the package's options instead.
+const TLS_HINTS: &[(&str, &str)] = &[
+    ("(tls_ca_file, --tls-ca)", "(the tlsCa option)"),
+    (
+        "(tls_server_name, --tls-server-name)",
+        "(the tlsServerName option)",
+    ),
+    (
+        "(tls_client_cert, --tls-cert and --tls-key)",
+        "(the tlsCert and tlsKey options)",
+    ),
+];
+
 /// `e` as the error the facade maps to its class.
 pub(crate) fn to_js(e: Error) -> napi::Error {
-    coded(code(&e), &e.to_string())
+    let mut message = e.to_string();
+    if matches!(e, Error::Tls { .. }) {
+        for (said, ours) in TLS_HINTS {
+            message = message.replace(said, ours);
+        }
+    }
+    coded(code(&e), &message)
 }
 
 /// An error of `code` with `message`.

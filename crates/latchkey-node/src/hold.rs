@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use latchkey::{DynGuard, LostReason, Ownership};
-use napi::bindgen_prelude::{AsyncBlock, BigInt, Function};
+use napi::bindgen_prelude::{BigInt, Function};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Env;
 use napi_derive::napi;
@@ -14,6 +14,7 @@ use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{epoch_ms, ms};
+use crate::completions::Promise;
 use crate::core::{Core, Releasable};
 use crate::runtime::{drop_in_runtime, promise};
 
@@ -168,14 +169,14 @@ impl Guard {
     }
 
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn release(&self, env: Env) -> napi::Result<AsyncBlock<bool>> {
+    pub fn release(&self, env: Env) -> napi::Result<Promise<bool>> {
         let holding = self.holding.clone();
         promise(&env, async move { holding.release().await })
     }
 
     /// Resets the TTL to `ttl_ms` from now: whether it was still ours.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn extend(&self, env: Env, ttl_ms: f64) -> napi::Result<AsyncBlock<bool>> {
+    pub fn extend(&self, env: Env, ttl_ms: f64) -> napi::Result<Promise<bool>> {
         let ttl = ms("ttl", ttl_ms).map_err(crate::errors::to_js)?;
         let holding = self.holding.clone();
         promise(&env, async move {
@@ -190,7 +191,7 @@ impl Guard {
     /// The fencing token (issued by one round trip on the first call,
     /// unless it came with the hold).
     #[napi(ts_return_type = "Promise<bigint>")]
-    pub fn fencing_token(&self, env: Env) -> napi::Result<AsyncBlock<BigInt>> {
+    pub fn fencing_token(&self, env: Env) -> napi::Result<Promise<BigInt>> {
         let holding = self.holding.clone();
         promise(&env, async move {
             let held = holding.guard.read().await;
@@ -205,7 +206,7 @@ impl Guard {
 
     /// Every fencing token (one per lock of a lockAll).
     #[napi(ts_return_type = "Promise<bigint[]>")]
-    pub fn fencing_tokens(&self, env: Env) -> napi::Result<AsyncBlock<Vec<BigInt>>> {
+    pub fn fencing_tokens(&self, env: Env) -> napi::Result<Promise<Vec<BigInt>>> {
         let holding = self.holding.clone();
         promise(&env, async move {
             let held = holding.guard.read().await;

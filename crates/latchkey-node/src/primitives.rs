@@ -5,11 +5,12 @@
 use std::sync::Arc;
 
 use latchkey::RwAccess;
-use napi::bindgen_prelude::{AsyncBlock, BigInt, Buffer};
+use napi::bindgen_prelude::{BigInt, Buffer};
 use napi::Env;
 use napi_derive::napi;
 
 use crate::acquire::{Acquirer, Side};
+use crate::completions::Promise;
 use crate::core::Core;
 use crate::errors::{invalid, to_js};
 use crate::runtime::{cancellable, promise, token, Cancel};
@@ -55,7 +56,7 @@ impl Semaphore {
     }
 
     #[napi(ts_return_type = "Promise<PermitHolderInfo[]>")]
-    pub fn holders(&self, env: Env) -> napi::Result<AsyncBlock<Vec<PermitHolderInfo>>> {
+    pub fn holders(&self, env: Env) -> napi::Result<Promise<Vec<PermitHolderInfo>>> {
         let semaphore = self.inner.clone();
         promise(&env, async move {
             Ok(semaphore
@@ -117,7 +118,7 @@ pub struct Latch {
 impl Latch {
     /// Creates it with `count`: false when it existed already.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn create(&self, env: Env, count: f64) -> napi::Result<AsyncBlock<bool>> {
+    pub fn create(&self, env: Env, count: f64) -> napi::Result<Promise<bool>> {
         let count = crate::args::count("count", count).map_err(to_js)?;
         let latch = self.inner.clone();
         promise(&env, async move { latch.create(count).await })
@@ -125,14 +126,14 @@ impl Latch {
 
     /// Counts down by one: what is left.
     #[napi(ts_return_type = "Promise<number>")]
-    pub fn count_down(&self, env: Env) -> napi::Result<AsyncBlock<f64>> {
+    pub fn count_down(&self, env: Env) -> napi::Result<Promise<f64>> {
         let latch = self.inner.clone();
         promise(&env, async move { Ok(latch.count_down().await? as f64) })
     }
 
     /// What is left, or null when there is no such latch.
     #[napi(ts_return_type = "Promise<number | null>")]
-    pub fn count(&self, env: Env) -> napi::Result<AsyncBlock<Option<f64>>> {
+    pub fn count(&self, env: Env) -> napi::Result<Promise<Option<f64>>> {
         let latch = self.inner.clone();
         promise(
             &env,
@@ -147,7 +148,7 @@ impl Latch {
         env: Env,
         timeout_ms: Option<f64>,
         cancel: Option<&Cancel>,
-    ) -> napi::Result<AsyncBlock<()>> {
+    ) -> napi::Result<Promise<()>> {
         let deadline = crate::args::deadline(timeout_ms).map_err(to_js)?;
         let latch = self.inner.clone();
         cancellable(&env, token(cancel), async move {
@@ -178,7 +179,7 @@ impl Barrier {
         env: Env,
         timeout_ms: Option<f64>,
         cancel: Option<&Cancel>,
-    ) -> napi::Result<AsyncBlock<BigInt>> {
+    ) -> napi::Result<Promise<BigInt>> {
         let deadline = crate::args::deadline(timeout_ms).map_err(to_js)?;
         let barrier = self.inner.clone();
         cancellable(&env, token(cancel), async move {
@@ -212,7 +213,7 @@ impl Election {
 
     /// The leader now, or null.
     #[napi(ts_return_type = "Promise<LeaderInfo | null>")]
-    pub fn leader(&self, env: Env) -> napi::Result<AsyncBlock<Option<crate::signals::LeaderInfo>>> {
+    pub fn leader(&self, env: Env) -> napi::Result<Promise<Option<crate::signals::LeaderInfo>>> {
         let election = self.inner.clone();
         promise(&env, async move {
             Ok(election
@@ -223,7 +224,7 @@ impl Election {
     }
 
     #[napi(ts_return_type = "Promise<Observer>")]
-    pub fn observe(&self, env: Env) -> napi::Result<AsyncBlock<crate::signals::Observer>> {
+    pub fn observe(&self, env: Env) -> napi::Result<Promise<crate::signals::Observer>> {
         let election = self.inner.clone();
         promise(&env, async move {
             Ok(crate::signals::Observer::new(election.observe().await?))
@@ -261,7 +262,7 @@ impl Fenced {
         env: Env,
         token: BigInt,
         value: Buffer,
-    ) -> napi::Result<AsyncBlock<FencedOutcome>> {
+    ) -> napi::Result<Promise<FencedOutcome>> {
         let token = token_u64(token).map_err(to_js)?;
         let (fenced, value) = (self.inner.clone(), value.to_vec());
         promise(&env, async move {
@@ -280,7 +281,7 @@ impl Fenced {
 
     /// Raises the highest token seen to `token` (after a revocation).
     #[napi(ts_return_type = "Promise<bigint>")]
-    pub fn raise(&self, env: Env, token: BigInt) -> napi::Result<AsyncBlock<BigInt>> {
+    pub fn raise(&self, env: Env, token: BigInt) -> napi::Result<Promise<BigInt>> {
         let token = token_u64(token).map_err(to_js)?;
         let fenced = self.inner.clone();
         promise(&env, async move { Ok(fenced.raise(token).await?.into()) })
@@ -288,7 +289,7 @@ impl Fenced {
 
     /// The value stored and its token, or null.
     #[napi(ts_return_type = "Promise<[Buffer, bigint] | null>")]
-    pub fn read(&self, env: Env) -> napi::Result<AsyncBlock<Option<(Buffer, BigInt)>>> {
+    pub fn read(&self, env: Env) -> napi::Result<Promise<Option<(Buffer, BigInt)>>> {
         let fenced = self.inner.clone();
         promise(&env, async move {
             Ok(fenced

@@ -1,13 +1,15 @@
-//! Promises over the library's futures (run on napi-rs's tokio runtime),
-//! and the cancellation of a wait by the facade's AbortSignal.
+//! Promises over the library's futures (run on napi-rs's tokio runtime,
+//! settled through completions.rs), and the cancellation of a wait by the
+//! facade's AbortSignal.
 
 use std::future::Future;
 
-use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder, ToNapiValue};
+use napi::bindgen_prelude::ToNapiValue;
 use napi::Env;
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
+use crate::completions::{self, Promise};
 use crate::errors::{aborted, to_js};
 
 /// One wait's cancellation: the facade makes one per wait that has an
@@ -47,12 +49,12 @@ pub(crate) fn token(cancel: Option<&Cancel>) -> Option<CancellationToken> {
 }
 
 /// A Promise of `fut`'s answer.
-pub(crate) fn promise<T, F>(env: &Env, fut: F) -> napi::Result<AsyncBlock<T>>
+pub(crate) fn promise<T, F>(env: &Env, fut: F) -> napi::Result<Promise<T>>
 where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
 {
-    AsyncBlockBuilder::new(async move { fut.await.map_err(to_js) }).build(env)
+    completions::promise(env, async move { fut.await.map_err(to_js) })
 }
 
 /// A Promise of `fut`'s answer that rejects with ABORTED (and drops `fut`)
@@ -61,12 +63,12 @@ pub(crate) fn cancellable<T, F>(
     env: &Env,
     cancel: Option<CancellationToken>,
     fut: F,
-) -> napi::Result<AsyncBlock<T>>
+) -> napi::Result<Promise<T>>
 where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
 {
-    AsyncBlockBuilder::new(async move {
+    completions::promise(env, async move {
         match cancel {
             None => fut.await.map_err(to_js),
             Some(token) => tokio::select! {
@@ -76,7 +78,6 @@ where
             },
         }
     })
-    .build(env)
 }
 
 /// Drops `value` where the library's drops may spawn (a guard released in

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::AsyncBlock;
 use napi::Env;
 use napi_derive::napi;
 use tokio::sync::Mutex;
 
+use crate::completions::Promise;
 use crate::runtime::{cancellable, promise, token, Cancel};
 use napi::bindgen_prelude::{BigInt, Buffer};
 
@@ -80,7 +80,7 @@ impl Listener {
         env: Env,
         timeout_ms: Option<f64>,
         cancel: Option<&Cancel>,
-    ) -> napi::Result<AsyncBlock<Option<SignalMessage>>> {
+    ) -> napi::Result<Promise<Option<SignalMessage>>> {
         let wait = crate::args::opt_ms("timeout", timeout_ms).map_err(crate::errors::to_js)?;
         let inner = self.inner.clone();
         cancellable(&env, token(cancel), async move {
@@ -98,7 +98,7 @@ impl Listener {
 
     /// Unsubscribes; a `recv` in flight is cancelled by the facade first.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn close(&self, env: Env) -> napi::Result<AsyncBlock<()>> {
+    pub fn close(&self, env: Env) -> napi::Result<Promise<()>> {
         let inner = self.inner.clone();
         promise(&env, async move {
             let taken = inner.lock().await.take();
@@ -133,7 +133,7 @@ pub struct Observed {
 impl Observer {
     /// The next state (the first call: the state now).
     #[napi(ts_return_type = "Promise<Observed>")]
-    pub fn next(&self, env: Env, cancel: Option<&Cancel>) -> napi::Result<AsyncBlock<Observed>> {
+    pub fn next(&self, env: Env, cancel: Option<&Cancel>) -> napi::Result<Promise<Observed>> {
         let inner = self.inner.clone();
         cancellable(&env, token(cancel), async move {
             let mut held = inner.lock().await;
