@@ -91,7 +91,7 @@ where
 {
     let handle = handle()?;
     let (fut, cancel) = tracked(fut);
-    // Polled on this thread (the runtime's workers drive the sockets and
+    // Polled on this thread (the runtime's worker drives the sockets and
     // timers): the answer wakes this thread itself, with no task to spawn
     // and no channel to hand the result over, which was a third of an
     // uncontended acquire + release from Python.
