@@ -97,7 +97,10 @@ impl<T: Clone + Send + 'static> Made<T> {
         if let Some(made) = self.mine() {
             return Ok(made);
         }
-        let connected = self.core.clone().connect().await?;
+        // Boxed: the connection's future is large, and kept inline it would
+        // be moved with every call's future (a few kB copied twice a call)
+        // though it runs only once per process.
+        let connected = Box::pin(self.core.clone().connect()).await?;
         let built = (self.build)(&connected)?;
         Ok(self.keep(built))
     }

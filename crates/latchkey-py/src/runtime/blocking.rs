@@ -3,8 +3,10 @@
 //! calls cancelled from Python whose cleanup has not started yet.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -89,21 +91,22 @@ where
 {
     let handle = handle()?;
     let (fut, cancel) = tracked(fut);
-    // Polled on this thread (`Handle::block_on`: the runtime's workers
-    // drive the sockets and timers): the answer wakes this thread itself,
-    // with no task to spawn and no channel to hand the result over, which
-    // was a third of an uncontended acquire + release from Python.
+    // Polled on this thread (the runtime's worker drives the sockets and
+    // timers): the answer wakes this thread itself, with no task to spawn
+    // and no channel to hand the result over, which was a third of an
+    // uncontended acquire + release from Python.
     let mut fut = Box::pin(fut);
     loop {
         let on = handle.clone();
         let (back, got) = py.detach(move || {
-            let got = on.block_on(async { tokio::time::timeout(SLICE, fut.as_mut()).await });
+            let _entered = on.enter();
+            let got = poll_for(fut.as_mut(), SLICE);
             (fut, got)
         });
         fut = back;
         match got {
-            Ok(result) => return result.map_err(|e| errors::to_py(py, e)),
-            Err(_) => {
+            Some(result) => return result.map_err(|e| errors::to_py(py, e)),
+            None => {
                 if let Err(interrupted) = py.check_signals() {
                     // Dropped in the runtime's context, so that its cleanup
                     // (a lock it may have taken, released in the background)
@@ -115,5 +118,43 @@ where
                 }
             }
         }
+    }
+}
+
+/// Wakes the thread that polls a blocking call's future.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// `fut`'s output, polled on this thread, parked between polls; None when
+/// it is not done within `slice` of parking (the first poll is free).
+///
+/// Not `Handle::block_on` under a `tokio::time::timeout`: that registered
+/// a timer with the runtime's wheel on every call, from outside the
+/// runtime, which locks the wheel and at times wakes a worker to re-arm
+/// its sleep; a thread park bounded by `slice` needs neither. A spurious
+/// wake-up (an unpark left over from an earlier call) costs one poll.
+fn poll_for<F: Future>(mut fut: Pin<&mut F>, slice: Duration) -> Option<F::Output> {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut ends = None;
+    loop {
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return Some(out);
+        }
+        let now = Instant::now();
+        let end = *ends.get_or_insert(now + slice);
+        if now >= end {
+            return None;
+        }
+        std::thread::park_timeout(end - now);
     }
 }

@@ -55,8 +55,12 @@ pub(crate) fn handle() -> PyResult<Handle> {
             "the interpreter is exiting: latchkey's runtime is shut down",
         ));
     }
+    // One worker: it drives the sockets for every Python thread, which wait
+    // without the GIL; a second only added cross-thread wake-ups (the two
+    // woke each other to steal the connection's task) to every call, CPU
+    // per call with no gain in hand-off latency (bench/RESULTS.md).
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("latchkey")
         .enable_all()
         .build()
