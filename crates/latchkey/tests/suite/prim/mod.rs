@@ -1,3 +1,4 @@
+mod bad_counters;
 mod barrier;
 mod cached;
 mod control;
