@@ -130,6 +130,23 @@ test('guard.signal aborts with LockLost before the TTL when the hold is found go
   await guard.release();
 });
 
+test('the watchdog keeps a lock while the JavaScript thread is blocked past its TTL', async () => {
+  const guard = await client.lock('core-blocked', { ttl: 600 }).acquire();
+  const first = guard.deadline;
+  const signal = guard.signal;
+  // A synchronous critical section three TTLs long (Atomics.wait blocks the
+  // thread as CPU work would): the renewals run on the native layer's own
+  // thread, not on this one.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_800);
+  assert.equal(redis.cli('get', 'latchkey:core-blocked'), guard.token);
+  assert.ok(Number(redis.cli('pttl', 'latchkey:core-blocked')) > 0);
+  assert.equal(guard.isHeld(), true);
+  assert.ok(guard.deadline >= first + 1_000, 'renewed while the thread was blocked');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(signal.aborted, false);
+  assert.equal(await guard.release(), true);
+});
+
 test('a released guard never aborts its signal', async () => {
   const guard = await client.lock('core-released', { ttl: 200, watchdog: false }).acquire();
   const signal = guard.signal;
