@@ -37,6 +37,7 @@ const KINDS = [
   ['WrongType', 'WRONG_TYPE', 'LatchkeyError'],
   ['BadFencingCounter', 'BAD_FENCING_COUNTER', 'LatchkeyError'],
   ['NotACluster', 'NOT_A_CLUSTER', 'LatchkeyError'],
+  ['UnsupportedServer', 'UNSUPPORTED_SERVER', 'LatchkeyError'],
   ['MaxHoldReached', 'MAX_HOLD_REACHED', 'LatchkeyError'],
   ['ForeignValue', 'FOREIGN_VALUE', 'LatchkeyError'],
   ['LatchOpen', 'LATCH_OPEN', 'LatchkeyError'],

@@ -264,7 +264,7 @@ export type ErrorCode =
   | 'LATCHKEY_ERROR' | 'WAIT_TIMED_OUT' | 'LOCK_LOST' | 'NOT_HELD' | 'INVALID_ARGUMENT' | 'UNSUPPORTED'
   | 'CLIENT_CLOSED' | 'UNAVAILABLE' | 'UNREACHABLE' | 'TIMEOUT' | 'NO_QUORUM' | 'OUT_OF_MEMORY'
   | 'READ_ONLY_REPLICA' | 'TOO_FEW_REPLICAS' | 'TLS' | 'AUTH' | 'NO_PERMISSION' | 'WRONG_TYPE'
-  | 'BAD_FENCING_COUNTER' | 'NOT_A_CLUSTER' | 'MAX_HOLD_REACHED' | 'FOREIGN_VALUE' | 'LATCH_OPEN'
+  | 'BAD_FENCING_COUNTER' | 'NOT_A_CLUSTER' | 'UNSUPPORTED_SERVER' | 'MAX_HOLD_REACHED' | 'FOREIGN_VALUE' | 'LATCH_OPEN'
   | 'COUNTED_BELOW_ZERO' | 'NOT_FOUND' | 'PARTIES_MISMATCH' | 'REDIS_ERROR' | 'PROTOCOL_ERROR' | 'INTERNAL';
 
 export class LatchkeyError extends Error {
@@ -294,6 +294,8 @@ export class NoPermission extends LatchkeyError {}
 export class WrongType extends LatchkeyError {}
 export class BadFencingCounter extends LatchkeyError {}
 export class NotACluster extends LatchkeyError {}
+/** The server is too old (Redis before 7.0, Valkey before 7.2): refused at connect. */
+export class UnsupportedServer extends LatchkeyError {}
 export class MaxHoldReached extends LatchkeyError {}
 export class ForeignValue extends LatchkeyError {}
 export class LatchOpen extends LatchkeyError {}

@@ -44,6 +44,7 @@ exports.NoPermission = errors.NoPermission;
 exports.WrongType = errors.WrongType;
 exports.BadFencingCounter = errors.BadFencingCounter;
 exports.NotACluster = errors.NotACluster;
+exports.UnsupportedServer = errors.UnsupportedServer;
 exports.MaxHoldReached = errors.MaxHoldReached;
 exports.ForeignValue = errors.ForeignValue;
 exports.LatchOpen = errors.LatchOpen;

@@ -3,6 +3,8 @@
 // tokens, errors, AbortSignal and timeouts, the loss signal, disposal.
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const { startRedis, alive } = require('./support/redis');
 const lk = require('..');
 
@@ -229,4 +231,41 @@ test('an unreachable server is Unreachable (an Unavailable), naming where', asyn
     assert.match(e.message, /127\.0\.0\.1:1/);
     return true;
   });
+});
+
+test('every code the native layer can give has its class', () => {
+  const native = require('../lib/native');
+  const errors = require('../lib/errors');
+  const codes = native.errorCodes();
+  assert.ok(codes.includes('WAIT_TIMED_OUT') && codes.includes('UNSUPPORTED_SERVER'), codes.join());
+  for (const code of codes) {
+    const e = errors.fromNative(new Error(`[${code}] what went wrong`));
+    assert.ok(e instanceof lk.LatchkeyError, code);
+    assert.notEqual(e.constructor, lk.LatchkeyError, `${code} has a class of its own`);
+    assert.equal(e.code, code);
+    assert.equal(e.message, 'what went wrong');
+    assert.ok(lk.ERROR_CODES.includes(code), code);
+  }
+});
+
+// The server the library refuses (too old): fetched by ./dev servers, as
+// for the Rust suite's test of the same refusal.
+const redis62 = path.join(process.env.LATCHKEY_SERVERS_DIR ?? '', 'redis-6.2', 'redis-server');
+const have62 = Boolean(process.env.LATCHKEY_SERVERS_DIR) && fs.existsSync(redis62);
+test('Redis 6.2 is refused at connect: UnsupportedServer, naming its version', {
+  skip: !have62 && process.env.LATCHKEY_REQUIRE_SERVERS !== '1' && 'Redis 6.2 is not fetched (./dev servers)',
+}, async () => {
+  assert.ok(have62, `${redis62} is missing although LATCHKEY_REQUIRE_SERVERS=1: run ./dev servers`);
+  const old = await startRedis([], { program: redis62 });
+  try {
+    await assert.rejects(lk.Client.connect(old.url), (e) => {
+      assert.ok(e instanceof lk.UnsupportedServer, `${e.name}: ${e.message}`);
+      assert.equal(e.code, 'UNSUPPORTED_SERVER');
+      assert.equal(e.transient, false);
+      assert.match(e.message, /^Redis 6\.2\./);
+      return true;
+    });
+  } finally {
+    await old.stop();
+  }
 });

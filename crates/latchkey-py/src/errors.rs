@@ -7,59 +7,33 @@
 use latchkey::Error;
 use pyo3::prelude::*;
 
-/// The Python class of each kind of `latchkey::Error` (a name in
-/// `latchkey._errors`), and the list of them all, from one table.
-macro_rules! error_classes {
-    ($($kind:pat => $class:literal,)*) => {
-        pub(crate) fn class_name(e: &Error) -> &'static str {
-            match e {
-                $($kind => $class,)*
-                // A kind added to the Rust library later: the base class.
-                _ => "LatchkeyError",
-            }
-        }
-
-        /// Every class `class_name` can name, for the test that each exists.
-        pub(crate) const CLASS_NAMES: &[&str] = &[$($class,)* "LatchkeyError", "LockLost"];
-    };
+/// The Python class of a library error code (a name in `latchkey._errors`):
+/// the code in CamelCase, `WAIT_TIMED_OUT` → `WaitTimedOut`. The classes are
+/// declared once, in Python; the codes once, in the library.
+pub(crate) fn class_name(code: &str) -> String {
+    code.split('_')
+        .map(|word| {
+            let mut letters = word.chars();
+            letters.next().map_or_else(String::new, |first| {
+                first.to_string() + &letters.as_str().to_ascii_lowercase()
+            })
+        })
+        .collect()
 }
 
-error_classes! {
-    Error::InvalidName { .. } => "InvalidName",
-    Error::InvalidTtl { .. } => "InvalidTtl",
-    Error::InvalidInput(_) => "InvalidInput",
-    Error::InvalidCount { .. } => "InvalidCount",
-    Error::Unsupported(_) => "Unsupported",
-    Error::Unreachable(_) => "Unreachable",
-    Error::Timeout { .. } => "Timeout",
-    Error::Unavailable(_) => "Unavailable",
-    Error::NoQuorum { .. } => "NoQuorum",
-    Error::OutOfMemory(_) => "OutOfMemory",
-    Error::ReadOnlyReplica(_) => "ReadOnlyReplica",
-    Error::TooFewReplicas { .. } => "TooFewReplicas",
-    Error::Tls { .. } => "Tls",
-    Error::Auth(_) => "Auth",
-    Error::NoPermission(_) => "NoPermission",
-    Error::WrongType { .. } => "WrongType",
-    Error::BadFencingCounter { .. } => "BadFencingCounter",
-    Error::NotACluster { .. } => "NotACluster",
-    Error::WaitTimedOut { .. } => "WaitTimedOut",
-    Error::NotHeld { .. } => "NotHeld",
-    Error::MaxHoldReached { .. } => "MaxHoldReached",
-    Error::ForeignValue { .. } => "ForeignValue",
-    Error::LatchOpen { .. } => "LatchOpen",
-    Error::CountedBelowZero { .. } => "CountedBelowZero",
-    Error::NotFound { .. } => "NotFound",
-    Error::PartiesMismatch { .. } => "PartiesMismatch",
-    Error::Redis(_) => "RedisError",
-    Error::Protocol(_) => "ProtocolError",
-    Error::Random(_) => "RandomError",
-    Error::Internal(_) => "InternalError",
+/// Every class `to_py` can raise, and the two the Python side raises
+/// itself: for the test that each exists.
+pub(crate) fn class_names() -> Vec<String> {
+    Error::CODES
+        .iter()
+        .map(|code| class_name(code))
+        .chain(["LatchkeyError".to_owned(), "LockLost".to_owned()])
+        .collect()
 }
 
 /// `e` as an instance of its Python class, with the Rust message.
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    raise(py, class_name(&e), scrub(&e.to_string()))
+    raise(py, &class_name(e.code()), scrub(&e.to_string()))
 }
 
 /// The names redis-rs appends to its messages (` - InvalidClientConfig`):
@@ -102,12 +76,15 @@ pub(crate) fn scrub(message: &str) -> String {
     )
 }
 
-/// An exception of the class called `class` in `latchkey._errors`.
+/// An exception of the class called `class` in `latchkey._errors` (the
+/// base class `LatchkeyError` if there is no such class: a kind the Rust
+/// library has and this package's Python half does not yet).
 pub(crate) fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
-    let made = py
-        .import("latchkey._errors")
-        .and_then(|m| m.getattr(class))
-        .and_then(|c| c.call1((message.clone(),)));
+    let made = py.import("latchkey._errors").and_then(|m| {
+        m.getattr(class)
+            .or_else(|_| m.getattr("LatchkeyError"))
+            .and_then(|c| c.call1((message.clone(),)))
+    });
     match made {
         Ok(instance) => PyErr::from_value(instance),
         // The Python half is missing (the bare extension imported alone).

@@ -75,7 +75,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(observe::metrics::_metrics_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(observe::log::_refresh_logging, m)?)?;
     m.add_function(wrap_pyfunction!(observe::log::_log_records_dropped, m)?)?;
-    m.add("ERROR_CLASSES", errors::CLASS_NAMES.to_vec())?;
+    m.add("ERROR_CLASSES", errors::class_names())?;
     m.add("MIN_TTL", latchkey::MIN_TTL.as_secs_f64())?;
     m.add("MAX_TTL", latchkey::MAX_TTL.as_secs_f64())?;
     m.add("MAX_NAME_LEN", latchkey::MAX_NAME_LEN)?;

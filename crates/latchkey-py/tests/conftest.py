@@ -23,9 +23,10 @@ def free_port() -> int:
 class RedisServer:
     """One redis-server, without persistence, on a free loopback port."""
 
-    def __init__(self) -> None:
-        if shutil.which("redis-server") is None:
-            pytest.fail("redis-server is not installed (./dev test installs it)")
+    def __init__(self, program: str = "redis-server") -> None:
+        if shutil.which(program) is None:
+            pytest.fail(f"{program} is not installed (./dev test installs it)")
+        self.program = program
         self.port = free_port()
         assert self.port != 6379
         self.url = f"redis://127.0.0.1:{self.port}/"
@@ -34,7 +35,7 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            [self.program, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--notify-keyspace-events", "KEA"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10

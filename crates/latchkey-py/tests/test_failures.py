@@ -1,6 +1,8 @@
 """The failure paths: Redis down, ACL refusal, bad input; the exception
 hierarchy."""
 
+import os
+
 import pytest
 
 import latchkey
@@ -11,6 +13,25 @@ def test_every_error_kind_has_a_class():
     for class_name in _native.ERROR_CLASSES:
         cls = getattr(latchkey, class_name)
         assert issubclass(cls, latchkey.LatchkeyError), class_name
+
+
+def test_redis_6_2_is_refused_at_connect_as_unsupported_server():
+    """The server the library refuses (too old), fetched by ./dev servers as
+    for the Rust suite's test of the same refusal."""
+    from conftest import RedisServer
+    program = os.path.join(os.environ.get("LATCHKEY_SERVERS_DIR", ""), "redis-6.2", "redis-server")
+    if not (os.environ.get("LATCHKEY_SERVERS_DIR") and os.path.exists(program)):
+        if os.environ.get("LATCHKEY_REQUIRE_SERVERS") == "1":
+            pytest.fail(f"{program} is missing although LATCHKEY_REQUIRE_SERVERS=1: run ./dev servers")
+        pytest.skip("Redis 6.2 is not fetched (./dev servers)")
+    old = RedisServer(program)
+    try:
+        with pytest.raises(latchkey.UnsupportedServer) as caught:
+            latchkey.Client(old.url)
+        assert str(caught.value).startswith("Redis 6.2.")
+        assert not isinstance(caught.value, latchkey.Unavailable)
+    finally:
+        old.stop()
 
 
 def test_redis_down_at_connect_is_unavailable():

@@ -80,8 +80,8 @@ def every_recipe(client: latchkey.Client) -> None:
         latchkey.NoQuorum, latchkey.OutOfMemory, latchkey.ReadOnlyReplica, latchkey.TooFewReplicas,
         latchkey.InvalidInput, latchkey.InvalidName, latchkey.InvalidTtl, latchkey.InvalidCount,
         latchkey.Unsupported, latchkey.Tls, latchkey.Auth, latchkey.NoPermission, latchkey.WrongType,
-        latchkey.BadFencingCounter, latchkey.NotACluster, latchkey.RedisError, latchkey.ProtocolError,
-        latchkey.RandomError, latchkey.InternalError,
+        latchkey.BadFencingCounter, latchkey.NotACluster, latchkey.UnsupportedServer,
+        latchkey.RedisError, latchkey.ProtocolError, latchkey.RandomError, latchkey.InternalError,
     ]
 
 

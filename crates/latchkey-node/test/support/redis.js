@@ -51,8 +51,8 @@ process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
 
-/** One redis-server; `args` are extra command-line options. */
-async function startRedis(args = [], { sentinel = false } = {}) {
+/** One redis-server; `args` are extra command-line options, `program` another server's binary. */
+async function startRedis(args = [], { sentinel = false, program = 'redis-server' } = {}) {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-node-redis-'));
   let argv = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args];
@@ -61,7 +61,7 @@ async function startRedis(args = [], { sentinel = false } = {}) {
     fs.writeFileSync(conf, `port ${port}\nbind 127.0.0.1\n${args.join('\n')}\n`);
     argv = [conf, '--sentinel'];
   }
-  const child = spawn('redis-server', argv, { stdio: 'ignore' });
+  const child = spawn(program, argv, { stdio: 'ignore' });
   children.add(child);
   child.unref();
   await until(`redis-server on ${port}`, () => ping(port));

@@ -5,7 +5,7 @@ import {
   Client, Redlock, Lock, Guard, Leadership, Semaphore, RwLock, Latch, Barrier, Election, Observer,
   Listener, FencedResource, LatchkeyError, WaitTimedOut, LockLost, NotHeld, InvalidArgument, Unsupported,
   ClientClosed, Unavailable, Unreachable, Timeout, NoQuorum, OutOfMemory, ReadOnlyReplica, TooFewReplicas,
-  TlsError, AuthError, NoPermission, WrongType, BadFencingCounter, NotACluster, MaxHoldReached, ForeignValue,
+  TlsError, AuthError, NoPermission, WrongType, BadFencingCounter, NotACluster, UnsupportedServer, MaxHoldReached, ForeignValue,
   LatchOpen, CountedBelowZero, NotFound, PartiesMismatch, RedisError, ProtocolError, InternalError,
   ERROR_CODES, MIN_TTL, MAX_TTL, MAX_NAME_LEN, version,
 } from 'latchkey-redis';
@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   }
   const classes = [NotHeld, InvalidArgument, Unsupported, ClientClosed, Unavailable, Unreachable, Timeout, NoQuorum,
     OutOfMemory, ReadOnlyReplica, TooFewReplicas, TlsError, AuthError, NoPermission, WrongType, BadFencingCounter,
-    NotACluster, MaxHoldReached, ForeignValue, LatchOpen, CountedBelowZero, NotFound, PartiesMismatch, RedisError,
+    NotACluster, UnsupportedServer, MaxHoldReached, ForeignValue, LatchOpen, CountedBelowZero, NotFound, PartiesMismatch, RedisError,
     ProtocolError, InternalError];
   const codes: lk.ErrorCode[] = ERROR_CODES;
   const limits: number = MIN_TTL + MAX_TTL + MAX_NAME_LEN;

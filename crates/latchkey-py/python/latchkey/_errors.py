@@ -140,6 +140,11 @@ class NotACluster(LatchkeyError):
     """Seeds were given, and the server is not a Redis Cluster node."""
 
 
+class UnsupportedServer(LatchkeyError):
+    """The server is too old for latchkey (Redis before 7.0, Valkey before
+    7.2): refused at connect, before anything is written."""
+
+
 # Anything else: report it --------------------------------------------------
 
 

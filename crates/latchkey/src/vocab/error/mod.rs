@@ -1,6 +1,7 @@
 //! The one error type of this crate.
 
 pub(crate) mod acl;
+mod code;
 pub(crate) mod tls;
 
 use std::time::Duration;
@@ -46,7 +47,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// A lock's waiting calls ([`Lock::acquire`](crate::Lock::acquire) and its
 /// siblings) already retry transient errors until their deadline (without
 /// one, for 30 s), so a transient error that reaches you has outlasted
-/// that. The CLI maps these kinds to its exit codes (`docs/cli.md`).
+/// that. The CLI maps these kinds to its exit codes (`docs/cli.md`); each
+/// kind also has a stable [`code`](Error::code), which the Python and Node
+/// packages name their error classes after.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
