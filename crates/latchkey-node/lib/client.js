@@ -84,13 +84,13 @@ class BaseClient {
   lock(name, options) {
     check.name(name);
     const o = p.holdOptions(options, 'lock', p.LOCK);
-    return new p.Lock(check.sync(() => this.#native.lock(name, o)), this, name);
+    return new p.Lock(check.sync(() => this.#native.lock(name, o)), this, name, o.ttlMs);
   }
   /** Several locks at once, all or none, without deadlock whatever order callers name them in. */
   lockAll(names, options) {
     const n = check.names(names);
     const o = p.holdOptions(options, 'lockAll');
-    return new p.Lock(check.sync(() => this.#native.lockAll(n, o)), this, n.join('+'));
+    return new p.Lock(check.sync(() => this.#native.lockAll(n, o)), this, n.join('+'), o.ttlMs);
   }
   /**
    * Gives back every hold taken through this client (and the holds cached
@@ -187,10 +187,10 @@ class Client extends BaseClient {
     check.bool(o.patterns, 'patterns');
     return new Listener(await check.call(this._native.listen(n, o.patterns === true)));
   }
-  /** Waits for one signal on `name`: `{ name, payload, unicast }`. */
-  async wait(name, options) {
+  /** Waits for one signal on `names` (a name or a list: whichever comes first): `{ name, payload, unicast }`. */
+  async wait(names, options) {
     check.waitOptions(options);
-    const listener = await this.listen([name]);
+    const listener = await this.listen(names);
     try {
       return await listener.recv(options);
     } finally {

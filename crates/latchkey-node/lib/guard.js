@@ -81,6 +81,41 @@ class Guard {
     return check.call(this.#native.fencingTokens());
   }
 
+  /**
+   * Lets go without releasing: no more renewals, and the key stays in Redis
+   * until its TTL (for a process given the token: `latchkey release --token`).
+   * The token; null if it was released already.
+   */
+  forget() {
+    return check.call(this.#native.forget());
+  }
+
+  /** The names of several locks held at once (lockAll), else null. */
+  get names() {
+    return this.#native.names();
+  }
+
+  /** The fencing token of one lock of a lockAll's (one round trip the first time). */
+  fencingTokenOf(name) {
+    check.name(name);
+    return check.call(this.#native.fencingTokenOf(name));
+  }
+
+  /** Which lock of a lockAll's was lost (a round trip to each), or null while all are held. */
+  lostLock() {
+    return check.call(this.#native.lostLock());
+  }
+
+  /** How many permits a semaphore's hold has (1 for a read or write hold), else null. */
+  get permits() {
+    return this.#native.permits();
+  }
+
+  /** `'read'` or `'write'` for a read-write lock's hold, else null. */
+  get access() {
+    return this.#native.access();
+  }
+
   /** Calls `listener()` each time another process asks for the hold (requestRelease, `asking` waiters). */
   onReleaseRequested(listener) {
     if (typeof listener !== 'function') throw invalid('listener must be a function');
@@ -94,19 +129,31 @@ class Guard {
 
 /** A leadership: a Guard whose term is its fencing token. */
 class Leadership extends Guard {
-  #value;
+  #native;
   /** @internal */
   constructor(nativeGuard, owner) {
     super(nativeGuard, owner);
-    this.#value = nativeGuard.value;
+    this.#native = nativeGuard;
   }
   /** The term: a fencing token, greater than every earlier leader's. */
   get term() {
     return this.issuedFencingToken;
   }
-  /** The value campaigned with. */
+  /** The value we lead with: the campaign's, or the last proclaim()'s. */
   get value() {
-    return this.#value;
+    return this.#native.value;
+  }
+  /** When this leadership began, in ms since the epoch (the server's clock). */
+  get since() {
+    return this.#native.since();
+  }
+  /** Whether we lead (isHeld()). */
+  isLeader() {
+    return this.isHeld();
+  }
+  /** Changes our value (observers see it): true while we still lead. */
+  proclaim(value) {
+    return check.call(this.#native.proclaim(check.payload(value)));
   }
   /** Steps down (the same as release()). */
   resign() {

@@ -92,19 +92,45 @@ export class Guard implements AsyncDisposable {
   fencingTokens(): Promise<bigint[]>;
   /** Calls `listener` each time another process asks for the hold. */
   onReleaseRequested(listener: () => void): void;
+  /**
+   * Lets go without releasing: no more renewals; the key stays in Redis until
+   * its TTL (for a process given the token). The token; null if released already.
+   */
+  forget(): Promise<string | null>;
+  /** The names of several locks held at once (`lockAll`), else null. */
+  readonly names: string[] | null;
+  /** The fencing token of one lock of a `lockAll`'s. */
+  fencingTokenOf(name: string): Promise<bigint>;
+  /** Which lock of a `lockAll`'s was lost (a round trip to each), or null while all are held. */
+  lostLock(): Promise<string | null>;
+  /** How many permits a semaphore's hold has (1 for a read or write hold), else null. */
+  readonly permits: number | null;
+  /** `'read'` or `'write'` for a read-write lock's hold, else null. */
+  readonly access: 'read' | 'write' | null;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A leadership: a Guard whose term is its fencing token. */
 export class Leadership extends Guard {
   readonly term: bigint;
+  /** The value we lead with: the campaign's, or the last `proclaim()`'s. */
   readonly value: Buffer;
+  /** When this leadership began: ms since the epoch (the server's clock). */
+  readonly since: number;
+  /** Whether we lead (`isHeld()`). */
+  isLeader(): boolean;
+  /** Changes our value (observers see it): true while we still lead. */
+  proclaim(value: string | Uint8Array): Promise<boolean>;
   resign(): Promise<boolean>;
 }
 
 export class Lock {
   protected constructor();
   readonly name: string;
+  /** Milliseconds each acquisition or renewal holds for. */
+  readonly ttl: number;
+  /** A cached lock gives its kept idle hold back to Redis now: whether one was kept (false for other locks). */
+  giveBack(): Promise<boolean>;
   /** A guard, or null when someone else holds the lock. One round trip. */
   tryAcquire(): Promise<Guard | null>;
   acquire(options?: WaitOptions): Promise<Guard>;
@@ -162,6 +188,8 @@ export class Barrier {
   protected constructor();
   readonly name: string;
   readonly parties: number;
+  /** [generation, parties arrived], or null when the barrier does not exist. */
+  state(): Promise<[generation: bigint, arrived: number] | null>;
   /** Arrives and waits for the other parties: the generation met. */
   wait(options?: WaitOptions): Promise<bigint>;
 }
@@ -185,6 +213,8 @@ export class Election {
 
 export class Observer implements AsyncIterableIterator<Leader | null>, AsyncDisposable {
   protected constructor();
+  /** How many changes could not be reported one by one (the state was re-read instead); null while a next() waits. */
+  readonly missed: number | null;
   next(options?: { signal?: AbortSignal }): Promise<IteratorResult<Leader | null, undefined>>;
   return(): Promise<IteratorResult<Leader | null, undefined>>;
   [Symbol.asyncIterator](): Observer;
@@ -203,6 +233,10 @@ export class Listener implements AsyncIterableIterator<Signal>, AsyncDisposable 
   protected constructor();
   /** The next signal; null once closed. */
   recv(options?: WaitOptions): Promise<Signal | null>;
+  /** A signal that already arrived and was not received yet, without waiting; null if none. */
+  tryRecv(): Signal | null;
+  /** Whether a server confirmed the subscriptions on its current connection (false while reconnecting). */
+  readonly subscribed: boolean;
   next(): Promise<IteratorResult<Signal, undefined>>;
   return(): Promise<IteratorResult<Signal, undefined>>;
   [Symbol.asyncIterator](): Listener;
@@ -248,7 +282,7 @@ export class Client extends BaseClient {
   signal(name: string, payload?: string | Uint8Array): Promise<number>;
   signalOne(name: string, payload?: string | Uint8Array): Promise<number>;
   listen(names: string | string[], options?: { patterns?: boolean }): Promise<Listener>;
-  wait(name: string, options?: WaitOptions): Promise<Signal | null>;
+  wait(names: string | string[], options?: WaitOptions): Promise<Signal | null>;
   revoke(name: string): Promise<Revocation[]>;
   requestRelease(name: string): Promise<number>;
 }

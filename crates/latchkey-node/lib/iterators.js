@@ -53,6 +53,15 @@ class Listener {
     const got = await this.#waits.run(o, (timeout, cancel) => this.#native.recv(timeout, cancel));
     return got === ABORTED ? null : got;
   }
+  /** A signal that already arrived and was not received yet, without waiting; null if none (or while a recv() waits). */
+  tryRecv() {
+    if (this.#closed) return null;
+    return this.#native.tryRecv();
+  }
+  /** Whether a server confirmed the subscriptions on its current connection (false while reconnecting). */
+  get subscribed() {
+    return !this.#closed && this.#native.subscribed;
+  }
   async next() {
     const value = await this.recv();
     return value === null ? { done: true, value: undefined } : { done: false, value };
@@ -84,6 +93,10 @@ class Observer {
   /** @internal */
   constructor(nativeObserver) {
     this.#native = nativeObserver;
+  }
+  /** How many changes could not be reported one by one (the state was re-read instead); null while a next() waits. */
+  get missed() {
+    return this.#native.missed();
   }
   async next(options) {
     const o = check.options(options, ['signal'], 'next');

@@ -59,10 +59,18 @@ async function using(acquiring, fn) {
 
 class Lock {
   #take;
+  #native;
   /** @internal */
-  constructor(nativeAcquirer, owner, name) {
+  constructor(nativeAcquirer, owner, name, ttl) {
     this.#take = new Acquisitions(nativeAcquirer, owner);
+    this.#native = nativeAcquirer;
     this.name = name;
+    /** The TTL of each acquisition or renewal, in ms. */
+    this.ttl = ttl;
+  }
+  /** A cached lock gives its kept idle hold back to Redis now: whether one was kept (false for other locks). */
+  giveBack() {
+    return check.call(this.#native.giveBack());
   }
   /** A guard, or null when someone else holds the lock. One round trip. */
   tryAcquire() {
@@ -182,6 +190,10 @@ class Barrier {
   }
   get parties() {
     return this.#native.parties;
+  }
+  /** [generation (bigint), parties arrived], or null when the barrier does not exist. */
+  state() {
+    return check.call(this.#native.state());
   }
   /** Arrives and waits for the other parties: the generation met (bigint). */
   wait(options) {

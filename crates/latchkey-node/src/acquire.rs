@@ -28,6 +28,11 @@ pub(crate) trait Acquire: Send + Sync + 'static {
     fn value(&self) -> Option<Vec<u8>> {
         None
     }
+    /// Gives a kept idle hold back to Redis now (a cached lock's); whether
+    /// one was. Nothing is kept by the others.
+    fn give_back(&self) -> BoxFuture<'_, latchkey::Result<bool>> {
+        Box::pin(async { Ok(false) })
+    }
 }
 
 fn boxed<G: DynGuard + 'static>(g: latchkey::Result<G>) -> Taken {
@@ -41,9 +46,10 @@ fn boxed_opt<G: DynGuard + 'static>(
 }
 
 /// The recipes whose `try_acquire`, `acquire` and `acquire_until` take
-/// nothing else: one impl shape, said once.
+/// nothing else: one impl shape, said once (with the kept lock's
+/// `give_back` where it has one).
 macro_rules! acquire_by_deadline {
-    ($($recipe:ty),*) => {$(
+    ($recipe:ty $(, give_back: $give_back:path)?) => {
         impl Acquire for $recipe {
             fn try_take(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn DynGuard>>>> {
                 Box::pin(async move { boxed_opt(self.try_acquire().await) })
@@ -56,11 +62,16 @@ macro_rules! acquire_by_deadline {
                     }
                 })
             }
+            $(fn give_back(&self) -> BoxFuture<'_, latchkey::Result<bool>> {
+                Box::pin($give_back(self))
+            })?
         }
-    )*};
+    };
 }
 
-acquire_by_deadline!(latchkey::Lock, latchkey::CachedLock, latchkey::MultiLock);
+acquire_by_deadline!(latchkey::Lock);
+acquire_by_deadline!(latchkey::MultiLock);
+acquire_by_deadline!(latchkey::CachedLock, give_back: latchkey::CachedLock::give_back);
 
 /// `k` permits of a semaphore, all or none.
 pub(crate) struct Permits(pub(crate) latchkey::Semaphore, pub(crate) u32);
@@ -144,6 +155,15 @@ impl Acquirer {
                 .await?
                 .map(|g| Guard::new(Holding::new(g, &core, value))))
         })
+    }
+
+    /// Gives a cached lock's kept idle hold back to Redis now: whether one
+    /// was kept (false for every other lock). A hold in use is given back
+    /// at its release.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn give_back(&self, env: Env) -> napi::Result<Promise<bool>> {
+        let inner = self.inner.clone();
+        promise(&env, async move { inner.give_back().await })
     }
 
     /// Waits at most `timeout_ms` (null: as long as it takes), or until

@@ -22,8 +22,8 @@ use crate::runtime::{drop_in_runtime, promise};
 /// its client's registry (weakly).
 pub(crate) struct Holding {
     /// `None` once released.
-    guard: RwLock<Option<Box<dyn DynGuard>>>,
-    name: String,
+    pub(crate) guard: RwLock<Option<Box<dyn DynGuard>>>,
+    pub(crate) name: String,
     token: String,
     ttl: Duration,
     /// A leadership's value (what it campaigned with).
@@ -66,6 +66,25 @@ impl Holding {
             Some(guard) => Ok(guard.release().await? == Ownership::Owned),
             None => Ok(false),
         }
+    }
+}
+
+impl Holding {
+    /// Lets go of the hold without releasing it (no more renewals; the key
+    /// stays until its TTL): the owner token, None if it was released.
+    pub(crate) async fn forget(&self) -> Option<String> {
+        self.released.cancel();
+        let taken = self.guard.write().await.take();
+        if let Some(id) = self.id.get() {
+            self.core.forget(*id);
+        }
+        taken.map(|guard| guard.forget())
+    }
+
+    /// `op` on the guard as the kind `G`, if it is one and still held.
+    pub(crate) fn as_kind<G: 'static, R>(&self, op: impl FnOnce(&G) -> R) -> Option<R> {
+        let held = self.guard.try_read().ok()?;
+        held.as_ref()?.as_any().downcast_ref::<G>().map(op)
     }
 }
 
@@ -136,10 +155,14 @@ impl Guard {
         self.holding.ttl.as_secs_f64() * 1000.0
     }
 
-    /// A leadership's value (the campaign's), else null.
+    /// A leadership's value (the campaign's, or the last `proclaim`'s),
+    /// else null.
     #[napi(getter)]
     pub fn value(&self) -> Option<napi::bindgen_prelude::Buffer> {
-        self.holding.value.clone().map(Into::into)
+        self.holding
+            .as_kind(|g: &latchkey::Leadership| g.value().to_vec())
+            .or_else(|| self.holding.value.clone())
+            .map(Into::into)
     }
 
     #[napi]

@@ -24,6 +24,7 @@ mod completions;
 mod core;
 mod errors;
 mod hold;
+mod kinds;
 mod primitives;
 mod runtime;
 mod signals;

@@ -172,6 +172,20 @@ impl Barrier {
         self.inner.parties()
     }
 
+    /// The current generation and how many of its parties arrived, or
+    /// null when the barrier does not exist (never used, or gone at its
+    /// TTL).
+    #[napi(ts_return_type = "Promise<[generation: bigint, arrived: number] | null>")]
+    pub fn state(&self, env: Env) -> napi::Result<Promise<Option<(BigInt, u32)>>> {
+        let barrier = self.inner.clone();
+        promise(&env, async move {
+            Ok(barrier
+                .state()
+                .await?
+                .map(|(generation, arrived)| (BigInt::from(generation), arrived as u32)))
+        })
+    }
+
     /// Arrives and waits for the others: the generation met.
     #[napi(ts_return_type = "Promise<bigint>")]
     pub fn wait(

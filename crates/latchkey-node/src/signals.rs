@@ -96,6 +96,27 @@ impl Listener {
         })
     }
 
+    /// A signal that already arrived and was not received yet, without
+    /// waiting (pub/sub keeps nothing: only a listener can tell); null if
+    /// there is none, or while a `recv` is in flight.
+    #[napi]
+    pub fn try_recv(&self) -> Option<SignalMessage> {
+        let mut held = self.inner.try_lock().ok()?;
+        held.as_mut()?.try_recv().map(Into::into)
+    }
+
+    /// Whether a server confirmed the subscriptions on its current
+    /// connection (false while every connection is down or reconnecting,
+    /// and once closed; during a `recv`, the last answer is not known:
+    /// true).
+    #[napi(getter)]
+    pub fn subscribed(&self) -> bool {
+        match self.inner.try_lock() {
+            Ok(held) => held.as_ref().is_some_and(|l| l.is_subscribed()),
+            Err(_) => true,
+        }
+    }
+
     /// Unsubscribes; a `recv` in flight is cancelled by the facade first.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close(&self, env: Env) -> napi::Result<Promise<()>> {
@@ -144,6 +165,14 @@ impl Observer {
                 leader: observer.next().await?.map(LeaderInfo::from),
             })
         })
+    }
+
+    /// How many changes this observer could not report one by one (it
+    /// re-read the state instead); null while a `next()` is in flight.
+    #[napi]
+    pub fn missed(&self) -> Option<f64> {
+        let held = self.inner.try_lock().ok()?;
+        held.as_ref().map(|o| o.missed() as f64)
     }
 
     #[napi]

@@ -5,7 +5,7 @@
 // resource, revoke and request-release.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startRedis, alive } = require('./support/redis');
+const { startRedis, alive, until } = require('./support/redis');
 const lk = require('..');
 
 let redis;
@@ -204,4 +204,110 @@ test('a fenced resource refuses stale tokens', async () => {
   const [value] = await out.read();
   assert.equal(value.toString(), 'the report');
   await guard.release();
+});
+
+test('what only some holds have: names, per-lock tokens and the lost lock; permits; access', async () => {
+  const both = client.lockAll(['pair:b', 'pair:a'], { ttl: 5_000 });
+  const g = await both.acquire({ timeout: 1_000 });
+  assert.deepEqual([...g.names].sort(), ['pair:a', 'pair:b']);
+  const ta = await g.fencingTokenOf('pair:a');
+  assert.equal(typeof ta, 'bigint');
+  assert.ok((await g.fencingTokens()).includes(ta));
+  assert.equal(await g.lostLock(), null);
+  redis.cli('del', 'latchkey:pair:b');
+  assert.equal(await g.lostLock(), 'pair:b');
+  await g.release();
+  const plain = await client.lock('plain', { ttl: 5_000 }).acquire();
+  assert.equal(plain.names, null);
+  assert.equal(plain.permits, null);
+  assert.equal(plain.access, null);
+  await assert.rejects(plain.fencingTokenOf('plain'), lk.Unsupported);
+  await plain.release();
+  const two = await client.semaphore('pool-k', 3, { ttl: 5_000 }).acquire({ permits: 2 });
+  assert.equal(two.permits, 2);
+  assert.equal(two.access, null);
+  await two.release();
+  const rw = client.rwlock('catalog-k', { ttl: 5_000 });
+  const r = await rw.read();
+  assert.equal(r.access, 'read');
+  assert.equal(r.permits, 1);
+  await r.release();
+  const w = await rw.write();
+  assert.equal(w.access, 'write');
+  await w.release();
+});
+
+test('forget leaves the hold in Redis to its TTL and stops renewing it', async () => {
+  const lock = client.lock('forgotten', { ttl: 400 });
+  const g = await lock.acquire();
+  const token = await g.forget();
+  assert.equal(token, g.token);
+  assert.equal(redis.cli('get', 'latchkey:forgotten'), token);
+  assert.equal(g.isHeld(), false);
+  assert.equal(await g.release(), false, 'nothing left to release');
+  assert.equal(await g.forget(), null);
+  // Not renewed: it ends at its TTL, and close() does not give it back.
+  await alive(new Promise((r) => setTimeout(r, 600)));
+  assert.equal(redis.cli('exists', 'latchkey:forgotten'), '0');
+});
+
+test('a cached lock gives its kept hold back on request; lock.ttl is its TTL', async () => {
+  const lock = client.lock('kept-back', { ttl: 5_000, cached: 5_000 });
+  assert.equal(lock.ttl, 5_000);
+  assert.equal(await lock.giveBack(), false, 'nothing kept yet');
+  await (await lock.acquire()).release();
+  assert.equal(redis.cli('exists', 'latchkey:kept-back'), '1');
+  assert.equal(await lock.giveBack(), true);
+  assert.equal(redis.cli('exists', 'latchkey:kept-back'), '0');
+  assert.equal(await client.lock('not-kept', { ttl: 5_000 }).giveBack(), false);
+});
+
+test('a leadership: since, isLeader and proclaim, which observers see', async () => {
+  const election = client.election('proclaimed', { ttl: 5_000 });
+  const before = Date.now();
+  const lead = await election.campaign('v1', { timeout: 2_000 });
+  assert.ok(lead.isLeader());
+  assert.ok(Math.abs(lead.since - before) < 5_000, `${lead.since} near ${before}`);
+  const observer = await election.observe();
+  assert.equal((await observer.next()).value.value.toString(), 'v1');
+  assert.equal(await lead.proclaim('v2'), true);
+  assert.equal(lead.value.toString(), 'v2');
+  assert.equal((await observer.next()).value.value.toString(), 'v2');
+  assert.equal(observer.missed, 0);
+  assert.equal((await election.leader()).value.toString(), 'v2');
+  await lead.resign();
+  assert.equal(lead.isLeader(), false);
+  assert.equal(await lead.proclaim('v3'), false);
+  await observer.close();
+});
+
+test('a barrier tells its state; a listener tries without waiting and says it is subscribed', async () => {
+  const barrier = client.barrier('stated', 2);
+  assert.equal(await barrier.state(), null, 'never used');
+  const other = await lk.Client.connect(redis.url);
+  await Promise.all([barrier.wait({ timeout: 5_000 }), other.barrier('stated', 2).wait({ timeout: 5_000 })]);
+  const [generation, arrived] = await barrier.state();
+  assert.equal(typeof generation, 'bigint');
+  assert.equal(arrived, 0, 'the next generation has nobody yet');
+  await other.close();
+  const listener = await client.listen(['tried']);
+  assert.equal(listener.subscribed, true);
+  assert.equal(listener.tryRecv(), null);
+  assert.equal(await client.signal('tried', 'now'), 1);
+  // Delivered over the listener's connection: wait for it to be there.
+  const got = await listener.recv({ timeout: 5_000 });
+  assert.equal(got.payload.toString(), 'now');
+  await client.signal('tried', 'queued');
+  // Arrived without a recv(): tryRecv gives it once it is in (a poll of
+  // the listener's buffer, nothing sent to Redis).
+  let early = null;
+  await until('the signal arrived', () => (early = listener.tryRecv()) !== null);
+  assert.equal(early.payload.toString(), 'queued');
+  assert.equal(listener.tryRecv(), null, 'given once');
+  await listener.close();
+  assert.equal(listener.subscribed, false);
+  assert.equal(listener.tryRecv(), null);
+  const either = client.wait(['one-of:a', 'one-of:b'], { timeout: 5_000 });
+  while ((await client.signal('one-of:b', 'b')) === 0) await new Promise((r) => setTimeout(r, 10));
+  assert.equal((await either).name, 'one-of:b');
 });

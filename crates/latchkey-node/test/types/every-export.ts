@@ -29,25 +29,38 @@ async function main(): Promise<void> {
     void [tokens, held, when, why, issued, extended, guard.name, guard.token, guard.ttl];
   }
   const g: Guard | null = await lock.tryAcquire();
+  const forgotten: string | null = (await g?.forget()) ?? null;
+  const lockTtl: number = lock.ttl;
+  const gaveBack: boolean = await lock.giveBack();
   const done: boolean = (await g?.release()) ?? false;
   const n: number = await lock.using(async (signal: AbortSignal, guard: Guard) => (signal.aborted ? 0 : guard.ttl), { timeout: 1_000 });
   const all: Lock = client.lockAll(['a', 'b'], { ttl: 5_000 });
   const sem: Semaphore = client.semaphore('pool', 3, { ttl: 5_000 });
   const permit: Guard = await sem.acquire({ permits: 2, timeout: 1_000 });
+  const taken: number | null = permit.permits;
+  const both: Guard = await all.acquire();
+  const names: string[] | null = both.names;
+  const tokenOfA: bigint = await both.fencingTokenOf('a');
+  const lostOne: string | null = await both.lostLock();
   const holders: lk.PermitHolder[] = await sem.holders();
   const rw: RwLock = client.rwlock('catalog', { ttl: 5_000 });
   const r: Guard = await rw.read();
   const w: Guard | null = await rw.tryWrite();
+  const access: 'read' | 'write' | null = r.access;
   const latch: Latch = client.latch('loaded', { ttl: 60_000 });
   const created: boolean = await latch.create(3);
   const left: number = await latch.countDown();
   await latch.wait({ timeout: 1_000 });
   const barrier: Barrier = client.barrier('step', 2);
   const generation: bigint = await barrier.wait();
+  const state: [bigint, number] | null = await barrier.state();
   const election: Election = client.election('scheduler', { ttl: 10_000 });
   const lead: Leadership = await election.campaign('node-a');
   const term: bigint = lead.term;
+  const since: number = lead.since;
+  const leading: boolean = lead.isLeader() && (await lead.proclaim('node-a, v2'));
   const observer: Observer = await election.observe();
+  const missed: number | null = observer.missed;
   for await (const leader of observer) {
     const t: bigint | undefined = leader?.term;
     void t;
@@ -56,12 +69,14 @@ async function main(): Promise<void> {
   await lead.resign();
   const heard: number = await client.signal('deploy-done', 'v42');
   await using listener: Listener = await client.listen(['deploy-done'], { patterns: false });
+  const early: lk.Signal | null = listener.subscribed ? listener.tryRecv() : null;
   for await (const s of listener) {
     const payload: Buffer = s.payload;
     void payload;
     break;
   }
   const s1: lk.Signal | null = await client.wait('x', { timeout: 100 });
+  const s2: lk.Signal | null = await client.wait(['x', 'y'], { timeout: 100 });
   const out: FencedResource = client.fenced('output');
   const ok: boolean = await out.write(term, 'data');
   const revoked: lk.Revocation[] = await client.revoke('x');
@@ -90,6 +105,6 @@ async function main(): Promise<void> {
   const codes: lk.ErrorCode[] = ERROR_CODES;
   const limits: number = MIN_TTL + MAX_TTL + MAX_NAME_LEN;
   const v: string = version;
-  void [done, n, all, permit, holders, r, w, created, left, generation, heard, s1, ok, revoked, asked, q, classes, codes, limits, v];
+  void [forgotten, lockTtl, gaveBack, taken, names, tokenOfA, lostOne, access, state, since, leading, missed, early, s2, done, n, all, permit, holders, r, w, created, left, generation, heard, s1, ok, revoked, asked, q, classes, codes, limits, v];
 }
 void main;

@@ -8,7 +8,6 @@ pub(crate) mod class;
 pub(crate) mod kinds;
 pub(crate) mod lost;
 
-use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -21,17 +20,14 @@ use crate::args::Name;
 use crate::clients::core::Core;
 use crate::runtime::{drop_in_runtime, pid};
 
-/// A guard of the library, as the one door sees it, and as itself for the
-/// calls only one kind has (a leadership's `proclaim`).
+/// A guard of the library, as the one door sees it (`as_any` reaches the
+/// calls only one kind has, a leadership's `proclaim`), and boxed as one
+/// for the calls that take the box.
 pub(crate) trait Held: DynGuard + 'static {
-    fn as_any(&self) -> &dyn Any;
     fn into_dyn(self: Box<Self>) -> Box<dyn DynGuard>;
 }
 
-impl<G: DynGuard + Any> Held for G {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+impl<G: DynGuard + 'static> Held for G {
     fn into_dyn(self: Box<Self>) -> Box<dyn DynGuard> {
         self
     }

@@ -12,6 +12,7 @@
 //! [`MultiGuard`]: crate::MultiGuard
 //! [`Leadership`]: crate::Leadership
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
@@ -166,7 +167,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// [`Guard`] as a trait object, for code that chooses the kind of hold at
 /// run time (a binding's one hold class, a command's `--permits` or not):
 /// `Box<dyn DynGuard>`. Every `Guard` is one (a blanket impl); its
-/// futures are boxed, and `release` and `forget` take the box.
+/// futures are boxed, and `release` and `forget` take the box. What only
+/// one kind has (a leadership's `proclaim`, several locks' `names`) is
+/// reached through [`as_any`](DynGuard::as_any).
 ///
 /// ```no_run
 /// # async fn demo(client: latchkey::Client, permits: Option<u64>) -> latchkey::Result<()> {
@@ -214,6 +217,9 @@ pub trait DynGuard: Send + Sync {
     fn release(self: Box<Self>) -> BoxFuture<'static, Result<Ownership>>;
     /// See [`Guard::forget`].
     fn forget(self: Box<Self>) -> String;
+    /// The guard as itself, for the calls of its own kind:
+    /// `hold.as_any().downcast_ref::<latchkey::Leadership>()`.
+    fn as_any(&self) -> &dyn Any;
 }
 
 impl<G: Guard + 'static> DynGuard for G {
@@ -264,6 +270,9 @@ impl<G: Guard + 'static> DynGuard for G {
     }
     fn forget(self: Box<Self>) -> String {
         Guard::forget(*self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
