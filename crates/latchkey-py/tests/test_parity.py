@@ -38,6 +38,7 @@ SAME_AS = {
 # Deliberately not in Python, and why (reviewed).
 EXCEPTIONS = {
     "key": "the Redis key: the protocol's business (docs/protocol.md), not a user's",
+    "as_any": "how a binding reaches one kind's calls; Python has a class per kind",
     "readers_key": "as key", "writer_key": "as key",
     "lost_signal": "the `lost` event is Python's handle on it",
     "issued_fencing_tokens": "fencing_tokens() answers without a round trip once issued",
