@@ -5,13 +5,13 @@
 //! Asked of a hold of another kind, each answers null (or, for a call that
 //! goes to Redis, rejects with UNSUPPORTED).
 
-use latchkey::{Leadership, MultiGuard, Ownership, PermitGuard, RwAccess, RwGuard};
+use latchkey::{BoxFuture, Leadership, MultiGuard, Ownership, PermitGuard, RwAccess, RwGuard};
 use napi::bindgen_prelude::{BigInt, Buffer};
 use napi::Env;
 use napi_derive::napi;
 
 use crate::completions::Promise;
-use crate::hold::Guard;
+use crate::hold::{Guard, Holding};
 use crate::runtime::promise;
 
 #[napi]
@@ -41,43 +41,41 @@ impl Guard {
     pub fn fencing_token_of(&self, env: Env, name: String) -> napi::Result<Promise<BigInt>> {
         let holding = self.holding.clone();
         promise(&env, async move {
-            let held = holding.guard.read().await;
-            let multi = held
-                .as_ref()
-                .map(|g| g.as_any().downcast_ref::<MultiGuard>());
-            match multi {
-                Some(Some(g)) => Ok(BigInt::from(g.fencing_token_of(&name).await?)),
-                Some(None) => Err(latchkey::Error::Unsupported(
-                    "fencingTokenOf: not several locks (lockAll)",
-                )),
-                None => Err(latchkey::Error::NotHeld {
+            let not_held = || {
+                Err(latchkey::Error::NotHeld {
                     name: holding.name.clone(),
-                }),
-            }
+                })
+            };
+            on_kind(
+                &holding,
+                "fencingTokenOf: not several locks (lockAll)",
+                not_held,
+                |g: &MultiGuard| {
+                    Box::pin(async move { Ok(BigInt::from(g.fencing_token_of(&name).await?)) })
+                },
+            )
+            .await
         })
     }
 
     /// Which lock of a lockAll's was lost (a round trip to each), or null
-    /// while all are held.
+    /// while all are held (and once released: none is ours any more).
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn lost_lock(&self, env: Env) -> napi::Result<Promise<Option<String>>> {
         let holding = self.holding.clone();
         promise(&env, async move {
-            let held = holding.guard.read().await;
-            let multi = held
-                .as_ref()
-                .map(|g| g.as_any().downcast_ref::<MultiGuard>());
-            match multi {
-                Some(Some(g)) => Ok(g
-                    .lost_lock()
-                    .await?
-                    .map(|n| String::from_utf8_lossy(&n).into_owned())),
-                Some(None) => Err(latchkey::Error::Unsupported(
-                    "lostLock: not several locks (lockAll)",
-                )),
-                // Released: none of them is ours any more.
-                None => Ok(None),
-            }
+            on_kind(
+                &holding,
+                "lostLock: not several locks (lockAll)",
+                || Ok(None),
+                |g: &MultiGuard| {
+                    Box::pin(async move {
+                        let lost = g.lost_lock().await?;
+                        Ok(lost.map(|n| String::from_utf8_lossy(&n).into_owned()))
+                    })
+                },
+            )
+            .await
         })
     }
 
@@ -116,15 +114,32 @@ impl Guard {
         let holding = self.holding.clone();
         let value = value.to_vec();
         promise(&env, async move {
-            let held = holding.guard.read().await;
-            let leading = held
-                .as_ref()
-                .map(|g| g.as_any().downcast_ref::<Leadership>());
-            match leading {
-                Some(Some(g)) => Ok(g.proclaim(&value).await? == Ownership::Owned),
-                Some(None) => Err(latchkey::Error::Unsupported("proclaim: not a leadership")),
-                None => Ok(false),
-            }
+            on_kind(
+                &holding,
+                "proclaim: not a leadership",
+                || Ok(false),
+                |g: &Leadership| {
+                    Box::pin(async move { Ok(g.proclaim(&value).await? == Ownership::Owned) })
+                },
+            )
+            .await
         })
+    }
+}
+
+/// `op` on the hold as the guard kind `G` (read-locked for the call):
+/// UNSUPPORTED with `not` when it is another kind, `released()` once it
+/// was released or forgotten.
+async fn on_kind<G: 'static, R>(
+    holding: &Holding,
+    not: &'static str,
+    released: impl FnOnce() -> latchkey::Result<R>,
+    op: impl for<'a> FnOnce(&'a G) -> BoxFuture<'a, latchkey::Result<R>>,
+) -> latchkey::Result<R> {
+    let held = holding.guard.read().await;
+    match held.as_ref().map(|g| g.as_any().downcast_ref::<G>()) {
+        Some(Some(g)) => op(g).await,
+        Some(None) => Err(latchkey::Error::Unsupported(not)),
+        None => released(),
     }
 }
