@@ -11,6 +11,56 @@ const MIGRATE_BATCH: usize = 100;
 const MIGRATE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl RedisCluster {
+    /// Waits until every running replica of `primary` has every write the
+    /// primary had when this was called: its replication offset reached the
+    /// primary's. What to wait for before killing a primary whose writes
+    /// must survive. (`WAIT` cannot say it from a connection of its own: it
+    /// counts the acknowledgements of *that connection's* writes, so a
+    /// fresh connection's `WAIT` returns at once.)
+    ///
+    /// # Panics
+    ///
+    /// If `primary` does not answer, or a replica is not caught up within 30 s.
+    pub fn wait_replicas_synced(&self, primary: &ClusterNode) {
+        let info = primary.must(&["INFO", "replication"]);
+        let offset: u64 = super::info_field(&info, "master_repl_offset")
+            .and_then(|o| o.parse().ok())
+            .unwrap_or_else(|| {
+                panic!(
+                    "latchkey-testkit: node {} has no replication offset",
+                    primary.port()
+                )
+            });
+        let replicas: Vec<&ClusterNode> = self
+            .replicas_of(primary)
+            .into_iter()
+            .filter(|r| r.is_running())
+            .collect();
+        assert!(
+            !replicas.is_empty(),
+            "latchkey-testkit: node {} has no running replica",
+            primary.port()
+        );
+        for replica in replicas {
+            poll("a replica caught up with its primary", || {
+                let info = replica.probe(&["INFO", "replication"])?;
+                let theirs: u64 = super::info_field(&info, "slave_repl_offset")
+                    .and_then(|o| o.parse().ok())
+                    .unwrap_or(0);
+                if super::info_field(&info, "master_link_status") == Some("up") && theirs >= offset
+                {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "replica {} at offset {theirs}, its primary {} at {offset}",
+                        replica.port(),
+                        primary.port()
+                    ))
+                }
+            });
+        }
+    }
+
     /// Manual failover: `CLUSTER FAILOVER` on `replica` (with `FORCE` if its
     /// primary is not running), then waits until `replica` reports itself a
     /// primary and the cluster is healthy again, its old primary (if running)

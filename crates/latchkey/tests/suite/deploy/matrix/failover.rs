@@ -78,16 +78,8 @@ async fn fail_over(d: Deployment, how: How) -> Deployment {
                 let primary = cluster.primary_for_key("{fo}");
                 let victim = primary.port();
                 let replica = cluster.replicas_of(primary)[0].port();
-                // The replica has every write of the slot before it goes:
-                // WAIT says how many acknowledged (0 while a replica on a
-                // loaded machine is still catching up), so ask until it did.
-                let started = std::time::Instant::now();
-                while primary.command(&["WAIT", "1", "1000"]).expect("WAIT") != "1" {
-                    assert!(
-                        started.elapsed() < Duration::from_secs(30),
-                        "the replica never acknowledged the primary's writes"
-                    );
-                }
+                // The replica has every write of the slot before it goes.
+                cluster.wait_replicas_synced(primary);
                 match how {
                     How::Graceful => {
                         let replica = cluster.nodes().iter().find(|n| n.port() == replica);
