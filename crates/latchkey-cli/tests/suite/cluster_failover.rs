@@ -104,7 +104,15 @@ fn waiters_ride_out_the_kill_of_their_primary_and_braces_need_a_tag() {
     });
     let run_waiter = spawn(&url, &["run", &lock, "--wait", "50s", "--", "true"]);
     let latch_waiter = spawn(&url, &["latch", &latch, "wait", "--timeout", "50s"]);
-    let standby = spawn(&url, &["elect", &elect, "--value", "standby", "--", "true"]);
+    // The standby leads for seconds, not for the few milliseconds of
+    // `true`: when the first leader's hold is lost in the failover (allowed
+    // here), the standby is elected at once, while `--watch` may still be
+    // resubscribing at the new primary; a watcher that comes back reads the
+    // state then, and would never see a leadership that already ended.
+    let standby = spawn(
+        &url,
+        &["elect", &elect, "--value", "standby", "--", "sleep", "4"],
+    );
     let watch = spawn(&url, &["leader", &elect, "--watch"]);
     // A holder and a waiter of each other kind, the holders done after the
     // failover (a hold lost in it lets its waiter in sooner: also fine).
