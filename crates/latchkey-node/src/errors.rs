@@ -37,40 +37,6 @@ pub fn error_codes() -> Vec<&'static str> {
     codes
 }
 
-/// The names redis-rs appends to its messages (` - InvalidClientConfig`):
-/// a Node user reads what went wrong, not the Redis client's types.
-const REDIS_KINDS: &[&str] = &[
-    "Parse",
-    "AuthenticationFailed",
-    "UnexpectedReturnType",
-    "InvalidClientConfig",
-    "Io",
-    "Client",
-    "Extension",
-    "MasterNameNotFoundBySentinel",
-    "NoValidReplicasFoundBySentinel",
-    "EmptySentinelList",
-    "ClusterConnectionNotFound",
-    "Serialize",
-    "RESP3NotSupported",
-];
-
-fn scrub(message: &str) -> String {
-    let mut out = message.to_owned();
-    for kind in REDIS_KINDS {
-        let tag = format!(" - {kind}");
-        while let Some(at) = out.find(&tag) {
-            let end = at + tag.len();
-            if out[end..].is_empty() || out[end..].starts_with(':') {
-                out.replace_range(at..end, "");
-            } else {
-                break;
-            }
-        }
-    }
-    out
-}
-
 /// The library's TLS hints name its builder's methods and the CLI's flags;
 /// a Node user is told the package's options instead.
 const TLS_HINTS: &[(&str, &str)] = &[
@@ -98,7 +64,7 @@ pub(crate) fn to_js(e: Error) -> napi::Error {
 
 /// An error of `code` with `message`.
 pub(crate) fn coded(code: &str, message: &str) -> napi::Error {
-    napi::Error::from_reason(format!("[{code}] {}", scrub(message)))
+    napi::Error::from_reason(format!("[{code}] {message}"))
 }
 
 /// A bad argument from JavaScript (the facade checks first; this is the

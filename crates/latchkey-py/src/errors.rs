@@ -33,47 +33,7 @@ pub(crate) fn class_names() -> Vec<String> {
 
 /// `e` as an instance of its Python class, with the Rust message.
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    raise(py, &class_name(e.code()), scrub(&e.to_string()))
-}
-
-/// The names redis-rs appends to its messages (` - InvalidClientConfig`):
-/// a Python user reads what went wrong, not the Redis client's types.
-const REDIS_KINDS: &[&str] = &[
-    "Parse",
-    "AuthenticationFailed",
-    "UnexpectedReturnType",
-    "InvalidClientConfig",
-    "Io",
-    "Client",
-    "Extension",
-    "MasterNameNotFoundBySentinel",
-    "NoValidReplicasFoundBySentinel",
-    "EmptySentinelList",
-    "ClusterConnectionNotFound",
-    "Serialize",
-    "RESP3NotSupported",
-];
-
-/// `message` without redis-rs's kind names, and a URL that did not parse
-/// told what a URL looks like.
-pub(crate) fn scrub(message: &str) -> String {
-    let mut out = message.to_owned();
-    for kind in REDIS_KINDS {
-        let tag = format!(" - {kind}");
-        while let Some(at) = out.find(&tag) {
-            let end = at + tag.len();
-            // The whole name: followed by the end, or its detail's ": ".
-            if out[end..].is_empty() || out[end..].starts_with(':') {
-                out.replace_range(at..end, "");
-            } else {
-                break;
-            }
-        }
-    }
-    out.replace(
-        "Redis URL did not parse",
-        "expected redis://[user[:password]@]host[:port][/db], rediss://… for TLS, or unix:///path/to/socket",
-    )
+    raise(py, &class_name(e.code()), e.to_string())
 }
 
 /// An exception of the class called `class` in `latchkey._errors` (the

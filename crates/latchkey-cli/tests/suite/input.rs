@@ -41,6 +41,24 @@ fn an_empty_redis_url_is_a_usage_error_not_the_local_default() {
 }
 
 #[test]
+fn a_url_that_does_not_parse_is_told_what_a_url_looks_like() {
+    let out = output(
+        bare().args(["--redis", "redis://127.0.0.1:x/", "status", "x"]),
+        QUICK,
+    );
+    assert_eq!(code(out.status), 2, "{}", stderr(&out));
+    assert_one_error_line(&out);
+    let said = stderr(&out);
+    assert!(said.contains("redis://127.0.0.1:x/"), "{said}");
+    assert!(
+        said.contains("expected redis://[user[:password]@]host"),
+        "{said}"
+    );
+    // Not the Redis client's own type names.
+    assert!(!said.contains("InvalidClientConfig"), "{said}");
+}
+
+#[test]
 fn a_ttl_out_of_bounds_is_quoted_as_typed() {
     let redis = RedisServer::start();
     for (ttl, quoted) in [("0ms", "\"0ms\""), ("25h", "\"25h\""), ("1ms", "\"1ms\"")] {

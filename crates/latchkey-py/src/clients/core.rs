@@ -157,11 +157,8 @@ impl Core {
     fn connect_failed(&self, e: latchkey::Error) -> latchkey::Error {
         match e {
             latchkey::Error::Unreachable(cause) => {
-                let detail = format!(
-                    "{}: {}",
-                    self.address(),
-                    crate::errors::scrub(&cause.to_string())
-                );
+                // The library's message leaves out redis-rs's kind names.
+                let detail = format!("{}: {cause}", self.address());
                 latchkey::Error::Unreachable(redis::RedisError::from(std::io::Error::new(
                     std::io::ErrorKind::ConnectionRefused,
                     detail,

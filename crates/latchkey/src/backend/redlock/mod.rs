@@ -361,12 +361,7 @@ fn no_instances() -> Error {
 fn label_of(url: &str) -> Result<String> {
     redis::Client::open(url)
         .map(|client| client.get_connection_info().addr().to_string())
-        .map_err(|e| {
-            Error::InvalidInput(format!(
-                "bad Redis URL {:?}: {e}",
-                crate::vocab::url::redact_url(url)
-            ))
-        })
+        .map_err(|e| Error::bad_url(url, &e))
 }
 
 fn check_distinct(labels: &[String]) -> Result<()> {

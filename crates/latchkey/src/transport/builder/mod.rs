@@ -399,12 +399,7 @@ impl ClientBuilder {
         if let Some(certs) = crate::transport::tls::cluster_certificates(&self.tls)? {
             builder = builder.certs(certs);
         }
-        let client = builder.build().map_err(|e| {
-            Error::InvalidInput(format!(
-                "bad Redis URL {:?}: {e}",
-                crate::vocab::url::redact_url(&self.url)
-            ))
-        })?;
+        let client = builder.build().map_err(|e| Error::bad_url(&self.url, &e))?;
         match tokio::time::timeout(self.command_timeout, client.get_async_connection()).await {
             Ok(Ok(conn)) => Ok((Connection(Kind::Cluster(conn)), probe)),
             Ok(Err(e)) => Err(Error::from_redis(e, &[], self.command_timeout)),

@@ -51,8 +51,10 @@ impl ClientBuilder {
             ));
         }
         for addr in &spec.sentinels {
-            crate::transport::sentinel::sentinel_client(addr)
-                .map_err(|e| Error::InvalidInput(format!("bad Sentinel address {addr:?}: {e}")))?;
+            crate::transport::sentinel::sentinel_client(addr).map_err(|e| {
+                let said = crate::vocab::error::Said(&e);
+                Error::InvalidInput(format!("bad Sentinel address {addr:?}: {said}"))
+            })?;
         }
         let info = template.client.get_connection_info().clone();
         let connecting = SentinelConnection::connect(

@@ -245,12 +245,7 @@ pub(crate) fn redis_client(url: &str, tls: &TlsOptions, over: Option<&Override>)
     match over {
         Some(over) => over
             .target(client.get_connection_info().clone())
-            .map_err(|e| {
-                Error::InvalidInput(format!(
-                    "bad Redis URL {:?}: {e}",
-                    crate::vocab::url::redact_url(url)
-                ))
-            }),
+            .map_err(|e| Error::bad_url(url, &e)),
         _ => Ok(Target::plain(client)),
     }
 }
@@ -258,12 +253,7 @@ pub(crate) fn redis_client(url: &str, tls: &TlsOptions, over: Option<&Override>)
 /// The redis-rs client for `url` with `tls`: a `rediss://` URL always gets
 /// a crypto provider; TLS options need a `rediss://` URL.
 fn tls_client(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
-    let bad_url = |e: redis::RedisError| {
-        Error::InvalidInput(format!(
-            "bad Redis URL {:?}: {e}",
-            crate::vocab::url::redact_url(url)
-        ))
-    };
+    let bad_url = |e: redis::RedisError| Error::bad_url(url, &e);
     let client = redis::Client::open(url).map_err(bad_url)?;
     let is_tls = matches!(
         client.get_connection_info().addr(),

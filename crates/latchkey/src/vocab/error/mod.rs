@@ -2,6 +2,9 @@
 
 pub(crate) mod acl;
 mod code;
+mod said;
+
+pub(crate) use said::Said;
 pub(crate) mod tls;
 
 use std::time::Duration;
@@ -75,7 +78,7 @@ pub enum Error {
     InvalidInput(String),
 
     /// Redis could not be reached: connection refused, reset, or the server is gone.
-    #[error("Redis unreachable: {0}")]
+    #[error("Redis unreachable: {}", said::Said(.0))]
     Unreachable(#[source] redis::RedisError),
 
     /// Redis did not answer within the configured command timeout.
@@ -99,7 +102,7 @@ pub enum Error {
     },
 
     /// The server refused our credentials (wrong password or user, or NOAUTH).
-    #[error("Redis authentication failed: {0}")]
+    #[error("Redis authentication failed: {}", said::Said(.0))]
     Auth(#[source] redis::RedisError),
 
     /// A key that latchkey uses holds a value of the wrong type (WRONGTYPE):
@@ -153,19 +156,19 @@ pub enum Error {
     /// The server refused a command for lack of permission (ACL NOPERM).
     /// The message says what was refused: the command, or the keys or
     /// channel it touched. `docs/security.md` has the rule latchkey needs.
-    #[error("Redis refused permission (ACL): {0}; latchkey's ACL rule is in docs/security.md, and `latchkey doctor` prints the fix")]
+    #[error("Redis refused permission (ACL): {}; latchkey's ACL rule is in docs/security.md, and `latchkey doctor` prints the fix", said::Said(.0))]
     NoPermission(#[source] redis::RedisError),
 
     /// The server is out of memory (`maxmemory` reached under the
     /// `noeviction` policy) and refuses writes (OOM). Transient: it passes
     /// when memory is freed. Fix: free memory or raise `maxmemory`.
-    #[error("Redis is out of memory and refuses writes (maxmemory reached): {0}")]
+    #[error("Redis is out of memory and refuses writes (maxmemory reached): {}", said::Said(.0))]
     OutOfMemory(#[source] redis::RedisError),
 
     /// The server is a read-only replica (READONLY): connect to the
     /// primary. Transient: a replica being promoted after a failover
     /// starts to accept writes.
-    #[error("Redis is a read-only replica; connect to the primary: {0}")]
+    #[error("Redis is a read-only replica; connect to the primary: {}", said::Said(.0))]
     ReadOnlyReplica(#[source] redis::RedisError),
 
     /// The server or cluster cannot serve the request now: a Redis Cluster
@@ -173,7 +176,7 @@ pub enum Error {
     /// client could not follow, TRYAGAIN, CLUSTERDOWN, MASTERDOWN: a failover
     /// in progress), or a server still loading its data after a restart
     /// (LOADING). Transient: every wait retries it until its deadline.
-    #[error("Redis cannot serve now (a failover or restart in progress): {0}")]
+    #[error("Redis cannot serve now (a failover or restart in progress): {}", said::Said(.0))]
     Unavailable(#[source] redis::RedisError),
 
     /// The server is one latchkey cannot work on: Redis before 7.0 (a plain
@@ -308,7 +311,7 @@ pub enum Error {
     },
 
     /// Any other error reported by Redis or the client library.
-    #[error("Redis error: {0}")]
+    #[error("Redis error: {}", said::Said(.0))]
     Redis(#[source] redis::RedisError),
 
     /// Redis answered with something this version of latchkey does not understand.
