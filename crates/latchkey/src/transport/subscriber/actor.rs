@@ -221,14 +221,14 @@ async fn handle(
     batch: Vec<Request>,
     timeout: Duration,
 ) -> redis::RedisResult<()> {
-    let Some(Batch {
+    let Some(batch) = take_batch(shared, batch) else {
+        return Ok(());
+    };
+    let Batch {
         wanted,
         unwanted,
         answers,
-    }) = take_batch(shared, batch)
-    else {
-        return Ok(());
-    };
+    } = batch;
     let refused = match subscribe_checked(conn, &wanted, &unwanted, timeout).await {
         Ok(refused) => refused,
         Err(e) => {

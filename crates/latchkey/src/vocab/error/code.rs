@@ -36,11 +36,13 @@ macro_rules! codes {
 }
 
 codes! {
+    // Bad input: fix the call.
     Error::InvalidName { .. } => "INVALID_NAME",
     Error::InvalidTtl { .. } => "INVALID_TTL",
     Error::InvalidInput(_) => "INVALID_INPUT",
     Error::InvalidCount { .. } => "INVALID_COUNT",
     Error::Unsupported(_) => "UNSUPPORTED",
+    // Redis cannot be reached or cannot serve now: transient.
     Error::Unreachable(_) => "UNREACHABLE",
     Error::Timeout { .. } => "TIMEOUT",
     Error::Unavailable(_) => "UNAVAILABLE",
@@ -48,6 +50,7 @@ codes! {
     Error::OutOfMemory(_) => "OUT_OF_MEMORY",
     Error::ReadOnlyReplica(_) => "READ_ONLY_REPLICA",
     Error::TooFewReplicas { .. } => "TOO_FEW_REPLICAS",
+    // The deployment: fix the server, the user or the key.
     Error::Tls { .. } => "TLS",
     Error::Auth(_) => "AUTH",
     Error::NoPermission(_) => "NO_PERMISSION",
@@ -55,7 +58,9 @@ codes! {
     Error::WrongType { .. } => "WRONG_TYPE",
     Error::BadFencingCounter { .. } => "BAD_FENCING_COUNTER",
     Error::NotACluster { .. } => "NOT_A_CLUSTER",
+    // A bounded wait ran out: the primitive is busy, not broken.
     Error::WaitTimedOut { .. } => "WAIT_TIMED_OUT",
+    // The state says no: retrying will not change the answer.
     Error::NotHeld { .. } => "NOT_HELD",
     Error::MaxHoldReached { .. } => "MAX_HOLD_REACHED",
     Error::ForeignValue { .. } => "FOREIGN_VALUE",
@@ -63,6 +68,7 @@ codes! {
     Error::CountedBelowZero { .. } => "COUNTED_BELOW_ZERO",
     Error::NotFound { .. } => "NOT_FOUND",
     Error::PartiesMismatch { .. } => "PARTIES_MISMATCH",
+    // Anything else: report it.
     Error::Redis(_) => "REDIS_ERROR",
     Error::Protocol(_) => "PROTOCOL_ERROR",
     Error::Random(_) => "RANDOM_ERROR",

@@ -237,14 +237,20 @@ pub(crate) fn signal_received(unicast: bool) {
 
 /// Counts a failed Redis command by the kind of its error.
 pub(crate) fn redis_error(error: &Error) {
-    let kind = match error {
-        Error::Unreachable(_) => "unreachable",
-        Error::Timeout { .. } => "timeout",
-        Error::Auth(_) => "auth",
-        Error::NoPermission(_) => "no_permission",
-        Error::Tls { .. } => "tls",
-        Error::WrongType { .. } => "wrong_type",
-        _ => "other",
+    // The kinds with a label of their own (the error's code, in lower
+    // case); every other kind is "other".
+    const LABELLED: &[&str] = &[
+        "UNREACHABLE",
+        "TIMEOUT",
+        "AUTH",
+        "NO_PERMISSION",
+        "TLS",
+        "WRONG_TYPE",
+    ];
+    let code = error.code();
+    let kind = match LABELLED.contains(&code) {
+        true => code.to_ascii_lowercase(),
+        false => "other".to_owned(),
     };
     counter!(REDIS_ERRORS, "kind" => kind).increment(1);
 }
