@@ -319,7 +319,8 @@ impl Session {
 }
 
 /// What `ScriptInvocation::invoke_async` does (`EVALSHA`; on `NOSCRIPT`,
-/// `SCRIPT LOAD` and the same `EVALSHA` again), with the command built in
+/// `SCRIPT LOAD` and the same `EVALSHA` again; a second `NOSCRIPT` is a
+/// transient error, as `TRYAGAIN` is), with the command built in
 /// one buffer sized up front: the invocation copies every key and argument
 /// into a `Vec` of its own and then again into the command, which cost more
 /// than the rest of a release's client-side work.
@@ -338,16 +339,32 @@ async fn evalsha<T: FromRedisValue>(
         cmd.arg(*arg);
     }
     match cmd.query_async(conn).await {
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+        Err(e) if is_noscript(&e) => {
             // Boxed: rare, and every script call's future would carry it.
             Box::pin(async {
                 script.load_async(conn).await?;
-                cmd.query_async(conn).await
+                match cmd.query_async(conn).await {
+                    // Loaded, and the node that answered still lacks it: on
+                    // a cluster, one the load did not reach (a replica
+                    // promoted a moment ago, not yet in the client's map).
+                    // Transient, so that a wait tries again once the
+                    // topology has settled.
+                    Err(e) if is_noscript(&e) => Err(redis::RedisError::from((
+                        redis::ErrorKind::Server(redis::ServerErrorKind::TryAgain),
+                        "TRYAGAIN",
+                        format!("a script loaded is unknown where it was sent (a failover?): {e}"),
+                    ))),
+                    result => result,
+                }
             })
             .await
         }
         result => result,
     }
+}
+
+fn is_noscript(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
 /// Waits, at most `within`, until `tracker` has no task left.

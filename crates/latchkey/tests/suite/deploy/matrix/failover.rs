@@ -107,6 +107,20 @@ async fn fail_over(d: Deployment, how: How) -> Deployment {
     .expect("the failover")
 }
 
+/// `waiter`, still waiting; else a panic that says how it ended.
+async fn still_waiting<G, E: std::fmt::Debug>(
+    what: &str,
+    waiter: tokio::task::JoinHandle<Result<G, E>>,
+) -> tokio::task::JoinHandle<Result<G, E>> {
+    if !waiter.is_finished() {
+        return waiter;
+    }
+    match waiter.await.expect("the waiter's task") {
+        Ok(_) => panic!("{what} waiter got in beside a holder"),
+        Err(e) => panic!("{what} waiter gave up during the failover: {e:?}"),
+    }
+}
+
 /// A signal sent until `listener` hears it (signals are fire-and-forget: a
 /// listener that re-subscribes on the new primary misses earlier ones).
 async fn signal_until_heard(client: &Client, listener: &mut latchkey::Listener) {
@@ -176,13 +190,11 @@ pub async fn every_primitive_across_a_failover(kind: Kind, how: How) {
     .await;
     // Every waiter listens where the new primary's messages reach.
     until_every_waiter_listens(&d, true).await;
-    for waiter in [
-        lock_waiter.is_finished(),
-        permit_waiter.is_finished(),
-        writer.is_finished(),
-    ] {
-        assert!(!waiter, "a waiter got in beside a holder");
-    }
+    // A waiter that ended took its hold beside ours, or gave up with an
+    // error: either is a failure, and the panic says which.
+    let lock_waiter = still_waiting("the lock's", lock_waiter).await;
+    let permit_waiter = still_waiting("the permit's", permit_waiter).await;
+    let writer = still_waiting("the writer", writer).await;
 
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let next = lock_waiter
