@@ -152,8 +152,9 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
                 return Err(hold_run::lost(reason, &what, &how));
             }
             Ran::Lost { reason, what, how } => eprintln!(
-                "latchkey: lost {what}: {}; {how} to the command; campaigning again",
-                reason.map_or("it could no longer be proven", latchkey::LostReason::describe)
+                "latchkey: lost {what}: {}{}; campaigning again",
+                reason.map_or("it could no longer be proven", latchkey::LostReason::describe),
+                hold_run::told(&how)
             ),
             Ran::TooLate => {
                 // The term ran out before CMD could start (we were paused):

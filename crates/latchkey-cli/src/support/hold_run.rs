@@ -71,7 +71,8 @@ pub(crate) enum Ran {
     /// CMD was asked to stop by a release request and exited with this code.
     Requested(u8),
     /// The hold was lost while CMD ran (`what` names it, with its lost part);
-    /// CMD was stopped as `how` says.
+    /// CMD was stopped as `how` says (empty: CMD had exited, and the
+    /// release found the loss).
     Lost {
         reason: Option<LostReason>,
         what: String,
@@ -100,12 +101,35 @@ pub(crate) async fn run_once<T: Take>(
             supervise::supervise(guardian, &guard, signals, how.grace).await
         }
         Ok(Started::TooLate) => {
-            release(take, guard).await;
+            let _ = release(take, guard).await;
             return Ok(Ran::TooLate);
         }
         Err(failure) => Err(failure),
     };
-    let ran = match ended {
+    let lost_what = match &ended {
+        Ok(Ended::Lost { .. }) => Some(take.lost_what(&guard).await),
+        _ => None,
+    };
+    let found = release(take, guard).await;
+    match ended {
+        Ok(Ended::Exited(code) | Ended::Requested(code))
+            if found.is_some_and(taken_while_running) =>
+        {
+            // CMD ended before the hold's next renewal could see that the
+            // key was deleted or taken over (a foreign SET publishes
+            // nothing): CMD ran unprotected for a while, which its exit
+            // code cannot say.
+            let reason = match found {
+                Some(Ownership::HeldByOther) => LostReason::TakenOver,
+                _ => LostReason::Gone,
+            };
+            tracing::debug!(code, "the command exited before the loss was seen");
+            Ok(Ran::Lost {
+                reason: Some(reason),
+                what: take.what(),
+                how: String::new(),
+            })
+        }
         Ok(Ended::Exited(code)) => Ok(Ran::Exited(code)),
         Ok(Ended::Requested(code)) => Ok(Ran::Requested(code)),
         Ok(Ended::Lost {
@@ -113,13 +137,17 @@ pub(crate) async fn run_once<T: Take>(
             how: stopped,
         }) => Ok(Ran::Lost {
             reason,
-            what: take.lost_what(&guard).await,
+            what: lost_what.unwrap_or_else(|| take.what()),
             how: stopped,
         }),
         Err(failure) => Err(failure),
-    };
-    release(take, guard).await;
-    ran
+    }
+}
+
+/// What a release after CMD ended found that says the hold was lost while
+/// CMD ran: the key gone or someone else's.
+fn taken_while_running(found: Ownership) -> bool {
+    matches!(found, Ownership::Expired | Ownership::HeldByOther)
 }
 
 /// `run`: waits for `take` within `--wait`'s budget, runs CMD under it
@@ -222,8 +250,16 @@ pub(crate) fn lost(reason: Option<LostReason>, what: &str, how: &str) -> Failure
     };
     Failure::new(
         code,
-        format!("lost {what} while the command ran: {why}; {how} to the command"),
+        format!("lost {what} while the command ran: {why}{}", told(how)),
     )
+}
+
+/// What the command was told of a loss, after the reason.
+pub(crate) fn told(how: &str) -> String {
+    match how {
+        "" => " (found at the release, after the command had exited)".to_owned(),
+        how => format!("; {how} to the command"),
+    }
 }
 
 /// The failure of a hold that ran out before CMD could start, with no time
@@ -238,18 +274,26 @@ fn too_late(what: &str, margin: Duration) -> Failure {
     )
 }
 
-/// Releases after CMD ended. A failure is not CMD's failure: warn, since
-/// the hold then frees itself at its TTL.
-async fn release<T: Take>(take: &T, guard: T::Held) {
+/// Releases after CMD ended: what the release found, `None` when it
+/// failed. A failure is not CMD's failure: warn, since the hold then frees
+/// itself at its TTL.
+async fn release<T: Take>(take: &T, guard: T::Held) -> Option<Ownership> {
     let ttl = guard.ttl();
     match guard.release().await {
-        Ok(Ownership::Owned) => {}
-        Ok(outcome) => tracing::debug!(?outcome, "the hold was no longer ours at release"),
-        Err(e) => eprintln!(
-            "latchkey: warning: could not release {} ({e}); it frees itself within {}",
-            take.what(),
-            duration::human(ttl)
-        ),
+        Ok(found) => {
+            if found != Ownership::Owned {
+                tracing::debug!(?found, "the hold was no longer ours at release");
+            }
+            Some(found)
+        }
+        Err(e) => {
+            eprintln!(
+                "latchkey: warning: could not release {} ({e}); it frees itself within {}",
+                take.what(),
+                duration::human(ttl)
+            );
+            None
+        }
     }
 }
 

@@ -86,7 +86,7 @@ pub(crate) async fn start<G: Guard>(
     // Re-check with a round trip sent now: a hold handed to a process that
     // was paused may have been taken by the next waiter meanwhile, whatever
     // its deadline says.
-    if !matches!(lease.extend(lease.ttl()).await, Ok(Ownership::Owned)) {
+    if !still_ours(lease).await {
         return Ok(Started::TooLate);
     }
     if !lease.is_held() {
@@ -309,12 +309,22 @@ async fn suspend<G: Guard>(guardian: &mut Guardian, lease: &G) -> Option<Ended> 
     })
 }
 
+/// Whether a round trip sent now proves the hold ours: a renewal for its
+/// TTL, or, when that would pass its cap, a check that leaves its expiry.
+async fn still_ours<G: Guard>(lease: &G) -> bool {
+    match lease.extend(lease.ttl()).await {
+        Ok(found) => found == Ownership::Owned,
+        Err(latchkey::Error::MaxHoldReached { .. }) => {
+            matches!(lease.confirm().await, Ok(Ownership::Owned))
+        }
+        Err(_) => false,
+    }
+}
+
 /// Whether a renewal answered after `resumed` proves the hold ours (one
 /// round trip), unless the hold is lost first.
 async fn confirm_after<G: Guard>(lease: &G, resumed: Instant) -> bool {
-    let confirmed = async {
-        matches!(lease.extend(lease.ttl()).await, Ok(Ownership::Owned)) && lease.is_held()
-    };
+    let confirmed = async { still_ours(lease).await && lease.is_held() };
     tokio::select! {
         biased;
         () = lease.lost() => false,

@@ -327,3 +327,44 @@ fn usage_errors_need_no_redis() {
         );
     }
 }
+
+/// A lock deleted or taken over while CMD runs, when CMD ends before the
+/// next renewal could see it (a `DEL` or a foreign `SET` publishes
+/// nothing): the release finds it, and `run` exits 75 saying so, not CMD's
+/// 0, since CMD ran unprotected for a while.
+#[test]
+fn a_lock_taken_over_while_the_command_ran_exits_75_even_when_it_ended_first() {
+    let redis = RedisServer::start();
+    let scratch = Scratch::new("taken-over");
+    for (name, takeover) in [("over", Some("someone-else")), ("deleted", None)] {
+        let marks = scratch.path(&format!("{name}-marks"));
+        let go = scratch.path(&format!("{name}-go"));
+        let script = format!(
+            "echo started >> {m}; while [ ! -e {g} ]; do sleep 0.02; done; exit 0",
+            m = marks.display(),
+            g = go.display()
+        );
+        // A long TTL: no renewal comes before CMD ends.
+        let mut run = latchkey(&redis)
+            .args(["run", name, "--ttl", "60s", "--", "sh", "-c", &script])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn latchkey run");
+        wait_for_text(&marks, "started", QUICK);
+        let key = format!("{PREFIX}{name}");
+        match takeover {
+            Some(value) => redis.command(&["SET", &key, value]).unwrap(),
+            None => redis.command(&["DEL", &key]).unwrap(),
+        };
+        std::fs::write(&go, "").expect("go");
+        let status = wait_exit(&mut run, QUICK);
+        let err = stderr_of(run);
+        assert_eq!(code(status), 75, "{err}");
+        assert!(err.contains(&format!("lost lock \"{name}\"")), "{err}");
+        assert!(err.contains("after the command had exited"), "{err}");
+        if let Some(value) = takeover {
+            // The other holder's key is left alone.
+            assert_eq!(redis.command(&["GET", &key]).unwrap().trim(), value);
+        }
+    }
+}

@@ -83,8 +83,9 @@ macro_rules! lease_limits {
         /// [`LostReason::MaxHold`](crate::LostReason::MaxHold)), so a
         /// holder that stops when told is gone by the cap; one that is
         /// alive but stuck loses it within `max(max_hold, ttl)`. An `extend`
-        /// asked after the cap fails with
-        /// [`Error::MaxHoldReached`](crate::Error::MaxHoldReached).
+        /// that would take the hold past the cap fails with
+        /// [`Error::MaxHoldReached`](crate::Error::MaxHoldReached), changing
+        /// nothing.
         /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput)
         /// below [`MIN_TTL`](crate::MIN_TTL).
         pub fn with_max_hold(mut self, max_hold: std::time::Duration) -> crate::Result<Self> {

@@ -107,13 +107,22 @@ pub trait Guard: Send + Sync + sealed::Sealed {
     /// Cancel safe: dropping it unsubscribes; poll it again to listen again.
     fn release_requested(&self) -> impl Future<Output = Result<()>> + Send;
 
-    /// Resets the hold's TTL to `ttl` from now if it is still ours (never
-    /// past its cap); otherwise marks it lost. One round trip.
+    /// Resets the hold's TTL to `ttl` from now if it is still ours;
+    /// otherwise marks it lost. One round trip. With a watchdog, later
+    /// renewals keep it at least that long; past the hold's cap it is
+    /// refused ([`Error::MaxHoldReached`](crate::Error::MaxHoldReached)).
     ///
     /// # Cancel safety
     /// Cancel safe: dropped after the request was sent, Redis may have reset
     /// the TTL but the deadline stays where it was.
     fn extend(&self, ttl: Duration) -> impl Future<Output = Result<Ownership>> + Send;
+
+    /// Proves the hold still ours by one round trip that leaves its expiry
+    /// where it is; otherwise marks it lost.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing changes but, on a reply, what the guard knows.
+    fn confirm(&self) -> impl Future<Output = Result<Ownership>> + Send;
 
     /// The hold's fencing token, greater than every earlier hold's: ready
     /// when it came with the hold, otherwise issued by one round trip on the
@@ -205,6 +214,8 @@ pub trait DynGuard: Send + Sync {
     fn release_requested(&self) -> BoxFuture<'_, Result<()>>;
     /// See [`Guard::extend`].
     fn extend(&self, ttl: Duration) -> BoxFuture<'_, Result<Ownership>>;
+    /// See [`Guard::confirm`].
+    fn confirm(&self) -> BoxFuture<'_, Result<Ownership>>;
     /// See [`Guard::fencing_token`].
     fn fencing_token(&self) -> BoxFuture<'_, Result<u64>>;
     /// See [`Guard::issued_fencing_token`].
@@ -252,6 +263,9 @@ impl<G: Guard + 'static> DynGuard for G {
     }
     fn extend(&self, ttl: Duration) -> BoxFuture<'_, Result<Ownership>> {
         Box::pin(Guard::extend(self, ttl))
+    }
+    fn confirm(&self) -> BoxFuture<'_, Result<Ownership>> {
+        Box::pin(Guard::confirm(self))
     }
     fn fencing_token(&self) -> BoxFuture<'_, Result<u64>> {
         Box::pin(Guard::fencing_token(self))

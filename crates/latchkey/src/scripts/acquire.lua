@@ -60,24 +60,7 @@ local function busy()
   end
   -- Version 1 tokens are never marked: their holders compare the bare token
   -- (and their releases always publish).
-  -- pcall: the mark is a hint, like the wake-up itself; a user not allowed
-  -- APPEND still waits, polling (announced = 0) instead of being woken.
-  local announced = 0
-  if holder and string.sub(holder, 1, 4) == 'lk1:' then
-    announced = 1
-  elseif holder and string.sub(holder, 1, 4) == 'lk2:' then
-    if string.sub(holder, -2) == '+w' then
-      announced = 1
-    elseif ARGV[4] == '1' and type(redis.pcall('APPEND', KEYS[1], '+w')) == 'number' then
-      announced = 1
-      if ARGV[7] and string.sub(holder, -2) == ':c' then
-        if ARGV[7] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[6], 'wanted')
-        else redis.pcall('PUBLISH', ARGV[6], 'wanted') end
-      end
-    elseif ARGV[4] ~= '1' and string.sub(holder, -2) == ':c' then
-      announced = 2
-    end
-  end
+  local announced = mark_busy(KEYS[1], holder, ARGV[4], ARGV[6], ARGV[7])
   local pttl = redis.call('PTTL', KEYS[1])
   if ARGV[5] == '1' and holder then
     local bare = holder

@@ -13,7 +13,12 @@
 -- ARGV[2]  TTL in milliseconds (integer > 0)
 -- ARGV[3]  '1': issue every lock's fencing token; '0': touch no counter
 -- ARGV[4]  '1': the caller waits: mark the first busy holder's token with
---          '+w' (as acquire.lua does) so that its release publishes; '0': do not
+--          '+w' so that its release publishes, and tell a holder that keeps
+--          its lock while idle that it is wanted (shared/mark.lua, as
+--          acquire.lua does); '0': do not
+-- ARGV[5]  the publish command ('PUBLISH', or 'SPUBLISH' on a Redis Cluster)
+-- ARGV[5+i] lock i's release channel (in KEYS order), where its holder kept
+--          idle is told 'wanted'
 --
 -- Returns
 --   {1, fence_1, ..., fence_n}  all taken (each key SET to ARGV[1] with PX
@@ -21,7 +26,8 @@
 --                       each when ARGV[3] = '0'
 --   {0, i, pttl, announced}  none taken: lock i (in KEYS order) is held;
 --                       pttl its remaining TTL in ms (-1: no TTL); announced
---                       as acquire.lua's (1: its release will publish)
+--                       as shared/mark.lua's (1: its release will publish;
+--                       2: not waiting, a holder kept idle)
 -- Errors
 --   WRONGTYPE           a lock key exists but is not a string (nothing taken).
 --   BADFENCE latchkey: … (issuing) a counter does not hold a token (nothing
@@ -34,17 +40,9 @@ for i = 1, n do
     return redis.error_reply('WRONGTYPE lock key ' .. key .. ' holds a value that is not a string')
   end
   if holder then
-    -- Busy: nothing was written. The mark as in acquire.lua (pcall: a hint).
-    local announced = 0
-    if string.sub(holder, 1, 4) == 'lk1:' then
-      announced = 1
-    elseif string.sub(holder, 1, 4) == 'lk2:' then
-      if string.sub(holder, -2) == '+w' then
-        announced = 1
-      elseif ARGV[4] == '1' and type(redis.pcall('APPEND', key, '+w')) == 'number' then
-        announced = 1
-      end
-    end
+    -- Busy: nothing was written but the mark (shared/mark.lua), which
+    -- also tells a holder kept idle that it is wanted.
+    local announced = mark_busy(key, holder, ARGV[4], ARGV[5 + i], ARGV[5])
     return {0, i, redis.call('PTTL', key), announced}
   end
 end

@@ -155,7 +155,7 @@ pub(crate) async fn watch<H: Hold>(
         // The renewal (or check) to send: `None` once the cap leaves none.
         let ttl = match every {
             Some(_) => {
-                let ttl = capped(hold.options().ttl, cap);
+                let ttl = capped(state.renewal_ttl(hold.options().ttl), cap);
                 if ttl.is_some_and(|ttl| ttl < hold.options().ttl) {
                     state
                         .capped

@@ -47,6 +47,10 @@ pub(crate) struct State {
     /// Wakes the watch to check the hold now.
     pub(crate) check_now: tokio::sync::Notify,
     pub(crate) metrics_label: LockLabel,
+    /// Until when the program asked the hold to last (`extend`): the
+    /// watchdog's renewals never shorten the key's life below it, so an
+    /// `extend` longer than the TTL is not undone by the next renewal.
+    extended_to: Mutex<Option<Instant>>,
 }
 
 #[derive(Default)]
@@ -83,7 +87,23 @@ impl State {
             revoked_heard: AtomicBool::new(false),
             check_now: tokio::sync::Notify::new(),
             metrics_label,
+            extended_to: Mutex::new(None),
         }
+    }
+
+    /// Remembers that the program asked the hold to last until `at`.
+    pub(crate) fn extend_to(&self, at: Instant) {
+        let mut to = self.extended_to.lock().unwrap_or_else(|p| p.into_inner());
+        *to = Some(to.map_or(at, |was| was.max(at)));
+    }
+
+    /// The TTL a renewal sent now asks for: `ttl`, or longer while an
+    /// `extend` asked the hold to last past `now + ttl`.
+    pub(crate) fn renewal_ttl(&self, ttl: Duration) -> Duration {
+        let to = *self.extended_to.lock().unwrap_or_else(|p| p.into_inner());
+        to.map_or(ttl, |to| {
+            ttl.max(to.saturating_duration_since(Instant::now()))
+        })
     }
 
     /// A handle on the lost signal.

@@ -127,7 +127,13 @@ macro_rules! lease_surface {
             }
 
             #[doc = concat!("Resets the TTL of ", $hold, " to `ttl` from now, if it is still ours;")]
-            /// otherwise marks the guard lost. One round trip.
+            /// otherwise marks the guard lost. One round trip. With a
+            /// watchdog, its later renewals keep the hold at least until
+            /// `ttl` from now (a `ttl` longer than the hold's is not undone
+            /// by the next renewal). A `ttl` that would take the hold past
+            /// its max hold is refused with
+            /// [`Error::MaxHoldReached`](crate::Error::MaxHoldReached), and
+            /// nothing changes.
             ///
             /// # Cancel safety
             /// Cancel safe. Dropped after the request was sent, Redis may have
@@ -136,6 +142,18 @@ macro_rules! lease_surface {
             /// (if any) goes on.
             pub async fn extend(&self, ttl: std::time::Duration) -> $crate::Result<$crate::Ownership> {
                 self.lease.extend(ttl).await
+            }
+
+            #[doc = concat!("Proves ", $hold, " still ours by one round trip that leaves its expiry")]
+            /// where it is; otherwise marks the guard lost (a hold about to
+            /// end, with less than [`MIN_TTL`](crate::limits::MIN_TTL)
+            /// left, is `Expired` without a round trip). What a supervisor
+            /// asks before it starts work on a hold it may have waited on.
+            ///
+            /// # Cancel safety
+            /// Cancel safe: nothing changes but, on a reply, what the guard knows.
+            pub async fn confirm(&self) -> $crate::Result<$crate::Ownership> {
+                self.lease.confirm().await
             }
 
             #[doc = concat!("Releases ", $hold, " if it is still ours (owner-only), wakes the")]
@@ -217,6 +235,9 @@ macro_rules! lease_surface {
             }
             fn extend(&self, ttl: std::time::Duration) -> impl std::future::Future<Output = $crate::Result<$crate::Ownership>> + Send {
                 $guard::extend(self, ttl)
+            }
+            fn confirm(&self) -> impl std::future::Future<Output = $crate::Result<$crate::Ownership>> + Send {
+                $guard::confirm(self)
             }
             fn fencing_token(&self) -> impl std::future::Future<Output = $crate::Result<u64>> + Send {
                 $guard::fencing_token(self)

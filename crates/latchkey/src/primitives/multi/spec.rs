@@ -146,14 +146,15 @@ impl MultiSpec {
         let ttl = ttl_ms(self.lease.ttl).to_string();
         let issue: &[u8] = if self.lease.fenced { b"1" } else { b"0" };
         let waiting: &[u8] = if mark { b"1" } else { b"0" };
+        // Then the publish command and each lock's channel: where a marking
+        // waiter tells a holder kept idle that it is wanted.
+        let mut args: Vec<&[u8]> = Vec::with_capacity(5 + self.members.len());
+        args.extend([token.as_bytes(), ttl.as_bytes(), issue, waiting]);
+        args.push(self.session.publish_command());
+        args.extend(self.members.iter().map(|m| &m.keys.channel[..]));
         let reply: Vec<i64> = self
             .session
-            .eval(
-                "multi acquire",
-                &scripts::MULTI_ACQUIRE,
-                &keys,
-                &[token.as_bytes(), ttl.as_bytes(), issue, waiting],
-            )
+            .eval("multi acquire", &scripts::MULTI_ACQUIRE, &keys, &args)
             .await?;
         let bad = || Error::Protocol(format!("multi acquire script returned {reply:?}"));
         match reply.split_first() {

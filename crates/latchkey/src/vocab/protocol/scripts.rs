@@ -11,7 +11,9 @@ use std::sync::LazyLock;
 use redis::Script;
 
 /// A script's text: its file, after the shared fencing-counter rules
-/// (`scripts/shared/fence.lua`) for the scripts that issue or raise tokens.
+/// (`scripts/shared/fence.lua`) for the scripts that issue or raise tokens,
+/// and after those and the waiter's mark (`scripts/shared/mark.lua`) for
+/// the scripts a waiter marks a busy lock with.
 /// One text is both sent and kept in [`SOURCES`], so a line number in an
 /// error names the line Redis ran.
 macro_rules! text {
@@ -21,11 +23,19 @@ macro_rules! text {
     (fence $file:literal) => {
         concat!(text!(plain "shared/fence.lua"), text!(plain $file))
     };
+    (mark $file:literal) => {
+        concat!(
+            text!(plain "shared/fence.lua"),
+            text!(plain "shared/mark.lua"),
+            text!(plain $file)
+        )
+    };
 }
 
 /// Declares each script's static (loaded once, its hash computed once) and
 /// [`SOURCES`], every script's file name and text, from one list: each
-/// script is `plain` (its file alone) or `fence` (after the shared rules).
+/// script is `plain` (its file alone), `fence` (after the shared counter
+/// rules) or `mark` (after those and the shared mark).
 macro_rules! scripts {
     ($($name:ident = $prelude:ident $file:literal;)*) => {
         $(
@@ -40,11 +50,11 @@ macro_rules! scripts {
 }
 
 scripts! {
-    ACQUIRE = fence "acquire.lua";
+    ACQUIRE = mark "acquire.lua";
     ISSUE_FENCE = fence "issue_fence.lua";
     RELEASE = plain "release.lua";
     EXTEND = plain "extend.lua";
-    MULTI_ACQUIRE = fence "multi_acquire.lua";
+    MULTI_ACQUIRE = mark "multi_acquire.lua";
     MULTI_EXTEND = plain "multi_extend.lua";
     MULTI_RELEASE = plain "multi_release.lua";
     INSPECT = plain "inspect.lua";

@@ -172,3 +172,94 @@ async fn a_forgotten_hold_stays_held_until_released_by_its_token() {
     assert_eq!(holders.len(), 1);
     assert_eq!(holders[0].token, kept);
 }
+
+/// `extend` asks for a life longer than the TTL: the watchdog's renewals
+/// that follow keep the key at least that long instead of cutting it back
+/// to the TTL, for every kind (the lease is one).
+#[tokio::test]
+async fn an_extend_longer_than_the_ttl_outlives_the_watchdogs_renewals() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let mut conn = raw(&redis.url()).await;
+    let ttl = Duration::from_secs(1);
+    let every = Duration::from_millis(100);
+    let lock = client.lock("extended", ttl).unwrap();
+    let lock = lock.with_renewal_every(every).unwrap();
+    let pool = client.semaphore("extended-pool", 1, ttl).unwrap();
+    let pool = pool.with_renewal_every(every).unwrap();
+    let guard = lock.acquire().await.unwrap();
+    let permit = pool.acquire().await.unwrap();
+    assert_eq!(guard.extend(LONGER).await.unwrap(), Ownership::Owned);
+    assert_eq!(permit.extend(LONGER).await.unwrap(), Ownership::Owned);
+    // Several renewal intervals: time passing is what is tested.
+    tokio::time::sleep(every * 6).await;
+    let pttl: i64 = conn.pttl(lock.key()).await.unwrap();
+    assert!(
+        pttl > (LONGER - Duration::from_secs(5)).as_millis() as i64,
+        "lock PTTL {pttl}"
+    );
+    let pttl: i64 = conn.pttl(pool.key()).await.unwrap();
+    assert!(
+        pttl > (LONGER - Duration::from_secs(5)).as_millis() as i64,
+        "semaphore PTTL {pttl}"
+    );
+    assert!(guard.deadline() > Instant::now() + LONGER - Duration::from_secs(5));
+    assert!(guard.is_held() && permit.is_held());
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    assert_eq!(permit.release().await.unwrap(), Ownership::Owned);
+}
+
+/// An `extend` past the hold's cap is refused and changes nothing: the
+/// program learns it cannot have that long, instead of a deadline quietly
+/// shorter than it asked.
+#[tokio::test]
+async fn an_extend_past_the_max_hold_is_refused_and_changes_nothing() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let mut conn = raw(&redis.url()).await;
+    let lock = client.lock("capped-extend", TTL).unwrap();
+    let lock = lock.with_max_hold(Duration::from_secs(30)).unwrap();
+    let guard = lock.acquire().await.unwrap();
+    let before = guard.deadline();
+    let refused = guard.extend(LONGER).await;
+    assert!(
+        matches!(refused, Err(Error::MaxHoldReached { .. })),
+        "{refused:?}"
+    );
+    let pttl: i64 = conn.pttl(lock.key()).await.unwrap();
+    assert!(pttl <= TTL.as_millis() as i64, "PTTL {pttl}");
+    assert_eq!(guard.deadline(), before);
+    assert!(guard.is_held());
+    // Within the cap, extending works as ever.
+    assert_eq!(guard.extend(TTL).await.unwrap(), Ownership::Owned);
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+}
+
+/// `confirm` proves a hold by one round trip without moving its expiry
+/// (what a supervisor asks before starting work, even at a hold's cap),
+/// and marks a hold found gone lost.
+#[tokio::test]
+async fn confirm_proves_a_hold_without_moving_its_expiry() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let mut conn = raw(&redis.url()).await;
+    let lock = client.lock("confirmed", LONGER).unwrap();
+    let lock = lock.with_max_hold(TTL).unwrap();
+    let guard = lock.acquire().await.unwrap();
+    // Past the cap, an extend for the TTL is refused; a confirm is not.
+    assert!(matches!(
+        guard.extend(LONGER).await,
+        Err(Error::MaxHoldReached { .. })
+    ));
+    assert_eq!(guard.confirm().await.unwrap(), Ownership::Owned);
+    let pttl: i64 = conn.pttl(lock.key()).await.unwrap();
+    assert!(
+        pttl <= LONGER.as_millis() as i64 && pttl > TTL.as_millis() as i64,
+        "PTTL {pttl}"
+    );
+    assert!(guard.is_held());
+    let _: () = conn.del(lock.key()).await.unwrap();
+    assert_eq!(guard.confirm().await.unwrap(), Ownership::Expired);
+    assert!(!guard.is_held());
+    assert_eq!(guard.lost_reason(), Some(latchkey::LostReason::Gone));
+}

@@ -6,6 +6,7 @@ mod election;
 mod latch;
 mod lease;
 mod multi;
+mod multi_kept;
 mod revoke_handoff;
 mod rwlock;
 mod semaphore;

@@ -110,6 +110,18 @@ impl CachedGuard {
         }
     }
 
+    /// Proves the Redis hold still ours, its expiry unchanged (see
+    /// [`LockGuard::confirm`]).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`LockGuard::confirm`].
+    pub async fn confirm(&self) -> Result<Ownership> {
+        match self.hold() {
+            Some(hold) => hold.confirm().await,
+            None => Ok(Ownership::Expired),
+        }
+    }
+
     /// This local hold's fencing token, greater than every earlier hold's,
     /// local or not: asked of Redis on the first call (one round trip),
     /// unless this hold took the lock from Redis with its token.
