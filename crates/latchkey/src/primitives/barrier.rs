@@ -185,7 +185,9 @@ impl Barrier {
     /// (`None`: as long as it takes).
     pub(crate) async fn arrive_and_wait_by(&self, deadline: Option<Instant>) -> Result<u64> {
         let (label, name) = (&self.metrics_label, &self.name[..]);
-        traced::waiting(label, name, self.arrive_and_wait_once(deadline)).await
+        let waiting =
+            crate::primitives::wait::bounded(deadline, self.arrive_and_wait_once(deadline));
+        traced::waiting(label, name, waiting).await
     }
 
     /// The arrival and wait of [`Barrier::arrive_and_wait_until`].

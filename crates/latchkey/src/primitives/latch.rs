@@ -255,7 +255,12 @@ impl Latch {
     /// it takes).
     pub(crate) async fn wait_by(&self, deadline: Option<Instant>) -> Result<()> {
         let (label, name) = (&self.metrics_label, &self.name[..]);
-        traced::waiting(label, name, self.wait_loop(deadline)).await
+        traced::waiting(
+            label,
+            name,
+            crate::primitives::wait::bounded(deadline, self.wait_loop(deadline)),
+        )
+        .await
     }
 
     /// The loop of [`Latch::wait_until`]: the wait core, where the message

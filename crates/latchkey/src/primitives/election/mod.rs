@@ -200,7 +200,8 @@ impl Election {
     ) -> Result<Leadership> {
         let spec = &self.inner;
         // The loop subscribes before its first attempt: all of it is the wait.
-        let campaign = self.campaign_loop(value, deadline);
+        let campaign =
+            crate::primitives::wait::bounded(deadline, self.campaign_loop(value, deadline));
         traced::waiting(&spec.metrics_label, &spec.name, campaign).await
     }
 

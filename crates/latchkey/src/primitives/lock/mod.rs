@@ -299,7 +299,7 @@ impl Lock {
         crate::primitives::traced::acquire(
             &spec.metrics_label,
             &spec.name,
-            self.acquire_until_once(deadline),
+            crate::primitives::wait::bounded(deadline, self.acquire_until_once(deadline)),
             Outcome::of_wait,
         )
         .await

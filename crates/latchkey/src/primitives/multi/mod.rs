@@ -236,10 +236,13 @@ impl MultiLock {
     pub(crate) async fn acquire_by(&self, deadline: Option<Instant>) -> Result<MultiGuard> {
         let spec = &self.inner;
         let started = Instant::now();
-        traced::first_try_then_wait(&spec.metrics_label, &spec.name, self.attempt(false), || {
-            self.wait_and_acquire(deadline, started)
-        })
-        .await
+        let acquiring = traced::first_try_then_wait(
+            &spec.metrics_label,
+            &spec.name,
+            self.attempt(false),
+            || self.wait_and_acquire(deadline, started),
+        );
+        crate::primitives::wait::bounded(deadline, acquiring).await
     }
 
     /// One attempt with a new owner token: the guard, or why not.

@@ -206,7 +206,7 @@ impl RwLock {
     ) -> Result<RwGuard> {
         let spec = &self.inner;
         // Its first attempt records the intent: the whole loop is the wait.
-        let waiting = self.wait(access, deadline);
+        let waiting = crate::primitives::wait::bounded(deadline, self.wait(access, deadline));
         traced::waiting(&spec.metrics_label, &spec.name, waiting).await
     }
 

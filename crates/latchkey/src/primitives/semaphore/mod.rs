@@ -199,10 +199,11 @@ impl Semaphore {
         deadline: Option<Instant>,
     ) -> Result<PermitGuard> {
         let spec = &self.inner;
-        traced::first_try_then_wait(&spec.metrics_label, &spec.name, self.attempt(k), || {
-            self.wait_for_permit(k, deadline)
-        })
-        .await
+        let acquiring =
+            traced::first_try_then_wait(&spec.metrics_label, &spec.name, self.attempt(k), || {
+                self.wait_for_permit(k, deadline)
+            });
+        crate::primitives::wait::bounded(deadline, acquiring).await
     }
 
     /// The waiting part of [`Semaphore::acquire_many_until`] (the first

@@ -36,7 +36,10 @@
 //! [`GIVE_UP_AFTER`](crate::vocab::retry::GIVE_UP_AFTER) is returned. Any
 //! other error is returned at once. **Every bounded wait that runs out
 //! fails with [`Error::WaitTimedOut`]** (made by [`timed_out`]), whatever
-//! the primitive.
+//! the primitive; and every bounded wait ends by its deadline: one whose
+//! request is still unanswered [`ANSWER_GRACE`] after it (a stalled Redis,
+//! a request lost in a failover) ends with [`Error::Timeout`] there
+//! ([`bounded`]), not after the command timeout.
 //!
 //! # Cancel safety
 //! Every wait built on this core is cancel safe in the same way: dropping
@@ -107,6 +110,33 @@ pub(crate) fn timed_out(name: &[u8], started: Instant) -> Error {
     Error::WaitTimedOut {
         name: String::from_utf8_lossy(name).into_owned(),
         waited: started.elapsed(),
+    }
+}
+
+/// How long past its deadline a bounded wait still waits for a request
+/// already sent: the last attempt's answer (busy: `WaitTimedOut`) comes
+/// well within it; past it, Redis is stalled.
+pub(crate) const ANSWER_GRACE: Duration = Duration::from_millis(250);
+
+/// A whole bounded wait (`call`), ended when its `deadline` has passed by
+/// [`ANSWER_GRACE`] with a request still unanswered: a stalled Redis costs
+/// the caller its own deadline, not the command timeout (and its retry).
+/// That ending is [`Error::Timeout`], an outage, not a conflict. Dropping
+/// `call` is safe: every wait on the core is cancel safe.
+pub(crate) async fn bounded<T>(
+    deadline: Option<Instant>,
+    call: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let Some(deadline) = deadline else {
+        return call.await;
+    };
+    let started = Instant::now();
+    match tokio::time::timeout_at((deadline + ANSWER_GRACE).into(), call).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::Timeout {
+            op: "acquire",
+            after: deadline.saturating_duration_since(started),
+        }),
     }
 }
 

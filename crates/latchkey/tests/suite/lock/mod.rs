@@ -8,5 +8,6 @@ mod local_waiters;
 mod redlock;
 mod release_outage;
 mod replicas;
+mod stalled;
 mod waiting;
 mod watchdog;
