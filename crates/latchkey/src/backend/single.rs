@@ -29,7 +29,9 @@ impl Single<'_> {
     /// cost Redis a second round trip of its own; and marks the holder's
     /// token, so that its release publishes (only then: a wake-up nobody
     /// waits for is a measurable cost; see `docs/protocol.md`, "The waiting
-    /// mark").
+    /// mark"). Until a script has run on the session, the first try is the
+    /// script too: a user Redis does not let run scripts is refused
+    /// (`NoPermission`) before it takes a key it could not release.
     pub(crate) async fn try_once(
         self,
         keys: &LockKeys,
@@ -39,7 +41,7 @@ impl Single<'_> {
     ) -> Result<Attempt> {
         let sent = Instant::now();
         let valid_until = crate::vocab::names::valid_until(sent, ttl);
-        if !mode.fenced && !mode.ask_ttl {
+        if !mode.fenced && !mode.ask_ttl && self.scripts_ran() {
             // Sized up front: growing the command's buffers argument by
             // argument cost more than filling them.
             let mut set =

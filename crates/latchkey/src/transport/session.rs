@@ -91,6 +91,11 @@ pub(crate) struct SessionInner {
     pub(crate) deferred: crate::transport::deferred::Deferred,
     /// Holds kept while idle (`Lock::with_caching`): `flush` gives them back.
     pub(crate) kept: crate::transport::kept::Kept,
+    /// A script has run here: Redis lets this user run the scripts that
+    /// renew and release a hold (`EVALSHA`). Until then a lock's first try
+    /// is its script, not a bare `SET`, so that a user without them is
+    /// refused before it takes a key it could neither renew nor release.
+    pub(crate) scripts_ran: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Session {
@@ -216,7 +221,19 @@ impl Session {
             Kind::Standalone(_) => Ok(evalsha(script, keys, args, &mut conn).await),
             _ => Box::pin(self.timed(evalsha(script, keys, args, &mut conn))).await,
         };
+        if matches!(outcome, Ok(Ok(_))) {
+            self.inner
+                .scripts_ran
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         self.outcome(op, keys, outcome)
+    }
+
+    /// Whether a script ran on this session (see `SessionInner::scripts_ran`).
+    pub(crate) fn scripts_ran(&self) -> bool {
+        self.inner
+            .scripts_ran
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `fut` bounded by the command timeout, as every request to a Redis

@@ -317,6 +317,7 @@ impl ClientBuilder {
                 local_queues: Default::default(),
                 metrics_labels: self.metrics_labels,
                 background: tokio_util::task::TaskTracker::new(),
+                scripts_ran: std::sync::atomic::AtomicBool::new(false),
                 deferred: crate::transport::deferred::Deferred::default(),
                 kept: crate::transport::kept::Kept::default(),
             }),

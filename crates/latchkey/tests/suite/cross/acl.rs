@@ -89,6 +89,35 @@ async fn a_user_without_evalsha_is_told_what_is_missing() {
     let message = err.to_string();
     assert!(message.contains("evalsha"), "{message}");
     assert!(message.contains("docs/security.md"), "{message}");
+
+    // A plain lock's first try too: refused before it takes a key it could
+    // neither renew nor release (a bare SET would have taken it).
+    for acquired in [
+        c.lock("acl-plain", Duration::from_secs(5))
+            .unwrap()
+            .try_acquire()
+            .await
+            .map(|g| g.is_some()),
+        c.lock("acl-plain", Duration::from_secs(5))
+            .unwrap()
+            .with_watchdog()
+            .acquire()
+            .await
+            .map(|_| true),
+    ] {
+        assert!(
+            matches!(acquired, Err(Error::NoPermission(_))),
+            "{acquired:?}"
+        );
+    }
+    assert!(
+        server
+            .command(&["GET", "test:acl-plain"])
+            .unwrap()
+            .trim()
+            .is_empty(),
+        "the key was taken"
+    );
 }
 
 #[tokio::test]
