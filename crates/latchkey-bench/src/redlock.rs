@@ -24,7 +24,7 @@
 //! One cycle per contender per round, interleaved, so load swings on the
 //! shared VM hit all alike. Reported: median and p99 of the acquire alone
 //! and of the whole cycle, and each median's ratio to the single lock's in
-//! the same run. Target (issues 5 and 9): Redlock(5) *acquire* latency
+//! the same run. Target: Redlock(5) *acquire* latency
 //! ≤ 1.5× the single-instance lock's.
 
 use std::time::{Duration, Instant};

@@ -4,10 +4,10 @@
 //! an `elect` standby, `wait` for a signal) ride the failover out and
 //! finish normally, and `leader --watch` keeps watching; `run --no-wait` during the window
 //! exits 0 or 69, never 70; names with a `}` and no hash tag are refused
-//! with exit 2 and the reason, tagged ones work (item 7); several URLs of
+//! with exit 2 and the reason, tagged ones work; several URLs of
 //! one cluster are seeds, a dead one among them is skipped, and Redlock
-//! over a cluster node is refused with exit 2 (item 6). And `run --wait` started
-//! while a standalone Redis is stopped connects when it is back (item 3a).
+//! over a cluster node is refused with exit 2. And `run --wait` started
+//! while a standalone Redis is stopped connects when it is back.
 
 use crate::common;
 

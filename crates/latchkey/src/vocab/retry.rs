@@ -117,6 +117,8 @@ impl Retry {
         } else {
             tracing::debug!(wait = %what, error = %error, "still retrying");
         }
+        // What a bound that ends the wait mid-retry says (`noting_retried`).
+        let _ = RETRIED.try_with(|last| *last.borrow_mut() = Some(error));
         let mut delay = self.backoff.next_delay();
         if let Some(deadline) = self.deadline {
             delay = delay.min(deadline.saturating_duration_since(now));
@@ -126,6 +128,7 @@ impl Retry {
 
     /// An attempt got an answer: the next failure starts a new outage.
     pub(crate) fn answered(&mut self, what: &(dyn std::fmt::Display + Sync)) {
+        let _ = RETRIED.try_with(|last| last.borrow_mut().take());
         if let Some(since) = self.failing_since.take() {
             tracing::info!(wait = %what, after = ?since.elapsed(), "Redis answers again");
         }
@@ -220,4 +223,28 @@ mod tests {
         assert!(delays.iter().all(|d| *d < MAX_POLL.mul_f64(1.5)));
         assert!(delays[11] >= MAX_POLL / 2);
     }
+}
+
+tokio::task_local! {
+    /// The last transient error a retry policy of this task retried, while
+    /// [`noting_retried`] runs it.
+    static RETRIED: std::cell::RefCell<Option<Error>>;
+}
+
+/// Runs `call`, giving `ended` (called when `call` did not finish) the
+/// last transient error a [`Retry`] inside it retried and that no answer
+/// followed: a wait ended by a bound while an outage lasted says what the
+/// outage was, not only that time ran out.
+pub(crate) async fn noting_retried<T>(
+    call: impl std::future::Future<Output = Option<Result<T>>>,
+    ended: impl FnOnce(Option<Error>) -> Error,
+) -> Result<T> {
+    RETRIED
+        .scope(std::cell::RefCell::new(None), async move {
+            match call.await {
+                Some(result) => result,
+                None => Err(ended(RETRIED.with(|last| last.borrow_mut().take()))),
+            }
+        })
+        .await
 }

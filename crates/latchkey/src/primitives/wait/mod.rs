@@ -121,7 +121,9 @@ pub(crate) const ANSWER_GRACE: Duration = Duration::from_millis(250);
 /// A whole bounded wait (`call`), ended when its `deadline` has passed by
 /// [`ANSWER_GRACE`] with a request still unanswered: a stalled Redis costs
 /// the caller its own deadline, not the command timeout (and its retry).
-/// That ending is [`Error::Timeout`], an outage, not a conflict. Dropping
+/// That ending is the outage's last error when the wait was retrying one
+/// (as at the deadline), else [`Error::Timeout`]: an outage, not a
+/// conflict. Dropping
 /// `call` is safe: every wait on the core is cancel safe.
 pub(crate) async fn bounded<T>(
     deadline: Option<Instant>,
@@ -131,13 +133,20 @@ pub(crate) async fn bounded<T>(
         return call.await;
     };
     let started = Instant::now();
-    match tokio::time::timeout_at((deadline + ANSWER_GRACE).into(), call).await {
-        Ok(result) => result,
-        Err(_) => Err(Error::Timeout {
+    // Boxed: a wait's future is large, and this wraps it twice more.
+    let call = Box::pin(call);
+    let limited = async move {
+        tokio::time::timeout_at((deadline + ANSWER_GRACE).into(), call)
+            .await
+            .ok()
+    };
+    crate::vocab::retry::noting_retried(limited, |retried| {
+        retried.unwrap_or(Error::Timeout {
             op: "acquire",
             after: deadline.saturating_duration_since(started),
-        }),
-    }
+        })
+    })
+    .await
 }
 
 /// What a wait sleeps on between attempts: [`Waker`] (one channel, or

@@ -5,7 +5,7 @@
 //! [`Dispatcher`] is that sender: it gives each message to the waiters of its
 //! topic at once, in that task, instead of queueing it for the actor, which
 //! would cost every wake-up one more task switch (the wake-up path is the
-//! hand-off gap that issues 17 and 20 measure). Every other push (a
+//! hand-off gap the bench measures). Every other push (a
 //! subscription confirmation, an unsolicited unsubscribe, a lost connection)
 //! goes to the actor, which owns the connection's state.
 

@@ -4,7 +4,7 @@
 //! `retry.rs`) and ends as it would have without it, within its own
 //! deadline. One cluster, one kill, for all of them (a 6-node cluster costs
 //! seconds to start). Also: names with a `}` and no hash tag are refused
-//! with a typed error on a cluster (item 7), and ones with a tag work.
+//! with a typed error on a cluster, and ones with a tag work.
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Fair hand-offs at their edges: a waiter held up while the
 //! lock is handed to it must not come back holding a lock that is someone
-//! else's by then (item 1), and fair and plain callers of one name stay live
-//! (item 8): a plain waiter is woken when a fair queue frees the lock, not at
+//! else's by then, and fair and plain callers of one name stay live:
+//! a plain waiter is woken when a fair queue frees the lock, not at
 //! the TTL it read. Against real redis-servers, no sleeps as synchronisation.
 
 use crate::common;
