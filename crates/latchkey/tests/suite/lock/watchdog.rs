@@ -175,8 +175,12 @@ async fn without_a_watchdog_lost_fires_the_stop_margin_before_the_deadline() {
         pttl >= 50,
         "the guard gave up only {pttl} ms before the key expired"
     );
+    // The watch's one check (without a watchdog, a renewal to the expiry
+    // the hold already has) moves the expiry later by its own one-way
+    // delay, which a loaded machine makes tens of ms: allowed for, while a
+    // guard giving up a renewal interval early still fails.
     assert!(
-        pttl <= early.as_millis() as i64 + 10,
+        pttl <= early.as_millis() as i64 + 50,
         "the guard gave up {pttl} ms early (margin, drift and round trip: {early:?})"
     );
 }
