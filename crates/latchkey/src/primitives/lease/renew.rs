@@ -183,11 +183,19 @@ pub(crate) async fn watch<H: Hold>(
             continue;
         };
         let span = renew_span(hold.label().kind(), hold.name(), &token);
+        state
+            .renewal_unanswered
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let result = tokio::select! {
             _ = done.cancelled() => return,
             r = tokio::time::timeout_at(state.stop_at().into(), hold.renew(&token, ttl).instrument(span)) => r,
         };
         let renewed = matches!(result, Ok(Ok((Ownership::Owned, _))));
+        if matches!(result, Ok(Ok(_))) {
+            state
+                .renewal_unanswered
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
         if every.is_some() {
             crate::vocab::metrics::renewal(hold.label(), renewed);
         }

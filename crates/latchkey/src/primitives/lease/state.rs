@@ -27,9 +27,14 @@ pub(crate) struct State {
     /// the first counts it, and gives the reason).
     pub(crate) lost: AtomicBool,
     reason: Mutex<Option<LostReason>>,
-    /// A watchdog renews the hold: a deadline reached is then
-    /// [`LostReason::Unreachable`] (renewals did not get through in time).
+    /// A watchdog renews the hold: a deadline reached while its renewals go
+    /// unanswered is then [`LostReason::Unreachable`].
     pub(crate) watchdog: AtomicBool,
+    /// A renewal was sent and has not been answered yet, or failed: a
+    /// deadline reached now is Redis's silence. Otherwise (the last one was
+    /// answered) it is the holder's: a process paused or starved past the
+    /// time to renew, [`LostReason::Expired`].
+    pub(crate) renewal_unanswered: AtomicBool,
     /// The deadline is the cap's (a renewal was shortened to end at it, or
     /// none can be made): a deadline reached is [`LostReason::MaxHold`].
     pub(crate) capped: AtomicBool,
@@ -81,6 +86,7 @@ impl State {
             lost: AtomicBool::new(false),
             reason: Mutex::new(None),
             watchdog: AtomicBool::new(false),
+            renewal_unanswered: AtomicBool::new(false),
             capped: AtomicBool::new(false),
             signals: Mutex::new(Signals::default()),
             timer_running: AtomicBool::new(false),
@@ -194,7 +200,9 @@ impl State {
         let by_cap = self.cap.is_some_and(|cap| cap <= self.deadline());
         if by_cap || self.capped.load(Ordering::Relaxed) {
             LostReason::MaxHold
-        } else if self.watchdog.load(Ordering::Relaxed) {
+        } else if self.watchdog.load(Ordering::Relaxed)
+            && self.renewal_unanswered.load(Ordering::Relaxed)
+        {
             LostReason::Unreachable
         } else {
             LostReason::Expired

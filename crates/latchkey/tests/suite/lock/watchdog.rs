@@ -212,3 +212,65 @@ async fn release_stops_the_watchdog() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(server.calls("evalsha"), before, "scripts ran after release");
 }
+
+/// A holder whose process was stopped past its TTL (SIGSTOP, a swap storm)
+/// is told it lost the hold because it ran out of time, not that Redis did
+/// not answer: Redis answered every renewal it was sent.
+#[tokio::test]
+async fn a_holder_paused_past_its_ttl_is_told_it_expired_not_that_redis_was_unreachable() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let server = RedisServer::start();
+    let mut child = child_command(concat!(module_path!(), "::child_paused_watchdog_holder"))
+        .arg("--quiet")
+        .env("LATCHKEY_TEST_URL", server.url())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("holding") {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the child exited early"
+        );
+    }
+    let pid = child.id() as libc::pid_t;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    // Stopped past its 1 s TTL: time passing is what is tested.
+    eventually("the stopped holder's key expired", || async {
+        server.command(&["EXISTS", "test:paused"]).unwrap().trim() == "0"
+    })
+    .await;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let mut rest = String::new();
+    for l in out.lines() {
+        rest.push_str(&l.unwrap());
+        rest.push('\n');
+    }
+    assert!(child.wait().unwrap().success(), "{rest}");
+    assert!(rest.contains("lost expired"), "{rest}");
+}
+
+#[tokio::test]
+#[ignore = "helper process: run by its parent test"]
+async fn child_paused_watchdog_holder() {
+    use std::io::BufRead;
+    let c = client(&helper_env("LATCHKEY_TEST_URL")).await;
+    let lock = c
+        .lock("paused", Duration::from_secs(1))
+        .unwrap()
+        .with_watchdog();
+    let guard = lock.acquire().await.unwrap();
+    println!("holding");
+    let mut go = String::new();
+    std::io::stdin().lock().read_line(&mut go).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), guard.lost())
+        .await
+        .expect("lost fired");
+    let reason = guard.lost_reason().map(|r| r.as_str()).unwrap_or("none");
+    println!("lost {reason}");
+}
