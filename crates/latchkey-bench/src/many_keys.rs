@@ -39,7 +39,10 @@ use crate::Report;
 
 const TASKS: usize = 64;
 const LOCKS: usize = 1000;
-const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
+/// The release script as the library sends it.
+fn release_lua() -> &'static str {
+    latchkey::protocol::script_text("release.lua").expect("the release script")
+}
 /// The shape and length of a latchkey token.
 const TOKEN: &str = "lk2:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
 
@@ -67,7 +70,7 @@ async fn scenario(quick: bool) -> Report {
             .collect(),
     );
     let release_sha = server
-        .command(&["SCRIPT", "LOAD", RELEASE_LUA])
+        .command(&["SCRIPT", "LOAD", release_lua()])
         .unwrap_or_default();
 
     // Per client: cycles/s of each round, its ratios to the references of
@@ -251,7 +254,7 @@ async fn run_latchkey(locks: &Arc<Vec<latchkey::Lock>>, window: Duration, skip_b
 /// multiplexed redis-rs connection. A busy key is skipped.
 async fn run_raw(url: &str, window: Duration) -> f64 {
     let conn = crate::handoff::connect(url).await;
-    let release = redis::Script::new(RELEASE_LUA);
+    let release = redis::Script::new(release_lua());
     let count = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + window;
     let started = Instant::now();

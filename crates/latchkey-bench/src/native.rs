@@ -28,8 +28,14 @@ use redis::aio::MultiplexedConnection;
 use crate::stats::{median, quantile, table};
 use crate::Report;
 
-const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
-const EXTEND_LUA: &str = include_str!("../../latchkey/src/scripts/extend.lua");
+/// The release script as the library sends it.
+fn release_lua() -> &'static str {
+    latchkey::protocol::script_text("release.lua").expect("the release script")
+}
+/// The extend script as the library sends it.
+fn extend_lua() -> &'static str {
+    latchkey::protocol::script_text("extend.lua").expect("the extend script")
+}
 /// The shape and length of a latchkey token.
 const TOKEN: &str = "lk2:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
 const KEY: &str = "latchkey:native-bench";
@@ -104,8 +110,8 @@ async fn scenario(quick: bool) -> Report {
     let other = RedisServer::start();
     let mut v9c = connect(&v9).await;
     let mut otherc = connect(&other).await;
-    let release = redis::Script::new(RELEASE_LUA);
-    let extend = redis::Script::new(EXTEND_LUA);
+    let release = redis::Script::new(release_lua());
+    let extend = redis::Script::new(extend_lua());
     let (rounds, n) = if quick { (3, 1_000) } else { (9, 5_000) };
     let mut figures: Vec<[Figure; 6]> = Vec::new();
     for round in 0..rounds {

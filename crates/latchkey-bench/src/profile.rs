@@ -19,7 +19,10 @@ use crate::many_keys::{raw_cycle, XorShift};
 const TTL: Duration = Duration::from_secs(10);
 const TASKS: u64 = 64;
 const LOCKS: usize = 1000;
-const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
+/// The release script as the library sends it.
+fn release_lua() -> &'static str {
+    latchkey::protocol::script_text("release.lua").expect("the release script")
+}
 const TOKEN: &str = "lk2:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
 
 pub fn main(args: &[String]) -> i32 {
@@ -150,7 +153,7 @@ async fn mk_raw(
     t: u64,
     per: u64,
 ) {
-    let release = redis::Script::new(RELEASE_LUA);
+    let release = redis::Script::new(release_lua());
     let ttl = TTL.as_millis().to_string();
     let token = format!("{TOKEN}{t}");
     let mut rng = XorShift::new(t + 1000);

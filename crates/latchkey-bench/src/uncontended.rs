@@ -39,7 +39,10 @@ use crate::stats::{cpu_time, median, table};
 use crate::worker::{COMPARE_AND_DELETE, TTL};
 use crate::Report;
 
-const RELEASE_LUA: &str = include_str!("../../latchkey/src/scripts/release.lua");
+/// The release script as the library sends it.
+fn release_lua() -> &'static str {
+    latchkey::protocol::script_text("release.lua").expect("the release script")
+}
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
     // On a runtime worker, as application tasks run: `block_on`'s thread is
@@ -578,7 +581,7 @@ impl Cycler {
             ("latchkey", Some(client)) => {
                 Cycler::Latchkey(client.lock(KEY, TTL).map_err(|e| e.to_string())?)
             }
-            ("raw-same", _) => Cycler::RawSame(Raw::new(url, "raw:", RELEASE_LUA).await),
+            ("raw-same", _) => Cycler::RawSame(Raw::new(url, "raw:", release_lua()).await),
             ("raw-setnx", _) => {
                 Cycler::RawSetNx(Raw::new(url, "rawset:", COMPARE_AND_DELETE).await)
             }

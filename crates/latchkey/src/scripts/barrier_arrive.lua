@@ -51,8 +51,7 @@ if arrived >= parties then
   redis.call('HSET', KEYS[1], 'gen', string.format('%d', gen + 1), 'arrived', '0')
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   local message = string.format('%d', gen)
-  if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[4], message)
-  else redis.pcall('PUBLISH', ARGV[4], message) end
+  publish_on(ARGV[3], ARGV[4], message)
   return {gen, 1}
 end
 redis.call('HSET', KEYS[1], 'parties', ARGV[1], 'gen', string.format('%d', gen), 'arrived', string.format('%d', arrived), 'a:' .. ARGV[5], '1')

@@ -31,8 +31,7 @@ if holder then
 end
 -- Literal command names only: proxies that parse scripts refuse others.
 local function publish(message)
-  if ARGV[5] == 'SPUBLISH' then return redis.pcall('SPUBLISH', ARGV[4], message) end
-  return redis.pcall('PUBLISH', ARGV[4], message)
+  return publish_on(ARGV[5], ARGV[4], message)
 end
 local state = redis.call('HMGET', KEYS[2], 'token', 'last_term', 'change')
 local last = 0

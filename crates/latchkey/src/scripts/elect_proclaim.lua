@@ -28,6 +28,5 @@ local change = (tonumber(state[4]) or 0) + 1
 redis.call('HSET', KEYS[2], 'value', ARGV[2], 'change', string.format('%.0f', change))
 local message = string.format('%.0f ', change) .. state[2] .. ' ' .. state[3] ..
   ' ' .. redis.call('PTTL', KEYS[1]) .. ' ' .. ARGV[2]
-if ARGV[4] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[3], message)
-else redis.pcall('PUBLISH', ARGV[3], message) end
+publish_on(ARGV[4], ARGV[3], message)
 return {1, change}

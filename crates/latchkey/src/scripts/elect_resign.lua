@@ -31,8 +31,7 @@ local change = (tonumber(redis.call('HGET', KEYS[2], 'change')) or 0) + 1
 redis.call('HDEL', KEYS[2], 'token', 'value', 'term', 'since')
 redis.call('HSET', KEYS[2], 'change', string.format('%.0f', change))
 local function publish(message)
-  if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], message)
-  else redis.pcall('PUBLISH', ARGV[2], message) end
+  publish_on(ARGV[3], ARGV[2], message)
 end
 if ARGV[4] == 'revoked' then publish('revoked') end
 publish(string.format('%.0f -', change))

@@ -11,7 +11,7 @@
 -- Errors
 --   WRONGTYPE  the key exists but is not a string.
 local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] or holder == ARGV[1] .. '+w' then
+if ours(holder, ARGV[1]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 elseif holder then

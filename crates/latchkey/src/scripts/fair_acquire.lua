@@ -42,7 +42,7 @@
 --   BADFENCE latchkey: … (taking, fenced) the counter does not hold a token;
 --                     the lock is not taken (dead entries may have been dropped).
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ms_of(t)
 local me, token = ARGV[1], ARGV[2]
 local lease = tonumber(ARGV[6])
 
@@ -61,7 +61,7 @@ local function leave()
 end
 
 -- Ours already: a release handed it over.
-if holder == token or holder == token .. '+w' then
+if ours(holder, token) then
   leave()
   local fence = 0
   if ARGV[4] == '1' then fence = fence_last(KEYS[4], KEYS[6]) or -1 end

@@ -80,12 +80,11 @@ else
 end
 -- Literal command names only: proxies that parse scripts refuse others.
 local function publish(channel, message)
-  if ARGV[2] == 'SPUBLISH' then return redis.pcall('SPUBLISH', channel, message) end
-  return redis.pcall('PUBLISH', channel, message)
+  return publish_on(ARGV[2], channel, message)
 end
 
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ms_of(t)
 
 -- The next token, max(last + 1, now in µs), stored in both counters; nil
 -- and the bad counter's key when one does not hold a token.

@@ -35,8 +35,7 @@ local held = false
 if value and redis.call('TYPE', KEYS[3]).ok == 'string' then
   local at, token = string.match(redis.call('GET', KEYS[3]), '^(%d+):(.+)$')
   if at and (value == token or value == token .. '+w') then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local now = now_ms()
     held = math.max(now - tonumber(at), 0)
   end
 end

@@ -42,8 +42,7 @@
 --   WRONGTYPE  the lock key (P + name, which no other kind uses) exists but is
 --              not a string: NAME is not a primitive's name (as inspect.lua).
 local limit = tonumber(ARGV[1]) or 1000
-local t = redis.call('TIME')
-local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local now = string.format('%d', now_ms())
 
 local function kind(k) return redis.call('TYPE', k).ok end
 local function str(k)

@@ -21,7 +21,7 @@
 -- and its token is issued after that. A stale holder asking too late gets
 -- nothing, not a token that would outrank the new holder's.
 local holder = redis.call('GET', KEYS[1])
-if holder ~= ARGV[1] and holder ~= ARGV[1] .. '+w' then
+if not ours(holder, ARGV[1]) then
   if holder then return {-1, 0} end
   return {0, 0}
 end

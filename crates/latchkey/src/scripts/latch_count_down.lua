@@ -29,7 +29,6 @@ n = n - 1
 redis.call('SET', KEYS[1], string.format('%d', n), 'KEEPTTL')
 if n == 0 then
   -- pcall: the message is a wake-up hint; waiters also read the key.
-  if ARGV[2] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[3], 'opened')
-  else redis.pcall('PUBLISH', ARGV[3], 'opened') end
+  publish_on(ARGV[2], ARGV[3], 'opened')
 end
 return n

@@ -13,7 +13,7 @@
 --   WRONGTYPE a lock key exists but is not a string.
 for i = 1, #KEYS do
   local holder = redis.call('GET', KEYS[i])
-  if holder ~= ARGV[1] and holder ~= ARGV[1] .. '+w' then
+  if not ours(holder, ARGV[1]) then
     if holder then return {-1, i} end
     return {0, i}
   end

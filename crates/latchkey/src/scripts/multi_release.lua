@@ -27,8 +27,7 @@ for i = 1, #KEYS do
     redis.call('DEL', KEYS[i])
     -- pcall: the wake-up is only a hint (see release.lua).
     local channel = ARGV[2 + i]
-    if ARGV[2] == 'SPUBLISH' then redis.pcall('SPUBLISH', channel, 'released')
-    else redis.pcall('PUBLISH', channel, 'released') end
+    publish_on(ARGV[2], channel, 'released')
     local suffix = string.match(channel, ':[^:]*$')
     if ARGV[2] == 'PUBLISH' and suffix and KEYS[i] .. suffix ~= channel then
       redis.pcall('PUBLISH', KEYS[i] .. suffix, 'released')

@@ -31,8 +31,7 @@ elseif holder == ARGV[1] .. '+w' then
   -- channel must still be able to release (waiters then wake at the TTL or
   -- by polling), and scripts are not rolled back, so an error here would
   -- report a failure for a release that happened.
-  if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], 'released')
-  else redis.pcall('PUBLISH', ARGV[2], 'released') end
+  publish_on(ARGV[3], ARGV[2], 'released')
   local suffix = string.match(ARGV[2], ':[^:]*$')
   if ARGV[3] == 'PUBLISH' and suffix and KEYS[1] .. suffix ~= ARGV[2] then
     redis.pcall('PUBLISH', KEYS[1] .. suffix, 'released')

@@ -27,7 +27,7 @@
 -- (fenced_raise.lua) refuses their next write at once, before the next
 -- holder writes, and the next holder's token is issued above it.
 local t = redis.call('TIME')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ms_of(t)
 local counter = KEYS[#KEYS]
 local last = fence_read(counter)
 if not last then return fence_bad(counter) end
@@ -46,7 +46,7 @@ for i = 1, #KEYS - 1 do
   if kind == 'string' then
     ended = ended + 1
   elseif kind == 'zset' then
-    ended = ended + redis.call('ZCOUNT', KEYS[i], '(' .. now_ms, '+inf')
+    ended = ended + redis.call('ZCOUNT', KEYS[i], '(' .. now, '+inf')
   end
   if kind ~= 'none' then redis.call('DEL', KEYS[i]) end
 end
@@ -55,6 +55,5 @@ local fence = fence_next(last, t)
 fence_store(counter, nil, fence)
 -- 'revoked', not 'released': waiters wake on it as on any release, and a
 -- holder that hears it checks its hold at once (and learns why it ended).
-if ARGV[1] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[2], 'revoked')
-else redis.pcall('PUBLISH', ARGV[2], 'revoked') end
+publish_on(ARGV[1], ARGV[2], 'revoked')
 return {ended, fence}

@@ -30,7 +30,7 @@
 --   WRONGTYPE  a key holds the wrong type.
 --   BADFENCE latchkey: …  the writers' fencing counter holds no token.
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ms_of(t)
 local ttl = tonumber(ARGV[3])
 local token = ARGV[2]
 for k = 2, 4 do redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', now) end

@@ -21,8 +21,7 @@ if writer ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', KEYS[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local waiting = redis.call('ZRANGE', KEYS[2], 0, -1)
 if #waiting > 0 then
@@ -32,6 +31,5 @@ if #waiting > 0 then
   end
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
 end
-if ARGV[3] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[4], 'released')
-else redis.pcall('PUBLISH', ARGV[4], 'released') end
+publish_on(ARGV[3], ARGV[4], 'released')
 return 1

@@ -29,7 +29,7 @@
 --                       permit is taken.
 --   ERR latchkey: …     k is not an integer from 1 to N (clients check first).
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ms_of(t)
 local k = tonumber(ARGV[5] or '1')
 if not k or k < 1 or k > tonumber(ARGV[2]) or k ~= math.floor(k) then
   return redis.error_reply('ERR latchkey: the permits to take must be an integer from 1 to N')

@@ -13,8 +13,7 @@
 --      there) or was never held
 -- Errors
 --   WRONGTYPE  the permits key is not a sorted set.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local k = tonumber(ARGV[3] or '1')
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return 0 end

@@ -16,7 +16,7 @@
 -- Why "only while held": as for locks (issue_fence.lua), a token issued
 -- during our hold is smaller than any issued during a later hold.
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ms_of(t)
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) <= now then return {0, 0} end
 local fence, bad = fence_issue(KEYS[2], t)

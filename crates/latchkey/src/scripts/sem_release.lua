@@ -15,15 +15,13 @@
 --      never held
 -- Errors
 --   WRONGTYPE  the permits key is not a sorted set.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local k = tonumber(ARGV[4] or '1')
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 for i = 2, k do redis.call('ZREM', KEYS[1], ARGV[1] .. '#' .. i) end
 -- pcall: the wake-up is a hint; waiters also wake at the earliest expiry.
-if ARGV[2] == 'SPUBLISH' then redis.pcall('SPUBLISH', ARGV[3], 'released')
-else redis.pcall('PUBLISH', ARGV[3], 'released') end
+publish_on(ARGV[2], ARGV[3], 'released')
 if tonumber(score) <= now then return 0 end
 return 1

@@ -33,9 +33,6 @@ local function mark_busy(key, holder, waiting, channel, publish)
     return 0
   end
   if type(redis.pcall('APPEND', key, '+w')) ~= 'number' then return 0 end
-  if tail == ':c' and channel then
-    if publish == 'SPUBLISH' then redis.pcall('SPUBLISH', channel, 'wanted')
-    else redis.pcall('PUBLISH', channel, 'wanted') end
-  end
+  if tail == ':c' and channel then publish_on(publish, channel, 'wanted') end
   return 1
 end

@@ -10,32 +10,42 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// A script's text: its file, after the shared fencing-counter rules
-/// (`scripts/shared/fence.lua`) for the scripts that issue or raise tokens,
-/// and after those and the waiter's mark (`scripts/shared/mark.lua`) for
-/// the scripts a waiter marks a busy lock with.
+/// A script's text: its file after the idioms every script shares
+/// (`scripts/shared/lib.lua`: the clock, publishing, the owner check); for
+/// the scripts that issue or raise tokens, after the shared
+/// fencing-counter rules too (`scripts/shared/fence.lua`); for the scripts
+/// a waiter marks a busy lock with, after those and the waiter's mark
+/// (`scripts/shared/mark.lua`).
 /// One text is both sent and kept in [`SOURCES`], so a line number in an
 /// error names the line Redis ran.
 macro_rules! text {
-    (plain $file:literal) => {
+    (file $file:literal) => {
         include_str!(concat!("../../scripts/", $file))
     };
+    (plain $file:literal) => {
+        concat!(text!(file "shared/lib.lua"), text!(file $file))
+    };
     (fence $file:literal) => {
-        concat!(text!(plain "shared/fence.lua"), text!(plain $file))
+        concat!(
+            text!(file "shared/lib.lua"),
+            text!(file "shared/fence.lua"),
+            text!(file $file)
+        )
     };
     (mark $file:literal) => {
         concat!(
-            text!(plain "shared/fence.lua"),
-            text!(plain "shared/mark.lua"),
-            text!(plain $file)
+            text!(file "shared/lib.lua"),
+            text!(file "shared/fence.lua"),
+            text!(file "shared/mark.lua"),
+            text!(file $file)
         )
     };
 }
 
 /// Declares each script's static (loaded once, its hash computed once) and
 /// [`SOURCES`], every script's file name and text, from one list: each
-/// script is `plain` (its file alone), `fence` (after the shared counter
-/// rules) or `mark` (after those and the shared mark).
+/// script is `plain` (after the shared idioms), `fence` (after those and
+/// the shared counter rules) or `mark` (after those and the shared mark).
 macro_rules! scripts {
     ($($name:ident = $prelude:ident $file:literal;)*) => {
         $(
@@ -86,10 +96,10 @@ scripts! {
 /// The release script's text, sent whole (`EVAL`) by releases that clean up
 /// after a failure: one round trip whatever the script cache holds, so a
 /// lost `NOSCRIPT` reply cannot stop it.
-pub(crate) const RELEASE_BODY: &str = include_str!("../../scripts/release.lua");
+pub(crate) const RELEASE_BODY: &str = text!(plain "release.lua");
 /// The extend script's text, sent whole (`EVAL`) in the pipeline that
 /// confirms a hold with its replicas (`backend/replicas.rs`).
-pub(crate) const EXTEND_BODY: &str = include_str!("../../scripts/extend.lua");
+pub(crate) const EXTEND_BODY: &str = text!(plain "extend.lua");
 
 #[cfg(test)]
 mod tests {

@@ -366,7 +366,7 @@ async fn a_token_asked_while_redis_is_down_is_a_transient_error() {
 async fn raise_fence_refuses_a_foreign_counter_and_keeps_it() {
     let server = RedisServer::start();
     let mut conn = raw(&server.url()).await;
-    let raise = redis::Script::new(include_str!("../../../src/scripts/raise_fence.lua"));
+    let raise = redis::Script::new(latchkey::protocol::script_text("raise_fence.lua").unwrap());
     let raise_to = |floor: &'static str| {
         let mut invocation = raise.key("c:fence");
         invocation.arg(floor);
