@@ -209,6 +209,19 @@ pub(crate) fn key_slot(key: &[u8]) -> u16 {
     crc % 16384
 }
 
+/// The text of the script `file` (as `src/scripts/` names it, e.g.
+/// `"release.lua"`) exactly as the library sends it, its shared preludes
+/// included; `None` for a name that is no script. For the bench's
+/// baselines and the tests that run a script by hand: a copy of a file
+/// would miss the preludes.
+#[doc(hidden)]
+pub fn script_text(file: &str) -> Option<&'static str> {
+    scripts::SOURCES
+        .iter()
+        .find(|(name, _)| *name == file)
+        .map(|(_, text)| *text)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -221,17 +234,4 @@ mod tests {
         assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
         assert_eq!(key_slot(b"foo{bar}{zap}"), key_slot(b"bar"));
     }
-}
-
-/// The text of the script `file` (as `src/scripts/` names it, e.g.
-/// `"release.lua"`) exactly as the library sends it, its shared preludes
-/// included; `None` for a name that is no script. For the bench's
-/// baselines and the tests that run a script by hand: a copy of a file
-/// would miss the preludes.
-#[doc(hidden)]
-pub fn script_text(file: &str) -> Option<&'static str> {
-    scripts::SOURCES
-        .iter()
-        .find(|(name, _)| *name == file)
-        .map(|(_, text)| *text)
 }
