@@ -303,7 +303,9 @@ where
         queue,
         deferred: Some(Deferred(deferred)),
     };
-    napi::bindgen_prelude::spawn(async move {
+    // Without a runtime (it could not start) the future is dropped
+    // unrun: `Pending` then rejects the Promise.
+    let _ = crate::runtime::spawn(async move {
         let pending = pending;
         let answer = tokio::select! {
             biased;
