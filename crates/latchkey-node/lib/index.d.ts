@@ -301,8 +301,13 @@ export type ErrorCode =
   | 'BAD_FENCING_COUNTER' | 'NOT_A_CLUSTER' | 'UNSUPPORTED_SERVER' | 'MAX_HOLD_REACHED' | 'FOREIGN_VALUE' | 'LATCH_OPEN'
   | 'COUNTED_BELOW_ZERO' | 'NOT_FOUND' | 'PARTIES_MISMATCH' | 'REDIS_ERROR' | 'PROTOCOL_ERROR' | 'INTERNAL';
 
+/** What `new Error(message, options)` takes (ES2022's ErrorOptions, declared here for older targets). */
+export interface LatchkeyErrorOptions {
+  cause?: unknown;
+}
+
 export class LatchkeyError extends Error {
-  constructor(message?: string, options?: ErrorOptions);
+  constructor(message?: string, options?: LatchkeyErrorOptions);
   readonly code: ErrorCode;
   /** True for what a retry may fix (the Unavailable kinds). */
   readonly transient: boolean;
