@@ -83,6 +83,8 @@ test('a guard V8 collects unreleased is kept, and its signal still reports a los
   const { code } = await c.exited;
   assert.equal(code, 0, c.err);
   assert.equal(redis.cli('exists', 'latchkey:gc-plain'), '0', 'given back at close');
+  // Told once that a guard was collected while held (usually a leak).
+  assert.equal(c.err.match(/LATCHKEY_UNRELEASED_GUARD/g)?.length, 1, c.err);
 });
 
 test('terminating worker threads that hold locks never crashes the process and gives their holds back', async () => {
