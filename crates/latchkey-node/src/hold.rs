@@ -130,8 +130,10 @@ impl Releasable for Holding {
         let Ok(held) = self.guard.try_read() else {
             return false;
         };
-        held.as_ref()
-            .is_some_and(|g| g.lost_reason().is_some() && Instant::now() > g.deadline() + g.ttl())
+        held.as_ref().is_some_and(|g| {
+            let ended = g.deadline().checked_add(g.ttl());
+            g.lost_reason().is_some() && ended.is_some_and(|end| Instant::now() > end)
+        })
     }
 }
 

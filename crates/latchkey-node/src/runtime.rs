@@ -77,13 +77,18 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
 {
-    let cancel = cancel.unwrap_or_default();
     let started = Instant::now();
     completions::promise(env, async move {
+        let aborted_by = async {
+            match &cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
             _ = closing.cancelled() => Err(to_js(crate::errors::closed())),
-            _ = cancel.cancelled() => Err(aborted()),
+            _ = aborted_by => Err(aborted()),
             answer = fut => answer.map_err(|e| to_js_after(e, Some(started.elapsed()))),
         }
     })
