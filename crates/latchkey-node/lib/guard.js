@@ -77,7 +77,7 @@ class Guard {
       const look = () => {
         if (ABORTED.call(signal)) return;
         const lost = native.lostReason();
-        if (lost !== null) controller.abort(lockLost(name, lost[0], lost[1]));
+        if (lost != null) controller.abort(lockLost(name, lost[0], lost[1]));
       };
       Object.defineProperties(signal, {
         aborted: { get: () => (look(), ABORTED.call(signal)), configurable: true },
