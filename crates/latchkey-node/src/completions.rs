@@ -253,7 +253,7 @@ unsafe extern "C" fn finalize(_: sys::napi_env, _: *mut c_void, context: *mut c_
     };
     // Answers may hold guards and clients: dropped where their drops may
     // spawn, never panicking into N-API.
-    crate::runtime::drop_in_runtime(left);
+    crate::executor::drop_in_runtime(left);
     queue.torn_down.cancel();
     let _ = QUEUE.try_with(|q| {
         if let Ok(mut q) = q.try_borrow_mut() {
@@ -314,7 +314,7 @@ where
     };
     // Without a runtime (it could not start) the future is dropped
     // unrun: `Pending` then rejects the Promise.
-    let _ = crate::runtime::spawn(async move {
+    let _ = crate::executor::spawn(async move {
         let pending = pending;
         let answer = tokio::select! {
             biased;

@@ -54,7 +54,7 @@ impl EnvCores {
         };
         // Bounded as a whole, whatever the number of clients.
         let bounded = async move { tokio::time::timeout(within, closing).await };
-        matches!(crate::runtime::block_on(bounded), Some(Ok(true)))
+        matches!(crate::executor::block_on(bounded), Some(Ok(true)))
     }
 }
 

@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::args::{epoch_ms, ms};
 use crate::completions::Promise;
 use crate::core::{Core, Releasable};
-use crate::runtime::{drop_in_runtime, promise};
+use crate::executor::drop_in_runtime;
+use crate::runtime::promise;
 
 /// A hold shared by its JavaScript object, the calls in flight on it and
 /// its client's registry, which keeps it (and so its renewals) while it is
@@ -305,12 +306,12 @@ impl Guard {
             let held = self.holding.guard.try_read();
             match held.as_ref().ok().and_then(|h| h.as_ref()) {
                 // The watch of a hold without a watchdog starts a timer task.
-                Some(guard) => crate::runtime::within(|| guard.lost_signal()).unwrap_or_default(),
+                Some(guard) => crate::executor::within(|| guard.lost_signal()).unwrap_or_default(),
                 None => return Ok(()),
             }
         };
         let released = self.holding.released.clone();
-        crate::runtime::spawn(async move {
+        crate::executor::spawn(async move {
             tokio::select! {
                 _ = released.cancelled() => {}
                 _ = signal.lost() => {
@@ -332,7 +333,7 @@ impl Guard {
             .build()?;
         let holding = Arc::downgrade(&self.holding);
         let released = self.holding.released.clone();
-        crate::runtime::spawn(async move {
+        crate::executor::spawn(async move {
             loop {
                 let Some(holding) = holding.upgrade() else {
                     return;

@@ -7,7 +7,7 @@
 //! (hold.rs); what can be acquired is one trait (acquire.rs); the client
 //! and its factories are in client.rs, the other primitives in
 //! primitives.rs, the iterators in signals.rs. Promises run the library's
-//! futures on the package's own tokio runtime (runtime.rs) and are settled
+//! futures on the package's own tokio runtime (executor.rs) and are settled
 //! through one completion queue per JavaScript thread (completions.rs); the
 //! lost notification is a weak thread-safe function, so it never keeps a
 //! process alive. A client keeps its holds until they are released, lost,
@@ -25,6 +25,7 @@ mod completions;
 mod core;
 mod envs;
 mod errors;
+mod executor;
 mod hold;
 mod kinds;
 mod primitives;
