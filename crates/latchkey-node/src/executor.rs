@@ -28,6 +28,13 @@ fn runtime() -> Option<&'static tokio::runtime::Runtime> {
         .as_ref()
 }
 
+/// Started when the addon is loaded, so that nothing later (a finalizer,
+/// a cleanup hook) is the first to start it.
+#[napi_derive::module_init]
+fn init() {
+    let _ = runtime();
+}
+
 fn no_runtime() -> napi::Error {
     crate::errors::coded("INTERNAL", "the native layer could not start its runtime")
 }
