@@ -271,7 +271,7 @@ declare class BaseClient implements AsyncDisposable {
   readonly prefix: string;
   lock(name: string, options: LockOptions): Lock;
   lockAll(names: string[], options: HoldOptions): Lock;
-  /** Gives back every hold, waits at most `within` ms (default 5000) for background releases; later calls reject with ClientClosed. */
+  /** Gives back every hold, ends pending waits (they reject with ClientClosed), waits at most `within` ms (default 5000) for background releases; later calls reject with ClientClosed. */
   close(options?: { within?: number }): Promise<boolean>;
   flush(options?: { within?: number }): Promise<boolean>;
   [Symbol.asyncDispose](): Promise<void>;
