@@ -160,6 +160,10 @@ impl Core {
         }
     }
 
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     pub(crate) fn check_open(&self) -> latchkey::Result<()> {
         match self.closed.load(Ordering::Acquire) {
             true => Err(closed()),

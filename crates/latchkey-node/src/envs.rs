@@ -33,9 +33,15 @@ impl EnvCores {
         cores.push(Arc::downgrade(core));
     }
 
+    /// The clients not closed yet (one closed already waited for its
+    /// releases: an exit does not wait for them twice).
     fn live(&self) -> Vec<Arc<Core>> {
         let cores = self.cores.lock().unwrap_or_else(|p| p.into_inner());
-        cores.iter().filter_map(Weak::upgrade).collect()
+        cores
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|c| !c.is_closed())
+            .collect()
     }
 
     /// Closes every client, blocking at most `within`: whether all

@@ -68,7 +68,7 @@ test('one AbortSignal given to many waits adds no listener warning, and aborts t
     // A warning is emitted on the next tick after the 11th listener.
     await new Promise((r) => setImmediate(r));
     controller.abort(new Error('enough'));
-    for (const w of waits) await assert.rejects(w, /enough/);
+    await Promise.all(waits.map((w) => assert.rejects(w, /enough/)));
     await holder.release();
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message), []);
