@@ -78,6 +78,31 @@ function waitOptions(value, extra = [], what = 'a wait') {
   return o;
 }
 
+// The waits each AbortSignal cancels: one 'abort' listener per signal,
+// however many waits share it (an EventTarget warns past 10 listeners).
+const waitsOf = new WeakMap();
+
+/** Cancels `cancel` when `signal` aborts: a function that stops it. */
+function onAbort(signal, cancel) {
+  let waits = waitsOf.get(signal);
+  if (waits === undefined) {
+    const made = new Set();
+    waits = made;
+    waitsOf.set(signal, made);
+    signal.addEventListener(
+      'abort',
+      () => {
+        waitsOf.delete(signal);
+        for (const c of made) c.cancel();
+        made.clear();
+      },
+      { once: true },
+    );
+  }
+  waits.add(cancel);
+  return () => waits.delete(cancel);
+}
+
 /**
  * Runs a native wait `call(timeoutMs, cancel)`: rejects with the signal's
  * reason when it aborts (the native future is dropped, which gives back
@@ -94,22 +119,25 @@ async function wait(o, call) {
   }
   signal.throwIfAborted();
   const cancel = new native.Cancel();
-  const onAbort = () => cancel.cancel();
-  signal.addEventListener('abort', onAbort, { once: true });
+  const stop = onAbort(signal, cancel);
   try {
     return await call(timeout ?? null, cancel);
   } catch (e) {
     if (isAborted(e)) throw signal.reason;
     throw fromNative(e);
   } finally {
-    signal.removeEventListener('abort', onAbort);
+    stop();
   }
 }
 
-/** A native call's Promise with its errors as latchkey's classes. */
-async function call(promise) {
+/**
+ * A native call's Promise with its errors as latchkey's classes. Given a
+ * function, what it throws (bad input, checked in it) rejects too: a
+ * Promise-returning method never throws.
+ */
+async function call(made) {
   try {
-    return await promise;
+    return await (typeof made === 'function' ? made() : made);
   } catch (e) {
     throw fromNative(e);
   }
@@ -124,4 +152,4 @@ function sync(fn) {
   }
 }
 
-module.exports = { invalid, LIMITS, name, names, ms, ttl, count, bool, options, payload, waitOptions, wait, call, sync };
+module.exports = { invalid, LIMITS, name, names, ms, ttl, count, bool, options, payload, waitOptions, onAbort, wait, call, sync };

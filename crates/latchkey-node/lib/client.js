@@ -14,17 +14,16 @@ const CLOSE_WITHIN = 5000;
 /** How long the process's exit waits to give back the holds of clients never closed (ms). */
 const EXIT_WITHIN = 1000;
 
-// The clients not closed yet (weakly): an `exit` listener gives their holds
-// back (the process exits normally or by process.exit()). It never keeps
-// the event loop alive.
-const live = new Set();
+// An `exit` listener gives back the holds of every client of this thread
+// not closed yet, also of clients JavaScript no longer references (their
+// holds keep them in the native layer): the process exits normally or by
+// process.exit(). It never keeps the event loop alive. A terminated
+// worker's clients are closed by the native layer (an env cleanup hook).
 let exitHooked = false;
 function hookExit() {
   if (exitHooked) return;
   exitHooked = true;
-  process.once('exit', () => {
-    for (const ref of live) ref.deref()?._closeAtExit();
-  });
+  process.once('exit', () => native.closeAllBlocking(EXIT_WITHIN));
 }
 
 function urlsOf(url) {
@@ -62,14 +61,11 @@ function connectOptions(urls, o, extra) {
 
 class BaseClient {
   #native;
-  #ref;
   #closing;
   /** @internal */
   constructor(nativeClient) {
     if (!(nativeClient instanceof native.Client)) throw invalid('use Client.connect() or Redlock.connect()');
     this.#native = nativeClient;
-    this.#ref = new WeakRef(this);
-    live.add(this.#ref);
     hookExit();
   }
   /** @internal */
@@ -100,20 +96,15 @@ class BaseClient {
   async close(options) {
     const o = check.options(options, ['within'], 'close');
     const within = check.ms(o.within, 'within', { optional: true }) ?? CLOSE_WITHIN;
-    if (this.#closing === undefined) {
-      live.delete(this.#ref);
-      this.#closing = check.call(this.#native.close(within));
-    }
+    if (this.#closing === undefined) this.#closing = check.call(() => this.#native.close(within));
     return this.#closing;
   }
-  /** Waits at most `within` ms for background releases (of guards dropped unreleased, of aborted waits). */
+  /** Waits at most `within` ms for background releases (of aborted waits, of holds given back). */
   flush(options) {
-    const o = check.options(options, ['within'], 'flush');
-    return check.call(this.#native.flush(check.ms(o.within, 'within', { optional: true }) ?? CLOSE_WITHIN));
-  }
-  /** @internal */
-  _closeAtExit() {
-    if (this.#closing === undefined) this.#native.closeBlocking(EXIT_WITHIN);
+    return check.call(() => {
+      const o = check.options(options, ['within'], 'flush');
+      return this.#native.flush(check.ms(o.within, 'within', { optional: true }) ?? CLOSE_WITHIN);
+    });
   }
   async [Symbol.asyncDispose]() {
     await this.close();
@@ -172,13 +163,11 @@ class Client extends BaseClient {
   }
   /** Sends `payload` to everyone listening on `name` now: how many heard it. Nothing is kept. */
   signal(name, payload) {
-    check.name(name);
-    return check.call(this._native.signal(name, check.payload(payload), false));
+    return check.call(() => this._native.signal(check.name(name), check.payload(payload), false));
   }
   /** Sends `payload` to one listener of `name`: how many heard it (0 or 1). */
   signalOne(name, payload) {
-    check.name(name);
-    return check.call(this._native.signal(name, check.payload(payload), true));
+    return check.call(() => this._native.signal(check.name(name), check.payload(payload), true));
   }
   /** A Listener of `names` (glob patterns with `{ patterns: true }`): an async iterator of signals. */
   async listen(names, options) {
@@ -199,13 +188,11 @@ class Client extends BaseClient {
   }
   /** Ends every hold of `name` now (an operator's call): what was revoked. */
   revoke(name) {
-    check.name(name);
-    return check.call(this._native.revoke(name));
+    return check.call(() => this._native.revoke(check.name(name)));
   }
   /** Asks the holders of `name` to let go (cooperative): how many were asked. */
   requestRelease(name) {
-    check.name(name);
-    return check.call(this._native.requestRelease(name));
+    return check.call(() => this._native.requestRelease(check.name(name)));
   }
 }
 

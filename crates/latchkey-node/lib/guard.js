@@ -4,6 +4,24 @@
 const { lockLost, invalid } = require('./errors');
 const check = require('./checks');
 
+const ABORTED = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
+const REASON = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason').get;
+const THROW_IF_ABORTED = AbortSignal.prototype.throwIfAborted;
+
+// A guard JavaScript collects while it is still held is not released (its
+// client keeps the hold until it is released, lost, closed or the process
+// exits): said once per process, since it usually is a leak.
+let warned = false;
+const unreleased = new FinalizationRegistry(({ native, name }) => {
+  if (warned || !native.isHeld()) return;
+  warned = true;
+  process.emitWarning(
+    `a guard of ${JSON.stringify(name)} was garbage-collected while held: the hold is kept (renewed) until it is lost, ` +
+      'its client is closed or the process exits. Release every guard (await using, lock.using(), try/finally).',
+    { type: 'LatchkeyWarning', code: 'LATCHKEY_UNRELEASED_GUARD' },
+  );
+});
+
 class Guard {
   #native;
   #owner;
@@ -13,6 +31,7 @@ class Guard {
     this.#native = nativeGuard;
     // The client: kept reachable while the hold is (close() gives it back).
     this.#owner = owner;
+    unreleased.register(this, { native: nativeGuard, name: nativeGuard.name });
   }
 
   get name() {
@@ -42,17 +61,35 @@ class Guard {
   /**
    * Aborted, with a `LockLost` reason, when the hold can no longer be proven
    * ours: a stop margin before its TTL or cap, or at once when it is found
-   * gone. Never aborted by release(). Made on first use.
+   * gone. Every read of its `aborted`, `reason` or `throwIfAborted()` also
+   * looks at the deadline then, so a process stopped or starved past it
+   * (SIGSTOP, a long synchronous stretch) finds it aborted on its first
+   * look. Never aborted by release(). Made on first use; it outlives the
+   * guard object (it references the hold, not the guard).
    */
   get signal() {
     if (this.#controller === undefined) {
       const controller = new AbortController();
       this.#controller = controller;
+      const native = this.#native;
       const name = this.name;
+      const signal = controller.signal;
+      const look = () => {
+        if (ABORTED.call(signal)) return;
+        const lost = native.lostReason();
+        if (lost != null) controller.abort(lockLost(name, lost[0], lost[1]));
+      };
+      Object.defineProperties(signal, {
+        aborted: { get: () => (look(), ABORTED.call(signal)), configurable: true },
+        reason: { get: () => (look(), REASON.call(signal)), configurable: true },
+        throwIfAborted: { value: () => (look(), THROW_IF_ABORTED.call(signal)), configurable: true, writable: true },
+      });
       // The native layer calls back with [code, phrase].
-      this.#native.onLost(([reason, phrase]) => controller.abort(lockLost(name, reason, phrase)));
+      native.onLost(([reason, phrase]) => controller.abort(lockLost(name, reason, phrase)));
     }
-    return this.#controller.signal;
+    const signal = this.#controller.signal;
+    void signal.aborted; // looks at the deadline now
+    return signal;
   }
 
   /** True while the hold is not known lost and its stop margin has not come. Asks nobody. */
@@ -62,23 +99,22 @@ class Guard {
 
   /** Releases if still ours: true when it was ours to the end (idempotent: false after). */
   release() {
-    return check.call(this.#native.release());
+    return check.call(() => this.#native.release());
   }
 
   /** Resets the TTL to `ttl` ms from now: true while still ours. */
   extend(ttl) {
-    check.ttl(ttl);
-    return check.call(this.#native.extend(ttl));
+    return check.call(() => this.#native.extend(check.ttl(ttl)));
   }
 
   /** The fencing token: greater than every earlier hold's (one round trip the first time). */
   fencingToken() {
-    return check.call(this.#native.fencingToken());
+    return check.call(() => this.#native.fencingToken());
   }
 
   /** Every fencing token (one per lock of a lockAll, in the order named). */
   fencingTokens() {
-    return check.call(this.#native.fencingTokens());
+    return check.call(() => this.#native.fencingTokens());
   }
 
   /**
@@ -87,7 +123,7 @@ class Guard {
    * The token; null if it was released already.
    */
   forget() {
-    return check.call(this.#native.forget());
+    return check.call(() => this.#native.forget());
   }
 
   /** The names of several locks held at once (lockAll), else null. */
@@ -97,13 +133,12 @@ class Guard {
 
   /** The fencing token of one lock of a lockAll's (one round trip the first time). */
   fencingTokenOf(name) {
-    check.name(name);
-    return check.call(this.#native.fencingTokenOf(name));
+    return check.call(() => this.#native.fencingTokenOf(check.name(name)));
   }
 
   /** Which lock of a lockAll's was lost (a round trip to each), or null while all are held. */
   lostLock() {
-    return check.call(this.#native.lostLock());
+    return check.call(() => this.#native.lostLock());
   }
 
   /** How many permits a semaphore's hold has (1 for a read or write hold), else null. */
@@ -153,7 +188,7 @@ class Leadership extends Guard {
   }
   /** Changes our value (observers see it): true while we still lead. */
   proclaim(value) {
-    return check.call(this.#native.proclaim(check.payload(value)));
+    return check.call(() => this.#native.proclaim(check.payload(value)));
   }
   /** Steps down (the same as release()). */
   resign() {

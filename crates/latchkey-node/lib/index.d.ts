@@ -61,7 +61,12 @@ export interface LockOptions extends HoldOptions {
 /** Why a hold was lost: `LockLost.reason`, `Guard.lostReason`. */
 export type LostReason = 'REVOKED' | 'MAX_HOLD' | 'EXPIRED' | 'GONE' | 'TAKEN_OVER' | 'UNREACHABLE' | 'LOST';
 
-/** Any hold: a lock's, several locks', permits, a read or write hold, a leadership. */
+/**
+ * Any hold: a lock's, several locks', permits, a read or write hold, a
+ * leadership. It ends when it is released, lost (`signal` says so), its
+ * client is closed or the process exits; never because this object was
+ * garbage-collected: an unreleased guard is renewed until close() or exit.
+ */
 export class Guard implements AsyncDisposable {
   protected constructor();
   readonly name: string;
@@ -77,6 +82,8 @@ export class Guard implements AsyncDisposable {
   /**
    * Aborted with a `LockLost` reason when the hold can no longer be proven
    * ours: a stop margin before its TTL or cap, or at once when found gone.
+   * Each read of `aborted`, `reason` or `throwIfAborted()` looks at the
+   * deadline too (a process stopped past it reads `EXPIRED` at once).
    * Never aborted by `release()`. It does not keep the process alive.
    */
   readonly signal: AbortSignal;
@@ -134,7 +141,7 @@ export class Lock {
   /** A guard, or null when someone else holds the lock. One round trip. */
   tryAcquire(): Promise<Guard | null>;
   acquire(options?: WaitOptions): Promise<Guard>;
-  /** Acquires, runs `fn(signal, guard)` (signal aborted when the lock is lost), releases. */
+  /** Acquires, runs `fn(signal, guard)` (signal aborted when the lock is lost), releases; rejects with `LockLost` if it was lost meanwhile. */
   using<T>(fn: (signal: AbortSignal, guard: Guard) => Promise<T> | T, options?: WaitOptions): Promise<T>;
 }
 
@@ -264,7 +271,7 @@ declare class BaseClient implements AsyncDisposable {
   readonly prefix: string;
   lock(name: string, options: LockOptions): Lock;
   lockAll(names: string[], options: HoldOptions): Lock;
-  /** Gives back every hold, waits at most `within` ms (default 5000) for background releases; later calls reject with ClientClosed. */
+  /** Gives back every hold, ends pending waits (they reject with ClientClosed), waits at most `within` ms (default 5000) for background releases; later calls reject with ClientClosed. */
   close(options?: { within?: number }): Promise<boolean>;
   flush(options?: { within?: number }): Promise<boolean>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -301,8 +308,13 @@ export type ErrorCode =
   | 'BAD_FENCING_COUNTER' | 'NOT_A_CLUSTER' | 'UNSUPPORTED_SERVER' | 'MAX_HOLD_REACHED' | 'FOREIGN_VALUE' | 'LATCH_OPEN'
   | 'COUNTED_BELOW_ZERO' | 'NOT_FOUND' | 'PARTIES_MISMATCH' | 'REDIS_ERROR' | 'PROTOCOL_ERROR' | 'INTERNAL';
 
+/** What `new Error(message, options)` takes (ES2022's ErrorOptions, declared here for older targets). */
+export interface LatchkeyErrorOptions {
+  cause?: unknown;
+}
+
 export class LatchkeyError extends Error {
-  constructor(message?: string, options?: ErrorOptions);
+  constructor(message?: string, options?: LatchkeyErrorOptions);
   readonly code: ErrorCode;
   /** True for what a retry may fix (the Unavailable kinds). */
   readonly transient: boolean;

@@ -12,9 +12,8 @@ class Waits {
     const cancel = new native.Cancel();
     this.#cancels.add(cancel);
     const signal = o.signal;
-    const onAbort = () => cancel.cancel();
     signal?.throwIfAborted();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const stop = signal === undefined ? () => {} : check.onAbort(signal, cancel);
     try {
       return await call(o.timeout ?? null, cancel);
     } catch (e) {
@@ -24,7 +23,7 @@ class Waits {
       }
       throw require('./errors').fromNative(e);
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      stop();
       this.#cancels.delete(cancel);
     }
   }

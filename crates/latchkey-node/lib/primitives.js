@@ -4,6 +4,7 @@
 const check = require('./checks');
 const { Guard, Leadership } = require('./guard');
 const { Observer } = require('./iterators');
+const { lockLost } = require('./errors');
 
 const HOLD = ['ttl', 'watchdog', 'fencing', 'maxHold', 'stopMargin', 'renewEvery', 'asking'];
 const LOCK = [...HOLD, 'fair', 'cached'];
@@ -46,14 +47,30 @@ class Acquisitions {
   }
 }
 
-/** Runs `fn(signal, guard)` while holding, then releases (redlock's `using`). */
-async function using(acquiring, fn) {
+/**
+ * Runs `fn(signal, guard)` while holding, then releases (redlock's
+ * `using`); rejects with LockLost when the lock was lost meanwhile, even
+ * if `fn` returned (its work may have run unprotected).
+ */
+async function using(acquire, fn) {
   if (typeof fn !== 'function') throw check.invalid('using takes a function');
-  const guard = await acquiring;
+  const guard = await acquire();
+  const signal = guard.signal;
+  let returned = false;
   try {
-    return await fn(guard.signal, guard);
+    const result = await fn(signal, guard);
+    returned = true;
+    return result;
   } finally {
-    await guard.release();
+    // Read before the release: after it nothing is lost any more. A guard
+    // `fn` released itself (deadline null) is not a loss.
+    const lost = signal.aborted;
+    const held = guard.deadline !== null;
+    const ours = await guard.release();
+    if (returned && (lost || (held && !ours))) {
+      // eslint-disable-next-line no-unsafe-finally
+      throw lost ? signal.reason : lockLost(guard.name, 'GONE', 'it was no longer ours at its release');
+    }
   }
 }
 
@@ -70,21 +87,20 @@ class Lock {
   }
   /** A cached lock gives its kept idle hold back to Redis now: whether one was kept (false for other locks). */
   giveBack() {
-    return check.call(this.#native.giveBack());
+    return check.call(() => this.#native.giveBack());
   }
   /** A guard, or null when someone else holds the lock. One round trip. */
   tryAcquire() {
     return this.#take.tryAcquire();
   }
   /** Waits for the lock: `{ signal }` aborts (rejects with its reason), `{ timeout }` ms rejects with WaitTimedOut. */
-  acquire(options) {
+  async acquire(options) {
     check.waitOptions(options);
     return this.#take.acquire(options ?? {});
   }
-  /** Acquires, runs `fn(signal, guard)` (signal: aborted when the lock is lost), releases. */
+  /** Acquires, runs `fn(signal, guard)` (signal: aborted when the lock is lost), releases; rejects with LockLost if it was lost meanwhile. */
   using(fn, options) {
-    if (typeof fn !== 'function') throw check.invalid('using takes a function');
-    return using(this.acquire(options), fn);
+    return using(() => this.acquire(options), fn);
   }
 }
 
@@ -111,21 +127,20 @@ class Semaphore {
     return take;
   }
   /** `{ permits }` (default 1, all or none) at once, or null when they are not free. */
-  tryAcquire(options) {
+  async tryAcquire(options) {
     const o = check.options(options, ['permits'], 'tryAcquire');
     return this.#take(o.permits).tryAcquire();
   }
-  acquire(options) {
+  async acquire(options) {
     const o = check.waitOptions(options, ['permits']);
     return this.#take(o.permits).acquire(o);
   }
   using(fn, options) {
-    if (typeof fn !== 'function') throw check.invalid('using takes a function');
-    return using(this.acquire(options), fn);
+    return using(() => this.acquire(options), fn);
   }
   /** Who holds the permits now. */
   holders() {
-    return check.call(this.#native.holders());
+    return check.call(() => this.#native.holders());
   }
 }
 
@@ -138,11 +153,11 @@ class RwLock {
     this.#write = new Acquisitions(nativeRwLock.writer(), owner);
     this.name = name;
   }
-  read(options) {
+  async read(options) {
     check.waitOptions(options);
     return this.#read.acquire(options ?? {});
   }
-  write(options) {
+  async write(options) {
     check.waitOptions(options);
     return this.#write.acquire(options ?? {});
   }
@@ -163,19 +178,18 @@ class Latch {
   }
   /** Creates it with `count`: false when it existed already. */
   create(count) {
-    check.count(count, 'count');
-    return check.call(this.#native.create(count));
+    return check.call(() => this.#native.create(check.count(count, 'count')));
   }
   /** Counts down by one: what is left. */
   countDown() {
-    return check.call(this.#native.countDown());
+    return check.call(() => this.#native.countDown());
   }
   /** What is left, or null when there is no such latch. */
   count() {
-    return check.call(this.#native.count());
+    return check.call(() => this.#native.count());
   }
   /** Resolves when it opens (at once when open already). */
-  wait(options) {
+  async wait(options) {
     const o = check.waitOptions(options);
     return check.wait(o, (timeout, cancel) => this.#native.wait(timeout, cancel));
   }
@@ -193,10 +207,10 @@ class Barrier {
   }
   /** [generation (bigint), parties arrived], or null when the barrier does not exist. */
   state() {
-    return check.call(this.#native.state());
+    return check.call(() => this.#native.state());
   }
   /** Arrives and waits for the other parties: the generation met (bigint). */
-  wait(options) {
+  async wait(options) {
     const o = check.waitOptions(options);
     return check.wait(o, (timeout, cancel) => this.#native.wait(timeout, cancel));
   }
@@ -215,21 +229,21 @@ class Election {
     return new Acquisitions(this.#native.candidate(check.payload(value)), this.#owner, Leadership);
   }
   /** Waits until elected: a Leadership (its term is a fencing token). */
-  campaign(value, options) {
+  async campaign(value, options) {
     check.waitOptions(options);
     return this.#candidate(value).acquire(options ?? {});
   }
   /** Leads now if nobody does: a Leadership, or null. */
-  tryCampaign(value) {
+  async tryCampaign(value) {
     return this.#candidate(value).tryAcquire();
   }
   /** The leader now ({ value, term, since }), or null. */
   leader() {
-    return check.call(this.#native.leader());
+    return check.call(() => this.#native.leader());
   }
   /** Every change of leader, as an async iterator of `Leader | null`. */
   async observe() {
-    return new Observer(await check.call(this.#native.observe()));
+    return new Observer(await check.call(() => this.#native.observe()));
   }
 }
 
@@ -243,17 +257,17 @@ class FencedResource {
   /** Stores `value` unless a write with a higher token was accepted: whether it was stored. */
   async write(token, value) {
     if (typeof token !== 'bigint') throw check.invalid('a fencing token is a bigint');
-    const outcome = await check.call(this.#native.write(token, check.payload(value)));
+    const outcome = await check.call(() => this.#native.write(token, check.payload(value)));
     return outcome.accepted;
   }
   /** [value, token] of the last accepted write, or null. */
   read() {
-    return check.call(this.#native.read());
+    return check.call(() => this.#native.read());
   }
   /** Raises the highest token seen to `token` (after a revocation). */
-  raise(token) {
+  async raise(token) {
     if (typeof token !== 'bigint') throw check.invalid('a fencing token is a bigint');
-    return check.call(this.#native.raise(token));
+    return check.call(() => this.#native.raise(token));
   }
 }
 

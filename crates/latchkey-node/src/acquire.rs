@@ -71,7 +71,45 @@ macro_rules! acquire_by_deadline {
 
 acquire_by_deadline!(latchkey::Lock);
 acquire_by_deadline!(latchkey::MultiLock);
-acquire_by_deadline!(latchkey::CachedLock, give_back: latchkey::CachedLock::give_back);
+
+/// A cached lock, and whether every hold comes with its fencing token
+/// (`fencing: true`): the library issues a kept hold's token on its first
+/// `fencing_token()` call, so it is asked at the acquisition (one round
+/// trip for a hold taken from the kept one, none for one taken from Redis
+/// with its token).
+pub(crate) struct Cached(pub(crate) latchkey::CachedLock, pub(crate) bool);
+
+impl Cached {
+    async fn fenced(&self, guard: latchkey::CachedGuard) -> Taken {
+        if self.1 {
+            guard.fencing_token().await?;
+        }
+        Ok(Box::new(guard))
+    }
+}
+
+impl Acquire for Cached {
+    fn try_take(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn DynGuard>>>> {
+        Box::pin(async move {
+            match self.0.try_acquire().await? {
+                Some(guard) => Ok(Some(self.fenced(guard).await?)),
+                None => Ok(None),
+            }
+        })
+    }
+    fn take(&self, deadline: Option<Instant>) -> BoxFuture<'_, Taken> {
+        Box::pin(async move {
+            let guard = match deadline {
+                Some(at) => self.0.acquire_until(at).await?,
+                None => self.0.acquire().await?,
+            };
+            self.fenced(guard).await
+        })
+    }
+    fn give_back(&self) -> BoxFuture<'_, latchkey::Result<bool>> {
+        Box::pin(self.0.give_back())
+    }
+}
 
 /// `k` permits of a semaphore, all or none.
 pub(crate) struct Permits(pub(crate) latchkey::Semaphore, pub(crate) u32);
@@ -147,13 +185,13 @@ impl Acquirer {
     #[napi(ts_return_type = "Promise<Guard | null>")]
     pub fn try_acquire(&self, env: Env) -> napi::Result<Promise<Option<Guard>>> {
         let (inner, core) = (self.inner.clone(), self.core.clone());
-        promise(&env, async move {
+        cancellable(&env, None, core.closing(), async move {
             core.check_open()?;
             let value = inner.value();
-            Ok(inner
-                .try_take()
-                .await?
-                .map(|g| Guard::new(Holding::new(g, &core, value))))
+            match inner.try_take().await? {
+                Some(g) => Ok(Some(Guard::new(Holding::new(g, &core, value)?))),
+                None => Ok(None),
+            }
         })
     }
 
@@ -177,11 +215,11 @@ impl Acquirer {
     ) -> napi::Result<Promise<Guard>> {
         let deadline = crate::args::deadline(timeout_ms).map_err(crate::errors::to_js)?;
         let (inner, core) = (self.inner.clone(), self.core.clone());
-        cancellable(&env, token(cancel), async move {
+        cancellable(&env, token(cancel), core.closing(), async move {
             core.check_open()?;
             let value = inner.value();
             let guard = inner.take(deadline).await?;
-            Ok(Guard::new(Holding::new(guard, &core, value)))
+            Ok(Guard::new(Holding::new(guard, &core, value)?))
         })
     }
 }

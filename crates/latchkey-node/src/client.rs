@@ -74,10 +74,12 @@ pub struct RevocationInfo {
 /// Connects (the native half of `Client.connect` and `Redlock.connect`).
 #[napi(ts_return_type = "Promise<Client>")]
 pub fn connect(env: Env, options: ConnectOptions) -> napi::Result<Promise<Client>> {
+    // Registered with its environment, whose end gives its holds back.
+    let envs = crate::envs::of(&env)?;
     promise(&env, async move {
-        Ok(Client {
-            core: Core::connect(options).await?,
-        })
+        let core = Core::connect(options).await?;
+        envs.add(&core);
+        Ok(Client { core })
     })
 }
 
@@ -158,6 +160,7 @@ impl Client {
             let ttl = ms("ttl", ttl_ms)?;
             Ok(Latch {
                 inner: self.core.client()?.latch(&name, ttl)?,
+                core: self.core.clone(),
             })
         };
         make().map_err(to_js)
@@ -170,6 +173,7 @@ impl Client {
             let ttl = ms("ttl", ttl_ms)?;
             Ok(Barrier {
                 inner: self.core.client()?.barrier(&name, parties, ttl)?,
+                core: self.core.clone(),
             })
         };
         make().map_err(to_js)
@@ -232,7 +236,7 @@ impl Client {
                 true => client.listen_patterns(&names).await?,
                 false => client.listen(&names).await?,
             };
-            Ok(crate::signals::Listener::new(listener))
+            Ok(crate::signals::Listener::new(listener, core.closing()))
         })
     }
 
@@ -271,17 +275,6 @@ impl Client {
         promise(&env, async move { Ok(core.close(within).await) })
     }
 
-    /// `close` on the process's way out (an `exit` listener cannot wait for
-    /// a Promise): blocks at most `within_ms`.
-    #[napi]
-    pub fn close_blocking(&self, within_ms: f64) -> bool {
-        let Ok(within) = ms("within", within_ms) else {
-            return false;
-        };
-        let core = self.core.clone();
-        napi::bindgen_prelude::block_on(async move { core.close(within).await })
-    }
-
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn flush(&self, env: Env, within_ms: f64) -> napi::Result<Promise<bool>> {
         let within = ms("within", within_ms).map_err(to_js)?;
@@ -303,7 +296,10 @@ impl Client {
             lock = lock.fair()?;
         }
         let inner: Arc<dyn crate::acquire::Acquire> = match opt_ms("cached", o.cached_ms)? {
-            Some(idle) => Arc::new(lock.with_caching(idle)?),
+            Some(idle) => Arc::new(crate::acquire::Cached(
+                lock.with_caching(idle)?,
+                o.fencing == Some(true),
+            )),
             None => Arc::new(lock),
         };
         Ok(Acquirer {

@@ -15,6 +15,7 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -220,8 +221,14 @@ unsafe extern "C" fn drain(
     for Done { deferred, settle } in batch {
         // SAFETY: on the JavaScript thread that made the deferred; each is
         // settled exactly once, here.
+        // A panic must not cross N-API: it rejects the one Promise.
+        let settled = catch_unwind(AssertUnwindSafe(|| settle(env))).unwrap_or_else(|_| {
+            Err(napi::Error::from_reason(
+                "[INTERNAL] making the answer's JavaScript value panicked",
+            ))
+        });
         unsafe {
-            match settle(env) {
+            match settled {
                 Ok(value) => sys::napi_resolve_deferred(env, deferred.0, value),
                 Err(e) => {
                     sys::napi_reject_deferred(env, deferred.0, JsError::from(e).into_value(env))
@@ -244,7 +251,9 @@ unsafe extern "C" fn finalize(_: sys::napi_env, _: *mut c_void, context: *mut c_
         state.tsfn = ptr::null_mut();
         std::mem::take(&mut state.done)
     };
-    drop(left);
+    // Answers may hold guards and clients: dropped where their drops may
+    // spawn, never panicking into N-API.
+    crate::executor::drop_in_runtime(left);
     queue.torn_down.cancel();
     let _ = QUEUE.try_with(|q| {
         if let Ok(mut q) = q.try_borrow_mut() {
@@ -303,7 +312,9 @@ where
         queue,
         deferred: Some(Deferred(deferred)),
     };
-    napi::bindgen_prelude::spawn(async move {
+    // Without a runtime (it could not start) the future is dropped
+    // unrun: `Pending` then rejects the Promise.
+    let _ = crate::executor::spawn(async move {
         let pending = pending;
         let answer = tokio::select! {
             biased;

@@ -1,13 +1,17 @@
 //! One client's connection (a Redis, a cluster, a Sentinel-watched primary,
-//! or a Redlock over N servers) and the holds taken through it, so that
-//! `close()` and the process's exit can give every one of them back.
+//! or a Redlock over N servers) and the holds taken through it, kept
+//! strongly: a hold ends when the program releases or forgets it, when it
+//! is lost (then the registry lets go of it once it cannot be ours any
+//! more), at `close()`, or when its thread's environment ends (envs.rs),
+//! never because JavaScript collected its guard.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use napi_derive::napi;
+use tokio_util::sync::CancellationToken;
 
 use crate::args::opt_ms;
 use crate::errors::{closed, invalid};
@@ -36,6 +40,16 @@ pub struct ConnectOptions {
 /// (hold.rs implements it; the core knows no more of holds).
 pub(crate) trait Releasable: Send + Sync {
     fn give_back(self: Arc<Self>) -> latchkey::BoxFuture<'static, ()>;
+    /// Lost beyond any renewal (a TTL past its deadline): nothing left to
+    /// give back, so the registry may let go of it.
+    fn is_gone(&self) -> bool;
+}
+
+/// The live holds, and the count at the last sweep of the gone ones.
+#[derive(Default)]
+struct Holds {
+    live: HashMap<u64, Arc<dyn Releasable>>,
+    swept_at: usize,
 }
 
 /// What a core connected.
@@ -47,9 +61,11 @@ pub(crate) enum Backend {
 /// A connection and its live holds.
 pub(crate) struct Core {
     pub(crate) backend: Backend,
-    holds: Mutex<HashMap<u64, Weak<dyn Releasable>>>,
+    holds: Mutex<Holds>,
     next_hold: AtomicU64,
     closed: AtomicBool,
+    /// Cancelled by close(): every wait of the client selects on it.
+    closing: CancellationToken,
 }
 
 fn configure(
@@ -126,9 +142,10 @@ impl Core {
         };
         Ok(Arc::new(Core {
             backend,
-            holds: Mutex::new(HashMap::new()),
+            holds: Mutex::new(Holds::default()),
             next_hold: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            closing: CancellationToken::new(),
         }))
     }
 
@@ -143,6 +160,10 @@ impl Core {
         }
     }
 
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     pub(crate) fn check_open(&self) -> latchkey::Result<()> {
         match self.closed.load(Ordering::Acquire) {
             true => Err(closed()),
@@ -150,17 +171,50 @@ impl Core {
         }
     }
 
-    /// Registers a live hold; its id for `forget`.
-    pub(crate) fn track(&self, hold: Weak<dyn Releasable>) -> u64 {
+    /// Fires when the client is closed.
+    pub(crate) fn closing(&self) -> CancellationToken {
+        self.closing.clone()
+    }
+
+    fn holds(&self) -> std::sync::MutexGuard<'_, Holds> {
+        self.holds.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps a live hold until it is released, forgotten, gone or given
+    /// back at close: its id for `forget`. CLIENT_CLOSED once closed (the
+    /// caller then lets the hold go).
+    pub(crate) fn track(&self, hold: Arc<dyn Releasable>) -> latchkey::Result<u64> {
         let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
-        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
-        holds.insert(id, hold);
-        id
+        let gone = {
+            let mut holds = self.holds();
+            // Under the mutex that close() drains: no hold slips in after.
+            if self.closed.load(Ordering::Acquire) {
+                return Err(closed());
+            }
+            holds.live.insert(id, hold);
+            // Holds lost and never released would pile up in a program
+            // that leaks guards: swept each time the count doubles.
+            let mut gone = Vec::new();
+            if holds.live.len() >= (holds.swept_at * 2).max(64) {
+                holds.live.retain(|_, h| match h.is_gone() {
+                    true => {
+                        gone.push(h.clone());
+                        false
+                    }
+                    false => true,
+                });
+                holds.swept_at = holds.live.len();
+            }
+            gone
+        };
+        // Dropped outside the mutex: a hold's drop may release in the background.
+        drop(gone);
+        Ok(id)
     }
 
     pub(crate) fn forget(&self, id: u64) {
-        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
-        holds.remove(&id);
+        let removed = self.holds().live.remove(&id);
+        drop(removed);
     }
 
     pub(crate) fn prefix(&self) -> Vec<u8> {
@@ -174,12 +228,13 @@ impl Core {
     /// waits at most `within` for the background releases; then refuses
     /// new calls. Whether all finished in time.
     pub(crate) async fn close(&self, within: Duration) -> bool {
-        self.closed.store(true, Ordering::Release);
-        let deadline = tokio::time::Instant::now() + within;
         let live: Vec<Arc<dyn Releasable>> = {
-            let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
-            holds.drain().filter_map(|(_, h)| h.upgrade()).collect()
+            let mut holds = self.holds();
+            self.closed.store(true, Ordering::Release);
+            holds.live.drain().map(|(_, h)| h).collect()
         };
+        self.closing.cancel();
+        let deadline = tokio::time::Instant::now() + within;
         let releases = live.into_iter().map(|hold| tokio::spawn(hold.give_back()));
         let releases: Vec<_> = releases.collect();
         let mut all = true;

@@ -3,6 +3,8 @@
 //! (`[WAIT_TIMED_OUT] lock "x" still busy after …`); lib/errors.js turns it
 //! into the class of that code (`WaitTimedOut`, a `LatchkeyError`).
 
+use std::time::Duration;
+
 use latchkey::Error;
 
 /// The package's code of `e`: the library's [`Error::code`], but one
@@ -53,13 +55,49 @@ const TLS_HINTS: &[(&str, &str)] = &[
 
 /// `e` as the error the facade maps to its class.
 pub(crate) fn to_js(e: Error) -> napi::Error {
-    let mut message = e.to_string();
-    if matches!(e, Error::Tls { .. }) {
-        for (said, ours) in TLS_HINTS {
-            message = message.replace(said, ours);
+    to_js_after(e, None)
+}
+
+/// `e` as the error the facade maps to its class, for a call that took
+/// `took` (said where it differs from the limit a message names).
+pub(crate) fn to_js_after(e: Error, took: Option<Duration>) -> napi::Error {
+    let code = code(&e);
+    let message = match &e {
+        Error::Tls { .. } => {
+            let mut message = e.to_string();
+            for (said, ours) in TLS_HINTS {
+                message = message.replace(said, ours);
+            }
+            message
         }
+        // Durations as people write them ("101ms", not "101.046147ms").
+        Error::WaitTimedOut { name, waited } => {
+            format!("{name:?} still busy after waiting {}", duration(*waited))
+        }
+        Error::Timeout { op, after } => {
+            let mut said = format!("Redis did not answer `{op}` within {}", duration(*after));
+            // A wait retries through a stall: the limit was one command's.
+            if let Some(took) = took.filter(|t| *t > *after + Duration::from_millis(100)) {
+                said.push_str(&format!(" (gave up after {})", duration(took)));
+            }
+            said
+        }
+        _ if code == "CLIENT_CLOSED" => CLOSED_SAID.to_owned(),
+        _ => e.to_string(),
+    };
+    coded(code, &message)
+}
+
+/// `d` rounded as a person writes it: "101ms", "2.6s", "42s".
+pub(crate) fn duration(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms < 1000.0 {
+        format!("{}ms", ms.round() as u64)
+    } else if ms < 10_000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else {
+        format!("{}s", (ms / 1000.0).round() as u64)
     }
-    coded(code(&e), &message)
 }
 
 /// An error of `code` with `message`.
@@ -84,5 +122,9 @@ pub(crate) fn closed() -> Error {
     Error::Unsupported(CLOSED)
 }
 
-/// What `closed()` says (and how `code` tells it from other refusals).
+/// What `closed()` carries (and how `code` tells it from other refusals).
 const CLOSED: &str = "the client is closed";
+
+/// What a CLIENT_CLOSED error says (the library's Unsupported would read
+/// "not supported: ...").
+const CLOSED_SAID: &str = "the client is closed (close() was called)";

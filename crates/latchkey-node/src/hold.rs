@@ -2,8 +2,8 @@
 //! a permit, a read or write hold, a leadership): one `Box<dyn DynGuard>`
 //! under one JavaScript class, `Guard`, which lib/guard.js wraps.
 
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use latchkey::{DynGuard, LostReason, Ownership};
 use napi::bindgen_prelude::{BigInt, Function};
@@ -16,10 +16,12 @@ use tokio_util::sync::CancellationToken;
 use crate::args::{epoch_ms, ms};
 use crate::completions::Promise;
 use crate::core::{Core, Releasable};
-use crate::runtime::{drop_in_runtime, promise};
+use crate::executor::drop_in_runtime;
+use crate::runtime::promise;
 
 /// A hold shared by its JavaScript object, the calls in flight on it and
-/// its client's registry (weakly).
+/// its client's registry, which keeps it (and so its renewals) while it is
+/// held: JavaScript collecting the guard object ends nothing.
 pub(crate) struct Holding {
     /// `None` once released.
     pub(crate) guard: RwLock<Option<Box<dyn DynGuard>>>,
@@ -31,7 +33,9 @@ pub(crate) struct Holding {
     /// Fired by release(), for the listeners that wait on the hold.
     released: CancellationToken,
     core: Arc<Core>,
-    id: std::sync::OnceLock<u64>,
+    id: OnceLock<u64>,
+    /// Why it was lost, as first told (the signal and lostReason agree).
+    lost_as: OnceLock<LostReason>,
 }
 
 impl Holding {
@@ -39,7 +43,7 @@ impl Holding {
         guard: Box<dyn DynGuard>,
         core: &Arc<Core>,
         value: Option<Vec<u8>>,
-    ) -> Arc<Holding> {
+    ) -> latchkey::Result<Arc<Holding>> {
         let holding = Arc::new(Holding {
             name: String::from_utf8_lossy(guard.name()).into_owned(),
             token: guard.token().to_owned(),
@@ -48,11 +52,39 @@ impl Holding {
             guard: RwLock::new(Some(guard)),
             released: CancellationToken::new(),
             core: core.clone(),
-            id: std::sync::OnceLock::new(),
+            id: OnceLock::new(),
+            lost_as: OnceLock::new(),
         });
-        let weak: Weak<dyn Releasable> = Arc::downgrade(&holding) as Weak<Holding>;
-        let _ = holding.id.set(core.track(weak));
-        holding
+        // Refused once the client is closed: the hold is then dropped,
+        // which releases it in the background.
+        let id = core.track(holding.clone() as Arc<dyn Releasable>)?;
+        let _ = holding.id.set(id);
+        Ok(holding)
+    }
+
+    /// Why the hold is lost, or None while it is held (and once released).
+    /// A hold whose deadline passed before the loss was seen (its process
+    /// was stopped or starved past it) ran out of time: EXPIRED, not the
+    /// renewals' UNREACHABLE or the key's GONE.
+    pub(crate) fn loss(&self) -> Option<LostReason> {
+        if self.released.is_cancelled() {
+            return None;
+        }
+        let Ok(held) = self.guard.try_read() else {
+            return self.lost_as.get().copied();
+        };
+        let guard = held.as_ref()?;
+        if let Some(known) = self.lost_as.get() {
+            return Some(*known);
+        }
+        let why = guard.lost_reason()?;
+        let why = match why {
+            LostReason::Unreachable | LostReason::Gone if Instant::now() >= guard.deadline() => {
+                LostReason::Expired
+            }
+            why => why,
+        };
+        Some(*self.lost_as.get_or_init(|| why))
     }
 
     /// Releases if still ours: whether it was ours to the end (idempotent).
@@ -94,17 +126,25 @@ impl Releasable for Holding {
             let _ = self.release().await;
         })
     }
+
+    fn is_gone(&self) -> bool {
+        let Ok(held) = self.guard.try_read() else {
+            return false;
+        };
+        held.as_ref().is_some_and(|g| {
+            let ended = g.deadline().checked_add(g.ttl());
+            g.lost_reason().is_some() && ended.is_some_and(|end| Instant::now() > end)
+        })
+    }
 }
 
 impl Drop for Holding {
     fn drop(&mut self) {
-        // JavaScript let go of a guard it never released: the library
-        // releases it in the background (the client's flush waits for it).
+        // Only a hold the registry let go of (released, forgotten, gone,
+        // or refused at close) gets here: what is left of it is dropped on
+        // the runtime, where nothing can panic into a finalizer.
         if let Some(guard) = self.guard.get_mut().take() {
             drop_in_runtime(guard);
-        }
-        if let Some(id) = self.id.get() {
-            self.core.forget(*id);
         }
     }
 }
@@ -181,13 +221,12 @@ impl Guard {
         held.as_ref().map(|g| epoch_ms(g.deadline()))
     }
 
-    /// The code of why the hold was lost (null while held).
+    /// The code of why the hold was lost, and its phrase (null while held,
+    /// and once released): the deadline is looked at now, so a process
+    /// stopped past it reads it lost at once.
     #[napi]
     pub fn lost_reason(&self) -> Option<Vec<String>> {
-        let held = self.holding.guard.try_read().ok()?;
-        let guard = held.as_ref()?;
-        let why = guard.lost_reason()?;
-        let (code, said) = reason(Some(why));
+        let (code, said) = reason(Some(self.holding.loss()?));
         Some(vec![code, said])
     }
 
@@ -267,14 +306,12 @@ impl Guard {
             let held = self.holding.guard.try_read();
             match held.as_ref().ok().and_then(|h| h.as_ref()) {
                 // The watch of a hold without a watchdog starts a timer task.
-                Some(guard) => {
-                    napi::bindgen_prelude::within_runtime_if_available(|| guard.lost_signal())
-                }
+                Some(guard) => crate::executor::within(|| guard.lost_signal()).unwrap_or_default(),
                 None => return Ok(()),
             }
         };
         let released = self.holding.released.clone();
-        napi::bindgen_prelude::spawn(async move {
+        crate::executor::spawn(async move {
             tokio::select! {
                 _ = released.cancelled() => {}
                 _ = signal.lost() => {
@@ -283,8 +320,7 @@ impl Guard {
                     tsfn.call((code, said), ThreadsafeFunctionCallMode::NonBlocking);
                 }
             }
-        });
-        Ok(())
+        })
     }
 
     /// Calls `callback()` each time another process asks for the hold
@@ -297,7 +333,7 @@ impl Guard {
             .build()?;
         let holding = Arc::downgrade(&self.holding);
         let released = self.holding.released.clone();
-        napi::bindgen_prelude::spawn(async move {
+        crate::executor::spawn(async move {
             loop {
                 let Some(holding) = holding.upgrade() else {
                     return;
@@ -319,13 +355,13 @@ impl Guard {
                 }
                 tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
             }
-        });
-        Ok(())
+        })
     }
 }
 
 async fn lost_reason_of(holding: &Weak<Holding>) -> Option<LostReason> {
     let holding = holding.upgrade()?;
-    let held = holding.guard.read().await;
-    held.as_ref()?.lost_reason()
+    // Waits for a call in flight on the guard (loss() does not wait).
+    drop(holding.guard.read().await);
+    holding.loss()
 }

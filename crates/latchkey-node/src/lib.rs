@@ -7,10 +7,11 @@
 //! (hold.rs); what can be acquired is one trait (acquire.rs); the client
 //! and its factories are in client.rs, the other primitives in
 //! primitives.rs, the iterators in signals.rs. Promises run the library's
-//! futures on napi-rs's tokio runtime (runtime.rs) and are settled through
-//! one completion queue per JavaScript thread (completions.rs); the lost
-//! notification is a weak thread-safe function, so it never keeps a process
-//! alive.
+//! futures on the package's own tokio runtime (executor.rs) and are settled
+//! through one completion queue per JavaScript thread (completions.rs); the
+//! lost notification is a weak thread-safe function, so it never keeps a
+//! process alive. A client keeps its holds until they are released, lost,
+//! or given back at its close or its environment's end (core.rs, envs.rs).
 
 // napi-derive registers the exports only outside `cfg(test)`: clippy's
 // test build of the lib (`--all-targets`) would see every one of them as
@@ -22,7 +23,9 @@ mod args;
 mod client;
 mod completions;
 mod core;
+mod envs;
 mod errors;
+mod executor;
 mod hold;
 mod kinds;
 mod primitives;

@@ -112,6 +112,7 @@ impl RwLock {
 #[napi]
 pub struct Latch {
     pub(crate) inner: latchkey::Latch,
+    pub(crate) core: Arc<Core>,
 }
 
 #[napi]
@@ -151,7 +152,7 @@ impl Latch {
     ) -> napi::Result<Promise<()>> {
         let deadline = crate::args::deadline(timeout_ms).map_err(to_js)?;
         let latch = self.inner.clone();
-        cancellable(&env, token(cancel), async move {
+        cancellable(&env, token(cancel), self.core.closing(), async move {
             match deadline {
                 Some(at) => latch.wait_until(at).await,
                 None => latch.wait().await,
@@ -163,6 +164,7 @@ impl Latch {
 #[napi]
 pub struct Barrier {
     pub(crate) inner: latchkey::Barrier,
+    pub(crate) core: Arc<Core>,
 }
 
 #[napi]
@@ -196,7 +198,7 @@ impl Barrier {
     ) -> napi::Result<Promise<BigInt>> {
         let deadline = crate::args::deadline(timeout_ms).map_err(to_js)?;
         let barrier = self.inner.clone();
-        cancellable(&env, token(cancel), async move {
+        cancellable(&env, token(cancel), self.core.closing(), async move {
             let generation = match deadline {
                 Some(at) => barrier.arrive_and_wait_until(at).await?,
                 None => barrier.arrive_and_wait().await?,
@@ -239,9 +241,12 @@ impl Election {
 
     #[napi(ts_return_type = "Promise<Observer>")]
     pub fn observe(&self, env: Env) -> napi::Result<Promise<crate::signals::Observer>> {
-        let election = self.inner.clone();
+        let (election, closing) = (self.inner.clone(), self.core.closing());
         promise(&env, async move {
-            Ok(crate::signals::Observer::new(election.observe().await?))
+            Ok(crate::signals::Observer::new(
+                election.observe().await?,
+                closing,
+            ))
         })
     }
 }

@@ -1,8 +1,9 @@
-//! Promises over the library's futures (run on napi-rs's tokio runtime,
+//! Promises over the library's futures (run on executor.rs's runtime,
 //! settled through completions.rs), and the cancellation of a wait by the
-//! facade's AbortSignal.
+//! facade's AbortSignal or by its client's close().
 
 use std::future::Future;
+use std::time::Instant;
 
 use napi::bindgen_prelude::ToNapiValue;
 use napi::Env;
@@ -10,7 +11,7 @@ use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
 use crate::completions::{self, Promise};
-use crate::errors::{aborted, to_js};
+use crate::errors::{aborted, to_js, to_js_after};
 
 /// One wait's cancellation: the facade makes one per wait that has an
 /// AbortSignal and calls `cancel()` on its `abort` event. The wait's Rust
@@ -54,49 +55,39 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
 {
-    completions::promise(env, async move { fut.await.map_err(to_js) })
+    let started = Instant::now();
+    completions::promise(env, async move {
+        fut.await
+            .map_err(|e| to_js_after(e, Some(started.elapsed())))
+    })
 }
 
 /// A Promise of `fut`'s answer that rejects with ABORTED (and drops `fut`)
-/// when `cancel` fires first.
+/// when `cancel` fires first, and with CLIENT_CLOSED when `closing` (the
+/// client's close) does: a wait never outlives its client's close().
 pub(crate) fn cancellable<T, F>(
     env: &Env,
     cancel: Option<CancellationToken>,
+    closing: CancellationToken,
     fut: F,
 ) -> napi::Result<Promise<T>>
 where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
 {
+    let started = Instant::now();
     completions::promise(env, async move {
-        match cancel {
-            None => fut.await.map_err(to_js),
-            Some(token) => tokio::select! {
-                biased;
-                _ = token.cancelled() => Err(aborted()),
-                answer = fut => answer.map_err(to_js),
-            },
+        let aborted_by = async {
+            match &cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = closing.cancelled() => Err(to_js(crate::errors::closed())),
+            _ = aborted_by => Err(aborted()),
+            answer = fut => answer.map_err(|e| to_js_after(e, Some(started.elapsed()))),
         }
     })
-}
-
-/// Drops `value` where the library's drops may spawn (a guard released in
-/// the background): inside the runtime.
-pub(crate) fn drop_in_runtime<T>(value: T) {
-    napi::bindgen_prelude::within_runtime_if_available(move || drop(value));
-}
-
-/// The runtime the promises run on: one worker thread. A Node process
-/// drives it from one JavaScript thread; a second worker only added
-/// cross-thread wake-ups (stealing) to every call, which cost CPU per cycle.
-#[napi_derive::module_init]
-fn init() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("latchkey-node")
-        .enable_all()
-        .build();
-    if let Ok(runtime) = runtime {
-        napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
-    }
 }

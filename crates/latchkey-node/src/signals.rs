@@ -6,6 +6,7 @@ use std::sync::Arc;
 use napi::Env;
 use napi_derive::napi;
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use crate::completions::Promise;
 use crate::runtime::{cancellable, promise, token, Cancel};
@@ -60,12 +61,15 @@ fn closed_listener() -> latchkey::Error {
 #[napi]
 pub struct Listener {
     inner: Arc<Mutex<Option<latchkey::Listener>>>,
+    /// The client's close, which ends a `recv` in flight.
+    closing: CancellationToken,
 }
 
 impl Listener {
-    pub(crate) fn new(listener: latchkey::Listener) -> Listener {
+    pub(crate) fn new(listener: latchkey::Listener, closing: CancellationToken) -> Listener {
         Listener {
             inner: Arc::new(Mutex::new(Some(listener))),
+            closing,
         }
     }
 }
@@ -83,7 +87,7 @@ impl Listener {
     ) -> napi::Result<Promise<Option<SignalMessage>>> {
         let wait = crate::args::opt_ms("timeout", timeout_ms).map_err(crate::errors::to_js)?;
         let inner = self.inner.clone();
-        cancellable(&env, token(cancel), async move {
+        cancellable(&env, token(cancel), self.closing.clone(), async move {
             let mut held = inner.lock().await;
             let Some(listener) = held.as_mut() else {
                 return Ok(None);
@@ -134,12 +138,15 @@ impl Listener {
 #[napi]
 pub struct Observer {
     inner: Arc<Mutex<Option<latchkey::Observer>>>,
+    /// The client's close, which ends a `next` in flight.
+    closing: CancellationToken,
 }
 
 impl Observer {
-    pub(crate) fn new(observer: latchkey::Observer) -> Observer {
+    pub(crate) fn new(observer: latchkey::Observer, closing: CancellationToken) -> Observer {
         Observer {
             inner: Arc::new(Mutex::new(Some(observer))),
+            closing,
         }
     }
 }
@@ -156,7 +163,7 @@ impl Observer {
     #[napi(ts_return_type = "Promise<Observed>")]
     pub fn next(&self, env: Env, cancel: Option<&Cancel>) -> napi::Result<Promise<Observed>> {
         let inner = self.inner.clone();
-        cancellable(&env, token(cancel), async move {
+        cancellable(&env, token(cancel), self.closing.clone(), async move {
             let mut held = inner.lock().await;
             let Some(observer) = held.as_mut() else {
                 return Err(closed_listener());

@@ -109,7 +109,7 @@ test('a semaphore admits k at once; permits: k takes k', async () => {
   const d = await sem.acquire({ timeout: 1_000 });
   await Promise.all([bc.release(), d.release()]);
   assert.equal((await sem.holders()).length, 0);
-  assert.throws(() => sem.acquire({ permits: 4 }), lk.InvalidArgument);
+  await assert.rejects(sem.acquire({ permits: 4 }), lk.InvalidArgument);
 });
 
 test('a read-write lock: many readers or one writer', async () => {

@@ -67,6 +67,7 @@ async function startRedis(args = [], { sentinel = false, program = 'redis-server
   await until(`redis-server on ${port}`, () => ping(port));
   return {
     port,
+    pid: child.pid,
     url: `redis://127.0.0.1:${port}/`,
     cli: (...a) => execFileSync('redis-cli', ['-p', String(port), ...a]).toString().trim(),
     async stop() {
