@@ -14,7 +14,8 @@ use crate::primitives::wait::armed::{undo_in_background, Armed};
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Primitive};
+use crate::vocab::kind::Kind;
+use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{check_count, check_primitive, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
@@ -101,7 +102,7 @@ impl Barrier {
             channel: key(session, name, BARRIER_RELEASED_SUFFIX).into(),
             parties,
             ttl,
-            metrics_label: LockLabel::new(&session.inner.metrics_labels, Primitive::Barrier, name),
+            metrics_label: LockLabel::new(&session.inner.metrics_labels, Kind::Barrier, name),
         })
     }
 

@@ -17,7 +17,8 @@ use crate::primitives::traced;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Primitive};
+use crate::vocab::kind::Kind;
+use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{check_count, check_primitive, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
@@ -97,7 +98,7 @@ impl Latch {
             key: key(session, name, LATCH_SUFFIX).into(),
             channel: key(session, name, LATCH_OPENED_SUFFIX).into(),
             ttl,
-            metrics_label: LockLabel::new(&session.inner.metrics_labels, Primitive::Latch, name),
+            metrics_label: LockLabel::new(&session.inner.metrics_labels, Kind::Latch, name),
         })
     }
 

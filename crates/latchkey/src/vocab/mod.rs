@@ -4,6 +4,7 @@
 
 pub mod acl;
 pub(crate) mod error;
+pub(crate) mod kind;
 pub mod metrics;
 pub(crate) mod names;
 pub(crate) mod outcome;

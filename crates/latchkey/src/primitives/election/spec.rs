@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime};
 use crate::primitives::lease::options::LeaseOptions;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Primitive};
+use crate::vocab::kind::Kind;
+use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{check_primitive, LockKeys};
 use crate::vocab::protocol::scripts;
 
@@ -47,7 +48,7 @@ impl ElectionSpec {
             fair: None,
         };
         Ok(ElectionSpec {
-            metrics_label: LockLabel::new(&session.inner.metrics_labels, Primitive::Election, name),
+            metrics_label: LockLabel::new(&session.inner.metrics_labels, Kind::Election, name),
             session: session.clone(),
             name: Arc::from(name),
             keys: Arc::new(keys),

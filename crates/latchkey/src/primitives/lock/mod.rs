@@ -22,7 +22,8 @@ use crate::transport::session::Session;
 #[cfg(doc)]
 use crate::vocab::error::Error;
 use crate::vocab::error::Result;
-use crate::vocab::metrics::{LockLabel, Outcome, Primitive};
+use crate::vocab::kind::Kind;
+use crate::vocab::metrics::{LockLabel, Outcome};
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, LockKeys};
 use crate::vocab::outcome::AttemptMode;
 
@@ -99,7 +100,7 @@ impl Lock {
             inner: Arc::new(LockSpec {
                 local: backend.local_queues().slot(&keys.key),
                 keys: Arc::new(keys),
-                metrics_label: LockLabel::new(backend.metrics_labels(), Primitive::Lock, name),
+                metrics_label: LockLabel::new(backend.metrics_labels(), Kind::Lock, name),
                 backend,
                 name: Arc::from(name),
                 lease: LeaseOptions::new(ttl),

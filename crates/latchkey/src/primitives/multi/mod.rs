@@ -19,7 +19,8 @@ use crate::primitives::traced;
 use crate::primitives::wait::deadline_after;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Primitive};
+use crate::vocab::kind::Kind;
+use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{check_cluster_name, check_name, check_ttl, LockKeys};
 use crate::vocab::protocol::key_slot;
 
@@ -147,11 +148,7 @@ impl MultiLock {
         Ok(MultiLock {
             inner: Arc::new(MultiSpec {
                 session: session.clone(),
-                metrics_label: LockLabel::new(
-                    &session.inner.metrics_labels,
-                    Primitive::Lock,
-                    &name,
-                ),
+                metrics_label: LockLabel::new(&session.inner.metrics_labels, Kind::Lock, &name),
                 name: Arc::from(name),
                 members: Arc::from(members),
                 given: Arc::from(place),

@@ -18,7 +18,8 @@ use crate::primitives::wait::armed::{undo_in_background, Armed};
 use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Primitive};
+use crate::vocab::kind::Kind;
+use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{check_primitive, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
@@ -84,11 +85,7 @@ impl RwLock {
                 name: Arc::from(name),
                 keys: Arc::new(keys),
                 lease: LeaseOptions::new(ttl),
-                metrics_label: LockLabel::new(
-                    &session.inner.metrics_labels,
-                    Primitive::RwLock,
-                    name,
-                ),
+                metrics_label: LockLabel::new(&session.inner.metrics_labels, Kind::RwLock, name),
             }),
         })
     }

@@ -24,7 +24,8 @@ use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
-use crate::vocab::metrics::{LockLabel, Primitive};
+use crate::vocab::kind::Kind;
+use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::{check_count, check_primitive, ttl_ms};
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX};
@@ -111,11 +112,7 @@ impl Semaphore {
                 channel: key(session, name, PERMITS_RELEASED_SUFFIX).into(),
                 permits,
                 lease: LeaseOptions::new(ttl),
-                metrics_label: LockLabel::new(
-                    &session.inner.metrics_labels,
-                    Primitive::Semaphore,
-                    name,
-                ),
+                metrics_label: LockLabel::new(&session.inner.metrics_labels, Kind::Semaphore, name),
             }),
         })
     }

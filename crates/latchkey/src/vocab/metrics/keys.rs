@@ -7,49 +7,12 @@ use std::time::Duration;
 use ::metrics::{Key, Label, Level, Metadata};
 
 use crate::vocab::error::Error;
+use crate::vocab::kind::Kind;
 use crate::vocab::metrics::{
     MetricsLabels, ACQUIRE_WAIT, ACQUISITIONS, CACHED_ACQUISITIONS, CACHE_GIVE_BACKS, COUNT_DOWNS,
     HANDOFF, HOLD, KIND_LABEL, LOCKS_LOST, LOCK_LABEL, RELEASES, RENEWALS, REVOCATIONS,
 };
 use crate::vocab::outcome::Ownership;
-
-/// Which primitive a metric is about: its `kind` label, the same strings as
-/// `latchkey::Kind::as_str` (the inspection's kinds; a test checks).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Primitive {
-    Lock = 0,
-    FairLock = 1,
-    Semaphore = 2,
-    RwLock = 3,
-    Latch = 4,
-    Barrier = 5,
-    Election = 6,
-}
-
-impl Primitive {
-    #[cfg(test)]
-    pub(crate) const ALL: [Primitive; 7] = [
-        Primitive::Lock,
-        Primitive::FairLock,
-        Primitive::Semaphore,
-        Primitive::RwLock,
-        Primitive::Latch,
-        Primitive::Barrier,
-        Primitive::Election,
-    ];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Primitive::Lock => "lock",
-            Primitive::FairLock => "fair-lock",
-            Primitive::Semaphore => "semaphore",
-            Primitive::RwLock => "rwlock",
-            Primitive::Latch => "latch",
-            Primitive::Barrier => "barrier",
-            Primitive::Election => "election",
-        }
-    }
-}
 
 /// The labels of one primitive, computed once by its constructor, with the
 /// keys of all its metrics: recording then hashes and allocates nothing
@@ -61,7 +24,7 @@ pub(crate) struct LockLabel(pub(super) Arc<LockMetricKeys>);
 
 #[derive(Debug)]
 pub(super) struct LockMetricKeys {
-    kind: Primitive,
+    kind: Kind,
     /// The `lock` label, if any (for the rare metrics built per call).
     lock: Option<Label>,
     /// By [`Outcome`], in its order.
@@ -76,7 +39,7 @@ pub(super) struct LockMetricKeys {
 }
 
 impl LockMetricKeys {
-    fn new(kind: Primitive, lock: Option<Label>) -> LockMetricKeys {
+    fn new(kind: Kind, lock: Option<Label>) -> LockMetricKeys {
         let kind_label = Label::from_static_parts(KIND_LABEL, kind.as_str());
         let base = || {
             let mut labels = Vec::with_capacity(3);
@@ -107,7 +70,7 @@ impl LockMetricKeys {
 
 impl LockLabel {
     /// The labels of a primitive of `kind` called `name`, as `policy` says.
-    pub(crate) fn new(policy: &MetricsLabels, kind: Primitive, name: &[u8]) -> LockLabel {
+    pub(crate) fn new(policy: &MetricsLabels, kind: Kind, name: &[u8]) -> LockLabel {
         static UNLABELLED: [OnceLock<LockLabel>; 7] = [const { OnceLock::new() }; 7];
         let value: Arc<str> = match policy {
             MetricsLabels::None => {
@@ -323,17 +286,17 @@ mod tests {
 
     #[test]
     fn labels_follow_the_policy() {
-        let none = LockLabel::new(&MetricsLabels::None, Primitive::Lock, b"job");
+        let none = LockLabel::new(&MetricsLabels::None, Kind::Lock, b"job");
         assert_eq!(labels(&none.0.hold), vec![Label::new("kind", "lock")]);
         assert_eq!(none.0.hold.name(), HOLD);
         assert!(
             Arc::ptr_eq(
                 &none.0,
-                &LockLabel::new(&MetricsLabels::None, Primitive::Lock, b"other").0
+                &LockLabel::new(&MetricsLabels::None, Kind::Lock, b"other").0
             ),
             "unlabelled locks share their keys"
         );
-        let semaphore = LockLabel::new(&MetricsLabels::None, Primitive::Semaphore, b"job");
+        let semaphore = LockLabel::new(&MetricsLabels::None, Kind::Semaphore, b"job");
         assert!(!Arc::ptr_eq(&none.0, &semaphore.0), "one set per kind");
         assert_eq!(
             labels(&semaphore.0.hold),
@@ -341,7 +304,7 @@ mod tests {
         );
         let fixed = LockLabel::new(
             &MetricsLabels::Static("billing".into()),
-            Primitive::Election,
+            Kind::Election,
             b"job",
         );
         assert_eq!(
@@ -351,7 +314,7 @@ mod tests {
                 Label::new("kind", "election")
             ]
         );
-        let named = LockLabel::new(&MetricsLabels::LockName, Primitive::FairLock, b"job\xff");
+        let named = LockLabel::new(&MetricsLabels::LockName, Kind::FairLock, b"job\xff");
         let busy = &named.0.acquisitions[Outcome::Busy as usize];
         assert_eq!(busy.name(), ACQUISITIONS);
         assert_eq!(
@@ -370,22 +333,5 @@ mod tests {
             labels(&named.0.renewals[1])[2],
             Label::new("outcome", "failed")
         );
-    }
-
-    #[test]
-    fn the_kind_label_is_the_inspections_kind() {
-        use crate::Kind;
-        let kinds = [
-            Kind::Lock,
-            Kind::FairLock,
-            Kind::Semaphore,
-            Kind::RwLock,
-            Kind::Latch,
-            Kind::Barrier,
-            Kind::Election,
-        ];
-        for (primitive, kind) in Primitive::ALL.into_iter().zip(kinds) {
-            assert_eq!(primitive.as_str(), kind.as_str());
-        }
     }
 }

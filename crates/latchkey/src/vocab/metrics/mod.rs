@@ -52,7 +52,7 @@ use crate::vocab::error::Error;
 
 pub(crate) use crate::vocab::metrics::keys::{
     acquire_outcome, count_down, handoff, hold_time, lock_lost, release_outcome, renewal, revoked,
-    CacheKeys, GiveBack, LockLabel, Outcome, Primitive,
+    CacheKeys, GiveBack, LockLabel, Outcome,
 };
 
 /// Counter, labels `kind`, `outcome` = `ok` | `busy` | `timeout` | `error`: finished

@@ -144,7 +144,7 @@ impl Lock {
         inner.fair_lease = Some(lease);
         inner.metrics_label = crate::vocab::metrics::LockLabel::new(
             inner.backend.metrics_labels(),
-            crate::vocab::metrics::Primitive::FairLock,
+            crate::vocab::kind::Kind::FairLock,
             &inner.name,
         );
         Ok(self)
