@@ -184,7 +184,7 @@ impl Latch {
                 "latch count down",
                 &scripts::LATCH_COUNT_DOWN,
                 &[&self.key],
-                &[b"", publish_command(&self.session), &self.channel],
+                &[publish_command(&self.session), &self.channel],
             )
             .await?;
         match left {

@@ -2,15 +2,14 @@
 -- and publishes the opening.
 --
 -- KEYS[1]  latch key (see latch_create.lua)
--- ARGV[1]  unused (latchkey 0.3.0 sent a TTL here, which reset the key's;
---          the key now keeps the TTL its creator gave it: KEEPTTL)
--- ARGV[2]  the publish command: 'PUBLISH' (or 'SPUBLISH' on a cluster with
+-- ARGV[1]  the publish command: 'PUBLISH' (or 'SPUBLISH' on a cluster with
 --          sharded pub/sub)
--- ARGV[3]  the opened channel
+-- ARGV[2]  the opened channel
+-- The key keeps the TTL its creator gave it (KEEPTTL).
 --
 -- Returns
 --   n >= 0  the count left after this call; 0: this call opened the latch
---           and published 'opened' on ARGV[3]
+--           and published 'opened' on ARGV[2]
 --   -1      no such latch (never created, or gone at its TTL); nothing changed
 --   -2      the latch is open already (the count would go below zero);
 --           nothing changed
@@ -29,6 +28,6 @@ n = n - 1
 redis.call('SET', KEYS[1], string.format('%d', n), 'KEEPTTL')
 if n == 0 then
   -- pcall: the message is a wake-up hint; waiters also read the key.
-  publish_on(ARGV[2], ARGV[3], 'opened')
+  publish_on(ARGV[1], ARGV[2], 'opened')
 end
 return n

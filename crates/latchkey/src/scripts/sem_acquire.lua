@@ -11,7 +11,7 @@
 --          passes its own: see docs/protocol.md, "Semaphores")
 -- ARGV[3]  TTL of the permit in milliseconds
 -- ARGV[4]  '1': issue a fencing token; '0': do not (KEYS[2] untouched)
--- ARGV[5]  optional: k, the permits to take (1 to N; absent: 1). A hold of
+-- ARGV[5]  k, the permits to take (1 to N). A hold of
 --          k permits is k members, all scored alike: the token itself and
 --          token .. '#2' … token .. '#k' (see docs/protocol.md, "Several
 --          permits at once"), so that whoever counts members counts k
@@ -30,7 +30,7 @@
 --   ERR latchkey: …     k is not an integer from 1 to N (clients check first).
 local t = redis.call('TIME')
 local now = ms_of(t)
-local k = tonumber(ARGV[5] or '1')
+local k = tonumber(ARGV[5])
 if not k or k < 1 or k > tonumber(ARGV[2]) or k ~= math.floor(k) then
   return redis.error_reply('ERR latchkey: the permits to take must be an integer from 1 to N')
 end

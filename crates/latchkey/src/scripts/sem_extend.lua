@@ -4,7 +4,7 @@
 -- KEYS[1]  permits key (see sem_acquire.lua)
 -- ARGV[1]  owner token
 -- ARGV[2]  TTL in milliseconds: the hold now expires ARGV[2] ms from now
--- ARGV[3]  optional: k, the permits the hold took (absent: 1); its members
+-- ARGV[3]  k, the permits the hold took; its members
 --          are the token and token .. '#2' … token .. '#k'
 --
 -- Returns
@@ -14,7 +14,7 @@
 -- Errors
 --   WRONGTYPE  the permits key is not a sorted set.
 local now = now_ms()
-local k = tonumber(ARGV[3] or '1')
+local k = tonumber(ARGV[3])
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return 0 end
 if tonumber(score) <= now then

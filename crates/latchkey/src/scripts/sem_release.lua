@@ -5,7 +5,7 @@
 -- ARGV[1]  owner token
 -- ARGV[2]  the publish command: 'PUBLISH' (or 'SPUBLISH')
 -- ARGV[3]  the released channel
--- ARGV[4]  optional: k, the permits the hold took (absent: 1); its members
+-- ARGV[4]  k, the permits the hold took; its members
 --          are the token and token .. '#2' … token .. '#k'
 --
 -- Returns
@@ -16,7 +16,7 @@
 -- Errors
 --   WRONGTYPE  the permits key is not a sorted set.
 local now = now_ms()
-local k = tonumber(ARGV[4] or '1')
+local k = tonumber(ARGV[4])
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[1])

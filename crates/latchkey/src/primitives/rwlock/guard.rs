@@ -185,7 +185,8 @@ pub(crate) async fn release(spec: &RwSpec, access: RwAccess, token: &str) -> Res
                     "rwlock release",
                     &scripts::SEM_RELEASE,
                     &[spec.readers()],
-                    &[token.as_bytes(), publish, spec.channel()],
+                    // A reader's hold is one member: k = 1.
+                    &[token.as_bytes(), publish, spec.channel(), b"1"],
                 )
                 .await?
         }
@@ -214,18 +215,22 @@ pub(crate) async fn release(spec: &RwSpec, access: RwAccess, token: &str) -> Res
 async fn extend(spec: &RwSpec, access: RwAccess, token: &str, ttl: Duration) -> Renewal {
     let sent = Instant::now();
     let ttl_arg = ttl_ms(ttl).to_string();
-    let (script, key) = match access {
-        RwAccess::Read => (&*scripts::SEM_EXTEND, spec.readers()),
-        RwAccess::Write => (&*scripts::EXTEND, spec.writer()),
+    // A reader's hold is one member of the readers' set (k = 1).
+    let (script, key, args): (_, _, &[&[u8]]) = match access {
+        RwAccess::Read => (
+            &*scripts::SEM_EXTEND,
+            spec.readers(),
+            &[token.as_bytes(), ttl_arg.as_bytes(), b"1"],
+        ),
+        RwAccess::Write => (
+            &*scripts::EXTEND,
+            spec.writer(),
+            &[token.as_bytes(), ttl_arg.as_bytes()],
+        ),
     };
     let reply: i64 = spec
         .session
-        .eval(
-            "rwlock extend",
-            script,
-            &[key],
-            &[token.as_bytes(), ttl_arg.as_bytes()],
-        )
+        .eval("rwlock extend", script, &[key], args)
         .await?;
     let outcome = match reply {
         1 => Ownership::Owned,
