@@ -84,6 +84,40 @@ pub fn child_command(helper: &str) -> std::process::Command {
     cmd
 }
 
+/// A helper process that talks over pipes: [`child_command`]`(helper)` with
+/// `LATCHKEY_TEST_URL` set to `url`, its stdin and stdout piped; returns it
+/// and its stdout's lines once one starting with `ready` came (what it
+/// prints when it holds what the parent tests).
+pub fn child_talking(
+    helper: &str,
+    url: &str,
+    ready: &str,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStdout>,
+    String,
+) {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = child_command(helper)
+        .arg("--quiet")
+        .env("LATCHKEY_TEST_URL", url)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn child test process");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("piped"));
+    let mut line = String::new();
+    while !line.starts_with(ready) {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).expect("read") > 0,
+            "the child exited early"
+        );
+    }
+    (child, out, line)
+}
+
 /// Spawns [`child_command`]`(helper)` with `env` set.
 pub fn spawn_child(helper: &str, env: &[(&str, String)]) -> std::process::Child {
     let mut cmd = child_command(helper);

@@ -3,8 +3,7 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use common::*;
@@ -188,22 +187,8 @@ async fn child_paused_holder() {
 #[tokio::test]
 async fn a_paused_holders_write_is_rejected() {
     let server = RedisServer::start();
-    let mut a = child_command(concat!(module_path!(), "::child_paused_holder"))
-        .arg("--quiet")
-        .env("LATCHKEY_TEST_URL", server.url())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(a.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("holding ") {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "child A exited early"
-        );
-    }
+    let helper = concat!(module_path!(), "::child_paused_holder");
+    let (mut a, out, line) = child_talking(helper, &server.url(), "holding ");
     let a_token: u64 = line.trim().trim_start_matches("holding ").parse().unwrap();
 
     // A pauses (a GC pause, swap, SIGSTOP) while it believes it holds the lock.

@@ -218,25 +218,10 @@ async fn release_stops_the_watchdog() {
 /// not answer: Redis answered every renewal it was sent.
 #[tokio::test]
 async fn a_holder_paused_past_its_ttl_is_told_it_expired_not_that_redis_was_unreachable() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
+    use std::io::{BufRead, Write};
     let server = RedisServer::start();
-    let mut child = child_command(concat!(module_path!(), "::child_paused_watchdog_holder"))
-        .arg("--quiet")
-        .env("LATCHKEY_TEST_URL", server.url())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("holding") {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "the child exited early"
-        );
-    }
+    let helper = concat!(module_path!(), "::child_paused_watchdog_holder");
+    let (mut child, out, _) = child_talking(helper, &server.url(), "holding");
     let pid = child.id() as libc::pid_t;
     assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
     // Stopped past its 1 s TTL: time passing is what is tested.
