@@ -27,12 +27,15 @@ pub(crate) fn class_names() -> Vec<String> {
     Error::CODES
         .iter()
         .map(|code| class_name(code))
-        .chain(["LatchkeyError".to_owned(), "LockLost".to_owned()])
+        .chain(["LatchkeyError", "LockLost", "ClientClosed"].map(str::to_owned))
         .collect()
 }
 
 /// `e` as an instance of its Python class, with the Rust message.
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    if matches!(e, Error::Unsupported(said) if said == crate::clients::core::CLOSED) {
+        return raise(py, "ClientClosed", e.to_string());
+    }
     raise(py, &class_name(e.code()), e.to_string())
 }
 

@@ -2,10 +2,12 @@
 //! in a child after `os.fork()` (the parent's sockets and runtime are not
 //! the child's to use; they are forgotten there, never closed or written).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::holds::Holding;
 use crate::runtime::pid;
 
 /// What a client connects with.
@@ -71,12 +73,25 @@ pub(crate) enum Connected {
 }
 
 /// The connection of one Python client (shared by its clones and the locks
-/// made from it).
+/// made from it), and the holds taken through it.
 pub(crate) struct Core {
     pub(crate) options: Options,
     /// What is connected and the process that connected it.
     connected: Mutex<Option<(u32, Connected)>>,
+    /// Every hold taken through this client and not yet released, lost or
+    /// forgotten, by address: kept strongly, so that a hold ends only when
+    /// the program releases it, loses it, closes the client or exits,
+    /// never because Python collected its object. (Each hold keeps its
+    /// core too: the cycle ends with the hold.)
+    holds: Mutex<HashMap<usize, Arc<Holding>>>,
+    /// Set by `close()`: every later call is refused, and the waits in
+    /// flight end.
+    closing: tokio::sync::watch::Sender<bool>,
 }
+
+/// What a call on a closed client says (and how `errors::to_py` tells it
+/// from other refusals: `ClientClosed`).
+pub(crate) const CLOSED: &str = "the client is closed";
 
 /// Every core alive (weakly), for the interpreter's exit: whatever holds
 /// the Python side dropped, each core's client is flushed then.
@@ -95,6 +110,8 @@ impl Core {
         let core = Arc::new(Core {
             options,
             connected: Mutex::new(None),
+            holds: Mutex::new(HashMap::new()),
+            closing: tokio::sync::watch::Sender::new(false),
         });
         let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
         if live.len() >= 64 && live.len().is_power_of_two() {
@@ -184,9 +201,91 @@ impl Core {
         made
     }
 
+    /// `Unsupported(CLOSED)` once `close()` was called.
+    pub(crate) fn check_open(&self) -> latchkey::Result<()> {
+        match *self.closing.borrow() {
+            true => Err(latchkey::Error::Unsupported(CLOSED)),
+            false => Ok(()),
+        }
+    }
+
+    /// `wait`, ended by `close()` (dropped, which the library makes safe:
+    /// whatever it took is given back), with `Unsupported(CLOSED)`.
+    pub(crate) async fn unless_closed<T>(
+        &self,
+        wait: impl std::future::Future<Output = latchkey::Result<T>>,
+    ) -> latchkey::Result<T> {
+        let mut closing = self.closing.subscribe();
+        tokio::select! {
+            biased;
+            done = wait => done,
+            _ = closing.wait_for(|closed| *closed) => Err(latchkey::Error::Unsupported(CLOSED)),
+        }
+    }
+
+    /// Keeps `holding` until it is released, lost or forgotten.
+    pub(crate) fn track(&self, holding: &Arc<Holding>) {
+        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+        // Holds lost (or a parent's, in a forked child) go now and then:
+        // amortized, the map stays within twice the holds alive.
+        let mut pruned = Vec::new();
+        if holds.len() >= 64 && holds.len().is_power_of_two() {
+            let ended: Vec<usize> = holds
+                .iter()
+                .filter(|(_, h)| !h.live())
+                .map(|(at, _)| *at)
+                .collect();
+            pruned.extend(ended.iter().filter_map(|at| holds.remove(at)));
+        }
+        holds.insert(Arc::as_ptr(holding) as usize, holding.clone());
+        drop(holds);
+        drop(pruned); // outside the lock: a hold's drop may drop this core's last hold
+    }
+
+    /// Forgets the hold at `address` (released, lost or forgotten).
+    pub(crate) fn untrack(&self, address: usize) -> Option<Arc<Holding>> {
+        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+        holds.remove(&address)
+    }
+
+    /// Releases every hold taken through this client, waiting at most
+    /// until `deadline` (those not released by then stay to their TTL);
+    /// whether all were.
+    pub(crate) async fn release_all(&self, deadline: tokio::time::Instant) -> bool {
+        let live: Vec<Arc<Holding>> = {
+            let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+            holds.drain().map(|(_, h)| h).collect()
+        };
+        let releases: Vec<_> = live
+            .into_iter()
+            .map(|hold| tokio::spawn(async move { hold.release().await.is_ok() }))
+            .collect();
+        let mut all = true;
+        for release in releases {
+            all &= matches!(tokio::time::timeout_at(deadline, release).await, Ok(Ok(true)));
+        }
+        all
+    }
+
+    /// Gives back every hold and the holds cached locks keep, waits at most
+    /// `within` for the background releases, and refuses every later call.
+    /// Whether all finished in time.
+    pub(crate) async fn close(self: Arc<Self>, within: Duration) -> latchkey::Result<bool> {
+        self.closing.send_replace(true);
+        let deadline = tokio::time::Instant::now() + within;
+        let released = self.release_all(deadline).await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let flushed = match self.connected() {
+            Some(connected) => connected.flush(left).await,
+            None => true,
+        };
+        Ok(released && flushed)
+    }
+
     /// What this process connected, connecting first when needed (the
     /// first call, and the first in a forked child).
     pub(crate) async fn connect(self: Arc<Self>) -> latchkey::Result<Connected> {
+        self.check_open()?;
         if let Some(connected) = self.connected() {
             return Ok(connected);
         }
@@ -270,6 +369,23 @@ impl Connected {
             Connected::Redlock(redlock) => redlock.flush(within).await,
         }
     }
+}
+
+/// At the interpreter's exit: releases every hold of every client alive
+/// (a client with holds is alive: they keep it), within `within`.
+pub(crate) async fn release_everything(within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    let live: Vec<Arc<Core>> = LIVE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    let mut all = true;
+    for core in live {
+        all &= core.release_all(deadline).await;
+    }
+    all
 }
 
 /// At the interpreter's exit: flushes every core still alive and waits for

@@ -156,6 +156,29 @@ impl ClientBase {
         }
     }
 
+    /// Gives back every hold taken through this client (and the holds
+    /// cached locks keep), ends its waits in flight, waits at most
+    /// `timeout` seconds for the releases, and refuses every later call
+    /// (`ClientClosed`). True when all finished in time. Idempotent.
+    #[pyo3(signature = (timeout = 5.0))]
+    fn close(&self, py: Python<'_>, timeout: f64) -> PyResult<Py<PyAny>> {
+        let within = args::bound(py, "timeout", timeout)?;
+        let closing = self.core.clone().close(within);
+        match self.mode {
+            Mode::Blocking => Ok(pyo3::IntoPyObjectExt::into_py_any(
+                block_on(py, closing)?,
+                py,
+            )?),
+            Mode::Asyncio => Ok(coroutine(py, "AsyncClient.close", closing, true)?.unbind()),
+        }
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.core.check_open().is_err()
+    }
+
     /// Flushes in the blocking way, from either API (at exit, in a test).
     #[pyo3(signature = (timeout = 5.0))]
     fn flush_blocking(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
