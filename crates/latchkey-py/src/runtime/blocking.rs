@@ -104,6 +104,9 @@ where
     if EXITING.load(Ordering::Acquire) {
         py.detach(park_for_good);
     }
+    if super::green::patched(py) {
+        return super::green::block_on(py, fut);
+    }
     IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
     let _counted = Counted;
     blocking(py, fut, false)

@@ -5,6 +5,7 @@
 
 mod aio;
 mod blocking;
+mod green;
 
 use std::future::Future;
 use std::sync::Mutex;
