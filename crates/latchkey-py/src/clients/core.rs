@@ -170,16 +170,41 @@ impl Core {
         }
     }
 
-    /// A connection refused names where it was refused.
+    /// A connection refused names where it was refused, in one line; what
+    /// a wrong URL gets says what is wrong with it.
     fn connect_failed(&self, e: latchkey::Error) -> latchkey::Error {
+        let at = self.address();
         match e {
             latchkey::Error::Unreachable(cause) => {
-                // The library's message leaves out redis-rs's kind names.
-                let detail = format!("{}: {cause}", self.address());
+                let said = cause.to_string();
+                // The library's message leaves out redis-rs's kind names;
+                // a reply that did not parse is a server that is no Redis.
+                let detail = match said.contains("Parse error") || said.contains("Incompatible type") {
+                    true => format!("{at}: the server there does not speak Redis's protocol (is it a Redis port?)"),
+                    false => format!("{at}: {cause}"),
+                };
                 latchkey::Error::Unreachable(redis::RedisError::from(std::io::Error::new(
                     std::io::ErrorKind::ConnectionRefused,
                     detail,
                 )))
+            }
+            e if e.code() == "REDIS_ERROR" && e.to_string().contains("DB index is out of range") => {
+                latchkey::Error::InvalidInput(format!(
+                    "the database the URL names does not exist at {at} (DB index is out of range: see the server's `databases` setting)"
+                ))
+            }
+            latchkey::Error::Timeout {
+                op: "connect",
+                after,
+                ..
+            }
+                if self.options.url.starts_with("rediss://") =>
+            {
+                latchkey::Error::Tls {
+                    reason: format!(
+                        "no TLS handshake with {at} within {after:?}: does the server serve TLS there? (rediss:// asks for TLS, redis:// for a plain connection)"
+                    ),
+                }
             }
             other => other,
         }

@@ -60,6 +60,18 @@ pub(crate) struct AsyncRedlock {}
 /// `connect=False` (then on first use, as an asyncio client).
 fn made(py: Python<'_>, options: options::Options, mode: Mode) -> PyResult<ClientBase> {
     let connect_now = options.connect_now;
+    if !connect_now {
+        // Not connected now: a URL that cannot be one is refused here, not
+        // at the first use.
+        for url in std::iter::once(&options.url).chain(&options.seeds) {
+            if redis::IntoConnectionInfo::into_connection_info(url.as_str()).is_err() {
+                return Err(crate::errors::to_py(py, latchkey::Error::InvalidInput(format!(
+                    "bad Redis URL {:?}: expected redis://[user[:password]@]host[:port][/db], rediss://… for TLS, or unix:///path/to/socket",
+                    latchkey::redact_url(url)
+                ))));
+            }
+        }
+    }
     let core = Core::new(options);
     // A level set since the last look is seen from this client's first call.
     crate::observe::log::refresh(py);

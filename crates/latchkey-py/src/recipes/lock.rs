@@ -79,7 +79,16 @@ pub(crate) fn take<T: Acquire + Clone>(
     recipe.run(py, mode, qualname, move |recipe| async move {
         let hold = match until {
             // A wait ends when its client is closed.
-            Some(until) => Some(core.unless_closed(recipe.until(until)).await?),
+            Some(until) => {
+                tracing::debug!(target: "latchkey::python", name = %name.shown(), "waiting");
+                match core.unless_closed(recipe.until(until)).await {
+                    Err(e @ latchkey::Error::WaitTimedOut { .. }) => {
+                        tracing::info!(target: "latchkey::python", name = %name.shown(), error = %e, "wait timed out");
+                        return Err(e);
+                    }
+                    got => Some(got?),
+                }
+            }
             None => recipe.try_once().await?,
         };
         if let Err(closed) = core.check_open() {
