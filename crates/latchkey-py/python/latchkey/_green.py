@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 
 def wait(start: Callable[[Callable[[], None]], None]) -> None:
-    from gevent.hub import Waiter, get_hub
+    from gevent.hub import Waiter, get_hub  # type: ignore
 
     hub = get_hub()
     watcher: Any = hub.loop.async_()
