@@ -287,7 +287,10 @@ impl Core {
             .collect();
         let mut all = true;
         for release in releases {
-            all &= matches!(tokio::time::timeout_at(deadline, release).await, Ok(Ok(true)));
+            all &= matches!(
+                tokio::time::timeout_at(deadline, release).await,
+                Ok(Ok(true))
+            );
         }
         all
     }

@@ -106,7 +106,9 @@ where
     T: for<'py> IntoPyObject<'py> + Send + 'static,
 {
     static GET_LOOP: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    let event_loop = GET_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
+    let event_loop = GET_LOOP
+        .import(py, "asyncio", "get_running_loop")?
+        .call0()?;
     let py_fut = event_loop.call_method0("create_future")?;
     let Ok(handle) = handle() else {
         // The interpreter is exiting: pending, as any task of a runtime
