@@ -185,12 +185,6 @@ impl ClientBase {
         }
     }
 
-    /// Whether `close()` was called.
-    #[getter]
-    fn closed(&self) -> bool {
-        self.core.check_open().is_err()
-    }
-
     /// Flushes in the blocking way, from either API (at exit, in a test).
     #[pyo3(signature = (timeout = 5.0))]
     fn flush_blocking(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
