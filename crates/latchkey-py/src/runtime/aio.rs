@@ -6,9 +6,10 @@
 //! into a Python object: a hold taken then is given back, not kept).
 
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
+use tokio::sync::Notify;
 
 use super::blocking::{tracked, Cancel};
 use super::handle;
@@ -18,16 +19,14 @@ use crate::errors;
 /// Rust future cancelled and stops it (dropped on the runtime, which the
 /// library makes safe).
 #[pyclass(module = "latchkey._native", frozen)]
-struct OnDone(Cancel, Mutex<Option<tokio::sync::oneshot::Sender<()>>>);
+struct OnDone(Cancel, Arc<Notify>);
 
 #[pymethods]
 impl OnDone {
     fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
         if fut.call_method0("cancelled")?.extract::<bool>()? {
             self.0.mark();
-            if let Some(stop) = self.1.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                let _ = stop.send(());
-            }
+            self.1.notify_one();
         }
         Ok(())
     }
@@ -116,23 +115,17 @@ where
         return Ok(py_fut);
     };
     let (fut, cancel) = tracked(fut);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    py_fut.call_method1(
-        "add_done_callback",
-        (OnDone(cancel, Mutex::new(Some(stop))),),
-    )?;
+    let stop = Arc::new(Notify::new());
+    py_fut.call_method1("add_done_callback", (OnDone(cancel, stop.clone()),))?;
     let (event_loop, waiting) = (event_loop.unbind(), py_fut.clone().unbind());
+    let entered = super::orphans::enter(&handle, event_loop.clone_ref(py), stop.clone());
     handle.spawn(async move {
-        let stopped = async {
-            if stopped.await.is_err() {
-                std::future::pending::<()>().await; // done, not cancelled
-            }
-        };
         let result = tokio::select! {
             biased;
-            _ = stopped => return,
+            _ = stop.notified() => return, // cancelled, or its loop closed
             result = fut => result,
         };
+        drop(entered);
         let result: Result = Box::new(move |py| match result {
             Ok(value) => pyo3::IntoPyObjectExt::into_py_any(value, py),
             Err(e) => Err(errors::to_py(py, e)),

@@ -6,6 +6,7 @@
 mod aio;
 mod blocking;
 mod green;
+mod orphans;
 
 use std::future::Future;
 use std::sync::Mutex;
