@@ -153,8 +153,8 @@ impl ClientBase {
     }
 
     /// Waits, at most `timeout` seconds, for the background releases of
-    /// holds dropped unreleased and of calls cancelled, and gives back the
-    /// holds cached locks keep idle; True when all finished.
+    /// calls cancelled and of holds found lost, and gives back the holds
+    /// cached locks keep idle; True when all finished.
     #[pyo3(signature = (timeout = 5.0))]
     fn flush(&self, py: Python<'_>, timeout: f64) -> PyResult<Py<PyAny>> {
         let within = args::bound(py, "timeout", timeout)?;

@@ -15,9 +15,9 @@ use super::Holding;
 use crate::args;
 use crate::runtime::{awaitable, block_on, run, Make, Mode};
 
-/// A hold. Released by `release()`, by leaving its `with` (or `async
-/// with`) block, or, if Python garbage-collects it unreleased, in the
-/// background.
+/// A hold. Released by `release()` or by leaving its `with` (or `async
+/// with`) block; one Python lets go of stays held by its client until the
+/// client is closed or the interpreter exits.
 #[pyclass(module = "latchkey._native", name = "_Hold", subclass, frozen, weakref)]
 pub(crate) struct Hold {
     pub(crate) holding: Arc<Holding>,
