@@ -8,6 +8,7 @@ pub(crate) mod control;
 pub(crate) mod core;
 mod factories;
 mod options;
+mod refusals;
 
 use std::sync::Arc;
 
