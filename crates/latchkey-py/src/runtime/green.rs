@@ -26,10 +26,17 @@ pub(crate) fn patched(py: Python<'_>) -> bool {
     if PATCHED.load(Ordering::Relaxed) {
         return true;
     }
-    let Ok(modules) = py.import("sys").and_then(|sys| sys.getattr("modules")) else {
+    // `sys.modules` itself, looked up once: this runs before every call.
+    static MODULES: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    let Ok(modules) = MODULES.get_or_try_init(py, || {
+        py.import("sys")
+            .and_then(|sys| sys.getattr("modules"))
+            .map(Bound::unbind)
+    }) else {
         return false;
     };
     let Ok(Some(monkey)) = modules
+        .bind(py)
         .call_method1("get", ("gevent.monkey",))
         .map(|m| (!m.is_none()).then_some(m))
     else {
