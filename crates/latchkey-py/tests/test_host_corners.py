@@ -135,3 +135,24 @@ def test_exit_with_daemon_threads_waiting_is_clean(server, name):
         assert child.stdout == "waiting\n"
         assert child.stderr == ""
         assert server.redis().exists(f"latchkey:{name}-{round}") == 0
+
+
+LATE_ATEXIT = r"""
+import atexit, sys
+def late():  # registered before latchkey's, so it runs after it
+    try:
+        guard.release()
+    except Exception as e:
+        print(type(e).__name__, flush=True)
+atexit.register(late)
+import latchkey
+guard = latchkey.Client(sys.argv[1]).lock(sys.argv[2], ttl=30.0).acquire()
+"""
+
+
+def test_a_call_from_an_atexit_handler_after_ours_is_refused_not_hung(server, name):
+    child = subprocess.run([sys.executable, "-c", LATE_ATEXIT, server.url, name],
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout == "InternalError\n"
+    assert server.redis().exists(f"latchkey:{name}") == 0

@@ -102,6 +102,13 @@ where
     T: Send + 'static,
 {
     if EXITING.load(Ordering::Acquire) {
+        if on_main_thread() {
+            // An `atexit` handler that runs after ours: told, not parked
+            // (the interpreter's exit would wait for it for ever).
+            return Err(errors::closed(
+                "the interpreter is exiting: latchkey's runtime is shut down",
+            ));
+        }
         py.detach(park_for_good);
     }
     if super::green::patched(py) {
@@ -141,6 +148,12 @@ impl Drop for Counted {
     fn drop(&mut self) {
         IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// Whether this is the process's main thread (the one that exits).
+fn on_main_thread() -> bool {
+    // SAFETY: gettid and getpid take no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) == libc::getpid() as libc::c_long }
 }
 
 /// A daemon thread's end at interpreter exit: never resumes (the process
