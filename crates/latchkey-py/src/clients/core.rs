@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::holds::Holding;
+use crate::errors::CLOSED;
 use crate::runtime::pid;
 
 /// What a client connects with.
@@ -60,15 +60,21 @@ pub(crate) struct Core {
     /// the program releases it, loses it, closes the client or exits,
     /// never because Python collected its object. (Each hold keeps its
     /// core too: the cycle ends with the hold.)
-    holds: Mutex<HashMap<usize, Arc<Holding>>>,
+    holds: Mutex<HashMap<usize, Arc<dyn Kept>>>,
     /// Set by `close()`: every later call is refused, and the waits in
     /// flight end.
     closing: tokio::sync::watch::Sender<bool>,
 }
 
-/// What a call on a closed client says (and how `errors::to_py` tells it
-/// from other refusals: `ClientClosed`).
-pub(crate) const CLOSED: &str = "the client is closed";
+/// A hold as its client sees it: something to keep until it ends, and to
+/// give back at `close()` and at exit (holds/ implements it).
+pub(crate) trait Kept: Send + Sync + 'static {
+    /// Still one to keep: ours here, not released, not known lost.
+    fn live(&self) -> bool;
+    /// Releases it: whether that went through (a hold no longer ours
+    /// included).
+    fn give_back(self: Arc<Self>) -> latchkey::BoxFuture<'static, bool>;
+}
 
 /// Every core alive (weakly), for the interpreter's exit: whatever holds
 /// the Python side dropped, each core's client is flushed then.
@@ -171,7 +177,7 @@ impl Core {
     }
 
     /// Keeps `holding` until it is released, lost or forgotten.
-    pub(crate) fn track(&self, holding: &Arc<Holding>) {
+    pub(crate) fn track<K: Kept>(&self, holding: &Arc<K>) {
         let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
         // Holds lost (or a parent's, in a forked child) go now and then:
         // amortized, the map stays within twice the holds alive.
@@ -184,13 +190,16 @@ impl Core {
                 .collect();
             pruned.extend(ended.iter().filter_map(|at| holds.remove(at)));
         }
-        holds.insert(Arc::as_ptr(holding) as usize, holding.clone());
+        holds.insert(
+            Arc::as_ptr(holding) as usize,
+            holding.clone() as Arc<dyn Kept>,
+        );
         drop(holds);
         drop(pruned); // outside the lock: a hold's drop may drop this core's last hold
     }
 
     /// Forgets the hold at `address` (released, lost or forgotten).
-    pub(crate) fn untrack(&self, address: usize) -> Option<Arc<Holding>> {
+    pub(crate) fn untrack(&self, address: usize) -> Option<Arc<dyn Kept>> {
         let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
         holds.remove(&address)
     }
@@ -199,13 +208,13 @@ impl Core {
     /// until `deadline` (those not released by then stay to their TTL);
     /// whether all were.
     pub(crate) async fn release_all(&self, deadline: tokio::time::Instant) -> bool {
-        let live: Vec<Arc<Holding>> = {
+        let live: Vec<Arc<dyn Kept>> = {
             let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
             holds.drain().map(|(_, h)| h).collect()
         };
         let releases: Vec<_> = live
             .into_iter()
-            .map(|hold| tokio::spawn(async move { hold.release().await.is_ok() }))
+            .map(|hold| tokio::spawn(hold.give_back()))
             .collect();
         let mut all = true;
         for release in releases {

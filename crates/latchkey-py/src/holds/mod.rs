@@ -192,11 +192,6 @@ impl Holding {
         drop(self.client.untrack(self as *const Holding as usize));
     }
 
-    /// Still one to keep: ours here, not released, not known lost.
-    pub(crate) fn live(&self) -> bool {
-        self.now(false, |h| h.lost_reason().is_none())
-    }
-
     fn seen(&self, hold: &dyn Held) {
         if let Some(token) = hold.issued_fencing_token() {
             *self.issued.lock().unwrap_or_else(|p| p.into_inner()) = Some(token);
@@ -245,6 +240,16 @@ impl Holding {
                 self.now(LostSignal::default(), |h| h.lost_signal())
             })
             .clone()
+    }
+}
+
+impl crate::clients::core::Kept for Holding {
+    fn live(&self) -> bool {
+        self.now(false, |h| h.lost_reason().is_none())
+    }
+
+    fn give_back(self: Arc<Self>) -> BoxFuture<'static, bool> {
+        Box::pin(async move { self.release().await.is_ok() })
     }
 }
 
