@@ -46,6 +46,10 @@ const EXCEPTIONS = {
   acquire_many: 'acquire({ permits: k })',
   try_acquire_many: 'tryAcquire({ permits: k })',
   'Barrier.arrive_and_wait': "Barrier.wait in Node (Python's wait is its deprecated alias)",
+  // redis-py's Lock.locked(), for Python users who come from it; node-redlock
+  // has none, and a check is stale by the next tryAcquire().
+  'Lock.locked': "redis-py's spelling; Node's tryAcquire() answers for real",
+  'MultiLock.locked': 'as Lock.locked',
   // Python's Redlock has every factory and each raises Unsupported; Node's
   // Redlock class offers only what works on one: lock and lockAll.
   'Redlock.barrier': 'locks only on a Redlock', 'Redlock.election': 'locks only on a Redlock',

@@ -138,3 +138,21 @@ def test_asyncio_timeout_around_a_fair_acquire_leaves_no_queue_entry(server, nam
         assert r.exists(f"latchkey:{name}") == 0
 
     run(main())
+
+
+def test_an_async_clients_close_gives_back_a_hold_nothing_references(server, name):
+    r = server.redis()
+
+    async def main():
+        client = latchkey.AsyncClient(server.url)
+        lock = client.lock(name, ttl=30.0)
+        await lock.acquire()  # the guard is dropped at once
+        gc.collect()
+        assert r.exists(f"latchkey:{name}") == 1
+        assert await lock.locked() is True
+        assert await client.close() is True
+        assert r.exists(f"latchkey:{name}") == 0
+        with pytest.raises(latchkey.ClientClosed):
+            await lock.acquire(timeout=1.0)
+
+    run(main())

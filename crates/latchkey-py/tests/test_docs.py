@@ -61,3 +61,11 @@ def test_printed_messages_are_the_docs(server, more_servers, index, capsys):
     assert len(printed) == len(said)
     for line, comment in zip(printed, said):
         assert re.fullmatch(as_pattern(comment), line), (line, comment)
+
+
+def test_the_primitives_example_runs_twice_on_one_server(server, more_servers):
+    """Run again within the latch's TTL (a reader trying it twice): a latch
+    opens once, so the example names its latch per run."""
+    [index] = [i for i, code in enumerate(examples()) if "client.latch(" in code]
+    for _ in range(2):
+        test_example_runs(server, more_servers, index)

@@ -131,14 +131,47 @@ def test_lost_fires_at_the_deadline_without_watchdog(server, name):
     assert not guard.is_held()
 
 
-def test_garbage_collected_guard_is_released_in_the_background(server, name):
+def test_a_guard_nothing_references_stays_held_until_the_client_closes(server, name):
+    """A hold ends when the program releases it, loses it, closes the
+    client or exits, never because Python collected its object: redis-py's
+    `lock.acquire(); work(); lock.release()` keeps the lock through work()."""
     client = latchkey.Client(server.url)
     lock = client.lock(name, ttl=30.0)
-    guard = lock.acquire()
-    assert server.redis().exists(f"latchkey:{name}")
-    del guard
+    lock.acquire()  # the guard is dropped at once
     gc.collect()
     assert client.flush(10.0) is True
+    assert server.redis().exists(f"latchkey:{name}") == 1
+    assert lock.locked() is True
+    assert latchkey.Client(server.url).lock(name, ttl=30.0).try_acquire() is None
+    assert client.close() is True
+    assert server.redis().exists(f"latchkey:{name}") == 0
+    assert client.close() is True  # idempotent
+    with pytest.raises(latchkey.ClientClosed, match="the client is closed"):
+        lock.acquire(timeout=1.0)
+    with pytest.raises(latchkey.ClientClosed):
+        client.lock(name, ttl=30.0)
+    assert latchkey.Client(server.url).lock(name, ttl=30.0).locked() is False
+
+
+def test_close_ends_a_wait_in_flight_and_takes_nothing(server, name):
+    holder = latchkey.Client(server.url).lock(name, ttl=30.0).acquire()
+    client = latchkey.Client(server.url)
+    failed = []
+
+    def wait():
+        try:
+            client.lock(name, ttl=30.0).acquire(timeout=60.0)
+        except latchkey.ClientClosed as e:
+            failed.append(e)
+
+    t = threading.Thread(target=wait)
+    t.start()
+    # The waiter marks the key when it asks to be woken at the release.
+    eventually(lambda: server.redis().get(f"latchkey:{name}").endswith(b"+w"))
+    client.close()
+    t.join(20)
+    assert not t.is_alive() and len(failed) == 1
+    assert holder.release() is True
     assert server.redis().exists(f"latchkey:{name}") == 0
 
 

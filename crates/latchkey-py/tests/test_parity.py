@@ -39,6 +39,7 @@ SAME_AS = {
 EXCEPTIONS = {
     "key": "the Redis key: the protocol's business (docs/protocol.md), not a user's",
     "as_any": "how a binding reaches one kind's calls; Python has a class per kind",
+    "confirm": "a supervisor's proof before it starts work (the CLI's); extend() proves and renews in one call",
     "readers_key": "as key", "writer_key": "as key",
     "lost_signal": "the `lost` event is Python's handle on it",
     "issued_fencing_tokens": "fencing_tokens() answers without a round trip once issued",

@@ -33,6 +33,11 @@ class LockLost(NotHeld):
     ``NotAcquired``."""
 
 
+class ClientClosed(LatchkeyError):
+    """A call on a client after its ``close()`` (or on what it made): the
+    client gave its holds back and takes nothing more."""
+
+
 class MaxHoldReached(Busy):
     """A hold reached its cap (``max_hold=``): it is not renewed past it."""
 

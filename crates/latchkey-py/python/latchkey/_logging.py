@@ -14,6 +14,7 @@ import logging
 
 # Below DEBUG: the Rust library's TRACE events (every renewal).
 TRACE = 5
+logging.addLevelName(TRACE, "TRACE")
 
 logging.getLogger("latchkey").addHandler(logging.NullHandler())
 

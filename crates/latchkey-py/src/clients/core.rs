@@ -2,10 +2,12 @@
 //! in a child after `os.fork()` (the parent's sockets and runtime are not
 //! the child's to use; they are forgotten there, never closed or written).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::errors::CLOSED;
 use crate::runtime::pid;
 
 /// What a client connects with.
@@ -39,29 +41,6 @@ impl Options {
     }
 }
 
-/// `host:port` of a Redis URL (the default port when it names none), or
-/// the path of a `unix://` one.
-fn host_port(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    if scheme.contains("unix") {
-        return rest.split('?').next().unwrap_or(rest).to_owned();
-    }
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let has_port = match host.rfind(']') {
-        Some(end) => host[end..].contains(':'),
-        None => host.contains(':'),
-    };
-    match has_port {
-        true => host.to_owned(),
-        false => format!("{host}:6379"),
-    }
-}
-
 /// What a core connected: a client of one Redis (standalone, cluster or
 /// Sentinel), or a Redlock over N of them, which makes locks only.
 #[derive(Clone)]
@@ -71,11 +50,30 @@ pub(crate) enum Connected {
 }
 
 /// The connection of one Python client (shared by its clones and the locks
-/// made from it).
+/// made from it), and the holds taken through it.
 pub(crate) struct Core {
     pub(crate) options: Options,
     /// What is connected and the process that connected it.
     connected: Mutex<Option<(u32, Connected)>>,
+    /// Every hold taken through this client and not yet released, lost or
+    /// forgotten, by address: kept strongly, so that a hold ends only when
+    /// the program releases it, loses it, closes the client or exits,
+    /// never because Python collected its object. (Each hold keeps its
+    /// core too: the cycle ends with the hold.)
+    holds: Mutex<HashMap<usize, Arc<dyn Kept>>>,
+    /// Set by `close()`: every later call is refused, and the waits in
+    /// flight end.
+    closing: tokio::sync::watch::Sender<bool>,
+}
+
+/// A hold as its client sees it: something to keep until it ends, and to
+/// give back at `close()` and at exit (holds/ implements it).
+pub(crate) trait Kept: Send + Sync + 'static {
+    /// Still one to keep: ours here, not released, not known lost.
+    fn live(&self) -> bool;
+    /// Releases it: whether that went through (a hold no longer ours
+    /// included).
+    fn give_back(self: Arc<Self>) -> latchkey::BoxFuture<'static, bool>;
 }
 
 /// Every core alive (weakly), for the interpreter's exit: whatever holds
@@ -95,6 +93,8 @@ impl Core {
         let core = Arc::new(Core {
             options,
             connected: Mutex::new(None),
+            holds: Mutex::new(HashMap::new()),
+            closing: tokio::sync::watch::Sender::new(false),
         });
         let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
         if live.len() >= 64 && live.len().is_power_of_two() {
@@ -138,36 +138,6 @@ impl Core {
         builder
     }
 
-    /// Where this core connects, for a refusal's message: `host:port` of
-    /// each URL (or of the sentinels), no user or password.
-    fn address(&self) -> String {
-        match &self.options.sentinel {
-            Some((sentinels, master)) => {
-                format!("sentinels {} (master {master:?})", sentinels.join(", "))
-            }
-            None => std::iter::once(&self.options.url)
-                .chain(&self.options.seeds)
-                .map(|url| host_port(url))
-                .collect::<Vec<_>>()
-                .join(", "),
-        }
-    }
-
-    /// A connection refused names where it was refused.
-    fn connect_failed(&self, e: latchkey::Error) -> latchkey::Error {
-        match e {
-            latchkey::Error::Unreachable(cause) => {
-                // The library's message leaves out redis-rs's kind names.
-                let detail = format!("{}: {cause}", self.address());
-                latchkey::Error::Unreachable(redis::RedisError::from(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionRefused,
-                    detail,
-                )))
-            }
-            other => other,
-        }
-    }
-
     /// Keeps what this process connected, unless another thread connected
     /// first (then that is kept, and returned).
     fn keep(&self, made: Connected) -> Connected {
@@ -184,9 +154,97 @@ impl Core {
         made
     }
 
+    /// `Unsupported(CLOSED)` once `close()` was called.
+    pub(crate) fn check_open(&self) -> latchkey::Result<()> {
+        match *self.closing.borrow() {
+            true => Err(latchkey::Error::Unsupported(CLOSED)),
+            false => Ok(()),
+        }
+    }
+
+    /// `wait`, ended by `close()` (dropped, which the library makes safe:
+    /// whatever it took is given back), with `Unsupported(CLOSED)`.
+    pub(crate) async fn unless_closed<T>(
+        &self,
+        wait: impl std::future::Future<Output = latchkey::Result<T>>,
+    ) -> latchkey::Result<T> {
+        let mut closing = self.closing.subscribe();
+        tokio::select! {
+            biased;
+            done = wait => done,
+            _ = closing.wait_for(|closed| *closed) => Err(latchkey::Error::Unsupported(CLOSED)),
+        }
+    }
+
+    /// Keeps `holding` until it is released, lost or forgotten.
+    pub(crate) fn track<K: Kept>(&self, holding: &Arc<K>) {
+        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+        // Holds lost (or a parent's, in a forked child) go now and then:
+        // amortized, the map stays within twice the holds alive.
+        let mut pruned = Vec::new();
+        if holds.len() >= 64 && holds.len().is_power_of_two() {
+            let ended: Vec<usize> = holds
+                .iter()
+                .filter(|(_, h)| !h.live())
+                .map(|(at, _)| *at)
+                .collect();
+            pruned.extend(ended.iter().filter_map(|at| holds.remove(at)));
+        }
+        holds.insert(
+            Arc::as_ptr(holding) as usize,
+            holding.clone() as Arc<dyn Kept>,
+        );
+        drop(holds);
+        drop(pruned); // outside the lock: a hold's drop may drop this core's last hold
+    }
+
+    /// Forgets the hold at `address` (released, lost or forgotten).
+    pub(crate) fn untrack(&self, address: usize) -> Option<Arc<dyn Kept>> {
+        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+        holds.remove(&address)
+    }
+
+    /// Releases every hold taken through this client, waiting at most
+    /// until `deadline` (those not released by then stay to their TTL);
+    /// whether all were.
+    pub(crate) async fn release_all(&self, deadline: tokio::time::Instant) -> bool {
+        let live: Vec<Arc<dyn Kept>> = {
+            let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+            holds.drain().map(|(_, h)| h).collect()
+        };
+        let releases: Vec<_> = live
+            .into_iter()
+            .map(|hold| tokio::spawn(hold.give_back()))
+            .collect();
+        let mut all = true;
+        for release in releases {
+            all &= matches!(
+                tokio::time::timeout_at(deadline, release).await,
+                Ok(Ok(true))
+            );
+        }
+        all
+    }
+
+    /// Gives back every hold and the holds cached locks keep, waits at most
+    /// `within` for the background releases, and refuses every later call.
+    /// Whether all finished in time.
+    pub(crate) async fn close(self: Arc<Self>, within: Duration) -> latchkey::Result<bool> {
+        self.closing.send_replace(true);
+        let deadline = tokio::time::Instant::now() + within;
+        let released = self.release_all(deadline).await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let flushed = match self.connected() {
+            Some(connected) => connected.flush(left).await,
+            None => true,
+        };
+        Ok(released && flushed)
+    }
+
     /// What this process connected, connecting first when needed (the
     /// first call, and the first in a forked child).
     pub(crate) async fn connect(self: Arc<Self>) -> latchkey::Result<Connected> {
+        self.check_open()?;
         if let Some(connected) = self.connected() {
             return Ok(connected);
         }
@@ -270,6 +328,23 @@ impl Connected {
             Connected::Redlock(redlock) => redlock.flush(within).await,
         }
     }
+}
+
+/// At the interpreter's exit: releases every hold of every client alive
+/// (a client with holds is alive: they keep it), within `within`.
+pub(crate) async fn release_everything(within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    let live: Vec<Arc<Core>> = LIVE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    let mut all = true;
+    for core in live {
+        all &= core.release_all(deadline).await;
+    }
+    all
 }
 
 /// At the interpreter's exit: flushes every core still alive and waits for

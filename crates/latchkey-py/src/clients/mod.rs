@@ -8,6 +8,7 @@ pub(crate) mod control;
 pub(crate) mod core;
 mod factories;
 mod options;
+mod refusals;
 
 use std::sync::Arc;
 
@@ -60,6 +61,18 @@ pub(crate) struct AsyncRedlock {}
 /// `connect=False` (then on first use, as an asyncio client).
 fn made(py: Python<'_>, options: options::Options, mode: Mode) -> PyResult<ClientBase> {
     let connect_now = options.connect_now;
+    if !connect_now {
+        // Not connected now: a URL that cannot be one is refused here, not
+        // at the first use.
+        for url in std::iter::once(&options.url).chain(&options.seeds) {
+            if redis::IntoConnectionInfo::into_connection_info(url.as_str()).is_err() {
+                return Err(crate::errors::to_py(py, latchkey::Error::InvalidInput(format!(
+                    "bad Redis URL {:?}: expected redis://[user[:password]@]host[:port][/db], rediss://… for TLS, or unix:///path/to/socket",
+                    latchkey::redact_url(url)
+                ))));
+            }
+        }
+    }
     let core = Core::new(options);
     // A level set since the last look is seen from this client's first call.
     crate::observe::log::refresh(py);
@@ -141,8 +154,8 @@ impl ClientBase {
     }
 
     /// Waits, at most `timeout` seconds, for the background releases of
-    /// holds dropped unreleased and of calls cancelled, and gives back the
-    /// holds cached locks keep idle; True when all finished.
+    /// calls cancelled and of holds found lost, and gives back the holds
+    /// cached locks keep idle; True when all finished.
     #[pyo3(signature = (timeout = 5.0))]
     fn flush(&self, py: Python<'_>, timeout: f64) -> PyResult<Py<PyAny>> {
         let within = args::bound(py, "timeout", timeout)?;
@@ -153,6 +166,23 @@ impl ClientBase {
                 py,
             )?),
             Mode::Asyncio => Ok(coroutine(py, "AsyncClient.flush", flushing, true)?.unbind()),
+        }
+    }
+
+    /// Gives back every hold taken through this client (and the holds
+    /// cached locks keep), ends its waits in flight, waits at most
+    /// `timeout` seconds for the releases, and refuses every later call
+    /// (`ClientClosed`). True when all finished in time. Idempotent.
+    #[pyo3(signature = (timeout = 5.0))]
+    fn close(&self, py: Python<'_>, timeout: f64) -> PyResult<Py<PyAny>> {
+        let within = args::bound(py, "timeout", timeout)?;
+        let closing = self.core.clone().close(within);
+        match self.mode {
+            Mode::Blocking => Ok(pyo3::IntoPyObjectExt::into_py_any(
+                block_on(py, closing)?,
+                py,
+            )?),
+            Mode::Asyncio => Ok(coroutine(py, "AsyncClient.close", closing, true)?.unbind()),
         }
     }
 

@@ -3,7 +3,7 @@
 //! calls and the blocking and asyncio leaf classes.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use latchkey::Ownership;
 use pyo3::exceptions::PyTypeError;
@@ -15,9 +15,9 @@ use super::Holding;
 use crate::args;
 use crate::runtime::{awaitable, block_on, run, Make, Mode};
 
-/// A hold. Released by `release()`, by leaving its `with` (or `async
-/// with`) block, or, if Python garbage-collects it unreleased, in the
-/// background.
+/// A hold. Released by `release()` or by leaving its `with` (or `async
+/// with`) block; one Python lets go of stays held by its client until the
+/// client is closed or the interpreter exits.
 #[pyclass(module = "latchkey._native", name = "_Hold", subclass, frozen, weakref)]
 pub(crate) struct Hold {
     pub(crate) holding: Arc<Holding>,
@@ -38,11 +38,42 @@ pub(crate) fn monotonic(py: Python<'_>, at: Instant) -> PyResult<f64> {
     Ok(now_py + ahead)
 }
 
+/// How long leaving a `with` block that raised tries to give the hold
+/// back: the block's own exception is what matters then, and a Redis that
+/// is down would otherwise hold it up until the hold's deadline.
+const GIVE_BACK_WITHIN: Duration = Duration::from_millis(500);
+
+/// The release at the end of a `with` block whose block raised: bounded
+/// by `GIVE_BACK_WITHIN`; a failure is logged, not raised (the block's
+/// exception propagates), and the key is left to its TTL (the library
+/// tries once more in the background).
+async fn give_back(holding: Arc<Holding>) -> latchkey::Result<()> {
+    let name = holding.name.shown();
+    match tokio::time::timeout(GIVE_BACK_WITHIN, holding.release()).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(
+            target: "latchkey::python",
+            name = %name,
+            error = %e,
+            "the release at the end of a with block that raised failed: the hold is left to its TTL"
+        ),
+        Err(_) => tracing::warn!(
+            target: "latchkey::python",
+            name = %name,
+            within = ?GIVE_BACK_WITHIN,
+            "the release at the end of a with block that raised did not finish in time: the hold is left to its TTL"
+        ),
+    }
+    Ok(())
+}
+
 impl Hold {
     /// The end of a `with` block: released, and `LockLost` raised when the
-    /// hold turned out lost and the block raised nothing itself.
+    /// hold turned out lost (or the program was told it was: `lost` fired,
+    /// a cap reached) and the block raised nothing itself.
     fn exit_with(&self, found: Option<Ownership>, raised: bool) -> Make {
-        let lost = matches!(found, Some(o) if o != Ownership::Owned) && !raised;
+        let told = self.holding.lost_reason().is_some();
+        let lost = matches!(found, Some(o) if o != Ownership::Owned || told) && !raised;
         let message = lost.then(|| {
             let why = self
                 .holding
@@ -212,6 +243,9 @@ impl Hold {
         if self.mode == Mode::Asyncio {
             return Err(self.wrong_with());
         }
+        if kind.is_some() {
+            return block_on(py, give_back(self.holding.clone()));
+        }
         let found = block_on(py, self.holding.clone().release())?;
         self.exit_with(found, kind.is_some()).made(py).map(drop)
     }
@@ -237,6 +271,13 @@ impl Hold {
         }
         let raised = kind.is_some();
         let me = slf.unbind();
+        if raised {
+            let holding = me.get().holding.clone();
+            return awaitable(py, "AsyncHold.__aexit__", async move {
+                give_back(holding).await?;
+                Ok(Make::new(|py| Ok(py.None())))
+            });
+        }
         let releasing = me.get().holding.clone().release();
         awaitable(py, "AsyncHold.__aexit__", async move {
             let found = releasing.await?;

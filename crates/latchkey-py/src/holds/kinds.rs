@@ -34,6 +34,7 @@ pub(crate) enum Kind {
 /// The Python object of a hold just taken, once the call is done.
 pub(crate) fn made(holding: Arc<Holding>, kind: Kind, mode: Mode) -> Make {
     Make::new(move |py| {
+        holding.keep();
         let hold = |what| Hold {
             holding,
             mode,

@@ -8,8 +8,6 @@ pub(crate) mod class;
 pub(crate) mod kinds;
 pub(crate) mod lost;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -51,10 +49,12 @@ pub(crate) struct Holding {
     lost: OnceLock<LostSignal>,
     /// The process that holds it (a forked child does nothing with it).
     pub(crate) owner: u32,
-    /// The client it was taken with, kept until the hold is gone: the
-    /// client's last flush (when it is dropped, and at exit) then sees the
-    /// release this hold's drop may leave in the background.
-    _client: Arc<Core>,
+    /// The client it was taken with, which keeps the hold until it is
+    /// released, lost or forgotten (or the client closed); kept until the
+    /// hold is gone: the client's last flush (when it is dropped, and at
+    /// exit) then sees the release this hold's drop may leave in the
+    /// background.
+    client: Arc<Core>,
 }
 
 impl Holding {
@@ -70,9 +70,8 @@ impl Holding {
             lost: OnceLock::new(),
             hold: RwLock::new(Some(hold)),
             owner: pid(),
-            _client: client.clone(),
+            client: client.clone(),
         });
-        crate::exit::register(&holding);
         holding
     }
 
@@ -153,6 +152,7 @@ impl Holding {
         let Some(hold) = taken else {
             return Ok(None);
         };
+        self.untrack();
         self.seen(&*hold);
         let found = hold.into_dyn().release().await?;
         if found != Ownership::Owned {
@@ -171,9 +171,25 @@ impl Holding {
             return Err(self.not_held());
         }
         match self.hold.write().await.take() {
-            Some(hold) => Ok(hold.into_dyn().forget()),
+            Some(hold) => {
+                self.untrack();
+                Ok(hold.into_dyn().forget())
+            }
             None => Err(self.not_held()),
         }
+    }
+
+    /// Kept by its client from now on: called when its Python object is
+    /// made. A hold made and never handed to Python (its call cancelled,
+    /// its event loop closed) is dropped instead, and released then.
+    pub(crate) fn keep(self: &Arc<Self>) {
+        self.client.track(self);
+    }
+
+    /// No longer kept by the client (released, forgotten or lost).
+    fn untrack(&self) {
+        // Never the last reference: the caller holds an `Arc` of it.
+        drop(self.client.untrack(self as *const Holding as usize));
     }
 
     fn seen(&self, hold: &dyn Held) {
@@ -227,18 +243,21 @@ impl Holding {
     }
 }
 
-impl crate::exit::Releasable for Holding {
-    fn release_at_exit(self: Arc<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(async move {
-            let _ = self.release().await;
-        })
+impl crate::clients::core::Kept for Holding {
+    fn live(&self) -> bool {
+        self.now(false, |h| h.lost_reason().is_none())
+    }
+
+    fn give_back(self: Arc<Self>) -> BoxFuture<'static, bool> {
+        Box::pin(async move { self.release().await.is_ok() })
     }
 }
 
 impl Drop for Holding {
     fn drop(&mut self) {
-        // A hold Python let go of without release(): released in the
-        // background (or forgotten, in a forked child).
+        // A hold its client let go of unreleased (known lost): released in
+        // the background, which finds it gone (or forgotten, in a forked
+        // child).
         if let Some(hold) = self.hold.get_mut().take() {
             drop_in_runtime(hold, self.owner);
         }

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use super::options::LeaseOptions;
 use super::{recipe_class, twins, Made};
 use crate::args::{self, Name};
-use crate::clients::core::Core;
+use crate::clients::core::{Connected, Core};
 use crate::holds::kinds::{made, Kind};
 use crate::holds::{Held, Holding};
 use crate::runtime::Mode;
@@ -78,9 +78,26 @@ pub(crate) fn take<T: Acquire + Clone>(
     };
     recipe.run(py, mode, qualname, move |recipe| async move {
         let hold = match until {
-            Some(until) => Some(recipe.until(until).await?),
+            // A wait ends when its client is closed.
+            Some(until) => {
+                tracing::debug!(target: "latchkey::python", name = %name.shown(), "waiting");
+                match core.unless_closed(recipe.until(until)).await {
+                    Err(e @ latchkey::Error::WaitTimedOut { .. }) => {
+                        tracing::info!(target: "latchkey::python", name = %name.shown(), error = %e, "wait timed out");
+                        return Err(e);
+                    }
+                    got => Some(got?),
+                }
+            }
             None => recipe.try_once().await?,
         };
+        if let Err(closed) = core.check_open() {
+            // Taken as the client closed: given back, not kept.
+            if let Some(hold) = hold {
+                let _ = hold.into_dyn().release().await;
+            }
+            return Err(closed);
+        }
         Ok(hold.map(|hold| made(Holding::new(hold, &name, &core), kind, mode)))
     })
 }
@@ -176,6 +193,25 @@ impl LockBase {
     /// One try: a guard, or None when someone else holds the lock.
     fn try_acquire(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         take(py, &self.recipe, &self.name, (self.kind, self.mode), None)
+    }
+
+    /// Whether anyone holds the lock now (a lock kept idle by `cached=`
+    /// included): one round trip, true the moment it is asked only.
+    fn locked(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let (core, name, kind) = (self.recipe.core.clone(), self.name.bytes.clone(), self.kind);
+        crate::runtime::run(py, self.mode, "Lock.locked", async move {
+            if matches!(kind, Kind::Multi) {
+                return Err(latchkey::Error::Unsupported(
+                    "locked(): several locks; ask each lock",
+                ));
+            }
+            match core.connect().await? {
+                Connected::Client(client) => Ok(client.inspect(&name).await?.held),
+                Connected::Redlock(_) => Err(latchkey::Error::Unsupported(
+                    "locked(): a Redlock's lock is held by a majority, not by one key",
+                )),
+            }
+        })
     }
 
     /// A lock made with `cached=`: gives its idle hold back to Redis now

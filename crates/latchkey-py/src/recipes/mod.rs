@@ -39,6 +39,7 @@ impl<T: Clone + Send + 'static> Made<T> {
         core: &Arc<Core>,
         build: impl Fn(&Connected) -> latchkey::Result<T> + Send + Sync + 'static,
     ) -> PyResult<Arc<Made<T>>> {
+        core.check_open().map_err(|e| to_py(py, e))?;
         let made = Made {
             core: core.clone(),
             build: Box::new(build),

@@ -1,95 +1,79 @@
 //! An asyncio call: a coroutine (`latchkey._aio.Call`) that starts the
-//! Rust future on the runtime when it first runs, through
-//! pyo3-async-runtimes' generic bridge driven on this crate's runtime (its
-//! own global one could not be rebuilt in a forked child).
+//! Rust future on the runtime when it first runs, and an asyncio future
+//! for its result, set on the loop's thread by `Deliver` (this crate's own
+//! bridge: its runtime can be rebuilt in a forked child, and a result
+//! whose loop was closed, or whose future was cancelled, is never made
+//! into a Python object: a hold taken then is given back, not kept).
 
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3_async_runtimes::TaskLocals;
-use tokio::runtime::Runtime;
+use tokio::sync::Notify;
 
 use super::blocking::{tracked, Cancel};
 use super::handle;
 use crate::errors;
 
 /// The done-callback of an awaitable: a cancelled Python future marks its
-/// Rust future cancelled at once (pyo3-async-runtimes drops it a moment
-/// later, on the runtime).
+/// Rust future cancelled and stops it (dropped on the runtime, which the
+/// library makes safe).
 #[pyclass(module = "latchkey._native", frozen)]
-struct OnDone(Cancel);
+struct OnDone(Cancel, Arc<Notify>);
 
 #[pymethods]
 impl OnDone {
     fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
         if fut.call_method0("cancelled")?.extract::<bool>()? {
             self.0.mark();
+            self.1.notify_one();
         }
         Ok(())
     }
 }
 
-/// A runtime nobody drives, for what is spawned after the shutdown: it is
-/// never run (a pending awaitable stays pending, as any task of a runtime
-/// that is gone).
-fn idle() -> &'static Runtime {
-    static IDLE: std::sync::OnceLock<Runtime> = std::sync::OnceLock::new();
-    IDLE.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("a current-thread runtime without drivers needs no resources")
-    })
-}
+/// The result of a call, made into its Python object on the loop's thread
+/// just before it is set, and only if the future still wants it.
+type Result = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 
-/// pyo3-async-runtimes' generic runtime, spawning on `handle()`.
-pub(crate) struct Shared;
+#[pyclass(module = "latchkey._native", frozen)]
+struct Deliver(Mutex<Option<Result>>);
 
-tokio::task_local! {
-    static TASK_LOCALS: std::cell::OnceCell<TaskLocals>;
-}
-
-impl pyo3_async_runtimes::generic::Runtime for Shared {
-    type JoinError = tokio::task::JoinError;
-    type JoinHandle = tokio::task::JoinHandle<()>;
-
-    fn spawn<F>(fut: F) -> Self::JoinHandle
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        match handle() {
-            Ok(handle) => handle.spawn(fut),
-            Err(_) => idle().spawn(fut),
+#[pymethods]
+impl Deliver {
+    fn __call__(&self, py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(result) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Ok(());
+        };
+        if fut.call_method0("done")?.extract::<bool>()? {
+            return Ok(()); // cancelled meanwhile: dropped unmade
         }
-    }
-
-    fn spawn_blocking<F>(f: F) -> Self::JoinHandle
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        match handle() {
-            Ok(handle) => handle.spawn_blocking(f),
-            Err(_) => idle().spawn(async {}),
-        }
+        match result(py) {
+            Ok(value) => fut.call_method1("set_result", (value,))?,
+            Err(e) => fut.call_method1("set_exception", (e.into_value(py),))?,
+        };
+        Ok(())
     }
 }
 
-impl pyo3_async_runtimes::generic::ContextExt for Shared {
-    fn scope<F, R>(locals: TaskLocals, fut: F) -> Pin<Box<dyn Future<Output = R> + Send>>
-    where
-        F: Future<Output = R> + Send + 'static,
-    {
-        let cell = std::cell::OnceCell::new();
-        let _ = cell.set(locals);
-        Box::pin(TASK_LOCALS.scope(cell, fut))
+/// Hands `result` to the loop's thread; when the loop is closed (an
+/// orphaned call: `loop.close()` with the task pending) or the future
+/// done, `result` is dropped unmade (what its Rust side took goes back).
+fn deliver(py: Python<'_>, event_loop: Py<PyAny>, py_fut: Py<PyAny>, result: Result) {
+    let (event_loop, py_fut) = (event_loop.bind(py), py_fut.bind(py));
+    let closed = event_loop
+        .call_method0("is_closed")
+        .and_then(|c| c.extract::<bool>())
+        .unwrap_or(true);
+    if closed {
+        // Cancelled, so that nothing waits on it (asyncio raises that the
+        // loop is closed, after marking it).
+        let _ = py_fut.call_method0("cancel");
+        return;
     }
-
-    fn get_task_locals() -> Option<TaskLocals> {
-        TASK_LOCALS
-            .try_with(|c| c.get().cloned())
-            .unwrap_or_default()
-    }
+    let deliver = Deliver(Mutex::new(Some(result)));
+    // Closed between the look and here: dropped with `deliver`.
+    let _ = event_loop.call_method1("call_soon_threadsafe", (deliver, py_fut));
 }
 
 /// The Rust call of an asyncio method, not started yet: the coroutine
@@ -120,15 +104,38 @@ where
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
     T: for<'py> IntoPyObject<'py> + Send + 'static,
 {
-    // Made now, in the caller's process: a fork between here and the spawn
-    // is not a case to handle.
-    handle()?;
+    static GET_LOOP: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    let event_loop = GET_LOOP
+        .import(py, "asyncio", "get_running_loop")?
+        .call0()?;
+    let py_fut = event_loop.call_method0("create_future")?;
+    let Ok(handle) = handle() else {
+        // The interpreter is exiting: pending, as any task of a runtime
+        // that is gone.
+        return Ok(py_fut);
+    };
     let (fut, cancel) = tracked(fut);
-    let py_fut = pyo3_async_runtimes::generic::future_into_py::<Shared, _, T>(py, async move {
-        fut.await
-            .map_err(|e| Python::attach(|py| errors::to_py(py, e)))
-    })?;
-    py_fut.call_method1("add_done_callback", (OnDone(cancel),))?;
+    let stop = Arc::new(Notify::new());
+    py_fut.call_method1("add_done_callback", (OnDone(cancel, stop.clone()),))?;
+    let (event_loop, waiting) = (event_loop.unbind(), py_fut.clone().unbind());
+    let entered = super::orphans::enter(&handle, event_loop.clone_ref(py), stop.clone());
+    handle.spawn(async move {
+        let result = tokio::select! {
+            biased;
+            _ = stop.notified() => return, // cancelled, or its loop closed
+            result = fut => result,
+        };
+        drop(entered);
+        let result: Result = Box::new(move |py| match result {
+            Ok(value) => pyo3::IntoPyObjectExt::into_py_any(value, py),
+            Err(e) => Err(errors::to_py(py, e)),
+        });
+        // The GIL is not taken on the runtime's worker: a task waiting
+        // for it there would hold up every other.
+        tokio::task::spawn_blocking(move || {
+            Python::attach(|py| deliver(py, event_loop, waiting, result));
+        });
+    });
     Ok(py_fut)
 }
 

@@ -1,10 +1,11 @@
 //! A blocking call: the Rust future polled on the calling thread without
-//! the GIL, with a look at Python's signals every slice; and the count of
-//! calls cancelled from Python whose cleanup has not started yet.
+//! the GIL, with a look at Python's signals every slice; the count of
+//! calls cancelled from Python whose cleanup has not started yet; and the
+//! end of the waits still in flight at interpreter exit.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -22,6 +23,17 @@ const SLICE: Duration = Duration::from_millis(50);
 /// future is not dropped yet: dropping it starts the library's cleanup (a
 /// lock it took released, a queue entry left), which `flush` then waits for.
 static CANCELLED_LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Set at interpreter exit: a blocking call still in flight then is a
+/// daemon thread's, which Python will never join. It must not poll the
+/// runtime once that stops (tokio panics: "a Tokio 1.x context was found,
+/// but it is being shutdown"), nor raise into its thread (Python would
+/// print the traceback while it exits): its future is dropped (which gives
+/// back what it took) and its thread parked for good.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Blocking calls in flight (the exit's own aside).
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 const RUNNING: u8 = 0;
 const CANCELLED: u8 = 1;
@@ -89,6 +101,74 @@ where
     F: Future<Output = latchkey::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
+    if EXITING.load(Ordering::Acquire) {
+        if on_main_thread() {
+            // An `atexit` handler that runs after ours: told, not parked
+            // (the interpreter's exit would wait for it for ever).
+            return Err(errors::closed(
+                "the interpreter is exiting: latchkey's runtime is shut down",
+            ));
+        }
+        py.detach(park_for_good);
+    }
+    if super::green::patched(py) {
+        return super::green::block_on(py, fut);
+    }
+    IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
+    let _counted = Counted;
+    blocking(py, fut, false)
+}
+
+/// `block_on` for the exit itself, which `EXITING` does not stop.
+pub(crate) fn block_on_at_exit<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    F: Future<Output = latchkey::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    blocking(py, fut, true)
+}
+
+/// Ends the blocking calls in flight (see `EXITING`), waiting at most
+/// `within` for their threads to drop their futures.
+pub(crate) fn end_waits(py: Python<'_>, within: Duration) {
+    EXITING.store(true, Ordering::Release);
+    let deadline = Instant::now() + within;
+    py.detach(|| {
+        // Each notices within a slice: a poll for a state with no signal.
+        while IN_FLIGHT.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
+
+/// Counts a blocking call out however it ends.
+struct Counted;
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Whether this is the process's main thread (the one that exits).
+fn on_main_thread() -> bool {
+    // SAFETY: gettid and getpid take no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) == libc::getpid() as libc::c_long }
+}
+
+/// A daemon thread's end at interpreter exit: never resumes (the process
+/// exits around it).
+fn park_for_good() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+fn blocking<F, T>(py: Python<'_>, fut: F, at_exit: bool) -> PyResult<T>
+where
+    F: Future<Output = latchkey::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
     let handle = handle()?;
     let (fut, cancel) = tracked(fut);
     // Polled on this thread (the runtime's worker drives the sockets and
@@ -98,9 +178,17 @@ where
     let mut fut = Box::pin(fut);
     loop {
         let on = handle.clone();
+        let cancelled = cancel.clone();
         let (back, got) = py.detach(move || {
             let _entered = on.enter();
-            let got = poll_for(fut.as_mut(), SLICE);
+            let got = poll_for(fut.as_mut(), SLICE, at_exit);
+            if got.is_none() && !at_exit && EXITING.load(Ordering::Acquire) {
+                // Dropped here, in the runtime's context, before it stops.
+                cancelled.mark();
+                drop(fut);
+                IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+                park_for_good();
+            }
             (fut, got)
         });
         fut = back;
@@ -142,11 +230,17 @@ impl Wake for Unpark {
 /// runtime, which locks the wheel and at times wakes a worker to re-arm
 /// its sleep; a thread park bounded by `slice` needs neither. A spurious
 /// wake-up (an unpark left over from an earlier call) costs one poll.
-fn poll_for<F: Future>(mut fut: Pin<&mut F>, slice: Duration) -> Option<F::Output> {
+///
+/// Unless `at_exit`, it stops (None) without polling once the interpreter
+/// exits (`EXITING`).
+fn poll_for<F: Future>(mut fut: Pin<&mut F>, slice: Duration, at_exit: bool) -> Option<F::Output> {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = Context::from_waker(&waker);
     let mut ends = None;
     loop {
+        if !at_exit && EXITING.load(Ordering::Acquire) {
+            return None;
+        }
         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
             return Some(out);
         }

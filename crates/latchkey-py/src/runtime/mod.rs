@@ -5,6 +5,8 @@
 
 mod aio;
 mod blocking;
+mod green;
+mod orphans;
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -17,7 +19,7 @@ use tokio::runtime::{Handle, Runtime};
 use crate::errors;
 
 pub(crate) use aio::{awaitable, coroutine};
-pub(crate) use blocking::{block_on, cancelled_dropped};
+pub(crate) use blocking::{block_on, block_on_at_exit, cancelled_dropped, end_waits};
 
 /// How long the interpreter's exit waits for the runtime's tasks.
 const SHUTDOWN_WITHIN: Duration = Duration::from_millis(500);
