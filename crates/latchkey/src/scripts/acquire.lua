@@ -1,8 +1,10 @@
 -- latchkey: one acquire attempt in a script: take the lock and, if asked,
 -- issue its fencing token, atomically; or say how long the holder has left.
--- Used by locks made `with_fencing` and by waiters (whose busy attempts need
--- the holder's TTL in the same round trip); a first try of a plain lock is a
--- bare `SET key token NX PX ttl GET` instead (see docs/protocol.md).
+-- Used by locks made `with_fencing`, by waiters (whose busy attempts need
+-- the holder's TTL in the same round trip) and by a client's first lock; a
+-- later first try of a plain lock is a bare `SET key token NX PX ttl GET`
+-- instead (see docs/protocol.md). The mark of a busy holder is
+-- shared/mark.lua's, prepended.
 --
 -- KEYS[1]  lock key            (plain string holding the owner's token)
 -- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)

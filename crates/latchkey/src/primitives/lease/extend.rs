@@ -49,11 +49,9 @@ impl<H: Hold> Lease<H> {
     /// marks it lost. A hold with less than `MIN_TTL` left is as good as
     /// gone: `Expired`, nothing sent.
     pub(crate) async fn confirm(&self) -> Result<Ownership> {
-        let left = (self.state.deadline() + crate::vocab::protocol::drift(self.ttl()))
-            .saturating_duration_since(Instant::now());
-        if left < crate::vocab::names::MIN_TTL {
+        let Some(left) = self.state.ttl_to_expiry(self.ttl()) else {
             return Ok(Ownership::Expired);
-        }
+        };
         let label = self.hold.label();
         let span = renew_span(label.kind(), self.name(), &self.token);
         let (outcome, _) = self.hold.renew(&self.token, left).instrument(span).await?;

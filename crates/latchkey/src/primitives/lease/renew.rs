@@ -164,11 +164,7 @@ pub(crate) async fn watch<H: Hold>(
                 ttl
             }
             // No watchdog: renew to the expiry the hold already has.
-            None => Some(
-                (state.deadline() + crate::vocab::protocol::drift(hold.options().ttl))
-                    .saturating_duration_since(now),
-            )
-            .filter(|left| *left >= crate::vocab::names::MIN_TTL),
+            None => state.ttl_to_expiry(hold.options().ttl),
         };
         let Some(ttl) = ttl else {
             // Nothing can be renewed: the hold ends at its stop margin.

@@ -97,6 +97,15 @@ impl State {
         }
     }
 
+    /// The TTL a renewal sent now asks for to keep the hold's expiry where
+    /// it is (its deadline plus the drift allowance); `None` when less than
+    /// `MIN_TTL` is left: nothing can be renewed.
+    pub(crate) fn ttl_to_expiry(&self, ttl: Duration) -> Option<Duration> {
+        let left = (self.deadline() + crate::vocab::protocol::drift(ttl))
+            .saturating_duration_since(Instant::now());
+        (left >= crate::vocab::names::MIN_TTL).then_some(left)
+    }
+
     /// Remembers that the program asked the hold to last until `at`.
     pub(crate) fn extend_to(&self, at: Instant) {
         let mut to = self.extended_to.lock().unwrap_or_else(|p| p.into_inner());
