@@ -26,6 +26,15 @@ fn has_key(server: &RedisServer, key: &str) -> bool {
     server.command(&["EXISTS", key]).unwrap() == "1"
 }
 
+/// Until every server holds `key`: an acquire returns at a majority, and
+/// the rest of its requests run on in their own tasks.
+async fn until_everywhere(servers: &[RedisServer], key: &str) {
+    eventually(&format!("every instance holds {key}"), || async {
+        servers.iter().all(|s| has_key(s, key))
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn five_instances_with_two_down_still_lock() {
     let mut servers = RedisServer::start_many(5);
@@ -483,6 +492,7 @@ async fn the_watchdog_loses_the_lock_when_a_majority_of_keys_is_deleted() {
     let ttl = Duration::from_secs(1);
     let lock = redlock.lock("watched", ttl).unwrap().with_watchdog();
     let guard = lock.try_acquire().await.unwrap().unwrap();
+    until_everywhere(&servers, "test:watched").await;
     // Renewals keep it past its TTL, and past the loss of one key.
     servers[0].command(&["DEL", "test:watched"]).unwrap();
     tokio::time::sleep(ttl + Duration::from_millis(300)).await;
