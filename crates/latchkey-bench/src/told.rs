@@ -83,7 +83,7 @@ async fn hold(
     client: &Client,
     k: usize,
     name: &str,
-) -> latchkey::Result<(Box<dyn latchkey::DynGuard>, String)> {
+) -> latchkey::Result<(Box<dyn latchkey::Guard>, String)> {
     let channel = |suffix: &str| format!("{{bench:{name}}}:{suffix}");
     Ok(match k {
         0 => (

@@ -295,11 +295,10 @@ impl Client {
         if o.fair == Some(true) {
             lock = lock.fair()?;
         }
-        let inner: Arc<dyn crate::acquire::Acquire> = match opt_ms("cached", o.cached_ms)? {
-            Some(idle) => Arc::new(crate::acquire::Cached(
-                lock.with_caching(idle)?,
-                o.fencing == Some(true),
-            )),
+        // A kept lock made with fencing issues each hold's token at its
+        // acquisition, as a plain one does.
+        let inner: Arc<dyn latchkey::Acquire> = match opt_ms("cached", o.cached_ms)? {
+            Some(idle) => Arc::new(lock.with_caching(idle)?),
             None => Arc::new(lock),
         };
         Ok(Acquirer {

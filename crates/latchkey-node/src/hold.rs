@@ -1,11 +1,11 @@
 //! Every hold, whatever its kind (a lock's, a kept lock's, several locks',
-//! a permit, a read or write hold, a leadership): one `Box<dyn DynGuard>`
+//! a permit, a read or write hold, a leadership): one `Box<dyn latchkey::Guard>`
 //! under one JavaScript class, `Guard`, which lib/guard.js wraps.
 
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use latchkey::{DynGuard, LostReason, Ownership};
+use latchkey::{LostReason, Ownership};
 use napi::bindgen_prelude::{BigInt, Function};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Env;
@@ -24,7 +24,7 @@ use crate::runtime::promise;
 /// held: JavaScript collecting the guard object ends nothing.
 pub(crate) struct Holding {
     /// `None` once released.
-    pub(crate) guard: RwLock<Option<Box<dyn DynGuard>>>,
+    pub(crate) guard: RwLock<Option<Box<dyn latchkey::Guard>>>,
     pub(crate) name: String,
     token: String,
     ttl: Duration,
@@ -40,7 +40,7 @@ pub(crate) struct Holding {
 
 impl Holding {
     pub(crate) fn new(
-        guard: Box<dyn DynGuard>,
+        guard: Box<dyn latchkey::Guard>,
         core: &Arc<Core>,
         value: Option<Vec<u8>>,
     ) -> latchkey::Result<Arc<Holding>> {

@@ -1,5 +1,5 @@
 //! What only some holds have, on the one `Guard` class (reached through
-//! `DynGuard::as_any`): several locks' names, per-lock tokens and which one
+//! `Guard::as_any`): several locks' names, per-lock tokens and which one
 //! was lost; a permit's count and a read-write hold's access; a
 //! leadership's start and `proclaim`. And `forget`, which every hold has.
 //! Asked of a hold of another kind, each answers null (or, for a call that

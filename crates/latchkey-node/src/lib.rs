@@ -3,7 +3,7 @@
 //! imported by users: the facade adds what napi-rs cannot express (an
 //! AbortSignal on every wait, `Symbol.asyncDispose`, error classes).
 //!
-//! Every hold is one `Box<dyn latchkey::DynGuard>` behind one class
+//! Every hold is one `Box<dyn latchkey::Guard>` behind one class
 //! (hold.rs); what can be acquired is one trait (acquire.rs); the client
 //! and its factories are in client.rs, the other primitives in
 //! primitives.rs, the iterators in signals.rs. Promises run the library's

@@ -9,7 +9,7 @@ use napi::bindgen_prelude::{BigInt, Buffer};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::acquire::{Acquirer, Side};
+use crate::acquire::Acquirer;
 use crate::completions::Promise;
 use crate::core::Core;
 use crate::errors::{invalid, to_js};
@@ -50,7 +50,7 @@ impl Semaphore {
             ))));
         }
         Ok(Acquirer {
-            inner: Arc::new(crate::acquire::Permits(self.inner.clone(), k as u32)),
+            inner: Arc::new(self.inner.taking(k as u32)),
             core: self.core.clone(),
         })
     }
@@ -103,7 +103,7 @@ impl RwLock {
 impl RwLock {
     fn side(&self, access: RwAccess) -> Acquirer {
         Acquirer {
-            inner: Arc::new(Side(self.inner.clone(), access)),
+            inner: Arc::new(self.inner.side(access)),
             core: self.core.clone(),
         }
     }
@@ -219,10 +219,7 @@ impl Election {
     #[napi]
     pub fn candidate(&self, value: Buffer) -> Acquirer {
         Acquirer {
-            inner: Arc::new(crate::acquire::Candidacy(
-                self.inner.clone(),
-                value.to_vec(),
-            )),
+            inner: Arc::new(self.inner.candidacy(&value[..])),
             core: self.core.clone(),
         }
     }

@@ -6,7 +6,7 @@
 //! `clients/` (the client classes, their one construction, the
 //! connection per process, the factories), `recipes/` (one file per
 //! recipe: lock, semaphore, …), `holds/` (every hold, over the library's
-//! `Box<dyn DynGuard>`), `signals/`, `observe/` (the library's events
+//! `Box<dyn latchkey::Guard>`), `signals/`, `observe/` (the library's events
 //! to `logging`, its metrics to `latchkey.metrics()`); `args.rs`, `errors.rs` and `exit.rs`
 //! serve them all. Every class has a blocking and an asyncio twin over one
 //! base class (`recipes::twins!`).

@@ -21,7 +21,7 @@
 
 use std::time::{Duration, Instant};
 
-use latchkey::{CachedLock, DynGuard, Election, Lock, MultiLock, Ownership, RwLock, Semaphore};
+use latchkey::{Acquire, Guard, Ownership};
 
 /// The sets of locks multi workers take, by worker id (modulo), as indexes
 /// into [`multi_names`], in the order each names them: every set has lock
@@ -42,28 +42,31 @@ pub(crate) fn multi_set(id: u32) -> &'static [usize] {
     MULTI_SETS[id as usize % MULTI_SETS.len()]
 }
 
-/// A lock or an election.
-pub(crate) enum Contender {
-    Lock(Lock),
-    Election(Election),
-    Semaphore(Semaphore),
-    Writer(RwLock),
-    /// Several locks at once, and which of [`multi_names`] they are.
-    Multi(MultiLock, &'static [usize]),
-    /// A lock whose hold this worker keeps while idle.
-    Cached(CachedLock),
+/// What a worker contends for, through `latchkey::Acquire`, and which of
+/// [`multi_names`] it writes (`[0]`: the scenario's lock's resource only).
+pub(crate) struct Contender {
+    what: Box<dyn Acquire>,
+    set: &'static [usize],
 }
 
 /// A held lock, leadership, permit, write hold, several locks or kept
 /// hold: any of them, through `latchkey::Guard`.
 pub(crate) struct Hold {
-    guard: Box<dyn DynGuard>,
+    guard: Box<dyn Guard>,
     /// Which resources its tokens are for, in the order of the hold's
     /// tokens (0: the scenario's lock's; a multi hold's others 1 and 2).
     set: &'static [usize],
 }
 
 impl Contender {
+    /// A contender for one resource, the scenario's lock's.
+    pub(crate) fn of(what: impl Acquire + 'static) -> Contender {
+        Contender {
+            what: Box::new(what),
+            set: &[0],
+        }
+    }
+
     /// Worker `id`'s set of locks (`multi_set`), with its watchdog; half
     /// of the workers get the tokens with the hold, half on request.
     pub(crate) fn multi(
@@ -80,28 +83,22 @@ impl Contender {
             0 => locks.with_fencing(),
             _ => locks,
         };
-        Ok(Contender::Multi(locks, set))
+        Ok(Contender {
+            what: Box::new(locks),
+            set,
+        })
     }
 
-    /// Waits at most `wait` for the lock, or to be elected.
-    pub(crate) async fn acquire_timeout(&self, wait: Duration, id: u32) -> latchkey::Result<Hold> {
-        let (guard, set): (Box<dyn DynGuard>, &'static [usize]) = match self {
-            Contender::Lock(lock) => (Box::new(lock.acquire_timeout(wait).await?), &[0]),
-            Contender::Election(election) => {
-                let value = format!("worker {id}");
-                (
-                    Box::new(election.campaign_timeout(value, wait).await?),
-                    &[0],
-                )
-            }
-            Contender::Semaphore(semaphore) => {
-                (Box::new(semaphore.acquire_timeout(wait).await?), &[0])
-            }
-            Contender::Writer(rwlock) => (Box::new(rwlock.write_timeout(wait).await?), &[0]),
-            Contender::Multi(locks, set) => (Box::new(locks.acquire_timeout(wait).await?), set),
-            Contender::Cached(lock) => (Box::new(lock.acquire_timeout(wait).await?), &[0]),
-        };
-        Ok(Hold { guard, set })
+    /// Waits at most `wait` for the hold (to be elected, for an election).
+    pub(crate) async fn acquire_timeout(&self, wait: Duration) -> latchkey::Result<Hold> {
+        let guard = self
+            .what
+            .take_until(Instant::now().checked_add(wait))
+            .await?;
+        Ok(Hold {
+            guard,
+            set: self.set,
+        })
     }
 }
 

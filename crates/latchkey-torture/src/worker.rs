@@ -196,7 +196,7 @@ pub async fn run(spec_json: &str) -> u8 {
         }
         out.emit(Event::Waiting { t: now });
         let guard = match lock
-            .acquire_timeout(Duration::from_nanos(spec.end_ns - now), spec.id)
+            .acquire_timeout(Duration::from_nanos(spec.end_ns - now))
             .await
         {
             Ok(guard) => guard,
@@ -350,15 +350,16 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
             {
                 Ok(client) if spec.workload == "election" => {
                     match client.election(&spec.lock_name, spec.ttl) {
-                        Ok(election) => return Some(Contender::Election(election)),
+                        Ok(election) => {
+                            let value = format!("worker {}", spec.id);
+                            return Some(Contender::of(election.candidacy(value)));
+                        }
                         Err(e) => Err(e),
                     }
                 }
                 Ok(client) if spec.workload == "semaphore" => {
                     match client.semaphore(&spec.lock_name, 1, spec.ttl) {
-                        Ok(s) => {
-                            return Some(Contender::Semaphore(s.with_fencing().with_watchdog()))
-                        }
+                        Ok(s) => return Some(Contender::of(s.with_fencing().with_watchdog())),
                         Err(e) => Err(e),
                     }
                 }
@@ -371,7 +372,8 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
                 Ok(client) if spec.workload == "rwlock" => {
                     match client.rwlock(&spec.lock_name, spec.ttl) {
                         Ok(rw) => {
-                            return Some(Contender::Writer(rw.with_fencing().with_watchdog()))
+                            let writer = rw.with_fencing().with_watchdog();
+                            return Some(Contender::of(writer.side(latchkey::RwAccess::Write)));
                         }
                         Err(e) => Err(e),
                     }
@@ -383,7 +385,7 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
                         .lock(&spec.lock_name, spec.ttl)
                         .and_then(|l| l.with_caching(spec.ttl * 4))
                     {
-                        Ok(lock) => return Some(Contender::Cached(lock)),
+                        Ok(lock) => return Some(Contender::of(lock)),
                         Err(e) => Err(e),
                     }
                 }
@@ -409,7 +411,7 @@ async fn connect(spec: &Spec, out: &Emitter) -> Option<Contender> {
             false => Ok(lock),
         });
         match attempt {
-            Ok(lock) => return Some(Contender::Lock(lock.with_watchdog())),
+            Ok(lock) => return Some(Contender::of(lock.with_watchdog())),
             Err(e) if e.is_transient() && mono_ns() < spec.end_ns => {
                 out.error(format!("connect: {e}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;

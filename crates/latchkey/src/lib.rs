@@ -147,26 +147,28 @@ pub use transport::connection::Connection;
 // 3. Backends
 pub use redlock::Fencing;
 // 4. Primitives
+pub use primitives::acquire::{Acquire, Candidacy, Permits, RwSide};
 pub use primitives::barrier::Barrier;
 pub use primitives::control::revoke::Revocation;
-pub use primitives::election::leadership::Leadership;
+pub use primitives::election::leadership::{LeaderKind, Leadership};
 pub use primitives::election::observer::Observer;
 pub use primitives::election::spec::Leader;
 pub use primitives::election::Election;
 pub use primitives::fence::{FencedResource, FencedWrite};
-pub use primitives::guard::{BoxFuture, DynGuard, Guard, HoldOptions};
+pub use primitives::guard::{BoxFuture, Guard, HoldOptions};
 pub use primitives::inspect::Kind;
 pub use primitives::latch::Latch;
+pub use primitives::lease::hold::{Hold, HoldKind};
 pub use primitives::lease::state::LostSignal;
 pub use primitives::lock::cached::guard::CachedGuard;
 pub use primitives::lock::cached::CachedLock;
-pub use primitives::lock::guard::LockGuard;
+pub use primitives::lock::guard::{LockGuard, LockKind};
 pub use primitives::lock::Lock;
-pub use primitives::multi::guard::MultiGuard;
+pub use primitives::multi::guard::{MultiGuard, MultiKind};
 pub use primitives::multi::MultiLock;
-pub use primitives::rwlock::guard::{RwAccess, RwGuard};
+pub use primitives::rwlock::guard::{RwAccess, RwGuard, RwKind};
 pub use primitives::rwlock::RwLock;
-pub use primitives::semaphore::permit::PermitGuard;
+pub use primitives::semaphore::permit::{PermitGuard, PermitKind};
 pub use primitives::semaphore::Semaphore;
 pub use primitives::signal::listener::{Listener, Signal};
 // 5. Facades

@@ -32,7 +32,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use clap::Args;
-use latchkey::{Election, Leader, Leadership};
+use latchkey::{Election, Leader};
 use serde_json::json;
 
 use crate::support::duration;
@@ -115,7 +115,7 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
     let value = args.value.clone().unwrap_or_else(default_value);
     let campaign = Campaign {
         election: &election,
-        value: &value,
+        candidacy: election.candidacy(&value),
     };
     let how = Supervision {
         target,
@@ -125,7 +125,7 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
     };
     loop {
         // A standby waits as long as it takes, through outages.
-        let campaigning = Patience::Forever.retry("campaigning", || campaign.take_until(None));
+        let campaigning = Patience::Forever.retry("campaigning", || election.campaign(&value));
         let campaigning = async { campaigning.await.map_err(Failure::from) };
         let leadership = unless_interrupted(campaigning, &mut signals, || {
             format!("campaigning in election {:?}", args.name)
@@ -141,7 +141,7 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
             ),
             ("LATCHKEY_TOKEN", leadership.token().to_owned()),
         ];
-        match run_once(&campaign, leadership, &env, &how, &mut signals).await? {
+        match run_once(&campaign, Box::new(leadership), &env, &how, &mut signals).await? {
             Ran::Exited(code) => return Ok(code),
             Ran::Requested(code) if args.once => return Ok(code),
             Ran::Requested(code) => eprintln!(
@@ -168,21 +168,12 @@ pub async fn elect(target: &Target, args: ElectArgs) -> Outcome {
 /// Leading an election, as something `run_once` can hold.
 struct Campaign<'a> {
     election: &'a Election,
-    value: &'a str,
+    candidacy: latchkey::Candidacy,
 }
 
 impl Take for Campaign<'_> {
-    type Held = Leadership;
-
-    fn try_take(&self) -> impl std::future::Future<Output = latchkey::Result<Option<Leadership>>> {
-        self.election.try_campaign(self.value)
-    }
-
-    async fn take_until(&self, until: Option<std::time::Instant>) -> latchkey::Result<Leadership> {
-        match until {
-            Some(until) => self.election.campaign_until(self.value, until).await,
-            None => self.election.campaign(self.value).await,
-        }
+    fn acquirer(&self) -> &dyn latchkey::Acquire {
+        &self.candidacy
     }
 
     fn what(&self) -> String {

@@ -90,15 +90,15 @@ pub(crate) enum Ran {
 /// is released in the background.
 pub(crate) async fn run_once<T: Take>(
     take: &T,
-    guard: T::Held,
+    guard: Box<dyn Guard>,
     env: &[(&str, String)],
     how: &Supervision<'_>,
     signals: &mut Signals,
 ) -> Result<Ran, Failure> {
     test_start_delay().await;
-    let ended = match supervise::start(&guard, how.margin, how.command, env).await {
+    let ended = match supervise::start(&*guard, how.margin, how.command, env).await {
         Ok(Started::Running(guardian)) => {
-            supervise::supervise(guardian, &guard, signals, how.grace).await
+            supervise::supervise(guardian, &*guard, signals, how.grace).await
         }
         Ok(Started::TooLate) => {
             let _ = release(take, guard).await;
@@ -107,7 +107,7 @@ pub(crate) async fn run_once<T: Take>(
         Err(failure) => Err(failure),
     };
     let lost_what = match &ended {
-        Ok(Ended::Lost { .. }) => Some(take.lost_what(&guard).await),
+        Ok(Ended::Lost { .. }) => Some(take.lost_what(&*guard).await),
         _ => None,
     };
     let found = release(take, guard).await;
@@ -158,7 +158,7 @@ pub(crate) async fn hold_and_run<T: Take>(
     args: &RunArgs,
     how: &Supervision<'_>,
     signals: &mut Signals,
-    more_env: impl Fn(&T::Held) -> Vec<(String, String)>,
+    more_env: impl Fn(&dyn Guard) -> Vec<(String, String)>,
 ) -> Outcome {
     let (wait, conflict) = (&args.wait, args.conflict_exit_code);
     let what = take.what();
@@ -174,7 +174,7 @@ pub(crate) async fn hold_and_run<T: Take>(
             return Err(busy(take, how.target, wait, conflict).await);
         };
         let mut vars = command_env(args, guard.token(), guard.issued_fencing_token());
-        vars.extend(more_env(&guard));
+        vars.extend(more_env(&*guard));
         let vars: Vec<(&str, String)> = vars.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         match run_once(take, guard, &vars, how, signals).await? {
             Ran::Exited(code) => return Ok(code),
@@ -213,11 +213,12 @@ pub(crate) async fn acquire<T: Take>(
     take: &T,
     wait: &HoldArgs,
     until: Option<Instant>,
-) -> latchkey::Result<Option<T::Held>> {
+) -> latchkey::Result<Option<Box<dyn Guard>>> {
     if wait.no_wait || until.is_some_and(|until| until <= Instant::now()) {
-        return take.try_take().await;
+        return take.acquirer().try_take().await;
     }
-    wait.patiently("waiting", || take.take_until(until)).await
+    wait.patiently("waiting", || take.acquirer().take_until(until))
+        .await
 }
 
 /// A hold that stayed busy: a conflict (or `-E`), naming its holders.
@@ -277,7 +278,7 @@ fn too_late(what: &str, margin: Duration) -> Failure {
 /// Releases after CMD ended: what the release found, `None` when it
 /// failed. A failure is not CMD's failure: warn, since the hold then frees
 /// itself at its TTL.
-async fn release<T: Take>(take: &T, guard: T::Held) -> Option<Ownership> {
+async fn release<T: Take>(take: &T, guard: Box<dyn Guard>) -> Option<Ownership> {
     let ttl = guard.ttl();
     match guard.release().await {
         Ok(found) => {

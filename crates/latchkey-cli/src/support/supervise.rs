@@ -68,7 +68,7 @@ pub(crate) enum Ended {
 /// # Cancel safety
 /// Nothing leaks: dropped after the guardian started, its socket closes and
 /// the guardian kills CMD's group (if CMD had started at all).
-pub(crate) async fn start<G: Guard>(
+pub(crate) async fn start<G: Guard + ?Sized>(
     lease: &G,
     margin: Duration,
     command: &[OsString],
@@ -162,7 +162,7 @@ pub(crate) async fn start<G: Guard>(
 
 impl Guardian {
     /// Tells the guardian the hold's new deadline, if it moved.
-    async fn tell<G: Guard>(&mut self, lease: &G) {
+    async fn tell<G: Guard + ?Sized>(&mut self, lease: &G) {
         let at = kill_at(lease.deadline(), lease.ttl());
         if at == self.told {
             return;
@@ -197,7 +197,7 @@ fn tick_every(ttl: Duration, grace: Duration) -> Duration {
 /// # Cancel safety
 /// Dropped, it drops the guardian's socket: the guardian kills CMD's group
 /// at once. Never a CMD left running without a supervisor.
-pub(crate) async fn supervise<G: Guard>(
+pub(crate) async fn supervise<G: Guard + ?Sized>(
     mut guardian: Box<Guardian>,
     lease: &G,
     signals: &mut Signals,
@@ -284,7 +284,7 @@ pub(crate) async fn supervise<G: Guard>(
 /// CMD's group is continued only after a renewal answered after the resume
 /// proved the lease ours (and the guardian was told its new deadline);
 /// otherwise the group is killed: `Some(Lost)`.
-async fn suspend<G: Guard>(guardian: &mut Guardian, lease: &G) -> Option<Ended> {
+async fn suspend<G: Guard + ?Sized>(guardian: &mut Guardian, lease: &G) -> Option<Ended> {
     let group = guardian.group;
     tracing::debug!("SIGTSTP: stopping the command's process group, then latchkey");
     kill_group(group, libc::SIGSTOP);
@@ -311,7 +311,7 @@ async fn suspend<G: Guard>(guardian: &mut Guardian, lease: &G) -> Option<Ended> 
 
 /// Whether a round trip sent now proves the hold ours: a renewal for its
 /// TTL, or, when that would pass its cap, a check that leaves its expiry.
-async fn still_ours<G: Guard>(lease: &G) -> bool {
+async fn still_ours<G: Guard + ?Sized>(lease: &G) -> bool {
     match lease.extend(lease.ttl()).await {
         Ok(found) => found == Ownership::Owned,
         Err(latchkey::Error::MaxHoldReached { .. }) => {
@@ -323,7 +323,7 @@ async fn still_ours<G: Guard>(lease: &G) -> bool {
 
 /// Whether a renewal answered after `resumed` proves the hold ours (one
 /// round trip), unless the hold is lost first.
-async fn confirm_after<G: Guard>(lease: &G, resumed: Instant) -> bool {
+async fn confirm_after<G: Guard + ?Sized>(lease: &G, resumed: Instant) -> bool {
     let confirmed = async { still_ours(lease).await && lease.is_held() };
     tokio::select! {
         biased;

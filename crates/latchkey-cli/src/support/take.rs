@@ -1,30 +1,20 @@
 //! What `run` can hold, as one shape: a lock, several locks, K permits of
 //! a semaphore, a read or write hold of a read-write lock. Each is a
-//! [`Take`]: a first try, a wait until an instant (or for as long as it
-//! takes), the words its messages use, and who holds it when it is busy.
-//! `hold_run.rs` runs CMD under any of them.
+//! [`Take`]: the library's [`Acquire`] (a first try, a wait until an
+//! instant or for as long as it takes), and the words its messages use,
+//! with who holds it when it is busy. `hold_run.rs` runs CMD under any of
+//! them.
 
 use std::future::Future;
-use std::time::Instant;
 
-use latchkey::{Guard, Lock, MultiLock, RwAccess, RwLock, Semaphore};
+use latchkey::{Acquire, Guard, Lock, MultiGuard, MultiLock, RwAccess, RwLock, Semaphore};
 
 use crate::support::target::Target;
 
 /// Something `run` can hold.
 pub(crate) trait Take {
-    /// Its hold.
-    type Held: Guard + 'static;
-
-    /// One attempt: the hold, or `None` when busy.
-    fn try_take(&self) -> impl Future<Output = latchkey::Result<Option<Self::Held>>>;
-
-    /// Waits until `until` (`None`: as long as it takes); a wait that times
-    /// out is `Error::WaitTimedOut`.
-    fn take_until(
-        &self,
-        until: Option<Instant>,
-    ) -> impl Future<Output = latchkey::Result<Self::Held>>;
+    /// How it is acquired.
+    fn acquirer(&self) -> &dyn Acquire;
 
     /// What the hold is, for messages: `lock "x"`, `its permit of semaphore "x"`.
     fn what(&self) -> String;
@@ -35,23 +25,14 @@ pub(crate) trait Take {
 
     /// What was lost, when the hold has parts (several locks): `lock "b" of
     /// "a", "b"`; otherwise [`what`](Take::what). Only reads.
-    fn lost_what(&self, _held: &Self::Held) -> impl Future<Output = String> {
+    fn lost_what(&self, _held: &dyn Guard) -> impl Future<Output = String> {
         async { self.what() }
     }
 }
 
 impl Take for Lock {
-    type Held = latchkey::LockGuard;
-
-    fn try_take(&self) -> impl Future<Output = latchkey::Result<Option<Self::Held>>> {
-        self.try_acquire()
-    }
-
-    async fn take_until(&self, until: Option<Instant>) -> latchkey::Result<Self::Held> {
-        match until {
-            Some(until) => self.acquire_until(until).await,
-            None => self.acquire().await,
-        }
+    fn acquirer(&self) -> &dyn Acquire {
+        self
     }
 
     fn what(&self) -> String {
@@ -82,17 +63,8 @@ impl Locks {
 }
 
 impl Take for Locks {
-    type Held = latchkey::MultiGuard;
-
-    fn try_take(&self) -> impl Future<Output = latchkey::Result<Option<Self::Held>>> {
-        self.locks.try_acquire()
-    }
-
-    async fn take_until(&self, until: Option<Instant>) -> latchkey::Result<Self::Held> {
-        match until {
-            Some(until) => self.locks.acquire_until(until).await,
-            None => self.locks.acquire().await,
-        }
+    fn acquirer(&self) -> &dyn Acquire {
+        &self.locks
     }
 
     fn what(&self) -> String {
@@ -115,7 +87,10 @@ impl Take for Locks {
     }
 
     /// The first lock that no longer holds our token.
-    async fn lost_what(&self, held: &Self::Held) -> String {
+    async fn lost_what(&self, held: &dyn Guard) -> String {
+        let Some(held) = held.as_any().downcast_ref::<MultiGuard>() else {
+            return self.what();
+        };
         match held.lost_lock().await {
             Ok(Some(name)) => format!(
                 "lock {:?} of the locks {}",
@@ -129,22 +104,25 @@ impl Take for Locks {
 
 /// K permits of a semaphore (`run --permits N --take K`).
 pub(crate) struct Permits {
-    pub(crate) semaphore: Semaphore,
-    pub(crate) take: u32,
+    semaphore: Semaphore,
+    take: u32,
+    taking: latchkey::Permits,
+}
+
+impl Permits {
+    pub(crate) fn new(semaphore: Semaphore, take: u32) -> Permits {
+        let taking = semaphore.taking(take);
+        Permits {
+            semaphore,
+            take,
+            taking,
+        }
+    }
 }
 
 impl Take for Permits {
-    type Held = latchkey::PermitGuard;
-
-    fn try_take(&self) -> impl Future<Output = latchkey::Result<Option<Self::Held>>> {
-        self.semaphore.try_acquire_many(self.take)
-    }
-
-    async fn take_until(&self, until: Option<Instant>) -> latchkey::Result<Self::Held> {
-        match until {
-            Some(until) => self.semaphore.acquire_many_until(self.take, until).await,
-            None => self.semaphore.acquire_many(self.take).await,
-        }
+    fn acquirer(&self) -> &dyn Acquire {
+        &self.taking
     }
 
     fn what(&self) -> String {
@@ -181,26 +159,21 @@ impl Take for Permits {
 
 /// A read or write hold of a read-write lock (`run --read`, `run --write`).
 pub(crate) struct RwHold {
-    pub(crate) rw: RwLock,
-    pub(crate) access: RwAccess,
+    rw: RwLock,
+    access: RwAccess,
+    side: latchkey::RwSide,
+}
+
+impl RwHold {
+    pub(crate) fn new(rw: RwLock, access: RwAccess) -> RwHold {
+        let side = rw.side(access);
+        RwHold { rw, access, side }
+    }
 }
 
 impl Take for RwHold {
-    type Held = latchkey::RwGuard;
-
-    async fn try_take(&self) -> latchkey::Result<Option<Self::Held>> {
-        match self.access {
-            RwAccess::Read => self.rw.try_read().await,
-            RwAccess::Write => self.rw.try_write().await,
-        }
-    }
-
-    async fn take_until(&self, until: Option<Instant>) -> latchkey::Result<Self::Held> {
-        match (self.access, until) {
-            (access, Some(until)) => self.rw.acquire_until(access, until).await,
-            (RwAccess::Read, None) => self.rw.read().await,
-            (RwAccess::Write, None) => self.rw.write().await,
-        }
+    fn acquirer(&self) -> &dyn Acquire {
+        &self.side
     }
 
     fn what(&self) -> String {

@@ -1,6 +1,6 @@
 //! Every hold (a lock's guard, a permit, a read or write hold, several
 //! locks at once, a leadership) is one Rust object here, `Holding`, over
-//! the library's one door, `Box<dyn latchkey::DynGuard>`; its Python
+//! the library's one door, `Box<dyn latchkey::Guard>`; its Python
 //! classes are in class.rs (what every hold does) and kinds.rs (each
 //! kind's own calls, and the blocking and asyncio twins).
 
@@ -11,7 +11,7 @@ pub(crate) mod lost;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use latchkey::{BoxFuture, DynGuard, LostReason, LostSignal, Ownership};
+use latchkey::{BoxFuture, LostReason, LostSignal, Ownership};
 use tokio::sync::RwLock;
 
 use crate::args::Name;
@@ -19,17 +19,8 @@ use crate::clients::core::Core;
 use crate::runtime::{drop_in_runtime, pid};
 
 /// A guard of the library, as the one door sees it (`as_any` reaches the
-/// calls only one kind has, a leadership's `proclaim`), and boxed as one
-/// for the calls that take the box.
-pub(crate) trait Held: DynGuard + 'static {
-    fn into_dyn(self: Box<Self>) -> Box<dyn DynGuard>;
-}
-
-impl<G: DynGuard + 'static> Held for G {
-    fn into_dyn(self: Box<Self>) -> Box<dyn DynGuard> {
-        self
-    }
-}
+/// calls only one kind has, a leadership's `proclaim`).
+pub(crate) use latchkey::Guard as Held;
 
 /// A hold shared by its Python object and the calls in flight on it.
 pub(crate) struct Holding {
@@ -154,7 +145,7 @@ impl Holding {
         };
         self.untrack();
         self.seen(&*hold);
-        let found = hold.into_dyn().release().await?;
+        let found = hold.release().await?;
         if found != Ownership::Owned {
             let mut reason = self.reason.lock().unwrap_or_else(|p| p.into_inner());
             reason.get_or_insert(match found {
@@ -173,7 +164,7 @@ impl Holding {
         match self.hold.write().await.take() {
             Some(hold) => {
                 self.untrack();
-                Ok(hold.into_dyn().forget())
+                Ok(hold.forget())
             }
             None => Err(self.not_held()),
         }

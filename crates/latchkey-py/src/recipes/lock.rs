@@ -1,12 +1,12 @@
 //! A lock (plain, fair or kept while idle, on one Redis or a Redlock) and
 //! several locks at once: `Lock`/`AsyncLock`, `MultiLock`/`AsyncMultiLock`
-//! over one base class and one way to acquire (`Acquire`, which the
-//! semaphore shares).
+//! over one base class and the library's one way to acquire
+//! (`latchkey::Acquire`, which the semaphore shares).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use latchkey::BoxFuture;
+use latchkey::Acquire;
 use pyo3::prelude::*;
 
 use super::options::LeaseOptions;
@@ -14,53 +14,8 @@ use super::{recipe_class, twins, Made};
 use crate::args::{self, Name};
 use crate::clients::core::{Connected, Core};
 use crate::holds::kinds::{made, Kind};
-use crate::holds::{Held, Holding};
+use crate::holds::Holding;
 use crate::runtime::Mode;
-
-/// What a recipe whose holds are taken whole offers, as the one door
-/// (`Box<dyn DynGuard>`) sees its guards: one try, or a wait until a
-/// deadline (a year away for "as long as it takes").
-pub(crate) trait Acquire: Send + Sync + 'static {
-    fn try_once(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn Held>>>>;
-    fn until(&self, deadline: Instant) -> BoxFuture<'_, latchkey::Result<Box<dyn Held>>>;
-    /// The lock kept while idle, for `give_back`.
-    fn cached(&self) -> Option<&latchkey::CachedLock> {
-        None
-    }
-}
-
-/// `Acquire` over each recipe's own `try_acquire` and `acquire_until`
-/// (the library has no recipe trait: each recipe's calls are its own).
-macro_rules! acquirers {
-    ($($t:ty $(: $cached:ident)?),*) => {$(
-        impl Acquire for $t {
-            fn try_once(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn Held>>>> {
-                Box::pin(async move {
-                    Ok(self.try_acquire().await?.map(|g| Box::new(g) as Box<dyn Held>))
-                })
-            }
-            fn until(&self, deadline: Instant) -> BoxFuture<'_, latchkey::Result<Box<dyn Held>>> {
-                Box::pin(async move { Ok(Box::new(self.acquire_until(deadline).await?) as Box<dyn Held>) })
-            }
-            $(fn $cached(&self) -> Option<&latchkey::CachedLock> {
-                Some(self)
-            })?
-        }
-    )*};
-}
-acquirers!(latchkey::Lock, latchkey::CachedLock: cached, latchkey::MultiLock, latchkey::Semaphore);
-
-impl Acquire for Arc<dyn Acquire> {
-    fn try_once(&self) -> BoxFuture<'_, latchkey::Result<Option<Box<dyn Held>>>> {
-        (**self).try_once()
-    }
-    fn until(&self, deadline: Instant) -> BoxFuture<'_, latchkey::Result<Box<dyn Held>>> {
-        (**self).until(deadline)
-    }
-    fn cached(&self) -> Option<&latchkey::CachedLock> {
-        (**self).cached()
-    }
-}
 
 /// A hold of `recipe`, waiting until `until` (`acquire`: raises
 /// `WaitTimedOut` after it), or one try (None: a hold, or None when busy).
@@ -81,7 +36,7 @@ pub(crate) fn take<T: Acquire + Clone>(
             // A wait ends when its client is closed.
             Some(until) => {
                 tracing::debug!(target: "latchkey::python", name = %name.shown(), "waiting");
-                match core.unless_closed(recipe.until(until)).await {
+                match core.unless_closed(recipe.take_until(Some(until))).await {
                     Err(e @ latchkey::Error::WaitTimedOut { .. }) => {
                         tracing::info!(target: "latchkey::python", name = %name.shown(), error = %e, "wait timed out");
                         return Err(e);
@@ -89,12 +44,12 @@ pub(crate) fn take<T: Acquire + Clone>(
                     got => Some(got?),
                 }
             }
-            None => recipe.try_once().await?,
+            None => recipe.try_take().await?,
         };
         if let Err(closed) = core.check_open() {
             // Taken as the client closed: given back, not kept.
             if let Some(hold) = hold {
-                let _ = hold.into_dyn().release().await;
+                let _ = hold.release().await;
             }
             return Err(closed);
         }
@@ -219,10 +174,7 @@ impl LockBase {
     fn give_back(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.recipe
             .run(py, self.mode, "Lock.give_back", move |recipe| async move {
-                match recipe.cached() {
-                    Some(cached) => cached.give_back().await,
-                    None => Ok(false),
-                }
+                recipe.give_back().await
             })
     }
 }

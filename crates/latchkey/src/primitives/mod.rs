@@ -5,6 +5,7 @@
 #[macro_use]
 pub(crate) mod lease;
 
+pub(crate) mod acquire;
 pub(crate) mod barrier;
 pub(crate) mod builder;
 pub(crate) mod control;

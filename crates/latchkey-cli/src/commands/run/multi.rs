@@ -44,8 +44,12 @@ pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) ->
     let locks = connected.lock_all(&names, args.ttl)?;
     let locks = supervised(locks, how, args.max_hold, args.ask)?;
     let take = Locks { locks, names };
-    let per_lock = |guard: &latchkey::MultiGuard| {
-        let tokens = guard.issued_fencing_tokens().unwrap_or_default();
+    let per_lock = |guard: &dyn latchkey::Guard| {
+        let tokens = guard
+            .as_any()
+            .downcast_ref::<latchkey::MultiGuard>()
+            .and_then(latchkey::MultiGuard::issued_fencing_tokens)
+            .unwrap_or_default();
         let names: Vec<&str> = take.names.iter().map(String::as_str).collect();
         per_lock_env(&names, &tokens)
     };

@@ -47,7 +47,7 @@ pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) ->
             let semaphore = supervised(semaphore, how, args.max_hold, args.ask)?;
             // `--take K`: 1 to 100000 (clap), at most N (`RunArgs::check`).
             let take = u32::try_from(args.take.unwrap_or(1)).unwrap_or(u32::MAX);
-            let take = Permits { semaphore, take };
+            let take = Permits::new(semaphore, take);
             hold_and_run(&take, args, how, &mut signals, |_| Vec::new()).await
         }
         None => {
@@ -57,7 +57,7 @@ pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) ->
             };
             let rw = client.rwlock(&args.name, args.ttl)?;
             let rw = supervised(rw, how, args.max_hold, args.ask)?;
-            let take = RwHold { rw, access };
+            let take = RwHold::new(rw, access);
             hold_and_run(&take, args, how, &mut signals, |_| Vec::new()).await
         }
     }

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::backend::Backend;
 use crate::primitives::election::spec::ElectionSpec;
-use crate::primitives::lease::{Hold, Lease};
+use crate::primitives::lease::hold::{Hold, HoldKind};
+use crate::primitives::lease::{Lease, LeaseSpec};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::outcome::{Issued, Ownership, Renewal};
 use crate::vocab::protocol::scripts;
@@ -31,42 +32,43 @@ use crate::vocab::token::short;
 ///
 /// # What it promises
 /// Its lease is renewed by a watchdog every third of the election's TTL;
-/// [`lost`](Leadership::lost) fires as soon as a renewal finds the lease
+/// [`lost`](Hold::lost) fires as soon as a renewal finds the lease
 /// gone or taken, and at the latest when the lease could have run out
 /// (`sent + ttl - drift`). A leader that paused or lost its link finds out
 /// there before acting again; a resource it writes to closes the rest of
-/// the window by checking [`term`](Leadership::term) (the leadership's
-/// [fencing token](Leadership::fencing_token): the same number).
+/// the window by checking [`term`](Hold::term) (the leadership's
+/// [fencing token](Hold::fencing_token): the same number).
 ///
-/// It has the surface of every hold ([`deadline`](Leadership::deadline),
-/// [`is_held`](Leadership::is_held), [`extend`](Leadership::extend),
-/// [`release`](Leadership::release), the same as [`resign`](Leadership::resign), ...).
+/// It has the surface of every hold ([`deadline`](Hold::deadline),
+/// [`is_held`](Hold::is_held), [`extend`](Hold::extend),
+/// [`release`](Hold::release), the same as [`resign`](Hold::resign), ...).
 ///
 /// # Dropping
-/// Resign with [`resign`](Leadership::resign). A leadership dropped without
+/// Resign with [`resign`](Hold::resign). A leadership dropped without
 /// that stops its watchdog, logs a warning and resigns in the background
 /// (compare-and-delete with its token), so candidates take over at once.
-#[must_use = "the leadership is resigned (in the background) when dropped"]
-pub struct Leadership {
-    lease: Lease<Arc<ElectionSpec>>,
+pub type Leadership = Hold<LeaderKind>;
+
+/// The kind of a [`Leadership`]: an election's hold. Never a value.
+#[derive(Debug)]
+pub enum LeaderKind {}
+
+impl crate::primitives::guard::sealed::Sealed for LeaderKind {}
+
+#[allow(private_interfaces)]
+impl HoldKind for LeaderKind {
+    type Spec = Arc<ElectionSpec>;
+    type Own = Elected;
+    const NAME: &'static str = "Leadership";
+}
+
+/// What a leadership keeps beside its lease.
+pub struct Elected {
     since: SystemTime,
     value: Mutex<Vec<u8>>,
 }
 
-impl std::fmt::Debug for Leadership {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Leadership")
-            .field("election", &self.election().display_name())
-            .field("token", &short(self.token()))
-            .field("term", &self.term())
-            .field("leading", &self.is_held())
-            .finish()
-    }
-}
-
-lease_surface!(Leadership, "the leadership", "election");
-
-impl Leadership {
+impl Hold<LeaderKind> {
     pub(crate) fn new(
         election: Arc<ElectionSpec>,
         token: String,
@@ -74,12 +76,14 @@ impl Leadership {
         term: u64,
         since: SystemTime,
         valid_until: Instant,
-    ) -> Leadership {
-        Leadership {
-            lease: Lease::new(election, token, Some(term), valid_until),
-            since,
-            value: Mutex::new(value),
-        }
+    ) -> Self {
+        Hold::with_lease(
+            Lease::new(election, token, Some(term), valid_until),
+            Elected {
+                since,
+                value: Mutex::new(value),
+            },
+        )
     }
 
     fn election(&self) -> &ElectionSpec {
@@ -96,16 +100,20 @@ impl Leadership {
 
     /// When we were elected (the server's clock).
     pub fn since(&self) -> SystemTime {
-        self.since
+        self.own.since
     }
 
     /// Our value: the campaign's, or the last one proclaimed.
     pub fn value(&self) -> Vec<u8> {
-        self.value.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.own
+            .value
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// True while leadership is not known to be lost and the deadline has
-    /// not passed: the same as [`is_held`](Leadership::is_held).
+    /// not passed: the same as [`is_held`](Hold::is_held).
     pub fn is_leader(&self) -> bool {
         self.is_held()
     }
@@ -115,7 +123,7 @@ impl Leadership {
     ///
     /// # Cancel safety
     /// Dropped after the request was sent, the value may or may not have
-    /// changed in Redis ([`value`](Leadership::value) keeps the old one);
+    /// changed in Redis ([`value`](Hold::value) keeps the old one);
     /// proclaiming again is harmless.
     pub async fn proclaim(&self, value: impl AsRef<[u8]>) -> Result<Ownership> {
         let value = value.as_ref();
@@ -144,7 +152,7 @@ impl Leadership {
             }
         };
         if outcome == Ownership::Owned {
-            *self.value.lock().unwrap_or_else(|p| p.into_inner()) = value.to_vec();
+            *self.own.value.lock().unwrap_or_else(|p| p.into_inner()) = value.to_vec();
         } else {
             tracing::warn!(election = %self.election().display_name(), token = short(self.token()), ?outcome, "proclaim found us no longer the leader");
             self.lease
@@ -156,11 +164,11 @@ impl Leadership {
         Ok(outcome)
     }
 
-    /// Steps down: the same as [`release`](Leadership::release) (candidates
+    /// Steps down: the same as [`release`](Hold::release) (candidates
     /// and observers are told at once).
     ///
     /// # Cancel safety
-    /// As [`release`](Leadership::release).
+    /// As [`release`](Hold::release).
     pub async fn resign(self) -> Result<Ownership> {
         self.release().await
     }
@@ -176,7 +184,7 @@ impl crate::Election {
 
 /// A leadership's lease: the election's lease key, renewed as a lock's is,
 /// and the resign script.
-impl Hold for Arc<ElectionSpec> {
+impl LeaseSpec for Arc<ElectionSpec> {
     hold_basics!();
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {

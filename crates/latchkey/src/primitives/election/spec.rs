@@ -15,7 +15,7 @@ use crate::vocab::protocol::scripts;
 
 /// What an [`Election`] is, shared with its leaderships and observers.
 #[derive(Clone)]
-pub(crate) struct ElectionSpec {
+pub struct ElectionSpec {
     pub(crate) session: Session,
     pub(crate) name: Arc<[u8]>,
     /// `key`: the lease; `fence_key`: the state hash; `channel`: changes.

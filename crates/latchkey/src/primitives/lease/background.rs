@@ -8,7 +8,7 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use crate::backend::release_span;
-use crate::primitives::lease::Hold;
+use crate::primitives::lease::LeaseSpec;
 use crate::primitives::wait::armed::Armed;
 use crate::vocab::token::short;
 
@@ -19,7 +19,7 @@ use crate::vocab::token::short;
 /// itself), so a drop during a Redis restart still frees it when Redis is
 /// back; at least one try is made. `counted`: a hold we knew we had (its
 /// release is counted in the metrics), not an attempt's.
-pub(crate) fn release_in_background<H: Hold>(
+pub(crate) fn release_in_background<H: LeaseSpec>(
     hold: H,
     token: String,
     why: &'static str,
@@ -57,7 +57,7 @@ pub(crate) fn release_in_background<H: Hold>(
 /// `token` of `hold`: dropped armed (the attempt was cancelled, or failed
 /// after sending), it releases that hold in the background. Built from
 /// borrows: the clones happen only then.
-pub(crate) fn pending<'a, H: Hold>(hold: &'a H, token: &'a str) -> Armed<impl FnOnce() + 'a> {
+pub(crate) fn pending<'a, H: LeaseSpec>(hold: &'a H, token: &'a str) -> Armed<impl FnOnce() + 'a> {
     Armed::new(move || {
         release_in_background(
             hold.clone(),

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use crate::primitives::lease::renew::{capped, renew_span};
-use crate::primitives::lease::{Hold, Lease};
+use crate::primitives::lease::{Lease, LeaseSpec};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::outcome::{LostReason, Ownership};
 use crate::vocab::token::short;
 
-impl<H: Hold> Lease<H> {
+impl<H: LeaseSpec> Lease<H> {
     /// Renews for `ttl` from now if still ours; else marks the hold lost.
     /// A `ttl` that would take the hold past its cap is refused, nothing
     /// changed: the program asked for time it cannot have.

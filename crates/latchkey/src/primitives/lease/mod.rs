@@ -5,22 +5,22 @@
 //! deadline (`sent + ttl - drift`, moved only by an answer), the watchdog,
 //! the lost signal, the fencing token, the release with its one failure
 //! policy, and the release in the background of a hold dropped without
-//! one. What differs between kinds, the scripts, is a [`Hold`]: how to
-//! renew, release and fence one token of it. The public guards are thin
-//! over a lease, and get one surface from [`lease_surface!`](surface).
+//! one. What differs between kinds, the scripts, is a [`LeaseSpec`]: how to
+//! renew, release and fence one token of it. The one public hold,
+//! [`Hold<K>`](hold::Hold), is thin over a lease.
 //!
-//! Files: `state.rs` (deadline and lost signal), `renew.rs` (the watchdog),
-//! `background.rs` (releases left to the background, and the armed guard
-//! of an attempt whose reply was never read), `surface.rs` (the public
-//! methods every guard has).
+//! Files: `hold.rs` (the public hold, its surface written once),
+//! `state.rs` (deadline and lost signal), `renew.rs` (the watchdog),
+//! `extend.rs` (the program's own renewals), `background.rs` (releases
+//! left to the background, and the armed guard of an attempt whose reply
+//! was never read).
 
 pub(crate) mod background;
 mod extend;
+pub(crate) mod hold;
 pub(crate) mod options;
 pub(crate) mod renew;
 pub(crate) mod state;
-#[macro_use]
-pub(crate) mod surface;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -41,7 +41,7 @@ use crate::vocab::token::short;
 /// What a lease holds: the few things a kind of hold does its own way (its
 /// scripts). Cheap to clone (an `Arc` inside): the watchdog and background
 /// releases keep a clone.
-pub(crate) trait Hold: Clone + Send + Sync + 'static {
+pub(crate) trait LeaseSpec: Clone + Send + Sync + 'static {
     /// The metrics label: the kind and the name.
     fn label(&self) -> &LockLabel;
     /// The primitive's name, as the caller gave it.
@@ -79,7 +79,7 @@ pub(crate) trait Hold: Clone + Send + Sync + 'static {
     fn ended(&self) {}
 }
 
-/// The [`Hold`] methods every kind answers from its spec's fields (`name`,
+/// The [`LeaseSpec`] methods every kind answers from its spec's fields (`name`,
 /// `lease`, `metrics_label`), reached through the field path given
 /// (`hold_basics!(spec)` for `self.spec.…`, or `hold_basics!()` for an
 /// `Arc` of the spec itself).
@@ -97,7 +97,7 @@ macro_rules! hold_basics {
     };
 }
 
-/// The [`Hold`] methods of a kind many hold at once (a semaphore's permits,
+/// The [`LeaseSpec`] methods of a kind many hold at once (a semaphore's permits,
 /// a read-write lock's holds) whose spec, at `self.$field`, has a
 /// `session`: other holders' releases on its channel are normal traffic
 /// (only a revocation matters to a holder), and its background work is
@@ -114,7 +114,7 @@ macro_rules! shared_hold {
     };
 }
 
-/// [`Hold::listen`] of a kind whose release requests come on one channel
+/// [`LeaseSpec::listen`] of a kind whose release requests come on one channel
 /// of its session (a permit's, a read-write hold's, a leadership's).
 pub(crate) async fn listen_on(
     session: &crate::transport::session::Session,
@@ -139,7 +139,7 @@ enum ReleaseState {
 }
 
 /// One hold: see the module docs.
-pub(crate) struct Lease<H: Hold> {
+pub(crate) struct Lease<H: LeaseSpec> {
     hold: H,
     token: String,
     /// Set at acquisition (made `with_fencing`, or a leadership's term) or
@@ -151,7 +151,7 @@ pub(crate) struct Lease<H: Hold> {
     acquired_at: Instant,
 }
 
-impl<H: Hold> std::fmt::Debug for Lease<H> {
+impl<H: LeaseSpec> std::fmt::Debug for Lease<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")
             .field("kind", &self.hold.label().kind())
@@ -163,7 +163,7 @@ impl<H: Hold> std::fmt::Debug for Lease<H> {
     }
 }
 
-impl<H: Hold> Lease<H> {
+impl<H: LeaseSpec> Lease<H> {
     /// A hold of `token`, valid until `valid_until`; starts the watchdog
     /// when the hold has one.
     pub(crate) fn new(
@@ -371,7 +371,7 @@ impl<H: Hold> Lease<H> {
 
 /// Starts the watch of a lease (see `renew.rs`): the watchdog, if the hold
 /// has one, and the checks its channel and reconnections call for.
-fn start_watch<H: Hold>(hold: &H, token: &str, state: &Arc<State>) {
+fn start_watch<H: LeaseSpec>(hold: &H, token: &str, state: &Arc<State>) {
     if state
         .timer_running
         .swap(true, std::sync::atomic::Ordering::Relaxed)
@@ -392,7 +392,7 @@ fn start_watch<H: Hold>(hold: &H, token: &str, state: &Arc<State>) {
     tokio::spawn(renew::watch(hold, token, state, every, cap));
 }
 
-impl<H: Hold> Drop for Lease<H> {
+impl<H: LeaseSpec> Drop for Lease<H> {
     fn drop(&mut self) {
         self.state.finish();
         // After a release this runs once the release has finished.

@@ -8,7 +8,7 @@ use crate::vocab::error::{Error, Result};
 
 /// The options of a primitive's holds, set by its builder methods
 /// (`with_watchdog`, `with_max_hold`, `with_stop_margin`, `with_fencing`,
-/// `with_asking`) and read by its [`Hold`](super::Hold).
+/// `with_asking`) and read by its [`LeaseSpec`](super::LeaseSpec).
 #[derive(Clone, Debug)]
 pub(crate) struct LeaseOptions {
     /// How long an acquisition or a renewal holds for.

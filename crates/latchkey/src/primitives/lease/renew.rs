@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use crate::backend::Wakeups;
 use crate::primitives::lease::state::State;
-use crate::primitives::lease::Hold;
+use crate::primitives::lease::LeaseSpec;
 use crate::transport::subscriber::Event;
 use crate::vocab::outcome::{LostReason, Ownership};
 use crate::vocab::token::short;
@@ -65,7 +65,7 @@ pub(crate) fn heard_shared(payload: &[u8]) -> Heard {
 /// The watch of a lease: see the module docs. `every`: the watchdog's
 /// interval (`None`: no watchdog; then a check keeps the hold's expiry
 /// where it is). `cap`: no renewal takes the hold past it.
-pub(crate) async fn watch<H: Hold>(
+pub(crate) async fn watch<H: LeaseSpec>(
     hold: H,
     token: String,
     state: Arc<State>,
@@ -247,7 +247,7 @@ const REVOCATION_GRACE: Duration = Duration::from_millis(20);
 
 /// Whether a revocation arrives on the hold's channel within
 /// [`REVOCATION_GRACE`] (messages already received included).
-async fn revocation_pending<H: Hold>(hold: &H, listening: &mut Option<Wakeups>) -> bool {
+async fn revocation_pending<H: LeaseSpec>(hold: &H, listening: &mut Option<Wakeups>) -> bool {
     if listening.is_none() {
         return false;
     }

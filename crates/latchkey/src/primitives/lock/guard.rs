@@ -1,21 +1,23 @@
-//! [`LockGuard`]: proof (while it lasts) that we hold a lock: a lease
-//! (`primitives/lease/`) over the lock's backend, plus the extension a fair
-//! hand-off needs.
+//! [`LockGuard`]: proof (while it lasts) that we hold a lock: the one
+//! [`Hold`] of the lock's kind, a lease (`primitives/lease/`) over the
+//! lock's backend, plus the extension a fair hand-off needs.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
+use crate::primitives::lease::hold::{Hold, HoldKind};
 use crate::primitives::lease::state::State;
-use crate::primitives::lease::{Hold, Lease};
+use crate::primitives::lease::{Lease, LeaseSpec};
 use crate::primitives::lock::spec::{LockSpec, Replicated};
 use crate::vocab::error::Result;
 use crate::vocab::names::LockKeys;
 use crate::vocab::outcome::{Issued, Ownership, Renewal};
 use crate::vocab::token::short;
 
-/// A held lock.
+/// A held lock: [`Hold`] of a [`Lock`](crate::Lock), with the surface of
+/// every hold.
 ///
 /// ```no_run
 /// # async fn demo() -> latchkey::Result<()> {
@@ -38,20 +40,20 @@ use crate::vocab::token::short;
 /// ```
 ///
 /// # What it promises
-/// While [`is_held`](LockGuard::is_held) is true (before the deadline, not
-/// [lost](LockGuard::lost)), nobody else holds the lock, unless Redis lost
+/// While [`is_held`](Hold::is_held) is true (before the deadline, not
+/// [lost](Hold::lost)), nobody else holds the lock, unless Redis lost
 /// the key (see [`Lock`](crate::Lock), "Limits"). `release` and `extend` act
 /// only on our own hold and say what they found ([`Ownership`](crate::Ownership)).
 /// Its fencing tokens are greater than those of all earlier holds.
 ///
 /// The guard knows until when it may assume it holds the lock: its
-/// [`deadline`](LockGuard::deadline), on the monotonic clock, computed from
+/// [`deadline`](Hold::deadline), on the monotonic clock, computed from
 /// when the acquiring (or last successful extending) request was *sent*,
 /// minus a drift allowance (`ttl / 100 + 2 ms`). Past the deadline the lock
 /// may already belong to someone else.
 ///
 /// # Fencing
-/// [`fencing_token`](LockGuard::fencing_token) on a [`Redlock`](crate::Redlock)
+/// [`fencing_token`](Hold::fencing_token) on a [`Redlock`](crate::Redlock)
 /// takes one round to all instances, plus the raise round under
 /// [`Fencing::Strict`](crate::Fencing::Strict). For a lock made
 /// [`with_replicas`](crate::Lock::with_replicas), a token issued after
@@ -61,30 +63,35 @@ use crate::vocab::token::short;
 /// held, and the next call issues another token.
 ///
 /// # Dropping
-/// Release a guard with [`release`](LockGuard::release), which tells you
+/// Release a guard with [`release`](Hold::release), which tells you
 /// whether you still held it. A guard dropped without that stops its
 /// watchdog, logs a warning, and releases the lock in the background
 /// (compare-and-delete with its token, so never someone else's lock) if a
 /// tokio runtime is running; if none is, or Redis cannot be reached, the
 /// lock frees itself when its TTL runs out.
-#[must_use = "the lock is released (in the background) when the guard is dropped"]
+pub type LockGuard = Hold<LockKind>;
+
+/// The kind of a [`LockGuard`]: a lock's hold. Never a value.
 #[derive(Debug)]
-pub struct LockGuard {
-    lease: Lease<Arc<LockSpec>>,
+pub enum LockKind {}
+
+impl crate::primitives::guard::sealed::Sealed for LockKind {}
+
+#[allow(private_interfaces)]
+impl HoldKind for LockKind {
+    type Spec = Arc<LockSpec>;
+    type Own = ();
+    const NAME: &'static str = "LockGuard";
 }
 
-lease_surface!(LockGuard, "the lock", "lock");
-
-impl LockGuard {
+impl Hold<LockKind> {
     pub(crate) fn new(
         lock: Arc<LockSpec>,
         token: String,
         fencing_token: Option<u64>,
         valid_until: Instant,
     ) -> Self {
-        LockGuard {
-            lease: Lease::new(lock, token, fencing_token, valid_until),
-        }
+        Hold::with_lease(Lease::new(lock, token, fencing_token, valid_until), ())
     }
 
     /// A new fencing token for this hold, above all issued before: each
@@ -133,7 +140,7 @@ impl LockGuard {
 
 /// A lock's lease: the backend's scripts, and this client's local queue
 /// for the name (its holds counted, its waiters woken by a release).
-impl Hold for Arc<LockSpec> {
+impl LeaseSpec for Arc<LockSpec> {
     hold_basics!();
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {

@@ -14,7 +14,7 @@ use crate::vocab::outcome::Ownership;
 
 /// What a [`Lock`](crate::Lock) is.
 #[derive(Clone)]
-pub(crate) struct LockSpec {
+pub struct LockSpec {
     pub(crate) backend: Backend,
     pub(crate) name: Arc<[u8]>,
     pub(crate) keys: Arc<LockKeys>,

@@ -6,7 +6,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::primitives::lease::{Hold, Lease};
+use crate::primitives::lease::hold::{Hold, HoldKind};
+use crate::primitives::lease::{Lease, LeaseSpec};
 use crate::primitives::multi::spec::MultiSpec;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::outcome::{Issued, Ownership, Renewal};
@@ -30,47 +31,72 @@ use crate::vocab::token::short;
 /// ```
 ///
 /// # What it promises
-/// While [`is_held`](MultiGuard::is_held) is true, nobody else holds any
+/// While [`is_held`](Hold::is_held) is true, nobody else holds any
 /// of the locks, unless Redis lost a key (see [`Lock`](crate::Lock),
 /// "Limits"). Each lock's key holds our one owner token, exactly as an
 /// ordinary lock's does: to other clients, `latchkey status` and
 /// [`Client::revoke`](crate::Client::revoke) each is a lock held by us.
-/// [`lost`](MultiGuard::lost) fires when *any* of them can no longer be
+/// [`lost`](Hold::lost) fires when *any* of them can no longer be
 /// proven ours (a renewal finds one gone or taken: revoked, deleted,
 /// expired); then stop touching every resource, and release the guard
 /// (which gives back the locks still ours). One watchdog renews them all;
-/// [`extend`](MultiGuard::extend) resets every TTL, and finds them lost if
-/// one is not ours any more. [`release`](MultiGuard::release) releases
+/// [`extend`](Hold::extend) resets every TTL, and finds them lost if
+/// one is not ours any more. [`release`](Hold::release) releases
 /// every lock still ours and wakes each one's waiters (plain [`Lock`](crate::Lock)s
 /// too); its [`Ownership`](crate::Ownership) is the worst lock's.
 ///
 /// # Dropping
 /// As a [`LockGuard`](crate::LockGuard): dropped without
-/// [`release`](MultiGuard::release), every lock is released in the
+/// [`release`](Hold::release), every lock is released in the
 /// background ([`Client::flush`](crate::Client::flush) waits for it); without a
 /// runtime, or without Redis, each frees itself at its TTL.
-#[must_use = "the locks are released (in the background) when the guard is dropped"]
+pub type MultiGuard = Hold<MultiKind>;
+
+/// The kind of a [`MultiGuard`]: several locks held together. Never a
+/// value.
 #[derive(Debug)]
-pub struct MultiGuard {
-    lease: Lease<Arc<MultiSpec>>,
+pub enum MultiKind {}
+
+impl crate::primitives::guard::sealed::Sealed for MultiKind {}
+
+#[allow(private_interfaces)]
+impl HoldKind for MultiKind {
+    type Spec = Arc<MultiSpec>;
     /// Every lock's fencing token, in key order: with the hold (made
     /// `with_fencing`) or on the first request.
-    fences: tokio::sync::OnceCell<Vec<u64>>,
+    type Own = tokio::sync::OnceCell<Vec<u64>>;
+    const NAME: &'static str = "MultiGuard";
+
+    /// The first lock's (of the name given first): issues every lock's, as
+    /// [`MultiGuard::fencing_tokens`] does.
+    async fn fencing_token(hold: &MultiGuard) -> Result<u64> {
+        let tokens = hold.fencing_tokens().await?;
+        tokens
+            .first()
+            .copied()
+            .ok_or_else(|| Error::Internal("a multi lock without locks".into()))
+    }
+
+    fn issued_fencing_token(hold: &MultiGuard) -> Option<u64> {
+        hold.issued_fencing_tokens()?.first().copied()
+    }
+
+    fn fencing_tokens(hold: &MultiGuard) -> crate::BoxFuture<'_, Result<Vec<u64>>> {
+        Box::pin(hold.fencing_tokens())
+    }
 }
 
-lease_surface!(MultiGuard, "every lock", "multi lock", without_fencing);
-
-impl MultiGuard {
+impl Hold<MultiKind> {
     pub(crate) fn new(
         spec: Arc<MultiSpec>,
         token: String,
         fences: Option<Vec<u64>>,
         valid_until: Instant,
-    ) -> MultiGuard {
-        MultiGuard {
-            lease: Lease::new(spec, token, None, valid_until),
-            fences: tokio::sync::OnceCell::new_with(fences),
-        }
+    ) -> Self {
+        Hold::with_lease(
+            Lease::new(spec, token, None, valid_until),
+            tokio::sync::OnceCell::new_with(fences),
+        )
     }
 
     /// The locks' names, in the order they were given.
@@ -95,7 +121,7 @@ impl MultiGuard {
     /// which are just as good. The locks stay held either way.
     pub async fn fencing_tokens(&self) -> Result<Vec<u64>> {
         let fences = self
-            .fences
+            .own
             .get_or_try_init(|| async {
                 let spec = self.lease.hold();
                 match spec.issue_fences(self.lease.token()).await? {
@@ -115,11 +141,11 @@ impl MultiGuard {
     }
 
     /// The fencing token of the lock `name` (one of the names given): see
-    /// [`fencing_tokens`](MultiGuard::fencing_tokens), which it calls.
+    /// [`fencing_tokens`](Hold::fencing_tokens), which it calls.
     /// Fails with [`Error::InvalidInput`] for a name that is not one of them.
     ///
     /// # Cancel safety
-    /// As [`fencing_tokens`](MultiGuard::fencing_tokens).
+    /// As [`fencing_tokens`](Hold::fencing_tokens).
     pub async fn fencing_token_of(&self, name: impl AsRef<[u8]>) -> Result<u64> {
         let name = name.as_ref();
         let Some(at) = self.names().position(|n| n == name) else {
@@ -133,7 +159,7 @@ impl MultiGuard {
 
     /// Which lock of this hold is no longer ours, in the order the names
     /// were given (asks Redis: one read per lock); `None` when every one
-    /// still holds our token. What to name after [`lost`](MultiGuard::lost)
+    /// still holds our token. What to name after [`lost`](Hold::lost)
     /// fired.
     ///
     /// # Cancel safety
@@ -163,29 +189,10 @@ impl MultiGuard {
         Ok(None)
     }
 
-    /// The first lock's fencing token (of the name given first): what
-    /// [`Guard::fencing_token`](crate::Guard::fencing_token) of a multi lock
-    /// is. Issues every lock's, as [`fencing_tokens`](MultiGuard::fencing_tokens).
-    ///
-    /// # Cancel safety
-    /// As [`fencing_tokens`](MultiGuard::fencing_tokens).
-    pub async fn fencing_token(&self) -> Result<u64> {
-        let tokens = self.fencing_tokens().await?;
-        tokens
-            .first()
-            .copied()
-            .ok_or_else(|| Error::Internal("a multi lock without locks".into()))
-    }
-
-    /// The first lock's fencing token, if issued already. Asks nobody.
-    pub fn issued_fencing_token(&self) -> Option<u64> {
-        self.issued_fencing_tokens()?.first().copied()
-    }
-
     /// The fencing tokens (in the order the names were given), if issued
     /// already (at acquisition, or by an earlier call). Asks nobody.
     pub fn issued_fencing_tokens(&self) -> Option<Vec<u64>> {
-        self.fences.get().map(|f| self.in_given_order(f))
+        self.own.get().map(|f| self.in_given_order(f))
     }
 
     /// `fences` (in key order) in the order the names were given.
@@ -196,7 +203,7 @@ impl MultiGuard {
 
 /// A multi lock's lease: its scripts (or each lock's, one lock after the
 /// other), over every lock's keys.
-impl Hold for Arc<MultiSpec> {
+impl LeaseSpec for Arc<MultiSpec> {
     hold_basics!();
 
     fn tracker(&self) -> &tokio_util::task::TaskTracker {

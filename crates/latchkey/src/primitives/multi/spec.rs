@@ -27,7 +27,7 @@ pub(crate) struct Member {
 
 /// What a [`MultiLock`](crate::MultiLock) is.
 #[derive(Clone)]
-pub(crate) struct MultiSpec {
+pub struct MultiSpec {
     pub(crate) session: Session,
     /// The names joined by `+`, for log lines, spans and the metrics label.
     pub(crate) name: Arc<[u8]>,

@@ -6,8 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::primitives::lease::hold::{Hold, HoldKind};
 use crate::primitives::lease::options::LeaseOptions;
-use crate::primitives::lease::{Hold, Lease};
+use crate::primitives::lease::{Lease, LeaseSpec};
 use crate::primitives::shared::publish_command;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
@@ -15,7 +16,6 @@ use crate::vocab::metrics::LockLabel;
 use crate::vocab::names::ttl_ms;
 use crate::vocab::outcome::{Issued, Ownership, Renewal};
 use crate::vocab::protocol::scripts;
-use crate::vocab::token::short;
 
 /// How a read-write lock is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,48 +70,43 @@ impl RwSpec {
 /// ```
 ///
 /// # What it promises
-/// While [`is_held`](RwGuard::is_held) is true, a reader's hold means no
+/// While [`is_held`](Hold::is_held) is true, a reader's hold means no
 /// writer holds the lock, and the writer's hold means nobody else holds it
 /// at all. Each hold is its own lease: renewed, lost and released on its own.
 /// The policy (phase-fair, neither side starved) is on
 /// [`RwLock`](crate::RwLock).
 ///
 /// # Dropping
-/// Release it with [`release`](RwGuard::release); a guard dropped without
+/// Release it with [`release`](Hold::release); a guard dropped without
 /// it is released in the background (tracked by the client, see
 /// [`Client::flush`](crate::Client::flush)); without a runtime or Redis,
 /// the hold ends at its TTL.
-#[must_use = "the hold is released (in the background) when the guard is dropped"]
-pub struct RwGuard {
-    lease: Lease<RwHold>,
+pub type RwGuard = Hold<RwKind>;
+
+/// The kind of an [`RwGuard`]: a read-write lock's hold, of either side.
+/// Never a value.
+#[derive(Debug)]
+pub enum RwKind {}
+
+impl crate::primitives::guard::sealed::Sealed for RwKind {}
+
+#[allow(private_interfaces)]
+impl HoldKind for RwKind {
+    type Spec = RwHold;
+    type Own = ();
+    const NAME: &'static str = "RwGuard";
 }
 
-impl std::fmt::Debug for RwGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RwGuard")
-            .field("name", &String::from_utf8_lossy(self.name()))
-            .field("access", &self.access())
-            .field("token", &short(self.token()))
-            .field("fencing_token", &self.issued_fencing_token())
-            .field("held", &self.is_held())
-            .finish()
-    }
-}
-
-lease_surface!(RwGuard, "the hold", "read-write lock");
-
-impl RwGuard {
+impl Hold<RwKind> {
     pub(crate) fn new(
         spec: Arc<RwSpec>,
         access: RwAccess,
         token: String,
         fencing_token: Option<u64>,
         valid_until: Instant,
-    ) -> RwGuard {
+    ) -> Self {
         let hold = RwHold { spec, access };
-        RwGuard {
-            lease: Lease::new(hold, token, fencing_token, valid_until),
-        }
+        Hold::with_lease(Lease::new(hold, token, fencing_token, valid_until), ())
     }
 
     /// Whether this is a reader's hold or the writer's.
@@ -122,12 +117,12 @@ impl RwGuard {
 
 /// One hold of a read-write lock: the lock, and which side holds it.
 #[derive(Clone)]
-pub(crate) struct RwHold {
+pub struct RwHold {
     spec: Arc<RwSpec>,
     access: RwAccess,
 }
 
-impl Hold for RwHold {
+impl LeaseSpec for RwHold {
     hold_basics!(spec);
     // Readers come and go on a read-write lock's channel (a writer hears
     // nothing else while it holds).

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::primitives::inspect::Holding;
+use crate::primitives::lease::hold::{Hold, HoldKind};
 use crate::primitives::lease::options::LeaseOptions;
-use crate::primitives::lease::{Hold, Lease};
+use crate::primitives::lease::{Lease, LeaseSpec};
 use crate::primitives::shared::publish_command;
 use crate::transport::session::Session;
 use crate::vocab::error::Result;
@@ -37,14 +38,14 @@ pub(crate) struct SemaphoreSpec {
 /// What a permit's lease holds: the semaphore, and how many permits the
 /// hold took (1, or k by `acquire_many`).
 #[derive(Clone)]
-pub(crate) struct PermitHold {
+pub struct PermitHold {
     pub(crate) spec: Arc<SemaphoreSpec>,
     pub(crate) taken: u32,
 }
 
 /// A held permit of a [`Semaphore`](crate::Semaphore), or several taken at
 /// once ([`Semaphore::acquire_many`](crate::Semaphore::acquire_many): then
-/// [`permits`](PermitGuard::permits) says how many; they are renewed,
+/// [`permits`](Hold::permits) says how many; they are renewed,
 /// fenced, lost and released together, as one hold).
 ///
 /// ```no_run
@@ -62,38 +63,43 @@ pub(crate) struct PermitHold {
 /// ```
 ///
 /// # What it promises
-/// While [`is_held`](PermitGuard::is_held) is true, this permit counts
+/// While [`is_held`](Hold::is_held) is true, this permit counts
 /// towards the semaphore's N and nobody can take it; `release` and `extend`
 /// act only on our own permit and say what they found. The promises of the
 /// semaphore as a whole are on [`Semaphore`](crate::Semaphore).
 ///
 /// Like a [`LockGuard`](crate::LockGuard), it knows until when it may
-/// assume it holds the permit ([`deadline`](PermitGuard::deadline)), and
-/// [`lost`](PermitGuard::lost) fires when it no longer can.
+/// assume it holds the permit ([`deadline`](Hold::deadline)), and
+/// [`lost`](Hold::lost) fires when it no longer can.
 ///
 /// # Dropping
-/// Give the permit back with [`release`](PermitGuard::release). A guard
+/// Give the permit back with [`release`](Hold::release). A guard
 /// dropped without it gives the permit back in the background (tracked by
 /// the client, see [`Client::flush`](crate::Client::flush)); without a
 /// runtime, or without Redis, the permit frees itself at its TTL.
-#[must_use = "the permit is given back (in the background) when the guard is dropped"]
+pub type PermitGuard = Hold<PermitKind>;
+
+/// The kind of a [`PermitGuard`]: a semaphore's hold. Never a value.
 #[derive(Debug)]
-pub struct PermitGuard {
-    lease: Lease<PermitHold>,
+pub enum PermitKind {}
+
+impl crate::primitives::guard::sealed::Sealed for PermitKind {}
+
+#[allow(private_interfaces)]
+impl HoldKind for PermitKind {
+    type Spec = PermitHold;
+    type Own = ();
+    const NAME: &'static str = "PermitGuard";
 }
 
-lease_surface!(PermitGuard, "the permit", "semaphore");
-
-impl PermitGuard {
+impl Hold<PermitKind> {
     pub(crate) fn new(
         hold: PermitHold,
         token: String,
         fencing_token: Option<u64>,
         valid_until: Instant,
-    ) -> PermitGuard {
-        PermitGuard {
-            lease: Lease::new(hold, token, fencing_token, valid_until),
-        }
+    ) -> Self {
+        Hold::with_lease(Lease::new(hold, token, fencing_token, valid_until), ())
     }
 
     /// How many permits this guard holds: 1, or the `k` of
@@ -104,7 +110,7 @@ impl PermitGuard {
 }
 
 /// A permit's lease: the semaphore's scripts, over the hold's permits.
-impl Hold for PermitHold {
+impl LeaseSpec for PermitHold {
     hold_basics!(spec);
     shared_hold!(spec);
 

@@ -243,10 +243,10 @@ async fn a_restart_that_lost_the_data_is_noticed_when_the_connection_comes_back(
 }
 
 /// Releasing, extending and fencing through the trait work the same for
-/// every kind (code generic over `Guard`), and a boxed `DynGuard` too.
+/// every kind (code generic over `Guard`), and a boxed `Guard` too.
 #[tokio::test]
 async fn generic_code_holds_every_kind_through_the_guard_trait() {
-    async fn cycle<G: Guard>(guard: G, fenced: bool) {
+    async fn cycle<G: Guard + 'static>(guard: G, fenced: bool) {
         assert!(guard.is_held());
         assert_eq!(guard.ttl(), TTL);
         assert!(guard.deadline() > Instant::now());
@@ -256,7 +256,8 @@ async fn generic_code_holds_every_kind_through_the_guard_trait() {
             assert_eq!(guard.issued_fencing_token(), Some(token));
         }
         assert_eq!(guard.extend(TTL).await.unwrap(), latchkey::Ownership::Owned);
-        assert_eq!(guard.release().await.unwrap(), latchkey::Ownership::Owned);
+        let boxed: Box<dyn Guard> = Box::new(guard);
+        assert_eq!(boxed.release().await.unwrap(), latchkey::Ownership::Owned);
     }
     let server = RedisServer::start();
     let c = client(&server.url()).await;
@@ -298,7 +299,7 @@ async fn generic_code_holds_every_kind_through_the_guard_trait() {
     )
     .await;
 
-    let boxed: Box<dyn latchkey::DynGuard> =
+    let boxed: Box<dyn latchkey::Guard> =
         Box::new(c.lock("g-boxed", TTL).unwrap().acquire().await.unwrap());
     assert!(boxed.is_held());
     assert!(boxed.fencing_token().await.unwrap() > 0);

@@ -17,7 +17,7 @@ const LONGER: Duration = Duration::from_secs(50);
 /// The surface every hold has (`latchkey::Guard`), exercised the same way
 /// on one hold: its Redis `key` must carry the TTL that `extend` sets.
 /// `fenced`: whether the kind has a fencing token.
-async fn check_surface<G: Guard>(
+async fn check_surface<G: Guard + 'static>(
     hold: G,
     conn: &mut redis::aio::MultiplexedConnection,
     key: impl AsRef<[u8]>,
@@ -45,7 +45,8 @@ async fn check_surface<G: Guard>(
         assert_eq!(hold.issued_fencing_token(), Some(token));
         assert_eq!(hold.fencing_tokens().await.unwrap(), vec![token]);
     }
-    assert_eq!(hold.release().await.unwrap(), Ownership::Owned);
+    let boxed: Box<dyn Guard> = Box::new(hold);
+    assert_eq!(boxed.release().await.unwrap(), Ownership::Owned);
 }
 
 #[tokio::test]

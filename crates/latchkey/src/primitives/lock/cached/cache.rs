@@ -142,7 +142,7 @@ impl Cache {
     async fn listen(self: &Arc<Self>) -> Result<()> {
         self.keeper
             .get_or_try_init(|| async {
-                let wakeups = crate::primitives::lease::Hold::listen(&self.lock.inner).await?;
+                let wakeups = crate::primitives::lease::LeaseSpec::listen(&self.lock.inner).await?;
                 let (cache, changed) = (Arc::downgrade(self), self.changed.clone());
                 tokio::spawn(keep(cache, changed, wakeups));
                 Ok::<(), Error>(())

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedMutexGuard;
 
+use crate::primitives::guard::BoxFuture;
 use crate::primitives::lock::cached::cache::{Cache, Slot};
 use crate::primitives::lock::guard::LockGuard;
 use crate::vocab::error::{Error, Result};
@@ -252,5 +253,56 @@ impl Drop for CachedGuard {
     }
 }
 
-// The trait's methods are the inherent ones above.
-lease_surface!(@guard CachedGuard);
+impl crate::primitives::guard::sealed::Sealed for CachedGuard {}
+
+// The inherent methods above, boxed.
+impl crate::Guard for CachedGuard {
+    fn name(&self) -> &[u8] {
+        CachedGuard::name(self)
+    }
+    fn token(&self) -> &str {
+        CachedGuard::token(self)
+    }
+    fn ttl(&self) -> Duration {
+        CachedGuard::ttl(self)
+    }
+    fn deadline(&self) -> Instant {
+        CachedGuard::deadline(self)
+    }
+    fn is_held(&self) -> bool {
+        CachedGuard::is_held(self)
+    }
+    fn lost(&self) -> BoxFuture<'_, ()> {
+        Box::pin(CachedGuard::lost(self))
+    }
+    fn lost_signal(&self) -> crate::LostSignal {
+        CachedGuard::lost_signal(self)
+    }
+    fn lost_reason(&self) -> Option<crate::LostReason> {
+        CachedGuard::lost_reason(self)
+    }
+    fn release_requested(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(CachedGuard::release_requested(self))
+    }
+    fn extend(&self, ttl: Duration) -> BoxFuture<'_, Result<Ownership>> {
+        Box::pin(CachedGuard::extend(self, ttl))
+    }
+    fn confirm(&self) -> BoxFuture<'_, Result<Ownership>> {
+        Box::pin(CachedGuard::confirm(self))
+    }
+    fn fencing_token(&self) -> BoxFuture<'_, Result<u64>> {
+        Box::pin(CachedGuard::fencing_token(self))
+    }
+    fn issued_fencing_token(&self) -> Option<u64> {
+        CachedGuard::issued_fencing_token(self)
+    }
+    fn release(self: Box<Self>) -> BoxFuture<'static, Result<Ownership>> {
+        Box::pin(CachedGuard::release(*self))
+    }
+    fn forget(self: Box<Self>) -> String {
+        CachedGuard::forget(*self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -65,8 +65,9 @@ use crate::vocab::metrics::{CacheKeys, GiveBack as Why};
 ///   the TTL.
 /// * **Fencing**: every local hold gets its own token from Redis on its
 ///   first [`fencing_token`](CachedGuard::fencing_token) call (one round
-///   trip; the first hold of a lock made `with_fencing` has its token from
-///   the acquisition), so tokens stay one increasing sequence that any
+///   trip), or, for a lock made `with_fencing`, at its acquisition (a hold
+///   taken from Redis has it from the acquiring script; one taken from the
+///   kept hold asks), so tokens stay one increasing sequence that any
 ///   [`FencedResource`](crate::FencedResource) checks as usual.
 ///
 /// Another lock of the same name and client (plain, or another
@@ -172,8 +173,23 @@ impl CachedLock {
         let Ok(slot) = self.cache.slot.clone().try_lock_owned() else {
             return Ok(None);
         };
-        let taken = self.cache.take(slot, None, true).await?;
-        Ok(taken.map(|(slot, from_redis)| CachedGuard::new(self.cache.clone(), slot, from_redis)))
+        match self.cache.take(slot, None, true).await? {
+            Some((slot, from_redis)) => Ok(Some(
+                self.fenced(CachedGuard::new(self.cache.clone(), slot, from_redis))
+                    .await?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// A lock made `with_fencing` issues a token with every acquisition:
+    /// each local hold has its own, asked of Redis unless the hold came
+    /// from Redis with it (a dropped guard gives its hold back as usual).
+    async fn fenced(&self, guard: CachedGuard) -> Result<CachedGuard> {
+        if self.cache.lock.inner.lease.fenced {
+            guard.fencing_token().await?;
+        }
+        Ok(guard)
     }
 
     /// Waits as long as it takes. See [`CachedLock::acquire_until`].
@@ -217,7 +233,10 @@ impl CachedLock {
             None => locking.await,
         };
         match self.cache.take(slot, deadline, false).await? {
-            Some((slot, from_redis)) => Ok(CachedGuard::new(self.cache.clone(), slot, from_redis)),
+            Some((slot, from_redis)) => {
+                self.fenced(CachedGuard::new(self.cache.clone(), slot, from_redis))
+                    .await
+            }
             None => Err(Error::Internal("a waiting acquire came back empty".into())),
         }
     }
