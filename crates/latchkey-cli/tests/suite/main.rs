@@ -1,42 +1,27 @@
 //! The command's tests, one binary (as cargo's own `tests/testsuite`): each
 //! runs the built `latchkey` against redis-server(s) the test kit starts,
-//! never a mock, never port 6379. One file per command or concern; run one
-//! with a filter: `cargo test -p latchkey-cli --test suite run_ends::`.
+//! never a mock, never port 6379. One file per command or concern, in
+//! families that follow `src/commands/`:
+//!
+//! * `run`: holds (`run` and its ends, faults, `--and`, supervision,
+//!   `--fair`, `--permits`; `acquire`/`release`/`extend`);
+//! * `prim`: latches and barriers, elections, signals, revocation and
+//!   release requests;
+//! * `doctor`: `doctor` and ACL users;
+//! * `deploy`: Cluster, Sentinel, TLS, Redlock, refused servers;
+//! * `inspect`: `status`, `list`, the exporter, `top`;
+//! * `torture`: `latchkey torture`'s workloads;
+//! * `surface`: help, bad input, usage messages, the docs' examples, `demo`.
+//!
+//! Run one family or file with a filter: `cargo test -p latchkey-cli --test
+//! suite run::ends::` (a filter is a substring: `run::` is the whole family).
 
 mod common;
 
-mod acl;
-mod cluster;
-mod cluster_failover;
-mod control;
-mod demo;
-mod docs_examples;
+mod deploy;
 mod doctor;
-mod doctor_managed;
-mod doctor_users;
-mod elect;
-mod exporter;
-mod fair;
-mod help;
-mod input;
 mod inspect;
-mod inspect_kinds;
-mod latch;
-mod permits;
-mod redlock;
-mod revoke;
+mod prim;
 mod run;
-mod run_ends;
-mod run_faults;
-mod run_multi;
-mod sentinel;
-mod servers;
-mod signal_wait;
-mod supervise;
-mod tls;
-mod tokens;
-mod top;
+mod surface;
 mod torture;
-mod torture_election;
-mod torture_primitives;
-mod usage_messages;

@@ -4,6 +4,7 @@ mod fuzz_inputs;
 mod holders_told;
 mod inspect_age;
 mod inspect_kinds;
+mod kinds;
 mod layers;
 mod messages;
 mod metrics;

@@ -1,5 +1,5 @@
 //! Every primitive but the plain lock (which has the suite in
-//! `deploy_matrix.rs`) on one deployment: the fair lock, the semaphore, the
+//! `matrix.rs`) on one deployment: the fair lock, the semaphore, the
 //! read-write lock, the latch, the barrier and the election, each with the
 //! promise it makes and a waiter woken where its channel is published.
 

@@ -28,23 +28,23 @@ const SKIPPED: [(&str, &str); 11] = [
     (
         "--redis ",
         "names servers of its own (Redlock, a cluster, TLS, a database host): placeholders; \
-         tests/redlock.rs, cluster.rs, tls.rs run these forms",
+         deploy/redlock.rs, cluster.rs, tls.rs run these forms",
     ),
     (
         "--sentinel ",
-        "names Sentinels of its own: placeholders; tests/sentinel.rs runs this form",
+        "names Sentinels of its own: placeholders; deploy/sentinel.rs runs this form",
     ),
     (
         "latchkey top",
-        "needs a terminal (exits 2 without one); tests/top.rs",
+        "needs a terminal (exits 2 without one); inspect/top.rs",
     ),
     (
         "latchkey exporter",
-        "serves until interrupted; tests/exporter.rs",
+        "serves until interrupted; inspect/exporter.rs",
     ),
     (
         "--watch",
-        "follows the election until interrupted; tests/elect.rs",
+        "follows the election until interrupted; prim/elect.rs",
     ),
     (
         "latchkey torture",
