@@ -94,6 +94,21 @@ macro_rules! lease_limits {
             Ok(self)
         }
 
+        #[doc = concat!("Keeps every ", $hold, " of this ", $what, " for at least `least` from its")]
+        /// acquisition: a release (or a drop) before then extends it to
+        /// the time left and gives it up, as `forget` does, so nobody else
+        /// can take it until then (ShedLock's `lockAtLeastFor`: a job that
+        /// finished in 50 ms on one machine is not run again by another
+        /// whose timer fired a second later). The release says what the
+        /// extension found (`Owned`: kept until then). Fails with
+        /// [`Error::InvalidTtl`](crate::Error::InvalidTtl) outside
+        /// [`MIN_TTL`](crate::limits::MIN_TTL)..=[`MAX_TTL`](crate::limits::MAX_TTL).
+        pub fn with_hold_at_least(mut self, least: std::time::Duration) -> crate::Result<Self> {
+            crate::vocab::names::check_ttl(least)?;
+            std::sync::Arc::make_mut(&mut self.inner).lease.hold_at_least = Some(least);
+            Ok(self)
+        }
+
         #[doc = concat!("Makes `lost()` of every ", $hold, " of this ", $what, " fire `margin` before")]
         /// the hold's deadline (or its cap, `with_max_hold`) when nothing
         /// moved it: a holder that stops within `margin` of hearing it is
@@ -140,6 +155,9 @@ macro_rules! hold_options_impl {
             }
             fn with_stop_margin(self, margin: std::time::Duration) -> crate::Result<Self> {
                 <$t>::with_stop_margin(self, margin)
+            }
+            fn with_hold_at_least(self, least: std::time::Duration) -> crate::Result<Self> {
+                <$t>::with_hold_at_least(self, least)
             }
             fn with_fencing(self) -> Self {
                 <$t>::with_fencing(self)

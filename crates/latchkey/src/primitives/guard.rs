@@ -221,6 +221,9 @@ pub trait HoldOptions: Sized + sealed::Sealed {
     fn with_max_hold(self, max_hold: Duration) -> Result<Self>;
     /// Makes `lost()` fire `margin` before the deadline or the cap.
     fn with_stop_margin(self, margin: Duration) -> Result<Self>;
+    /// Keeps every hold at least `least` from its acquisition, even when
+    /// released before.
+    fn with_hold_at_least(self, least: Duration) -> Result<Self>;
     /// Issues the fencing token with every acquisition.
     fn with_fencing(self) -> Self;
     /// Makes every waiting acquisition ask the holders to let go.

@@ -11,10 +11,12 @@
 //!
 //! Files: `hold.rs` (the public hold, its surface written once),
 //! `state.rs` (deadline and lost signal), `renew.rs` (the watchdog),
-//! `extend.rs` (the program's own renewals), `background.rs` (releases
+//! `extend.rs` (the program's own renewals), `at_least.rs` (a release
+//! before the hold's least time keeps it until then), `background.rs` (releases
 //! left to the background, and the armed guard of an attempt whose reply
 //! was never read).
 
+mod at_least;
 pub(crate) mod background;
 mod extend;
 pub(crate) mod hold;
@@ -321,6 +323,9 @@ impl<H: LeaseSpec> Lease<H> {
     /// policy while the deadline has not passed. Whatever is left undone
     /// (cancelled, or failed transiently) the `Drop` finishes.
     pub(crate) async fn release(&mut self) -> Result<Ownership> {
+        if let Some(left) = self.hold.options().left_to_keep(self.acquired_at) {
+            return self.keep_for(left).await;
+        }
         self.release = ReleaseState::Sent;
         self.state.finish();
         let label = self.hold.label();
@@ -405,6 +410,14 @@ impl<H: LeaseSpec> Drop for Lease<H> {
             }
             ReleaseState::NotAsked => {
                 crate::vocab::metrics::hold_time(self.hold.label(), self.acquired_at.elapsed());
+                if let Some(left) = self.hold.options().left_to_keep(self.acquired_at) {
+                    at_least::keep_in_background(
+                        self.hold.clone(),
+                        std::mem::take(&mut self.token),
+                        left,
+                    );
+                    return;
+                }
                 "guard dropped without release()"
             }
         };

@@ -8,7 +8,8 @@ use crate::vocab::error::{Error, Result};
 
 /// The options of a primitive's holds, set by its builder methods
 /// (`with_watchdog`, `with_max_hold`, `with_stop_margin`, `with_fencing`,
-/// `with_asking`) and read by its [`LeaseSpec`](super::LeaseSpec).
+/// `with_asking`, `with_hold_at_least`) and read by its
+/// [`LeaseSpec`](super::LeaseSpec).
 #[derive(Clone, Debug)]
 pub(crate) struct LeaseOptions {
     /// How long an acquisition or a renewal holds for.
@@ -24,6 +25,9 @@ pub(crate) struct LeaseOptions {
     pub(crate) fenced: bool,
     /// Whether a waiter asks the holders to let go.
     pub(crate) asking: bool,
+    /// The least a hold lasts from its acquisition: a release before then
+    /// keeps it until then.
+    pub(crate) hold_at_least: Option<Duration>,
 }
 
 impl LeaseOptions {
@@ -37,6 +41,7 @@ impl LeaseOptions {
             stop_margin: None,
             fenced: false,
             asking: false,
+            hold_at_least: None,
         }
     }
 
@@ -53,6 +58,15 @@ impl LeaseOptions {
             most = most.min(cap / 2);
         }
         asked.min(most)
+    }
+
+    /// How long a hold acquired at `acquired` must still be kept when it is
+    /// released now (`hold_at_least`): `None` when nothing (or less than a
+    /// millisecond, the TTL's unit) is left.
+    pub(crate) fn left_to_keep(&self, acquired: std::time::Instant) -> Option<Duration> {
+        let left =
+            (acquired + self.hold_at_least?).saturating_duration_since(std::time::Instant::now());
+        (left >= Duration::from_millis(1)).then_some(left)
     }
 
     /// How often the watchdog renews, if it does: never so rarely that the
@@ -96,6 +110,7 @@ pub(crate) fn debug<'a, 'b>(
         .field("max_hold", &lease.max_hold)
         .field("stop_margin", &lease.stop_margin)
         .field("fenced", &lease.fenced)
-        .field("asking", &lease.asking);
+        .field("asking", &lease.asking)
+        .field("hold_at_least", &lease.hold_at_least);
     out
 }

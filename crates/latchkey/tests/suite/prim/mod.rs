@@ -1,3 +1,4 @@
+mod at_least;
 mod bad_counters;
 mod barrier;
 mod cached;
