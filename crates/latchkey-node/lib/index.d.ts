@@ -49,6 +49,8 @@ export interface HoldOptions {
   renewEvery?: number;
   /** Waiters ask the holders to let go (`guard.onReleaseRequested`). */
   asking?: boolean;
+  /** Milliseconds: keep every hold at least this long from its acquisition; a release before then leaves it held until then. */
+  holdAtLeast?: number;
 }
 
 export interface LockOptions extends HoldOptions {

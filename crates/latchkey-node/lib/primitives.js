@@ -6,7 +6,7 @@ const { Guard, Leadership } = require('./guard');
 const { Observer } = require('./iterators');
 const { lockLost } = require('./errors');
 
-const HOLD = ['ttl', 'watchdog', 'fencing', 'maxHold', 'stopMargin', 'renewEvery', 'asking'];
+const HOLD = ['ttl', 'watchdog', 'fencing', 'maxHold', 'stopMargin', 'renewEvery', 'asking', 'holdAtLeast'];
 const LOCK = [...HOLD, 'fair', 'cached'];
 
 /** Options of a lease primitive as the native layer takes them (ms). */
@@ -24,6 +24,7 @@ function holdOptions(o, what, allowed = HOLD) {
     stopMarginMs: check.ms(o.stopMargin, 'stopMargin', { optional: true }),
     renewEveryMs: check.ms(o.renewEvery, 'renewEvery', { optional: true, positive: true }),
     cachedMs: check.ms(o.cached, 'cached', { optional: true, positive: true }),
+    holdAtLeastMs: check.ms(o.holdAtLeast, 'holdAtLeast', { optional: true, positive: true }),
   };
 }
 

@@ -26,6 +26,7 @@ pub struct HoldOptions {
     pub stop_margin_ms: Option<f64>,
     pub renew_every_ms: Option<f64>,
     pub asking: Option<bool>,
+    pub hold_at_least_ms: Option<f64>,
     /// A lock only: FIFO across processes.
     pub fair: Option<bool>,
     /// A lock only: keep a released hold while idle, at most this long.
@@ -51,6 +52,9 @@ fn configured<P: latchkey::HoldOptions>(mut p: P, o: &HoldOptions) -> latchkey::
     }
     if o.asking == Some(true) {
         p = p.with_asking();
+    }
+    if let Some(least) = opt_ms("holdAtLeast", o.hold_at_least_ms)? {
+        p = p.with_hold_at_least(least)?;
     }
     Ok(p)
 }

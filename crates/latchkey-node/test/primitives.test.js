@@ -65,6 +65,15 @@ test('maxHold caps a hold: the signal aborts with MAX_HOLD', async () => {
   await g.release();
 });
 
+test('holdAtLeast keeps a lock released early until its least time', async () => {
+  const g = await client.lock('cron', { ttl: 20_000, holdAtLeast: 30_000 }).acquire();
+  assert.equal(await g.release(), true);
+  const pttl = Number(redis.cli('pttl', 'latchkey:cron'));
+  assert.ok(pttl > 20_000 && pttl <= 30_000, `PTTL ${pttl}`);
+  assert.equal(await client.lock('cron', { ttl: 5_000 }).tryAcquire(), null);
+  assert.throws(() => client.lock('x', { ttl: 5_000, holdAtLeast: -1 }), { code: 'INVALID_ARGUMENT' });
+});
+
 test('a waiter made with asking asks the holder, who hears it', async () => {
   const holder = await client.lock('asked', { ttl: 5_000 }).acquire();
   const asked = new Promise((r) => holder.onReleaseRequested(r));

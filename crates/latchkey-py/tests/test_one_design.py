@@ -133,6 +133,17 @@ def test_max_hold_caps_a_hold(server, name):
     guard.release()
 
 
+def test_hold_at_least_keeps_an_early_release_held_until_then(server, name):
+    client, other = latchkey.Client(server.url), latchkey.Client(server.url)
+    guard = client.lock(name, ttl=20.0, hold_at_least=30.0).acquire()
+    assert guard.release() is True
+    pttl = server.redis().pttl(f"latchkey:{name}")
+    assert 20_000 < pttl <= 30_000, pttl
+    assert other.lock(name, ttl=5.0).try_acquire() is None
+    with pytest.raises(latchkey.InvalidTtl):
+        client.lock(name, ttl=5.0, hold_at_least=0.0)
+
+
 def test_a_kept_hold_is_given_back_on_request(server, name):
     client, other = latchkey.Client(server.url), latchkey.Client(server.url)
     lock = client.lock(name, ttl=10.0, cached=30.0)

@@ -32,6 +32,7 @@ SAME_AS = {
     "raise": "raise_to",  # `raise` is a Python keyword
     "with_watchdog": "watchdog=", "with_fencing": "fencing=", "with_asking": "ask=",
     "with_max_hold": "max_hold=", "with_stop_margin": "stop_margin=", "with_caching": "cached=",
+    "with_hold_at_least": "hold_at_least=",
     "fair": "fair=", "listen_patterns": "listen(patterns=True)", "wait_any": "wait_any",
 }
 

@@ -43,21 +43,24 @@ pub(crate) fn stop_margin(grace: Duration, ttl: Duration, max_hold: Option<Durat
 }
 
 /// What `run` gives every kind of hold: the watchdog, fencing tokens with
-/// the hold (CMD's environment has them), the stop margin, `--max-hold` and
-/// `--ask`.
+/// the hold (CMD's environment has them), the stop margin, and the
+/// `--max-hold`, `--hold-at-least` and `--ask` of `args`.
 pub(crate) fn supervised<P: HoldOptions>(
     primitive: P,
     how: &Supervision<'_>,
-    max_hold: Option<Duration>,
-    ask: bool,
+    args: &RunArgs,
 ) -> Result<P, Failure> {
     let mut primitive = primitive
         .with_watchdog()
         .with_fencing()
         .with_stop_margin(how.margin)?;
-    if let Some(cap) = max_hold {
+    if let Some(cap) = args.max_hold {
         primitive = primitive.with_max_hold(cap)?;
     }
+    if let Some(least) = args.hold_at_least {
+        primitive = primitive.with_hold_at_least(least)?;
+    }
+    let ask = args.ask;
     Ok(match ask {
         true => primitive.with_asking(),
         false => primitive,

@@ -36,6 +36,14 @@ pub struct RunArgs {
     #[arg(long = "max-hold", value_name = "D", value_parser = duration::parse_max_hold, allow_hyphen_values = true)]
     pub max_hold: Option<Duration>,
 
+    /// Keep the lock at least D from when it was taken: when CMD ends
+    /// sooner, the lock stays until then (extended to the time left, then
+    /// left to expire), so that a job another machine starts a moment
+    /// later does not run it again. CMD's exit code is still run's. Within
+    /// the TTL's bounds. Default: none.
+    #[arg(long = "hold-at-least", value_name = "D", value_parser = duration::parse_ttl, allow_hyphen_values = true)]
+    pub hold_at_least: Option<Duration>,
+
     /// How long CMD has to stop: when the lock can no longer be proven
     /// ours, CMD gets SIGTERM this long before the lock could end (at most
     /// half the --ttl, half the --max-hold), and SIGKILL at the end; after

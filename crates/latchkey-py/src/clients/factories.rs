@@ -35,7 +35,7 @@ impl ClientBase {
     /// `idle` seconds for the next acquire; `max_hold=` caps every hold;
     /// `ask=True` makes a waiter ask the holder to let go; `stop_margin=`
     /// is how long before the deadline `lost` fires.
-    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, fair = false, cached = None, max_hold = None, ask = false, stop_margin = None))]
+    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, fair = false, cached = None, max_hold = None, ask = false, stop_margin = None, hold_at_least = None))]
     #[allow(clippy::too_many_arguments)]
     fn lock(
         &self,
@@ -49,10 +49,19 @@ impl ClientBase {
         max_hold: Option<f64>,
         ask: bool,
         stop_margin: Option<f64>,
+        hold_at_least: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
         let spec = LockSpec {
             ttl: args::ttl(py, ttl)?,
-            lease: LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?,
+            lease: LeaseOptions::new(
+                py,
+                watchdog,
+                fencing,
+                max_hold,
+                ask,
+                stop_margin,
+                hold_at_least,
+            )?,
             fair,
             cached: cached.map(|c| args::seconds(py, "cached", c)).transpose()?,
         };
@@ -61,7 +70,7 @@ impl ClientBase {
 
     /// Several locks held all at once or not at all, whatever order other
     /// callers name them in; the same keywords as `lock`.
-    #[pyo3(signature = (names, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None))]
+    #[pyo3(signature = (names, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None, hold_at_least = None))]
     #[allow(clippy::too_many_arguments)]
     fn lock_all(
         &self,
@@ -73,15 +82,24 @@ impl ClientBase {
         max_hold: Option<f64>,
         ask: bool,
         stop_margin: Option<f64>,
+        hold_at_least: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
-        let lease = LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?;
+        let lease = LeaseOptions::new(
+            py,
+            watchdog,
+            fencing,
+            max_hold,
+            ask,
+            stop_margin,
+            hold_at_least,
+        )?;
         let names = self::names(py, names)?;
         lock::lock_all(py, &self.core, names, args::ttl(py, ttl)?, lease, self.mode)
     }
 
     /// At most `permits` holders of `name` at once, each for `ttl` seconds;
     /// the same keywords as `lock_all`.
-    #[pyo3(signature = (name, permits, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None))]
+    #[pyo3(signature = (name, permits, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None, hold_at_least = None))]
     #[allow(clippy::too_many_arguments)]
     fn semaphore(
         &self,
@@ -94,8 +112,17 @@ impl ClientBase {
         max_hold: Option<f64>,
         ask: bool,
         stop_margin: Option<f64>,
+        hold_at_least: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
-        let lease = LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?;
+        let lease = LeaseOptions::new(
+            py,
+            watchdog,
+            fencing,
+            max_hold,
+            ask,
+            stop_margin,
+            hold_at_least,
+        )?;
         let permits = args::count(py, "semaphore permits", permits)?;
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
         SemaphoreBase::make(py, &self.core, name, permits, self.mode, move |c, n| {
@@ -105,7 +132,7 @@ impl ClientBase {
 
     /// A phase-fair read-write lock; each hold lasts `ttl` seconds; the
     /// same keywords as `lock_all`.
-    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None))]
+    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None, hold_at_least = None))]
     #[allow(clippy::too_many_arguments)]
     fn rwlock(
         &self,
@@ -117,8 +144,17 @@ impl ClientBase {
         max_hold: Option<f64>,
         ask: bool,
         stop_margin: Option<f64>,
+        hold_at_least: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
-        let lease = LeaseOptions::new(py, watchdog, fencing, max_hold, ask, stop_margin)?;
+        let lease = LeaseOptions::new(
+            py,
+            watchdog,
+            fencing,
+            max_hold,
+            ask,
+            stop_margin,
+            hold_at_least,
+        )?;
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
         RwLockBase::make(py, &self.core, name, self.mode, move |c, n| {
             lease.apply(c.client()?.rwlock(n, ttl)?)

@@ -9,7 +9,8 @@ use pyo3::prelude::*;
 
 use crate::args;
 
-/// `watchdog=`, `fencing=`, `max_hold=`, `ask=`, `stop_margin=`.
+/// `watchdog=`, `fencing=`, `max_hold=`, `ask=`, `stop_margin=`,
+/// `hold_at_least=`.
 #[derive(Clone)]
 pub(crate) struct LeaseOptions {
     watchdog: bool,
@@ -17,6 +18,7 @@ pub(crate) struct LeaseOptions {
     max_hold: Option<Duration>,
     ask: bool,
     stop_margin: Option<Duration>,
+    hold_at_least: Option<Duration>,
 }
 
 impl LeaseOptions {
@@ -27,6 +29,7 @@ impl LeaseOptions {
         max_hold: Option<f64>,
         ask: bool,
         stop_margin: Option<f64>,
+        hold_at_least: Option<f64>,
     ) -> PyResult<LeaseOptions> {
         let seconds = |what, v: Option<f64>| v.map(|v| args::seconds(py, what, v)).transpose();
         Ok(LeaseOptions {
@@ -35,6 +38,7 @@ impl LeaseOptions {
             max_hold: seconds("max_hold", max_hold)?,
             ask,
             stop_margin: seconds("stop_margin", stop_margin)?,
+            hold_at_least: seconds("hold_at_least", hold_at_least)?,
         })
     }
 
@@ -54,6 +58,9 @@ impl LeaseOptions {
         }
         if let Some(margin) = self.stop_margin {
             recipe = recipe.with_stop_margin(margin)?;
+        }
+        if let Some(least) = self.hold_at_least {
+            recipe = recipe.with_hold_at_least(least)?;
         }
         Ok(recipe)
     }

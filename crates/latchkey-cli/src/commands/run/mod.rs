@@ -70,6 +70,6 @@ pub async fn run(target: &Target, args: RunArgs) -> Outcome {
     })
     .await?;
     let lock = args.wait.replicated(args.wait.fair_or_not(connected)?)?;
-    let lock = supervised(lock, &how, args.max_hold, args.ask)?;
+    let lock = supervised(lock, &how, &args)?;
     hold_and_run(&lock, &args, &how, &mut signals, |_| Vec::new()).await
 }

@@ -42,7 +42,7 @@ pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) ->
     })
     .await?;
     let locks = connected.lock_all(&names, args.ttl)?;
-    let locks = supervised(locks, how, args.max_hold, args.ask)?;
+    let locks = supervised(locks, how, args)?;
     let take = Locks { locks, names };
     let per_lock = |guard: &dyn latchkey::Guard| {
         let tokens = guard

@@ -44,7 +44,7 @@ pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) ->
     match args.permits {
         Some(permits) => {
             let semaphore = client.semaphore(&args.name, permits, args.ttl)?;
-            let semaphore = supervised(semaphore, how, args.max_hold, args.ask)?;
+            let semaphore = supervised(semaphore, how, args)?;
             // `--take K`: 1 to 100000 (clap), at most N (`RunArgs::check`).
             let take = u32::try_from(args.take.unwrap_or(1)).unwrap_or(u32::MAX);
             let take = Permits::new(semaphore, take);
@@ -56,7 +56,7 @@ pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) ->
                 false => RwAccess::Read,
             };
             let rw = client.rwlock(&args.name, args.ttl)?;
-            let rw = supervised(rw, how, args.max_hold, args.ask)?;
+            let rw = supervised(rw, how, args)?;
             let take = RwHold::new(rw, access);
             hold_and_run(&take, args, how, &mut signals, |_| Vec::new()).await
         }

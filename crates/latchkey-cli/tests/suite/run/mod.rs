@@ -2,6 +2,7 @@
 //! supervision of CMD, `--fair`, `--permits`) and a hold kept across shell
 //! commands by its token (`acquire`, `release`, `extend`).
 
+mod at_least;
 mod basics;
 mod ends;
 mod fair;
