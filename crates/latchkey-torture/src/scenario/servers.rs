@@ -110,9 +110,9 @@ pub(super) async fn start_servers(place: &Place, needs: Needs) -> Result<Vec<Loc
 }
 
 /// Leaves a user's server as the scenario found it: deletes the resources,
-/// each lock key of `lock_keys` with both layouts' counters
-/// (docs/protocol.md), and the other keys of the workload's primitive
-/// under the first lock key's stem.
+/// each lock key of `lock_keys` with its counter (docs/protocol.md), and
+/// the other keys of the workload's primitive under the first lock key's
+/// stem.
 pub(super) async fn clean_up(
     servers: &[LockServer],
     resource_url: &str,
@@ -125,8 +125,13 @@ pub(super) async fn clean_up(
     }
     for server in servers {
         for key in lock_keys {
-            let [fence, legacy] = [format!("{{{key}}}:fence"), format!("{key}:fence")];
-            let _ = admin(server.url(), &["DEL".into(), key.clone(), fence, legacy]).await;
+            let fence = latchkey::protocol::primitive_key(
+                b"",
+                key.as_bytes(),
+                latchkey::protocol::FENCE_SUFFIX,
+            );
+            let fence = String::from_utf8_lossy(&fence).into_owned();
+            let _ = admin(server.url(), &["DEL".into(), key.clone(), fence]).await;
         }
         // The other keys of a primitive, under the same stem.
         let Some(stem) = lock_keys[0].rfind("}:").map(|i| &lock_keys[0][..=i]) else {

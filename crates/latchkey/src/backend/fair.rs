@@ -58,24 +58,15 @@ fn fair_keys(keys: &LockKeys) -> Result<&FairKeys> {
     ))
 }
 
-/// The script keys: lock, queue, leases, counter, acquired record (and the
-/// layout 2 counter).
-fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> ([&'a [u8]; 6], usize) {
-    let mut all: [&[u8]; 6] = [
+/// The script keys: lock, queue, leases, counter, acquired record.
+fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> [&'a [u8]; 5] {
+    [
         &keys.key,
         &fair.queue,
         &fair.leases,
         &keys.fence_key,
         &fair.acquired,
-        &[],
-    ];
-    match &keys.legacy {
-        Some(legacy) => {
-            all[5] = &legacy.fence_key;
-            (all, 6)
-        }
-        None => (all, 5),
-    }
+    ]
 }
 
 fn fence(fenced: bool, value: i64) -> Option<u64> {
@@ -101,7 +92,7 @@ impl Single<'_> {
         lease: Duration,
     ) -> Result<FairAttempt> {
         let fair = fair_keys(keys)?;
-        let (all, n) = script_keys(keys, fair);
+        let all = script_keys(keys, fair);
         let sent = Instant::now();
         let ttl_arg = ttl_ms(ttl).to_string();
         let lease_arg = ttl_ms(lease).to_string();
@@ -109,7 +100,7 @@ impl Single<'_> {
             .eval(
                 "fair acquire",
                 &scripts::FAIR_ACQUIRE,
-                &all[..n],
+                &all,
                 &[
                     entry.as_bytes(),
                     token.as_bytes(),
@@ -159,28 +150,17 @@ impl Single<'_> {
         leaving: Option<&str>,
     ) -> Result<Ownership> {
         let fair = fair_keys(keys)?;
-        let (all, n) = script_keys(keys, fair);
-        let mut args: [&[u8]; 6] = [
+        let all = script_keys(keys, fair);
+        let args: [&[u8]; 5] = [
             token.as_bytes(),
             // SPUBLISH on a cluster (sharded pub/sub), PUBLISH elsewhere.
             self.publish_command(),
             &fair.handoff_prefix,
             &keys.channel,
             leaving.unwrap_or_default().as_bytes(),
-            &[],
         ];
-        let mut m = 5;
-        if let Some(legacy) = &keys.legacy {
-            args[5] = &legacy.channel;
-            m = 6;
-        }
         let outcome: i64 = self
-            .eval(
-                "fair release",
-                &scripts::FAIR_RELEASE,
-                &all[..n],
-                &args[..m],
-            )
+            .eval("fair release", &scripts::FAIR_RELEASE, &all, &args)
             .await?;
         match outcome {
             1 | 2 => Ok(Ownership::Owned),
@@ -200,20 +180,18 @@ impl Single<'_> {
     /// a queue is freed as `revoke.lua` would. One round trip.
     pub(crate) async fn fair_revoke(&self, keys: &LockKeys) -> Result<Option<u64>> {
         let fair = fair_keys(keys)?;
-        let (all, n) = script_keys(keys, fair);
-        let legacy_channel: &[u8] = keys.legacy.as_ref().map_or(&[], |l| &l.channel);
+        let all = script_keys(keys, fair);
         let reply: Vec<i64> = self
             .eval(
                 "fair revoke",
                 &scripts::FAIR_RELEASE,
-                &all[..n],
+                &all,
                 &[
                     b"",
                     self.publish_command(),
                     &fair.handoff_prefix,
                     &keys.channel,
                     b"",
-                    legacy_channel,
                     b"revoke",
                 ],
             )

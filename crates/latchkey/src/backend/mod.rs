@@ -93,8 +93,8 @@ impl Backend {
         }
     }
 
-    /// Whether the lock lives on a Redis Cluster (then only layout 3's keys
-    /// may be named in a script: the others are in other slots).
+    /// Whether the lock lives on a Redis Cluster (then its name must be
+    /// one whose keys share a slot: `check_cluster_name`).
     pub(crate) fn is_cluster(&self) -> bool {
         match self {
             Backend::Single(session) => session.is_cluster(),
@@ -140,29 +140,19 @@ impl Backend {
         }
     }
 
-    /// Subscribes to the release channel(s) of a lock.
+    /// Subscribes to the release channel of a lock (on a Redlock, on every
+    /// instance).
     pub(crate) async fn wakeups(&self, keys: &LockKeys) -> Result<Wakeups> {
         match self {
             Backend::Single(client) => {
-                // Both layouts' channels while 0.2 clients may hold the lock
-                // (their releases publish only on the old one): one round trip.
-                let topics = keys
-                    .channels()
-                    .map(|c| {
-                        (
-                            Topic::Channel(c.to_vec()),
-                            crate::transport::subscriber::EVENT_BUFFER,
-                        )
-                    })
-                    .collect();
-                Ok(Wakeups(client.subscriber().subscribe_many(topics).await?))
+                let topic = Topic::Channel(keys.channel.clone());
+                Ok(Wakeups(vec![client.subscriber().subscribe(topic).await?]))
             }
             Backend::Redlock(redlock) => Ok(Wakeups(redlock.subscriptions(keys).await?)),
         }
     }
 
-    /// Publishes `message` on the lock's release channel (layout 3's, which
-    /// every 0.4 holder listens on): on its server, or on every Redlock
+    /// Publishes `message` on the lock's release channel: on its server, or on every Redlock
     /// instance. The connections that received it.
     pub(crate) async fn publish(&self, keys: &LockKeys, message: &[u8]) -> Result<u64> {
         match self {

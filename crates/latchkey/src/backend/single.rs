@@ -71,7 +71,6 @@ impl Single<'_> {
         let ttl_arg = ttl_ms(ttl).to_string();
         let issue = if mode.fenced { "1" } else { "0" };
         let waiting = if mode.ask_ttl && mode.mark { "1" } else { "0" };
-        let (counted, n) = keys.counted();
         let args: [&[u8]; 7] = [
             token.as_bytes(),
             ttl_arg.as_bytes(),
@@ -93,7 +92,7 @@ impl Single<'_> {
         };
         // {acquired, value} or, busy, {0, pttl, announced} (and the holder).
         let reply: Vec<i64> = self
-            .eval("acquire", &scripts::ACQUIRE, &counted[..n], args)
+            .eval("acquire", &scripts::ACQUIRE, &keys.counted(), args)
             .await?;
         let (acquired, value) = match reply[..] {
             [acquired, value, ..] => (acquired, value),
@@ -127,12 +126,11 @@ impl Single<'_> {
     /// the lock: `Ok(Ok(token))`, or `Ok(Err(outcome))` saying why not
     /// (`Expired` or `HeldByOther`).
     pub(crate) async fn issue_fence_once(self, keys: &LockKeys, token: &str) -> Issued {
-        let (counted, n) = keys.counted();
         let (issued, value): (i64, i64) = self
             .eval(
                 "issue fencing token",
                 &scripts::ISSUE_FENCE,
-                &counted[..n],
+                &keys.counted(),
                 &[token.as_bytes()],
             )
             .await?;

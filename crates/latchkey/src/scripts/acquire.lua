@@ -8,8 +8,6 @@
 --
 -- KEYS[1]  lock key            (plain string holding the owner's token)
 -- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
--- KEYS[3]  optional: the layout 2 counter of the same lock (read, and kept up
---          while it exists; see docs/protocol.md, "Layout versions")
 -- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
 -- ARGV[2]  TTL in milliseconds (integer > 0)
 -- ARGV[3]  '0': do not issue a fencing token (KEYS[2] untouched); '1' or absent: issue it
@@ -35,8 +33,7 @@
 --                       The holder's token may now end in '+w' (ARGV[4]); the
 --                       key keeps its TTL. announced = 1 when the holder's
 --                       release will publish the wake-up (a marked 'lk2:'
---                       token, or an 'lk1:' one, whose releases always
---                       publish), 0 otherwise (a foreign holder, or a mark
+--                       token), 0 otherwise (a foreign holder, or a mark
 --                       APPEND was not allowed to set): a waiter then polls.
 --                       2 (only when ARGV[4] is not '1'): the holder keeps the
 --                       lock while idle (an unmarked 'lk2:' token ending in
@@ -60,8 +57,6 @@ local function busy()
   if type(holder) == 'table' and holder.err then
     return redis.error_reply('WRONGTYPE lock key holds a value that is not a string')
   end
-  -- Version 1 tokens are never marked: their holders compare the bare token
-  -- (and their releases always publish).
   local announced = mark_busy(KEYS[1], holder, ARGV[4], ARGV[6], ARGV[7])
   local pttl = redis.call('PTTL', KEYS[1])
   if ARGV[5] == '1' and holder then
@@ -80,14 +75,11 @@ if not fenced then
   end
   return busy()
 end
--- The last token issued: the counter's, and the layout 2 counter's (KEYS[3],
--- present while 0.2 clients may still issue tokens for this lock), the larger.
-local last, legacy_exists = fence_last(KEYS[2], KEYS[3])
-if not last then return fence_bad(legacy_exists) end
+local last = fence_read(KEYS[2])
+if not last then return fence_bad(KEYS[2]) end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = fence_next(last, redis.call('TIME'))
-  -- A 0.2 client reads only the old counter: keep it up while it exists.
-  fence_store(KEYS[2], legacy_exists and KEYS[3], fence)
+  fence_store(KEYS[2], fence)
   return {1, fence}
 end
 return busy()

@@ -11,7 +11,6 @@
 -- KEYS[5]  acquired record (string '<server ms>:<owner token>'): written when
 --          a queued caller takes the lock, so inspection counts its hold from
 --          then, not from when it queued (its token's time)
--- KEYS[6]  optional: the layout 2 counter (read, and kept up while it exists)
 -- ARGV[1]  the caller's entry: <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>
 -- ARGV[2]  owner token         (the entry's last field)
 -- ARGV[3]  TTL in milliseconds of a lock taken here
@@ -64,7 +63,7 @@ end
 if ours(holder, token) then
   leave()
   local fence = 0
-  if ARGV[4] == '1' then fence = fence_last(KEYS[4], KEYS[6]) or -1 end
+  if ARGV[4] == '1' then fence = fence_read(KEYS[4]) or -1 end
   return {2, fence, redis.call('PTTL', KEYS[1])}
 end
 
@@ -80,15 +79,14 @@ while true do
 end
 
 if not holder and (not head or head == me) then
-  local fence, legacy_exists = 0, false
+  local fence = 0
   if ARGV[4] == '1' then
-    local last
-    last, legacy_exists = fence_last(KEYS[4], KEYS[6])
-    if not last then return fence_bad(legacy_exists) end
+    local last = fence_read(KEYS[4])
+    if not last then return fence_bad(KEYS[4]) end
     fence = fence_next(last, t)
   end
   redis.call('SET', KEYS[1], token, 'PX', ARGV[3])
-  if fence > 0 then fence_store(KEYS[4], legacy_exists and KEYS[6], fence) end
+  if fence > 0 then fence_store(KEYS[4], fence) end
   -- A caller that waited in the queue holds a token made when it queued.
   if leave() then
     redis.call('SET', KEYS[5], string.format('%d', now) .. ':' .. token, 'PX', 86400000)

@@ -13,24 +13,20 @@
 --          written at a hand-off, so inspection counts the new holder's hold
 --          from then, not from when it queued (its token's time); deleted
 --          when the lock is freed
--- KEYS[6]  optional: the layout 2 counter (kept up while it exists)
 -- ARGV[1]  owner token
 -- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH' (anything else: PUBLISH)
 -- ARGV[3]  hand-off channel stem, S:handoff: (+ the entry's first 16 hex digits)
 -- ARGV[4]  release channel (published 'released' when the lock is freed and
 --          the token was marked '+w')
 -- ARGV[5]  '' or an entry to take out of the queue first (a waiter leaving)
--- ARGV[6]  optional: the layout 2 release channel, published to as well
---          ('' for none, when ARGV[7] follows)
--- ARGV[7]  optional: 'revoke': an operator's revocation (Client::revoke),
+-- ARGV[6]  optional: 'revoke': an operator's revocation (Client::revoke),
 --          whoever holds the lock. ARGV[1] and ARGV[5] are ignored ('').
---          The fencing counter (and the layout 2 counter while it exists)
---          is raised first to fence = max(counter + 1, server time in µs),
---          then the lock is handed on as at a release, so a fenced hand-off
---          issues its token above the fence and an unfenced holder's later
---          token is issued above it too; 'revoked' is published on ARGV[4]
---          (and ARGV[6]): the revoked holder checks its hold at once, plain
---          waiters take it as a wake-up.
+--          The fencing counter is raised first to fence = max(counter + 1,
+--          server time in µs), then the lock is handed on as at a release,
+--          so a fenced hand-off issues its token above the fence and an
+--          unfenced holder's later token is issued above it too; 'revoked'
+--          is published on ARGV[4]: the revoked holder checks its hold at
+--          once, plain waiters take it as a wake-up.
 --
 -- An entry is <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>.
 -- The hand-off sets the lock to the entry's token (marked '+w' when the
@@ -46,16 +42,16 @@
 --    1  released: nobody live waited (and, if marked, 'released' published)
 --    0  not released: the key is gone (the lock expired)
 --   -1  not released: someone else holds the lock now
--- Returns (ARGV[7] = 'revoke')
+-- Returns (ARGV[6] = 'revoke')
 --   {1, fence, outcome}  revoked: fence as above; outcome 2 handed on, 1 freed
 --   {0, 0, 0}            nothing held (nothing changed)
 -- Errors
 --   WRONGTYPE  the lock key, queue or leases hold the wrong type.
 --   FOREIGN latchkey: …   (revoking) the lock key holds a value that is no
 --              latchkey owner token (another program's key): nothing changed.
---   BADFENCE latchkey: …  (revoking) a counter does not hold a token:
+--   BADFENCE latchkey: …  (revoking) the counter does not hold a token:
 --              nothing changed.
-local revoking = ARGV[7] == 'revoke'
+local revoking = ARGV[6] == 'revoke'
 if ARGV[5] ~= '' then
   if redis.call('ZREM', KEYS[3], ARGV[5]) == 1 then
     redis.call('LREM', KEYS[2], 1, ARGV[5])
@@ -65,8 +61,7 @@ local holder = redis.call('GET', KEYS[1])
 local marked
 if revoking then
   if not holder then return {0, 0, 0} end
-  local version = string.sub(holder, 1, 4)
-  if version ~= 'lk2:' and version ~= 'lk1:' then
+  if string.sub(holder, 1, 4) ~= 'lk2:' then
     return redis.error_reply('FOREIGN latchkey: the lock key ' .. KEYS[1] ..
       ' holds a value no latchkey client wrote; nothing was revoked')
   end
@@ -86,23 +81,14 @@ end
 local t = redis.call('TIME')
 local now = ms_of(t)
 
--- The next token, max(last + 1, now in µs), stored in both counters; nil
--- and the bad counter's key when one does not hold a token.
-local function raise()
-  local last, legacy_exists = fence_last(KEYS[4], KEYS[6])
-  if not last then return nil, legacy_exists end
-  local fence = fence_next(last, t)
-  fence_store(KEYS[4], legacy_exists and KEYS[6], fence)
-  return fence
-end
-
 -- Revoking: the counter goes up before the hand-off, so the next holder's
--- token (issued below, or later on its request) is above the fence.
+-- token (issued below, or later on its request) is above the fence: the
+-- next token, max(last + 1, now in µs), stored in the counter.
 local fence = 0
 if revoking then
   local bad
-  fence, bad = raise()
-  if not fence then return fence_bad(bad) end
+  fence, bad = fence_issue(KEYS[4], t)
+  if not fence then return bad end
 end
 
 -- Hands the lock to the first live entry (2), or frees it (1).
@@ -123,7 +109,7 @@ local function hand_on()
       redis.call('SET', KEYS[1], value, 'PX', px)
       redis.call('SET', KEYS[5], string.format('%d', now) .. ':' .. token, 'PX', 86400000)
       local issued = 0
-      if fenced == '1' then issued = raise() or -1 end
+      if fenced == '1' then issued = fence_issue(KEYS[4], t) or -1 end
       publish(ARGV[3] .. string.sub(id, 1, 16), id .. ':' .. string.format('%.0f', issued))
       return 2
     end
@@ -138,11 +124,9 @@ local outcome = hand_on()
 if revoking then
   -- 'revoked', not 'released': the revoked holder checks its hold at once.
   publish(ARGV[4], 'revoked')
-  if ARGV[6] and ARGV[6] ~= '' then publish(ARGV[6], 'revoked') end
   return {1, fence, outcome}
 end
 if outcome == 1 and marked then
   publish(ARGV[4], 'released')
-  if ARGV[6] then publish(ARGV[6], 'released') end
 end
 return outcome

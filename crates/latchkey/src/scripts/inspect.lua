@@ -5,7 +5,6 @@
 -- KEYS[2]  fencing counter key
 -- KEYS[3]  acquired record ('<server ms>:<owner token>', written when a queued
 --          waiter got the lock: fair_release.lua, fair_acquire.lua)
--- KEYS[4]  optional: the layout 2 counter, read when KEYS[2] is missing
 --
 -- Returns {value, pttl, fence, held_ms}
 --   value  the lock key's value (the holder's owner token), or nil when the lock is free
@@ -27,9 +26,6 @@ end
 local fence = false
 if redis.call('TYPE', KEYS[2]).ok == 'string' then
   fence = redis.call('GET', KEYS[2])
-elseif KEYS[4] and redis.call('TYPE', KEYS[4]).ok == 'string' then
-  -- A lock whose tokens only 0.2 clients issued so far.
-  fence = redis.call('GET', KEYS[4])
 end
 local held = false
 if value and redis.call('TYPE', KEYS[3]).ok == 'string' then

@@ -22,7 +22,6 @@
 -- KEYS[16]  election state (hash)           S:election
 -- KEYS[17]  lock acquired record (string)    S:acquired
 -- KEYS[18]  rwlock writer acquired record     S:rw:writer-acquired
--- KEYS[19]  optional: the layout 2 lock counter, read when KEYS[2] is missing
 -- ARGV[1]   the most members listed per sorted set or list (the rest is cut)
 --
 -- Returns {now_ms, lock, fair, permits, rw, latch, barrier, election}
@@ -73,9 +72,7 @@ local function held_ms(value, k)
 end
 
 local lock_value = str(KEYS[1])
-local fence = str(KEYS[2])
-if not fence and KEYS[19] then fence = str(KEYS[19]) end
-local lock = {lock_value, redis.call('PTTL', KEYS[1]), fence, held_ms(lock_value, KEYS[17])}
+local lock = {lock_value, redis.call('PTTL', KEYS[1]), str(KEYS[2]), held_ms(lock_value, KEYS[17])}
 
 local entries = {}
 if kind(KEYS[3]) == 'list' then entries = redis.call('LRANGE', KEYS[3], 0, limit - 1) end

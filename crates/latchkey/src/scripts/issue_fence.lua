@@ -2,8 +2,6 @@
 --
 -- KEYS[1]  lock key            (plain string holding the owner's token)
 -- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
--- KEYS[3]  optional: the layout 2 counter of the same lock (read, and kept up
---          while it exists; see docs/protocol.md, "Layout versions")
 -- ARGV[1]  owner token (the key may hold it marked by a waiter: token .. '+w')
 --
 -- Returns
@@ -25,11 +23,8 @@ if not ours(holder, ARGV[1]) then
   if holder then return {-1, 0} end
   return {0, 0}
 end
--- The last token issued: the counter's, and the layout 2 counter's (KEYS[3],
--- present while 0.2 clients may still issue tokens for this lock), the larger.
-local last, legacy_exists = fence_last(KEYS[2], KEYS[3])
-if not last then return fence_bad(legacy_exists) end
+local last = fence_read(KEYS[2])
+if not last then return fence_bad(KEYS[2]) end
 local fence = fence_next(last, redis.call('TIME'))
--- A 0.2 client reads only the old counter: keep it up while it exists.
-fence_store(KEYS[2], legacy_exists and KEYS[3], fence)
+fence_store(KEYS[2], fence)
 return {1, fence}

@@ -3,12 +3,9 @@
 -- same owner token in every lock key: each key looks exactly like an
 -- ordinary lock's; and, if asked, issue each lock's fencing token.
 --
--- KEYS     triples, one per lock, in the caller's order (sorted by key):
---   KEYS[3i-2]  lock key            (plain string holding the owner's token)
---   KEYS[3i-1]  fencing counter key (plain string: the last token issued)
---   KEYS[3i]    the layout 2 counter of the same lock, or the counter key
---               again when there is none (read, and kept up while it
---               exists; see docs/protocol.md, "Layout versions")
+-- KEYS     pairs, one per lock, in the caller's order (sorted by key):
+--   KEYS[2i-1]  lock key            (plain string holding the owner's token)
+--   KEYS[2i]    fencing counter key (plain string: the last token issued)
 -- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
 -- ARGV[2]  TTL in milliseconds (integer > 0)
 -- ARGV[3]  '1': issue every lock's fencing token; '0': touch no counter
@@ -32,9 +29,9 @@
 --   WRONGTYPE           a lock key exists but is not a string (nothing taken).
 --   BADFENCE latchkey: … (issuing) a counter does not hold a token (nothing
 --                       taken, nothing changed).
-local n = #KEYS / 3
+local n = #KEYS / 2
 for i = 1, n do
-  local key = KEYS[3 * i - 2]
+  local key = KEYS[2 * i - 1]
   local holder = redis.pcall('GET', key)
   if type(holder) == 'table' and holder.err then
     return redis.error_reply('WRONGTYPE lock key ' .. key .. ' holds a value that is not a string')
@@ -50,23 +47,20 @@ local fences = {}
 if ARGV[3] == '1' then
   -- Every counter checked before anything is written: all or nothing.
   for i = 1, n do
-    local last, bad = fence_last(KEYS[3 * i - 1], KEYS[3 * i])
-    if not last then return fence_bad(bad) end
+    if not fence_read(KEYS[2 * i]) then return fence_bad(KEYS[2 * i]) end
   end
   local now = redis.call('TIME')
   for i = 1, n do
     -- Read again: two names may share a counter (an empty prefix makes `x`
     -- and `{x}` share a stem), and each token must outrank the last.
-    local c, l = KEYS[3 * i - 1], KEYS[3 * i]
-    local last, exists = fence_last(c, l)
-    local fence = fence_next(last, now)
-    fence_store(c, exists and l ~= c and l, fence)
+    local fence = fence_next(fence_read(KEYS[2 * i]), now)
+    fence_store(KEYS[2 * i], fence)
     fences[i] = fence
   end
 end
 local reply = {1}
 for i = 1, n do
-  redis.call('SET', KEYS[3 * i - 2], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[2 * i - 1], ARGV[1], 'PX', ARGV[2])
   reply[i + 1] = fences[i] or 0
 end
 return reply

@@ -6,9 +6,7 @@
 -- ARGV[1]     owner token
 -- ARGV[2]     the publish command: 'PUBLISH', or 'SPUBLISH' on a Redis Cluster
 -- ARGV[2+i]   lock i's release channel: 'released' is published there when
---             a waiter marked the token in KEYS[i] with '+w'. On a standalone
---             server a marked release also publishes on layout 2's channel
---             (KEYS[i] .. ':released', when that differs), as release.lua does.
+--             a waiter marked the token in KEYS[i] with '+w'.
 --
 -- Returns
 --    1  every lock was ours: all released
@@ -26,12 +24,7 @@ for i = 1, #KEYS do
   elseif holder == ARGV[1] .. '+w' then
     redis.call('DEL', KEYS[i])
     -- pcall: the wake-up is only a hint (see release.lua).
-    local channel = ARGV[2 + i]
-    publish_on(ARGV[2], channel, 'released')
-    local suffix = string.match(channel, ':[^:]*$')
-    if ARGV[2] == 'PUBLISH' and suffix and KEYS[i] .. suffix ~= channel then
-      redis.pcall('PUBLISH', KEYS[i] .. suffix, 'released')
-    end
+    publish_on(ARGV[2], ARGV[2 + i], 'released')
   elseif holder then
     outcome = -1
   elseif outcome == 1 then

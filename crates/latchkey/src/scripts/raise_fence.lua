@@ -4,8 +4,6 @@
 -- maximum of theirs, so any later majority meets one).
 --
 -- KEYS[1]  fencing counter key (plain string holding an integer; may be missing)
--- KEYS[2]  optional: the layout 2 counter of the same lock, raised too while
---          it exists (0.2 clients read only that one)
 -- ARGV[1]  the value to raise it to (integer >= 0, below 2^53)
 --
 -- Returns
@@ -29,12 +27,6 @@ local floor = token(ARGV[1])
 if not current or not floor then
   return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. KEYS[1] ..
     ' does not hold a token (an integer below 2^53); delete it to reset the lock')
-end
-if KEYS[2] then
-  local old = redis.pcall('GET', KEYS[2])
-  if type(old) == 'string' and token(old) and token(old) < floor then
-    redis.call('SET', KEYS[2], string.format('%.0f', floor))
-  end
 end
 if floor > current then
   -- %.0f: see acquire.lua (exact for integers below 2^53).

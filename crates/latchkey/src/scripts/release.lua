@@ -7,12 +7,6 @@
 --          token with '+w', so waiters wake at once; see acquire.lua)
 -- ARGV[3]  the publish command: 'PUBLISH', or 'SPUBLISH' on a Redis Cluster
 --          (sharded pub/sub: the message stays on the lock's shard)
--- On a standalone server (ARGV[3] = 'PUBLISH') a marked release also
--- publishes on layout 2's channel: KEYS[1] with ARGV[2]'s last ':' suffix
--- (':released', or ':retracted' for a Redlock retraction), when that is not
--- ARGV[2] itself. A 0.2 waiter, which may have made the mark, listens only
--- there (see docs/protocol.md, "Layout versions"). Derived here rather than
--- passed: every release would carry an argument only a marked one uses.
 --
 -- Returns
 --    1  released (and, if marked, a wake-up published if this user may publish)
@@ -32,10 +26,6 @@ elseif holder == ARGV[1] .. '+w' then
   -- by polling), and scripts are not rolled back, so an error here would
   -- report a failure for a release that happened.
   publish_on(ARGV[3], ARGV[2], 'released')
-  local suffix = string.match(ARGV[2], ':[^:]*$')
-  if ARGV[3] == 'PUBLISH' and suffix and KEYS[1] .. suffix ~= ARGV[2] then
-    redis.pcall('PUBLISH', KEYS[1] .. suffix, 'released')
-  end
   return 1
 elseif holder then
   return -1

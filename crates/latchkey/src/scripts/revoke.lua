@@ -33,8 +33,7 @@ local last = fence_read(counter)
 if not last then return fence_bad(counter) end
 for i = 1, #KEYS - 1 do
   if redis.call('TYPE', KEYS[i])['ok'] == 'string' then
-    local version = string.sub(redis.call('GET', KEYS[i]), 1, 4)
-    if version ~= 'lk2:' and version ~= 'lk1:' then
+    if string.sub(redis.call('GET', KEYS[i]), 1, 4) ~= 'lk2:' then
       return redis.error_reply('FOREIGN latchkey: the key ' .. KEYS[i] ..
         ' holds a value no latchkey client wrote; nothing was revoked')
     end
@@ -52,7 +51,7 @@ for i = 1, #KEYS - 1 do
 end
 if ended == 0 then return {0, 0} end
 local fence = fence_next(last, t)
-fence_store(counter, nil, fence)
+fence_store(counter, fence)
 -- 'revoked', not 'released': waiters wake on it as on any release, and a
 -- holder that hears it checks its hold at once (and learns why it ended).
 publish_on(ARGV[1], ARGV[2], 'revoked')

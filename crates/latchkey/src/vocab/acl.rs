@@ -174,19 +174,18 @@ impl Use {
     }
 }
 
-/// The key patterns for `prefix`: lock keys and layout 2 counters
-/// (`P…`), layout 3 counters (`{P…}:fence`) and every primitive's keys
-/// (`{P…}:permits`, `{P…}:queue`, …; `P…:…` for a name with its own hash
-/// tag).
+/// The key patterns for `prefix`: lock keys (`P…`), counters
+/// (`{P…}:fence`) and every primitive's keys (`{P…}:permits`,
+/// `{P…}:queue`, …; `P…:…` for a name with its own hash tag).
 pub fn key_patterns(prefix: &str) -> [String; 2] {
     let p = escape(prefix);
     [format!("~{p}*"), format!("~{{{p}*")]
 }
 
-/// The channel patterns for `prefix`: signals, layout 2 release and
-/// Redlock retraction channels (`P…`), layout 3 release channels
-/// (`{P…}:released`; locks only) and the primitives' channels
-/// (`{P…}:permits:released`, `{P…}:handoff:…`, …).
+/// The channel patterns for `prefix`: signals (`P…`; and every channel of
+/// a name with its own hash tag), release and Redlock retraction channels
+/// (`{P…}:released`, `{P…}:retracted`; locks only) and the primitives'
+/// channels (`{P…}:permits:released`, `{P…}:handoff:…`, …).
 pub fn channel_patterns(prefix: &str) -> [String; 2] {
     let p = escape(prefix);
     [format!("&{p}*"), format!("&{{{p}*")]

@@ -177,12 +177,6 @@ pub(crate) struct LockKeys {
     pub(crate) key: Vec<u8>,
     pub(crate) fence_key: Vec<u8>,
     pub(crate) channel: Vec<u8>,
-    /// Where layout 2 (latchkey 0.2) kept the counter and the channel, when
-    /// that differs: on a standalone server the scripts also read (and keep
-    /// up) that counter, releases also publish there and waiters also
-    /// listen there, so that 0.2 and 0.3 clients of one lock keep excluding
-    /// each other, keep their tokens increasing, and wake each other.
-    pub(crate) legacy: Option<LegacyKeys>,
     /// A fair lock's queue keys (`Lock::fair`): its releases hand the lock
     /// to the first live waiter instead of freeing it.
     pub(crate) fair: Option<FairKeys>,
@@ -201,28 +195,14 @@ pub(crate) struct FairKeys {
     pub(crate) handoff_prefix: Vec<u8>,
 }
 
-/// Layout 2's counter and release channel of a lock.
-#[derive(Debug, Clone)]
-pub(crate) struct LegacyKeys {
-    pub(crate) fence_key: Vec<u8>,
-    pub(crate) channel: Vec<u8>,
-}
-
 impl LockKeys {
-    /// `layout_2`: also name layout 2's counter and channel (on a
-    /// standalone server; on a cluster they live in another slot).
-    pub(crate) fn new(prefix: &[u8], name: &[u8], layout_2: bool) -> LockKeys {
+    pub(crate) fn new(prefix: &[u8], name: &[u8]) -> LockKeys {
         let key: Vec<u8> = [prefix, name].concat();
         let stem = crate::vocab::protocol::tag_stem(&key);
-        let legacy = (layout_2 && stem != key).then(|| LegacyKeys {
-            fence_key: [&key[..], FENCE_SUFFIX].concat(),
-            channel: [&key[..], RELEASE_SUFFIX].concat(),
-        });
         LockKeys {
             fence_key: [&stem[..], FENCE_SUFFIX].concat(),
             channel: [&stem[..], RELEASE_SUFFIX].concat(),
             key,
-            legacy,
             fair: None,
         }
     }
@@ -242,25 +222,15 @@ impl LockKeys {
         }
     }
 
-    /// The script keys of an attempt or a token: the lock, its counter and,
-    /// during the transition from layout 2, the old counter. On the stack:
-    /// this is on every waiter's attempt.
-    pub(crate) fn counted(&self) -> ([&[u8]; 3], usize) {
-        match &self.legacy {
-            Some(legacy) => ([&self.key, &self.fence_key, &legacy.fence_key], 3),
-            None => ([&self.key, &self.fence_key, &[]], 2),
-        }
-    }
-
-    /// The release channels to publish on and listen to.
-    pub(crate) fn channels(&self) -> impl Iterator<Item = &[u8]> {
-        std::iter::once(&self.channel[..]).chain(self.legacy.as_ref().map(|l| &l.channel[..]))
+    /// The script keys of an attempt or a token: the lock and its counter.
+    /// On the stack: this is on every waiter's attempt.
+    pub(crate) fn counted(&self) -> [&[u8]; 2] {
+        [&self.key, &self.fence_key]
     }
 
     /// The release script's arguments: `token`, the channel, and the
-    /// publish command (`PUBLISH`, or `SPUBLISH` on a cluster; the script
-    /// finds layout 2's channel itself). On the stack: this is on every
-    /// release.
+    /// publish command (`PUBLISH`, or `SPUBLISH` on a cluster). On the
+    /// stack: this is on every release.
     pub(crate) fn release_args<'a>(
         &'a self,
         token: &'a [u8],
@@ -308,26 +278,23 @@ mod tests {
 
     #[test]
     fn keys_do_not_collide() {
-        let a = LockKeys::new(b"p:", b"job", true);
-        let b = LockKeys::new(b"p:", b"jobs", true);
+        let a = LockKeys::new(b"p:", b"job");
+        let b = LockKeys::new(b"p:", b"jobs");
         assert_ne!(a.key, b.key);
         assert_eq!(a.fence_key, b"{p:job}:fence");
         assert_eq!(a.channel, b"{p:job}:released");
-        let legacy = a.legacy.expect("layout 2 differs");
-        assert_eq!(legacy.fence_key, b"p:job:fence");
-        assert_eq!(legacy.channel, b"p:job:released");
     }
 
     #[test]
     fn a_name_with_its_own_hash_tag_keeps_it() {
         for name in [&b"{user42}:cart"[..], b"cart:{user42}", b"a{b}c{d}"] {
-            let keys = LockKeys::new(b"p:", name, true);
+            let keys = LockKeys::new(b"p:", name);
             assert_eq!(keys.fence_key, [b"p:", name, b":fence"].concat());
-            assert!(keys.legacy.is_none(), "{:?}", String::from_utf8_lossy(name));
+            assert_eq!(keys.channel, [b"p:", name, b":released"].concat());
         }
         // Not tags: an empty one, a lone brace. Braced whole.
         for name in [&b"a{}b"[..], b"a{b", b"}{"] {
-            let keys = LockKeys::new(b"p:", name, true);
+            let keys = LockKeys::new(b"p:", name);
             let expected: &[u8] = if name.contains(&b'}') { b"" } else { b"{" };
             assert!(
                 keys.fence_key.starts_with(expected),
@@ -335,10 +302,6 @@ mod tests {
                 String::from_utf8_lossy(name)
             );
         }
-        assert_eq!(LockKeys::new(b"", b"a{b", true).fence_key, b"{a{b}:fence");
-        assert!(
-            LockKeys::new(b"p:", b"job", false).legacy.is_none(),
-            "on a cluster"
-        );
+        assert_eq!(LockKeys::new(b"", b"a{b").fence_key, b"{a{b}:fence");
     }
 }

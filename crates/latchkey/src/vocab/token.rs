@@ -8,22 +8,18 @@
 //! may have marked by appending [`WAITING_MARK`](crate::vocab::protocol::WAITING_MARK) (then the release wakes
 //! the waiters; a release nobody waits for publishes nothing).
 //!
-//! Version 1 tokens (`lk1:`, latchkey 0.1) are never marked: a 0.1 client
-//! compares the unmarked token and could not release a marked lock. They
-//! still parse, and 0.1 releases publish every time, so mixed versions stay
-//! safe; only a 0.1 waiter on a newer holder waits for the holder's TTL
-//! instead of its release message.
+//! Version 1 tokens (`lk1:`, latchkey 0.1) are no longer read: such a value
+//! is a foreign one, like any other program's.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::vocab::error::{Error, Result};
 
-use crate::vocab::protocol::{CACHING_MARK, TOKEN_MARKER, TOKEN_MARKER_V1, WAITING_MARK};
+use crate::vocab::protocol::{CACHING_MARK, TOKEN_MARKER, WAITING_MARK};
 
-/// Whether a lock key's value is a latchkey owner token (of any version,
-/// marked or not).
+/// Whether a lock key's value is a latchkey owner token (marked or not).
 pub(crate) fn is_token(value: &[u8]) -> bool {
-    value.starts_with(TOKEN_MARKER.as_bytes()) || value.starts_with(TOKEN_MARKER_V1.as_bytes())
+    value.starts_with(TOKEN_MARKER.as_bytes())
 }
 
 /// A lock key's value without the waiting mark: the holder's token.
@@ -172,16 +168,13 @@ pub struct Holder {
 }
 
 impl Holder {
-    /// Parses a latchkey token (version 1 or 2, with or without the waiting
-    /// mark, or a semaphore member `token#i` of a hold of several permits);
+    /// Parses a latchkey token (with or without the waiting mark, or a semaphore member `token#i` of a hold of several permits);
     /// `None` for anything else (a foreign client's value, a token of a
     /// later format).
     pub fn from_token(token: &[u8]) -> Option<Holder> {
         let token = std::str::from_utf8(unmarked(token)).ok()?;
         let token = without_permit_number(token);
-        let rest = token
-            .strip_prefix(TOKEN_MARKER)
-            .or_else(|| token.strip_prefix(TOKEN_MARKER_V1))?;
+        let rest = token.strip_prefix(TOKEN_MARKER)?;
         let mut fields = rest.splitn(4, ':');
         let random = fields.next()?;
         let millis: u64 = fields.next()?.parse().ok()?;
@@ -282,12 +275,9 @@ mod tests {
             Holder::from_token(marked.as_bytes()),
             Holder::from_token(token.as_bytes())
         );
-        assert!(is_token(marked.as_bytes()) && is_token(b"lk1:x"));
-        // Only version 2 tokens carry marks; other values are left alone.
-        assert_eq!(unmarked(b"lk1:a:1:2:h+w"), b"lk1:a:1:2:h+w");
+        assert!(is_token(marked.as_bytes()));
+        // Only tokens carry marks; other values are left alone.
         assert_eq!(unmarked(b"foreign+w"), b"foreign+w");
-        let v1 = format!("lk1:{}:1700000000000:42:old-host", "0".repeat(32));
-        assert_eq!(Holder::from_token(v1.as_bytes()).map(|h| h.pid), Some(42));
     }
 
     #[test]
@@ -307,6 +297,10 @@ mod tests {
     fn foreign_values_are_not_holders() {
         assert_eq!(Holder::from_token(b"some-uuid-from-redis-py"), None);
         assert_eq!(Holder::from_token(b"lk1:zz:1:2:h"), None);
+        // A 0.1 token is no longer read: another program's value.
+        let v1 = format!("lk1:{}:1700000000000:42:old-host", "0".repeat(32));
+        assert!(!is_token(v1.as_bytes()));
+        assert_eq!(Holder::from_token(v1.as_bytes()), None);
         assert_eq!(Holder::from_token(&[0xff, 0xfe]), None);
     }
 }

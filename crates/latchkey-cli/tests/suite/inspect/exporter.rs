@@ -137,7 +137,7 @@ fn server_side_gauges_follow_the_locks_and_the_long_held_one_is_listed() {
         assert_eq!(code(out.status), 0, "{}", stderr(&out));
     }
     // A holder that took its lock ten minutes ago (the age is in its token).
-    let old = format!("lk1:{:032x}:{}:4242:web-1", 7u128, now_ms() - 600_000);
+    let old = format!("lk2:{:032x}:{}:4242:web-1", 7u128, now_ms() - 600_000);
     redis
         .command(&["SET", "test:old", &old, "PX", "60000"])
         .unwrap();
@@ -145,9 +145,11 @@ fn server_side_gauges_follow_the_locks_and_the_long_held_one_is_listed() {
     redis
         .command(&["SET", "test:foreign", "some-uuid"])
         .unwrap();
-    redis.command(&["SET", "test:foreign:fence", "7"]).unwrap();
+    redis
+        .command(&["SET", "{test:foreign}:fence", "7"])
+        .unwrap();
     // A free lock: listed by `list`, not held.
-    redis.command(&["SET", "test:free:fence", "3"]).unwrap();
+    redis.command(&["SET", "{test:free}:fence", "3"]).unwrap();
 
     let port = free_port();
     let exporter = Reaper(start_exporter(

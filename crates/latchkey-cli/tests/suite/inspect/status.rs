@@ -114,7 +114,7 @@ fn list_matches_the_pattern_and_skips_what_is_not_a_lock() {
     acquire(&redis, "other");
     // Free, but used before: listed through its fencing counter.
     redis
-        .command(&["SET", &format!("{PREFIX}app-free:fence"), "7"])
+        .command(&["SET", &format!("{{{PREFIX}app-free}}:fence"), "7"])
         .unwrap();
     // Not locks: a plain string and a hash under the prefix, and a key
     // outside it that would match the bare pattern.
@@ -128,7 +128,7 @@ fn list_matches_the_pattern_and_skips_what_is_not_a_lock() {
         .command(&[
             "SET",
             "app-outside",
-            "lk1:00000000000000000000000000000000:0:1:h",
+            "lk2:00000000000000000000000000000000:0:1:h",
         ])
         .unwrap();
 

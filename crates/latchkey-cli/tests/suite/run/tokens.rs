@@ -74,7 +74,7 @@ fn acquire_prints_token_and_fencing_token_and_leaves_the_lock_held() {
 fn release_and_extend_act_only_for_the_owner() {
     let redis = RedisServer::start();
     let (token, _) = acquire(&redis, "job", "5s");
-    let wrong = "lk1:00000000000000000000000000000000:0:1:nobody";
+    let wrong = "lk2:00000000000000000000000000000000:0:1:nobody";
 
     let out = output(
         latchkey(&redis).args(["extend", "job", wrong, "--ttl", "60s"]),

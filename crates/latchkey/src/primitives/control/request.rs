@@ -31,7 +31,7 @@ pub(crate) async fn request_release(session: &Session, name: &[u8]) -> Result<u6
         let at = |suffix: &[u8]| primitive_key(session.prefix(), name, suffix);
         let channel = match info {
             PrimitiveInfo::Lock(_) | PrimitiveInfo::FairLock(_) => {
-                LockKeys::new(session.prefix(), name, !session.is_cluster()).channel
+                LockKeys::new(session.prefix(), name).channel
             }
             PrimitiveInfo::Semaphore(_) => at(PERMITS_RELEASED_SUFFIX),
             PrimitiveInfo::RwLock(_) => at(RWLOCK_SUFFIXES[6]),

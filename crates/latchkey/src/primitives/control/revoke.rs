@@ -120,10 +120,9 @@ async fn revoke_keys(session: &Session, name: &[u8], kind: Kind) -> Result<Optio
     }))
 }
 
-/// A lock, fair or not: one script raises the counter (and layout 2's),
-/// then hands the lock to the first live waiter of its queue, or frees it.
+/// A lock, fair or not: one script raises the counter, then hands the lock to the first live waiter of its queue, or frees it.
 async fn revoke_lock(session: &Session, name: &[u8], kind: Kind) -> Result<Option<Revocation>> {
-    let keys = LockKeys::new(session.prefix(), name, !session.is_cluster()).with_fair();
+    let keys = LockKeys::new(session.prefix(), name).with_fair();
     let revoked = crate::backend::single::Single(session)
         .fair_revoke(&keys)
         .await?;

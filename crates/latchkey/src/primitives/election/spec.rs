@@ -44,7 +44,6 @@ impl ElectionSpec {
             key: [&stem[..], crate::vocab::protocol::ELECTION_LEASE_SUFFIX].concat(),
             fence_key: [&stem[..], crate::vocab::protocol::ELECTION_STATE_SUFFIX].concat(),
             channel: [&stem[..], crate::vocab::protocol::ELECTION_CHANGES_SUFFIX].concat(),
-            legacy: None,
             fair: None,
         };
         Ok(ElectionSpec {

@@ -63,7 +63,7 @@ impl super::Inspector<'_> {
     /// [`Session::describe`] without the name check (`list_all` reports
     /// whatever it finds under the prefix).
     pub(super) async fn describe_key(&self, name: &[u8]) -> Result<Vec<PrimitiveInfo>> {
-        let lock_keys = LockKeys::new(self.prefix(), name, !self.is_cluster());
+        let lock_keys = LockKeys::new(self.prefix(), name);
         let p = self.prefix();
         let at = |suffix: &[u8]| primitive_key(p, name, suffix);
         let mut keys: Vec<Vec<u8>> = vec![
@@ -84,9 +84,6 @@ impl super::Inspector<'_> {
             at(ACQUIRED_SUFFIX),
             at(RWLOCK_WRITER_ACQUIRED_SUFFIX),
         ]);
-        if let Some(legacy) = &lock_keys.legacy {
-            keys.push(legacy.fence_key.clone());
-        }
         let key_refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let reply: Reply = self
             .eval("inspect", &scripts::INSPECT_ANY, &key_refs, &[MEMBERS_READ])

@@ -70,16 +70,13 @@ impl Inspector<'_> {
     /// [`Client::inspect`] without the name check: [`Client::list`] reports
     /// whatever it finds under the prefix.
     async fn inspect_key(&self, name: &[u8]) -> Result<LockInfo> {
-        let keys = LockKeys::new(self.prefix(), name, !self.is_cluster());
+        let keys = LockKeys::new(self.prefix(), name);
         let acquired = crate::vocab::protocol::primitive_key(
             self.prefix(),
             name,
             crate::vocab::protocol::ACQUIRED_SUFFIX,
         );
-        let mut script_keys: Vec<&[u8]> = vec![&keys.key, &keys.fence_key, &acquired];
-        if let Some(legacy) = &keys.legacy {
-            script_keys.push(&legacy.fence_key);
-        }
+        let script_keys: [&[u8]; 3] = [&keys.key, &keys.fence_key, &acquired];
         type Reply = (Option<Vec<u8>>, i64, Option<Vec<u8>>, Option<u64>);
         let (value, pttl, fence, held): Reply = self
             .eval("inspect", &scripts::INSPECT, &script_keys, &[])
@@ -96,12 +93,14 @@ impl Inspector<'_> {
                 names.insert(key[self.prefix().len()..].to_vec());
             }
         }
-        // Counters: `{P + name}:fence` (layout 3), and `P + name:fence` for
-        // names with their own hash tag and for layout 2's counters.
+        // Counters: `{P + name}:fence`, and `P + name:fence` for names with
+        // their own hash tag (another key of that shape is not a counter).
         let fence_glob: Vec<u8> = [&glob[..], FENCE_SUFFIX].concat();
         for key in self.scan_strings(&fence_glob).await? {
             let name = &key[self.prefix().len()..key.len() - FENCE_SUFFIX.len()];
-            names.insert(name.to_vec());
+            if LockKeys::new(self.prefix(), name).fence_key == key {
+                names.insert(name.to_vec());
+            }
         }
         let braced_glob: Vec<u8> = [b"{", &glob[..], b"}", FENCE_SUFFIX].concat();
         for key in self.scan_strings(&braced_glob).await? {

@@ -41,8 +41,7 @@ impl super::Inspector<'_> {
         // Layout 3 stems, `{P + name}:…`.
         let braced: Vec<u8> = [b"{", &glob[..], b"}:*"].concat();
         keys.extend(self.scan_keys(&braced, None).await?);
-        // Names with their own hash tag and layout 2 counters, `P + name:…`
-        // (already in the first scan when the pattern ends with `*`).
+        // Names with their own hash tag, `P + name:…` (already in the first scan when the pattern ends with `*`).
         if !pattern.ends_with(b"*") || pattern.ends_with(b"\\*") {
             let suffixed: Vec<u8> = [&glob[..], b":*"].concat();
             keys.extend(self.scan_keys(&suffixed, None).await?);
@@ -95,10 +94,7 @@ fn candidate_names(prefix: &[u8], key: &[u8]) -> Vec<Vec<u8>> {
             .unwrap_or(stem);
         for candidate in [inner, stem] {
             if let Some(name) = candidate.strip_prefix(prefix) {
-                let legacy_counter = suffix == FENCE_SUFFIX && candidate == stem;
-                if !name.is_empty()
-                    && (primitive_key(prefix, name, suffix) == key || legacy_counter)
-                {
+                if !name.is_empty() && primitive_key(prefix, name, suffix) == key {
                     names.push(name.to_vec());
                 }
             }
@@ -179,9 +175,10 @@ mod tests {
         assert!(names(b"{lk:a}:election").contains(&b"a".to_vec()));
         // A name with its own hash tag keeps it: `P + name + suffix`.
         assert!(names(b"lk:{u}:x:barrier").contains(&b"{u}:x".to_vec()));
-        // Layout 2's counter, and a lock key.
-        assert!(names(b"lk:old:fence").contains(&b"old".to_vec()));
+        // A lock key; `P + name:fence` is no counter of `name` (it has no
+        // hash tag of its own: its counter is `{P + name}:fence`).
         assert!(names(b"lk:plain").contains(&b"plain".to_vec()));
+        assert!(!names(b"lk:old:fence").contains(&b"old".to_vec()));
         // Not ours: another prefix.
         assert!(names(b"{other:x}:permits").is_empty());
     }

@@ -95,7 +95,7 @@ impl Lock {
         check_name(name)?;
         check_cluster_name(backend.prefix(), name, backend.is_cluster())?;
         check_ttl(ttl)?;
-        let keys = LockKeys::new(backend.prefix(), name, !backend.is_cluster());
+        let keys = LockKeys::new(backend.prefix(), name);
         Ok(Lock {
             inner: Arc::new(LockSpec {
                 local: backend.local_queues().slot(&keys.key),

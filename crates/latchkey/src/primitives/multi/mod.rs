@@ -121,7 +121,7 @@ impl MultiLock {
             check_cluster_name(prefix, name, cluster)?;
             given.push(Member {
                 name: Arc::from(*name),
-                keys: LockKeys::new(prefix, name, !cluster),
+                keys: LockKeys::new(prefix, name),
             });
         }
         // The one global order: by key bytes.

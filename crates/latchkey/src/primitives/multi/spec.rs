@@ -138,11 +138,11 @@ impl MultiSpec {
     /// `multi_acquire.lua`: every lock or none, in one round trip.
     async fn attempt_in_one(&self, token: &str, mark: bool) -> Result<Attempted> {
         let sent = Instant::now();
-        let mut keys: Vec<&[u8]> = Vec::with_capacity(3 * self.members.len());
-        for member in self.members.iter() {
-            let (counted, n) = member.keys.counted();
-            keys.extend([counted[0], counted[1], counted[n - 1]]);
-        }
+        let keys: Vec<&[u8]> = self
+            .members
+            .iter()
+            .flat_map(|member| member.keys.counted())
+            .collect();
         let ttl = ttl_ms(self.lease.ttl).to_string();
         let issue: &[u8] = if self.lease.fenced { b"1" } else { b"0" };
         let waiting: &[u8] = if mark { b"1" } else { b"0" };
@@ -240,14 +240,12 @@ impl MultiSpec {
         Ok(outcomes.into_iter().fold(Ownership::Owned, worse))
     }
 
-    /// Subscribes to every lock's release channels (on one server both
-    /// layouts' channels, as a lock's waiters do), in one request.
+    /// Subscribes to every lock's release channel, in one request.
     pub(crate) async fn subscribe_all(&self) -> Result<Wakeups> {
         let topics = self
             .members
             .iter()
-            .flat_map(|m| m.keys.channels())
-            .map(|c| (Topic::Channel(c.to_vec()), EVENT_BUFFER))
+            .map(|m| (Topic::Channel(m.keys.channel.clone()), EVENT_BUFFER))
             .collect();
         let subscriptions = self.session.subscriber().subscribe_many(topics).await?;
         Ok(Wakeups::new(subscriptions))

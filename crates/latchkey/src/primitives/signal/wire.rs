@@ -31,15 +31,16 @@ const ENVELOPE_LEN: usize = ENVELOPE_MARKER.len() + 16 + 1;
 /// Hex digits in a waiter id (see `Subscriber::new_waiter_id`).
 pub(crate) const WAITER_ID_LEN: usize = 32;
 
-/// Suffixes of the channels locks publish on (`P + lock name + suffix`: the
+/// Suffixes of the channels locks publish on (`S + suffix`, which is
+/// `P + lock name + suffix` for a lock name with its own hash tag: the
 /// release channel, and Redlock's retraction channel in `redlock/rounds.rs`).
 const LOCK_CHANNEL_SUFFIXES: [&[u8]; 2] =
     [RELEASE_SUFFIX, crate::vocab::protocol::RETRACTED_SUFFIX];
 
 /// A signal name is 1 to [`MAX_NAME_LEN`] bytes of anything, except that it
 /// must not end with a lock channel suffix (`:released`, `:retracted`): with
-/// the key prefix, `signal:` + such a name is a channel of the lock called
-/// `signal:` + the rest. (A pattern listener skips such channels.)
+/// the key prefix, `signal:` + such a name can be a channel of the lock
+/// called `signal:` + the rest (one with its own hash tag). (A pattern listener skips such channels.)
 pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     crate::vocab::names::check_length("a signal name", name)?;
     if let Some(suffix) = LOCK_CHANNEL_SUFFIXES.iter().find(|s| name.ends_with(s)) {

@@ -8,16 +8,11 @@
 -- bad counter, refused with BADFENCE naming it and never overwritten.
 --
 -- fence_read(key)         -> last, exists   (last = nil: a bad counter)
--- fence_last(key, legacy) -> last, legacy_exists, or nil and the bad key:
---                            the larger of a counter and the optional layout 2
---                            counter of the same lock (docs/protocol.md,
---                            "Layout versions")
 -- fence_bad(key)          -> the BADFENCE error reply naming key
 -- fence_next(last, time)  -> max(last + 1, server time in µs), time a TIME reply:
 --                            a token never goes backwards, even when the counter
 --                            was lost in a restart without persistence
--- fence_store(key, also, fence)  SETs the counter (and `also`, when not
---                            false/nil) to fence
+-- fence_store(key, fence) SETs the counter to fence
 -- fence_issue(key, time)  -> the next token, stored in the counter key; or
 --                            nil and the BADFENCE reply on a bad counter
 local function fence_read(key)
@@ -32,14 +27,6 @@ local function fence_read(key)
   end
   return n, true
 end
-local function fence_last(key, legacy)
-  local last = fence_read(key)
-  if not last then return nil, key end
-  if not legacy then return last, false end
-  local old, exists = fence_read(legacy)
-  if not old then return nil, legacy end
-  return math.max(last, old), exists
-end
 local function fence_bad(key)
   return redis.error_reply('BADFENCE latchkey: the fencing counter ' .. key ..
     ' does not hold a token (an integer below 2^53); delete it to reset the lock')
@@ -47,17 +34,15 @@ end
 local function fence_next(last, time)
   return math.max(last + 1, tonumber(time[1]) * 1000000 + tonumber(time[2]))
 end
-local function fence_store(key, also, fence)
+local function fence_store(key, fence)
   -- %.0f: integers below 2^53 print exactly this way, while the default
   -- number-to-string conversion would round to 14 digits.
-  local text = string.format('%.0f', fence)
-  redis.call('SET', key, text)
-  if also then redis.call('SET', also, text) end
+  redis.call('SET', key, string.format('%.0f', fence))
 end
 local function fence_issue(key, time)
   local last = fence_read(key)
   if not last then return nil, fence_bad(key) end
   local fence = fence_next(last, time)
-  fence_store(key, nil, fence)
+  fence_store(key, fence)
   return fence
 end

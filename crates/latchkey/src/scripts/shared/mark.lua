@@ -14,8 +14,7 @@
 --            token, and lets go (docs/protocol.md, "Held while idle");
 --            channel nil: not told
 -- announced
---   1  the holder's release will publish (a marked 'lk2:' token, or an
---      'lk1:' one, whose releases always publish)
+--   1  the holder's release will publish (a marked 'lk2:' token)
 --   2  (only when waiting is not '1') an unmarked 'lk2:' holder kept idle:
 --      a waiter marks it at once, which tells it
 --   0  otherwise (a foreign holder, or a mark APPEND was not allowed to
@@ -24,7 +23,6 @@
 local function mark_busy(key, holder, waiting, channel, publish)
   if not holder then return 0 end
   local version = string.sub(holder, 1, 4)
-  if version == 'lk1:' then return 1 end
   if version ~= 'lk2:' then return 0 end
   local tail = string.sub(holder, -2)
   if tail == '+w' then return 1 end

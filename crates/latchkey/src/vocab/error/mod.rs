@@ -389,8 +389,8 @@ impl Error {
             // Raised by our scripts for a fencing counter that holds no token
             // (garbage, a negative or huge number, or not a string at all).
             Some("BADFENCE") => {
-                // The message names the bad counter (there may be two: the
-                // layout 2 one is read too); else the first counter.
+                // The message names the bad counter (a multi acquire reads
+                // one per lock); else the first counter.
                 let detail = err.detail().unwrap_or_default();
                 let counters = keys
                     .iter()

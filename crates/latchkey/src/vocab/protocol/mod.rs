@@ -7,12 +7,8 @@ pub(crate) mod scripts;
 use std::time::Duration;
 
 /// The marker every latchkey owner token starts with; `latchkey list` uses
-/// it (and version 1's, `lk1:`) to tell our locks from other keys under the
-/// same prefix.
+/// it to tell our locks from other keys under the same prefix.
 pub const TOKEN_MARKER: &str = "lk2:";
-
-/// The prefix of version 1 tokens (latchkey 0.1), which are never marked.
-pub(crate) const TOKEN_MARKER_V1: &str = "lk1:";
 
 /// Appended to a holder's token by a waiter (in the acquire script) so that
 /// the holder's release publishes the wake-up. No token contains a `+`: the

@@ -263,7 +263,7 @@ proptest! {
         // Arbitrary bytes: a holder or nothing, never a panic.
         let _ = Holder::from_token(&bytes);
         // A well-formed token parses back to what it says.
-        let token = format!("lk1:{:032x}:{millis}:{pid}:host-a", u128::from(pid) << 64 | u128::from(millis));
+        let token = format!("lk2:{:032x}:{millis}:{pid}:host-a", u128::from(pid) << 64 | u128::from(millis));
         let holder = Holder::from_token(token.as_bytes()).expect("well-formed token");
         prop_assert_eq!(holder.pid, pid);
         prop_assert_eq!(holder.host, "host-a");

@@ -175,19 +175,19 @@ async fn a_wrong_type_key_is_a_typed_error() {
     );
     // A wrong-type fencing counter is caught too, naming the counter.
     server
-        .command(&["LPUSH", "test:fenced:fence", "x"])
+        .command(&["LPUSH", "{test:fenced}:fence", "x"])
         .unwrap();
     let lock = client.lock("fenced", Duration::from_secs(1)).unwrap();
     // When the token is asked for, or at once for a lock `with_fencing`.
     let guard = lock.try_acquire().await.unwrap().expect("free");
     assert!(matches!(
         guard.fencing_token().await,
-        Err(Error::BadFencingCounter { key }) if key == "test:fenced:fence"
+        Err(Error::BadFencingCounter { key }) if key == "{test:fenced}:fence"
     ));
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     assert!(matches!(
         lock.with_fencing().try_acquire().await,
-        Err(Error::BadFencingCounter { key }) if key == "test:fenced:fence"
+        Err(Error::BadFencingCounter { key }) if key == "{test:fenced}:fence"
     ));
 }
 
@@ -371,10 +371,10 @@ async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
         .with_fencing();
     for garbage in ["9007199254740993", "1e400", "-5", "12.5", "not-a-number"] {
         server
-            .command(&["SET", "test:counted:fence", garbage])
+            .command(&["SET", "{test:counted}:fence", garbage])
             .unwrap();
         match lock.try_acquire().await {
-            Err(Error::BadFencingCounter { key }) => assert_eq!(key, "test:counted:fence"),
+            Err(Error::BadFencingCounter { key }) => assert_eq!(key, "{test:counted}:fence"),
             other => panic!("counter {garbage:?}: expected BadFencingCounter, got {other:?}"),
         }
         let exists = server.command(&["EXISTS", "test:counted"]).unwrap();
@@ -392,16 +392,16 @@ async fn a_foreign_fencing_counter_is_refused_without_taking_the_lock() {
             .unwrap()
             .expect("free");
         match guard.fencing_token().await {
-            Err(Error::BadFencingCounter { key }) => assert_eq!(key, "test:counted:fence"),
+            Err(Error::BadFencingCounter { key }) => assert_eq!(key, "{test:counted}:fence"),
             other => panic!("counter {garbage:?}: expected BadFencingCounter, got {other:?}"),
         }
         assert_eq!(
-            server.command(&["GET", "test:counted:fence"]).unwrap(),
+            server.command(&["GET", "{test:counted}:fence"]).unwrap(),
             garbage
         );
         assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     }
-    server.command(&["DEL", "test:counted:fence"]).unwrap();
+    server.command(&["DEL", "{test:counted}:fence"]).unwrap();
     let g = lock
         .try_acquire()
         .await

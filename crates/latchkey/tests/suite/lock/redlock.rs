@@ -360,7 +360,7 @@ fn seed_fences(servers: &[RedisServer], name: &str, offsets: &[u64]) -> u64 {
     for (s, off) in servers.iter().zip(offsets) {
         s.command(&[
             "SET",
-            &format!("test:{name}:fence"),
+            &format!("{{test:{name}}}:fence"),
             &(base + off).to_string(),
         ])
         .unwrap();

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use futures_util::StreamExt;
 use latchkey::Ownership;
 
 #[tokio::test]
@@ -244,38 +243,15 @@ async fn a_waiter_marks_the_holders_token_and_its_release_wakes_it() {
     let released_at = Instant::now();
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let (acquired_at, g) = waiter.await.unwrap();
-    // One wake-up for one waiter, on each layout's channel (layout 2's for
-    // 0.2 waiters, while those may exist: docs/protocol.md).
     assert_eq!(
         server.calls("publish") - before,
-        2,
+        1,
         "one wake-up for one waiter"
     );
     // Milliseconds, not the 30 s TTL: a generous bound for a loaded 2-core box.
     let gap = acquired_at - released_at;
     assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
     assert_eq!(g.release().await.unwrap(), Ownership::Owned);
-}
-
-#[tokio::test]
-async fn a_version_1_holder_is_not_marked() {
-    // A latchkey 0.1 client compares its bare token when releasing: a mark
-    // would make its lock unreleasable. (0.1 releases always publish.)
-    let server = RedisServer::start();
-    let c = client(&server.url()).await;
-    let old = "lk1:0123456789abcdef0123456789abcdef:1700000000000:42:old-host";
-    server
-        .command(&["SET", "test:old", old, "PX", "30000"])
-        .unwrap();
-    let lock = c.lock("old", Duration::from_secs(30)).unwrap();
-    let waited = lock.acquire_timeout(Duration::from_millis(300)).await;
-    assert!(
-        matches!(waited, Err(latchkey::Error::WaitTimedOut { .. })),
-        "{waited:?}"
-    );
-    assert_eq!(server.command(&["GET", "test:old"]).unwrap().trim(), old);
-    let info = c.inspect("old").await.unwrap();
-    assert_eq!(info.holder.map(|h| h.host), Some("old-host".to_owned()));
 }
 
 #[tokio::test]
@@ -383,47 +359,4 @@ async fn a_foreign_holders_release_is_found_without_waiting_for_its_ttl() {
     assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
     let attempts = server.calls("evalsha") + server.calls("eval") - attempts_before;
     assert!(attempts <= 10, "{attempts} attempts for one release");
-}
-
-/// Mixed versions on one lock: a 0.2 holder's release publishes only on the
-/// layout 2 channel (`P + name:released`), which 0.3 waiters listen to as
-/// well; a 0.3 release that no 0.3 waiter hears publishes there too, for a
-/// 0.2 waiter that marked the holder.
-#[tokio::test]
-async fn releases_wake_waiters_across_layout_versions() {
-    let server = RedisServer::start();
-    let c = client(&server.url()).await;
-    // A 0.2 holder (same token format), then its release: DEL + PUBLISH on the old channel.
-    let old_holder = "lk2:0123456789abcdef0123456789abcdef:1700000000000:42:old-host";
-    server
-        .command(&["SET", "test:mixed", old_holder, "PX", "30000"])
-        .unwrap();
-    let lock = c.lock("mixed", Duration::from_secs(30)).unwrap();
-    let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(20)).await });
-    until_subscribed(&server, "test:mixed:released", 1).await;
-    until_subscribed(&server, "{test:mixed}:released", 1).await;
-    server.command(&["DEL", "test:mixed"]).unwrap();
-    server
-        .command(&["PUBLISH", "test:mixed:released", "released"])
-        .unwrap();
-    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
-        .await
-        .expect("a 0.2 release did not wake the 0.3 waiter before the TTL")
-        .unwrap()
-        .unwrap();
-
-    // A 0.2 waiter: listens on the old channel only, and marks the holder.
-    let mut old_waiter = redis::Client::open(server.url())
-        .unwrap()
-        .get_async_pubsub()
-        .await
-        .unwrap();
-    old_waiter.subscribe("test:mixed:released").await.unwrap();
-    server.command(&["APPEND", "test:mixed", "+w"]).unwrap();
-    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
-    let message = tokio::time::timeout(Duration::from_secs(5), old_waiter.on_message().next())
-        .await
-        .expect("the 0.2 waiter was not woken")
-        .expect("a message");
-    assert_eq!(message.get_channel_name(), "test:mixed:released");
 }

@@ -2,9 +2,8 @@
 //! it hands to is the legitimate next one: its fencing token is above the
 //! revocation's, so a resource raised to the revocation's token refuses the
 //! revoked holder and accepts the next (fenced and unfenced waiters alike),
-//! on one server and on a Redis Cluster. A plain lock's revocation keeps
-//! layout 2's counter up too. And a key no latchkey client wrote is never
-//! revoked.
+//! on one server and on a Redis Cluster. And a key no latchkey client
+//! wrote is never revoked.
 
 use crate::common;
 
@@ -129,31 +128,9 @@ async fn on_a_cluster_too() {
     revoked_fair_lock_goes_to_a_legitimate_holder(&holder, &operator, "fl2").await;
 }
 
-/// A lock that 0.2 clients fenced has a layout 2 counter above layout 3's:
-/// the revocation's token is above both, and both are raised to it.
-#[tokio::test]
-async fn a_revocation_raises_the_layout_2_counter_too() {
-    let redis = RedisServer::start();
-    let client = client(&redis.url()).await;
-    let guard = client.lock("old", TTL).unwrap().acquire().await.unwrap();
-    let old_counter = u64::MAX >> 12; // Below 2^53, above any µs clock.
-    redis
-        .command(&["SET", "test:old:fence", &old_counter.to_string()])
-        .unwrap();
-    let revoked = client.revoke("old").await.unwrap();
-    let fence = revoked[0].fencing_token.unwrap();
-    assert!(fence > old_counter, "{fence} <= {old_counter}");
-    for key in ["test:old:fence", "{test:old}:fence"] {
-        assert_eq!(
-            redis.command(&["GET", key]).unwrap().trim(),
-            fence.to_string()
-        );
-    }
-    drop(guard);
-}
-
 /// A plain string under the prefix (another program's data, no TTL) is no
-/// hold: it is not deleted, and nothing is raised.
+/// hold: it is not deleted, and nothing is raised. Nor is a latchkey 0.1
+/// token (`lk1:`), which is no longer read.
 #[tokio::test]
 async fn a_key_no_latchkey_client_wrote_is_not_revoked() {
     let redis = RedisServer::start();
@@ -175,6 +152,13 @@ async fn a_key_no_latchkey_client_wrote_is_not_revoked() {
         redis.command(&["EXISTS", "{mydata}:fence"]).unwrap().trim(),
         "0"
     );
+    let v1 = "lk1:0123456789abcdef0123456789abcdef:1700000000000:42:old-host";
+    redis.command(&["SET", "old", v1, "PX", "30000"]).unwrap();
+    assert!(matches!(
+        operator.revoke("old").await,
+        Err(Error::ForeignValue { .. })
+    ));
+    assert_eq!(redis.command(&["GET", "old"]).unwrap().trim(), v1);
     // The same for a read-write lock's writer key.
     redis.command(&["SET", "{cfg}:rw:writer", "x"]).unwrap();
     assert!(matches!(

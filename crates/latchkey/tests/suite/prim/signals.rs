@@ -386,8 +386,8 @@ async fn patterns_hear_matching_names_only() {
         !client.signal_one("job.1", b"no").await.unwrap(),
         "patterns are not unicast candidates"
     );
-    // A lock called "signal:x" publishes on "test:signal:x:released", which
-    // `*` matches on the server: it is not a signal and must not show up.
+    // A lock called "signal:x" (keys and channel under "{test:signal:x}")
+    // is not a signal and must not show up.
     let lock = client.lock("signal:x", Duration::from_secs(5)).unwrap();
     let released = lock
         .try_acquire()

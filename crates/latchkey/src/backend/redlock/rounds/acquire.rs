@@ -252,13 +252,6 @@ impl Group {
             key: keys.key.clone(),
             fence_key: keys.fence_key.clone(),
             channel: [&stem[..], RETRACTED_SUFFIX].concat(),
-            legacy: keys
-                .legacy
-                .as_ref()
-                .map(|legacy| crate::vocab::names::LegacyKeys {
-                    fence_key: legacy.fence_key.clone(),
-                    channel: [&keys.key[..], RETRACTED_SUFFIX].concat(),
-                }),
             fair: None,
         };
         self.release_detached(targets.errored, quiet.clone(), token, timeout);

@@ -24,12 +24,11 @@ impl Single<'_> {
     /// Raises the lock's fencing counter to at least `fence`; returns the
     /// counter after the call.
     async fn raise_fence_once(self, keys: &LockKeys, fence: &str) -> Result<u64> {
-        let (counted, n) = keys.counted();
         let value: i64 = self
             .eval(
                 "raise fence",
                 &scripts::RAISE_FENCE,
-                &counted[1..n],
+                &[&keys.fence_key],
                 &[fence.as_bytes()],
             )
             .await?;

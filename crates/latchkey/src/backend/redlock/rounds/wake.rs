@@ -24,8 +24,6 @@ impl Group {
     /// the waiter still wakes at the holder's TTL. Fails only when none
     /// can subscribe.
     pub(crate) async fn subscriptions(&self, keys: &LockKeys) -> Result<Vec<Subscription>> {
-        // Layout 3's channel only: a Redlock of 0.2 and 0.3 clients wakes
-        // across versions at the holder's TTL (docs/protocol.md).
         let topic = Topic::Channel(keys.channel.clone());
         let topic = &topic;
         let quorum = self.inner.quorum;

@@ -69,10 +69,10 @@ impl Lock {
         // Subscribed before queueing, so that no hand-off can come unheard;
         // a subscriber that is slow to answer must not carry us past the
         // deadline: then the lease renewals find the hand-off instead.
-        let mut topics = vec![(Topic::Channel(handoff_channel.clone()), EVENT_BUFFER)];
-        for channel in spec.keys.channels() {
-            topics.push((Topic::Channel(channel.to_vec()), EVENT_BUFFER));
-        }
+        let topics = vec![
+            (Topic::Channel(handoff_channel.clone()), EVENT_BUFFER),
+            (Topic::Channel(spec.keys.channel.clone()), EVENT_BUFFER),
+        ];
         let subscribing = subscriber.subscribe_many(topics);
         let subscribed = match deadline {
             Some(d) => tokio::time::timeout_at(d.into(), subscribing)
