@@ -92,8 +92,10 @@
 //! [`with_stop_margin`](Lock::with_stop_margin) says otherwise), and at once
 //! when it hears that it was revoked or that Redis restarted without it —
 //! and [why](Guard::lost_reason), and is released in the background if it is
-//! dropped. Code that handles any hold takes `G: Guard` (or a
-//! `Box<dyn `[`DynGuard`]`>`). Each type's docs open with an example and say
+//! dropped. Every guard but a kept lock's is one generic type, [`Hold<K>`](Hold)
+//! (`LockGuard` is `Hold<LockKind>`), whose surface is written once; code
+//! that handles any hold takes a `Box<dyn Guard>`, and code that acquires
+//! any of them a `Box<dyn `[`Acquire`]`>`. Each type's docs open with an example and say
 //! what it promises and where that stops. The measured costs are in the
 //! repository's `bench/RESULTS.md`.
 //!
@@ -178,7 +180,7 @@ pub use redlock::Redlock;
 /// What inspection reads: who holds a name, of which kind, for how long,
 /// who waits ([`Client::describe`], [`Client::inspect`],
 /// [`Client::list`], [`Semaphore::holders`]). Read-only views: none of
-/// these can release or extend anything; a [`Holding`](inspect::Holding)
+/// these can release or extend anything; a [`inspect::Holding`]
 /// names its owner token, which only the owner-only calls by token
 /// ([`Lock::extend_token`], [`Lock::release_token`]) act on.
 pub mod inspect {

@@ -92,9 +92,8 @@ pub trait HoldKind:
 ///
 /// # When a hold ends
 /// Only when the program releases it ([`release`](Hold::release)), it is
-/// lost (and `lost` says so), it is given up ([`forget`](Hold::forget)),
-/// or the client is closed ([`Client::close`](crate::Client::close)). A
-/// guard dropped without one of these is released in the background
+/// lost (and `lost` says so), or it is given up ([`forget`](Hold::forget)).
+/// A guard dropped without one of these is released in the background
 /// (owner-only, so never someone else's), with a warning;
 /// [`Client::flush`](crate::Client::flush) waits for it. Without a runtime,
 /// or without Redis, the hold frees itself at its TTL.
