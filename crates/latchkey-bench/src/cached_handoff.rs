@@ -66,7 +66,7 @@ impl Waiter {
         Ok(Waiter {
             lock: client.lock(name, TTL).map_err(err)?.with_watchdog(),
             name,
-            key: format!("{}{name}", latchkey::DEFAULT_PREFIX),
+            key: format!("{}{name}", latchkey::limits::DEFAULT_PREFIX),
         })
     }
 

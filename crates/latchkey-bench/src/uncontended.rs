@@ -244,7 +244,7 @@ async fn scenario(quick: bool) -> Report {
         .acquire()
         .await
         .expect("probe");
-    let host = latchkey::Holder::from_token(probe.token().as_bytes())
+    let host = latchkey::inspect::Holder::from_token(probe.token().as_bytes())
         .map_or_else(|| "bench-host".into(), |h| h.host);
     let _ = probe.release().await;
     for (_, c) in contenders.iter_mut() {

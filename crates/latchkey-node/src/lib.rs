@@ -51,8 +51,8 @@ pub struct Limits {
 #[napi]
 pub fn limits() -> Limits {
     Limits {
-        min_ttl_ms: latchkey::MIN_TTL.as_secs_f64() * 1000.0,
-        max_ttl_ms: latchkey::MAX_TTL.as_secs_f64() * 1000.0,
-        max_name_len: latchkey::MAX_NAME_LEN as u32,
+        min_ttl_ms: latchkey::limits::MIN_TTL.as_secs_f64() * 1000.0,
+        max_ttl_ms: latchkey::limits::MAX_TTL.as_secs_f64() * 1000.0,
+        max_name_len: latchkey::limits::MAX_NAME_LEN as u32,
     }
 }

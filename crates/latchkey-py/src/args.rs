@@ -45,7 +45,7 @@ pub(crate) fn ttl(py: Python<'_>, value: f64) -> PyResult<Duration> {
             "InvalidTtl",
             format!(
                 "invalid ttl {value}: a TTL is a finite number of seconds, at least {}",
-                latchkey::MIN_TTL.as_secs_f64()
+                latchkey::limits::MIN_TTL.as_secs_f64()
             ),
         )
     })
@@ -70,7 +70,7 @@ pub(crate) fn count(py: Python<'_>, what: &str, value: &Bound<'_, PyAny>) -> PyR
     let reason = if value.lt(0)? {
         "it must be at least 1".to_owned()
     } else {
-        format!("it must be at most {}", latchkey::MAX_COUNT)
+        format!("it must be at most {}", latchkey::limits::MAX_COUNT)
     };
     Err(crate::errors::raise(
         py,

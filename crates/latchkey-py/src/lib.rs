@@ -76,9 +76,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(observe::log::_refresh_logging, m)?)?;
     m.add_function(wrap_pyfunction!(observe::log::_log_records_dropped, m)?)?;
     m.add("ERROR_CLASSES", errors::class_names())?;
-    m.add("MIN_TTL", latchkey::MIN_TTL.as_secs_f64())?;
-    m.add("MAX_TTL", latchkey::MAX_TTL.as_secs_f64())?;
-    m.add("MAX_NAME_LEN", latchkey::MAX_NAME_LEN)?;
+    m.add("MIN_TTL", latchkey::limits::MIN_TTL.as_secs_f64())?;
+    m.add("MAX_TTL", latchkey::limits::MAX_TTL.as_secs_f64())?;
+    m.add("MAX_NAME_LEN", latchkey::limits::MAX_NAME_LEN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -150,12 +150,14 @@ pub async fn run(urls: &[String], prefix: Option<&str>, args: TortureArgs) -> Re
         duration,
         // Shorter than the TTL, so a dead link is noticed within a lease;
         // longer than a delayed round trip (2 x TTL/5).
-        command_timeout: ttl.min(latchkey::DEFAULT_COMMAND_TIMEOUT),
+        command_timeout: ttl.min(latchkey::limits::DEFAULT_COMMAND_TIMEOUT),
         // At least TTL/10 so that a fault aimed at a holder that just read
         // lands before its write, even on a busy host.
         hold: (ttl / 10, ttl / 2),
         think: (ttl / 4, ttl / 2),
-        prefix: prefix.unwrap_or(latchkey::DEFAULT_PREFIX).to_owned(),
+        prefix: prefix
+            .unwrap_or(latchkey::limits::DEFAULT_PREFIX)
+            .to_owned(),
         run_id: format!(
             "{:x}",
             (events::mono_ns() ^ u64::from(std::process::id())) & 0xff_ffff

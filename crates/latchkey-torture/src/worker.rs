@@ -322,7 +322,7 @@ pub async fn run(spec_json: &str) -> u8 {
 /// a dead waiter costs the queue what a dead holder does.
 fn fair(spec: &Spec, lock: Lock) -> latchkey::Result<Lock> {
     match spec.fair {
-        true => lock.fair_with_lease(spec.ttl.max(latchkey::MIN_WAITER_LEASE)),
+        true => lock.fair_with_lease(spec.ttl.max(latchkey::limits::MIN_WAITER_LEASE)),
         false => Ok(lock),
     }
 }

@@ -201,12 +201,3 @@ pub mod limits {
     pub use crate::transport::session::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
     pub use crate::vocab::names::{MAX_COUNT, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
 }
-
-// Their old places, at the root, kept for 0.3 code (one release).
-#[doc(hidden)]
-pub use inspect::{
-    BarrierInfo, ElectionInfo, FairLockInfo, Holder, Holding, LatchInfo, LockInfo, PrimitiveInfo,
-    RwLockInfo, SemaphoreInfo,
-};
-#[doc(hidden)]
-pub use limits::*;

@@ -95,7 +95,7 @@ fn parse_barrier_ttl(text: &str) -> Result<Duration, String> {
 fn within_a_day(text: &str, advice: &str) -> Result<Duration, String> {
     let ttl = duration::parse_ttl(text);
     match ttl {
-        Err(_) if duration::parse(text).is_ok_and(|d| d > latchkey::MAX_TTL) => {
+        Err(_) if duration::parse(text).is_ok_and(|d| d > latchkey::limits::MAX_TTL) => {
             Err(format!("invalid ttl {:?}: {advice}", text.trim()))
         }
         other => other,

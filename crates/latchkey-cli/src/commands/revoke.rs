@@ -22,7 +22,8 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
-use latchkey::{Client, FencedResource, PrimitiveInfo};
+use latchkey::inspect::PrimitiveInfo;
+use latchkey::{Client, FencedResource};
 
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::kind_view;

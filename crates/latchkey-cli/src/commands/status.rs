@@ -28,7 +28,7 @@
 //! [`Client::list_all`]: latchkey::Client::list_all
 
 use clap::Args;
-use latchkey::{LockInfo, PrimitiveInfo};
+use latchkey::inspect::{LockInfo, PrimitiveInfo};
 use serde_json::{json, Value};
 
 use crate::support::duration::human;

@@ -7,16 +7,16 @@
 //! `allow_negative_numbers` on the argument too) nor a library constant's
 //! name.
 
-/// A whole number from 1 to [`latchkey::MAX_COUNT`].
+/// A whole number from 1 to [`latchkey::limits::MAX_COUNT`].
 pub fn parse(text: &str) -> Result<u64, String> {
     // Clap quotes the value before this message.
     let bounds = format!(
         "it must be a whole number from 1 to {}",
-        latchkey::MAX_COUNT
+        latchkey::limits::MAX_COUNT
     );
     let trimmed = text.trim();
     let why = match trimmed.parse::<u64>() {
-        Ok(n) if (1..=u64::from(latchkey::MAX_COUNT)).contains(&n) => return Ok(n),
+        Ok(n) if (1..=u64::from(latchkey::limits::MAX_COUNT)).contains(&n) => return Ok(n),
         Ok(0) => "0 is too small",
         Ok(_) => "too large",
         Err(_) if trimmed.starts_with('-') => "negative",

@@ -47,19 +47,19 @@ pub fn parse_max_hold(text: &str) -> Result<Duration, String> {
 }
 
 /// A lock TTL: [`parse`], then within the library's bounds
-/// ([`latchkey::MIN_TTL`] to [`latchkey::MAX_TTL`]), checked here so that
+/// ([`latchkey::limits::MIN_TTL`] to [`latchkey::limits::MAX_TTL`]), checked here so that
 /// the message quotes what the user typed (`0ms`, `25h`), not the library's
 /// rendering of it (`0ns`, `90000s`).
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     let ttl = parse(text)?;
-    if ttl < latchkey::MIN_TTL {
+    if ttl < latchkey::limits::MIN_TTL {
         return Err(format!(
             "invalid ttl {:?}: a lock TTL must be at least {}",
             text.trim(),
-            human(latchkey::MIN_TTL)
+            human(latchkey::limits::MIN_TTL)
         ));
     }
-    if ttl > latchkey::MAX_TTL {
+    if ttl > latchkey::limits::MAX_TTL {
         return Err(format!(
             "invalid ttl {:?}: a lock TTL must be at most 24h; keep longer holds alive with `run` (its watchdog renews the lock)",
             text.trim()
@@ -69,15 +69,15 @@ pub fn parse_ttl(text: &str) -> Result<Duration, String> {
 }
 
 /// A fair waiter's lease (`--waiter-lease`): [`parse`], then within the
-/// library's bounds ([`latchkey::MIN_WAITER_LEASE`] to 24h), checked here so
+/// library's bounds ([`latchkey::limits::MIN_WAITER_LEASE`] to 24h), checked here so
 /// that the message quotes what the user typed (`0s`, not `0ns`).
 pub fn parse_waiter_lease(text: &str) -> Result<Duration, String> {
     let lease = parse(text)?;
-    if !(latchkey::MIN_WAITER_LEASE..=latchkey::MAX_TTL).contains(&lease) {
+    if !(latchkey::limits::MIN_WAITER_LEASE..=latchkey::limits::MAX_TTL).contains(&lease) {
         return Err(format!(
             "invalid waiter lease {:?}: it must be between {}ms and 24h",
             text.trim(),
-            latchkey::MIN_WAITER_LEASE.as_millis()
+            latchkey::limits::MIN_WAITER_LEASE.as_millis()
         ));
     }
     Ok(lease)

@@ -6,7 +6,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use latchkey::{Holder, Holding, Kind, LockInfo, PrimitiveInfo};
+use latchkey::inspect::{Holder, Holding, LockInfo, PrimitiveInfo};
+use latchkey::Kind;
 use serde_json::{json, Map, Value};
 
 use crate::support::duration::human;

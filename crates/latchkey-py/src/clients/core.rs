@@ -296,7 +296,7 @@ impl Core {
             (Some(Connected::Client(client)), _) => client.prefix().to_vec(),
             (Some(Connected::Redlock(redlock)), _) => redlock.prefix().to_vec(),
             (None, Some(prefix)) => prefix.clone(),
-            (None, None) => latchkey::DEFAULT_PREFIX.as_bytes().to_vec(),
+            (None, None) => latchkey::limits::DEFAULT_PREFIX.as_bytes().to_vec(),
         }
     }
 }

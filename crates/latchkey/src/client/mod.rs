@@ -152,10 +152,10 @@ impl Client {
     /// extends it (by hand or with the [watchdog](Lock::with_watchdog)).
     ///
     /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for an
-    /// empty name, one longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
+    /// empty name, one longer than [`MAX_NAME_LEN`](crate::limits::MAX_NAME_LEN)
     /// bytes or ending in `:fence`, and with
     /// [`Error::InvalidTtl`](crate::Error::InvalidTtl) for a TTL outside
-    /// [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL). Any other
+    /// [`MIN_TTL`](crate::limits::MIN_TTL)..=[`MAX_TTL`](crate::limits::MAX_TTL). Any other
     /// bytes are fine in a name.
     pub fn lock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
         Lock::on_session(&self.session, name.as_ref(), ttl)
@@ -202,7 +202,7 @@ impl Client {
     ///
     /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for a
     /// name no lock can have (empty, longer than
-    /// [`MAX_NAME_LEN`](crate::MAX_NAME_LEN), ending in `:fence`), as
+    /// [`MAX_NAME_LEN`](crate::limits::MAX_NAME_LEN), ending in `:fence`), as
     /// [`Client::lock`] does, and with [`Error::WrongType`](crate::Error::WrongType)
     /// when the key holds something other than a string. A free lock is not
     /// an error: `held` is false. Neither is a fencing counter that holds
@@ -339,7 +339,7 @@ impl Client {
     }
 
     /// The barrier called `name` of `parties` parties (1 to
-    /// [`MAX_COUNT`](crate::MAX_COUNT), else
+    /// [`MAX_COUNT`](crate::limits::MAX_COUNT), else
     /// [`Error::InvalidCount`](crate::Error::InvalidCount)), which lives
     /// `ttl` after its last arrival while nobody waits (and as long as its
     /// parties wait). See [`Barrier`].
@@ -350,7 +350,7 @@ impl Client {
     // ---- Semaphores ----------------------------------------------------
 
     /// The counting semaphore called `name` of `permits` permits (1 to
-    /// [`MAX_COUNT`](crate::MAX_COUNT), else
+    /// [`MAX_COUNT`](crate::limits::MAX_COUNT), else
     /// [`Error::InvalidCount`](crate::Error::InvalidCount)), each a lease of
     /// `ttl` (same naming and TTL rules as [`Client::lock`]). Every caller
     /// passes N; see [`Semaphore`] for changing it.

@@ -24,7 +24,7 @@ impl Client {
     /// One `PUBLISH`: the cost does not grow with the number of waiters.
     ///
     /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for an
-    /// empty name, one longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
+    /// empty name, one longer than [`MAX_NAME_LEN`](crate::limits::MAX_NAME_LEN)
     /// bytes, or one ending in a lock channel suffix (`:released`,
     /// `:retracted`).
     ///

@@ -87,7 +87,7 @@ macro_rules! lease_limits {
         /// [`Error::MaxHoldReached`](crate::Error::MaxHoldReached), changing
         /// nothing.
         /// Fails with [`Error::InvalidInput`](crate::Error::InvalidInput)
-        /// below [`MIN_TTL`](crate::MIN_TTL).
+        /// below [`MIN_TTL`](crate::limits::MIN_TTL).
         pub fn with_max_hold(mut self, max_hold: std::time::Duration) -> crate::Result<Self> {
             let max_hold = crate::vocab::names::check_max_hold(max_hold)?;
             std::sync::Arc::make_mut(&mut self.inner).lease.max_hold = Some(max_hold);

@@ -116,7 +116,7 @@ impl Latch {
         String::from_utf8_lossy(&self.name).into_owned()
     }
 
-    /// Creates the latch with `count` (1 to [`MAX_COUNT`](crate::MAX_COUNT)),
+    /// Creates the latch with `count` (1 to [`MAX_COUNT`](crate::limits::MAX_COUNT)),
     /// living `ttl`, unless it exists: `Ok(true)` if this call created it,
     /// `Ok(false)` if it existed already and is still closed (its count is
     /// left as it was; see [`count`](Latch::count)). One round trip.
@@ -124,7 +124,7 @@ impl Latch {
     /// Fails with [`Error::LatchOpen`] when the latch exists and is open
     /// already (a latch opens once; see [`Latch`]), with
     /// [`Error::InvalidCount`] for a count of 0 or above
-    /// [`MAX_COUNT`](crate::MAX_COUNT), and with [`Error::WrongType`] when
+    /// [`MAX_COUNT`](crate::limits::MAX_COUNT), and with [`Error::WrongType`] when
     /// the key holds something other than a latch.
     ///
     /// # Cancel safety

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use latchkey::{Kind, PrimitiveInfo};
+use latchkey::inspect::PrimitiveInfo;
+use latchkey::Kind;
 use metrics::{describe_gauge, gauge, Unit};
 
 /// Gauge, labels `prefix`, `kind`: active primitives of each kind (held,

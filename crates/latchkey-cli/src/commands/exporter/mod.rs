@@ -33,7 +33,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use latchkey::{Client, LockInfo, PrimitiveInfo};
+use latchkey::inspect::{LockInfo, PrimitiveInfo};
+use latchkey::Client;
 use metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
 use metrics_exporter_prometheus::{ExporterFuture, Matcher, PrometheusBuilder, PrometheusRecorder};
 use metrics_util::MetricKindMask;

@@ -170,8 +170,10 @@ async fn load(client: &Client, pattern: &str) -> latchkey::Result<Vec<view::Row>
     let held: Vec<&[u8]> = infos
         .iter()
         .filter_map(|info| match info {
-            latchkey::PrimitiveInfo::Lock(lock) if lock.held => Some(&lock.name[..]),
-            latchkey::PrimitiveInfo::FairLock(fair) if fair.lock.held => Some(&fair.lock.name[..]),
+            latchkey::inspect::PrimitiveInfo::Lock(lock) if lock.held => Some(&lock.name[..]),
+            latchkey::inspect::PrimitiveInfo::FairLock(fair) if fair.lock.held => {
+                Some(&fair.lock.name[..])
+            }
             _ => None,
         })
         .collect();

@@ -271,7 +271,7 @@ async fn next_event(listening: &mut Option<Wakeups>) -> Event {
 }
 
 /// `ttl`, shortened so that a renewal sent now ends the hold by `cap`;
-/// `None` when less than [`MIN_TTL`](crate::MIN_TTL) is left: no renewal.
+/// `None` when less than [`MIN_TTL`](crate::limits::MIN_TTL) is left: no renewal.
 pub(crate) fn capped(ttl: Duration, cap: Option<Instant>) -> Option<Duration> {
     let Some(cap) = cap else {
         return Some(ttl);

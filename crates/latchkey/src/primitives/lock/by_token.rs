@@ -50,7 +50,7 @@ impl Lock {
 
     /// Resets the lock's TTL to `ttl` from now if `token` still owns it.
     /// One round trip. Fails with [`Error::InvalidTtl`](crate::Error::InvalidTtl)
-    /// for a TTL outside [`MIN_TTL`](crate::MIN_TTL)..=[`MAX_TTL`](crate::MAX_TTL).
+    /// for a TTL outside [`MIN_TTL`](crate::limits::MIN_TTL)..=[`MAX_TTL`](crate::limits::MAX_TTL).
     ///
     /// # Cancel safety
     /// Dropped after the request was sent, the TTL may or may not have been

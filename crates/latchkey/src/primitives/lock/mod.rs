@@ -174,7 +174,7 @@ impl Lock {
     }
 
     /// Makes every acquisition wait until `n` replicas of the lock's server
-    /// acknowledge it (`WAIT n`), at most [`DEFAULT_REPLICA_TIMEOUT`](crate::DEFAULT_REPLICA_TIMEOUT);
+    /// acknowledge it (`WAIT n`), at most [`DEFAULT_REPLICA_TIMEOUT`](crate::limits::DEFAULT_REPLICA_TIMEOUT);
     /// see [`Lock::with_replicas_within`].
     pub fn with_replicas(self, n: usize) -> Result<Self> {
         self.with_replicas_within(n, crate::backend::replicas::DEFAULT_REPLICA_TIMEOUT)

@@ -63,7 +63,7 @@ pub enum Error {
         reason: String,
     },
 
-    /// A TTL is below [`MIN_TTL`](crate::MIN_TTL) or above [`MAX_TTL`](crate::MAX_TTL).
+    /// A TTL is below [`MIN_TTL`](crate::limits::MIN_TTL) or above [`MAX_TTL`](crate::limits::MAX_TTL).
     #[error("invalid ttl {ttl:?}: {reason}")]
     InvalidTtl {
         /// The TTL that was refused.
@@ -236,7 +236,7 @@ pub enum Error {
     },
 
     /// A count was refused: a latch's count, a barrier's parties or a
-    /// semaphore's permits of 0, or above [`MAX_COUNT`](crate::MAX_COUNT).
+    /// semaphore's permits of 0, or above [`MAX_COUNT`](crate::limits::MAX_COUNT).
     #[error("invalid {what} {count}: {reason}")]
     InvalidCount {
         /// What was counted: "latch count", "barrier parties", "semaphore permits".

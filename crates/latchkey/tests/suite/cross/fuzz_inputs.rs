@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use latchkey::{Client, Error, FencedWrite, Holder, MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+use latchkey::inspect::Holder;
+use latchkey::limits::{MAX_NAME_LEN, MAX_TTL, MIN_TTL};
+use latchkey::{Client, Error, FencedWrite};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 

@@ -10,7 +10,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use latchkey::{Client, PrimitiveInfo, RwAccess};
+use latchkey::inspect::PrimitiveInfo;
+use latchkey::{Client, RwAccess};
 
 const TTL: Duration = Duration::from_secs(30);
 /// How long each waiter waits before it gets its hold.

@@ -9,7 +9,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use latchkey::{Kind, PrimitiveInfo};
+use latchkey::inspect::PrimitiveInfo;
+use latchkey::Kind;
 
 const TTL: Duration = Duration::from_secs(60);
 

@@ -113,7 +113,7 @@ async fn bad_input_is_a_typed_error() {
         Err(Error::InvalidCount { count: 0, .. })
     ));
     assert!(matches!(
-        client.barrier("b", u64::from(latchkey::MAX_COUNT) + 1, TTL),
+        client.barrier("b", u64::from(latchkey::limits::MAX_COUNT) + 1, TTL),
         Err(Error::InvalidCount { .. })
     ));
 

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::*;
-use latchkey::{Error, FencedWrite, Holder, Ownership};
+use latchkey::inspect::Holder;
+use latchkey::{Error, FencedWrite, Ownership};
 use redis::AsyncCommands;
 
 /// Long: a lock obtained within `SOON` was given back because it was

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use futures_util::future::join_all;
-use latchkey::{Error, MAX_COUNT};
+use latchkey::limits::MAX_COUNT;
+use latchkey::Error;
 use redis::AsyncCommands;
 
 const TTL: Duration = Duration::from_secs(60);

@@ -10,7 +10,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use latchkey::{Client, Error, FencedWrite, Kind, PrimitiveInfo};
+use latchkey::inspect::PrimitiveInfo;
+use latchkey::{Client, Error, FencedWrite, Kind};
 use latchkey_testkit::RedisCluster;
 
 const TTL: Duration = Duration::from_secs(30);

@@ -9,7 +9,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use latchkey::{Error, Ownership, MAX_COUNT};
+use latchkey::limits::MAX_COUNT;
+use latchkey::{Error, Ownership};
 use redis::AsyncCommands;
 
 const TTL: Duration = Duration::from_secs(60);

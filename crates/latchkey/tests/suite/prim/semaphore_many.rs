@@ -9,7 +9,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use latchkey::{Error, Kind, Ownership, PrimitiveInfo};
+use latchkey::inspect::PrimitiveInfo;
+use latchkey::{Error, Kind, Ownership};
 use redis::AsyncCommands;
 
 /// Long: a waiter that gets its permits within `SOON` was woken by a

@@ -291,7 +291,7 @@ async fn waits_time_out_and_bad_input_is_refused() {
             Err(Error::InvalidName { .. })
         ));
     }
-    let long = "x".repeat(latchkey::MAX_NAME_LEN + 1);
+    let long = "x".repeat(latchkey::limits::MAX_NAME_LEN + 1);
     assert!(matches!(
         client.signal(&long, b"").await,
         Err(Error::InvalidName { .. })

@@ -97,7 +97,7 @@ impl Lock {
     /// when it is off (the kept hold is renewed). See [`CachedLock`].
     ///
     /// Fails with [`Error::InvalidInput`] for an `idle` of zero or above
-    /// [`MAX_TTL`](crate::MAX_TTL), and [`Error::Unsupported`] for a fair
+    /// [`MAX_TTL`](crate::limits::MAX_TTL), and [`Error::Unsupported`] for a fair
     /// lock (it hands the lock on, never keeps it) and a Redlock.
     pub fn with_caching(self, idle: Duration) -> Result<CachedLock> {
         if idle.is_zero() || idle > crate::vocab::names::MAX_TTL {

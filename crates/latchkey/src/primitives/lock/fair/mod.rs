@@ -127,7 +127,7 @@ impl Lock {
     ///
     /// Errors: [`Error::Unsupported`] on a Redlock; [`Error::InvalidInput`]
     /// for a lease below [`MIN_WAITER_LEASE`] or above
-    /// [`MAX_TTL`](crate::MAX_TTL).
+    /// [`MAX_TTL`](crate::limits::MAX_TTL).
     pub fn fair_with_lease(mut self, lease: Duration) -> Result<Self> {
         if matches!(self.inner.backend, Backend::Redlock(_)) {
             return Err(Error::Unsupported(
