@@ -61,7 +61,7 @@ export interface LockOptions extends HoldOptions {
 }
 
 /** Why a hold was lost: `LockLost.reason`, `Guard.lostReason`. */
-export type LostReason = 'REVOKED' | 'MAX_HOLD' | 'EXPIRED' | 'GONE' | 'TAKEN_OVER' | 'UNREACHABLE' | 'LOST';
+export type LostReason = 'REVOKED' | 'MAX_HOLD' | 'EXPIRED' | 'GONE' | 'TAKEN_OVER' | 'UNREACHABLE' | 'CLOSED' | 'LOST';
 
 /**
  * Any hold: a lock's, several locks', permits, a read or write hold, a

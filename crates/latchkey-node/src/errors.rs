@@ -9,12 +9,9 @@ use latchkey::Error;
 
 /// The package's code of `e`: the library's [`Error::code`], but one
 /// `INVALID_ARGUMENT` for the four bad-input kinds (the facade's own checks
-/// throw it too), `CLIENT_CLOSED` for a call after `close()`, and one
-/// `INTERNAL` for the two kinds that are bugs to report.
+/// throw it too), and one `INTERNAL` for the two kinds that are bugs to
+/// report.
 pub(crate) fn code(e: &Error) -> &'static str {
-    if matches!(e, Error::Unsupported(said) if *said == CLOSED) {
-        return "CLIENT_CLOSED";
-    }
     package_code(e.code())
 }
 
@@ -33,7 +30,6 @@ fn package_code(code: &'static str) -> &'static str {
 #[napi_derive::napi]
 pub fn error_codes() -> Vec<&'static str> {
     let mut codes: Vec<&'static str> = Error::CODES.iter().map(|c| package_code(c)).collect();
-    codes.push("CLIENT_CLOSED");
     codes.sort_unstable();
     codes.dedup();
     codes
@@ -82,7 +78,6 @@ pub(crate) fn to_js_after(e: Error, took: Option<Duration>) -> napi::Error {
             }
             said
         }
-        _ if code == "CLIENT_CLOSED" => CLOSED_SAID.to_owned(),
         _ => e.to_string(),
     };
     coded(code, &message)
@@ -119,12 +114,5 @@ pub(crate) fn aborted() -> napi::Error {
 
 /// A call on a client after `close()`.
 pub(crate) fn closed() -> Error {
-    Error::Unsupported(CLOSED)
+    Error::ClientClosed
 }
-
-/// What `closed()` carries (and how `code` tells it from other refusals).
-const CLOSED: &str = "the client is closed";
-
-/// What a CLIENT_CLOSED error says (the library's Unsupported would read
-/// "not supported: ...").
-const CLOSED_SAID: &str = "the client is closed (close() was called)";

@@ -158,6 +158,7 @@ pub(crate) fn reason(reason: Option<LostReason>) -> (String, String) {
         Some(LostReason::Gone) => "GONE",
         Some(LostReason::TakenOver) => "TAKEN_OVER",
         Some(LostReason::Unreachable) => "UNREACHABLE",
+        Some(LostReason::Closed) => "CLOSED",
         Some(_) => "LOST",
         None => "RELEASED",
     };

@@ -27,19 +27,12 @@ pub(crate) fn class_names() -> Vec<String> {
     Error::CODES
         .iter()
         .map(|code| class_name(code))
-        .chain(["LatchkeyError", "LockLost", "ClientClosed"].map(str::to_owned))
+        .chain(["LatchkeyError", "LockLost"].map(str::to_owned))
         .collect()
 }
 
-/// What a call on a closed client says (and how `to_py` tells it from
-/// other refusals: `ClientClosed`).
-pub(crate) const CLOSED: &str = "the client is closed";
-
 /// `e` as an instance of its Python class, with the Rust message.
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    if matches!(e, Error::Unsupported(said) if said == CLOSED) {
-        return raise(py, "ClientClosed", e.to_string());
-    }
     raise(py, &class_name(e.code()), e.to_string())
 }
 

@@ -186,4 +186,14 @@ impl Redlock {
     pub async fn flush(&self, within: Duration) -> bool {
         self.group.flush(within).await
     }
+
+    /// Ends every hold taken through this Redlock and refuses new ones; see
+    /// [`Client::close`](crate::Client::close).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the Redlock stays closed, and the releases already sent
+    /// finish in the background.
+    pub async fn close(&self, within: Duration) -> bool {
+        self.group.close(within).await
+    }
 }

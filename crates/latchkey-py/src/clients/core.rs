@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::errors::CLOSED;
 use crate::runtime::pid;
 
 /// What a client connects with.
@@ -154,16 +153,16 @@ impl Core {
         made
     }
 
-    /// `Unsupported(CLOSED)` once `close()` was called.
+    /// `ClientClosed` once `close()` was called.
     pub(crate) fn check_open(&self) -> latchkey::Result<()> {
         match *self.closing.borrow() {
-            true => Err(latchkey::Error::Unsupported(CLOSED)),
+            true => Err(latchkey::Error::ClientClosed),
             false => Ok(()),
         }
     }
 
     /// `wait`, ended by `close()` (dropped, which the library makes safe:
-    /// whatever it took is given back), with `Unsupported(CLOSED)`.
+    /// whatever it took is given back), with `ClientClosed`.
     pub(crate) async fn unless_closed<T>(
         &self,
         wait: impl std::future::Future<Output = latchkey::Result<T>>,
@@ -172,7 +171,7 @@ impl Core {
         tokio::select! {
             biased;
             done = wait => done,
-            _ = closing.wait_for(|closed| *closed) => Err(latchkey::Error::Unsupported(CLOSED)),
+            _ = closing.wait_for(|closed| *closed) => Err(latchkey::Error::ClientClosed),
         }
     }
 

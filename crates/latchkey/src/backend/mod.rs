@@ -178,6 +178,13 @@ impl Backend {
         }
     }
 
+    pub(crate) fn live(&self) -> &crate::transport::live::LiveHolds {
+        match self {
+            Backend::Single(client) => &client.inner.live,
+            Backend::Redlock(redlock) => redlock.live(),
+        }
+    }
+
     pub(crate) fn new_token(&self) -> Result<String> {
         match self {
             Backend::Single(client) => client.inner.identity.new_token(),

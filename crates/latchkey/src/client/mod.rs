@@ -146,6 +146,34 @@ impl Client {
         self.session.flush(within).await
     }
 
+    /// Ends every hold this client has out and refuses new ones, as etcd's
+    /// `Session.Close` does: each live guard is released (owner-only) and
+    /// marked lost ([`LostReason::Closed`](crate::LostReason::Closed): its
+    /// `lost()` fires, its later `release()` finds it `Expired` and sends
+    /// nothing), the holds kept while idle are given back, and every later
+    /// acquisition, and every wait's next attempt, fails with
+    /// [`Error::ClientClosed`](crate::Error::ClientClosed). Waits at most
+    /// `within` for the releases; returns whether all of them finished. Idempotent.
+    /// Clones of this client are the same client: closed too.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> latchkey::Result<()> {
+    /// use std::time::Duration;
+    /// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+    /// let guard = client.lock("report", Duration::from_secs(30))?.acquire().await?;
+    /// // ... shutting down: give back whatever is held, at once.
+    /// client.close(Duration::from_secs(5)).await;
+    /// assert!(!guard.is_held());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the client stays closed, and the releases already sent
+    /// finish in the background.
+    pub async fn close(&self, within: Duration) -> bool {
+        self.session.close(within).await
+    }
+
     // ---- Locks --------------------------------------------------------
 
     /// A lock called `name` whose holder owns it for at most `ttl` unless it

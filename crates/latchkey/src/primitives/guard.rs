@@ -16,7 +16,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use crate::primitives::lease::hold::{Hold, HoldKind};
 use crate::primitives::lease::state::LostSignal;
 use crate::vocab::error::Result;
 use crate::vocab::outcome::{LostReason, Ownership};
@@ -132,62 +131,6 @@ pub trait Guard: Send + Sync + sealed::Sealed {
 
 /// A boxed future of a [`Guard`] (or an [`Acquire`](crate::Acquire)).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-impl<K: HoldKind> sealed::Sealed for Hold<K> {}
-
-impl<K: HoldKind> Guard for Hold<K> {
-    fn name(&self) -> &[u8] {
-        Hold::name(self)
-    }
-    fn token(&self) -> &str {
-        Hold::token(self)
-    }
-    fn ttl(&self) -> Duration {
-        Hold::ttl(self)
-    }
-    fn deadline(&self) -> Instant {
-        Hold::deadline(self)
-    }
-    fn is_held(&self) -> bool {
-        Hold::is_held(self)
-    }
-    fn lost(&self) -> BoxFuture<'_, ()> {
-        Box::pin(Hold::lost(self))
-    }
-    fn lost_signal(&self) -> LostSignal {
-        Hold::lost_signal(self)
-    }
-    fn lost_reason(&self) -> Option<LostReason> {
-        Hold::lost_reason(self)
-    }
-    fn release_requested(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(Hold::release_requested(self))
-    }
-    fn extend(&self, ttl: Duration) -> BoxFuture<'_, Result<Ownership>> {
-        Box::pin(Hold::extend(self, ttl))
-    }
-    fn confirm(&self) -> BoxFuture<'_, Result<Ownership>> {
-        Box::pin(Hold::confirm(self))
-    }
-    fn fencing_token(&self) -> BoxFuture<'_, Result<u64>> {
-        Box::pin(Hold::fencing_token(self))
-    }
-    fn issued_fencing_token(&self) -> Option<u64> {
-        Hold::issued_fencing_token(self)
-    }
-    fn fencing_tokens(&self) -> BoxFuture<'_, Result<Vec<u64>>> {
-        K::fencing_tokens(self)
-    }
-    fn release(self: Box<Self>) -> BoxFuture<'static, Result<Ownership>> {
-        Box::pin(Hold::release(*self))
-    }
-    fn forget(self: Box<Self>) -> String {
-        Hold::forget(*self)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
 
 /// What every primitive whose holds are leases lets its builder set (a
 /// [`Lock`](crate::Lock), a [`MultiLock`](crate::MultiLock), a

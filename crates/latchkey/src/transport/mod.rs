@@ -7,6 +7,7 @@ pub(crate) mod connection;
 pub(crate) mod current;
 pub(crate) mod deferred;
 pub(crate) mod kept;
+pub(crate) mod live;
 pub(crate) mod local_queues;
 pub(crate) mod pinned;
 pub(crate) mod sentinel;

@@ -91,6 +91,8 @@ pub(crate) struct SessionInner {
     pub(crate) deferred: crate::transport::deferred::Deferred,
     /// Holds kept while idle (`Lock::with_caching`): `flush` gives them back.
     pub(crate) kept: crate::transport::kept::Kept,
+    /// Every hold taken here and not yet ended: what `close` gives back.
+    pub(crate) live: crate::transport::live::LiveHolds,
     /// A script has run here: Redis lets this user run the scripts that
     /// renew and release a hold (`EVALSHA`). Until then a lock's first try
     /// is its script, not a bare `SET`, so that a user without them is
@@ -183,6 +185,19 @@ impl Session {
     pub(crate) async fn flush(&self, within: Duration) -> bool {
         self.inner.kept.give_back_all(&self.inner.background);
         flush(&self.inner.background, within).await
+    }
+
+    /// Closes: refuses every new hold, gives back every live one and the
+    /// ones kept while idle, and waits at most `within` for all of it.
+    /// Whether all of it finished in time.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the client stays closed; releases sent finish in the
+    /// background.
+    pub(crate) async fn close(&self, within: Duration) -> bool {
+        self.inner.identity.close();
+        crate::transport::live::close_within(&self.inner.live, within, |left| self.flush(left))
+            .await
     }
 
     /// Runs one command on the shared connection, bounded by the command

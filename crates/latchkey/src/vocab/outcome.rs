@@ -54,6 +54,9 @@ pub enum LostReason {
     /// Redis did not answer the renewals in time: ownership could not be
     /// proven up to the stop margin.
     Unreachable,
+    /// Its client was closed ([`Client::close`](crate::Client::close)),
+    /// which gave it back.
+    Closed,
 }
 
 impl LostReason {
@@ -68,11 +71,12 @@ impl LostReason {
             }
             LostReason::TakenOver => "someone else holds it now",
             LostReason::Unreachable => "Redis did not answer the renewals in time",
+            LostReason::Closed => "its client was closed",
         }
     }
 
     /// A stable lower-case name (`revoked`, `max-hold`, `expired`, `gone`,
-    /// `taken-over`, `unreachable`): for metrics, JSON and bindings.
+    /// `taken-over`, `unreachable`, `closed`): for metrics, JSON and bindings.
     pub fn as_str(self) -> &'static str {
         match self {
             LostReason::Revoked => "revoked",
@@ -81,6 +85,7 @@ impl LostReason {
             LostReason::Gone => "gone",
             LostReason::TakenOver => "taken-over",
             LostReason::Unreachable => "unreachable",
+            LostReason::Closed => "closed",
         }
     }
 

@@ -41,6 +41,9 @@ pub(crate) fn is_kept_idle(value: &[u8]) -> bool {
 pub(crate) struct Identity {
     /// `:<pid>:<host>`, the end of every token of this process.
     suffix: String,
+    /// Set by `Client::close`: no token is made after it, so that every
+    /// attempt to take a hold (each makes its token first) is refused.
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Identity {
@@ -57,7 +60,14 @@ impl Identity {
             .collect();
         Identity {
             suffix: format!(":{}:{host}", std::process::id()),
+            closed: Default::default(),
         }
+    }
+
+    /// Refuses every token from now on ([`Error::ClientClosed`]).
+    pub(crate) fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// A new owner token for a hold kept while idle: marked as such (see
@@ -71,6 +81,9 @@ impl Identity {
     /// A new owner token. Fails only if the OS has no randomness to give,
     /// which we report instead of falling back to anything guessable.
     pub(crate) fn new_token(&self) -> Result<String> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::ClientClosed);
+        }
         let random = random_16()?;
         // u64 milliseconds last 584 million years; formatting a u128 costs more.
         let millis = SystemTime::now()

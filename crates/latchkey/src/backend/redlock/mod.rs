@@ -73,6 +73,8 @@ pub(crate) struct Inner {
     local_queues: LocalQueues,
     /// Background releases, so that [`Redlock::flush`](crate::Redlock::flush) can wait for them.
     pub(crate) background: tokio_util::task::TaskTracker,
+    /// Every hold taken and not yet ended: what `close` gives back.
+    pub(crate) live: crate::transport::live::LiveHolds,
 }
 
 struct Instance {
@@ -234,6 +236,7 @@ impl Group {
                 identity: Identity::of_this_process(),
                 local_queues: LocalQueues::default(),
                 background: tokio_util::task::TaskTracker::new(),
+                live: crate::transport::live::LiveHolds::default(),
             }),
             options: Options {
                 instance_timeout: None,
@@ -303,6 +306,17 @@ impl Group {
     /// Cancel safe: dropping the future stops the waiting, not the work.
     pub(crate) async fn flush(&self, within: Duration) -> bool {
         crate::transport::session::flush(&self.inner.background, within).await
+    }
+
+    /// Closes, as [`Session::close`] does, over every instance.
+    pub(crate) async fn close(&self, within: Duration) -> bool {
+        self.inner.identity.close();
+        crate::transport::live::close_within(&self.inner.live, within, |left| self.flush(left))
+            .await
+    }
+
+    pub(crate) fn live(&self) -> &crate::transport::live::LiveHolds {
+        &self.inner.live
     }
 
     /// Whether any instance is a Redis Cluster.

@@ -191,6 +191,10 @@ impl LeaseSpec for Arc<ElectionSpec> {
         &self.session.inner.background
     }
 
+    fn live(&self) -> &crate::transport::live::LiveHolds {
+        &self.session.inner.live
+    }
+
     async fn renew(&self, token: &str, ttl: Duration) -> Renewal {
         Backend::Single(self.session.clone())
             .extend(&self.keys, token, ttl)

@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::primitives::guard::{BoxFuture, Guard};
 use crate::primitives::lease::state::LostSignal;
 use crate::primitives::lease::{Lease, LeaseSpec};
 use crate::vocab::error::Result;
@@ -52,7 +53,7 @@ pub trait HoldKind:
     /// [`Guard::fencing_tokens`](crate::Guard::fencing_tokens): the one
     /// token, unless the kind has one per lock.
     #[doc(hidden)]
-    fn fencing_tokens(hold: &Hold<Self>) -> crate::BoxFuture<'_, Result<Vec<u64>>> {
+    fn fencing_tokens(hold: &Hold<Self>) -> BoxFuture<'_, Result<Vec<u64>>> {
         Box::pin(async move { Ok(vec![hold.fencing_token().await?]) })
     }
 }
@@ -282,5 +283,62 @@ impl<K: HoldKind> Hold<K> {
     /// How long an acquisition or a renewal of the hold holds for.
     pub fn ttl(&self) -> Duration {
         self.lease.ttl()
+    }
+}
+
+// Every hold is a `Guard`: the methods above, boxed.
+impl<K: HoldKind> crate::primitives::guard::sealed::Sealed for Hold<K> {}
+
+impl<K: HoldKind> Guard for Hold<K> {
+    fn name(&self) -> &[u8] {
+        Hold::name(self)
+    }
+    fn token(&self) -> &str {
+        Hold::token(self)
+    }
+    fn ttl(&self) -> Duration {
+        Hold::ttl(self)
+    }
+    fn deadline(&self) -> Instant {
+        Hold::deadline(self)
+    }
+    fn is_held(&self) -> bool {
+        Hold::is_held(self)
+    }
+    fn lost(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Hold::lost(self))
+    }
+    fn lost_signal(&self) -> LostSignal {
+        Hold::lost_signal(self)
+    }
+    fn lost_reason(&self) -> Option<LostReason> {
+        Hold::lost_reason(self)
+    }
+    fn release_requested(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(Hold::release_requested(self))
+    }
+    fn extend(&self, ttl: Duration) -> BoxFuture<'_, Result<Ownership>> {
+        Box::pin(Hold::extend(self, ttl))
+    }
+    fn confirm(&self) -> BoxFuture<'_, Result<Ownership>> {
+        Box::pin(Hold::confirm(self))
+    }
+    fn fencing_token(&self) -> BoxFuture<'_, Result<u64>> {
+        Box::pin(Hold::fencing_token(self))
+    }
+    fn issued_fencing_token(&self) -> Option<u64> {
+        Hold::issued_fencing_token(self)
+    }
+    fn fencing_tokens(&self) -> BoxFuture<'_, Result<Vec<u64>>> {
+        K::fencing_tokens(self)
+    }
+    fn release(self: Box<Self>) -> BoxFuture<'static, Result<Ownership>> {
+        Box::pin(Hold::release(*self))
+    }
+    fn forget(self: Box<Self>) -> String {
+        Hold::forget(*self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

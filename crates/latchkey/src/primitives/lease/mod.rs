@@ -20,6 +20,7 @@ mod at_least;
 pub(crate) mod background;
 mod extend;
 pub(crate) mod hold;
+mod live;
 pub(crate) mod options;
 pub(crate) mod renew;
 pub(crate) mod state;
@@ -58,6 +59,9 @@ pub(crate) trait LeaseSpec: Clone + Send + Sync + 'static {
     }
     /// Where background work is tracked (see [`Client::flush`](crate::Client::flush)).
     fn tracker(&self) -> &tokio_util::task::TaskTracker;
+    /// The live holds of the client the hold was taken on (see
+    /// [`Client::close`](crate::Client::close)).
+    fn live(&self) -> &crate::transport::live::LiveHolds;
     /// Renews `token` for `ttl` from now: what was found, and the new
     /// deadline when renewed.
     fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send;
@@ -113,6 +117,10 @@ macro_rules! shared_hold {
         fn tracker(&self) -> &tokio_util::task::TaskTracker {
             &self.$field.session.inner.background
         }
+
+        fn live(&self) -> &crate::transport::live::LiveHolds {
+            &self.$field.session.inner.live
+        }
     };
 }
 
@@ -151,6 +159,9 @@ pub(crate) struct Lease<H: LeaseSpec> {
     release: ReleaseState,
     /// When the hold began, for the hold-time metric.
     acquired_at: Instant,
+    /// Its place among its client's live holds (what `close` gives back):
+    /// the id, and what the registry reaches weakly.
+    live: Option<(u64, Arc<live::Entry<H>>)>,
 }
 
 impl<H: LeaseSpec> std::fmt::Debug for Lease<H> {
@@ -187,6 +198,7 @@ impl<H: LeaseSpec> Lease<H> {
         }
         hold.began();
         tracing::debug!(kind = hold.label().kind(), name = %String::from_utf8_lossy(hold.name()), token = short(&token), ?fencing_token, "acquired");
+        let live = live::enter(&hold, &token, &state);
         Lease {
             hold,
             token,
@@ -194,6 +206,7 @@ impl<H: LeaseSpec> Lease<H> {
             state,
             release: ReleaseState::NotAsked,
             acquired_at: Instant::now(),
+            live,
         }
     }
 
@@ -323,6 +336,11 @@ impl<H: LeaseSpec> Lease<H> {
     /// policy while the deadline has not passed. Whatever is left undone
     /// (cancelled, or failed transiently) the `Drop` finishes.
     pub(crate) async fn release(&mut self) -> Result<Ownership> {
+        if self.state.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            // Its client's close released it already.
+            self.release = ReleaseState::Done;
+            return Ok(Ownership::Expired);
+        }
         if let Some(left) = self.hold.options().left_to_keep(self.acquired_at) {
             return self.keep_for(left).await;
         }
@@ -402,6 +420,12 @@ impl<H: LeaseSpec> Drop for Lease<H> {
         self.state.finish();
         // After a release this runs once the release has finished.
         self.hold.ended();
+        if let Some((id, _)) = self.live.take() {
+            self.hold.live().remove(id);
+        }
+        if self.state.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let why = match self.release {
             ReleaseState::Done => return,
             ReleaseState::Failed => "the release failed; trying once more",

@@ -38,6 +38,9 @@ pub(crate) struct State {
     /// The deadline is the cap's (a renewal was shortened to end at it, or
     /// none can be made): a deadline reached is [`LostReason::MaxHold`].
     pub(crate) capped: AtomicBool,
+    /// Ended by its client's close, which released it: the guard's own
+    /// release and drop have nothing left to do.
+    pub(crate) closed: AtomicBool,
     /// What waiting tasks are woken by, made on first need: most guards never
     /// need them (two tokens made and dropped per guard were a measurable
     /// share of an uncontended acquire + release).
@@ -88,6 +91,7 @@ impl State {
             watchdog: AtomicBool::new(false),
             renewal_unanswered: AtomicBool::new(false),
             capped: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
             signals: Mutex::new(Signals::default()),
             timer_running: AtomicBool::new(false),
             revoked_heard: AtomicBool::new(false),
@@ -162,6 +166,17 @@ impl State {
         if let Some(done) = &signals.done {
             done.cancel();
         }
+    }
+
+    /// Ended by its client's close: lost (`Closed`) and finished. False
+    /// when it had ended already.
+    pub(crate) fn close(&self) -> bool {
+        if self.is_finished() || self.closed.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        self.mark_lost(LostReason::Closed);
+        self.finish();
+        true
     }
 
     /// The guard was released or dropped.

@@ -147,6 +147,10 @@ impl LeaseSpec for Arc<LockSpec> {
         self.backend.background()
     }
 
+    fn live(&self) -> &crate::transport::live::LiveHolds {
+        self.backend.live()
+    }
+
     fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
         self.backend.extend(&self.keys, token, ttl)
     }

@@ -210,6 +210,10 @@ impl LeaseSpec for Arc<MultiSpec> {
         &self.session.inner.background
     }
 
+    fn live(&self) -> &crate::transport::live::LiveHolds {
+        &self.session.inner.live
+    }
+
     fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
         MultiSpec::extend(self, token, ttl)
     }

@@ -320,6 +320,7 @@ impl ClientBuilder {
                 scripts_ran: std::sync::atomic::AtomicBool::new(false),
                 deferred: crate::transport::deferred::Deferred::default(),
                 kept: crate::transport::kept::Kept::default(),
+                live: crate::transport::live::LiveHolds::default(),
             }),
         };
         // A connection is only useful if we may use it: surface auth and ACL

@@ -61,6 +61,7 @@ codes! {
     // A bounded wait ran out: the primitive is busy, not broken.
     Error::WaitTimedOut { .. } => "WAIT_TIMED_OUT",
     // The state says no: retrying will not change the answer.
+    Error::ClientClosed => "CLIENT_CLOSED",
     Error::NotHeld { .. } => "NOT_HELD",
     Error::MaxHoldReached { .. } => "MAX_HOLD_REACHED",
     Error::ForeignValue { .. } => "FOREIGN_VALUE",

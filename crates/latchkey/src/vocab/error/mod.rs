@@ -124,6 +124,11 @@ pub enum Error {
         key: String,
     },
 
+    /// The client was closed ([`Client::close`](crate::Client::close)): it
+    /// takes no new hold, and every hold it had was given back.
+    #[error("the client is closed (close() was called)")]
+    ClientClosed,
+
     /// A fencing token was asked of a guard whose lock is no longer held
     /// (it expired, or someone else holds it now): a token issued now could
     /// outrank the new holder's, so none is. Stop working on the resource.

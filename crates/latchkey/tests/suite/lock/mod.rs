@@ -1,6 +1,7 @@
 mod asking;
 mod basics;
 mod cancel_safety;
+mod close;
 mod fair;
 mod fair_handoff;
 mod fencing;

@@ -1,0 +1,91 @@
+//! The holds a client has out, kept weakly: what
+//! [`Client::close`](crate::Client::close) gives back (etcd's
+//! `Session.Close`, which revokes every key of the session at once). A hold
+//! enters when it is taken and leaves when it ends (released, forgotten,
+//! dropped); the registry never keeps one alive.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, Weak};
+
+/// The release of a hold ended by a close.
+pub(crate) type Closing = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A live hold, as a close ends it.
+pub(crate) trait Live: Send + Sync {
+    /// Marks the hold ended by the close (lost, reason `Closed`) and
+    /// returns its release; `None` when it had ended already.
+    fn close(&self) -> Option<Closing>;
+}
+
+/// See the module docs.
+#[derive(Default)]
+pub(crate) struct LiveHolds {
+    inner: Mutex<Registry>,
+}
+
+#[derive(Default)]
+struct Registry {
+    closed: bool,
+    next: u64,
+    holds: HashMap<u64, Weak<dyn Live>>,
+}
+
+impl LiveHolds {
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds a hold: its id, for [`remove`](LiveHolds::remove); `None` once
+    /// closed (the caller then ends the hold itself).
+    pub(crate) fn add(&self, hold: Weak<dyn Live>) -> Option<u64> {
+        let mut registry = self.registry();
+        // Under the lock that `close` drains: no hold slips in after it.
+        if registry.closed {
+            return None;
+        }
+        registry.next += 1;
+        let id = registry.next;
+        registry.holds.insert(id, hold);
+        Some(id)
+    }
+
+    /// The hold `id` ended.
+    pub(crate) fn remove(&self, id: u64) {
+        let removed = self.registry().holds.remove(&id);
+        // Dropped outside the lock.
+        drop(removed);
+    }
+
+    /// Closes: refuses every later hold and ends every live one, and waits
+    /// for their releases.
+    pub(crate) async fn close(&self) {
+        let live: Vec<Weak<dyn Live>> = {
+            let mut registry = self.registry();
+            registry.closed = true;
+            registry.holds.drain().map(|(_, h)| h).collect()
+        };
+        let closing: Vec<Closing> = live
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter_map(|hold| hold.close())
+            .collect();
+        futures_util::future::join_all(closing).await;
+    }
+}
+
+/// A client's close: `live` closed within `within`, then `flush` for what
+/// is left of it. Whether all finished in time.
+pub(crate) async fn close_within<F: Future<Output = bool>>(
+    live: &LiveHolds,
+    within: std::time::Duration,
+    flush: impl FnOnce(std::time::Duration) -> F,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    let closed = tokio::time::timeout_at(deadline, live.close())
+        .await
+        .is_ok();
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    closed & flush(left).await
+}
