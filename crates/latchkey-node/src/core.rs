@@ -242,7 +242,12 @@ impl Core {
             all &= tokio::time::timeout_at(deadline, release).await.is_ok();
         }
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        all & self.flush(left).await
+        // The library's close: whatever is still out is given back, and
+        // nothing is taken after it.
+        all & match &self.backend {
+            Backend::Client(client) => client.close(left).await,
+            Backend::Redlock(redlock) => redlock.close(left).await,
+        }
     }
 
     /// Waits at most `within` for background releases (and gives back the

@@ -233,11 +233,11 @@ impl Core {
         let deadline = tokio::time::Instant::now() + within;
         let released = self.release_all(deadline).await;
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let flushed = match self.connected() {
-            Some(connected) => connected.flush(left).await,
+        let closed = match self.connected() {
+            Some(connected) => connected.close(left).await,
             None => true,
         };
-        Ok(released && flushed)
+        Ok(released && closed)
     }
 
     /// What this process connected, connecting first when needed (the
@@ -325,6 +325,15 @@ impl Connected {
         match self {
             Connected::Client(client) => client.flush(within).await,
             Connected::Redlock(redlock) => redlock.flush(within).await,
+        }
+    }
+
+    /// The library's close: whatever hold is still out is given back, and
+    /// nothing is taken after it.
+    async fn close(&self, within: Duration) -> bool {
+        match self {
+            Connected::Client(client) => client.close(within).await,
+            Connected::Redlock(redlock) => redlock.close(within).await,
         }
     }
 }
