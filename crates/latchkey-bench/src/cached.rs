@@ -157,7 +157,7 @@ async fn cycle_figures(client: &latchkey::Client, quick: bool) -> Result<CycleFi
 async fn plain_cycles(lock: &latchkey::Lock, n: u64) -> Result<Duration, String> {
     let started = Instant::now();
     for _ in 0..n {
-        let guard = lock.acquire_timeout(WAIT).await.map_err(err)?;
+        let guard = lock.acquire_until(WAIT).await.map_err(err)?;
         let released = guard.release().await.map_err(err)?;
         if released != latchkey::Ownership::Owned {
             return Err(format!("plain lock: release found {released:?}"));
@@ -171,7 +171,7 @@ async fn cached_cycles(lock: &latchkey::CachedLock, n: u64) -> Result<(Duration,
     let started = Instant::now();
     let mut from_redis = 0;
     for _ in 0..n {
-        let guard = lock.acquire_timeout(WAIT).await.map_err(err)?;
+        let guard = lock.acquire_until(WAIT).await.map_err(err)?;
         from_redis += u64::from(guard.took_from_redis());
         let released = guard.release().await.map_err(err)?;
         if released != latchkey::Ownership::Owned {

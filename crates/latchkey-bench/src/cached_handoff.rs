@@ -76,7 +76,7 @@ impl Waiter {
         let lock = self.lock.clone();
         tokio::spawn(async move {
             let asked = mono_ns();
-            let guard = lock.acquire_timeout(WAIT).await.map_err(err)?;
+            let guard = lock.acquire_until(WAIT).await.map_err(err)?;
             let acquired = mono_ns();
             let _ = guard.release().await.map_err(err)?;
             Ok((asked, acquired))

@@ -155,7 +155,7 @@ impl Holder {
             return Err("already holding a lock".into());
         }
         let lock = self.plain(name)?;
-        let guard = lock.acquire_timeout(TTL).await.map_err(|e| e.to_string())?;
+        let guard = lock.acquire_until(TTL).await.map_err(|e| e.to_string())?;
         self.held = Some(guard);
         Ok(serde_json::json!({ "held": true }))
     }
@@ -172,7 +172,7 @@ impl Holder {
 
     async fn keep(&mut self, name: &str) -> Result<serde_json::Value, String> {
         let lock = self.cached(name)?;
-        let guard = lock.acquire_timeout(TTL).await.map_err(|e| e.to_string())?;
+        let guard = lock.acquire_until(TTL).await.map_err(|e| e.to_string())?;
         let from_redis = guard.took_from_redis();
         let owned = guard.release().await.map_err(|e| e.to_string())?;
         Ok(serde_json::json!({

@@ -192,7 +192,7 @@ async fn wakeups(holder: &Client, waiter: &Client, n: usize) -> Vec<Duration> {
             // The first attempt finds the lock held and marks it: from then
             // on only the release's message wakes the waiter.
             let _ = ready_tx.send(());
-            let got = lock.acquire_timeout(Duration::from_secs(20)).await;
+            let got = lock.acquire_until(Duration::from_secs(20)).await;
             (Instant::now(), got)
         });
         let _ = ready_rx.await;

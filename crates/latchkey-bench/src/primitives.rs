@@ -299,7 +299,7 @@ async fn latchkey_handoff(redis: &RedisServer, seconds: u64) -> Vec<Duration> {
             let semaphore = client.semaphore("handoff", 1, TTL).expect("valid");
             let mut gaps = Vec::new();
             while Instant::now() < until {
-                let Ok(permit) = semaphore.acquire_timeout(Duration::from_secs(5)).await else {
+                let Ok(permit) = semaphore.acquire_until(Duration::from_secs(5)).await else {
                     continue;
                 };
                 let at = Instant::now();
@@ -338,7 +338,7 @@ async fn latch_wakeup(client: &Client, repeat: usize) -> Option<Duration> {
             let (latch, ready) = (latch.clone(), ready.clone());
             tokio::spawn(async move {
                 ready.add_permits(1);
-                let opened = latch.wait_timeout(Duration::from_secs(30)).await;
+                let opened = latch.wait_until(Duration::from_secs(30)).await;
                 (opened, Instant::now())
             })
         })

@@ -69,7 +69,7 @@ impl Acquirer {
         let (inner, core) = (self.inner.clone(), self.core.clone());
         cancellable(&env, token(cancel), core.closing(), async move {
             core.check_open()?;
-            let guard = inner.take_until(deadline).await?;
+            let guard = inner.take_until(deadline.into()).await?;
             let value = value_of(guard.as_ref());
             Ok(Guard::new(Holding::new(guard, &core, value)?))
         })

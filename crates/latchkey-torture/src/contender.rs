@@ -93,7 +93,7 @@ impl Contender {
     pub(crate) async fn acquire_timeout(&self, wait: Duration) -> latchkey::Result<Hold> {
         let guard = self
             .what
-            .take_until(Instant::now().checked_add(wait))
+            .take_until(latchkey::Deadline::after(wait))
             .await?;
         Ok(Hold {
             guard,

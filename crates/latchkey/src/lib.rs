@@ -62,7 +62,7 @@
 //! }
 //!
 //! // Or wait for it, at most 5 s:
-//! let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
+//! let guard = lock.acquire_until(Duration::from_secs(5)).await?;
 //! guard.release().await?;
 //! # Ok(()) }
 //! ```
@@ -138,6 +138,7 @@ mod client;
 mod redlock;
 
 // 1. Vocabulary
+pub use vocab::deadline::Deadline;
 pub use vocab::error::{Error, Result};
 pub use vocab::metrics::MetricsLabels;
 pub use vocab::outcome::{LostReason, Ownership};

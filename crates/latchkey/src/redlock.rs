@@ -30,7 +30,7 @@ pub use crate::backend::redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TI
 /// .await?;
 /// // The same `Lock`, guard, watchdog, lost() and fencing as `Client::lock`:
 /// let lock = redlock.lock("invoices", Duration::from_secs(10))?.with_watchdog();
-/// let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
+/// let guard = lock.acquire_until(Duration::from_secs(5)).await?;
 /// tokio::select! {
 ///     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
 ///     _ = async { /* write, passing guard.fencing_token().await? */ } => {}

@@ -240,7 +240,7 @@ async fn locked_round(
                 let mut conn = client.connection();
                 for _ in 0..increments {
                     let asked = Instant::now();
-                    let guard = lock.acquire_timeout(MAX_WAIT).await?;
+                    let guard = lock.acquire_until(MAX_WAIT).await?;
                     let got = Instant::now();
                     increment(&mut conn, &key).await?;
                     // Recorded inside the critical section: the list is in

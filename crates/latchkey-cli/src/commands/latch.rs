@@ -133,7 +133,7 @@ pub async fn latch(target: &Target, args: LatchArgs) -> Outcome {
         }
         (None, Some(LatchAction::Wait { timeout })) => {
             let opened = match timeout {
-                Some(timeout) => latch.wait_timeout(timeout).await,
+                Some(timeout) => latch.wait_until(timeout).await,
                 None => latch.wait().await,
             };
             match opened {
@@ -157,7 +157,7 @@ pub async fn barrier(target: &Target, args: BarrierArgs) -> Outcome {
     let client = target.client("barrier").await?;
     let barrier = client.barrier(&args.name, args.parties, args.ttl)?;
     let timeout = args.timeout.unwrap_or(args.ttl);
-    match barrier.arrive_and_wait_timeout(timeout).await {
+    match barrier.arrive_and_wait_until(timeout).await {
         Ok(generation) => {
             println!("{generation}");
             Ok(exit::OK)

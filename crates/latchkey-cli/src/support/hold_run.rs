@@ -220,7 +220,7 @@ pub(crate) async fn acquire<T: Take>(
     if wait.no_wait || until.is_some_and(|until| until <= Instant::now()) {
         return take.acquirer().try_take().await;
     }
-    wait.patiently("waiting", || take.acquirer().take_until(until))
+    wait.patiently("waiting", || take.acquirer().take_until(until.into()))
         .await
 }
 

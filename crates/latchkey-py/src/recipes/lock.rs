@@ -36,7 +36,7 @@ pub(crate) fn take<T: Acquire + Clone>(
             // A wait ends when its client is closed.
             Some(until) => {
                 tracing::debug!(target: "latchkey::python", name = %name.shown(), "waiting");
-                match core.unless_closed(recipe.take_until(Some(until))).await {
+                match core.unless_closed(recipe.take_until(until.into())).await {
                     Err(e @ latchkey::Error::WaitTimedOut { .. }) => {
                         tracing::info!(target: "latchkey::python", name = %name.shown(), error = %e, "wait timed out");
                         return Err(e);

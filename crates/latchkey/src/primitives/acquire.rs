@@ -6,7 +6,6 @@
 //! once over `Box<dyn Acquire>`, and gets a `Box<dyn Guard>`.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::primitives::election::Election;
 use crate::primitives::guard::{BoxFuture, Guard};
@@ -16,6 +15,7 @@ use crate::primitives::multi::MultiLock;
 use crate::primitives::rwlock::guard::RwAccess;
 use crate::primitives::rwlock::RwLock;
 use crate::primitives::semaphore::Semaphore;
+use crate::vocab::deadline::Deadline;
 use crate::vocab::error::Result;
 
 /// Something to hold: one try, or a wait until an instant (or for as long
@@ -23,14 +23,14 @@ use crate::vocab::error::Result;
 ///
 /// ```no_run
 /// # async fn demo(client: latchkey::Client, permits: Option<u32>) -> latchkey::Result<()> {
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
 /// use latchkey::Acquire;
 /// let ttl = Duration::from_secs(10);
 /// let what: Box<dyn Acquire> = match permits {
 ///     Some(k) => Box::new(client.semaphore("jobs", 8, ttl)?.taking(k)),
 ///     None => Box::new(client.lock("jobs", ttl)?),
 /// };
-/// let hold = what.take_until(Some(Instant::now() + Duration::from_secs(5))).await?;
+/// let hold = what.take_until(Duration::from_secs(5).into()).await?;
 /// hold.release().await?;
 /// # Ok(()) }
 /// ```
@@ -45,15 +45,14 @@ pub trait Acquire: sealed::Sealed + Send + Sync {
     /// is released in the background.
     fn try_take(&self) -> BoxFuture<'_, Result<Option<Box<dyn Guard>>>>;
 
-    /// Waits until `deadline`, failing with
-    /// [`Error::WaitTimedOut`](crate::Error::WaitTimedOut) then, or for as
-    /// long as it takes (`None`): the primitive's `acquire_until` or
-    /// `acquire`.
+    /// Waits until `deadline` ([`Deadline::NEVER`]: as long as it takes),
+    /// failing with [`Error::WaitTimedOut`](crate::Error::WaitTimedOut)
+    /// then: the primitive's `acquire_until`.
     ///
     /// # Cancel safety
     /// As the primitive's `acquire_until`: a dropped wait leaves no hold and
     /// no place in a queue.
-    fn take_until(&self, deadline: Option<Instant>) -> BoxFuture<'_, Result<Box<dyn Guard>>>;
+    fn take_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn Guard>>>;
 
     /// Gives a hold this process keeps while idle back to Redis now (a
     /// [`CachedLock`]'s): whether one was kept. Nothing else keeps one.
@@ -72,7 +71,7 @@ impl<A: Acquire + ?Sized> Acquire for Arc<A> {
     fn try_take(&self) -> BoxFuture<'_, Result<Option<Box<dyn Guard>>>> {
         (**self).try_take()
     }
-    fn take_until(&self, deadline: Option<Instant>) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
+    fn take_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
         (**self).take_until(deadline)
     }
     fn give_back(&self) -> BoxFuture<'_, Result<bool>> {
@@ -98,13 +97,8 @@ macro_rules! acquire_by_deadline {
             fn try_take(&self) -> BoxFuture<'_, Result<Option<Box<dyn Guard>>>> {
                 Box::pin(async move { boxed_some(self.try_acquire().await) })
             }
-            fn take_until(&self, deadline: Option<Instant>) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
-                Box::pin(async move {
-                    match deadline {
-                        Some(at) => boxed(self.acquire_until(at).await),
-                        None => boxed(self.acquire().await),
-                    }
-                })
+            fn take_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
+                Box::pin(async move { boxed(self.acquire_until(deadline).await) })
             }
         }
     )*};
@@ -118,13 +112,8 @@ impl Acquire for CachedLock {
     fn try_take(&self) -> BoxFuture<'_, Result<Option<Box<dyn Guard>>>> {
         Box::pin(async move { boxed_some(self.try_acquire().await) })
     }
-    fn take_until(&self, deadline: Option<Instant>) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
-        Box::pin(async move {
-            match deadline {
-                Some(at) => boxed(self.acquire_until(at).await),
-                None => boxed(self.acquire().await),
-            }
-        })
+    fn take_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
+        Box::pin(async move { boxed(self.acquire_until(deadline).await) })
     }
     fn give_back(&self) -> BoxFuture<'_, Result<bool>> {
         Box::pin(CachedLock::give_back(self))
@@ -156,13 +145,8 @@ impl Acquire for Permits {
     fn try_take(&self) -> BoxFuture<'_, Result<Option<Box<dyn Guard>>>> {
         Box::pin(async move { boxed_some(self.semaphore.try_acquire_many(self.k).await) })
     }
-    fn take_until(&self, deadline: Option<Instant>) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
-        Box::pin(async move {
-            match deadline {
-                Some(at) => boxed(self.semaphore.acquire_many_until(self.k, at).await),
-                None => boxed(self.semaphore.acquire_many(self.k).await),
-            }
-        })
+    fn take_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
+        Box::pin(async move { boxed(self.semaphore.acquire_many_until(self.k, deadline).await) })
     }
 }
 
@@ -194,14 +178,8 @@ impl Acquire for RwSide {
             }
         })
     }
-    fn take_until(&self, deadline: Option<Instant>) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
-        Box::pin(async move {
-            match (deadline, self.access) {
-                (Some(at), access) => boxed(self.rw.acquire_until(access, at).await),
-                (None, RwAccess::Read) => boxed(self.rw.read().await),
-                (None, RwAccess::Write) => boxed(self.rw.write().await),
-            }
-        })
+    fn take_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
+        Box::pin(async move { boxed(self.rw.acquire_until(self.access, deadline).await) })
     }
 }
 
@@ -230,13 +208,8 @@ impl Acquire for Candidacy {
     fn try_take(&self) -> BoxFuture<'_, Result<Option<Box<dyn Guard>>>> {
         Box::pin(async move { boxed_some(self.election.try_campaign(&self.value).await) })
     }
-    fn take_until(&self, deadline: Option<Instant>) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
-        Box::pin(async move {
-            match deadline {
-                Some(at) => boxed(self.election.campaign_until(&self.value, at).await),
-                None => boxed(self.election.campaign(&self.value).await),
-            }
-        })
+    fn take_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn Guard>>> {
+        Box::pin(async move { boxed(self.election.campaign_until(&self.value, deadline).await) })
     }
 }
 

@@ -33,7 +33,7 @@ use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 ///
 /// for round in 0.. {
 ///     // ... compute this worker's part of the round ...
-///     match step.arrive_and_wait_timeout(Duration::from_secs(30)).await {
+///     match step.arrive_and_wait_until(Duration::from_secs(30)).await {
 ///         Ok(generation) => println!("round {round}: all 4 done (generation {generation})"),
 ///         // Someone did not come; our arrival was taken back.
 ///         Err(latchkey::Error::WaitTimedOut { .. }) => break,
@@ -156,6 +156,10 @@ impl Barrier {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Barrier::arrive_and_wait_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `arrive_and_wait_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn arrive_and_wait_timeout(&self, timeout: Duration) -> Result<u64> {
         self.arrive_and_wait_by(deadline_after(timeout)).await
     }
@@ -178,8 +182,11 @@ impl Barrier {
     /// Cancel safe: a dropped call that had arrived takes its arrival back
     /// in the background (unless its generation was released), tracked by
     /// the client ([`Client::flush`](crate::Client::flush) waits for it).
-    pub async fn arrive_and_wait_until(&self, deadline: Instant) -> Result<u64> {
-        self.arrive_and_wait_by(Some(deadline)).await
+    pub async fn arrive_and_wait_until(
+        &self,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<u64> {
+        self.arrive_and_wait_by(deadline.into().instant()).await
     }
 
     /// [`Barrier::arrive_and_wait_until`] with an optional deadline

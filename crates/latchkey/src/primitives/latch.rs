@@ -42,7 +42,7 @@ use crate::vocab::protocol::{LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
 /// println!("{left} shard(s) to go");
 ///
 /// // Anyone, any time (also after the latch opened: then at once):
-/// match shards_loaded.wait_timeout(Duration::from_secs(60)).await {
+/// match shards_loaded.wait_until(Duration::from_secs(60)).await {
 ///     Ok(()) => println!("all shards are loaded"),
 ///     Err(latchkey::Error::WaitTimedOut { .. }) => println!("still loading"),
 ///     Err(e) => return Err(e),
@@ -234,6 +234,10 @@ impl Latch {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Latch::wait_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `wait_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn wait_timeout(&self, timeout: Duration) -> Result<()> {
         self.wait_by(deadline_after(timeout)).await
     }
@@ -248,8 +252,11 @@ impl Latch {
     /// # Cancel safety
     /// Cancel safe: it only reads, and dropping it gives up its
     /// subscription.
-    pub async fn wait_until(&self, deadline: Instant) -> Result<()> {
-        self.wait_by(Some(deadline)).await
+    pub async fn wait_until(
+        &self,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<()> {
+        self.wait_by(deadline.into().instant()).await
     }
 
     /// [`Latch::wait_until`] with an optional deadline (`None`: as long as

@@ -3,6 +3,7 @@
 //! `ARCHITECTURE.md`.
 
 pub mod acl;
+pub(crate) mod deadline;
 pub(crate) mod error;
 pub(crate) mod kind;
 pub mod metrics;

@@ -98,7 +98,7 @@ fn each_operation_has_a_span_with_the_name_and_a_token_prefix() {
             let first = guard.token()[..12].to_owned();
             let waiter = tokio::spawn({
                 let lock = lock.clone();
-                async move { lock.acquire_timeout(Duration::from_secs(5)).await }
+                async move { lock.acquire_until(Duration::from_secs(5)).await }
             });
             let _ = guard.extend(Duration::from_secs(10)).await.unwrap();
             assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
@@ -141,7 +141,7 @@ fn every_primitive_has_the_same_spans_with_its_kind() {
         let read = client
             .rwlock("rw", ttl)
             .unwrap()
-            .read_timeout(ttl)
+            .read_until(ttl)
             .await
             .unwrap();
         let r = read.token()[..12].to_owned();
@@ -157,9 +157,9 @@ fn every_primitive_has_the_same_spans_with_its_kind() {
         let latch = client.latch("l", ttl).unwrap();
         assert!(latch.create(1).await.unwrap());
         assert_eq!(latch.count_down().await.unwrap(), 0);
-        latch.wait_timeout(ttl).await.unwrap();
+        latch.wait_until(ttl).await.unwrap();
         let barrier = client.barrier("b", 1, ttl).unwrap();
-        barrier.arrive_and_wait_timeout(ttl).await.unwrap();
+        barrier.arrive_and_wait_until(ttl).await.unwrap();
         [s, r, e]
     });
     let [s, r, e] = tokens;

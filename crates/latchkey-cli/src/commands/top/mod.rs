@@ -258,7 +258,7 @@ mod tests {
         assert_eq!(wait_column(&observer, "held").await, Some(0));
 
         let lock = waiter.lock("held", ttl).unwrap();
-        let waiting = tokio::spawn(async move { lock.acquire_timeout(ttl).await });
+        let waiting = tokio::spawn(async move { lock.acquire_until(ttl).await });
         eventually("the waiter listens", || async {
             redis.subscribers(channel) == 2
         })

@@ -162,6 +162,10 @@ impl Election {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Election::campaign_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `campaign_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn campaign_timeout(
         &self,
         value: impl AsRef<[u8]>,
@@ -186,9 +190,10 @@ impl Election {
     pub async fn campaign_until(
         &self,
         value: impl AsRef<[u8]>,
-        deadline: Instant,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
     ) -> Result<Leadership> {
-        self.campaign_by(value.as_ref(), Some(deadline)).await
+        self.campaign_by(value.as_ref(), deadline.into().instant())
+            .await
     }
 
     /// [`Election::campaign_until`] with an optional deadline (`None`: as

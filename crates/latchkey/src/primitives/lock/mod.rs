@@ -39,7 +39,7 @@ use crate::vocab::outcome::AttemptMode;
 /// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
 /// let lock = client.lock("invoices", Duration::from_secs(10))?.with_watchdog();
 ///
-/// let guard = lock.acquire_timeout(Duration::from_secs(5)).await?;
+/// let guard = lock.acquire_until(Duration::from_secs(5)).await?;
 /// tokio::select! {
 ///     _ = guard.lost() => eprintln!("lost the lock: stop touching the invoices"),
 ///     _ = async { /* the critical section */ } => {}
@@ -265,6 +265,10 @@ impl Lock {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `acquire_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn acquire_timeout(&self, wait: Duration) -> Result<LockGuard> {
         self.acquire_by(crate::primitives::wait::deadline_after(wait))
             .await
@@ -288,8 +292,11 @@ impl Lock {
     /// queue in Redis in the background, handing on a lock handed to it in
     /// that instant ([`Client::flush`](crate::Client::flush) waits for it);
     /// one that times out leaves before returning.
-    pub async fn acquire_until(&self, deadline: Instant) -> Result<LockGuard> {
-        self.acquire_by(Some(deadline)).await
+    pub async fn acquire_until(
+        &self,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<LockGuard> {
+        self.acquire_by(deadline.into().instant()).await
     }
 
     /// [`Lock::acquire_until`] with an optional deadline (`None`: as long

@@ -20,7 +20,7 @@ use crate::vocab::token::short;
 /// use std::time::Duration;
 /// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
 /// let both = client.lock_all(&["account:1", "account:2"], Duration::from_secs(10))?;
-/// let guard = both.acquire_timeout(Duration::from_secs(5)).await?;
+/// let guard = both.acquire_until(Duration::from_secs(5)).await?;
 ///
 /// // One token per lock, in the order the names were given.
 /// let tokens = guard.fencing_tokens().await?;

@@ -39,7 +39,7 @@ use crate::vocab::protocol::key_slot;
 ///     .with_watchdog()
 ///     .with_fencing();
 ///
-/// let guard = both.acquire_timeout(Duration::from_secs(5)).await?;
+/// let guard = both.acquire_until(Duration::from_secs(5)).await?;
 /// let tokens = guard.fencing_tokens().await?; // one per account, in this order
 /// tokio::select! {
 ///     _ = guard.lost() => eprintln!("lost one of the locks: stop the transfer"),
@@ -207,6 +207,10 @@ impl MultiLock {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`MultiLock::acquire_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `acquire_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn acquire_timeout(&self, wait: Duration) -> Result<MultiGuard> {
         self.acquire_by(deadline_after(wait)).await
     }
@@ -224,8 +228,11 @@ impl MultiLock {
     /// request whose reply was never read may have taken are released in
     /// the background, see [`MultiLock::try_acquire`]) and gives up the
     /// subscriptions.
-    pub async fn acquire_until(&self, deadline: Instant) -> Result<MultiGuard> {
-        self.acquire_by(Some(deadline)).await
+    pub async fn acquire_until(
+        &self,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<MultiGuard> {
+        self.acquire_by(deadline.into().instant()).await
     }
 
     /// [`MultiLock::acquire_until`] with an optional deadline (`None`: as

@@ -59,7 +59,7 @@ impl RwSpec {
 /// use latchkey::RwAccess;
 /// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
 /// let catalog = client.rwlock("catalog", Duration::from_secs(10))?.with_watchdog();
-/// let hold = catalog.read_timeout(Duration::from_secs(5)).await?;
+/// let hold = catalog.read_until(Duration::from_secs(5)).await?;
 /// assert_eq!(hold.access(), RwAccess::Read);
 /// tokio::select! {
 ///     _ = hold.lost() => eprintln!("read hold lost: the catalog may change under us"),

@@ -38,12 +38,12 @@ use crate::vocab::protocol::{RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
 ///     .with_fencing();
 ///
 /// // Any number of readers at once:
-/// let reading = catalog.read_timeout(Duration::from_secs(5)).await?;
+/// let reading = catalog.read_until(Duration::from_secs(5)).await?;
 /// // ... read the catalog ...
 /// reading.release().await?;
 ///
 /// // One writer, alone:
-/// let writing = catalog.write_timeout(Duration::from_secs(30)).await?;
+/// let writing = catalog.write_until(Duration::from_secs(30)).await?;
 /// println!("writing with fencing token {}", writing.fencing_token().await?);
 /// writing.release().await?;
 /// # Ok(()) }
@@ -139,6 +139,10 @@ impl RwLock {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `read_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn read_timeout(&self, wait: Duration) -> Result<RwGuard> {
         self.acquire_by(RwAccess::Read, deadline_after(wait)).await
     }
@@ -147,6 +151,10 @@ impl RwLock {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `write_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn write_timeout(&self, wait: Duration) -> Result<RwGuard> {
         self.acquire_by(RwAccess::Write, deadline_after(wait)).await
     }
@@ -155,16 +163,24 @@ impl RwLock {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
-    pub async fn read_until(&self, deadline: Instant) -> Result<RwGuard> {
-        self.acquire_by(RwAccess::Read, Some(deadline)).await
+    pub async fn read_until(
+        &self,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<RwGuard> {
+        self.acquire_by(RwAccess::Read, deadline.into().instant())
+            .await
     }
 
     /// Waits until `deadline` to write ([`Error::WaitTimedOut`] after).
     ///
     /// # Cancel safety
     /// Cancel safe, as [`RwLock::acquire_until`].
-    pub async fn write_until(&self, deadline: Instant) -> Result<RwGuard> {
-        self.acquire_by(RwAccess::Write, Some(deadline)).await
+    pub async fn write_until(
+        &self,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<RwGuard> {
+        self.acquire_by(RwAccess::Write, deadline.into().instant())
+            .await
     }
 
     async fn try_once(&self, access: RwAccess) -> Result<Option<RwGuard>> {
@@ -190,8 +206,12 @@ impl RwLock {
     /// Cancel safe: dropping the future withdraws its intent and releases a
     /// hold that a request whose reply was never read may have taken, in
     /// the background (tracked by the client: [`Client::flush`](crate::Client::flush)).
-    pub async fn acquire_until(&self, access: RwAccess, deadline: Instant) -> Result<RwGuard> {
-        self.acquire_by(access, Some(deadline)).await
+    pub async fn acquire_until(
+        &self,
+        access: RwAccess,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<RwGuard> {
+        self.acquire_by(access, deadline.into().instant()).await
     }
 
     /// [`RwLock::acquire_until`] with an optional deadline (`None`: as long

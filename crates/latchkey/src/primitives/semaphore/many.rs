@@ -3,7 +3,7 @@
 //! permits set, so that every client counting members counts k) is in
 //! `docs/protocol.md`, "Several permits at once".
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::primitives::semaphore::permit::PermitGuard;
 use crate::primitives::semaphore::Semaphore;
@@ -40,6 +40,10 @@ impl Semaphore {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Semaphore::acquire_many_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `acquire_many_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn acquire_many_timeout(&self, k: u32, wait: Duration) -> Result<PermitGuard> {
         self.acquire_by(self.check_take(k)?, deadline_after(wait))
             .await
@@ -60,8 +64,13 @@ impl Semaphore {
     /// Cancel safe: dropping the future leaves no permit behind (the `k`
     /// taken by a request whose reply was never read are given back in the
     /// background, together) and gives up the subscription.
-    pub async fn acquire_many_until(&self, k: u32, deadline: Instant) -> Result<PermitGuard> {
-        self.acquire_by(self.check_take(k)?, Some(deadline)).await
+    pub async fn acquire_many_until(
+        &self,
+        k: u32,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<PermitGuard> {
+        self.acquire_by(self.check_take(k)?, deadline.into().instant())
+            .await
     }
 
     /// `k`, if it is 1 to N.

@@ -44,7 +44,7 @@ use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERM
 ///     .with_watchdog()
 ///     .with_fencing();
 ///
-/// let permit = exports.acquire_timeout(Duration::from_secs(60)).await?;
+/// let permit = exports.acquire_until(Duration::from_secs(60)).await?;
 /// println!("permit held; fencing token {}", permit.fencing_token().await?);
 /// tokio::select! {
 ///     _ = permit.lost() => eprintln!("permit lost: stop exporting"),
@@ -68,7 +68,7 @@ use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERM
 ///   when the earliest permit expires (a dead holder's). **Not FIFO**: the
 ///   waiters woken race for the free permit, and any of them (or a newcomer)
 ///   may win. Under steady contention a waiter can be overtaken; bound its
-///   wait with [`acquire_timeout`](Semaphore::acquire_timeout).
+///   wait with [`acquire_until`](Semaphore::acquire_until).
 /// * **Several permits at once, all or none**:
 ///   [`acquire_many(k)`](Semaphore::acquire_many) takes k permits in one
 ///   script or none (never a part of them), held, renewed, fenced and
@@ -77,7 +77,7 @@ use crate::vocab::protocol::{PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERM
 ///   but it is **not protected from barging**: while smaller acquisitions
 ///   keep taking each permit as it is freed, k may never be free at once.
 ///   It gets them when the semaphore drains (k permits free together); bound
-///   its wait with [`acquire_many_timeout`](Semaphore::acquire_many_timeout),
+///   its wait with [`acquire_many_until`](Semaphore::acquire_many_until),
 ///   or give the semaphore's users a pause, if they never let it drain.
 /// * **Fencing**: with [`with_fencing`](Semaphore::with_fencing), each hold
 ///   gets a token greater than those of all earlier holds of the semaphore
@@ -167,6 +167,10 @@ impl Semaphore {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Semaphore::acquire_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `acquire_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn acquire_timeout(&self, wait: Duration) -> Result<PermitGuard> {
         self.acquire_by(1, deadline_after(wait)).await
     }
@@ -184,8 +188,11 @@ impl Semaphore {
     /// Cancel safe: dropping the future leaves no permit behind (one taken
     /// by a request whose reply was never read is given back in the
     /// background) and gives up the subscription.
-    pub async fn acquire_until(&self, deadline: Instant) -> Result<PermitGuard> {
-        self.acquire_by(1, Some(deadline)).await
+    pub async fn acquire_until(
+        &self,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<PermitGuard> {
+        self.acquire_by(1, deadline.into().instant()).await
     }
 
     /// [`Semaphore::acquire_many_until`] of `k` (checked) with an optional

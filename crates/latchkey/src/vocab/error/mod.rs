@@ -25,7 +25,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// use std::time::Duration;
 /// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
 /// let lock = client.lock("nightly-report", Duration::from_secs(30))?;
-/// match lock.acquire_timeout(Duration::from_secs(5)).await {
+/// match lock.acquire_until(Duration::from_secs(5)).await {
 ///     Ok(guard) => guard.release().await.map(drop)?,
 ///     Err(latchkey::Error::WaitTimedOut { .. }) => println!("busy: try tomorrow"),
 ///     Err(e) if e.is_transient() => eprintln!("Redis trouble, worth retrying later: {e}"),

@@ -20,7 +20,7 @@ pub async fn spawn_waiting(
     wait: Duration,
 ) -> tokio::task::JoinHandle<latchkey::Result<(Instant, latchkey::LockGuard)>> {
     let mut waiting = Box::pin(async move {
-        let guard = lock.acquire_timeout(wait).await?;
+        let guard = lock.acquire_until(wait).await?;
         Ok((Instant::now(), guard))
     });
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(waiting.as_mut().poll(cx))).await;
@@ -158,10 +158,7 @@ pub async fn core_paths(server: &RedisServer, a: &Client, b: &Client, name: &str
 
     // A waiter on the other client wakes at the release (pub/sub).
     let waiter = tokio::spawn(async move {
-        let g = other
-            .acquire_timeout(Duration::from_secs(20))
-            .await
-            .unwrap();
+        let g = other.acquire_until(Duration::from_secs(20)).await.unwrap();
         (Instant::now(), g)
     });
     until_subscribed(server, &format!("{{test:{name}}}:released"), 1).await;

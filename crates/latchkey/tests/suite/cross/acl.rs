@@ -31,10 +31,7 @@ async fn the_documented_rule_is_enough_for_locks_waiting_and_signals() {
     // A waiter on the other client: subscribes, marks, wakes at the release.
     let other = b.lock("acl-job", Duration::from_secs(30)).unwrap();
     let waiter = tokio::spawn(async move {
-        let g = other
-            .acquire_timeout(Duration::from_secs(20))
-            .await
-            .unwrap();
+        let g = other.acquire_until(Duration::from_secs(20)).await.unwrap();
         (Instant::now(), g)
     });
     until_subscribed(&server, "{test:acl-job}:released", 1).await;

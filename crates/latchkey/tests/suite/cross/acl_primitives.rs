@@ -44,7 +44,7 @@ async fn a_fair_lock_is_handed_to_the_waiter_of_another_client() {
     let first = fair(&a).try_acquire().await.unwrap().expect("a free lock");
     let waiting = fair(&b);
     let waiter = tokio::spawn(async move {
-        let guard = waiting.acquire_timeout(WAIT).await;
+        let guard = waiting.acquire_until(WAIT).await;
         (Instant::now(), guard)
     });
     eventually("the waiter is queued", || async {
@@ -74,7 +74,7 @@ async fn a_semaphore_permit_is_taken_renewed_listed_and_passed_on() {
 
     let other = b.semaphore("acl-pool", 1, TTL).unwrap().with_fencing();
     let waiter = tokio::spawn(async move {
-        let permit = other.acquire_timeout(WAIT).await;
+        let permit = other.acquire_until(WAIT).await;
         (Instant::now(), permit)
     });
     until_subscribed(&server, "{test:acl-pool}:permits:released", 1).await;
@@ -100,7 +100,7 @@ async fn a_read_write_lock_lets_readers_share_and_a_writer_in_alone() {
 
     // A writer of the other client waits for both readers.
     let writing = b.rwlock("acl-doc", TTL).unwrap().with_fencing();
-    let writer = tokio::spawn(async move { writing.write_timeout(WAIT).await });
+    let writer = tokio::spawn(async move { writing.write_until(WAIT).await });
     eventually("the writer waits", || async {
         count(&server, &["ZCARD", "{test:acl-doc}:rw:writers-waiting"]) == 1
     })
@@ -116,7 +116,7 @@ async fn a_read_write_lock_lets_readers_share_and_a_writer_in_alone() {
 
     // A reader waits for the writer, whose release lets it in.
     let reading = rw.clone();
-    let reader = tokio::spawn(async move { reading.read_timeout(WAIT).await });
+    let reader = tokio::spawn(async move { reading.read_until(WAIT).await });
     eventually("the reader waits", || async {
         count(&server, &["ZCARD", "{test:acl-doc}:rw:readers-waiting"]) == 1
     })
@@ -135,7 +135,7 @@ async fn a_latch_counted_down_to_zero_wakes_its_waiter() {
     assert!(latch.create(2).await.unwrap(), "created");
     let waiting = b.latch("acl-gate", TTL).unwrap();
     let waiter = tokio::spawn(async move {
-        let open = waiting.wait_timeout(WAIT).await;
+        let open = waiting.wait_until(WAIT).await;
         (Instant::now(), open)
     });
     until_subscribed(&server, "{test:acl-gate}:latch:opened", 1).await;
@@ -154,19 +154,19 @@ async fn a_barrier_of_two_releases_both_and_a_lone_party_takes_its_arrival_back(
     let barrier = a.barrier("acl-step", 2, TTL).unwrap();
     // Alone, a party times out and takes its arrival back.
     let alone = barrier
-        .arrive_and_wait_timeout(Duration::from_millis(200))
+        .arrive_and_wait_until(Duration::from_millis(200))
         .await;
     assert!(matches!(alone, Err(latchkey::Error::WaitTimedOut { .. })));
     assert_eq!(barrier.state().await.unwrap(), Some((0, 0)));
 
     let early = barrier.clone();
-    let first = tokio::spawn(async move { early.arrive_and_wait_timeout(WAIT).await });
+    let first = tokio::spawn(async move { early.arrive_and_wait_until(WAIT).await });
     eventually("one party arrived", || async {
         barrier.state().await.unwrap() == Some((0, 1))
     })
     .await;
     let second = b.barrier("acl-step", 2, TTL).unwrap();
-    assert_eq!(second.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(second.arrive_and_wait_until(WAIT).await.unwrap(), 0);
     assert_eq!(first.await.unwrap().unwrap(), 0);
     assert_eq!(barrier.state().await.unwrap(), Some((1, 0)));
 }

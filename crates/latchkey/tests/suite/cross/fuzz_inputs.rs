@@ -234,7 +234,7 @@ proptest! {
                 Ok(_) => {}
                 Err(e) => assert_not_transport(&e),
             }
-            match lock.acquire_timeout(Duration::from_millis(20)).await {
+            match lock.acquire_until(Duration::from_millis(20)).await {
                 Ok(guard) => { let _ = guard.release().await; }
                 Err(e) => assert_not_transport(&e),
             }

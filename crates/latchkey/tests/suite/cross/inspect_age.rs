@@ -33,7 +33,7 @@ async fn a_fair_lock_handed_to_a_queued_waiter_is_as_old_as_its_hold() {
     let holder = a.lock("fl", TTL).unwrap().fair().unwrap();
     let guard = holder.acquire().await.unwrap();
     let waiting = b.lock("fl", TTL).unwrap().fair().unwrap();
-    let waiter = tokio::spawn(async move { waiting.acquire_timeout(TTL).await });
+    let waiter = tokio::spawn(async move { waiting.acquire_until(TTL).await });
     until_queued(&redis, "{test:fl}:queue").await;
     tokio::time::sleep(WAITED).await;
     assert_eq!(guard.release().await.unwrap(), latchkey::Ownership::Owned);
@@ -54,7 +54,7 @@ async fn a_queued_waiter_that_takes_the_lock_is_as_old_as_its_hold() {
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
     let guard = a.lock("taken", TTL).unwrap().acquire().await.unwrap();
     let waiting = b.lock("taken", TTL).unwrap().fair().unwrap();
-    let waiter = tokio::spawn(async move { waiting.acquire_timeout(TTL).await });
+    let waiter = tokio::spawn(async move { waiting.acquire_until(TTL).await });
     until_queued(&redis, "{test:taken}:queue").await;
     tokio::time::sleep(WAITED).await;
     assert_eq!(guard.release().await.unwrap(), latchkey::Ownership::Owned);

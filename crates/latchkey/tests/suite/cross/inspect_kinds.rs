@@ -29,7 +29,7 @@ async fn every_kind_is_described_with_its_holders() {
     let _fair_holder = fair.acquire().await.unwrap();
     let waiter = tokio::spawn({
         let fair = fair.clone();
-        async move { fair.acquire_timeout(Duration::from_secs(30)).await }
+        async move { fair.acquire_until(Duration::from_secs(30)).await }
     });
     let semaphore = client.semaphore("s", 3, TTL).unwrap();
     let _p1 = semaphore.acquire().await.unwrap();
@@ -43,11 +43,7 @@ async fn every_kind_is_described_with_its_holders() {
     let barrier = client.barrier("meet", 3, TTL).unwrap();
     let arrival = tokio::spawn({
         let barrier = barrier.clone();
-        async move {
-            barrier
-                .arrive_and_wait_timeout(Duration::from_secs(30))
-                .await
-        }
+        async move { barrier.arrive_and_wait_until(Duration::from_secs(30)).await }
     });
     let election = client.election("e", TTL).unwrap();
     let _leading = election
@@ -181,7 +177,7 @@ async fn a_name_that_is_two_kinds_is_described_as_both() {
     let _reader = rw2.try_read().await.unwrap().expect("a read hold");
     let waiting = tokio::spawn({
         let rw2 = rw2.clone();
-        async move { rw2.write_timeout(Duration::from_secs(30)).await }
+        async move { rw2.write_until(Duration::from_secs(30)).await }
     });
     eventually("the writer waits", || async {
         matches!(&client.describe("w2").await.unwrap()[..],

@@ -32,13 +32,13 @@ fn acquisitions_and_releases_are_counted_by_outcome() {
         let g1 = a.try_acquire().await.unwrap().expect("free"); // ok
         assert!(a.try_acquire().await.unwrap().is_none()); // busy
         let err = a
-            .acquire_timeout(Duration::from_millis(50))
+            .acquire_until(Duration::from_millis(50))
             .await
             .unwrap_err(); // timeout
         assert!(matches!(err, latchkey::Error::WaitTimedOut { .. }), "{err}");
         assert_eq!(g1.release().await.unwrap(), Ownership::Owned);
         let g2 = a.acquire().await.unwrap(); // ok
-        let g3 = b.acquire_timeout(Duration::from_secs(1)).await.unwrap(); // ok
+        let g3 = b.acquire_until(Duration::from_secs(1)).await.unwrap(); // ok
         assert_eq!(g2.release().await.unwrap(), Ownership::Owned);
         // The key vanishes under the holder: its release finds it gone.
         let _: i64 = raw(&server.url()).await.del("test:b").await.unwrap();
@@ -259,7 +259,7 @@ fn semaphores_and_read_write_locks_are_counted_as_locks_are_with_their_kind() {
         let sem = client.semaphore("s", 1, Duration::from_secs(10)).unwrap();
         let permit = sem.try_acquire().await.unwrap().expect("free"); // ok
         assert!(sem.try_acquire().await.unwrap().is_none()); // busy
-        assert!(sem.acquire_timeout(short).await.is_err()); // timeout
+        assert!(sem.acquire_until(short).await.is_err()); // timeout
         assert_eq!(permit.extend(sem.ttl()).await.unwrap(), Ownership::Owned); // renewal ok
         assert_eq!(permit.release().await.unwrap(), Ownership::Owned);
         let permit = sem.acquire().await.unwrap(); // ok
@@ -271,9 +271,9 @@ fn semaphores_and_read_write_locks_are_counted_as_locks_are_with_their_kind() {
         let rw = client.rwlock("rw", Duration::from_secs(10)).unwrap();
         let read = rw.try_read().await.unwrap().expect("free"); // ok
         assert!(rw.try_write().await.unwrap().is_none()); // busy
-        assert!(rw.write_timeout(short).await.is_err()); // timeout
+        assert!(rw.write_until(short).await.is_err()); // timeout
         assert_eq!(read.release().await.unwrap(), Ownership::Owned);
-        drop(rw.write_timeout(Duration::from_secs(5)).await.unwrap()); // ok, dropped
+        drop(rw.write_until(Duration::from_secs(5)).await.unwrap()); // ok, dropped
         let mut rec = Recorded::default();
         eventually("the dropped writer's release is counted", || {
             rec.add(&snapshotter);
@@ -333,7 +333,7 @@ fn elections_latches_barriers_and_fair_locks_are_counted_with_their_kind() {
             .unwrap()
             .expect("nobody leads");
         assert!(election.try_campaign("b").await.unwrap().is_none()); // busy
-        assert!(election.campaign_timeout("b", short).await.is_err()); // timeout
+        assert!(election.campaign_until("b", short).await.is_err()); // timeout
         assert_eq!(leader.resign().await.unwrap(), Ownership::Owned);
         let leader = election.campaign("b").await.unwrap(); // a second term won
         let _: () = conn.set("{test:e}:leader", "someone-else").await.unwrap();
@@ -344,23 +344,23 @@ fn elections_latches_barriers_and_fair_locks_are_counted_with_their_kind() {
         assert!(latch.create(2).await.unwrap());
         assert_eq!(latch.count_down().await.unwrap(), 1);
         assert!(matches!(
-            latch.wait_timeout(short).await,
+            latch.wait_until(short).await,
             Err(latchkey::Error::WaitTimedOut { .. })
         )); // timeout
         assert_eq!(latch.count_down().await.unwrap(), 0); // opened
-        latch.wait_timeout(Duration::from_secs(1)).await.unwrap(); // ok
+        latch.wait_until(Duration::from_secs(1)).await.unwrap(); // ok
         assert!(latch.count_down().await.is_err()); // already open
         let never = client.latch("never", Duration::from_secs(60)).unwrap();
         assert!(never.count_down().await.is_err()); // not found
 
         let alone = client.barrier("b1", 1, Duration::from_secs(60)).unwrap();
         alone
-            .arrive_and_wait_timeout(Duration::from_secs(1))
+            .arrive_and_wait_until(Duration::from_secs(1))
             .await
             .unwrap();
         let pair = client.barrier("b2", 2, Duration::from_secs(60)).unwrap();
         assert!(matches!(
-            pair.arrive_and_wait_timeout(short).await,
+            pair.arrive_and_wait_until(short).await,
             Err(latchkey::Error::WaitTimedOut { .. })
         )); // timeout
 

@@ -103,7 +103,7 @@ async fn a_waiter_is_woken_by_a_release_on_another_client() {
             .unwrap();
         let lock = waiter.lock(name, Duration::from_secs(30)).unwrap();
         let waiting = tokio::spawn(async move {
-            let guard = lock.acquire_timeout(Duration::from_secs(20)).await;
+            let guard = lock.acquire_until(Duration::from_secs(20)).await;
             (Instant::now(), guard)
         });
         // The waiter's refused attempt marked the holder's token: from then
@@ -249,7 +249,7 @@ async fn a_lock_keeps_its_holder_and_wakes_its_waiter_after_its_slot_moves() {
     let token = guard.issued_fencing_token().unwrap();
     let lock = waiter.lock(name, Duration::from_secs(30)).unwrap();
     let waiting = tokio::spawn(async move {
-        let guard = lock.acquire_timeout(Duration::from_secs(25)).await;
+        let guard = lock.acquire_until(Duration::from_secs(25)).await;
         (Instant::now(), guard)
     });
     let from_port = cluster.primary_for_slot(slot).port();
@@ -337,7 +337,7 @@ async fn a_least_privilege_user_counts_waiters_with_the_cluster_note() {
         .unwrap();
     let waiting = tokio::spawn(async move {
         let lock = other.lock("counted", Duration::from_secs(10)).unwrap();
-        lock.acquire_timeout(Duration::from_secs(20)).await
+        lock.acquire_until(Duration::from_secs(20)).await
     });
     common::eventually("the waiter counted", || async {
         client.lock_waiters(&[b"counted"]).await.unwrap() == vec![1]

@@ -82,7 +82,7 @@ async fn a_manual_failover_keeps_the_holder_and_wakes_the_waiter() {
     let token = guard.issued_fencing_token().unwrap();
     let lock = waiter.lock(&name, Duration::from_secs(30)).unwrap();
     let waiting = tokio::spawn(async move {
-        let got = lock.acquire_timeout(Duration::from_secs(25)).await;
+        let got = lock.acquire_until(Duration::from_secs(25)).await;
         (Instant::now(), got)
     });
     let channel = String::from_utf8(latchkey::protocol::release_channel(key.as_bytes())).unwrap();

@@ -168,12 +168,12 @@ async fn a_waiter_is_woken_by_the_release_and_times_out_otherwise(kind: Kind) {
         .unwrap()
         .unwrap();
     let lock = waiter.lock("handoff", Duration::from_secs(30)).unwrap();
-    match lock.acquire_timeout(Duration::from_millis(300)).await {
+    match lock.acquire_until(Duration::from_millis(300)).await {
         Err(Error::WaitTimedOut { .. }) => {}
         other => panic!("expected WaitTimedOut, got {other:?}"),
     }
     let waiting = tokio::spawn(async move {
-        let got = lock.acquire_timeout(Duration::from_secs(20)).await;
+        let got = lock.acquire_until(Duration::from_secs(20)).await;
         (Instant::now(), got)
     });
     d.until_subscribed("test:handoff", "{test:handoff}:released")

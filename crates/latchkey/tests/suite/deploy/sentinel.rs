@@ -47,7 +47,7 @@ async fn follows_sentinel_failover_with_locks_held_waited_on_and_signals() {
     let guard = lock.try_acquire().await.unwrap().expect("free");
     let waiter = other.lock("report", Duration::from_secs(6)).unwrap();
     let waiting = tokio::spawn(async move {
-        let guard = waiter.acquire_timeout(Duration::from_secs(15)).await?;
+        let guard = waiter.acquire_until(Duration::from_secs(15)).await?;
         Ok::<_, Error>((Instant::now(), guard))
     });
     let mut listener = other.listen(["deploy"]).await.unwrap();
@@ -117,7 +117,7 @@ async fn kill_9_loses_an_unreplicated_lock_and_lost_says_so() {
     // Another client waits for it (subscribed on the old primary).
     let theirs = other.lock("ledger", Duration::from_secs(5)).unwrap();
     let waiting = tokio::spawn(async move {
-        let guard = theirs.acquire_timeout(Duration::from_secs(20)).await?;
+        let guard = theirs.acquire_until(Duration::from_secs(20)).await?;
         Ok::<_, Error>((Instant::now(), guard))
     });
     eventually("the waiter is subscribed", || async {
@@ -342,7 +342,7 @@ async fn too_few_replicas_is_a_typed_error_and_the_lock_is_released() {
     assert!(started.elapsed() >= Duration::from_millis(200));
     assert_eq!(primary.command(&["EXISTS", "test:audit"]).unwrap(), "0");
     // A waiting acquire retries it until its deadline, then says why.
-    match two.acquire_timeout(Duration::from_millis(700)).await {
+    match two.acquire_until(Duration::from_millis(700)).await {
         Err(Error::TooFewReplicas { .. }) => {}
         other => panic!("expected TooFewReplicas, got {other:?}"),
     }

@@ -372,7 +372,7 @@ async fn a_cluster_over_mutual_tls() {
     let lock = other
         .lock("tls-cluster-wake", Duration::from_secs(30))
         .unwrap();
-    let waiting = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(20)).await });
+    let waiting = tokio::spawn(async move { lock.acquire_until(Duration::from_secs(20)).await });
     let key = "test:tls-cluster-wake";
     let channel = String::from_utf8(latchkey::protocol::release_channel(key.as_bytes())).unwrap();
     latchkey_testkit::eventually("the waiter subscribed at the lock's node", || async {

@@ -33,7 +33,7 @@ async fn an_asking_waiter_is_heard_and_gets_the_lock_at_the_release() {
 
     let asking = asker.lock("asked", TTL).unwrap().with_asking();
     let next = asking
-        .acquire_timeout(SOON)
+        .acquire_until(SOON)
         .await
         .expect("the asked holder let go");
     assert!(next.is_held());
@@ -66,7 +66,7 @@ async fn an_asking_waiter_asks_each_holder_once() {
     let guard = holder.lock("once", TTL).unwrap().acquire().await.unwrap();
     let published = redis.calls("publish");
     let asking = asker.lock("once", TTL).unwrap().with_asking();
-    let waiter = tokio::spawn(async move { asking.acquire_timeout(SOON * 3).await });
+    let waiter = tokio::spawn(async move { asking.acquire_until(SOON * 3).await });
     until_subscribed(&redis, channel, 1).await;
     eventually("the waiter asked", || async {
         redis.calls("publish") > published
@@ -123,7 +123,7 @@ async fn asking_waiters_of_a_semaphore_and_a_read_write_lock_are_heard() {
     });
     until_subscribed(&redis, "{test:asked-pool}:permits:released", 1).await;
     let asking = asker.semaphore("asked-pool", 2, TTL).unwrap().with_asking();
-    let permit = asking.acquire_timeout(SOON).await.expect("a permit");
+    let permit = asking.acquire_until(SOON).await.expect("a permit");
     assert_eq!(holding.await.unwrap(), Ownership::Owned);
     let _ = permit.release().await.unwrap();
 
@@ -137,7 +137,7 @@ async fn asking_waiters_of_a_semaphore_and_a_read_write_lock_are_heard() {
     until_subscribed(&redis, "{test:asked-doc}:rw:released", 1).await;
     let reading = asker.rwlock("asked-doc", TTL).unwrap().with_asking();
     let reader = reading
-        .read_timeout(SOON)
+        .read_until(SOON)
         .await
         .expect("read after the writer");
     assert_eq!(holding.await.unwrap(), Ownership::Owned);
@@ -161,7 +161,7 @@ async fn fair_and_same_client_holders_are_asked() {
     let next = lock
         .clone()
         .with_asking()
-        .acquire_timeout(SOON)
+        .acquire_until(SOON)
         .await
         .expect("asked its own client's holder");
     assert_eq!(holding.await.unwrap(), Ownership::Owned);
@@ -181,7 +181,7 @@ async fn fair_and_same_client_holders_are_asked() {
         .fair()
         .unwrap()
         .with_asking()
-        .acquire_timeout(SOON)
+        .acquire_until(SOON)
         .await
         .expect("handed on by the asked holder");
     assert_eq!(holding.await.unwrap(), Ownership::Owned);
@@ -206,7 +206,7 @@ async fn a_multi_lock_waiter_asks_the_holder_of_the_busy_lock() {
         .unwrap()
         .with_asking();
     let held = both
-        .acquire_timeout(SOON)
+        .acquire_until(SOON)
         .await
         .expect("the holder of pair-b was asked and let go");
     assert_eq!(holding.await.unwrap(), Ownership::Owned, "it heard the ask");

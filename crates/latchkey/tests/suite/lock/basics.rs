@@ -24,7 +24,7 @@ async fn contend(url: &str) {
             let lock = client.lock("counter", Duration::from_secs(5)).unwrap();
             let mut conn = raw(&url).await;
             for _ in 0..ROUNDS {
-                let guard = lock.acquire_timeout(Duration::from_secs(60)).await.unwrap();
+                let guard = lock.acquire_until(Duration::from_secs(60)).await.unwrap();
                 let n: i64 = conn.get("counter-value").await.unwrap_or(0);
                 // The sleep widens the race window a missing lock would expose.
                 tokio::time::sleep(Duration::from_millis(1)).await;
@@ -165,7 +165,7 @@ async fn a_wrong_type_key_is_a_typed_error() {
     }
     assert!(matches!(
         lock.with_fencing()
-            .acquire_timeout(Duration::from_millis(300))
+            .acquire_until(Duration::from_millis(300))
             .await,
         Err(Error::WrongType { .. })
     ));

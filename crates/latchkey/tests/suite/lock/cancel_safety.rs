@@ -135,7 +135,7 @@ async fn a_cancelled_wait_leaves_no_lock_and_no_subscription() {
     proxy.set_mode(ProxyMode::Delay(Duration::from_millis(20)));
     // Release while the waiter's attempt travels, then cancel it: its
     // attempt may take the lock, and nobody would know.
-    let waiting = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(20)).await });
+    let waiting = tokio::spawn(async move { lock.acquire_until(Duration::from_secs(20)).await });
     until_subscribed(&server, "{test:cancelled-wait}:released", 1).await;
     assert_eq!(held.release().await.unwrap(), Ownership::Owned);
     tokio::time::sleep(Duration::from_millis(25)).await; // the scenario: cancel mid-flight

@@ -118,7 +118,7 @@ async fn a_closed_client_takes_no_hold_not_even_a_wait_in_flight() {
     let held = other.lock("busy", TTL).unwrap().acquire().await.unwrap();
     let waiting = tokio::spawn({
         let lock = c.lock("busy", TTL).unwrap();
-        async move { lock.acquire_timeout(Duration::from_secs(20)).await }
+        async move { lock.acquire_until(Duration::from_secs(20)).await }
     });
     until_subscribed(&server, "{test:busy}:released", 1).await;
     assert!(c.close(Duration::from_secs(5)).await);

@@ -204,7 +204,7 @@ async fn a_wait_that_times_out_leaves_the_queue() {
     let (a, b) = (client(&server.url()).await, client(&server.url()).await);
     let held = fair(&a).try_acquire().await.unwrap().expect("free");
     let err = fair(&b)
-        .acquire_timeout(Duration::from_millis(400))
+        .acquire_until(Duration::from_millis(400))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::WaitTimedOut { .. }), "{err}");

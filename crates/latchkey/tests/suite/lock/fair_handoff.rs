@@ -177,7 +177,7 @@ async fn a_plain_waiter_is_woken_when_a_fair_queue_frees_the_lock() {
     let held = fair(&a, ttl).try_acquire().await.unwrap().expect("free");
     let plain = p.lock("fair", ttl).unwrap();
     let plain = tokio::spawn(async move {
-        let guard = plain.acquire_timeout(Duration::from_secs(60)).await;
+        let guard = plain.acquire_until(Duration::from_secs(60)).await;
         (Instant::now(), guard)
     });
     eventually("the plain waiter marked the holder", || async {
@@ -227,7 +227,7 @@ async fn fair_and_plain_waiters_of_one_name_finish_in_about_their_holds() {
             _ => c.lock("fair", ttl).unwrap(),
         };
         tasks.push(tokio::spawn(async move {
-            let guard = lock.acquire_timeout(Duration::from_secs(60)).await.unwrap();
+            let guard = lock.acquire_until(Duration::from_secs(60)).await.unwrap();
             tokio::time::sleep(hold).await;
             let outcome = guard.release().await.unwrap();
             drop(c);

@@ -30,7 +30,7 @@ async fn append_tokens(url: &str, eager: bool) {
         tasks.push(tokio::spawn(async move {
             let mut conn = raw(&url).await;
             for _ in 0..PER_TASK {
-                let g = lock.acquire_timeout(Duration::from_secs(60)).await.unwrap();
+                let g = lock.acquire_until(Duration::from_secs(60)).await.unwrap();
                 let _: () = conn
                     .rpush("tokens", g.fencing_token().await.unwrap())
                     .await
@@ -200,7 +200,7 @@ async fn a_paused_holders_write_is_rejected() {
     let b = c
         .lock("gc", Duration::from_secs(5))
         .unwrap()
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_until(Duration::from_secs(5))
         .await
         .unwrap();
     assert!(b.fencing_token().await.unwrap() > a_token);
@@ -253,7 +253,7 @@ async fn a_token_asked_after_the_lock_was_lost_is_refused() {
     let fresh = c
         .lock("late", Duration::from_secs(5))
         .unwrap()
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_until(Duration::from_secs(5))
         .await
         .unwrap();
     let fresh_token = fresh.fencing_token().await.unwrap();

@@ -107,7 +107,7 @@ async fn without_a_majority_acquire_fails_with_no_quorum_at_the_deadline() {
 
     let wait = Duration::from_millis(600);
     let started = Instant::now();
-    let result = lock.acquire_timeout(wait).await;
+    let result = lock.acquire_until(wait).await;
     let took = started.elapsed();
     assert!(
         matches!(result, Err(Error::NoQuorum { .. })),
@@ -397,7 +397,7 @@ async fn strict_tokens_increase_across_minority_restarts() {
     let mut last = 0;
     for round in 0..5 {
         until_all_answer(&redlock, &servers).await;
-        let guard = lock.acquire_timeout(Duration::from_secs(5)).await.unwrap();
+        let guard = lock.acquire_until(Duration::from_secs(5)).await.unwrap();
         let token = guard.fencing_token().await.unwrap();
         assert!(token > last, "round {round}: token {token} after {last}");
         assert!(
@@ -455,7 +455,7 @@ async fn a_release_on_any_instance_wakes_waiters() {
     let waiter = tokio::spawn({
         let lock = other.lock("handover", ttl).unwrap();
         async move {
-            let guard = lock.acquire_timeout(Duration::from_secs(10)).await.unwrap();
+            let guard = lock.acquire_until(Duration::from_secs(10)).await.unwrap();
             let at = Instant::now();
             assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
             at
@@ -562,7 +562,7 @@ async fn contend(lock_urls: &[String], counter_url: &str) {
         tasks.push(tokio::spawn(async move {
             let mut conn = raw(&counter_url).await;
             for _ in 0..ROUNDS {
-                let guard = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
+                let guard = lock.acquire_until(Duration::from_secs(20)).await.unwrap();
                 let n: i64 = conn.get("count").await.unwrap_or(0);
                 // Widens the window a second holder would need.
                 tokio::time::sleep(Duration::from_millis(1)).await;
@@ -659,7 +659,7 @@ async fn tokens_on_request_or_with_the_acquisition() {
     let stale = lazy.try_acquire().await.unwrap().expect("free");
     assert_eq!(stale.issued_fencing_token(), None);
     // Another holder once the stale one's keys expired (the TTL is the point).
-    let fresh = eager.acquire_timeout(Duration::from_secs(5)).await.unwrap();
+    let fresh = eager.acquire_until(Duration::from_secs(5)).await.unwrap();
     let fresh_token = fresh.issued_fencing_token().expect("eager");
     assert!(fresh_token > first);
     assert!(matches!(

@@ -55,7 +55,7 @@ async fn a_fair_lock_waits_for_its_replicas_taken_or_handed_on() {
     // A waiter handed the lock confirms it with the replica, then holds it.
     let waiter = tokio::spawn(async move {
         waiting
-            .acquire_timeout(Duration::from_secs(20))
+            .acquire_until(Duration::from_secs(20))
             .await
             .map(|g| (g, waiting))
     });
@@ -91,7 +91,7 @@ async fn a_fair_lock_waits_for_its_replicas_taken_or_handed_on() {
         "0"
     );
     // A waiting fair acquire retries until its deadline, then says why.
-    match waiting.acquire_timeout(Duration::from_millis(900)).await {
+    match waiting.acquire_until(Duration::from_millis(900)).await {
         Err(Error::TooFewReplicas { .. }) => {}
         other => panic!("expected TooFewReplicas, got {other:?}"),
     }

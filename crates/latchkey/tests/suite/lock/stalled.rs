@@ -43,9 +43,9 @@ async fn bounded_waits_on_a_stalled_redis_end_at_their_deadline() {
     proxy.set_mode(ProxyMode::Blackhole);
     let started = Instant::now();
     let (a, b, r) = tokio::join!(
-        lock.acquire_timeout(WAIT),
-        pool.acquire_timeout(WAIT),
-        rw.read_timeout(WAIT)
+        lock.acquire_until(WAIT),
+        pool.acquire_until(WAIT),
+        rw.read_until(WAIT)
     );
     let took = started.elapsed();
     assert!(is_outage(&a), "{a:?}");

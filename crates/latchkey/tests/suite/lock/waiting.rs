@@ -25,7 +25,7 @@ async fn a_waiter_wakes_at_release_not_at_expiry() {
         .lock("handoff", Duration::from_secs(30))
         .unwrap();
     let waiter = tokio::spawn(async move {
-        let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
+        let g = lock.acquire_until(Duration::from_secs(20)).await.unwrap();
         (Instant::now(), g)
     });
     until_subscribed(&server, "{test:handoff}:released", 1).await;
@@ -45,7 +45,7 @@ async fn a_waiter_wakes_when_the_holder_vanishes() {
     let lock = c.lock("vanishing", Duration::from_millis(400)).unwrap();
     let started = Instant::now();
     std::mem::forget(lock.try_acquire().await.unwrap().unwrap()); // holder dies, no release
-    let g = lock.acquire_timeout(Duration::from_secs(5)).await.unwrap();
+    let g = lock.acquire_until(Duration::from_secs(5)).await.unwrap();
     let waited = started.elapsed();
     // It cannot get the lock before the TTL ran out, and should not wait much longer.
     assert!(
@@ -72,7 +72,7 @@ async fn no_lost_wakeup_when_the_subscriber_connection_is_killed() {
         .unwrap()
         .unwrap();
     let lock = waiter_client.lock("gap", Duration::from_secs(30)).unwrap();
-    let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
+    let waiter = tokio::spawn(async move { lock.acquire_until(Duration::from_secs(10)).await });
     until_subscribed(&server, "{test:gap}:released", 1).await;
 
     // Kill the waiter's subscriber connection, and release while it is gone:
@@ -107,7 +107,7 @@ async fn sixty_four_local_waiters_each_get_the_lock_once() {
         let lock = c.lock("crowd", Duration::from_secs(5)).unwrap();
         let (inside, acquisitions) = (inside.clone(), acquisitions.clone());
         tasks.push(tokio::spawn(async move {
-            let g = lock.acquire_timeout(Duration::from_secs(30)).await.unwrap();
+            let g = lock.acquire_until(Duration::from_secs(30)).await.unwrap();
             assert_eq!(
                 inside.fetch_add(1, Ordering::SeqCst),
                 0,
@@ -161,7 +161,7 @@ async fn falls_back_to_polling_when_pubsub_is_forbidden() {
     let lock = waiter_client
         .lock("polled", Duration::from_secs(30))
         .unwrap();
-    let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
+    let waiter = tokio::spawn(async move { lock.acquire_until(Duration::from_secs(10)).await });
     // Until it has polled twice (each refused attempt runs the acquire
     // script's busy path, the only PTTL here): it knows it must poll.
     eventually("the waiter polled twice", || async {
@@ -223,7 +223,7 @@ async fn a_waiter_marks_the_holders_token_and_its_release_wakes_it() {
         .lock("marked", Duration::from_secs(30))
         .unwrap();
     let waiter = tokio::spawn(async move {
-        let g = lock.acquire_timeout(Duration::from_secs(20)).await.unwrap();
+        let g = lock.acquire_until(Duration::from_secs(20)).await.unwrap();
         (Instant::now(), g)
     });
     let marked = until_value(&server, "test:marked", |v| v != token).await;
@@ -276,7 +276,7 @@ async fn a_waiter_not_allowed_to_mark_still_gets_the_lock() {
         .unwrap();
     let token = guard.token().to_owned();
     let lock = waiter_client.lock("unmarked", ttl).unwrap();
-    let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(10)).await });
+    let waiter = tokio::spawn(async move { lock.acquire_until(Duration::from_secs(10)).await });
     until_subscribed(&server, "{test:unmarked}:released", 1).await;
     // Its scripted attempt has run once the holder's TTL was asked for (only
     // the busy path of the acquire script sends PTTL); the key must still
@@ -313,7 +313,7 @@ async fn a_wait_that_cannot_reach_redis_is_an_outage_not_a_conflict() {
     let lock = waiter_client
         .lock("outage", Duration::from_secs(30))
         .unwrap();
-    let waiter = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(3)).await });
+    let waiter = tokio::spawn(async move { lock.acquire_until(Duration::from_secs(3)).await });
     until_subscribed(&server, "{test:outage}:released", 1).await;
     server.kill();
     let waited = waiter.await.unwrap();
@@ -339,7 +339,7 @@ async fn a_foreign_holders_release_is_found_without_waiting_for_its_ttl() {
         .unwrap();
     let lock = c.lock("shared", Duration::from_secs(5)).unwrap();
     let waiter = tokio::spawn(async move {
-        let guard = lock.acquire_timeout(Duration::from_secs(7)).await;
+        let guard = lock.acquire_until(Duration::from_secs(7)).await;
         (Instant::now(), guard)
     });
     until_subscribed(&server, "{test:shared}:released", 1).await;

@@ -41,7 +41,7 @@ async fn a_release_before_the_least_time_keeps_the_lock_until_then() {
         );
     }
     // Then it ends by itself, and the other takes it at once.
-    let taken = other.acquire_timeout(LEAST + TTL / 4).await.unwrap();
+    let taken = other.acquire_until(LEAST + TTL / 4).await.unwrap();
     assert!(acquired.elapsed() >= LEAST - Duration::from_millis(50));
     assert_eq!(taken.release().await.unwrap(), Ownership::Owned);
 }

@@ -31,7 +31,7 @@ async fn the_last_party_releases_all_together_and_the_next_generation_starts_cle
             .iter()
             .map(|c| {
                 let barrier = c.barrier("step", 3, TTL).unwrap();
-                tokio::spawn(async move { barrier.arrive_and_wait_timeout(WAIT).await })
+                tokio::spawn(async move { barrier.arrive_and_wait_until(WAIT).await })
             })
             .collect();
         eventually("two parties arrived", || async {
@@ -43,10 +43,7 @@ async fn the_last_party_releases_all_together_and_the_next_generation_starts_cle
             "nobody is released before the last party arrives"
         );
         let last = clients[2].barrier("step", 3, TTL).unwrap();
-        assert_eq!(
-            last.arrive_and_wait_timeout(WAIT).await.unwrap(),
-            generation
-        );
+        assert_eq!(last.arrive_and_wait_until(WAIT).await.unwrap(), generation);
         for party in join_all(early).await {
             assert_eq!(party.unwrap().unwrap(), generation);
         }
@@ -70,20 +67,20 @@ async fn a_party_that_times_out_takes_its_arrival_back() {
     let barrier = client.barrier("lonely", 2, TTL).unwrap();
     assert!(matches!(
         barrier
-            .arrive_and_wait_timeout(Duration::from_millis(200))
+            .arrive_and_wait_until(Duration::from_millis(200))
             .await,
         Err(latchkey::Error::WaitTimedOut { .. })
     ));
     assert_eq!(barrier.state().await.unwrap(), Some((0, 0)));
     // So the next two parties are a generation of their own.
     let other = barrier.clone();
-    let first = tokio::spawn(async move { other.arrive_and_wait_timeout(WAIT).await });
+    let first = tokio::spawn(async move { other.arrive_and_wait_until(WAIT).await });
     eventually("one party arrived", || async {
         barrier.state().await.unwrap() == Some((0, 1))
     })
     .await;
     assert!(!first.is_finished());
-    assert_eq!(barrier.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(barrier.arrive_and_wait_until(WAIT).await.unwrap(), 0);
     assert_eq!(first.await.unwrap().unwrap(), 0);
 }
 
@@ -93,7 +90,7 @@ async fn a_cancelled_party_takes_its_arrival_back() {
     let client = client(&redis.url()).await;
     let barrier = client.barrier("cancelled", 2, TTL).unwrap();
     let other = barrier.clone();
-    let party = tokio::spawn(async move { other.arrive_and_wait_timeout(WAIT).await });
+    let party = tokio::spawn(async move { other.arrive_and_wait_until(WAIT).await });
     eventually("the party arrived", || async {
         barrier.state().await.unwrap() == Some((0, 1))
     })
@@ -118,13 +115,13 @@ async fn bad_input_is_a_typed_error() {
     ));
 
     let three = client.barrier("b", 3, TTL).unwrap();
-    let waiting = tokio::spawn(async move { three.arrive_and_wait_timeout(WAIT).await });
+    let waiting = tokio::spawn(async move { three.arrive_and_wait_until(WAIT).await });
     eventually("a party of three arrived", || async {
         arrived(&client, "b").await == Some((0, 1))
     })
     .await;
     let two = client.barrier("b", 2, TTL).unwrap();
-    match two.arrive_and_wait_timeout(WAIT).await {
+    match two.arrive_and_wait_until(WAIT).await {
         Err(Error::PartiesMismatch { stored, given, .. }) => {
             assert_eq!((stored, given), (3, 2));
         }
@@ -143,7 +140,7 @@ async fn bad_input_is_a_typed_error() {
         let barrier = client.barrier(name, 2, TTL).unwrap();
         assert!(
             matches!(
-                barrier.arrive_and_wait_timeout(WAIT).await,
+                barrier.arrive_and_wait_until(WAIT).await,
                 Err(Error::WrongType { .. })
             ),
             "{name}"
@@ -166,7 +163,7 @@ async fn an_abandoned_barrier_disappears_at_its_ttl() {
     // (generation 0) stays until the TTL.
     assert!(matches!(
         barrier
-            .arrive_and_wait_timeout(Duration::from_millis(50))
+            .arrive_and_wait_until(Duration::from_millis(50))
             .await,
         Err(latchkey::Error::WaitTimedOut { .. })
     ));
@@ -183,10 +180,10 @@ async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
     let redis = RedisServer::start();
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
     let alone = a.barrier("cycle", 1, TTL).unwrap();
-    assert_eq!(alone.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(alone.arrive_and_wait_until(WAIT).await.unwrap(), 0);
     // Generation 1, nobody waiting: a barrier of 2 may start it.
     let pair = a.barrier("cycle", 2, TTL).unwrap();
-    let waiting = tokio::spawn(async move { pair.arrive_and_wait_timeout(WAIT).await });
+    let waiting = tokio::spawn(async move { pair.arrive_and_wait_until(WAIT).await });
     eventually("one party of two arrived", || async {
         arrived(&b, "cycle").await == Some((1, 1))
     })
@@ -194,7 +191,7 @@ async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
     // While it waits, its N binds.
     let three = b.barrier("cycle", 3, TTL).unwrap();
     assert!(matches!(
-        three.arrive_and_wait_timeout(WAIT).await,
+        three.arrive_and_wait_until(WAIT).await,
         Err(Error::PartiesMismatch {
             stored: 2,
             given: 3,
@@ -202,16 +199,15 @@ async fn a_generation_nobody_waits_in_takes_the_next_arrivals_parties() {
         })
     ));
     let pair = b.barrier("cycle", 2, TTL).unwrap();
-    assert_eq!(pair.arrive_and_wait_timeout(WAIT).await.unwrap(), 1);
+    assert_eq!(pair.arrive_and_wait_until(WAIT).await.unwrap(), 1);
     assert_eq!(waiting.await.unwrap().unwrap(), 1);
     // A party that gives up alone leaves no N behind either.
     let four = a.barrier("cycle", 4, TTL).unwrap();
     assert!(matches!(
-        four.arrive_and_wait_timeout(Duration::from_millis(50))
-            .await,
+        four.arrive_and_wait_until(Duration::from_millis(50)).await,
         Err(latchkey::Error::WaitTimedOut { .. })
     ));
-    assert_eq!(alone.arrive_and_wait_timeout(WAIT).await.unwrap(), 2);
+    assert_eq!(alone.arrive_and_wait_until(WAIT).await.unwrap(), 2);
 }
 
 #[tokio::test]
@@ -222,7 +218,7 @@ async fn a_barrier_lives_as_long_as_its_parties_wait() {
     let (a, b) = (client(&redis.url()).await, client(&redis.url()).await);
     let ttl = Duration::from_millis(200);
     let first = a.barrier("brief", 2, ttl).unwrap();
-    let waiting = tokio::spawn(async move { first.arrive_and_wait_timeout(WAIT).await });
+    let waiting = tokio::spawn(async move { first.arrive_and_wait_until(WAIT).await });
     eventually("the first party arrived", || async {
         b.barrier("brief", 2, ttl).unwrap().state().await.unwrap() == Some((0, 1))
     })
@@ -236,7 +232,7 @@ async fn a_barrier_lives_as_long_as_its_parties_wait() {
     // Time passing beyond the TTL is the point here, not a signal.
     tokio::time::sleep(ttl * 3).await;
     let second = b.barrier("brief", 2, ttl).unwrap();
-    assert_eq!(second.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(second.arrive_and_wait_until(WAIT).await.unwrap(), 0);
     assert_eq!(waiting.await.unwrap().unwrap(), 0);
     // Released, nobody waits: the key lives the barrier's own TTL again.
     let pttl: i64 = raw.pttl("{test:brief}:barrier").await.unwrap();
@@ -263,6 +259,6 @@ async fn arrive_and_wait_forever_is_released_and_until_times_out() {
         barrier.state().await.unwrap() == Some((0, 1))
     })
     .await;
-    assert_eq!(barrier.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+    assert_eq!(barrier.arrive_and_wait_until(WAIT).await.unwrap(), 0);
     assert_eq!(party.await.unwrap().unwrap(), 0);
 }

@@ -87,14 +87,14 @@ async fn another_process_gets_an_idle_kept_lock_at_once() {
     // A plain lock of another client: its waiting attempt marks the kept
     // token, which tells the keeper it is wanted.
     let started = Instant::now();
-    let guard = b.lock("job", TTL).unwrap().acquire_timeout(SOON).await;
+    let guard = b.lock("job", TTL).unwrap().acquire_until(SOON).await;
     let guard = guard.expect("given back when wanted, long before the idle time");
     assert!(started.elapsed() < SOON);
     assert!(!cached.is_kept());
     // And back: the cached lock waits like any waiter, woken by the release.
     let waiting = tokio::spawn({
         let cached = cached.clone();
-        async move { cached.acquire_timeout(SOON).await }
+        async move { cached.acquire_until(SOON).await }
     });
     until_subscribed(&redis, "{test:job}:released", 1).await;
     let _ = guard.release().await.unwrap();
@@ -113,7 +113,7 @@ async fn a_plain_lock_of_the_same_client_gets_an_idle_kept_hold_at_once() {
     // Not a waiter behind a guard of its own client (that would wait for a
     // local release, which an idle hold never makes): the first try saw a
     // hold kept idle, and told it.
-    let guard = c.lock("shared", TTL).unwrap().acquire_timeout(SOON).await;
+    let guard = c.lock("shared", TTL).unwrap().acquire_until(SOON).await;
     let guard = guard.expect("given back when wanted, not at the TTL");
     assert!(!cached.is_kept());
     let _ = guard.release().await.unwrap();
@@ -130,7 +130,7 @@ async fn a_fenced_waiter_gets_an_idle_kept_lock_at_once() {
     // A fenced first try is the acquire script: its busy reply says the
     // holder keeps the lock idle (`announced = 2`), as `SET … GET` does.
     let lock = b.lock("fenced", TTL).unwrap().with_fencing();
-    let guard = lock.acquire_timeout(SOON).await;
+    let guard = lock.acquire_until(SOON).await;
     let guard = guard.expect("given back when wanted, long before the idle time");
     assert!(guard.fencing_token().await.unwrap() > kept_token);
     assert!(!cached.is_kept());
@@ -145,7 +145,7 @@ async fn a_hold_in_use_is_given_back_at_its_release() {
     let in_use = cached.acquire().await.unwrap();
     let waiter = tokio::spawn({
         let lock = b.lock("busy", TTL).unwrap();
-        async move { lock.acquire_timeout(SOON).await }
+        async move { lock.acquire_until(SOON).await }
     });
     // Marked (wanted) once the waiter's attempt found it busy.
     eventually("the waiter marked the kept token", || async {
@@ -179,7 +179,7 @@ async fn two_caching_processes_never_overlap_and_lose_no_update() {
             let mut conn = raw(&url).await;
             let mut last = 0;
             for _ in 0..ROUNDS {
-                let guard = lock.acquire_timeout(SOON).await.expect("acquire");
+                let guard = lock.acquire_until(SOON).await.expect("acquire");
                 let token = guard.fencing_token().await.expect("token");
                 assert!(token > last, "tokens increase: {token} after {last}");
                 last = token;
@@ -257,7 +257,7 @@ async fn local_holds_exclude_each_other_and_cancelled_waits_leave_nothing() {
         lock.try_acquire().await.unwrap().is_none(),
         "a local holder has it"
     );
-    let timed_out = lock.acquire_timeout(Duration::from_millis(50)).await;
+    let timed_out = lock.acquire_until(Duration::from_millis(50)).await;
     assert!(
         matches!(timed_out, Err(Error::WaitTimedOut { .. })),
         "{timed_out:?}"
@@ -268,7 +268,7 @@ async fn local_holds_exclude_each_other_and_cancelled_waits_leave_nothing() {
     drop(dropped);
     let next = tokio::spawn({
         let lock = lock.clone();
-        async move { lock.acquire_timeout(SOON).await }
+        async move { lock.acquire_until(SOON).await }
     });
     let _ = held.release().await.unwrap();
     let next = next.await.unwrap().expect("the next local holder");
@@ -349,7 +349,7 @@ async fn a_killed_caching_process_frees_the_lock_within_its_ttl() {
     let killed = Instant::now();
     child.wait().expect("reaped");
     let c = client(&redis.url()).await;
-    let guard = c.lock("killed", ttl).unwrap().acquire_timeout(SOON).await;
+    let guard = c.lock("killed", ttl).unwrap().acquire_until(SOON).await;
     assert!(guard.is_ok(), "{guard:?}");
     assert!(
         killed.elapsed() <= ttl + Duration::from_secs(1),
@@ -382,7 +382,7 @@ async fn a_cached_lock_dropped_outside_the_runtime_gives_its_idle_hold_back() {
     // collector drops it: nobody would answer a waiter's "wanted" now.
     std::thread::spawn(move || drop(cached)).join().unwrap();
     let started = Instant::now();
-    let guard = b.lock("dropped", TTL).unwrap().acquire_timeout(SOON).await;
+    let guard = b.lock("dropped", TTL).unwrap().acquire_until(SOON).await;
     let guard = guard.expect("given back at the drop, not at the TTL");
     assert!(started.elapsed() < SOON);
     let _ = guard.release().await.unwrap();
@@ -403,7 +403,7 @@ async fn a_cached_guard_dropped_outside_the_runtime_when_wanted_gives_the_lock_b
     let guard = cached.acquire().await.unwrap();
     let waiter = {
         let lock = b.lock("guard-dropped", TTL).unwrap();
-        tokio::spawn(async move { lock.acquire_timeout(SOON).await })
+        tokio::spawn(async move { lock.acquire_until(SOON).await })
     };
     // The waiter's mark tells the keeper the lock is wanted.
     eventually("the holder is marked wanted", || async {
@@ -429,7 +429,7 @@ async fn two_cached_locks_of_one_name_in_one_client_hand_the_hold_over() {
     // A second cache of the name (not a clone): it must ask the first,
     // not queue behind an idle hold that never lets go by itself.
     let second = c.lock("twice", TTL).unwrap().with_caching(IDLE).unwrap();
-    let guard = second.acquire_timeout(SOON).await;
+    let guard = second.acquire_until(SOON).await;
     let guard = guard.expect("the first gives its idle hold over when asked");
     assert!(guard.took_from_redis() && !first.is_kept());
     let _ = guard.release().await.unwrap();
@@ -444,14 +444,10 @@ async fn two_cached_locks_of_one_name_in_one_client_hand_the_hold_over() {
     // first cache, a plain lock of the client and another client all get
     // the lock, long before the idle time or the TTL.
     std::thread::spawn(move || drop(second)).join().unwrap();
-    let again = first.acquire_timeout(SOON).await.expect("the first again");
+    let again = first.acquire_until(SOON).await.expect("the first again");
     let _ = again.release().await.unwrap();
-    let plain = c.lock("twice", TTL).unwrap().acquire_timeout(SOON).await;
+    let plain = c.lock("twice", TTL).unwrap().acquire_until(SOON).await;
     let _ = plain.expect("a plain lock of the client").release().await;
-    let elsewhere = other
-        .lock("twice", TTL)
-        .unwrap()
-        .acquire_timeout(SOON)
-        .await;
+    let elsewhere = other.lock("twice", TTL).unwrap().acquire_until(SOON).await;
     let _ = elsewhere.expect("another client").release().await;
 }

@@ -35,7 +35,7 @@ async fn a_revoked_lock_holder_learns_it_and_its_writes_are_refused() {
     );
 
     let waiting = operator.lock("stuck", TTL).unwrap();
-    let waiter = tokio::spawn(async move { waiting.acquire_timeout(SOON).await });
+    let waiter = tokio::spawn(async move { waiting.acquire_until(SOON).await });
     let revoked = operator.revoke("stuck").await.unwrap();
     assert_eq!(revoked.len(), 1, "{revoked:?}");
     assert_eq!(revoked[0].kind, Kind::Lock);
@@ -93,8 +93,8 @@ async fn permits_read_write_holds_and_a_leader_are_revoked() {
 
     let rw = holder.rwlock("catalog", short).unwrap().with_watchdog();
     let readers = (
-        rw.read_timeout(SOON).await.unwrap(),
-        rw.read_timeout(SOON).await.unwrap(),
+        rw.read_until(SOON).await.unwrap(),
+        rw.read_until(SOON).await.unwrap(),
     );
     let revoked = operator.revoke("catalog").await.unwrap();
     assert_eq!((revoked[0].kind, revoked[0].ended), (Kind::RwLock, 2));
@@ -112,7 +112,7 @@ async fn permits_read_write_holds_and_a_leader_are_revoked() {
     let election = holder.election("scheduler", TTL).unwrap();
     let leader = election.campaign("stuck").await.unwrap();
     let candidate = operator.election("scheduler", TTL).unwrap();
-    let campaign = tokio::spawn(async move { candidate.campaign_timeout("next", SOON).await });
+    let campaign = tokio::spawn(async move { candidate.campaign_until("next", SOON).await });
     let revoked = operator.revoke("scheduler").await.unwrap();
     assert_eq!((revoked[0].kind, revoked[0].ended), (Kind::Election, 1));
     let next = campaign
@@ -137,7 +137,7 @@ async fn a_revoked_fair_lock_goes_to_the_head_of_its_queue() {
     let guard = lock.acquire().await.unwrap();
     let token = guard.fencing_token().await.unwrap();
     let waiting = operator.lock("queue", TTL).unwrap().fair().unwrap();
-    let waiter = tokio::spawn(async move { waiting.acquire_timeout(SOON).await });
+    let waiter = tokio::spawn(async move { waiting.acquire_until(SOON).await });
     // Revoke once the waiter is queued (a fair lock shows its queue).
     eventually("the waiter is queued", || async {
         operator
@@ -165,7 +165,7 @@ async fn holders_hear_a_release_request_and_keep_their_hold() {
     let guard = lock.acquire().await.unwrap();
     // A waiter of the same lock: the request must not disturb it.
     let waiting = asker.lock("asked", TTL).unwrap();
-    let waiter = tokio::spawn(async move { waiting.acquire_timeout(SOON).await });
+    let waiter = tokio::spawn(async move { waiting.acquire_until(SOON).await });
     until_subscribed(&redis, "{test:asked}:released", 1).await;
     {
         let asked = guard.release_requested();

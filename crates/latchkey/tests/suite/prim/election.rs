@@ -411,7 +411,7 @@ async fn a_bounded_campaign_times_out() {
     let leader = election.campaign("a").await.unwrap();
     let short = Duration::from_millis(50);
     assert!(matches!(
-        election.campaign_timeout("b", short).await,
+        election.campaign_until("b", short).await,
         Err(latchkey::Error::WaitTimedOut { .. })
     ));
     assert!(matches!(

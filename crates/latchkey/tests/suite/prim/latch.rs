@@ -29,7 +29,7 @@ async fn counting_down_to_zero_opens_the_latch_and_wakes_every_waiter() {
     let waiters: Vec<_> = (0..5)
         .map(|_| {
             let latch = latch.clone();
-            tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(10)).await })
+            tokio::spawn(async move { latch.wait_until(Duration::from_secs(10)).await })
         })
         .collect();
     eventually("the waiters listen", || async {
@@ -71,11 +71,11 @@ async fn a_late_waiter_returns_at_once() {
     latch.count_down().await.unwrap();
 
     let started = Instant::now();
-    latch.wait_timeout(Duration::from_secs(10)).await.unwrap();
+    latch.wait_until(Duration::from_secs(10)).await.unwrap();
     let took = started.elapsed();
     assert!(took < Duration::from_secs(1), "a late waiter took {took:?}");
     // And with no time to wait at all: the latch is read, not waited for.
-    latch.wait_timeout(Duration::ZERO).await.unwrap();
+    latch.wait_until(Duration::ZERO).await.unwrap();
 }
 
 #[tokio::test]
@@ -83,7 +83,7 @@ async fn a_waiter_that_comes_before_the_latch_waits_for_it() {
     let redis = RedisServer::start();
     let waiting = client(&redis.url()).await;
     let latch = waiting.latch("early", TTL).unwrap();
-    let waiter = tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(10)).await });
+    let waiter = tokio::spawn(async move { latch.wait_until(Duration::from_secs(10)).await });
     eventually("the waiter listens", || async {
         redis.subscribers("{test:early}:latch:opened") == 1
     })
@@ -106,7 +106,7 @@ async fn a_closed_latch_times_out() {
     latch.count_down().await.unwrap();
     let started = Instant::now();
     assert!(matches!(
-        latch.wait_timeout(Duration::from_millis(200)).await,
+        latch.wait_until(Duration::from_millis(200)).await,
         Err(latchkey::Error::WaitTimedOut { .. })
     ));
     assert!(started.elapsed() >= Duration::from_millis(200));
@@ -206,7 +206,7 @@ async fn bad_input_is_a_typed_error() {
         );
         assert!(
             matches!(
-                latch.wait_timeout(Duration::from_secs(1)).await,
+                latch.wait_until(Duration::from_secs(1)).await,
                 Err(Error::WrongType { .. })
             ),
             "{name}"
@@ -227,7 +227,7 @@ async fn a_thousand_waiters_wake_on_one_message() {
         .map(|_| {
             let latch = latch.clone();
             tokio::spawn(async move {
-                let opened = latch.wait_timeout(Duration::from_secs(20)).await;
+                let opened = latch.wait_until(Duration::from_secs(20)).await;
                 (opened, Instant::now())
             })
         })
@@ -310,7 +310,7 @@ async fn wait_forever_wakes_on_the_opening_and_bounded_waits_time_out() {
         Err(Error::WaitTimedOut { .. })
     ));
     assert!(matches!(
-        latch.wait_timeout(short).await,
+        latch.wait_until(short).await,
         Err(Error::WaitTimedOut { .. })
     ));
     let waiting = latch.clone();

@@ -148,7 +148,7 @@ async fn opposite_orders(a: Client, b: Client, names: [&str; 2], time: Duration)
         tasks.push(tokio::spawn(async move {
             let mut holds = 0u64;
             while Instant::now() < until {
-                let guard = locks.acquire_timeout(SOON).await.expect("a deadlock?");
+                let guard = locks.acquire_until(SOON).await.expect("a deadlock?");
                 let tokens = guard.issued_fencing_tokens().expect("with_fencing");
                 for (&n, &token) in order.iter().zip(&tokens) {
                     assert!(
@@ -253,7 +253,7 @@ async fn on_a_cluster_names_in_different_slots_are_taken_one_by_one_in_order() {
         "0"
     );
     // A waiter is woken by the busy lock's release (sharded pub/sub).
-    let waiter = tokio::spawn(async move { both.acquire_timeout(SOON).await });
+    let waiter = tokio::spawn(async move { both.acquire_until(SOON).await });
     let channel = format!("{{test:{y}}}:released");
     let owner = cluster.primary_for_key(format!("test:{y}"));
     eventually("the multi waiter listens", || async {
@@ -388,7 +388,7 @@ async fn a_release_wakes_a_plain_waiter_on_each_lock_and_a_plain_release_wakes_i
         .into_iter()
         .map(|name| {
             let lock = other.lock(name, TTL).unwrap();
-            tokio::spawn(async move { lock.acquire_timeout(SOON).await })
+            tokio::spawn(async move { lock.acquire_until(SOON).await })
         })
         .collect();
     for name in ["w1", "w2"] {
@@ -417,7 +417,7 @@ async fn a_release_wakes_a_plain_waiter_on_each_lock_and_a_plain_release_wakes_i
 
     // And the other way: a multi waiter wakes when a plain lock is released.
     let multi = c.lock_all(&["w0", "w2"], TTL).unwrap();
-    let waiter = tokio::spawn(async move { multi.acquire_timeout(SOON).await });
+    let waiter = tokio::spawn(async move { multi.acquire_until(SOON).await });
     until_subscribed(&redis, "{test:w0}:released", 1).await;
     let released = Instant::now();
     let w1 = plain.remove(0);

@@ -23,7 +23,7 @@ async fn a_lock_all_waiter_gets_a_lock_kept_idle_by_another_client_at_once() {
     let _ = cached.acquire().await.unwrap().release().await.unwrap();
     assert!(cached.is_kept());
     let both = waiter.lock_all(&["x", "y"], TTL).unwrap();
-    let guard = both.acquire_timeout(SOON).await;
+    let guard = both.acquire_until(SOON).await;
     let guard = guard.expect("given back when wanted, long before the idle time");
     assert!(!cached.is_kept());
     let _ = guard.release().await.unwrap();
@@ -36,7 +36,7 @@ async fn a_fenced_lock_all_waiter_gets_a_lock_kept_idle_at_once() {
     let cached = keeper.lock("y", TTL).unwrap().with_caching(IDLE).unwrap();
     let _ = cached.acquire().await.unwrap().release().await.unwrap();
     let both = waiter.lock_all(&["x", "y"], TTL).unwrap().with_fencing();
-    let guard = both.acquire_timeout(SOON).await;
+    let guard = both.acquire_until(SOON).await;
     let guard = guard.expect("given back when wanted, long before the idle time");
     assert!(!cached.is_kept());
     let _ = guard.release().await.unwrap();

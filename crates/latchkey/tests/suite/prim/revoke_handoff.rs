@@ -35,10 +35,10 @@ async fn revoked_fair_lock_goes_to_a_legitimate_holder(
     );
 
     let fenced = fair(operator).with_fencing();
-    let first = tokio::spawn(async move { fenced.acquire_timeout(SOON).await });
+    let first = tokio::spawn(async move { fenced.acquire_until(SOON).await });
     queued(operator, name, 1).await;
     let unfenced = fair(operator);
-    let second = tokio::spawn(async move { unfenced.acquire_timeout(SOON).await });
+    let second = tokio::spawn(async move { unfenced.acquire_until(SOON).await });
     queued(operator, name, 2).await;
 
     let revoked = operator.revoke(name).await.unwrap();

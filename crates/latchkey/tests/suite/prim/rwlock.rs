@@ -57,7 +57,7 @@ fn reader_stream(
                 tokio::time::sleep(hold * i as u32 / n as u32).await;
                 let mut reads = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    if let Ok(guard) = rw.read_timeout(Duration::from_secs(10)).await {
+                    if let Ok(guard) = rw.read_until(Duration::from_secs(10)).await {
                         reads += 1;
                         tokio::time::sleep(hold).await;
                         let _ = guard.release().await;
@@ -86,7 +86,7 @@ async fn a_writer_behind_a_stream_of_readers_gets_in_within_one_reader_ttl() {
 
     let started = Instant::now();
     let writer = rw
-        .write_timeout(Duration::from_secs(10))
+        .write_until(Duration::from_secs(10))
         .await
         .expect("the writer gets in");
     let waited = started.elapsed();
@@ -117,7 +117,7 @@ async fn a_reader_between_a_stream_of_writers_gets_in() {
             tokio::spawn(async move {
                 let mut writes = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    if let Ok(guard) = rw.write_timeout(Duration::from_secs(10)).await {
+                    if let Ok(guard) = rw.write_until(Duration::from_secs(10)).await {
                         writes += 1;
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         let _ = guard.release().await;
@@ -134,7 +134,7 @@ async fn a_reader_between_a_stream_of_writers_gets_in() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
     let reader = rw
-        .read_timeout(Duration::from_secs(10))
+        .read_until(Duration::from_secs(10))
         .await
         .expect("the reader gets in");
     let waited = started.elapsed();
@@ -183,7 +183,7 @@ async fn a_cancelled_writer_wait_leaves_no_intent() {
     let rw = client.rwlock("cancel", TTL).unwrap();
     let reader = rw.try_read().await.unwrap().unwrap();
     let waiting = rw.clone();
-    let writer = tokio::spawn(async move { waiting.write_timeout(Duration::from_secs(10)).await });
+    let writer = tokio::spawn(async move { waiting.write_until(Duration::from_secs(10)).await });
     let mut raw = raw(&redis.url()).await;
     eventually("the writer's intent is recorded", || {
         let mut raw = raw.clone();
@@ -358,8 +358,8 @@ async fn read_and_write_wait_forever_and_wake_on_release() {
     let writing = rw.write().await.unwrap();
     let short = Duration::from_millis(50);
     for timed_out in [
-        rw.read_timeout(short).await,
-        rw.write_timeout(short).await,
+        rw.read_until(short).await,
+        rw.write_until(short).await,
         rw.read_until(Instant::now() + short).await,
         rw.write_until(Instant::now() + short).await,
         rw.acquire_until(RwAccess::Read, Instant::now() + short)

@@ -37,8 +37,7 @@ async fn at_most_n_permits_and_a_release_wakes_a_waiter() {
     // The permits' TTL is a minute: only the release's message can wake the
     // waiter within its 10 s.
     let waiting = pool.clone();
-    let waiter =
-        tokio::spawn(async move { waiting.acquire_timeout(Duration::from_secs(10)).await });
+    let waiter = tokio::spawn(async move { waiting.acquire_until(Duration::from_secs(10)).await });
     until_subscribed(&redis, CHANNEL, 1).await;
     assert!(!waiter.is_finished());
     let woken = Instant::now();
@@ -74,7 +73,7 @@ async fn a_dead_holders_permit_returns_within_its_ttl() {
     let other = client(&redis.url()).await;
     let pool = other.semaphore("pool", 1, ttl).unwrap();
     let permit = pool
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_until(Duration::from_secs(5))
         .await
         .expect("the dead holder's permit returns");
     let after = taken.elapsed();
@@ -224,7 +223,7 @@ async fn bad_input_is_a_typed_error() {
         Err(Error::WrongType { .. })
     ));
     assert!(matches!(
-        pool.acquire_timeout(Duration::from_secs(1)).await,
+        pool.acquire_until(Duration::from_secs(1)).await,
         Err(Error::WrongType { .. })
     ));
     assert!(matches!(pool.holders().await, Err(Error::WrongType { .. })));
@@ -281,7 +280,7 @@ async fn semaphore_holder() {
     let mut raw = raw(&url).await;
     let enter = redis::Script::new(ENTER);
     for _ in 0..ROUNDS {
-        let permit = pool.acquire_timeout(Duration::from_secs(30)).await.unwrap();
+        let permit = pool.acquire_until(Duration::from_secs(30)).await.unwrap();
         let _: u64 = enter
             .key("inside")
             .key("peak")
@@ -413,7 +412,7 @@ async fn killable_holder() {
         if stop.is_some() {
             return;
         }
-        let Ok(permit) = pool.acquire_timeout(Duration::from_secs(5)).await else {
+        let Ok(permit) = pool.acquire_until(Duration::from_secs(5)).await else {
             continue;
         };
         let left = permit.deadline().saturating_duration_since(Instant::now());
@@ -453,7 +452,7 @@ async fn a_full_semaphore_times_out_and_renewal_every_keeps_a_permit() {
         .unwrap();
     let permit = pool.acquire().await.unwrap();
     assert!(matches!(
-        pool.acquire_timeout(Duration::from_millis(50)).await,
+        pool.acquire_until(Duration::from_millis(50)).await,
         Err(Error::WaitTimedOut { .. })
     ));
     assert!(matches!(

@@ -92,7 +92,7 @@ async fn a_k_waiter_wakes_when_enough_are_released() {
         pool.acquire().await.unwrap(),
     ];
     let waiting = other.semaphore("pool", 3, TTL).unwrap();
-    let waiter = tokio::spawn(async move { waiting.acquire_many_timeout(2, SOON).await });
+    let waiter = tokio::spawn(async move { waiting.acquire_many_until(2, SOON).await });
     until_subscribed(&redis, CHANNEL, 1).await;
 
     let [a, b, c] = singles;
@@ -237,7 +237,7 @@ async fn bad_k_is_a_typed_error_and_sends_nothing() {
         let bad = |r: &latchkey::Result<_>| matches!(r, Err(Error::InvalidCount { .. }));
         assert!(bad(&pool.try_acquire_many(k).await.map(|_| ())), "{k}");
         assert!(bad(&pool.acquire_many(k).await.map(|_| ())), "{k}");
-        assert!(bad(&pool.acquire_many_timeout(k, SOON).await.map(|_| ())));
+        assert!(bad(&pool.acquire_many_until(k, SOON).await.map(|_| ())));
         let until = std::time::Instant::now() + SOON;
         assert!(bad(&pool.acquire_many_until(k, until).await.map(|_| ())));
     }

@@ -204,6 +204,10 @@ impl CachedLock {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`CachedLock::acquire_until`].
+    #[deprecated(
+        since = "0.4.0",
+        note = "use `acquire_until`, which takes a Duration (from now) as well as an Instant"
+    )]
     pub async fn acquire_timeout(&self, wait: Duration) -> Result<CachedGuard> {
         self.acquire_by(crate::primitives::wait::deadline_after(wait))
             .await
@@ -219,8 +223,11 @@ impl CachedLock {
     /// [`Lock::acquire_until`] (a hold taken unseen is released in the
     /// background). A kept hold it was giving back (wanted by another
     /// process) is given back in the background.
-    pub async fn acquire_until(&self, deadline: Instant) -> Result<CachedGuard> {
-        self.acquire_by(Some(deadline)).await
+    pub async fn acquire_until(
+        &self,
+        deadline: impl Into<crate::vocab::deadline::Deadline>,
+    ) -> Result<CachedGuard> {
+        self.acquire_by(deadline.into().instant()).await
     }
 
     async fn acquire_by(&self, deadline: Option<Instant>) -> Result<CachedGuard> {

@@ -50,7 +50,7 @@ async fn every_primitive_works_on_a_cluster() {
         let latch = client.latch(&name, TTL).unwrap();
         assert!(latch.create(1).await.unwrap());
         let waiting = latch.clone();
-        let waiter = tokio::spawn(async move { waiting.wait_timeout(WAIT).await });
+        let waiter = tokio::spawn(async move { waiting.wait_until(WAIT).await });
         until_listening(&cluster, format!("{{test:{name}}}:latch:opened")).await;
         assert_eq!(latch.count_down().await.unwrap(), 0);
         waiter.await.unwrap().unwrap();
@@ -58,8 +58,8 @@ async fn every_primitive_works_on_a_cluster() {
         // Barrier of 2.
         let barrier = client.barrier(&name, 2, TTL).unwrap();
         let other = barrier.clone();
-        let first = tokio::spawn(async move { other.arrive_and_wait_timeout(WAIT).await });
-        assert_eq!(barrier.arrive_and_wait_timeout(WAIT).await.unwrap(), 0);
+        let first = tokio::spawn(async move { other.arrive_and_wait_until(WAIT).await });
+        assert_eq!(barrier.arrive_and_wait_until(WAIT).await.unwrap(), 0);
         assert_eq!(first.await.unwrap().unwrap(), 0);
 
         // Semaphore: a waiter woken by a release, fenced.
@@ -67,7 +67,7 @@ async fn every_primitive_works_on_a_cluster() {
         let held = semaphore.try_acquire().await.unwrap().expect("free");
         assert!(held.issued_fencing_token().is_some());
         let waiting = semaphore.clone();
-        let waiter = tokio::spawn(async move { waiting.acquire_timeout(WAIT).await });
+        let waiter = tokio::spawn(async move { waiting.acquire_until(WAIT).await });
         until_listening(&cluster, format!("{{test:{name}}}:permits:released")).await;
         let _ = held.release().await.unwrap();
         let _ = waiter.await.unwrap().unwrap().release().await.unwrap();
@@ -77,7 +77,7 @@ async fn every_primitive_works_on_a_cluster() {
         let rw = client.rwlock(&name, TTL).unwrap().with_fencing();
         let reader = rw.try_read().await.unwrap().expect("free");
         let waiting = rw.clone();
-        let writer = tokio::spawn(async move { waiting.write_timeout(WAIT).await });
+        let writer = tokio::spawn(async move { waiting.write_until(WAIT).await });
         until_listening(&cluster, format!("{{test:{name}}}:rw:released")).await;
         let _ = reader.release().await.unwrap();
         let writer = writer.await.unwrap().unwrap();

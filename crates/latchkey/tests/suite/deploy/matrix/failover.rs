@@ -145,25 +145,25 @@ pub async fn every_primitive_across_a_failover(kind: Kind, how: How) {
     let lock = a.lock(name("lock"), TTL).unwrap().with_watchdog();
     let guard = lock.try_acquire().await.unwrap().expect("free");
     let waiting = b.lock(name("lock"), TTL).unwrap();
-    let lock_waiter = tokio::spawn(async move { waiting.acquire_timeout(WAIT).await });
+    let lock_waiter = tokio::spawn(async move { waiting.acquire_until(WAIT).await });
 
     let sem = |c: &Client| c.semaphore(name("sem"), 1, TTL).unwrap().with_watchdog();
     let permit = sem(&a).try_acquire().await.unwrap().expect("a permit");
     let waiting = sem(&b);
-    let permit_waiter = tokio::spawn(async move { waiting.acquire_timeout(WAIT).await });
+    let permit_waiter = tokio::spawn(async move { waiting.acquire_until(WAIT).await });
 
     let rw = |c: &Client| c.rwlock(name("rw"), TTL).unwrap().with_watchdog();
     let reader = rw(&a).try_read().await.unwrap().expect("free");
     let waiting = rw(&b);
-    let writer = tokio::spawn(async move { waiting.write_timeout(WAIT).await });
+    let writer = tokio::spawn(async move { waiting.write_until(WAIT).await });
 
     let latch = a.latch(name("latch"), TTL).unwrap();
     assert!(latch.create(1).await.unwrap());
     let waiting = b.latch(name("latch"), TTL).unwrap();
-    let latch_waiter = tokio::spawn(async move { waiting.wait_timeout(WAIT).await });
+    let latch_waiter = tokio::spawn(async move { waiting.wait_until(WAIT).await });
 
     let arriving = a.barrier(name("bar"), 2, TTL).unwrap();
-    let party = tokio::spawn(async move { arriving.arrive_and_wait_timeout(WAIT).await });
+    let party = tokio::spawn(async move { arriving.arrive_and_wait_until(WAIT).await });
 
     let leader = a
         .election(name("el"), TTL)
@@ -173,7 +173,7 @@ pub async fn every_primitive_across_a_failover(kind: Kind, how: How) {
         .unwrap();
     let first_term = leader.term();
     let standby = b.election(name("el"), TTL).unwrap();
-    let candidate = tokio::spawn(async move { standby.campaign_timeout("b", WAIT).await });
+    let candidate = tokio::spawn(async move { standby.campaign_until("b", WAIT).await });
 
     let mut listener = b.listen([name("sig")]).await.unwrap();
     until_every_waiter_listens(&d, false).await;
@@ -230,7 +230,7 @@ pub async fn every_primitive_across_a_failover(kind: Kind, how: How) {
         .expect("the latch's waiter sees it open");
 
     let last = b.barrier(name("bar"), 2, TTL).unwrap();
-    let generation = last.arrive_and_wait_timeout(WAIT).await.unwrap();
+    let generation = last.arrive_and_wait_until(WAIT).await.unwrap();
     let _: u64 = generation;
     assert_eq!(
         party.await.unwrap().unwrap(),

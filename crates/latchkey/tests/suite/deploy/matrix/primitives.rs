@@ -44,7 +44,7 @@ async fn fair_lock_serves_waiters_in_order(d: &Deployment, [a, b, c]: [&Client; 
         "{name} twice"
     );
     let first = fair(b);
-    let first = tokio::spawn(async move { first.acquire_timeout(WAIT).await });
+    let first = tokio::spawn(async move { first.acquire_until(WAIT).await });
     let queue = format!("{stem}:queue");
     d.until_subscribed_like(&stem, &format!("{stem}:handoff:*"))
         .await;
@@ -53,7 +53,7 @@ async fn fair_lock_serves_waiters_in_order(d: &Deployment, [a, b, c]: [&Client; 
     })
     .await;
     let second = fair(c);
-    let second = tokio::spawn(async move { second.acquire_timeout(WAIT).await });
+    let second = tokio::spawn(async move { second.acquire_until(WAIT).await });
     latchkey_testkit::eventually("the second waiter queued", || async {
         d.command(&stem, &["LLEN", &queue]) == "2"
     })
@@ -79,7 +79,7 @@ async fn semaphore_never_exceeds_its_permits(d: &Deployment, [a, b, c]: [&Client
     );
     assert!(one.issued_fencing_token() < two.issued_fencing_token());
     let waiting = sem(c);
-    let waiter = tokio::spawn(async move { waiting.acquire_timeout(WAIT).await });
+    let waiter = tokio::spawn(async move { waiting.acquire_until(WAIT).await });
     d.until_subscribed(&stem, &format!("{stem}:permits:released"))
         .await;
     assert_eq!(sem(a).holders().await.unwrap().len(), 2);
@@ -106,7 +106,7 @@ async fn rwlock_shares_readers_and_excludes_the_writer(
         "a writer beside readers"
     );
     let waiting = rw(c);
-    let writer = tokio::spawn(async move { waiting.write_timeout(WAIT).await });
+    let writer = tokio::spawn(async move { waiting.write_until(WAIT).await });
     d.until_subscribed(&stem, &format!("{stem}:rw:released"))
         .await;
     let _ = r1.release().await.unwrap();
@@ -137,19 +137,19 @@ async fn latch_opens_exactly_at_zero(d: &Deployment, [a, b]: [&Client; 2], name:
     let latch = a.latch(name, TTL).unwrap();
     assert!(latch.create(2).await.unwrap());
     let waiting = b.latch(name, TTL).unwrap();
-    let waiter = tokio::spawn(async move { waiting.wait_timeout(WAIT).await });
+    let waiter = tokio::spawn(async move { waiting.wait_until(WAIT).await });
     d.until_subscribed(&stem, &format!("{stem}:latch:opened"))
         .await;
     assert_eq!(latch.count_down().await.unwrap(), 1);
     // At 1 it is still shut: a bounded wait runs out.
     assert!(matches!(
-        latch.wait_timeout(Duration::from_millis(200)).await,
+        latch.wait_until(Duration::from_millis(200)).await,
         Err(latchkey::Error::WaitTimedOut { .. })
     ));
     assert!(!waiter.is_finished(), "opened at 1");
     assert_eq!(latch.count_down().await.unwrap(), 0);
     waiter.await.unwrap().expect("the waiter sees it open");
-    latch.wait_timeout(Duration::ZERO).await.unwrap();
+    latch.wait_until(Duration::ZERO).await.unwrap();
 }
 
 async fn barrier_releases_every_party_together(
@@ -163,7 +163,7 @@ async fn barrier_releases_every_party_together(
     for client in [a, b] {
         let barrier = client.barrier(name, 3, TTL).unwrap();
         parties.push(tokio::spawn(async move {
-            barrier.arrive_and_wait_timeout(WAIT).await
+            barrier.arrive_and_wait_until(WAIT).await
         }));
     }
     latchkey_testkit::eventually("two parties arrived", || async {
@@ -175,7 +175,7 @@ async fn barrier_releases_every_party_together(
         "released at 2 of 3"
     );
     let last = c.barrier(name, 3, TTL).unwrap();
-    let generation = last.arrive_and_wait_timeout(WAIT).await.unwrap();
+    let generation = last.arrive_and_wait_until(WAIT).await.unwrap();
     let _: u64 = generation; // the last party goes through
     for party in parties {
         assert_eq!(party.await.unwrap().unwrap(), generation, "one generation");
@@ -195,7 +195,7 @@ async fn election_has_one_leader_with_increasing_terms(
         "two leaders"
     );
     let campaigning = standby.clone();
-    let next = tokio::spawn(async move { campaigning.campaign_timeout("b", WAIT).await });
+    let next = tokio::spawn(async move { campaigning.campaign_until("b", WAIT).await });
     d.until_subscribed(&stem, &format!("{stem}:election:changes"))
         .await;
     let now = standby.leader().await.unwrap().expect("a leader");
