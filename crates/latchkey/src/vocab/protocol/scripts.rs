@@ -67,7 +67,6 @@ scripts! {
     MULTI_ACQUIRE = mark "multi_acquire.lua";
     MULTI_EXTEND = plain "multi_extend.lua";
     MULTI_RELEASE = plain "multi_release.lua";
-    INSPECT = plain "inspect.lua";
     INSPECT_ANY = plain "inspect_any.lua";
     FENCED_WRITE = plain "fenced_write.lua";
     FENCED_RAISE = plain "fenced_raise.lua";
