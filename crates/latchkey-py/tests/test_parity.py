@@ -59,7 +59,7 @@ EXCEPTIONS = {
     "builder": "the constructor's keywords", "builder_sentinel": "sentinels=, master=",
     "connection": "a raw Redis connection: use redis-py", "command_timeout": "the constructor's keyword",
     "server": "the URL is in repr()",
-    "inspect": "inspection is the CLI's (`latchkey status`, `list`, `top`)", "list": "as inspect",
+    "inspect": "inspection is the CLI's (`latchkey status`, `list`, `top`)",
     "list_all": "as inspect", "describe": "as inspect", "lock_waiters": "as inspect",
     "wait_all": "wait_any in a loop", "wait_pattern": "listen(patterns=True)", "waiters": "as inspect",
     "acquire_many_timeout": "acquire_many(timeout=)", "acquire_many_until": "acquire_many(timeout=)",

@@ -180,7 +180,7 @@ pub use redlock::Redlock;
 
 /// What inspection reads: who holds a name, of which kind, for how long,
 /// who waits ([`Client::describe`], [`Client::inspect`],
-/// [`Client::list`], [`Semaphore::holders`]). Read-only views: none of
+/// [`Client::list_all`], [`Semaphore::holders`]). Read-only views: none of
 /// these can release or extend anything; a [`inspect::Holding`]
 /// names its owner token, which only the owner-only calls by token
 /// ([`Lock::extend_token`], [`Lock::release_token`]) act on.

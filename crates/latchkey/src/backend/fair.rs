@@ -1,6 +1,9 @@
 //! A fair lock's scripts on one server (layer 3): the attempt that queues a
-//! waiter and renews its lease (`fair_acquire.lua`), and the release that
-//! hands the lock to the first live waiter (`fair_release.lua`). The
+//! waiter and renews its lease (`fair_acquire.lua`), the release that
+//! hands the lock to the first live waiter (`fair_release.lua`), a
+//! waiter's leaving (`fair_leave.lua`) and an operator's revocation
+//! (`fair_revoke.lua`), the last three over one hand-on
+//! (`scripts/shared/hand_on.lua`). The
 //! waiting loop above them is `crate::primitives::lock::fair` (layer 4); the layout is in
 //! `docs/protocol.md`, "Fair locks".
 
@@ -140,8 +143,9 @@ impl Single<'_> {
     }
 
     /// One run of `fair_release.lua`: hand the lock to the first live
-    /// waiter, or free it; `leaving`: an entry to take out of the queue
-    /// first (a waiter that gives up). `Owned` when we held it (handed on
+    /// waiter, or free it; with `leaving`, of `fair_leave.lua`: that entry
+    /// is taken out of the queue first (a waiter that gives up, releasing
+    /// a lock handed to it meanwhile). `Owned` when we held it (handed on
     /// or freed). One round trip.
     pub(crate) async fn fair_release(
         &self,
@@ -159,9 +163,16 @@ impl Single<'_> {
             &keys.channel,
             leaving.unwrap_or_default().as_bytes(),
         ];
-        let outcome: i64 = self
-            .eval("fair release", &scripts::FAIR_RELEASE, &all, &args)
-            .await?;
+        let outcome: i64 = match leaving {
+            Some(_) => {
+                self.eval("fair leave", &scripts::FAIR_LEAVE, &all, &args)
+                    .await?
+            }
+            None => {
+                self.eval("fair release", &scripts::FAIR_RELEASE, &all, &args[..4])
+                    .await?
+            }
+        };
         match outcome {
             1 | 2 => Ok(Ownership::Owned),
             0 => Ok(Ownership::Expired),
@@ -172,8 +183,8 @@ impl Single<'_> {
         }
     }
 
-    /// An operator's revocation of the lock at `keys` (`fair_release.lua`
-    /// in its revoke mode), whoever holds it: the fencing counter is raised
+    /// An operator's revocation of the lock at `keys` (`fair_revoke.lua`),
+    /// whoever holds it: the fencing counter is raised
     /// first, then the lock is handed to the first live waiter (or freed),
     /// and `revoked` is published. `Some(fence)`: revoked, `fence` below
     /// every later holder's token; `None`: nothing held it. A lock without
@@ -184,16 +195,9 @@ impl Single<'_> {
         let reply: Vec<i64> = self
             .eval(
                 "fair revoke",
-                &scripts::FAIR_RELEASE,
+                &scripts::FAIR_REVOKE,
                 &all,
-                &[
-                    b"",
-                    self.publish_command(),
-                    &fair.handoff_prefix,
-                    &keys.channel,
-                    b"",
-                    b"revoke",
-                ],
+                &[self.publish_command(), &fair.handoff_prefix, &keys.channel],
             )
             .await?;
         match reply[..] {

@@ -226,7 +226,9 @@ impl Client {
         FencedResource::on_session(&self.session, name.as_ref())
     }
 
-    /// Reads the state of the lock `name` in one atomic round trip.
+    /// Reads the state of the lock `name` in one atomic round trip: the
+    /// lock's view of [`Client::describe`], the lock of a fair lock
+    /// included (its queue is [`FairLockInfo`](crate::inspect::FairLockInfo)'s).
     ///
     /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for a
     /// name no lock can have (empty, longer than
@@ -241,28 +243,6 @@ impl Client {
     pub async fn inspect(&self, name: impl AsRef<[u8]>) -> Result<LockInfo> {
         crate::primitives::inspect::Inspector(&self.session)
             .inspect(name.as_ref())
-            .await
-    }
-
-    /// Every lock whose name matches the glob `pattern` (Redis `MATCH`
-    /// syntax: `*`, `?`, `[abc]`, `\` escapes; `*` for all), sorted by name.
-    ///
-    /// A lock is listed when it is held with a latchkey owner token, or when
-    /// its fencing counter exists (a fencing token was issued for it before,
-    /// so such free locks are listed too, and so are locks on such names
-    /// held by other clients). Other keys under the prefix are skipped.
-    ///
-    /// Uses `SCAN` (never `KEYS`, which blocks the server), twice: once for
-    /// lock keys, once for fencing counters, each `COUNT 1000`, so it costs
-    /// about `2 × keyspace / 1000` round trips, and then one inspection per
-    /// lock. Keys created or deleted meanwhile may or may not be seen. On a
-    /// Redis Cluster every primary is walked.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads.
-    pub async fn list(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<LockInfo>> {
-        crate::primitives::inspect::Inspector(&self.session)
-            .list(pattern.as_ref())
             .await
     }
 
@@ -283,9 +263,16 @@ impl Client {
             .await
     }
 
-    /// Every primitive whose name matches the glob `pattern` (as
-    /// [`Client::list`]), every kind, sorted by name, then kind; `SCAN`s
-    /// every primary, then describes each name, pipelined (`docs/protocol.md`).
+    /// Every primitive whose name matches the glob `pattern` (Redis `MATCH`
+    /// syntax: `*`, `?`, `[abc]`, `\` escapes; `*` for all), every kind,
+    /// sorted by name, then kind. A lock is listed when it is held with a
+    /// latchkey owner token, or when its fencing counter exists; another
+    /// program's key under the prefix is skipped.
+    ///
+    /// Uses `SCAN` (never `KEYS`, which blocks the server) on every primary,
+    /// `COUNT 1000`, then describes each name found, pipelined
+    /// (`docs/protocol.md`). Keys created or deleted meanwhile may or may
+    /// not be seen.
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.

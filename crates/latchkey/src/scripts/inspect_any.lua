@@ -1,8 +1,12 @@
 -- latchkey: read every primitive's state under one name atomically, for
--- inspection (`latchkey status`, `list`, `top`, the exporter). Read-only:
+-- inspection (`Client::describe`, and `Client::inspect`, its lock view;
+-- `latchkey status`, `list`, `top`, the exporter). Read-only:
 -- changes nothing. A key of another type than its layout's reads as absent
 -- (a snapshot for people, never an error that hides the other kinds), but
--- for the lock key (below).
+-- for the lock key (below). A kind's own commands run only on a key of its
+-- type (TYPE first), so a name holding only a plain lock is read with the
+-- locks' commands alone (TYPE, GET, PTTL, TIME): `Client::inspect` needs no
+-- more of the ACL rule than the locks' (docs/security.md).
 --
 -- KEYS[1]   lock key                        P + name
 -- KEYS[2]   lock fencing counter            S:fence
@@ -26,7 +30,11 @@
 --
 -- Returns {now_ms, lock, fair, permits, rw, latch, barrier, election}
 --   now_ms    server time (TIME), ms, as a decimal string
---   lock      {value, pttl, fence, held_ms}     as inspect.lua
+--   lock      {value, pttl, fence, held_ms}     value: the lock key's (the
+--             holder's owner token); pttl: its TTL in ms (-2 no key, -1 no
+--             TTL); fence: the counter (the last token issued); held_ms: how
+--             long the holder has held it by the server's clock, when the
+--             acquired record names its token (a waiter that was queued)
 --   fair      {entries, leases}                 LRANGE of the queue (arrival
 --             order); live leases: flat {entry, deadline_ms, …}
 --   permits   {members, fence}                  unexpired: flat {token, expiry_ms, …}
@@ -39,7 +47,7 @@
 -- A missing key or field is false (a nil reply).
 -- Errors
 --   WRONGTYPE  the lock key (P + name, which no other kind uses) exists but is
---              not a string: NAME is not a primitive's name (as inspect.lua).
+--              not a string: NAME is not a primitive's name.
 local limit = tonumber(ARGV[1]) or 1000
 local now = string.format('%d', now_ms())
 

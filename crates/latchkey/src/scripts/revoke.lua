@@ -1,7 +1,7 @@
 -- latchkey: revoke (an operator's action) every hold of a semaphore or a
 -- read-write lock, whoever holds it, and raise the fencing counter past
 -- every token issued so far. (A lock, fair or not, is revoked by
--- fair_release.lua's revoke mode, which hands it to a queue's head.)
+-- fair_revoke.lua, which hands it to a queue's head.)
 --
 -- KEYS[1..n-1]  the hold keys: a semaphore's permits or a read-write lock's
 --               readers (sorted sets scored by expiry in server ms), a

@@ -46,7 +46,8 @@
 //!   elections), `sadd`, `srem`, `scard`, `sismember` (read-write locks),
 //!   `zadd`, `zrem`, `zrange`, `zscore`, `zcard`, `zremrangebyscore`
 //!   (semaphores, read-write locks, fair locks' leases), `rpush`, `lpop`,
-//!   `lrem`, `lindex` (fair locks' queue); and sent plainly:
+//!   `lrem`, `lindex` (fair locks' queue), `lrange` (`Client::inspect` of a
+//!   fair lock with waiters reads its queue); and sent plainly:
 //!   `zrangebyscore` (`Semaphore::holders`), `hmget` (`Barrier::state`),
 //!   `get` (`Latch::count`), `time`;
 //! * signals: `publish`, `subscribe`, `unsubscribe`, `psubscribe`,
@@ -55,9 +56,12 @@
 //! * revocation: `zcount` (`revoke.lua`, counting the permits or readers
 //!   it ends), on top of the locks', primitives' and inspection's rules;
 //! * inspection: `scan` (`list`), `pubsub|numsub` (`top`), `config|get`,
-//!   `acl|whoami`, `acl|dryrun` (`doctor`), `zrangebyscore` (`status` shows
-//!   a semaphore's permits of the same name), and the locks' rule for
-//!   `inspect.lua` and the doctor's probe lock.
+//!   `acl|whoami`, `acl|dryrun` (`doctor`), and what `inspect_any.lua`
+//!   reads of the kinds other than locks: `zrangebyscore`, `lrange`,
+//!   `hmget`, `scard`; the locks' rule for the lock's part and the doctor's
+//!   probe lock. `inspect_any.lua` runs a kind's command only on a key of
+//!   that kind, so `Client::inspect` of a plain lock needs only the locks'
+//!   rule, and of a fair lock the locks' and primitives'.
 
 /// What a user does with latchkey; each adds commands and patterns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +73,8 @@ pub enum Use {
     /// Signals: `signal`, `signal_one`, `listen`, `wait`, `waiters`.
     Signals,
     /// The CLI's inspection: `status`, `list`, `top`, `exporter`, `doctor`
-    /// (on top of [`Use::Locks`], which their probes and `inspect.lua` use).
+    /// (on top of [`Use::Locks`], which their probes and the lock's part of
+    /// `inspect_any.lua` use).
     Inspection,
     /// Fair locks, semaphores, read-write locks, latches, barriers and
     /// leader elections (on top of [`Use::Locks`], whose commands their
@@ -162,6 +167,9 @@ impl Use {
                 "lpop",
                 "lrem",
                 "lindex",
+                // inspect_any.lua reads a fair queue in order: a fair
+                // lock's user may inspect it (`Client::inspect`).
+                "lrange",
             ],
             // revoke.lua counts a sorted set's unexpired members.
             Use::Revoke => &["zcount"],
@@ -249,6 +257,8 @@ mod tests {
         let both = rule(&[Use::Locks, Use::Primitives], "latchkey:");
         assert!(both.starts_with(&rule(&[Use::Locks], "latchkey:")[..60]));
         assert!(both.contains(" +wait +exists +pexpireat +hset "), "{both}");
-        assert!(both.ends_with(" +lindex ~latchkey:* ~{latchkey:* &latchkey:* &{latchkey:*"));
+        assert!(
+            both.ends_with(" +lindex +lrange ~latchkey:* ~{latchkey:* &latchkey:* &{latchkey:*")
+        );
     }
 }

@@ -16,7 +16,7 @@
 //! ones are the locks' (plain and fair) as before.
 //!
 //! Every `--scan-every` the exporter lists the locks matching PATTERN (the
-//! library's [`Client::list`](latchkey::Client::list): `SCAN`, never
+//! library's [`Client::list_all`](latchkey::Client::list_all): `SCAN`, never
 //! `KEYS`) and sets gauges from that snapshot; `metrics-exporter-prometheus`
 //! serves them, with the process's own latchkey metrics, over its own HTTP
 //! listener (any path; `/health` answers `OK`). The per-lock gauges carry the

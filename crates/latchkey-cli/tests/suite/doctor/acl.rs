@@ -165,8 +165,8 @@ fn a_user_of_plain_locks_is_warned_about_the_primitives_and_the_fix_works() {
     let (line, exit) = doctor_run(&server, "plain", "primitives");
     assert!(line.starts_with("WARN"), "{line}");
     assert_eq!(exit, 0, "a WARN is not a failure: {line}");
-    // Exactly what is missing: inspection grants ZRANGEBYSCORE, HMGET and
-    // SCARD already (`inspect_any.lua` reads every kind).
+    // Exactly what is missing: inspection grants ZRANGEBYSCORE, LRANGE,
+    // HMGET and SCARD already (`inspect_any.lua` reads every kind).
     let missing: Vec<String> = Use::Primitives
         .commands()
         .iter()

@@ -5,7 +5,7 @@
 //! the owner check, in one script where the kind allows, and the fencing
 //! counter is raised in that script *before* anything is handed on, so the
 //! next holder's token is above the revocation's: a lock, fair or not, by
-//! `fair_release.lua`'s revoke mode (the counter raised, then the lock
+//! `fair_revoke.lua` (the counter raised, then the lock
 //! handed to the head of its queue or freed); a semaphore's permits, a
 //! read-write lock's writer and readers by `revoke.lua` (deleted, the
 //! counter raised); an election's leader is resigned with its token

@@ -9,8 +9,9 @@ use std::time::Duration;
 pub use crate::vocab::kind::Kind;
 use crate::vocab::token::Holder;
 
-/// What Redis says about one lock at one moment; made by [`Client::inspect`](crate::Client::inspect)
-/// and [`Client::list`](crate::Client::list).
+/// What Redis says about one lock at one moment; made by [`Client::inspect`](crate::Client::inspect),
+/// and in [`PrimitiveInfo::Lock`] and [`FairLockInfo`] by [`Client::describe`](crate::Client::describe)
+/// and [`Client::list_all`](crate::Client::list_all).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockInfo {

@@ -1,9 +1,10 @@
 //! Inspecting primitives from the outside: who holds one, for how much
 //! longer, and the last fencing token issued — for operators and `latchkey
-//! status`. [`Client::inspect`](crate::Client::inspect) and
-//! [`Client::list`](crate::Client::list) read locks; [`Client::describe`](crate::Client::describe)
-//! and [`Client::list_all`](crate::Client::list_all) every kind (`any.rs`,
-//! `scan.rs`, the types in `kinds.rs`).
+//! status`. [`Client::describe`](crate::Client::describe) reads every kind
+//! under one name with one script (`any.rs`, `inspect_any.lua`),
+//! [`Client::list_all`](crate::Client::list_all) every name matching a glob
+//! (`scan.rs`), and [`Client::inspect`](crate::Client::inspect) is
+//! `describe`'s lock view (the types in `kinds.rs`).
 //!
 //! ```no_run
 //! # async fn demo() -> latchkey::Result<()> {
@@ -16,8 +17,8 @@
 //!     _ => println!("free"),
 //! }
 //!
-//! for lock in client.list("nightly-*").await? {
-//!     println!("{} held={}", String::from_utf8_lossy(&lock.name), lock.held);
+//! for found in client.list_all("nightly-*").await? {
+//!     println!("{} is a {}", String::from_utf8_lossy(found.name()), found.kind().as_str());
 //! }
 //! # Ok(()) }
 //! ```
@@ -26,14 +27,10 @@
 //! changed hands. Never decide ownership from it; that is what the owner
 //! token is for.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
-use futures_util::{StreamExt, TryStreamExt};
-
-use crate::vocab::error::{Error, Result};
-use crate::vocab::names::{LockKeys, FENCE_SUFFIX};
-use crate::vocab::protocol::scripts;
+use crate::vocab::error::Result;
+use crate::vocab::names::LockKeys;
 use crate::vocab::token::Holder;
 
 mod any;
@@ -45,7 +42,7 @@ pub use kinds::{
     RwLockInfo, SemaphoreInfo,
 };
 
-/// Locks inspected at once by [`Client::list`]: the connection is
+/// Names described at once by [`Client::list_all`]: the connection is
 /// multiplexed, so these are pipelined rather than run one after the other.
 pub(super) const INSPECT_IN_FLIGHT: usize = 64;
 
@@ -60,65 +57,12 @@ crate::transport::session::session_view! {
 }
 
 impl Inspector<'_> {
-    /// See [`Client::inspect`](crate::Client::inspect).
+    /// See [`Client::inspect`](crate::Client::inspect): the lock's part of
+    /// [`describe`](Inspector::describe) (a fair lock's lock too), or a
+    /// free lock's when the name holds no lock.
     pub(crate) async fn inspect(&self, name: &[u8]) -> Result<LockInfo> {
-        crate::vocab::names::check_name(name)?;
-        crate::vocab::names::check_cluster_name(self.prefix(), name, self.is_cluster())?;
-        self.inspect_key(name).await
-    }
-
-    /// [`Client::inspect`] without the name check: [`Client::list`] reports
-    /// whatever it finds under the prefix.
-    async fn inspect_key(&self, name: &[u8]) -> Result<LockInfo> {
-        let keys = LockKeys::new(self.prefix(), name);
-        let acquired = crate::vocab::protocol::primitive_key(
-            self.prefix(),
-            name,
-            crate::vocab::protocol::ACQUIRED_SUFFIX,
-        );
-        let script_keys: [&[u8]; 3] = [&keys.key, &keys.fence_key, &acquired];
-        type Reply = (Option<Vec<u8>>, i64, Option<Vec<u8>>, Option<u64>);
-        let (value, pttl, fence, held): Reply = self
-            .eval("inspect", &scripts::INSPECT, &script_keys, &[])
-            .await?;
-        Ok(lock_info(name, &keys, value, pttl, fence, held))
-    }
-
-    /// See [`Client::list`](crate::Client::list).
-    pub(crate) async fn list(&self, pattern: &[u8]) -> Result<Vec<LockInfo>> {
-        let glob: Vec<u8> = [&escape_glob(self.prefix())[..], pattern].concat();
-        let mut names = BTreeSet::new();
-        for key in self.scan_strings(&glob).await? {
-            if !key.ends_with(FENCE_SUFFIX) {
-                names.insert(key[self.prefix().len()..].to_vec());
-            }
-        }
-        // Counters: `{P + name}:fence`, and `P + name:fence` for names with
-        // their own hash tag (another key of that shape is not a counter).
-        let fence_glob: Vec<u8> = [&glob[..], FENCE_SUFFIX].concat();
-        for key in self.scan_strings(&fence_glob).await? {
-            let name = &key[self.prefix().len()..key.len() - FENCE_SUFFIX.len()];
-            if LockKeys::new(self.prefix(), name).fence_key == key {
-                names.insert(name.to_vec());
-            }
-        }
-        let braced_glob: Vec<u8> = [b"{", &glob[..], b"}", FENCE_SUFFIX].concat();
-        for key in self.scan_strings(&braced_glob).await? {
-            let name = &key[1 + self.prefix().len()..key.len() - 1 - FENCE_SUFFIX.len()];
-            names.insert(name.to_vec());
-        }
-        let infos: Vec<Option<LockInfo>> = futures_util::stream::iter(names)
-            .map(|name| async move {
-                match self.inspect_key(&name).await {
-                    // The key became something else since the scan: not a lock.
-                    Err(Error::WrongType { .. }) => Ok(None),
-                    other => other.map(Some),
-                }
-            })
-            .buffered(INSPECT_IN_FLIGHT)
-            .try_collect()
-            .await?;
-        Ok(infos.into_iter().flatten().filter(is_lock).collect())
+        let found = self.describe(name).await?;
+        Ok(lock_view(self.prefix(), name, found))
     }
 
     /// See [`Client::lock_waiters`](crate::Client::lock_waiters).
@@ -151,13 +95,6 @@ impl Inspector<'_> {
             }
         }
         Ok(totals)
-    }
-
-    /// All string keys matching `glob`, via `SCAN … MATCH glob TYPE string`.
-    /// On a Redis Cluster, `SCAN` walks one node's keys: every primary is
-    /// walked in turn.
-    async fn scan_strings(&self, glob: &[u8]) -> Result<Vec<Vec<u8>>> {
-        self.scan_keys(glob, Some("string")).await
     }
 
     /// Every key matching `glob` (of `type_filter` only, when given), on
@@ -195,7 +132,24 @@ impl Inspector<'_> {
     }
 }
 
-/// A [`LockInfo`] from what `inspect.lua` (or `inspect_any.lua`) read;
+/// The lock's view of what [`describe`](Inspector::describe) found under
+/// `name`: its lock, or its fair lock's; a free lock when neither is there
+/// (nothing stored under the lock key or the fencing counter).
+fn lock_view(prefix: &[u8], name: &[u8], found: Vec<PrimitiveInfo>) -> LockInfo {
+    found
+        .into_iter()
+        .find_map(|info| match info {
+            PrimitiveInfo::Lock(lock) => Some(lock),
+            PrimitiveInfo::FairLock(fair) => Some(fair.lock),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            // An absent key's PTTL is -2: no TTL.
+            lock_info(name, &LockKeys::new(prefix, name), None, -2, None, None)
+        })
+}
+
+/// A [`LockInfo`] from what `inspect_any.lua` read of the lock;
 /// `held`: ms since the hold began, when the acquired record tells (a
 /// waiter that was queued: its token tells when it queued).
 pub(crate) fn lock_info(
@@ -244,7 +198,7 @@ pub(crate) fn lock_info(
     }
 }
 
-/// Whether an inspected key is one of ours to list (see [`Client::list`]).
+/// Whether an inspected key is one of ours to list (see [`Client::list_all`]).
 pub(super) fn is_lock(info: &LockInfo) -> bool {
     let our_token = info
         .value

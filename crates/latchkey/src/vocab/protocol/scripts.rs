@@ -15,7 +15,9 @@ use redis::Script;
 /// the scripts that issue or raise tokens, after the shared
 /// fencing-counter rules too (`scripts/shared/fence.lua`); for the scripts
 /// a waiter marks a busy lock with, after those and the waiter's mark
-/// (`scripts/shared/mark.lua`).
+/// (`scripts/shared/mark.lua`); for the scripts that end a fair hold, after
+/// the fencing rules and the hand-on to the next waiter
+/// (`scripts/shared/hand_on.lua`).
 /// One text is both sent and kept in [`SOURCES`], so a line number in an
 /// error names the line Redis ran.
 macro_rules! text {
@@ -32,6 +34,14 @@ macro_rules! text {
             text!(file $file)
         )
     };
+    (fair $file:literal) => {
+        concat!(
+            text!(file "shared/lib.lua"),
+            text!(file "shared/fence.lua"),
+            text!(file "shared/hand_on.lua"),
+            text!(file $file)
+        )
+    };
     (mark $file:literal) => {
         concat!(
             text!(file "shared/lib.lua"),
@@ -45,7 +55,8 @@ macro_rules! text {
 /// Declares each script's static (loaded once, its hash computed once) and
 /// [`SOURCES`], every script's file name and text, from one list: each
 /// script is `plain` (after the shared idioms), `fence` (after those and
-/// the shared counter rules) or `mark` (after those and the shared mark).
+/// the shared counter rules), `mark` (after those and the shared mark) or
+/// `fair` (after the counter rules and the shared fair hand-on).
 macro_rules! scripts {
     ($($name:ident = $prelude:ident $file:literal;)*) => {
         $(
@@ -67,7 +78,6 @@ scripts! {
     MULTI_ACQUIRE = mark "multi_acquire.lua";
     MULTI_EXTEND = plain "multi_extend.lua";
     MULTI_RELEASE = plain "multi_release.lua";
-    INSPECT = plain "inspect.lua";
     INSPECT_ANY = plain "inspect_any.lua";
     FENCED_WRITE = plain "fenced_write.lua";
     FENCED_RAISE = plain "fenced_raise.lua";
@@ -86,7 +96,9 @@ scripts! {
     RW_RELEASE_WRITE = plain "rw_release_write.lua";
     RW_FORGET = plain "rw_forget.lua";
     FAIR_ACQUIRE = fence "fair_acquire.lua";
-    FAIR_RELEASE = fence "fair_release.lua";
+    FAIR_RELEASE = fair "fair_release.lua";
+    FAIR_LEAVE = fair "fair_leave.lua";
+    FAIR_REVOKE = fair "fair_revoke.lua";
     ELECT_CAMPAIGN = plain "elect_campaign.lua";
     ELECT_PROCLAIM = plain "elect_proclaim.lua";
     ELECT_RESIGN = plain "elect_resign.lua";

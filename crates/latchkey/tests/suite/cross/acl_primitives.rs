@@ -51,6 +51,10 @@ async fn a_fair_lock_is_handed_to_the_waiter_of_another_client() {
         count(&server, &["LLEN", "{test:acl-fair}:queue"]) == 1
     })
     .await;
+    // Inspecting it reads its queue too (LRANGE, in the primitives' rule).
+    let info = b.inspect("acl-fair").await.unwrap();
+    let value = info.value.as_deref().expect("held");
+    assert!(value.starts_with(first.token().as_bytes()), "{info:?}");
     let released = Instant::now();
     assert_eq!(first.release().await.unwrap(), Ownership::Owned);
     let (acquired, guard) = waiter.await.unwrap();

@@ -40,7 +40,7 @@ async fn a_fair_lock_handed_to_a_queued_waiter_is_as_old_as_its_hold() {
     let next = waiter.await.unwrap().unwrap();
     let shown = age(&a, "fl").await;
     assert!(shown < FRESH, "a hold just handed over shows {shown:?}");
-    // `inspect` (locks only: `list`, the CLI's busy messages) the same.
+    // `inspect` (describe's lock view: the CLI's busy messages) the same.
     let info = a.inspect("fl").await.unwrap();
     assert!(info.age.unwrap() < FRESH, "{:?}", info.age);
     drop(next);

@@ -188,7 +188,7 @@ async fn fenced_writes_signals_and_what_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn list_walks_every_primary() {
+async fn list_all_walks_every_primary() {
     let cluster = tokio::task::spawn_blocking(cluster).await.unwrap();
     let client = cluster_client(&cluster).await;
     let names: Vec<String> = (0..24).map(|i| format!("listed-{i}")).collect();
@@ -207,11 +207,11 @@ async fn list_walks_every_primary() {
         "the names did not spread over the primaries"
     );
     let listed: Vec<String> = client
-        .list("listed-*")
+        .list_all("listed-*")
         .await
         .unwrap()
         .into_iter()
-        .map(|info| String::from_utf8_lossy(&info.name).into_owned())
+        .map(|info| String::from_utf8_lossy(info.name()).into_owned())
         .collect();
     let mut expected = names.clone();
     expected.sort();
