@@ -8,3 +8,4 @@ mod kinds;
 mod layers;
 mod messages;
 mod metrics;
+mod paths_03;
