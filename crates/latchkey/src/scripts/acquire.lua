@@ -10,13 +10,15 @@
 -- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
 -- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
 -- ARGV[2]  TTL in milliseconds (integer > 0)
--- ARGV[3]  '0': do not issue a fencing token (KEYS[2] untouched); '1' or absent: issue it
+-- ARGV[3]  '0': do not issue a fencing token (KEYS[2] untouched); '1': issue it
 -- ARGV[4]  '1': the caller waits for the lock: when busy, append '+w' to the
 --          holder's token (a version 2 token, 'lk2:…', not yet marked) so
---          that its release publishes the wake-up; absent or '0': do not
--- ARGV[5]  optional: '1': the caller asks the holder to let go (a waiter made
+--          that its release publishes the wake-up; '0': do not
+-- ARGV[5..7] sent only by a waiter (ARGV[4] = '1') or an asking caller, so
+--          that a first try sends four arguments:
+-- ARGV[5]  '1': the caller asks the holder to let go (a waiter made
 --          `with_asking`): a busy reply names the holder (below); '0': not
--- ARGV[6]  optional, with ARGV[4] = '1': the lock's release channel, and
+-- ARGV[6]  with ARGV[4] = '1': the lock's release channel, and
 -- ARGV[7]  the publish command ('PUBLISH', or 'SPUBLISH' on a Redis Cluster):
 --          a holder that keeps the lock while idle (its token ends in ':c')
 --          is told 'wanted' there when this marks its token, and lets go
