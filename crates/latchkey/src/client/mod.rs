@@ -131,7 +131,7 @@ impl Client {
     }
 
     /// The one server's session; a client made from a Redlock refuses
-    /// with `refusal` (see [`locks_only!`]).
+    /// with `refusal` (see `locks_only!`).
     fn one_server(&self, refusal: &'static str) -> Result<&Session> {
         match &self.backend {
             Backend::Single(session) => Ok(session),
