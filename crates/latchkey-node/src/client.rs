@@ -10,7 +10,7 @@ use napi_derive::napi;
 use crate::acquire::Acquirer;
 use crate::args::{count, ms, opt_ms};
 use crate::completions::Promise;
-use crate::core::{Backend, ConnectOptions, Core};
+use crate::core::{ConnectOptions, Core};
 use crate::errors::{invalid, to_js};
 use crate::primitives::{Barrier, Election, Fenced, Latch, RwLock, Semaphore};
 use crate::runtime::promise;
@@ -101,16 +101,14 @@ impl Client {
 
     #[napi(getter)]
     pub fn is_redlock(&self) -> bool {
-        matches!(self.core.backend, Backend::Redlock(_))
+        self.core.client.redlock().is_some()
     }
 
     /// A Redlock's instance count and quorum; null for a client.
     #[napi]
     pub fn quorum(&self) -> Option<Vec<u32>> {
-        match &self.core.backend {
-            Backend::Redlock(r) => Some(vec![r.instances() as u32, r.quorum() as u32]),
-            Backend::Client(_) => None,
-        }
+        let redlock = self.core.client.redlock()?;
+        Some(vec![redlock.instances() as u32, redlock.quorum() as u32])
     }
 
     #[napi]
@@ -291,11 +289,7 @@ impl Client {
     fn make_lock(&self, name: String, o: HoldOptions) -> latchkey::Result<Acquirer> {
         self.core.check_open()?;
         let ttl = ms("ttl", o.ttl_ms)?;
-        let lock = match &self.core.backend {
-            Backend::Client(c) => c.lock(&name, ttl)?,
-            Backend::Redlock(r) => r.lock(&name, ttl)?,
-        };
-        let mut lock = configured(lock, &o)?;
+        let mut lock = configured(self.core.client.lock(&name, ttl)?, &o)?;
         if o.fair == Some(true) {
             lock = lock.fair()?;
         }
@@ -315,10 +309,7 @@ impl Client {
         self.core.check_open()?;
         no_lock_only("lockAll", &o)?;
         let ttl = ms("ttl", o.ttl_ms)?;
-        let locks = match &self.core.backend {
-            Backend::Client(c) => c.lock_all(&names, ttl)?,
-            Backend::Redlock(r) => r.lock_all(&names, ttl)?,
-        };
+        let locks = self.core.client.lock_all(&names, ttl)?;
         Ok(Acquirer {
             inner: Arc::new(configured(locks, &o)?),
             core: self.core.clone(),

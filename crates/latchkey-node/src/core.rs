@@ -52,15 +52,11 @@ struct Holds {
     swept_at: usize,
 }
 
-/// What a core connected.
-pub(crate) enum Backend {
-    Client(latchkey::Client),
-    Redlock(latchkey::Redlock),
-}
-
 /// A connection and its live holds.
 pub(crate) struct Core {
-    pub(crate) backend: Backend,
+    /// Of one Redis (standalone, cluster, Sentinel), or a Redlock's, which
+    /// makes locks only (the library refuses the rest).
+    pub(crate) client: latchkey::Client,
     holds: Mutex<Holds>,
     next_hold: AtomicU64,
     closed: AtomicBool,
@@ -120,7 +116,7 @@ impl Core {
         let Some(first) = o.urls.first() else {
             return Err(invalid("a client needs at least one URL"));
         };
-        let backend = if o.redlock == Some(true) {
+        let client = if o.redlock == Some(true) {
             // The options are checked once here: the closure below makes
             // each instance's builder with the same (then infallible) calls.
             configure(latchkey::Client::builder(first), &o)?;
@@ -132,16 +128,16 @@ impl Core {
             if let Some(timeout) = opt_ms("instanceTimeout", o.instance_timeout_ms)? {
                 redlock = redlock.with_instance_timeout(timeout)?;
             }
-            Backend::Redlock(redlock)
+            latchkey::Client::from(redlock)
         } else {
             let mut builder = latchkey::Client::builder(first);
             for seed in &o.urls[1..] {
                 builder = builder.seed(seed);
             }
-            Backend::Client(configure(builder, &o)?.connect().await?)
+            configure(builder, &o)?.connect().await?
         };
         Ok(Arc::new(Core {
-            backend,
+            client,
             holds: Mutex::new(Holds::default()),
             next_hold: AtomicU64::new(0),
             closed: AtomicBool::new(false),
@@ -149,15 +145,10 @@ impl Core {
         }))
     }
 
-    /// The client (not a Redlock's: those make locks only).
+    /// The client, while this core is open.
     pub(crate) fn client(&self) -> latchkey::Result<&latchkey::Client> {
         self.check_open()?;
-        match &self.backend {
-            Backend::Client(client) => Ok(client),
-            Backend::Redlock(_) => Err(latchkey::Error::Unsupported(
-                "a Redlock makes locks only (lock, lockAll); use a Client for the other primitives",
-            )),
-        }
+        Ok(&self.client)
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -218,10 +209,7 @@ impl Core {
     }
 
     pub(crate) fn prefix(&self) -> Vec<u8> {
-        match &self.backend {
-            Backend::Client(client) => client.prefix().to_vec(),
-            Backend::Redlock(redlock) => redlock.prefix().to_vec(),
-        }
+        self.client.prefix().to_vec()
     }
 
     /// Gives back every live hold and the holds cached locks keep, and
@@ -244,18 +232,12 @@ impl Core {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         // The library's close: whatever is still out is given back, and
         // nothing is taken after it.
-        all & match &self.backend {
-            Backend::Client(client) => client.close(left).await,
-            Backend::Redlock(redlock) => redlock.close(left).await,
-        }
+        all & self.client.close(left).await
     }
 
     /// Waits at most `within` for background releases (and gives back the
     /// holds cached locks keep idle).
     pub(crate) async fn flush(&self, within: Duration) -> bool {
-        match &self.backend {
-            Backend::Client(client) => client.flush(within).await,
-            Backend::Redlock(redlock) => redlock.flush(within).await,
-        }
+        self.client.flush(within).await
     }
 }

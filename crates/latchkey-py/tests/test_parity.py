@@ -23,6 +23,7 @@ BOUND = {
     "primitives/guard.rs": [latchkey.LockGuard, latchkey.Lock],
     "client/mod.rs": [latchkey.Client],
     "client/signals.rs": [latchkey.Client],
+    "client/control.rs": [latchkey.Client],
 }
 
 # One Python call for a Rust family: `acquire(timeout=)` is `acquire`,

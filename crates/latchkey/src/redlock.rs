@@ -11,7 +11,7 @@ use crate::client::Client;
 use crate::primitives::lock::Lock;
 use crate::primitives::multi::MultiLock;
 use crate::transport::builder::ClientBuilder;
-use crate::vocab::error::Result;
+use crate::vocab::error::{Error, Result};
 
 pub use crate::backend::redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TIMEOUT};
 
@@ -46,7 +46,10 @@ pub use crate::backend::redlock::{Fencing, MAX_INSTANCE_TIMEOUT, MIN_INSTANCE_TI
 ///
 /// Make locks with [`Redlock::lock`]: they are the same [`Lock`] as
 /// [`Client::lock`] makes, so code written against `Lock` and
-/// [`LockGuard`](crate::LockGuard) switches with one constructor.
+/// [`LockGuard`](crate::LockGuard) switches with one constructor. Or turn
+/// the Redlock into a [`Client`] (`Client::from(redlock)`) and write the
+/// code once against `Client`: its locks are this Redlock's, and what a
+/// Redlock does not offer fails with [`Error::Unsupported`](crate::Error::Unsupported).
 #[derive(Clone)]
 pub struct Redlock {
     group: Group,
@@ -68,8 +71,19 @@ impl Redlock {
     /// different key prefixes (the instances must agree on the key). Warns
     /// (a log line) for fewer than three or an even number of instances: an
     /// even N tolerates no more failures than N − 1.
+    ///
+    /// A client made from a Redlock is no instance: it fails with
+    /// `InvalidInput` too.
     pub fn new(clients: Vec<Client>) -> Result<Redlock> {
-        let sessions = clients.into_iter().map(|c| c.session).collect();
+        let sessions = clients
+            .into_iter()
+            .map(|c| match c.backend {
+                Backend::Single(session) => Ok(session),
+                Backend::Redlock(_) => Err(Error::InvalidInput(
+                    "a Redlock's instances are clients of one Redis server each, not a Redlock's client".into(),
+                )),
+            })
+            .collect::<Result<_>>()?;
         Ok(Redlock {
             group: Group::new(sessions)?,
         })
@@ -113,7 +127,7 @@ impl Redlock {
     /// for at most `ttl` unless extended. The same checks and the same
     /// [`Lock`] as [`Client::lock`].
     pub fn lock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
-        Lock::new(Backend::Redlock(self.group.clone()), name.as_ref(), ttl)
+        self.client().lock(name, ttl)
     }
 
     /// Several locks at once ([`Client::lock_all`]) are not offered over a
@@ -125,10 +139,7 @@ impl Redlock {
     /// protocol is specified or tested here. Take the locks on one server
     /// or one cluster, or take Redlock locks one by one in a fixed order.
     pub fn lock_all<N: AsRef<[u8]>>(&self, names: &[N], ttl: Duration) -> Result<MultiLock> {
-        let _ = (names, ttl);
-        Err(crate::Error::Unsupported(
-            "several locks at once (lock_all) over a Redlock: take them on one server or cluster, or one by one in a fixed order",
-        ))
+        self.client().lock_all(names, ttl)
     }
 
     /// Sets how long each instance may take to answer one command of an
@@ -195,5 +206,40 @@ impl Redlock {
     /// finish in the background.
     pub async fn close(&self, within: Duration) -> bool {
         self.group.close(within).await
+    }
+
+    /// A client over this Redlock's group, sharing everything with it.
+    fn client(&self) -> Client {
+        Client::from(self.clone())
+    }
+}
+
+impl From<Redlock> for Client {
+    /// A client whose locks are this Redlock's (held by a majority of its
+    /// instances), sharing its connections, queues and background work:
+    /// closing either closes both. Every other primitive, inspection and
+    /// signal of the client fails with
+    /// [`Error::Unsupported`](crate::Error::Unsupported).
+    fn from(redlock: Redlock) -> Client {
+        Client {
+            backend: Backend::Redlock(redlock.group),
+        }
+    }
+}
+
+// Here rather than in `client/`: this file names `Client` (`Redlock::new`
+// takes clients), so `client/` must not name `Redlock` (no two files
+// import each other), and a client keeps the group, not a `Redlock`.
+impl Client {
+    /// The Redlock this client was made from (`Client::from(redlock)`), a
+    /// handle sharing everything with it (its instances, quorum and
+    /// connected count); `None` for a client of one server or cluster.
+    pub fn redlock(&self) -> Option<Redlock> {
+        match &self.backend {
+            Backend::Redlock(group) => Some(Redlock {
+                group: group.clone(),
+            }),
+            Backend::Single(_) => None,
+        }
     }
 }

@@ -126,7 +126,7 @@ impl Target {
             })
             .await
             .map_err(|e| connect_failure(e, &whom))?;
-        self.connected.remember(Made::Client(client.clone()));
+        self.connected.remember(client.clone());
         Ok(client)
     }
 
@@ -172,7 +172,7 @@ impl Target {
         let client = patience
             .retry(&format!("connecting to {}", seeds_label(urls)), connect)
             .await?;
-        self.connected.remember(Made::Client(client.clone()));
+        self.connected.remember(client.clone());
         Ok(client)
     }
 
@@ -195,25 +195,26 @@ impl Target {
         ttl: Duration,
         patience: Patience,
     ) -> Result<Lock, Failure> {
+        let client = self.lock_client(patience).await?;
+        client
+            .lock(name, ttl)
+            .map(Lock::with_fencing)
+            .map_err(Failure::from)
+    }
+
+    /// The client locks are taken with: of the one server, of the cluster
+    /// whose nodes the URLs are, or else of a Redlock over them.
+    async fn lock_client(&self, patience: Patience) -> Result<Client, Failure> {
         let urls = self.urls();
         if let [url] = &urls[..] {
-            let client = self.client_for_within(url, patience).await?;
-            return client
-                .lock(name, ttl)
-                .map(Lock::with_fencing)
-                .map_err(Failure::from);
+            return self.client_for_within(url, patience).await;
         }
         // Several URLs: the nodes of one cluster (seeds), or else
         // independent servers for Redlock, whose connect refuses a cluster
         // node among them (exit 2).
         if self.sentinel.is_none() {
             match self.seeded(&urls, patience).await {
-                Ok(client) => {
-                    return client
-                        .lock(name, ttl)
-                        .map(Lock::with_fencing)
-                        .map_err(Failure::from)
-                }
+                Ok(client) => return Ok(client),
                 Err(latchkey::Error::NotACluster { .. }) => {}
                 Err(e) => return Err(connect_failure(e, &seeds_label(&urls))),
             }
@@ -229,11 +230,9 @@ impl Target {
             })
             .await
             .map_err(|e| connect_failure(e, &format!("Redlock over {} servers", urls.len())))?;
-        self.connected.remember(Made::Redlock(redlock.clone()));
-        redlock
-            .lock(name, ttl)
-            .map(Lock::with_fencing)
-            .map_err(Failure::from)
+        let client = Client::from(redlock);
+        self.connected.remember(client.clone());
+        Ok(client)
     }
 }
 
@@ -301,8 +300,8 @@ pub struct Connected {
     /// The shared clients by URL. An async mutex, held while connecting, so
     /// that two concurrent first uses of one URL make one client.
     clients: tokio::sync::Mutex<Vec<(String, Client)>>,
-    /// Every client and Redlock made, shared or not, for the flush.
-    made: std::sync::Mutex<Vec<Made>>,
+    /// Every client made (a Redlock's included), shared or not, for the flush.
+    made: std::sync::Mutex<Vec<Client>>,
 }
 
 impl std::fmt::Debug for Connected {
@@ -313,7 +312,7 @@ impl std::fmt::Debug for Connected {
 }
 
 impl Connected {
-    fn remember(&self, made: Made) {
+    fn remember(&self, made: Client) {
         self.made
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -321,14 +320,9 @@ impl Connected {
     }
 }
 
-enum Made {
-    Client(Client),
-    Redlock(Redlock),
-}
-
 impl Target {
     /// Waits, at most `within` in all, for the background releases of every
-    /// client and Redlock this invocation made. Called by `main` before
+    /// client (a Redlock's included) this invocation made. Called by `main` before
     /// exiting.
     ///
     /// # Cancel safety
@@ -344,13 +338,9 @@ impl Target {
                 .unwrap_or_else(|p| p.into_inner()),
         );
         let deadline = tokio::time::Instant::now() + within;
-        for made in made {
+        for client in made {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let done = match &made {
-                Made::Client(client) => client.flush(left).await,
-                Made::Redlock(redlock) => redlock.flush(left).await,
-            };
-            if !done {
+            if !client.flush(left).await {
                 tracing::warn!(
                     "a background release did not finish before exit; its lock frees itself at its TTL"
                 );

@@ -75,7 +75,7 @@ impl ClientBase {
     fn signal(&self, py: Python<'_>, name: &Arg<'_>, payload: Option<&Arg<'_>>) -> Answer {
         let (name, payload, core) = self.signalled(py, name, payload)?;
         run(py, self.mode, "Client.signal", async move {
-            core.client().await?.signal(name, payload).await
+            core.connect().await?.signal(name, payload).await
         })
     }
 
@@ -84,7 +84,7 @@ impl ClientBase {
     fn signal_one(&self, py: Python<'_>, name: &Arg<'_>, payload: Option<&Arg<'_>>) -> Answer {
         let (name, payload, core) = self.signalled(py, name, payload)?;
         run(py, self.mode, "Client.signal_one", async move {
-            core.client().await?.signal_one(name, payload).await
+            core.connect().await?.signal_one(name, payload).await
         })
     }
 
@@ -127,7 +127,7 @@ impl ClientBase {
     fn revoke(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let (name, core) = (args::name(py, name)?, self.core.clone());
         run(py, self.mode, "Client.revoke", async move {
-            let revoked = core.client().await?.revoke(name).await?;
+            let revoked = core.connect().await?.revoke(name).await?;
             let revoked: Vec<Revocation> = revoked
                 .into_iter()
                 .map(|r| Revocation {
@@ -145,7 +145,7 @@ impl ClientBase {
     fn request_release(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let (name, core) = (args::name(py, name)?, self.core.clone());
         run(py, self.mode, "Client.request_release", async move {
-            core.client().await?.request_release(name).await
+            core.connect().await?.request_release(name).await
         })
     }
 }

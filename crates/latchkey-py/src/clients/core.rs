@@ -40,20 +40,14 @@ impl Options {
     }
 }
 
-/// What a core connected: a client of one Redis (standalone, cluster or
-/// Sentinel), or a Redlock over N of them, which makes locks only.
-#[derive(Clone)]
-pub(crate) enum Connected {
-    Client(latchkey::Client),
-    Redlock(latchkey::Redlock),
-}
-
 /// The connection of one Python client (shared by its clones and the locks
 /// made from it), and the holds taken through it.
 pub(crate) struct Core {
     pub(crate) options: Options,
-    /// What is connected and the process that connected it.
-    connected: Mutex<Option<(u32, Connected)>>,
+    /// What is connected (a client of one Redis, a cluster, a
+    /// Sentinel-watched primary, or a Redlock's, which makes locks only)
+    /// and the process that connected it.
+    connected: Mutex<Option<(u32, latchkey::Client)>>,
     /// Every hold taken through this client and not yet released, lost or
     /// forgotten, by address: kept strongly, so that a hold ends only when
     /// the program releases it, loses it, closes the client or exits,
@@ -105,7 +99,7 @@ impl Core {
     }
 
     /// What this process connected, if it did.
-    pub(crate) fn connected(&self) -> Option<Connected> {
+    pub(crate) fn connected(&self) -> Option<latchkey::Client> {
         let connected = self.connected.lock().unwrap_or_else(|p| p.into_inner());
         match &*connected {
             Some((owner, made)) if *owner == pid() => Some(made.clone()),
@@ -139,7 +133,7 @@ impl Core {
 
     /// Keeps what this process connected, unless another thread connected
     /// first (then that is kept, and returned).
-    fn keep(&self, made: Connected) -> Connected {
+    fn keep(&self, made: latchkey::Client) -> latchkey::Client {
         let mut connected = self.connected.lock().unwrap_or_else(|p| p.into_inner());
         match connected.take() {
             Some((owner, first)) if owner == pid() => {
@@ -242,7 +236,7 @@ impl Core {
 
     /// What this process connected, connecting first when needed (the
     /// first call, and the first in a forked child).
-    pub(crate) async fn connect(self: Arc<Self>) -> latchkey::Result<Connected> {
+    pub(crate) async fn connect(self: Arc<Self>) -> latchkey::Result<latchkey::Client> {
         self.check_open()?;
         if let Some(connected) = self.connected() {
             return Ok(connected);
@@ -254,7 +248,7 @@ impl Core {
                     builder = builder.seed(seed);
                 }
                 let client = self.configure(builder).connect().await;
-                Connected::Client(client.map_err(|e| self.connect_failed(e))?)
+                client.map_err(|e| self.connect_failed(e))?
             }
             Some(instance_timeout) => {
                 let urls: Vec<&str> = std::iter::once(self.options.url.as_str())
@@ -266,15 +260,10 @@ impl Core {
                 if let Some(timeout) = instance_timeout {
                     redlock = redlock.with_instance_timeout(timeout)?;
                 }
-                Connected::Redlock(redlock)
+                latchkey::Client::from(redlock)
             }
         };
         Ok(self.keep(made))
-    }
-
-    /// The client of this process (not a Redlock's: it makes locks only).
-    pub(crate) async fn client(self: Arc<Self>) -> latchkey::Result<latchkey::Client> {
-        self.connect().await?.client().cloned()
     }
 
     /// Waits, at most `within`, for the client's background releases,
@@ -292,48 +281,9 @@ impl Core {
     /// The key prefix in force.
     pub(crate) fn prefix(&self) -> Vec<u8> {
         match (self.connected(), &self.options.prefix) {
-            (Some(Connected::Client(client)), _) => client.prefix().to_vec(),
-            (Some(Connected::Redlock(redlock)), _) => redlock.prefix().to_vec(),
+            (Some(client), _) => client.prefix().to_vec(),
             (None, Some(prefix)) => prefix.clone(),
             (None, None) => latchkey::limits::DEFAULT_PREFIX.as_bytes().to_vec(),
-        }
-    }
-}
-
-impl Connected {
-    /// The client of one Redis; a Redlock refuses what is not a lock.
-    pub(crate) fn client(&self) -> latchkey::Result<&latchkey::Client> {
-        match self {
-            Connected::Client(client) => Ok(client),
-            Connected::Redlock(_) => Err(latchkey::Error::Unsupported(
-                "a Redlock makes locks only (Redlock.lock); use a Client for the other primitives",
-            )),
-        }
-    }
-
-    /// A lock called `name`, on one Redis or over a Redlock's instances.
-    pub(crate) fn lock(&self, name: &[u8], ttl: Duration) -> latchkey::Result<latchkey::Lock> {
-        match self {
-            Connected::Client(client) => client.lock(name, ttl),
-            Connected::Redlock(redlock) => redlock.lock(name, ttl),
-        }
-    }
-
-    /// Gives back its kept holds and waits, at most `within`, for its
-    /// background releases.
-    async fn flush(&self, within: Duration) -> bool {
-        match self {
-            Connected::Client(client) => client.flush(within).await,
-            Connected::Redlock(redlock) => redlock.flush(within).await,
-        }
-    }
-
-    /// The library's close: whatever hold is still out is given back, and
-    /// nothing is taken after it.
-    async fn close(&self, within: Duration) -> bool {
-        match self {
-            Connected::Client(client) => client.close(within).await,
-            Connected::Redlock(redlock) => redlock.close(within).await,
         }
     }
 }

@@ -126,7 +126,7 @@ impl ClientBase {
         let permits = args::count(py, "semaphore permits", permits)?;
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
         SemaphoreBase::make(py, &self.core, name, permits, self.mode, move |c, n| {
-            lease.apply(c.client()?.semaphore(n, permits, ttl)?)
+            lease.apply(c.semaphore(n, permits, ttl)?)
         })
     }
 
@@ -157,7 +157,7 @@ impl ClientBase {
         )?;
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
         RwLockBase::make(py, &self.core, name, self.mode, move |c, n| {
-            lease.apply(c.client()?.rwlock(n, ttl)?)
+            lease.apply(c.rwlock(n, ttl)?)
         })
     }
 
@@ -165,9 +165,7 @@ impl ClientBase {
     #[pyo3(signature = (name, ttl = 3600.0))]
     fn latch(&self, py: Python<'_>, name: &Bound<'_, PyAny>, ttl: f64) -> PyResult<Py<PyAny>> {
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
-        LatchBase::make(py, &self.core, name, self.mode, move |c, n| {
-            c.client()?.latch(n, ttl)
-        })
+        LatchBase::make(py, &self.core, name, self.mode, move |c, n| c.latch(n, ttl))
     }
 
     /// A cyclic barrier of `parties`, kept `ttl` seconds after its last use.
@@ -182,7 +180,7 @@ impl ClientBase {
         let parties = args::count(py, "barrier parties", parties)?;
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
         BarrierBase::make(py, &self.core, name, parties, self.mode, move |c, n| {
-            c.client()?.barrier(n, parties, ttl)
+            c.barrier(n, parties, ttl)
         })
     }
 
@@ -190,15 +188,13 @@ impl ClientBase {
     fn election(&self, py: Python<'_>, name: &Bound<'_, PyAny>, ttl: f64) -> PyResult<Py<PyAny>> {
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
         ElectionBase::make(py, &self.core, name, self.mode, move |c, n| {
-            c.client()?.election(n, ttl)
+            c.election(n, ttl)
         })
     }
 
     /// A value that refuses stale holders' writes (name it apart from its lock).
     fn fenced(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let name = args::named(py, name)?;
-        FencedBase::make(py, &self.core, name, self.mode, |c, n| {
-            c.client()?.fenced(n)
-        })
+        FencedBase::make(py, &self.core, name, self.mode, |c, n| c.fenced(n))
     }
 }

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use super::options::LeaseOptions;
 use super::{recipe_class, twins, Made};
 use crate::args::{self, Name};
-use crate::clients::core::{Connected, Core};
+use crate::clients::core::Core;
 use crate::holds::kinds::{made, Kind};
 use crate::holds::Holding;
 use crate::runtime::Mode;
@@ -111,7 +111,7 @@ pub(crate) fn lock_all(
 ) -> PyResult<Py<PyAny>> {
     let bytes: Vec<Vec<u8>> = names.iter().map(|n| n.bytes.clone()).collect();
     let recipe = Made::new(py, core, move |c| {
-        Ok(Arc::new(lease.apply(c.client()?.lock_all(&bytes, ttl)?)?) as Arc<dyn Acquire>)
+        Ok(Arc::new(lease.apply(c.lock_all(&bytes, ttl)?)?) as Arc<dyn Acquire>)
     })?;
     let joined = names
         .iter()
@@ -160,12 +160,8 @@ impl LockBase {
                     "locked(): several locks; ask each lock",
                 ));
             }
-            match core.connect().await? {
-                Connected::Client(client) => Ok(client.inspect(&name).await?.held),
-                Connected::Redlock(_) => Err(latchkey::Error::Unsupported(
-                    "locked(): a Redlock's lock is held by a majority, not by one key",
-                )),
-            }
+            // A Redlock's client refuses the inspection (Unsupported).
+            Ok(core.connect().await?.inspect(&name).await?.held)
         })
     }
 

@@ -17,11 +17,11 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 
-use crate::clients::core::{Connected, Core};
+use crate::clients::core::Core;
 use crate::errors::to_py;
 use crate::runtime::{drop_in_runtime, pid, run, Mode};
 
-type Build<T> = Box<dyn Fn(&Connected) -> latchkey::Result<T> + Send + Sync>;
+type Build<T> = Box<dyn Fn(&latchkey::Client) -> latchkey::Result<T> + Send + Sync>;
 
 /// A recipe's Rust object, made once per process from the client of that
 /// process: at once when the client is connected (so a bad name, TTL or
@@ -37,7 +37,7 @@ impl<T: Clone + Send + 'static> Made<T> {
     pub(crate) fn new(
         py: Python<'_>,
         core: &Arc<Core>,
-        build: impl Fn(&Connected) -> latchkey::Result<T> + Send + Sync + 'static,
+        build: impl Fn(&latchkey::Client) -> latchkey::Result<T> + Send + Sync + 'static,
     ) -> PyResult<Arc<Made<T>>> {
         core.check_open().map_err(|e| to_py(py, e))?;
         let made = Made {
@@ -209,7 +209,7 @@ macro_rules! recipe_class {
                 $($field: $fty,)*
                 $($kept: $kty,)*
                 mode: $crate::runtime::Mode,
-                build: impl Fn(&$crate::clients::core::Connected, &[u8]) -> latchkey::Result<$recipe>
+                build: impl Fn(&latchkey::Client, &[u8]) -> latchkey::Result<$recipe>
                     + Send
                     + Sync
                     + 'static,

@@ -42,7 +42,7 @@ pub(crate) async fn open(
     patterns: bool,
     mode: Mode,
 ) -> latchkey::Result<Make> {
-    let client = core.client().await?;
+    let client = core.connect().await?;
     let listener = if patterns {
         client.listen_patterns(names).await?
     } else {

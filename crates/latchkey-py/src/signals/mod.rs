@@ -59,7 +59,7 @@ pub(crate) async fn wait_any(
     wait: Duration,
     old_none: bool,
 ) -> latchkey::Result<Option<Received>> {
-    let client = core.client().await?;
+    let client = core.connect().await?;
     match client.wait_any(names, wait).await {
         Ok(signal) => Ok(Some(Received(signal))),
         Err(latchkey::Error::WaitTimedOut { .. }) if old_none => Ok(None),

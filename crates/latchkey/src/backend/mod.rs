@@ -12,6 +12,7 @@ pub(crate) mod single;
 use std::time::{Duration, Instant};
 
 use crate::backend::single::Single;
+use crate::transport::connection::Connection;
 use crate::transport::session::Session;
 use crate::transport::subscriber::{Event, Subscription, Topic};
 use crate::vocab::error::{Error, Result};
@@ -27,11 +28,61 @@ pub(crate) enum Backend {
     Redlock(redlock::Group),
 }
 
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Single(session) => session.fmt(f),
+            Backend::Redlock(redlock) => redlock.fmt(f),
+        }
+    }
+}
+
 impl Backend {
     pub(crate) fn prefix(&self) -> &[u8] {
         match self {
             Backend::Single(client) => client.prefix(),
             Backend::Redlock(redlock) => redlock.prefix(),
+        }
+    }
+
+    /// The per-command timeout: a Redlock's first connected instance's
+    /// (`Redlock::connect_with` makes every instance alike).
+    pub(crate) fn command_timeout(&self) -> Duration {
+        match self {
+            Backend::Single(session) => session.command_timeout(),
+            Backend::Redlock(redlock) => redlock.first().command_timeout(),
+        }
+    }
+
+    /// The server's host and port, or every instance's, for messages.
+    pub(crate) fn server(&self) -> String {
+        match self {
+            Backend::Single(session) => session.server(),
+            Backend::Redlock(redlock) => redlock.servers(),
+        }
+    }
+
+    /// The command connection: a Redlock's first connected instance's.
+    pub(crate) fn connection(&self) -> Connection {
+        match self {
+            Backend::Single(session) => session.connection(),
+            Backend::Redlock(redlock) => redlock.first().connection(),
+        }
+    }
+
+    /// Waits, at most `within`, for the work left to the background.
+    pub(crate) async fn flush(&self, within: Duration) -> bool {
+        match self {
+            Backend::Single(session) => session.flush(within).await,
+            Backend::Redlock(redlock) => redlock.flush(within).await,
+        }
+    }
+
+    /// Ends every hold out and refuses new ones (see `Session::close`).
+    pub(crate) async fn close(&self, within: Duration) -> bool {
+        match self {
+            Backend::Single(session) => session.close(within).await,
+            Backend::Redlock(redlock) => redlock.close(within).await,
         }
     }
 

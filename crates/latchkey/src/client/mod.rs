@@ -1,15 +1,28 @@
 //! [`Client`]: the front door (layer 5, a facade). Every method here is a
 //! few lines over the primitive that does the work; the crate docs list the
-//! layers. Signals and waiting for them are in `signals.rs`.
+//! layers. Signals and waiting for them are in `signals.rs`, inspection
+//! and an operator's control (revoke, asking to let go) in `control.rs`.
 
+/// The refusal of `$what` by a client made from a Redlock, whole (the
+/// error holds a `&'static str`).
+macro_rules! locks_only {
+    ($what:literal) => {
+        concat!(
+            $what,
+            " on a Redlock: a Redlock client has locks only; use a client of one Redis server or cluster"
+        )
+    };
+}
+
+mod control;
 mod signals;
 
 use std::time::Duration;
 
+use crate::backend::Backend;
 use crate::primitives::barrier::Barrier;
 use crate::primitives::election::Election;
 use crate::primitives::fence::FencedResource;
-use crate::primitives::inspect::{LockInfo, PrimitiveInfo};
 use crate::primitives::latch::Latch;
 use crate::primitives::lock::Lock;
 use crate::primitives::multi::MultiLock;
@@ -18,11 +31,21 @@ use crate::primitives::semaphore::Semaphore;
 use crate::transport::builder::ClientBuilder;
 use crate::transport::connection::Connection;
 use crate::transport::session::Session;
-use crate::vocab::error::Result;
+use crate::vocab::error::{Error, Result};
 
 /// A handle to one Redis server: the connections, options and shared state
 /// every lock, guard, signal and listener made from it uses. Cheap to clone;
 /// clones share all of it.
+///
+/// A client can also be made from a [`Redlock`](crate::Redlock)
+/// (`Client::from(redlock)`): its [`lock`](Client::lock)s are then held
+/// while a majority of the instances agree, [`lock_all`](Client::lock_all)
+/// is refused as [`Redlock::lock_all`](crate::Redlock::lock_all) refuses it,
+/// `flush`, `close` and `prefix` work as on one server, and every other
+/// primitive, inspection and signal fails with
+/// [`Error::Unsupported`](crate::Error::Unsupported): none is defined over
+/// a majority of independent servers. Code that takes locks is then written
+/// once against `Client`, whatever the deployment.
 ///
 /// # Example
 ///
@@ -49,12 +72,13 @@ use crate::vocab::error::Result;
 /// errors are worth retrying is on [`Error`](crate::Error).
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) session: Session,
+    /// One server's session, or a Redlock's instances.
+    pub(crate) backend: Backend,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.session.fmt(f)
+        self.backend.fmt(f)
     }
 }
 
@@ -67,7 +91,7 @@ impl ClientBuilder {
     /// Cancel safe: dropping the future drops the half-made connection.
     pub async fn connect(self) -> Result<Client> {
         Ok(Client {
-            session: self.open().await?,
+            backend: Backend::Single(self.open().await?),
         })
     }
 }
@@ -106,19 +130,34 @@ impl Client {
         ClientBuilder::new("redis://127.0.0.1/").sentinel(sentinels, master)
     }
 
-    /// The key prefix in force.
+    /// The one server's session; a client made from a Redlock refuses
+    /// with `refusal` (see `locks_only!`).
+    fn one_server(&self, refusal: &'static str) -> Result<&Session> {
+        match &self.backend {
+            Backend::Single(session) => Ok(session),
+            Backend::Redlock(_) => Err(Error::Unsupported(refusal)),
+        }
+    }
+
+    /// The key prefix in force (a Redlock's instances share one).
     pub fn prefix(&self) -> &[u8] {
-        self.session.prefix()
+        self.backend.prefix()
     }
 
-    /// The per-command timeout in force.
+    /// The per-command timeout in force. A client made from a Redlock
+    /// answers with its first connected instance's (instances made by
+    /// [`Redlock::connect_with`](crate::Redlock::connect_with) all have the
+    /// same); its rounds are bounded by the
+    /// [instance timeout](crate::Redlock::with_instance_timeout).
     pub fn command_timeout(&self) -> Duration {
-        self.session.command_timeout()
+        self.backend.command_timeout()
     }
 
-    /// The host and port of the server, for messages.
+    /// The host and port of the server, for messages; for a client made
+    /// from a Redlock, every instance's, joined by ", " (an instance not
+    /// connected yet is named by its URL).
     pub fn server(&self) -> String {
-        self.session.server()
+        self.backend.server()
     }
 
     /// A handle to the client's shared command connection (it reconnects by
@@ -126,8 +165,11 @@ impl Client {
     /// monitoring. Unlike latchkey's own calls, these are bounded only by
     /// the connection's response timeout (the command timeout). On a Redis
     /// Cluster it routes each command by its first key (see [`Connection`]).
+    /// For a client made from a Redlock it is the connection of the first
+    /// instance that was connected when the Redlock was made (one always
+    /// is): a command sent there reaches that one instance only.
     pub fn connection(&self) -> Connection {
-        self.session.connection()
+        self.backend.connection()
     }
 
     /// Waits, at most `within`, for the work this client does in the
@@ -143,7 +185,7 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: dropping the future stops the waiting, not the work.
     pub async fn flush(&self, within: Duration) -> bool {
-        self.session.flush(within).await
+        self.backend.flush(within).await
     }
 
     /// Ends every hold this client has out and refuses new ones, as etcd's
@@ -171,7 +213,7 @@ impl Client {
     /// Cancel safe: the client stays closed, and the releases already sent
     /// finish in the background.
     pub async fn close(&self, within: Duration) -> bool {
-        self.session.close(within).await
+        self.backend.close(within).await
     }
 
     // ---- Locks --------------------------------------------------------
@@ -185,8 +227,11 @@ impl Client {
     /// [`Error::InvalidTtl`](crate::Error::InvalidTtl) for a TTL outside
     /// [`MIN_TTL`](crate::limits::MIN_TTL)..=[`MAX_TTL`](crate::limits::MAX_TTL). Any other
     /// bytes are fine in a name.
+    ///
+    /// On a client made from a Redlock, the lock is held while a majority
+    /// of the instances hold it ([`Redlock::lock`](crate::Redlock::lock)).
     pub fn lock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
-        Lock::on_session(&self.session, name.as_ref(), ttl)
+        Lock::new(self.backend.clone(), name.as_ref(), ttl)
     }
 
     /// Several locks, `names`, taken together or not at all, each a lease of
@@ -199,10 +244,15 @@ impl Client {
     ///
     /// Fails as [`Client::lock`] for a bad name or TTL, and with
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) for no name or a
-    /// name given twice.
+    /// name given twice. A client made from a Redlock refuses it with
+    /// [`Error::Unsupported`](crate::Error::Unsupported): see
+    /// [`Redlock::lock_all`](crate::Redlock::lock_all) for why.
     pub fn lock_all<N: AsRef<[u8]>>(&self, names: &[N], ttl: Duration) -> Result<MultiLock> {
+        let session = self.one_server(
+            "several locks at once (lock_all) over a Redlock: take them on one server or cluster, or one by one in a fixed order",
+        )?;
         let names: Vec<&[u8]> = names.iter().map(AsRef::as_ref).collect();
-        MultiLock::on_session(&self.session, &names, ttl)
+        MultiLock::on_session(session, &names, ttl)
     }
 
     /// The election called `name`: candidates [`campaign`](Election::campaign)
@@ -212,7 +262,11 @@ impl Client {
     /// (`{prefix + name}:leader`, `:election`) do not collide with a lock
     /// of the same name. See [`Election`].
     pub fn election(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Election> {
-        Election::on_session(&self.session, name.as_ref(), ttl)
+        Election::on_session(
+            self.one_server(locks_only!("elections"))?,
+            name.as_ref(),
+            ttl,
+        )
     }
 
     /// The fenced resource called `name` (same naming rules as locks): a
@@ -223,125 +277,10 @@ impl Client {
     /// lock of that name: give the resource and the lock that guards it
     /// different names (`report` and `report-output`), or they collide.
     pub fn fenced(&self, name: impl AsRef<[u8]>) -> Result<FencedResource> {
-        FencedResource::on_session(&self.session, name.as_ref())
-    }
-
-    /// Reads the state of the lock `name` in one atomic round trip: the
-    /// lock's view of [`Client::describe`], the lock of a fair lock
-    /// included (its queue is [`FairLockInfo`](crate::inspect::FairLockInfo)'s).
-    ///
-    /// Fails with [`Error::InvalidName`](crate::Error::InvalidName) for a
-    /// name no lock can have (empty, longer than
-    /// [`MAX_NAME_LEN`](crate::limits::MAX_NAME_LEN), ending in `:fence`), as
-    /// [`Client::lock`] does, and with [`Error::WrongType`](crate::Error::WrongType)
-    /// when the key holds something other than a string. A free lock is not
-    /// an error: `held` is false. Neither is a fencing counter that holds
-    /// garbage: see [`LockInfo::bad_fencing_counter`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads.
-    pub async fn inspect(&self, name: impl AsRef<[u8]>) -> Result<LockInfo> {
-        crate::primitives::inspect::Inspector(&self.session)
-            .inspect(name.as_ref())
-            .await
-    }
-
-    /// Every primitive under `name` (lock, fair lock, semaphore, rwlock,
-    /// latch, barrier, election), read by one script in one round trip: a
-    /// snapshot, never a basis for decisions. One entry per kind found, in
-    /// [`Kind`](crate::Kind) order (a name can be several); empty when
-    /// nothing is there. What counts as found: `docs/protocol.md`,
-    /// "Inspection of every kind". Holders are named by host and pid, never
-    /// by token. Errors as [`Client::inspect`]'s (`InvalidName`, and
-    /// `WrongType` for a lock key `P + name` that is not a string).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads.
-    pub async fn describe(&self, name: impl AsRef<[u8]>) -> Result<Vec<PrimitiveInfo>> {
-        crate::primitives::inspect::Inspector(&self.session)
-            .describe(name.as_ref())
-            .await
-    }
-
-    /// Every primitive whose name matches the glob `pattern` (Redis `MATCH`
-    /// syntax: `*`, `?`, `[abc]`, `\` escapes; `*` for all), every kind,
-    /// sorted by name, then kind. A lock is listed when it is held with a
-    /// latchkey owner token, or when its fencing counter exists; another
-    /// program's key under the prefix is skipped.
-    ///
-    /// Uses `SCAN` (never `KEYS`, which blocks the server) on every primary,
-    /// `COUNT 1000`, then describes each name found, pipelined
-    /// (`docs/protocol.md`). Keys created or deleted meanwhile may or may
-    /// not be seen.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads.
-    pub async fn list_all(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<PrimitiveInfo>> {
-        crate::primitives::inspect::Inspector(&self.session)
-            .list_all(pattern.as_ref())
-            .await
-    }
-
-    /// Revokes every hold of `name`, whoever holds it: an operator's way out
-    /// of a holder that is alive but stuck (its watchdog would renew its lock
-    /// forever). A lock, a fair lock (handed to the head of its queue), every
-    /// permit of a semaphore, a read-write lock's writer and readers, an
-    /// election's leader (resigned: candidates take over at once). The
-    /// fencing counter is raised past every token the revoked holders could
-    /// have, in the same script and before a fair lock is handed on, and
-    /// returned: [`FencedResource::raise`](crate::FencedResource::raise) a
-    /// resource to it and the revoked holders' next writes there are
-    /// refused at once, while the next holder's token is above it. The
-    /// holders learn it at their next renewal (their `lost()` fires), at
-    /// the latest at their deadline. Empty when nothing held `name`
-    /// (latches and barriers are never held). A key no latchkey client
-    /// wrote where a hold would be (another program's data under the
-    /// prefix) is never deleted: [`Error::ForeignValue`](crate::Error::ForeignValue),
-    /// and nothing is revoked. Counted in
-    /// `latchkey_revocations_total` and logged (warn), for the audit; the
-    /// ACL user needs [`acl::Use::Revoke`](crate::acl::Use::Revoke).
-    ///
-    /// # Cancel safety
-    /// Dropped after a request was sent, a hold may or may not have been
-    /// revoked (each kind's revocation is one script, but a name holding
-    /// several kinds is revoked kind by kind); calling it again is harmless.
-    pub async fn revoke(&self, name: impl AsRef<[u8]>) -> Result<Vec<crate::Revocation>> {
-        crate::primitives::control::revoke::revoke(&self.session, name.as_ref()).await
-    }
-
-    /// Asks the holders of `name` to let go (cooperative revocation): the
-    /// `release_requested()` of each guard that awaits it completes (a
-    /// `latchkey run` or `elect` holder stops CMD with SIGTERM, then its
-    /// grace). Nothing is taken away: a holder that does not listen keeps
-    /// its hold ([`Client::revoke`] takes it). A message on the primitive's
-    /// own channel, one per kind held under `name`; returns the connections
-    /// that received it (listening holders, and waiters, which take it as
-    /// any wake-up), 0 when nothing holds `name`.
-    ///
-    /// # Cancel safety
-    /// Dropped after a request was sent, some holders may have been asked;
-    /// asking again is harmless.
-    pub async fn request_release(&self, name: impl AsRef<[u8]>) -> Result<u64> {
-        crate::primitives::control::request::request_release(&self.session, name.as_ref()).await
-    }
-
-    /// How many clients wait for each of the locks `names` (in that
-    /// order): the connections subscribed to each lock's release channel.
-    /// A holder that listens for revocations and release requests (every
-    /// `latchkey run`) is subscribed there too, and counted: `latchkey top`
-    /// leaves a latchkey holder's connection out of its WAIT column.
-    /// A process's waiting tasks share its client's one connection, so this
-    /// counts waiting clients (processes, usually), not tasks; clients that
-    /// wait by polling (a foreign holder, no pub/sub) are not seen. One
-    /// `PUBSUB NUMSUB` (on a Redis Cluster, `PUBSUB SHARDNUMSUB` on every
-    /// primary).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads.
-    pub async fn lock_waiters(&self, names: &[&[u8]]) -> Result<Vec<u64>> {
-        crate::primitives::inspect::Inspector(&self.session)
-            .lock_waiters(names)
-            .await
+        FencedResource::on_session(
+            self.one_server(locks_only!("fenced resources"))?,
+            name.as_ref(),
+        )
     }
 
     // ---- Latches and barriers ----------------------------------------
@@ -350,7 +289,7 @@ impl Client {
     /// creation by this handle (count-downs keep the creator's TTL; same
     /// naming and TTL rules as [`Client::lock`]). See [`Latch`].
     pub fn latch(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Latch> {
-        Latch::on_session(&self.session, name.as_ref(), ttl)
+        Latch::on_session(self.one_server(locks_only!("latches"))?, name.as_ref(), ttl)
     }
 
     /// The barrier called `name` of `parties` parties (1 to
@@ -359,7 +298,12 @@ impl Client {
     /// `ttl` after its last arrival while nobody waits (and as long as its
     /// parties wait). See [`Barrier`].
     pub fn barrier(&self, name: impl AsRef<[u8]>, parties: u64, ttl: Duration) -> Result<Barrier> {
-        Barrier::on_session(&self.session, name.as_ref(), parties, ttl)
+        Barrier::on_session(
+            self.one_server(locks_only!("barriers"))?,
+            name.as_ref(),
+            parties,
+            ttl,
+        )
     }
 
     // ---- Semaphores ----------------------------------------------------
@@ -375,13 +319,22 @@ impl Client {
         permits: u64,
         ttl: Duration,
     ) -> Result<Semaphore> {
-        Semaphore::on_session(&self.session, name.as_ref(), permits, ttl)
+        Semaphore::on_session(
+            self.one_server(locks_only!("semaphores"))?,
+            name.as_ref(),
+            permits,
+            ttl,
+        )
     }
 
     /// The read-write lock called `name`, each hold a lease of `ttl` (same
     /// naming and TTL rules as [`Client::lock`]). See [`RwLock`] for the
     /// policy (phase-fair: neither writers nor readers starve).
     pub fn rwlock(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<RwLock> {
-        RwLock::on_session(&self.session, name.as_ref(), ttl)
+        RwLock::on_session(
+            self.one_server(locks_only!("read-write locks"))?,
+            name.as_ref(),
+            ttl,
+        )
     }
 }

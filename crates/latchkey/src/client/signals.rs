@@ -32,7 +32,7 @@ impl Client {
     /// If the future is dropped after the request was written, the signal
     /// may or may not have been sent; nothing else is left behind.
     pub async fn signal(&self, name: impl AsRef<[u8]>, payload: impl AsRef<[u8]>) -> Result<usize> {
-        crate::primitives::signal::Signals(&self.session)
+        crate::primitives::signal::Signals(self.one_server(locks_only!("signals"))?)
             .signal(name.as_ref(), payload.as_ref())
             .await
     }
@@ -48,7 +48,7 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn waiters(&self, name: impl AsRef<[u8]>) -> Result<usize> {
-        crate::primitives::signal::Signals(&self.session)
+        crate::primitives::signal::Signals(self.one_server(locks_only!("signals"))?)
             .waiters(name.as_ref())
             .await
     }
@@ -71,7 +71,7 @@ impl Client {
         name: impl AsRef<[u8]>,
         payload: impl AsRef<[u8]>,
     ) -> Result<bool> {
-        crate::primitives::signal::Signals(&self.session)
+        crate::primitives::signal::Signals(self.one_server(locks_only!("signals"))?)
             .signal_one(name.as_ref(), payload.as_ref())
             .await
     }
@@ -92,7 +92,12 @@ impl Client {
         &self,
         names: impl IntoIterator<Item = impl AsRef<[u8]>>,
     ) -> Result<Listener> {
-        Listener::open(&self.session, owned(names), false).await
+        Listener::open(
+            self.one_server(locks_only!("signals"))?,
+            owned(names),
+            false,
+        )
+        .await
     }
 
     /// Subscribes to Redis glob `patterns` over signal names (`*`, `?`,
@@ -106,7 +111,12 @@ impl Client {
         &self,
         patterns: impl IntoIterator<Item = impl AsRef<[u8]>>,
     ) -> Result<Listener> {
-        Listener::open(&self.session, owned(patterns), true).await
+        Listener::open(
+            self.one_server(locks_only!("signals"))?,
+            owned(patterns),
+            true,
+        )
+        .await
     }
 
     /// Waits at most `timeout` (subscribing included) for a signal on
@@ -138,7 +148,14 @@ impl Client {
         timeout: Duration,
     ) -> Result<Signal> {
         let names: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
-        let signals = wait_once(&self.session, names, false, Take::First, timeout).await?;
+        let signals = wait_once(
+            self.one_server(locks_only!("signals"))?,
+            names,
+            false,
+            Take::First,
+            timeout,
+        )
+        .await?;
         first(signals)
     }
 
@@ -158,7 +175,14 @@ impl Client {
         timeout: Duration,
     ) -> Result<Vec<Signal>> {
         let names: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
-        wait_once(&self.session, names, false, Take::Each, timeout).await
+        wait_once(
+            self.one_server(locks_only!("signals"))?,
+            names,
+            false,
+            Take::Each,
+            timeout,
+        )
+        .await
     }
 
     /// Waits at most `timeout` for a signal whose name matches the Redis
@@ -174,7 +198,14 @@ impl Client {
         timeout: Duration,
     ) -> Result<Signal> {
         let patterns = vec![pattern.as_ref().to_vec()];
-        let signals = wait_once(&self.session, patterns, true, Take::First, timeout).await?;
+        let signals = wait_once(
+            self.one_server(locks_only!("signals"))?,
+            patterns,
+            true,
+            Take::First,
+            timeout,
+        )
+        .await?;
         first(signals)
     }
 }

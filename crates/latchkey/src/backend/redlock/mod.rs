@@ -71,6 +71,10 @@ pub(crate) struct Inner {
     prefix: Vec<u8>,
     identity: Identity,
     local_queues: LocalQueues,
+    /// The first instance connected when the group was made (there is
+    /// always one: a group starts with a majority): what a `Client` made
+    /// from a Redlock answers `connection()` and `command_timeout()` with.
+    first: Session,
     /// Background releases, so that [`Redlock::flush`](crate::Redlock::flush) can wait for them.
     pub(crate) background: tokio_util::task::TaskTracker,
     /// Every hold taken and not yet ended: what `close` gives back.
@@ -131,6 +135,7 @@ impl Group {
                 String::from_utf8_lossy(odd.prefix())
             )));
         }
+        let first = first.clone();
         let instances = clients
             .into_iter()
             .zip(labels)
@@ -139,7 +144,7 @@ impl Group {
                 client: OnceLock::from(client),
             })
             .collect();
-        Ok(Group::from_instances(instances, prefix))
+        Ok(Group::from_instances(instances, prefix, first))
     }
 
     /// Connects the instances: see [`Redlock::connect_with`](crate::Redlock::connect_with).
@@ -162,6 +167,7 @@ impl Group {
         let mut instances = Vec::with_capacity(urls.len());
         let mut down = Vec::new();
         let mut prefix: Option<Vec<u8>> = None;
+        let mut first: Option<Session> = None;
         for (i, result) in results.into_iter().enumerate() {
             let instance = match result {
                 Ok(client) => {
@@ -178,6 +184,7 @@ impl Group {
                         )));
                     }
                     let p = prefix.get_or_insert_with(|| client.prefix().to_vec());
+                    first.get_or_insert_with(|| client.clone());
                     if client.prefix() != p.as_slice() {
                         return Err(Error::InvalidInput(
                             "all Redlock instances need the same key prefix".into(),
@@ -203,7 +210,8 @@ impl Group {
         }
         let n = instances.len();
         let needed = tally::quorum(n);
-        let Some(prefix) = prefix.filter(|_| n - down.len() >= needed) else {
+        let connected = prefix.zip(first).filter(|_| n - down.len() >= needed);
+        let Some((prefix, first)) = connected else {
             return Err(Error::NoQuorum {
                 op: "connect",
                 answered: n - down.len(),
@@ -211,14 +219,14 @@ impl Group {
                 instances: n,
             });
         };
-        let redlock = Group::from_instances(instances, prefix);
+        let redlock = Group::from_instances(instances, prefix, first);
         for i in down {
             spawn_reconnect(Arc::downgrade(&redlock.inner), i, builders[i].clone());
         }
         Ok(redlock)
     }
 
-    fn from_instances(instances: Vec<Instance>, prefix: Vec<u8>) -> Group {
+    fn from_instances(instances: Vec<Instance>, prefix: Vec<u8>, first: Session) -> Group {
         let n = instances.len();
         if n < 3 || n % 2 == 0 {
             tracing::warn!(
@@ -235,6 +243,7 @@ impl Group {
                 prefix,
                 identity: Identity::of_this_process(),
                 local_queues: LocalQueues::default(),
+                first,
                 background: tokio_util::task::TaskTracker::new(),
                 live: crate::transport::live::LiveHolds::default(),
             }),
@@ -296,6 +305,22 @@ impl Group {
     /// The key prefix shared by all instances.
     pub(crate) fn prefix(&self) -> &[u8] {
         &self.inner.prefix
+    }
+
+    /// The first instance connected when the group was made.
+    pub(crate) fn first(&self) -> &Session {
+        &self.inner.first
+    }
+
+    /// Every instance's address (its URL while not connected), for messages.
+    pub(crate) fn servers(&self) -> String {
+        let labels: Vec<&str> = self
+            .inner
+            .instances
+            .iter()
+            .map(|i| i.label.as_str())
+            .collect();
+        labels.join(", ")
     }
 
     /// Waits, at most `within`, for the releases this Redlock finishes in

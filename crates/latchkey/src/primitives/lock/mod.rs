@@ -18,7 +18,6 @@ use crate::backend::Backend;
 use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::spec::LockSpec;
-use crate::transport::session::Session;
 #[cfg(doc)]
 use crate::vocab::error::Error;
 use crate::vocab::error::Result;
@@ -87,10 +86,6 @@ pub struct Lock {
 
 impl Lock {
     /// See [`Client::lock`](crate::Client::lock).
-    pub(crate) fn on_session(session: &Session, name: &[u8], ttl: Duration) -> Result<Lock> {
-        Lock::new(Backend::Single(session.clone()), name, ttl)
-    }
-
     pub(crate) fn new(backend: Backend, name: &[u8], ttl: Duration) -> Result<Lock> {
         check_name(name)?;
         check_cluster_name(backend.prefix(), name, backend.is_cluster())?;

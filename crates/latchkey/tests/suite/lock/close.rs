@@ -153,6 +153,15 @@ async fn a_redlock_closes_too() {
         .acquire()
         .await
         .unwrap();
+    // An acquire returns at a majority while the last instance's request
+    // may not be written yet (its own task, slow under load): a release
+    // sent before it would leave that key behind until its TTL.
+    eventually("every instance holds r-lock", || async {
+        servers
+            .iter()
+            .all(|s| s.command(&["EXISTS", "test:r-lock"]).unwrap() == "1")
+    })
+    .await;
     assert!(redlock.close(Duration::from_secs(10)).await);
     assert_eq!(guard.lost_reason(), Some(LostReason::Closed));
     for server in &servers {

@@ -7,6 +7,7 @@ mod fair_handoff;
 mod fencing;
 mod local_waiters;
 mod redlock;
+mod redlock_client;
 mod release_outage;
 mod replicas;
 mod stalled;
