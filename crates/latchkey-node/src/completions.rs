@@ -11,6 +11,12 @@
 //! The thread-safe function is referenced only while calls are in flight:
 //! an idle client never keeps the event loop alive, a pending call does
 //! (as any Promise-returning I/O in Node does).
+//!
+//! The feature `per-call-promises` builds napi-rs's own way instead (module
+//! `per_call`), only so that both can be measured from one tree.
+
+// Under `per-call-promises` the queue is built but unused.
+#![cfg_attr(feature = "per-call-promises", allow(dead_code, unused_imports))]
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -293,6 +299,7 @@ impl Drop for Pending {
 }
 
 /// A Promise of `fut`'s answer, settled through this thread's queue.
+#[cfg(not(feature = "per-call-promises"))]
 pub(crate) fn promise<T, F>(env: &Env, fut: F) -> napi::Result<Promise<T>>
 where
     T: ToNapiValue + Send + 'static,
@@ -329,4 +336,60 @@ where
         pending.answer(settle);
     });
     Ok(PromiseRaw::new(raw, promise))
+}
+
+#[cfg(feature = "per-call-promises")]
+pub(crate) use per_call::promise;
+
+/// napi-rs's own per-call Promise, the one its `AsyncBlock` and
+/// `Env::spawn_future` settle through: a `JsDeferred` (a Promise, a
+/// thread-safe function and an env cleanup hook made for each call, torn
+/// down when it settles), its future on the package's runtime. Built only
+/// with the feature `per-call-promises`, to measure the queue against it
+/// (bench/node_queue.sh). Unlike the queue, a terminated worker's calls run
+/// on to their end.
+#[cfg(feature = "per-call-promises")]
+mod per_call {
+    use std::future::Future;
+
+    use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+    use napi::{Env, JsDeferred, JsValue};
+
+    use super::Promise;
+
+    type Resolve<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
+
+    /// Settles its Promise once: with the answer, or (if the task is
+    /// dropped unanswered) with an error, as the queue's `Pending` does.
+    struct Pending<T: ToNapiValue + 'static>(Option<JsDeferred<T, Resolve<T>>>);
+
+    impl<T: ToNapiValue + 'static> Drop for Pending<T> {
+        fn drop(&mut self) {
+            if let Some(deferred) = self.0.take() {
+                deferred.reject(napi::Error::from_reason(
+                    "[INTERNAL] the call ended unanswered",
+                ));
+            }
+        }
+    }
+
+    pub(crate) fn promise<T, F>(env: &Env, fut: F) -> napi::Result<Promise<T>>
+    where
+        T: ToNapiValue + Send + 'static,
+        F: Future<Output = napi::Result<T>> + Send + 'static,
+    {
+        let (deferred, promise) = env.create_deferred::<T, Resolve<T>>()?;
+        let raw = promise.raw();
+        let mut pending = Pending(Some(deferred));
+        let _ = crate::executor::spawn(async move {
+            let answer = fut.await;
+            if let Some(deferred) = pending.0.take() {
+                match answer {
+                    Ok(value) => deferred.resolve(Box::new(move |_| Ok(value))),
+                    Err(e) => deferred.reject(e),
+                }
+            }
+        });
+        Ok(PromiseRaw::new(env.raw(), raw))
+    }
 }
