@@ -1,12 +1,12 @@
 'use strict';
-// What latchkey-node's completion queue buys, run by bench/node_queue.sh: two
-// builds of the package in one Node process, chunks of uncontended
-// acquire+release cycles alternated A B, B A, A B, ... round by round:
-//   A = the package as shipped (Promises settled through one completion
-//       queue per JavaScript thread, src/completions.rs),
-//   B = the same facade and library over a native layer built with the
-//       feature `per-call-promises` (napi-rs's per-call JsDeferred, the
-//       mechanism behind its AsyncBlock and Env::spawn_future).
+// What latchkey-node's former completion queue buys, run by
+// bench/node_queue.sh: two builds of the package in one Node process, chunks
+// of uncontended acquire+release cycles alternated A B, B A, A B, ... round
+// by round:
+//   A = Promises settled through one completion queue per JavaScript thread
+//       (src/completions.rs, as it was),
+//   B = napi-rs's per-call Promise, a JsDeferred (the mechanism behind its
+//       AsyncBlock and Env::spawn_future; src/runtime.rs).
 // Two loads:
 //   one   = one task, one lock (the bench's "uncontended" scenario),
 //   many  = MANY tasks at once on MANY keys of one client (calls in flight

@@ -1,36 +1,40 @@
 #!/usr/bin/env bash
-# What latchkey-node's completion queue (crates/latchkey-node/src/completions.rs)
-# buys over napi-rs's per-call Promise: the package as shipped (A) against
-# the same tree built with the feature `per-call-promises` (B), interleaved
-# in one Node process (bench/node_queue.js), REPEAT processes in a row.
+# What latchkey-node's former completion queue (one thread-safe function per
+# JavaScript thread settling every Promise, src/completions.rs at QUEUE_REV)
+# buys over napi-rs's per-call Promise (this tree's src/runtime.rs): the two
+# interleaved in one Node process (bench/node_queue.js), REPEAT processes in
+# a row. bench/RESULTS.md, "latchkey-node: the completion queue against
+# per-call AsyncBlock".
 #
-#   bench/node_queue.sh [ROUNDS] [CHUNK] [REPEAT] [MANY]   (default 20 400 3 16)
+#   bench/node_queue.sh [ROUNDS] [CHUNK] [REPEAT] [MANY]   (default 30 1000 5 16)
+#   QUEUE_REV=<commit> bench/node_queue.sh ...              (default dfb848b)
 #
-# Builds the native layer twice in release (B, then A, so target/ is left
-# with the shipped build). As the bench does, redis-server (private, on a
-# free port) is pinned to CPU 0 and Node to CPU 1 when there are two CPUs
-# or more.
+# Builds the native layer twice in release: the queue from QUEUE_REV (in a
+# temporary git worktree, sharing target/), then this tree's. As the bench
+# does, redis-server (private, on a free port) is pinned to CPU 0 and Node to
+# CPU 1 when there are two CPUs or more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${1:-20} CHUNK=${2:-400} REPEAT=${3:-3} MANY=${4:-16}
+ROUNDS=${1:-30} CHUNK=${2:-1000} REPEAT=${3:-5} MANY=${4:-16}
+QUEUE_REV=${QUEUE_REV:-dfb848b}
 pkg=crates/latchkey-node
 DIR=$(mktemp -d)
 port=
 cleanup() {
   [ -n "${port:-}" ] && redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
+  git worktree remove --force "$DIR/queue-src" >/dev/null 2>&1 || true
   rm -rf "$DIR"
 }
 trap cleanup EXIT
-build() { # side [cargo args...]
-  local side=$1
-  shift
-  mkdir -p "$DIR/$side"
-  cp -r "$pkg/lib" "$pkg/package.json" "$DIR/$side/"
-  cargo build --quiet --release -p latchkey-node "$@"
-  cp target/release/liblatchkey_node.so "$DIR/$side/latchkey-node.linux-x64-gnu.node"
+build() { # side source-root
+  mkdir -p "$DIR/$1"
+  cp -r "$2/$pkg/lib" "$2/$pkg/package.json" "$DIR/$1/"
+  cargo build --quiet --release -p latchkey-node --manifest-path "$2/Cargo.toml" --target-dir "$PWD/target"
+  cp target/release/liblatchkey_node.so "$DIR/$1/latchkey-node.linux-x64-gnu.node"
 }
-build per-call --features per-call-promises
-build queue
+git worktree add --quiet --detach "$DIR/queue-src" "$QUEUE_REV"
+build queue "$DIR/queue-src"
+build per-call "$PWD"
 
 server=() client=()
 if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
