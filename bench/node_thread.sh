@@ -21,12 +21,12 @@ if [ ! -d "$mods/@sesamecare-oss/redlock" ] || [ ! -d "$mods/ioredis" ]; then
   echo "node_thread.sh: node-redlock is not installed; run bench/peers/install.sh first" >&2
   exit 2
 fi
-git diff --quiet -- "$pkg/src/completions.rs" ||
-  { echo "node_thread.sh: $pkg/src/completions.rs has local changes; commit or stash them" >&2; exit 2; }
+git diff --quiet -- "$pkg/src/runtime.rs" ||
+  { echo "node_thread.sh: $pkg/src/runtime.rs has local changes; commit or stash them" >&2; exit 2; }
 DIR=$(mktemp -d)
 patched=0 port=
 cleanup() {
-  [ "$patched" = 1 ] && git checkout --quiet -- "$pkg/src/completions.rs"
+  [ "$patched" = 1 ] && git checkout --quiet -- "$pkg/src/runtime.rs"
   [ -n "${port:-}" ] && redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
   rm -rf "$DIR"
 }
@@ -34,14 +34,14 @@ trap cleanup EXIT
 build() { # side
   mkdir -p "$DIR/$1"
   cp -r "$pkg/lib" "$pkg/package.json" "$DIR/$1/"
-  # The variant leaves the completion queue unused: its warnings go to a log.
+  # The variant leaves the per-call Promise unused: its warnings go to a log.
   cargo build --quiet --release -p latchkey-node 2>"$DIR/build-$1.log" ||
     { cat "$DIR/build-$1.log" >&2; exit 1; }
   cp target/release/liblatchkey_node.so "$DIR/$1/latchkey-node.linux-x64-gnu.node"
 }
 git apply bench/node_thread.patch && patched=1
 build on-js-thread
-git checkout --quiet -- "$pkg/src/completions.rs" && patched=0
+git checkout --quiet -- "$pkg/src/runtime.rs" && patched=0
 build shipped
 
 server=() client=()

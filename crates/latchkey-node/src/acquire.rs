@@ -8,9 +8,9 @@ use std::sync::Arc;
 use napi::Env;
 use napi_derive::napi;
 
-use crate::completions::Promise;
 use crate::core::Core;
 use crate::hold::{Guard, Holding};
+use crate::runtime::Promise;
 use crate::runtime::{cancellable, promise, token, Cancel};
 
 /// What a leadership campaigned with, kept for after its release.

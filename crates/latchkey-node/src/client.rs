@@ -9,11 +9,11 @@ use napi_derive::napi;
 
 use crate::acquire::Acquirer;
 use crate::args::{count, ms, opt_ms};
-use crate::completions::Promise;
 use crate::core::{ConnectOptions, Core};
 use crate::errors::{invalid, to_js};
 use crate::primitives::{Barrier, Election, Fenced, Latch, RwLock, Semaphore};
 use crate::runtime::promise;
+use crate::runtime::Promise;
 
 /// How a hold is taken and kept (the facade's options of `lock`,
 /// `lockAll`, `semaphore`, `rwlock`).

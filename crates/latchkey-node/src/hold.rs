@@ -14,10 +14,10 @@ use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{epoch_ms, ms};
-use crate::completions::Promise;
 use crate::core::{Core, Releasable};
 use crate::executor::drop_in_runtime;
 use crate::runtime::promise;
+use crate::runtime::Promise;
 
 /// A hold shared by its JavaScript object, the calls in flight on it and
 /// its client's registry, which keeps it (and so its renewals) while it is

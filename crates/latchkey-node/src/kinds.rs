@@ -10,9 +10,9 @@ use napi::bindgen_prelude::{BigInt, Buffer};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::completions::Promise;
 use crate::hold::{Guard, Holding};
 use crate::runtime::promise;
+use crate::runtime::Promise;
 
 #[napi]
 impl Guard {

@@ -8,9 +8,8 @@
 //! and its factories are in client.rs, the other primitives in
 //! primitives.rs, the iterators in signals.rs. Promises run the library's
 //! futures on the package's own tokio runtime (executor.rs) and are settled
-//! through one completion queue per JavaScript thread (completions.rs); the
-//! lost notification is a weak thread-safe function, so it never keeps a
-//! process alive. A client keeps its holds until they are released, lost,
+//! by napi-rs (runtime.rs); the lost notification is a weak thread-safe
+//! function, so it never keeps a process alive. A client keeps its holds until they are released, lost,
 //! or given back at its close or its environment's end (core.rs, envs.rs).
 
 // napi-derive registers the exports only outside `cfg(test)`: clippy's
@@ -21,7 +20,6 @@
 mod acquire;
 mod args;
 mod client;
-mod completions;
 mod core;
 mod envs;
 mod errors;

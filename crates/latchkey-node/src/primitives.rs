@@ -10,9 +10,9 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::acquire::Acquirer;
-use crate::completions::Promise;
 use crate::core::Core;
 use crate::errors::{invalid, to_js};
+use crate::runtime::Promise;
 use crate::runtime::{cancellable, promise, token, Cancel};
 
 #[napi]

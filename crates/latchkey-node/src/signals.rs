@@ -8,7 +8,7 @@ use napi_derive::napi;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::completions::Promise;
+use crate::runtime::Promise;
 use crate::runtime::{cancellable, promise, token, Cancel};
 use napi::bindgen_prelude::{BigInt, Buffer};
 
