@@ -51,10 +51,11 @@ impl Db {
     }
 
     /// Every live key at the clock's time, in key order, as
-    /// `[key, type, value, pttl]`: a string's bytes; a hash's fields and
+    /// `[key, type, value, expiry]`: a string's bytes; a hash's fields and
     /// values, by field; a list's items; a set's members, sorted; a sorted
-    /// set's members and scores, by score. The differential test reads a
-    /// real server into the same form.
+    /// set's members and scores, by score; the expiry in server ms, -1 for
+    /// none (`PEXPIRETIME`). The differential test reads a real server into
+    /// the same form.
     pub fn dump(&self) -> Vec<Reply> {
         let now = self.now();
         self.keys
@@ -76,15 +77,12 @@ impl Db {
                             .collect(),
                     ),
                 };
-                let pttl = match entry.expires_at {
-                    Some(when) => (when - now).max(0),
-                    None => -1,
-                };
+                let expiry = entry.expires_at.unwrap_or(-1);
                 Reply::array(vec![
                     Reply::bulk(key),
                     Reply::bulk(entry.value.type_name()),
                     value,
-                    Reply::Int(pttl),
+                    Reply::Int(expiry),
                 ])
             })
             .collect()

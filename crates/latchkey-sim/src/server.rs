@@ -84,8 +84,8 @@ impl Server {
         engine.eval(&mut self.db, script, &keys, &args)
     }
 
-    /// Every live key as `[key, type, value, pttl]`, in key order (see
-    /// the differential test for the form of each type's value).
+    /// Every live key as `[key, type, value, expiry]`, in key order: the
+    /// value as `Db::dump` says, the expiry in server ms (-1: none).
     pub fn dump(&self) -> Vec<Reply> {
         self.db.dump()
     }

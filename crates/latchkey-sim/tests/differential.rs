@@ -1,0 +1,319 @@
+//! The simulator against a real `redis-server` (the test kit's, on a free
+//! port): seeded random sequences of latchkey's scripts and of plain
+//! commands run on both, and after every step the replies and then the
+//! whole keyspace (type, value, TTL) must match. A mismatch prints the
+//! seed, the step, both sides and the steps before it.
+//!
+//! Time. The real server's clock runs on its own and cannot be set (a
+//! preloaded fake clock, libfaketime, makes Redis's jemalloc recurse at
+//! start), so the simulator's clock follows the server's:
+//!
+//! * each step is sent in one pipeline as `TIME`, the step, then a dump
+//!   script that reads every key and its own `TIME`; the simulator runs
+//!   the step at the first `TIME` and dumps at the second, so both sides
+//!   act within a fraction of a millisecond of each other; the dump gives
+//!   each key's expiry as an instant (`PEXPIRETIME`), not a span, so a
+//!   dump that runs late still reads the same expiries;
+//! * a step is only sent while no expiry and no deadline (a sorted-set
+//!   score that is a server time: a permit, a lease, an intent) lies
+//!   within `GUARD_MS` of the server's clock: the test waits past it
+//!   first. So every comparison of a deadline with "now" comes out the
+//!   same on both sides, and every time span a script reports is at least
+//!   `GUARD_MS` minus the pipeline's delay;
+//! * what is left is the few hundred µs between the two clocks, seen in
+//!   times the scripts write or return (fencing tokens and terms are
+//!   server µs, scores and records server ms, PTTLs spans): integers from
+//!   `compare::SMALL` up (and digit runs inside strings) are compared
+//!   within `compare::TOLERANCE_MS` (µs timestamps within 1000 times
+//!   that); smaller integers, errors and all other text exactly.
+//!
+//! If the real server stalls within a step (on a loaded machine) so long
+//! that its times may be off by more than the tolerance, or a deadline
+//! falls inside the step after all, a difference there is not a mismatch:
+//! the seed's run stops at that step with a note, and the summary counts
+//! it.
+
+#[path = "differential/compare.rs"]
+mod compare;
+#[path = "differential/gen.rs"]
+mod gen;
+#[path = "differential/resp.rs"]
+mod resp;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use latchkey::protocol::script_text;
+use latchkey_sim::{Reply, Server};
+use latchkey_testkit::RedisServer;
+
+use compare::{replies_close, TOLERANCE_MS};
+use gen::{Rng, Step};
+use resp::Connection;
+
+const SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6];
+const STEPS: usize = 300;
+/// No step runs within this many ms of an expiry or a deadline.
+const GUARD_MS: i64 = 15;
+
+/// Reads every key on the real server at one instant: `{seconds, µs,
+/// seconds, µs, {key, type, value, expiry}…}` (the time at its start and
+/// at its end), a value and expiry as `Server::dump` gives them (the test
+/// sorts hashes and sets).
+const DUMP: &str = r#"
+local t = redis.call('TIME')
+local out = {t[1], t[2]}
+for _, k in ipairs(redis.call('KEYS', '*')) do
+  local ty = redis.call('TYPE', k).ok
+  local v
+  if ty == 'string' then v = redis.call('GET', k)
+  elseif ty == 'hash' then v = redis.call('HGETALL', k)
+  elseif ty == 'list' then v = redis.call('LRANGE', k, 0, -1)
+  elseif ty == 'set' then v = redis.call('SMEMBERS', k)
+  elseif ty == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+  else v = 'unknown type' end
+  out[#out + 1] = {k, ty, v, redis.call('PEXPIRETIME', k)}
+end
+local t2 = redis.call('TIME')
+table.insert(out, 3, t2[1])
+table.insert(out, 4, t2[2])
+return out
+"#;
+
+#[derive(Default)]
+struct Stats {
+    steps: usize,
+    waited_ms: u64,
+    cut: usize,
+}
+
+#[test]
+fn the_simulator_answers_and_stores_as_redis_does() {
+    let server = RedisServer::start();
+    let mut conn = Connection::open(server.addr()).expect("connect to the test's redis-server");
+    let started = Instant::now();
+    let mut stats = Stats::default();
+    for &seed in SEEDS {
+        run(&mut conn, seed, &mut stats);
+    }
+    eprintln!(
+        "differential: {} seeds, {} steps compared in {:.1} s ({} ms waiting out deadlines, {} runs cut short)",
+        SEEDS.len(),
+        stats.steps,
+        started.elapsed().as_secs_f64(),
+        stats.waited_ms,
+        stats.cut
+    );
+}
+
+fn words(args: &[&str]) -> Vec<Vec<u8>> {
+    args.iter().map(|a| a.as_bytes().to_vec()).collect()
+}
+
+fn micros(seconds: &Reply, micros: &Reply) -> i64 {
+    let number = |r: &Reply| match r {
+        Reply::Bulk(Some(b)) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|t| t.parse::<i64>().ok()),
+        _ => None,
+    };
+    match (number(seconds), number(micros)) {
+        (Some(s), Some(u)) => s * 1_000_000 + u,
+        _ => panic!("TIME replied {seconds} {micros}"),
+    }
+}
+
+fn real_micros(conn: &mut Connection) -> i64 {
+    match conn.command(&[b"TIME"]) {
+        Ok(Reply::Array(Some(t))) if t.len() == 2 => micros(&t[0], &t[1]),
+        other => panic!("TIME replied {other:?}"),
+    }
+}
+
+/// Every instant (server ms) at which the simulator's state changes
+/// meaning: key expiries, and sorted-set scores that are server times.
+fn deadlines(sim: &Server) -> Vec<i64> {
+    let mut out = Vec::new();
+    for entry in sim.dump() {
+        let Reply::Array(Some(parts)) = entry else {
+            continue;
+        };
+        if let Some(Reply::Int(expiry)) = parts.get(3) {
+            if *expiry >= 0 {
+                out.push(*expiry);
+            }
+        }
+        if let (Some(Reply::Bulk(Some(ty))), Some(Reply::Array(Some(items)))) =
+            (parts.get(1), parts.get(2))
+        {
+            if ty == b"zset" {
+                for score in items.iter().skip(1).step_by(2) {
+                    if let Reply::Bulk(Some(s)) = score {
+                        let value = std::str::from_utf8(s)
+                            .ok()
+                            .and_then(|t| t.parse::<f64>().ok());
+                        if let Some(v) = value.filter(|v| *v >= 1e12 && *v < 1e15) {
+                            out.push(v as i64);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Waits until no deadline of the simulator's state lies within
+/// `GUARD_MS` of the real server's clock.
+fn wait_clear(conn: &mut Connection, sim: &Server, stats: &mut Stats) {
+    let marks = deadlines(sim);
+    loop {
+        let now = real_micros(conn) / 1000;
+        let Some(next) = marks.iter().filter(|c| (**c - now).abs() <= GUARD_MS).max() else {
+            return;
+        };
+        let wait = u64::try_from(next + GUARD_MS + 1 - now).unwrap_or(1);
+        stats.waited_ms += wait;
+        thread::sleep(Duration::from_millis(wait));
+    }
+}
+
+/// The real dump as `Server::dump` orders it: hashes by field, sets
+/// sorted, keys sorted.
+fn normalize(entries: &[Reply]) -> Vec<Reply> {
+    let mut out: Vec<Reply> = entries
+        .iter()
+        .map(|entry| {
+            let Reply::Array(Some(parts)) = entry else {
+                return entry.clone();
+            };
+            let mut parts = parts.clone();
+            if let (Some(Reply::Bulk(Some(ty))), Some(Reply::Array(Some(items)))) =
+                (parts.get(1), parts.get(2))
+            {
+                let sorted = match ty.as_slice() {
+                    b"hash" => {
+                        let mut pairs: Vec<&[Reply]> = items.chunks(2).collect();
+                        pairs.sort_by_key(|pair| bytes(&pair[0]));
+                        Some(pairs.concat())
+                    }
+                    b"set" => {
+                        let mut members = items.clone();
+                        members.sort_by_key(bytes);
+                        Some(members)
+                    }
+                    _ => None,
+                };
+                if let Some(sorted) = sorted {
+                    parts[2] = Reply::array(sorted);
+                }
+            }
+            Reply::array(parts)
+        })
+        .collect();
+    out.sort_by_key(|e| match e {
+        Reply::Array(Some(p)) => p.first().map(bytes).unwrap_or_default(),
+        _ => Vec::new(),
+    });
+    out
+}
+
+/// A bulk string's bytes (empty for anything else), to sort by.
+fn bytes(reply: &Reply) -> Vec<u8> {
+    match reply {
+        Reply::Bulk(Some(b)) => b.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn run(conn: &mut Connection, seed: u64, stats: &mut Stats) {
+    conn.command(&[b"FLUSHALL"]).expect("FLUSHALL");
+    let mut rng = Rng::new(seed);
+    let mut sim = Server::new(real_micros(conn));
+    let mut history: Vec<String> = Vec::new();
+    for i in 0..STEPS {
+        let step = gen::step(&mut rng);
+        let Some(line) = step.words() else {
+            if let Step::Pause(ms) = step {
+                thread::sleep(Duration::from_millis(ms));
+            }
+            history.push(format!("{i:4} {}", step.describe()));
+            continue;
+        };
+        wait_clear(conn, &sim, stats);
+        let replies = conn
+            .pipeline(&[words(&["TIME"]), line, words(&["EVAL", DUMP, "0"])])
+            .expect("the step's pipeline");
+        let (real_reply, dump) = (&replies[1], &replies[2]);
+        let Reply::Array(Some(t)) = &replies[0] else {
+            panic!("TIME replied {}", replies[0])
+        };
+        let t = micros(&t[0], &t[1]);
+        let Reply::Array(Some(dump)) = dump else {
+            panic!("the dump script replied {dump}")
+        };
+        let t_dump = micros(&dump[0], &dump[1]);
+        let t_end = micros(&dump[2], &dump[3]);
+        let real_keys = normalize(&dump[4..]);
+
+        sim.set_micros(t);
+        let before = deadlines(&sim);
+        let sim_reply = match &step {
+            Step::Script { file, keys, args } => {
+                let text = script_text(file).expect("a script of the library");
+                sim.eval(text, keys, args)
+            }
+            Step::Command(w) => sim.command(w),
+            Step::Pause(_) => unreachable!("a pause has no command line"),
+        };
+        sim.set_micros(t_dump.max(t));
+        let sim_keys = sim.dump();
+        sim.take_published();
+        let near = before
+            .iter()
+            .chain(&deadlines(&sim))
+            .any(|c| *c >= t / 1000 - TOLERANCE_MS && *c <= t_end / 1000 + 1);
+        let stalled = t_end - t > (TOLERANCE_MS - 1) * 1000;
+        history.push(format!("{i:4} {} -> {sim_reply}", step.describe()));
+        stats.steps += 1;
+
+        let reply_ok = replies_close(&sim_reply, real_reply);
+        let keys_ok = sim_keys.len() == real_keys.len()
+            && sim_keys
+                .iter()
+                .zip(&real_keys)
+                .all(|(a, b)| replies_close(a, b));
+        if reply_ok && keys_ok {
+            continue;
+        }
+        if near || stalled {
+            stats.cut += 1;
+            eprintln!(
+                "differential: seed {seed}, step {i}: the server took {} µs over the step{}; a difference here is no mismatch, and this seed's run stops here",
+                t_end - t,
+                if near { " and a deadline fell within it" } else { "" }
+            );
+            return;
+        }
+        let recent = history[history.len().saturating_sub(12)..].join("\n");
+        let mut report = format!(
+            "seed {seed}: the simulator differs from redis-server at step {i}:\n  {}\nsteps up to it (sim replies):\n{recent}\n",
+            step.describe()
+        );
+        if !reply_ok {
+            report += &format!("reply:\n  sim:  {sim_reply}\n  real: {real_reply}\n");
+        }
+        if !keys_ok {
+            report += "keyspace (key, type, value, expiry):\n";
+            let n = sim_keys.len().max(real_keys.len());
+            for k in 0..n {
+                let (a, b) = (sim_keys.get(k), real_keys.get(k));
+                let same = matches!((a, b), (Some(a), Some(b)) if replies_close(a, b));
+                let show = |r: Option<&Reply>| r.map_or("-".to_owned(), |r| r.to_string());
+                let mark = if same { " " } else { "!" };
+                report += &format!("{mark} sim:  {}\n{mark} real: {}\n", show(a), show(b));
+            }
+        }
+        panic!("{report}");
+    }
+}

@@ -1,0 +1,90 @@
+//! Replies and keyspaces compared with room for the real server's clock
+//! (see the test's doc comment): integers below `SMALL` (counts, flags,
+//! outcomes) and all other text exactly; larger integers, and digit runs
+//! inside strings, within `TOLERANCE_MS` (µs timestamps, from 10^15, within
+//! a thousand times that).
+
+use latchkey_sim::Reply;
+
+/// Below this an integer is a count or an outcome: compared exactly. Time
+/// spans the scripts report are never this small here: the test runs no
+/// step within `GUARD_MS` of an expiry or a deadline.
+pub const SMALL: i64 = 12;
+/// How far a time the real server reports may be from the simulator's.
+pub const TOLERANCE_MS: i64 = 3;
+
+pub fn ints_close(sim: i64, real: i64) -> bool {
+    if sim == real {
+        return true;
+    }
+    if sim.abs() < SMALL || real.abs() < SMALL || (sim < 0) != (real < 0) {
+        return false;
+    }
+    let tolerance = if sim.abs() >= 1_000_000_000_000_000 {
+        TOLERANCE_MS * 1000
+    } else {
+        TOLERANCE_MS
+    };
+    (sim - real).abs() <= tolerance
+}
+
+/// Splits `text` into runs of digits and runs of anything else.
+fn runs(text: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=text.len() {
+        if i == text.len() || text[i].is_ascii_digit() != text[start].is_ascii_digit() {
+            out.push(&text[start..i]);
+            start = i;
+        }
+    }
+    out
+}
+
+pub fn text_close(sim: &[u8], real: &[u8]) -> bool {
+    if sim == real {
+        return true;
+    }
+    let (a, b) = (runs(sim), runs(real));
+    a.len() == b.len()
+        && a.iter().zip(&b).all(|(x, y)| {
+            if x == y {
+                return true;
+            }
+            let digits = |r: &[u8]| r.first().is_some_and(u8::is_ascii_digit) && r.len() <= 18;
+            if !(digits(x) && digits(y)) || x.len() != y.len() {
+                return false;
+            }
+            let parse = |r: &[u8]| {
+                std::str::from_utf8(r)
+                    .ok()
+                    .and_then(|t| t.parse::<i64>().ok())
+            };
+            matches!((parse(x), parse(y)), (Some(p), Some(q)) if ints_close(p, q))
+        })
+}
+
+pub fn replies_close(sim: &Reply, real: &Reply) -> bool {
+    match (sim, real) {
+        (Reply::Int(a), Reply::Int(b)) => ints_close(*a, *b),
+        (Reply::Bulk(Some(a)), Reply::Bulk(Some(b))) => text_close(a, b),
+        (Reply::Array(Some(a)), Reply::Array(Some(b))) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| replies_close(x, y))
+        }
+        _ => sim == real,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_close_and_counts_exact() {
+        assert!(ints_close(1_798_000_000_123, 1_798_000_000_125));
+        assert!(!ints_close(1, 2));
+        assert!(ints_close(1_798_000_000_123_456, 1_798_000_000_125_000));
+        assert!(text_close(b"1798000000123:lk2:a", b"1798000000124:lk2:a"));
+        assert!(!text_close(b"lk2:0001", b"lk2:0002"));
+    }
+}

@@ -1,0 +1,336 @@
+//! The steps of a run, drawn from a seed: latchkey's scripts with the
+//! argument shapes the library sends, drawn from small domains (two names,
+//! a few owner tokens and a foreign value, TTLs of a few tens of ms),
+//! plain commands that make odd states (a key of the wrong type, a foreign
+//! value, a TTL removed or cut short), and pauses.
+
+use latchkey::protocol::{self as p, script_text};
+
+/// SplitMix64: small, seeded, the same on every machine.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// One step of a run.
+#[derive(Clone, Debug)]
+pub enum Step {
+    Script {
+        file: &'static str,
+        keys: Vec<Vec<u8>>,
+        args: Vec<Vec<u8>>,
+    },
+    Command(Vec<Vec<u8>>),
+    Pause(u64),
+}
+
+impl Step {
+    /// The command line that runs it on a server (`EVAL` for a script).
+    pub fn words(&self) -> Option<Vec<Vec<u8>>> {
+        match self {
+            Step::Script { file, keys, args } => {
+                let text = script_text(file)?;
+                let mut words = vec![
+                    b"EVAL".to_vec(),
+                    text.as_bytes().to_vec(),
+                    keys.len().to_string().into_bytes(),
+                ];
+                words.extend(keys.iter().cloned());
+                words.extend(args.iter().cloned());
+                Some(words)
+            }
+            Step::Command(words) => Some(words.clone()),
+            Step::Pause(_) => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let text = |w: &[Vec<u8>]| {
+            w.iter()
+                .map(|x| String::from_utf8_lossy(x).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match self {
+            Step::Script { file, keys, args } => {
+                format!("{file} KEYS [{}] ARGV [{}]", text(keys), text(args))
+            }
+            Step::Command(words) => text(words),
+            Step::Pause(ms) => format!("pause {ms} ms"),
+        }
+    }
+}
+
+const PREFIX: &[u8] = b"dt:";
+const NAMES: &[&[u8]] = &[b"a", b"b"];
+const TOKENS: &[&str] = &[
+    "lk2:0001:aa:h1",
+    "lk2:0002:bb:h2:c",
+    "lk2:0003:cc:h3",
+    "foreign-value",
+];
+const TTLS: &[&str] = &["40", "100", "250", "700"];
+const PAUSES: &[u64] = &[5, 20, 50, 120];
+const PUBLISH: &[u8] = b"PUBLISH";
+
+/// Every key of a name's primitives.
+struct Keys {
+    lock: Vec<u8>,
+    fence: Vec<u8>,
+    channel: Vec<u8>,
+    queue: Vec<u8>,
+    leases: Vec<u8>,
+    acquired: Vec<u8>,
+    handoff: Vec<u8>,
+    permits: Vec<u8>,
+    permits_fence: Vec<u8>,
+    permits_channel: Vec<u8>,
+    rw: Vec<Vec<u8>>,
+    rw_acquired: Vec<u8>,
+    latch: Vec<u8>,
+    latch_channel: Vec<u8>,
+    leader: Vec<u8>,
+    election: Vec<u8>,
+    changes: Vec<u8>,
+}
+
+impl Keys {
+    fn of(name: &[u8]) -> Keys {
+        let lock = [PREFIX, name].concat();
+        let stem = p::tag_stem(&lock);
+        let under = |suffix: &[u8]| p::primitive_key(PREFIX, name, suffix);
+        Keys {
+            fence: p::fence_key(&lock),
+            channel: p::release_channel(&lock),
+            queue: [&stem[..], p::QUEUE_SUFFIX].concat(),
+            leases: [&stem[..], p::LEASES_SUFFIX].concat(),
+            acquired: [&stem[..], p::ACQUIRED_SUFFIX].concat(),
+            handoff: [&stem[..], p::HANDOFF_SUFFIX].concat(),
+            permits: under(p::PERMITS_SUFFIX),
+            permits_fence: under(p::PERMITS_FENCE_SUFFIX),
+            permits_channel: under(p::PERMITS_RELEASED_SUFFIX),
+            rw: p::RWLOCK_SUFFIXES.iter().map(|s| under(s)).collect(),
+            rw_acquired: under(p::RWLOCK_WRITER_ACQUIRED_SUFFIX),
+            latch: under(p::LATCH_SUFFIX),
+            latch_channel: under(p::LATCH_OPENED_SUFFIX),
+            leader: under(p::ELECTION_LEASE_SUFFIX),
+            election: under(p::ELECTION_STATE_SUFFIX),
+            changes: under(p::ELECTION_CHANGES_SUFFIX),
+            lock,
+        }
+    }
+
+    /// The keys a plain command may hit (channels are no keys).
+    fn all(&self) -> Vec<Vec<u8>> {
+        let mut all = vec![
+            self.lock.clone(),
+            self.fence.clone(),
+            self.queue.clone(),
+            self.leases.clone(),
+            self.acquired.clone(),
+            self.permits.clone(),
+            self.permits_fence.clone(),
+            self.latch.clone(),
+            self.leader.clone(),
+            self.election.clone(),
+        ];
+        all.extend(self.rw[..6].iter().cloned());
+        all
+    }
+}
+
+fn b(text: &str) -> Vec<u8> {
+    text.as_bytes().to_vec()
+}
+
+/// A fair waiter's entry for the token at `index`: `<32 hex id>:<hand-off
+/// ttl>:<fenced>:<token>`, or now and then a malformed one.
+fn entry(rng: &mut Rng, index: usize, fenced: &str) -> Vec<u8> {
+    if rng.chance(5) {
+        return b("not-an-entry");
+    }
+    let px = rng.pick(&["50", "300"]);
+    b(&format!(
+        "{:032x}:{px}:{fenced}:{}",
+        0xabc0 + index,
+        TOKENS[index]
+    ))
+}
+
+pub fn step(rng: &mut Rng) -> Step {
+    let keys = Keys::of(rng.pick(NAMES));
+    let index = rng.below(TOKENS.len());
+    let token = b(TOKENS[index]);
+    let ttl = b(rng.pick(TTLS));
+    let bit = |rng: &mut Rng| b(rng.pick(&["0", "1"]));
+    let script = |file, keys: Vec<Vec<u8>>, args: Vec<Vec<u8>>| Step::Script { file, keys, args };
+    match rng.below(100) {
+        0..=9 => {
+            let mut args = vec![
+                token,
+                ttl,
+                bit(rng),
+                bit(rng),
+                bit(rng),
+                keys.channel.clone(),
+                PUBLISH.to_vec(),
+            ];
+            args.truncate(rng.pick(&[4, 5, 7]));
+            script("acquire.lua", vec![keys.lock, keys.fence], args)
+        }
+        10..=15 => script(
+            "release.lua",
+            vec![keys.lock],
+            vec![token, keys.channel, PUBLISH.to_vec()],
+        ),
+        16..=19 => script("extend.lua", vec![keys.lock], vec![token, ttl]),
+        20..=22 => script("issue_fence.lua", vec![keys.lock, keys.fence], vec![token]),
+        23..=29 => {
+            let n = rng.below(3) + 1;
+            let k = if rng.chance(5) {
+                n + 1
+            } else {
+                rng.below(n) + 1
+            };
+            script(
+                "sem_acquire.lua",
+                vec![keys.permits, keys.permits_fence],
+                vec![token, b(&n.to_string()), ttl, bit(rng), b(&k.to_string())],
+            )
+        }
+        30..=33 => {
+            let k = b(&(rng.below(2) + 1).to_string());
+            script(
+                "sem_release.lua",
+                vec![keys.permits],
+                vec![token, PUBLISH.to_vec(), keys.permits_channel, k],
+            )
+        }
+        34..=36 => {
+            let k = b(&(rng.below(2) + 1).to_string());
+            script("sem_extend.lua", vec![keys.permits], vec![token, ttl, k])
+        }
+        37..=44 => {
+            let write = rng.chance(50);
+            let mut ks = keys.rw[..6].to_vec();
+            if write && rng.chance(70) {
+                ks.push(keys.rw_acquired);
+            }
+            let mode = b(if write { "w" } else { "r" });
+            let fenced = b(if write { rng.pick(&["0", "1"]) } else { "0" });
+            script(
+                "rw_acquire.lua",
+                ks,
+                vec![mode, token, ttl, fenced, bit(rng)],
+            )
+        }
+        45..=48 => script(
+            "rw_release_write.lua",
+            vec![keys.rw[0].clone(), keys.rw[3].clone(), keys.rw[4].clone()],
+            vec![token, ttl, PUBLISH.to_vec(), keys.rw[6].clone()],
+        ),
+        49..=51 => script(
+            "latch_create.lua",
+            vec![keys.latch],
+            vec![b(rng.pick(&["1", "2", "3"])), ttl],
+        ),
+        52..=55 => script(
+            "latch_count_down.lua",
+            vec![keys.latch],
+            vec![PUBLISH.to_vec(), keys.latch_channel],
+        ),
+        56..=60 => script(
+            "elect_campaign.lua",
+            vec![keys.leader, keys.election],
+            vec![
+                token,
+                ttl,
+                b(rng.pick(&["v1", "v 2"])),
+                keys.changes,
+                PUBLISH.to_vec(),
+            ],
+        ),
+        61..=69 => {
+            let fenced = rng.pick(&["0", "1"]).to_owned();
+            let lease = b(rng.pick(&["60", "200"]));
+            let mode = b(rng.pick(&["try", "wait", "wait", "renew"]));
+            let me = entry(rng, index, &fenced);
+            script(
+                "fair_acquire.lua",
+                vec![
+                    keys.lock,
+                    keys.queue,
+                    keys.leases,
+                    keys.fence,
+                    keys.acquired,
+                ],
+                vec![me, token, ttl, b(&fenced), mode, lease],
+            )
+        }
+        70..=74 => script(
+            "fair_release.lua",
+            vec![
+                keys.lock,
+                keys.queue,
+                keys.leases,
+                keys.fence,
+                keys.acquired,
+            ],
+            vec![token, PUBLISH.to_vec(), keys.handoff, keys.channel],
+        ),
+        75..=89 => command(rng, &keys, token, ttl),
+        _ => Step::Pause(rng.pick(PAUSES)),
+    }
+}
+
+/// A plain command on one of the name's keys.
+fn command(rng: &mut Rng, keys: &Keys, token: Vec<u8>, ttl: Vec<u8>) -> Step {
+    let all = keys.all();
+    let key = all[rng.below(all.len())].clone();
+    let value = if rng.chance(60) {
+        token
+    } else {
+        b(rng.pick(&["7", "x", "-1", "1.5"]))
+    };
+    let words: Vec<Vec<u8>> = match rng.below(12) {
+        0..=2 => {
+            let mut w = vec![b("SET"), key, value];
+            if rng.chance(60) {
+                w.extend([b("PX"), ttl]);
+            }
+            w
+        }
+        3 | 4 => vec![b("DEL"), key],
+        5 => vec![b("PEXPIRE"), key, ttl],
+        6 => vec![b("HSET"), key, b("f"), value],
+        7 => vec![b("RPUSH"), key, value],
+        8 => vec![b("SADD"), key, value],
+        9 => vec![b("ZADD"), key, b("5"), value],
+        10 => vec![b("APPEND"), key, b("+w")],
+        _ => vec![b(rng.pick(&["GET", "PTTL", "TYPE"])), key],
+    };
+    Step::Command(words)
+}
