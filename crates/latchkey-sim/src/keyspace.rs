@@ -154,7 +154,7 @@ impl Keyspace {
     pub fn live(&self, now: i64) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.map
             .iter()
-            .filter(move |(_, e)| !e.expires_at.is_some_and(|when| now > when))
+            .filter(move |(_, e)| e.expires_at.is_none_or(|when| now <= when))
             .map(|(k, e)| (k.as_slice(), e))
     }
 

@@ -47,7 +47,7 @@ fn zadd_inner(db: &mut Db, args: &[Vec<u8>]) -> Result<Reply, Reply> {
             "ERR XX and NX options at the same time are not compatible",
         ));
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if ((gt || lt) && nx) || (gt && lt) {
         return Err(Reply::error(
             "ERR GT, LT, and/or NX options at the same time are not compatible",
         ));
