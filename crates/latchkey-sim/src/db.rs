@@ -29,6 +29,8 @@ pub struct Db {
     pub subscribers: BTreeMap<Vec<u8>, i64>,
     /// Subscribers per shard channel (`SSUBSCRIBE`).
     pub shard_subscribers: BTreeMap<Vec<u8>, i64>,
+    /// Subscribers per pattern (`PSUBSCRIBE`): `PUBLISH` counts them too.
+    pub patterns: BTreeMap<Vec<u8>, i64>,
     /// Messages published, oldest first, until taken.
     pub outbox: Vec<Published>,
 }
@@ -41,6 +43,7 @@ impl Db {
             clock: Clock::at_micros(micros),
             subscribers: BTreeMap::new(),
             shard_subscribers: BTreeMap::new(),
+            patterns: BTreeMap::new(),
             outbox: Vec::new(),
         }
     }

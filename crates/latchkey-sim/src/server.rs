@@ -111,6 +111,16 @@ impl Server {
         }
     }
 
+    /// Declares `count` more (or fewer) subscribers of the pattern
+    /// `pattern` (`PSUBSCRIBE`): `PUBLISH` counts those that match.
+    pub fn psubscribe(&mut self, pattern: &[u8], count: i64) {
+        let n = self.db.patterns.entry(pattern.to_vec()).or_insert(0);
+        *n += count;
+        if *n <= 0 {
+            self.db.patterns.remove(pattern);
+        }
+    }
+
     /// Wipes the keyspace, as a restart without persistence does.
     pub fn flush(&mut self) {
         self.db.keys.clear();

@@ -1,8 +1,10 @@
 //! The simulator against a real `redis-server` (the test kit's, on a free
 //! port): seeded random sequences of latchkey's scripts and of plain
 //! commands run on both, and after every step the replies and then the
-//! whole keyspace (type, value, TTL) must match. A mismatch prints the
-//! seed, the step, both sides and the steps before it.
+//! whole keyspace (type, value, TTL) must match, and so must the messages
+//! the step published (a second connection listens with `PSUBSCRIBE *`; a
+//! marker published after each step says it has them all). A mismatch
+//! prints the seed, the step, both sides and the steps before it.
 //!
 //! Time. The real server's clock runs on its own and cannot be set (a
 //! preloaded fake clock, libfaketime, makes Redis's jemalloc recurse at
@@ -47,7 +49,7 @@ use latchkey::protocol::script_text;
 use latchkey_sim::{Reply, Server};
 use latchkey_testkit::RedisServer;
 
-use compare::{replies_close, TOLERANCE_MS};
+use compare::{replies_close, text_close, TOLERANCE_MS};
 use gen::{Rng, Step};
 use resp::Connection;
 
@@ -83,6 +85,7 @@ return out
 #[derive(Default)]
 struct Stats {
     steps: usize,
+    messages: usize,
     waited_ms: u64,
     cut: usize,
 }
@@ -91,15 +94,20 @@ struct Stats {
 fn the_simulator_answers_and_stores_as_redis_does() {
     let server = RedisServer::start();
     let mut conn = Connection::open(server.addr()).expect("connect to the test's redis-server");
+    let mut listener = Connection::open(server.addr()).expect("connect to the test's redis-server");
+    listener
+        .command(&[b"PSUBSCRIBE", b"*"])
+        .expect("PSUBSCRIBE");
     let started = Instant::now();
     let mut stats = Stats::default();
     for &seed in SEEDS {
-        run(&mut conn, seed, &mut stats);
+        run(&mut conn, &mut listener, seed, &mut stats);
     }
     eprintln!(
-        "differential: {} seeds, {} steps compared in {:.1} s ({} ms waiting out deadlines, {} runs cut short)",
+        "differential: {} seeds, {} steps and {} messages compared in {:.1} s ({} ms waiting out deadlines, {} runs cut short)",
         SEEDS.len(),
         stats.steps,
+        stats.messages,
         started.elapsed().as_secs_f64(),
         stats.waited_ms,
         stats.cut
@@ -226,10 +234,34 @@ fn bytes(reply: &Reply) -> Vec<u8> {
     }
 }
 
-fn run(conn: &mut Connection, seed: u64, stats: &mut Stats) {
+/// The channel of the marker published after each step.
+const MARKER: &[u8] = b"differential-marker";
+
+/// The messages the listener got before the marker: (channel, payload).
+fn messages(listener: &mut Connection) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let message = listener.receive().expect("a published message");
+        let Reply::Array(Some(parts)) = &message else {
+            panic!("the listener got {message}")
+        };
+        let (Some(Reply::Bulk(Some(channel))), Some(Reply::Bulk(Some(payload)))) =
+            (parts.get(2), parts.get(3))
+        else {
+            panic!("the listener got {message}")
+        };
+        if channel == MARKER {
+            return out;
+        }
+        out.push((channel.clone(), payload.clone()));
+    }
+}
+
+fn run(conn: &mut Connection, listener: &mut Connection, seed: u64, stats: &mut Stats) {
     conn.command(&[b"FLUSHALL"]).expect("FLUSHALL");
     let mut rng = Rng::new(seed);
     let mut sim = Server::new(real_micros(conn));
+    sim.psubscribe(b"*", 1);
     let mut history: Vec<String> = Vec::new();
     for i in 0..STEPS {
         let step = gen::step(&mut rng);
@@ -242,8 +274,14 @@ fn run(conn: &mut Connection, seed: u64, stats: &mut Stats) {
         };
         wait_clear(conn, &sim, stats);
         let replies = conn
-            .pipeline(&[words(&["TIME"]), line, words(&["EVAL", DUMP, "0"])])
+            .pipeline(&[
+                words(&["TIME"]),
+                line,
+                words(&["EVAL", DUMP, "0"]),
+                vec![b"PUBLISH".to_vec(), MARKER.to_vec(), b"-".to_vec()],
+            ])
             .expect("the step's pipeline");
+        let real_published = messages(listener);
         let (real_reply, dump) = (&replies[1], &replies[2]);
         let Reply::Array(Some(t)) = &replies[0] else {
             panic!("TIME replied {}", replies[0])
@@ -268,7 +306,11 @@ fn run(conn: &mut Connection, seed: u64, stats: &mut Stats) {
         };
         sim.set_micros(t_dump.max(t));
         let sim_keys = sim.dump();
-        sim.take_published();
+        let sim_published: Vec<(Vec<u8>, Vec<u8>)> = sim
+            .take_published()
+            .into_iter()
+            .map(|m| (m.channel, m.payload))
+            .collect();
         let near = before
             .iter()
             .chain(&deadlines(&sim))
@@ -276,6 +318,7 @@ fn run(conn: &mut Connection, seed: u64, stats: &mut Stats) {
         let stalled = t_end - t > (TOLERANCE_MS - 1) * 1000;
         history.push(format!("{i:4} {} -> {sim_reply}", step.describe()));
         stats.steps += 1;
+        stats.messages += real_published.len();
 
         let reply_ok = replies_close(&sim_reply, real_reply);
         let keys_ok = sim_keys.len() == real_keys.len()
@@ -283,7 +326,12 @@ fn run(conn: &mut Connection, seed: u64, stats: &mut Stats) {
                 .iter()
                 .zip(&real_keys)
                 .all(|(a, b)| replies_close(a, b));
-        if reply_ok && keys_ok {
+        let published_ok = sim_published.len() == real_published.len()
+            && sim_published
+                .iter()
+                .zip(&real_published)
+                .all(|(a, b)| a.0 == b.0 && text_close(&a.1, &b.1));
+        if reply_ok && keys_ok && published_ok {
             continue;
         }
         if near || stalled {
@@ -302,6 +350,25 @@ fn run(conn: &mut Connection, seed: u64, stats: &mut Stats) {
         );
         if !reply_ok {
             report += &format!("reply:\n  sim:  {sim_reply}\n  real: {real_reply}\n");
+        }
+        if !published_ok {
+            let show = |list: &[(Vec<u8>, Vec<u8>)]| {
+                list.iter()
+                    .map(|(c, p)| {
+                        format!(
+                            "{} <- {}",
+                            String::from_utf8_lossy(c),
+                            String::from_utf8_lossy(p)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            report += &format!(
+                "published:\n  sim:  {}\n  real: {}\n",
+                show(&sim_published),
+                show(&real_published)
+            );
         }
         if !keys_ok {
             report += "keyspace (key, type, value, expiry):\n";

@@ -40,6 +40,11 @@ impl Connection {
             .collect()
     }
 
+    /// Reads one more reply (a subscriber's next message).
+    pub fn receive(&mut self) -> io::Result<Reply> {
+        read_reply(&mut self.reader)
+    }
+
     pub fn command(&mut self, args: &[&[u8]]) -> io::Result<Reply> {
         let words = vec![args.iter().map(|a| a.to_vec()).collect()];
         let mut replies = self.pipeline(&words)?;
