@@ -53,8 +53,8 @@ use compare::{replies_close, text_close, TOLERANCE_MS};
 use gen::{Rng, Step};
 use resp::Connection;
 
-const SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6];
-const STEPS: usize = 300;
+const SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8];
+const STEPS: usize = 400;
 /// No step runs within this many ms of an expiry or a deadline.
 const GUARD_MS: i64 = 15;
 
@@ -84,6 +84,8 @@ return out
 
 #[derive(Default)]
 struct Stats {
+    /// Per script or command: steps, and of those error replies.
+    by_name: std::collections::BTreeMap<String, (usize, usize)>,
     steps: usize,
     messages: usize,
     waited_ms: u64,
@@ -112,6 +114,23 @@ fn the_simulator_answers_and_stores_as_redis_does() {
         stats.waited_ms,
         stats.cut
     );
+    let tallies: Vec<String> = stats
+        .by_name
+        .iter()
+        .map(|(name, (n, errors))| format!("{name} {n} ({errors} errors)"))
+        .collect();
+    eprintln!("differential: steps: {}", tallies.join(", "));
+}
+
+/// A plain command's name.
+fn line_name(step: &Step) -> String {
+    match step.words() {
+        Some(words) => words
+            .first()
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .unwrap_or_default(),
+        None => String::new(),
+    }
 }
 
 fn words(args: &[&str]) -> Vec<Vec<u8>> {
@@ -319,6 +338,13 @@ fn run(conn: &mut Connection, listener: &mut Connection, seed: u64, stats: &mut 
         history.push(format!("{i:4} {} -> {sim_reply}", step.describe()));
         stats.steps += 1;
         stats.messages += real_published.len();
+        let name = match &step {
+            Step::Script { file, .. } => (*file).to_owned(),
+            _ => line_name(&step),
+        };
+        let tally = stats.by_name.entry(name).or_default();
+        tally.0 += 1;
+        tally.1 += usize::from(real_reply.is_error());
 
         let reply_ok = replies_close(&sim_reply, real_reply);
         let keys_ok = sim_keys.len() == real_keys.len()

@@ -115,6 +115,9 @@ struct Keys {
     leader: Vec<u8>,
     election: Vec<u8>,
     changes: Vec<u8>,
+    barrier: Vec<u8>,
+    barrier_channel: Vec<u8>,
+    resource: Vec<u8>,
 }
 
 impl Keys {
@@ -139,6 +142,9 @@ impl Keys {
             leader: under(p::ELECTION_LEASE_SUFFIX),
             election: under(p::ELECTION_STATE_SUFFIX),
             changes: under(p::ELECTION_CHANGES_SUFFIX),
+            barrier: under(p::BARRIER_SUFFIX),
+            barrier_channel: under(p::BARRIER_RELEASED_SUFFIX),
+            resource: [&lock[..], b":res"].concat(),
             lock,
         }
     }
@@ -156,6 +162,8 @@ impl Keys {
             self.latch.clone(),
             self.leader.clone(),
             self.election.clone(),
+            self.barrier.clone(),
+            self.resource.clone(),
         ];
         all.extend(self.rw[..6].iter().cloned());
         all
@@ -181,6 +189,9 @@ fn entry(rng: &mut Rng, index: usize, fenced: &str) -> Vec<u8> {
 }
 
 pub fn step(rng: &mut Rng) -> Step {
+    if rng.chance(25) {
+        return more(rng);
+    }
     let keys = Keys::of(rng.pick(NAMES));
     let index = rng.below(TOKENS.len());
     let token = b(TOKENS[index]);
@@ -315,7 +326,7 @@ fn command(rng: &mut Rng, keys: &Keys, token: Vec<u8>, ttl: Vec<u8>) -> Step {
     } else {
         b(rng.pick(&["7", "x", "-1", "1.5"]))
     };
-    let words: Vec<Vec<u8>> = match rng.below(12) {
+    let words: Vec<Vec<u8>> = match rng.below(14) {
         0..=2 => {
             let mut w = vec![b("SET"), key, value];
             if rng.chance(60) {
@@ -323,14 +334,182 @@ fn command(rng: &mut Rng, keys: &Keys, token: Vec<u8>, ttl: Vec<u8>) -> Step {
             }
             w
         }
-        3 | 4 => vec![b("DEL"), key],
-        5 => vec![b("PEXPIRE"), key, ttl],
-        6 => vec![b("HSET"), key, b("f"), value],
-        7 => vec![b("RPUSH"), key, value],
-        8 => vec![b("SADD"), key, value],
-        9 => vec![b("ZADD"), key, b("5"), value],
-        10 => vec![b("APPEND"), key, b("+w")],
+        3..=6 => vec![b("DEL"), key],
+        7 => vec![b("PEXPIRE"), key, ttl],
+        // A key of another type: rarer than the rest, since it stays
+        // until deleted or given a TTL and fails most scripts meanwhile.
+        8 => match rng.below(4) {
+            0 => vec![b("HSET"), key, b("f"), value],
+            1 => vec![b("RPUSH"), key, value],
+            2 => vec![b("SADD"), key, value],
+            _ => vec![b("ZADD"), key, b("5"), value],
+        },
+        9 => vec![b("APPEND"), key, b("+w")],
         _ => vec![b(rng.pick(&["GET", "PTTL", "TYPE"])), key],
     };
     Step::Command(words)
+}
+
+/// The other scripts: fair leaves and revocations, the rest of elections,
+/// barriers, several locks at once, fenced writes, revocation of
+/// semaphores and read-write locks, inspection and signals.
+fn more(rng: &mut Rng) -> Step {
+    let keys = Keys::of(rng.pick(NAMES));
+    let index = rng.below(TOKENS.len());
+    let token = b(TOKENS[index]);
+    let ttl = b(rng.pick(TTLS));
+    let publish = PUBLISH.to_vec();
+    let script = |file, keys: Vec<Vec<u8>>, args: Vec<Vec<u8>>| Step::Script { file, keys, args };
+    let fair = || {
+        vec![
+            keys.lock.clone(),
+            keys.queue.clone(),
+            keys.leases.clone(),
+            keys.fence.clone(),
+            keys.acquired.clone(),
+        ]
+    };
+    let election = || vec![keys.leader.clone(), keys.election.clone()];
+    let fence_value =
+        |rng: &mut Rng| b(rng.pick(&["100", "200", "5", "007", "9007199254740991", "x"]));
+    match rng.below(18) {
+        0 => {
+            let fenced = rng.pick(&["0", "1"]).to_owned();
+            let me = entry(rng, index, &fenced);
+            script(
+                "fair_leave.lua",
+                fair(),
+                vec![
+                    token,
+                    publish,
+                    keys.handoff.clone(),
+                    keys.channel.clone(),
+                    me,
+                ],
+            )
+        }
+        1 => script(
+            "fair_revoke.lua",
+            fair(),
+            vec![publish, keys.handoff.clone(), keys.channel.clone()],
+        ),
+        2 => {
+            let mut args = vec![token, keys.changes.clone(), publish];
+            if rng.chance(50) {
+                args.push(b(rng.pick(&["revoked", ""])));
+            }
+            script("elect_resign.lua", election(), args)
+        }
+        3 => script(
+            "elect_proclaim.lua",
+            election(),
+            vec![
+                token,
+                b(rng.pick(&["v3", "v 4"])),
+                keys.changes.clone(),
+                publish,
+            ],
+        ),
+        4 => script("elect_leader.lua", election(), vec![]),
+        5 | 6 => {
+            let parties = b(rng.pick(&["1", "2", "3"]));
+            let mut args = vec![parties, ttl, publish, keys.barrier_channel.clone(), token];
+            if rng.chance(50) {
+                args.push(b(rng.pick(&["300", "1000"])));
+            }
+            script("barrier_arrive.lua", vec![keys.barrier.clone()], args)
+        }
+        7 => script("barrier_leave.lua", vec![keys.barrier.clone()], vec![token]),
+        8 => script(
+            "rw_forget.lua",
+            vec![keys.rw[2].clone(), keys.rw[3].clone(), keys.rw[4].clone()],
+            vec![token],
+        ),
+        9 => script(
+            "sem_fence.lua",
+            vec![keys.permits.clone(), keys.permits_fence.clone()],
+            vec![token],
+        ),
+        10 => {
+            let held = if rng.chance(50) {
+                vec![keys.permits.clone(), keys.permits_fence.clone()]
+            } else {
+                vec![keys.rw[0].clone(), keys.rw[1].clone(), keys.rw[5].clone()]
+            };
+            let channel = if held.len() == 2 {
+                keys.permits_channel.clone()
+            } else {
+                keys.rw[6].clone()
+            };
+            script("revoke.lua", held, vec![publish, channel])
+        }
+        11 => script(
+            "raise_fence.lua",
+            vec![keys.fence.clone()],
+            vec![fence_value(rng)],
+        ),
+        12 | 13 => {
+            let (a, c) = (Keys::of(NAMES[0]), Keys::of(NAMES[1]));
+            let locks = vec![
+                a.lock.clone(),
+                a.fence.clone(),
+                c.lock.clone(),
+                c.fence.clone(),
+            ];
+            match rng.below(3) {
+                0 => {
+                    let args = vec![
+                        token,
+                        ttl,
+                        b(rng.pick(&["0", "1"])),
+                        b(rng.pick(&["0", "1"])),
+                        publish,
+                        a.channel,
+                        c.channel,
+                    ];
+                    script("multi_acquire.lua", locks, args)
+                }
+                1 => script(
+                    "multi_release.lua",
+                    vec![a.lock, c.lock],
+                    vec![token, publish, a.channel, c.channel],
+                ),
+                _ => script("multi_extend.lua", vec![a.lock, c.lock], vec![token, ttl]),
+            }
+        }
+        14 => script(
+            "fenced_write.lua",
+            vec![keys.resource.clone()],
+            vec![fence_value(rng), b(rng.pick(&["w1", "w2"]))],
+        ),
+        15 => script(
+            "fenced_raise.lua",
+            vec![keys.resource.clone()],
+            vec![fence_value(rng)],
+        ),
+        16 => {
+            let mut all = vec![
+                keys.lock.clone(),
+                keys.fence.clone(),
+                keys.queue.clone(),
+                keys.leases.clone(),
+                keys.permits.clone(),
+                keys.permits_fence.clone(),
+            ];
+            all.extend(keys.rw[..6].iter().cloned());
+            all.extend([
+                keys.latch.clone(),
+                keys.barrier.clone(),
+                keys.leader.clone(),
+                keys.election.clone(),
+            ]);
+            all.extend([keys.acquired.clone(), keys.rw_acquired.clone()]);
+            script("inspect_any.lua", all, vec![b(rng.pick(&["1", "10"]))])
+        }
+        _ => script(
+            "signal_one.lua",
+            vec![],
+            vec![b("dt:*"), b(rng.pick(&["0", "7"])), b("hello")],
+        ),
+    }
 }
