@@ -39,6 +39,8 @@
 mod compare;
 #[path = "differential/gen.rs"]
 mod gen;
+#[path = "differential/keys.rs"]
+mod keys;
 #[path = "differential/resp.rs"]
 mod resp;
 

@@ -4,7 +4,9 @@
 //! plain commands that make odd states (a key of the wrong type, a foreign
 //! value, a TTL removed or cut short), and pauses.
 
-use latchkey::protocol::{self as p, script_text};
+use latchkey::protocol::script_text;
+
+use crate::keys::Keys;
 
 /// SplitMix64: small, seeded, the same on every machine.
 pub struct Rng(u64);
@@ -84,8 +86,7 @@ impl Step {
     }
 }
 
-const PREFIX: &[u8] = b"dt:";
-const NAMES: &[&[u8]] = &[b"a", b"b"];
+use crate::keys::NAMES;
 const TOKENS: &[&str] = &[
     "lk2:0001:aa:h1",
     "lk2:0002:bb:h2:c",
@@ -95,80 +96,6 @@ const TOKENS: &[&str] = &[
 const TTLS: &[&str] = &["40", "100", "250", "700"];
 const PAUSES: &[u64] = &[5, 20, 50, 120];
 const PUBLISH: &[u8] = b"PUBLISH";
-
-/// Every key of a name's primitives.
-struct Keys {
-    lock: Vec<u8>,
-    fence: Vec<u8>,
-    channel: Vec<u8>,
-    queue: Vec<u8>,
-    leases: Vec<u8>,
-    acquired: Vec<u8>,
-    handoff: Vec<u8>,
-    permits: Vec<u8>,
-    permits_fence: Vec<u8>,
-    permits_channel: Vec<u8>,
-    rw: Vec<Vec<u8>>,
-    rw_acquired: Vec<u8>,
-    latch: Vec<u8>,
-    latch_channel: Vec<u8>,
-    leader: Vec<u8>,
-    election: Vec<u8>,
-    changes: Vec<u8>,
-    barrier: Vec<u8>,
-    barrier_channel: Vec<u8>,
-    resource: Vec<u8>,
-}
-
-impl Keys {
-    fn of(name: &[u8]) -> Keys {
-        let lock = [PREFIX, name].concat();
-        let stem = p::tag_stem(&lock);
-        let under = |suffix: &[u8]| p::primitive_key(PREFIX, name, suffix);
-        Keys {
-            fence: p::fence_key(&lock),
-            channel: p::release_channel(&lock),
-            queue: [&stem[..], p::QUEUE_SUFFIX].concat(),
-            leases: [&stem[..], p::LEASES_SUFFIX].concat(),
-            acquired: [&stem[..], p::ACQUIRED_SUFFIX].concat(),
-            handoff: [&stem[..], p::HANDOFF_SUFFIX].concat(),
-            permits: under(p::PERMITS_SUFFIX),
-            permits_fence: under(p::PERMITS_FENCE_SUFFIX),
-            permits_channel: under(p::PERMITS_RELEASED_SUFFIX),
-            rw: p::RWLOCK_SUFFIXES.iter().map(|s| under(s)).collect(),
-            rw_acquired: under(p::RWLOCK_WRITER_ACQUIRED_SUFFIX),
-            latch: under(p::LATCH_SUFFIX),
-            latch_channel: under(p::LATCH_OPENED_SUFFIX),
-            leader: under(p::ELECTION_LEASE_SUFFIX),
-            election: under(p::ELECTION_STATE_SUFFIX),
-            changes: under(p::ELECTION_CHANGES_SUFFIX),
-            barrier: under(p::BARRIER_SUFFIX),
-            barrier_channel: under(p::BARRIER_RELEASED_SUFFIX),
-            resource: [&lock[..], b":res"].concat(),
-            lock,
-        }
-    }
-
-    /// The keys a plain command may hit (channels are no keys).
-    fn all(&self) -> Vec<Vec<u8>> {
-        let mut all = vec![
-            self.lock.clone(),
-            self.fence.clone(),
-            self.queue.clone(),
-            self.leases.clone(),
-            self.acquired.clone(),
-            self.permits.clone(),
-            self.permits_fence.clone(),
-            self.latch.clone(),
-            self.leader.clone(),
-            self.election.clone(),
-            self.barrier.clone(),
-            self.resource.clone(),
-        ];
-        all.extend(self.rw[..6].iter().cloned());
-        all
-    }
-}
 
 fn b(text: &str) -> Vec<u8> {
     text.as_bytes().to_vec()
