@@ -24,10 +24,11 @@
 //!   `GUARD_MS` minus the pipeline's delay;
 //! * what is left is the few hundred µs between the two clocks, seen in
 //!   times the scripts write or return (fencing tokens and terms are
-//!   server µs, scores and records server ms, PTTLs spans): integers from
-//!   `compare::SMALL` up (and digit runs inside strings) are compared
-//!   within `compare::TOLERANCE_MS` (µs timestamps within 1000 times
-//!   that); smaller integers, errors and all other text exactly.
+//!   server µs, scores, expiries and records server ms, PTTLs and waits
+//!   spans): instants are compared within `compare::TOLERANCE_MS` (µs
+//!   within 1000 times that), and so are the numbers of a reply or a
+//!   message from `compare::SMALL` up (a span); smaller ones, every other
+//!   number stored, errors and all other text exactly.
 //!
 //! If the real server stalls within a step (on a loaded machine) so long
 //! that its times may be off by more than the tolerance, or a deadline
@@ -52,7 +53,7 @@ use latchkey::protocol::script_text;
 use latchkey_sim::{Reply, Server};
 use latchkey_testkit::RedisServer;
 
-use compare::{replies_close, text_close, TOLERANCE_MS};
+use compare::{replies_close, text_close, Place, TOLERANCE_MS};
 use gen::{Rng, Step};
 use resp::Connection;
 
@@ -349,17 +350,17 @@ fn run(conn: &mut Connection, listener: &mut Connection, seed: u64, stats: &mut 
         tally.0 += 1;
         tally.1 += usize::from(real_reply.is_error());
 
-        let reply_ok = replies_close(&sim_reply, real_reply);
+        let reply_ok = replies_close(&sim_reply, real_reply, Place::Reply);
         let keys_ok = sim_keys.len() == real_keys.len()
             && sim_keys
                 .iter()
                 .zip(&real_keys)
-                .all(|(a, b)| replies_close(a, b));
+                .all(|(a, b)| replies_close(a, b, Place::Stored));
         let published_ok = sim_published.len() == real_published.len()
             && sim_published
                 .iter()
                 .zip(&real_published)
-                .all(|(a, b)| a.0 == b.0 && text_close(&a.1, &b.1));
+                .all(|(a, b)| a.0 == b.0 && text_close(&a.1, &b.1, Place::Reply));
         if reply_ok && keys_ok && published_ok {
             continue;
         }
@@ -404,7 +405,8 @@ fn run(conn: &mut Connection, listener: &mut Connection, seed: u64, stats: &mut 
             let n = sim_keys.len().max(real_keys.len());
             for k in 0..n {
                 let (a, b) = (sim_keys.get(k), real_keys.get(k));
-                let same = matches!((a, b), (Some(a), Some(b)) if replies_close(a, b));
+                let same =
+                    matches!((a, b), (Some(a), Some(b)) if replies_close(a, b, Place::Stored));
                 let show = |r: Option<&Reply>| r.map_or("-".to_owned(), |r| r.to_string());
                 let mark = if same { " " } else { "!" };
                 report += &format!("{mark} sim:  {}\n{mark} real: {}\n", show(a), show(b));

@@ -1,8 +1,11 @@
-//! Replies and keyspaces compared with room for the real server's clock
-//! (see the test's doc comment): integers below `SMALL` (counts, flags,
-//! outcomes) and all other text exactly; larger integers, and digit runs
-//! inside strings, within `TOLERANCE_MS` (µs timestamps, from 10^15, within
-//! a thousand times that). An error's location loses the script's SHA-1
+//! Replies, keyspaces and messages compared with room for the real
+//! server's clock (see the test's doc comment): instants (integers from
+//! 10^12, server ms; from 10^15, server µs), also as digit runs inside
+//! strings, within `TOLERANCE_MS` (µs: a thousand times that); in a
+//! reply or a message, where scripts report time spans (a PTTL, a wait, a
+//! lease's time left), integers from `SMALL` up within `TOLERANCE_MS` too;
+//! everything else exactly: counts, flags, outcomes, and every number
+//! stored (a stored span is an expiry, an instant). An error's location loses the script's SHA-1
 //! (`script: <sha>, on @user_script:7.` as Redis and Valkey 8 word it,
 //! `script: on @user_script:7.` as Valkey 9 does).
 
@@ -15,11 +18,26 @@ pub const SMALL: i64 = 12;
 /// How far a time the real server reports may be from the simulator's.
 pub const TOLERANCE_MS: i64 = 3;
 
-pub fn ints_close(sim: i64, real: i64) -> bool {
+/// Where a number is: in a reply or a message (which may report a time
+/// span), or stored.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    Reply,
+    Stored,
+}
+
+const INSTANT: i64 = 1_000_000_000_000;
+
+pub fn ints_close(sim: i64, real: i64, place: Place) -> bool {
     if sim == real {
         return true;
     }
-    if sim.abs() < SMALL || real.abs() < SMALL || (sim < 0) != (real < 0) {
+    let least = if place == Place::Reply {
+        SMALL
+    } else {
+        INSTANT
+    };
+    if sim.abs() < least || real.abs() < least || (sim < 0) != (real < 0) {
         return false;
     }
     let tolerance = if sim.abs() >= 1_000_000_000_000_000 {
@@ -43,7 +61,7 @@ fn runs(text: &[u8]) -> Vec<&[u8]> {
     out
 }
 
-pub fn text_close(sim: &[u8], real: &[u8]) -> bool {
+pub fn text_close(sim: &[u8], real: &[u8], place: Place) -> bool {
     if sim == real {
         return true;
     }
@@ -62,7 +80,7 @@ pub fn text_close(sim: &[u8], real: &[u8]) -> bool {
                     .ok()
                     .and_then(|t| t.parse::<i64>().ok())
             };
-            matches!((parse(x), parse(y)), (Some(p), Some(q)) if ints_close(p, q))
+            matches!((parse(x), parse(y)), (Some(p), Some(q)) if ints_close(p, q, place))
         })
 }
 
@@ -81,13 +99,13 @@ fn without_sha(message: &str) -> String {
     }
 }
 
-pub fn replies_close(sim: &Reply, real: &Reply) -> bool {
+pub fn replies_close(sim: &Reply, real: &Reply, place: Place) -> bool {
     match (sim, real) {
         (Reply::Error(a), Reply::Error(b)) => without_sha(a) == without_sha(b),
-        (Reply::Int(a), Reply::Int(b)) => ints_close(*a, *b),
-        (Reply::Bulk(Some(a)), Reply::Bulk(Some(b))) => text_close(a, b),
+        (Reply::Int(a), Reply::Int(b)) => ints_close(*a, *b, place),
+        (Reply::Bulk(Some(a)), Reply::Bulk(Some(b))) => text_close(a, b, place),
         (Reply::Array(Some(a)), Reply::Array(Some(b))) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| replies_close(x, y))
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| replies_close(x, y, place))
         }
         _ => sim == real,
     }
@@ -99,15 +117,30 @@ mod tests {
 
     #[test]
     fn times_are_close_and_counts_exact() {
-        assert!(ints_close(1_798_000_000_123, 1_798_000_000_125));
-        assert!(!ints_close(1, 2));
-        assert!(ints_close(1_798_000_000_123_456, 1_798_000_000_125_000));
-        assert!(text_close(b"1798000000123:lk2:a", b"1798000000124:lk2:a"));
-        assert!(!text_close(b"lk2:0001", b"lk2:0002"));
+        assert!(ints_close(
+            1_798_000_000_123,
+            1_798_000_000_125,
+            Place::Stored
+        ));
+        assert!(!ints_close(1, 2, Place::Reply));
+        assert!(ints_close(697, 699, Place::Reply));
+        assert!(!ints_close(697, 699, Place::Stored));
+        assert!(ints_close(
+            1_798_000_000_123_456,
+            1_798_000_000_125_000,
+            Place::Stored
+        ));
+        assert!(text_close(
+            b"1798000000123:lk2:a",
+            b"1798000000124:lk2:a",
+            Place::Stored
+        ));
+        assert!(!text_close(b"lk2:0001", b"lk2:0002", Place::Reply));
         let sha = "a50e1c26ea9d0a33cc8952e4406d9458c393966d";
         assert!(replies_close(
             &Reply::Error(format!("WRONGTYPE x script: {sha}, on @user_script:48.")),
             &Reply::Error("WRONGTYPE x script: on @user_script:48.".to_owned()),
+            Place::Reply,
         ));
     }
 }
