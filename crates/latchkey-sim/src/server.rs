@@ -2,6 +2,7 @@
 
 use crate::commands;
 use crate::db::{Db, Published};
+use crate::keyspace::Value;
 use crate::lua::Engine;
 use crate::reply::Reply;
 
@@ -119,6 +120,12 @@ impl Server {
         if *n <= 0 {
             self.db.patterns.remove(pattern);
         }
+    }
+
+    /// Sets `key` to `value`, expiring at `expires_at` (server ms), as
+    /// a restore does: to start from a given state.
+    pub fn put(&mut self, key: &[u8], value: Value, expires_at: Option<i64>) {
+        self.db.keys.put(key, value, expires_at);
     }
 
     /// Wipes the keyspace, as a restart without persistence does.
