@@ -2,6 +2,8 @@
 //! the same replies, keyspace and messages, and a clone goes on exactly as
 //! the original does. (A model checker replays and branches on this.)
 
+#[path = "differential/commands.rs"]
+mod commands;
 // The differential test's steps; it uses the parts this test does not.
 #[allow(dead_code)]
 #[path = "differential/gen.rs"]

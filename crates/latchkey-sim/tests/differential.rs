@@ -37,6 +37,8 @@
 //! real server's keyspace and the run goes on, with a note; the summary
 //! counts these.
 
+#[path = "differential/commands.rs"]
+mod commands;
 #[path = "differential/compare.rs"]
 mod compare;
 #[path = "differential/dump.rs"]

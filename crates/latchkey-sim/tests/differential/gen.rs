@@ -97,7 +97,7 @@ const TTLS: &[&str] = &["40", "100", "250", "700"];
 const PAUSES: &[u64] = &[5, 20, 50, 120];
 const PUBLISH: &[u8] = b"PUBLISH";
 
-fn b(text: &str) -> Vec<u8> {
+pub fn b(text: &str) -> Vec<u8> {
     text.as_bytes().to_vec()
 }
 
@@ -239,44 +239,9 @@ pub fn step(rng: &mut Rng) -> Step {
             ],
             vec![token, PUBLISH.to_vec(), keys.handoff, keys.channel],
         ),
-        75..=89 => command(rng, &keys, token, ttl),
+        75..=89 => Step::Command(crate::commands::command(rng, &keys, token, ttl)),
         _ => Step::Pause(rng.pick(PAUSES)),
     }
-}
-
-/// A plain command on one of the name's keys.
-fn command(rng: &mut Rng, keys: &Keys, token: Vec<u8>, ttl: Vec<u8>) -> Step {
-    let all = keys.all();
-    let key = all[rng.below(all.len())].clone();
-    let value = if rng.chance(60) {
-        token
-    } else {
-        b(rng.pick(&["7", "x", "-1", "1.5"]))
-    };
-    let words: Vec<Vec<u8>> = match rng.below(14) {
-        0..=2 => {
-            let mut w = vec![b("SET"), key, value];
-            // Mostly with a TTL: a string without one on a sorted set's
-            // key fails the scripts that use it until it is deleted.
-            if rng.chance(80) {
-                w.extend([b("PX"), ttl]);
-            }
-            w
-        }
-        3..=6 => vec![b("DEL"), key],
-        7 => vec![b("PEXPIRE"), key, ttl],
-        // A key of another type: rarer than the rest, since it stays
-        // until deleted or given a TTL and fails most scripts meanwhile.
-        8 => match rng.below(4) {
-            0 => vec![b("HSET"), key, b("f"), value],
-            1 => vec![b("RPUSH"), key, value],
-            2 => vec![b("SADD"), key, value],
-            _ => vec![b("ZADD"), key, b("5"), value],
-        },
-        9 => vec![b("APPEND"), key, b("+w")],
-        _ => vec![b(rng.pick(&["GET", "PTTL", "TYPE"])), key],
-    };
-    Step::Command(words)
 }
 
 /// The other scripts: fair leaves and revocations, the rest of elections,
