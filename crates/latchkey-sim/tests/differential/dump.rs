@@ -1,0 +1,151 @@
+//! Keyspaces: the script that reads a real server's, the same form from
+//! it as `Server::dump` gives, a simulator made from it, and the deadlines
+//! in a simulator's.
+
+use latchkey_sim::{Reply, Server, Value, ZSet};
+
+/// Reads every key on the real server at one instant: `{seconds, µs,
+/// seconds, µs, {key, type, value, expiry}…}` (the time at its start and
+/// at its end), a value and expiry as `Server::dump` gives them (the test
+/// sorts hashes and sets).
+pub const DUMP: &str = r#"
+local t = redis.call('TIME')
+local out = {t[1], t[2]}
+for _, k in ipairs(redis.call('KEYS', '*')) do
+  local ty = redis.call('TYPE', k).ok
+  local v
+  if ty == 'string' then v = redis.call('GET', k)
+  elseif ty == 'hash' then v = redis.call('HGETALL', k)
+  elseif ty == 'list' then v = redis.call('LRANGE', k, 0, -1)
+  elseif ty == 'set' then v = redis.call('SMEMBERS', k)
+  elseif ty == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+  else v = 'unknown type' end
+  out[#out + 1] = {k, ty, v, redis.call('PEXPIRETIME', k)}
+end
+local t2 = redis.call('TIME')
+table.insert(out, 3, t2[1])
+table.insert(out, 4, t2[2])
+return out
+"#;
+
+/// Every instant (server ms) at which the simulator's state changes
+/// meaning: key expiries, and sorted-set scores that are server times.
+pub fn deadlines(sim: &Server) -> Vec<i64> {
+    let mut out = Vec::new();
+    for entry in sim.dump() {
+        let Reply::Array(Some(parts)) = entry else {
+            continue;
+        };
+        if let Some(Reply::Int(expiry)) = parts.get(3) {
+            if *expiry >= 0 {
+                out.push(*expiry);
+            }
+        }
+        if let (Some(Reply::Bulk(Some(ty))), Some(Reply::Array(Some(items)))) =
+            (parts.get(1), parts.get(2))
+        {
+            if ty == b"zset" {
+                for score in items.iter().skip(1).step_by(2) {
+                    if let Reply::Bulk(Some(s)) = score {
+                        let value = std::str::from_utf8(s)
+                            .ok()
+                            .and_then(|t| t.parse::<f64>().ok());
+                        if let Some(v) = value.filter(|v| *v >= 1e12 && *v < 1e15) {
+                            out.push(v as i64);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The real dump as `Server::dump` orders it: hashes by field, sets
+/// sorted, keys sorted.
+pub fn normalize(entries: &[Reply]) -> Vec<Reply> {
+    let mut out: Vec<Reply> = entries
+        .iter()
+        .map(|entry| {
+            let Reply::Array(Some(parts)) = entry else {
+                return entry.clone();
+            };
+            let mut parts = parts.clone();
+            if let (Some(Reply::Bulk(Some(ty))), Some(Reply::Array(Some(items)))) =
+                (parts.get(1), parts.get(2))
+            {
+                let sorted = match ty.as_slice() {
+                    b"hash" => {
+                        let mut pairs: Vec<&[Reply]> = items.chunks(2).collect();
+                        pairs.sort_by_key(|pair| bytes(&pair[0]));
+                        Some(pairs.concat())
+                    }
+                    b"set" => {
+                        let mut members = items.clone();
+                        members.sort_by_key(bytes);
+                        Some(members)
+                    }
+                    _ => None,
+                };
+                if let Some(sorted) = sorted {
+                    parts[2] = Reply::array(sorted);
+                }
+            }
+            Reply::array(parts)
+        })
+        .collect();
+    out.sort_by_key(|e| match e {
+        Reply::Array(Some(p)) => p.first().map(bytes).unwrap_or_default(),
+        _ => Vec::new(),
+    });
+    out
+}
+
+/// A bulk string's bytes (empty for anything else), to sort by.
+fn bytes(reply: &Reply) -> Vec<u8> {
+    match reply {
+        Reply::Bulk(Some(b)) => b.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// A simulator at `micros` holding the keys of a real dump (as
+/// `normalize` leaves it), with the test's pattern subscriber.
+pub fn from_real(entries: &[Reply], micros: i64) -> Server {
+    let mut sim = Server::new(micros);
+    sim.psubscribe(b"*", 1);
+    for entry in entries {
+        let Reply::Array(Some(parts)) = entry else {
+            continue;
+        };
+        let [Reply::Bulk(Some(key)), Reply::Bulk(Some(ty)), value, Reply::Int(expiry)] = &parts[..]
+        else {
+            panic!("a dump entry {entry}")
+        };
+        let items: Vec<Vec<u8>> = match value {
+            Reply::Array(Some(items)) => items.iter().map(bytes).collect(),
+            _ => Vec::new(),
+        };
+        let value = match ty.as_slice() {
+            b"string" => Value::Str(bytes(value)),
+            b"hash" => Value::Hash(
+                items
+                    .chunks(2)
+                    .map(|p| (p[0].clone(), p[1].clone()))
+                    .collect(),
+            ),
+            b"list" => Value::List(items.into_iter().collect()),
+            b"set" => Value::Set(items.into_iter().collect()),
+            _ => {
+                let mut z = ZSet::default();
+                for p in items.chunks(2) {
+                    let score = std::str::from_utf8(&p[1]).ok().and_then(|t| t.parse().ok());
+                    z.insert(p[0].clone(), score.expect("a score"));
+                }
+                Value::ZSet(z)
+            }
+        };
+        sim.put(key, value, (*expiry >= 0).then_some(*expiry));
+    }
+    sim
+}
