@@ -35,6 +35,7 @@ mod commands;
 mod db;
 mod keyspace;
 mod lua;
+pub mod model;
 mod reply;
 mod server;
 
