@@ -57,7 +57,10 @@ impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "invariant broken: {}", self.message)?;
         if let Some(seed) = self.seed {
-            writeln!(f, "random walk seed {seed} (replay: walk(model, {seed}, steps))")?;
+            writeln!(
+                f,
+                "random walk seed {seed} (replay: walk(model, {seed}, steps))"
+            )?;
         }
         write!(f, "{}", table(&self.trace))
     }

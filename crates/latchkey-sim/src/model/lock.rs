@@ -273,8 +273,7 @@ impl LockModel {
         if hold.lost {
             return false;
         }
-        self.config.mutant == Some(Mutant::RenewPastDeadline)
-            || now < hold.deadline - self.margin()
+        self.config.mutant == Some(Mutant::RenewPastDeadline) || now < hold.deadline - self.margin()
     }
 
     fn client_ops(&self, c: &Client, now: i64) -> Vec<Op> {
@@ -398,7 +397,11 @@ impl Model for LockModel {
                 }
                 // A restart without persistence lost the older hold: the
                 // documented case, where fencing must still order them.
-                let (old, new) = if ha.epoch < hb.epoch { (ha, hb) } else { (hb, ha) };
+                let (old, new) = if ha.epoch < hb.epoch {
+                    (ha, hb)
+                } else {
+                    (hb, ha)
+                };
                 if let (Some(o), Some(n)) = (old.fence, new.fence) {
                     if o >= n {
                         return Err(format!(

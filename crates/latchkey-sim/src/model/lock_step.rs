@@ -43,8 +43,11 @@ impl Scripts {
         };
         match mutant {
             Some(Mutant::ReleaseWithoutOwnerCheck) => {
-                scripts.release =
-                    mutate(&scripts.release, "if holder == ARGV[1] then", "if holder then")?;
+                scripts.release = mutate(
+                    &scripts.release,
+                    "if holder == ARGV[1] then",
+                    "if holder then",
+                )?;
             }
             Some(Mutant::FenceWithoutBump) => {
                 scripts.issue_fence = mutate(
@@ -117,7 +120,12 @@ fn issued(s: &mut State, fence: u64) {
     s.last_token = s.last_token.max(fence);
 }
 
-pub(crate) fn step(m: &LockModel, server: &mut Server, s: &State, action: &Action) -> (State, Record) {
+pub(crate) fn step(
+    m: &LockModel,
+    server: &mut Server,
+    s: &State,
+    action: &Action,
+) -> (State, Record) {
     let mut n = s.clone();
     let cfg = &m.config;
     match *action {
@@ -140,7 +148,10 @@ pub(crate) fn step(m: &LockModel, server: &mut Server, s: &State, action: &Actio
         Action::LoseMessage(c) => {
             n.clients[c].woken = false;
             n.faults += 1;
-            (n, Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost")))
+            (
+                n,
+                Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost")),
+            )
         }
         Action::Restart => {
             n.keys.clear();
@@ -162,7 +173,11 @@ pub(crate) fn step(m: &LockModel, server: &mut Server, s: &State, action: &Actio
                 client: Some(c),
                 script,
                 args,
-                reply: if lost { format!("{reply} (lost)") } else { reply },
+                reply: if lost {
+                    format!("{reply} (lost)")
+                } else {
+                    reply
+                },
             };
             (n, record)
         }
