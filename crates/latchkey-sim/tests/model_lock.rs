@@ -31,6 +31,7 @@ fn small(fenced: bool, max_faults: u8) -> Config {
 
 /// Each client takes two holds, without a watchdog, so that one can
 /// release a hold that expired under it while the other holds the lock.
+/// (Its exhaustive run, unmutated, is the release mutant's control.)
 fn two_holds() -> Config {
     Config {
         holds: 2,
@@ -97,7 +98,7 @@ fn random_walks_of_five_clients_keep_the_invariants() {
         mutant: None,
     };
     let started = Instant::now();
-    let mut steps = 0;
+    let (mut steps, mut holds, mut accepted) = (0, 0, 0);
     for fenced in [true, false] {
         let model = LockModel::new(Config {
             fenced,
@@ -105,13 +106,27 @@ fn random_walks_of_five_clients_keep_the_invariants() {
         })
         .unwrap_or_else(|e| panic!("{e}"));
         for seed in SEEDS {
-            steps += model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
+            let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
+            steps += taken;
+            holds += last
+                .clients
+                .iter()
+                .map(|c| usize::from(c.holds))
+                .sum::<usize>();
+            accepted += usize::from(last.resource.writer.is_some());
         }
     }
     eprintln!(
-        "random walks: {} walks, {steps} steps, {:.2?}",
+        "random walks: {} walks, {steps} steps, {holds} holds released, {:.2?}",
         2 * SEEDS.count(),
         started.elapsed()
+    );
+    // Walks that never took the lock, or never wrote, would check nothing.
+    assert!(holds > 10 * 2 * SEEDS.count(), "{holds} holds");
+    assert_eq!(
+        accepted,
+        2 * SEEDS.count(),
+        "every walk wrote to the resource"
     );
 }
 
@@ -171,4 +186,34 @@ fn an_issue_fence_that_does_not_bump_the_counter_is_caught() {
     };
     let why = caught("issue_fence without bump", config, Mutant::FenceWithoutBump);
     assert!(why.contains("fencing"), "{why}");
+}
+
+#[test]
+fn a_restart_without_persistence_lets_two_believe_with_ordered_tokens() {
+    use latchkey_sim::model::lock::{Action, Op};
+    use latchkey_sim::model::replay;
+    // The documented case, replayed step by step: the restart lost c0's
+    // hold, c1 takes the lock while c0 still believes in its own; the
+    // fencing tokens still order them.
+    let model = LockModel::new(small(true, 1)).unwrap_or_else(|e| panic!("{e}"));
+    let steps = [
+        Action::Step(0, Op::Try, false),
+        Action::Restart,
+        Action::Step(1, Op::Try, false),
+    ];
+    let (trace, verdict) = replay(&model, &steps);
+    assert_eq!(
+        verdict,
+        Ok(()),
+        "{}",
+        latchkey_sim::model::trace::table(&trace)
+    );
+    let fences: Vec<u64> = trace
+        .iter()
+        .filter(|r| r.script == "acquire.lua")
+        .map(|r| r.reply.clone())
+        .filter_map(|r| r.trim_matches(['[', ']']).split(", ").nth(1)?.parse().ok())
+        .collect();
+    assert_eq!(fences.len(), 2, "{fences:?}");
+    assert!(fences[0] < fences[1], "{fences:?}");
 }

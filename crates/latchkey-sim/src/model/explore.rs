@@ -168,8 +168,12 @@ impl Rng {
 
 /// A random walk of at most `steps` steps from the initial state, each
 /// action drawn uniformly from those enabled, every state checked. The same
-/// seed gives the same walk. Returns the steps taken.
-pub fn walk<M: Model>(model: &M, seed: u64, steps: usize) -> Result<usize, Box<Violation>> {
+/// seed gives the same walk. Returns the steps taken and the last state.
+pub fn walk<M: Model>(
+    model: &M,
+    seed: u64,
+    steps: usize,
+) -> Result<(usize, M::State), Box<Violation>> {
     let mut server = Server::new(0);
     let mut rng = Rng::new(seed);
     let mut state = model.initial();
@@ -177,7 +181,7 @@ pub fn walk<M: Model>(model: &M, seed: u64, steps: usize) -> Result<usize, Box<V
     for taken in 0..steps {
         let actions = model.actions(&state);
         if actions.is_empty() {
-            return Ok(taken);
+            return Ok((taken, state));
         }
         let action = &actions[rng.below(actions.len())];
         let (next, record) = model.step(&mut server, &state, action);
@@ -191,5 +195,5 @@ pub fn walk<M: Model>(model: &M, seed: u64, steps: usize) -> Result<usize, Box<V
             }));
         }
     }
-    Ok(steps)
+    Ok((steps, state))
 }

@@ -249,7 +249,7 @@ impl LockModel {
     }
 
     /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<usize, Box<Violation>> {
+    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
         crate::model::explore::walk(self, seed, steps)
     }
 
