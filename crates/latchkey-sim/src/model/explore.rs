@@ -24,7 +24,7 @@ pub trait Model {
     /// A whole state: the keyspace, the clocks, every client's beliefs.
     type State: Clone + Hash;
     /// One transition.
-    type Action: Clone;
+    type Action: Clone + PartialEq;
 
     /// The state the model starts in.
     fn initial(&self) -> Self::State;
@@ -168,7 +168,8 @@ impl Rng {
 
 /// A random walk of at most `steps` steps from the initial state, each
 /// action drawn uniformly from those enabled, every state checked. The same
-/// seed gives the same walk. Returns the steps taken and the last state.
+/// seed gives the same walk. Returns the steps taken and the last state; a
+/// violation comes shrunk ([`shrink`]) to a short trace, with its seed.
 pub fn walk<M: Model>(
     model: &M,
     seed: u64,
@@ -177,23 +178,106 @@ pub fn walk<M: Model>(
     let mut server = Server::new(0);
     let mut rng = Rng::new(seed);
     let mut state = model.initial();
-    let mut trace = Vec::new();
-    for taken in 0..steps {
+    let mut taken = Vec::new();
+    for n in 0..steps {
         let actions = model.actions(&state);
         if actions.is_empty() {
-            return Ok((taken, state));
+            return Ok((n, state));
         }
-        let action = &actions[rng.below(actions.len())];
-        let (next, record) = model.step(&mut server, &state, action);
-        trace.push(record);
-        state = next;
-        if let Err(message) = model.check(&state) {
+        let action = actions[rng.below(actions.len())].clone();
+        state = model.step(&mut server, &state, &action).0;
+        taken.push(action);
+        if model.check(&state).is_err() {
+            let shortest = shrink(model, &mut server, taken);
+            let (trace, verdict) = run(model, &mut server, &shortest);
             return Err(Box::new(Violation {
-                message,
+                message: verdict.err().unwrap_or_default(),
                 trace,
                 seed: Some(seed),
             }));
         }
     }
     Ok((steps, state))
+}
+
+/// Runs `actions` from the initial state while each is enabled: the trace
+/// and the first invariant broken (`Ok` if none was, or an action was not
+/// enabled where it came).
+fn run<M: Model>(
+    model: &M,
+    server: &mut Server,
+    actions: &[M::Action],
+) -> (Vec<Record>, Result<(), String>) {
+    let mut state = model.initial();
+    let mut trace = Vec::new();
+    for action in actions {
+        if !model.actions(&state).contains(action) {
+            return (trace, Ok(()));
+        }
+        let (next, record) = model.step(server, &state, action);
+        trace.push(record);
+        state = next;
+        if let Err(e) = model.check(&state) {
+            return (trace, Err(e));
+        }
+    }
+    (trace, Ok(()))
+}
+
+/// Shrinks a failing list of actions: drops runs of actions, halving the
+/// run's length down to one, keeping each drop after which the rest still
+/// breaks an invariant (cut at the step that breaks it), then every run
+/// of up to 8 at every place; again until nothing can go. Short, not
+/// always shortest.
+pub fn shrink<M: Model>(
+    model: &M,
+    server: &mut Server,
+    mut actions: Vec<M::Action>,
+) -> Vec<M::Action> {
+    loop {
+        let before = actions.len();
+        let mut chunk = (actions.len() / 2).max(1);
+        loop {
+            let mut end = actions.len();
+            while end > 0 {
+                let start = end.saturating_sub(chunk);
+                let mut fewer = actions.clone();
+                fewer.drain(start..end);
+                let (trace, verdict) = run(model, server, &fewer);
+                if verdict.is_err() {
+                    fewer.truncate(trace.len());
+                    actions = fewer;
+                }
+                end = start.min(actions.len());
+            }
+            if chunk == 1 {
+                break;
+            }
+            chunk /= 2;
+        }
+        // Then every short run at every place: dropping one action may
+        // disable a later one (a retry needs the busy try before it), so
+        // runs the halving's alignment missed are tried too.
+        for width in 1..=8 {
+            let mut start = actions.len().saturating_sub(width);
+            loop {
+                if start + width <= actions.len() {
+                    let mut fewer = actions.clone();
+                    fewer.drain(start..start + width);
+                    let (trace, verdict) = run(model, server, &fewer);
+                    if verdict.is_err() {
+                        fewer.truncate(trace.len());
+                        actions = fewer;
+                    }
+                }
+                if start == 0 {
+                    break;
+                }
+                start -= 1;
+            }
+        }
+        if actions.len() == before {
+            return actions;
+        }
+    }
 }
