@@ -234,3 +234,16 @@ fn a_walk_that_breaks_an_invariant_is_shrunk_to_a_short_replayable_trace() {
     assert!(v.trace.len() <= 12, "{v}");
     assert!(v.seed.is_some());
 }
+
+#[test]
+fn every_state_with_two_faults_keeps_the_invariants() {
+    // Two faults of any kind (a restart and a lost reply, a pause and a
+    // lost wake-up, …) over 12 ms: each hold's TTL runs out once.
+    let config = Config {
+        max_time: Some(12),
+        ..small(true, 2)
+    };
+    let stats =
+        search("fenced, watchdog, 2 faults, 12 ms", config).unwrap_or_else(|e| panic!("{e}"));
+    assert!(stats.states > 100_000, "{stats:?}");
+}
