@@ -184,6 +184,10 @@ pub struct State {
     pub token_went_back: Option<(u64, u64)>,
     /// A write accepted with the token of another hold's write.
     pub shared_token_write: Option<u64>,
+    /// A script or command that answered an error, or left a key that is
+    /// not a string: the model sent what the library does not (kept to
+    /// report, as a violation).
+    pub odd_reply: Option<String>,
     /// Restarts so far.
     pub restarts: u8,
     /// Faults so far.
@@ -326,6 +330,7 @@ impl Model for LockModel {
             last_token: 0,
             token_went_back: None,
             shared_token_write: None,
+            odd_reply: None,
             restarts: 0,
             faults: 0,
         }
@@ -368,6 +373,9 @@ impl Model for LockModel {
     }
 
     fn check(&self, s: &State) -> Result<(), String> {
+        if let Some(odd) = &s.odd_reply {
+            return Err(format!("the model's step went wrong: {odd}"));
+        }
         if let Some((before, issued)) = s.token_went_back {
             return Err(format!(
                 "fencing tokens must strictly increase: {issued} issued after {before}"

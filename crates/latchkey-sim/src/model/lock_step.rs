@@ -79,16 +79,19 @@ fn load(server: &mut Server, s: &State) {
 /// Reads the server's keys back into `s`, and hands what was published to
 /// the clients waiting (they subscribed to the release channel).
 fn store(server: &mut Server, s: &mut State) {
-    s.keys = server
-        .entries()
-        .into_iter()
-        .filter_map(|(k, e)| match e.value {
-            Value::Str(v) => Some((k, v, e.expires_at)),
-            // The plain lock writes strings only; another type is a model bug
-            // that would show as a script error in the trace.
-            _ => None,
-        })
-        .collect();
+    s.keys.clear();
+    for (k, e) in server.entries() {
+        match e.value {
+            Value::Str(v) => {
+                s.keys.insert((k, v, e.expires_at));
+            }
+            // The plain lock writes strings only.
+            other => {
+                let key = String::from_utf8_lossy(&k).into_owned();
+                s.odd_reply = Some(format!("{key} holds a {}", other.type_name()));
+            }
+        }
+    }
     if !server.take_published().is_empty() {
         for c in &mut s.clients {
             if matches!(c.phase, Phase::Waiting { .. }) {
@@ -167,6 +170,9 @@ pub(crate) fn step(
             }
             load(server, s);
             let (script, args, reply) = client_step(m, server, &mut n, c, op, lost);
+            if reply.starts_with("(error)") {
+                n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
+            }
             store(server, &mut n);
             let record = Record {
                 at: s.now,

@@ -36,7 +36,7 @@ impl Record {
 pub fn show_reply(reply: &Reply) -> String {
     match reply {
         Reply::Status(s) => format!("+{s}"),
-        Reply::Error(e) => format!("-{e}"),
+        Reply::Error(e) => format!("(error) {e}"),
         Reply::Int(n) => n.to_string(),
         Reply::Bulk(None) => "nil".into(),
         Reply::Bulk(Some(b)) => format!("{:?}", String::from_utf8_lossy(b)),
