@@ -12,6 +12,12 @@
 //! ([`Server::take_published`]). Nothing reads the wall clock, and nothing
 //! is random.
 //!
+//! [`model`] holds executable models of the protocol's client side that
+//! call the real scripts on this server, and the explorers that search them
+//! (an exhaustive BFS of bounded configurations, seeded random walks),
+//! checking exclusion and fencing after every step (so far the plain lock
+//! with fencing; see docs/reliability.md, "Model checking the protocol").
+//!
 //! Only the commands latchkey's scripts call (and a few clients use to
 //! make odd states) are here: see `commands/mod.rs` for the list. The
 //! differential test (`tests/differential.rs`) runs seeded steps of every
@@ -35,6 +41,7 @@ mod commands;
 mod db;
 mod keyspace;
 mod lua;
+pub mod model;
 mod reply;
 mod server;
 

@@ -128,6 +128,18 @@ impl Server {
         self.db.keys.put(key, value, expires_at);
     }
 
+    /// Every live key and its entry at the clock's time, in key order: what
+    /// a model checker keeps of the keyspace between steps (and gives back
+    /// with [`Server::flush`] and [`Server::put`]).
+    pub fn entries(&self) -> Vec<(Vec<u8>, crate::keyspace::Entry)> {
+        let now = self.db.now();
+        self.db
+            .keys
+            .live(now)
+            .map(|(k, e)| (k.to_vec(), e.clone()))
+            .collect()
+    }
+
     /// Wipes the keyspace, as a restart without persistence does.
     pub fn flush(&mut self) {
         self.db.keys.clear();

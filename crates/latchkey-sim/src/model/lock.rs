@@ -1,0 +1,424 @@
+//! The plain lock with fencing, client side, as a state machine that calls
+//! the real scripts with the arguments the library sends
+//! (`backend/single.rs`), following `docs/protocol.md`:
+//!
+//! - a first try: `acquire.lua` with four arguments (`token ttl 1 0`) for a
+//!   lock made `with_fencing`, else the bare `SET key token NX PX ttl GET`;
+//!   busy, the client waits and tries again at once (the wait's start);
+//! - a waiter's try: `acquire.lua` with seven arguments (`… 1 0 channel
+//!   PUBLISH`), which marks the holder's token; busy, it sleeps until the
+//!   holder's TTL has run (`pttl + 1 ms`) or a wake-up arrives;
+//! - a hold's beliefs as the library computes them: valid until
+//!   `sent + ttl − drift` (drift `ttl/100 + 2 ms`), held while not lost and
+//!   before that deadline minus the stop margin (`ttl/5`);
+//! - the watchdog renews (`extend.lua`) every `ttl/3` until the stop margin;
+//!   a renewal answered 0 or −1 loses the hold; one unanswered is tried
+//!   again, the deadline kept;
+//! - a fencing token: from the fenced acquire, or `issue_fence.lua`;
+//! - a write to a fenced resource, in two steps (the token checked and the
+//!   write sent; the write landing), so a pause can fall between them; the
+//!   resource is a value of the model that accepts a token at least the
+//!   highest it has seen, as `FencedResource` does;
+//! - a release (`release.lua`), also of a hold found lost (the guard's drop).
+//!
+//! A lost reply: the script ran, the client saw a timeout. An acquire's is
+//! cleaned up as the library's armed guard does (`release.lua` with the
+//! attempt's token) before trying again with a new token; a renewal's is
+//! tried again; an issue's leaves the hold without a token; a release's
+//! ends the hold as far as the client knows.
+//!
+//! Time moves in ticks of the server's clock; the clients' monotonic clocks
+//! move with it (no skew is modelled yet). A restart takes a tick: the
+//! server's microsecond clock, which fencing tokens follow, moves on.
+
+use std::collections::BTreeSet;
+
+use crate::model::explore::{Model, Stats, Violation};
+use crate::model::trace::Record;
+use crate::server::Server;
+
+/// The server's clock at the model's time 0, in µs (2026).
+pub const START_MICROS: i64 = 1_796_000_000_000_000;
+
+/// A deliberate bug, to show the checker catches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mutant {
+    /// `release.lua` deletes the key without comparing the owner token.
+    ReleaseWithoutOwnerCheck,
+    /// The watchdog renews past the deadline, and the holder trusts it: a
+    /// hold is lost only when a renewal says so, never at the stop margin.
+    RenewPastDeadline,
+    /// `issue_fence.lua` hands out the counter without raising it.
+    FenceWithoutBump,
+}
+
+/// A bounded configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How many clients.
+    pub clients: usize,
+    /// How many holds each client takes before it stops.
+    pub holds: u8,
+    /// The lock's TTL, in ms (the library's minimum is 10).
+    pub ttl: i64,
+    /// One tick of the clock, in ms.
+    pub tick: i64,
+    /// Time stops here (ms); `None`: it never stops (random walks).
+    pub max_time: Option<i64>,
+    /// Faults allowed in one run (pauses, lost replies and messages, restarts).
+    pub max_faults: u8,
+    /// Made `with_fencing`: the token comes with the acquire; else the first
+    /// try is the bare `SET … NX PX … GET` and the token is issued later.
+    pub fenced: bool,
+    /// The watchdog renews the hold.
+    pub watchdog: bool,
+    /// Which faults may happen.
+    pub faults: Faults,
+    /// A deliberate bug, or none.
+    pub mutant: Option<Mutant>,
+}
+
+/// The faults a configuration allows.
+#[derive(Clone, Copy, Debug)]
+pub struct Faults {
+    /// A client pauses (and later resumes).
+    pub pause: bool,
+    /// A script's reply is lost.
+    pub lost_reply: bool,
+    /// A published wake-up is lost.
+    pub lost_message: bool,
+    /// Redis restarts without persistence.
+    pub restart: bool,
+}
+
+impl Faults {
+    /// Every fault.
+    pub const ALL: Faults = Faults {
+        pause: true,
+        lost_reply: true,
+        lost_message: true,
+        restart: true,
+    };
+}
+
+/// Where a client is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// About to make a first try.
+    Idle,
+    /// Waiting to try again: at `recheck_at` (ms) or on a wake-up.
+    Waiting {
+        /// When it tries again without a wake-up.
+        recheck_at: i64,
+    },
+    /// Holds the lock, as far as it knows.
+    Held(Hold),
+    /// An acquire's reply was lost: release with that attempt's token.
+    Cleanup {
+        /// The attempt whose token to release.
+        attempt: u32,
+    },
+    /// Took all its holds.
+    Done,
+}
+
+/// A hold's beliefs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Hold {
+    /// The attempt whose token holds it.
+    pub attempt: u32,
+    /// Valid until (ms): `sent + ttl − drift`.
+    pub deadline: i64,
+    /// When the watchdog renews next.
+    pub next_renew: i64,
+    /// Found lost (a renewal said so).
+    pub lost: bool,
+    /// The fencing token, once issued.
+    pub fence: Option<u64>,
+    /// A write sent with this token, not landed yet.
+    pub pending_write: Option<u64>,
+    /// Wrote once already (one write per hold keeps the space small).
+    pub wrote: bool,
+    /// Restarts the server had had when this hold was taken.
+    pub epoch: u8,
+}
+
+/// One client.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    /// Where it is.
+    pub phase: Phase,
+    /// Paused: takes no step while time runs.
+    pub paused: bool,
+    /// Attempts made (each has its own token).
+    pub attempts: u32,
+    /// Holds taken.
+    pub holds: u8,
+    /// A wake-up arrived and was not acted on yet.
+    pub woken: bool,
+}
+
+/// The fenced resource: the highest token seen and which hold wrote it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Resource {
+    /// The highest token accepted.
+    pub highest: u64,
+    /// (client, attempt) of the hold that wrote it.
+    pub writer: Option<(usize, u32)>,
+}
+
+/// A whole state of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The server's clock, ms since the model's start.
+    pub now: i64,
+    /// The live keys: key, string value, expiry (server ms).
+    pub keys: BTreeSet<(Vec<u8>, Vec<u8>, Option<i64>)>,
+    /// The clients.
+    pub clients: Vec<Client>,
+    /// The fenced resource.
+    pub resource: Resource,
+    /// The highest fencing token issued (0: none).
+    pub last_token: u64,
+    /// A token issued that was not above the one before (kept to report).
+    pub token_went_back: Option<(u64, u64)>,
+    /// A write accepted with the token of another hold's write.
+    pub shared_token_write: Option<u64>,
+    /// A script or command that answered an error, or left a key that is
+    /// not a string: the model sent what the library does not (kept to
+    /// report, as a violation).
+    pub odd_reply: Option<String>,
+    /// Restarts so far.
+    pub restarts: u8,
+    /// Faults so far.
+    pub faults: u8,
+}
+
+/// What a client can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// The first try.
+    Try,
+    /// A waiter's try.
+    Retry,
+    /// The watchdog's renewal.
+    Renew,
+    /// Issue the fencing token.
+    Issue,
+    /// Check the hold and send a write with its token.
+    Write,
+    /// The write reaches the resource.
+    Land,
+    /// Release the hold.
+    Release,
+    /// Release a hold an acquire may have taken unseen.
+    Cleanup,
+}
+
+/// A transition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// The clock moves one tick.
+    Tick,
+    /// A client pauses.
+    Pause(usize),
+    /// A paused client resumes.
+    Resume(usize),
+    /// Redis restarts without persistence.
+    Restart,
+    /// A client's pending wake-up is lost.
+    LoseMessage(usize),
+    /// A client steps; `true`: the reply is lost.
+    Step(usize, Op, bool),
+}
+
+/// The plain lock model under one configuration.
+pub struct LockModel {
+    /// The configuration.
+    pub config: Config,
+    pub(crate) scripts: super::lock_step::Scripts,
+}
+
+impl LockModel {
+    /// The model of `config`, its scripts mutated as `config.mutant` says.
+    pub fn new(config: Config) -> Result<LockModel, String> {
+        let scripts = super::lock_step::Scripts::load(config.mutant)?;
+        Ok(LockModel { config, scripts })
+    }
+
+    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here so
+    /// that it is built with this crate's optimisation (`Cargo.toml`).
+    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
+        crate::model::explore::bfs(self, max_states)
+    }
+
+    /// [`walk`](crate::model::explore::walk) of this model, likewise.
+    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
+        crate::model::explore::walk(self, seed, steps)
+    }
+
+    /// The lock key's name.
+    pub fn key(&self) -> &'static [u8] {
+        b"lk:model"
+    }
+
+    /// The drift allowance, `ttl/100 + 2 ms`.
+    pub fn drift(&self) -> i64 {
+        self.config.ttl / 100 + 2
+    }
+
+    /// The stop margin, `ttl/5`.
+    pub fn margin(&self) -> i64 {
+        self.config.ttl / 5
+    }
+
+    /// Whether a client believes it holds the lock at `now`.
+    pub fn believes(&self, hold: &Hold, now: i64) -> bool {
+        if hold.lost {
+            return false;
+        }
+        self.config.mutant == Some(Mutant::RenewPastDeadline) || now < hold.deadline - self.margin()
+    }
+
+    fn client_ops(&self, c: &Client, now: i64) -> Vec<Op> {
+        if c.paused {
+            return Vec::new();
+        }
+        match &c.phase {
+            Phase::Idle => vec![Op::Try],
+            Phase::Waiting { recheck_at } if c.woken || now >= *recheck_at => vec![Op::Retry],
+            Phase::Waiting { .. } | Phase::Done => Vec::new(),
+            Phase::Cleanup { .. } => vec![Op::Cleanup],
+            Phase::Held(h) => {
+                if h.pending_write.is_some() {
+                    return vec![Op::Land];
+                }
+                let mut ops = vec![Op::Release];
+                let live = self.believes(h, now);
+                if self.config.watchdog && now >= h.next_renew && live && !h.lost {
+                    ops.push(Op::Renew);
+                }
+                if live && h.fence.is_none() {
+                    ops.push(Op::Issue);
+                }
+                if live && !h.wrote && h.fence.is_some() {
+                    ops.push(Op::Write);
+                }
+                ops
+            }
+        }
+    }
+}
+
+impl Model for LockModel {
+    type State = State;
+    type Action = Action;
+
+    fn initial(&self) -> State {
+        let client = Client {
+            phase: Phase::Idle,
+            paused: false,
+            attempts: 0,
+            holds: 0,
+            woken: false,
+        };
+        State {
+            now: 0,
+            keys: BTreeSet::new(),
+            clients: vec![client; self.config.clients],
+            resource: Resource::default(),
+            last_token: 0,
+            token_went_back: None,
+            shared_token_write: None,
+            odd_reply: None,
+            restarts: 0,
+            faults: 0,
+        }
+    }
+
+    fn actions(&self, s: &State) -> Vec<Action> {
+        let cfg = &self.config;
+        let mut out = Vec::new();
+        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        if can_tick {
+            out.push(Action::Tick);
+        }
+        let fault = s.faults < cfg.max_faults;
+        for (i, c) in s.clients.iter().enumerate() {
+            for op in self.client_ops(c, s.now) {
+                out.push(Action::Step(i, op, false));
+                let remote = !matches!(op, Op::Write | Op::Land);
+                if fault && cfg.faults.lost_reply && remote {
+                    out.push(Action::Step(i, op, true));
+                }
+            }
+            // A pause matters only while time can still run past it.
+            if c.paused {
+                out.push(Action::Resume(i));
+            } else if fault && cfg.faults.pause && can_tick && c.phase != Phase::Done {
+                out.push(Action::Pause(i));
+            }
+            if fault && cfg.faults.lost_message && c.woken {
+                out.push(Action::LoseMessage(i));
+            }
+        }
+        if fault && cfg.faults.restart && can_tick && !s.keys.is_empty() {
+            out.push(Action::Restart);
+        }
+        out
+    }
+
+    fn step(&self, server: &mut Server, s: &State, action: &Action) -> (State, Record) {
+        super::lock_step::step(self, server, s, action)
+    }
+
+    fn check(&self, s: &State) -> Result<(), String> {
+        if let Some(odd) = &s.odd_reply {
+            return Err(format!("the model's step went wrong: {odd}"));
+        }
+        if let Some((before, issued)) = s.token_went_back {
+            return Err(format!(
+                "fencing tokens must strictly increase: {issued} issued after {before}"
+            ));
+        }
+        if let Some(token) = s.shared_token_write {
+            return Err(format!(
+                "two holds' writes were accepted with the same fencing token {token}"
+            ));
+        }
+        let believers: Vec<(usize, &Hold)> = s
+            .clients
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| match &c.phase {
+                Phase::Held(h) if self.believes(h, s.now) => Some((i, h)),
+                _ => None,
+            })
+            .collect();
+        for (n, (a, ha)) in believers.iter().enumerate() {
+            for (b, hb) in &believers[n + 1..] {
+                if ha.epoch == hb.epoch {
+                    return Err(format!(
+                        "exclusion: c{a} and c{b} both believe they hold the lock at {} ms",
+                        s.now
+                    ));
+                }
+                // A restart without persistence lost the older hold: the
+                // documented case, where fencing must still order them.
+                let (old, new) = if ha.epoch < hb.epoch {
+                    (ha, hb)
+                } else {
+                    (hb, ha)
+                };
+                if let (Some(o), Some(n)) = (old.fence, new.fence) {
+                    if o >= n {
+                        return Err(format!(
+                            "after a restart the stale hold's token {o} is not below the new one's {n}"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,384 @@
+//! The plain lock model's transitions: each sets the server to the state's
+//! keyspace and clock, sends what the library sends, and folds the reply
+//! into the client's beliefs.
+
+use latchkey::protocol::{fence_key, release_channel, script_text};
+
+use crate::keyspace::Value;
+use crate::model::explore::Model;
+use crate::model::lock::{Action, Hold, LockModel, Mutant, Op, Phase, State, START_MICROS};
+use crate::model::trace::{show_reply, Record};
+use crate::reply::Reply;
+use crate::server::Server;
+
+/// The scripts' texts as the library sends them, a mutant's change applied.
+pub(crate) struct Scripts {
+    acquire: String,
+    extend: String,
+    release: String,
+    issue_fence: String,
+}
+
+/// `text` with `from` replaced by `to`; an error when `from` is not there,
+/// so that a script's change cannot turn a mutant into the original.
+fn mutate(text: &str, from: &str, to: &str) -> Result<String, String> {
+    if !text.contains(from) {
+        return Err(format!("mutant: {from:?} is no longer in the script"));
+    }
+    Ok(text.replacen(from, to, 1))
+}
+
+impl Scripts {
+    pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
+        let text = |file: &str| {
+            script_text(file)
+                .map(str::to_string)
+                .ok_or_else(|| format!("no script {file}"))
+        };
+        let mut scripts = Scripts {
+            acquire: text("acquire.lua")?,
+            extend: text("extend.lua")?,
+            release: text("release.lua")?,
+            issue_fence: text("issue_fence.lua")?,
+        };
+        match mutant {
+            Some(Mutant::ReleaseWithoutOwnerCheck) => {
+                scripts.release = mutate(
+                    &scripts.release,
+                    "if holder == ARGV[1] then",
+                    "if holder then",
+                )?;
+            }
+            Some(Mutant::FenceWithoutBump) => {
+                scripts.issue_fence = mutate(
+                    &scripts.issue_fence,
+                    "local fence = fence_next(last, redis.call('TIME'))\nfence_store(KEYS[2], fence)",
+                    "local fence = last",
+                )?;
+            }
+            Some(Mutant::RenewPastDeadline) | None => {}
+        }
+        Ok(scripts)
+    }
+}
+
+fn token(client: usize, attempt: u32) -> String {
+    // The shape of a library token (`lk2:`, so that waiters mark it).
+    format!("lk2:c{client}a{attempt}:0:sim")
+}
+
+/// Sets `server` to the state's clock and keys.
+fn load(server: &mut Server, s: &State) {
+    server.flush();
+    server.set_micros(START_MICROS + s.now * 1000);
+    for (k, v, at) in &s.keys {
+        server.put(k, Value::Str(v.clone()), *at);
+    }
+}
+
+/// Reads the server's keys back into `s`, and hands what was published to
+/// the clients waiting (they subscribed to the release channel).
+fn store(server: &mut Server, s: &mut State) {
+    s.keys.clear();
+    for (k, e) in server.entries() {
+        match e.value {
+            Value::Str(v) => {
+                s.keys.insert((k, v, e.expires_at));
+            }
+            // The plain lock writes strings only.
+            other => {
+                let key = String::from_utf8_lossy(&k).into_owned();
+                s.odd_reply = Some(format!("{key} holds a {}", other.type_name()));
+            }
+        }
+    }
+    if !server.take_published().is_empty() {
+        for c in &mut s.clients {
+            if matches!(c.phase, Phase::Waiting { .. }) {
+                c.woken = true;
+            }
+        }
+    }
+}
+
+fn ints(reply: &Reply) -> Vec<i64> {
+    match reply {
+        Reply::Array(Some(items)) => items
+            .iter()
+            .map(|r| match r {
+                Reply::Int(n) => *n,
+                _ => i64::MIN,
+            })
+            .collect(),
+        Reply::Int(n) => vec![*n],
+        _ => Vec::new(),
+    }
+}
+
+/// Notes a fencing token issued: it must be above every one before it.
+fn issued(s: &mut State, fence: u64) {
+    if fence <= s.last_token && s.token_went_back.is_none() {
+        s.token_went_back = Some((s.last_token, fence));
+    }
+    s.last_token = s.last_token.max(fence);
+}
+
+pub(crate) fn step(
+    m: &LockModel,
+    server: &mut Server,
+    s: &State,
+    action: &Action,
+) -> (State, Record) {
+    let mut n = s.clone();
+    let cfg = &m.config;
+    match *action {
+        Action::Tick => {
+            n.now += cfg.tick;
+            // Drop what expired, so that equal states hash equal.
+            load(server, &n);
+            store(server, &mut n);
+            (n, Record::world(s.now, "tick", format!("+{} ms", cfg.tick)))
+        }
+        Action::Pause(c) => {
+            n.clients[c].paused = true;
+            n.faults += 1;
+            (n, Record::world(s.now, "pause", format!("c{c} paused")))
+        }
+        Action::Resume(c) => {
+            n.clients[c].paused = false;
+            (n, Record::world(s.now, "resume", format!("c{c} resumed")))
+        }
+        Action::LoseMessage(c) => {
+            n.clients[c].woken = false;
+            n.faults += 1;
+            (
+                n,
+                Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost")),
+            )
+        }
+        Action::Restart => {
+            n.keys.clear();
+            n.restarts += 1;
+            n.faults += 1;
+            // A restart takes time: the server's clock moves on meanwhile.
+            n.now += cfg.tick;
+            (n, Record::world(s.now, "restart", "keyspace wiped".into()))
+        }
+        Action::Step(c, op, lost) => {
+            if lost {
+                n.faults += 1;
+            }
+            load(server, s);
+            let (script, args, reply) = client_step(m, server, &mut n, c, op, lost);
+            if reply.starts_with("(error)") {
+                n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
+            }
+            store(server, &mut n);
+            let record = Record {
+                at: s.now,
+                client: Some(c),
+                script,
+                args,
+                reply: if lost {
+                    format!("{reply} (lost)")
+                } else {
+                    reply
+                },
+            };
+            (n, record)
+        }
+    }
+}
+
+fn eval(server: &mut Server, text: &str, keys: &[Vec<u8>], args: &[String]) -> Reply {
+    server.eval(text, keys, args)
+}
+
+fn client_step(
+    m: &LockModel,
+    server: &mut Server,
+    n: &mut State,
+    c: usize,
+    op: Op,
+    lost: bool,
+) -> (String, Vec<String>, String) {
+    let cfg = &m.config;
+    let key = m.key().to_vec();
+    let fence_k = fence_key(&key);
+    let channel = String::from_utf8_lossy(&release_channel(&key)).into_owned();
+    let ttl = cfg.ttl.to_string();
+    let now = n.now;
+    let epoch = n.restarts;
+    let client = &mut n.clients[c];
+    let hold = |attempt, fence| Hold {
+        attempt,
+        deadline: now + cfg.ttl - m.drift(),
+        next_renew: now + cfg.ttl / 3,
+        lost: false,
+        fence,
+        pending_write: None,
+        wrote: false,
+        epoch,
+    };
+    let mut fence_issued = None;
+    let out = match op {
+        Op::Try | Op::Retry => {
+            client.attempts += 1;
+            let attempt = client.attempts;
+            let t = token(c, attempt);
+            let first = op == Op::Try;
+            let (script, args, reply) = if first && !cfg.fenced {
+                let args = vec![
+                    "SET".to_string(),
+                    String::from_utf8_lossy(&key).into_owned(),
+                    t,
+                    "NX".into(),
+                    "PX".into(),
+                    ttl,
+                    "GET".into(),
+                ];
+                let reply = server.command(&args);
+                ("SET".to_string(), args[1..].to_vec(), reply)
+            } else {
+                let fenced = if cfg.fenced { "1" } else { "0" };
+                let mut args = vec![t, ttl, fenced.to_string()];
+                match first {
+                    true => args.push("0".into()),
+                    false => args.extend(["1".into(), "0".into(), channel, "PUBLISH".into()]),
+                }
+                let reply = eval(server, &m.scripts.acquire, &[key.clone(), fence_k], &args);
+                ("acquire.lua".to_string(), args, reply)
+            };
+            let words = ints(&reply);
+            let acquired = match script.as_str() {
+                "SET" => reply == Reply::nil(),
+                _ => words.first() == Some(&1),
+            };
+            client.woken = false;
+            if acquired {
+                let fence = match cfg.fenced {
+                    true => words.get(1).and_then(|&f| u64::try_from(f).ok()),
+                    false => None,
+                };
+                fence_issued = fence;
+                client.phase = match lost {
+                    true => Phase::Cleanup { attempt },
+                    false => Phase::Held(hold(attempt, fence)),
+                };
+            } else if !lost {
+                // Busy: a first try starts the wait (which tries at once);
+                // a waiter sleeps for the holder's TTL, plus 1 ms.
+                let recheck_at = match (first, words.get(1)) {
+                    (false, Some(&pttl)) if pttl >= 0 => now + pttl + 1,
+                    _ => now,
+                };
+                client.phase = Phase::Waiting { recheck_at };
+            } else {
+                client.phase = Phase::Waiting { recheck_at: now };
+            }
+            (script, args, show_reply(&reply))
+        }
+        Op::Renew => {
+            let Phase::Held(h) = &mut client.phase else {
+                return ("renew".into(), Vec::new(), "not held".into());
+            };
+            let args = vec![token(c, h.attempt), ttl];
+            let reply = eval(server, &m.scripts.extend, &[key], &args);
+            match (lost, &reply) {
+                (true, _) => h.next_renew = now + cfg.tick,
+                (false, Reply::Int(1)) => {
+                    h.deadline = now + cfg.ttl - m.drift();
+                    h.next_renew = now + cfg.ttl / 3;
+                }
+                (false, _) => h.lost = true,
+            }
+            ("extend.lua".into(), args, show_reply(&reply))
+        }
+        Op::Issue => {
+            let Phase::Held(h) = &mut client.phase else {
+                return ("issue".into(), Vec::new(), "not held".into());
+            };
+            let args = vec![token(c, h.attempt)];
+            let reply = eval(server, &m.scripts.issue_fence, &[key, fence_k], &args);
+            let words = ints(&reply);
+            if words.first() == Some(&1) {
+                let fence = words.get(1).and_then(|&f| u64::try_from(f).ok());
+                fence_issued = fence;
+                if !lost {
+                    h.fence = fence;
+                }
+            } else if !lost {
+                h.lost = true;
+            }
+            ("issue_fence.lua".into(), args, show_reply(&reply))
+        }
+        Op::Write => {
+            let Phase::Held(h) = &mut client.phase else {
+                return ("write".into(), Vec::new(), "not held".into());
+            };
+            h.pending_write = h.fence;
+            h.wrote = true;
+            let token = h.fence.map_or("-".into(), |f| f.to_string());
+            ("write(send)".into(), vec![token], "sent".into())
+        }
+        Op::Land => {
+            let Phase::Held(h) = &mut client.phase else {
+                return ("write(land)".into(), Vec::new(), "not held".into());
+            };
+            let Some(fence) = h.pending_write.take() else {
+                return ("write(land)".into(), Vec::new(), "nothing sent".into());
+            };
+            let writer = (c, h.attempt);
+            let r = &mut n.resource;
+            let verdict = if fence < r.highest {
+                format!("refused: {} seen", r.highest)
+            } else {
+                if fence == r.highest && r.writer.is_some_and(|w| w != writer) {
+                    n.shared_token_write = Some(fence);
+                }
+                r.highest = fence;
+                r.writer = Some(writer);
+                "accepted".into()
+            };
+            ("write(land)".into(), vec![fence.to_string()], verdict)
+        }
+        Op::Release | Op::Cleanup => {
+            let attempt = match &client.phase {
+                Phase::Held(h) => h.attempt,
+                Phase::Cleanup { attempt } => *attempt,
+                _ => return ("release".into(), Vec::new(), "nothing to release".into()),
+            };
+            let args = vec![token(c, attempt), channel, "PUBLISH".into()];
+            let reply = eval(server, &m.scripts.release, &[key], &args);
+            if op == Op::Release {
+                client.holds += 1;
+            }
+            client.phase = match client.holds >= cfg.holds {
+                true => Phase::Done,
+                false => Phase::Idle,
+            };
+            ("release.lua".into(), args, show_reply(&reply))
+        }
+    };
+    if let Some(f) = fence_issued {
+        issued(n, f);
+    }
+    out
+}
+
+/// Replays `actions` from the initial state: the trace, and the first
+/// invariant broken, if any (for a regression test kept as a fixed trace).
+pub fn replay(m: &LockModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
+    let mut server = Server::new(0);
+    let mut state = m.initial();
+    let mut trace = Vec::new();
+    for a in actions {
+        let (next, record) = m.step(&mut server, &state, a);
+        trace.push(record);
+        state = next;
+        if let Err(e) = m.check(&state) {
+            return (trace, Err(e));
+        }
+    }
+    (trace, Ok(()))
+}
