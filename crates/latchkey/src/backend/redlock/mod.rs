@@ -92,14 +92,8 @@ struct Instance {
 
 impl std::fmt::Debug for Group {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let labels: Vec<&str> = self
-            .inner
-            .instances
-            .iter()
-            .map(|i| i.label.as_str())
-            .collect();
         f.debug_struct("Redlock")
-            .field("instances", &labels)
+            .field("instances", &self.labels())
             .field("connected", &self.connected())
             .field("quorum", &self.inner.quorum)
             .field("prefix", &String::from_utf8_lossy(&self.inner.prefix))
@@ -314,13 +308,15 @@ impl Group {
 
     /// Every instance's address (its URL while not connected), for messages.
     pub(crate) fn servers(&self) -> String {
-        let labels: Vec<&str> = self
-            .inner
+        self.labels().join(", ")
+    }
+
+    fn labels(&self) -> Vec<&str> {
+        self.inner
             .instances
             .iter()
             .map(|i| i.label.as_str())
-            .collect();
-        labels.join(", ")
+            .collect()
     }
 
     /// Waits, at most `within`, for the releases this Redlock finishes in
