@@ -6,17 +6,15 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Mutex, Weak};
-
-/// The release of a hold ended by a close.
-pub(crate) type Closing = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A live hold, as a close ends it.
 pub(crate) trait Live: Send + Sync {
     /// Marks the hold ended by the close (lost, reason `Closed`) and
-    /// returns its release; `None` when it had ended already.
-    fn close(&self) -> Option<Closing>;
+    /// releases it in the background, tracked where every background
+    /// release is (the close then waits for them as `flush` does); nothing
+    /// when it had ended already.
+    fn close(&self);
 }
 
 /// See the module docs.
@@ -58,34 +56,28 @@ impl LiveHolds {
         drop(removed);
     }
 
-    /// Closes: refuses every later hold and ends every live one, and waits
-    /// for their releases.
-    pub(crate) async fn close(&self) {
+    /// Closes: refuses every later hold and ends every live one (their
+    /// releases go to the background, which the caller then flushes).
+    pub(crate) fn close(&self) {
         let live: Vec<Weak<dyn Live>> = {
             let mut registry = self.registry();
             registry.closed = true;
             registry.holds.drain().map(|(_, h)| h).collect()
         };
-        let closing: Vec<Closing> = live
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter_map(|hold| hold.close())
-            .collect();
-        futures_util::future::join_all(closing).await;
+        for hold in live.iter().filter_map(Weak::upgrade) {
+            hold.close();
+        }
     }
 }
 
-/// A client's close: `live` closed within `within`, then `flush` for what
-/// is left of it. Whether all finished in time.
+/// A client's close: `live` closed, then `flush` (which waits for the
+/// releases the close left to the background) within `within`. Whether
+/// all finished in time.
 pub(crate) async fn close_within<F: Future<Output = bool>>(
     live: &LiveHolds,
     within: std::time::Duration,
     flush: impl FnOnce(std::time::Duration) -> F,
 ) -> bool {
-    let deadline = tokio::time::Instant::now() + within;
-    let closed = tokio::time::timeout_at(deadline, live.close())
-        .await
-        .is_ok();
-    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-    closed & flush(left).await
+    live.close();
+    flush(within).await
 }

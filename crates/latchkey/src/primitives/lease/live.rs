@@ -4,9 +4,10 @@
 
 use std::sync::{Arc, Weak};
 
+use crate::primitives::lease::background::release_in_background;
 use crate::primitives::lease::state::State;
 use crate::primitives::lease::LeaseSpec;
-use crate::transport::live::{Closing, Live};
+use crate::transport::live::Live;
 
 /// What the registry needs to end a hold.
 pub(super) struct Entry<H: LeaseSpec> {
@@ -16,22 +17,17 @@ pub(super) struct Entry<H: LeaseSpec> {
 }
 
 impl<H: LeaseSpec> Live for Entry<H> {
-    fn close(&self) -> Option<Closing> {
+    fn close(&self) {
         if !self.state.close() {
-            return None;
+            return;
         }
-        let (hold, token, until) = (self.hold.clone(), self.token.clone(), self.state.deadline());
-        tracing::info!(kind = hold.label().kind(), name = %String::from_utf8_lossy(hold.name()), "released by the client's close");
-        Some(Box::pin(async move {
-            let what = "a hold released by its client's close";
-            let result =
-                crate::vocab::retry::until_deadline(until, &what, || hold.release(&token, true))
-                    .await;
-            crate::vocab::metrics::release_outcome(hold.label(), result.as_ref().ok().copied());
-            if let Err(e) = result {
-                tracing::warn!(error = %e, "a release at close failed; the hold ends by itself at its TTL");
-            }
-        }))
+        release_in_background(
+            self.hold.clone(),
+            self.token.clone(),
+            "released by its client's close",
+            true,
+            self.state.deadline(),
+        );
     }
 }
 
@@ -51,11 +47,7 @@ pub(super) fn enter<H: LeaseSpec>(
     match hold.live().add(weak) {
         Some(id) => Some((id, entry)),
         None => {
-            if let Some(closing) = entry.close() {
-                if tokio::runtime::Handle::try_current().is_ok() {
-                    hold.tracker().spawn(closing);
-                }
-            }
+            entry.close();
             None
         }
     }
