@@ -8,8 +8,13 @@
 //! invariants of exclusion and fencing checked after every step.
 
 pub mod explore;
+pub mod fair;
+mod fair_check;
+mod fair_client;
+mod fair_step;
 pub mod lock;
 mod lock_step;
 pub mod trace;
 
+pub use fair_step::replay as replay_fair;
 pub use lock_step::replay;
