@@ -429,7 +429,12 @@ impl Model for FairModel {
         out
     }
 
-    fn step(&self, server: &mut Server, s: &State, action: &Action) -> (State, super::trace::Record) {
+    fn step(
+        &self,
+        server: &mut Server,
+        s: &State,
+        action: &Action,
+    ) -> (State, super::trace::Record) {
         super::fair_step::step(self, server, s, action)
     }
 

@@ -12,10 +12,13 @@ pub(crate) fn server_ms(now: i64) -> i64 {
 
 /// The queue's entries in order, each with its lease deadline (server ms;
 /// `None`: no lease), as `keys` holds them.
-pub(crate) fn queue(m: &FairModel, keys: &[(Vec<u8>, Val, Option<i64>)]) -> Vec<(Vec<u8>, Option<i64>)> {
-    let stem = m.key();
+pub(crate) fn queue(
+    m: &FairModel,
+    keys: &[(Vec<u8>, Val, Option<i64>)],
+) -> Vec<(Vec<u8>, Option<i64>)> {
+    let stem = latchkey::protocol::tag_stem(m.key());
     let find = |suffix: &[u8]| {
-        let name = [stem, suffix].concat();
+        let name = [&stem[..], suffix].concat();
         keys.iter().find(|(k, _, _)| *k == name).map(|(_, v, _)| v)
     };
     let leases = match find(latchkey::protocol::LEASES_SUFFIX) {
@@ -52,7 +55,8 @@ pub(crate) fn fifo(
             return Ok(());
         }
         let live = lease.is_some_and(|l| l >= now);
-        let theirs = crate::model::fair_step::owner(&entry).is_some_and(|(c, _)| !mine.contains(&c));
+        let theirs =
+            crate::model::fair_step::owner(&entry).is_some_and(|(c, _)| !mine.contains(&c));
         if live && theirs {
             return Err(format!(
                 "FIFO: c{who} was granted the lock at {} ms ahead of the live waiter {} (lease until {} ms)",

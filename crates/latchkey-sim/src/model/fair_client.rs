@@ -78,7 +78,14 @@ pub(crate) fn client_step(
                 }
                 (false, Some(1 | 2)) => {
                     let value = words.get(1).copied().unwrap_or(0);
-                    Phase::Held(hold(m, at, t, now + cfg.ttl - drift_of(cfg.ttl), fence_of(cfg.fenced, value), false))
+                    Phase::Held(hold(
+                        m,
+                        at,
+                        t,
+                        now + cfg.ttl - drift_of(cfg.ttl),
+                        fence_of(cfg.fenced, value),
+                        false,
+                    ))
                 }
                 _ => wait(client),
             };
@@ -127,10 +134,24 @@ pub(crate) fn client_step(
             let value = words.get(1).copied().unwrap_or(0);
             let client = &mut n.clients[c];
             client.phase = match words[..] {
-                [1, ..] => Phase::Held(hold(m, at, w.token, now + cfg.ttl - drift_of(cfg.ttl), fence_of(cfg.fenced, value), false)),
+                [1, ..] => Phase::Held(hold(
+                    m,
+                    at,
+                    w.token,
+                    now + cfg.ttl - drift_of(cfg.ttl),
+                    fence_of(cfg.fenced, value),
+                    false,
+                )),
                 [2, _, pttl, ..] => {
                     let deadline = handed_deadline(now, pttl.max(0));
-                    Phase::Held(hold(m, at, w.token, deadline, fence_of(cfg.fenced, value), true))
+                    Phase::Held(hold(
+                        m,
+                        at,
+                        w.token,
+                        deadline,
+                        fence_of(cfg.fenced, value),
+                        true,
+                    ))
                 }
                 // Our entry is gone: queue again under a new id.
                 [0, _, 0, ..] if w.mode == Mode::Renew => {
@@ -222,7 +243,11 @@ fn taken(m: &FairModel, before: &State, n: &mut State, c: usize, me: Option<&[u8
     if let Err(why) = fifo(m, before, me, c, &[c]) {
         n.breaks(why);
     }
-    if let Some(f) = words.get(1).and_then(|&f| u64::try_from(f).ok()).filter(|&f| f > 0) {
+    if let Some(f) = words
+        .get(1)
+        .and_then(|&f| u64::try_from(f).ok())
+        .filter(|&f| f > 0)
+    {
         issued(n, f);
     }
 }

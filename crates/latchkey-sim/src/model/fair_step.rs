@@ -3,15 +3,14 @@
 //! (and the messages published) into the clients' beliefs.
 
 use latchkey::protocol::{
-    fence_key, release_channel, script_text, ACQUIRED_SUFFIX, HANDOFF_SUFFIX, LEASES_SUFFIX,
-    QUEUE_SUFFIX,
+    fence_key, release_channel, script_text, tag_stem, ACQUIRED_SUFFIX, HANDOFF_SUFFIX,
+    LEASES_SUFFIX, QUEUE_SUFFIX,
 };
 
 use crate::keyspace::{Value, ZSet};
 use crate::model::explore::Model;
 use crate::model::fair::{
-    drift, Action, FairModel, Hold, Mutant, Phase, State, Unseen, Val, Wait, Wake,
-    START_MICROS,
+    drift, Action, FairModel, Hold, Mutant, Phase, State, Unseen, Val, Wait, Wake, START_MICROS,
 };
 use crate::model::fair_check::{fifo, queue, server_ms};
 use crate::model::trace::{show_reply, Record};
@@ -126,7 +125,7 @@ fn load(server: &mut Server, s: &State) {
 /// `released`/`revoked` wake the waiters; a hand-off is checked against
 /// the keyspace the script ran on (`before`) and told to its waiter.
 fn store(m: &FairModel, server: &mut Server, before: &State, n: &mut State, actor: Option<usize>) {
-    let acquired = [m.key(), ACQUIRED_SUFFIX].concat();
+    let acquired = [&tag_stem(m.key())[..], ACQUIRED_SUFFIX].concat();
     n.keys.clear();
     for (k, e) in server.entries() {
         let v = match e.value {
@@ -150,7 +149,7 @@ fn store(m: &FairModel, server: &mut Server, before: &State, n: &mut State, acto
         };
         n.keys.push((k, v, e.expires_at));
     }
-    let handoff = [m.key(), HANDOFF_SUFFIX].concat();
+    let handoff = [&tag_stem(m.key())[..], HANDOFF_SUFFIX].concat();
     for message in server.take_published() {
         if message.channel.starts_with(&handoff) {
             handed(m, before, n, &message.payload, actor);
@@ -187,7 +186,9 @@ fn lock_holder(m: &FairModel, s: &State) -> Option<(usize, u32)> {
 fn handed(m: &FairModel, before: &State, n: &mut State, payload: &[u8], actor: Option<usize>) {
     let text = String::from_utf8_lossy(payload).into_owned();
     let Some((id, fence)) = text.split_once(':') else {
-        return n.breaks(format!("a hand-off message {text:?} the waiter cannot read"));
+        return n.breaks(format!(
+            "a hand-off message {text:?} the waiter cannot read"
+        ));
     };
     let fence: i64 = fence.parse().unwrap_or(-1);
     let now = server_ms(before.now);
@@ -347,9 +348,12 @@ pub(crate) fn step(
                 n.faults += 1;
             }
             load(server, s);
-            let (script, args, reply) = super::fair_client::client_step(m, server, s, &mut n, c, op, lost);
+            let (script, args, reply) =
+                super::fair_client::client_step(m, server, s, &mut n, c, op, lost);
             if reply.starts_with("(error)") {
-                n.breaks(format!("the model's step went wrong: c{c}'s {script} answered {reply}"));
+                n.breaks(format!(
+                    "the model's step went wrong: c{c}'s {script} answered {reply}"
+                ));
             }
             store(m, server, s, &mut n, Some(c));
             let reply = match lost {
@@ -372,7 +376,9 @@ pub(crate) fn step(
 /// the hand-off channel stem and the release channel.
 pub(crate) fn names(m: &FairModel) -> (Vec<Vec<u8>>, String, String) {
     let key = m.key().to_vec();
-    let under = |suffix: &[u8]| [m.key(), suffix].concat();
+    // Under the lock's tag stem, as `LockKeys::with_fair` names them.
+    let stem = tag_stem(&key);
+    let under = |suffix: &[u8]| [&stem[..], suffix].concat();
     let keys = vec![
         key.clone(),
         under(QUEUE_SUFFIX),
