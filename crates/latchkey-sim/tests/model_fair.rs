@@ -27,6 +27,7 @@ fn small(max_faults: u8) -> Config {
         watchdog: true,
         leave: false,
         revokes: 0,
+        late_messages: false,
         faults: Faults::ALL,
         mutant: None,
     }
@@ -75,8 +76,10 @@ fn caught(what: &str, config: Config, mutant: Mutant) -> String {
 
 #[test]
 fn a_hand_off_that_ignores_waiter_leases_is_caught() {
-    // Three clients: one waiter's renewals keep the queue's keys alive
-    // while the other's lease runs out paused at the head.
+    // Three clients (its control, run first, is the exhaustive run of
+    // three clients):
+    // one waiter's renewals keep the queue's keys alive while the other's
+    // lease runs out paused at the head.
     let config = Config {
         clients: 3,
         max_time: Some(10),
@@ -108,22 +111,165 @@ fn a_revoke_that_does_not_raise_the_counter_is_caught() {
 }
 
 #[test]
-fn print_a_walk() {
-    let model = FairModel::new(Config {
-        clients: 3,
-        holds: 3,
-        max_time: None,
-        max_faults: 3,
+fn every_state_of_an_unfenced_fair_lock_with_leaving_and_a_revoke_keeps_the_invariants() {
+    let config = Config {
+        fenced: false,
         leave: true,
         revokes: 1,
-        ..small(0)
-    })
-    .unwrap();
-    let mut server = latchkey_sim::Server::new(0);
-    let _ = &mut server;
-    let (n, s) = model.walk(7, 200).unwrap_or_else(|v| panic!("{v}"));
+        ..small(1)
+    };
+    let stats =
+        search("fair, unfenced, leave, revoke, 1 fault", config).unwrap_or_else(|e| panic!("{e}"));
+    assert!(stats.states > 10_000, "{stats:?}");
+}
+
+#[test]
+fn every_state_of_a_fenced_fair_lock_with_leaving_and_a_revoke_keeps_the_invariants() {
+    // 14 ms: the fenced counter's values split states the unfenced run
+    // shares, so this one is bounded a tick sooner.
+    let config = Config {
+        leave: true,
+        revokes: 1,
+        max_time: Some(14),
+        ..small(1)
+    };
+    let stats = search("fair, fenced, leave, revoke, 1 fault, 14 ms", config)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(stats.states > 10_000, "{stats:?}");
+}
+
+#[test]
+fn every_state_with_two_faults_keeps_the_invariants() {
+    let config = Config {
+        max_time: Some(12),
+        leave: true,
+        ..small(2)
+    };
+    let stats = search("fair, 2 faults, leave", config).unwrap_or_else(|e| panic!("{e}"));
+    assert!(stats.states > 10_000, "{stats:?}");
+}
+
+/// Seeds kept fixed: a failure names its seed, and the same seed replays it.
+const SEEDS: std::ops::RangeInclusive<u64> = 1..=24;
+
+#[test]
+fn random_walks_of_six_fair_clients_keep_the_invariants() {
+    let started = Instant::now();
+    let (mut steps, mut holds) = (0, 0);
+    // Fenced with a lease shorter than the TTL; not fenced, waiters giving
+    // up, a lease longer than the TTL.
+    for (fenced, lease) in [(true, 6), (false, 12)] {
+        let model = FairModel::new(Config {
+            clients: 6,
+            holds: u8::MAX,
+            lease,
+            max_time: None,
+            max_faults: 6,
+            fenced,
+            leave: !fenced,
+            revokes: 2,
+            late_messages: true,
+            ..small(0)
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        for seed in SEEDS {
+            let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
+            steps += taken;
+            holds += last
+                .clients
+                .iter()
+                .map(|c| usize::from(c.holds))
+                .sum::<usize>();
+        }
+    }
     eprintln!(
-        "{n} steps; {:?}",
-        s.clients.iter().map(|c| c.holds).collect::<Vec<_>>()
+        "random walks: {} walks, {steps} steps, {holds} rounds, {:.2?}",
+        2 * SEEDS.count(),
+        started.elapsed()
     );
+    assert!(holds > 10 * 2 * SEEDS.count(), "{holds} rounds");
+}
+
+/// The configuration that finds a late hand-off message taken for a new
+/// one: two clients, two rounds each, not fenced, no watchdog, 8 ms, up
+/// to two faults (a lost reply, a pause), and hand-off messages that may
+/// be read after the attempt a waiter makes first.
+fn late_message() -> Config {
+    Config {
+        holds: 2,
+        max_time: Some(8),
+        fenced: false,
+        watchdog: false,
+        late_messages: true,
+        faults: Faults {
+            pause: true,
+            lost_reply: true,
+            lost_message: false,
+            restart: false,
+        },
+        ..small(2)
+    }
+}
+
+#[test]
+fn a_retry_that_queues_the_same_entry_again_is_caught() {
+    // Its control, run first, is the exhaustive run with late messages.
+    // The library before this fix (primitives/lock/fair/wait.rs): after a
+    // `wait` attempt that failed, the retry queued the same entry again.
+    let why = caught(
+        "retry re-queueing the same entry",
+        late_message(),
+        Mutant::RetryRequeuesSameEntry,
+    );
+    assert!(why.contains("exclusion"), "{why}");
+}
+
+#[test]
+fn a_late_hand_off_message_after_a_failed_wait_attempt_is_not_taken_for_a_new_one() {
+    use latchkey_sim::model::fair::{Action::*, Op};
+    use latchkey_sim::model::replay_fair;
+    use latchkey_sim::model::trace::table;
+    // The trace the explorer found against the library's old retry, kept
+    // as a regression test: c1's `wait` attempt queues it but the reply is
+    // lost; c0's release hands c1 the lock; c1 stops past the hand-off's
+    // TTL, with the message unread; c0 takes the lock again; c1 resumes,
+    // retries, and then reads the old message. With the old retry (mode
+    // `wait`, same entry) c1 was queued again under the id the message
+    // names, took it for a new hand-off, and believed it held the lock
+    // beside c0. Now the retry renews only, finds the entry gone, and
+    // queues under a new id: the message is not its own.
+    let steps = [
+        Step(0, Op::Try, false),
+        Step(1, Op::Try, false),
+        Step(1, Op::Attempt, true),
+        Step(0, Op::Release, false),
+        DelayMessage(1),
+        Pause(1),
+        Tick,
+        Tick,
+        Tick,
+        Tick,
+        Step(0, Op::Try, false),
+        Resume(1),
+        Step(1, Op::Attempt, false),
+        Deliver(1),
+    ];
+    let fixed = FairModel::new(late_message()).unwrap_or_else(|e| panic!("{e}"));
+    let (trace, verdict) = replay_fair(&fixed, &steps);
+    assert_eq!(verdict, Ok(()), "{}", table(&trace));
+    assert!(
+        trace.last().is_some_and(|r| r.reply.contains("not ours")),
+        "{}",
+        table(&trace)
+    );
+    let old = FairModel::new(Config {
+        mutant: Some(Mutant::RetryRequeuesSameEntry),
+        ..late_message()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut steps = steps.to_vec();
+    steps.push(Step(1, Op::Attempt, false));
+    let (trace, verdict) = replay_fair(&old, &steps);
+    let why = verdict.expect_err("the old retry keeps the invariants");
+    assert!(why.contains("exclusion"), "{why}\n{}", table(&trace));
 }

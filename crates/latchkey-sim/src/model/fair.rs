@@ -51,6 +51,12 @@ pub enum Mutant {
     /// `fair_revoke.lua` computes its fence but does not store it in the
     /// counter, so the token the hand-on issues next is not above it.
     RevokeWithoutRaise,
+    /// A waiter whose `wait` attempt failed (its reply lost) retries in
+    /// mode `wait` under the same entry, as the library did before 0.4.1:
+    /// an entry handed the lock meanwhile and gone since is queued again
+    /// under its old id, and a late hand-off message for that id is taken
+    /// for a new hand-off.
+    RetryRequeuesSameEntry,
 }
 
 /// A bounded configuration.
@@ -78,6 +84,12 @@ pub struct Config {
     pub leave: bool,
     /// Revocations an operator may make in one run.
     pub revokes: u8,
+    /// A hand-off message may be read late, after the attempt the waiter
+    /// makes first (the subscriber's connection is slower than the
+    /// attempt's, or the process resumes from a stop and its timer runs
+    /// before the subscriber's task): an ordering, not a fault, so not
+    /// counted in `max_faults`.
+    pub late_messages: bool,
     /// Which faults may happen.
     pub faults: Faults,
     /// A deliberate bug, or none.
@@ -103,6 +115,8 @@ pub enum Wake {
     /// A hand-off to its current entry, with the message's fencing token
     /// and the server epoch it was made in.
     Handed {
+        /// The entry id the message names.
+        id: u32,
         /// The token in the message (`None`: not fenced, or none issued).
         fence: Option<u64>,
         /// Restarts and revocations before the hand-off.
@@ -186,6 +200,9 @@ pub struct Client {
     pub cleanup: Option<u32>,
     /// A hand-off it has not taken up.
     pub unseen: Option<Unseen>,
+    /// A hand-off message still on its way (in the subscriber's socket):
+    /// read after the attempt the client makes first.
+    pub late: Option<Wake>,
 }
 
 /// A value of the fair lock's keys, kept in a state.
@@ -269,6 +286,11 @@ pub enum Action {
     Restart,
     /// A client's pending message is lost.
     LoseMessage(usize),
+    /// A client's pending hand-off message is held up: it attempts first.
+    DelayMessage(usize),
+    /// A held-up message is read (by the waiter's current entry, if it
+    /// still names it).
+    Deliver(usize),
     /// An operator revokes the lock (`Client::revoke`).
     Revoke,
     /// A client steps; `true`: the reply is lost.
@@ -332,7 +354,7 @@ impl FairModel {
             return (Vec::new(), false);
         }
         let mut ops = Vec::new();
-        let mut due = false;
+        let mut due = c.late.is_some();
         if c.cleanup.is_some() {
             ops.push(Op::Cleanup);
             due = true;
@@ -379,6 +401,7 @@ impl Model for FairModel {
             wake: Wake::None,
             cleanup: None,
             unseen: None,
+            late: None,
         };
         State {
             now: 0,
@@ -415,6 +438,13 @@ impl Model for FairModel {
             }
             if fault && cfg.faults.lost_message && c.wake != Wake::None {
                 out.push(Action::LoseMessage(i));
+            }
+            let handed = matches!(c.wake, Wake::Handed { .. });
+            if cfg.late_messages && handed && c.late.is_none() && !c.paused {
+                out.push(Action::DelayMessage(i));
+            }
+            if c.late.is_some() && !c.paused {
+                out.push(Action::Deliver(i));
             }
         }
         if time_left && !waiting_on_a_client {

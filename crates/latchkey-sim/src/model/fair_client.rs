@@ -97,7 +97,7 @@ pub(crate) fn client_step(
                 return ("attempt".into(), Vec::new(), "not waiting".into());
             };
             let wake = std::mem::replace(&mut client.wake, Wake::None);
-            if let Wake::Handed { fence, epoch } = wake {
+            if let Wake::Handed { fence, epoch, .. } = wake {
                 let valid_until = handed_deadline(w.not_ours_since, m.handoff_ttl());
                 // Heard in time: ours, with no request (`still_valid`).
                 if now < valid_until {
@@ -125,9 +125,16 @@ pub(crate) fn client_step(
             let words = ints(&reply);
             taken(m, before, n, c, Some(me.as_bytes()), &words);
             if lost {
-                // Retried as it was, after the failure policy's pause.
+                // Retried after the failure policy's pause, in mode `renew`:
+                // the attempt may have queued the entry unseen, and an entry
+                // gone since (handed on, or dropped) must be queued again
+                // under a new id, never under one a late hand-off names.
+                let old = cfg.mutant == Some(crate::model::fair::Mutant::RetryRequeuesSameEntry);
                 if let Phase::Waiting(w) = &mut n.clients[c].phase {
                     w.recheck_at = now + cfg.tick;
+                    if !old {
+                        w.mode = Mode::Renew;
+                    }
                 }
                 return ("fair_acquire.lua".into(), args, show_reply(&reply));
             }

@@ -57,6 +57,8 @@ impl Scripts {
                 s.leave = mutate(&s.leave, from, "if id")?;
                 s.revoke = mutate(&s.revoke, from, "if id")?;
             }
+            // A client step's change (`fair_client.rs`), not a script's.
+            Some(Mutant::RetryRequeuesSameEntry) => {}
             Some(Mutant::RevokeWithoutRaise) => {
                 s.revoke = mutate(
                     &s.revoke,
@@ -228,6 +230,7 @@ fn handed(m: &FairModel, before: &State, n: &mut State, payload: &[u8], actor: O
     if let Phase::Waiting(w) = &client.phase {
         if entry_id(c, w.id) == id {
             client.wake = Wake::Handed {
+                id: w.id,
                 fence: (m.config.fenced && fence > 0).then_some(fence as u64),
                 epoch,
             };
@@ -297,6 +300,27 @@ pub(crate) fn step(
             n.faults += 1;
             let what = format!("c{c}'s message lost");
             (n, Record::world(s.now, "lose-message", what))
+        }
+        Action::DelayMessage(c) => {
+            let client = &mut n.clients[c];
+            client.late = Some(std::mem::replace(&mut client.wake, Wake::None));
+            let what = format!("c{c}'s hand-off message held up");
+            (n, Record::world(s.now, "delay-message", what))
+        }
+        Action::Deliver(c) => {
+            let client = &mut n.clients[c];
+            let late = client.late.take();
+            // Read by the entry it names only (`classify`): another
+            // entry's hand-off is not ours.
+            let what = match (late, &client.phase) {
+                (Some(Wake::Handed { id, .. }), Phase::Waiting(w)) if w.id == id => {
+                    client.wake = late.unwrap_or(Wake::None);
+                    "read"
+                }
+                _ => "not ours: skipped",
+            };
+            let what = format!("c{c}'s late hand-off message {what}");
+            (n, Record::world(s.now, "deliver", what))
         }
         Action::Restart => {
             n.keys.clear();

@@ -6,6 +6,16 @@
 //! state machine (attempt, wait, renew, issue a fencing token, write to a
 //! fenced resource, release), time and faults as transitions, and the
 //! invariants of exclusion and fencing checked after every step.
+//!
+//! And the fair lock ([`fair`]: `fair_step.rs` the transitions,
+//! `fair_client.rs` a client's steps, `fair_check.rs` the invariants): a
+//! first try, queueing and lease renewal (`fair_acquire.lua`), the
+//! hand-off message or a renewal finding the hand-off, the watchdog and
+//! the hand-off's extension, a release handing on (`fair_release.lua`), a
+//! waiter leaving (`fair_leave.lua`), an operator's revocation
+//! (`fair_revoke.lua`); checked for exclusion, fencing (strictly rising
+//! tokens, every later one above a revocation's fence), FIFO among
+//! waiters that kept their leases, and the delay a dead waiter can cause.
 
 pub mod explore;
 pub mod fair;
