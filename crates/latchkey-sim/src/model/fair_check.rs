@@ -127,3 +127,21 @@ fn exclusion(m: &FairModel, s: &State) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Notes a fencing token issued: above every one before it, and above
+/// every fence a revocation returned.
+pub(crate) fn issued(s: &mut State, fence: u64) {
+    if fence <= s.revoke_fence {
+        s.breaks(format!(
+            "after a revoke every later fencing token must be above its fence: {fence} issued after the fence {}",
+            s.revoke_fence
+        ));
+    }
+    if fence <= s.last_token {
+        s.breaks(format!(
+            "fencing tokens must strictly increase: {fence} issued after {}",
+            s.last_token
+        ));
+    }
+    s.last_token = s.last_token.max(fence);
+}

@@ -1,9 +1,9 @@
 //! A fair lock client's steps: what it sends (the library's arguments) and
 //! what it makes of the reply, as `primitives/lock/fair/` does.
 
-use crate::model::fair::{FairModel, Mode, Op, Phase, State, Wait, Wake};
-use crate::model::fair_check::fifo;
-use crate::model::fair_step::{entry, handed_deadline, hold, ints, issued, names, token};
+use crate::model::fair::{drift, FairModel, Hold, Mode, Op, Phase, State, Wait, Wake};
+use crate::model::fair_check::{fifo, issued};
+use crate::model::fair_step::{entry, ints, names, token};
 use crate::model::trace::show_reply;
 use crate::server::Server;
 
@@ -257,4 +257,38 @@ fn taken(m: &FairModel, before: &State, n: &mut State, c: usize, me: Option<&[u8
     {
         issued(n, f);
     }
+}
+
+/// A hold granted now (`sent` = now) until `deadline`.
+pub(crate) fn hold(
+    m: &FairModel,
+    (now, epoch): (i64, u8),
+    token: u32,
+    deadline: i64,
+    fence: Option<u64>,
+    handed: bool,
+) -> Hold {
+    let cfg = &m.config;
+    let watchdog = match cfg.watchdog {
+        true => now + cfg.ttl / 3,
+        false => i64::MAX,
+    };
+    // A handed hold is extended a sixth of a lease before its stop time.
+    let next_renew = match handed {
+        true => watchdog.min(deadline - m.margin() - cfg.lease / 6),
+        false => watchdog,
+    };
+    Hold {
+        token,
+        deadline,
+        next_renew,
+        lost: false,
+        fence,
+        epoch,
+    }
+}
+
+/// A hold handed over for `left` ms, as the library computes its deadline.
+pub(crate) fn handed_deadline(sent: i64, left: i64) -> i64 {
+    sent + left - drift(left)
 }

@@ -10,9 +10,9 @@ use latchkey::protocol::{
 use crate::keyspace::{Value, ZSet};
 use crate::model::explore::Model;
 use crate::model::fair::{
-    drift, Action, FairModel, Hold, Mutant, Phase, State, Unseen, Val, Wait, Wake, START_MICROS,
+    Action, FairModel, Mutant, Phase, State, Unseen, Val, Wait, Wake, START_MICROS,
 };
-use crate::model::fair_check::{fifo, queue, server_ms};
+use crate::model::fair_check::{fifo, issued, queue, server_ms};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -252,24 +252,6 @@ pub(crate) fn ints(reply: &Reply) -> Vec<i64> {
     }
 }
 
-/// Notes a fencing token issued: above every one before it, and above
-/// every fence a revocation returned.
-pub(crate) fn issued(s: &mut State, fence: u64) {
-    if fence <= s.revoke_fence {
-        s.breaks(format!(
-            "after a revoke every later fencing token must be above its fence: {fence} issued after the fence {}",
-            s.revoke_fence
-        ));
-    }
-    if fence <= s.last_token {
-        s.breaks(format!(
-            "fencing tokens must strictly increase: {fence} issued after {}",
-            s.last_token
-        ));
-    }
-    s.last_token = s.last_token.max(fence);
-}
-
 pub(crate) fn step(
     m: &FairModel,
     server: &mut Server,
@@ -413,40 +395,6 @@ pub(crate) fn names(m: &FairModel) -> (Vec<Vec<u8>>, String, String) {
     let stem = String::from_utf8_lossy(&under(HANDOFF_SUFFIX)).into_owned();
     let channel = String::from_utf8_lossy(&release_channel(&key)).into_owned();
     (keys, stem, channel)
-}
-
-/// A hold granted now (`sent` = now) until `deadline`.
-pub(crate) fn hold(
-    m: &FairModel,
-    (now, epoch): (i64, u8),
-    token: u32,
-    deadline: i64,
-    fence: Option<u64>,
-    handed: bool,
-) -> Hold {
-    let cfg = &m.config;
-    let watchdog = match cfg.watchdog {
-        true => now + cfg.ttl / 3,
-        false => i64::MAX,
-    };
-    // A handed hold is extended a sixth of a lease before its stop time.
-    let next_renew = match handed {
-        true => watchdog.min(deadline - m.margin() - cfg.lease / 6),
-        false => watchdog,
-    };
-    Hold {
-        token,
-        deadline,
-        next_renew,
-        lost: false,
-        fence,
-        epoch,
-    }
-}
-
-/// A hold handed over for `left` ms, as the library computes its deadline.
-pub(crate) fn handed_deadline(sent: i64, left: i64) -> i64 {
-    sent + left - drift(left)
 }
 
 /// Replays `actions` from the initial state: the trace, and the first

@@ -7,7 +7,8 @@
 //! fenced resource, release), time and faults as transitions, and the
 //! invariants of exclusion and fencing checked after every step.
 //!
-//! And the fair lock ([`fair`]: `fair_step.rs` the transitions,
+//! And the fair lock ([`fair`]: `fair_model.rs` what is enabled when,
+//! `fair_step.rs` the transitions,
 //! `fair_client.rs` a client's steps, `fair_check.rs` the invariants): a
 //! first try, queueing and lease renewal (`fair_acquire.lua`), the
 //! hand-off message or a renewal finding the hand-off, the watchdog and
@@ -21,6 +22,7 @@ pub mod explore;
 pub mod fair;
 mod fair_check;
 mod fair_client;
+mod fair_model;
 mod fair_step;
 pub mod lock;
 mod lock_step;
