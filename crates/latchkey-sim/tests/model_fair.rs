@@ -55,6 +55,42 @@ fn every_state_of_two_fair_clients_with_one_fault_keeps_the_invariants() {
     assert!(stats.states > 10_000, "{stats:?}");
 }
 
+#[test]
+fn a_release_hands_the_lock_to_the_queued_waiter_with_a_higher_token() {
+    use latchkey_sim::model::fair::{Action::*, Op, Phase};
+    use latchkey_sim::model::replay_fair;
+    use latchkey_sim::model::trace::table;
+    // The path every search relies on, replayed: c1 queues behind c0, c0's
+    // release hands it the lock in the same script, c1 holds on the
+    // message alone (no second request) with the token the hand-off issued.
+    let model = FairModel::new(small(0)).unwrap_or_else(|e| panic!("{e}"));
+    let steps = [
+        Step(0, Op::Try, false),
+        Step(1, Op::Try, false),
+        Step(1, Op::Attempt, false),
+        Step(0, Op::Release, false),
+        Step(1, Op::Attempt, false),
+    ];
+    let (trace, verdict) = replay_fair(&model, &steps);
+    let shown = table(&trace);
+    assert_eq!(verdict, Ok(()), "{shown}");
+    assert_eq!(trace[2].reply, "[0, 10, 1]", "queued: {shown}");
+    assert_eq!(trace[3].reply, "2", "handed on: {shown}");
+    assert_eq!(trace[4].script, "hand-off(msg)", "{shown}");
+    use latchkey_sim::model::explore::Model;
+    let mut server = latchkey_sim::Server::new(0);
+    let mut state = model.initial();
+    for a in &steps {
+        state = model.step(&mut server, &state, a).0;
+    }
+    let fence = |c: usize| match &state.clients[c].phase {
+        Phase::Held(h) => h.fence,
+        _ => None,
+    };
+    assert!(fence(1) > Some(0), "{:?}", state.clients[1]);
+    assert_eq!(Some(state.last_token), fence(1), "{shown}");
+}
+
 /// A mutant's configuration passes without it and fails with it.
 fn caught(what: &str, config: Config, mutant: Mutant) -> String {
     if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
