@@ -17,7 +17,8 @@
 //! - a hold: `{1, fence}` valid until `sent + ttl − drift`, `{2, fence,
 //!   pttl}` (handed, its message missed) until `sent + pttl − drift(pttl)`;
 //!   believed while not lost and before the deadline minus the stop margin
-//!   (`ttl/5`); the watchdog renews (`extend.lua`) every `ttl/3`; a handed
+//!   (`ttl/5`, or half the time left at a grant that left less than twice
+//!   that); the watchdog renews (`extend.lua`) every `ttl/3`; a handed
 //!   hold is extended a sixth of a lease before its stop time
 //!   (`extend_after_handoff`);
 //! - a release (`fair_release.lua`), which hands on; a waiter that gives up
@@ -158,6 +159,10 @@ pub struct Hold {
     pub token: u32,
     /// Valid until (ms).
     pub deadline: i64,
+    /// How long before the deadline it stops being believed: the stop
+    /// margin, or half the time left at a grant that left less than twice
+    /// that.
+    pub margin: i64,
     /// When it is renewed next (`i64::MAX`: never).
     pub next_renew: i64,
     /// Found lost (a renewal said so).
@@ -343,6 +348,6 @@ impl FairModel {
 
     /// Whether a client believes it holds the lock at `now`.
     pub fn believes(&self, hold: &Hold, now: i64) -> bool {
-        !hold.lost && now < hold.deadline - self.margin()
+        !hold.lost && now < hold.deadline - hold.margin
     }
 }

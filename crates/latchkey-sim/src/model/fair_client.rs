@@ -195,7 +195,11 @@ pub(crate) fn client_step(
             match (lost, ints(&reply).first()) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Some(1)) => {
-                    h.deadline = h.deadline.max(now + cfg.ttl - drift_of(cfg.ttl));
+                    let until = now + cfg.ttl - drift_of(cfg.ttl);
+                    if until > h.deadline {
+                        h.deadline = until;
+                        h.margin = m.margin();
+                    }
                     h.next_renew = match cfg.watchdog {
                         true => now + cfg.ttl / 3,
                         false => i64::MAX,
@@ -273,14 +277,19 @@ pub(crate) fn hold(
         true => now + cfg.ttl / 3,
         false => i64::MAX,
     };
+    // A deadline that came with less than twice the stop margin left (a
+    // hand-off's short TTL) stops half the time left before it, until a
+    // renewal sets the next (`lease::State::new`).
+    let margin = m.margin().min((deadline - now).max(0) / 2);
     // A handed hold is extended a sixth of a lease before its stop time.
     let next_renew = match handed {
-        true => watchdog.min(deadline - m.margin() - cfg.lease / 6),
+        true => watchdog.min(deadline - margin - cfg.lease / 6),
         false => watchdog,
     };
     Hold {
         token,
         deadline,
+        margin,
         next_renew,
         lost: false,
         fence,
