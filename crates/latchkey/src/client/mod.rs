@@ -15,6 +15,7 @@ macro_rules! locks_only {
 }
 
 mod control;
+pub(crate) mod kept;
 mod signals;
 
 use std::time::Duration;
