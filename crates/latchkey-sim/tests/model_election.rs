@@ -45,7 +45,8 @@ fn search(what: &str, config: Config) -> Result<Stats, String> {
 
 #[test]
 fn every_state_of_an_election_with_one_fault_keeps_the_invariants() {
-    let stats = search("election, 2 candidates, 1 fault", small(1)).unwrap_or_else(|e| panic!("{e}"));
+    let stats =
+        search("election, 2 candidates, 1 fault", small(1)).unwrap_or_else(|e| panic!("{e}"));
     // A search that stopped early would count far fewer.
     assert!(stats.states > 10_000, "{stats:?}");
 }
@@ -57,7 +58,8 @@ fn every_state_of_three_candidates_keeps_the_invariants() {
         max_time: Some(8),
         ..small(0)
     };
-    let stats = search("election, 3 candidates, no fault", config).unwrap_or_else(|e| panic!("{e}"));
+    let stats =
+        search("election, 3 candidates, no fault", config).unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 1_000, "{stats:?}");
 }
 
@@ -120,11 +122,43 @@ fn a_campaign_that_ignores_the_leader_is_caught() {
         small(0),
         Mutant::CampaignIgnoresLeader,
     );
-    assert!(why.contains("one leader") || why.contains("issued since"), "{why}");
+    assert!(why.contains("one leader"), "{why}");
 }
 
 #[test]
 fn a_campaign_that_does_not_raise_the_term_is_caught() {
     let why = caught("term not raised", small(0), Mutant::TermNotRaised);
     assert!(why.contains("strictly increase"), "{why}");
+}
+
+#[test]
+fn a_restart_without_persistence_lets_two_believe_with_ordered_terms() {
+    use latchkey_sim::model::elect::{Action, Op};
+    use latchkey_sim::model::explore::Model;
+    // The documented case, replayed step by step: the restart lost c0's
+    // lease; c1 is elected while c0 still believes it leads; the terms
+    // still order them (the server's clock moved on across the restart).
+    let model = ElectionModel::new(small(1)).unwrap_or_else(|e| panic!("{e}"));
+    let mut server = latchkey_sim::Server::new(0);
+    let mut state = model.initial();
+    for action in [
+        Action::Step(0, Op::Campaign, false),
+        Action::Restart,
+        Action::Step(1, Op::Campaign, false),
+    ] {
+        state = model.step(&mut server, &state, &action).0;
+        model.check(&state).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let terms: Vec<u64> = state
+        .clients
+        .iter()
+        .filter_map(|c| match &c.phase {
+            latchkey_sim::model::elect::Phase::Leading(l) if model.believes(l, state.now) => {
+                Some(l.term)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(terms.len(), 2, "{state:?}");
+    assert!(terms[0] < terms[1], "{terms:?}");
 }

@@ -61,14 +61,18 @@ fn report(what: &str, started: Instant, stats: Stats) -> Stats {
 fn search_latch(what: &str, config: latch::Config) -> Result<Stats, String> {
     let model = LatchModel::new(config).map_err(|e| format!("{what}: {e}"))?;
     let started = Instant::now();
-    let stats = model.search(2_000_000).map_err(|v| format!("{what}: {v}"))?;
+    let stats = model
+        .search(2_000_000)
+        .map_err(|v| format!("{what}: {v}"))?;
     Ok(report(what, started, stats))
 }
 
 fn search_barrier(what: &str, config: barrier::Config) -> Result<Stats, String> {
     let model = BarrierModel::new(config).map_err(|e| format!("{what}: {e}"))?;
     let started = Instant::now();
-    let stats = model.search(2_000_000).map_err(|v| format!("{what}: {v}"))?;
+    let stats = model
+        .search(2_000_000)
+        .map_err(|v| format!("{what}: {v}"))?;
     Ok(report(what, started, stats))
 }
 
@@ -81,8 +85,11 @@ fn every_state_of_a_latch_with_one_fault_keeps_the_invariants() {
 
 #[test]
 fn every_state_of_a_latch_with_two_faults_keeps_the_invariants() {
-    let stats = search_latch("latch of 2, 3 workers, 2 waiters, 2 faults", latch_config(2))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let stats = search_latch(
+        "latch of 2, 3 workers, 2 waiters, 2 faults",
+        latch_config(2),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 5_000, "{stats:?}");
 }
 
@@ -156,9 +163,16 @@ fn random_walks_of_a_barrier_of_four_keep_the_invariants() {
     for seed in 1..=8 {
         let (n, last) = model.walk(seed, 2000).unwrap_or_else(|v| panic!("{v}"));
         steps += n;
-        passed += last.parties.iter().map(|p| usize::from(p.passed)).sum::<usize>();
+        passed += last
+            .parties
+            .iter()
+            .map(|p| usize::from(p.passed))
+            .sum::<usize>();
     }
-    eprintln!("barrier walks: 8 walks, {steps} steps, {passed} generations passed, {:.2?}", started.elapsed());
+    eprintln!(
+        "barrier walks: 8 walks, {steps} steps, {passed} generations passed, {:.2?}",
+        started.elapsed()
+    );
     // Walks in which nobody passed would check little.
     assert!(passed > 100, "{passed} passed");
 }
@@ -167,8 +181,11 @@ fn latch_caught(what: &str, config: latch::Config, mutant: latch::Mutant) -> Str
     if let Err(e) = search_latch(&format!("{what} (unmutated)"), config.clone()) {
         panic!("the control's configuration fails without the mutant: {e}");
     }
-    let model = LatchModel::new(latch::Config { mutant: Some(mutant), ..config })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let model = LatchModel::new(latch::Config {
+        mutant: Some(mutant),
+        ..config
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     match model.search(2_000_000) {
         Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
         Err(v) => {
@@ -182,8 +199,11 @@ fn barrier_caught(what: &str, config: barrier::Config, mutant: barrier::Mutant) 
     if let Err(e) = search_barrier(&format!("{what} (unmutated)"), config.clone()) {
         panic!("the control's configuration fails without the mutant: {e}");
     }
-    let model = BarrierModel::new(barrier::Config { mutant: Some(mutant), ..config })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let model = BarrierModel::new(barrier::Config {
+        mutant: Some(mutant),
+        ..config
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     match model.search(2_000_000) {
         Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
         Err(v) => {
@@ -195,24 +215,40 @@ fn barrier_caught(what: &str, config: barrier::Config, mutant: barrier::Mutant) 
 
 #[test]
 fn a_latch_that_opens_at_one_is_caught() {
-    let why = latch_caught("latch opening at 1", latch_config(0), latch::Mutant::OpensAtOne);
+    let why = latch_caught(
+        "latch opening at 1",
+        latch_config(0),
+        latch::Mutant::OpensAtOne,
+    );
     assert!(why.contains("before the count reached zero"), "{why}");
 }
 
 #[test]
 fn a_latch_counted_below_zero_is_caught() {
-    let why = latch_caught("latch below zero", latch_config(0), latch::Mutant::CountsBelowZero);
+    let why = latch_caught(
+        "latch below zero",
+        latch_config(0),
+        latch::Mutant::CountsBelowZero,
+    );
     assert!(why.contains("never below 0"), "{why}");
 }
 
 #[test]
 fn a_barrier_that_trips_early_is_caught() {
-    let why = barrier_caught("barrier tripping early", barrier_config(0), barrier::Mutant::TripsEarly);
+    let why = barrier_caught(
+        "barrier tripping early",
+        barrier_config(0),
+        barrier::Mutant::TripsEarly,
+    );
     assert!(why.contains("released with 1 of 2"), "{why}");
 }
 
 #[test]
 fn a_leave_that_is_not_counted_is_caught() {
-    let why = barrier_caught("leave not counted", barrier_config(0), barrier::Mutant::LeaveNotCounted);
+    let why = barrier_caught(
+        "leave not counted",
+        barrier_config(0),
+        barrier::Mutant::LeaveNotCounted,
+    );
     assert!(why.contains("arrived"), "{why}");
 }

@@ -64,9 +64,16 @@ fn random_walks_of_many_waiters_keep_the_promises() {
     for seed in 1..=8 {
         let (n, last) = model.walk(seed, 2000).unwrap_or_else(|v| panic!("{v}"));
         steps += n;
-        taken += last.waiters.iter().map(|w| usize::from(w.taken)).sum::<usize>();
+        taken += last
+            .waiters
+            .iter()
+            .map(|w| usize::from(w.taken))
+            .sum::<usize>();
     }
-    eprintln!("random walks: 8 walks, {steps} steps, {taken} signals taken, {:.2?}", started.elapsed());
+    eprintln!(
+        "random walks: 8 walks, {steps} steps, {taken} signals taken, {:.2?}",
+        started.elapsed()
+    );
     // Walks in which no signal reached anyone would check little.
     assert!(taken > 100, "{taken} signals taken");
 }

@@ -179,10 +179,18 @@ impl BarrierModel {
         let (mut arrive, mut leave) = (text("barrier_arrive.lua")?, text("barrier_leave.lua")?);
         match config.mutant {
             Some(Mutant::TripsEarly) => {
-                arrive = mutate(&arrive, "if arrived >= parties then", "if arrived + 1 >= parties then")?;
+                arrive = mutate(
+                    &arrive,
+                    "if arrived >= parties then",
+                    "if arrived + 1 >= parties then",
+                )?;
             }
             Some(Mutant::LeaveNotCounted) => {
-                leave = mutate(&leave, "redis.call('HINCRBY', KEYS[1], 'arrived', -1) <= 0", "false")?;
+                leave = mutate(
+                    &leave,
+                    "redis.call('HINCRBY', KEYS[1], 'arrived', -1) <= 0",
+                    "false",
+                )?;
             }
             None => {}
         }
@@ -203,7 +211,14 @@ impl BarrierModel {
         crate::model::explore::walk(self, seed, steps)
     }
 
-    fn client_step(&self, server: &mut Server, n: &mut State, c: usize, op: Op, lost: bool) -> Record {
+    fn client_step(
+        &self,
+        server: &mut Server,
+        n: &mut State,
+        c: usize,
+        op: Op,
+        lost: bool,
+    ) -> Record {
         let k = key();
         let party = n.parties[c];
         let (script, args, reply) = match (op, party.phase) {
@@ -222,13 +237,37 @@ impl BarrierModel {
                 self.arrived(n, c, attempt, &ints(&reply), lost);
                 ("barrier_arrive.lua", args, reply)
             }
-            (Op::Hear, Phase::Waiting { gen, attempt, epoch, .. }) => {
+            (
+                Op::Hear,
+                Phase::Waiting {
+                    gen,
+                    attempt,
+                    epoch,
+                    ..
+                },
+            ) => {
                 self.pass(n, c, (epoch, gen, attempt), "heard its generation");
                 let record = Record::world(n.now, "released", format!("passes {gen}"));
-                return Record { client: Some(c), ..record };
+                return Record {
+                    client: Some(c),
+                    ..record
+                };
             }
-            (Op::Recheck, Phase::Waiting { gen, attempt, epoch, .. }) => {
-                let args = vec!["HMGET".into(), String::from_utf8_lossy(&k).into_owned(), "gen".into(), "arrived".into()];
+            (
+                Op::Recheck,
+                Phase::Waiting {
+                    gen,
+                    attempt,
+                    epoch,
+                    ..
+                },
+            ) => {
+                let args = vec![
+                    "HMGET".into(),
+                    String::from_utf8_lossy(&k).into_owned(),
+                    "gen".into(),
+                    "arrived".into(),
+                ];
                 let reply = server.command(&args);
                 if let (false, Reply::Array(Some(items))) = (lost, &reply) {
                     match items.first() {
@@ -242,11 +281,16 @@ impl BarrierModel {
                 }
                 ("HMGET", args[1..].to_vec(), reply)
             }
-            (Op::GiveUp | Op::Cleanup, Phase::Waiting { attempt, .. } | Phase::Cleanup { attempt }) => {
+            (
+                Op::GiveUp | Op::Cleanup,
+                Phase::Waiting { attempt, .. } | Phase::Cleanup { attempt },
+            ) => {
                 let args = vec![token(c, attempt)];
                 let reply = server.eval(&self.leave, &[&k], &args);
                 if reply == Reply::Int(1) && !n.live.remove(&(c, attempt)) && n.broken.is_none() {
-                    n.broken = Some(format!("c{c}'s leave took back an arrival that was not counting"));
+                    n.broken = Some(format!(
+                        "c{c}'s leave took back an arrival that was not counting"
+                    ));
                 }
                 match (op, &reply, party.phase) {
                     // Released meanwhile: the timed-out wait returns Ok(gen).
@@ -266,14 +310,23 @@ impl BarrierModel {
         if lost {
             shown.push_str(" (lost)");
         }
-        Record { at: n.now, client: Some(c), script: script.into(), args, reply: shown }
+        Record {
+            at: n.now,
+            client: Some(c),
+            script: script.into(),
+            args,
+            reply: shown,
+        }
     }
 
     /// Folds an arrival's reply `{gen, last}` into the record of arrivals.
     fn arrived(&self, n: &mut State, c: usize, attempt: u32, words: &[i64], lost: bool) {
         let [gen, last] = words[..] else { return };
         if gen != n.gen && n.broken.is_none() {
-            n.broken = Some(format!("c{c} arrived in generation {gen}, not the current {}", n.gen));
+            n.broken = Some(format!(
+                "c{c} arrived in generation {gen}, not the current {}",
+                n.gen
+            ));
         }
         if last == 1 {
             let count = n.live.len() + 1;
@@ -285,7 +338,8 @@ impl BarrierModel {
             }
             let epoch = n.epoch;
             let members: Vec<_> = n.live.iter().copied().chain([(c, attempt)]).collect();
-            n.counted.extend(members.into_iter().map(|(p, a)| (epoch, gen, p, a)));
+            n.counted
+                .extend(members.into_iter().map(|(p, a)| (epoch, gen, p, a)));
             n.live.clear();
             n.gen = gen + 1;
         } else {
@@ -294,7 +348,12 @@ impl BarrierModel {
         n.parties[c].phase = match (lost, last) {
             (true, _) => Phase::Cleanup { attempt },
             (false, 1) => return self.pass(n, c, (n.epoch, gen, attempt), "released it"),
-            (false, _) => Phase::Waiting { gen, attempt, epoch: n.epoch, woken: false },
+            (false, _) => Phase::Waiting {
+                gen,
+                attempt,
+                epoch: n.epoch,
+                woken: false,
+            },
         };
     }
 
@@ -340,7 +399,12 @@ impl Model for BarrierModel {
     type Action = Action;
 
     fn initial(&self) -> State {
-        let party = Party { phase: Phase::Idle, attempts: 0, rounds: 0, passed: 0 };
+        let party = Party {
+            phase: Phase::Idle,
+            attempts: 0,
+            rounds: 0,
+            passed: 0,
+        };
         State {
             now: 0,
             keys: Keys::new(),
@@ -375,7 +439,10 @@ impl Model for BarrierModel {
                     out.push(Action::Step(i, op, true));
                 }
             }
-            if fault && cfg.faults.lost_message && matches!(p.phase, Phase::Waiting { woken: true, .. }) {
+            if fault
+                && cfg.faults.lost_message
+                && matches!(p.phase, Phase::Waiting { woken: true, .. })
+            {
                 out.push(Action::LoseMessage(i));
             }
         }
@@ -428,20 +495,32 @@ impl Model for BarrierModel {
             return Ok(());
         };
         let arrived = field(&s.keys, &k, b"arrived").unwrap_or(-1);
-        let fields: BTreeSet<&[u8]> = h.iter().filter_map(|(f, _)| f.strip_prefix(b"a:")).collect();
+        let fields: BTreeSet<&[u8]> = h
+            .iter()
+            .filter_map(|(f, _)| f.strip_prefix(b"a:"))
+            .collect();
         let tokens: BTreeSet<String> = s.live.iter().map(|&(c, a)| token(c, a)).collect();
         let has_parties = h.iter().any(|(f, _)| f == b"parties");
         if usize::try_from(arrived).ok() != Some(s.live.len()) {
-            return Err(format!("the barrier counts {arrived} arrived, but {} arrivals were not taken back", s.live.len()));
+            return Err(format!(
+                "the barrier counts {arrived} arrived, but {} arrivals were not taken back",
+                s.live.len()
+            ));
         }
         if fields.len() != tokens.len() || tokens.iter().any(|t| !fields.contains(t.as_bytes())) {
-            return Err(format!("the barrier's a: fields are not the {} arrivals waiting", tokens.len()));
+            return Err(format!(
+                "the barrier's a: fields are not the {} arrivals waiting",
+                tokens.len()
+            ));
         }
         if has_parties != (arrived > 0) {
             return Err(format!("the barrier keeps parties with {arrived} arrived"));
         }
         if field(&s.keys, &k, b"gen") != Some(s.gen) {
-            return Err(format!("the barrier's gen is not {}, the releases counted", s.gen));
+            return Err(format!(
+                "the barrier's gen is not {}, the releases counted",
+                s.gen
+            ));
         }
         Ok(())
     }

@@ -22,7 +22,9 @@
 //! restart without persistence came between their elections; then the
 //! older one's term is below the newer's); terms strictly increase; a
 //! believed leader's term is the last one issued (the same exception); the
-//! state hash's `last_term` is the last term issued.
+//! state hash's `last_term` is the last term issued; the change messages
+//! (what observers apply in order) carry change numbers that strictly
+//! increase, one each, and the hash's `change` is the last one published.
 
 use crate::model::explore::{Model, Stats, Violation};
 use crate::model::lock::Faults;
@@ -126,6 +128,9 @@ pub struct State {
     pub clients: Vec<Client>,
     /// The highest term issued (0: none).
     pub last_term: u64,
+    /// The last change number published (0: none since the start or the
+    /// last restart, which loses the counter: documented).
+    pub last_change: i64,
     /// Something went wrong that only a step sees (a term that did not
     /// increase, an error reply): kept to report.
     pub broken: Option<String>,
@@ -246,6 +251,7 @@ impl Model for ElectionModel {
             keys: Keys::new(),
             clients: vec![client; self.config.clients],
             last_term: 0,
+            last_change: 0,
             broken: None,
             restarts: 0,
             faults: 0,
@@ -300,15 +306,6 @@ impl Model for ElectionModel {
             })
             .collect();
         for (n, (a, la)) in leaders.iter().enumerate() {
-            // A believed leader's term is the last issued, unless a restart
-            // without persistence came since its election (documented:
-            // then a later term orders them).
-            if la.epoch == s.restarts && la.term != s.last_term {
-                return Err(format!(
-                    "c{a} believes it leads with term {} but term {} was issued since",
-                    la.term, s.last_term
-                ));
-            }
             for (b, lb) in &leaders[n + 1..] {
                 if la.epoch == lb.epoch {
                     return Err(format!(
@@ -329,7 +326,25 @@ impl Model for ElectionModel {
                 }
             }
         }
+        // A believed leader's term is the last issued, unless a restart
+        // without persistence came since its election (documented: then a
+        // later term orders them, checked above).
+        for (a, la) in &leaders {
+            if la.epoch == s.restarts && la.term != s.last_term {
+                return Err(format!(
+                    "c{a} believes it leads with term {} but term {} was issued since",
+                    la.term, s.last_term
+                ));
+            }
+        }
         let state_key = crate::model::elect_step::state_key();
+        let change = crate::model::snap::field(&s.keys, &state_key, b"change");
+        if change.is_some_and(|c| c != s.last_change) {
+            return Err(format!(
+                "the state hash's change {change:?} is not the last one published, {}",
+                s.last_change
+            ));
+        }
         if let Some(stored) = crate::model::snap::field(&s.keys, &state_key, b"last_term") {
             if u64::try_from(stored).ok() != Some(s.last_term) {
                 return Err(format!(

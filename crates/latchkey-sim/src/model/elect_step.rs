@@ -69,7 +69,26 @@ fn settle(server: &mut Server, n: &mut State) {
         Ok(keys) => n.keys = keys,
         Err(why) => n.broken = Some(format!("the model's step went wrong: {why}")),
     }
-    if !server.take_published().is_empty() {
+    let published = server.take_published();
+    for p in &published {
+        // "<change> <term> <since> <lease> <value>", "<change> -".
+        let change = String::from_utf8_lossy(&p.payload)
+            .split(' ')
+            .next()
+            .and_then(|w| w.parse::<i64>().ok());
+        match change {
+            Some(c) if c == n.last_change + 1 => n.last_change = c,
+            _ if n.broken.is_some() => {}
+            _ => {
+                n.broken = Some(format!(
+                    "change message {:?} after change {}: observers need one more each",
+                    String::from_utf8_lossy(&p.payload),
+                    n.last_change
+                ))
+            }
+        }
+    }
+    if !published.is_empty() {
         for c in &mut n.clients {
             if matches!(c.phase, Phase::Waiting { .. }) {
                 c.woken = true;
@@ -111,6 +130,7 @@ pub(crate) fn step(
         }
         Action::Restart => {
             n.keys.clear();
+            n.last_change = 0;
             n.restarts += 1;
             n.faults += 1;
             // A restart takes time: the server's clock moves on meanwhile.
@@ -164,13 +184,7 @@ fn client_step(
             client.attempts += 1;
             let attempt = client.attempts;
             let value = format!("c{c}");
-            let args = vec![
-                token(c, attempt),
-                ttl,
-                value,
-                channel(),
-                "PUBLISH".into(),
-            ];
+            let args = vec![token(c, attempt), ttl, value, channel(), "PUBLISH".into()];
             let reply = server.eval(&m.scripts.campaign, &keys, &args);
             let words = ints(&reply);
             client.woken = false;
@@ -242,7 +256,12 @@ fn client_step(
                 Phase::Cleanup { attempt } => *attempt,
                 _ => return ("resign".into(), Vec::new(), "nothing to resign".into()),
             };
-            let args = vec![token(c, attempt), channel(), "PUBLISH".into(), String::new()];
+            let args = vec![
+                token(c, attempt),
+                channel(),
+                "PUBLISH".into(),
+                String::new(),
+            ];
             let reply = server.eval(&m.scripts.resign, &keys, &args);
             if op == Op::Resign {
                 client.leads += 1;

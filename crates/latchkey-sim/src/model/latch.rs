@@ -145,7 +145,11 @@ impl LatchModel {
         let mut count_down = text("latch_count_down.lua")?;
         match config.mutant {
             Some(Mutant::OpensAtOne) => {
-                count_down = mutate(&count_down, "if n == 0 then\n  -- pcall", "if n == 1 then\n  -- pcall")?;
+                count_down = mutate(
+                    &count_down,
+                    "if n == 0 then\n  -- pcall",
+                    "if n == 1 then\n  -- pcall",
+                )?;
             }
             Some(Mutant::CountsBelowZero) => {
                 count_down = mutate(&count_down, "if n == 0 then return -2 end", "")?;
@@ -176,7 +180,14 @@ impl LatchModel {
         1 + self.config.workers + self.config.waiters
     }
 
-    fn client_step(&self, server: &mut Server, n: &mut State, c: usize, op: Op, lost: bool) -> Record {
+    fn client_step(
+        &self,
+        server: &mut Server,
+        n: &mut State,
+        c: usize,
+        op: Op,
+        lost: bool,
+    ) -> Record {
         let cfg = &self.config;
         let k = key();
         let (script, args, reply) = match op {
@@ -275,7 +286,10 @@ impl LatchModel {
         for p in server.take_published() {
             n.openings += 1;
             if p.payload != b"opened" && n.broken.is_none() {
-                n.broken = Some(format!("published {:?}", String::from_utf8_lossy(&p.payload)));
+                n.broken = Some(format!(
+                    "published {:?}",
+                    String::from_utf8_lossy(&p.payload)
+                ));
             }
             for c in 0..n.phases.len() {
                 n.woken[c] |= n.phases[c] == Phase::Waiting;
@@ -368,7 +382,10 @@ impl Model for LatchModel {
             return Err(format!("the latch published opened {} times", s.openings));
         }
         if let Some(Val::Str(v)) = get(&s.keys, &key()) {
-            let left: i64 = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()).unwrap_or(-1);
+            let left: i64 = std::str::from_utf8(v)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(-1);
             let expected = i64::from(self.config.count) - i64::from(s.downs);
             if left < 0 || left != expected {
                 return Err(format!(
@@ -380,4 +397,3 @@ impl Model for LatchModel {
         Ok(())
     }
 }
-

@@ -121,7 +121,14 @@ fn broadcast_channel(name: usize) -> Vec<u8> {
 
 fn waiter_prefix(name: usize) -> Vec<u8> {
     let n = NAMES[name];
-    [b"signal-one:", n.len().to_string().as_bytes(), b":", n, b":"].concat()
+    [
+        b"signal-one:",
+        n.len().to_string().as_bytes(),
+        b":",
+        n,
+        b":",
+    ]
+    .concat()
 }
 
 /// A waiter's channel: its id is 16 hex digits for its connection (the
@@ -232,22 +239,41 @@ impl SignalModel {
             _ => -1,
         };
         let why = if let Some(&i) = reached.iter().find(|&&i| n.waiters[i].name != name) {
-            Some(format!("a signal on {:?} reached c{i}, a waiter on another name", show(name)))
+            Some(format!(
+                "a signal on {:?} reached c{i}, a waiter on another name",
+                show(name)
+            ))
         } else if pick.is_some() && reached.len() > 1 {
-            Some(format!("signal_one delivered {} times (to waiters {reached:?})", reached.len()))
+            Some(format!(
+                "signal_one delivered {} times (to waiters {reached:?})",
+                reached.len()
+            ))
         } else if pick.is_some() && (heard == 0) != of_name.is_empty() {
-            Some(format!("signal_one answered {heard} with {} waiters on the name", of_name.len()))
+            Some(format!(
+                "signal_one answered {heard} with {} waiters on the name",
+                of_name.len()
+            ))
         } else if pick.is_some() && heard > 0 && reached.len() != 1 {
-            Some(format!("signal_one answered {heard} but reached {reached:?}"))
+            Some(format!(
+                "signal_one answered {heard} but reached {reached:?}"
+            ))
         } else if pick.is_none() && (reached != of_name || heard != of_name.len() as i64) {
-            Some(format!("a broadcast to {of_name:?} reached {reached:?} and answered {heard}"))
+            Some(format!(
+                "a broadcast to {of_name:?} reached {reached:?} and answered {heard}"
+            ))
         } else {
             None
         };
         if n.broken.is_none() {
             n.broken = why;
         }
-        Record { at: 0, client: None, script, args, reply: show_reply(&reply) }
+        Record {
+            at: 0,
+            client: None,
+            script,
+            args,
+            reply: show_reply(&reply),
+        }
     }
 }
 
@@ -261,9 +287,18 @@ impl Model for SignalModel {
 
     fn initial(&self) -> State {
         let [a, b] = self.config.waiters;
-        let waiter = |name| Waiter { name, listening: None, waits: 0, inbox: Vec::new(), taken: 0 };
+        let waiter = |name| Waiter {
+            name,
+            listening: None,
+            waits: 0,
+            inbox: Vec::new(),
+            taken: 0,
+        };
         State {
-            waiters: (0..a).map(|_| waiter(0)).chain((0..b).map(|_| waiter(1))).collect(),
+            waiters: (0..a)
+                .map(|_| waiter(0))
+                .chain((0..b).map(|_| waiter(1)))
+                .collect(),
             sent: 0,
             broken: None,
             faults: 0,
@@ -313,7 +348,10 @@ impl Model for SignalModel {
                 w.waits += 1;
                 w.inbox.clear();
                 let what = String::from_utf8_lossy(&self.channel_of(i, w)).into_owned();
-                Record { client: Some(i), ..Record::world(0, "subscribe", what) }
+                Record {
+                    client: Some(i),
+                    ..Record::world(0, "subscribe", what)
+                }
             }
             Action::Take(i) | Action::GiveUp(i) => {
                 let w = &mut n.waiters[i];
@@ -321,7 +359,9 @@ impl Model for SignalModel {
                 if let (Action::Take(_), Some(id), Some(since)) = (action, first, w.listening) {
                     w.taken += 1;
                     if id <= since && n.broken.is_none() {
-                        n.broken = Some(format!("c{i} received signal {id}, sent before it subscribed"));
+                        n.broken = Some(format!(
+                            "c{i} received signal {id}, sent before it subscribed"
+                        ));
                     }
                 }
                 // The wait returns one signal and drops the rest (documented).
@@ -331,7 +371,10 @@ impl Model for SignalModel {
                     Action::Take(_) => format!("took signal {}", first.unwrap_or(0)),
                     _ => "timed out".into(),
                 };
-                Record { client: Some(i), ..Record::world(0, "unsubscribe", what) }
+                Record {
+                    client: Some(i),
+                    ..Record::world(0, "unsubscribe", what)
+                }
             }
             Action::One(name, pick, lost) => {
                 n.faults += u8::from(lost);
