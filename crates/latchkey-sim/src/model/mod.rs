@@ -15,6 +15,7 @@
 //! the keyspace snapshot they share ([`snap`]).
 
 pub mod barrier;
+mod barrier_step;
 pub mod elect;
 mod elect_step;
 pub mod explore;
