@@ -113,8 +113,9 @@ fn every_state_of_a_barrier_with_one_fault_keeps_the_invariants() {
 /// again; the first party then gives up, and `barrier_leave.lua` finds no
 /// field of its own in a barrier that exists: 0, which the library reads
 /// as "released meanwhile", so the wait returns `Ok(0)` though nobody
-/// released its generation. A limit of restarts without persistence (as
-/// for locks), kept here so that a change of it is seen.
+/// released its generation (a recheck that reads the new barrier's
+/// generation passes the same way). A limit of restarts without
+/// persistence (as for locks), kept here so that a change of it is seen.
 #[test]
 fn a_restart_can_tell_a_party_that_gave_up_it_passed() {
     let config = barrier::Config {
@@ -134,6 +135,31 @@ fn a_restart_can_tell_a_party_that_gave_up_it_passed() {
     eprintln!("barrier after a restart:\n{v}");
     assert!(v.message.contains("no release counted"), "{v}");
     assert!(v.trace.iter().any(|r| r.script == "restart"), "{v}");
+
+    // A waiter's recheck passes the same way: it reads a generation other
+    // than its own (the new barrier's 0 for its 1) and takes it for a
+    // release.
+    use barrier::{Action, Op};
+    use latchkey_sim::model::explore::Model;
+    let mut server = latchkey_sim::Server::new(0);
+    let mut state = model.initial();
+    let mut verdict = Ok(());
+    for action in [
+        Action::Step(0, Op::Arrive, false),
+        Action::Step(1, Op::Arrive, false),
+        Action::Step(0, Op::Arrive, false),
+        Action::Restart,
+        Action::Step(2, Op::Arrive, false),
+        Action::Step(0, Op::Recheck, false),
+    ] {
+        state = model.step(&mut server, &state, &action).0;
+        verdict = model.check(&state);
+        if verdict.is_err() {
+            break;
+        }
+    }
+    let why = verdict.expect_err("the recheck after a restart passed unnoticed");
+    assert!(why.contains("moved on"), "{why}");
 }
 
 #[test]
