@@ -174,6 +174,41 @@ fn every_state_of_a_barrier_of_three_keeps_the_invariants() {
 }
 
 #[test]
+fn random_walks_of_a_latch_of_five_keep_the_invariants() {
+    // Six workers for a count of 5, five waiters, the latch expiring at
+    // 30 ms of 40, up to four faults: each walk runs until every client is
+    // done and time is up.
+    let model = LatchModel::new(latch::Config {
+        count: 5,
+        workers: 6,
+        waiters: 5,
+        ttl: 30,
+        max_time: 40,
+        max_faults: 4,
+        ..latch_config(0)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let started = Instant::now();
+    let (mut steps, mut released, mut opened) = (0, 0, 0);
+    for seed in 1..=16 {
+        let (n, last) = model.walk(seed, 2000).unwrap_or_else(|v| panic!("{v}"));
+        steps += n;
+        released += usize::from(last.released);
+        opened += usize::from(last.opened);
+    }
+    eprintln!(
+        "latch walks: 16 walks, {steps} steps, {opened} opened, {released} waiters released, {:.2?}",
+        started.elapsed()
+    );
+    // Walks in which the latch never opened would check little (a restart
+    // or the TTL takes it away in some).
+    assert!(
+        opened >= 4 && released >= 15,
+        "{opened} opened, {released} released"
+    );
+}
+
+#[test]
 fn random_walks_of_a_barrier_of_four_keep_the_invariants() {
     let model = BarrierModel::new(barrier::Config {
         parties: 4,

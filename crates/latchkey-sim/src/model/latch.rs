@@ -168,6 +168,11 @@ impl LatchModel {
         crate::model::explore::bfs(self, max_states)
     }
 
+    /// [`walk`](crate::model::explore::walk) of this model, likewise.
+    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
+        crate::model::explore::walk(self, seed, steps)
+    }
+
     fn op(&self, i: usize) -> Op {
         match i {
             0 => Op::Create,
