@@ -325,9 +325,10 @@ impl Model for SignalModel {
             }
         }
         if s.sent < cfg.sends {
+            // Enough numbers from the client to pick any waiter's channel.
+            let picks = cfg.waiters.into_iter().max().unwrap_or(0).max(2) as u8;
             for name in 0..NAMES.len() {
-                // Picks 0 and 1 choose either of two waiters' channels.
-                for pick in 0..2 {
+                for pick in 0..picks {
                     out.push(Action::One(name, pick, false));
                     if fault && cfg.faults.lost_reply {
                         out.push(Action::One(name, pick, true));
