@@ -60,7 +60,7 @@ impl Acquirer {
         cancellable(&env, token(cancel), core.closing(), async move {
             core.check_open()?;
             let guard = inner.take_until(deadline.into()).await?;
-            Ok(Guard::keep(guard, &core)?)
+            Guard::keep(guard, &core)
         })
     }
 }

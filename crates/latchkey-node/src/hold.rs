@@ -119,7 +119,11 @@ impl Guard {
     #[napi(getter)]
     pub fn value(&self) -> Option<napi::bindgen_prelude::Buffer> {
         self.kept
-            .with_guard(|g| g.as_any().downcast_ref::<Leadership>().map(Leadership::value))
+            .with_guard(|g| {
+                g.as_any()
+                    .downcast_ref::<Leadership>()
+                    .map(Leadership::value)
+            })
             .flatten()
             .or_else(|| self.value.clone())
             .map(Into::into)
@@ -171,7 +175,9 @@ impl Guard {
     #[napi(ts_return_type = "Promise<bigint>")]
     pub fn fencing_token(&self, env: Env) -> napi::Result<Promise<BigInt>> {
         let kept = self.kept.clone();
-        promise(&env, async move { Ok(BigInt::from(kept.fencing_token().await?)) })
+        promise(&env, async move {
+            Ok(BigInt::from(kept.fencing_token().await?))
+        })
     }
 
     /// Every fencing token (one per lock of a lockAll).

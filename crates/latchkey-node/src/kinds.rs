@@ -5,7 +5,9 @@
 //! Asked of a hold of another kind, each answers null (or, for a call that
 //! goes to Redis, rejects with UNSUPPORTED).
 
-use latchkey::{BoxFuture, Kept, Leadership, MultiGuard, Ownership, PermitGuard, RwAccess, RwGuard};
+use latchkey::{
+    BoxFuture, Kept, Leadership, MultiGuard, Ownership, PermitGuard, RwAccess, RwGuard,
+};
 use napi::bindgen_prelude::{BigInt, Buffer};
 use napi::Env;
 use napi_derive::napi;

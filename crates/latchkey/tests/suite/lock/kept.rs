@@ -192,5 +192,8 @@ async fn a_weak_client_reaches_a_client_only_its_kept_holds_keep_alive() {
     );
     drop(c);
     // The close let go of the kept hold: nothing keeps the client now.
-    eventually("the client is dropped", || async { weak.upgrade().is_none() }).await;
+    eventually("the client is dropped", || async {
+        weak.upgrade().is_none()
+    })
+    .await;
 }
