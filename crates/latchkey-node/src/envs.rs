@@ -44,7 +44,8 @@ pub(crate) struct EnvCores {
 }
 
 impl Known {
-    /// Whether anything still uses the client.
+    /// Whether anything still uses the client (the one handle upgraded
+    /// here may be its last: dropped on the runtime).
     fn used(&self) -> bool {
         self.core.strong_count() > 0
             || crate::executor::within(|| self.client.upgrade().is_some()).unwrap_or(false)
@@ -57,8 +58,7 @@ impl Known {
         if let Some(core) = self.core.upgrade() {
             return (!core.is_closed()).then_some(Open::Core(core));
         }
-        // A client's last handle may be dropped here: on the runtime.
-        crate::executor::within(|| self.client.upgrade().map(Open::Client)).flatten()
+        self.client.upgrade().map(Open::Client)
     }
 }
 
