@@ -57,7 +57,6 @@ async fn any_clone_releases_and_the_others_find_it_ended() {
     let fence = guard.issued_fencing_token().expect("fenced");
     let kept = c.keep(Box::new(guard)).unwrap();
     let other = kept.clone();
-    assert_eq!(c.kept_count(), 1);
     assert!(other.is_held());
     assert_eq!(other.confirm().await.unwrap(), Ownership::Owned);
 
@@ -70,7 +69,6 @@ async fn any_clone_releases_and_the_others_find_it_ended() {
         .await
         .expect("told")
         .unwrap();
-    assert_eq!(c.kept_count(), 0);
     assert_eq!(other.release().await.unwrap(), None, "released already");
     assert_eq!(other.forget().await, None);
     assert!(other.is_ended() && !other.is_held());
