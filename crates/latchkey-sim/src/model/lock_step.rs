@@ -62,7 +62,7 @@ impl Scripts {
     }
 }
 
-fn token(client: usize, attempt: u32) -> String {
+pub(crate) fn token(client: usize, attempt: u32) -> String {
     // The shape of a library token (`lk2:`, so that waiters mark it).
     format!("lk2:c{client}a{attempt}:0:sim")
 }
@@ -190,8 +190,100 @@ pub(crate) fn step(
     }
 }
 
-fn eval(server: &mut Server, text: &str, keys: &[Vec<u8>], args: &[String]) -> Reply {
-    server.eval(text, keys, args)
+/// What an operation sends: a plain command (`text` `None`: the command
+/// `name` with the keys, then the arguments) or a script (`name` its file,
+/// `text` what is evaluated).
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    /// The script's file name, or the command's name.
+    pub name: &'static str,
+    /// The script's text as the model sends it; `None` for a command.
+    pub text: Option<&'a str>,
+    /// KEYS (a command's keys come first among its words).
+    pub keys: Vec<Vec<u8>>,
+    /// ARGV (a command's words after its keys).
+    pub args: Vec<String>,
+}
+
+/// What a client's `op` sends with owner token `token`: the one place the
+/// model builds its requests, which its steps send and the conformance
+/// check (`model::conform`) compares with what the library sends. `None`
+/// for the steps that send nothing to Redis (a fenced write).
+pub(crate) fn request(m: &LockModel, op: Op, token: String) -> Option<Request<'_>> {
+    let cfg = &m.config;
+    let key = m.key().to_vec();
+    let channel = || String::from_utf8_lossy(&release_channel(&key)).into_owned();
+    let ttl = cfg.ttl.to_string();
+    let script = |name, text, keys, args| Request {
+        name,
+        text: Some(text),
+        keys,
+        args,
+    };
+    Some(match op {
+        Op::Try if !cfg.fenced => Request {
+            name: "SET",
+            text: None,
+            keys: vec![key.clone()],
+            args: vec![token, "NX".into(), "PX".into(), ttl, "GET".into()],
+        },
+        Op::Try | Op::Retry => {
+            let fenced = if cfg.fenced { "1" } else { "0" };
+            let mut args = vec![token, ttl, fenced.to_string()];
+            match op == Op::Try {
+                true => args.push("0".into()),
+                false => args.extend(["1".into(), "0".into(), channel(), "PUBLISH".into()]),
+            }
+            let keys = vec![key.clone(), fence_key(&key)];
+            script("acquire.lua", &m.scripts.acquire, keys, args)
+        }
+        Op::Renew => script("extend.lua", &m.scripts.extend, vec![key], vec![token, ttl]),
+        Op::Issue => {
+            let keys = vec![key.clone(), fence_key(&key)];
+            script("issue_fence.lua", &m.scripts.issue_fence, keys, vec![token])
+        }
+        Op::Release | Op::Cleanup => {
+            let args = vec![token, channel(), "PUBLISH".into()];
+            script("release.lua", &m.scripts.release, vec![key], args)
+        }
+        Op::Write | Op::Land => return None,
+    })
+}
+
+/// Sends `request` to `server`.
+fn send(server: &mut Server, request: &Request) -> Reply {
+    match request.text {
+        Some(text) => server.eval(text, &request.keys, &request.args),
+        None => {
+            let mut words = vec![request.name.to_string()];
+            words.extend(
+                request
+                    .keys
+                    .iter()
+                    .map(|k| String::from_utf8_lossy(k).into_owned()),
+            );
+            words.extend(request.args.iter().cloned());
+            server.command(&words)
+        }
+    }
+}
+
+/// Builds and sends what `op` sends: the script or command's name, the
+/// arguments and the reply (an error reply for an op that sends nothing,
+/// which the step reports as the model going wrong).
+fn call<'m>(m: &'m LockModel, server: &mut Server, op: Op, token: String) -> (Reply, Request<'m>) {
+    match request(m, op, token) {
+        Some(r) => (send(server, &r), r),
+        None => {
+            let none = Request {
+                name: "-",
+                text: None,
+                keys: Vec::new(),
+                args: Vec::new(),
+            };
+            (Reply::error("ERR this step sends nothing"), none)
+        }
+    }
 }
 
 fn client_step(
@@ -203,10 +295,6 @@ fn client_step(
     lost: bool,
 ) -> (String, Vec<String>, String) {
     let cfg = &m.config;
-    let key = m.key().to_vec();
-    let fence_k = fence_key(&key);
-    let channel = String::from_utf8_lossy(&release_channel(&key)).into_owned();
-    let ttl = cfg.ttl.to_string();
     let now = n.now;
     let epoch = n.restarts;
     let client = &mut n.clients[c];
@@ -227,31 +315,11 @@ fn client_step(
             let attempt = client.attempts;
             let t = token(c, attempt);
             let first = op == Op::Try;
-            let (script, args, reply) = if first && !cfg.fenced {
-                let args = vec![
-                    "SET".to_string(),
-                    String::from_utf8_lossy(&key).into_owned(),
-                    t,
-                    "NX".into(),
-                    "PX".into(),
-                    ttl,
-                    "GET".into(),
-                ];
-                let reply = server.command(&args);
-                ("SET".to_string(), args[1..].to_vec(), reply)
-            } else {
-                let fenced = if cfg.fenced { "1" } else { "0" };
-                let mut args = vec![t, ttl, fenced.to_string()];
-                match first {
-                    true => args.push("0".into()),
-                    false => args.extend(["1".into(), "0".into(), channel, "PUBLISH".into()]),
-                }
-                let reply = eval(server, &m.scripts.acquire, &[key.clone(), fence_k], &args);
-                ("acquire.lua".to_string(), args, reply)
-            };
+            let (reply, request) = call(m, server, op, t);
+            let (script, args) = (request.name.to_string(), request.args);
             let words = ints(&reply);
-            let acquired = match script.as_str() {
-                "SET" => reply == Reply::nil(),
+            let acquired = match request.text {
+                None => reply == Reply::nil(),
                 _ => words.first() == Some(&1),
             };
             client.woken = false;
@@ -282,8 +350,7 @@ fn client_step(
             let Phase::Held(h) = &mut client.phase else {
                 return ("renew".into(), Vec::new(), "not held".into());
             };
-            let args = vec![token(c, h.attempt), ttl];
-            let reply = eval(server, &m.scripts.extend, &[key], &args);
+            let (reply, Request { args, .. }) = call(m, server, op, token(c, h.attempt));
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
@@ -298,8 +365,7 @@ fn client_step(
             let Phase::Held(h) = &mut client.phase else {
                 return ("issue".into(), Vec::new(), "not held".into());
             };
-            let args = vec![token(c, h.attempt)];
-            let reply = eval(server, &m.scripts.issue_fence, &[key, fence_k], &args);
+            let (reply, Request { args, .. }) = call(m, server, op, token(c, h.attempt));
             let words = ints(&reply);
             if words.first() == Some(&1) {
                 let fence = words.get(1).and_then(|&f| u64::try_from(f).ok());
@@ -348,8 +414,7 @@ fn client_step(
                 Phase::Cleanup { attempt } => *attempt,
                 _ => return ("release".into(), Vec::new(), "nothing to release".into()),
             };
-            let args = vec![token(c, attempt), channel, "PUBLISH".into()];
-            let reply = eval(server, &m.scripts.release, &[key], &args);
+            let (reply, Request { args, .. }) = call(m, server, op, token(c, attempt));
             if op == Op::Release {
                 client.holds += 1;
             }

@@ -1,0 +1,278 @@
+//! The conformance check's half in the models: what each model sends, per
+//! operation, reduced to a *shape* that can be compared with what the real
+//! library sends to a real server (`tests/conformance.rs` records that with
+//! `MONITOR`).
+//!
+//! A request's shape is the script it runs (named by the SHA-1 of the text
+//! sent, mapped to its file in `crates/latchkey/src/scripts/`; a plain
+//! command by its name), then for each of KEYS and ARGV a [`Shape`]: an
+//! owner token, the TTL in ms, one of the primitive's keys or channels by
+//! its role, the publish command, a literal word (a flag `"0"`/`"1"`,
+//! `"NX"`), another integer. Values differ between the two sides (tokens
+//! are random, the model's TTL is a few ms, its key has no prefix);
+//! shapes do not, unless one side sends something the other does not.
+//!
+//! The model's half is derived from the code its steps run: a model
+//! implements [`Conforms`] by calling the same function that builds the
+//! requests its steps send (for the plain lock, `lock_step::request`), so
+//! a change there that the library does not make, or the reverse, fails
+//! the check.
+//!
+//! # Plugging in another model
+//!
+//! 1. Build the model's requests in one function, `fn request(&Model, op,
+//!    …) -> Option<Request>`, and have its steps send what it returns
+//!    (as `lock_step.rs` does with `send`).
+//! 2. `impl Conforms for TheModel`: for each operation that sends
+//!    something, a [`Declared`] with the operation's name (the name the test
+//!    gives the library's operation), the request, and the [`Roles`] of the
+//!    model's values (its TTL, its keys and channels: for a new primitive,
+//!    a `Roles` constructor beside [`Roles::lock`]).
+//! 3. In `tests/conformance.rs`, drive the library through the same
+//!    operations (a `scenario`), record each with the recorder, and compare
+//!    with `compare`; the library-side tables already there (semaphore,
+//!    read-write lock, fair lock) say what each operation sends today, so a
+//!    model's declaration can replace the table.
+
+use std::collections::HashMap;
+
+use latchkey::protocol::{fence_key, release_channel, script_text, TOKEN_MARKER};
+
+use crate::lua::sha1_hex;
+use crate::model::lock::{LockModel, Op};
+use crate::model::lock_step::{request, token, Request};
+
+/// What one argument (or key) of a request is, whatever its value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Shape {
+    /// An owner token (`lk2:…`, marked or not).
+    Token,
+    /// The hold's TTL in ms.
+    TtlMs,
+    /// One of the primitive's keys or channels, by role (`"lock"`,
+    /// `"fence"`, `"release channel"`, …).
+    Role(&'static str),
+    /// The publish command, `PUBLISH` or `SPUBLISH` (`SPUBLISH` on a
+    /// cluster).
+    PublishCommand,
+    /// A word compared as it is: a flag (`"0"`, `"1"`) or a keyword
+    /// (`"NX"`, `"PX"`, `"GET"`).
+    Literal(String),
+    /// Another integer (a count, a time).
+    Int,
+    /// Anything else (a key or value the roles do not name).
+    Other,
+}
+
+/// The values one side used, so that its arguments can be told apart: the
+/// TTL, and the keys and channels of the primitive by role.
+#[derive(Clone, Debug, Default)]
+pub struct Roles {
+    /// The TTL in ms, if the primitive has one.
+    pub ttl_ms: Option<i64>,
+    /// Each key or channel, with its role.
+    pub names: Vec<(Vec<u8>, &'static str)>,
+}
+
+impl Roles {
+    /// A plain lock's: lock key `key` (prefix included), its fencing
+    /// counter and release channel (`docs/protocol.md`, "Locks").
+    pub fn lock(key: &[u8], ttl_ms: i64) -> Roles {
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key.to_vec(), "lock"),
+                (fence_key(key), "fence"),
+                (release_channel(key), "release channel"),
+            ],
+        }
+    }
+
+    /// `arg`'s shape. A role comes first (a key is never mistaken for a
+    /// word), then the token, the publish command, the TTL; `"0"` and `"1"`
+    /// are flags (compared as they are); other integers are `Int`.
+    pub fn shape(&self, arg: &[u8]) -> Shape {
+        if let Some((_, role)) = self.names.iter().find(|(name, _)| name == arg) {
+            return Shape::Role(role);
+        }
+        if arg.starts_with(TOKEN_MARKER.as_bytes()) {
+            return Shape::Token;
+        }
+        let text = String::from_utf8_lossy(arg);
+        match text.as_ref() {
+            "PUBLISH" | "SPUBLISH" => return Shape::PublishCommand,
+            "0" | "1" => return Shape::Literal(text.into_owned()),
+            _ => {}
+        }
+        if let Ok(n) = text.parse::<i64>() {
+            return match self.ttl_ms == Some(n) {
+                true => Shape::TtlMs,
+                false => Shape::Int,
+            };
+        }
+        let word = !text.is_empty() && text.bytes().all(|b| b.is_ascii_uppercase());
+        match word {
+            true => Shape::Literal(text.into_owned()),
+            false => Shape::Other,
+        }
+    }
+}
+
+/// A request reduced to its shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// The script's file name (`"acquire.lua"`), a command's name (`"SET"`),
+    /// or `unknown script <sha1>` for a text that is no script of the
+    /// library's.
+    pub script: String,
+    /// KEYS' shapes.
+    pub keys: Vec<Shape>,
+    /// ARGV's shapes.
+    pub argv: Vec<Shape>,
+}
+
+/// The library's scripts by SHA-1 of the text it sends
+/// ([`script_text`]): the name `EVALSHA` sends, and the hash of a body
+/// `EVAL` sends or a model evaluates.
+pub struct Scripts {
+    by_sha: HashMap<String, String>,
+}
+
+/// How many of a plain command's first words (after its name) are keys.
+fn command_keys(name: &str) -> usize {
+    match name {
+        "SET" | "GET" | "DEL" | "PEXPIRE" | "PTTL" | "EXISTS" | "TYPE" => 1,
+        _ => 0,
+    }
+}
+
+impl Scripts {
+    /// The scripts named `files` (file names in `src/scripts/`); a name
+    /// that is no script is left out.
+    pub fn new<'a>(files: impl IntoIterator<Item = &'a str>) -> Scripts {
+        let by_sha = files
+            .into_iter()
+            .filter_map(|f| script_text(f).map(|t| (sha1_hex(t.as_bytes()), f.to_string())))
+            .collect();
+        Scripts { by_sha }
+    }
+
+    /// The file whose text hashes to `sha` (lower-case hex).
+    pub fn name_of_sha(&self, sha: &str) -> String {
+        match self.by_sha.get(&sha.to_ascii_lowercase()) {
+            Some(name) => name.clone(),
+            None => format!("unknown script {sha}"),
+        }
+    }
+
+    /// The shape of a model's request, its values read with `roles`.
+    pub fn shape(&self, request: &Request, roles: &Roles) -> Sent {
+        let script = match request.text {
+            Some(text) => self.name_of_sha(&sha1_hex(text.as_bytes())),
+            None => request.name.to_string(),
+        };
+        Sent {
+            script,
+            keys: request.keys.iter().map(|k| roles.shape(k)).collect(),
+            argv: request
+                .args
+                .iter()
+                .map(|a| roles.shape(a.as_bytes()))
+                .collect(),
+        }
+    }
+
+    /// The shape of a command as a client sent it (its words, the name
+    /// first: `EVALSHA sha numkeys keys… args…`, `EVAL body …`, `FCALL`,
+    /// or a plain command), its values read with `roles`; `None` when it
+    /// is no well-formed call.
+    pub fn shape_words(&self, words: &[Vec<u8>], roles: &Roles) -> Option<Sent> {
+        let name = String::from_utf8_lossy(words.first()?).to_ascii_uppercase();
+        let (script, rest) = match name.as_str() {
+            "EVALSHA" | "EVALSHA_RO" => {
+                let sha = String::from_utf8_lossy(words.get(1)?).into_owned();
+                (self.name_of_sha(&sha), &words[2..])
+            }
+            "EVAL" | "EVAL_RO" => (self.name_of_sha(&sha1_hex(words.get(1)?)), &words[2..]),
+            "FCALL" | "FCALL_RO" => {
+                let function = String::from_utf8_lossy(words.get(1)?).into_owned();
+                (format!("FCALL {function}"), &words[2..])
+            }
+            _ => {
+                let keys = command_keys(&name).min(words.len() - 1);
+                let (keys, argv) = words[1..].split_at(keys);
+                return Some(Sent {
+                    script: name,
+                    keys: keys.iter().map(|k| roles.shape(k)).collect(),
+                    argv: argv.iter().map(|a| roles.shape(a)).collect(),
+                });
+            }
+        };
+        let count: usize = String::from_utf8_lossy(rest.first()?).parse().ok()?;
+        let (keys, argv) = rest.get(1..)?.split_at_checked(count)?;
+        Some(Sent {
+            script,
+            keys: keys.iter().map(|k| roles.shape(k)).collect(),
+            argv: argv.iter().map(|a| roles.shape(a)).collect(),
+        })
+    }
+}
+
+/// One operation of a model and the request it sends.
+pub struct Declared<'a> {
+    /// The operation, by the name the conformance test gives the library's.
+    pub op: &'static str,
+    /// What the model sends for it.
+    pub request: Request<'a>,
+    /// The model's values, to read the request's shapes.
+    pub roles: Roles,
+}
+
+/// A model that says what it sends, per operation, from the code its
+/// steps send with.
+pub trait Conforms {
+    /// Every operation that sends something, under the model's
+    /// configuration, with its request.
+    fn declared(&self) -> Vec<Declared<'_>>;
+}
+
+/// The plain lock's operations by the conformance test's names. An
+/// exhaustive match, so that a new operation must be named here.
+fn lock_op_name(op: Op) -> &'static str {
+    match op {
+        Op::Try => "first try",
+        Op::Retry => "waiter's try",
+        Op::Renew => "renew",
+        Op::Issue => "issue fencing token",
+        Op::Release => "release",
+        Op::Cleanup => "release after a lost reply",
+        Op::Write => "fenced write",
+        Op::Land => "fenced write lands",
+    }
+}
+
+impl Conforms for LockModel {
+    fn declared(&self) -> Vec<Declared<'_>> {
+        const OPS: [Op; 8] = [
+            Op::Try,
+            Op::Retry,
+            Op::Renew,
+            Op::Issue,
+            Op::Release,
+            Op::Cleanup,
+            Op::Write,
+            Op::Land,
+        ];
+        let roles = Roles::lock(self.key(), self.config.ttl);
+        OPS.into_iter()
+            .filter_map(|op| {
+                let request = request(self, op, token(0, 1))?;
+                Some(Declared {
+                    op: lock_op_name(op),
+                    request,
+                    roles: roles.clone(),
+                })
+            })
+            .collect()
+    }
+}
