@@ -86,17 +86,22 @@ fn compare(
             continue;
         };
         let expected = scripts.shape(&declared.request, &declared.roles);
+        let text = |words: &[Vec<u8>]| -> Vec<String> {
+            words
+                .iter()
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect()
+        };
         for r in recorded {
             let sent: Option<Sent> = scripts.shape_words(&r.words, &r.roles);
             if sent.as_ref() != Some(&expected) {
-                let words: Vec<String> = r
-                    .words
-                    .iter()
-                    .map(|w| String::from_utf8_lossy(w).into_owned())
-                    .collect();
                 differences.push(format!(
-                    "{what}, {}:\n  the model sends   {expected:?}\n  the library sent  {sent:?}\n  (as {words:?}; the model: {:?} {:?})",
-                    declared.op, declared.request.keys, declared.request.args
+                    "{what}, {}:\n  the model sends   {expected:?}\n  the library sent  {sent:?}\n  (the library: {:?}; the model: {} {:?} {:?})",
+                    declared.op,
+                    text(&r.words),
+                    declared.request.name,
+                    text(&declared.request.keys),
+                    declared.request.args
                 ));
             }
         }
