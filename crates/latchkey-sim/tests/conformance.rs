@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use latchkey::protocol::script_text;
-use latchkey::Client;
+use latchkey::{Client, Ownership};
 use latchkey_sim::model::conform::{Conforms, Scripts, Sent};
 use latchkey_sim::model::lock::{Config, Faults, LockModel};
 use latchkey_testkit::RedisServer;
@@ -65,7 +65,10 @@ async fn used_client(server: &RedisServer) -> Client {
         .lock("conform-warm-up", Duration::from_secs(5))
         .expect("lock");
     if let Some(guard) = warm.try_acquire().await.expect("warm-up try") {
-        guard.release().await.expect("warm-up release");
+        assert_eq!(
+            guard.release().await.expect("warm-up release"),
+            Ownership::Owned
+        );
     }
     client
 }

@@ -77,7 +77,7 @@ pub async fn record(
     // A waiter of another client: its first try finds the lock busy, its
     // next tries mark the holder and ask its TTL.
     let waiting = lock(waiter, name, TTL, fenced);
-    let wait = tokio::spawn(async move { waiting.acquire_timeout(Duration::from_secs(20)).await });
+    let wait = tokio::spawn(async move { waiting.acquire_until(Duration::from_secs(20)).await });
     note(
         "first try",
         recorder.next_on(&key, "the waiter's first try").await,
@@ -115,9 +115,23 @@ pub async fn record(
         .next_on(&watched_key, "the watchdog's renewal")
         .await;
     out.entry("renew").or_default().push(Recorded {
-        words: renewal,
+        words: renewal.clone(),
         roles: roles(&watched),
     });
-    guard.release().await.expect("release");
+    assert_eq!(guard.release().await.expect("release"), Ownership::Owned);
+    // Past the renewals the watchdog may have sent since (a loaded machine
+    // can be slow to release).
+    let release = loop {
+        let next = recorder
+            .next_on(&watched_key, "the watched lock's release")
+            .await;
+        if next.get(1) != renewal.get(1) {
+            break next;
+        }
+    };
+    out.entry("release").or_default().push(Recorded {
+        words: release,
+        roles: roles(&watched),
+    });
     out
 }
