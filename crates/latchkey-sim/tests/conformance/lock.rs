@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use latchkey::{Client, Lock, Ownership};
 use latchkey_sim::model::conform::Roles;
+use latchkey_testkit::{Proxy, ProxyMode, RedisServer};
 
 use crate::monitor::Recorder;
 
@@ -134,4 +135,53 @@ pub async fn record(
         roles: roles(&watched),
     });
     out
+}
+
+/// A first try whose reply is lost (the test kit's proxy drops every
+/// reply): the library's armed guard releases what it may have taken, in
+/// the background, as the whole script (`EVAL`). Returns that release
+/// under the model's name for it.
+pub async fn record_lost_reply(
+    recorder: &mut Recorder,
+    server: &RedisServer,
+    fenced: bool,
+) -> BTreeMap<&'static str, Vec<Recorded>> {
+    let proxy = Proxy::start(server.addr()).await;
+    // A short command timeout: the lost reply is a timeout.
+    let client = Client::builder(&proxy.url())
+        .command_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .expect("connect through the proxy");
+    let name = if fenced {
+        "conform-lost-fenced"
+    } else {
+        "conform-lost"
+    };
+    let lost = lock(&client, name, TTL, fenced);
+    let key = lost.key().to_vec();
+    // A script run first, so the first try is what it is on a used client.
+    let warm = lost.try_acquire().await.expect("try").expect("free");
+    recorder.next_on(&key, "the warm-up's try").await;
+    assert_eq!(warm.release().await.expect("release"), Ownership::Owned);
+    recorder.next_on(&key, "the warm-up's release").await;
+
+    proxy.set_mode(ProxyMode::DropReplies);
+    let attempt = lost.try_acquire().await;
+    assert!(
+        matches!(&attempt, Err(e) if e.is_transient()),
+        "a try whose reply is lost fails as a timeout: {attempt:?}"
+    );
+    recorder.next_on(&key, "the try whose reply is lost").await;
+    let cleanup = recorder.next_on(&key, "the armed guard's release").await;
+    // Not flushed: its reply was lost too, and the connection with it;
+    // dropping the proxy ends the background retries fast.
+    drop(proxy);
+    BTreeMap::from([(
+        "release after a lost reply",
+        vec![Recorded {
+            words: cleanup,
+            roles: roles(&lost),
+        }],
+    )])
 }
