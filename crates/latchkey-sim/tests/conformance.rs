@@ -13,6 +13,10 @@
 mod lock;
 #[path = "conformance/monitor.rs"]
 mod monitor;
+#[path = "conformance/others.rs"]
+mod others;
+#[path = "conformance/tables.rs"]
+mod tables;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -167,6 +171,42 @@ async fn the_lock_model_sends_what_the_library_sends() {
     );
     eprintln!(
         "conformance: the plain lock, fenced and not, in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The other primitives, on the library's side only: what it sends for
+/// each operation must be what `tables.rs` declares (until their models
+/// declare it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
+    let started = Instant::now();
+    let server = RedisServer::start();
+    let files = script_files();
+    let scripts = Scripts::new(files.iter().map(String::as_str));
+    let texts = files.iter().filter_map(|f| script_text(f));
+    monitor::load_scripts(server.addr(), texts).expect("SCRIPT LOAD the library's scripts");
+    let a = used_client(&server).await;
+    let b = used_client(&server).await;
+    let mut recorder = Recorder::start(server.addr()).expect("MONITOR the test's server");
+    let mut differences = Vec::new();
+    let log = others::semaphore(&scripts, &mut recorder, &a, &b).await;
+    differences.extend(tables::check("a semaphore", tables::SEMAPHORE, &log.sent));
+    let log = others::rwlock(&scripts, &mut recorder, &a, &b).await;
+    differences.extend(tables::check(
+        "a read-write lock",
+        tables::RWLOCK,
+        &log.sent,
+    ));
+    let log = others::fair(&scripts, &mut recorder, &a, &b).await;
+    differences.extend(tables::check("a fair lock", tables::FAIR, &log.sent));
+    assert!(
+        differences.is_empty(),
+        "the library sends what its tables do not say:\n{}",
+        differences.join("\n")
+    );
+    eprintln!(
+        "conformance: the semaphore, read-write lock and fair lock tables in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }

@@ -14,7 +14,7 @@
 //!
 //! The model's half is derived from the code its steps run: a model
 //! implements [`Conforms`] by calling the same function that builds the
-//! requests its steps send (for the plain lock, `lock_step::request`), so
+//! requests its steps send (for the plain lock, `lock_request::request`), so
 //! a change there that the library does not make, or the reverse, fails
 //! the check.
 //!
@@ -22,7 +22,7 @@
 //!
 //! 1. Build the model's requests in one function, `fn request(&Model, op,
 //!    …) -> Option<Request>`, and have its steps send what it returns
-//!    (as `lock_step.rs` does with `send`).
+//!    (as `lock_step.rs` does with `lock_request::call`).
 //! 2. `impl Conforms for TheModel`: for each operation that sends
 //!    something, a [`Declared`] with the operation's name (the name the test
 //!    gives the library's operation), the request, and the [`Roles`] of the
@@ -36,11 +36,16 @@
 
 use std::collections::HashMap;
 
-use latchkey::protocol::{fence_key, release_channel, script_text, TOKEN_MARKER};
+use latchkey::protocol::{
+    fence_key, primitive_key, release_channel, script_text, tag_stem, ACQUIRED_SUFFIX,
+    HANDOFF_SUFFIX, LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX,
+    QUEUE_SUFFIX, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
+};
 
 use crate::lua::sha1_hex;
 use crate::model::lock::{LockModel, Op};
-use crate::model::lock_step::{request, token, Request};
+use crate::model::lock_request::{request, Request};
+use crate::model::lock_step::token;
 
 /// What one argument (or key) of a request is, whatever its value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -56,10 +61,12 @@ pub enum Shape {
     /// cluster).
     PublishCommand,
     /// A word compared as it is: a flag (`"0"`, `"1"`) or a keyword
-    /// (`"NX"`, `"PX"`, `"GET"`).
+    /// (`"NX"`, `"PX"`, `"GET"`, a mode like `"wait"` or `"r"`).
     Literal(String),
     /// Another integer (a count, a time).
     Int,
+    /// A fair lock's waiter entry, `<32 hex digits>:<ms>:<0|1>:<token>`.
+    WaiterEntry,
     /// Anything else (a key or value the roles do not name).
     Other,
 }
@@ -88,6 +95,63 @@ impl Roles {
         }
     }
 
+    /// A semaphore's, `name` under `prefix`: its permits, their fencing
+    /// counter and released channel (`docs/protocol.md`, "Semaphores").
+    pub fn semaphore(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        let key = |suffix| primitive_key(prefix, name, suffix);
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key(PERMITS_SUFFIX), "permits"),
+                (key(PERMITS_FENCE_SUFFIX), "fence"),
+                (key(PERMITS_RELEASED_SUFFIX), "released channel"),
+            ],
+        }
+    }
+
+    /// A read-write lock's, `name` under `prefix` (`docs/protocol.md`,
+    /// "Read-write locks").
+    pub fn rwlock(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        const ROLES: [&str; 7] = [
+            "writer",
+            "readers",
+            "writers waiting",
+            "readers waiting",
+            "readers next",
+            "fence",
+            "released channel",
+        ];
+        let mut names: Vec<(Vec<u8>, &'static str)> = RWLOCK_SUFFIXES
+            .iter()
+            .zip(ROLES)
+            .map(|(suffix, role)| (primitive_key(prefix, name, suffix), role))
+            .collect();
+        let acquired = primitive_key(prefix, name, RWLOCK_WRITER_ACQUIRED_SUFFIX);
+        names.push((acquired, "writer acquired"));
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names,
+        }
+    }
+
+    /// A fair lock's, lock key `key` (prefix included), waiters' lease
+    /// `lease_ms` (`docs/protocol.md`, "Fair locks"): a plain lock's, and
+    /// the queue, the leases, the acquired record, the hand-off channels'
+    /// stem, and the lease as a number.
+    pub fn fair(key: &[u8], ttl_ms: i64, lease_ms: i64) -> Roles {
+        let mut roles = Roles::lock(key, ttl_ms);
+        let stem = tag_stem(key);
+        let at = |suffix: &[u8]| [&stem[..], suffix].concat();
+        roles.names.extend([
+            (at(QUEUE_SUFFIX), "queue"),
+            (at(LEASES_SUFFIX), "leases"),
+            (at(ACQUIRED_SUFFIX), "acquired"),
+            (at(HANDOFF_SUFFIX), "hand-off stem"),
+            (lease_ms.to_string().into_bytes(), "lease ms"),
+        ]);
+        roles
+    }
+
     /// `arg`'s shape. A role comes first (a key is never mistaken for a
     /// word), then the token, the publish command, the TTL; `"0"` and `"1"`
     /// are flags (compared as they are); other integers are `Int`.
@@ -97,6 +161,9 @@ impl Roles {
         }
         if arg.starts_with(TOKEN_MARKER.as_bytes()) {
             return Shape::Token;
+        }
+        if is_waiter_entry(arg) {
+            return Shape::WaiterEntry;
         }
         let text = String::from_utf8_lossy(arg);
         match text.as_ref() {
@@ -110,12 +177,29 @@ impl Roles {
                 false => Shape::Int,
             };
         }
-        let word = !text.is_empty() && text.bytes().all(|b| b.is_ascii_uppercase());
+        // The empty word too: a fair first try's entry.
+        let word = text.bytes().all(|b| b.is_ascii_alphabetic());
         match word {
             true => Shape::Literal(text.into_owned()),
             false => Shape::Other,
         }
     }
+}
+
+/// `<32 hex digits>:<ms>:<0|1>:<owner token>` (`docs/protocol.md`, "Fair
+/// locks").
+fn is_waiter_entry(arg: &[u8]) -> bool {
+    let mut parts = arg.splitn(4, |&b| b == b':');
+    let id = parts.next().unwrap_or_default();
+    let ms = parts.next().unwrap_or_default();
+    let fenced = parts.next().unwrap_or_default();
+    let token = parts.next().unwrap_or_default();
+    id.len() == 32
+        && id.iter().all(u8::is_ascii_hexdigit)
+        && !ms.is_empty()
+        && ms.iter().all(u8::is_ascii_digit)
+        && (fenced == b"0" || fenced == b"1")
+        && token.starts_with(TOKEN_MARKER.as_bytes())
 }
 
 /// A request reduced to its shape.

@@ -16,7 +16,9 @@
 pub mod conform;
 pub mod explore;
 pub mod lock;
+mod lock_request;
 mod lock_step;
 pub mod trace;
 
-pub use lock_step::{replay, Request};
+pub use lock_request::Request;
+pub use lock_step::replay;

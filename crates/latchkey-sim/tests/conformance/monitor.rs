@@ -53,9 +53,15 @@ impl Recorder {
     /// is, or a plain command on it (`SET key …`). Other commands are
     /// skipped. Panics, naming `what`, if none comes within 10 s.
     pub async fn next_on(&mut self, key: &[u8], what: &str) -> Vec<Vec<u8>> {
+        self.next_among(&[key], what).await
+    }
+
+    /// The next command sent about any of `keys` (its first key), as
+    /// [`Recorder::next_on`].
+    pub async fn next_among(&mut self, keys: &[&[u8]], what: &str) -> Vec<Vec<u8>> {
         let wait = async {
             while let Some(words) = self.lines.recv().await {
-                if first_key(&words) == Some(key) {
+                if first_key(&words).is_some_and(|k| keys.contains(&k)) {
                     return Some(words);
                 }
             }
@@ -64,10 +70,7 @@ impl Recorder {
         match tokio::time::timeout(WITHIN, wait).await {
             Ok(Some(words)) => words,
             Ok(None) => panic!("{what}: the MONITOR connection closed"),
-            Err(_) => panic!(
-                "{what}: nothing sent on {} within {WITHIN:?}",
-                String::from_utf8_lossy(key)
-            ),
+            Err(_) => panic!("{what}: nothing sent on its keys within {WITHIN:?}"),
         }
     }
 }
