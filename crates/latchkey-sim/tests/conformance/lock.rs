@@ -147,9 +147,10 @@ pub async fn record_lost_reply(
     fenced: bool,
 ) -> BTreeMap<&'static str, Vec<Recorded>> {
     let proxy = Proxy::start(server.addr()).await;
-    // A short command timeout: the lost reply is a timeout.
+    // The lost reply is a timeout: short, but long enough that the
+    // warm-up answers in time on a loaded machine.
     let client = Client::builder(&proxy.url())
-        .command_timeout(Duration::from_millis(300))
+        .command_timeout(Duration::from_millis(500))
         .connect()
         .await
         .expect("connect through the proxy");

@@ -18,6 +18,8 @@ use crate::monitor::Recorder;
 const PREFIX: &[u8] = b"latchkey:";
 /// A fair lock's waiter lease: its waiters renew every third of it.
 const LEASE: Duration = Duration::from_millis(300);
+/// How long a waiter that must give up waits.
+const GIVE_UP: Duration = Duration::from_millis(400);
 
 fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).expect("a duration in i64 ms")
@@ -166,7 +168,9 @@ pub async fn rwlock<'a>(
     let reader = rw.try_read().await.expect("try").expect("free");
     log.until_any("rw_acquire.lua", "read").await;
     let writer = b.rwlock(name, TTL).expect("a read-write lock");
-    let gave_up = writer.write_until(Duration::from_millis(200)).await;
+    // Long enough for its first try (which records its intent, withdrawn
+    // when it gives up) on a loaded machine.
+    let gave_up = writer.write_until(GIVE_UP).await;
     assert!(gave_up.is_err(), "a writer waits for the reader");
     log.until_any("rw_forget.lua", "a writer giving up").await;
     assert_eq!(reader.release().await.expect("release"), Ownership::Owned);
@@ -264,7 +268,8 @@ pub async fn fair<'a>(
     let guard = held.try_acquire().await.expect("try").expect("free");
     log.until("fair_acquire.lua", mode("try"), "a fair first try")
         .await;
-    let leaving = fair(b).acquire_until(Duration::from_millis(50)).await;
+    // Long enough to queue (which it leaves when it gives up).
+    let leaving = fair(b).acquire_until(GIVE_UP).await;
     assert!(
         leaving.is_err(),
         "a fair waiter gives up while the lock is held"
