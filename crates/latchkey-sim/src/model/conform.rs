@@ -8,7 +8,7 @@
 //! command by its name), then for each of KEYS and ARGV a [`Shape`]: an
 //! owner token, the TTL in ms, one of the primitive's keys or channels by
 //! its role, the publish command, a literal word (a flag `"0"`/`"1"`,
-//! `"NX"`), another integer. Values differ between the two sides (tokens
+//! `"NX"`, a mode), a fair waiter's entry, another integer. Values differ between the two sides (tokens
 //! are random, the model's TTL is a few ms, its key has no prefix);
 //! shapes do not, unless one side sends something the other does not.
 //!
@@ -21,18 +21,23 @@
 //! # Plugging in another model
 //!
 //! 1. Build the model's requests in one function, `fn request(&Model, op,
-//!    …) -> Option<Request>`, and have its steps send what it returns
-//!    (as `lock_step.rs` does with `lock_request::call`).
+//!    …) -> Option<Request>` ([`Request`] is not
+//!    the lock's own: a script's file and text, or a command's name, with
+//!    KEYS and ARGV), and have its steps send what it returns (as
+//!    `lock_step.rs` does through `lock_request::call`).
 //! 2. `impl Conforms for TheModel`: for each operation that sends
 //!    something, a [`Declared`] with the operation's name (the name the test
 //!    gives the library's operation), the request, and the [`Roles`] of the
-//!    model's values (its TTL, its keys and channels: for a new primitive,
-//!    a `Roles` constructor beside [`Roles::lock`]).
-//! 3. In `tests/conformance.rs`, drive the library through the same
-//!    operations (a `scenario`), record each with the recorder, and compare
-//!    with `compare`; the library-side tables already there (semaphore,
-//!    read-write lock, fair lock) say what each operation sends today, so a
-//!    model's declaration can replace the table.
+//!    model's values (its TTL, its keys and channels: [`Roles::semaphore`],
+//!    [`Roles::rwlock`] and [`Roles::fair`] are there already).
+//! 3. In `tests/conformance.rs`: the library's side of the semaphore, the
+//!    read-write lock and the fair lock is driven and recorded already
+//!    (`tests/conformance/others.rs`), and checked against a table of
+//!    declared shapes (`tests/conformance/tables.rs`), whose operation
+//!    names are the ones to declare. Replace the primitive's
+//!    `tables::check` with a comparison against the model's
+//!    `declared()` (as `compare` does for the lock; the table's entries are
+//!    what the model must send), and drop its table.
 
 use std::collections::HashMap;
 
@@ -358,5 +363,31 @@ impl Conforms for LockModel {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Roles, Shape};
+
+    #[test]
+    fn arguments_are_told_apart_by_shape() {
+        let roles = Roles::fair(b"p:x", 3000, 2000);
+        let shape = |arg: &str| roles.shape(arg.as_bytes());
+        assert_eq!(shape("lk2:0123:5:9:host+w"), Shape::Token);
+        assert_eq!(shape("3000"), Shape::TtlMs);
+        assert_eq!(shape("2000"), Shape::Role("lease ms"));
+        assert_eq!(shape("p:x"), Shape::Role("lock"));
+        assert_eq!(shape("{p:x}:fence"), Shape::Role("fence"));
+        assert_eq!(shape("{p:x}:released"), Shape::Role("release channel"));
+        assert_eq!(shape("{p:x}:handoff:"), Shape::Role("hand-off stem"));
+        assert_eq!(shape("SPUBLISH"), Shape::PublishCommand);
+        assert_eq!(shape("1"), Shape::Literal("1".into()));
+        assert_eq!(shape("wait"), Shape::Literal("wait".into()));
+        assert_eq!(shape(""), Shape::Literal(String::new()));
+        assert_eq!(shape("42"), Shape::Int);
+        let entry = format!("{}:3000:1:lk2:ab:1:2:h", "0123456789abcdef".repeat(2));
+        assert_eq!(shape(&entry), Shape::WaiterEntry);
+        assert_eq!(shape("p:y"), Shape::Other);
     }
 }
