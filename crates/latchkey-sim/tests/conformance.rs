@@ -200,13 +200,19 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
     ));
     let log = others::fair(&scripts, &mut recorder, &a, &b).await;
     differences.extend(tables::check("a fair lock", tables::FAIR, &log.sent));
+    let log = others::fresh_lock(&scripts, &mut recorder, &server.url()).await;
+    differences.extend(tables::check(
+        "a fresh client's lock",
+        tables::FRESH_LOCK,
+        &log.sent,
+    ));
     assert!(
         differences.is_empty(),
         "the library sends what its tables do not say:\n{}",
         differences.join("\n")
     );
     eprintln!(
-        "conformance: the semaphore, read-write lock and fair lock tables in {:.1} s",
+        "conformance: the semaphore, read-write lock, fair lock and fresh client tables in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }

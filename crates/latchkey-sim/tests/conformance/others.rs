@@ -279,3 +279,30 @@ pub async fn fair<'a>(
     log.until_any("fair_release.lua", "the release").await;
     log
 }
+
+/// A plain lock's first try on a client that has run no script yet: the
+/// acquire script without a token (so that a user not allowed scripts is
+/// refused before it takes a key), which the lock model leaves out (its
+/// clients are used ones).
+pub async fn fresh_lock<'a>(
+    scripts: &'a Scripts,
+    recorder: &'a mut Recorder,
+    server_url: &str,
+) -> Log<'a> {
+    let client = Client::connect(server_url).await.expect("connect");
+    let lock = client.lock("conform-fresh", TTL).expect("a lock");
+    let roles = Roles::lock(lock.key(), ms(TTL));
+    let mut log = Log {
+        scripts,
+        recorder,
+        keys: vec![lock.key().to_vec()],
+        roles,
+        sent: Vec::new(),
+    };
+    let guard = lock.try_acquire().await.expect("try").expect("free");
+    log.until_any("acquire.lua", "a fresh client's first try")
+        .await;
+    assert_eq!(guard.release().await.expect("release"), Ownership::Owned);
+    log.until_any("release.lua", "the release").await;
+    log
+}

@@ -185,6 +185,23 @@ pub const FAIR: &[Entry] = &[
     ),
 ];
 
+/// A plain lock on a client that has run no script yet (the model's
+/// clients are used ones).
+pub const FRESH_LOCK: &[Entry] = &[
+    (
+        "a fresh client's first try",
+        "acquire.lua",
+        &["lock", "fence"],
+        &["token", "ttl", "'0'", "'0'"],
+    ),
+    (
+        "release",
+        "release.lua",
+        &["lock"],
+        &["token", "release channel", "publish"],
+    ),
+];
+
 fn shape(word: &'static str) -> Shape {
     match word {
         "token" => Shape::Token,
