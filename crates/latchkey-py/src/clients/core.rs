@@ -62,10 +62,11 @@ static LIVE: Mutex<Vec<std::sync::Weak<Core>>> = Mutex::new(Vec::new());
 /// background releases with it unless the exit waits for these.
 static RETIRING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new());
 
-/// The clients of the cores Python let go of while their holds were
+/// The clients of the cores Python let go of, weakly: one whose holds are
 /// still kept (a guard in a module global outlives the client object that
-/// took it): closed at exit, which gives those holds back.
-static ORPHANS: Mutex<Vec<latchkey::Client>> = Mutex::new(Vec::new());
+/// took it, or both were collected) is alive, and closed at exit, which
+/// gives those holds back.
+static ORPHANS: Mutex<Vec<latchkey::WeakClient>> = Mutex::new(Vec::new());
 
 /// How long a dropped client's last flush waits for its background work.
 const RETIRE_WITHIN: Duration = Duration::from_secs(10);
@@ -234,7 +235,8 @@ pub(crate) async fn close_all(within: Duration) -> bool {
         .filter_map(std::sync::Weak::upgrade)
         .filter_map(|core| core.connected())
         .collect();
-    clients.append(&mut ORPHANS.lock().unwrap_or_else(|p| p.into_inner()));
+    let orphans = std::mem::take(&mut *ORPHANS.lock().unwrap_or_else(|p| p.into_inner()));
+    clients.extend(orphans.iter().filter_map(latchkey::WeakClient::upgrade));
     let retiring = std::mem::take(&mut *RETIRING.lock().unwrap_or_else(|p| p.into_inner()));
     let closes: Vec<_> = clients
         .into_iter()
@@ -267,13 +269,13 @@ impl Drop for Core {
             return;
         }
         // Holds still kept (their Python objects outlive this one, or were
-        // collected): the client stays, for the close at exit.
-        if made.kept_count() > 0 {
-            let mut orphans = ORPHANS.lock().unwrap_or_else(|p| p.into_inner());
-            orphans.retain(|c| c.kept_count() > 0);
-            orphans.push(made);
-            return;
+        // collected) keep the client alive: reachable for the close at exit.
+        let mut orphans = ORPHANS.lock().unwrap_or_else(|p| p.into_inner());
+        if orphans.len() >= 64 && orphans.len().is_power_of_two() {
+            orphans.retain(|c| c.upgrade().is_some());
         }
+        orphans.push(made.downgrade());
+        drop(orphans);
         // Nothing of Python's holds this client any more (every lock keeps
         // its core): what their drops left in the background is on its
         // tracker now. Its last flush waits for that, and for the holds its

@@ -114,14 +114,6 @@ impl Client {
             None => Err(Error::ClientClosed),
         }
     }
-
-    /// How many holds this client keeps that have not ended (released,
-    /// forgotten or lost): what a binding whose client object was
-    /// collected checks before letting go of the connection, which must
-    /// then stay reachable for the close at exit.
-    pub fn kept_count(&self) -> usize {
-        self.backend.live().kept_count()
-    }
 }
 
 impl Kept {

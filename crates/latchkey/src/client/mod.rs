@@ -17,6 +17,7 @@ macro_rules! locks_only {
 mod control;
 pub(crate) mod kept;
 mod signals;
+pub(crate) mod weak;
 
 use std::time::Duration;
 

@@ -95,11 +95,6 @@ impl LiveHolds {
         Some(id)
     }
 
-    /// How many kept holds have not ended.
-    pub(crate) fn kept_count(&self) -> usize {
-        self.registry().kept.values().filter(|h| !h.ended()).count()
-    }
-
     /// The kept hold `id` ended: no longer kept.
     pub(crate) fn let_go(&self, id: u64) {
         let removed = self.registry().kept.remove(&id);
