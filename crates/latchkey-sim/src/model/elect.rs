@@ -24,7 +24,9 @@
 //! believed leader's term is the last one issued (the same exception); the
 //! state hash's `last_term` is the last term issued; the change messages
 //! (what observers apply in order) carry change numbers that strictly
-//! increase, one each, and the hash's `change` is the last one published.
+//! increase, one each, and the hash's `change` is the last one published;
+//! an observer's `elect_leader.lua` (no arguments) names as leader the
+//! holder of the lease, with the last term issued and the last change.
 
 use crate::model::explore::{Model, Stats, Violation};
 use crate::model::lock::Faults;
@@ -168,6 +170,8 @@ pub enum Action {
     Restart,
     /// A candidate's pending change message is lost.
     LoseMessage(usize),
+    /// An observer reads the leader with `elect_leader.lua`.
+    Observe,
     /// A candidate steps; `true`: the reply is lost.
     Step(usize, Op, bool),
 }
@@ -281,6 +285,9 @@ impl Model for ElectionModel {
             if fault && cfg.faults.lost_message && c.woken {
                 out.push(Action::LoseMessage(i));
             }
+        }
+        if !s.keys.is_empty() {
+            out.push(Action::Observe);
         }
         if fault && cfg.faults.restart && can_tick && !s.keys.is_empty() {
             out.push(Action::Restart);

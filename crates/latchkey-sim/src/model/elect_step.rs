@@ -18,6 +18,7 @@ pub(crate) struct Scripts {
     proclaim: String,
     resign: String,
     extend: String,
+    leader: String,
 }
 
 impl Scripts {
@@ -27,6 +28,7 @@ impl Scripts {
             proclaim: text("elect_proclaim.lua")?,
             resign: text("elect_resign.lua")?,
             extend: text("extend.lua")?,
+            leader: text("elect_leader.lua")?,
         };
         match mutant {
             Some(Mutant::CampaignIgnoresLeader) => {
@@ -128,6 +130,25 @@ pub(crate) fn step(
             let what = format!("c{c}'s change message lost");
             (n, Record::world(s.now, "lose-message", what))
         }
+        Action::Observe => {
+            load(server, s.now, &s.keys);
+            let reply = server.eval(
+                &m.scripts.leader,
+                &[lease_key(), state_key()],
+                &[] as &[&str],
+            );
+            if let Some(why) = misread(s, &reply) {
+                n.broken.get_or_insert(why);
+            }
+            let record = Record {
+                at: s.now,
+                client: None,
+                script: "elect_leader.lua".into(),
+                args: Vec::new(),
+                reply: show_reply(&reply),
+            };
+            (n, record)
+        }
         Action::Restart => {
             n.keys.clear();
             n.last_change = 0;
@@ -161,6 +182,53 @@ pub(crate) fn step(
             };
             (n, record)
         }
+    }
+}
+
+/// What is wrong with an observer's reading of `s`, if anything: a leader
+/// (`{1, change, term, since, pttl, value}`) must be the lease's holder
+/// (its value is the one that holder campaigned or proclaimed with), with
+/// the last term issued and the last change published; nobody (`{0,
+/// change}`) only while nobody holds the lease.
+fn misread(s: &State, reply: &Reply) -> Option<String> {
+    let Reply::Array(Some(items)) = reply else {
+        return Some(format!("elect_leader.lua answered {}", show_reply(reply)));
+    };
+    let words = ints(reply);
+    let holder = match crate::model::snap::get(&s.keys, &lease_key()) {
+        Some(crate::model::snap::Val::Str(t)) => Some(String::from_utf8_lossy(t).into_owned()),
+        _ => None,
+    };
+    // The token is `lk2:c<client>a<attempt>:…`; the value `c<client>`, or
+    // `c<client>'` once proclaimed.
+    let holder_value = holder.as_deref().and_then(|t| {
+        t.strip_prefix("lk2:")?
+            .split('a')
+            .next()
+            .map(str::to_string)
+    });
+    match words.first() {
+        Some(1) => {
+            let value = match items.get(5) {
+                Some(Reply::Bulk(Some(v))) => String::from_utf8_lossy(v).into_owned(),
+                _ => String::new(),
+            };
+            let ours = holder_value.is_some_and(|h| value.trim_end_matches('\'') == h);
+            let term = u64::try_from(words[2]).unwrap_or(0);
+            (!ours || term != s.last_term || words[1] != s.last_change).then(|| {
+                format!(
+                    "an observer read leader {value:?} (term {term}, change {}) with the lease held by {holder:?}, the last term {} and change {}",
+                    words[1], s.last_term, s.last_change
+                )
+            })
+        }
+        Some(0) if holder.is_none() => None,
+        // −1 (a lease whose token the hash does not record) or nobody
+        // while a lease is held: the model writes neither.
+        _ => Some(format!(
+            "an observer read {} with the lease held by {holder:?}",
+            show_reply(reply)
+        )),
     }
 }
 
