@@ -19,14 +19,14 @@
 //! published once per latch. Pauses are not modelled: nothing here is
 //! bounded by time on the client's side.
 
+use latchkey::protocol::{primitive_key, LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
+
 use crate::model::explore::{Model, Stats, Violation};
 use crate::model::lock::Faults;
 use crate::model::snap::{get, load, mutate, store, text, Keys, Val};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
-
-use latchkey::protocol::{primitive_key, LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
 
 /// A deliberate bug, to show the checker catches it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
