@@ -150,8 +150,7 @@ impl Lock {
                         // from now on, so that an entry gone meanwhile (handed
                         // the lock while we did not hear, or dropped) is queued
                         // again under a new id, never under this one, which a
-                        // late hand-off message may still name (found by the
-                        // simulator's fair model: `RetryRequeuesSameEntry`).
+                        // late hand-off message may still name.
                         lock(state).mode = FairMode::Renew;
                         return Err(e);
                     }
