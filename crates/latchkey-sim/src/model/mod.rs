@@ -6,10 +6,26 @@
 //! state machine (attempt, wait, renew, issue a fencing token, write to a
 //! fenced resource, release), time and faults as transitions, and the
 //! invariants of exclusion and fencing checked after every step.
+//!
+//! The semaphore ([`semaphore`]: N permits, holds of k at once) and the
+//! read-write lock ([`rwlock`]) follow the same shape (a model file for
+//! the state and the invariants, a `*_step.rs` for the transitions), over
+//! the keyspace kept as data by `keyset.rs`: at most N permits believed
+//! held; a writer believed holding excludes every other believed holder;
+//! and each acquire's verdict is the documented rule (the semaphore's
+//! room for k, the read-write lock's phase-fair policy) applied to the
+//! keys live before it.
 
 pub mod explore;
+pub mod keyset;
 pub mod lock;
 mod lock_step;
+mod rw_step;
+pub mod rwlock;
+mod sem_step;
+pub mod semaphore;
 pub mod trace;
 
 pub use lock_step::replay;
+pub use rw_step::replay as replay_rwlock;
+pub use sem_step::replay as replay_semaphore;

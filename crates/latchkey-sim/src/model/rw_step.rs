@@ -1,0 +1,400 @@
+//! The read-write lock model's transitions: each sets the server to the
+//! state's keyspace and clock, sends what the library sends
+//! (`primitives/rwlock/mod.rs` and `guard.rs`), and folds the reply into
+//! the client's beliefs; an attempt's verdict and a writer's batch are
+//! checked against the documented policy on the keys live before the step.
+
+use latchkey::protocol::{primitive_key, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
+
+use crate::model::explore::Model;
+use crate::model::keyset::{self, ints, live_members, mutate, server_ms, set_members, token};
+use crate::model::rwlock::{Access, Action, Hold, Mutant, Op, Phase, RwLockModel, State};
+use crate::model::trace::{show_reply, Record};
+use crate::reply::Reply;
+use crate::server::Server;
+
+/// The scripts' texts as the library sends them, a mutant's change applied.
+pub(crate) struct Scripts {
+    acquire: String,
+    release_write: String,
+    forget: String,
+    extend: String,
+    issue_fence: String,
+    sem_extend: String,
+    sem_release: String,
+}
+
+impl Scripts {
+    pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
+        let mut s = Scripts {
+            acquire: keyset::script("rw_acquire.lua")?,
+            release_write: keyset::script("rw_release_write.lua")?,
+            forget: keyset::script("rw_forget.lua")?,
+            extend: keyset::script("extend.lua")?,
+            issue_fence: keyset::script("issue_fence.lua")?,
+            sem_extend: keyset::script("sem_extend.lua")?,
+            sem_release: keyset::script("sem_release.lua")?,
+        };
+        match mutant {
+            Some(Mutant::WriteIgnoresReaders) => mutate(
+                &mut s.acquire,
+                "if writer or redis.call('ZCARD', KEYS[2]) > 0 or redis.call('SCARD', KEYS[5]) > 0 then",
+                "if writer or redis.call('SCARD', KEYS[5]) > 0 then",
+            )?,
+            Some(Mutant::ReadIgnoresWaitingWriters) => mutate(
+                &mut s.acquire,
+                "if writer or (redis.call('ZCARD', KEYS[3]) > 0 and not next_batch) then",
+                "if writer then",
+            )?,
+            Some(Mutant::ReleaseFormsNoBatch) => {
+                mutate(&mut s.release_write, "if #waiting > 0 then", "if false then")?
+            }
+            None => {}
+        }
+        Ok(s)
+    }
+}
+
+/// The lock's keys (`RWLOCK_SUFFIXES`, in order: writer, readers, writers
+/// waiting, readers waiting, readers next, fencing counter, channel) and
+/// the writer's acquired record, as the library names them (prefix `lk:`,
+/// name `model`).
+fn names() -> ([Vec<u8>; 7], Vec<u8>) {
+    let key = |suffix| primitive_key(b"lk:", b"model", suffix);
+    (RWLOCK_SUFFIXES.map(key), key(RWLOCK_WRITER_ACQUIRED_SUFFIX))
+}
+
+pub(crate) fn step(
+    m: &RwLockModel,
+    server: &mut Server,
+    s: &State,
+    action: &Action,
+) -> (State, Record) {
+    let mut n = s.clone();
+    let tick = m.config.tick;
+    let record = match *action {
+        Action::Tick => {
+            n.now += tick;
+            keyset::load(server, n.now, &n.keys);
+            settle(server, &mut n);
+            Record::world(s.now, "tick", format!("+{tick} ms"))
+        }
+        Action::Pause(c) => {
+            n.clients[c].paused = true;
+            n.faults += 1;
+            Record::world(s.now, "pause", format!("c{c} paused"))
+        }
+        Action::Resume(c) => {
+            n.clients[c].paused = false;
+            Record::world(s.now, "resume", format!("c{c} resumed"))
+        }
+        Action::LoseMessage(c) => {
+            n.clients[c].woken = false;
+            n.faults += 1;
+            Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost"))
+        }
+        Action::Restart => {
+            n.keys.clear();
+            n.restarts += 1;
+            n.faults += 1;
+            n.now += tick;
+            Record::world(s.now, "restart", "keyspace wiped".into())
+        }
+        Action::Step(c, op, lost) => {
+            if lost {
+                n.faults += 1;
+            }
+            keyset::load(server, s.now, &s.keys);
+            let (script, args, reply) = client_step(m, server, s, &mut n, c, op, lost);
+            let shown = show_reply(&reply);
+            if matches!(reply, Reply::Error(_)) && n.broken.is_none() {
+                n.broken = Some(format!(
+                    "the model's step went wrong: c{c}'s {script} answered {shown}"
+                ));
+            }
+            settle(server, &mut n);
+            Record {
+                at: s.now,
+                client: Some(c),
+                script: script.into(),
+                args,
+                reply: if lost {
+                    format!("{shown} (lost)")
+                } else {
+                    shown
+                },
+            }
+        }
+    };
+    (n, record)
+}
+
+/// Reads the server's keys back into `n`, and wakes every waiter if a
+/// release published (they subscribed to the lock's channel).
+fn settle(server: &mut Server, n: &mut State) {
+    match keyset::store(server) {
+        Ok(keys) => n.keys = keys,
+        Err(why) => {
+            n.broken
+                .get_or_insert(format!("the model's step went wrong: {why}"));
+        }
+    }
+    if !server.take_published().is_empty() {
+        for c in &mut n.clients {
+            if matches!(c.phase, Phase::Waiting { .. }) {
+                c.woken = true;
+            }
+        }
+    }
+}
+
+/// Whether the documented policy lets client `t`'s attempt in, on the keys
+/// live at `now` (model ms) before it ran.
+fn admits(s: &State, keys: &[Vec<u8>; 7], access: Access, t: &str) -> bool {
+    let now = server_ms(s.now);
+    let writer = s.keys.contains_key(&keys[0]);
+    let next = set_members(&s.keys, &keys[4]);
+    match access {
+        Access::Read => {
+            !writer
+                && (live_members(&s.keys, &keys[2], now).is_empty() || next.contains(t.as_bytes()))
+        }
+        Access::Write => {
+            !writer && live_members(&s.keys, &keys[1], now).is_empty() && next.is_empty()
+        }
+    }
+}
+
+/// A reader's release (`sem_release.lua`, k = 1) or the writer's.
+fn release(
+    m: &RwLockModel,
+    server: &mut Server,
+    keys: &[Vec<u8>; 7],
+    access: Access,
+    t: String,
+) -> (&'static str, Vec<String>, Reply) {
+    let channel = String::from_utf8_lossy(&keys[6]).into_owned();
+    match access {
+        Access::Read => {
+            let args = vec![t, "PUBLISH".into(), channel, "1".into()];
+            let reply = server.eval(&m.scripts.sem_release, &[&keys[1]], &args);
+            ("sem_release.lua", args, reply)
+        }
+        Access::Write => {
+            let args = vec![t, m.config.ttl.to_string(), "PUBLISH".into(), channel];
+            let reply = server.eval(
+                &m.scripts.release_write,
+                &[&keys[0], &keys[3], &keys[4]],
+                &args,
+            );
+            ("rw_release_write.lua", args, reply)
+        }
+    }
+}
+
+fn client_step(
+    m: &RwLockModel,
+    server: &mut Server,
+    before: &State,
+    n: &mut State,
+    c: usize,
+    op: Op,
+    lost: bool,
+) -> (&'static str, Vec<String>, Reply) {
+    let cfg = &m.config;
+    let (keys, acquired_record) = names();
+    let ttl = cfg.ttl.to_string();
+    let access = m.role(c);
+    let (now, epoch) = (n.now, n.restarts);
+    let mut fence_issued = None;
+    let client = &mut n.clients[c];
+    let out = match op {
+        Op::Try | Op::Retry => {
+            let attempt = match client.phase {
+                Phase::Waiting { attempt, .. } if op == Op::Retry => attempt,
+                _ => {
+                    client.attempts += 1;
+                    client.attempts
+                }
+            };
+            let t = token(c, attempt);
+            let mode = if access == Access::Write { "w" } else { "r" };
+            let fenced = if cfg.fenced { "1" } else { "0" };
+            let args = vec![mode.into(), t.clone(), ttl, fenced.into(), "1".into()];
+            let mut script_keys: Vec<&[u8]> = keys[..6].iter().map(Vec::as_slice).collect();
+            if access == Access::Write {
+                script_keys.push(&acquired_record);
+            }
+            let reply = server.eval(&m.scripts.acquire, &script_keys, &args);
+            let words = ints(&reply);
+            let acquired = words.first() == Some(&1);
+            client.woken = false;
+            if acquired && !lost {
+                let fence = match (cfg.fenced, access) {
+                    (true, Access::Write) => words.get(1).and_then(|&f| u64::try_from(f).ok()),
+                    _ => None,
+                };
+                fence_issued = fence;
+                client.phase = Phase::Held(Hold {
+                    attempt,
+                    deadline: now + cfg.ttl - m.drift(),
+                    next_renew: now + cfg.ttl / 3,
+                    lost: false,
+                    fence,
+                    epoch,
+                });
+            } else {
+                if acquired && cfg.fenced && access == Access::Write {
+                    fence_issued = words.get(1).and_then(|&f| u64::try_from(f).ok());
+                }
+                // Refused: sleep until wait_ms has run (+ 1 ms) or a wake-up;
+                // unanswered: the wait's retry tries again.
+                let recheck_at = match words.get(1) {
+                    Some(&wait) if !lost && wait > 0 => now + wait + 1,
+                    _ => now,
+                };
+                client.phase = Phase::Waiting {
+                    attempt,
+                    recheck_at,
+                };
+            }
+            let rule = admits(before, &keys, access, &t);
+            if matches!(reply, Reply::Array(_)) && acquired != rule && n.broken.is_none() {
+                n.broken = Some(format!(
+                    "phase-fair policy: c{c}'s {access:?} attempt was {} at {now} ms; the policy {} it",
+                    if acquired { "granted" } else { "refused" },
+                    if rule { "admits" } else { "refuses" }
+                ));
+            }
+            ("rw_acquire.lua", args, reply)
+        }
+        Op::Renew => {
+            let Phase::Held(h) = &mut client.phase else {
+                return ("renew", Vec::new(), Reply::nil());
+            };
+            let t = token(c, h.attempt);
+            let (script, args, reply) = match access {
+                Access::Read => {
+                    let args = vec![t, ttl, "1".into()];
+                    let reply = server.eval(&m.scripts.sem_extend, &[&keys[1]], &args);
+                    ("sem_extend.lua", args, reply)
+                }
+                Access::Write => {
+                    let args = vec![t, ttl];
+                    let reply = server.eval(&m.scripts.extend, &[&keys[0]], &args);
+                    ("extend.lua", args, reply)
+                }
+            };
+            match (lost, &reply) {
+                (true, _) => h.next_renew = now + cfg.tick,
+                (false, Reply::Int(1)) => {
+                    h.deadline = now + cfg.ttl - m.drift();
+                    h.next_renew = now + cfg.ttl / 3;
+                }
+                (false, _) => h.lost = true,
+            }
+            (script, args, reply)
+        }
+        Op::Issue => {
+            let Phase::Held(h) = &mut client.phase else {
+                return ("issue", Vec::new(), Reply::nil());
+            };
+            let args = vec![token(c, h.attempt)];
+            let reply = server.eval(&m.scripts.issue_fence, &[&keys[0], &keys[5]], &args);
+            let words = ints(&reply);
+            if words.first() == Some(&1) {
+                let fence = words.get(1).and_then(|&f| u64::try_from(f).ok());
+                fence_issued = fence;
+                if !lost {
+                    h.fence = fence;
+                }
+            } else if !lost {
+                h.lost = true;
+            }
+            ("issue_fence.lua", args, reply)
+        }
+        Op::Release => {
+            let Phase::Held(h) = &client.phase else {
+                return ("release", Vec::new(), Reply::nil());
+            };
+            let t = token(c, h.attempt);
+            client.holds += 1;
+            client.phase = match client.holds >= cfg.holds {
+                true => Phase::Done,
+                false => Phase::Idle,
+            };
+            let out = release(m, server, &keys, access, t);
+            if out.0 == "rw_release_write.lua" && out.2 == Reply::Int(1) {
+                check_batch(before, server, n, c, &keys);
+            }
+            out
+        }
+        Op::GiveUp => {
+            let Phase::Waiting { attempt, .. } = client.phase else {
+                return ("give up", Vec::new(), Reply::nil());
+            };
+            client.holds += 1;
+            client.phase = match client.holds >= cfg.holds {
+                true => Phase::Done,
+                false => Phase::Idle,
+            };
+            // The armed undo: withdraw the intent, then release whatever an
+            // unanswered attempt may have taken with the wait's token.
+            let t = token(c, attempt);
+            let forget = server.eval(&m.scripts.forget, &[&keys[2], &keys[3], &keys[4]], &[&t]);
+            let (script, mut args, reply) = release(m, server, &keys, access, t);
+            args.insert(
+                0,
+                format!("[rw_forget.lua → {}] then {script}", show_reply(&forget)),
+            );
+            if script == "rw_release_write.lua" && reply == Reply::Int(1) {
+                check_batch(before, server, n, c, &keys);
+            }
+            ("give up", args, reply)
+        }
+    };
+    if let Some(f) = fence_issued {
+        if f <= n.last_token && n.broken.is_none() {
+            n.broken = Some(format!(
+                "fencing tokens must strictly increase: {f} issued after {}",
+                n.last_token
+            ));
+        }
+        n.last_token = n.last_token.max(f);
+    }
+    out
+}
+
+/// After writer `c`'s release: every reader waiting then (a live intent in
+/// the keys before) must be in the readers let in next.
+fn check_batch(before: &State, server: &Server, n: &mut State, c: usize, keys: &[Vec<u8>; 7]) {
+    let waiting = live_members(&before.keys, &keys[3], server_ms(before.now));
+    let after = match keyset::store(server) {
+        Ok(k) => set_members(&k, &keys[4]),
+        Err(_) => return,
+    };
+    if let Some(left) = waiting.iter().find(|t| !after.contains(*t)) {
+        n.broken.get_or_insert(format!(
+            "phase-fair batch: reader {} waited at c{c}'s release at {} ms and is not let in next",
+            String::from_utf8_lossy(left),
+            before.now
+        ));
+    }
+}
+
+/// Replays `actions` from the initial state: the trace, and the first
+/// invariant broken, if any (for a regression test kept as a fixed trace).
+pub fn replay(m: &RwLockModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
+    let mut server = Server::new(0);
+    let mut state = m.initial();
+    let mut trace = Vec::new();
+    for a in actions {
+        let (next, record) = m.step(&mut server, &state, a);
+        trace.push(record);
+        state = next;
+        if let Err(e) = m.check(&state) {
+            return (trace, Err(e));
+        }
+    }
+    (trace, Ok(()))
+}
