@@ -53,6 +53,9 @@ pub enum Mutant {
     ReadIgnoresWaitingWriters,
     /// `rw_release_write.lua` lets no batch of readers in.
     ReleaseFormsNoBatch,
+    /// The holder trusts its hold past the deadline: it is lost only when
+    /// a renewal says so (a client-side bug, as the lock model's).
+    TrustPastDeadline,
 }
 
 /// A client's side of the lock.
@@ -235,7 +238,10 @@ impl RwLockModel {
 
     /// Whether a client believes it holds its side at `now`.
     pub fn believes(&self, hold: &Hold, now: i64) -> bool {
-        !hold.lost && now < hold.deadline - self.margin()
+        if hold.lost {
+            return false;
+        }
+        self.config.mutant == Some(Mutant::TrustPastDeadline) || now < hold.deadline - self.margin()
     }
 
     /// Client `c`'s side.
