@@ -43,8 +43,8 @@ impl Scripts {
             )?,
             Some(Mutant::ReadIgnoresWaitingWriters) => mutate(
                 &mut s.acquire,
-                "if writer or (redis.call('ZCARD', KEYS[3]) > 0 and not next_batch) then",
-                "if writer then",
+                "if not ours and (writer or (redis.call('ZCARD', KEYS[3]) > 0 and not next_batch)) then",
+                "if not ours and writer then",
             )?,
             Some(Mutant::ReleaseFormsNoBatch) => {
                 mutate(&mut s.release_write, "if #waiting > 0 then", "if false then")?
@@ -149,8 +149,12 @@ fn settle(server: &mut Server, n: &mut State) {
 }
 
 /// Whether the documented policy lets client `t`'s attempt in, on the keys
-/// live at `now` (model ms) before it ran.
+/// live at `now` (model ms) before it ran. A token that holds already (an
+/// earlier attempt of the same wait, its reply lost) is let in again.
 fn admits(s: &State, keys: &[Vec<u8>; 7], access: Access, t: &str) -> bool {
+    if owns(s, keys, access, t) {
+        return true;
+    }
     let now = server_ms(s.now);
     let writer = s.keys.contains_key(&keys[0]);
     let next = set_members(&s.keys, &keys[4]);
@@ -162,6 +166,19 @@ fn admits(s: &State, keys: &[Vec<u8>; 7], access: Access, t: &str) -> bool {
         Access::Write => {
             !writer && live_members(&s.keys, &keys[1], now).is_empty() && next.is_empty()
         }
+    }
+}
+
+/// Whether token `t` holds its side already in the keys before a step.
+fn owns(s: &State, keys: &[Vec<u8>; 7], access: Access, t: &str) -> bool {
+    match access {
+        Access::Read => live_members(&s.keys, &keys[1], server_ms(s.now))
+            .iter()
+            .any(|m| m == t.as_bytes()),
+        Access::Write => matches!(
+            s.keys.get(&keys[0]),
+            Some((keyset::Stored::Str(v), _)) if v == t.as_bytes()
+        ),
     }
 }
 
@@ -259,6 +276,15 @@ fn client_step(
                 };
             }
             let rule = admits(before, &keys, access, &t);
+            // Its own hold: an earlier attempt of this wait (the same
+            // token) took it and its reply was lost. Refusing the caller
+            // by it shuts everyone out for a TTL that nobody believes in.
+            if !acquired && matches!(reply, Reply::Array(_)) && owns(before, &keys, access, &t) {
+                n.broken.get_or_insert(format!(
+                    "c{c}'s {access:?} attempt was refused at {now} ms by its own hold \
+                     (an earlier attempt of the same wait took it; its reply was lost)"
+                ));
+            }
             if matches!(reply, Reply::Array(_)) && acquired != rule && n.broken.is_none() {
                 n.broken = Some(format!(
                     "phase-fair policy: c{c}'s {access:?} attempt was {} at {now} ms; the policy {} it",
