@@ -408,6 +408,40 @@ fn check_batch(before: &State, server: &Server, n: &mut State, c: usize, keys: &
     }
 }
 
+/// Liveness without faults: a waiter the policy lets in now is woken, or
+/// due to try again within 1 ms; where waiters may give up, within
+/// `ttl/3 + 1` ms: `rw_forget.lua` publishes nothing, so the waiters a
+/// withdrawn intent (or batch member) held back sleep on until their
+/// recheck, which the script caps at `ttl/3`. `None` when it holds, or a
+/// fault or a pause leaves it out.
+pub(crate) fn unwoken_waiter(m: &RwLockModel, s: &State) -> Option<String> {
+    if s.faults > 0 {
+        return None;
+    }
+    let (keys, _) = names();
+    let slack = match m.config.give_up {
+        true => m.config.ttl / 3 + 1,
+        false => 1,
+    };
+    s.clients.iter().enumerate().find_map(|(i, c)| {
+        let Phase::Waiting {
+            attempt,
+            recheck_at,
+        } = c.phase
+        else {
+            return None;
+        };
+        let access = m.role(i);
+        let due = c.paused || c.woken || recheck_at <= s.now + slack;
+        (!due && admits(s, &keys, access, &token(i, attempt))).then(|| {
+            format!(
+                "liveness: c{i} ({access:?}) sleeps until {recheck_at} ms, unwoken, while the policy lets it in at {} ms",
+                s.now
+            )
+        })
+    })
+}
+
 /// Replays `actions` from the initial state: the trace, and the first
 /// invariant broken, if any (for a regression test kept as a fixed trace).
 pub fn replay(m: &RwLockModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {

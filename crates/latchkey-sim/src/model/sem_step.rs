@@ -298,6 +298,31 @@ fn client_step(
     out
 }
 
+/// Liveness without faults: a waiter whose k permits fit among those live
+/// now is woken, or due to try again within 1 ms (its sleep ends 1 ms after
+/// the expiry its refusal named). `None` when it holds, or a fault or a
+/// pause leaves it out.
+pub(crate) fn unwoken_waiter(m: &SemaphoreModel, s: &State) -> Option<String> {
+    if s.faults > 0 {
+        return None;
+    }
+    let live = live_members(&s.keys, &names().permits, server_ms(s.now)).len();
+    s.clients.iter().enumerate().find_map(|(i, c)| {
+        let Phase::Waiting { recheck_at } = c.phase else {
+            return None;
+        };
+        let fits = live + m.take(i) as usize <= m.config.permits as usize;
+        (fits && !c.paused && !c.woken && recheck_at > s.now + 1).then(|| {
+            format!(
+                "liveness: c{i} sleeps until {recheck_at} ms, unwoken, while its {} of N = {} fit at {} ms",
+                m.take(i),
+                m.config.permits,
+                s.now
+            )
+        })
+    })
+}
+
 /// Replays `actions` from the initial state: the trace, and the first
 /// invariant broken, if any (for a regression test kept as a fixed trace).
 pub fn replay(m: &SemaphoreModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {

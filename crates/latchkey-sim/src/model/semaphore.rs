@@ -320,6 +320,9 @@ impl Model for SemaphoreModel {
         if let Some(why) = &s.broken {
             return Err(why.clone());
         }
+        if let Some(why) = super::sem_step::unwoken_waiter(self, s) {
+            return Err(why);
+        }
         // Permits believed held, per epoch: holds from before a restart
         // were lost with the keyspace (the documented case).
         let mut by_epoch: std::collections::BTreeMap<u8, (u32, Vec<String>)> = Default::default();
