@@ -20,6 +20,7 @@ pub mod explore;
 pub mod keyset;
 pub mod lock;
 mod lock_step;
+mod rw_check;
 mod rw_step;
 pub mod rwlock;
 mod sem_step;

@@ -344,7 +344,7 @@ impl Model for RwLockModel {
         if let Some(why) = &s.broken {
             return Err(why.clone());
         }
-        if let Some(why) = super::rw_step::unwoken_waiter(self, s) {
+        if let Some(why) = super::rw_check::unwoken_waiter(self, s) {
             return Err(why);
         }
         let believers: Vec<(usize, &Hold)> = s
