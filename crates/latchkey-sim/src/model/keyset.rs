@@ -89,6 +89,16 @@ pub(crate) fn live_members(keys: &Keys, key: &[u8], now_ms: i64) -> Vec<Vec<u8>>
     }
 }
 
+/// The scores above `now_ms` of the sorted set at `key`, lowest first.
+pub(crate) fn live_scores(keys: &Keys, key: &[u8], now_ms: i64) -> Vec<i64> {
+    let mut scores: Vec<i64> = match keys.get(key) {
+        Some((Stored::ZSet(z), _)) => z.values().copied().filter(|s| *s > now_ms).collect(),
+        _ => Vec::new(),
+    };
+    scores.sort_unstable();
+    scores
+}
+
 /// The set at `key`'s members.
 pub(crate) fn set_members(keys: &Keys, key: &[u8]) -> BTreeSet<Vec<u8>> {
     match keys.get(key) {

@@ -8,7 +8,7 @@ use latchkey::protocol::{
 };
 
 use crate::model::explore::Model;
-use crate::model::keyset::{self, ints, live_members, mutate, server_ms, token};
+use crate::model::keyset::{self, ints, live_members, live_scores, mutate, server_ms, token};
 use crate::model::semaphore::{Action, Hold, Mutant, Op, Phase, SemaphoreModel, State};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -193,7 +193,8 @@ fn client_step(
                 fenced.to_string(),
                 k.to_string(),
             ];
-            let live = live_members(&n.keys, &keys.permits, server_ms(now)).len();
+            let scores = live_scores(&n.keys, &keys.permits, server_ms(now));
+            let live = scores.len();
             let reply = server.eval(&m.scripts.acquire, &[&keys.permits, &keys.fence], &args);
             let words = ints(&reply);
             let acquired = words.first() == Some(&1);
@@ -232,6 +233,19 @@ fn client_step(
                     cfg.permits,
                     if acquired { "granted" } else { "refused" }
                 ));
+            }
+            // A refusal's wait: until the (live + k − N)-th soonest expiry,
+            // which makes room for k (at least 1 ms).
+            let need = (live + k as usize).saturating_sub(cfg.permits as usize);
+            if let (false, Some(&wait), Some(&at)) =
+                (acquired, words.get(1), scores.get(need.max(1) - 1))
+            {
+                let due = (at - server_ms(now)).max(1);
+                if wait != due && n.broken.is_none() {
+                    n.broken = Some(format!(
+                        "acquire: c{c}'s refusal at {now} ms said {wait} ms; room for {k} comes in {due}"
+                    ));
+                }
             }
             ("sem_acquire.lua", args, reply)
         }
