@@ -16,7 +16,8 @@
 //! call the real scripts on this server, and the explorers that search them
 //! (an exhaustive BFS of bounded configurations, seeded random walks),
 //! checking exclusion and fencing after every step (so far the plain lock
-//! with fencing; see docs/reliability.md, "Model checking the protocol").
+//! with fencing, the semaphore with holds of k permits and the read-write
+//! lock; see docs/reliability.md, "Model checking the protocol").
 //!
 //! Only the commands latchkey's scripts call (and a few clients use to
 //! make odd states) are here: see `commands/mod.rs` for the list. The
