@@ -9,9 +9,11 @@ use crate::server::Server;
 
 /// Whether the documented policy lets client `t`'s attempt in, on the keys
 /// live at `now` (model ms) before it ran. A token that holds already (an
-/// earlier attempt of the same wait, its reply lost) is let in again.
+/// earlier attempt of the same wait, its reply lost) is let in again (a
+/// reader's, unless a writer holds).
 pub(crate) fn admits(s: &State, keys: &[Vec<u8>; 7], access: Access, t: &str) -> bool {
-    if owns(s, keys, access, t) {
+    let ours = owns(s, keys, access, t);
+    if ours && access == Access::Write {
         return true;
     }
     let now = server_ms(s.now);
@@ -20,7 +22,9 @@ pub(crate) fn admits(s: &State, keys: &[Vec<u8>; 7], access: Access, t: &str) ->
     match access {
         Access::Read => {
             !writer
-                && (live_members(&s.keys, &keys[2], now).is_empty() || next.contains(t.as_bytes()))
+                && (ours
+                    || live_members(&s.keys, &keys[2], now).is_empty()
+                    || next.contains(t.as_bytes()))
         }
         Access::Write => {
             !writer && live_members(&s.keys, &keys[1], now).is_empty() && next.is_empty()

@@ -44,8 +44,8 @@ impl Scripts {
             )?,
             Some(Mutant::ReadIgnoresWaitingWriters) => mutate(
                 &mut s.acquire,
-                "if not ours and (writer or (redis.call('ZCARD', KEYS[3]) > 0 and not next_batch)) then",
-                "if not ours and writer then",
+                "if writer or (not ours and redis.call('ZCARD', KEYS[3]) > 0 and not next_batch) then",
+                "if writer then",
             )?,
             Some(Mutant::ReleaseFormsNoBatch) => {
                 mutate(&mut s.release_write, "if #waiting > 0 then", "if false then")?

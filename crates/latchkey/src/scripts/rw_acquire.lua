@@ -63,9 +63,10 @@ if writer then wait = math.min(wait, math.max(redis.call('PTTL', KEYS[1]), 1)) e
 if ARGV[1] == 'r' then
   local next_batch = redis.call('SISMEMBER', KEYS[5], token) == 1
   -- Our own read hold (a lost reply's; pruned above if expired): it was let
-  -- in by the policy already, so a writer's intent since does not refuse it.
+  -- in by the policy already, so a writer's intent since does not refuse it
+  -- (a writer holding still does).
   local ours = redis.call('ZSCORE', KEYS[2], token)
-  if not ours and (writer or (redis.call('ZCARD', KEYS[3]) > 0 and not next_batch)) then
+  if writer or (not ours and redis.call('ZCARD', KEYS[3]) > 0 and not next_batch) then
     return refused(KEYS[4], earliest(KEYS[3], wait))
   end
   redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), token)
