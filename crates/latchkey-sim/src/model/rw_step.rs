@@ -246,7 +246,11 @@ fn client_step(
             // Its own hold: an earlier attempt of this wait (the same
             // token) took it and its reply was lost. Refusing the caller
             // by it shuts everyone out for a TTL that nobody believes in.
-            if !acquired && matches!(reply, Reply::Array(_)) && owns(before, &keys, access, &t) {
+            if !acquired
+                && rule
+                && matches!(reply, Reply::Array(_))
+                && owns(before, &keys, access, &t)
+            {
                 n.broken.get_or_insert(format!(
                     "c{c}'s {access:?} attempt was refused at {now} ms by its own hold \
                      (an earlier attempt of the same wait took it; its reply was lost)"
