@@ -273,3 +273,32 @@ fn a_reader_whose_acquire_reply_was_lost_gets_its_hold_despite_a_writer_waiting_
     assert!(replies[1].starts_with("[0, "), "{replies:?}");
     assert_eq!(replies[2], "[1, 0]", "{replies:?}");
 }
+
+#[test]
+fn a_batch_reader_that_gives_up_wakes_the_writer_behind_the_batch() {
+    use latchkey_sim::model::rwlock::{Action::Step, Op};
+    // Found by the liveness check: the reader let in next gives up, and
+    // `rw_forget.lua` used to publish nothing, so the writer waiting for
+    // the batch slept on until its recheck (a third of the TTL).
+    let model = RwLockModel::new(Config {
+        roles: vec![Write, Read, Write],
+        give_up: true,
+        ..small(true, 0)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let steps = [
+        Step(0, Op::Try, false),
+        Step(1, Op::Try, false),
+        Step(0, Op::Release, false),
+        Step(2, Op::Try, false),
+        Step(1, Op::GiveUp, false),
+        Step(2, Op::Retry, false),
+    ];
+    let (trace, verdict) = latchkey_sim::model::replay_rwlock(&model, &steps);
+    let table = latchkey_sim::model::trace::table(&trace);
+    // Unwoken, the writer let in by the policy breaks the liveness check.
+    assert_eq!(verdict, Ok(()), "{table}");
+    assert_eq!(trace.len(), steps.len(), "{table}");
+    let last = trace.last().map(|r| r.reply.clone()).unwrap_or_default();
+    assert!(last.starts_with("[1, "), "{table}");
+}

@@ -69,20 +69,14 @@ pub(crate) fn check_batch(
 }
 
 /// Liveness without faults: a waiter the policy lets in now is woken, or
-/// due to try again within 1 ms; where waiters may give up, within
-/// `ttl/3 + 1` ms: `rw_forget.lua` publishes nothing, so the waiters a
-/// withdrawn intent (or batch member) held back sleep on until their
-/// recheck, which the script caps at `ttl/3`. `None` when it holds, or a
-/// fault or a pause leaves it out.
+/// due to try again within 1 ms (a withdrawn intent or batch member wakes
+/// those it held back: `rw_forget.lua` publishes). `None` when it holds, or
+/// a fault or a pause leaves it out.
 pub(crate) fn unwoken_waiter(m: &RwLockModel, s: &State) -> Option<String> {
     if s.faults > 0 {
         return None;
     }
     let (keys, _) = names();
-    let slack = match m.config.give_up {
-        true => m.config.ttl / 3 + 1,
-        false => 1,
-    };
     s.clients.iter().enumerate().find_map(|(i, c)| {
         let Phase::Waiting {
             attempt,
@@ -92,7 +86,7 @@ pub(crate) fn unwoken_waiter(m: &RwLockModel, s: &State) -> Option<String> {
             return None;
         };
         let access = m.role(i);
-        let due = c.paused || c.woken || recheck_at <= s.now + slack;
+        let due = c.paused || c.woken || recheck_at <= s.now + 1;
         (!due && admits(s, &keys, access, &token(i, attempt))).then(|| {
             format!(
                 "liveness: c{i} ({access:?}) sleeps until {recheck_at} ms, unwoken, while the policy lets it in at {} ms",

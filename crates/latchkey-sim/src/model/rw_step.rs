@@ -338,11 +338,21 @@ fn client_step(
             // The armed undo: withdraw the intent, then release whatever an
             // unanswered attempt may have taken with the wait's token.
             let t = token(c, attempt);
-            let forget = server.eval(&m.scripts.forget, &[&keys[2], &keys[3], &keys[4]], &[&t]);
+            let channel = String::from_utf8_lossy(&keys[6]).into_owned();
+            let forget_args = [t.clone(), "PUBLISH".into(), channel];
+            let forget = server.eval(
+                &m.scripts.forget,
+                &[&keys[2], &keys[3], &keys[4]],
+                &forget_args,
+            );
             let (script, mut args, reply) = release(m, server, &keys, access, t);
             args.insert(
                 0,
-                format!("[rw_forget.lua → {}] then {script}", show_reply(&forget)),
+                format!(
+                    "[rw_forget.lua {} → {}] then {script}",
+                    forget_args.join(" "),
+                    show_reply(&forget)
+                ),
             );
             if script == "rw_release_write.lua" && reply == Reply::Int(1) {
                 check_batch(before, server, n, c, &keys);
