@@ -64,8 +64,9 @@ class Guard {
    * gone. Every read of its `aborted`, `reason` or `throwIfAborted()` also
    * looks at the deadline then, so a process stopped or starved past it
    * (SIGSTOP, a long synchronous stretch) finds it aborted on its first
-   * look. Never aborted by release(). Made on first use; it outlives the
-   * guard object (it references the hold, not the guard).
+   * look. Never aborted by release(); aborted (CLOSED) by its client's
+   * close(). Made on first use; it outlives the guard object (it
+   * references the hold, not the guard).
    */
   get signal() {
     if (this.#controller === undefined) {

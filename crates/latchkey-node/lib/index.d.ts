@@ -86,7 +86,8 @@ export class Guard implements AsyncDisposable {
    * ours: a stop margin before its TTL or cap, or at once when found gone.
    * Each read of `aborted`, `reason` or `throwIfAborted()` looks at the
    * deadline too (a process stopped past it reads `EXPIRED` at once).
-   * Never aborted by `release()`. It does not keep the process alive.
+   * Never aborted by `release()`; aborted with `CLOSED` by its client's
+   * `close()`. It does not keep the process alive.
    */
   readonly signal: AbortSignal;
   /** Not known lost, and its stop margin has not come. Asks nobody. */
@@ -273,7 +274,7 @@ declare class BaseClient implements AsyncDisposable {
   readonly prefix: string;
   lock(name: string, options: LockOptions): Lock;
   lockAll(names: string[], options: HoldOptions): Lock;
-  /** Gives back every hold, ends pending waits (they reject with ClientClosed), waits at most `within` ms (default 5000) for background releases; later calls reject with ClientClosed. */
+  /** Gives back every hold (each guard's signal aborts: `CLOSED`), ends pending waits (they reject with ClientClosed), waits at most `within` ms (default 5000) for background releases; later calls reject with ClientClosed. */
   close(options?: { within?: number }): Promise<boolean>;
   flush(options?: { within?: number }): Promise<boolean>;
   [Symbol.asyncDispose](): Promise<void>;

@@ -1,7 +1,8 @@
 //! What can be acquired (a lock, a kept lock, several locks, k permits, a
 //! read or write side, a candidacy): the library's `latchkey::Acquire`,
-//! each answering a `Box<dyn latchkey::Guard>`, under one JavaScript
-//! class, `Acquirer` (lib/lock.js and its siblings wrap it).
+//! each answering a `Box<dyn latchkey::Guard>` that its client then keeps
+//! (`Client::keep`), under one JavaScript class, `Acquirer` (lib/primitives.js's
+//! `Lock` and its siblings wrap it).
 
 use std::sync::Arc;
 
@@ -9,17 +10,9 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::core::Core;
-use crate::hold::{Guard, Holding};
+use crate::hold::Guard;
 use crate::runtime::Promise;
 use crate::runtime::{cancellable, promise, token, Cancel};
-
-/// What a leadership campaigned with, kept for after its release.
-fn value_of(guard: &dyn latchkey::Guard) -> Option<Vec<u8>> {
-    guard
-        .as_any()
-        .downcast_ref::<latchkey::Leadership>()
-        .map(latchkey::Leadership::value)
-}
 
 /// Something to acquire, on a client (the native half of `Lock`,
 /// `Semaphore`'s permits, `RwLock`'s sides, `Election.campaign`).
@@ -38,10 +31,7 @@ impl Acquirer {
         cancellable(&env, None, core.closing(), async move {
             core.check_open()?;
             match inner.try_take().await? {
-                Some(g) => {
-                    let value = value_of(g.as_ref());
-                    Ok(Some(Guard::new(Holding::new(g, &core, value)?)))
-                }
+                Some(g) => Ok(Some(Guard::keep(g, &core)?)),
                 None => Ok(None),
             }
         })
@@ -70,8 +60,7 @@ impl Acquirer {
         cancellable(&env, token(cancel), core.closing(), async move {
             core.check_open()?;
             let guard = inner.take_until(deadline.into()).await?;
-            let value = value_of(guard.as_ref());
-            Ok(Guard::new(Holding::new(guard, &core, value)?))
+            Guard::keep(guard, &core)
         })
     }
 }

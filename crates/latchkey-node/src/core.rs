@@ -1,13 +1,12 @@
 //! One client's connection (a Redis, a cluster, a Sentinel-watched primary,
-//! or a Redlock over N servers) and the holds taken through it, kept
-//! strongly: a hold ends when the program releases or forgets it, when it
-//! is lost (then the registry lets go of it once it cannot be ours any
-//! more), at `close()`, or when its thread's environment ends (envs.rs),
-//! never because JavaScript collected its guard.
+//! or a Redlock over N servers). The holds taken through it are the
+//! library's client's to keep (`latchkey::Client::keep`, hold.rs): a hold
+//! ends when the program releases or forgets it, when it is lost, at
+//! `close()`, or when its thread's environment ends (envs.rs), never
+//! because JavaScript collected its guard.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use napi_derive::napi;
@@ -36,29 +35,11 @@ pub struct ConnectOptions {
     pub instance_timeout_ms: Option<f64>,
 }
 
-/// A live hold, as the core sees it: something to give back at close()
-/// (hold.rs implements it; the core knows no more of holds).
-pub(crate) trait Releasable: Send + Sync {
-    fn give_back(self: Arc<Self>) -> latchkey::BoxFuture<'static, ()>;
-    /// Lost beyond any renewal (a TTL past its deadline): nothing left to
-    /// give back, so the registry may let go of it.
-    fn is_gone(&self) -> bool;
-}
-
-/// The live holds, and the count at the last sweep of the gone ones.
-#[derive(Default)]
-struct Holds {
-    live: HashMap<u64, Arc<dyn Releasable>>,
-    swept_at: usize,
-}
-
-/// A connection and its live holds.
+/// A connection, and what its close ends.
 pub(crate) struct Core {
     /// Of one Redis (standalone, cluster, Sentinel), or a Redlock's, which
     /// makes locks only (the library refuses the rest).
     pub(crate) client: latchkey::Client,
-    holds: Mutex<Holds>,
-    next_hold: AtomicU64,
     closed: AtomicBool,
     /// Cancelled by close(): every wait of the client selects on it.
     closing: CancellationToken,
@@ -138,8 +119,6 @@ impl Core {
         };
         Ok(Arc::new(Core {
             client,
-            holds: Mutex::new(Holds::default()),
-            next_hold: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             closing: CancellationToken::new(),
         }))
@@ -167,72 +146,18 @@ impl Core {
         self.closing.clone()
     }
 
-    fn holds(&self) -> std::sync::MutexGuard<'_, Holds> {
-        self.holds.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Keeps a live hold until it is released, forgotten, gone or given
-    /// back at close: its id for `forget`. CLIENT_CLOSED once closed (the
-    /// caller then lets the hold go).
-    pub(crate) fn track(&self, hold: Arc<dyn Releasable>) -> latchkey::Result<u64> {
-        let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
-        let gone = {
-            let mut holds = self.holds();
-            // Under the mutex that close() drains: no hold slips in after.
-            if self.closed.load(Ordering::Acquire) {
-                return Err(closed());
-            }
-            holds.live.insert(id, hold);
-            // Holds lost and never released would pile up in a program
-            // that leaks guards: swept each time the count doubles.
-            let mut gone = Vec::new();
-            if holds.live.len() >= (holds.swept_at * 2).max(64) {
-                holds.live.retain(|_, h| match h.is_gone() {
-                    true => {
-                        gone.push(h.clone());
-                        false
-                    }
-                    false => true,
-                });
-                holds.swept_at = holds.live.len();
-            }
-            gone
-        };
-        // Dropped outside the mutex: a hold's drop may release in the background.
-        drop(gone);
-        Ok(id)
-    }
-
-    pub(crate) fn forget(&self, id: u64) {
-        let removed = self.holds().live.remove(&id);
-        drop(removed);
-    }
-
     pub(crate) fn prefix(&self) -> Vec<u8> {
         self.client.prefix().to_vec()
     }
 
-    /// Gives back every live hold and the holds cached locks keep, and
-    /// waits at most `within` for the background releases; then refuses
-    /// new calls. Whether all finished in time.
+    /// Ends the pending waits, then the library's close: every hold of the
+    /// client is given back (and told: CLOSED), and the holds cached locks
+    /// keep; waits at most `within` for the releases, and refuses new
+    /// calls. Whether all finished in time.
     pub(crate) async fn close(&self, within: Duration) -> bool {
-        let live: Vec<Arc<dyn Releasable>> = {
-            let mut holds = self.holds();
-            self.closed.store(true, Ordering::Release);
-            holds.live.drain().map(|(_, h)| h).collect()
-        };
+        self.closed.store(true, Ordering::Release);
         self.closing.cancel();
-        let deadline = tokio::time::Instant::now() + within;
-        let releases = live.into_iter().map(|hold| tokio::spawn(hold.give_back()));
-        let releases: Vec<_> = releases.collect();
-        let mut all = true;
-        for release in releases {
-            all &= tokio::time::timeout_at(deadline, release).await.is_ok();
-        }
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        // The library's close: whatever is still out is given back, and
-        // nothing is taken after it.
-        all & self.client.close(left).await
+        self.client.close(within).await
     }
 
     /// Waits at most `within` for background releases (and gives back the

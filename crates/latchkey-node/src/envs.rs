@@ -1,9 +1,10 @@
 //! The clients of each JavaScript environment (the main thread's, each
-//! worker thread's), so that the environment's end gives their holds back:
-//! an env cleanup hook when a worker is terminated (no JavaScript runs
-//! then, and the guards' finalizers must not be what releases), and the
-//! facade's `exit` listener on the main thread. Clients JavaScript no
-//! longer references are reached too: their live holds keep them alive.
+//! worker thread's), so that the environment's end closes them, which
+//! gives their holds back: an env cleanup hook when a worker is terminated
+//! (no JavaScript runs then, and the guards' finalizers must not be what
+//! releases), and the facade's `exit` listener on the main thread. Clients
+//! JavaScript no longer references are reached too: the holds their
+//! library client keeps keep it alive (`latchkey::WeakClient`).
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -19,42 +20,78 @@ use crate::core::Core;
 /// How long an environment's end waits for its holds' releases.
 const AT_END: Duration = Duration::from_secs(1);
 
-/// One environment's clients (weakly: a client with live holds is kept
-/// alive by them, one without has nothing to give back).
+/// One client of an environment, kept weakly: one nothing uses any more
+/// (no JavaScript object, no kept hold) has nothing to give back.
+struct Known {
+    /// While JavaScript (a client, a primitive, a guard) or a wait uses it.
+    core: Weak<Core>,
+    /// While its kept holds live, after JavaScript let go of it.
+    client: latchkey::WeakClient,
+}
+
+/// A client to close at the environment's end.
+enum Open {
+    /// Its close also ends its pending waits.
+    Core(Arc<Core>),
+    /// Only its kept holds left: nothing waits on it.
+    Client(latchkey::Client),
+}
+
+/// One environment's clients.
 #[derive(Default)]
 pub(crate) struct EnvCores {
-    cores: Mutex<Vec<Weak<Core>>>,
+    cores: Mutex<Vec<Known>>,
+}
+
+impl Known {
+    /// Whether anything still uses the client (the one handle upgraded
+    /// here may be its last: dropped on the runtime).
+    fn used(&self) -> bool {
+        self.core.strong_count() > 0
+            || crate::executor::within(|| self.client.upgrade().is_some()).unwrap_or(false)
+    }
+
+    /// The client if anything still uses it, and it is not closed (one
+    /// closed already waited for its releases: an exit does not wait for
+    /// them twice).
+    fn open(&self) -> Option<Open> {
+        if let Some(core) = self.core.upgrade() {
+            return (!core.is_closed()).then_some(Open::Core(core));
+        }
+        self.client.upgrade().map(Open::Client)
+    }
 }
 
 impl EnvCores {
     pub(crate) fn add(&self, core: &Arc<Core>) {
         let mut cores = self.cores.lock().unwrap_or_else(|p| p.into_inner());
-        cores.retain(|c| c.strong_count() > 0);
-        cores.push(Arc::downgrade(core));
+        cores.retain(Known::used);
+        cores.push(Known {
+            core: Arc::downgrade(core),
+            client: core.client.downgrade(),
+        });
     }
 
-    /// The clients not closed yet (one closed already waited for its
-    /// releases: an exit does not wait for them twice).
-    fn live(&self) -> Vec<Arc<Core>> {
+    /// The clients not closed yet.
+    fn live(&self) -> Vec<Open> {
         let cores = self.cores.lock().unwrap_or_else(|p| p.into_inner());
-        cores
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|c| !c.is_closed())
-            .collect()
+        cores.iter().filter_map(Known::open).collect()
     }
 
     /// Closes every client, blocking at most `within`: whether all
     /// releases finished in time.
     fn close_all(&self, within: Duration) -> bool {
-        let cores = self.live();
-        if cores.is_empty() {
+        let open = self.live();
+        if open.is_empty() {
             return true;
         }
         let closing = async move {
             let mut all = true;
-            for core in cores {
-                all &= core.close(within).await;
+            for client in open {
+                all &= match client {
+                    Open::Core(core) => core.close(within).await,
+                    Open::Client(client) => client.close(within).await,
+                };
             }
             all
         };

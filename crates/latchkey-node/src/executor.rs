@@ -74,9 +74,3 @@ pub(crate) fn within<T>(f: impl FnOnce() -> T) -> Option<T> {
     }))
     .ok()
 }
-
-/// Drops `value` where the library's drops may spawn (a guard released in
-/// the background): inside the runtime, without ever panicking.
-pub(crate) fn drop_in_runtime<T>(value: T) {
-    let _ = within(move || drop(value));
-}

@@ -5,12 +5,14 @@
 //! Asked of a hold of another kind, each answers null (or, for a call that
 //! goes to Redis, rejects with UNSUPPORTED).
 
-use latchkey::{BoxFuture, Leadership, MultiGuard, Ownership, PermitGuard, RwAccess, RwGuard};
+use latchkey::{
+    BoxFuture, Kept, Leadership, MultiGuard, Ownership, PermitGuard, RwAccess, RwGuard,
+};
 use napi::bindgen_prelude::{BigInt, Buffer};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::hold::{Guard, Holding};
+use crate::hold::{unless_ended, Guard};
 use crate::runtime::promise;
 use crate::runtime::Promise;
 
@@ -21,14 +23,14 @@ impl Guard {
     /// (`latchkey release --token`). The token; null if already released.
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn forget(&self, env: Env) -> napi::Result<Promise<Option<String>>> {
-        let holding = self.holding.clone();
-        promise(&env, async move { Ok(holding.forget().await) })
+        let kept = self.kept.clone();
+        promise(&env, async move { Ok(kept.forget().await) })
     }
 
     /// The names of several locks held at once (lockAll), else null.
     #[napi]
     pub fn names(&self) -> Option<Vec<String>> {
-        self.holding.as_kind(|g: &MultiGuard| {
+        as_kind(&self.kept, |g: &MultiGuard| {
             g.names()
                 .map(|n| String::from_utf8_lossy(n).into_owned())
                 .collect()
@@ -39,15 +41,12 @@ impl Guard {
     /// `fencingToken()` issues one).
     #[napi(ts_return_type = "Promise<bigint>")]
     pub fn fencing_token_of(&self, env: Env, name: String) -> napi::Result<Promise<BigInt>> {
-        let holding = self.holding.clone();
+        let kept = self.kept.clone();
         promise(&env, async move {
-            let not_held = || {
-                Err(latchkey::Error::NotHeld {
-                    name: holding.name.clone(),
-                })
-            };
+            let name_of = String::from_utf8_lossy(kept.name()).into_owned();
+            let not_held = || Err(latchkey::Error::NotHeld { name: name_of });
             on_kind(
-                &holding,
+                &kept,
                 "fencingTokenOf: not several locks (lockAll)",
                 not_held,
                 |g: &MultiGuard| {
@@ -62,10 +61,10 @@ impl Guard {
     /// while all are held (and once released: none is ours any more).
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn lost_lock(&self, env: Env) -> napi::Result<Promise<Option<String>>> {
-        let holding = self.holding.clone();
+        let kept = self.kept.clone();
         promise(&env, async move {
             on_kind(
-                &holding,
+                &kept,
                 "lostLock: not several locks (lockAll)",
                 || Ok(None),
                 |g: &MultiGuard| {
@@ -83,15 +82,14 @@ impl Guard {
     /// hold), else null.
     #[napi]
     pub fn permits(&self) -> Option<u32> {
-        self.holding
-            .as_kind(|g: &PermitGuard| g.permits())
-            .or_else(|| self.holding.as_kind(|_: &RwGuard| 1))
+        as_kind(&self.kept, |g: &PermitGuard| g.permits())
+            .or_else(|| as_kind(&self.kept, |_: &RwGuard| 1))
     }
 
     /// `"read"` or `"write"` for a read-write lock's hold, else null.
     #[napi(ts_return_type = "'read' | 'write' | null")]
     pub fn access(&self) -> Option<&'static str> {
-        self.holding.as_kind(|g: &RwGuard| match g.access() {
+        as_kind(&self.kept, |g: &RwGuard| match g.access() {
             RwAccess::Read => "read",
             RwAccess::Write => "write",
         })
@@ -101,7 +99,7 @@ impl Guard {
     /// clock), else null.
     #[napi]
     pub fn since(&self) -> Option<f64> {
-        self.holding.as_kind(|g: &Leadership| {
+        as_kind(&self.kept, |g: &Leadership| {
             g.since()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
@@ -111,11 +109,11 @@ impl Guard {
     /// Changes a leadership's value: whether we still led.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn proclaim(&self, env: Env, value: Buffer) -> napi::Result<Promise<bool>> {
-        let holding = self.holding.clone();
+        let kept = self.kept.clone();
         let value = value.to_vec();
         promise(&env, async move {
             on_kind(
-                &holding,
+                &kept,
                 "proclaim: not a leadership",
                 || Ok(false),
                 |g: &Leadership| {
@@ -127,19 +125,26 @@ impl Guard {
     }
 }
 
-/// `op` on the hold as the guard kind `G` (read-locked for the call):
+/// `op` on the hold as the guard kind `G`, if it is one and still held.
+fn as_kind<G: 'static, R>(kept: &Kept, op: impl FnOnce(&G) -> R) -> Option<R> {
+    kept.with_guard(|g| g.as_any().downcast_ref::<G>().map(op))
+        .flatten()
+}
+
+/// `op` on the hold as the guard kind `G` (a release waits for it):
 /// UNSUPPORTED with `not` when it is another kind, `released()` once it
 /// was released or forgotten.
 async fn on_kind<G: 'static, R>(
-    holding: &Holding,
+    kept: &Kept,
     not: &'static str,
     released: impl FnOnce() -> latchkey::Result<R>,
     op: impl for<'a> FnOnce(&'a G) -> BoxFuture<'a, latchkey::Result<R>>,
 ) -> latchkey::Result<R> {
-    let held = holding.guard.read().await;
-    match held.as_ref().map(|g| g.as_any().downcast_ref::<G>()) {
-        Some(Some(g)) => op(g).await,
-        Some(None) => Err(latchkey::Error::Unsupported(not)),
-        None => released(),
-    }
+    let found = kept
+        .call(|g| match g.as_any().downcast_ref::<G>() {
+            Some(g) => op(g),
+            None => Box::pin(async move { Err(latchkey::Error::Unsupported(not)) }),
+        })
+        .await;
+    unless_ended(kept, found, released)
 }

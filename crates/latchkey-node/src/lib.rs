@@ -3,14 +3,17 @@
 //! imported by users: the facade adds what napi-rs cannot express (an
 //! AbortSignal on every wait, `Symbol.asyncDispose`, error classes).
 //!
-//! Every hold is one `Box<dyn latchkey::Guard>` behind one class
-//! (hold.rs); what can be acquired is one trait (acquire.rs); the client
-//! and its factories are in client.rs, the other primitives in
-//! primitives.rs, the iterators in signals.rs. Promises run the library's
-//! futures on the package's own tokio runtime (executor.rs) and are settled
-//! by napi-rs (runtime.rs); the lost notification is a weak thread-safe
-//! function, so it never keeps a process alive. A client keeps its holds until they are released, lost,
-//! or given back at its close or its environment's end (core.rs, envs.rs).
+//! Every hold is one `latchkey::Kept` (a `Box<dyn latchkey::Guard>` its
+//! client keeps) behind one class (hold.rs); what can be acquired is one
+//! trait (acquire.rs); the client and its factories are in client.rs, the
+//! other primitives in primitives.rs, the iterators in signals.rs.
+//! Promises run the library's futures on the package's own tokio runtime
+//! (executor.rs) and are settled by napi-rs (runtime.rs); the lost
+//! notification is a weak thread-safe function, so it never keeps a
+//! process alive. The library's client keeps every hold
+//! (`latchkey::Client::keep`) until it is released or forgotten, lost, or
+//! given back by the client's close, which is also what its environment's
+//! end calls (core.rs, envs.rs).
 
 // napi-derive registers the exports only outside `cfg(test)`: clippy's
 // test build of the lib (`--all-targets`) would see every one of them as

@@ -121,7 +121,7 @@ thread_local! {
 /// calls still in flight are dropped then, not left running on the
 /// process's runtime (a wait would otherwise take its lock later, for
 /// nobody). Dropping them is what the library makes safe.
-fn ended(env: &Env) -> napi::Result<CancellationToken> {
+pub(crate) fn ended(env: &Env) -> napi::Result<CancellationToken> {
     let raw = env.raw() as usize;
     let known = ENDED.with(|e| {
         e.borrow()

@@ -87,6 +87,19 @@ test('a guard V8 collects unreleased is kept, and its signal still reports a los
   assert.equal(c.err.match(/LATCHKEY_UNRELEASED_GUARD/g)?.length, 1, c.err);
 });
 
+test('a client V8 collects with its guard keeps the hold, and the exit gives it back', async () => {
+  const c = child(['--expose-gc', fixture('gc-client-exit.js'), redis.url]);
+  const [, token] = await c.line(/token (\S+)/);
+  await c.line(/collected/);
+  // Client and guard collected a TTL ago: still ours in Redis, renewed.
+  assert.equal(redis.cli('get', 'latchkey:gc-client'), token);
+  assert.ok(Number(redis.cli('pttl', 'latchkey:gc-client')) > 0);
+  c.proc.stdin.end();
+  const { code } = await c.exited;
+  assert.equal(code, 0, c.err);
+  assert.equal(redis.cli('exists', 'latchkey:gc-client'), '0', 'given back at exit, not left to its TTL');
+});
+
 test('terminating worker threads that hold locks never crashes the process and gives their holds back', async () => {
   const c = child([fixture('workers-terminated.js'), redis.url, String(redis.port), '20']);
   const { code, signal } = await c.exited;

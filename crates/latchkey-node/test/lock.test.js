@@ -185,9 +185,15 @@ test('Symbol.asyncDispose releases a guard', async () => {
 test('close() gives back every hold and refuses later calls', async () => {
   const other = await lk.Client.connect(redis.url);
   const a = await other.lock('core-close-a', { ttl: 30_000 }).acquire();
+  const told = new Promise((resolve) => a.signal.addEventListener('abort', () => resolve(a.signal.reason)));
   await other.semaphore('core-close-s', 2, { ttl: 30_000 }).acquire();
   assert.equal(await other.close(), true);
   assert.equal(a.isHeld(), false);
+  // Each guard is told: lost, CLOSED; its release sends nothing.
+  assert.equal(a.lostReason, 'CLOSED');
+  assert.equal((await told).reason, 'CLOSED');
+  assert.equal(await a.release(), false);
+  assert.equal(a.lostReason, null);
   assert.equal(redis.cli('exists', 'latchkey:core-close-a'), '0');
   assert.equal(redis.cli('zcard', '{latchkey:core-close-s}:sem') || '0', '0');
   assert.throws(() => other.lock('x', { ttl: 1_000 }), lk.ClientClosed);

@@ -80,6 +80,19 @@ def rust_methods(path):
     return names
 
 
+STUBS = os.path.join(os.path.dirname(__file__), "..", "python", "latchkey", "_native.pyi")
+
+
+def recipe_keywords():
+    """The keywords of the lease recipes (`**options`), as the stubs'
+    `_LeaseOptions` and `_LockOptions` spell them."""
+    text = open(STUBS).read()
+    keys = set()
+    for body in re.findall(r"^class _(?:Lease|Lock)Options\(.*?\):\n((?:    .*\n)+)", text, re.M):
+        keys |= set(re.findall(r"^    (\w+): ", body, re.M))
+    return keys
+
+
 def python_has(name, classes):
     base = re.sub(r"_(timeout|until)$", "", name)
     if any(hasattr(c, n) for c in classes for n in (name, base)):
@@ -87,7 +100,7 @@ def python_has(name, classes):
     if name in SAME_AS:
         alias = SAME_AS[name].split("(")[0].rstrip("=")
         return any(hasattr(c, alias) for c in classes + [latchkey.Client, latchkey.Lock]) or \
-            alias in str(latchkey.Client.lock.__text_signature__) + str(latchkey.Client.semaphore.__text_signature__)
+            alias in recipe_keywords()
     return False
 
 
@@ -106,3 +119,21 @@ def test_every_exception_is_still_a_rust_method():
     every = set().union(*(rust_methods(p) for p in BOUND))
     stale = sorted(n for n in EXCEPTIONS if n not in every)
     assert not stale, f"listed but gone from Rust: {stale}"
+
+
+def test_every_recipe_keyword_of_the_stubs_is_taken(server):
+    """The stubs' keywords are what the recipes take: each is accepted
+    (and an unknown one refused, as Python refuses one)."""
+    import pytest
+    client = latchkey.Client(server.url)
+    values = {"watchdog": True, "fencing": False, "ask": False, "fair": False}
+    keys = recipe_keywords()
+    assert {"watchdog", "fencing", "max_hold", "ask", "stop_margin", "hold_at_least", "fair", "cached"} <= keys
+    for key in sorted(keys):
+        client.lock("parity", 10.0, **{key: values.get(key, 1.0)})
+        if key not in ("fair", "cached"):
+            client.semaphore("parity", 2, 10.0, **{key: values.get(key, 1.0)})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        client.rwlock("parity", 10.0, bogus=True)
+    with pytest.raises(TypeError, match="argument 'fair'"):
+        client.lock("parity", 10.0, fair="yes")

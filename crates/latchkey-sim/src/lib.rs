@@ -18,6 +18,8 @@
 //! checking exclusion and fencing after every step (so far the plain lock
 //! with fencing, the semaphore with holds of k permits and the read-write
 //! lock; see docs/reliability.md, "Model checking the protocol").
+//! The conformance check (`tests/conformance.rs`, [`model::conform`])
+//! asserts that the models send what the real library sends a real server.
 //!
 //! Only the commands latchkey's scripts call (and a few clients use to
 //! make odd states) are here: see `commands/mod.rs` for the list. The

@@ -175,6 +175,8 @@ pub use primitives::semaphore::permit::{PermitGuard, PermitKind};
 pub use primitives::semaphore::Semaphore;
 pub use primitives::signal::listener::{Listener, Signal};
 // 5. Facades
+pub use client::kept::Kept;
+pub use client::weak::WeakClient;
 pub use client::Client;
 pub use redlock::Redlock;
 

@@ -38,9 +38,9 @@ use serde_json::json;
 use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::hold_run::{self, run_once, stop_margin, Ran, Supervision};
+use crate::support::holdable::Holdable;
 use crate::support::patience::Patience;
 use crate::support::signals::{unless_interrupted, Signals};
-use crate::support::take::Take;
 use crate::support::target::Target;
 use crate::support::text::escape;
 
@@ -171,7 +171,7 @@ struct Campaign<'a> {
     candidacy: latchkey::Candidacy,
 }
 
-impl Take for Campaign<'_> {
+impl Holdable for Campaign<'_> {
     fn acquirer(&self) -> &dyn latchkey::Acquire {
         &self.candidacy
     }

@@ -13,10 +13,10 @@ use latchkey::{Guard, HoldOptions, LostReason, Ownership};
 use crate::support::duration;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::hold_args::HoldArgs;
+use crate::support::holdable::Holdable;
 use crate::support::run_args::{command_env, RunArgs};
 use crate::support::signals::{interrupted, Signals};
 use crate::support::supervise::{self, Ended, Started};
-use crate::support::take::Take;
 use crate::support::target::Target;
 
 /// How CMD is run and stopped.
@@ -91,7 +91,7 @@ pub(crate) enum Ran {
 /// # Cancel safety
 /// Dropped while CMD runs, the guardian kills CMD's group, and the guard
 /// is released in the background.
-pub(crate) async fn run_once<T: Take>(
+pub(crate) async fn run_once<T: Holdable>(
     take: &T,
     guard: Box<dyn Guard>,
     env: &[(&str, String)],
@@ -156,7 +156,7 @@ fn taken_while_running(found: Ownership) -> bool {
 /// `run`: waits for `take` within `--wait`'s budget, runs CMD under it
 /// (with `LATCHKEY_NAME`, `LATCHKEY_TOKEN`, `LATCHKEY_FENCING_TOKEN` and
 /// what `more_env` adds), and exits as CMD did (or why it could not).
-pub(crate) async fn hold_and_run<T: Take>(
+pub(crate) async fn hold_and_run<T: Holdable>(
     take: &T,
     args: &RunArgs,
     how: &Supervision<'_>,
@@ -212,7 +212,7 @@ pub(crate) async fn hold_and_run<T: Take>(
 ///
 /// # Cancel safety
 /// As the library's acquisitions: dropped, nothing stays held.
-pub(crate) async fn acquire<T: Take>(
+pub(crate) async fn acquire<T: Holdable>(
     take: &T,
     wait: &HoldArgs,
     until: Option<Instant>,
@@ -225,7 +225,12 @@ pub(crate) async fn acquire<T: Take>(
 }
 
 /// A hold that stayed busy: a conflict (or `-E`), naming its holders.
-pub(crate) async fn busy<T: Take>(take: &T, target: &Target, wait: &HoldArgs, code: u8) -> Failure {
+pub(crate) async fn busy<T: Holdable>(
+    take: &T,
+    target: &Target,
+    wait: &HoldArgs,
+    code: u8,
+) -> Failure {
     let busy = take.busy(target).await;
     let waited = match (wait.no_wait, wait.wait) {
         (false, Some(d)) if !d.is_zero() => format!(" after waiting {}", duration::human(d)),
@@ -281,7 +286,7 @@ fn too_late(what: &str, margin: Duration) -> Failure {
 /// Releases after CMD ended: what the release found, `None` when it
 /// failed. A failure is not CMD's failure: warn, since the hold then frees
 /// itself at its TTL.
-async fn release<T: Take>(take: &T, guard: Box<dyn Guard>) -> Option<Ownership> {
+async fn release<T: Holdable>(take: &T, guard: Box<dyn Guard>) -> Option<Ownership> {
     let ttl = guard.ttl();
     match guard.release().await {
         Ok(found) => {

@@ -2,7 +2,6 @@
 //! in a child after `os.fork()` (the parent's sockets and runtime are not
 //! the child's to use; they are forgotten there, never closed or written).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,42 +40,33 @@ impl Options {
 }
 
 /// The connection of one Python client (shared by its clones and the locks
-/// made from it), and the holds taken through it.
+/// made from it). The holds taken through it are kept by the library's
+/// client (`latchkey::Client::keep`).
 pub(crate) struct Core {
     pub(crate) options: Options,
     /// What is connected (a client of one Redis, a cluster, a
     /// Sentinel-watched primary, or a Redlock's, which makes locks only)
     /// and the process that connected it.
     connected: Mutex<Option<(u32, latchkey::Client)>>,
-    /// Every hold taken through this client and not yet released, lost or
-    /// forgotten, by address: kept strongly, so that a hold ends only when
-    /// the program releases it, loses it, closes the client or exits,
-    /// never because Python collected its object. (Each hold keeps its
-    /// core too: the cycle ends with the hold.)
-    holds: Mutex<HashMap<usize, Arc<dyn Kept>>>,
     /// Set by `close()`: every later call is refused, and the waits in
     /// flight end.
     closing: tokio::sync::watch::Sender<bool>,
 }
 
-/// A hold as its client sees it: something to keep until it ends, and to
-/// give back at `close()` and at exit (holds/ implements it).
-pub(crate) trait Kept: Send + Sync + 'static {
-    /// Still one to keep: ours here, not released, not known lost.
-    fn live(&self) -> bool;
-    /// Releases it: whether that went through (a hold no longer ours
-    /// included).
-    fn give_back(self: Arc<Self>) -> latchkey::BoxFuture<'static, bool>;
-}
-
-/// Every core alive (weakly), for the interpreter's exit: whatever holds
-/// the Python side dropped, each core's client is flushed then.
+/// Every core alive (weakly), for the interpreter's exit: each core's
+/// client is closed then, which gives back every hold it keeps.
 static LIVE: Mutex<Vec<std::sync::Weak<Core>>> = Mutex::new(Vec::new());
 
 /// The last flushes of the cores Python let go of (`Core::drop`): a
 /// client made in `main()` is gone before the interpreter exits, and its
 /// background releases with it unless the exit waits for these.
 static RETIRING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// The clients of the cores Python let go of, weakly: one whose holds are
+/// still kept (a guard in a module global outlives the client object that
+/// took it, or both were collected) is alive, and closed at exit, which
+/// gives those holds back.
+static ORPHANS: Mutex<Vec<latchkey::WeakClient>> = Mutex::new(Vec::new());
 
 /// How long a dropped client's last flush waits for its background work.
 const RETIRE_WITHIN: Duration = Duration::from_secs(10);
@@ -86,7 +76,6 @@ impl Core {
         let core = Arc::new(Core {
             options,
             connected: Mutex::new(None),
-            holds: Mutex::new(HashMap::new()),
             closing: tokio::sync::watch::Sender::new(false),
         });
         let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
@@ -169,69 +158,15 @@ impl Core {
         }
     }
 
-    /// Keeps `holding` until it is released, lost or forgotten.
-    pub(crate) fn track<K: Kept>(&self, holding: &Arc<K>) {
-        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
-        // Holds lost (or a parent's, in a forked child) go now and then:
-        // amortized, the map stays within twice the holds alive.
-        let mut pruned = Vec::new();
-        if holds.len() >= 64 && holds.len().is_power_of_two() {
-            let ended: Vec<usize> = holds
-                .iter()
-                .filter(|(_, h)| !h.live())
-                .map(|(at, _)| *at)
-                .collect();
-            pruned.extend(ended.iter().filter_map(|at| holds.remove(at)));
-        }
-        holds.insert(
-            Arc::as_ptr(holding) as usize,
-            holding.clone() as Arc<dyn Kept>,
-        );
-        drop(holds);
-        drop(pruned); // outside the lock: a hold's drop may drop this core's last hold
-    }
-
-    /// Forgets the hold at `address` (released, lost or forgotten).
-    pub(crate) fn untrack(&self, address: usize) -> Option<Arc<dyn Kept>> {
-        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
-        holds.remove(&address)
-    }
-
-    /// Releases every hold taken through this client, waiting at most
-    /// until `deadline` (those not released by then stay to their TTL);
-    /// whether all were.
-    pub(crate) async fn release_all(&self, deadline: tokio::time::Instant) -> bool {
-        let live: Vec<Arc<dyn Kept>> = {
-            let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
-            holds.drain().map(|(_, h)| h).collect()
-        };
-        let releases: Vec<_> = live
-            .into_iter()
-            .map(|hold| tokio::spawn(hold.give_back()))
-            .collect();
-        let mut all = true;
-        for release in releases {
-            all &= matches!(
-                tokio::time::timeout_at(deadline, release).await,
-                Ok(Ok(true))
-            );
-        }
-        all
-    }
-
     /// Gives back every hold and the holds cached locks keep, waits at most
     /// `within` for the background releases, and refuses every later call.
     /// Whether all finished in time.
     pub(crate) async fn close(self: Arc<Self>, within: Duration) -> latchkey::Result<bool> {
         self.closing.send_replace(true);
-        let deadline = tokio::time::Instant::now() + within;
-        let released = self.release_all(deadline).await;
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let closed = match self.connected() {
-            Some(connected) => connected.close(left).await,
+        Ok(match self.connected() {
+            Some(connected) => connected.close(within).await,
             None => true,
-        };
-        Ok(released && closed)
+        })
     }
 
     /// What this process connected, connecting first when needed (the
@@ -288,43 +223,33 @@ impl Core {
     }
 }
 
-/// At the interpreter's exit: releases every hold of every client alive
-/// (a client with holds is alive: they keep it), within `within`.
-pub(crate) async fn release_everything(within: Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + within;
-    let live: Vec<Arc<Core>> = LIVE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .filter_map(std::sync::Weak::upgrade)
-        .collect();
-    let mut all = true;
-    for core in live {
-        all &= core.release_all(deadline).await;
-    }
-    all
-}
-
-/// At the interpreter's exit: flushes every core still alive and waits for
-/// the last flushes of those dropped, all within `within`; whether all
-/// finished.
-pub(crate) async fn flush_all(within: Duration) -> bool {
+/// At the interpreter's exit: closes the client of every core still
+/// alive and of those dropped with holds kept (which gives back every
+/// hold and waits for the background releases), and waits for the last
+/// flushes of the cores dropped, all within `within`; whether all finished.
+pub(crate) async fn close_all(within: Duration) -> bool {
     let deadline = std::time::Instant::now() + within;
-    let live: Vec<Arc<Core>> = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()))
+    let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut clients: Vec<latchkey::Client> = live
         .iter()
         .filter_map(std::sync::Weak::upgrade)
+        .filter_map(|core| core.connected())
         .collect();
+    let orphans = std::mem::take(&mut *ORPHANS.lock().unwrap_or_else(|p| p.into_inner()));
+    clients.extend(orphans.iter().filter_map(latchkey::WeakClient::upgrade));
     let retiring = std::mem::take(&mut *RETIRING.lock().unwrap_or_else(|p| p.into_inner()));
-    let flushes = live.into_iter().map(|core| {
-        tokio::spawn(async move {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            core.flush(left).await.unwrap_or(false)
+    let closes: Vec<_> = clients
+        .into_iter()
+        .map(|client| {
+            tokio::spawn(async move {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                client.close(left).await
+            })
         })
-    });
-    let flushes: Vec<_> = flushes.collect();
+        .collect();
     let mut all = true;
-    for flush in flushes {
-        all &= flush.await.unwrap_or(false);
+    for close in closes {
+        all &= close.await.unwrap_or(false);
     }
     for last in retiring {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -343,10 +268,18 @@ impl Drop for Core {
             std::mem::forget(made);
             return;
         }
-        // Nothing of Python's holds this client any more (every lock and
-        // hold keeps its core): what their drops left in the background is
-        // on its tracker now. Its last flush waits for that, and for the
-        // holds its cached locks kept, before the connection goes.
+        // Holds still kept (their Python objects outlive this one, or were
+        // collected) keep the client alive: reachable for the close at exit.
+        let mut orphans = ORPHANS.lock().unwrap_or_else(|p| p.into_inner());
+        if orphans.len() >= 64 && orphans.len().is_power_of_two() {
+            orphans.retain(|c| c.upgrade().is_some());
+        }
+        orphans.push(made.downgrade());
+        drop(orphans);
+        // Nothing of Python's holds this client any more (every lock keeps
+        // its core): what their drops left in the background is on its
+        // tracker now. Its last flush waits for that, and for the holds its
+        // cached locks kept, before the connection goes.
         let Ok(handle) = crate::runtime::handle() else {
             return drop(made); // the interpreter is exiting
         };

@@ -2,6 +2,7 @@
 //! client's `Lock`, an asyncio client's `AsyncLock`).
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use super::ClientBase;
 use crate::args;
@@ -11,7 +12,7 @@ use crate::recipes::fence::FencedBase;
 use crate::recipes::latch::LatchBase;
 use crate::recipes::lock;
 use crate::recipes::lock::LockSpec;
-use crate::recipes::options::LeaseOptions;
+use crate::recipes::options::{no_more, take_bool, take_seconds, LeaseOptions};
 use crate::recipes::rwlock::RwLockBase;
 use crate::recipes::semaphore::SemaphoreBase;
 
@@ -34,95 +35,61 @@ impl ClientBase {
     /// waiters in arrival order; `cached=idle` keeps a released hold up to
     /// `idle` seconds for the next acquire; `max_hold=` caps every hold;
     /// `ask=True` makes a waiter ask the holder to let go; `stop_margin=`
-    /// is how long before the deadline `lost` fires.
-    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, fair = false, cached = None, max_hold = None, ask = false, stop_margin = None, hold_at_least = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// is how long before the deadline `lost` fires; `hold_at_least=`
+    /// keeps every hold that long even when released before.
+    #[pyo3(signature = (name, ttl, **options))]
     fn lock(
         &self,
         py: Python<'_>,
         name: &Bound<'_, PyAny>,
         ttl: f64,
-        watchdog: bool,
-        fencing: bool,
-        fair: bool,
-        cached: Option<f64>,
-        max_hold: Option<f64>,
-        ask: bool,
-        stop_margin: Option<f64>,
-        hold_at_least: Option<f64>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
+        let lease = LeaseOptions::take(py, options)?;
+        let (mut fair, mut cached) = (false, None);
+        if let Some(options) = options {
+            fair = take_bool(options, "fair", false)?;
+            cached = take_seconds(py, options, "cached")?;
+        }
+        no_more("lock", options)?;
         let spec = LockSpec {
             ttl: args::ttl(py, ttl)?,
-            lease: LeaseOptions::new(
-                py,
-                watchdog,
-                fencing,
-                max_hold,
-                ask,
-                stop_margin,
-                hold_at_least,
-            )?,
+            lease,
             fair,
-            cached: cached.map(|c| args::seconds(py, "cached", c)).transpose()?,
+            cached,
         };
         lock::lock(py, &self.core, args::named(py, name)?, spec, self.mode)
     }
 
     /// Several locks held all at once or not at all, whatever order other
-    /// callers name them in; the same keywords as `lock`.
-    #[pyo3(signature = (names, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None, hold_at_least = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// callers name them in; the lease keywords of `lock`.
+    #[pyo3(signature = (names, ttl, **options))]
     fn lock_all(
         &self,
         py: Python<'_>,
         names: &Bound<'_, PyAny>,
         ttl: f64,
-        watchdog: bool,
-        fencing: bool,
-        max_hold: Option<f64>,
-        ask: bool,
-        stop_margin: Option<f64>,
-        hold_at_least: Option<f64>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let lease = LeaseOptions::new(
-            py,
-            watchdog,
-            fencing,
-            max_hold,
-            ask,
-            stop_margin,
-            hold_at_least,
-        )?;
+        let lease = LeaseOptions::take(py, options)?;
+        no_more("lock_all", options)?;
         let names = self::names(py, names)?;
         lock::lock_all(py, &self.core, names, args::ttl(py, ttl)?, lease, self.mode)
     }
 
     /// At most `permits` holders of `name` at once, each for `ttl` seconds;
-    /// the same keywords as `lock_all`.
-    #[pyo3(signature = (name, permits, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None, hold_at_least = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// the lease keywords of `lock`.
+    #[pyo3(signature = (name, permits, ttl, **options))]
     fn semaphore(
         &self,
         py: Python<'_>,
         name: &Bound<'_, PyAny>,
         permits: &Bound<'_, PyAny>,
         ttl: f64,
-        watchdog: bool,
-        fencing: bool,
-        max_hold: Option<f64>,
-        ask: bool,
-        stop_margin: Option<f64>,
-        hold_at_least: Option<f64>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let lease = LeaseOptions::new(
-            py,
-            watchdog,
-            fencing,
-            max_hold,
-            ask,
-            stop_margin,
-            hold_at_least,
-        )?;
+        let lease = LeaseOptions::take(py, options)?;
+        no_more("semaphore", options)?;
         let permits = args::count(py, "semaphore permits", permits)?;
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
         SemaphoreBase::make(py, &self.core, name, permits, self.mode, move |c, n| {
@@ -131,30 +98,17 @@ impl ClientBase {
     }
 
     /// A phase-fair read-write lock; each hold lasts `ttl` seconds; the
-    /// same keywords as `lock_all`.
-    #[pyo3(signature = (name, ttl, *, watchdog = true, fencing = false, max_hold = None, ask = false, stop_margin = None, hold_at_least = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// lease keywords of `lock`.
+    #[pyo3(signature = (name, ttl, **options))]
     fn rwlock(
         &self,
         py: Python<'_>,
         name: &Bound<'_, PyAny>,
         ttl: f64,
-        watchdog: bool,
-        fencing: bool,
-        max_hold: Option<f64>,
-        ask: bool,
-        stop_margin: Option<f64>,
-        hold_at_least: Option<f64>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let lease = LeaseOptions::new(
-            py,
-            watchdog,
-            fencing,
-            max_hold,
-            ask,
-            stop_margin,
-            hold_at_least,
-        )?;
+        let lease = LeaseOptions::take(py, options)?;
+        no_more("rwlock", options)?;
         let (name, ttl) = (args::named(py, name)?, args::ttl(py, ttl)?);
         RwLockBase::make(py, &self.core, name, self.mode, move |c, n| {
             lease.apply(c.rwlock(n, ttl)?)

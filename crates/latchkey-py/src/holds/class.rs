@@ -2,7 +2,6 @@
 //! does (the surface of `latchkey::Guard`); kinds.rs adds each kind's own
 //! calls and the blocking and asyncio leaf classes.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use latchkey::Ownership;
@@ -11,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use super::lost::{lost_event, LostBase};
-use super::Holding;
+use super::Ours;
 use crate::args;
 use crate::runtime::{awaitable, block_on, run, Make, Mode};
 
@@ -20,7 +19,7 @@ use crate::runtime::{awaitable, block_on, run, Make, Mode};
 /// client is closed or the interpreter exits.
 #[pyclass(module = "latchkey._native", name = "_Hold", subclass, frozen, weakref)]
 pub(crate) struct Hold {
-    pub(crate) holding: Arc<Holding>,
+    pub(crate) ours: Ours,
     pub(crate) mode: Mode,
     /// What it holds, for messages: "lock", "permit", "leadership", …
     pub(crate) what: &'static str,
@@ -47,9 +46,11 @@ const GIVE_BACK_WITHIN: Duration = Duration::from_millis(500);
 /// by `GIVE_BACK_WITHIN`; a failure is logged, not raised (the block's
 /// exception propagates), and the key is left to its TTL (the library
 /// tries once more in the background).
-async fn give_back(holding: Arc<Holding>) -> latchkey::Result<()> {
-    let name = holding.name.shown();
-    match tokio::time::timeout(GIVE_BACK_WITHIN, holding.release()).await {
+async fn give_back(
+    name: String,
+    releasing: latchkey::BoxFuture<'static, latchkey::Result<Option<Ownership>>>,
+) -> latchkey::Result<()> {
+    match tokio::time::timeout(GIVE_BACK_WITHIN, releasing).await {
         Ok(Ok(_)) => {}
         Ok(Err(e)) => tracing::warn!(
             target: "latchkey::python",
@@ -72,17 +73,18 @@ impl Hold {
     /// hold turned out lost (or the program was told it was: `lost` fired,
     /// a cap reached) and the block raised nothing itself.
     fn exit_with(&self, found: Option<Ownership>, raised: bool) -> Make {
-        let told = self.holding.lost_reason().is_some();
+        let told = self.ours.kept.lost_reason().is_some();
         let lost = matches!(found, Some(o) if o != Ownership::Owned || told) && !raised;
         let message = lost.then(|| {
             let why = self
-                .holding
+                .ours
+                .kept
                 .lost_reason()
                 .map_or("it expired", |r| r.describe());
             format!(
                 "{} {} was lost before its with block ended ({why}): the block ran unprotected",
                 self.what,
-                self.holding.name.shown()
+                self.ours.name.shown()
             )
         });
         Make::new(move |py| match message {
@@ -105,39 +107,39 @@ impl Hold {
     /// names joined by `+`).
     #[getter]
     fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.holding.name.to_py(py)
+        self.ours.name.to_py(py)
     }
 
     /// The owner token: what Redis keeps for the hold while it is ours.
     #[getter]
     fn token(&self) -> String {
-        self.holding.token.clone()
+        self.ours.kept.token().to_owned()
     }
 
     /// Seconds an acquisition or a renewal holds for.
     #[getter]
     fn ttl(&self) -> f64 {
-        self.holding.ttl.as_secs_f64()
+        self.ours.kept.ttl().as_secs_f64()
     }
 
     /// Until when the hold may be assumed, on `time.monotonic()`'s clock
     /// (the last one once released): past it, it may be someone else's.
     #[getter]
     fn deadline(&self, py: Python<'_>) -> PyResult<f64> {
-        monotonic(py, self.holding.deadline())
+        monotonic(py, self.ours.kept.deadline())
     }
 
     /// Not known lost, not released, before the stop margin. Asks nobody.
     fn is_held(&self) -> bool {
-        self.holding.is_held()
+        self.ours.is_held()
     }
 
     /// Set when the hold can no longer be proven ours.
     #[getter]
     fn lost(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let event = LostBase {
-            lost: self.holding.lost_signal(),
-            owner: self.holding.owner,
+            lost: self.ours.lost_signal(),
+            owner: self.ours.owner,
             mode: self.mode,
         };
         lost_event(py, event.into(), self.mode)
@@ -147,55 +149,40 @@ impl Hold {
     /// `taken-over`, `unreachable`), or None while it was not.
     #[getter]
     fn lost_reason(&self) -> Option<&'static str> {
-        self.holding.lost_reason().map(|r| r.as_str())
+        self.ours.kept.lost_reason().map(|r| r.as_str())
     }
 
     /// The hold's fencing token, greater than every earlier hold's: the
     /// one issued with it (`fencing=True`, a leadership's term), else
     /// issued now (one round trip, the first time).
     fn fencing_token(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let holding = self.holding.clone();
-        run(
-            py,
-            self.mode,
-            "Hold.fencing_token",
-            holding.call(|h| h.fencing_token()),
-        )
+        let call = self.ours.call(|h| h.fencing_token());
+        run(py, self.mode, "Hold.fencing_token", call)
     }
 
     /// Every fencing token of the hold (one per lock of several locks
     /// held at once), issued as `fencing_token()` issues one.
     fn fencing_tokens(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let holding = self.holding.clone();
-        run(
-            py,
-            self.mode,
-            "Hold.fencing_tokens",
-            holding.call(|h| h.fencing_tokens()),
-        )
+        let call = self.ours.call(|h| h.fencing_tokens());
+        run(py, self.mode, "Hold.fencing_tokens", call)
     }
 
     /// The fencing token if it was issued already, else None. Asks nobody.
     fn issued_fencing_token(&self) -> Option<u64> {
-        self.holding.issued_fencing_token()
+        self.ours.kept.issued_fencing_token()
     }
 
     /// Resets the TTL to `ttl` seconds from now: True if still ours (else
     /// the hold is marked lost).
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<Py<PyAny>> {
         let ttl = args::ttl(py, ttl)?;
-        run(
-            py,
-            self.mode,
-            "Hold.extend",
-            self.holding.clone().extend(ttl),
-        )
+        run(py, self.mode, "Hold.extend", self.ours.extend(ttl))
     }
 
     /// Releases if still ours: True when it was ours to the end, False
     /// when it was lost or released already (idempotent).
     fn release(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let releasing = self.holding.clone().release();
+        let releasing = self.ours.release();
         run(py, self.mode, "Hold.release", async move {
             Ok(releasing.await? == Some(Ownership::Owned))
         })
@@ -204,7 +191,7 @@ impl Hold {
     /// Gives the hold up without releasing it: it ends at its TTL, or by
     /// a release with the owner token returned.
     fn forget(&self, py: Python<'_>) -> PyResult<String> {
-        block_on(py, self.holding.clone().forget())
+        block_on(py, self.ours.forget())
     }
 
     /// Waits until another process asks for the hold (`request_release`,
@@ -213,10 +200,9 @@ impl Hold {
     #[pyo3(signature = (timeout = None))]
     fn release_requested(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let wait = args::wait(py, timeout)?.unwrap_or(args::FOREVER);
-        let name = String::from_utf8_lossy(&self.holding.name.bytes).into_owned();
-        let holding = self.holding.clone();
+        let name = String::from_utf8_lossy(&self.ours.name.bytes).into_owned();
+        let asked = self.ours.call(|h| h.release_requested());
         run(py, self.mode, "Hold.release_requested", async move {
-            let asked = holding.call(|h| h.release_requested());
             match tokio::time::timeout(wait, asked).await {
                 Ok(asked) => asked,
                 Err(_) => Err(latchkey::Error::WaitTimedOut { name, waited: wait }),
@@ -244,9 +230,9 @@ impl Hold {
             return Err(self.wrong_with());
         }
         if kind.is_some() {
-            return block_on(py, give_back(self.holding.clone()));
+            return block_on(py, give_back(self.ours.name.shown(), self.ours.release()));
         }
-        let found = block_on(py, self.holding.clone().release())?;
+        let found = block_on(py, self.ours.release())?;
         self.exit_with(found, kind.is_some()).made(py).map(drop)
     }
 
@@ -272,13 +258,13 @@ impl Hold {
         let raised = kind.is_some();
         let me = slf.unbind();
         if raised {
-            let holding = me.get().holding.clone();
+            let giving = give_back(me.get().ours.name.shown(), me.get().ours.release());
             return awaitable(py, "AsyncHold.__aexit__", async move {
-                give_back(holding).await?;
+                giving.await?;
                 Ok(Make::new(|py| Ok(py.None())))
             });
         }
-        let releasing = me.get().holding.clone().release();
+        let releasing = me.get().ours.release();
         awaitable(py, "AsyncHold.__aexit__", async move {
             let found = releasing.await?;
             Ok(me.get().exit_with(found, raised))
@@ -290,9 +276,9 @@ impl Hold {
         Ok(format!(
             "<latchkey.{} name={} held={} token={:?}>",
             slf.get_type().name()?,
-            me.holding.name.shown(),
-            me.holding.is_held(),
-            me.holding.token
+            me.ours.name.shown(),
+            me.ours.is_held(),
+            me.ours.kept.token()
         ))
     }
 }

@@ -2,7 +2,6 @@
 //! calls only one kind has: a permit's count, several locks' names and
 //! tokens, a leadership's term, value and `proclaim`.
 
-use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use latchkey::{Ownership, PermitGuard, RwAccess, RwGuard};
@@ -10,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::class::Hold;
-use super::{Held, Holding};
+use super::{Held, Taken};
 use crate::args;
 use crate::recipes::twins;
 use crate::runtime::{run, Make, Mode};
@@ -32,14 +31,10 @@ pub(crate) enum Kind {
 }
 
 /// The Python object of a hold just taken, once the call is done.
-pub(crate) fn made(holding: Arc<Holding>, kind: Kind, mode: Mode) -> Make {
+pub(crate) fn made(taken: Taken, kind: Kind, mode: Mode) -> Make {
     Make::new(move |py| {
-        holding.keep();
-        let hold = |what| Hold {
-            holding,
-            mode,
-            what,
-        };
+        let ours = taken.keep(py)?;
+        let hold = |what| Hold { ours, mode, what };
         match kind {
             Kind::Lock => lock_guard(py, hold("lock").into(), mode),
             Kind::Permit => permit(
@@ -63,7 +58,7 @@ pub(crate) fn made(holding: Arc<Holding>, kind: Kind, mode: Mode) -> Make {
 
 /// `op` on the hold as the guard type `G`, if it is one and still held.
 fn as_guard<G: 'static, R>(hold: &Hold, gone: R, op: impl FnOnce(&G) -> R) -> R {
-    hold.holding
+    hold.ours
         .now(None, |h: &dyn Held| h.as_any().downcast_ref::<G>().map(op))
         .unwrap_or(gone)
 }
@@ -107,7 +102,7 @@ impl MultiBase {
         });
         names
             .iter()
-            .map(|n| hold.holding.name.like(n).to_py(py))
+            .map(|n| hold.ours.name.like(n).to_py(py))
             .collect()
     }
 
@@ -120,7 +115,7 @@ impl MultiBase {
     ) -> PyResult<Py<PyAny>> {
         let name = args::name(py, name)?;
         let hold = slf.as_super();
-        let call = hold.holding.clone().call(move |h| {
+        let call = hold.ours.call(move |h| {
             Box::pin(async move {
                 match h.as_any().downcast_ref::<latchkey::MultiGuard>() {
                     Some(g) => g.fencing_token_of(&name).await,
@@ -136,7 +131,7 @@ impl MultiBase {
     /// Which lock was lost (a round trip to each), or None while all are held.
     fn lost_lock(slf: PyRef<'_, Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let hold = slf.as_super();
-        let call = hold.holding.clone().call(|h| {
+        let call = hold.ours.call(|h| {
             Box::pin(async move {
                 match h.as_any().downcast_ref::<latchkey::MultiGuard>() {
                     Some(g) => g.lost_lock().await,
@@ -144,7 +139,7 @@ impl MultiBase {
                 }
             })
         });
-        let like = hold.holding.name.clone();
+        let like = hold.ours.name.clone();
         run(py, hold.mode, "MultiGuard.lost_lock", async move {
             let lost = call.await?;
             Ok(Make::new(move |py| {
@@ -164,7 +159,7 @@ impl LeadingBase {
     /// Our term: greater than every earlier leader's (the fencing token).
     #[getter]
     fn term(slf: PyRef<'_, Self>) -> u64 {
-        slf.as_super().holding.issued_fencing_token().unwrap_or(0)
+        slf.as_super().ours.kept.issued_fencing_token().unwrap_or(0)
     }
 
     /// When we became leader: seconds since the epoch (the server's clock).
@@ -186,7 +181,7 @@ impl LeadingBase {
 
     /// Whether we lead: `is_held()`.
     fn is_leader(slf: PyRef<'_, Self>) -> bool {
-        slf.as_super().holding.is_held()
+        slf.as_super().ours.is_held()
     }
 
     /// Changes our value: True if we still led.
@@ -197,7 +192,7 @@ impl LeadingBase {
     ) -> PyResult<Py<PyAny>> {
         let value = args::name(py, value)?;
         let hold = slf.as_super();
-        let call = hold.holding.clone().call(move |h| {
+        let call = hold.ours.call(move |h| {
             Box::pin(async move {
                 match h.as_any().downcast_ref::<latchkey::Leadership>() {
                     Some(g) => Ok(g.proclaim(&value).await? == Ownership::Owned),
@@ -211,7 +206,7 @@ impl LeadingBase {
     /// Resigns: `release()`.
     fn resign(slf: PyRef<'_, Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let hold = slf.as_super();
-        let releasing = hold.holding.clone().release();
+        let releasing = hold.ours.release();
         run(py, hold.mode, "Leadership.resign", async move {
             Ok(releasing.await? == Some(Ownership::Owned))
         })

@@ -1,18 +1,19 @@
 //! Every hold (a lock's guard, a permit, a read or write hold, several
-//! locks at once, a leadership) is one Rust object here, `Holding`, over
-//! the library's one door, `Box<dyn latchkey::Guard>`; its Python
-//! classes are in class.rs (what every hold does) and kinds.rs (each
-//! kind's own calls, and the blocking and asyncio twins).
+//! locks at once, a leadership) is one library handle here, a
+//! `latchkey::Kept`: the client keeps the hold until the program releases
+//! it, it is lost, the client is closed or the interpreter exits, never
+//! because Python collected its object. A hold just taken is `Taken`
+//! until its Python object is made (class.rs: what every hold does;
+//! kinds.rs: each kind's own calls, and the blocking and asyncio twins).
 
 pub(crate) mod class;
 pub(crate) mod kinds;
 pub(crate) mod lost;
 
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use latchkey::{BoxFuture, LostReason, LostSignal, Ownership};
-use tokio::sync::RwLock;
+use latchkey::{BoxFuture, Kept, Ownership};
+use pyo3::prelude::*;
 
 use crate::args::Name;
 use crate::clients::core::Core;
@@ -22,61 +23,76 @@ use crate::runtime::{drop_in_runtime, pid};
 /// calls only one kind has, a leadership's `proclaim`).
 pub(crate) use latchkey::Guard as Held;
 
-/// A hold shared by its Python object and the calls in flight on it.
-pub(crate) struct Holding {
-    /// `None` once released (or forgotten).
-    hold: RwLock<Option<Box<dyn Held>>>,
-    pub(crate) name: Name,
-    pub(crate) token: String,
-    pub(crate) ttl: Duration,
-    /// The deadline last seen: what `deadline` says once released.
-    deadline: Mutex<Instant>,
-    /// The fencing token issued, kept past the release.
-    issued: Mutex<Option<u64>>,
-    /// Why it was lost, kept past the release.
-    reason: Mutex<Option<LostReason>>,
-    /// Made on first need (`guard.lost`): without a watchdog, a lost
-    /// signal starts a timer task, which most holds never need.
-    lost: OnceLock<LostSignal>,
-    /// The process that holds it (a forked child does nothing with it).
-    pub(crate) owner: u32,
-    /// The client it was taken with, which keeps the hold until it is
-    /// released, lost or forgotten (or the client closed); kept until the
-    /// hold is gone: the client's last flush (when it is dropped, and at
-    /// exit) then sees the release this hold's drop may leave in the
-    /// background.
-    client: Arc<Core>,
+/// A hold taken and not yet handed to Python: kept by its client once its
+/// Python object is made. Dropped before (its call cancelled, its event
+/// loop closed), it is released in the background, as a dropped guard is.
+pub(crate) struct Taken {
+    guard: Option<Box<dyn Held>>,
+    name: Name,
+    core: Arc<Core>,
+    owner: u32,
 }
 
-impl Holding {
-    /// Made on the runtime (the guard may start tasks).
-    pub(crate) fn new(hold: Box<dyn Held>, name: &Name, client: &Arc<Core>) -> Arc<Holding> {
-        let holding = Arc::new(Holding {
-            name: name.like(hold.name()),
-            token: hold.token().to_owned(),
-            ttl: hold.ttl(),
-            deadline: Mutex::new(hold.deadline()),
-            reason: Mutex::new(None),
-            issued: Mutex::new(hold.issued_fencing_token()),
-            lost: OnceLock::new(),
-            hold: RwLock::new(Some(hold)),
+impl Taken {
+    pub(crate) fn new(guard: Box<dyn Held>, name: &Name, core: &Arc<Core>) -> Taken {
+        Taken {
+            name: name.like(guard.name()),
+            guard: Some(guard),
+            core: core.clone(),
             owner: pid(),
-            client: client.clone(),
-        });
-        holding
+        }
     }
 
     /// `latchkey::Guard` boxed: any guard of the library.
-    pub(crate) fn of<G: latchkey::Guard + 'static>(
-        guard: G,
-        name: &Name,
-        client: &Arc<Core>,
-    ) -> Arc<Holding> {
-        Holding::new(Box::new(guard), name, client)
+    pub(crate) fn of<G: Held + 'static>(guard: G, name: &Name, core: &Arc<Core>) -> Taken {
+        Taken::new(Box::new(guard), name, core)
+    }
+
+    /// Kept by the client that took it: called as its Python object is
+    /// made. `ClientClosed` when the client was closed meanwhile (the
+    /// close ended the hold).
+    pub(crate) fn keep(mut self, py: Python<'_>) -> PyResult<Ours> {
+        let closed = |py| crate::errors::to_py(py, latchkey::Error::ClientClosed);
+        let client = self.core.connected().ok_or_else(|| closed(py))?;
+        let guard = self.guard.take().ok_or_else(|| closed(py))?;
+        // Kept on the runtime: a hold's last drop finishes there.
+        let handle = crate::runtime::handle()?;
+        let _entered = handle.enter();
+        Ok(Ours {
+            kept: client
+                .keep(guard)
+                .map_err(|e| crate::errors::to_py(py, e))?,
+            name: self.name.clone(),
+            owner: self.owner,
+        })
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            drop_in_runtime(guard, self.owner);
+        }
+    }
+}
+
+/// A kept hold, with what Python adds: its name as given (`str` or
+/// `bytes`) and the process that holds it (in a forked child the copy of
+/// a parent's hold does nothing).
+pub(crate) struct Ours {
+    pub(crate) kept: Kept,
+    pub(crate) name: Name,
+    pub(crate) owner: u32,
+}
+
+impl Ours {
+    /// Whether this process holds it (not a forked child's copy).
+    fn here(&self) -> bool {
+        self.owner == pid()
     }
 
     fn not_held(&self) -> latchkey::Error {
-        let whose = match self.owner == pid() {
+        let whose = match self.here() {
             true => String::new(),
             false => format!(
                 " (held by the parent process {}: a hold does not cross os.fork())",
@@ -84,173 +100,94 @@ impl Holding {
             ),
         };
         latchkey::Error::NotHeld {
-            name: format!("{}{whose}", String::from_utf8_lossy(&self.name.bytes)),
+            name: format!("{}{whose}", self.name.shown()),
         }
     }
 
-    /// What `op` answers of the hold while it is ours here; `gone` once
-    /// released, and in a forked child.
+    /// `op` on the guard while it is held here; `gone` once released, and
+    /// in a forked child.
     pub(crate) fn now<R>(&self, gone: R, op: impl FnOnce(&dyn Held) -> R) -> R {
-        if self.owner != pid() {
-            return gone;
-        }
-        match self.hold.try_read() {
-            Ok(held) => match held.as_deref() {
-                Some(hold) => op(hold),
-                None => gone,
-            },
-            Err(_) => gone, // being released
+        match self.here() {
+            true => self.kept.with_guard(op).unwrap_or(gone),
+            false => gone,
         }
     }
 
     /// Runs `op` on the hold (a round trip); `NotHeld` once released, and
     /// in a forked child.
-    pub(crate) async fn call<R>(
-        self: Arc<Self>,
-        op: impl for<'a> FnOnce(&'a dyn Held) -> BoxFuture<'a, latchkey::Result<R>>,
-    ) -> latchkey::Result<R> {
-        if self.owner != pid() {
-            return Err(self.not_held());
-        }
-        let held = self.hold.read().await;
-        match held.as_deref() {
-            Some(hold) => op(hold).await,
-            None => Err(self.not_held()),
-        }
+    pub(crate) fn call<R: Send + 'static>(
+        &self,
+        op: impl for<'a> FnOnce(&'a dyn Held) -> BoxFuture<'a, latchkey::Result<R>> + Send + 'static,
+    ) -> BoxFuture<'static, latchkey::Result<R>> {
+        let (kept, refused) = (self.kept.clone(), (!self.here()).then(|| self.not_held()));
+        Box::pin(async move {
+            match refused {
+                Some(refused) => Err(refused),
+                None => kept.call(op).await,
+            }
+        })
     }
 
     /// Resets the TTL: whether it was still ours (False once released).
-    pub(crate) async fn extend(self: Arc<Self>, ttl: Duration) -> latchkey::Result<bool> {
-        if self.owner != pid() {
-            return Err(self.not_held());
-        }
-        let held = self.hold.read().await;
-        let Some(hold) = held.as_deref() else {
-            return Ok(false);
-        };
-        let owned = hold.extend(ttl).await? == Ownership::Owned;
-        self.seen(hold);
-        Ok(owned)
+    pub(crate) fn extend(
+        &self,
+        ttl: std::time::Duration,
+    ) -> BoxFuture<'static, latchkey::Result<bool>> {
+        let kept = self.kept.clone();
+        let extending = self.call(move |h| h.extend(ttl));
+        Box::pin(async move {
+            match extending.await {
+                Ok(found) => Ok(found == Ownership::Owned),
+                Err(latchkey::Error::NotHeld { .. }) if kept.is_ended() => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
     }
 
     /// Releases if still ours: what it found, `None` when it was released
     /// already (or is a parent's, in a forked child).
-    pub(crate) async fn release(self: Arc<Self>) -> latchkey::Result<Option<Ownership>> {
-        if self.owner != pid() {
-            return Ok(None);
-        }
-        let taken = self.hold.write().await.take();
-        let Some(hold) = taken else {
-            return Ok(None);
-        };
-        self.untrack();
-        self.seen(&*hold);
-        let found = hold.release().await?;
-        if found != Ownership::Owned {
-            let mut reason = self.reason.lock().unwrap_or_else(|p| p.into_inner());
-            reason.get_or_insert(match found {
-                Ownership::HeldByOther => LostReason::TakenOver,
-                _ => LostReason::Expired,
-            });
-        }
-        Ok(Some(found))
+    pub(crate) fn release(&self) -> BoxFuture<'static, latchkey::Result<Option<Ownership>>> {
+        let (kept, here) = (self.kept.clone(), self.here());
+        Box::pin(async move {
+            match here {
+                true => kept.release().await,
+                false => Ok(None),
+            }
+        })
     }
 
     /// Gives the hold up without releasing: its owner token.
-    pub(crate) async fn forget(self: Arc<Self>) -> latchkey::Result<String> {
-        if self.owner != pid() {
-            return Err(self.not_held());
-        }
-        match self.hold.write().await.take() {
-            Some(hold) => {
-                self.untrack();
-                Ok(hold.forget())
+    pub(crate) fn forget(&self) -> BoxFuture<'static, latchkey::Result<String>> {
+        let (kept, not_held) = (self.kept.clone(), self.not_held());
+        let here = self.here();
+        Box::pin(async move {
+            match here {
+                true => kept.forget().await.ok_or(not_held),
+                false => Err(not_held),
             }
-            None => Err(self.not_held()),
-        }
-    }
-
-    /// Kept by its client from now on: called when its Python object is
-    /// made. A hold made and never handed to Python (its call cancelled,
-    /// its event loop closed) is dropped instead, and released then.
-    pub(crate) fn keep(self: &Arc<Self>) {
-        self.client.track(self);
-    }
-
-    /// No longer kept by the client (released, forgotten or lost).
-    fn untrack(&self) {
-        // Never the last reference: the caller holds an `Arc` of it.
-        drop(self.client.untrack(self as *const Holding as usize));
-    }
-
-    fn seen(&self, hold: &dyn Held) {
-        if let Some(token) = hold.issued_fencing_token() {
-            *self.issued.lock().unwrap_or_else(|p| p.into_inner()) = Some(token);
-        }
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = hold.deadline();
-        if let Some(reason) = hold.lost_reason() {
-            *self.reason.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
-        }
-    }
-
-    /// Until when the hold may be assumed (the last deadline once released).
-    pub(crate) fn deadline(&self) -> Instant {
-        self.now((), |h| self.seen(h));
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The fencing token, if issued already (kept once released).
-    pub(crate) fn issued_fencing_token(&self) -> Option<u64> {
-        self.now((), |h| self.seen(h));
-        *self.issued.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Why it was lost, if it was.
-    pub(crate) fn lost_reason(&self) -> Option<LostReason> {
-        self.now((), |h| self.seen(h));
-        *self.reason.lock().unwrap_or_else(|p| p.into_inner())
+        })
     }
 
     pub(crate) fn is_held(&self) -> bool {
-        self.now(false, |h| h.is_held())
+        self.here() && self.kept.is_held()
     }
 
     /// The hold's lost signal (one that never fires once released, or in
     /// a forked child, where `LostEvent` says it is set).
-    pub(crate) fn lost_signal(&self) -> LostSignal {
-        if self.owner != pid() {
-            return LostSignal::default();
+    pub(crate) fn lost_signal(&self) -> latchkey::LostSignal {
+        match self.here() {
+            true => self.kept.lost_signal(),
+            false => latchkey::LostSignal::default(),
         }
-        self.lost
-            .get_or_init(|| {
-                // Its timer task (no watchdog) needs the runtime.
-                let Ok(handle) = crate::runtime::handle() else {
-                    return LostSignal::default();
-                };
-                let _entered = handle.enter();
-                self.now(LostSignal::default(), |h| h.lost_signal())
-            })
-            .clone()
     }
 }
 
-impl crate::clients::core::Kept for Holding {
-    fn live(&self) -> bool {
-        self.now(false, |h| h.lost_reason().is_none())
-    }
-
-    fn give_back(self: Arc<Self>) -> BoxFuture<'static, bool> {
-        Box::pin(async move { self.release().await.is_ok() })
-    }
-}
-
-impl Drop for Holding {
+impl Drop for Ours {
     fn drop(&mut self) {
-        // A hold its client let go of unreleased (known lost): released in
-        // the background, which finds it gone (or forgotten, in a forked
-        // child).
-        if let Some(hold) = self.hold.get_mut().take() {
-            drop_in_runtime(hold, self.owner);
+        // A parent's hold in a forked child: never dropped here (its drop
+        // would reach the parent's runtime and locks, copied mid-flight).
+        if !self.here() {
+            std::mem::forget(self.kept.clone());
         }
     }
 }

@@ -12,7 +12,7 @@ use pyo3::types::PyBytes;
 use super::{recipe_class, twins};
 use crate::args::{self};
 use crate::holds::kinds::{made, Kind};
-use crate::holds::Holding;
+use crate::holds::Taken;
 use crate::runtime::{run, Make, Mode};
 
 recipe_class! {
@@ -84,7 +84,7 @@ impl ElectionBase {
             let core = recipe.core.clone();
             let leadership = recipe.get().await?.campaign_until(value, until).await?;
             Ok(made(
-                Holding::of(leadership, &name, &core),
+                Taken::of(leadership, &name, &core),
                 Kind::Leadership,
                 mode,
             ))
@@ -98,7 +98,7 @@ impl ElectionBase {
         run(py, mode, "Election.try_campaign", async move {
             let core = recipe.core.clone();
             let leadership = recipe.get().await?.try_campaign(value).await?;
-            Ok(leadership.map(|l| made(Holding::of(l, &name, &core), Kind::Leadership, mode)))
+            Ok(leadership.map(|l| made(Taken::of(l, &name, &core), Kind::Leadership, mode)))
         })
     }
 

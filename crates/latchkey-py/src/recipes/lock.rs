@@ -14,7 +14,7 @@ use super::{recipe_class, twins, Made};
 use crate::args::{self, Name};
 use crate::clients::core::Core;
 use crate::holds::kinds::{made, Kind};
-use crate::holds::Holding;
+use crate::holds::Taken;
 use crate::runtime::Mode;
 
 /// A hold of `recipe`, waiting until `until` (`acquire`: raises
@@ -53,7 +53,7 @@ pub(crate) fn take<T: Acquire + Clone>(
             }
             return Err(closed);
         }
-        Ok(hold.map(|hold| made(Holding::new(hold, &name, &core), kind, mode)))
+        Ok(hold.map(|hold| made(Taken::new(hold, &name, &core), kind, mode)))
     })
 }
 

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use super::recipe_class;
 use crate::args::{self};
 use crate::holds::kinds::{made, Kind};
-use crate::holds::Holding;
+use crate::holds::Taken;
 use crate::runtime::run;
 
 recipe_class! {
@@ -41,7 +41,7 @@ impl RwLockBase {
                 (true, RwAccess::Read) => rwlock.try_read().await?,
                 (true, RwAccess::Write) => rwlock.try_write().await?,
             };
-            Ok(guard.map(|g| made(Holding::of(g, &name, &core), Kind::Permit, mode)))
+            Ok(guard.map(|g| made(Taken::of(g, &name, &core), Kind::Permit, mode)))
         })
     }
 }

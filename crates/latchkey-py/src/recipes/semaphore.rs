@@ -7,7 +7,7 @@ use super::lock::take;
 use super::recipe_class;
 use crate::args::{self};
 use crate::holds::kinds::{made, Kind};
-use crate::holds::Holding;
+use crate::holds::Taken;
 use crate::runtime::run;
 
 recipe_class! {
@@ -62,7 +62,7 @@ impl SemaphoreBase {
         run(py, mode, "Semaphore.acquire_many", async move {
             let core = recipe.core.clone();
             let permit = recipe.get().await?.acquire_many_until(k, until).await?;
-            Ok(made(Holding::of(permit, &name, &core), Kind::Permit, mode))
+            Ok(made(Taken::of(permit, &name, &core), Kind::Permit, mode))
         })
     }
 
@@ -73,7 +73,7 @@ impl SemaphoreBase {
         run(py, mode, "Semaphore.try_acquire_many", async move {
             let core = recipe.core.clone();
             let permit = recipe.get().await?.try_acquire_many(k).await?;
-            Ok(permit.map(|p| made(Holding::of(p, &name, &core), Kind::Permit, mode)))
+            Ok(permit.map(|p| made(Taken::of(p, &name, &core), Kind::Permit, mode)))
         })
     }
 

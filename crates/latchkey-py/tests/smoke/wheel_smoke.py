@@ -26,7 +26,10 @@ def main() -> None:
     assert "site-packages" in here, f"latchkey imported from {here}, not the installed wheel"
     meta = importlib.metadata.metadata("latchkey-redis")
     assert meta["Name"] == "latchkey-redis" and meta["Version"] == latchkey.__version__
-    assert meta.get_all("Project-URL") and meta.get_all("Classifier") and meta["Description"]
+    assert meta.get_all("Classifier") and meta["Description"]
+    assert (meta["License-Expression"] or meta["License"]) == "MIT OR Apache-2.0"
+    # No URL until the project has a true one (a placeholder is worse than none).
+    assert not any("example.invalid" in url for url in meta.get_all("Project-URL") or [])
 
     port = free_port()
     server = subprocess.Popen(

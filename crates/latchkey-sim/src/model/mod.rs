@@ -15,10 +15,18 @@
 //! and each acquire's verdict is the documented rule (the semaphore's
 //! room for k, the read-write lock's phase-fair policy) applied to the
 //! keys live before it.
+//!
+//! The models are the protocol in executable form, and [`conform`] keeps
+//! them honest: each says, per operation, what it sends (from the code its
+//! steps send with), and `tests/conformance.rs` asserts that the real
+//! library sends a real server the same scripts with the same argument
+//! shapes. A new model plugs in as [`conform`]'s module docs say.
 
+pub mod conform;
 pub mod explore;
 pub mod keyset;
 pub mod lock;
+mod lock_request;
 mod lock_step;
 mod rw_check;
 mod rw_step;
@@ -27,6 +35,7 @@ mod sem_step;
 pub mod semaphore;
 pub mod trace;
 
+pub use lock_request::Request;
 pub use lock_step::replay;
 pub use rw_step::replay as replay_rwlock;
 pub use sem_step::replay as replay_semaphore;

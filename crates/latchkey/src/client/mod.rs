@@ -15,7 +15,9 @@ macro_rules! locks_only {
 }
 
 mod control;
+pub(crate) mod kept;
 mod signals;
+pub(crate) mod weak;
 
 use std::time::Duration;
 

@@ -2,11 +2,14 @@
 //! [`Client::close`](crate::Client::close) gives back (etcd's
 //! `Session.Close`, which revokes every key of the session at once). A hold
 //! enters when it is taken and leaves when it ends (released, forgotten,
-//! dropped); the registry never keeps one alive.
+//! dropped); the registry never keeps one alive. Beside them, the holds
+//! the client *keeps* ([`Client::keep`](crate::Client::keep)), strongly:
+//! those live until released, forgotten, found lost or closed, whoever
+//! else lets go of them.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 /// A live hold, as a close ends it.
 pub(crate) trait Live: Send + Sync {
@@ -15,6 +18,11 @@ pub(crate) trait Live: Send + Sync {
     /// release is (the close then waits for them as `flush` does); nothing
     /// when it had ended already.
     fn close(&self);
+    /// Over for good (released, forgotten or lost): a kept hold the
+    /// registry may let go of.
+    fn ended(&self) -> bool {
+        false
+    }
 }
 
 /// See the module docs.
@@ -28,6 +36,9 @@ struct Registry {
     closed: bool,
     next: u64,
     holds: HashMap<u64, Weak<dyn Live>>,
+    /// The kept holds, and their count at the last sweep of the ended ones.
+    kept: HashMap<u64, Arc<dyn Live>>,
+    swept_at: usize,
 }
 
 impl LiveHolds {
@@ -56,17 +67,58 @@ impl LiveHolds {
         drop(removed);
     }
 
+    /// Keeps `hold` until [`let_go`](LiveHolds::let_go); `None` once
+    /// closed. Kept holds that ended without being let go (lost, and
+    /// nobody released them) are swept each time their count doubles.
+    pub(crate) fn keep(&self, hold: Arc<dyn Live>) -> Option<u64> {
+        let mut registry = self.registry();
+        if registry.closed {
+            return None;
+        }
+        registry.next += 1;
+        let id = registry.next;
+        registry.kept.insert(id, hold);
+        let mut ended = Vec::new();
+        if registry.kept.len() >= (registry.swept_at * 2).max(64) {
+            registry.kept.retain(|_, h| match h.ended() {
+                true => {
+                    ended.push(h.clone());
+                    false
+                }
+                false => true,
+            });
+            registry.swept_at = registry.kept.len();
+        }
+        drop(registry);
+        // Dropped outside the lock: a hold's drop enters this registry.
+        drop(ended);
+        Some(id)
+    }
+
+    /// The kept hold `id` ended: no longer kept.
+    pub(crate) fn let_go(&self, id: u64) {
+        let removed = self.registry().kept.remove(&id);
+        drop(removed);
+    }
+
     /// Closes: refuses every later hold and ends every live one (their
-    /// releases go to the background, which the caller then flushes).
+    /// releases go to the background, which the caller then flushes), then
+    /// lets go of the kept ones (ended by then: their holds were live).
     pub(crate) fn close(&self) {
-        let live: Vec<Weak<dyn Live>> = {
+        let (live, kept) = {
             let mut registry = self.registry();
             registry.closed = true;
-            registry.holds.drain().map(|(_, h)| h).collect()
+            let live: Vec<Weak<dyn Live>> = registry.holds.drain().map(|(_, h)| h).collect();
+            let kept: Vec<Arc<dyn Live>> = registry.kept.drain().map(|(_, h)| h).collect();
+            (live, kept)
         };
         for hold in live.iter().filter_map(Weak::upgrade) {
             hold.close();
         }
+        for hold in &kept {
+            hold.close();
+        }
+        drop(kept);
     }
 }
 

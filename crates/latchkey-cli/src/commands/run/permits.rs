@@ -21,9 +21,9 @@ use latchkey::RwAccess;
 
 use crate::support::exit::Outcome;
 use crate::support::hold_run::{hold_and_run, supervised, Supervision};
+use crate::support::holdable::{Permits, RwHold};
 use crate::support::run_args::RunArgs;
 use crate::support::signals::{unless_interrupted, Signals};
-use crate::support::take::{Permits, RwHold};
 
 pub async fn run(args: &RunArgs, how: &Supervision<'_>, mut signals: Signals) -> Outcome {
     let target = how.target;

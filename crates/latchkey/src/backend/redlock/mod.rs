@@ -103,6 +103,32 @@ impl std::fmt::Debug for Group {
     }
 }
 
+/// A [`Group`] that does not keep its instances alive (what
+/// [`WeakClient`](crate::WeakClient) keeps of a Redlock's client).
+#[derive(Clone)]
+pub(crate) struct WeakGroup {
+    inner: Weak<Inner>,
+    options: Options,
+}
+
+impl WeakGroup {
+    pub(crate) fn upgrade(&self) -> Option<Group> {
+        Some(Group {
+            inner: self.inner.upgrade()?,
+            options: self.options,
+        })
+    }
+}
+
+impl Group {
+    pub(crate) fn downgrade(&self) -> WeakGroup {
+        WeakGroup {
+            inner: Arc::downgrade(&self.inner),
+            options: self.options,
+        }
+    }
+}
+
 impl Group {
     /// A Redlock over these connected clients, one per independent Redis
     /// instance (not replicas of each other: a replica can lose the lock in

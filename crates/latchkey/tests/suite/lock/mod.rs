@@ -5,6 +5,7 @@ mod close;
 mod fair;
 mod fair_handoff;
 mod fencing;
+mod kept;
 mod local_waiters;
 mod redlock;
 mod redlock_client;

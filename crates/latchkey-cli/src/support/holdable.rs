@@ -1,6 +1,6 @@
 //! What `run` can hold, as one shape: a lock, several locks, K permits of
 //! a semaphore, a read or write hold of a read-write lock. Each is a
-//! [`Take`]: the library's [`Acquire`] (a first try, a wait until an
+//! [`Holdable`]: the library's [`Acquire`] (a first try, a wait until an
 //! instant or for as long as it takes), and the words its messages use,
 //! with who holds it when it is busy. `hold_run.rs` runs CMD under any of
 //! them.
@@ -12,7 +12,7 @@ use latchkey::{Acquire, Guard, Lock, MultiGuard, MultiLock, RwAccess, RwLock, Se
 use crate::support::target::Target;
 
 /// Something `run` can hold.
-pub(crate) trait Take {
+pub(crate) trait Holdable {
     /// How it is acquired.
     fn acquirer(&self) -> &dyn Acquire;
 
@@ -24,13 +24,13 @@ pub(crate) trait Take {
     fn busy(&self, target: &Target) -> impl Future<Output = String>;
 
     /// What was lost, when the hold has parts (several locks): `lock "b" of
-    /// "a", "b"`; otherwise [`what`](Take::what). Only reads.
+    /// "a", "b"`; otherwise [`what`](Holdable::what). Only reads.
     fn lost_what(&self, _held: &dyn Guard) -> impl Future<Output = String> {
         async { self.what() }
     }
 }
 
-impl Take for Lock {
+impl Holdable for Lock {
     fn acquirer(&self) -> &dyn Acquire {
         self
     }
@@ -62,7 +62,7 @@ impl Locks {
     }
 }
 
-impl Take for Locks {
+impl Holdable for Locks {
     fn acquirer(&self) -> &dyn Acquire {
         &self.locks
     }
@@ -120,7 +120,7 @@ impl Permits {
     }
 }
 
-impl Take for Permits {
+impl Holdable for Permits {
     fn acquirer(&self) -> &dyn Acquire {
         &self.taking
     }
@@ -171,7 +171,7 @@ impl RwHold {
     }
 }
 
-impl Take for RwHold {
+impl Holdable for RwHold {
     fn acquirer(&self) -> &dyn Acquire {
         &self.side
     }
