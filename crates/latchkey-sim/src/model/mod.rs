@@ -31,6 +31,7 @@ mod lock_step;
 mod rw_check;
 mod rw_step;
 pub mod rwlock;
+mod sem_request;
 mod sem_step;
 pub mod semaphore;
 pub mod trace;

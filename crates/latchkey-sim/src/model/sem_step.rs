@@ -3,12 +3,10 @@
 //! (`primitives/semaphore/mod.rs` and `permit.rs`), and folds the reply
 //! into the client's beliefs.
 
-use latchkey::protocol::{
-    primitive_key, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX,
-};
-
 use crate::model::explore::Model;
 use crate::model::keyset::{self, ints, live_members, live_scores, mutate, server_ms, token};
+use crate::model::lock_request::send;
+use crate::model::sem_request::{names, request};
 use crate::model::semaphore::{Action, Hold, Mutant, Op, Phase, SemaphoreModel, State};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -16,10 +14,10 @@ use crate::server::Server;
 
 /// The scripts' texts as the library sends them, a mutant's change applied.
 pub(crate) struct Scripts {
-    acquire: String,
-    extend: String,
-    release: String,
-    fence: String,
+    pub(crate) acquire: String,
+    pub(crate) extend: String,
+    pub(crate) release: String,
+    pub(crate) fence: String,
 }
 
 impl Scripts {
@@ -49,23 +47,6 @@ impl Scripts {
             None => {}
         }
         Ok(s)
-    }
-}
-
-/// The semaphore's keys and channel, as the library names them (prefix
-/// `lk:`, name `model`).
-struct Names {
-    permits: Vec<u8>,
-    fence: Vec<u8>,
-    channel: String,
-}
-
-fn names() -> Names {
-    let key = |suffix| primitive_key(b"lk:", b"model", suffix);
-    Names {
-        permits: key(PERMITS_SUFFIX),
-        fence: key(PERMITS_FENCE_SUFFIX),
-        channel: String::from_utf8_lossy(&key(PERMITS_RELEASED_SUFFIX)).into_owned(),
     }
 }
 
@@ -176,7 +157,6 @@ fn client_step(
 ) -> (&'static str, Vec<String>, Reply) {
     let cfg = &m.config;
     let keys = names();
-    let ttl = cfg.ttl.to_string();
     let k = m.take(c);
     let (now, epoch) = (n.now, n.restarts);
     let mut fence_issued = None;
@@ -185,17 +165,10 @@ fn client_step(
         Op::Try | Op::Retry => {
             client.attempts += 1;
             let attempt = client.attempts;
-            let fenced = if cfg.fenced { "1" } else { "0" };
-            let args = vec![
-                token(c, attempt),
-                cfg.permits.to_string(),
-                ttl,
-                fenced.to_string(),
-                k.to_string(),
-            ];
+            let req = request(m, op, token(c, attempt), k);
             let scores = live_scores(&n.keys, &keys.permits, server_ms(now));
             let live = scores.len();
-            let reply = server.eval(&m.scripts.acquire, &[&keys.permits, &keys.fence], &args);
+            let reply = send(server, &req);
             let words = ints(&reply);
             let acquired = words.first() == Some(&1);
             client.woken = false;
@@ -247,14 +220,14 @@ fn client_step(
                     ));
                 }
             }
-            ("sem_acquire.lua", args, reply)
+            (req.name, req.args, reply)
         }
         Op::Renew => {
             let Phase::Held(h) = &mut client.phase else {
                 return ("renew", Vec::new(), Reply::nil());
             };
-            let args = vec![token(c, h.attempt), ttl, k.to_string()];
-            let reply = server.eval(&m.scripts.extend, &[&keys.permits], &args);
+            let req = request(m, op, token(c, h.attempt), k);
+            let reply = send(server, &req);
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
@@ -263,14 +236,14 @@ fn client_step(
                 }
                 (false, _) => h.lost = true,
             }
-            ("sem_extend.lua", args, reply)
+            (req.name, req.args, reply)
         }
         Op::Issue => {
             let Phase::Held(h) = &mut client.phase else {
                 return ("issue", Vec::new(), Reply::nil());
             };
-            let args = vec![token(c, h.attempt)];
-            let reply = server.eval(&m.scripts.fence, &[&keys.permits, &keys.fence], &args);
+            let req = request(m, op, token(c, h.attempt), k);
+            let reply = send(server, &req);
             let words = ints(&reply);
             if words.first() == Some(&1) {
                 let fence = words.get(1).and_then(|&f| u64::try_from(f).ok());
@@ -281,7 +254,7 @@ fn client_step(
             } else if !lost {
                 h.lost = true;
             }
-            ("sem_fence.lua", args, reply)
+            (req.name, req.args, reply)
         }
         Op::Release | Op::Cleanup => {
             let attempt = match &client.phase {
@@ -289,13 +262,8 @@ fn client_step(
                 Phase::Cleanup { attempt } => *attempt,
                 _ => return ("release", Vec::new(), Reply::nil()),
             };
-            let args = vec![
-                token(c, attempt),
-                "PUBLISH".into(),
-                keys.channel,
-                k.to_string(),
-            ];
-            let reply = server.eval(&m.scripts.release, &[&keys.permits], &args);
+            let req = request(m, op, token(c, attempt), k);
+            let reply = send(server, &req);
             if op == Op::Release {
                 client.holds += 1;
             }
@@ -303,7 +271,7 @@ fn client_step(
                 true => Phase::Done,
                 false => Phase::Idle,
             };
-            ("sem_release.lua", args, reply)
+            (req.name, req.args, reply)
         }
     };
     if let Some(f) = fence_issued {
