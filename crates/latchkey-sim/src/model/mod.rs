@@ -29,6 +29,7 @@ pub mod lock;
 mod lock_request;
 mod lock_step;
 mod rw_check;
+mod rw_request;
 mod rw_step;
 pub mod rwlock;
 mod sem_request;

@@ -3,7 +3,7 @@
 //! it: an attempt's verdict, a writer's batch, and the waiters' liveness.
 
 use crate::model::keyset::{self, live_members, server_ms, set_members, token};
-use crate::model::rw_step::names;
+use crate::model::rw_request::names;
 use crate::model::rwlock::{Access, Phase, RwLockModel, State};
 use crate::server::Server;
 

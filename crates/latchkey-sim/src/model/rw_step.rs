@@ -4,11 +4,11 @@
 //! the client's beliefs; an attempt's verdict and a writer's batch are
 //! checked against the documented policy on the keys live before the step.
 
-use latchkey::protocol::{primitive_key, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
-
 use crate::model::explore::Model;
 use crate::model::keyset::{self, ints, mutate, token};
+use crate::model::lock_request::send;
 use crate::model::rw_check::{admits, check_batch, owns};
+use crate::model::rw_request::{names, request, Sends};
 use crate::model::rwlock::{Access, Action, Hold, Mutant, Op, Phase, RwLockModel, State};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -16,13 +16,13 @@ use crate::server::Server;
 
 /// The scripts' texts as the library sends them, a mutant's change applied.
 pub(crate) struct Scripts {
-    acquire: String,
-    release_write: String,
-    forget: String,
-    extend: String,
-    issue_fence: String,
-    sem_extend: String,
-    sem_release: String,
+    pub(crate) acquire: String,
+    pub(crate) release_write: String,
+    pub(crate) forget: String,
+    pub(crate) extend: String,
+    pub(crate) issue_fence: String,
+    pub(crate) sem_extend: String,
+    pub(crate) sem_release: String,
 }
 
 impl Scripts {
@@ -54,15 +54,6 @@ impl Scripts {
         }
         Ok(s)
     }
-}
-
-/// The lock's keys (`RWLOCK_SUFFIXES`, in order: writer, readers, writers
-/// waiting, readers waiting, readers next, fencing counter, channel) and
-/// the writer's acquired record, as the library names them (prefix `lk:`,
-/// name `model`).
-pub(crate) fn names() -> ([Vec<u8>; 7], Vec<u8>) {
-    let key = |suffix| primitive_key(b"lk:", b"model", suffix);
-    (RWLOCK_SUFFIXES.map(key), key(RWLOCK_WRITER_ACQUIRED_SUFFIX))
 }
 
 pub(crate) fn step(
@@ -149,31 +140,18 @@ fn settle(server: &mut Server, n: &mut State) {
     }
 }
 
-/// A reader's release (`sem_release.lua`, k = 1) or the writer's.
-fn release(
+/// Builds and sends what a client of side `access` sends for `what`: the
+/// script's name, the arguments and the reply.
+fn call(
     m: &RwLockModel,
     server: &mut Server,
-    keys: &[Vec<u8>; 7],
     access: Access,
-    t: String,
+    what: Sends,
+    token: String,
 ) -> (&'static str, Vec<String>, Reply) {
-    let channel = String::from_utf8_lossy(&keys[6]).into_owned();
-    match access {
-        Access::Read => {
-            let args = vec![t, "PUBLISH".into(), channel, "1".into()];
-            let reply = server.eval(&m.scripts.sem_release, &[&keys[1]], &args);
-            ("sem_release.lua", args, reply)
-        }
-        Access::Write => {
-            let args = vec![t, m.config.ttl.to_string(), "PUBLISH".into(), channel];
-            let reply = server.eval(
-                &m.scripts.release_write,
-                &[&keys[0], &keys[3], &keys[4]],
-                &args,
-            );
-            ("rw_release_write.lua", args, reply)
-        }
-    }
+    let req = request(m, access, what, token);
+    let reply = send(server, &req);
+    (req.name, req.args, reply)
 }
 
 fn client_step(
@@ -186,8 +164,7 @@ fn client_step(
     lost: bool,
 ) -> (&'static str, Vec<String>, Reply) {
     let cfg = &m.config;
-    let (keys, acquired_record) = names();
-    let ttl = cfg.ttl.to_string();
+    let (keys, _) = names();
     let access = m.role(c);
     let (now, epoch) = (n.now, n.restarts);
     let mut fence_issued = None;
@@ -202,14 +179,7 @@ fn client_step(
                 }
             };
             let t = token(c, attempt);
-            let mode = if access == Access::Write { "w" } else { "r" };
-            let fenced = if cfg.fenced { "1" } else { "0" };
-            let args = vec![mode.into(), t.clone(), ttl, fenced.into(), "1".into()];
-            let mut script_keys: Vec<&[u8]> = keys[..6].iter().map(Vec::as_slice).collect();
-            if access == Access::Write {
-                script_keys.push(&acquired_record);
-            }
-            let reply = server.eval(&m.scripts.acquire, &script_keys, &args);
+            let (script, args, reply) = call(m, server, access, Sends::Acquire, t.clone());
             let words = ints(&reply);
             let acquired = words.first() == Some(&1);
             client.woken = false;
@@ -263,25 +233,14 @@ fn client_step(
                     if rule { "admits" } else { "refuses" }
                 ));
             }
-            ("rw_acquire.lua", args, reply)
+            (script, args, reply)
         }
         Op::Renew => {
             let Phase::Held(h) = &mut client.phase else {
                 return ("renew", Vec::new(), Reply::nil());
             };
             let t = token(c, h.attempt);
-            let (script, args, reply) = match access {
-                Access::Read => {
-                    let args = vec![t, ttl, "1".into()];
-                    let reply = server.eval(&m.scripts.sem_extend, &[&keys[1]], &args);
-                    ("sem_extend.lua", args, reply)
-                }
-                Access::Write => {
-                    let args = vec![t, ttl];
-                    let reply = server.eval(&m.scripts.extend, &[&keys[0]], &args);
-                    ("extend.lua", args, reply)
-                }
-            };
+            let (script, args, reply) = call(m, server, access, Sends::Renew, t);
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
@@ -296,8 +255,7 @@ fn client_step(
             let Phase::Held(h) = &mut client.phase else {
                 return ("issue", Vec::new(), Reply::nil());
             };
-            let args = vec![token(c, h.attempt)];
-            let reply = server.eval(&m.scripts.issue_fence, &[&keys[0], &keys[5]], &args);
+            let (script, args, reply) = call(m, server, access, Sends::Issue, token(c, h.attempt));
             let words = ints(&reply);
             if words.first() == Some(&1) {
                 let fence = words.get(1).and_then(|&f| u64::try_from(f).ok());
@@ -308,7 +266,7 @@ fn client_step(
             } else if !lost {
                 h.lost = true;
             }
-            ("issue_fence.lua", args, reply)
+            (script, args, reply)
         }
         Op::Release => {
             let Phase::Held(h) = &client.phase else {
@@ -320,7 +278,7 @@ fn client_step(
                 true => Phase::Done,
                 false => Phase::Idle,
             };
-            let out = release(m, server, &keys, access, t);
+            let out = call(m, server, access, Sends::Release, t);
             if out.0 == "rw_release_write.lua" && out.2 == Reply::Int(1) {
                 check_batch(before, server, n, c, &keys);
             }
@@ -338,14 +296,8 @@ fn client_step(
             // The armed undo: withdraw the intent, then release whatever an
             // unanswered attempt may have taken with the wait's token.
             let t = token(c, attempt);
-            let channel = String::from_utf8_lossy(&keys[6]).into_owned();
-            let forget_args = [t.clone(), "PUBLISH".into(), channel];
-            let forget = server.eval(
-                &m.scripts.forget,
-                &[&keys[2], &keys[3], &keys[4]],
-                &forget_args,
-            );
-            let (script, mut args, reply) = release(m, server, &keys, access, t);
+            let (_, forget_args, forget) = call(m, server, access, Sends::Forget, t.clone());
+            let (script, mut args, reply) = call(m, server, access, Sends::Release, t);
             args.insert(
                 0,
                 format!(
