@@ -25,6 +25,7 @@ use latchkey::protocol::script_text;
 use latchkey::{Client, Ownership};
 use latchkey_sim::model::conform::{Conforms, Scripts, Sent};
 use latchkey_sim::model::lock::{Config, Faults, LockModel};
+use latchkey_sim::model::rwlock::{Access, RwLockModel};
 use latchkey_sim::model::semaphore::SemaphoreModel;
 use latchkey_testkit::RedisServer;
 
@@ -195,6 +196,24 @@ fn semaphore_model(fenced: bool, takes: Vec<u32>) -> SemaphoreModel {
     .expect("the semaphore model")
 }
 
+/// A read-write lock model of a reader and a writer that may give up.
+fn rwlock_model(fenced: bool) -> RwLockModel {
+    RwLockModel::new(latchkey_sim::model::rwlock::Config {
+        roles: vec![Access::Read, Access::Write],
+        holds: 1,
+        ttl: 10,
+        tick: 2,
+        max_time: Some(10),
+        max_faults: 0,
+        fenced,
+        watchdog: true,
+        give_up: true,
+        faults: Faults::ALL,
+        mutant: None,
+    })
+    .expect("the read-write lock model")
+}
+
 /// Each request `model` declares (but for the operations `not_driven`)
 /// must be one the library sent: the model sends nothing the library does
 /// not. The differences, each a line.
@@ -257,6 +276,18 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
         tables::RWLOCK,
         &log.sent,
     ));
+    // And the read-write lock model sends only what the library sent
+    // (readers and writers, waiting and giving up, fenced and not).
+    for fenced in [false, true] {
+        let model = rwlock_model(fenced);
+        differences.extend(within(
+            "the read-write lock model",
+            &scripts,
+            &model,
+            &log.sent,
+            &[],
+        ));
+    }
     let log = others::fair(&scripts, &mut recorder, &a, &b).await;
     differences.extend(tables::check("a fair lock", tables::FAIR, &log.sent));
     let log = others::fresh_lock(&scripts, &mut recorder, &server.url()).await;
