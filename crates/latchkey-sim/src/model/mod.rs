@@ -2,7 +2,7 @@
 //! server with the library's real scripts, and the explorers that search
 //! them for broken invariants.
 //!
-//! So far the plain lock with fencing ([`lock`]): its client side as a
+//! The plain lock with fencing ([`lock`]): its client side as a
 //! state machine (attempt, wait, renew, issue a fencing token, write to a
 //! fenced resource, release), time and faults as transitions, and the
 //! invariants of exclusion and fencing checked after every step.
@@ -16,15 +16,28 @@
 //! room for k, the read-write lock's phase-fair policy) applied to the
 //! keys live before it.
 //!
+//! The election ([`elect`]: campaign, wait for a vacancy, renew, proclaim,
+//! resign; one leader per term, terms strictly increasing), the latch and
+//! the barrier ([`latch`], [`barrier`]: counts and generations as
+//! documented), and signals ([`signal`]: `signal_one.lua` hands a signal to
+//! at most one waiter of the name, a broadcast reaches every one), over
+//! the keyspace snapshot they share ([`snap`]).
+//!
 //! The models are the protocol in executable form, and [`conform`] keeps
 //! them honest: each says, per operation, what it sends (from the code its
 //! steps send with), and `tests/conformance.rs` asserts that the real
 //! library sends a real server the same scripts with the same argument
-//! shapes. A new model plugs in as [`conform`]'s module docs say.
+//! shapes. A new model plugs in as [`conform`]'s module docs say (the
+//! election, latch, barrier and signal models do not yet).
 
+pub mod barrier;
+mod barrier_step;
 pub mod conform;
+pub mod elect;
+mod elect_step;
 pub mod explore;
 pub mod keyset;
+pub mod latch;
 pub mod lock;
 mod lock_request;
 mod lock_step;
@@ -35,6 +48,8 @@ pub mod rwlock;
 mod sem_request;
 mod sem_step;
 pub mod semaphore;
+pub mod signal;
+pub mod snap;
 pub mod trace;
 
 pub use lock_request::Request;
