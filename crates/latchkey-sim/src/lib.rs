@@ -16,8 +16,9 @@
 //! call the real scripts on this server, and the explorers that search them
 //! (an exhaustive BFS of bounded configurations, seeded random walks),
 //! checking their invariants after every step (so far the plain lock with
-//! fencing, the election, the latch, the barrier and signals; see
-//! docs/reliability.md, "Model checking the protocol").
+//! fencing, the semaphore with holds of k permits, the read-write lock, the
+//! election, the latch, the barrier and signals; see docs/reliability.md,
+//! "Model checking the protocol").
 //! The conformance check (`tests/conformance.rs`, [`model::conform`])
 //! asserts that the models send what the real library sends a real server.
 //!

@@ -25,6 +25,8 @@ use latchkey::protocol::script_text;
 use latchkey::{Client, Ownership};
 use latchkey_sim::model::conform::{Conforms, Scripts, Sent};
 use latchkey_sim::model::lock::{Config, Faults, LockModel};
+use latchkey_sim::model::rwlock::{Access, RwLockModel};
+use latchkey_sim::model::semaphore::SemaphoreModel;
 use latchkey_testkit::RedisServer;
 
 use monitor::Recorder;
@@ -175,6 +177,69 @@ async fn the_lock_model_sends_what_the_library_sends() {
     );
 }
 
+/// A semaphore model (N = 3, as the library's side uses) whose clients
+/// take `takes`.
+fn semaphore_model(fenced: bool, takes: Vec<u32>) -> SemaphoreModel {
+    SemaphoreModel::new(latchkey_sim::model::semaphore::Config {
+        permits: 3,
+        takes,
+        holds: 1,
+        ttl: 10,
+        tick: 2,
+        max_time: Some(10),
+        max_faults: 0,
+        fenced,
+        watchdog: true,
+        faults: Faults::ALL,
+        mutant: None,
+    })
+    .expect("the semaphore model")
+}
+
+/// A read-write lock model of a reader and a writer that may give up.
+fn rwlock_model(fenced: bool) -> RwLockModel {
+    RwLockModel::new(latchkey_sim::model::rwlock::Config {
+        roles: vec![Access::Read, Access::Write],
+        holds: 1,
+        ttl: 10,
+        tick: 2,
+        max_time: Some(10),
+        max_faults: 0,
+        fenced,
+        watchdog: true,
+        give_up: true,
+        faults: Faults::ALL,
+        mutant: None,
+    })
+    .expect("the read-write lock model")
+}
+
+/// Each request `model` declares (but for the operations `not_driven`)
+/// must be one the library sent: the model sends nothing the library does
+/// not. The differences, each a line.
+fn within(
+    what: &str,
+    scripts: &Scripts,
+    model: &dyn Conforms,
+    sent: &[(Sent, lock::Recorded)],
+    not_driven: &[&str],
+) -> Vec<String> {
+    model
+        .declared()
+        .into_iter()
+        .filter(|d| !not_driven.contains(&d.op))
+        .filter_map(|d| {
+            let shape = scripts.shape(&d.request, &d.roles);
+            (!sent.iter().any(|(s, _)| *s == shape)).then(|| {
+                format!(
+                    "{what}, {}: the library sent no {shape:?}\n  (the model: {} {:?})",
+                    d.op, d.request.name, d.request.args
+                )
+            })
+        })
+        .collect()
+}
+
 /// The other primitives, on the library's side only: what it sends for
 /// each operation must be what `tables.rs` declares (until their models
 /// declare it).
@@ -192,12 +257,37 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
     let mut differences = Vec::new();
     let log = others::semaphore(&scripts, &mut recorder, &a, &b).await;
     differences.extend(tables::check("a semaphore", tables::SEMAPHORE, &log.sent));
+    // And the semaphore model sends only what the library sent (holds of 1
+    // and 2, fenced at the acquire and on demand).
+    for (fenced, takes) in [(false, vec![1, 2]), (true, vec![1])] {
+        let model = semaphore_model(fenced, takes);
+        let not_driven = ["renew many"];
+        differences.extend(within(
+            "the semaphore model",
+            &scripts,
+            &model,
+            &log.sent,
+            &not_driven,
+        ));
+    }
     let log = others::rwlock(&scripts, &mut recorder, &a, &b).await;
     differences.extend(tables::check(
         "a read-write lock",
         tables::RWLOCK,
         &log.sent,
     ));
+    // And the read-write lock model sends only what the library sent
+    // (readers and writers, waiting and giving up, fenced and not).
+    for fenced in [false, true] {
+        let model = rwlock_model(fenced);
+        differences.extend(within(
+            "the read-write lock model",
+            &scripts,
+            &model,
+            &log.sent,
+            &[],
+        ));
+    }
     let log = others::fair(&scripts, &mut recorder, &a, &b).await;
     differences.extend(tables::check("a fair lock", tables::FAIR, &log.sent));
     let log = others::fresh_lock(&scripts, &mut recorder, &server.url()).await;

@@ -17,6 +17,14 @@
 //! (`fair_revoke.lua`); checked for exclusion, fencing (strictly rising
 //! tokens, every later one above a revocation's fence), FIFO among
 //! waiters that kept their leases, and the delay a dead waiter can cause.
+//! The semaphore ([`semaphore`]: N permits, holds of k at once) and the
+//! read-write lock ([`rwlock`]) follow the same shape (a model file for
+//! the state and the invariants, a `*_step.rs` for the transitions), over
+//! the keyspace kept as data by `keyset.rs`: at most N permits believed
+//! held; a writer believed holding excludes every other believed holder;
+//! and each acquire's verdict is the documented rule (the semaphore's
+//! room for k, the read-write lock's phase-fair policy) applied to the
+//! keys live before it.
 //!
 //! The election ([`elect`]: campaign, wait for a vacancy, renew, proclaim,
 //! resign; one leader per term, terms strictly increasing), the latch and
@@ -43,10 +51,18 @@ mod fair_check;
 mod fair_client;
 mod fair_model;
 mod fair_step;
+pub mod keyset;
 pub mod latch;
 pub mod lock;
 mod lock_request;
 mod lock_step;
+mod rw_check;
+mod rw_request;
+mod rw_step;
+pub mod rwlock;
+mod sem_request;
+mod sem_step;
+pub mod semaphore;
 pub mod signal;
 pub mod snap;
 pub mod trace;
@@ -54,3 +70,5 @@ pub mod trace;
 pub use fair_step::replay as replay_fair;
 pub use lock_request::Request;
 pub use lock_step::replay;
+pub use rw_step::replay as replay_rwlock;
+pub use sem_step::replay as replay_semaphore;

@@ -146,8 +146,8 @@ fn rw_keys(name: &str) -> Vec<Vec<u8>> {
 
 /// A read-write lock: a reader, a writer of another client that waits for
 /// it and gives up, the reader's release, a writer issued a token on
-/// demand, a fenced writer, the releases, a reader's and a writer's
-/// renewals.
+/// demand, waits for a read and (fenced) a read and a write, a fenced
+/// writer, the releases, a reader's and a writer's renewals.
 pub async fn rwlock<'a>(
     scripts: &'a Scripts,
     recorder: &'a mut Recorder,
@@ -180,6 +180,29 @@ pub async fn rwlock<'a>(
     log.until_any("rw_acquire.lua", "write").await;
     w.fencing_token().await.expect("a token");
     log.until_any("issue_fence.lua", "issue").await;
+    assert_eq!(w.release().await.expect("release"), Ownership::Owned);
+    log.until_any("rw_release_write.lua", "the writer's release")
+        .await;
+    // A wait's attempts (waiting '1'), plain and fenced: what the
+    // read-write lock model sends for each of its attempts.
+    let r = rw.read().await.expect("a free read");
+    log.until_any("rw_acquire.lua", "read waiting").await;
+    assert_eq!(r.release().await.expect("release"), Ownership::Owned);
+    log.until_any("sem_release.lua", "the reader's release")
+        .await;
+    let r = rw.clone().with_fencing().read().await.expect("a free read");
+    log.until_any("rw_acquire.lua", "read waiting fenced").await;
+    assert_eq!(r.release().await.expect("release"), Ownership::Owned);
+    log.until_any("sem_release.lua", "the reader's release")
+        .await;
+    let w = rw
+        .clone()
+        .with_fencing()
+        .write()
+        .await
+        .expect("a free write");
+    log.until_any("rw_acquire.lua", "write waiting fenced")
+        .await;
     assert_eq!(w.release().await.expect("release"), Ownership::Owned);
     log.until_any("rw_release_write.lua", "the writer's release")
         .await;

@@ -1,8 +1,9 @@
 //! What the library sends today for each operation of the primitives
-//! whose models are not written yet, as shapes: the declared side of
-//! their conformance check until a model's `Conforms` replaces the table
-//! (`latchkey_sim::model::conform`). Checked against `docs/protocol.md`'s
-//! script tables.
+//! other than the plain lock, as shapes: the declared side of their
+//! conformance check until a model's `Conforms` replaces the table
+//! (`latchkey_sim::model::conform`; the semaphore and read-write lock
+//! models' requests must each be one the library sent, beside it).
+//! Checked against `docs/protocol.md`'s script tables.
 //!
 //! A word of ARGV: `token`, `ttl` (the hold's TTL in ms), `publish` (the
 //! publish command), `int` (another integer), `entry` (a fair waiter
@@ -112,10 +113,28 @@ pub const RWLOCK: &[Entry] = &[
         &["'w'", "token", "ttl", "'1'", "'0'"],
     ),
     (
+        "read waiting",
+        "rw_acquire.lua",
+        RW6,
+        &["'r'", "token", "ttl", "'0'", "'1'"],
+    ),
+    (
+        "read waiting fenced",
+        "rw_acquire.lua",
+        RW6,
+        &["'r'", "token", "ttl", "'1'", "'1'"],
+    ),
+    (
+        "write waiting fenced",
+        "rw_acquire.lua",
+        RW7,
+        &["'w'", "token", "ttl", "'1'", "'1'"],
+    ),
+    (
         "forget",
         "rw_forget.lua",
         &["writers waiting", "readers waiting", "readers next"],
-        &["token"],
+        &["token", "publish", "released channel"],
     ),
     (
         "write release",

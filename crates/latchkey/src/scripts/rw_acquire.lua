@@ -22,7 +22,11 @@
 --          intent for ARGV[3] ms; '0': do not
 --
 -- Returns
---   {1, fencing_token}  acquired (fencing_token 0 unless issued)
+--   {1, fencing_token}  acquired (fencing_token 0 unless issued); also when
+--                       the token holds already (an earlier attempt of the
+--                       same wait took it and its reply was lost): renewed
+--                       for ARGV[3] ms and granted again, not refused by
+--                       its own hold until its TTL
 --   {0, wait_ms}        refused; try again within wait_ms (the earliest
 --                       expiry that could let us in, at most a third of the
 --                       TTL so that a waiting intent is refreshed in time)
@@ -35,6 +39,8 @@ local ttl = tonumber(ARGV[3])
 local token = ARGV[2]
 for k = 2, 4 do redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', now) end
 local writer = redis.call('GET', KEYS[1])
+-- Our own write hold (a lost reply's): taken again below, as if free.
+if writer == token then writer = false end
 local function earliest(key, wait)
   local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   if first[2] then return math.min(wait, math.max(tonumber(first[2]) - now, 1)) end
@@ -56,7 +62,11 @@ if writer then wait = math.min(wait, math.max(redis.call('PTTL', KEYS[1]), 1)) e
 
 if ARGV[1] == 'r' then
   local next_batch = redis.call('SISMEMBER', KEYS[5], token) == 1
-  if writer or (redis.call('ZCARD', KEYS[3]) > 0 and not next_batch) then
+  -- Our own read hold (a lost reply's; pruned above if expired): it was let
+  -- in by the policy already, so a writer's intent since does not refuse it
+  -- (a writer holding still does).
+  local ours = redis.call('ZSCORE', KEYS[2], token)
+  if writer or (not ours and redis.call('ZCARD', KEYS[3]) > 0 and not next_batch) then
     return refused(KEYS[4], earliest(KEYS[3], wait))
   end
   redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), token)

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::primitives::lease::options::LeaseOptions;
 use crate::primitives::rwlock::guard::{RwAccess, RwGuard, RwSpec};
-use crate::primitives::shared::{key, publish_request};
+use crate::primitives::shared::{key, publish_command, publish_request};
 use crate::primitives::traced;
 use crate::primitives::wait::armed::{undo_in_background, Armed};
 use crate::primitives::wait::ask::Ask;
@@ -273,7 +273,12 @@ impl RwLock {
                             "rwlock forget",
                             &scripts::RW_FORGET,
                             &[&k[2], &k[3], &k[4]],
-                            &[token.as_bytes()],
+                            // Publishing wakes those the intent held back.
+                            &[
+                                token.as_bytes(),
+                                publish_command(&spec.session),
+                                spec.channel(),
+                            ],
                         )
                         .await?;
                     crate::primitives::rwlock::guard::release(&spec, access, &token)

@@ -1,0 +1,323 @@
+//! The semaphore model's transitions: each sets the server to the state's
+//! keyspace and clock, sends what the library sends
+//! (`primitives/semaphore/mod.rs` and `permit.rs`), and folds the reply
+//! into the client's beliefs.
+
+use crate::model::explore::Model;
+use crate::model::keyset::{self, ints, live_members, live_scores, mutate, server_ms, token};
+use crate::model::lock_request::send;
+use crate::model::sem_request::{names, request};
+use crate::model::semaphore::{Action, Hold, Mutant, Op, Phase, SemaphoreModel, State};
+use crate::model::trace::{show_reply, Record};
+use crate::reply::Reply;
+use crate::server::Server;
+
+/// The scripts' texts as the library sends them, a mutant's change applied.
+pub(crate) struct Scripts {
+    pub(crate) acquire: String,
+    pub(crate) extend: String,
+    pub(crate) release: String,
+    pub(crate) fence: String,
+}
+
+impl Scripts {
+    pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
+        let mut s = Scripts {
+            acquire: keyset::script("sem_acquire.lua")?,
+            extend: keyset::script("sem_extend.lua")?,
+            release: keyset::script("sem_release.lua")?,
+            fence: keyset::script("sem_fence.lua")?,
+        };
+        match mutant {
+            Some(Mutant::TakeIgnoresK) => mutate(
+                &mut s.acquire,
+                "if held + k > tonumber(ARGV[2]) then",
+                "if held + 1 > tonumber(ARGV[2]) then",
+            )?,
+            Some(Mutant::CountsExpired) => mutate(
+                &mut s.acquire,
+                "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)",
+                "",
+            )?,
+            Some(Mutant::ExtendOneMember) => mutate(
+                &mut s.extend,
+                "for i = 2, k do redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[1] .. '#' .. i) end",
+                "",
+            )?,
+            None => {}
+        }
+        Ok(s)
+    }
+}
+
+/// Notes a fencing token issued: it must be above every one before it.
+fn issued(s: &mut State, fence: u64) {
+    if fence <= s.last_token && s.broken.is_none() {
+        s.broken = Some(format!(
+            "fencing tokens must strictly increase: {fence} issued after {}",
+            s.last_token
+        ));
+    }
+    s.last_token = s.last_token.max(fence);
+}
+
+pub(crate) fn step(
+    m: &SemaphoreModel,
+    server: &mut Server,
+    s: &State,
+    action: &Action,
+) -> (State, Record) {
+    let mut n = s.clone();
+    let tick = m.config.tick;
+    let record = match *action {
+        Action::Tick => {
+            n.now += tick;
+            // Drop what expired, so that equal states hash equal.
+            keyset::load(server, n.now, &n.keys);
+            settle(server, &mut n);
+            Record::world(s.now, "tick", format!("+{tick} ms"))
+        }
+        Action::Pause(c) => {
+            n.clients[c].paused = true;
+            n.faults += 1;
+            Record::world(s.now, "pause", format!("c{c} paused"))
+        }
+        Action::Resume(c) => {
+            n.clients[c].paused = false;
+            Record::world(s.now, "resume", format!("c{c} resumed"))
+        }
+        Action::LoseMessage(c) => {
+            n.clients[c].woken = false;
+            n.faults += 1;
+            Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost"))
+        }
+        Action::Restart => {
+            n.keys.clear();
+            n.restarts += 1;
+            n.faults += 1;
+            // A restart takes time: the server's clock moves on meanwhile.
+            n.now += tick;
+            Record::world(s.now, "restart", "keyspace wiped".into())
+        }
+        Action::Step(c, op, lost) => {
+            if lost {
+                n.faults += 1;
+            }
+            keyset::load(server, s.now, &s.keys);
+            let (script, args, reply) = client_step(m, server, &mut n, c, op, lost);
+            let shown = show_reply(&reply);
+            if matches!(reply, Reply::Error(_)) && n.broken.is_none() {
+                n.broken = Some(format!(
+                    "the model's step went wrong: c{c}'s {script} answered {shown}"
+                ));
+            }
+            settle(server, &mut n);
+            Record {
+                at: s.now,
+                client: Some(c),
+                script: script.into(),
+                args,
+                reply: if lost {
+                    format!("{shown} (lost)")
+                } else {
+                    shown
+                },
+            }
+        }
+    };
+    (n, record)
+}
+
+/// Reads the server's keys back into `n`, and wakes every waiter if a
+/// release published (they subscribed to the semaphore's channel).
+fn settle(server: &mut Server, n: &mut State) {
+    match keyset::store(server) {
+        Ok(keys) => n.keys = keys,
+        Err(why) => {
+            n.broken
+                .get_or_insert(format!("the model's step went wrong: {why}"));
+        }
+    }
+    if !server.take_published().is_empty() {
+        for c in &mut n.clients {
+            if matches!(c.phase, Phase::Waiting { .. }) {
+                c.woken = true;
+            }
+        }
+    }
+}
+
+fn client_step(
+    m: &SemaphoreModel,
+    server: &mut Server,
+    n: &mut State,
+    c: usize,
+    op: Op,
+    lost: bool,
+) -> (&'static str, Vec<String>, Reply) {
+    let cfg = &m.config;
+    let keys = names();
+    let k = m.take(c);
+    let (now, epoch) = (n.now, n.restarts);
+    let mut fence_issued = None;
+    let client = &mut n.clients[c];
+    let out = match op {
+        Op::Try | Op::Retry => {
+            client.attempts += 1;
+            let attempt = client.attempts;
+            let req = request(m, op, token(c, attempt), k);
+            let scores = live_scores(&n.keys, &keys.permits, server_ms(now));
+            let live = scores.len();
+            let reply = send(server, &req);
+            let words = ints(&reply);
+            let acquired = words.first() == Some(&1);
+            client.woken = false;
+            if acquired {
+                let fence = match cfg.fenced {
+                    true => words.get(1).and_then(|&f| u64::try_from(f).ok()),
+                    false => None,
+                };
+                fence_issued = fence;
+                client.phase = match lost {
+                    true => Phase::Cleanup { attempt },
+                    false => Phase::Held(Hold {
+                        attempt,
+                        deadline: now + cfg.ttl - m.drift(),
+                        next_renew: now + cfg.ttl / 3,
+                        lost: false,
+                        fence,
+                        epoch,
+                    }),
+                };
+            } else {
+                // Refused: a first try starts the wait (which tries at
+                // once); a waiter sleeps until room is due, plus 1 ms.
+                let recheck_at = match (op, words.get(1)) {
+                    (Op::Retry, Some(&wait)) if !lost && wait > 0 => now + wait + 1,
+                    _ => now,
+                };
+                client.phase = Phase::Waiting { recheck_at };
+            }
+            // The documented rule, on the permits live before the step.
+            let fits = live + k as usize <= cfg.permits as usize;
+            if matches!(reply, Reply::Array(_)) && acquired != fits && n.broken.is_none() {
+                n.broken = Some(format!(
+                    "acquire: c{c} asked for {k} with {live} of N = {} live and was {} at {now} ms",
+                    cfg.permits,
+                    if acquired { "granted" } else { "refused" }
+                ));
+            }
+            // A refusal's wait: until the (live + k − N)-th soonest expiry,
+            // which makes room for k (at least 1 ms).
+            let need = (live + k as usize).saturating_sub(cfg.permits as usize);
+            if let (false, Some(&wait), Some(&at)) =
+                (acquired, words.get(1), scores.get(need.max(1) - 1))
+            {
+                let due = (at - server_ms(now)).max(1);
+                if wait != due && n.broken.is_none() {
+                    n.broken = Some(format!(
+                        "acquire: c{c}'s refusal at {now} ms said {wait} ms; room for {k} comes in {due}"
+                    ));
+                }
+            }
+            (req.name, req.args, reply)
+        }
+        Op::Renew => {
+            let Phase::Held(h) = &mut client.phase else {
+                return ("renew", Vec::new(), Reply::nil());
+            };
+            let req = request(m, op, token(c, h.attempt), k);
+            let reply = send(server, &req);
+            match (lost, &reply) {
+                (true, _) => h.next_renew = now + cfg.tick,
+                (false, Reply::Int(1)) => {
+                    h.deadline = now + cfg.ttl - m.drift();
+                    h.next_renew = now + cfg.ttl / 3;
+                }
+                (false, _) => h.lost = true,
+            }
+            (req.name, req.args, reply)
+        }
+        Op::Issue => {
+            let Phase::Held(h) = &mut client.phase else {
+                return ("issue", Vec::new(), Reply::nil());
+            };
+            let req = request(m, op, token(c, h.attempt), k);
+            let reply = send(server, &req);
+            let words = ints(&reply);
+            if words.first() == Some(&1) {
+                let fence = words.get(1).and_then(|&f| u64::try_from(f).ok());
+                fence_issued = fence;
+                if !lost {
+                    h.fence = fence;
+                }
+            } else if !lost {
+                h.lost = true;
+            }
+            (req.name, req.args, reply)
+        }
+        Op::Release | Op::Cleanup => {
+            let attempt = match &client.phase {
+                Phase::Held(h) => h.attempt,
+                Phase::Cleanup { attempt } => *attempt,
+                _ => return ("release", Vec::new(), Reply::nil()),
+            };
+            let req = request(m, op, token(c, attempt), k);
+            let reply = send(server, &req);
+            if op == Op::Release {
+                client.holds += 1;
+            }
+            client.phase = match client.holds >= cfg.holds {
+                true => Phase::Done,
+                false => Phase::Idle,
+            };
+            (req.name, req.args, reply)
+        }
+    };
+    if let Some(f) = fence_issued {
+        issued(n, f);
+    }
+    out
+}
+
+/// Liveness without faults: a waiter whose k permits fit among those live
+/// now is woken, or due to try again within 1 ms (its sleep ends 1 ms after
+/// the expiry its refusal named). `None` when it holds, or a fault or a
+/// pause leaves it out.
+pub(crate) fn unwoken_waiter(m: &SemaphoreModel, s: &State) -> Option<String> {
+    if s.faults > 0 {
+        return None;
+    }
+    let live = live_members(&s.keys, &names().permits, server_ms(s.now)).len();
+    s.clients.iter().enumerate().find_map(|(i, c)| {
+        let Phase::Waiting { recheck_at } = c.phase else {
+            return None;
+        };
+        let fits = live + m.take(i) as usize <= m.config.permits as usize;
+        (fits && !c.paused && !c.woken && recheck_at > s.now + 1).then(|| {
+            format!(
+                "liveness: c{i} sleeps until {recheck_at} ms, unwoken, while its {} of N = {} fit at {} ms",
+                m.take(i),
+                m.config.permits,
+                s.now
+            )
+        })
+    })
+}
+
+/// Replays `actions` from the initial state: the trace, and the first
+/// invariant broken, if any (for a regression test kept as a fixed trace).
+pub fn replay(m: &SemaphoreModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
+    let mut server = Server::new(0);
+    let mut state = m.initial();
+    let mut trace = Vec::new();
+    for a in actions {
+        let (next, record) = m.step(&mut server, &state, a);
+        trace.push(record);
+        state = next;
+        if let Err(e) = m.check(&state) {
+            return (trace, Err(e));
+        }
+    }
+    (trace, Ok(()))
+}
