@@ -1,0 +1,104 @@
+//! The invariants of [`MultiModel`]: exclusion per name, all or none, and
+//! the liveness bound (no deadlock, a hold kept idle given back to a
+//! waiter).
+
+use crate::model::multi::{Kind, MultiModel, Phase, State};
+
+/// Exclusion per name: no two clients believe they hold the same name
+/// (a keeper's hold counts while a local holder uses it), except when a
+/// restart without persistence lost the older hold (the documented case;
+/// the fencing tokens, checked to increase per name, still order them).
+pub(crate) fn exclusion(m: &MultiModel, s: &State) -> Result<(), String> {
+    for i in 0..m.config.names {
+        let believers: Vec<(usize, u8)> = s
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|&(c, _)| m.config.clients[c].wants(i))
+            .filter_map(|(c, client)| match &client.phase {
+                Phase::Held(h) if m.believes(h, s.now) => {
+                    let using = h.in_use || !matches!(m.config.clients[c], Kind::Keeper(_));
+                    using.then_some((c, h.epoch))
+                }
+                _ => None,
+            })
+            .collect();
+        for (n, (a, ea)) in believers.iter().enumerate() {
+            if let Some((b, _)) = believers[n + 1..].iter().find(|(_, eb)| eb == ea) {
+                return Err(format!(
+                    "exclusion: c{a} and c{b} both believe they hold name {i} at {} ms",
+                    s.now
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// All or none, on both sides: a client that believes it holds (with no
+/// restart since it took the hold) finds its token in the key of *every*
+/// name it holds; and every lock key's token is of a hold its client has
+/// (held, even if found lost, or an acquire whose reply was lost, about
+/// to be cleaned up). A key left with the token of an attempt that was
+/// told "busy", or of a hold released, is a name held without its holder
+/// knowing: a strict subset taken, or one left behind.
+pub(crate) fn all_or_none(m: &MultiModel, s: &State) -> Result<(), String> {
+    for (c, client) in s.clients.iter().enumerate() {
+        let Phase::Held(h) = &client.phase else {
+            continue;
+        };
+        if !m.believes(h, s.now) || h.epoch != s.restarts {
+            continue;
+        }
+        let kind = m.config.clients[c];
+        for i in (0..m.config.names).filter(|&i| kind.wants(i)) {
+            if m.owner(s, i) != Some((c, h.attempt)) {
+                return Err(format!(
+                    "all or none: c{c} believes it holds its names at {} ms, but name {i}'s key is not its own",
+                    s.now
+                ));
+            }
+        }
+    }
+    for i in 0..m.config.names {
+        let Some((c, a)) = m.owner(s, i) else {
+            continue;
+        };
+        let has = match &s.clients[c].phase {
+            Phase::Held(h) => h.attempt == a,
+            Phase::Cleanup { attempt } => *attempt == a,
+            _ => false,
+        };
+        if !has {
+            return Err(format!(
+                "all or none: name {i}'s key holds c{c}'s token of attempt {a} at {} ms, a hold c{c} does not have",
+                s.now
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Liveness, with no fault in the run: no waiter (plain, `lock_all`, or a
+/// keeper taking its lock from Redis) waits longer than one tick while
+/// every name it wants is free (no key) or held only by a hold kept idle.
+/// Time is urgent (see [`MultiModel`]): a due step runs before the clock
+/// moves, so this says that a release, an expiry or a kept hold's giving
+/// back wakes the waiters that need it (no lost wake-up, no deadlock
+/// between `lock_all` callers, no kept hold that ignores a waiter).
+pub(crate) fn liveness(m: &MultiModel, s: &State) -> Result<(), String> {
+    if s.faults > 0 {
+        return Ok(());
+    }
+    for (c, client) in s.clients.iter().enumerate() {
+        if let Some(since) = client.blocked_since {
+            if s.now - since > m.config.tick {
+                return Err(format!(
+                    "liveness: c{c} has waited since {since} ms (now {} ms) while every name it wants is free or kept idle",
+                    s.now
+                ));
+            }
+        }
+    }
+    Ok(())
+}
