@@ -31,6 +31,7 @@ fn small(clients: Vec<Kind>, max_faults: u8) -> Config {
         fenced: false,
         watchdog: true,
         faults: Faults::ALL,
+        asks: 0,
         mutant: None,
     }
 }
@@ -74,7 +75,20 @@ fn a_lock_all_waiter_gets_a_kept_lock_behind_a_busy_name() {
     // order, which the `lock_all` waiter marks first: once it is
     // released, the waiter's next attempt must mark (and tell) the keeper.
     let config = behind_a_busy_name();
-    let stats = search("keeper 1 + lock_all + plain 0, no fault", config)
+    let stats =
+        search("keeper 1 + lock_all + plain 0, no fault", config).unwrap_or_else(|e| panic!("{e}"));
+    assert!(stats.states > 10_000, "{stats:?}");
+}
+
+#[test]
+fn a_kept_lock_asked_to_let_go_is_given_back_to_its_waiter() {
+    // `release-requested` is answered as `wanted`: an idle kept hold is
+    // given back at once, one in use at its local release.
+    let config = Config {
+        asks: 1,
+        ..small(vec![Kind::Keeper(0), Kind::Plain(0)], 0)
+    };
+    let stats = search("keeper + plain, a request to release, no fault", config)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 10_000, "{stats:?}");
 }
@@ -105,6 +119,7 @@ fn random_walks_of_keepers_and_waiters_keep_the_invariants() {
         holds: u8::MAX,
         max_time: None,
         max_faults: 4,
+        asks: 4,
         ..small(clients, 0)
     };
     let model = MultiModel::new(config).unwrap_or_else(|e| panic!("{e}"));
@@ -147,7 +162,11 @@ fn caught(what: &str, config: Config, mutant: Mutant) -> String {
 #[test]
 fn a_keeper_that_never_gives_back_when_wanted_is_caught() {
     let config = small(vec![Kind::Keeper(0), Kind::Plain(0)], 0);
-    let why = caught("keeper ignoring wanted", config, Mutant::KeeperIgnoresWanted);
+    let why = caught(
+        "keeper ignoring wanted",
+        config,
+        Mutant::KeeperIgnoresWanted,
+    );
     assert!(why.contains("liveness"), "{why}");
 }
 

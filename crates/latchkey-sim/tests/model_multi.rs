@@ -29,6 +29,7 @@ fn small(clients: Vec<Kind>, max_faults: u8) -> Config {
         fenced: true,
         watchdog: true,
         faults: Faults::ALL,
+        asks: 0,
         mutant: None,
     }
 }
@@ -64,7 +65,10 @@ fn every_state_of_lock_all_beside_a_plain_lock_with_one_fault_keeps_the_invarian
 fn two_lock_all_callers_and_a_plain_lock_neither_deadlock_nor_break_exclusion() {
     // No fault, so the liveness bound is checked in every state: no waiter
     // waits more than a tick while its names are free.
-    let config = small(vec![Kind::Multi(0b11), Kind::Multi(0b11), Kind::Plain(1)], 0);
+    let config = small(
+        vec![Kind::Multi(0b11), Kind::Multi(0b11), Kind::Plain(1)],
+        0,
+    );
     let stats = search("2 × lock_all + plain, no fault", config).unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 20_000, "{stats:?}");
 }
@@ -75,11 +79,31 @@ fn overlapping_lock_all_callers_neither_deadlock_nor_break_exclusion() {
     // also takes; whatever order the callers gave, the keys are sorted.
     let config = Config {
         names: 3,
-        ..small(vec![Kind::Multi(0b011), Kind::Multi(0b110), Kind::Plain(1)], 0)
+        ..small(
+            vec![Kind::Multi(0b011), Kind::Multi(0b110), Kind::Plain(1)],
+            0,
+        )
     };
     let stats = search("lock_all {0,1} + {1,2} + plain 1, no fault", config)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 20_000, "{stats:?}");
+}
+
+#[test]
+fn holders_asked_to_let_go_do_so_within_a_tick() {
+    // `Client::request_release` on either name at any point (once), its
+    // `release-requested` heard by the `lock_all` holder and the plain
+    // one, which let go within a tick (no fault; with one, exclusion and
+    // all or none still hold).
+    for faults in [0, 1] {
+        let config = Config {
+            asks: 1,
+            ..small(vec![Kind::Multi(0b11), Kind::Plain(0)], faults)
+        };
+        let what = format!("lock_all + plain, a request to release, {faults} fault(s)");
+        let stats = search(&what, config).unwrap_or_else(|e| panic!("{e}"));
+        assert!(stats.states > 5_000, "{stats:?}");
+    }
 }
 
 /// Seeds kept fixed: a failure names its seed, and the same seed replays it.
@@ -102,6 +126,7 @@ fn random_walks_of_six_clients_over_three_names_keep_the_invariants() {
         holds: u8::MAX,
         max_time: None,
         max_faults: 4,
+        asks: 4,
         ..small(clients, 0)
     };
     let started = Instant::now();
@@ -164,6 +189,20 @@ fn a_multi_release_that_leaves_one_name_is_caught() {
 }
 
 #[test]
+fn a_holder_that_ignores_a_request_to_release_is_caught() {
+    let config = Config {
+        asks: 1,
+        ..small(vec![Kind::Multi(0b11), Kind::Plain(0)], 0)
+    };
+    let why = caught(
+        "holder ignoring a request",
+        config,
+        Mutant::HolderIgnoresRequest,
+    );
+    assert!(why.contains("asked to let go"), "{why}");
+}
+
+#[test]
 fn a_walk_of_lock_all_with_partial_acquisition_is_shrunk_to_a_short_trace() {
     let model = MultiModel::new(Config {
         names: 3,
@@ -204,5 +243,8 @@ fn a_lock_all_waiter_wakes_when_the_plain_holder_releases() {
     let table = latchkey_sim::model::trace::table(&trace);
     assert_eq!(verdict, Ok(()), "{table}");
     assert_eq!(trace.len(), steps.len(), "{table}");
-    assert!(trace[2].args[3] == "1" && trace[4].reply.starts_with("[1,"), "{table}");
+    assert!(
+        trace[2].args[3] == "1" && trace[4].reply.starts_with("[1,"),
+        "{table}"
+    );
 }

@@ -77,6 +77,8 @@ pub(crate) fn keeper_step(
             }
         }
         Op::Expire => give_back(m, server, n, c, i, lost),
+        // A keeper takes a request as `wanted` (above), never as this.
+        Op::Yield => ("-".into(), Vec::new(), "not a keeper's step".into()),
     }
 }
 

@@ -75,6 +75,8 @@ pub enum Mutant {
     MultiWaiterTellsNoKeeper,
     /// The keeper ignores `wanted`: it gives back only at its idle time.
     KeeperIgnoresWanted,
+    /// A holder asked to let go (`release-requested`) does not.
+    HolderIgnoresRequest,
 }
 
 /// A bounded configuration.
@@ -103,6 +105,9 @@ pub struct Config {
     pub watchdog: bool,
     /// Which faults may happen.
     pub faults: Faults,
+    /// Requests to release (`Client::request_release`) that may come in
+    /// one run, each to a name that has a holder.
+    pub asks: u8,
     /// A deliberate bug, or none.
     pub mutant: Option<Mutant>,
 }
@@ -167,6 +172,10 @@ pub struct Client {
     /// Since when (ms) it has waited while every name it wants was free or
     /// held only by a hold kept idle: the liveness bound's clock.
     pub blocked_since: Option<i64>,
+    /// A holder (plain or `lock_all`) asked to let go (`release-requested`
+    /// heard), since when (ms): it releases as its guard's
+    /// `release_requested()` tells it (as `latchkey run` does).
+    pub asked_at: Option<i64>,
 }
 
 /// A whole state of the model.
@@ -188,6 +197,8 @@ pub struct State {
     pub restarts: u8,
     /// Faults so far.
     pub faults: u8,
+    /// Requests to release so far.
+    pub asks: u8,
 }
 
 /// What a client can do.
@@ -209,6 +220,8 @@ pub enum Op {
     Hear,
     /// A keeper's idle time ran out.
     Expire,
+    /// A holder asked to let go releases.
+    Yield,
 }
 
 impl Op {
@@ -216,7 +229,7 @@ impl Op {
     pub fn urgent(self) -> bool {
         matches!(
             self,
-            Op::Retry | Op::Renew | Op::Cleanup | Op::Hear | Op::Expire
+            Op::Retry | Op::Renew | Op::Cleanup | Op::Hear | Op::Expire | Op::Yield
         )
     }
 }
@@ -236,6 +249,9 @@ pub enum Action {
     LoseMessage(usize),
     /// A client steps; `true`: the reply is lost.
     Step(usize, Op, bool),
+    /// Someone asks the holders of a name to let go
+    /// (`Client::request_release`: `release-requested` on its channel).
+    Ask(usize),
 }
 
 /// The model of several names under one configuration.
@@ -299,6 +315,10 @@ impl MultiModel {
                 let live = self.believes(h, now);
                 if (self.config.watchdog || keeper) && now >= h.next_renew && live {
                     ops.push(Op::Renew);
+                }
+                let heeds = self.config.mutant != Some(Mutant::HolderIgnoresRequest);
+                if c.asked_at.is_some() && !keeper && heeds {
+                    ops.push(Op::Yield);
                 }
                 match (keeper, h.in_use) {
                     (false, _) | (true, true) => ops.push(Op::Release),
@@ -364,6 +384,7 @@ impl Model for MultiModel {
             told: false,
             wanted: false,
             blocked_since: None,
+            asked_at: None,
         };
         State {
             now: 0,
@@ -374,6 +395,7 @@ impl Model for MultiModel {
             odd_reply: None,
             restarts: 0,
             faults: 0,
+            asks: 0,
         }
     }
 
@@ -404,6 +426,10 @@ impl Model for MultiModel {
         }
         if within && !due {
             out.push(Action::Tick);
+        }
+        if s.asks < cfg.asks {
+            let held = |i: usize| s.keys.iter().any(|(k, _, _)| *k == self.key(i));
+            out.extend((0..cfg.names).filter(|&i| held(i)).map(Action::Ask));
         }
         if fault && cfg.faults.restart && within && !s.keys.is_empty() {
             out.push(Action::Restart);

@@ -85,12 +85,22 @@ pub(crate) fn all_or_none(m: &MultiModel, s: &State) -> Result<(), String> {
 /// Time is urgent (see [`MultiModel`]): a due step runs before the clock
 /// moves, so this says that a release, an expiry or a kept hold's giving
 /// back wakes the waiters that need it (no lost wake-up, no deadlock
-/// between `lock_all` callers, no kept hold that ignores a waiter).
+/// between `lock_all` callers, no kept hold that ignores a waiter). And a
+/// holder asked to let go (`release-requested`) that listens lets go
+/// within a tick too.
 pub(crate) fn liveness(m: &MultiModel, s: &State) -> Result<(), String> {
     if s.faults > 0 {
         return Ok(());
     }
     for (c, client) in s.clients.iter().enumerate() {
+        if let Some(asked) = client.asked_at {
+            if s.now - asked > m.config.tick {
+                return Err(format!(
+                    "liveness: c{c}, asked to let go at {asked} ms, still holds at {} ms",
+                    s.now
+                ));
+            }
+        }
         if let Some(since) = client.blocked_since {
             if s.now - since > m.config.tick {
                 return Err(format!(

@@ -70,7 +70,7 @@ impl Scripts {
                     "mark_busy(key, holder, ARGV[4], nil, ARGV[5])",
                 )?;
             }
-            Some(Mutant::KeeperIgnoresWanted) | None => {}
+            Some(Mutant::KeeperIgnoresWanted | Mutant::HolderIgnoresRequest) | None => {}
         }
         Ok(s)
     }
@@ -126,8 +126,11 @@ fn store(m: &MultiModel, server: &mut Server, s: &mut State) {
             if !kind.wants(i) {
                 continue;
             }
+            let asked = p.payload == RELEASE_REQUESTED;
             if to_holder && matches!(kind, Kind::Keeper(_)) {
                 client.told = true;
+            } else if asked && matches!(client.phase, Phase::Held(_)) {
+                client.asked_at = client.asked_at.or(Some(s.now));
             } else if !to_holder && matches!(client.phase, Phase::Waiting { .. }) {
                 client.woken = true;
             }
@@ -188,6 +191,25 @@ pub(crate) fn step(
             n.faults += 1;
             Record::world(s.now, "lose-message", format!("c{c}'s message lost"))
         }
+        Action::Ask(i) => {
+            n.asks += 1;
+            load(server, s);
+            let channel = release_channel(&m.key(i));
+            let args = [&b"PUBLISH"[..], &channel, RELEASE_REQUESTED];
+            let reply = server.command(&args);
+            store(m, server, &mut n);
+            let shown: Vec<String> = args[1..]
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            Record {
+                at: s.now,
+                client: None,
+                script: "PUBLISH".into(),
+                args: shown,
+                reply: show_reply(&reply),
+            }
+        }
         Action::Restart => {
             n.keys.clear();
             n.restarts += 1;
@@ -212,7 +234,11 @@ pub(crate) fn step(
                 n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
             }
             store(m, server, &mut n);
-            let reply = if lost { format!("{reply} (lost)") } else { reply };
+            let reply = if lost {
+                format!("{reply} (lost)")
+            } else {
+                reply
+            };
             Record {
                 at: s.now,
                 client: Some(c),
@@ -319,7 +345,7 @@ pub(crate) fn plain_step(
             renewed(m, h, n.now, lost, reply == Reply::Int(1));
             ("extend.lua".into(), args, show_reply(&reply))
         }
-        Op::Release | Op::Cleanup => {
+        Op::Release | Op::Cleanup | Op::Yield => {
             let attempt = match &n.clients[c].phase {
                 Phase::Held(h) => h.attempt,
                 Phase::Cleanup { attempt } => *attempt,
@@ -327,7 +353,7 @@ pub(crate) fn plain_step(
             };
             let args = vec![token(c, attempt, caching), channel, "PUBLISH".into()];
             let reply = server.eval(&m.scripts.release, &[key], &args);
-            released(m, n, c, op == Op::Release);
+            released(m, n, c, op != Op::Cleanup);
             ("release.lua".into(), args, show_reply(&reply))
         }
         Op::Use | Op::Hear | Op::Expire => ("-".into(), Vec::new(), "not a plain step".into()),
@@ -350,6 +376,7 @@ fn renewed(m: &MultiModel, h: &mut Hold, now: i64, lost: bool, ok: bool) {
 /// A hold released (`counted`: a hold, not a clean-up): the next try, or done.
 pub(crate) fn released(m: &MultiModel, n: &mut State, c: usize, counted: bool) {
     let client = &mut n.clients[c];
+    client.asked_at = None;
     if counted {
         client.holds += 1;
     }
@@ -387,7 +414,10 @@ fn multi_step(
             let mut args = vec![token(c, attempt, false), ttl, issue.into(), waiting.into()];
             args.push("PUBLISH".into());
             args.extend(channels);
-            let counted: Vec<Vec<u8>> = keys.iter().flat_map(|k| [k.clone(), fence_key(k)]).collect();
+            let counted: Vec<Vec<u8>> = keys
+                .iter()
+                .flat_map(|k| [k.clone(), fence_key(k)])
+                .collect();
             let reply = server.eval(&m.scripts.multi_acquire, &counted, &args);
             let words = ints(&reply);
             n.clients[c].woken = false;
@@ -413,7 +443,7 @@ fn multi_step(
             renewed(m, h, n.now, lost, ints(&reply).first() == Some(&1));
             ("multi_extend.lua".into(), args, show_reply(&reply))
         }
-        Op::Release | Op::Cleanup => {
+        Op::Release | Op::Cleanup | Op::Yield => {
             let attempt = match &n.clients[c].phase {
                 Phase::Held(h) => h.attempt,
                 Phase::Cleanup { attempt } => *attempt,
@@ -422,7 +452,7 @@ fn multi_step(
             let mut args = vec![token(c, attempt, false), "PUBLISH".into()];
             args.extend(channels);
             let reply = server.eval(&m.scripts.multi_release, &keys, &args);
-            released(m, n, c, op == Op::Release);
+            released(m, n, c, op != Op::Cleanup);
             ("multi_release.lua".into(), args, show_reply(&reply))
         }
         Op::Use | Op::Hear | Op::Expire => ("-".into(), Vec::new(), "not a multi step".into()),
