@@ -22,6 +22,7 @@ pub mod lock;
 mod lock_step;
 pub mod multi;
 mod multi_check;
+mod multi_scripts;
 mod multi_step;
 pub mod trace;
 

@@ -258,7 +258,7 @@ pub enum Action {
 pub struct MultiModel {
     /// The configuration.
     pub config: Config,
-    pub(crate) scripts: super::multi_step::Scripts,
+    pub(crate) scripts: super::multi_scripts::Scripts,
 }
 
 impl MultiModel {
@@ -267,7 +267,7 @@ impl MultiModel {
         if config.names == 0 || config.names > 8 {
             return Err(format!("{} names: 1 to 8", config.names));
         }
-        let scripts = super::multi_step::Scripts::load(config.mutant)?;
+        let scripts = super::multi_scripts::Scripts::load(config.mutant)?;
         Ok(MultiModel { config, scripts })
     }
 
@@ -341,32 +341,7 @@ impl MultiModel {
     pub fn owner(&self, s: &State, i: usize) -> Option<(usize, u32)> {
         let key = self.key(i);
         let (_, value, _) = s.keys.iter().find(|(k, _, _)| *k == key)?;
-        super::multi_step::token_owner(value)
-    }
-
-    /// Whether name `i` is free for a waiter: no key, or the key of a hold
-    /// kept idle by a keeper.
-    fn free(&self, s: &State, i: usize) -> bool {
-        let key = self.key(i);
-        if !s.keys.iter().any(|(k, _, _)| *k == key) {
-            return true;
-        }
-        let Some((c, a)) = self.owner(s, i) else {
-            return false;
-        };
-        matches!(self.config.clients[c], Kind::Keeper(_))
-            && matches!(&s.clients[c].phase, Phase::Held(h) if h.attempt == a && !h.in_use)
-    }
-
-    /// Updates each client's liveness clock after a step.
-    pub(crate) fn observe(&self, s: &mut State) {
-        for c in 0..s.clients.len() {
-            let kind = self.config.clients[c];
-            let blocked = matches!(s.clients[c].phase, Phase::Waiting { .. })
-                && (0..self.config.names).all(|i| !kind.wants(i) || self.free(s, i));
-            let since = s.clients[c].blocked_since;
-            s.clients[c].blocked_since = blocked.then(|| since.unwrap_or(s.now));
-        }
+        super::multi_scripts::token_owner(value)
     }
 }
 

@@ -112,3 +112,28 @@ pub(crate) fn liveness(m: &MultiModel, s: &State) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Whether name `i` is free for a waiter: no key, or the key of a hold
+/// kept idle by a keeper.
+fn free(m: &MultiModel, s: &State, i: usize) -> bool {
+    let key = m.key(i);
+    if !s.keys.iter().any(|(k, _, _)| *k == key) {
+        return true;
+    }
+    let Some((c, a)) = m.owner(s, i) else {
+        return false;
+    };
+    matches!(m.config.clients[c], Kind::Keeper(_))
+        && matches!(&s.clients[c].phase, Phase::Held(h) if h.attempt == a && !h.in_use)
+}
+
+/// Updates each client's liveness clock after a step.
+pub(crate) fn observe(m: &MultiModel, s: &mut State) {
+    for c in 0..s.clients.len() {
+        let kind = m.config.clients[c];
+        let blocked = matches!(s.clients[c].phase, Phase::Waiting { .. })
+            && (0..m.config.names).all(|i| !kind.wants(i) || free(m, s, i));
+        let since = s.clients[c].blocked_since;
+        s.clients[c].blocked_since = blocked.then(|| since.unwrap_or(s.now));
+    }
+}
