@@ -88,23 +88,31 @@ pub(crate) fn all_or_none(m: &MultiModel, s: &State) -> Result<(), String> {
 /// between `lock_all` callers, no kept hold that ignores a waiter). And a
 /// holder asked to let go (`release-requested`) that listens lets go
 /// within a tick too.
+///
+/// With faults, the documented bounds remain: a waiter that is not itself
+/// paused waits at most `ttl + idle` (and two ticks of rounding) while its
+/// names are free or kept idle: a lost `wanted` leaves the kept hold to its
+/// idle time, a paused keeper's hold expires at its TTL, and a lost
+/// wake-up leaves the waiter to its recheck at the holder's TTL.
 pub(crate) fn liveness(m: &MultiModel, s: &State) -> Result<(), String> {
-    if s.faults > 0 {
-        return Ok(());
-    }
+    let cfg = &m.config;
+    let bound = match s.faults {
+        0 => cfg.tick,
+        _ => cfg.ttl + cfg.idle + 2 * cfg.tick,
+    };
     for (c, client) in s.clients.iter().enumerate() {
-        if let Some(asked) = client.asked_at {
-            if s.now - asked > m.config.tick {
+        if let Some(since) = client.blocked_since {
+            if s.now - since > bound {
                 return Err(format!(
-                    "liveness: c{c}, asked to let go at {asked} ms, still holds at {} ms",
+                    "liveness: c{c} has waited since {since} ms (now {} ms) while every name it wants is free or kept idle",
                     s.now
                 ));
             }
         }
-        if let Some(since) = client.blocked_since {
-            if s.now - since > m.config.tick {
+        if let (Some(asked), 0) = (client.asked_at, s.faults) {
+            if s.now - asked > cfg.tick {
                 return Err(format!(
-                    "liveness: c{c} has waited since {since} ms (now {} ms) while every name it wants is free or kept idle",
+                    "liveness: c{c}, asked to let go at {asked} ms, still holds at {} ms",
                     s.now
                 ));
             }
@@ -131,7 +139,9 @@ fn free(m: &MultiModel, s: &State, i: usize) -> bool {
 pub(crate) fn observe(m: &MultiModel, s: &mut State) {
     for c in 0..s.clients.len() {
         let kind = m.config.clients[c];
-        let blocked = matches!(s.clients[c].phase, Phase::Waiting { .. })
+        // A paused waiter's wait does not count: it cannot act.
+        let blocked = !s.clients[c].paused
+            && matches!(s.clients[c].phase, Phase::Waiting { .. })
             && (0..m.config.names).all(|i| !kind.wants(i) || free(m, s, i));
         let since = s.clients[c].blocked_since;
         s.clients[c].blocked_since = blocked.then(|| since.unwrap_or(s.now));
