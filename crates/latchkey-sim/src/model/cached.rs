@@ -15,7 +15,11 @@
 //! - the idle time run out: an idle hold given back.
 
 use crate::model::multi::{MultiModel, Mutant, Op, Phase, State};
-use crate::model::multi_step::{plain_step, Sent};
+use latchkey::protocol::fence_key;
+
+use crate::model::multi_scripts::token;
+use crate::model::multi_step::{ints, issued, plain_step, Sent};
+use crate::model::trace::show_reply;
 use crate::server::Server;
 
 /// Keeper `c`'s step `op` on name `i`.
@@ -42,6 +46,8 @@ pub(crate) fn keeper_step(
             };
             if m.believes(h, now) && !client.wanted {
                 h.in_use = true;
+                // A new local hold: its own fencing token, when asked.
+                h.fences.clear();
                 return ("use(kept)".into(), Vec::new(), "no round trip".into());
             }
             // Wanted elsewhere, or lost: given back; the next local
@@ -58,6 +64,7 @@ pub(crate) fn keeper_step(
             if m.believes(h, now) && !client.wanted {
                 h.in_use = false;
                 h.idle_until = now + m.config.idle;
+                h.fences.clear();
                 client.holds += 1;
                 return ("release(keep)".into(), Vec::new(), "kept idle".into());
             }
@@ -77,6 +84,7 @@ pub(crate) fn keeper_step(
             }
         }
         Op::Expire => give_back(m, server, n, c, i, lost),
+        Op::Issue => issue(m, server, n, c, i, lost),
         // A keeper takes a request as `wanted` (above), never as this.
         Op::Yield => ("-".into(), Vec::new(), "not a keeper's step".into()),
     }
@@ -95,4 +103,41 @@ fn give_back(
     n.clients[c].wanted = false;
     // As a clean-up: its local holds were counted at their releases.
     plain_step(m, server, n, c, i, Op::Cleanup, lost)
+}
+
+/// A local hold's `fencing_token()`: `issue_fence.lua` with the kept
+/// hold's token; not ours any more, the hold is found lost.
+fn issue(
+    m: &MultiModel,
+    server: &mut Server,
+    n: &mut State,
+    c: usize,
+    i: usize,
+    lost: bool,
+) -> Sent {
+    let Phase::Held(h) = &n.clients[c].phase else {
+        return ("issue".into(), Vec::new(), "not held".into());
+    };
+    let key = m.key(i);
+    let args = vec![token(c, h.attempt, true)];
+    let reply = server.eval(
+        &m.scripts.issue_fence,
+        &[key.clone(), fence_key(&key)],
+        &args,
+    );
+    let words = ints(&reply);
+    let fence = (words.first() == Some(&1))
+        .then(|| words.get(1).and_then(|&f| u64::try_from(f).ok()))
+        .flatten();
+    if let Some(f) = fence {
+        issued(n, i, f);
+    }
+    if let Phase::Held(h) = &mut n.clients[c].phase {
+        match (lost, fence) {
+            (true, _) => {}
+            (false, Some(f)) => h.fences = vec![f],
+            (false, None) => h.lost = true,
+        }
+    }
+    ("issue_fence.lua".into(), args, show_reply(&reply))
 }

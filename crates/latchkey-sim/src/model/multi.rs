@@ -150,6 +150,10 @@ pub struct Hold {
     pub in_use: bool,
     /// A keeper's idle hold is given back at this time (ms).
     pub idle_until: i64,
+    /// The fencing token of each name it holds, in name order (empty
+    /// until issued); a keeper's: its current local hold's, which that
+    /// hold asks of `issue_fence.lua` (`CachedGuard::fencing_token`).
+    pub fences: Vec<u64>,
 }
 
 /// One client.
@@ -222,6 +226,8 @@ pub enum Op {
     Expire,
     /// A holder asked to let go releases.
     Yield,
+    /// A keeper's local hold asks for its own fencing token.
+    Issue,
 }
 
 impl Op {
@@ -321,7 +327,13 @@ impl MultiModel {
                     ops.push(Op::Yield);
                 }
                 match (keeper, h.in_use) {
-                    (false, _) | (true, true) => ops.push(Op::Release),
+                    (false, _) => ops.push(Op::Release),
+                    (true, true) => {
+                        ops.push(Op::Release);
+                        if self.config.fenced && live && h.fences.is_empty() {
+                            ops.push(Op::Issue);
+                        }
+                    }
                     (true, false) => {
                         if c.holds < self.config.holds {
                             ops.push(Op::Use);

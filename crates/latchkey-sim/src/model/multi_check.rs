@@ -2,15 +2,16 @@
 //! the liveness bound (no deadlock, a hold kept idle given back to a
 //! waiter).
 
-use crate::model::multi::{Kind, MultiModel, Phase, State};
+use crate::model::multi::{Hold, Kind, MultiModel, Phase, State};
 
 /// Exclusion per name: no two clients believe they hold the same name
 /// (a keeper's hold counts while a local holder uses it), except when a
-/// restart without persistence lost the older hold (the documented case;
-/// the fencing tokens, checked to increase per name, still order them).
+/// restart without persistence lost the older hold: the documented case,
+/// in which the older hold's fencing token for that name, if issued, must
+/// be below the newer one's (a keeper's: its local hold's).
 pub(crate) fn exclusion(m: &MultiModel, s: &State) -> Result<(), String> {
     for i in 0..m.config.names {
-        let believers: Vec<(usize, u8)> = s
+        let believers: Vec<(usize, &Hold)> = s
             .clients
             .iter()
             .enumerate()
@@ -18,21 +19,43 @@ pub(crate) fn exclusion(m: &MultiModel, s: &State) -> Result<(), String> {
             .filter_map(|(c, client)| match &client.phase {
                 Phase::Held(h) if m.believes(h, s.now) => {
                     let using = h.in_use || !matches!(m.config.clients[c], Kind::Keeper(_));
-                    using.then_some((c, h.epoch))
+                    using.then_some((c, h))
                 }
                 _ => None,
             })
             .collect();
-        for (n, (a, ea)) in believers.iter().enumerate() {
-            if let Some((b, _)) = believers[n + 1..].iter().find(|(_, eb)| eb == ea) {
-                return Err(format!(
-                    "exclusion: c{a} and c{b} both believe they hold name {i} at {} ms",
-                    s.now
-                ));
+        for (n, (a, ha)) in believers.iter().enumerate() {
+            for (b, hb) in &believers[n + 1..] {
+                if ha.epoch == hb.epoch {
+                    return Err(format!(
+                        "exclusion: c{a} and c{b} both believe they hold name {i} at {} ms",
+                        s.now
+                    ));
+                }
+                let (old, new) = match ha.epoch < hb.epoch {
+                    true => ((*a, *ha), (*b, *hb)),
+                    false => ((*b, *hb), (*a, *ha)),
+                };
+                if let (Some(o), Some(n)) = (fence(m, old, i), fence(m, new, i)) {
+                    if o >= n {
+                        return Err(format!(
+                            "after a restart the stale hold's token {o} of name {i} is not below the new one's {n}"
+                        ));
+                    }
+                }
             }
         }
     }
     Ok(())
+}
+
+/// Client `c`'s fencing token for name `i` under `hold`, if issued.
+fn fence(m: &MultiModel, (c, hold): (usize, &Hold), i: usize) -> Option<u64> {
+    let place = match m.config.clients[c] {
+        Kind::Multi(mask) => (0..i).filter(|j| mask & (1 << j) != 0).count(),
+        Kind::Plain(_) | Kind::Keeper(_) => 0,
+    };
+    hold.fences.get(place).copied()
 }
 
 /// All or none, on both sides: a client that believes it holds (with no

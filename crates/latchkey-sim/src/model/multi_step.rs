@@ -75,7 +75,7 @@ pub(crate) fn ints(reply: &Reply) -> Vec<i64> {
 }
 
 /// Notes a fencing token issued for name `i`: above every one before it.
-fn issued(s: &mut State, i: usize, fence: u64) {
+pub(crate) fn issued(s: &mut State, i: usize, fence: u64) {
     if fence <= s.last_fence[i] && s.token_went_back.is_none() {
         s.token_went_back = Some((i, s.last_fence[i], fence));
     }
@@ -175,7 +175,7 @@ pub(crate) fn step(
 }
 
 /// A new hold taken at `now` by `attempt`.
-pub(crate) fn hold(m: &MultiModel, n: &State, attempt: u32) -> Hold {
+pub(crate) fn hold(m: &MultiModel, n: &State, attempt: u32, fences: Vec<u64>) -> Hold {
     Hold {
         attempt,
         deadline: n.now + m.config.ttl - m.drift(),
@@ -184,6 +184,7 @@ pub(crate) fn hold(m: &MultiModel, n: &State, attempt: u32) -> Hold {
         epoch: n.restarts,
         in_use: true,
         idle_until: 0,
+        fences,
     }
 }
 
@@ -246,14 +247,16 @@ pub(crate) fn plain_step(
                 _ => words.first() == Some(&1),
             };
             n.clients[c].woken = false;
-            if acquired && fenced {
-                if let Some(f) = words.get(1).and_then(|&f| u64::try_from(f).ok()) {
-                    issued(n, i, f);
-                }
+            let fences = match (acquired, fenced) {
+                (true, true) => words.get(1).and_then(|&f| u64::try_from(f).ok()),
+                _ => None,
+            };
+            if let Some(f) = fences {
+                issued(n, i, f);
             }
             n.clients[c].phase = match (acquired, lost) {
                 (true, true) => Phase::Cleanup { attempt },
-                (true, false) => Phase::Held(hold(m, n, attempt)),
+                (true, false) => Phase::Held(hold(m, n, attempt, fences.into_iter().collect())),
                 (false, _) => wait_after(n.now, first, words.get(1).copied(), lost),
             };
             (script, args, show_reply(&reply))
@@ -278,7 +281,9 @@ pub(crate) fn plain_step(
             released(m, n, c, op != Op::Cleanup);
             ("release.lua".into(), args, show_reply(&reply))
         }
-        Op::Use | Op::Hear | Op::Expire => ("-".into(), Vec::new(), "not a plain step".into()),
+        Op::Use | Op::Hear | Op::Expire | Op::Issue => {
+            ("-".into(), Vec::new(), "not a plain step".into())
+        }
     }
 }
 
@@ -344,14 +349,16 @@ fn multi_step(
             let words = ints(&reply);
             n.clients[c].woken = false;
             let acquired = words.first() == Some(&1);
+            let mut fences = Vec::new();
             if acquired && cfg.fenced {
                 for (&i, &f) in names.iter().zip(&words[1..]) {
+                    fences.push(u64::try_from(f).unwrap_or(0));
                     issued(n, i, u64::try_from(f).unwrap_or(0));
                 }
             }
             n.clients[c].phase = match (acquired, lost) {
                 (true, true) => Phase::Cleanup { attempt },
-                (true, false) => Phase::Held(hold(m, n, attempt)),
+                (true, false) => Phase::Held(hold(m, n, attempt, fences)),
                 (false, _) => wait_after(n.now, first, words.get(2).copied(), lost),
             };
             ("multi_acquire.lua".into(), args, show_reply(&reply))
@@ -377,7 +384,9 @@ fn multi_step(
             released(m, n, c, op != Op::Cleanup);
             ("multi_release.lua".into(), args, show_reply(&reply))
         }
-        Op::Use | Op::Hear | Op::Expire => ("-".into(), Vec::new(), "not a multi step".into()),
+        Op::Use | Op::Hear | Op::Expire | Op::Issue => {
+            ("-".into(), Vec::new(), "not a multi step".into())
+        }
     }
 }
 
