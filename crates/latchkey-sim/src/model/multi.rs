@@ -21,7 +21,11 @@
 //!   it; a local release keeps it idle for `idle` ms. `wanted` (published
 //!   by the waiter's script that marks its token) sets the cache's wanted
 //!   flag and gives an idle hold back at once (`release.lua`), one in use
-//!   at its local release; so does the idle timer.
+//!   at its local release; so does the idle timer. Each local hold of a
+//!   fenced configuration may ask `issue_fence.lua` for its own token;
+//! - an operator's `request_release` ([`Action::Ask`]): `release-requested`
+//!   published on a held name's channel; plain and `lock_all` holders let
+//!   go, a keeper takes it as `wanted`, waiters ignore it.
 //!
 //! Time is *urgent*: the clock ticks only when no running client has a
 //! step due (a waiter woken or at its recheck time, a renewal due, a
