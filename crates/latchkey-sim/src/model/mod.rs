@@ -14,7 +14,8 @@
 //! the clients' beliefs and in the keyspace), and a liveness bound: with
 //! no fault, no waiter waits more than a tick while its names are free or
 //! kept idle (no deadlock, no lost wake-up, a kept hold given back when
-//! wanted, by a plain waiter or a `lock_all` one).
+//! wanted, by a plain waiter or a `lock_all` one). Requests to release
+//! (`Client::request_release`) arrive there as transitions too.
 
 mod cached;
 pub mod explore;
