@@ -15,8 +15,11 @@
 //! [`model`] holds executable models of the protocol's client side that
 //! call the real scripts on this server, and the explorers that search them
 //! (an exhaustive BFS of bounded configurations, seeded random walks),
-//! checking exclusion and fencing after every step (so far the plain lock
-//! with fencing; see docs/reliability.md, "Model checking the protocol").
+//! checking their invariants after every step (so far the plain lock with
+//! fencing, the election, the latch, the barrier and signals; see
+//! docs/reliability.md, "Model checking the protocol").
+//! The conformance check (`tests/conformance.rs`, [`model::conform`])
+//! asserts that the models send what the real library sends a real server.
 //!
 //! Only the commands latchkey's scripts call (and a few clients use to
 //! make odd states) are here: see `commands/mod.rs` for the list. The

@@ -2,21 +2,22 @@
 //! keyspace and clock, sends what the library sends, and folds the reply
 //! into the client's beliefs.
 
-use latchkey::protocol::{fence_key, release_channel, script_text};
+use latchkey::protocol::script_text;
 
 use crate::keyspace::Value;
 use crate::model::explore::Model;
 use crate::model::lock::{Action, Hold, LockModel, Mutant, Op, Phase, State, START_MICROS};
+use crate::model::lock_request::{call, Request};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
 
 /// The scripts' texts as the library sends them, a mutant's change applied.
 pub(crate) struct Scripts {
-    acquire: String,
-    extend: String,
-    release: String,
-    issue_fence: String,
+    pub(crate) acquire: String,
+    pub(crate) extend: String,
+    pub(crate) release: String,
+    pub(crate) issue_fence: String,
 }
 
 /// `text` with `from` replaced by `to`; an error when `from` is not there,
@@ -62,7 +63,7 @@ impl Scripts {
     }
 }
 
-fn token(client: usize, attempt: u32) -> String {
+pub(crate) fn token(client: usize, attempt: u32) -> String {
     // The shape of a library token (`lk2:`, so that waiters mark it).
     format!("lk2:c{client}a{attempt}:0:sim")
 }
@@ -190,10 +191,6 @@ pub(crate) fn step(
     }
 }
 
-fn eval(server: &mut Server, text: &str, keys: &[Vec<u8>], args: &[String]) -> Reply {
-    server.eval(text, keys, args)
-}
-
 fn client_step(
     m: &LockModel,
     server: &mut Server,
@@ -203,10 +200,6 @@ fn client_step(
     lost: bool,
 ) -> (String, Vec<String>, String) {
     let cfg = &m.config;
-    let key = m.key().to_vec();
-    let fence_k = fence_key(&key);
-    let channel = String::from_utf8_lossy(&release_channel(&key)).into_owned();
-    let ttl = cfg.ttl.to_string();
     let now = n.now;
     let epoch = n.restarts;
     let client = &mut n.clients[c];
@@ -227,31 +220,11 @@ fn client_step(
             let attempt = client.attempts;
             let t = token(c, attempt);
             let first = op == Op::Try;
-            let (script, args, reply) = if first && !cfg.fenced {
-                let args = vec![
-                    "SET".to_string(),
-                    String::from_utf8_lossy(&key).into_owned(),
-                    t,
-                    "NX".into(),
-                    "PX".into(),
-                    ttl,
-                    "GET".into(),
-                ];
-                let reply = server.command(&args);
-                ("SET".to_string(), args[1..].to_vec(), reply)
-            } else {
-                let fenced = if cfg.fenced { "1" } else { "0" };
-                let mut args = vec![t, ttl, fenced.to_string()];
-                match first {
-                    true => args.push("0".into()),
-                    false => args.extend(["1".into(), "0".into(), channel, "PUBLISH".into()]),
-                }
-                let reply = eval(server, &m.scripts.acquire, &[key.clone(), fence_k], &args);
-                ("acquire.lua".to_string(), args, reply)
-            };
+            let (reply, request) = call(m, server, op, t);
+            let (script, args) = (request.name.to_string(), request.args);
             let words = ints(&reply);
-            let acquired = match script.as_str() {
-                "SET" => reply == Reply::nil(),
+            let acquired = match request.text {
+                None => reply == Reply::nil(),
                 _ => words.first() == Some(&1),
             };
             client.woken = false;
@@ -282,8 +255,7 @@ fn client_step(
             let Phase::Held(h) = &mut client.phase else {
                 return ("renew".into(), Vec::new(), "not held".into());
             };
-            let args = vec![token(c, h.attempt), ttl];
-            let reply = eval(server, &m.scripts.extend, &[key], &args);
+            let (reply, Request { args, .. }) = call(m, server, op, token(c, h.attempt));
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
@@ -298,8 +270,7 @@ fn client_step(
             let Phase::Held(h) = &mut client.phase else {
                 return ("issue".into(), Vec::new(), "not held".into());
             };
-            let args = vec![token(c, h.attempt)];
-            let reply = eval(server, &m.scripts.issue_fence, &[key, fence_k], &args);
+            let (reply, Request { args, .. }) = call(m, server, op, token(c, h.attempt));
             let words = ints(&reply);
             if words.first() == Some(&1) {
                 let fence = words.get(1).and_then(|&f| u64::try_from(f).ok());
@@ -348,8 +319,7 @@ fn client_step(
                 Phase::Cleanup { attempt } => *attempt,
                 _ => return ("release".into(), Vec::new(), "nothing to release".into()),
             };
-            let args = vec![token(c, attempt), channel, "PUBLISH".into()];
-            let reply = eval(server, &m.scripts.release, &[key], &args);
+            let (reply, Request { args, .. }) = call(m, server, op, token(c, attempt));
             if op == Op::Release {
                 client.holds += 1;
             }

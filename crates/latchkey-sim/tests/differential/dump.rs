@@ -29,7 +29,11 @@ return out
 "#;
 
 /// Every instant (server ms) at which the simulator's state changes
-/// meaning: key expiries, and sorted-set scores that are server times.
+/// meaning: key expiries, and sorted-set scores that are server times; and
+/// every server time a value records (an acquisition record's, a hash
+/// field's), from which a script may report a span (`inspect_any.lua`'s
+/// `held_ms`): a step right after one would report a span small enough to
+/// be compared exactly, off by the pipeline's delay.
 pub fn deadlines(sim: &Server) -> Vec<i64> {
     let mut out = Vec::new();
     for entry in sim.dump() {
@@ -41,10 +45,9 @@ pub fn deadlines(sim: &Server) -> Vec<i64> {
                 out.push(*expiry);
             }
         }
-        if let (Some(Reply::Bulk(Some(ty))), Some(Reply::Array(Some(items)))) =
-            (parts.get(1), parts.get(2))
-        {
-            if ty == b"zset" {
+        let is_zset = matches!(parts.get(1), Some(Reply::Bulk(Some(ty))) if ty == b"zset");
+        match parts.get(2) {
+            Some(Reply::Array(Some(items))) if is_zset => {
                 for score in items.iter().skip(1).step_by(2) {
                     if let Reply::Bulk(Some(s)) = score {
                         let value = std::str::from_utf8(s)
@@ -56,9 +59,28 @@ pub fn deadlines(sim: &Server) -> Vec<i64> {
                     }
                 }
             }
+            Some(Reply::Array(Some(items))) => {
+                for item in items {
+                    if let Reply::Bulk(Some(text)) = item {
+                        out.extend(recorded_instants(text));
+                    }
+                }
+            }
+            Some(Reply::Bulk(Some(text))) => out.extend(recorded_instants(text)),
+            _ => {}
         }
     }
     out
+}
+
+/// The server times in ms (digit runs from 10^12 to under 10^15) in a
+/// stored value.
+fn recorded_instants(text: &[u8]) -> Vec<i64> {
+    text.split(|b| !b.is_ascii_digit())
+        .filter(|run| (13..=15).contains(&run.len()))
+        .filter_map(|run| std::str::from_utf8(run).ok()?.parse::<i64>().ok())
+        .filter(|v| (1_000_000_000_000..1_000_000_000_000_000).contains(v))
+        .collect()
 }
 
 /// The real dump as `Server::dump` orders it: hashes by field, sets

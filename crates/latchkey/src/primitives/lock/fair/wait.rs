@@ -140,9 +140,21 @@ impl Lock {
                     (s.me.clone(), s.mode)
                 };
                 let sent = Instant::now();
-                let attempt = crate::backend::single::Single(session)
+                let attempt = match crate::backend::single::Single(session)
                     .fair_attempt(&spec.keys, &me, token, spec.lease.ttl, spec.lease.fenced, mode, lease)
-                    .await?;
+                    .await
+                {
+                    Ok(attempt) => attempt,
+                    Err(e) => {
+                        // The request may have queued us unseen: renew only
+                        // from now on, so that an entry gone meanwhile (handed
+                        // the lock while we did not hear, or dropped) is queued
+                        // again under a new id, never under this one, which a
+                        // late hand-off message may still name.
+                        lock(state).mode = FairMode::Renew;
+                        return Err(e);
+                    }
+                };
                 let handed = matches!(attempt, FairAttempt::Ours { handed: true, .. });
                 if matches!(attempt, FairAttempt::Busy { .. }) {
                     ask.ask_if_due(&spec.name, &Woken::Recheck, None, || {

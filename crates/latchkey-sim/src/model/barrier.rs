@@ -1,0 +1,344 @@
+//! The barrier, client side, as a state machine that calls the real
+//! scripts with the arguments the library sends (`primitives/barrier.rs`),
+//! following `docs/protocol.md`, "Latches and barriers":
+//!
+//! - a party subscribes to the released channel, then arrives with
+//!   `barrier_arrive.lua` (`parties ttl PUBLISH channel token keep`, `keep`
+//!   the library's for a wait without a deadline: a year); `{g, 1}`: it
+//!   released generation `g` and passes; `{g, 0}`: it waits;
+//! - a waiter passes on the message naming its generation; a recheck (a
+//!   missed message, the timer) reads `HMGET gen arrived` and passes when
+//!   the generation moved on (the barrier gone: `NotFound`);
+//! - a waiter may give up at any time (a timeout, a cancellation) and takes
+//!   its arrival back with `barrier_leave.lua` (`token`): 1 withdrawn, 0
+//!   released meanwhile (it passes), −1 the barrier is gone;
+//! - an arrival whose reply is lost is taken back by the library's armed
+//!   guard (`barrier_leave.lua` with its token), and the call fails.
+//!
+//! The invariants, with the model's own record of who arrived: a
+//! generation is released by the arrival that makes `parties` arrivals not
+//! taken back; a party passes only a generation released with its arrival
+//! counted; the hash's `arrived` is the arrivals not taken back, its
+//! `a:` fields are theirs, `parties` is there exactly while someone waits,
+//! and `gen` counts the releases. Pauses are not modelled: a party's wait
+//! has no deadline here (giving up is allowed at any time instead).
+
+use std::collections::BTreeSet;
+
+use latchkey::protocol::{primitive_key, BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
+
+use crate::model::explore::{Model, Stats, Violation};
+use crate::model::lock::Faults;
+use crate::model::snap::{field, get, load, mutate, text, token, Keys, Val};
+use crate::model::trace::Record;
+use crate::server::Server;
+
+/// A deliberate bug, to show the checker catches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mutant {
+    /// `barrier_arrive.lua` releases a generation one arrival early.
+    TripsEarly,
+    /// `barrier_leave.lua` drops the party's field without counting it out.
+    LeaveNotCounted,
+}
+
+/// A bounded configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The barrier's parties, N.
+    pub parties: u8,
+    /// How many clients.
+    pub clients: usize,
+    /// How many times each client arrives.
+    pub rounds: u8,
+    /// The barrier's TTL, in ms.
+    pub ttl: i64,
+    /// One tick of the clock, in ms.
+    pub tick: i64,
+    /// Time stops here (ms).
+    pub max_time: i64,
+    /// Faults allowed in one run.
+    pub max_faults: u8,
+    /// Which faults may happen (`pause` is ignored).
+    pub faults: Faults,
+    /// A deliberate bug, or none.
+    pub mutant: Option<Mutant>,
+}
+
+/// Where a party is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// About to arrive.
+    Idle,
+    /// Arrived in `gen` with `attempt`'s token, waiting.
+    Waiting {
+        /// The generation it arrived in.
+        gen: i64,
+        /// The arrival's token.
+        attempt: u32,
+        /// The barrier's incarnation it arrived in.
+        epoch: u8,
+        /// The message naming its generation arrived.
+        woken: bool,
+    },
+    /// An arrival's reply was lost: take it back.
+    Cleanup {
+        /// The arrival's token.
+        attempt: u32,
+    },
+}
+
+/// A party.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Party {
+    /// Where it is.
+    pub phase: Phase,
+    /// Arrivals made (each has its own token).
+    pub attempts: u32,
+    /// Calls finished (passed or failed).
+    pub rounds: u8,
+    /// Generations passed.
+    pub passed: u8,
+}
+
+/// A whole state of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The server's clock, ms since the model's start.
+    pub now: i64,
+    /// The live keys.
+    pub keys: Keys,
+    /// The parties.
+    pub parties: Vec<Party>,
+    /// The barrier's incarnation (a new one after its TTL or a restart).
+    pub epoch: u8,
+    /// The current generation, as the model counts releases.
+    pub gen: i64,
+    /// The arrivals of the current generation not taken back.
+    pub live: BTreeSet<(usize, u32)>,
+    /// Every arrival a release counted: (epoch, generation, party, attempt).
+    pub counted: BTreeSet<(u8, i64, usize, u32)>,
+    /// What only a step sees broken, kept to report.
+    pub broken: Option<String>,
+    /// Faults so far.
+    pub faults: u8,
+}
+
+/// What a party does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `barrier_arrive.lua`.
+    Arrive,
+    /// The released message names its generation: it passes.
+    Hear,
+    /// `HMGET gen arrived`, after a missed message or on the timer.
+    Recheck,
+    /// Gives up: `barrier_leave.lua`.
+    GiveUp,
+    /// Takes back an arrival whose reply was lost: `barrier_leave.lua`.
+    Cleanup,
+}
+
+/// A transition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// The clock moves one tick.
+    Tick,
+    /// Redis restarts without persistence.
+    Restart,
+    /// A party's pending message is lost.
+    LoseMessage(usize),
+    /// A party steps; `true`: the reply is lost.
+    Step(usize, Op, bool),
+}
+
+/// What the library passes as `keep` for a wait without a deadline: its
+/// `KEEP_AT_MOST`, a year, in ms.
+pub(crate) const KEEP_MS: i64 = 365 * 24 * 3600 * 1000;
+
+/// The barrier model under one configuration.
+pub struct BarrierModel {
+    /// The configuration.
+    pub config: Config,
+    pub(crate) arrive: String,
+    pub(crate) leave: String,
+}
+
+pub(crate) fn key() -> Vec<u8> {
+    primitive_key(b"", b"model", BARRIER_SUFFIX)
+}
+
+pub(crate) fn channel() -> String {
+    String::from_utf8_lossy(&primitive_key(b"", b"model", BARRIER_RELEASED_SUFFIX)).into_owned()
+}
+
+impl BarrierModel {
+    /// The model of `config`, its scripts mutated as `config.mutant` says.
+    pub fn new(config: Config) -> Result<BarrierModel, String> {
+        let (mut arrive, mut leave) = (text("barrier_arrive.lua")?, text("barrier_leave.lua")?);
+        match config.mutant {
+            Some(Mutant::TripsEarly) => {
+                arrive = mutate(
+                    &arrive,
+                    "if arrived >= parties then",
+                    "if arrived + 1 >= parties then",
+                )?;
+            }
+            Some(Mutant::LeaveNotCounted) => {
+                leave = mutate(
+                    &leave,
+                    "redis.call('HINCRBY', KEYS[1], 'arrived', -1) <= 0",
+                    "false",
+                )?;
+            }
+            None => {}
+        }
+        Ok(BarrierModel {
+            config,
+            arrive,
+            leave,
+        })
+    }
+
+    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here.
+    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
+        crate::model::explore::bfs(self, max_states)
+    }
+
+    /// [`walk`](crate::model::explore::walk) of this model, likewise.
+    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
+        crate::model::explore::walk(self, seed, steps)
+    }
+}
+
+impl Model for BarrierModel {
+    type State = State;
+    type Action = Action;
+
+    fn initial(&self) -> State {
+        let party = Party {
+            phase: Phase::Idle,
+            attempts: 0,
+            rounds: 0,
+            passed: 0,
+        };
+        State {
+            now: 0,
+            keys: Keys::new(),
+            parties: vec![party; self.config.clients],
+            epoch: 0,
+            gen: 0,
+            live: BTreeSet::new(),
+            counted: BTreeSet::new(),
+            broken: None,
+            faults: 0,
+        }
+    }
+
+    fn actions(&self, s: &State) -> Vec<Action> {
+        let cfg = &self.config;
+        let mut out = Vec::new();
+        if s.now + cfg.tick <= cfg.max_time {
+            out.push(Action::Tick);
+        }
+        let fault = s.faults < cfg.max_faults;
+        for (i, p) in s.parties.iter().enumerate() {
+            let ops: &[Op] = match p.phase {
+                Phase::Idle if p.rounds < cfg.rounds => &[Op::Arrive],
+                Phase::Idle => &[],
+                Phase::Waiting { woken: true, .. } => &[Op::Hear, Op::Recheck, Op::GiveUp],
+                Phase::Waiting { .. } => &[Op::Recheck, Op::GiveUp],
+                Phase::Cleanup { .. } => &[Op::Cleanup],
+            };
+            for &op in ops {
+                out.push(Action::Step(i, op, false));
+                if fault && cfg.faults.lost_reply && op != Op::Hear {
+                    out.push(Action::Step(i, op, true));
+                }
+            }
+            if fault
+                && cfg.faults.lost_message
+                && matches!(p.phase, Phase::Waiting { woken: true, .. })
+            {
+                out.push(Action::LoseMessage(i));
+            }
+        }
+        if fault && cfg.faults.restart && !s.keys.is_empty() {
+            out.push(Action::Restart);
+        }
+        out
+    }
+
+    fn step(&self, server: &mut Server, s: &State, action: &Action) -> (State, Record) {
+        let mut n = s.clone();
+        let record = match *action {
+            Action::Tick => {
+                n.now += self.config.tick;
+                Record::world(s.now, "tick", format!("+{} ms", self.config.tick))
+            }
+            Action::Restart => {
+                n.faults += 1;
+                n.keys.clear();
+                Record::world(s.now, "restart", "keyspace wiped".into())
+            }
+            Action::LoseMessage(c) => {
+                n.faults += 1;
+                if let Phase::Waiting { woken, .. } = &mut n.parties[c].phase {
+                    *woken = false;
+                }
+                Record::world(s.now, "lose-message", format!("c{c}'s message lost"))
+            }
+            Action::Step(c, op, lost) => {
+                n.faults += u8::from(lost);
+                load(server, s.now, &s.keys);
+                return {
+                    let record = self.client_step(server, &mut n, c, op, lost);
+                    self.settle(server, &mut n);
+                    (n, record)
+                };
+            }
+        };
+        load(server, n.now, &n.keys);
+        self.settle(server, &mut n);
+        (n, record)
+    }
+
+    fn check(&self, s: &State) -> Result<(), String> {
+        if let Some(why) = &s.broken {
+            return Err(why.clone());
+        }
+        let k = key();
+        let Some(Val::Hash(h)) = get(&s.keys, &k) else {
+            return Ok(());
+        };
+        let arrived = field(&s.keys, &k, b"arrived").unwrap_or(-1);
+        let fields: BTreeSet<&[u8]> = h
+            .iter()
+            .filter_map(|(f, _)| f.strip_prefix(b"a:"))
+            .collect();
+        let tokens: BTreeSet<String> = s.live.iter().map(|&(c, a)| token(c, a)).collect();
+        let has_parties = h.iter().any(|(f, _)| f == b"parties");
+        if usize::try_from(arrived).ok() != Some(s.live.len()) {
+            return Err(format!(
+                "the barrier counts {arrived} arrived, but {} arrivals were not taken back",
+                s.live.len()
+            ));
+        }
+        if fields.len() != tokens.len() || tokens.iter().any(|t| !fields.contains(t.as_bytes())) {
+            return Err(format!(
+                "the barrier's a: fields are not the {} arrivals waiting",
+                tokens.len()
+            ));
+        }
+        if has_parties != (arrived > 0) {
+            return Err(format!("the barrier keeps parties with {arrived} arrived"));
+        }
+        if field(&s.keys, &k, b"gen") != Some(s.gen) {
+            return Err(format!(
+                "the barrier's gen is not {}, the releases counted",
+                s.gen
+            ));
+        }
+        Ok(())
+    }
+}

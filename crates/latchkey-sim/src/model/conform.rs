@@ -1,0 +1,393 @@
+//! The conformance check's half in the models: what each model sends, per
+//! operation, reduced to a *shape* that can be compared with what the real
+//! library sends to a real server (`tests/conformance.rs` records that with
+//! `MONITOR`).
+//!
+//! A request's shape is the script it runs (named by the SHA-1 of the text
+//! sent, mapped to its file in `crates/latchkey/src/scripts/`; a plain
+//! command by its name), then for each of KEYS and ARGV a [`Shape`]: an
+//! owner token, the TTL in ms, one of the primitive's keys or channels by
+//! its role, the publish command, a literal word (a flag `"0"`/`"1"`,
+//! `"NX"`, a mode), a fair waiter's entry, another integer. Values differ between the two sides (tokens
+//! are random, the model's TTL is a few ms, its key has no prefix);
+//! shapes do not, unless one side sends something the other does not.
+//!
+//! The model's half is derived from the code its steps run: a model
+//! implements [`Conforms`] by calling the same function that builds the
+//! requests its steps send (for the plain lock, `lock_request::request`), so
+//! a change there that the library does not make, or the reverse, fails
+//! the check.
+//!
+//! # Plugging in another model
+//!
+//! 1. Build the model's requests in one function, `fn request(&Model, op,
+//!    …) -> Option<Request>` ([`Request`] is not
+//!    the lock's own: a script's file and text, or a command's name, with
+//!    KEYS and ARGV), and have its steps send what it returns (as
+//!    `lock_step.rs` does through `lock_request::call`).
+//! 2. `impl Conforms for TheModel`: for each operation that sends
+//!    something, a [`Declared`] with the operation's name (the name the test
+//!    gives the library's operation), the request, and the [`Roles`] of the
+//!    model's values (its TTL, its keys and channels: [`Roles::semaphore`],
+//!    [`Roles::rwlock`] and [`Roles::fair`] are there already).
+//! 3. In `tests/conformance.rs`: the library's side of the semaphore, the
+//!    read-write lock and the fair lock is driven and recorded already
+//!    (`tests/conformance/others.rs`), and checked against a table of
+//!    declared shapes (`tests/conformance/tables.rs`), whose operation
+//!    names are the ones to declare. Replace the primitive's
+//!    `tables::check` with a comparison against the model's
+//!    `declared()` (as `compare` does for the lock; the table's entries are
+//!    what the model must send), and drop its table.
+
+use std::collections::HashMap;
+
+use latchkey::protocol::{
+    fence_key, primitive_key, release_channel, script_text, tag_stem, ACQUIRED_SUFFIX,
+    HANDOFF_SUFFIX, LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX,
+    QUEUE_SUFFIX, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
+};
+
+use crate::lua::sha1_hex;
+use crate::model::lock::{LockModel, Op};
+use crate::model::lock_request::{request, Request};
+use crate::model::lock_step::token;
+
+/// What one argument (or key) of a request is, whatever its value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Shape {
+    /// An owner token (`lk2:…`, marked or not).
+    Token,
+    /// The hold's TTL in ms.
+    TtlMs,
+    /// One of the primitive's keys or channels, by role (`"lock"`,
+    /// `"fence"`, `"release channel"`, …).
+    Role(&'static str),
+    /// The publish command, `PUBLISH` or `SPUBLISH` (`SPUBLISH` on a
+    /// cluster).
+    PublishCommand,
+    /// A word compared as it is: a flag (`"0"`, `"1"`) or a keyword
+    /// (`"NX"`, `"PX"`, `"GET"`, a mode like `"wait"` or `"r"`).
+    Literal(String),
+    /// Another integer (a count, a time).
+    Int,
+    /// A fair lock's waiter entry, `<32 hex digits>:<ms>:<0|1>:<token>`.
+    WaiterEntry,
+    /// Anything else (a key or value the roles do not name).
+    Other,
+}
+
+/// The values one side used, so that its arguments can be told apart: the
+/// TTL, and the keys and channels of the primitive by role.
+#[derive(Clone, Debug, Default)]
+pub struct Roles {
+    /// The TTL in ms, if the primitive has one.
+    pub ttl_ms: Option<i64>,
+    /// Each key or channel, with its role.
+    pub names: Vec<(Vec<u8>, &'static str)>,
+}
+
+impl Roles {
+    /// A plain lock's: lock key `key` (prefix included), its fencing
+    /// counter and release channel (`docs/protocol.md`, "Locks").
+    pub fn lock(key: &[u8], ttl_ms: i64) -> Roles {
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key.to_vec(), "lock"),
+                (fence_key(key), "fence"),
+                (release_channel(key), "release channel"),
+            ],
+        }
+    }
+
+    /// A semaphore's, `name` under `prefix`: its permits, their fencing
+    /// counter and released channel (`docs/protocol.md`, "Semaphores").
+    pub fn semaphore(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        let key = |suffix| primitive_key(prefix, name, suffix);
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key(PERMITS_SUFFIX), "permits"),
+                (key(PERMITS_FENCE_SUFFIX), "fence"),
+                (key(PERMITS_RELEASED_SUFFIX), "released channel"),
+            ],
+        }
+    }
+
+    /// A read-write lock's, `name` under `prefix` (`docs/protocol.md`,
+    /// "Read-write locks").
+    pub fn rwlock(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        const ROLES: [&str; 7] = [
+            "writer",
+            "readers",
+            "writers waiting",
+            "readers waiting",
+            "readers next",
+            "fence",
+            "released channel",
+        ];
+        let mut names: Vec<(Vec<u8>, &'static str)> = RWLOCK_SUFFIXES
+            .iter()
+            .zip(ROLES)
+            .map(|(suffix, role)| (primitive_key(prefix, name, suffix), role))
+            .collect();
+        let acquired = primitive_key(prefix, name, RWLOCK_WRITER_ACQUIRED_SUFFIX);
+        names.push((acquired, "writer acquired"));
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names,
+        }
+    }
+
+    /// A fair lock's, lock key `key` (prefix included), waiters' lease
+    /// `lease_ms` (`docs/protocol.md`, "Fair locks"): a plain lock's, and
+    /// the queue, the leases, the acquired record, the hand-off channels'
+    /// stem, and the lease as a number.
+    pub fn fair(key: &[u8], ttl_ms: i64, lease_ms: i64) -> Roles {
+        let mut roles = Roles::lock(key, ttl_ms);
+        let stem = tag_stem(key);
+        let at = |suffix: &[u8]| [&stem[..], suffix].concat();
+        roles.names.extend([
+            (at(QUEUE_SUFFIX), "queue"),
+            (at(LEASES_SUFFIX), "leases"),
+            (at(ACQUIRED_SUFFIX), "acquired"),
+            (at(HANDOFF_SUFFIX), "hand-off stem"),
+            (lease_ms.to_string().into_bytes(), "lease ms"),
+        ]);
+        roles
+    }
+
+    /// `arg`'s shape. A role comes first (a key is never mistaken for a
+    /// word), then the token, the publish command, the TTL; `"0"` and `"1"`
+    /// are flags (compared as they are); other integers are `Int`.
+    pub fn shape(&self, arg: &[u8]) -> Shape {
+        if let Some((_, role)) = self.names.iter().find(|(name, _)| name == arg) {
+            return Shape::Role(role);
+        }
+        if arg.starts_with(TOKEN_MARKER.as_bytes()) {
+            return Shape::Token;
+        }
+        if is_waiter_entry(arg) {
+            return Shape::WaiterEntry;
+        }
+        let text = String::from_utf8_lossy(arg);
+        match text.as_ref() {
+            "PUBLISH" | "SPUBLISH" => return Shape::PublishCommand,
+            "0" | "1" => return Shape::Literal(text.into_owned()),
+            _ => {}
+        }
+        if let Ok(n) = text.parse::<i64>() {
+            return match self.ttl_ms == Some(n) {
+                true => Shape::TtlMs,
+                false => Shape::Int,
+            };
+        }
+        // The empty word too: a fair first try's entry.
+        let word = text.bytes().all(|b| b.is_ascii_alphabetic());
+        match word {
+            true => Shape::Literal(text.into_owned()),
+            false => Shape::Other,
+        }
+    }
+}
+
+/// `<32 hex digits>:<ms>:<0|1>:<owner token>` (`docs/protocol.md`, "Fair
+/// locks").
+fn is_waiter_entry(arg: &[u8]) -> bool {
+    let mut parts = arg.splitn(4, |&b| b == b':');
+    let id = parts.next().unwrap_or_default();
+    let ms = parts.next().unwrap_or_default();
+    let fenced = parts.next().unwrap_or_default();
+    let token = parts.next().unwrap_or_default();
+    id.len() == 32
+        && id.iter().all(u8::is_ascii_hexdigit)
+        && !ms.is_empty()
+        && ms.iter().all(u8::is_ascii_digit)
+        && (fenced == b"0" || fenced == b"1")
+        && token.starts_with(TOKEN_MARKER.as_bytes())
+}
+
+/// A request reduced to its shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// The script's file name (`"acquire.lua"`), a command's name (`"SET"`),
+    /// or `unknown script <sha1>` for a text that is no script of the
+    /// library's.
+    pub script: String,
+    /// KEYS' shapes.
+    pub keys: Vec<Shape>,
+    /// ARGV's shapes.
+    pub argv: Vec<Shape>,
+}
+
+/// The library's scripts by SHA-1 of the text it sends
+/// ([`script_text`]): the name `EVALSHA` sends, and the hash of a body
+/// `EVAL` sends or a model evaluates.
+pub struct Scripts {
+    by_sha: HashMap<String, String>,
+}
+
+/// How many of a plain command's first words (after its name) are keys.
+fn command_keys(name: &str) -> usize {
+    match name {
+        "SET" | "GET" | "DEL" | "PEXPIRE" | "PTTL" | "EXISTS" | "TYPE" => 1,
+        _ => 0,
+    }
+}
+
+impl Scripts {
+    /// The scripts named `files` (file names in `src/scripts/`); a name
+    /// that is no script is left out.
+    pub fn new<'a>(files: impl IntoIterator<Item = &'a str>) -> Scripts {
+        let by_sha = files
+            .into_iter()
+            .filter_map(|f| script_text(f).map(|t| (sha1_hex(t.as_bytes()), f.to_string())))
+            .collect();
+        Scripts { by_sha }
+    }
+
+    /// The file whose text hashes to `sha` (lower-case hex).
+    pub fn name_of_sha(&self, sha: &str) -> String {
+        match self.by_sha.get(&sha.to_ascii_lowercase()) {
+            Some(name) => name.clone(),
+            None => format!("unknown script {sha}"),
+        }
+    }
+
+    /// The shape of a model's request, its values read with `roles`.
+    pub fn shape(&self, request: &Request, roles: &Roles) -> Sent {
+        let script = match request.text {
+            Some(text) => self.name_of_sha(&sha1_hex(text.as_bytes())),
+            None => request.name.to_string(),
+        };
+        Sent {
+            script,
+            keys: request.keys.iter().map(|k| roles.shape(k)).collect(),
+            argv: request
+                .args
+                .iter()
+                .map(|a| roles.shape(a.as_bytes()))
+                .collect(),
+        }
+    }
+
+    /// The shape of a command as a client sent it (its words, the name
+    /// first: `EVALSHA sha numkeys keys… args…`, `EVAL body …`, `FCALL`,
+    /// or a plain command), its values read with `roles`; `None` when it
+    /// is no well-formed call.
+    pub fn shape_words(&self, words: &[Vec<u8>], roles: &Roles) -> Option<Sent> {
+        let name = String::from_utf8_lossy(words.first()?).to_ascii_uppercase();
+        let (script, rest) = match name.as_str() {
+            "EVALSHA" | "EVALSHA_RO" => {
+                let sha = String::from_utf8_lossy(words.get(1)?).into_owned();
+                (self.name_of_sha(&sha), &words[2..])
+            }
+            "EVAL" | "EVAL_RO" => (self.name_of_sha(&sha1_hex(words.get(1)?)), &words[2..]),
+            "FCALL" | "FCALL_RO" => {
+                let function = String::from_utf8_lossy(words.get(1)?).into_owned();
+                (format!("FCALL {function}"), &words[2..])
+            }
+            _ => {
+                let keys = command_keys(&name).min(words.len() - 1);
+                let (keys, argv) = words[1..].split_at(keys);
+                return Some(Sent {
+                    script: name,
+                    keys: keys.iter().map(|k| roles.shape(k)).collect(),
+                    argv: argv.iter().map(|a| roles.shape(a)).collect(),
+                });
+            }
+        };
+        let count: usize = String::from_utf8_lossy(rest.first()?).parse().ok()?;
+        let (keys, argv) = rest.get(1..)?.split_at_checked(count)?;
+        Some(Sent {
+            script,
+            keys: keys.iter().map(|k| roles.shape(k)).collect(),
+            argv: argv.iter().map(|a| roles.shape(a)).collect(),
+        })
+    }
+}
+
+/// One operation of a model and the request it sends.
+pub struct Declared<'a> {
+    /// The operation, by the name the conformance test gives the library's.
+    pub op: &'static str,
+    /// What the model sends for it.
+    pub request: Request<'a>,
+    /// The model's values, to read the request's shapes.
+    pub roles: Roles,
+}
+
+/// A model that says what it sends, per operation, from the code its
+/// steps send with.
+pub trait Conforms {
+    /// Every operation that sends something, under the model's
+    /// configuration, with its request.
+    fn declared(&self) -> Vec<Declared<'_>>;
+}
+
+/// The plain lock's operations by the conformance test's names. An
+/// exhaustive match, so that a new operation must be named here.
+fn lock_op_name(op: Op) -> &'static str {
+    match op {
+        Op::Try => "first try",
+        Op::Retry => "waiter's try",
+        Op::Renew => "renew",
+        Op::Issue => "issue fencing token",
+        Op::Release => "release",
+        Op::Cleanup => "release after a lost reply",
+        Op::Write => "fenced write",
+        Op::Land => "fenced write lands",
+    }
+}
+
+impl Conforms for LockModel {
+    fn declared(&self) -> Vec<Declared<'_>> {
+        const OPS: [Op; 8] = [
+            Op::Try,
+            Op::Retry,
+            Op::Renew,
+            Op::Issue,
+            Op::Release,
+            Op::Cleanup,
+            Op::Write,
+            Op::Land,
+        ];
+        let roles = Roles::lock(self.key(), self.config.ttl);
+        OPS.into_iter()
+            .filter_map(|op| {
+                let request = request(self, op, token(0, 1))?;
+                Some(Declared {
+                    op: lock_op_name(op),
+                    request,
+                    roles: roles.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Roles, Shape};
+
+    #[test]
+    fn arguments_are_told_apart_by_shape() {
+        let roles = Roles::fair(b"p:x", 3000, 2000);
+        let shape = |arg: &str| roles.shape(arg.as_bytes());
+        assert_eq!(shape("lk2:0123:5:9:host+w"), Shape::Token);
+        assert_eq!(shape("3000"), Shape::TtlMs);
+        assert_eq!(shape("2000"), Shape::Role("lease ms"));
+        assert_eq!(shape("p:x"), Shape::Role("lock"));
+        assert_eq!(shape("{p:x}:fence"), Shape::Role("fence"));
+        assert_eq!(shape("{p:x}:released"), Shape::Role("release channel"));
+        assert_eq!(shape("{p:x}:handoff:"), Shape::Role("hand-off stem"));
+        assert_eq!(shape("SPUBLISH"), Shape::PublishCommand);
+        assert_eq!(shape("1"), Shape::Literal("1".into()));
+        assert_eq!(shape("wait"), Shape::Literal("wait".into()));
+        assert_eq!(shape(""), Shape::Literal(String::new()));
+        assert_eq!(shape("42"), Shape::Int);
+        let entry = format!("{}:3000:1:lk2:ab:1:2:h", "0123456789abcdef".repeat(2));
+        assert_eq!(shape(&entry), Shape::WaiterEntry);
+        assert_eq!(shape("p:y"), Shape::Other);
+    }
+}

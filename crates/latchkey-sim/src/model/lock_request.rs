@@ -1,0 +1,111 @@
+//! What the plain lock model sends for each operation: built in one place
+//! ([`request`]), which the model's steps send (`lock_step.rs`) and the
+//! conformance check compares with what the library sends
+//! (`model::conform`).
+
+use latchkey::protocol::{fence_key, release_channel};
+
+use crate::model::lock::{LockModel, Op};
+use crate::reply::Reply;
+use crate::server::Server;
+
+/// What an operation sends: a plain command (`text` `None`: the command
+/// `name` with the keys, then the arguments) or a script (`name` its file,
+/// `text` what is evaluated).
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    /// The script's file name, or the command's name.
+    pub name: &'static str,
+    /// The script's text as the model sends it; `None` for a command.
+    pub text: Option<&'a str>,
+    /// KEYS (a command's keys come first among its words).
+    pub keys: Vec<Vec<u8>>,
+    /// ARGV (a command's words after its keys).
+    pub args: Vec<String>,
+}
+
+/// What a client's `op` sends with owner token `token`: the one place the
+/// model builds its requests, which its steps send and the conformance
+/// check (`model::conform`) compares with what the library sends. `None`
+/// for the steps that send nothing to Redis (a fenced write).
+pub(crate) fn request(m: &LockModel, op: Op, token: String) -> Option<Request<'_>> {
+    let cfg = &m.config;
+    let key = m.key().to_vec();
+    let channel = || String::from_utf8_lossy(&release_channel(&key)).into_owned();
+    let ttl = cfg.ttl.to_string();
+    let script = |name, text, keys, args| Request {
+        name,
+        text: Some(text),
+        keys,
+        args,
+    };
+    Some(match op {
+        Op::Try if !cfg.fenced => Request {
+            name: "SET",
+            text: None,
+            keys: vec![key.clone()],
+            args: vec![token, "NX".into(), "PX".into(), ttl, "GET".into()],
+        },
+        Op::Try | Op::Retry => {
+            let fenced = if cfg.fenced { "1" } else { "0" };
+            let mut args = vec![token, ttl, fenced.to_string()];
+            match op == Op::Try {
+                true => args.push("0".into()),
+                false => args.extend(["1".into(), "0".into(), channel(), "PUBLISH".into()]),
+            }
+            let keys = vec![key.clone(), fence_key(&key)];
+            script("acquire.lua", &m.scripts.acquire, keys, args)
+        }
+        Op::Renew => script("extend.lua", &m.scripts.extend, vec![key], vec![token, ttl]),
+        Op::Issue => {
+            let keys = vec![key.clone(), fence_key(&key)];
+            script("issue_fence.lua", &m.scripts.issue_fence, keys, vec![token])
+        }
+        Op::Release | Op::Cleanup => {
+            let args = vec![token, channel(), "PUBLISH".into()];
+            script("release.lua", &m.scripts.release, vec![key], args)
+        }
+        Op::Write | Op::Land => return None,
+    })
+}
+
+/// Sends `request` to `server`.
+pub(crate) fn send(server: &mut Server, request: &Request) -> Reply {
+    match request.text {
+        Some(text) => server.eval(text, &request.keys, &request.args),
+        None => {
+            let mut words = vec![request.name.to_string()];
+            words.extend(
+                request
+                    .keys
+                    .iter()
+                    .map(|k| String::from_utf8_lossy(k).into_owned()),
+            );
+            words.extend(request.args.iter().cloned());
+            server.command(&words)
+        }
+    }
+}
+
+/// Builds and sends what `op` sends: the script or command's name, the
+/// arguments and the reply (an error reply for an op that sends nothing,
+/// which the step reports as the model going wrong).
+pub(crate) fn call<'m>(
+    m: &'m LockModel,
+    server: &mut Server,
+    op: Op,
+    token: String,
+) -> (Reply, Request<'m>) {
+    match request(m, op, token) {
+        Some(r) => (send(server, &r), r),
+        None => {
+            let none = Request {
+                name: "-",
+                text: None,
+                keys: Vec::new(),
+                args: Vec::new(),
+            };
+            (Reply::error("ERR this step sends nothing"), none)
+        }
+    }
+}

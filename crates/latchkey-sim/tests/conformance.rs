@@ -1,0 +1,218 @@
+//! The conformance check: the models of `latchkey_sim::model` send what
+//! the real library sends. For each operation of a primitive the library
+//! runs against a real `redis-server` (the test kit's, the server
+//! `LATCHKEY_TEST_SERVER` names), a second connection records with
+//! `MONITOR` what arrived; each model declares what it sends for the same
+//! operation, from the code its steps send with
+//! (`latchkey_sim::model::conform::Conforms`). Both are reduced to shapes
+//! (the script by SHA-1, the KEYS' and ARGV's shapes) and must be equal: a
+//! script's argument changed in the library or in the model, and not in
+//! the other, fails here.
+
+#[path = "conformance/lock.rs"]
+mod lock;
+#[path = "conformance/monitor.rs"]
+mod monitor;
+#[path = "conformance/others.rs"]
+mod others;
+#[path = "conformance/tables.rs"]
+mod tables;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use latchkey::protocol::script_text;
+use latchkey::{Client, Ownership};
+use latchkey_sim::model::conform::{Conforms, Scripts, Sent};
+use latchkey_sim::model::lock::{Config, Faults, LockModel};
+use latchkey_testkit::RedisServer;
+
+use monitor::Recorder;
+
+/// Every script of the library, by file name (`src/scripts/*.lua`).
+fn script_files() -> Vec<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../latchkey/src/scripts");
+    std::fs::read_dir(dir)
+        .expect("the library's scripts folder")
+        .map(|e| {
+            e.expect("a folder entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".lua"))
+        .collect()
+}
+
+/// A model configuration; only what decides the requests matters here.
+fn lock_model(fenced: bool) -> LockModel {
+    LockModel::new(Config {
+        clients: 2,
+        holds: 1,
+        ttl: 10,
+        tick: 2,
+        max_time: Some(16),
+        max_faults: 0,
+        fenced,
+        watchdog: true,
+        faults: Faults::ALL,
+        mutant: None,
+    })
+    .expect("the model's scripts load")
+}
+
+/// A client of `server` whose session has run a script (a client's very
+/// first try is the acquire script, which the models do not model).
+async fn used_client(server: &RedisServer) -> Client {
+    let client = Client::connect(&server.url()).await.expect("connect");
+    let warm = client
+        .lock("conform-warm-up", Duration::from_secs(5))
+        .expect("lock");
+    if let Some(guard) = warm.try_acquire().await.expect("warm-up try") {
+        assert_eq!(
+            guard.release().await.expect("warm-up release"),
+            Ownership::Owned
+        );
+    }
+    client
+}
+
+/// Compares a model's declared operations with what the library sent for
+/// them: every recorded request of an operation must have the model's
+/// shape. Returns the differences, and the operations compared.
+fn compare(
+    what: &str,
+    scripts: &Scripts,
+    model: &dyn Conforms,
+    library: &BTreeMap<&'static str, Vec<lock::Recorded>>,
+) -> (Vec<String>, BTreeSet<&'static str>) {
+    let mut differences = Vec::new();
+    let mut compared = BTreeSet::new();
+    for declared in model.declared() {
+        let Some(recorded) = library.get(declared.op) else {
+            continue;
+        };
+        let expected = scripts.shape(&declared.request, &declared.roles);
+        let text = |words: &[Vec<u8>]| -> Vec<String> {
+            words
+                .iter()
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect()
+        };
+        for r in recorded {
+            let sent: Option<Sent> = scripts.shape_words(&r.words, &r.roles);
+            if sent.as_ref() != Some(&expected) {
+                differences.push(format!(
+                    "{what}, {}:\n  the model sends   {expected:?}\n  the library sent  {sent:?}\n  (the library: {:?}; the model: {} {:?} {:?})",
+                    declared.op,
+                    text(&r.words),
+                    declared.request.name,
+                    text(&declared.request.keys),
+                    declared.request.args
+                ));
+            }
+        }
+        compared.insert(declared.op);
+    }
+    (differences, compared)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_model_sends_what_the_library_sends() {
+    let started = Instant::now();
+    let server = RedisServer::start();
+    let files = script_files();
+    let scripts = Scripts::new(files.iter().map(String::as_str));
+    let texts = files.iter().filter_map(|f| script_text(f));
+    monitor::load_scripts(server.addr(), texts).expect("SCRIPT LOAD the library's scripts");
+    let holder = used_client(&server).await;
+    let waiter = used_client(&server).await;
+    let mut recorder = Recorder::start(server.addr()).expect("MONITOR the test's server");
+    let mut differences = Vec::new();
+    for fenced in [false, true] {
+        let mut library = lock::record(&mut recorder, &holder, &waiter, fenced).await;
+        library.extend(lock::record_lost_reply(&mut recorder, &server, fenced).await);
+        let model = lock_model(fenced);
+        let what = if fenced {
+            "a lock made with_fencing"
+        } else {
+            "a plain lock"
+        };
+        let (found, compared) = compare(what, &scripts, &model, &library);
+        differences.extend(found);
+        // Every operation the model sends something for is compared, but,
+        // fenced, the token's issue (the acquisition issued it).
+        let declared: BTreeSet<&str> = model.declared().iter().map(|d| d.op).collect();
+        let mut not_driven = BTreeSet::new();
+        if fenced {
+            not_driven.insert("issue fencing token");
+        }
+        let missing: Vec<&&str> = declared
+            .difference(&compared)
+            .filter(|op| !not_driven.contains(*op))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{what}: the library's operations {missing:?} were not driven"
+        );
+        let unknown: Vec<&&str> = library
+            .keys()
+            .filter(|op| !declared.contains(*op))
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "{what}: the model declares no {unknown:?}"
+        );
+    }
+    assert!(
+        differences.is_empty(),
+        "the model and the library send different requests:\n{}",
+        differences.join("\n")
+    );
+    eprintln!(
+        "conformance: the plain lock, fenced and not, in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The other primitives, on the library's side only: what it sends for
+/// each operation must be what `tables.rs` declares (until their models
+/// declare it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
+    let started = Instant::now();
+    let server = RedisServer::start();
+    let files = script_files();
+    let scripts = Scripts::new(files.iter().map(String::as_str));
+    let texts = files.iter().filter_map(|f| script_text(f));
+    monitor::load_scripts(server.addr(), texts).expect("SCRIPT LOAD the library's scripts");
+    let a = used_client(&server).await;
+    let b = used_client(&server).await;
+    let mut recorder = Recorder::start(server.addr()).expect("MONITOR the test's server");
+    let mut differences = Vec::new();
+    let log = others::semaphore(&scripts, &mut recorder, &a, &b).await;
+    differences.extend(tables::check("a semaphore", tables::SEMAPHORE, &log.sent));
+    let log = others::rwlock(&scripts, &mut recorder, &a, &b).await;
+    differences.extend(tables::check(
+        "a read-write lock",
+        tables::RWLOCK,
+        &log.sent,
+    ));
+    let log = others::fair(&scripts, &mut recorder, &a, &b).await;
+    differences.extend(tables::check("a fair lock", tables::FAIR, &log.sent));
+    let log = others::fresh_lock(&scripts, &mut recorder, &server.url()).await;
+    differences.extend(tables::check(
+        "a fresh client's lock",
+        tables::FRESH_LOCK,
+        &log.sent,
+    ));
+    assert!(
+        differences.is_empty(),
+        "the library sends what its tables do not say:\n{}",
+        differences.join("\n")
+    );
+    eprintln!(
+        "conformance: the semaphore, read-write lock, fair lock and fresh client tables in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
