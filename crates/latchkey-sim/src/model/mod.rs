@@ -7,6 +7,16 @@
 //! fenced resource, release), time and faults as transitions, and the
 //! invariants of exclusion and fencing checked after every step.
 //!
+//! Several names at once ([`multi`]): `lock_all` clients
+//! (`multi_acquire.lua`, `multi_extend.lua`, `multi_release.lua`) beside
+//! plain locks of the same names and keepers of holds kept while idle
+//! (`CachedLock`, `cached.rs`), with exclusion per name, all or none (in
+//! the clients' beliefs and in the keyspace), and a liveness bound: with
+//! no fault, no waiter waits more than a tick while its names are free or
+//! kept idle (no deadlock, no lost wake-up, a kept hold given back when
+//! wanted, by a plain waiter or a `lock_all` one). Requests to release
+//! (`Client::request_release`) arrive there as transitions too.
+//!
 //! The fair lock ([`fair`]: `fair_model.rs` what is enabled when,
 //! `fair_step.rs` the transitions,
 //! `fair_client.rs` a client's steps, `fair_check.rs` the invariants): a
@@ -42,6 +52,7 @@
 
 pub mod barrier;
 mod barrier_step;
+mod cached;
 pub mod conform;
 pub mod elect;
 mod elect_step;
@@ -56,6 +67,10 @@ pub mod latch;
 pub mod lock;
 mod lock_request;
 mod lock_step;
+pub mod multi;
+mod multi_check;
+mod multi_scripts;
+mod multi_step;
 mod rw_check;
 mod rw_request;
 mod rw_step;

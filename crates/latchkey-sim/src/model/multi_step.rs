@@ -1,0 +1,408 @@
+//! [`MultiModel`]'s transitions: each sets the server to the state's
+//! keyspace and clock, sends what the library sends, and folds the reply
+//! into the client's beliefs. A keeper's own steps are in `cached.rs`.
+
+use latchkey::protocol::{fence_key, release_channel, RELEASE_REQUESTED, WANTED};
+
+use crate::keyspace::Value;
+use crate::model::explore::Model;
+use crate::model::lock::START_MICROS;
+use crate::model::multi::{Action, Hold, Kind, MultiModel, Op, Phase, State};
+use crate::model::multi_scripts::token;
+use crate::model::trace::{show_reply, Record};
+use crate::reply::Reply;
+use crate::server::Server;
+
+fn load(server: &mut Server, s: &State) {
+    server.flush();
+    server.set_micros(START_MICROS + s.now * 1000);
+    for (k, v, at) in &s.keys {
+        server.put(k, Value::Str(v.clone()), *at);
+    }
+}
+
+/// Reads the keys back into `s` and delivers what was published: a
+/// release wakes the waiters of that name (a `lock_all` waiter listens on
+/// every name's channel); `wanted` and `release-requested` reach the
+/// name's keepers (waiters ignore them).
+fn store(m: &MultiModel, server: &mut Server, s: &mut State) {
+    s.keys.clear();
+    for (k, e) in server.entries() {
+        match e.value {
+            Value::Str(v) => {
+                s.keys.insert((k, v, e.expires_at));
+            }
+            other => {
+                let key = String::from_utf8_lossy(&k).into_owned();
+                s.odd_reply = Some(format!("{key} holds a {}", other.type_name()));
+            }
+        }
+    }
+    for p in server.take_published() {
+        let Some(i) = (0..m.config.names).find(|&i| release_channel(&m.key(i)) == p.channel) else {
+            continue;
+        };
+        let to_holder = p.payload == WANTED || p.payload == RELEASE_REQUESTED;
+        for (c, client) in s.clients.iter_mut().enumerate() {
+            let kind = m.config.clients[c];
+            if !kind.wants(i) {
+                continue;
+            }
+            let asked = p.payload == RELEASE_REQUESTED;
+            if to_holder && matches!(kind, Kind::Keeper(_)) {
+                client.told = true;
+            } else if asked && matches!(client.phase, Phase::Held(_)) {
+                client.asked_at = client.asked_at.or(Some(s.now));
+            } else if !to_holder && matches!(client.phase, Phase::Waiting { .. }) {
+                client.woken = true;
+            }
+        }
+    }
+}
+
+pub(crate) fn ints(reply: &Reply) -> Vec<i64> {
+    match reply {
+        Reply::Array(Some(items)) => items
+            .iter()
+            .map(|r| match r {
+                Reply::Int(n) => *n,
+                _ => i64::MIN,
+            })
+            .collect(),
+        Reply::Int(n) => vec![*n],
+        _ => Vec::new(),
+    }
+}
+
+/// Notes a fencing token issued for name `i`: above every one before it.
+pub(crate) fn issued(s: &mut State, i: usize, fence: u64) {
+    if fence <= s.last_fence[i] && s.token_went_back.is_none() {
+        s.token_went_back = Some((i, s.last_fence[i], fence));
+    }
+    s.last_fence[i] = s.last_fence[i].max(fence);
+}
+
+pub(crate) fn step(
+    m: &MultiModel,
+    server: &mut Server,
+    s: &State,
+    action: &Action,
+) -> (State, Record) {
+    let mut n = s.clone();
+    let tick = m.config.tick;
+    let record = match *action {
+        Action::Tick => {
+            n.now += tick;
+            // Drop what expired, so that equal states hash equal.
+            load(server, &n);
+            store(m, server, &mut n);
+            Record::world(s.now, "tick", format!("+{tick} ms"))
+        }
+        Action::Pause(c) => {
+            n.clients[c].paused = true;
+            n.faults += 1;
+            Record::world(s.now, "pause", format!("c{c} paused"))
+        }
+        Action::Resume(c) => {
+            n.clients[c].paused = false;
+            Record::world(s.now, "resume", format!("c{c} resumed"))
+        }
+        Action::LoseMessage(c) => {
+            n.clients[c].woken = false;
+            n.clients[c].told = false;
+            n.faults += 1;
+            Record::world(s.now, "lose-message", format!("c{c}'s message lost"))
+        }
+        Action::Ask(i) => {
+            n.asks += 1;
+            load(server, s);
+            let channel = release_channel(&m.key(i));
+            let args = [&b"PUBLISH"[..], &channel, RELEASE_REQUESTED];
+            let reply = server.command(&args);
+            store(m, server, &mut n);
+            let shown: Vec<String> = args[1..]
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            Record {
+                at: s.now,
+                client: None,
+                script: "PUBLISH".into(),
+                args: shown,
+                reply: show_reply(&reply),
+            }
+        }
+        Action::Restart => {
+            n.keys.clear();
+            n.restarts += 1;
+            n.faults += 1;
+            // A restart takes time: the server's clock moves on meanwhile.
+            n.now += tick;
+            Record::world(s.now, "restart", "keyspace wiped".into())
+        }
+        Action::Step(c, op, lost) => {
+            if lost {
+                n.faults += 1;
+            }
+            load(server, s);
+            let (script, args, reply) = match m.config.clients[c] {
+                Kind::Multi(mask) => multi_step(m, server, &mut n, c, mask, op, lost),
+                Kind::Plain(i) => plain_step(m, server, &mut n, c, usize::from(i), op, lost),
+                Kind::Keeper(i) => {
+                    super::cached::keeper_step(m, server, &mut n, c, usize::from(i), op, lost)
+                }
+            };
+            if reply.starts_with("(error)") {
+                n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
+            }
+            store(m, server, &mut n);
+            let reply = if lost {
+                format!("{reply} (lost)")
+            } else {
+                reply
+            };
+            Record {
+                at: s.now,
+                client: Some(c),
+                script,
+                args,
+                reply,
+            }
+        }
+    };
+    super::multi_check::observe(m, &mut n);
+    (n, record)
+}
+
+/// A new hold taken at `now` by `attempt`.
+pub(crate) fn hold(m: &MultiModel, n: &State, attempt: u32, fences: Vec<u64>) -> Hold {
+    Hold {
+        attempt,
+        deadline: n.now + m.config.ttl - m.drift(),
+        next_renew: n.now + m.config.ttl / 3,
+        lost: false,
+        epoch: n.restarts,
+        in_use: true,
+        idle_until: 0,
+        fences,
+    }
+}
+
+/// What a step sent and got: the script, its arguments, the reply shown.
+pub(crate) type Sent = (String, Vec<String>, String);
+
+/// After a busy try: a first try starts the wait (which tries at once); a
+/// waiter sleeps for the busy holder's TTL, plus 1 ms.
+fn wait_after(now: i64, first: bool, pttl: Option<i64>, lost: bool) -> Phase {
+    let recheck_at = match (first || lost, pttl) {
+        (false, Some(p)) if p >= 0 => now + p + 1,
+        _ => now,
+    };
+    Phase::Waiting { recheck_at }
+}
+
+/// A plain lock's step on name `i` (a keeper's Redis steps too, with
+/// its caching token): as [`lock`](super::lock) models it.
+pub(crate) fn plain_step(
+    m: &MultiModel,
+    server: &mut Server,
+    n: &mut State,
+    c: usize,
+    i: usize,
+    op: Op,
+    lost: bool,
+) -> Sent {
+    let cfg = &m.config;
+    let key = m.key(i);
+    let channel = String::from_utf8_lossy(&release_channel(&key)).into_owned();
+    let caching = matches!(cfg.clients[c], Kind::Keeper(_));
+    let fenced = cfg.fenced && !caching;
+    let ttl = cfg.ttl.to_string();
+    match op {
+        Op::Try | Op::Retry => {
+            n.clients[c].attempts += 1;
+            let attempt = n.clients[c].attempts;
+            let t = token(c, attempt, caching);
+            let first = op == Op::Try;
+            let (script, args, reply) = if first && !fenced {
+                let name = String::from_utf8_lossy(&key).into_owned();
+                let args = vec!["SET".to_string(), name, t, "NX".into(), "PX".into(), ttl];
+                let mut args = args;
+                args.push("GET".into());
+                let reply = server.command(&args);
+                ("SET".to_string(), args[1..].to_vec(), reply)
+            } else {
+                let mut args = vec![t, ttl, if fenced { "1" } else { "0" }.to_string()];
+                match first {
+                    true => args.push("0".into()),
+                    false => args.extend(["1".into(), "0".into(), channel, "PUBLISH".into()]),
+                }
+                let keys = [key.clone(), fence_key(&key)];
+                let reply = server.eval(&m.scripts.acquire, &keys, &args);
+                ("acquire.lua".to_string(), args, reply)
+            };
+            let words = ints(&reply);
+            let acquired = match script.as_str() {
+                "SET" => reply == Reply::nil(),
+                _ => words.first() == Some(&1),
+            };
+            n.clients[c].woken = false;
+            let fences = match (acquired, fenced) {
+                (true, true) => words.get(1).and_then(|&f| u64::try_from(f).ok()),
+                _ => None,
+            };
+            if let Some(f) = fences {
+                issued(n, i, f);
+            }
+            n.clients[c].phase = match (acquired, lost) {
+                (true, true) => Phase::Cleanup { attempt },
+                (true, false) => Phase::Held(hold(m, n, attempt, fences.into_iter().collect())),
+                (false, _) => wait_after(n.now, first, words.get(1).copied(), lost),
+            };
+            (script, args, show_reply(&reply))
+        }
+        Op::Renew => {
+            let Phase::Held(h) = &mut n.clients[c].phase else {
+                return ("renew".into(), Vec::new(), "not held".into());
+            };
+            let args = vec![token(c, h.attempt, caching), ttl];
+            let reply = server.eval(&m.scripts.extend, &[key], &args);
+            renewed(m, h, n.now, lost, reply == Reply::Int(1));
+            ("extend.lua".into(), args, show_reply(&reply))
+        }
+        Op::Release | Op::Cleanup | Op::Yield => {
+            let attempt = match &n.clients[c].phase {
+                Phase::Held(h) => h.attempt,
+                Phase::Cleanup { attempt } => *attempt,
+                _ => return ("release".into(), Vec::new(), "nothing to release".into()),
+            };
+            let args = vec![token(c, attempt, caching), channel, "PUBLISH".into()];
+            let reply = server.eval(&m.scripts.release, &[key], &args);
+            released(m, n, c, op != Op::Cleanup);
+            ("release.lua".into(), args, show_reply(&reply))
+        }
+        Op::Use | Op::Hear | Op::Expire | Op::Issue => {
+            ("-".into(), Vec::new(), "not a plain step".into())
+        }
+    }
+}
+
+/// A renewal's outcome folded into the hold: renewed, lost, or (reply
+/// lost) tried again a tick later with the deadline kept.
+fn renewed(m: &MultiModel, h: &mut Hold, now: i64, lost: bool, ok: bool) {
+    match (lost, ok) {
+        (true, _) => h.next_renew = now + m.config.tick,
+        (false, true) => {
+            h.deadline = now + m.config.ttl - m.drift();
+            h.next_renew = now + m.config.ttl / 3;
+        }
+        (false, false) => h.lost = true,
+    }
+}
+
+/// A hold released (`counted`: a hold, not a clean-up): the next try, or done.
+pub(crate) fn released(m: &MultiModel, n: &mut State, c: usize, counted: bool) {
+    let client = &mut n.clients[c];
+    client.asked_at = None;
+    if counted {
+        client.holds += 1;
+    }
+    client.phase = match client.holds >= m.config.holds {
+        true => Phase::Done,
+        false => Phase::Idle,
+    };
+}
+
+/// A `lock_all` client's step over the names in `mask`.
+fn multi_step(
+    m: &MultiModel,
+    server: &mut Server,
+    n: &mut State,
+    c: usize,
+    mask: u8,
+    op: Op,
+    lost: bool,
+) -> Sent {
+    let cfg = &m.config;
+    // The names in key order (`lk:m0` < `lk:m1` < …), as the library sorts them.
+    let names: Vec<usize> = (0..cfg.names).filter(|i| mask & (1 << i) != 0).collect();
+    let keys: Vec<Vec<u8>> = names.iter().map(|&i| m.key(i)).collect();
+    let channels = keys
+        .iter()
+        .map(|k| String::from_utf8_lossy(&release_channel(k)).into_owned());
+    let ttl = cfg.ttl.to_string();
+    match op {
+        Op::Try | Op::Retry => {
+            n.clients[c].attempts += 1;
+            let attempt = n.clients[c].attempts;
+            let first = op == Op::Try;
+            let issue = if cfg.fenced { "1" } else { "0" };
+            let waiting = if first { "0" } else { "1" };
+            let mut args = vec![token(c, attempt, false), ttl, issue.into(), waiting.into()];
+            args.push("PUBLISH".into());
+            args.extend(channels);
+            let counted: Vec<Vec<u8>> = keys
+                .iter()
+                .flat_map(|k| [k.clone(), fence_key(k)])
+                .collect();
+            let reply = server.eval(&m.scripts.multi_acquire, &counted, &args);
+            let words = ints(&reply);
+            n.clients[c].woken = false;
+            let acquired = words.first() == Some(&1);
+            let mut fences = Vec::new();
+            if acquired && cfg.fenced {
+                for (&i, &f) in names.iter().zip(&words[1..]) {
+                    fences.push(u64::try_from(f).unwrap_or(0));
+                    issued(n, i, u64::try_from(f).unwrap_or(0));
+                }
+            }
+            n.clients[c].phase = match (acquired, lost) {
+                (true, true) => Phase::Cleanup { attempt },
+                (true, false) => Phase::Held(hold(m, n, attempt, fences)),
+                (false, _) => wait_after(n.now, first, words.get(2).copied(), lost),
+            };
+            ("multi_acquire.lua".into(), args, show_reply(&reply))
+        }
+        Op::Renew => {
+            let Phase::Held(h) = &mut n.clients[c].phase else {
+                return ("renew".into(), Vec::new(), "not held".into());
+            };
+            let args = vec![token(c, h.attempt, false), ttl];
+            let reply = server.eval(&m.scripts.multi_extend, &keys, &args);
+            renewed(m, h, n.now, lost, ints(&reply).first() == Some(&1));
+            ("multi_extend.lua".into(), args, show_reply(&reply))
+        }
+        Op::Release | Op::Cleanup | Op::Yield => {
+            let attempt = match &n.clients[c].phase {
+                Phase::Held(h) => h.attempt,
+                Phase::Cleanup { attempt } => *attempt,
+                _ => return ("release".into(), Vec::new(), "nothing to release".into()),
+            };
+            let mut args = vec![token(c, attempt, false), "PUBLISH".into()];
+            args.extend(channels);
+            let reply = server.eval(&m.scripts.multi_release, &keys, &args);
+            released(m, n, c, op != Op::Cleanup);
+            ("multi_release.lua".into(), args, show_reply(&reply))
+        }
+        Op::Use | Op::Hear | Op::Expire | Op::Issue => {
+            ("-".into(), Vec::new(), "not a multi step".into())
+        }
+    }
+}
+
+/// Replays `actions` from the initial state: the trace, and the first
+/// invariant broken, if any (for a regression test kept as a fixed trace).
+pub fn replay(m: &MultiModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
+    let mut server = Server::new(0);
+    let mut state = m.initial();
+    let mut trace = Vec::new();
+    for a in actions {
+        let (next, record) = m.step(&mut server, &state, a);
+        trace.push(record);
+        state = next;
+        if let Err(e) = m.check(&state) {
+            return (trace, Err(e));
+        }
+    }
+    (trace, Ok(()))
+}
