@@ -27,7 +27,8 @@
 //! counted; the hash's `arrived` is the arrivals not taken back, its
 //! `a:` fields are theirs, `parties` is there exactly while someone waits,
 //! `gen` counts the releases, and `id` is there. A restart may forget
-//! arrivals (a limit of Redis without persistence), never make a party pass. Pauses are not modelled: a party's wait
+//! arrivals (a limit of Redis without persistence), never make a party
+//! pass. Pauses are not modelled: a party's wait
 //! has no deadline here (giving up is allowed at any time instead).
 
 use std::collections::BTreeSet;

@@ -52,6 +52,11 @@ use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 /// * A party that gives up (timeout, cancellation) takes its arrival back,
 ///   unless its generation was released meanwhile: then it was released
 ///   too, and says so.
+/// * A barrier gone under its parties (a restart of Redis without
+///   persistence, its key expired under a paused party) and made again by
+///   another arrival is not taken for a release, though its generations
+///   repeat the old one's: each barrier has an identity (`id`, kept by its
+///   releases), and a party of the old one is told it is gone.
 /// * Reuse: a barrier is cyclic. Each release starts the next generation
 ///   empty, and N is a property of a generation, not of the name: every
 ///   caller passes N, the first arrival of a generation stores it, and an
@@ -174,7 +179,8 @@ impl Barrier {
     /// Fails with [`Error::PartiesMismatch`] when parties of the barrier's
     /// current generation wait and it was started with another number of
     /// parties (nothing changed), with [`Error::NotFound`] when the
-    /// barrier's key disappeared while we waited (deleted by hand), and
+    /// barrier's key disappeared while we waited (deleted by hand, a
+    /// restart without persistence) or was made again since, and
     /// with [`Error::WrongType`] when its key holds something else. A
     /// transient error while waiting is retried until the deadline.
     ///
