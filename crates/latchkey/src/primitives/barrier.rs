@@ -413,3 +413,34 @@ async fn leave(
         .eval("barrier leave", &scripts::BARRIER_LEAVE, &[key], &args)
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{judge, Judged};
+
+    #[test]
+    fn another_id_is_gone_and_no_id_is_judged_by_the_generation() {
+        let ours = |gen| Some((gen, Some("a".to_string())));
+        let other = Some((5, Some("b".to_string())));
+        let none = |gen| Some((gen, None));
+        // (read, heard) → what a party of barrier "a", generation 1, makes of it.
+        for (read, heard, judged) in [
+            (ours(2), false, Judged::Released),
+            (ours(1), false, Judged::Waiting),
+            (ours(1), true, Judged::Released),
+            (other.clone(), false, Judged::Gone),
+            (other, true, Judged::Gone),
+            (none(2), false, Judged::Released),
+            (none(1), false, Judged::Waiting),
+            (none(0), false, Judged::Gone),
+            (None, false, Judged::Gone),
+            (None, true, Judged::Released),
+        ] {
+            assert_eq!(
+                judge(read.clone(), "a", 1, heard),
+                judged,
+                "{read:?} {heard}"
+            );
+        }
+    }
+}
