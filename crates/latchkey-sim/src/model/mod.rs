@@ -61,6 +61,7 @@ pub mod fair;
 mod fair_check;
 mod fair_client;
 mod fair_model;
+mod fair_request;
 mod fair_step;
 pub mod keyset;
 pub mod latch;
