@@ -17,6 +17,8 @@ mod lock;
 mod models;
 #[path = "conformance/monitor.rs"]
 mod monitor;
+#[path = "conformance/multi.rs"]
+mod multi;
 #[path = "conformance/others.rs"]
 mod others;
 #[path = "conformance/tables.rs"]
@@ -30,6 +32,7 @@ use latchkey::{Client, Ownership};
 use latchkey_sim::model::conform::{Conforms, Scripts, Sent};
 use latchkey_sim::model::fair::FairModel;
 use latchkey_sim::model::lock::{Config, Faults, LockModel};
+use latchkey_sim::model::multi::{Kind, MultiModel};
 use latchkey_sim::model::rwlock::{Access, RwLockModel};
 use latchkey_sim::model::semaphore::SemaphoreModel;
 use latchkey_testkit::RedisServer;
@@ -241,6 +244,28 @@ fn fair_model() -> FairModel {
     .expect("the fair lock model")
 }
 
+/// A several-names model with a client of each kind: a plain lock of
+/// name 0, a keeper of name 0, a `lock_all` of names 0 and 1; unfenced, as
+/// the library's side is.
+fn multi_model() -> MultiModel {
+    MultiModel::new(latchkey_sim::model::multi::Config {
+        names: 2,
+        clients: vec![Kind::Plain(0), Kind::Keeper(0), Kind::Multi(0b11)],
+        holds: 1,
+        ttl: 10,
+        tick: 2,
+        idle: 6,
+        max_time: Some(10),
+        max_faults: 0,
+        fenced: false,
+        watchdog: true,
+        faults: Faults::ALL,
+        asks: 1,
+        mutant: None,
+    })
+    .expect("the several-names model")
+}
+
 /// Each request `model` declares (but for the operations `not_driven`)
 /// must be one the library sent: the model sends nothing the library does
 /// not. The differences, each a line.
@@ -324,6 +349,24 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
         &fair_model(),
         &log.sent,
         &["revoke"],
+    ));
+    let log = multi::record_all(&scripts, &mut recorder, &a, &b).await;
+    let mut sent = log.sent;
+    let (log, ask) = multi::record_kept(&scripts, &mut recorder, &a, &b).await;
+    sent.extend(log.sent);
+    let ask_shape = scripts
+        .shape_words(&ask.words, &ask.roles)
+        .expect("a well-formed PUBLISH");
+    sent.push((ask_shape, ask));
+    // The library's plain lock here is the waiter for the kept hold: its
+    // own renewal is not driven (the lock model's check drives it), nor is
+    // a keeper waiting (a plain waiter's shape, with a caching token).
+    differences.extend(models::check(
+        "the several-names model",
+        &scripts,
+        &multi_model(),
+        &sent,
+        &["renew", "keeper's waiter's try"],
     ));
     let log = others::fresh_lock(&scripts, &mut recorder, &server.url()).await;
     differences.extend(tables::check(

@@ -100,6 +100,28 @@ impl Roles {
         }
     }
 
+    /// Several locks' (a `lock_all`'s, or one lock's of a client beside
+    /// it): each lock key (prefix included, in key order, at most 3), its
+    /// fencing counter and release channel, as `lock 1`, `fence 1`,
+    /// `release channel 1`, `lock 2`, ….
+    pub fn locks(keys: &[Vec<u8>], ttl_ms: i64) -> Roles {
+        const ROLES: [[&str; 3]; 3] = [
+            ["lock 1", "fence 1", "release channel 1"],
+            ["lock 2", "fence 2", "release channel 2"],
+            ["lock 3", "fence 3", "release channel 3"],
+        ];
+        let mut names = Vec::new();
+        for (key, [lock, fence, channel]) in keys.iter().zip(ROLES) {
+            names.push((key.clone(), lock));
+            names.push((fence_key(key), fence));
+            names.push((release_channel(key), channel));
+        }
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names,
+        }
+    }
+
     /// A semaphore's, `name` under `prefix`: its permits, their fencing
     /// counter and released channel (`docs/protocol.md`, "Semaphores").
     pub fn semaphore(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {

@@ -70,6 +70,7 @@ mod lock_request;
 mod lock_step;
 pub mod multi;
 mod multi_check;
+mod multi_request;
 mod multi_scripts;
 mod multi_step;
 mod rw_check;
