@@ -9,6 +9,10 @@
 //! script's argument changed in the library or in the model, and not in
 //! the other, fails here.
 
+#[path = "conformance/configs.rs"]
+mod configs;
+#[path = "conformance/elect.rs"]
+mod elect;
 #[path = "conformance/fair.rs"]
 mod fair;
 #[path = "conformance/lock.rs"]
@@ -30,9 +34,7 @@ use std::time::{Duration, Instant};
 use latchkey::protocol::script_text;
 use latchkey::{Client, Ownership};
 use latchkey_sim::model::conform::{Conforms, Scripts, Sent};
-use latchkey_sim::model::fair::FairModel;
 use latchkey_sim::model::lock::{Config, Faults, LockModel};
-use latchkey_sim::model::multi::{Kind, MultiModel};
 use latchkey_sim::model::rwlock::{Access, RwLockModel};
 use latchkey_sim::model::semaphore::SemaphoreModel;
 use latchkey_testkit::RedisServer;
@@ -222,50 +224,6 @@ fn rwlock_model(fenced: bool) -> RwLockModel {
     .expect("the read-write lock model")
 }
 
-/// A fair lock model, unfenced as the library's side is; its TTL and lease
-/// differ, so that the two are told apart by value.
-fn fair_model() -> FairModel {
-    FairModel::new(latchkey_sim::model::fair::Config {
-        clients: 2,
-        holds: 1,
-        ttl: 10,
-        lease: 6,
-        tick: 2,
-        max_time: Some(10),
-        max_faults: 0,
-        fenced: false,
-        watchdog: true,
-        leave: true,
-        revokes: 1,
-        late_messages: false,
-        faults: Faults::ALL,
-        mutant: None,
-    })
-    .expect("the fair lock model")
-}
-
-/// A several-names model with a client of each kind: a plain lock of
-/// name 0, a keeper of name 0, a `lock_all` of names 0 and 1; unfenced, as
-/// the library's side is.
-fn multi_model() -> MultiModel {
-    MultiModel::new(latchkey_sim::model::multi::Config {
-        names: 2,
-        clients: vec![Kind::Plain(0), Kind::Keeper(0), Kind::Multi(0b11)],
-        holds: 1,
-        ttl: 10,
-        tick: 2,
-        idle: 6,
-        max_time: Some(10),
-        max_faults: 0,
-        fenced: false,
-        watchdog: true,
-        faults: Faults::ALL,
-        asks: 1,
-        mutant: None,
-    })
-    .expect("the several-names model")
-}
-
 /// Each request `model` declares (but for the operations `not_driven`)
 /// must be one the library sent: the model sends nothing the library does
 /// not. The differences, each a line.
@@ -346,7 +304,7 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
     differences.extend(models::check(
         "the fair lock model",
         &scripts,
-        &fair_model(),
+        &configs::fair_model(),
         &log.sent,
         &["revoke"],
     ));
@@ -364,9 +322,17 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
     differences.extend(models::check(
         "the several-names model",
         &scripts,
-        &multi_model(),
+        &configs::multi_model(),
         &sent,
         &["renew", "keeper's waiter's try"],
+    ));
+    let log = elect::record(&scripts, &mut recorder, &a, &b).await;
+    differences.extend(models::check(
+        "the election model",
+        &scripts,
+        &configs::election_model(),
+        &log.sent,
+        &[],
     ));
     let log = others::fresh_lock(&scripts, &mut recorder, &server.url()).await;
     differences.extend(tables::check(

@@ -43,8 +43,9 @@ use std::collections::HashMap;
 
 use latchkey::protocol::{
     fence_key, primitive_key, release_channel, script_text, tag_stem, ACQUIRED_SUFFIX,
-    HANDOFF_SUFFIX, LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX,
-    QUEUE_SUFFIX, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
+    ELECTION_CHANGES_SUFFIX, ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX, HANDOFF_SUFFIX,
+    LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX, QUEUE_SUFFIX,
+    RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
 };
 
 use crate::lua::sha1_hex;
@@ -119,6 +120,20 @@ impl Roles {
         Roles {
             ttl_ms: Some(ttl_ms),
             names,
+        }
+    }
+
+    /// An election's, `name` under `prefix`: its lease, its state hash
+    /// and its changes channel (`docs/protocol.md`, "Elections").
+    pub fn election(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        let key = |suffix| primitive_key(prefix, name, suffix);
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key(ELECTION_LEASE_SUFFIX), "lease"),
+                (key(ELECTION_STATE_SUFFIX), "state"),
+                (key(ELECTION_CHANGES_SUFFIX), "changes channel"),
+            ],
         }
     }
 

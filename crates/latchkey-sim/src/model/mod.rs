@@ -55,6 +55,7 @@ mod barrier_step;
 mod cached;
 pub mod conform;
 pub mod elect;
+mod elect_request;
 mod elect_step;
 pub mod explore;
 pub mod fair;
