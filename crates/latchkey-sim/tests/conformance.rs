@@ -11,6 +11,8 @@
 
 #[path = "conformance/configs.rs"]
 mod configs;
+#[path = "conformance/count.rs"]
+mod count;
 #[path = "conformance/elect.rs"]
 mod elect;
 #[path = "conformance/fair.rs"]
@@ -333,6 +335,24 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
         &configs::election_model(),
         &log.sent,
         &[],
+    ));
+    let log = count::latch(&scripts, &mut recorder, &a, &b).await;
+    differences.extend(models::check(
+        "the latch model",
+        &scripts,
+        &configs::latch_model(),
+        &log.sent,
+        &[],
+    ));
+    let log = count::barrier(&scripts, &mut recorder, &a, &b).await;
+    // A waiting party's recheck of the generation comes only when its
+    // wake-up is late (timing): not driven.
+    differences.extend(models::check(
+        "the barrier model",
+        &scripts,
+        &configs::barrier_model(),
+        &log.sent,
+        &["recheck"],
     ));
     let log = others::fresh_lock(&scripts, &mut recorder, &server.url()).await;
     differences.extend(tables::check(

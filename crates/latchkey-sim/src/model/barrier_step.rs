@@ -2,7 +2,8 @@
 //! and folds the reply into the party's state and the model's record of
 //! who arrived, checking the barrier's promises as it goes.
 
-use crate::model::barrier::{channel, key, BarrierModel, Op, Phase, State, KEEP_MS};
+use crate::model::barrier::{key, BarrierModel, Op, Phase, State};
+use crate::model::count_request::{barrier, call, BarrierSends};
 use crate::model::snap::{get, ints, store, token};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -17,21 +18,13 @@ impl BarrierModel {
         op: Op,
         lost: bool,
     ) -> Record {
-        let k = key();
         let party = n.parties[c];
         let (script, args, reply) = match (op, party.phase) {
             (Op::Arrive, _) => {
                 n.parties[c].attempts += 1;
                 let attempt = n.parties[c].attempts;
-                let args = vec![
-                    self.config.parties.to_string(),
-                    self.config.ttl.to_string(),
-                    "PUBLISH".into(),
-                    channel(),
-                    token(c, attempt),
-                    KEEP_MS.to_string(),
-                ];
-                let reply = server.eval(&self.arrive, &[&k], &args);
+                let sends = BarrierSends::Arrive(token(c, attempt));
+                let (args, reply) = call(server, barrier(self, sends));
                 self.arrived(n, c, attempt, &ints(&reply), lost);
                 ("barrier_arrive.lua", args, reply)
             }
@@ -60,13 +53,7 @@ impl BarrierModel {
                     ..
                 },
             ) => {
-                let args = vec![
-                    "HMGET".into(),
-                    String::from_utf8_lossy(&k).into_owned(),
-                    "gen".into(),
-                    "arrived".into(),
-                ];
-                let reply = server.command(&args);
+                let (args, reply) = call(server, barrier(self, BarrierSends::Recheck));
                 if let (false, Reply::Array(Some(items))) = (lost, &reply) {
                     match items.first() {
                         Some(Reply::Bulk(Some(g))) if g[..] != *gen.to_string().as_bytes() => {
@@ -77,14 +64,14 @@ impl BarrierModel {
                         _ => self.finish(n, c),
                     }
                 }
-                ("HMGET", args[1..].to_vec(), reply)
+                ("HMGET", args, reply)
             }
             (
                 Op::GiveUp | Op::Cleanup,
                 Phase::Waiting { attempt, .. } | Phase::Cleanup { attempt },
             ) => {
-                let args = vec![token(c, attempt)];
-                let reply = server.eval(&self.leave, &[&k], &args);
+                let sends = BarrierSends::Leave(token(c, attempt));
+                let (args, reply) = call(server, barrier(self, sends));
                 if reply == Reply::Int(1) && !n.live.remove(&(c, attempt)) && n.broken.is_none() {
                     n.broken = Some(format!(
                         "c{c}'s leave took back an arrival that was not counting"

@@ -43,9 +43,10 @@ use std::collections::HashMap;
 
 use latchkey::protocol::{
     fence_key, primitive_key, release_channel, script_text, tag_stem, ACQUIRED_SUFFIX,
-    ELECTION_CHANGES_SUFFIX, ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX, HANDOFF_SUFFIX,
-    LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX, QUEUE_SUFFIX,
-    RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
+    BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX, ELECTION_CHANGES_SUFFIX, ELECTION_LEASE_SUFFIX,
+    ELECTION_STATE_SUFFIX, HANDOFF_SUFFIX, LATCH_OPENED_SUFFIX, LATCH_SUFFIX, LEASES_SUFFIX,
+    PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX, QUEUE_SUFFIX, RWLOCK_SUFFIXES,
+    RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
 };
 
 use crate::lua::sha1_hex;
@@ -133,6 +134,30 @@ impl Roles {
                 (key(ELECTION_LEASE_SUFFIX), "lease"),
                 (key(ELECTION_STATE_SUFFIX), "state"),
                 (key(ELECTION_CHANGES_SUFFIX), "changes channel"),
+            ],
+        }
+    }
+
+    /// A latch's, `name` under `prefix`: its key and opened channel.
+    pub fn latch(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        let key = |suffix| primitive_key(prefix, name, suffix);
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key(LATCH_SUFFIX), "latch"),
+                (key(LATCH_OPENED_SUFFIX), "opened channel"),
+            ],
+        }
+    }
+
+    /// A barrier's, `name` under `prefix`: its key and released channel.
+    pub fn barrier(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        let key = |suffix| primitive_key(prefix, name, suffix);
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key(BARRIER_SUFFIX), "barrier"),
+                (key(BARRIER_RELEASED_SUFFIX), "released channel"),
             ],
         }
     }
@@ -267,7 +292,7 @@ pub struct Scripts {
 /// How many of a plain command's first words (after its name) are keys.
 fn command_keys(name: &str) -> usize {
     match name {
-        "SET" | "GET" | "DEL" | "PEXPIRE" | "PTTL" | "EXISTS" | "TYPE" => 1,
+        "SET" | "GET" | "DEL" | "PEXPIRE" | "PTTL" | "EXISTS" | "TYPE" | "HMGET" | "HGET" => 1,
         _ => 0,
     }
 }

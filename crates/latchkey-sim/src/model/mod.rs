@@ -54,6 +54,7 @@ pub mod barrier;
 mod barrier_step;
 mod cached;
 pub mod conform;
+mod count_request;
 pub mod elect;
 mod elect_request;
 mod elect_step;

@@ -3,8 +3,10 @@
 //! kind, unfenced as the library's side is, TTL and lease told apart by
 //! value).
 
+use latchkey_sim::model::barrier::BarrierModel;
 use latchkey_sim::model::elect::ElectionModel;
 use latchkey_sim::model::fair::FairModel;
+use latchkey_sim::model::latch::LatchModel;
 use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::multi::{Kind, MultiModel};
 
@@ -65,4 +67,36 @@ pub fn election_model() -> ElectionModel {
         mutant: None,
     })
     .expect("the election model")
+}
+
+/// A latch model of 2 counts (a count that reads as a number, not a flag).
+pub fn latch_model() -> LatchModel {
+    LatchModel::new(latchkey_sim::model::latch::Config {
+        count: 2,
+        workers: 2,
+        waiters: 1,
+        ttl: 10,
+        tick: 2,
+        max_time: 10,
+        max_faults: 0,
+        faults: Faults::ALL,
+        mutant: None,
+    })
+    .expect("the latch model")
+}
+
+/// A barrier model of 2 parties.
+pub fn barrier_model() -> BarrierModel {
+    BarrierModel::new(latchkey_sim::model::barrier::Config {
+        parties: 2,
+        clients: 2,
+        rounds: 1,
+        ttl: 10,
+        tick: 2,
+        max_time: 10,
+        max_faults: 0,
+        faults: Faults::ALL,
+        mutant: None,
+    })
+    .expect("the barrier model")
 }
