@@ -14,30 +14,40 @@
 //!
 //! The model's half is derived from the code its steps run: a model
 //! implements [`Conforms`] by calling the same function that builds the
-//! requests its steps send (for the plain lock, `lock_request::request`), so
-//! a change there that the library does not make, or the reverse, fails
-//! the check.
+//! requests its steps send, so a change there that the library does not
+//! make, or the reverse, fails the check. Plugged in: the plain lock
+//! (`lock_request.rs`, compared operation by operation), the semaphore and
+//! the read-write lock (`sem_request.rs`, `rw_request.rs`: each request
+//! the model declares must be one the library sent, beside the library's
+//! table), and, compared both ways with everything the library sent on
+//! the primitive's keys (`tests/conformance/models.rs`), the fair lock
+//! (`fair_request.rs`), several locks at once with a plain lock, a lock
+//! kept while idle and a request to release (`multi_request.rs`), the
+//! election (`elect_request.rs`), the latch and the barrier
+//! (`count_request.rs`). Not yet: signals (`signal_one.lua` names no key,
+//! which the test's `MONITOR` reader finds commands by).
 //!
 //! # Plugging in another model
 //!
 //! 1. Build the model's requests in one function, `fn request(&Model, op,
-//!    …) -> Option<Request>` ([`Request`] is not
-//!    the lock's own: a script's file and text, or a command's name, with
-//!    KEYS and ARGV), and have its steps send what it returns (as
-//!    `lock_step.rs` does through `lock_request::call`).
+//!    …) -> Request` ([`Request`] is not the lock's own: a script's file
+//!    and text, or a command's name, with KEYS and ARGV), and have its
+//!    steps send what it returns (as `fair_client.rs` does through
+//!    `fair_request::call`).
 //! 2. `impl Conforms for TheModel`: for each operation that sends
-//!    something, a [`Declared`] with the operation's name (the name the test
-//!    gives the library's operation), the request, and the [`Roles`] of the
-//!    model's values (its TTL, its keys and channels: [`Roles::semaphore`],
-//!    [`Roles::rwlock`] and [`Roles::fair`] are there already).
-//! 3. In `tests/conformance.rs`: the library's side of the semaphore, the
-//!    read-write lock and the fair lock is driven and recorded already
-//!    (`tests/conformance/others.rs`), and checked against a table of
-//!    declared shapes (`tests/conformance/tables.rs`), whose operation
-//!    names are the ones to declare. Replace the primitive's
-//!    `tables::check` with a comparison against the model's
-//!    `declared()` (as `compare` does for the lock; the table's entries are
-//!    what the model must send), and drop its table.
+//!    something, a [`Declared`] with the operation's name, the request, and
+//!    the [`Roles`] of the model's values (its TTL, its keys and channels:
+//!    [`Roles::semaphore`], [`Roles::rwlock`], [`Roles::fair`],
+//!    [`Roles::locks`], [`Roles::election`], [`Roles::latch`] and
+//!    [`Roles::barrier`] are there already). Values that must read as
+//!    different shapes must differ (a TTL and a lease, a count and a flag
+//!    `"1"`).
+//! 3. In `tests/conformance.rs`: drive the library's side of each operation
+//!    with a `Log` (`tests/conformance/others.rs`), which records every
+//!    request on the primitive's keys, and compare it with the model's
+//!    `declared()` by `models::check` (its configuration in
+//!    `tests/conformance/configs.rs`), naming the operations the library's
+//!    side does not drive.
 
 use std::collections::HashMap;
 
@@ -50,9 +60,7 @@ use latchkey::protocol::{
 };
 
 use crate::lua::sha1_hex;
-use crate::model::lock::{LockModel, Op};
-use crate::model::lock_request::{request, Request};
-use crate::model::lock_step::token;
+use crate::model::lock_request::Request;
 
 /// What one argument (or key) of a request is, whatever its value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -385,47 +393,6 @@ pub trait Conforms {
     /// Every operation that sends something, under the model's
     /// configuration, with its request.
     fn declared(&self) -> Vec<Declared<'_>>;
-}
-
-/// The plain lock's operations by the conformance test's names. An
-/// exhaustive match, so that a new operation must be named here.
-fn lock_op_name(op: Op) -> &'static str {
-    match op {
-        Op::Try => "first try",
-        Op::Retry => "waiter's try",
-        Op::Renew => "renew",
-        Op::Issue => "issue fencing token",
-        Op::Release => "release",
-        Op::Cleanup => "release after a lost reply",
-        Op::Write => "fenced write",
-        Op::Land => "fenced write lands",
-    }
-}
-
-impl Conforms for LockModel {
-    fn declared(&self) -> Vec<Declared<'_>> {
-        const OPS: [Op; 8] = [
-            Op::Try,
-            Op::Retry,
-            Op::Renew,
-            Op::Issue,
-            Op::Release,
-            Op::Cleanup,
-            Op::Write,
-            Op::Land,
-        ];
-        let roles = Roles::lock(self.key(), self.config.ttl);
-        OPS.into_iter()
-            .filter_map(|op| {
-                let request = request(self, op, token(0, 1))?;
-                Some(Declared {
-                    op: lock_op_name(op),
-                    request,
-                    roles: roles.clone(),
-                })
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
