@@ -27,6 +27,8 @@ mod monitor;
 mod multi;
 #[path = "conformance/others.rs"]
 mod others;
+#[path = "conformance/signal.rs"]
+mod signal;
 #[path = "conformance/tables.rs"]
 mod tables;
 
@@ -356,6 +358,14 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
         &log.sent,
         &["recheck"],
     ));
+    let sent = signal::record(&scripts, &mut recorder, &a).await;
+    differences.extend(models::check(
+        "the signals model",
+        &scripts,
+        &configs::signal_model(),
+        &sent,
+        &[],
+    ));
     let log = others::fresh_lock(&scripts, &mut recorder, &server.url()).await;
     differences.extend(tables::check(
         "a fresh client's lock",
@@ -369,7 +379,7 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
     );
     eprintln!(
         "conformance: the semaphore, read-write lock, fair lock, lock_all and kept lock, \
-         election, latch, barrier and fresh client in {:.1} s",
+         election, latch, barrier, signals and fresh client in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }

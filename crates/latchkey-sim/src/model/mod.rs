@@ -84,6 +84,7 @@ mod sem_request;
 mod sem_step;
 pub mod semaphore;
 pub mod signal;
+mod signal_request;
 pub mod snap;
 pub mod trace;
 

@@ -9,6 +9,7 @@ use latchkey_sim::model::fair::FairModel;
 use latchkey_sim::model::latch::LatchModel;
 use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::multi::{Kind, MultiModel};
+use latchkey_sim::model::signal::SignalModel;
 
 /// A fair lock model, unfenced as the library's side is; its TTL and lease
 /// differ, so that the two are told apart by value.
@@ -99,4 +100,17 @@ pub fn barrier_model() -> BarrierModel {
         mutant: None,
     })
     .expect("the barrier model")
+}
+
+/// A signals model of two waiters on the first name.
+pub fn signal_model() -> SignalModel {
+    SignalModel::new(latchkey_sim::model::signal::Config {
+        waiters: [2, 0],
+        rounds: 1,
+        sends: 2,
+        max_faults: 0,
+        faults: Faults::ALL,
+        mutant: None,
+    })
+    .expect("the signals model")
 }
