@@ -24,8 +24,9 @@
 //! (`fair_request.rs`), several locks at once with a plain lock, a lock
 //! kept while idle and a request to release (`multi_request.rs`), the
 //! election (`elect_request.rs`), the latch and the barrier
-//! (`count_request.rs`). Not yet: signals (`signal_one.lua` names no key,
-//! which the test's `MONITOR` reader finds commands by).
+//! (`count_request.rs`), and signals (`signal_request.rs`: no key or
+//! channel of theirs is named by role, the library's names being its own,
+//! so their words compare as values).
 //!
 //! # Plugging in another model
 //!

@@ -47,7 +47,7 @@
 //! them honest: each says, per operation, what it sends (from the code its
 //! steps send with), and `tests/conformance.rs` asserts that the real
 //! library sends a real server the same scripts with the same argument
-//! shapes. Every model is plugged in but signals; a new model plugs in as
+//! shapes. Every model is plugged in; a new model plugs in as
 //! [`conform`]'s module docs say.
 
 pub mod barrier;
