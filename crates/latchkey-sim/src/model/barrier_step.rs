@@ -2,7 +2,8 @@
 //! and folds the reply into the party's state and the model's record of
 //! who arrived, checking the barrier's promises as it goes.
 
-use crate::model::barrier::{channel, key, BarrierModel, Mutant, Op, Phase, State, KEEP_MS};
+use crate::model::barrier::{key, BarrierModel, Mutant, Op, Phase, State};
+use crate::model::count_request::{barrier, call, BarrierSends};
 use crate::model::snap::{get, ints, store, token};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -17,21 +18,13 @@ impl BarrierModel {
         op: Op,
         lost: bool,
     ) -> Record {
-        let k = key();
         let party = n.parties[c];
         let (script, args, reply) = match (op, party.phase) {
             (Op::Arrive, _) => {
                 n.parties[c].attempts += 1;
                 let attempt = n.parties[c].attempts;
-                let args = vec![
-                    self.config.parties.to_string(),
-                    self.config.ttl.to_string(),
-                    "PUBLISH".into(),
-                    channel(),
-                    token(c, attempt),
-                    KEEP_MS.to_string(),
-                ];
-                let reply = server.eval(&self.arrive, &[&k], &args);
+                let sends = BarrierSends::Arrive(token(c, attempt));
+                let (args, reply) = call(server, barrier(self, sends));
                 let id = arrival_id(&reply);
                 self.arrived(n, c, (attempt, id), &ints(&reply), lost);
                 ("barrier_arrive.lua", args, reply)
@@ -46,13 +39,7 @@ impl BarrierModel {
                     ..
                 },
             ) => {
-                let args = vec![
-                    "HMGET".into(),
-                    String::from_utf8_lossy(&k).into_owned(),
-                    "gen".into(),
-                    "id".into(),
-                ];
-                let reply = server.command(&args);
+                let (args, reply) = call(server, barrier(self, BarrierSends::Recheck));
                 if let (false, Reply::Array(Some(items))) = (lost, &reply) {
                     let ignore_id = self.config.mutant == Some(Mutant::WaiterIgnoresId);
                     match judge(items, &token(id.0, id.1), gen, op == Op::Hear, ignore_id) {
@@ -72,7 +59,7 @@ impl BarrierModel {
                         Judged::Gone => self.finish(n, c),
                     }
                 }
-                ("HMGET", args[1..].to_vec(), reply)
+                ("HMGET", args, reply)
             }
             (
                 Op::GiveUp,
@@ -80,12 +67,24 @@ impl BarrierModel {
                     attempt, id, gen, ..
                 },
             ) => {
-                let args = vec![token(c, attempt), token(id.0, id.1), gen.to_string()];
-                self.leave(server, n, c, args, lost)
+                let of = Some((token(id.0, id.1), gen));
+                self.leave(
+                    server,
+                    n,
+                    c,
+                    BarrierSends::Leave(token(c, attempt), of),
+                    lost,
+                )
             }
             (Op::Cleanup, Phase::Cleanup { attempt }) => {
                 // The arrival's reply never came: its token alone.
-                self.leave(server, n, c, vec![token(c, attempt)], lost)
+                self.leave(
+                    server,
+                    n,
+                    c,
+                    BarrierSends::Leave(token(c, attempt), None),
+                    lost,
+                )
             }
             _ => return Record::world(n.now, "nothing", format!("c{c} cannot {op:?}")),
         };
@@ -105,18 +104,17 @@ impl BarrierModel {
         }
     }
 
-    /// `barrier_leave.lua` with `args`; a `GiveUp` answered 0 passes.
+    /// `barrier_leave.lua` as `sends` says; a `GiveUp` answered 0 passes.
     fn leave(
         &self,
         server: &mut Server,
         n: &mut State,
         c: usize,
-        args: Vec<String>,
+        sends: BarrierSends,
         lost: bool,
     ) -> (&'static str, Vec<String>, Reply) {
-        let k = key();
         let phase = n.parties[c].phase;
-        let reply = server.eval(&self.leave, &[&k], &args);
+        let (args, reply) = call(server, barrier(self, sends));
         let attempt = match phase {
             Phase::Waiting { attempt, .. } | Phase::Cleanup { attempt } => attempt,
             Phase::Idle => 0,

@@ -15,8 +15,8 @@
 //! - the idle time run out: an idle hold given back.
 
 use crate::model::multi::{MultiModel, Mutant, Op, Phase, State};
-use latchkey::protocol::fence_key;
 
+use crate::model::multi_request::{call, Sends};
 use crate::model::multi_scripts::token;
 use crate::model::multi_step::{ints, issued, plain_step, Sent};
 use crate::model::trace::show_reply;
@@ -118,13 +118,8 @@ fn issue(
     let Phase::Held(h) = &n.clients[c].phase else {
         return ("issue".into(), Vec::new(), "not held".into());
     };
-    let key = m.key(i);
-    let args = vec![token(c, h.attempt, true)];
-    let reply = server.eval(
-        &m.scripts.issue_fence,
-        &[key.clone(), fence_key(&key)],
-        &args,
-    );
+    let token = token(c, h.attempt, true);
+    let (_, args, reply) = call(m, server, Sends::Issue { i, token });
     let words = ints(&reply);
     let fence = (words.first() == Some(&1))
         .then(|| words.get(1).and_then(|&f| u64::try_from(f).ok()))

@@ -14,43 +14,54 @@
 //!
 //! The model's half is derived from the code its steps run: a model
 //! implements [`Conforms`] by calling the same function that builds the
-//! requests its steps send (for the plain lock, `lock_request::request`), so
-//! a change there that the library does not make, or the reverse, fails
-//! the check.
+//! requests its steps send, so a change there that the library does not
+//! make, or the reverse, fails the check. Plugged in: the plain lock
+//! (`lock_request.rs`, compared operation by operation), the semaphore and
+//! the read-write lock (`sem_request.rs`, `rw_request.rs`: each request
+//! the model declares must be one the library sent, beside the library's
+//! table), and, compared both ways with everything the library sent on
+//! the primitive's keys (`tests/conformance/models.rs`), the fair lock
+//! (`fair_request.rs`), several locks at once with a plain lock, a lock
+//! kept while idle and a request to release (`multi_request.rs`), the
+//! election (`elect_request.rs`), the latch and the barrier
+//! (`count_request.rs`), and signals (`signal_request.rs`: no key or
+//! channel of theirs is named by role, the library's names being its own,
+//! so their words compare as values).
 //!
 //! # Plugging in another model
 //!
 //! 1. Build the model's requests in one function, `fn request(&Model, op,
-//!    …) -> Option<Request>` ([`Request`] is not
-//!    the lock's own: a script's file and text, or a command's name, with
-//!    KEYS and ARGV), and have its steps send what it returns (as
-//!    `lock_step.rs` does through `lock_request::call`).
+//!    …) -> Request` ([`Request`] is not the lock's own: a script's file
+//!    and text, or a command's name, with KEYS and ARGV), and have its
+//!    steps send what it returns (as `fair_client.rs` does through
+//!    `fair_request::call`).
 //! 2. `impl Conforms for TheModel`: for each operation that sends
-//!    something, a [`Declared`] with the operation's name (the name the test
-//!    gives the library's operation), the request, and the [`Roles`] of the
-//!    model's values (its TTL, its keys and channels: [`Roles::semaphore`],
-//!    [`Roles::rwlock`] and [`Roles::fair`] are there already).
-//! 3. In `tests/conformance.rs`: the library's side of the semaphore, the
-//!    read-write lock and the fair lock is driven and recorded already
-//!    (`tests/conformance/others.rs`), and checked against a table of
-//!    declared shapes (`tests/conformance/tables.rs`), whose operation
-//!    names are the ones to declare. Replace the primitive's
-//!    `tables::check` with a comparison against the model's
-//!    `declared()` (as `compare` does for the lock; the table's entries are
-//!    what the model must send), and drop its table.
+//!    something, a [`Declared`] with the operation's name, the request, and
+//!    the [`Roles`] of the model's values (its TTL, its keys and channels:
+//!    [`Roles::semaphore`], [`Roles::rwlock`], [`Roles::fair`],
+//!    [`Roles::locks`], [`Roles::election`], [`Roles::latch`] and
+//!    [`Roles::barrier`] are there already). Values that must read as
+//!    different shapes must differ (a TTL and a lease, a count and a flag
+//!    `"1"`).
+//! 3. In `tests/conformance.rs`: drive the library's side of each operation
+//!    with a `Log` (`tests/conformance/others.rs`), which records every
+//!    request on the primitive's keys, and compare it with the model's
+//!    `declared()` by `models::check` (its configuration in
+//!    `tests/conformance/configs.rs`), naming the operations the library's
+//!    side does not drive.
 
 use std::collections::HashMap;
 
 use latchkey::protocol::{
     fence_key, primitive_key, release_channel, script_text, tag_stem, ACQUIRED_SUFFIX,
-    HANDOFF_SUFFIX, LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX,
-    QUEUE_SUFFIX, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
+    BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX, ELECTION_CHANGES_SUFFIX, ELECTION_LEASE_SUFFIX,
+    ELECTION_STATE_SUFFIX, HANDOFF_SUFFIX, LATCH_OPENED_SUFFIX, LATCH_SUFFIX, LEASES_SUFFIX,
+    PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX, QUEUE_SUFFIX, RWLOCK_SUFFIXES,
+    RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
 };
 
 use crate::lua::sha1_hex;
-use crate::model::lock::{LockModel, Op};
-use crate::model::lock_request::{request, Request};
-use crate::model::lock_step::token;
+use crate::model::lock_request::Request;
 
 /// What one argument (or key) of a request is, whatever its value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -96,6 +107,66 @@ impl Roles {
                 (key.to_vec(), "lock"),
                 (fence_key(key), "fence"),
                 (release_channel(key), "release channel"),
+            ],
+        }
+    }
+
+    /// Several locks' (a `lock_all`'s, or one lock's of a client beside
+    /// it): each lock key (prefix included, in key order, at most 3), its
+    /// fencing counter and release channel, as `lock 1`, `fence 1`,
+    /// `release channel 1`, `lock 2`, ….
+    pub fn locks(keys: &[Vec<u8>], ttl_ms: i64) -> Roles {
+        const ROLES: [[&str; 3]; 3] = [
+            ["lock 1", "fence 1", "release channel 1"],
+            ["lock 2", "fence 2", "release channel 2"],
+            ["lock 3", "fence 3", "release channel 3"],
+        ];
+        let mut names = Vec::new();
+        for (key, [lock, fence, channel]) in keys.iter().zip(ROLES) {
+            names.push((key.clone(), lock));
+            names.push((fence_key(key), fence));
+            names.push((release_channel(key), channel));
+        }
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names,
+        }
+    }
+
+    /// An election's, `name` under `prefix`: its lease, its state hash
+    /// and its changes channel (`docs/protocol.md`, "Elections").
+    pub fn election(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        let key = |suffix| primitive_key(prefix, name, suffix);
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key(ELECTION_LEASE_SUFFIX), "lease"),
+                (key(ELECTION_STATE_SUFFIX), "state"),
+                (key(ELECTION_CHANGES_SUFFIX), "changes channel"),
+            ],
+        }
+    }
+
+    /// A latch's, `name` under `prefix`: its key and opened channel.
+    pub fn latch(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        let key = |suffix| primitive_key(prefix, name, suffix);
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key(LATCH_SUFFIX), "latch"),
+                (key(LATCH_OPENED_SUFFIX), "opened channel"),
+            ],
+        }
+    }
+
+    /// A barrier's, `name` under `prefix`: its key and released channel.
+    pub fn barrier(prefix: &[u8], name: &[u8], ttl_ms: i64) -> Roles {
+        let key = |suffix| primitive_key(prefix, name, suffix);
+        Roles {
+            ttl_ms: Some(ttl_ms),
+            names: vec![
+                (key(BARRIER_SUFFIX), "barrier"),
+                (key(BARRIER_RELEASED_SUFFIX), "released channel"),
             ],
         }
     }
@@ -230,7 +301,7 @@ pub struct Scripts {
 /// How many of a plain command's first words (after its name) are keys.
 fn command_keys(name: &str) -> usize {
     match name {
-        "SET" | "GET" | "DEL" | "PEXPIRE" | "PTTL" | "EXISTS" | "TYPE" => 1,
+        "SET" | "GET" | "DEL" | "PEXPIRE" | "PTTL" | "EXISTS" | "TYPE" | "HMGET" | "HGET" => 1,
         _ => 0,
     }
 }
@@ -323,47 +394,6 @@ pub trait Conforms {
     /// Every operation that sends something, under the model's
     /// configuration, with its request.
     fn declared(&self) -> Vec<Declared<'_>>;
-}
-
-/// The plain lock's operations by the conformance test's names. An
-/// exhaustive match, so that a new operation must be named here.
-fn lock_op_name(op: Op) -> &'static str {
-    match op {
-        Op::Try => "first try",
-        Op::Retry => "waiter's try",
-        Op::Renew => "renew",
-        Op::Issue => "issue fencing token",
-        Op::Release => "release",
-        Op::Cleanup => "release after a lost reply",
-        Op::Write => "fenced write",
-        Op::Land => "fenced write lands",
-    }
-}
-
-impl Conforms for LockModel {
-    fn declared(&self) -> Vec<Declared<'_>> {
-        const OPS: [Op; 8] = [
-            Op::Try,
-            Op::Retry,
-            Op::Renew,
-            Op::Issue,
-            Op::Release,
-            Op::Cleanup,
-            Op::Write,
-            Op::Land,
-        ];
-        let roles = Roles::lock(self.key(), self.config.ttl);
-        OPS.into_iter()
-            .filter_map(|op| {
-                let request = request(self, op, token(0, 1))?;
-                Some(Declared {
-                    op: lock_op_name(op),
-                    request,
-                    roles: roles.clone(),
-                })
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]

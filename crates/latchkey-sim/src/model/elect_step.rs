@@ -7,6 +7,7 @@ use latchkey::protocol::{
 };
 
 use crate::model::elect::{Action, ElectionModel, Lead, Mutant, Op, Phase, State};
+use crate::model::elect_request::{call, Sends};
 use crate::model::snap::{ints, load, mutate, store, text, token};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -14,11 +15,11 @@ use crate::server::Server;
 
 /// The scripts' texts as the library sends them, a mutant's change applied.
 pub(crate) struct Scripts {
-    campaign: String,
-    proclaim: String,
-    resign: String,
-    extend: String,
-    leader: String,
+    pub(crate) campaign: String,
+    pub(crate) proclaim: String,
+    pub(crate) resign: String,
+    pub(crate) extend: String,
+    pub(crate) leader: String,
 }
 
 impl Scripts {
@@ -48,7 +49,7 @@ impl Scripts {
 }
 
 /// The election's name in the model (no prefix).
-const NAME: &[u8] = b"model";
+pub(crate) const NAME: &[u8] = b"model";
 
 /// The lease key, `{name}:leader`.
 pub(crate) fn lease_key() -> Vec<u8> {
@@ -60,7 +61,7 @@ pub(crate) fn state_key() -> Vec<u8> {
     primitive_key(b"", NAME, ELECTION_STATE_SUFFIX)
 }
 
-fn channel() -> String {
+pub(crate) fn channel() -> String {
     String::from_utf8_lossy(&primitive_key(b"", NAME, ELECTION_CHANGES_SUFFIX)).into_owned()
 }
 
@@ -132,11 +133,7 @@ pub(crate) fn step(
         }
         Action::Observe => {
             load(server, s.now, &s.keys);
-            let reply = server.eval(
-                &m.scripts.leader,
-                &[lease_key(), state_key()],
-                &[] as &[&str],
-            );
+            let (_, reply) = call(m, server, Sends::Leader);
             if let Some(why) = misread(s, &reply) {
                 n.broken.get_or_insert(why);
             }
@@ -241,8 +238,6 @@ fn client_step(
     lost: bool,
 ) -> (String, Vec<String>, String) {
     let cfg = &m.config;
-    let keys = [lease_key(), state_key()];
-    let ttl = cfg.ttl.to_string();
     let now = n.now;
     let epoch = n.restarts;
     let client = &mut n.clients[c];
@@ -251,9 +246,11 @@ fn client_step(
         Op::Campaign => {
             client.attempts += 1;
             let attempt = client.attempts;
-            let value = format!("c{c}");
-            let args = vec![token(c, attempt), ttl, value, channel(), "PUBLISH".into()];
-            let reply = server.eval(&m.scripts.campaign, &keys, &args);
+            let sends = Sends::Campaign {
+                token: token(c, attempt),
+                value: format!("c{c}"),
+            };
+            let (args, reply) = call(m, server, sends);
             let words = ints(&reply);
             client.woken = false;
             match words[..] {
@@ -288,8 +285,7 @@ fn client_step(
             let Phase::Leading(l) = &mut client.phase else {
                 return ("renew".into(), Vec::new(), "not leading".into());
             };
-            let args = vec![token(c, l.attempt), ttl];
-            let reply = server.eval(&m.scripts.extend, &keys[..1], &args);
+            let (args, reply) = call(m, server, Sends::Renew(token(c, l.attempt)));
             match (lost, &reply) {
                 (true, _) => l.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
@@ -304,13 +300,11 @@ fn client_step(
             let Phase::Leading(l) = &mut client.phase else {
                 return ("proclaim".into(), Vec::new(), "not leading".into());
             };
-            let args = vec![
-                token(c, l.attempt),
-                format!("c{c}'"),
-                channel(),
-                "PUBLISH".into(),
-            ];
-            let reply = server.eval(&m.scripts.proclaim, &keys, &args);
+            let sends = Sends::Proclaim {
+                token: token(c, l.attempt),
+                value: format!("c{c}'"),
+            };
+            let (args, reply) = call(m, server, sends);
             l.proclaimed = true;
             // Lost: the value may or may not have changed; nothing else is.
             if !lost && ints(&reply).first() != Some(&1) {
@@ -324,13 +318,7 @@ fn client_step(
                 Phase::Cleanup { attempt } => *attempt,
                 _ => return ("resign".into(), Vec::new(), "nothing to resign".into()),
             };
-            let args = vec![
-                token(c, attempt),
-                channel(),
-                "PUBLISH".into(),
-                String::new(),
-            ];
-            let reply = server.eval(&m.scripts.resign, &keys, &args);
+            let (args, reply) = call(m, server, Sends::Resign(token(c, attempt)));
             if op == Op::Resign {
                 client.leads += 1;
             }

@@ -3,7 +3,8 @@
 
 use crate::model::fair::{drift, FairModel, Hold, Mode, Op, Phase, State, Wait, Wake};
 use crate::model::fair_check::{fifo, issued};
-use crate::model::fair_step::{entry, ints, names, token};
+use crate::model::fair_request::{call, Sends};
+use crate::model::fair_step::{entry, ints, token};
 use crate::model::trace::show_reply;
 use crate::server::Server;
 
@@ -28,11 +29,9 @@ pub(crate) fn client_step(
     lost: bool,
 ) -> (String, Vec<String>, String) {
     let cfg = &m.config;
-    let (keys, stem, channel) = names(m);
     let now = n.now;
     // When and in which epoch a hold is granted by this step.
     let at = (now, n.epoch());
-    let fenced = if cfg.fenced { "1" } else { "0" };
     let round_done = |n: &mut State| {
         let client = &mut n.clients[c];
         client.holds += 1;
@@ -46,15 +45,7 @@ pub(crate) fn client_step(
             let client = &mut n.clients[c];
             client.tokens += 1;
             let t = client.tokens;
-            let args = vec![
-                String::new(),
-                token(c, t),
-                cfg.ttl.to_string(),
-                fenced.into(),
-                "try".into(),
-                cfg.lease.to_string(),
-            ];
-            let reply = server.eval(&m.scripts.acquire, &keys, &args);
+            let (args, reply) = call(m, server, Sends::Try(token(c, t)));
             let words = ints(&reply);
             taken(m, before, n, c, None, &words);
             let client = &mut n.clients[c];
@@ -109,19 +100,12 @@ pub(crate) fn client_step(
                 }
             }
             let me = entry(m, c, &w);
-            let mode = match w.mode {
-                Mode::Queue => "wait",
-                Mode::Renew => "renew",
+            let sends = Sends::Attempt {
+                entry: me.clone(),
+                token: token(c, w.token),
+                mode: w.mode,
             };
-            let args = vec![
-                me.clone(),
-                token(c, w.token),
-                cfg.ttl.to_string(),
-                fenced.into(),
-                mode.into(),
-                cfg.lease.to_string(),
-            ];
-            let reply = server.eval(&m.scripts.acquire, &keys, &args);
+            let (args, reply) = call(m, server, sends);
             let words = ints(&reply);
             taken(m, before, n, c, Some(me.as_bytes()), &words);
             if lost {
@@ -190,8 +174,7 @@ pub(crate) fn client_step(
             let Phase::Held(h) = &mut n.clients[c].phase else {
                 return ("renew".into(), Vec::new(), "not held".into());
             };
-            let args = vec![token(c, h.token), cfg.ttl.to_string()];
-            let reply = server.eval(&m.scripts.extend, &keys[..1], &args);
+            let (args, reply) = call(m, server, Sends::Extend(token(c, h.token)));
             match (lost, ints(&reply).first()) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Some(1)) => {
@@ -213,8 +196,7 @@ pub(crate) fn client_step(
             let Phase::Held(h) = &n.clients[c].phase else {
                 return ("release".into(), Vec::new(), "not held".into());
             };
-            let args = vec![token(c, h.token), "PUBLISH".into(), stem, channel];
-            let reply = server.eval(&m.scripts.release, &keys, &args);
+            let (args, reply) = call(m, server, Sends::Release(token(c, h.token)));
             round_done(n);
             ("fair_release.lua".into(), args, show_reply(&reply))
         }
@@ -222,9 +204,11 @@ pub(crate) fn client_step(
             let Phase::Waiting(w) = &n.clients[c].phase else {
                 return ("leave".into(), Vec::new(), "not waiting".into());
             };
-            let me = entry(m, c, w);
-            let args = vec![token(c, w.token), "PUBLISH".into(), stem, channel, me];
-            let reply = server.eval(&m.scripts.leave, &keys, &args);
+            let sends = Sends::Leave {
+                token: token(c, w.token),
+                entry: entry(m, c, w),
+            };
+            let (args, reply) = call(m, server, sends);
             n.clients[c].wake = Wake::None;
             round_done(n);
             ("fair_leave.lua".into(), args, show_reply(&reply))
@@ -233,8 +217,7 @@ pub(crate) fn client_step(
             let Some(t) = n.clients[c].cleanup.take() else {
                 return ("cleanup".into(), Vec::new(), "nothing to release".into());
             };
-            let args = vec![token(c, t), "PUBLISH".into(), stem, channel];
-            let reply = server.eval(&m.scripts.release, &keys, &args);
+            let (args, reply) = call(m, server, Sends::Release(token(c, t)));
             ("fair_release.lua".into(), args, show_reply(&reply))
         }
     }

@@ -321,9 +321,8 @@ pub(crate) fn step(
         }
         Action::Revoke => {
             load(server, s);
-            let (keys, stem, channel) = names(m);
-            let args = vec!["PUBLISH".to_string(), stem, channel];
-            let reply = server.eval(&m.scripts.revoke, &keys, &args);
+            let (args, reply) =
+                super::fair_request::call(m, server, super::fair_request::Sends::Revoke);
             let words = ints(&reply);
             if let [1, fence, _] = words[..] {
                 let fence = fence.max(0) as u64;

@@ -21,6 +21,7 @@
 
 use latchkey::protocol::{primitive_key, LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
 
+use crate::model::count_request::{call, latch, LatchSends};
 use crate::model::explore::{Model, Stats, Violation};
 use crate::model::lock::Faults;
 use crate::model::snap::{get, load, mutate, store, text, Keys, Val};
@@ -127,15 +128,15 @@ pub enum Action {
 pub struct LatchModel {
     /// The configuration.
     pub config: Config,
-    create: String,
-    count_down: String,
+    pub(crate) create: String,
+    pub(crate) count_down: String,
 }
 
-fn key() -> Vec<u8> {
+pub(crate) fn key() -> Vec<u8> {
     primitive_key(b"", b"model", LATCH_SUFFIX)
 }
 
-fn channel() -> String {
+pub(crate) fn channel() -> String {
     String::from_utf8_lossy(&primitive_key(b"", b"model", LATCH_OPENED_SUFFIX)).into_owned()
 }
 
@@ -194,11 +195,9 @@ impl LatchModel {
         lost: bool,
     ) -> Record {
         let cfg = &self.config;
-        let k = key();
         let (script, args, reply) = match op {
             Op::Create => {
-                let args = vec![cfg.count.to_string(), cfg.ttl.to_string()];
-                let reply = server.eval(&self.create, &[&k], &args);
+                let (args, reply) = call(server, latch(self, LatchSends::Create));
                 if !lost {
                     // Created, existed, or open (`LatchOpen`): done.
                     n.phases[c] = Phase::Done;
@@ -206,8 +205,7 @@ impl LatchModel {
                 ("latch_create.lua", args, reply)
             }
             Op::CountDown => {
-                let args = vec!["PUBLISH".to_string(), channel()];
-                let reply = server.eval(&self.count_down, &[&k], &args);
+                let (args, reply) = call(server, latch(self, LatchSends::CountDown));
                 if let Reply::Int(left) = reply {
                     if left >= 0 {
                         n.downs += 1;
@@ -228,8 +226,7 @@ impl LatchModel {
                 ("latch_count_down.lua", args, reply)
             }
             Op::Read => {
-                let args = vec!["GET".to_string(), String::from_utf8_lossy(&k).into_owned()];
-                let reply = server.command(&args);
+                let (args, reply) = call(server, latch(self, LatchSends::Read));
                 if !lost {
                     n.woken[c] = false;
                     n.phases[c] = match &reply {
@@ -237,7 +234,7 @@ impl LatchModel {
                         _ => Phase::Waiting,
                     };
                 }
-                ("GET", args[1..].to_vec(), reply)
+                ("GET", args, reply)
             }
             Op::Hear => {
                 n.woken[c] = false;

@@ -2,12 +2,13 @@
 //! keyspace and clock, sends what the library sends, and folds the reply
 //! into the client's beliefs. A keeper's own steps are in `cached.rs`.
 
-use latchkey::protocol::{fence_key, release_channel, RELEASE_REQUESTED, WANTED};
+use latchkey::protocol::{release_channel, RELEASE_REQUESTED, WANTED};
 
 use crate::keyspace::Value;
 use crate::model::explore::Model;
 use crate::model::lock::START_MICROS;
 use crate::model::multi::{Action, Hold, Kind, MultiModel, Op, Phase, State};
+use crate::model::multi_request::{call, Sends};
 use crate::model::multi_scripts::token;
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -116,18 +117,12 @@ pub(crate) fn step(
         Action::Ask(i) => {
             n.asks += 1;
             load(server, s);
-            let channel = release_channel(&m.key(i));
-            let args = [&b"PUBLISH"[..], &channel, RELEASE_REQUESTED];
-            let reply = server.command(&args);
+            let (script, shown, reply) = call(m, server, Sends::Ask(i));
             store(m, server, &mut n);
-            let shown: Vec<String> = args[1..]
-                .iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
             Record {
                 at: s.now,
                 client: None,
-                script: "PUBLISH".into(),
+                script,
                 args: shown,
                 reply: show_reply(&reply),
             }
@@ -213,34 +208,21 @@ pub(crate) fn plain_step(
     lost: bool,
 ) -> Sent {
     let cfg = &m.config;
-    let key = m.key(i);
-    let channel = String::from_utf8_lossy(&release_channel(&key)).into_owned();
     let caching = matches!(cfg.clients[c], Kind::Keeper(_));
     let fenced = cfg.fenced && !caching;
-    let ttl = cfg.ttl.to_string();
     match op {
         Op::Try | Op::Retry => {
             n.clients[c].attempts += 1;
             let attempt = n.clients[c].attempts;
             let t = token(c, attempt, caching);
             let first = op == Op::Try;
-            let (script, args, reply) = if first && !fenced {
-                let name = String::from_utf8_lossy(&key).into_owned();
-                let args = vec!["SET".to_string(), name, t, "NX".into(), "PX".into(), ttl];
-                let mut args = args;
-                args.push("GET".into());
-                let reply = server.command(&args);
-                ("SET".to_string(), args[1..].to_vec(), reply)
-            } else {
-                let mut args = vec![t, ttl, if fenced { "1" } else { "0" }.to_string()];
-                match first {
-                    true => args.push("0".into()),
-                    false => args.extend(["1".into(), "0".into(), channel, "PUBLISH".into()]),
-                }
-                let keys = [key.clone(), fence_key(&key)];
-                let reply = server.eval(&m.scripts.acquire, &keys, &args);
-                ("acquire.lua".to_string(), args, reply)
+            let sends = Sends::Try {
+                i,
+                token: t,
+                first,
+                fenced,
             };
+            let (script, args, reply) = call(m, server, sends);
             let words = ints(&reply);
             let acquired = match script.as_str() {
                 "SET" => reply == Reply::nil(),
@@ -265,10 +247,10 @@ pub(crate) fn plain_step(
             let Phase::Held(h) = &mut n.clients[c].phase else {
                 return ("renew".into(), Vec::new(), "not held".into());
             };
-            let args = vec![token(c, h.attempt, caching), ttl];
-            let reply = server.eval(&m.scripts.extend, &[key], &args);
+            let token = token(c, h.attempt, caching);
+            let (script, args, reply) = call(m, server, Sends::Renew { i, token });
             renewed(m, h, n.now, lost, reply == Reply::Int(1));
-            ("extend.lua".into(), args, show_reply(&reply))
+            (script, args, show_reply(&reply))
         }
         Op::Release | Op::Cleanup | Op::Yield => {
             let attempt = match &n.clients[c].phase {
@@ -276,10 +258,10 @@ pub(crate) fn plain_step(
                 Phase::Cleanup { attempt } => *attempt,
                 _ => return ("release".into(), Vec::new(), "nothing to release".into()),
             };
-            let args = vec![token(c, attempt, caching), channel, "PUBLISH".into()];
-            let reply = server.eval(&m.scripts.release, &[key], &args);
+            let token = token(c, attempt, caching);
+            let (script, args, reply) = call(m, server, Sends::Release { i, token });
             released(m, n, c, op != Op::Cleanup);
-            ("release.lua".into(), args, show_reply(&reply))
+            (script, args, show_reply(&reply))
         }
         Op::Use | Op::Hear | Op::Expire | Op::Issue => {
             ("-".into(), Vec::new(), "not a plain step".into())
@@ -324,28 +306,15 @@ fn multi_step(
     lost: bool,
 ) -> Sent {
     let cfg = &m.config;
-    // The names in key order (`lk:m0` < `lk:m1` < …), as the library sorts them.
+    // The names in key order, as `request` sends them.
     let names: Vec<usize> = (0..cfg.names).filter(|i| mask & (1 << i) != 0).collect();
-    let keys: Vec<Vec<u8>> = names.iter().map(|&i| m.key(i)).collect();
-    let channels = keys
-        .iter()
-        .map(|k| String::from_utf8_lossy(&release_channel(k)).into_owned());
-    let ttl = cfg.ttl.to_string();
     match op {
         Op::Try | Op::Retry => {
             n.clients[c].attempts += 1;
             let attempt = n.clients[c].attempts;
             let first = op == Op::Try;
-            let issue = if cfg.fenced { "1" } else { "0" };
-            let waiting = if first { "0" } else { "1" };
-            let mut args = vec![token(c, attempt, false), ttl, issue.into(), waiting.into()];
-            args.push("PUBLISH".into());
-            args.extend(channels);
-            let counted: Vec<Vec<u8>> = keys
-                .iter()
-                .flat_map(|k| [k.clone(), fence_key(k)])
-                .collect();
-            let reply = server.eval(&m.scripts.multi_acquire, &counted, &args);
+            let token = token(c, attempt, false);
+            let (_, args, reply) = call(m, server, Sends::MultiTry { mask, token, first });
             let words = ints(&reply);
             n.clients[c].woken = false;
             let acquired = words.first() == Some(&1);
@@ -367,8 +336,8 @@ fn multi_step(
             let Phase::Held(h) = &mut n.clients[c].phase else {
                 return ("renew".into(), Vec::new(), "not held".into());
             };
-            let args = vec![token(c, h.attempt, false), ttl];
-            let reply = server.eval(&m.scripts.multi_extend, &keys, &args);
+            let token = token(c, h.attempt, false);
+            let (_, args, reply) = call(m, server, Sends::MultiRenew { mask, token });
             renewed(m, h, n.now, lost, ints(&reply).first() == Some(&1));
             ("multi_extend.lua".into(), args, show_reply(&reply))
         }
@@ -378,9 +347,8 @@ fn multi_step(
                 Phase::Cleanup { attempt } => *attempt,
                 _ => return ("release".into(), Vec::new(), "nothing to release".into()),
             };
-            let mut args = vec![token(c, attempt, false), "PUBLISH".into()];
-            args.extend(channels);
-            let reply = server.eval(&m.scripts.multi_release, &keys, &args);
+            let token = token(c, attempt, false);
+            let (_, args, reply) = call(m, server, Sends::MultiRelease { mask, token });
             released(m, n, c, op != Op::Cleanup);
             ("multi_release.lua".into(), args, show_reply(&reply))
         }

@@ -28,6 +28,8 @@
 
 use crate::model::explore::{Model, Stats, Violation};
 use crate::model::lock::Faults;
+use crate::model::lock_request::send;
+use crate::model::signal_request::{request, Sends};
 use crate::model::snap::{mutate, text};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -112,10 +114,10 @@ pub enum Action {
 pub struct SignalModel {
     /// The configuration.
     pub config: Config,
-    signal_one: String,
+    pub(crate) signal_one: String,
 }
 
-fn broadcast_channel(name: usize) -> Vec<u8> {
+pub(crate) fn broadcast_channel(name: usize) -> Vec<u8> {
     [b"signal:", NAMES[name]].concat()
 }
 
@@ -168,7 +170,7 @@ impl SignalModel {
     }
 
     /// The glob of a name's waiter channels, as `wire::waiters_pattern`.
-    fn pattern(&self, name: usize) -> Vec<u8> {
+    pub(crate) fn pattern(&self, name: usize) -> Vec<u8> {
         let prefix = waiter_prefix(name);
         let mut glob = match self.config.mutant {
             Some(Mutant::GlobUnescaped) => prefix,
@@ -202,23 +204,17 @@ impl SignalModel {
         for (_, ch) in &subscribed {
             server.subscribe(ch, false, 1);
         }
-        let (script, args, reply) = match pick {
-            Some(p) => {
-                let args = vec![
-                    String::from_utf8_lossy(&self.pattern(name)).into_owned(),
-                    p.to_string(),
-                    message,
-                ];
-                let reply = server.eval(&self.signal_one, &[] as &[&[u8]], &args);
-                ("signal_one.lua".to_string(), args, reply)
-            }
-            None => {
-                let ch = String::from_utf8_lossy(&broadcast_channel(name)).into_owned();
-                let args = vec!["PUBLISH".to_string(), ch, message];
-                let reply = server.command(&args);
-                ("PUBLISH".to_string(), args[1..].to_vec(), reply)
-            }
+        let sends = match pick {
+            Some(pick) => Sends::One {
+                name,
+                pick,
+                message,
+            },
+            None => Sends::Broadcast { name, message },
         };
+        let r = request(self, sends);
+        let reply = send(server, &r);
+        let (script, args) = (r.name.to_string(), r.args);
         for (_, ch) in &subscribed {
             server.subscribe(ch, false, -1);
         }

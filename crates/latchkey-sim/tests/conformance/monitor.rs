@@ -75,6 +75,30 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// The next command that `wanted` accepts (for a call that names no
+    /// key, as `signal_one.lua`), as [`Recorder::next_on`].
+    pub async fn next_where(
+        &mut self,
+        wanted: impl Fn(&[Vec<u8>]) -> bool,
+        what: &str,
+    ) -> Vec<Vec<u8>> {
+        let wait = async {
+            while let Some(words) = self.lines.recv().await {
+                if wanted(&words) {
+                    return Some(words);
+                }
+            }
+            None
+        };
+        match tokio::time::timeout(WITHIN, wait).await {
+            Ok(Some(words)) => words,
+            Ok(None) => panic!("{what}: the MONITOR connection closed"),
+            Err(_) => panic!("{what}: not sent within {WITHIN:?}"),
+        }
+    }
+}
+
 impl Drop for Recorder {
     fn drop(&mut self) {
         // Ends the reading thread (its read fails).

@@ -1,7 +1,7 @@
-//! The semaphore's, the read-write lock's and the fair lock's operations,
-//! driven through the real library against a real server; every request
-//! sent on their keys is recorded, for `tables.rs` (until their models
-//! declare what they send). How many times a waiter tries or renews
+//! The semaphore's and the read-write lock's operations (and a fresh
+//! client's plain lock), driven through the real library against a real
+//! server; every request sent on their keys is recorded, for `tables.rs`
+//! (and their models' requests, `within`). How many times a waiter tries or renews
 //! depends on timing, so these are not paired with operations by order:
 //! each must match an entry of the primitive's table.
 
@@ -9,28 +9,26 @@ use std::time::Duration;
 
 use latchkey::protocol::{primitive_key, RWLOCK_SUFFIXES};
 use latchkey::{Client, Ownership};
-use latchkey_sim::model::conform::{Roles, Scripts, Sent, Shape};
+use latchkey_sim::model::conform::{Roles, Scripts, Sent};
 
 use crate::lock::{Recorded, TTL, WATCHED_TTL};
 use crate::monitor::Recorder;
 
 /// The library's default key prefix, which the clients here use.
-const PREFIX: &[u8] = b"latchkey:";
-/// A fair lock's waiter lease: its waiters renew every third of it.
-const LEASE: Duration = Duration::from_millis(300);
+pub const PREFIX: &[u8] = b"latchkey:";
 /// How long a waiter that must give up waits.
-const GIVE_UP: Duration = Duration::from_millis(400);
+pub const GIVE_UP: Duration = Duration::from_millis(400);
 
-fn ms(d: Duration) -> i64 {
+pub fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).expect("a duration in i64 ms")
 }
 
 /// Every request sent on one primitive's keys, in order.
 pub struct Log<'a> {
-    scripts: &'a Scripts,
-    recorder: &'a mut Recorder,
-    keys: Vec<Vec<u8>>,
-    roles: Roles,
+    pub scripts: &'a Scripts,
+    pub recorder: &'a mut Recorder,
+    pub keys: Vec<Vec<u8>>,
+    pub roles: Roles,
     /// The requests, shaped.
     pub sent: Vec<(Sent, Recorded)>,
 }
@@ -39,7 +37,7 @@ impl Log<'_> {
     /// Records every request on `keys` (read with `roles`) until one of
     /// `script` whose shape `also` accepts; panics, naming `what`, if none
     /// comes within the recorder's time.
-    async fn until(&mut self, script: &str, also: impl Fn(&Sent) -> bool, what: &str) {
+    pub async fn until(&mut self, script: &str, also: impl Fn(&Sent) -> bool, what: &str) {
         loop {
             let keys: Vec<&[u8]> = self.keys.iter().map(Vec::as_slice).collect();
             let words = self.recorder.next_among(&keys, what).await;
@@ -57,12 +55,12 @@ impl Log<'_> {
     }
 
     /// [`Log::until`] any request of `script`.
-    async fn until_any(&mut self, script: &str, what: &str) {
+    pub async fn until_any(&mut self, script: &str, what: &str) {
         self.until(script, |_| true, what).await;
     }
 
     /// Goes on with another primitive's keys and roles.
-    fn switch(&mut self, keys: Vec<Vec<u8>>, roles: Roles) {
+    pub fn switch(&mut self, keys: Vec<Vec<u8>>, roles: Roles) {
         self.keys = keys;
         self.roles = roles;
     }
@@ -236,70 +234,6 @@ pub async fn rwlock<'a>(
     assert_eq!(guard.release().await.expect("release"), Ownership::Owned);
     log.until_any("rw_release_write.lua", "the writer's release")
         .await;
-    log
-}
-
-/// Whether a `fair_acquire.lua` call is in `mode` (its fifth argument).
-fn mode(mode: &'static str) -> impl Fn(&Sent) -> bool {
-    move |sent| sent.argv.get(4) == Some(&Shape::Literal(mode.into()))
-}
-
-/// A fair lock: taken free, a waiter of another client queued and renewing
-/// its lease, handed the lock by the release; a waiter that gives up and
-/// leaves the queue.
-pub async fn fair<'a>(
-    scripts: &'a Scripts,
-    recorder: &'a mut Recorder,
-    a: &Client,
-    b: &Client,
-) -> Log<'a> {
-    let name = "conform-fair";
-    let fair = |c: &Client| {
-        let lock = c.lock(name, TTL).expect("a lock");
-        lock.fair_with_lease(LEASE).expect("a fair lock")
-    };
-    let held = fair(a);
-    let roles = Roles::fair(held.key(), ms(TTL), ms(LEASE));
-    let mut log = Log {
-        scripts,
-        recorder,
-        keys: vec![held.key().to_vec()],
-        roles,
-        sent: Vec::new(),
-    };
-
-    let guard = held.try_acquire().await.expect("try").expect("free");
-    log.until("fair_acquire.lua", mode("try"), "a fair first try")
-        .await;
-    let waiting = fair(b);
-    let wait = tokio::spawn(async move { waiting.acquire_until(Duration::from_secs(20)).await });
-    log.until("fair_acquire.lua", mode("wait"), "a waiter queued")
-        .await;
-    log.until("fair_acquire.lua", mode("renew"), "a waiter's renewal")
-        .await;
-    assert_eq!(guard.release().await.expect("release"), Ownership::Owned);
-    log.until_any("fair_release.lua", "the release that hands on")
-        .await;
-    let handed = wait
-        .await
-        .expect("the waiting task")
-        .expect("handed the lock");
-    assert_eq!(handed.release().await.expect("release"), Ownership::Owned);
-    log.until_any("fair_release.lua", "the handed hold's release")
-        .await;
-
-    let guard = held.try_acquire().await.expect("try").expect("free");
-    log.until("fair_acquire.lua", mode("try"), "a fair first try")
-        .await;
-    // Long enough to queue (which it leaves when it gives up).
-    let leaving = fair(b).acquire_until(GIVE_UP).await;
-    assert!(
-        leaving.is_err(),
-        "a fair waiter gives up while the lock is held"
-    );
-    log.until_any("fair_leave.lua", "a waiter leaving").await;
-    assert_eq!(guard.release().await.expect("release"), Ownership::Owned);
-    log.until_any("fair_release.lua", "the release").await;
     log
 }
 

@@ -163,47 +163,6 @@ pub const RWLOCK: &[Entry] = &[
     ("write renew", "extend.lua", &["writer"], &["token", "ttl"]),
 ];
 
-const FAIR5: &[&str] = &["lock", "queue", "leases", "fence", "acquired"];
-
-pub const FAIR: &[Entry] = &[
-    (
-        "first try",
-        "fair_acquire.lua",
-        FAIR5,
-        &["''", "token", "ttl", "'0'", "'try'", "lease ms"],
-    ),
-    (
-        "queue",
-        "fair_acquire.lua",
-        FAIR5,
-        &["entry", "token", "ttl", "'0'", "'wait'", "lease ms"],
-    ),
-    (
-        "renew lease",
-        "fair_acquire.lua",
-        FAIR5,
-        &["entry", "token", "ttl", "'0'", "'renew'", "lease ms"],
-    ),
-    (
-        "release",
-        "fair_release.lua",
-        FAIR5,
-        &["token", "publish", "hand-off stem", "release channel"],
-    ),
-    (
-        "leave",
-        "fair_leave.lua",
-        FAIR5,
-        &[
-            "token",
-            "publish",
-            "hand-off stem",
-            "release channel",
-            "entry",
-        ],
-    ),
-];
-
 /// A plain lock on a client that has run no script yet (the model's
 /// clients are used ones).
 pub const FRESH_LOCK: &[Entry] = &[
