@@ -71,6 +71,7 @@ pub mod multi;
 mod multi_check;
 mod multi_scripts;
 mod multi_step;
+pub mod runner;
 mod rw_check;
 mod rw_request;
 mod rw_step;
@@ -81,6 +82,7 @@ pub mod semaphore;
 pub mod signal;
 pub mod snap;
 pub mod trace;
+pub mod walks;
 
 pub use fair_step::replay as replay_fair;
 pub use lock_request::Request;
