@@ -223,7 +223,9 @@ impl Target {
     }
 }
 
-fn target<M: Model + 'static>(
+/// A target of `model` (the error of its `new` passed on, with the
+/// name): how tests and new models plug into the runner.
+pub fn target<M: Model + 'static>(
     name: &'static str,
     model: Result<M, String>,
     invariants: &'static [&'static str],
