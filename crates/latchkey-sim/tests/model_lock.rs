@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::lock::{Config, Faults, LockModel, Mutant};
+use latchkey_sim::model::walks;
 
 /// Two clients, one name, a TTL of 10 ms in ticks of 2 ms (the hold is
 /// believed for 6 ms, the key lives 10), 16 ms of time, at most one fault
@@ -78,26 +79,11 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=24;
 
 #[test]
 fn random_walks_of_five_clients_keep_the_invariants() {
-    let config = Config {
-        clients: 5,
-        holds: u8::MAX,
-        ttl: 10,
-        tick: 2,
-        max_time: None,
-        max_faults: 4,
-        fenced: true,
-        watchdog: true,
-        faults: Faults::ALL,
-        mutant: None,
-    };
     let started = Instant::now();
     let (mut steps, mut holds, mut accepted) = (0, 0, 0);
+    // The configurations `./dev sim --seconds N` walks too.
     for fenced in [true, false] {
-        let model = LockModel::new(Config {
-            fenced,
-            ..config.clone()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        let model = LockModel::new(walks::lock(fenced)).unwrap_or_else(|e| panic!("{e}"));
         for seed in SEEDS {
             let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
             steps += taken;
