@@ -233,3 +233,55 @@ fn every_state_with_two_faults_keeps_the_invariants() {
         search("fenced, watchdog, 2 faults, 12 ms", config).unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 100_000, "{stats:?}");
 }
+
+/// Holds made `with_max_hold(14 ms)`, TTL 10 ms: the watchdog renews once
+/// (at 4 ms, 10 ms left: a full TTL to 14 ms), then the cap leaves less
+/// than the minimum TTL and it stops; the holder lets go by the cap minus
+/// the margin.
+fn capped(max_faults: u8) -> Result<LockModel, String> {
+    let config = Config {
+        // A pause is the fault that matters here: a holder stopped past
+        // its cap, then resuming.
+        faults: Faults {
+            pause: true,
+            lost_reply: true,
+            lost_message: false,
+            restart: false,
+        },
+        ..small(true, max_faults)
+    };
+    Ok(LockModel::new(config)?.with_max_hold(14))
+}
+
+#[test]
+fn capped_holds_end_by_their_cap() {
+    let model = capped(1).unwrap_or_else(|e| panic!("{e}"));
+    let started = Instant::now();
+    let stats = model.search(2_000_000).unwrap_or_else(|v| panic!("{v}"));
+    eprintln!(
+        "max hold 14 ms, 1 fault: {} states, {} transitions, depth {}, {:.2?}",
+        stats.states,
+        stats.transitions,
+        stats.depth,
+        started.elapsed()
+    );
+    assert!(stats.states > 10_000, "{stats:?}");
+}
+
+#[test]
+fn a_watchdog_renewing_past_the_cap_is_caught() {
+    // The control, the same configuration without the mutant, is
+    // capped_holds_end_by_their_cap.
+    let mutated = LockModel::new(Config {
+        mutant: Some(Mutant::RenewPastCap),
+        ..small(true, 0)
+    })
+    .map(|m| m.with_max_hold(14))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let v = match mutated.search(2_000_000) {
+        Ok(stats) => panic!("the mutant RenewPastCap was not caught ({stats:?})"),
+        Err(v) => v,
+    };
+    eprintln!("renewal past the cap: caught\n{v}");
+    assert!(v.message.contains("past the cap"), "{v}");
+}

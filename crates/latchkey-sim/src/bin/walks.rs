@@ -107,7 +107,7 @@ fn main() -> ExitCode {
             targets[0].name, options.seed
         ),
         None => println!(
-            "walking {} models for {} s, seed {} (--seed {} walks the same again)",
+            "walking {} model configurations for {} s, seed {} (--seed {} walks the same again)",
             targets.len(),
             options.duration.as_secs(),
             options.seed,

@@ -65,6 +65,7 @@ mod fair_step;
 pub mod keyset;
 pub mod latch;
 pub mod lock;
+mod lock_cap;
 mod lock_request;
 mod lock_step;
 pub mod multi;

@@ -4,7 +4,8 @@
 //! ([`crate::model::runner`], `src/bin/walks.rs`), so that both walk the
 //! same models.
 //!
-//! Each [`Target`] is one model in one configuration, built once and
+//! Each [`Target`] is one model in one configuration (the plain lock also
+//! with holds made `with_max_hold(14 ms)`), built once and
 //! walked from any seed: the configurations below with a name, the
 //! invariants its `check` judges after every step, and the call that
 //! replays one of its walks.
@@ -249,6 +250,11 @@ const LOCK: &[&str] = &[
     "a fenced resource accepts no two holds' writes with the same token",
     "every reply is one the protocol expects",
 ];
+const LOCK_CAPPED: &[&str] = &[
+    "exclusion, fencing and replies (as for the plain lock)",
+    "max hold: no client believes it holds at or past its cap minus the stop margin",
+    "max hold: no renewal takes the key past the cap (expiry <= max(acquired + ttl, cap))",
+];
 const FAIR: &[&str] = &[
     "exclusion (as for the plain lock)",
     "fencing tokens strictly increase, every one after a revocation above its fence",
@@ -313,6 +319,13 @@ pub fn targets() -> Result<Vec<Target>, String> {
             LOCK,
             3000,
             "LockModel::new(walks::lock(false))?.walk(SEED, 3000)",
+        )?,
+        target(
+            "lock-capped",
+            LockModel::new(lock(true)).map(|m| m.with_max_hold(14)),
+            LOCK_CAPPED,
+            3000,
+            "LockModel::new(walks::lock(true))?.with_max_hold(14).walk(SEED, 3000)",
         )?,
         target(
             "fair",
