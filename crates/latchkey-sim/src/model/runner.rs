@@ -169,9 +169,13 @@ pub fn run(targets: &[Target], options: &Options, out: &mut dyn Write) -> io::Re
                     break 'run;
                 }
             }
-            if started.elapsed() >= next_progress {
-                next_progress = started.elapsed() + options.progress;
-                progress(&tallies, started.elapsed(), out)?;
+            let elapsed = started.elapsed();
+            if elapsed >= next_progress {
+                // On the interval's marks, whatever a walk's length.
+                while next_progress <= elapsed {
+                    next_progress += options.progress.max(Duration::from_millis(100));
+                }
+                progress(&tallies, elapsed, out)?;
             }
         }
     }
