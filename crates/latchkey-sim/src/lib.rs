@@ -15,10 +15,11 @@
 //! [`model`] holds executable models of the protocol's client side that
 //! call the real scripts on this server, and the explorers that search them
 //! (an exhaustive BFS of bounded configurations, seeded random walks),
-//! checking their invariants after every step (so far the plain lock with
-//! fencing, the semaphore with holds of k permits, the read-write lock, the
-//! election, the latch, the barrier and signals; see docs/reliability.md,
-//! "Model checking the protocol").
+//! checking their invariants after every step: the plain lock with
+//! fencing, the fair lock (with revocation), several locks at once, a lock
+//! held while idle, request-release, the semaphore with holds of k
+//! permits, the read-write lock, the election, the latch, the barrier and
+//! signals; see docs/reliability.md, "Model checking the protocol".
 //! The conformance check (`tests/conformance.rs`, [`model::conform`])
 //! asserts that the models send what the real library sends a real server.
 //!

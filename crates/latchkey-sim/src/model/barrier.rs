@@ -4,23 +4,31 @@
 //!
 //! - a party subscribes to the released channel, then arrives with
 //!   `barrier_arrive.lua` (`parties ttl PUBLISH channel token keep`, `keep`
-//!   the library's for a wait without a deadline: a year); `{g, 1}`: it
-//!   released generation `g` and passes; `{g, 0}`: it waits;
-//! - a waiter passes on the message naming its generation; a recheck (a
-//!   missed message, the timer) reads `HMGET gen arrived` and passes when
-//!   the generation moved on (the barrier gone: `NotFound`);
+//!   the library's for a wait without a deadline: a year); `{g, 1, id}`: it
+//!   released generation `g` and passes; `{g, 0, id}`: it waits, and keeps
+//!   `id`, the barrier's identity;
+//! - a waiter that hears the message naming its generation, or rechecks (a
+//!   missed message, the timer), reads `HMGET gen id` and judges it as the
+//!   library's `judge` does: another `id` is a barrier made again (gone:
+//!   `NotFound`); else a message heard passes, and a recheck passes when
+//!   the generation is past its own, waits when it is its own, and is gone
+//!   when the key is, or the generation is below its own;
 //! - a waiter may give up at any time (a timeout, a cancellation) and takes
-//!   its arrival back with `barrier_leave.lua` (`token`): 1 withdrawn, 0
-//!   released meanwhile (it passes), −1 the barrier is gone;
+//!   its arrival back with `barrier_leave.lua` (`token id gen`): 1
+//!   withdrawn, 0 released meanwhile (it passes), −1 the barrier is gone or
+//!   made again;
 //! - an arrival whose reply is lost is taken back by the library's armed
-//!   guard (`barrier_leave.lua` with its token), and the call fails.
+//!   guard (`barrier_leave.lua` with its token alone: no reply, no id),
+//!   and the call fails.
 //!
 //! The invariants, with the model's own record of who arrived: a
 //! generation is released by the arrival that makes `parties` arrivals not
 //! taken back; a party passes only a generation released with its arrival
 //! counted; the hash's `arrived` is the arrivals not taken back, its
 //! `a:` fields are theirs, `parties` is there exactly while someone waits,
-//! and `gen` counts the releases. Pauses are not modelled: a party's wait
+//! `gen` counts the releases, and `id` is there. A restart may forget
+//! arrivals (a limit of Redis without persistence), never make a party
+//! pass. Pauses are not modelled: a party's wait
 //! has no deadline here (giving up is allowed at any time instead).
 
 use std::collections::BTreeSet;
@@ -40,6 +48,11 @@ pub enum Mutant {
     TripsEarly,
     /// `barrier_leave.lua` drops the party's field without counting it out.
     LeaveNotCounted,
+    /// `barrier_leave.lua` as in 0.3: a barrier that exists without the
+    /// party's field was "released meanwhile", whatever its `id`.
+    LeaveIgnoresId,
+    /// The waiter judges what it reads by the generation alone, as 0.3 did.
+    WaiterIgnoresId,
 }
 
 /// A bounded configuration.
@@ -76,6 +89,9 @@ pub enum Phase {
         gen: i64,
         /// The arrival's token.
         attempt: u32,
+        /// The barrier's `id` its arrival answered: the token of that
+        /// (client, attempt).
+        id: (usize, u32),
         /// The barrier's incarnation it arrived in.
         epoch: u8,
         /// The message naming its generation arrived.
@@ -129,9 +145,9 @@ pub struct State {
 pub enum Op {
     /// `barrier_arrive.lua`.
     Arrive,
-    /// The released message names its generation: it passes.
+    /// The released message names its generation: `HMGET gen id`.
     Hear,
-    /// `HMGET gen arrived`, after a missed message or on the timer.
+    /// `HMGET gen id`, after a missed message or on the timer.
     Recheck,
     /// Gives up: `barrier_leave.lua`.
     GiveUp,
@@ -191,7 +207,14 @@ impl BarrierModel {
                     "false",
                 )?;
             }
-            None => {}
+            Some(Mutant::LeaveIgnoresId) => {
+                leave = mutate(
+                    &leave,
+                    "if not ARGV[2] then return 0 end",
+                    "do return 0 end",
+                )?;
+            }
+            Some(Mutant::WaiterIgnoresId) | None => {}
         }
         Ok(BarrierModel {
             config,
@@ -332,6 +355,9 @@ impl Model for BarrierModel {
         }
         if has_parties != (arrived > 0) {
             return Err(format!("the barrier keeps parties with {arrived} arrived"));
+        }
+        if !h.iter().any(|(f, _)| f == b"id") {
+            return Err("the barrier has no id".into());
         }
         if field(&s.keys, &k, b"gen") != Some(s.gen) {
             return Err(format!(

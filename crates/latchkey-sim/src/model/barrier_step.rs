@@ -2,7 +2,7 @@
 //! and folds the reply into the party's state and the model's record of
 //! who arrived, checking the barrier's promises as it goes.
 
-use crate::model::barrier::{channel, key, BarrierModel, Op, Phase, State, KEEP_MS};
+use crate::model::barrier::{channel, key, BarrierModel, Mutant, Op, Phase, State, KEEP_MS};
 use crate::model::snap::{get, ints, store, token};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
@@ -32,30 +32,16 @@ impl BarrierModel {
                     KEEP_MS.to_string(),
                 ];
                 let reply = server.eval(&self.arrive, &[&k], &args);
-                self.arrived(n, c, attempt, &ints(&reply), lost);
+                let id = arrival_id(&reply);
+                self.arrived(n, c, (attempt, id), &ints(&reply), lost);
                 ("barrier_arrive.lua", args, reply)
             }
             (
-                Op::Hear,
+                Op::Hear | Op::Recheck,
                 Phase::Waiting {
                     gen,
                     attempt,
-                    epoch,
-                    ..
-                },
-            ) => {
-                self.pass(n, c, (epoch, gen, attempt), "heard its generation");
-                let record = Record::world(n.now, "released", format!("passes {gen}"));
-                return Record {
-                    client: Some(c),
-                    ..record
-                };
-            }
-            (
-                Op::Recheck,
-                Phase::Waiting {
-                    gen,
-                    attempt,
+                    id,
                     epoch,
                     ..
                 },
@@ -64,40 +50,42 @@ impl BarrierModel {
                     "HMGET".into(),
                     String::from_utf8_lossy(&k).into_owned(),
                     "gen".into(),
-                    "arrived".into(),
+                    "id".into(),
                 ];
                 let reply = server.command(&args);
                 if let (false, Reply::Array(Some(items))) = (lost, &reply) {
-                    match items.first() {
-                        Some(Reply::Bulk(Some(g))) if g[..] != *gen.to_string().as_bytes() => {
-                            self.pass(n, c, (epoch, gen, attempt), "read the generation moved on");
+                    let ignore_id = self.config.mutant == Some(Mutant::WaiterIgnoresId);
+                    match judge(items, &token(id.0, id.1), gen, op == Op::Hear, ignore_id) {
+                        Judged::Released => {
+                            let how = match op {
+                                Op::Hear => "heard its generation",
+                                _ => "read the generation moved on",
+                            };
+                            self.pass(n, c, (epoch, gen, attempt), how);
                         }
-                        Some(Reply::Bulk(Some(_))) => {}
-                        // Gone: `NotFound`, the arrival not taken back.
-                        _ => self.finish(n, c),
+                        Judged::Waiting => {
+                            if let Phase::Waiting { woken, .. } = &mut n.parties[c].phase {
+                                *woken = false;
+                            }
+                        }
+                        // `NotFound`, the arrival not taken back.
+                        Judged::Gone => self.finish(n, c),
                     }
                 }
                 ("HMGET", args[1..].to_vec(), reply)
             }
             (
-                Op::GiveUp | Op::Cleanup,
-                Phase::Waiting { attempt, .. } | Phase::Cleanup { attempt },
+                Op::GiveUp,
+                Phase::Waiting {
+                    attempt, id, gen, ..
+                },
             ) => {
-                let args = vec![token(c, attempt)];
-                let reply = server.eval(&self.leave, &[&k], &args);
-                if reply == Reply::Int(1) && !n.live.remove(&(c, attempt)) && n.broken.is_none() {
-                    n.broken = Some(format!(
-                        "c{c}'s leave took back an arrival that was not counting"
-                    ));
-                }
-                match (op, &reply, party.phase) {
-                    // Released meanwhile: the timed-out wait returns Ok(gen).
-                    (Op::GiveUp, Reply::Int(0), Phase::Waiting { gen, epoch, .. }) if !lost => {
-                        self.pass(n, c, (epoch, gen, attempt), "left after its release");
-                    }
-                    _ => self.finish(n, c),
-                }
-                ("barrier_leave.lua", args, reply)
+                let args = vec![token(c, attempt), token(id.0, id.1), gen.to_string()];
+                self.leave(server, n, c, args, lost)
+            }
+            (Op::Cleanup, Phase::Cleanup { attempt }) => {
+                // The arrival's reply never came: its token alone.
+                self.leave(server, n, c, vec![token(c, attempt)], lost)
             }
             _ => return Record::world(n.now, "nothing", format!("c{c} cannot {op:?}")),
         };
@@ -117,9 +105,54 @@ impl BarrierModel {
         }
     }
 
-    /// Folds an arrival's reply `{gen, last}` into the record of arrivals.
-    fn arrived(&self, n: &mut State, c: usize, attempt: u32, words: &[i64], lost: bool) {
-        let [gen, last] = words[..] else { return };
+    /// `barrier_leave.lua` with `args`; a `GiveUp` answered 0 passes.
+    fn leave(
+        &self,
+        server: &mut Server,
+        n: &mut State,
+        c: usize,
+        args: Vec<String>,
+        lost: bool,
+    ) -> (&'static str, Vec<String>, Reply) {
+        let k = key();
+        let phase = n.parties[c].phase;
+        let reply = server.eval(&self.leave, &[&k], &args);
+        let attempt = match phase {
+            Phase::Waiting { attempt, .. } | Phase::Cleanup { attempt } => attempt,
+            Phase::Idle => 0,
+        };
+        if reply == Reply::Int(1) && !n.live.remove(&(c, attempt)) && n.broken.is_none() {
+            n.broken = Some(format!(
+                "c{c}'s leave took back an arrival that was not counting"
+            ));
+        }
+        match (&reply, phase) {
+            // Released meanwhile: the timed-out wait returns Ok(gen).
+            (Reply::Int(0), Phase::Waiting { gen, epoch, .. }) if !lost => {
+                self.pass(n, c, (epoch, gen, attempt), "left after its release");
+            }
+            _ => self.finish(n, c),
+        }
+        ("barrier_leave.lua", args, reply)
+    }
+
+    /// Folds an arrival's reply `{gen, last, id}` into the record of
+    /// arrivals.
+    fn arrived(
+        &self,
+        n: &mut State,
+        c: usize,
+        (attempt, id): (u32, Option<(usize, u32)>),
+        words: &[i64],
+        lost: bool,
+    ) {
+        let [gen, last, _] = words[..] else { return };
+        let Some(id) = id else {
+            if n.broken.is_none() {
+                n.broken = Some(format!("c{c}'s arrival answered no id of a token"));
+            }
+            return;
+        };
         if gen != n.gen && n.broken.is_none() {
             n.broken = Some(format!(
                 "c{c} arrived in generation {gen}, not the current {}",
@@ -149,6 +182,7 @@ impl BarrierModel {
             (false, _) => Phase::Waiting {
                 gen,
                 attempt,
+                id,
                 epoch: n.epoch,
                 woken: false,
             },
@@ -189,5 +223,48 @@ impl BarrierModel {
                 }
             }
         }
+    }
+}
+
+/// The `id` of an arrival's reply `{gen, last, id}`, as the (client,
+/// attempt) whose token it is (`snap::token`'s `lk2:c{c}a{a}:0:sim`).
+fn arrival_id(reply: &Reply) -> Option<(usize, u32)> {
+    let Reply::Array(Some(items)) = reply else {
+        return None;
+    };
+    let Some(Reply::Bulk(Some(id))) = items.get(2) else {
+        return None;
+    };
+    let rest = std::str::from_utf8(id).ok()?.strip_prefix("lk2:c")?;
+    let (c, rest) = rest.split_once('a')?;
+    let (a, _) = rest.split_once(':')?;
+    Some((c.parse().ok()?, a.parse().ok()?))
+}
+
+/// What a waiter makes of `HMGET gen id`: the library's `judge`
+/// (`primitives/barrier.rs`).
+#[derive(Debug, PartialEq, Eq)]
+enum Judged {
+    Released,
+    Waiting,
+    Gone,
+}
+
+fn judge(items: &[Reply], id: &str, mine: i64, heard: bool, ignore_id: bool) -> Judged {
+    let text = |i: usize| match items.get(i) {
+        Some(Reply::Bulk(Some(v))) => Some(v.clone()),
+        _ => None,
+    };
+    let gen = text(0).and_then(|g| String::from_utf8_lossy(&g).parse::<i64>().ok());
+    let stored = text(1).filter(|_| !ignore_id);
+    match gen {
+        None if heard => Judged::Released,
+        None => Judged::Gone,
+        Some(_) if stored.as_ref().is_some_and(|s| s[..] != *id.as_bytes()) => Judged::Gone,
+        Some(_) if heard => Judged::Released,
+        Some(g) if g > mine => Judged::Released,
+        Some(g) if g == mine => Judged::Waiting,
+        Some(_) if ignore_id => Judged::Released,
+        Some(_) => Judged::Gone,
     }
 }

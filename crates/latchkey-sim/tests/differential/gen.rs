@@ -313,7 +313,17 @@ fn more(rng: &mut Rng) -> Step {
             }
             script("barrier_arrive.lua", vec![keys.barrier.clone()], args)
         }
-        7 => script("barrier_leave.lua", vec![keys.barrier.clone()], vec![token]),
+        7 => {
+            // As the library sends it: the token alone (an arrival whose
+            // reply never came), or with the barrier's id (an arrival's
+            // token, so that it matches sometimes) and the generation.
+            let mut args = vec![token];
+            if rng.chance(70) {
+                args.push(b(rng.pick(TOKENS)));
+                args.push(b(rng.pick(&["0", "1", "2"])));
+            }
+            script("barrier_leave.lua", vec![keys.barrier.clone()], args)
+        }
         8 => script(
             "rw_forget.lua",
             vec![keys.rw[2].clone(), keys.rw[3].clone(), keys.rw[4].clone()],

@@ -52,6 +52,11 @@ use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 /// * A party that gives up (timeout, cancellation) takes its arrival back,
 ///   unless its generation was released meanwhile: then it was released
 ///   too, and says so.
+/// * A barrier gone under its parties (a restart of Redis without
+///   persistence, its key expired under a paused party) and made again by
+///   another arrival is not taken for a release, though its generations
+///   repeat the old one's: each barrier has an identity (`id`, kept by its
+///   releases), and a party of the old one is told it is gone.
 /// * Reuse: a barrier is cyclic. Each release starts the next generation
 ///   empty, and N is a property of a generation, not of the name: every
 ///   caller passes N, the first arrival of a generation stores it, and an
@@ -174,7 +179,8 @@ impl Barrier {
     /// Fails with [`Error::PartiesMismatch`] when parties of the barrier's
     /// current generation wait and it was started with another number of
     /// parties (nothing changed), with [`Error::NotFound`] when the
-    /// barrier's key disappeared while we waited (deleted by hand), and
+    /// barrier's key disappeared while we waited (deleted by hand, a
+    /// restart without persistence) or was made again since, and
     /// with [`Error::WrongType`] when its key holds something else. A
     /// transient error while waiting is retried until the deadline.
     ///
@@ -218,34 +224,38 @@ impl Barrier {
             "a barrier wait was cancelled or failed after arriving; taking the arrival back",
             || {
                 let (session, key, token) = (self.session.clone(), self.key.clone(), token.clone());
-                async move { leave(&session, &key, &token).await.map(|_| ()) }
+                // The arrival's reply may not have come: no id to send,
+                // and the answer is not used.
+                async move { leave(&session, &key, &token, None).await.map(|_| ()) }
             },
         );
-        let (generation, last) = self.arrive(&pending, &token, keep).await?;
+        let (generation, last, id) = self.arrive(&pending, &token, keep).await?;
         if last {
             return Ok(generation);
         }
         let mine = generation.to_string();
         let waited = wait_for(&mut waiting, |woken| {
-            let mine = mine.as_bytes();
+            let (mine, id) = (mine.as_bytes(), id.as_str());
             async move {
-                Ok(match woken {
+                // A generation's number repeats once the barrier is gone
+                // and made again, so what is read is judged with the
+                // barrier's identity too (`judge`).
+                let heard = match woken {
                     // We just arrived: nothing to read before a message.
-                    Woken::Start => Tried::Busy { recheck_at: None },
-                    Woken::Message(released) if released[..] == *mine => Tried::Done(()),
-                    Woken::Message(_) => Tried::Busy { recheck_at: None },
+                    Woken::Start => return Ok(Tried::Busy { recheck_at: None }),
+                    Woken::Message(released) if released[..] == *mine => true,
+                    Woken::Message(_) => return Ok(Tried::Busy { recheck_at: None }),
                     // A missed message, a timer: read where we are.
-                    Woken::Recheck | Woken::Released => match self.state().await? {
-                        Some((gen, _)) if gen != generation => Tried::Done(()),
-                        Some(_) => Tried::Busy { recheck_at: None },
-                        None => {
-                            return Err(Error::NotFound {
-                                what: "barrier",
-                                name: String::from_utf8_lossy(&self.name).into_owned(),
-                            })
-                        }
-                    },
-                })
+                    Woken::Recheck | Woken::Released => false,
+                };
+                match judge(self.instance().await?, id, generation, heard) {
+                    Judged::Released => Ok(Tried::Done(())),
+                    Judged::Waiting => Ok(Tried::Busy { recheck_at: None }),
+                    Judged::Gone => Err(Error::NotFound {
+                        what: "barrier",
+                        name: String::from_utf8_lossy(&self.name).into_owned(),
+                    }),
+                }
             }
         })
         .await;
@@ -257,7 +267,8 @@ impl Barrier {
             // Take our arrival back, unless we were released meanwhile
             // (a failure leaves it to `pending`, in the background).
             Err(timed_out @ Error::WaitTimedOut { .. }) => {
-                let outcome = leave(&self.session, &self.key, &token).await?;
+                let arrival = Some((id.as_str(), generation));
+                let outcome = leave(&self.session, &self.key, &token, arrival).await?;
                 pending.disarm();
                 match outcome {
                     0 => Ok(generation),
@@ -272,19 +283,36 @@ impl Barrier {
         }
     }
 
-    /// The arrival itself: the generation arrived in, and whether ours was
-    /// the last arrival (which released it). Disarms `pending` when
-    /// nothing is to be taken back.
+    /// The barrier's generation and identity (`id`; none when a 0.3 client
+    /// made or released it); `None` when it does not exist.
+    async fn instance(&self) -> Result<Option<(u64, Option<String>)>> {
+        let mut get = redis::cmd("HMGET");
+        get.arg(&self.key[..]).arg("gen").arg("id");
+        let fields: Vec<Option<String>> =
+            self.session.query("barrier state", get, &self.key).await?;
+        let id = fields.get(1).cloned().flatten();
+        match fields.first().cloned().flatten().map(|g| g.parse::<u64>()) {
+            None => Ok(None),
+            Some(Ok(gen)) => Ok(Some((gen, id))),
+            Some(Err(_)) => Err(Error::WrongType {
+                key: String::from_utf8_lossy(&self.key).into_owned(),
+            }),
+        }
+    }
+
+    /// The arrival itself: the generation arrived in, whether ours was the
+    /// last arrival (which released it), and the barrier's identity.
+    /// Disarms `pending` when nothing is to be taken back.
     async fn arrive(
         &self,
         pending: &Armed<impl FnOnce()>,
         token: &str,
         keep: Duration,
-    ) -> Result<(u64, bool)> {
+    ) -> Result<(u64, bool, String)> {
         let parties = self.parties.to_string();
         let ttl = ttl_ms(self.ttl).to_string();
         let keep = ttl_ms(keep.min(KEEP_AT_MOST)).to_string();
-        let reply: Result<(i64, i64)> = self
+        let reply: Result<(i64, i64, String)> = self
             .session
             .eval(
                 "barrier arrive",
@@ -300,7 +328,7 @@ impl Barrier {
                 ],
             )
             .await;
-        let (generation, last) = match reply {
+        let (generation, last, id) = match reply {
             Ok(reply) => reply,
             Err(Error::Redis(e)) if e.code() == Some("BADPARTIES") => {
                 pending.disarm();
@@ -326,7 +354,7 @@ impl Barrier {
         if last == 1 {
             pending.disarm();
         }
-        Ok((generation, last == 1))
+        Ok((generation, last == 1, id))
     }
 }
 
@@ -336,14 +364,83 @@ const KEEP_AFTER_WAIT: Duration = Duration::from_secs(1);
 /// makes a TTL Redis accepts.
 const KEEP_AT_MOST: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Runs the leave script: 1 withdrawn, 0 released already, -1 gone.
-async fn leave(session: &Session, key: &[u8], token: &str) -> Result<i64> {
+/// What a waiter makes of the barrier it read: `heard`, whether the
+/// release message named its generation.
+#[derive(Debug, PartialEq, Eq)]
+enum Judged {
+    /// Its generation was released: it passes.
+    Released,
+    /// Not yet.
+    Waiting,
+    /// The barrier it arrived in is gone (`NotFound`).
+    Gone,
+}
+
+/// Judges `read` (the barrier's generation and `id`, `None`: no key) for a
+/// party that arrived in `generation` of the barrier `id`. Another `id` is
+/// another barrier, made after ours was gone (its generations repeat ours):
+/// gone, even when its release was the message heard. No `id` (a 0.3
+/// client released it) is judged by the generation alone, as 0.3 did; so is
+/// a message heard when the key is gone already (at its TTL, after it).
+fn judge(read: Option<(u64, Option<String>)>, id: &str, generation: u64, heard: bool) -> Judged {
+    match read {
+        None if heard => Judged::Released,
+        None => Judged::Gone,
+        Some((_, Some(stored))) if stored != id => Judged::Gone,
+        Some(_) if heard => Judged::Released,
+        Some((gen, _)) if gen > generation => Judged::Released,
+        Some((gen, _)) if gen == generation => Judged::Waiting,
+        // Generations only grow in one barrier: a lower one is another.
+        Some(_) => Judged::Gone,
+    }
+}
+
+/// Runs the leave script: 1 withdrawn, 0 released already, -1 gone (or
+/// made again). `arrival`: the barrier's id and the generation the arrival
+/// answered, when its reply came.
+async fn leave(
+    session: &Session,
+    key: &[u8],
+    token: &str,
+    arrival: Option<(&str, u64)>,
+) -> Result<i64> {
+    let generation = arrival.map(|(_, g)| g.to_string());
+    let mut args: Vec<&[u8]> = vec![token.as_bytes()];
+    if let (Some((id, _)), Some(generation)) = (arrival, &generation) {
+        args.extend([id.as_bytes(), generation.as_bytes()]);
+    }
     session
-        .eval(
-            "barrier leave",
-            &scripts::BARRIER_LEAVE,
-            &[key],
-            &[token.as_bytes()],
-        )
+        .eval("barrier leave", &scripts::BARRIER_LEAVE, &[key], &args)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{judge, Judged};
+
+    #[test]
+    fn another_id_is_gone_and_no_id_is_judged_by_the_generation() {
+        let ours = |gen| Some((gen, Some("a".to_string())));
+        let other = Some((5, Some("b".to_string())));
+        let none = |gen| Some((gen, None));
+        // (read, heard) → what a party of barrier "a", generation 1, makes of it.
+        for (read, heard, judged) in [
+            (ours(2), false, Judged::Released),
+            (ours(1), false, Judged::Waiting),
+            (ours(1), true, Judged::Released),
+            (other.clone(), false, Judged::Gone),
+            (other, true, Judged::Gone),
+            (none(2), false, Judged::Released),
+            (none(1), false, Judged::Waiting),
+            (none(0), false, Judged::Gone),
+            (None, false, Judged::Gone),
+            (None, true, Judged::Released),
+        ] {
+            assert_eq!(
+                judge(read.clone(), "a", 1, heard),
+                judged,
+                "{read:?} {heard}"
+            );
+        }
+    }
 }

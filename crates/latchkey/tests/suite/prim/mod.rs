@@ -1,6 +1,7 @@
 mod at_least;
 mod bad_counters;
 mod barrier;
+mod barrier_remade;
 mod cached;
 mod control;
 mod election;
