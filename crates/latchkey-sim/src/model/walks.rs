@@ -1,4 +1,4 @@
-//! The larger configurations every model is walked in (5–9 clients, every
+//! The larger configurations every model is walked in (5–12 clients, every
 //! fault, thousands of steps), shared by the seeded walks of
 //! `tests/model_*.rs` and the long runs of `./dev sim --seconds N`
 //! ([`crate::model::runner`], `src/bin/walks.rs`), so that both walk the
