@@ -14,6 +14,7 @@ use std::time::Instant;
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::multi::{Config, Kind, MultiModel, Mutant};
+use latchkey_sim::model::walks;
 
 /// Two names; a TTL of 10 ms in ticks of 2 ms, an idle time of 6 ms, 12 ms
 /// of time; two holds each (a keeper's second local hold may take the kept
@@ -158,31 +159,14 @@ fn two_keepers_of_one_name_hand_it_to_each_other() {
 
 #[test]
 fn random_walks_of_keepers_and_waiters_keep_the_invariants() {
-    let clients = vec![
-        Kind::Keeper(0),
-        Kind::Keeper(1),
-        Kind::Keeper(0),
-        Kind::Plain(0),
-        Kind::Plain(1),
-        Kind::Multi(0b11),
-    ];
-    let config = Config {
-        holds: u8::MAX,
-        max_time: None,
-        max_faults: 4,
-        asks: 4,
-        ..small(clients, 0)
-    };
+    // Three keepers on two names, two plain waiters and a `lock_all`: the
+    // configurations `./dev sim --seconds N` walks too.
     let started = Instant::now();
     let (mut steps, mut local) = (0, 0);
     // Half fenced: the keepers' local holds ask for their tokens.
     for seed in 1..=16 {
         let fenced = seed % 2 == 0;
-        let model = MultiModel::new(Config {
-            fenced,
-            ..config.clone()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        let model = MultiModel::new(walks::cached(fenced)).unwrap_or_else(|e| panic!("{e}"));
         let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
         steps += taken;
         local += last.clients[..3]

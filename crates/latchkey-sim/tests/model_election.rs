@@ -9,6 +9,7 @@ use std::time::Instant;
 use latchkey_sim::model::elect::{Config, ElectionModel, Mutant};
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::lock::Faults;
+use latchkey_sim::model::walks;
 
 /// Two candidates, a lease of 10 ms in ticks of 2 ms (a leadership is
 /// believed for 6 ms, the lease lives 10), 16 ms of time, at most
@@ -68,14 +69,8 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
 
 #[test]
 fn random_walks_of_five_candidates_keep_the_invariants() {
-    let model = ElectionModel::new(Config {
-        clients: 5,
-        leads: u8::MAX,
-        max_time: None,
-        max_faults: 4,
-        ..small(0)
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    // (The configuration `./dev sim --seconds N` walks too.)
+    let model = ElectionModel::new(walks::election()).unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
     let (mut steps, mut leads) = (0, 0);
     for seed in SEEDS {

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::fair::{Config, FairModel, Faults, Mutant};
+use latchkey_sim::model::walks;
 
 /// Two clients, a TTL of 10 ms and a waiter lease of 6 ms in ticks of
 /// 2 ms (a waiter renews every 2 ms; a hand-off's key lives 6 ms), 16 ms
@@ -195,19 +196,10 @@ fn random_walks_of_six_fair_clients_keep_the_invariants() {
     // Fenced with a lease shorter than the TTL; not fenced, waiters giving
     // up, a lease longer than the TTL.
     for (fenced, lease) in [(true, 6), (false, 12)] {
-        let model = FairModel::new(Config {
-            clients: 6,
-            holds: u8::MAX,
-            lease,
-            max_time: None,
-            max_faults: 6,
-            fenced,
-            leave: !fenced,
-            revokes: 2,
-            late_messages: true,
-            ..small(0)
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        // The configurations `./dev sim --seconds N` walks too.
+        let config = walks::fair(fenced);
+        assert_eq!(config.lease, lease);
+        let model = FairModel::new(config).unwrap_or_else(|e| panic!("{e}"));
         for seed in SEEDS {
             let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
             steps += taken;

@@ -11,6 +11,7 @@ use latchkey_sim::model::barrier::{self, BarrierModel};
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::latch::{self, LatchModel};
 use latchkey_sim::model::lock::Faults;
+use latchkey_sim::model::walks;
 
 /// A latch of 2, a creator, three workers (one more than the count, so
 /// that one finds it open), two waiters, a TTL of 8 ms in ticks of 2 ms
@@ -219,16 +220,7 @@ fn random_walks_of_a_latch_of_five_keep_the_invariants() {
     // Six workers for a count of 5, five waiters, the latch expiring at
     // 30 ms of 40, up to four faults: each walk runs until every client is
     // done and time is up.
-    let model = LatchModel::new(latch::Config {
-        count: 5,
-        workers: 6,
-        waiters: 5,
-        ttl: 30,
-        max_time: 40,
-        max_faults: 4,
-        ..latch_config(0)
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let model = LatchModel::new(walks::latch()).unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
     let (mut steps, mut released, mut opened) = (0, 0, 0);
     for seed in 1..=16 {
@@ -251,15 +243,8 @@ fn random_walks_of_a_latch_of_five_keep_the_invariants() {
 
 #[test]
 fn random_walks_of_a_barrier_of_four_keep_the_invariants() {
-    let model = BarrierModel::new(barrier::Config {
-        parties: 4,
-        clients: 6,
-        rounds: u8::MAX,
-        max_time: 1_000_000,
-        max_faults: 4,
-        ..barrier_config(0)
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    // (The configuration `./dev sim --seconds N` walks too.)
+    let model = BarrierModel::new(walks::barrier()).unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
     let (mut steps, mut passed) = (0, 0);
     for seed in 1..=8 {

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::lock::{Config, Faults, LockModel, Mutant};
+use latchkey_sim::model::walks;
 
 /// Two clients, one name, a TTL of 10 ms in ticks of 2 ms (the hold is
 /// believed for 6 ms, the key lives 10), 16 ms of time, at most one fault
@@ -78,26 +79,11 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=24;
 
 #[test]
 fn random_walks_of_five_clients_keep_the_invariants() {
-    let config = Config {
-        clients: 5,
-        holds: u8::MAX,
-        ttl: 10,
-        tick: 2,
-        max_time: None,
-        max_faults: 4,
-        fenced: true,
-        watchdog: true,
-        faults: Faults::ALL,
-        mutant: None,
-    };
     let started = Instant::now();
     let (mut steps, mut holds, mut accepted) = (0, 0, 0);
+    // The configurations `./dev sim --seconds N` walks too.
     for fenced in [true, false] {
-        let model = LockModel::new(Config {
-            fenced,
-            ..config.clone()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        let model = LockModel::new(walks::lock(fenced)).unwrap_or_else(|e| panic!("{e}"));
         for seed in SEEDS {
             let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
             steps += taken;
@@ -246,4 +232,56 @@ fn every_state_with_two_faults_keeps_the_invariants() {
     let stats =
         search("fenced, watchdog, 2 faults, 12 ms", config).unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 100_000, "{stats:?}");
+}
+
+/// Holds made `with_max_hold(14 ms)`, TTL 10 ms: the watchdog renews once
+/// (at 4 ms, 10 ms left: a full TTL to 14 ms), then the cap leaves less
+/// than the minimum TTL and it stops; the holder lets go by the cap minus
+/// the margin.
+fn capped(max_faults: u8) -> Result<LockModel, String> {
+    let config = Config {
+        // A pause is the fault that matters here: a holder stopped past
+        // its cap, then resuming.
+        faults: Faults {
+            pause: true,
+            lost_reply: true,
+            lost_message: false,
+            restart: false,
+        },
+        ..small(true, max_faults)
+    };
+    Ok(LockModel::new(config)?.with_max_hold(14))
+}
+
+#[test]
+fn capped_holds_end_by_their_cap() {
+    let model = capped(1).unwrap_or_else(|e| panic!("{e}"));
+    let started = Instant::now();
+    let stats = model.search(2_000_000).unwrap_or_else(|v| panic!("{v}"));
+    eprintln!(
+        "max hold 14 ms, 1 fault: {} states, {} transitions, depth {}, {:.2?}",
+        stats.states,
+        stats.transitions,
+        stats.depth,
+        started.elapsed()
+    );
+    assert!(stats.states > 10_000, "{stats:?}");
+}
+
+#[test]
+fn a_watchdog_renewing_past_the_cap_is_caught() {
+    // The control, the same configuration without the mutant, is
+    // capped_holds_end_by_their_cap.
+    let mutated = LockModel::new(Config {
+        mutant: Some(Mutant::RenewPastCap),
+        ..small(true, 0)
+    })
+    .map(|m| m.with_max_hold(14))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let v = match mutated.search(2_000_000) {
+        Ok(stats) => panic!("the mutant RenewPastCap was not caught ({stats:?})"),
+        Err(v) => v,
+    };
+    eprintln!("renewal past the cap: caught\n{v}");
+    assert!(v.message.contains("past the cap"), "{v}");
 }

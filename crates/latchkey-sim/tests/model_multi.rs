@@ -12,6 +12,7 @@ use std::time::Instant;
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::multi::{Config, Kind, MultiModel, Mutant};
+use latchkey_sim::model::walks;
 
 /// Two names, fenced, with watchdogs; a TTL of 10 ms in ticks of 2 ms
 /// (a hold is believed for 6 ms, its keys live 10), 16 ms of time, one
@@ -113,30 +114,11 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=16;
 fn random_walks_of_six_clients_over_three_names_keep_the_invariants() {
     // Three `lock_all`s over overlapping sets, two plain locks and a
     // keeper, every fault, thousands of steps.
-    let clients = vec![
-        Kind::Multi(0b111),
-        Kind::Multi(0b011),
-        Kind::Multi(0b110),
-        Kind::Plain(0),
-        Kind::Plain(2),
-        Kind::Keeper(1),
-    ];
-    let config = Config {
-        names: 3,
-        holds: u8::MAX,
-        max_time: None,
-        max_faults: 4,
-        asks: 4,
-        ..small(clients, 0)
-    };
+    // (The configurations `./dev sim --seconds N` walks too.)
     let started = Instant::now();
     let (mut steps, mut multi_holds) = (0, 0);
     for fenced in [true, false] {
-        let model = MultiModel::new(Config {
-            fenced,
-            ..config.clone()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        let model = MultiModel::new(walks::multi(fenced)).unwrap_or_else(|e| panic!("{e}"));
         for seed in SEEDS {
             let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
             steps += taken;

@@ -10,6 +10,7 @@ use std::time::Instant;
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::rwlock::{Access, Config, Mutant, RwLockModel};
+use latchkey_sim::model::walks;
 
 use Access::{Read, Write};
 
@@ -110,27 +111,12 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
 
 #[test]
 fn random_walks_of_six_clients_keep_the_invariants() {
-    let config = Config {
-        roles: vec![Read, Write, Read, Read, Write, Read],
-        holds: u8::MAX,
-        ttl: 10,
-        tick: 2,
-        max_time: None,
-        max_faults: 4,
-        fenced: true,
-        watchdog: true,
-        give_up: true,
-        faults: Faults::ALL,
-        mutant: None,
-    };
+    // Four readers and two writers: the configurations `./dev sim
+    // --seconds N` walks too.
     let started = Instant::now();
     let (mut steps, mut holds) = (0, 0);
     for fenced in [true, false] {
-        let model = RwLockModel::new(Config {
-            fenced,
-            ..config.clone()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        let model = RwLockModel::new(walks::rwlock(fenced)).unwrap_or_else(|e| panic!("{e}"));
         for seed in SEEDS {
             let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
             steps += taken;

@@ -11,6 +11,7 @@ use std::time::Instant;
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::semaphore::{Config, Mutant, SemaphoreModel};
+use latchkey_sim::model::walks;
 
 /// N = 2, one client taking both permits at once and one taking one; a TTL
 /// of 10 ms in ticks of 2 ms (a hold is believed for 6 ms, its members
@@ -97,27 +98,11 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
 #[test]
 fn random_walks_of_six_clients_keep_the_invariants() {
     // N = 3; holds of 1, 2 and 3 permits mixed; every fault, four a walk.
-    let config = Config {
-        permits: 3,
-        takes: vec![1, 1, 2, 1, 3, 2],
-        holds: u8::MAX,
-        ttl: 10,
-        tick: 2,
-        max_time: None,
-        max_faults: 4,
-        fenced: true,
-        watchdog: true,
-        faults: Faults::ALL,
-        mutant: None,
-    };
+    // (The configurations `./dev sim --seconds N` walks too.)
     let started = Instant::now();
     let (mut steps, mut holds) = (0, 0);
     for fenced in [true, false] {
-        let model = SemaphoreModel::new(Config {
-            fenced,
-            ..config.clone()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        let model = SemaphoreModel::new(walks::semaphore(fenced)).unwrap_or_else(|e| panic!("{e}"));
         for seed in SEEDS {
             let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
             steps += taken;

@@ -10,6 +10,7 @@ use std::time::Instant;
 use latchkey_sim::model::explore::Stats;
 use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::signal::{Config, Mutant, SignalModel};
+use latchkey_sim::model::walks;
 
 /// Two waiters on `job` and one on `jo*`, two waits each, three signals
 /// of either kind on either name, at most `max_faults` lost replies or
@@ -51,14 +52,9 @@ fn every_state_of_signals_with_one_fault_keeps_the_promises() {
 
 #[test]
 fn random_walks_of_many_waiters_keep_the_promises() {
-    let model = SignalModel::new(Config {
-        waiters: [6, 3],
-        rounds: u8::MAX,
-        sends: 200,
-        max_faults: 8,
-        ..small(0)
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    // Six waiters on `job`, three on `jo*`, 200 signals, eight faults (the
+    // configuration `./dev sim --seconds N` walks too).
+    let model = SignalModel::new(walks::signal()).unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
     let (mut steps, mut taken) = (0, 0);
     for seed in 1..=8 {

@@ -50,6 +50,9 @@ pub enum Mutant {
     RenewPastDeadline,
     /// `issue_fence.lua` hands out the counter without raising it.
     FenceWithoutBump,
+    /// The watchdog of a hold made `with_max_hold` renews for the whole
+    /// TTL, past the cap (the holder still stops believing at the cap).
+    RenewPastCap,
 }
 
 /// A bounded configuration.
@@ -141,6 +144,8 @@ pub struct Hold {
     pub wrote: bool,
     /// Restarts the server had had when this hold was taken.
     pub epoch: u8,
+    /// The cap (ms): acquired + max hold ([`LockModel::with_max_hold`]).
+    pub cap: Option<i64>,
 }
 
 /// One client.
@@ -237,13 +242,19 @@ pub struct LockModel {
     /// The configuration.
     pub config: Config,
     pub(crate) scripts: super::lock_step::Scripts,
+    /// Holds made `with_max_hold` of this many ms (`lock_cap.rs`).
+    pub(crate) max_hold: Option<i64>,
 }
 
 impl LockModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<LockModel, String> {
         let scripts = super::lock_step::Scripts::load(config.mutant)?;
-        Ok(LockModel { config, scripts })
+        Ok(LockModel {
+            config,
+            scripts,
+            max_hold: None,
+        })
     }
 
     /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here so
@@ -277,7 +288,10 @@ impl LockModel {
         if hold.lost {
             return false;
         }
-        self.config.mutant == Some(Mutant::RenewPastDeadline) || now < hold.deadline - self.margin()
+        // Held until the stop margin before the deadline, or the cap if
+        // that comes first (the library's `State::held`).
+        let end = hold.cap.map_or(hold.deadline, |cap| cap.min(hold.deadline));
+        self.config.mutant == Some(Mutant::RenewPastDeadline) || now < end - self.margin()
     }
 
     fn client_ops(&self, c: &Client, now: i64) -> Vec<Op> {
@@ -295,7 +309,8 @@ impl LockModel {
                 }
                 let mut ops = vec![Op::Release];
                 let live = self.believes(h, now);
-                if self.config.watchdog && now >= h.next_renew && live && !h.lost {
+                let renewable = self.renewal_ttl(h, now).is_some();
+                if self.config.watchdog && now >= h.next_renew && live && renewable {
                     ops.push(Op::Renew);
                 }
                 if live && h.fence.is_none() {
@@ -376,6 +391,7 @@ impl Model for LockModel {
         if let Some(odd) = &s.odd_reply {
             return Err(format!("the model's step went wrong: {odd}"));
         }
+        self.check_cap(s)?;
         if let Some((before, issued)) = s.token_went_back {
             return Err(format!(
                 "fencing tokens must strictly increase: {issued} issued after {before}"

@@ -29,10 +29,16 @@ pub struct Request<'a> {
 /// check (`model::conform`) compares with what the library sends. `None`
 /// for the steps that send nothing to Redis (a fenced write).
 pub(crate) fn request(m: &LockModel, op: Op, token: String) -> Option<Request<'_>> {
+    request_ttl(m, op, token, m.config.ttl)
+}
+
+/// [`request`] with the TTL sent: a renewal of a hold made `with_max_hold`
+/// sends less than the lock's TTL near the cap.
+pub(crate) fn request_ttl(m: &LockModel, op: Op, token: String, ttl: i64) -> Option<Request<'_>> {
     let cfg = &m.config;
     let key = m.key().to_vec();
     let channel = || String::from_utf8_lossy(&release_channel(&key)).into_owned();
-    let ttl = cfg.ttl.to_string();
+    let ttl = ttl.to_string();
     let script = |name, text, keys, args| Request {
         name,
         text: Some(text),
@@ -96,7 +102,18 @@ pub(crate) fn call<'m>(
     op: Op,
     token: String,
 ) -> (Reply, Request<'m>) {
-    match request(m, op, token) {
+    call_ttl(m, server, op, token, m.config.ttl)
+}
+
+/// [`call`] with the TTL sent ([`request_ttl`]).
+pub(crate) fn call_ttl<'m>(
+    m: &'m LockModel,
+    server: &mut Server,
+    op: Op,
+    token: String,
+    ttl: i64,
+) -> (Reply, Request<'m>) {
+    match request_ttl(m, op, token, ttl) {
         Some(r) => (send(server, &r), r),
         None => {
             let none = Request {

@@ -7,7 +7,7 @@ use latchkey::protocol::script_text;
 use crate::keyspace::Value;
 use crate::model::explore::Model;
 use crate::model::lock::{Action, Hold, LockModel, Mutant, Op, Phase, State, START_MICROS};
-use crate::model::lock_request::{call, Request};
+use crate::model::lock_request::{call, call_ttl, Request};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -57,7 +57,7 @@ impl Scripts {
                     "local fence = last",
                 )?;
             }
-            Some(Mutant::RenewPastDeadline) | None => {}
+            Some(Mutant::RenewPastDeadline | Mutant::RenewPastCap) | None => {}
         }
         Ok(scripts)
     }
@@ -212,6 +212,8 @@ fn client_step(
         pending_write: None,
         wrote: false,
         epoch,
+        // The library's cap starts when the acquire's reply arrives.
+        cap: m.max_hold.map(|d| now + d),
     };
     let mut fence_issued = None;
     let out = match op {
@@ -255,11 +257,14 @@ fn client_step(
             let Phase::Held(h) = &mut client.phase else {
                 return ("renew".into(), Vec::new(), "not held".into());
             };
-            let (reply, Request { args, .. }) = call(m, server, op, token(c, h.attempt));
+            // Shortened to end by the cap; client_ops offers no renewal
+            // once the cap leaves none.
+            let ttl = m.renewal_ttl(h, now).unwrap_or(cfg.ttl);
+            let (reply, Request { args, .. }) = call_ttl(m, server, op, token(c, h.attempt), ttl);
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    h.deadline = now + cfg.ttl - m.drift();
+                    h.deadline = now + ttl - m.drift();
                     h.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => h.lost = true,
