@@ -85,7 +85,11 @@ async fn only_the_owner_releases_or_extends() {
         !first.is_held(),
         "guard still believes it holds an expired lock"
     );
-    let second = lock
+    // Long enough that the checks below, on a loaded machine, all run
+    // while it holds: the first guard must find it someone else's.
+    let second = client
+        .lock("owned", Duration::from_secs(10))
+        .unwrap()
         .try_acquire()
         .await
         .unwrap()
@@ -103,7 +107,11 @@ async fn only_the_owner_releases_or_extends() {
     let holder: String = conn.get("test:owned").await.unwrap();
     assert_eq!(holder, second.token(), "a non-owner changed the lock");
 
-    // The scenario again: the second holder's 50 ms TTL runs out.
+    // The scenario again: the second holder's TTL, cut to 50 ms, runs out.
+    assert_eq!(
+        second.extend(Duration::from_millis(50)).await.unwrap(),
+        Ownership::Owned
+    );
     tokio::time::sleep(Duration::from_millis(80)).await;
     assert_eq!(second.release().await.unwrap(), Ownership::Expired);
 }
