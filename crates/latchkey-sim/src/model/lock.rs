@@ -53,6 +53,8 @@ pub enum Mutant {
     /// The watchdog of a hold made `with_max_hold` renews for the whole
     /// TTL, past the cap (the holder still stops believing at the cap).
     RenewPastCap,
+    /// A fencing token is the counter plus one, without the server's TIME.
+    FenceFromCounterOnly,
 }
 
 /// A bounded configuration.
@@ -197,6 +199,9 @@ pub struct State {
     pub restarts: u8,
     /// Faults so far.
     pub faults: u8,
+    /// The replica, the server's clock offset, the last token's issue
+    /// (`lock_failover.rs`).
+    pub more: super::lock_failover::More,
 }
 
 /// What a client can do.
@@ -233,6 +238,11 @@ pub enum Action {
     Restart,
     /// A client's pending wake-up is lost.
     LoseMessage(usize),
+    /// The replica copies the keyspace; a failover to it; a restart whose
+    /// clock moves by this many ticks (`lock_failover.rs`).
+    Replicate,
+    Failover,
+    RestartClock(i64),
     /// A client steps; `true`: the reply is lost.
     Step(usize, Op, bool),
 }
@@ -244,6 +254,9 @@ pub struct LockModel {
     pub(crate) scripts: super::lock_step::Scripts,
     /// Holds made `with_max_hold` of this many ms (`lock_cap.rs`).
     pub(crate) max_hold: Option<i64>,
+    /// Failovers and clock steps at restarts (`lock_failover.rs`).
+    pub(crate) failover: bool,
+    pub(crate) clock_step: Option<i64>,
 }
 
 impl LockModel {
@@ -254,6 +267,8 @@ impl LockModel {
             config,
             scripts,
             max_hold: None,
+            failover: false,
+            clock_step: None,
         })
     }
 
@@ -348,6 +363,7 @@ impl Model for LockModel {
             odd_reply: None,
             restarts: 0,
             faults: 0,
+            more: Default::default(),
         }
     }
 
@@ -380,6 +396,7 @@ impl Model for LockModel {
         if fault && cfg.faults.restart && can_tick && !s.keys.is_empty() {
             out.push(Action::Restart);
         }
+        self.more_actions(s, fault && can_tick, &mut out);
         out
     }
 
@@ -419,20 +436,9 @@ impl Model for LockModel {
                         s.now
                     ));
                 }
-                // A restart without persistence lost the older hold: the
-                // documented case, where fencing must still order them.
-                let (old, new) = if ha.epoch < hb.epoch {
-                    (ha, hb)
-                } else {
-                    (hb, ha)
-                };
-                if let (Some(o), Some(n)) = (old.fence, new.fence) {
-                    if o >= n {
-                        return Err(format!(
-                            "after a restart the stale hold's token {o} is not below the new one's {n}"
-                        ));
-                    }
-                }
+                // A restart or failover lost the older hold: the documented
+                // case, where fencing must still order them.
+                self.check_order(s, ha, hb)?;
             }
         }
         Ok(())

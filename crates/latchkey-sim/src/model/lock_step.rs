@@ -57,6 +57,12 @@ impl Scripts {
                     "local fence = last",
                 )?;
             }
+            Some(Mutant::FenceFromCounterOnly) => {
+                let next =
+                    "return math.max(last + 1, tonumber(time[1]) * 1000000 + tonumber(time[2]))";
+                scripts.acquire = mutate(&scripts.acquire, next, "return last + 1")?;
+                scripts.issue_fence = mutate(&scripts.issue_fence, next, "return last + 1")?;
+            }
             Some(Mutant::RenewPastDeadline | Mutant::RenewPastCap) | None => {}
         }
         Ok(scripts)
@@ -71,7 +77,7 @@ pub(crate) fn token(client: usize, attempt: u32) -> String {
 /// Sets `server` to the state's clock and keys.
 fn load(server: &mut Server, s: &State) {
     server.flush();
-    server.set_micros(START_MICROS + s.now * 1000);
+    server.set_micros(START_MICROS + (s.now + s.more.offset) * 1000);
     for (k, v, at) in &s.keys {
         server.put(k, Value::Str(v.clone()), *at);
     }
@@ -116,14 +122,6 @@ fn ints(reply: &Reply) -> Vec<i64> {
     }
 }
 
-/// Notes a fencing token issued: it must be above every one before it.
-fn issued(s: &mut State, fence: u64) {
-    if fence <= s.last_token && s.token_went_back.is_none() {
-        s.token_went_back = Some((s.last_token, fence));
-    }
-    s.last_token = s.last_token.max(fence);
-}
-
 pub(crate) fn step(
     m: &LockModel,
     server: &mut Server,
@@ -138,6 +136,7 @@ pub(crate) fn step(
             // Drop what expired, so that equal states hash equal.
             load(server, &n);
             store(server, &mut n);
+            super::lock_failover::prune(&mut n);
             (n, Record::world(s.now, "tick", format!("+{} ms", cfg.tick)))
         }
         Action::Pause(c) => {
@@ -164,6 +163,9 @@ pub(crate) fn step(
             // A restart takes time: the server's clock moves on meanwhile.
             n.now += cfg.tick;
             (n, Record::world(s.now, "restart", "keyspace wiped".into()))
+        }
+        Action::Replicate | Action::Failover | Action::RestartClock(_) => {
+            super::lock_failover::step(m, s, action)
         }
         Action::Step(c, op, lost) => {
             if lost {
@@ -309,7 +311,9 @@ fn client_step(
             let verdict = if fence < r.highest {
                 format!("refused: {} seen", r.highest)
             } else {
-                if fence == r.highest && r.writer.is_some_and(|w| w != writer) {
+                // After a token went back as documented, two holds may share one.
+                let documented = n.more.clock_back.is_some();
+                if fence == r.highest && r.writer.is_some_and(|w| w != writer) && !documented {
                     n.shared_token_write = Some(fence);
                 }
                 r.highest = fence;
@@ -336,7 +340,7 @@ fn client_step(
         }
     };
     if let Some(f) = fence_issued {
-        issued(n, f);
+        super::lock_failover::issued(m, n, f);
     }
     out
 }

@@ -70,6 +70,7 @@ pub mod keyset;
 pub mod latch;
 pub mod lock;
 mod lock_cap;
+pub mod lock_failover;
 mod lock_request;
 mod lock_step;
 pub mod multi;
