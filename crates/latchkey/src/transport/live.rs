@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 
 /// A live hold, as a close ends it.
@@ -25,6 +26,30 @@ pub(crate) trait Live: Send + Sync {
     }
 }
 
+/// The hash of an id the registry made (a counter, never a user's): one
+/// multiplication. SipHash, which resists keys chosen to collide, cost 3 %
+/// of an uncontended acquire + release (an insert and a remove per hold).
+type IdHash = BuildHasherDefault<IdHasher>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        // Fibonacci hashing: spreads a counter's values over the high bits
+        // the table's control bytes are taken from.
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// See the module docs.
 #[derive(Default)]
 pub(crate) struct LiveHolds {
@@ -35,9 +60,10 @@ pub(crate) struct LiveHolds {
 struct Registry {
     closed: bool,
     next: u64,
-    holds: HashMap<u64, Weak<dyn Live>>,
+    /// By id, hashed by [`IdHash`].
+    holds: HashMap<u64, Weak<dyn Live>, IdHash>,
     /// The kept holds, and their count at the last sweep of the ended ones.
-    kept: HashMap<u64, Arc<dyn Live>>,
+    kept: HashMap<u64, Arc<dyn Live>, IdHash>,
     swept_at: usize,
 }
 
@@ -108,8 +134,10 @@ impl LiveHolds {
         let (live, kept) = {
             let mut registry = self.registry();
             registry.closed = true;
-            let live: Vec<Weak<dyn Live>> = registry.holds.drain().map(|(_, h)| h).collect();
-            let kept: Vec<Arc<dyn Live>> = registry.kept.drain().map(|(_, h)| h).collect();
+            let live: Vec<Weak<dyn Live>> =
+                std::mem::take(&mut registry.holds).into_values().collect();
+            let kept: Vec<Arc<dyn Live>> =
+                std::mem::take(&mut registry.kept).into_values().collect();
             (live, kept)
         };
         for hold in live.iter().filter_map(Weak::upgrade) {
