@@ -12,7 +12,11 @@ import latchkey
 from conftest import eventually
 
 CHILD = r"""
-import sys, time, latchkey
+import signal, sys, time, latchkey
+# Python raises KeyboardInterrupt on SIGINT only if SIGINT was not ignored
+# when it started: a parent run in the background by a shell without job
+# control (a CI runner, `cmd &` in a script) passes SIGINT on ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 url, name, fair = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 client = latchkey.Client(url)
 lock = client.lock(name, ttl=30.0, fair=fair)
