@@ -5,8 +5,8 @@
 //! the resource refuses it because A's fencing token is older.
 //!
 //! ```text
-//! cargo run -p latchkey --example fenced_write             # starts a private redis-server
-//! LATCHKEY_REDIS_URL=redis://127.0.0.1:6380/ cargo run -p latchkey --example fenced_write
+//! cargo run -p latchkey-redis --example fenced_write             # starts a private redis-server
+//! LATCHKEY_REDIS_URL=redis://127.0.0.1:6380/ cargo run -p latchkey-redis --example fenced_write
 //! ```
 
 use std::time::Duration;

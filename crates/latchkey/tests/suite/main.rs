@@ -9,7 +9,7 @@
 //! across: ACLs, messages, metrics, inspection, the layer rule; the spans
 //! are a binary of their own, `tests/spans`: tracing's call-site cache is
 //! shared by every thread of a process).
-//! Run one family or file with a filter: `cargo test -p latchkey --test
+//! Run one family or file with a filter: `cargo test -p latchkey-redis --test
 //! suite deploy::sentinel`.
 
 mod common;
