@@ -144,7 +144,9 @@ impl SentinelBuilder {
     }
 
     /// Starts the servers, then the Sentinels, and waits until the set is
-    /// ready (see the [module docs](self)).
+    /// ready: every replica in sync, and every Sentinel knowing every
+    /// replica and every other Sentinel, so that a failover can be agreed
+    /// at once.
     ///
     /// # Panics
     /// When a process does not start, or the set is not ready within 30 s.
