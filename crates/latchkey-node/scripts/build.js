@@ -17,7 +17,7 @@ const root = path.join(__dirname, '..');
 const out = path.join(root, 'latchkey-node.linux-x64-gnu.node');
 
 if (process.platform !== 'linux' || process.arch !== 'x64') {
-  console.error(`latchkey-redis: built here for linux-x64-gnu only; on ${process.platform}-${process.arch} run \`npx napi build --platform --release\` in crates/latchkey-node (docs/node.md, "Building from source")`);
+  console.error(`latchkey-redis: built here for linux-x64-gnu only; on ${process.platform}-${process.arch} run \`npx napi build --platform --profile dist\` in crates/latchkey-node (docs/node.md, "Building from source")`);
   process.exit(1);
 }
 const manifest = path.join(root, 'Cargo.toml');
