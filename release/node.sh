@@ -166,7 +166,8 @@ $out"
   done
   # The types as TypeScript resolves them under node10, node16 (CJS and
   # ESM) and bundlers; --no-definitely-typed keeps the registry out of it.
-  "$PKG/node_modules/.bin/attw" --no-definitely-typed --no-emoji --no-color --format table-flipped "$MAIN_TGZ"
+  "$PKG/node_modules/.bin/attw" --no-definitely-typed --no-emoji --no-color --format table-flipped "$MAIN_TGZ" ||
+    die "attw found problems in the main package's types (above)"
 }
 
 # A project with no dependencies of its own, PATH without cargo or rustc.
@@ -199,7 +200,8 @@ start_redis() {
   [ "$port" != 6379 ] || port=$((port + 1))
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$OUT/redis.log" 2>&1 &
   REDIS_PID=$!
-  trap 'kill "$REDIS_PID" 2>/dev/null || true' EXIT
+  # Waited for too: a server left unreaped lingers as a zombie.
+  trap 'kill "$REDIS_PID" 2>/dev/null; wait "$REDIS_PID" 2>/dev/null || true' EXIT
   REDIS_URL=redis://127.0.0.1:$port/
   for _ in $(seq 100); do
     redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return
