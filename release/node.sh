@@ -6,12 +6,18 @@
 # no Rust on the PATH and no install script to run.
 #
 #   release/node.sh check [ADDON]
+#   release/node.sh pack ARTIFACTS
 #
-# ADDON (or $LATCHKEY_NODE_ADDON): liblatchkey_node.so built with the dist
+# check: this machine's platform, linux-x64-gnu, packed and checked.
+#   ADDON (or $LATCHKEY_NODE_ADDON): liblatchkey_node.so built with the dist
 #   profile (stripped); when neither is given, this builds it:
 #   cargo build --profile dist -p latchkey-node.
-# $LATCHKEY_BIN: the CLI the exclusion check runs (default target/debug/latchkey).
-# Writes into ${CARGO_TARGET_DIR:-target}/node-release: the two .tgz files
+#   $LATCHKEY_BIN: the CLI the exclusion check runs (default target/debug/latchkey).
+# pack: the release of every platform in package.json's napi.targets, from
+#   ARTIFACTS, a folder holding latchkey-node.<platform>.node for each (what
+#   `napi build --platform --profile dist` makes on each platform's machine):
+#   the tarballs only; publish the platform packages before the main one.
+# Writes into ${CARGO_TARGET_DIR:-target}/node-release: the .tgz files
 # (what `npm publish` would upload) and the scratch projects.
 # Nothing is published: the registry is only read for the dev dependencies
 # (npm ci), the installs run --offline from the tarballs.
@@ -21,7 +27,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PKG=$ROOT/crates/latchkey-node
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=$TARGET/node-release
-PLATFORM=linux-x64-gnu # the only platform this machine builds (docs/releasing.md: the others)
+PLATFORM=linux-x64-gnu # the only platform this machine builds and checks
 NODE_FILE=latchkey-node.$PLATFORM.node
 NAPI=$PKG/node_modules/.bin/napi
 
@@ -72,23 +78,27 @@ find_addon() {
 # checkout stays as it is, and the files the tarballs need from elsewhere in
 # the repository (the licenses, docs/node.md as the README) are copied, not
 # linked, since npm pack does not reliably follow symbolic links.
+# $1: the folder of latchkey-node.<platform>.node files, one per target.
 stage() {
-  rm -rf "$OUT"
-  mkdir -p "$OUT/main" "$OUT/artifacts"
+  local artifacts=$1 dir platform
+  rm -rf "$OUT/main"
+  mkdir -p "$OUT/main"
   cp -r "$PKG/package.json" "$PKG/lib" "$ROOT/LICENSE-MIT" "$ROOT/LICENSE-APACHE" "$OUT/main/"
   cp "$ROOT/docs/node.md" "$OUT/main/README.md"
+  # One folder per target of package.json's napi.targets.
   "$NAPI" create-npm-dirs --cwd "$OUT/main" --npm-dir npm
-  local dir=$OUT/main/npm/$PLATFORM
-  cp "$ROOT/LICENSE-MIT" "$ROOT/LICENSE-APACHE" "$dir/"
-  # type: publint asks every package to say it (there is no .js inside).
-  (cd "$dir" && npm pkg set 'files[]=LICENSE-MIT' 'files[]=LICENSE-APACHE' type=commonjs \
-    "description=The native layer of latchkey-redis for $PLATFORM: installed by latchkey-redis, not used directly")
-  # napi artifacts moves <binaryName>.<platform>.node into its package.
-  cp "$ADDON" "$OUT/artifacts/$NODE_FILE"
-  "$NAPI" artifacts --cwd "$OUT/main" --output-dir ../artifacts --npm-dir npm
+  for dir in "$OUT/main/npm"/*/; do
+    platform=$(basename "$dir")
+    cp "$ROOT/LICENSE-MIT" "$ROOT/LICENSE-APACHE" "$dir"
+    # type: publint asks every package to say it (there is no .js inside).
+    (cd "$dir" && npm pkg set 'files[]=LICENSE-MIT' 'files[]=LICENSE-APACHE' type=commonjs \
+      "description=The native layer of latchkey-redis for $platform: installed by latchkey-redis, not used directly")
+  done
+  # napi artifacts moves each <binaryName>.<platform>.node into its package.
+  "$NAPI" artifacts --cwd "$OUT/main" --output-dir "$artifacts" --npm-dir npm
   # It also copies the host's file beside the main package.json; the main
   # package must not carry one (its files list leaves it out in any case).
-  rm -f "$OUT/main/$NODE_FILE"
+  rm -f "$OUT/main"/*.node
   # pre-publish writes optionalDependencies (every platform package, at the
   # main package's version) and validates the platform packages; with
   # --skip-optional-publish and no --gh-release it publishes nothing. It
@@ -97,9 +107,11 @@ stage() {
     "$NAPI" pre-publish --cwd "$OUT/main" --npm-dir npm --skip-optional-publish
 }
 
+# Every package into $OUT: the main one and each platform's.
 pack() {
   local dir
-  for dir in "$OUT/main" "$OUT/main/npm/$PLATFORM"; do
+  rm -f "$OUT"/*.tgz
+  for dir in "$OUT/main" "$OUT/main/npm"/*/; do
     (cd "$dir" && npm pack --silent --pack-destination "$OUT" >/dev/null)
   done
   VERSION=$(json "$PKG/package.json" 'j.version')
@@ -258,15 +270,31 @@ sizes() {
     "$(objdump -T "$ADDON" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)"
 }
 
+# This machine's addon alone, as napi artifacts wants it: named for its platform.
+one_artifact() {
+  rm -rf "$OUT"
+  mkdir -p "$OUT/artifacts"
+  cp "$ADDON" "$OUT/artifacts/$NODE_FILE"
+}
+
 main() {
-  case "${1:-}" in
-    check) shift ;;
-    *) die "usage: release/node.sh check [ADDON]" ;;
-  esac
   local start=$SECONDS
+  case "${1:-}" in
+    check) ;;
+    pack)
+      [ -d "${2:-}" ] || die "usage: release/node.sh pack ARTIFACTS (a folder of latchkey-node.<platform>.node files)"
+      step "npm ci (napi)" dev_dependencies
+      step "stage every package (napi create-npm-dirs, artifacts, pre-publish)" stage "$(cd "$2" && pwd)"
+      step "npm pack" pack
+      ls -l "$OUT"/*.tgz
+      return
+      ;;
+    *) die "usage: release/node.sh check [ADDON] | release/node.sh pack ARTIFACTS" ;;
+  esac
   step "npm ci (napi, publint, attw)" dev_dependencies
-  step "the addon" find_addon "${1:-}"
-  step "stage both packages (napi create-npm-dirs, artifacts, pre-publish)" stage
+  step "the addon" find_addon "${2:-}"
+  one_artifact
+  step "stage both packages (napi create-npm-dirs, artifacts, pre-publish)" stage "$OUT/artifacts"
   step "npm pack" pack
   step "inspect the tarballs" inspect
   step "publint and attw" lint
