@@ -166,9 +166,10 @@ inspect() {
     die "the platform package's os, cpu or libc is not linux, x64, glibc"
 }
 
+# publint on every tarball made, attw on the main one (the only one with types).
 lint() {
-  local out
-  for tgz in "$MAIN_TGZ" "$PLATFORM_TGZ"; do
+  local out tgz
+  for tgz in "$OUT"/*.tgz; do
     # --strict makes warnings fail; a suggestion only prints, so any
     # message at all fails here too.
     out=$("$PKG/node_modules/.bin/publint" run --strict "$tgz" 2>&1) || die "publint $(basename "$tgz"):
@@ -283,9 +284,10 @@ main() {
     check) ;;
     pack)
       [ -d "${2:-}" ] || die "usage: release/node.sh pack ARTIFACTS (a folder of latchkey-node.<platform>.node files)"
-      step "npm ci (napi)" dev_dependencies
+      step "npm ci (napi, publint, attw)" dev_dependencies
       step "stage every package (napi create-npm-dirs, artifacts, pre-publish)" stage "$(cd "$2" && pwd)"
       step "npm pack" pack
+      step "publint and attw" lint
       ls -l "$OUT"/*.tgz
       return
       ;;
