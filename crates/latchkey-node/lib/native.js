@@ -16,7 +16,7 @@ const ROOT = path.join(__dirname, '..');
 const PACKAGE = 'latchkey-redis';
 const BUILD_FROM_SOURCE =
   'build from source on this machine with Rust (https://rustup.rs): in a checkout of latchkey, ' +
-  '`cd crates/latchkey-node && npm ci && npx napi build --platform --profile dist`, then ' +
+  '`cd crates/latchkey-node && npm ci && npm run build`, then ' +
   '`npm install <checkout>/crates/latchkey-node` in your project (docs/node.md, "Building from source")';
 
 // napi-rs's names: linux-x64-gnu, linux-x64-musl, darwin-arm64, win32-x64-msvc, …

@@ -2,10 +2,12 @@
 'use strict';
 // Builds the native layer with cargo in a checkout and puts it where
 // lib/native.js looks first (latchkey-node.linux-x64-gnu.node, next to
-// package.json): `npm run build` (the workspace's dist profile), ./dev test with --debug (the
-// workspace's debug build, shared with the Rust tests). Never run at
-// install: the published package has no install script, its native layer
-// comes prebuilt in a platform package (release/node.sh).
+// package.json). ./dev test and `npm run build:debug` run it with --debug:
+// the workspace's debug build, shared with the Rust tests, so the copy
+// takes a second. Without --debug, the dist profile's build through cargo
+// (linux-x64-gnu only; `npm run build` makes it on any platform, through
+// napi). Never run at install: the published package has no install
+// script, its native layer comes prebuilt in a platform package.
 //
 //   node scripts/build.js [--debug]
 const { execFileSync } = require('node:child_process');
@@ -17,7 +19,7 @@ const root = path.join(__dirname, '..');
 const out = path.join(root, 'latchkey-node.linux-x64-gnu.node');
 
 if (process.platform !== 'linux' || process.arch !== 'x64') {
-  console.error(`latchkey-redis: built here for linux-x64-gnu only; on ${process.platform}-${process.arch} run \`npx napi build --platform --profile dist\` in crates/latchkey-node (docs/node.md, "Building from source")`);
+  console.error(`latchkey-redis: built here for linux-x64-gnu only; on ${process.platform}-${process.arch} run \`npm run build\` in crates/latchkey-node (docs/node.md, "Building from source")`);
   process.exit(1);
 }
 const manifest = path.join(root, 'Cargo.toml');
