@@ -364,3 +364,9 @@ export const MAX_TTL: number;
 export const MAX_NAME_LEN: number;
 /** The version of the Rust library inside. */
 export const version: string;
+
+// Only the declarations marked `export` above are the module's: without
+// this, a declaration file exports every top-level one (BaseClient too),
+// and TypeScript would offer `import { BaseClient }`, which Node's ESM
+// loader does not find in lib/index.js.
+export {};

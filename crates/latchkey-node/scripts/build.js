@@ -1,29 +1,31 @@
 #!/usr/bin/env node
 'use strict';
-// Builds the native layer with cargo and puts it where lib/native.js loads
-// it (latchkey-node.linux-x64-gnu.node). `npm install ./crates/latchkey-node`
-// runs this (release) unless the file is there already, as in a tarball
-// made by `npm pack`; ./dev test runs it with --debug (the workspace's
-// debug build, shared with the Rust tests).
+// Builds the native layer with cargo in a checkout and puts it where
+// lib/native.js looks first (latchkey-node.linux-x64-gnu.node, next to
+// package.json). ./dev test and `npm run build:debug` run it with --debug:
+// the workspace's debug build, shared with the Rust tests, so the copy
+// takes a second. Without --debug, the dist profile's build through cargo
+// (linux-x64-gnu only; `npm run build` makes it on any platform, through
+// napi). Never run at install: the published package has no install
+// script, its native layer comes prebuilt in a platform package.
 //
-//   node scripts/build.js [--debug] [--force]
+//   node scripts/build.js [--debug]
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const debug = process.argv.includes('--debug');
-const force = process.argv.includes('--force') || debug;
 const root = path.join(__dirname, '..');
 const out = path.join(root, 'latchkey-node.linux-x64-gnu.node');
 
-if (!force && fs.existsSync(out)) process.exit(0); // prebuilt (npm pack's tarball)
 if (process.platform !== 'linux' || process.arch !== 'x64') {
-  console.error(`latchkey-redis: built here for linux-x64-gnu only; on ${process.platform}-${process.arch} run \`npx napi build --platform --release\` in crates/latchkey-node (README: "Node.js")`);
+  console.error(`latchkey-redis: built here for linux-x64-gnu only; on ${process.platform}-${process.arch} run \`npm run build\` in crates/latchkey-node (docs/node.md, "Building from source")`);
   process.exit(1);
 }
 const manifest = path.join(root, 'Cargo.toml');
 const args = ['build', '--manifest-path', manifest, '-p', 'latchkey-node', '--message-format=json-render-diagnostics'];
-if (!debug) args.push('--release');
+// What is shipped is built so too: optimised, no debug info, stripped.
+if (!debug) args.push('--profile', 'dist');
 let made;
 try {
   const log = execFileSync('cargo', args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 28 }).toString();
