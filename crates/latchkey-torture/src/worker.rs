@@ -330,7 +330,7 @@ fn fair(spec: &Spec, lock: Lock) -> latchkey::Result<Lock> {
 /// Half the workers take their tokens with the acquisition, half on
 /// request, so that both ways are tortured together on one lock.
 fn tokens(spec: &Spec, lock: Lock) -> Lock {
-    if spec.id % 2 == 0 {
+    if spec.id.is_multiple_of(2) {
         lock.with_fencing()
     } else {
         lock

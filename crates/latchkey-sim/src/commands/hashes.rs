@@ -38,7 +38,7 @@ pub(super) fn hmget(db: &mut Db, args: &[Vec<u8>]) -> Reply {
 }
 
 pub(super) fn hset(db: &mut Db, args: &[Vec<u8>]) -> Reply {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Reply::error("ERR wrong number of arguments for 'hset' command");
     }
     reply_of(typed_or_new(db, &args[1], hash, empty).map(|h| {

@@ -39,7 +39,7 @@ fn zadd_inner(db: &mut Db, args: &[Vec<u8>]) -> Result<Reply, Reply> {
         i += 1;
     }
     let pairs = &args[i..];
-    if pairs.is_empty() || pairs.len() % 2 != 0 {
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
         return Err(Reply::error(SYNTAX));
     }
     if nx && xx {

@@ -248,7 +248,7 @@ impl Group {
 
     fn from_instances(instances: Vec<Instance>, prefix: Vec<u8>, first: Session) -> Group {
         let n = instances.len();
-        if n < 3 || n % 2 == 0 {
+        if n < 3 || n.is_multiple_of(2) {
             tracing::warn!(
                 instances = n,
                 "a Redlock should have an odd number of at least 3 instances: {n} tolerate{} {} failure(s)",

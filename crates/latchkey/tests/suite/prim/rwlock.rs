@@ -312,7 +312,7 @@ async fn rw_worker() {
     let enter = redis::Script::new(ENTER);
     for round in 0..ROUNDS {
         // Every third hold of each process writes, staggered by id.
-        let write = (round + id) % 3 == 0;
+        let write = (round + id).is_multiple_of(3);
         let (access, mode, inside) = if write {
             (RwAccess::Write, "w", "writers-inside")
         } else {
