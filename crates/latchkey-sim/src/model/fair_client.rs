@@ -1,10 +1,11 @@
 //! A fair lock client's steps: what it sends (the library's arguments) and
 //! what it makes of the reply, as `primitives/lock/fair/` does.
 
+use crate::model::common::{ints, token};
 use crate::model::fair::{drift, FairModel, Hold, Mode, Op, Phase, State, Wait, Wake};
 use crate::model::fair_check::{fifo, issued};
 use crate::model::fair_request::{call, Sends};
-use crate::model::fair_step::{entry, ints, token};
+use crate::model::fair_step::entry;
 use crate::model::trace::show_reply;
 use crate::server::Server;
 

@@ -13,8 +13,8 @@
 //! the cap (tighter than `acquired + cap + ttl`, as every renewal is
 //! shortened to end by the cap).
 
+use crate::model::common::token;
 use crate::model::lock::{Hold, LockModel, Mutant, Phase, State, START_MICROS};
-use crate::model::lock_step::token;
 
 /// The library's minimum TTL, in ms: a capped renewal shorter than this
 /// is not sent (`vocab::names::MIN_TTL`).

@@ -4,8 +4,7 @@
 //! the client's beliefs; an attempt's verdict and a writer's batch are
 //! checked against the documented policy on the keys live before the step.
 
-use crate::model::explore::Model;
-use crate::model::keyset::{self, ints, mutate, token};
+use crate::model::common::{self, ints, mutate, take_fault, token};
 use crate::model::lock_request::send;
 use crate::model::rw_check::{admits, check_batch, owns};
 use crate::model::rw_request::{names, request, Sends};
@@ -28,27 +27,25 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
         let mut s = Scripts {
-            acquire: keyset::script("rw_acquire.lua")?,
-            release_write: keyset::script("rw_release_write.lua")?,
-            forget: keyset::script("rw_forget.lua")?,
-            extend: keyset::script("extend.lua")?,
-            issue_fence: keyset::script("issue_fence.lua")?,
-            sem_extend: keyset::script("sem_extend.lua")?,
-            sem_release: keyset::script("sem_release.lua")?,
+            acquire: common::script("rw_acquire.lua")?,
+            release_write: common::script("rw_release_write.lua")?,
+            forget: common::script("rw_forget.lua")?,
+            extend: common::script("extend.lua")?,
+            issue_fence: common::script("issue_fence.lua")?,
+            sem_extend: common::script("sem_extend.lua")?,
+            sem_release: common::script("sem_release.lua")?,
         };
         match mutant {
-            Some(Mutant::WriteIgnoresReaders) => mutate(
-                &mut s.acquire,
+            Some(Mutant::WriteIgnoresReaders) => s.acquire = mutate(&s.acquire,
                 "if writer or redis.call('ZCARD', KEYS[2]) > 0 or redis.call('SCARD', KEYS[5]) > 0 then",
                 "if writer or redis.call('SCARD', KEYS[5]) > 0 then",
             )?,
-            Some(Mutant::ReadIgnoresWaitingWriters) => mutate(
-                &mut s.acquire,
+            Some(Mutant::ReadIgnoresWaitingWriters) => s.acquire = mutate(&s.acquire,
                 "if writer or (not ours and redis.call('ZCARD', KEYS[3]) > 0 and not next_batch) then",
                 "if writer then",
             )?,
             Some(Mutant::ReleaseFormsNoBatch) => {
-                mutate(&mut s.release_write, "if #waiting > 0 then", "if false then")?
+                s.release_write = mutate(&s.release_write, "if #waiting > 0 then", "if false then")?
             }
             Some(Mutant::TrustPastDeadline) | None => {}
         }
@@ -67,36 +64,16 @@ pub(crate) fn step(
     let record = match *action {
         Action::Tick => {
             n.now += tick;
-            keyset::load(server, n.now, &n.keys);
+            common::load(server, n.now, &n.keys);
             settle(server, &mut n);
             Record::world(s.now, "tick", format!("+{tick} ms"))
         }
-        Action::Pause(c) => {
-            n.clients[c].paused = true;
-            n.faults += 1;
-            Record::world(s.now, "pause", format!("c{c} paused"))
-        }
-        Action::Resume(c) => {
-            n.clients[c].paused = false;
-            Record::world(s.now, "resume", format!("c{c} resumed"))
-        }
-        Action::LoseMessage(c) => {
-            n.clients[c].woken = false;
-            n.faults += 1;
-            Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost"))
-        }
-        Action::Restart => {
-            n.keys.clear();
-            n.restarts += 1;
-            n.faults += 1;
-            n.now += tick;
-            Record::world(s.now, "restart", "keyspace wiped".into())
-        }
+        Action::Fault(fault) => take_fault(&mut n, s.now, tick, fault),
         Action::Step(c, op, lost) => {
             if lost {
                 n.faults += 1;
             }
-            keyset::load(server, s.now, &s.keys);
+            common::load(server, s.now, &s.keys);
             let (script, args, reply) = client_step(m, server, s, &mut n, c, op, lost);
             let shown = show_reply(&reply);
             if matches!(reply, Reply::Error(_)) && n.broken.is_none() {
@@ -124,7 +101,7 @@ pub(crate) fn step(
 /// Reads the server's keys back into `n`, and wakes every waiter if a
 /// release published (they subscribed to the lock's channel).
 fn settle(server: &mut Server, n: &mut State) {
-    match keyset::store(server) {
+    match common::store(server) {
         Ok(keys) => n.keys = keys,
         Err(why) => {
             n.broken
@@ -322,21 +299,4 @@ fn client_step(
         n.last_token = n.last_token.max(f);
     }
     out
-}
-
-/// Replays `actions` from the initial state: the trace, and the first
-/// invariant broken, if any (for a regression test kept as a fixed trace).
-pub fn replay(m: &RwLockModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
-    let mut server = Server::new(0);
-    let mut state = m.initial();
-    let mut trace = Vec::new();
-    for a in actions {
-        let (next, record) = m.step(&mut server, &state, a);
-        trace.push(record);
-        state = next;
-        if let Err(e) = m.check(&state) {
-            return (trace, Err(e));
-        }
-    }
-    (trace, Ok(()))
 }

@@ -38,9 +38,8 @@
 //! most for the readers inside and one batch; a reader waiting when a
 //! writer releases enters before the next writer, or its batch's TTL ends.
 
-use crate::model::explore::{Model, Stats, Violation};
-use crate::model::keyset::Keys;
-use crate::model::lock::Faults;
+use crate::model::common::{Fault, FaultWindow, Faults, Keys};
+use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
 
@@ -189,17 +188,15 @@ pub enum Op {
 pub enum Action {
     /// The clock moves one tick.
     Tick,
-    /// A client pauses.
-    Pause(usize),
-    /// A paused client resumes.
-    Resume(usize),
-    /// Redis restarts without persistence.
-    Restart,
-    /// A client's pending wake-up is lost.
-    LoseMessage(usize),
+    /// A fault, or a paused client's resume.
+    Fault(Fault),
     /// A client steps; `true`: the reply is lost.
     Step(usize, Op, bool),
 }
+
+crate::model::common::fault_action!(Action);
+
+crate::model::common::fault_target!(State, "wake-up", |client| client.woken = false);
 
 /// The read-write lock model under one configuration.
 pub struct RwLockModel {
@@ -208,22 +205,13 @@ pub struct RwLockModel {
     pub(crate) scripts: super::rw_step::Scripts,
 }
 
+crate::model::common::explorable!(RwLockModel, Config, Mutant, State);
+
 impl RwLockModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<RwLockModel, String> {
         let scripts = super::rw_step::Scripts::load(config.mutant)?;
         Ok(RwLockModel { config, scripts })
-    }
-
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here
-    /// so that it is built with this crate's optimisation (`Cargo.toml`).
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
     }
 
     /// The drift allowance, `ttl/100 + 2 ms`.
@@ -312,27 +300,15 @@ impl Model for RwLockModel {
         if can_tick {
             out.push(Action::Tick);
         }
-        let fault = s.faults < cfg.max_faults;
+        // A pause matters only while time can still run past it.
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, can_tick);
         for (i, c) in s.clients.iter().enumerate() {
             for op in self.client_ops(i, c, s.now) {
-                out.push(Action::Step(i, op, false));
-                if fault && cfg.faults.lost_reply {
-                    out.push(Action::Step(i, op, true));
-                }
+                faults.step(&mut out, true, |lost| Action::Step(i, op, lost));
             }
-            // A pause matters only while time can still run past it.
-            if c.paused {
-                out.push(Action::Resume(i));
-            } else if fault && cfg.faults.pause && can_tick && c.phase != Phase::Done {
-                out.push(Action::Pause(i));
-            }
-            if fault && cfg.faults.lost_message && c.woken {
-                out.push(Action::LoseMessage(i));
-            }
+            faults.client(&mut out, i, c.paused, c.phase != Phase::Done, c.woken);
         }
-        if fault && cfg.faults.restart && can_tick && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         out
     }
 

@@ -3,8 +3,9 @@
 //! (`primitives/semaphore/mod.rs` and `permit.rs`), and folds the reply
 //! into the client's beliefs.
 
-use crate::model::explore::Model;
-use crate::model::keyset::{self, ints, live_members, live_scores, mutate, server_ms, token};
+use crate::model::common::{
+    self, ints, live_members, live_scores, mutate, server_ms, take_fault, token,
+};
 use crate::model::lock_request::send;
 use crate::model::sem_request::{names, request};
 use crate::model::semaphore::{Action, Hold, Mutant, Op, Phase, SemaphoreModel, State};
@@ -23,24 +24,21 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
         let mut s = Scripts {
-            acquire: keyset::script("sem_acquire.lua")?,
-            extend: keyset::script("sem_extend.lua")?,
-            release: keyset::script("sem_release.lua")?,
-            fence: keyset::script("sem_fence.lua")?,
+            acquire: common::script("sem_acquire.lua")?,
+            extend: common::script("sem_extend.lua")?,
+            release: common::script("sem_release.lua")?,
+            fence: common::script("sem_fence.lua")?,
         };
         match mutant {
-            Some(Mutant::TakeIgnoresK) => mutate(
-                &mut s.acquire,
+            Some(Mutant::TakeIgnoresK) => s.acquire = mutate(&s.acquire,
                 "if held + k > tonumber(ARGV[2]) then",
                 "if held + 1 > tonumber(ARGV[2]) then",
             )?,
-            Some(Mutant::CountsExpired) => mutate(
-                &mut s.acquire,
+            Some(Mutant::CountsExpired) => s.acquire = mutate(&s.acquire,
                 "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)",
                 "",
             )?,
-            Some(Mutant::ExtendOneMember) => mutate(
-                &mut s.extend,
+            Some(Mutant::ExtendOneMember) => s.extend = mutate(&s.extend,
                 "for i = 2, k do redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[1] .. '#' .. i) end",
                 "",
             )?,
@@ -73,37 +71,16 @@ pub(crate) fn step(
         Action::Tick => {
             n.now += tick;
             // Drop what expired, so that equal states hash equal.
-            keyset::load(server, n.now, &n.keys);
+            common::load(server, n.now, &n.keys);
             settle(server, &mut n);
             Record::world(s.now, "tick", format!("+{tick} ms"))
         }
-        Action::Pause(c) => {
-            n.clients[c].paused = true;
-            n.faults += 1;
-            Record::world(s.now, "pause", format!("c{c} paused"))
-        }
-        Action::Resume(c) => {
-            n.clients[c].paused = false;
-            Record::world(s.now, "resume", format!("c{c} resumed"))
-        }
-        Action::LoseMessage(c) => {
-            n.clients[c].woken = false;
-            n.faults += 1;
-            Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost"))
-        }
-        Action::Restart => {
-            n.keys.clear();
-            n.restarts += 1;
-            n.faults += 1;
-            // A restart takes time: the server's clock moves on meanwhile.
-            n.now += tick;
-            Record::world(s.now, "restart", "keyspace wiped".into())
-        }
+        Action::Fault(fault) => take_fault(&mut n, s.now, tick, fault),
         Action::Step(c, op, lost) => {
             if lost {
                 n.faults += 1;
             }
-            keyset::load(server, s.now, &s.keys);
+            common::load(server, s.now, &s.keys);
             let (script, args, reply) = client_step(m, server, &mut n, c, op, lost);
             let shown = show_reply(&reply);
             if matches!(reply, Reply::Error(_)) && n.broken.is_none() {
@@ -131,7 +108,7 @@ pub(crate) fn step(
 /// Reads the server's keys back into `n`, and wakes every waiter if a
 /// release published (they subscribed to the semaphore's channel).
 fn settle(server: &mut Server, n: &mut State) {
-    match keyset::store(server) {
+    match common::store(server) {
         Ok(keys) => n.keys = keys,
         Err(why) => {
             n.broken
@@ -303,21 +280,4 @@ pub(crate) fn unwoken_waiter(m: &SemaphoreModel, s: &State) -> Option<String> {
             )
         })
     })
-}
-
-/// Replays `actions` from the initial state: the trace, and the first
-/// invariant broken, if any (for a regression test kept as a fixed trace).
-pub fn replay(m: &SemaphoreModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
-    let mut server = Server::new(0);
-    let mut state = m.initial();
-    let mut trace = Vec::new();
-    for a in actions {
-        let (next, record) = m.step(&mut server, &state, a);
-        trace.push(record);
-        state = next;
-        if let Err(e) = m.check(&state) {
-            return (trace, Err(e));
-        }
-    }
-    (trace, Ok(()))
 }

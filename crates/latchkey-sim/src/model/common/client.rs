@@ -1,0 +1,52 @@
+//! A client's life as the lock-shaped models see it (the plain lock, the
+//! semaphore, several names at once): a first try, a wait, a hold of the
+//! model's own kind `H`, the clean-up of an acquire whose reply was lost.
+
+/// Where a client is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Phase<H> {
+    /// About to make a first try.
+    Idle,
+    /// Waiting to try again: at `recheck_at` (ms) or on a wake-up.
+    Waiting {
+        /// When it tries again without a wake-up.
+        recheck_at: i64,
+    },
+    /// Holds what it acquired, as far as it knows.
+    Held(H),
+    /// An acquire's reply was lost: release with that attempt's token.
+    Cleanup {
+        /// The attempt whose token to release.
+        attempt: u32,
+    },
+    /// Took all its holds.
+    Done,
+}
+
+/// One client of the plain lock or the semaphore.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client<H> {
+    /// Where it is.
+    pub phase: Phase<H>,
+    /// Paused: takes no step while time runs.
+    pub paused: bool,
+    /// Attempts made (each has its own token).
+    pub attempts: u32,
+    /// Holds taken (and released).
+    pub holds: u8,
+    /// A wake-up arrived and was not acted on yet.
+    pub woken: bool,
+}
+
+impl<H> Client<H> {
+    /// A client about to make its first try.
+    pub fn idle() -> Client<H> {
+        Client {
+            phase: Phase::Idle,
+            paused: false,
+            attempts: 0,
+            holds: 0,
+            woken: false,
+        }
+    }
+}
