@@ -145,18 +145,7 @@ pub(crate) fn step(
                 n.broken = Some(format!("c{c}'s {script} answered {reply}"));
             }
             settle(server, &mut n);
-            let reply = if lost {
-                format!("{reply} (lost)")
-            } else {
-                reply
-            };
-            let record = Record {
-                at: s.now,
-                client: Some(c),
-                script,
-                args,
-                reply,
-            };
+            let record = Record::client(s.now, c, script, args, reply, lost);
             (n, record)
         }
     }

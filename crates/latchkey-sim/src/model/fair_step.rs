@@ -301,17 +301,7 @@ pub(crate) fn step(
                 ));
             }
             store(m, server, s, &mut n, Some(c));
-            let reply = match lost {
-                true => format!("{reply} (lost)"),
-                false => reply,
-            };
-            let record = Record {
-                at: s.now,
-                client: Some(c),
-                script,
-                args,
-                reply,
-            };
+            let record = Record::client(s.now, c, script, args, reply, lost);
             (n, record)
         }
     }

@@ -123,17 +123,7 @@ pub(crate) fn step(
                 n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
             }
             store(server, &mut n);
-            let record = Record {
-                at: s.now,
-                client: Some(c),
-                script,
-                args,
-                reply: if lost {
-                    format!("{reply} (lost)")
-                } else {
-                    reply
-                },
-            };
+            let record = Record::client(s.now, c, script, args, reply, lost);
             (n, record)
         }
     }

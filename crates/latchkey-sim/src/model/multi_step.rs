@@ -120,18 +120,7 @@ pub(crate) fn step(
                 n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
             }
             store(m, server, &mut n);
-            let reply = if lost {
-                format!("{reply} (lost)")
-            } else {
-                reply
-            };
-            Record {
-                at: s.now,
-                client: Some(c),
-                script,
-                args,
-                reply,
-            }
+            Record::client(s.now, c, script, args, reply, lost)
         }
     };
     super::multi_check::observe(m, &mut n);

@@ -89,17 +89,7 @@ pub(crate) fn step(
                 ));
             }
             settle(server, &mut n);
-            Record {
-                at: s.now,
-                client: Some(c),
-                script: script.into(),
-                args,
-                reply: if lost {
-                    format!("{shown} (lost)")
-                } else {
-                    shown
-                },
-            }
+            Record::client(s.now, c, script.into(), args, shown, lost)
         }
     };
     (n, record)
