@@ -185,7 +185,8 @@ fn acquire_replies(steps: &[latchkey_sim::model::rwlock::Action]) -> Vec<String>
 
 #[test]
 fn a_writer_whose_acquire_reply_was_lost_gets_its_hold_on_the_retry() {
-    use latchkey_sim::model::rwlock::{Action::Step, Op};
+    use latchkey_sim::model::common::KeyedAction::Step;
+    use latchkey_sim::model::rwlock::Op;
     // Found by the search: the retry (same token, as the library's wait
     // sends it) used to be refused by the writer key holding its own
     // token, shutting every reader and writer out for a TTL nobody held.
@@ -195,7 +196,8 @@ fn a_writer_whose_acquire_reply_was_lost_gets_its_hold_on_the_retry() {
 
 #[test]
 fn a_reader_whose_acquire_reply_was_lost_gets_its_hold_despite_a_writer_waiting_since() {
-    use latchkey_sim::model::rwlock::{Action::Step, Op};
+    use latchkey_sim::model::common::KeyedAction::Step;
+    use latchkey_sim::model::rwlock::Op;
     // The reader's member was let in; a writer's intent came next; the
     // retry used to be refused (the intent stops new readers), and the
     // writer waited for the reader's unseen member until its TTL.
@@ -210,7 +212,8 @@ fn a_reader_whose_acquire_reply_was_lost_gets_its_hold_despite_a_writer_waiting_
 
 #[test]
 fn a_batch_reader_that_gives_up_wakes_the_writer_behind_the_batch() {
-    use latchkey_sim::model::rwlock::{Action::Step, Op};
+    use latchkey_sim::model::common::KeyedAction::Step;
+    use latchkey_sim::model::rwlock::Op;
     // Found by the liveness check: the reader let in next gives up, and
     // `rw_forget.lua` used to publish nothing, so the writer waiting for
     // the batch slept on until its recheck (a third of the TTL).

@@ -88,7 +88,7 @@ pub struct Config {
 pub type Phase = crate::model::common::Phase<Hold>;
 
 /// One client.
-pub type Client = crate::model::common::Client<Hold>;
+pub type Client = crate::model::common::Client<Phase>;
 
 /// A hold's beliefs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -280,7 +280,7 @@ impl Model for LockModel {
     type Action = Action;
 
     fn initial(&self) -> State {
-        let client = Client::idle();
+        let client = Client::starting(Phase::Idle);
         State {
             now: 0,
             keys: BTreeSet::new(),

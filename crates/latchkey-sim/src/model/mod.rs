@@ -28,9 +28,9 @@
 //! tokens, every later one above a revocation's fence), FIFO among
 //! waiters that kept their leases, and the delay a dead waiter can cause.
 //! The semaphore ([`semaphore`]: N permits, holds of k at once) and the
-//! read-write lock ([`rwlock`]) follow the same shape (a model file for
-//! the state and the invariants, a `*_step.rs` for the transitions), over
-//! the keyspace kept as data ([`common::snapshot`]): at most N permits believed
+//! read-write lock ([`rwlock`]) share one state and one step
+//! ([`common::keyed`]; a `*_step.rs` each for a client's steps), over the
+//! keyspace kept as data ([`common::snapshot`]): at most N permits believed
 //! held; a writer believed holding excludes every other believed holder;
 //! and each acquire's verdict is the documented rule (the semaphore's
 //! room for k, the read-write lock's phase-fair policy) applied to the

@@ -4,12 +4,12 @@
 //! the client's beliefs; an attempt's verdict and a writer's batch are
 //! checked against the documented policy on the keys live before the step.
 
-use crate::model::common::{self, ints, mutate, take_fault, token};
+use crate::model::common::{ints, mutate, script, token, KeyedModel};
 use crate::model::lock_request::send;
 use crate::model::rw_check::{admits, check_batch, owns};
 use crate::model::rw_request::{names, request, Sends};
-use crate::model::rwlock::{Access, Action, Hold, Mutant, Op, Phase, RwLockModel, State};
-use crate::model::trace::{show_reply, Record};
+use crate::model::rwlock::{Access, Hold, Mutant, Op, Phase, RwLockModel, State};
+use crate::model::trace::show_reply;
 use crate::reply::Reply;
 use crate::server::Server;
 
@@ -27,13 +27,13 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
         let mut s = Scripts {
-            acquire: common::script("rw_acquire.lua")?,
-            release_write: common::script("rw_release_write.lua")?,
-            forget: common::script("rw_forget.lua")?,
-            extend: common::script("extend.lua")?,
-            issue_fence: common::script("issue_fence.lua")?,
-            sem_extend: common::script("sem_extend.lua")?,
-            sem_release: common::script("sem_release.lua")?,
+            acquire: script("rw_acquire.lua")?,
+            release_write: script("rw_release_write.lua")?,
+            forget: script("rw_forget.lua")?,
+            extend: script("extend.lua")?,
+            issue_fence: script("issue_fence.lua")?,
+            sem_extend: script("sem_extend.lua")?,
+            sem_release: script("sem_release.lua")?,
         };
         match mutant {
             Some(Mutant::WriteIgnoresReaders) => s.acquire = mutate(&s.acquire,
@@ -53,60 +53,6 @@ impl Scripts {
     }
 }
 
-pub(crate) fn step(
-    m: &RwLockModel,
-    server: &mut Server,
-    s: &State,
-    action: &Action,
-) -> (State, Record) {
-    let mut n = s.clone();
-    let tick = m.config.tick;
-    let record = match *action {
-        Action::Tick => {
-            n.now += tick;
-            common::load(server, n.now, &n.keys);
-            settle(server, &mut n);
-            Record::world(s.now, "tick", format!("+{tick} ms"))
-        }
-        Action::Fault(fault) => take_fault(&mut n, s.now, tick, fault),
-        Action::Step(c, op, lost) => {
-            if lost {
-                n.faults += 1;
-            }
-            common::load(server, s.now, &s.keys);
-            let (script, args, reply) = client_step(m, server, s, &mut n, c, op, lost);
-            let shown = show_reply(&reply);
-            if matches!(reply, Reply::Error(_)) && n.broken.is_none() {
-                n.broken = Some(format!(
-                    "the model's step went wrong: c{c}'s {script} answered {shown}"
-                ));
-            }
-            settle(server, &mut n);
-            Record::client(s.now, c, script.into(), args, shown, lost)
-        }
-    };
-    (n, record)
-}
-
-/// Reads the server's keys back into `n`, and wakes every waiter if a
-/// release published (they subscribed to the lock's channel).
-fn settle(server: &mut Server, n: &mut State) {
-    match common::store(server) {
-        Ok(keys) => n.keys = keys,
-        Err(why) => {
-            n.broken
-                .get_or_insert(format!("the model's step went wrong: {why}"));
-        }
-    }
-    if !server.take_published().is_empty() {
-        for c in &mut n.clients {
-            if matches!(c.phase, Phase::Waiting { .. }) {
-                c.woken = true;
-            }
-        }
-    }
-}
-
 /// Builds and sends what a client of side `access` sends for `what`: the
 /// script's name, the arguments and the reply.
 fn call(
@@ -119,6 +65,27 @@ fn call(
     let req = request(m, access, what, token);
     let reply = send(server, &req);
     (req.name, req.args, reply)
+}
+
+impl KeyedModel for RwLockModel {
+    type Phase = Phase;
+    type Op = Op;
+
+    fn tick(&self) -> i64 {
+        self.config.tick
+    }
+
+    fn client_step(
+        &self,
+        server: &mut Server,
+        s: &State,
+        n: &mut State,
+        c: usize,
+        op: Op,
+        lost: bool,
+    ) -> (&'static str, Vec<String>, Reply) {
+        client_step(self, server, s, n, c, op, lost)
+    }
 }
 
 fn client_step(
@@ -280,13 +247,7 @@ fn client_step(
         }
     };
     if let Some(f) = fence_issued {
-        if f <= n.last_token && n.broken.is_none() {
-            n.broken = Some(format!(
-                "fencing tokens must strictly increase: {f} issued after {}",
-                n.last_token
-            ));
-        }
-        n.last_token = n.last_token.max(f);
+        n.issued(f);
     }
     out
 }

@@ -38,7 +38,7 @@
 //! most for the readers inside and one batch; a reader waiting when a
 //! writer releases enters before the next writer, or its batch's TTL ends.
 
-use crate::model::common::{Fault, FaultWindow, Faults, Keys};
+use crate::model::common::{FaultWindow, Faults, Waits};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -113,6 +113,12 @@ pub enum Phase {
     Done,
 }
 
+impl Waits for Phase {
+    fn waits(&self) -> bool {
+        matches!(self, Phase::Waiting { .. })
+    }
+}
+
 /// A hold's beliefs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Hold {
@@ -131,40 +137,13 @@ pub struct Hold {
 }
 
 /// One client.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Client {
-    /// Where it is.
-    pub phase: Phase,
-    /// Paused: takes no step while time runs.
-    pub paused: bool,
-    /// Waits started (each has its own token).
-    pub attempts: u32,
-    /// Holds released and waits given up.
-    pub holds: u8,
-    /// A wake-up arrived and was not acted on yet.
-    pub woken: bool,
-}
+pub type Client = crate::model::common::Client<Phase>;
 
 /// A whole state of the model.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct State {
-    /// The server's clock, ms since the model's start.
-    pub now: i64,
-    /// The live keys.
-    pub keys: Keys,
-    /// The clients.
-    pub clients: Vec<Client>,
-    /// The highest fencing token issued (0: none).
-    pub last_token: u64,
-    /// Something a step saw that breaks an invariant by itself (a token
-    /// not above the last, a verdict against the policy, a batch that left
-    /// a waiting reader out, an error reply): kept to report.
-    pub broken: Option<String>,
-    /// Restarts so far.
-    pub restarts: u8,
-    /// Faults so far.
-    pub faults: u8,
-}
+pub type State = crate::model::common::KeyedState<Phase>;
+
+/// A transition.
+pub type Action = crate::model::common::KeyedAction<Op>;
 
 /// What a client can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,19 +161,6 @@ pub enum Op {
     /// Give the wait up: withdraw the intent, release what it may hold.
     GiveUp,
 }
-
-/// A transition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// The clock moves one tick.
-    Tick,
-    /// A fault, or a paused client's resume.
-    Fault(Fault),
-    /// A client steps; `true`: the reply is lost.
-    Step(usize, Op, bool),
-}
-
-crate::model::common::fault_action!(Action);
 
 crate::model::common::fault_target!(State, "wake-up", |client| client.woken = false);
 
@@ -275,22 +241,8 @@ impl Model for RwLockModel {
     type Action = Action;
 
     fn initial(&self) -> State {
-        let client = Client {
-            phase: Phase::Idle,
-            paused: false,
-            attempts: 0,
-            holds: 0,
-            woken: false,
-        };
-        State {
-            now: 0,
-            keys: Keys::new(),
-            clients: vec![client; self.config.roles.len()],
-            last_token: 0,
-            broken: None,
-            restarts: 0,
-            faults: 0,
-        }
+        let client = Client::starting(Phase::Idle);
+        State::initial(vec![client; self.config.roles.len()])
     }
 
     fn actions(&self, s: &State) -> Vec<Action> {
@@ -313,7 +265,7 @@ impl Model for RwLockModel {
     }
 
     fn step(&self, server: &mut Server, s: &State, action: &Action) -> (State, Record) {
-        super::rw_step::step(self, server, s, action)
+        crate::model::common::keyed_step(self, server, s, action)
     }
 
     fn check(&self, s: &State) -> Result<(), String> {

@@ -4,12 +4,11 @@
 //! into the client's beliefs.
 
 use crate::model::common::{
-    self, ints, live_members, live_scores, mutate, server_ms, take_fault, token,
+    ints, live_members, live_scores, mutate, script, server_ms, token, KeyedModel,
 };
 use crate::model::lock_request::send;
 use crate::model::sem_request::{names, request};
-use crate::model::semaphore::{Action, Hold, Mutant, Op, Phase, SemaphoreModel, State};
-use crate::model::trace::{show_reply, Record};
+use crate::model::semaphore::{Hold, Mutant, Op, Phase, SemaphoreModel, State};
 use crate::reply::Reply;
 use crate::server::Server;
 
@@ -24,10 +23,10 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
         let mut s = Scripts {
-            acquire: common::script("sem_acquire.lua")?,
-            extend: common::script("sem_extend.lua")?,
-            release: common::script("sem_release.lua")?,
-            fence: common::script("sem_fence.lua")?,
+            acquire: script("sem_acquire.lua")?,
+            extend: script("sem_extend.lua")?,
+            release: script("sem_release.lua")?,
+            fence: script("sem_fence.lua")?,
         };
         match mutant {
             Some(Mutant::TakeIgnoresK) => s.acquire = mutate(&s.acquire,
@@ -48,69 +47,24 @@ impl Scripts {
     }
 }
 
-/// Notes a fencing token issued: it must be above every one before it.
-fn issued(s: &mut State, fence: u64) {
-    if fence <= s.last_token && s.broken.is_none() {
-        s.broken = Some(format!(
-            "fencing tokens must strictly increase: {fence} issued after {}",
-            s.last_token
-        ));
-    }
-    s.last_token = s.last_token.max(fence);
-}
+impl KeyedModel for SemaphoreModel {
+    type Phase = Phase;
+    type Op = Op;
 
-pub(crate) fn step(
-    m: &SemaphoreModel,
-    server: &mut Server,
-    s: &State,
-    action: &Action,
-) -> (State, Record) {
-    let mut n = s.clone();
-    let tick = m.config.tick;
-    let record = match *action {
-        Action::Tick => {
-            n.now += tick;
-            // Drop what expired, so that equal states hash equal.
-            common::load(server, n.now, &n.keys);
-            settle(server, &mut n);
-            Record::world(s.now, "tick", format!("+{tick} ms"))
-        }
-        Action::Fault(fault) => take_fault(&mut n, s.now, tick, fault),
-        Action::Step(c, op, lost) => {
-            if lost {
-                n.faults += 1;
-            }
-            common::load(server, s.now, &s.keys);
-            let (script, args, reply) = client_step(m, server, &mut n, c, op, lost);
-            let shown = show_reply(&reply);
-            if matches!(reply, Reply::Error(_)) && n.broken.is_none() {
-                n.broken = Some(format!(
-                    "the model's step went wrong: c{c}'s {script} answered {shown}"
-                ));
-            }
-            settle(server, &mut n);
-            Record::client(s.now, c, script.into(), args, shown, lost)
-        }
-    };
-    (n, record)
-}
-
-/// Reads the server's keys back into `n`, and wakes every waiter if a
-/// release published (they subscribed to the semaphore's channel).
-fn settle(server: &mut Server, n: &mut State) {
-    match common::store(server) {
-        Ok(keys) => n.keys = keys,
-        Err(why) => {
-            n.broken
-                .get_or_insert(format!("the model's step went wrong: {why}"));
-        }
+    fn tick(&self) -> i64 {
+        self.config.tick
     }
-    if !server.take_published().is_empty() {
-        for c in &mut n.clients {
-            if matches!(c.phase, Phase::Waiting { .. }) {
-                c.woken = true;
-            }
-        }
+
+    fn client_step(
+        &self,
+        server: &mut Server,
+        _: &State,
+        n: &mut State,
+        c: usize,
+        op: Op,
+        lost: bool,
+    ) -> (&'static str, Vec<String>, Reply) {
+        client_step(self, server, n, c, op, lost)
     }
 }
 
@@ -242,7 +196,7 @@ fn client_step(
         }
     };
     if let Some(f) = fence_issued {
-        issued(n, f);
+        n.issued(f);
     }
     out
 }

@@ -30,7 +30,7 @@
 //! most N − k unexpired permits are held"), so a script that refuses with
 //! room, or grants without it, is caught at the step that does.
 
-use crate::model::common::{Fault, FaultWindow, Faults, Keys};
+use crate::model::common::{FaultWindow, Faults};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -79,7 +79,7 @@ pub struct Config {
 pub type Phase = crate::model::common::Phase<Hold>;
 
 /// One client.
-pub type Client = crate::model::common::Client<Hold>;
+pub type Client = crate::model::common::Client<Phase>;
 
 /// A hold's beliefs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -99,25 +99,10 @@ pub struct Hold {
 }
 
 /// A whole state of the model.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct State {
-    /// The server's clock, ms since the model's start.
-    pub now: i64,
-    /// The live keys.
-    pub keys: Keys,
-    /// The clients.
-    pub clients: Vec<Client>,
-    /// The highest fencing token issued (0: none).
-    pub last_token: u64,
-    /// Something a step saw that breaks an invariant by itself (a token
-    /// not above the last, an acquire's verdict against the rule, an error
-    /// reply): kept to report.
-    pub broken: Option<String>,
-    /// Restarts so far.
-    pub restarts: u8,
-    /// Faults so far.
-    pub faults: u8,
-}
+pub type State = crate::model::common::KeyedState<Phase>;
+
+/// A transition.
+pub type Action = crate::model::common::KeyedAction<Op>;
 
 /// What a client can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,19 +120,6 @@ pub enum Op {
     /// Release the permits an acquire may have taken unseen.
     Cleanup,
 }
-
-/// A transition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// The clock moves one tick.
-    Tick,
-    /// A fault, or a paused client's resume.
-    Fault(Fault),
-    /// A client steps; `true`: the reply is lost.
-    Step(usize, Op, bool),
-}
-
-crate::model::common::fault_action!(Action);
 
 crate::model::common::fault_target!(State, "wake-up", |client| client.woken = false);
 
@@ -221,16 +193,8 @@ impl Model for SemaphoreModel {
     type Action = Action;
 
     fn initial(&self) -> State {
-        let client = Client::idle();
-        State {
-            now: 0,
-            keys: Keys::new(),
-            clients: vec![client; self.config.takes.len()],
-            last_token: 0,
-            broken: None,
-            restarts: 0,
-            faults: 0,
-        }
+        let client = Client::starting(Phase::Idle);
+        State::initial(vec![client; self.config.takes.len()])
     }
 
     fn actions(&self, s: &State) -> Vec<Action> {
@@ -253,7 +217,7 @@ impl Model for SemaphoreModel {
     }
 
     fn step(&self, server: &mut Server, s: &State, action: &Action) -> (State, Record) {
-        super::sem_step::step(self, server, s, action)
+        crate::model::common::keyed_step(self, server, s, action)
     }
 
     fn check(&self, s: &State) -> Result<(), String> {

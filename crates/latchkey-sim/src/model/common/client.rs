@@ -23,11 +23,12 @@ pub enum Phase<H> {
     Done,
 }
 
-/// One client of the plain lock or the semaphore.
+/// One client of the plain lock, the semaphore or the read-write lock,
+/// in its phase `P` (most: [`Phase`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Client<H> {
+pub struct Client<P> {
     /// Where it is.
-    pub phase: Phase<H>,
+    pub phase: P,
     /// Paused: takes no step while time runs.
     pub paused: bool,
     /// Attempts made (each has its own token).
@@ -38,15 +39,21 @@ pub struct Client<H> {
     pub woken: bool,
 }
 
-impl<H> Client<H> {
-    /// A client about to make its first try.
-    pub fn idle() -> Client<H> {
+impl<P> Client<P> {
+    /// A client about to make its first try, in `phase`.
+    pub fn starting(phase: P) -> Client<P> {
         Client {
-            phase: Phase::Idle,
+            phase,
             paused: false,
             attempts: 0,
             holds: 0,
             woken: false,
         }
+    }
+}
+
+impl<H> crate::model::common::Waits for Phase<H> {
+    fn waits(&self) -> bool {
+        matches!(self, Phase::Waiting { .. })
     }
 }

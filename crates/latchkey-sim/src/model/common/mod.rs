@@ -1,11 +1,14 @@
 //! What every model shares, so that a new fault, configuration piece or
 //! check comes to all of them at once: the fault transitions ([`faults`]),
 //! the keyspace snapshot ([`snapshot`]), the scripts' texts and replies
-//! ([`script`]), and the test harness ([`harness`]).
+//! ([`script`]), a client's phases ([`client`]), the state and steps of
+//! the models over the snapshot ([`keyed`]), and the test harness
+//! ([`harness`]).
 
 pub mod client;
 pub mod faults;
 pub mod harness;
+pub mod keyed;
 pub mod script;
 pub mod snapshot;
 
@@ -15,6 +18,8 @@ pub use faults::{Fault, Faults};
 pub use harness::{
     caught, search, search_model, walk_all, walk_catches, Explorable, ModelConfig, MAX_STATES,
 };
+pub(crate) use keyed::{keyed_step, KeyedModel};
+pub use keyed::{KeyedAction, KeyedState, Waits};
 pub use script::{ints, mutate, script, token};
 pub use snapshot::{
     field, get, live_members, live_scores, load, server_ms, set_members, store, Keys, Stored,
