@@ -28,7 +28,7 @@
 //! an observer's `elect_leader.lua` (no arguments) names as leader the
 //! holder of the lease, with the last term issued and the last change.
 
-use crate::model::common::{Fault, FaultWindow, Faults, Keys};
+use crate::model::common::{time_left, Fault, FaultWindow, Faults, Keys};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -194,11 +194,6 @@ impl ElectionModel {
         Ok(ElectionModel { config, scripts })
     }
 
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
-    }
-
     /// Whether a leadership is believed at `now`: not found lost, and
     /// before its deadline minus the stop margin (`ttl/5`).
     pub fn believes(&self, lead: &Lead, now: i64) -> bool {
@@ -258,7 +253,7 @@ impl Model for ElectionModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let can_tick = time_left(cfg.max_time, s.now, cfg.tick);
         if can_tick {
             out.push(Action::Tick);
         }

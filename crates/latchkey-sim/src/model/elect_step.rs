@@ -6,7 +6,7 @@ use latchkey::protocol::{
     primitive_key, ELECTION_CHANGES_SUFFIX, ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX,
 };
 
-use crate::model::common::{ints, load, mutate, script, store, take_fault, token};
+use crate::model::common::{drift, ints, load, mutate, script, store, take_fault, token};
 use crate::model::elect::{Action, ElectionModel, Lead, Mutant, Op, Phase, State};
 use crate::model::elect_request::{call, Sends};
 use crate::model::trace::{show_reply, Record};
@@ -231,7 +231,7 @@ fn client_step(
                         false => Phase::Leading(Lead {
                             attempt,
                             term,
-                            deadline: now + cfg.ttl - m.drift(),
+                            deadline: now + cfg.ttl - drift(m.config.ttl),
                             next_renew: now + cfg.ttl / 3,
                             lost: false,
                             proclaimed: false,
@@ -258,7 +258,7 @@ fn client_step(
             match (lost, &reply) {
                 (true, _) => l.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    l.deadline = now + cfg.ttl - m.drift();
+                    l.deadline = now + cfg.ttl - drift(m.config.ttl);
                     l.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => l.lost = true,

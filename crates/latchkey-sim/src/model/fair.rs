@@ -304,11 +304,6 @@ pub struct FairModel {
 
 crate::model::common::explorable!(FairModel, Config, Mutant, State);
 
-/// The drift allowance of a span `d` (ms): `d/100 + 2`.
-pub fn drift(d: i64) -> i64 {
-    d / 100 + 2
-}
-
 impl FairModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<FairModel, String> {
@@ -324,11 +319,6 @@ impl FairModel {
     /// The hand-off TTL: the smaller of the lock's TTL and the lease.
     pub fn handoff_ttl(&self) -> i64 {
         self.config.ttl.min(self.config.lease)
-    }
-
-    /// The stop margin, `ttl/5`.
-    pub fn margin(&self) -> i64 {
-        self.config.ttl / 5
     }
 
     /// Whether a client believes it holds the lock at `now`.

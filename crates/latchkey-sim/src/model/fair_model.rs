@@ -2,7 +2,7 @@
 //! [`Model`] implementation: clients act on time (the clock waits while a
 //! client that is not paused has a step due), faults within the budget.
 
-use crate::model::common::FaultWindow;
+use crate::model::common::{time_left, FaultWindow};
 use crate::model::explore::Model;
 use crate::model::fair::{Action, Client, FairModel, Op, Phase, State, Wake};
 use crate::server::Server;
@@ -97,7 +97,7 @@ impl Model for FairModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let time_left = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let time_left = time_left(cfg.max_time, s.now, cfg.tick);
         let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, time_left);
         let mut waiting_on_a_client = false;
         for (i, c) in s.clients.iter().enumerate() {

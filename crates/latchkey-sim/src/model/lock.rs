@@ -33,7 +33,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::common::{Fault, FaultWindow, Faults};
+use crate::model::common::{margin, time_left, Fault, FaultWindow, Faults};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -223,16 +223,6 @@ impl LockModel {
         b"lk:model"
     }
 
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
-    }
-
-    /// The stop margin, `ttl/5`.
-    pub fn margin(&self) -> i64 {
-        self.config.ttl / 5
-    }
-
     /// Whether a client believes it holds the lock at `now`.
     pub fn believes(&self, hold: &Hold, now: i64) -> bool {
         if hold.lost {
@@ -241,7 +231,7 @@ impl LockModel {
         // Held until the stop margin before the deadline, or the cap if
         // that comes first (the library's `State::held`).
         let end = hold.cap.map_or(hold.deadline, |cap| cap.min(hold.deadline));
-        self.config.mutant == Some(Mutant::RenewPastDeadline) || now < end - self.margin()
+        self.config.mutant == Some(Mutant::RenewPastDeadline) || now < end - margin(self.config.ttl)
     }
 
     fn client_ops(&self, c: &Client, now: i64) -> Vec<Op> {
@@ -299,7 +289,7 @@ impl Model for LockModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let can_tick = time_left(cfg.max_time, s.now, cfg.tick);
         if can_tick {
             out.push(Action::Tick);
         }

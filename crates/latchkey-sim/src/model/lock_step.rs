@@ -3,7 +3,7 @@
 //! into the client's beliefs.
 
 use crate::keyspace::Value;
-use crate::model::common::{ints, mutate, script, take_fault, token};
+use crate::model::common::{drift, ints, mutate, script, take_fault, token};
 use crate::model::lock::{Action, Hold, LockModel, Mutant, Op, Phase, State, START_MICROS};
 use crate::model::lock_request::{call, call_ttl, Request};
 use crate::model::trace::{show_reply, Record};
@@ -143,7 +143,7 @@ fn client_step(
     let client = &mut n.clients[c];
     let hold = |attempt, fence| Hold {
         attempt,
-        deadline: now + cfg.ttl - m.drift(),
+        deadline: now + cfg.ttl - drift(m.config.ttl),
         next_renew: now + cfg.ttl / 3,
         lost: false,
         fence,
@@ -202,7 +202,7 @@ fn client_step(
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    h.deadline = now + ttl - m.drift();
+                    h.deadline = now + ttl - drift(m.config.ttl);
                     h.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => h.lost = true,

@@ -37,7 +37,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::common::{Fault, FaultWindow, Faults};
+use crate::model::common::{time_left, Fault, FaultWindow, Faults};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -266,11 +266,6 @@ impl MultiModel {
         format!("lk:m{i}").into_bytes()
     }
 
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
-    }
-
     /// Whether a client believes its hold is valid at `now` (a keeper's,
     /// idle or in use: `LockGuard::is_held`).
     pub fn believes(&self, hold: &Hold, now: i64) -> bool {
@@ -364,7 +359,7 @@ impl Model for MultiModel {
         let cfg = &self.config;
         let mut out = Vec::new();
         let mut due = false;
-        let within = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let within = time_left(cfg.max_time, s.now, cfg.tick);
         let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, within);
         for (i, c) in s.clients.iter().enumerate() {
             for op in self.client_ops(cfg.clients[i], c, s.now) {

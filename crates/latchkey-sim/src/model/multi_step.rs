@@ -5,7 +5,7 @@
 use latchkey::protocol::{release_channel, RELEASE_REQUESTED, WANTED};
 
 use crate::keyspace::Value;
-use crate::model::common::{ints, take_fault};
+use crate::model::common::{drift, ints, take_fault};
 use crate::model::lock::START_MICROS;
 use crate::model::multi::{Action, Hold, Kind, MultiModel, Op, Phase, State};
 use crate::model::multi_request::{call, Sends};
@@ -131,7 +131,7 @@ pub(crate) fn step(
 pub(crate) fn hold(m: &MultiModel, n: &State, attempt: u32, fences: Vec<u64>) -> Hold {
     Hold {
         attempt,
-        deadline: n.now + m.config.ttl - m.drift(),
+        deadline: n.now + m.config.ttl - drift(m.config.ttl),
         next_renew: n.now + m.config.ttl / 3,
         lost: false,
         epoch: n.restarts,
@@ -233,7 +233,7 @@ fn renewed(m: &MultiModel, h: &mut Hold, now: i64, lost: bool, ok: bool) {
     match (lost, ok) {
         (true, _) => h.next_renew = now + m.config.tick,
         (false, true) => {
-            h.deadline = now + m.config.ttl - m.drift();
+            h.deadline = now + m.config.ttl - drift(m.config.ttl);
             h.next_renew = now + m.config.ttl / 3;
         }
         (false, false) => h.lost = true,

@@ -4,7 +4,7 @@
 //! the client's beliefs; an attempt's verdict and a writer's batch are
 //! checked against the documented policy on the keys live before the step.
 
-use crate::model::common::{ints, mutate, script, token, KeyedModel};
+use crate::model::common::{drift, ints, mutate, script, token, KeyedModel};
 use crate::model::lock_request::send;
 use crate::model::rw_check::{admits, check_batch, owns};
 use crate::model::rw_request::{names, request, Sends};
@@ -125,7 +125,7 @@ fn client_step(
                 fence_issued = fence;
                 client.phase = Phase::Held(Hold {
                     attempt,
-                    deadline: now + cfg.ttl - m.drift(),
+                    deadline: now + cfg.ttl - drift(m.config.ttl),
                     next_renew: now + cfg.ttl / 3,
                     lost: false,
                     fence,
@@ -178,7 +178,7 @@ fn client_step(
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    h.deadline = now + cfg.ttl - m.drift();
+                    h.deadline = now + cfg.ttl - drift(m.config.ttl);
                     h.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => h.lost = true,

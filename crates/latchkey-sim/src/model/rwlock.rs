@@ -38,7 +38,7 @@
 //! most for the readers inside and one batch; a reader waiting when a
 //! writer releases enters before the next writer, or its batch's TTL ends.
 
-use crate::model::common::{FaultWindow, Faults, Waits};
+use crate::model::common::{margin, time_left, FaultWindow, Faults, Waits};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -180,22 +180,13 @@ impl RwLockModel {
         Ok(RwLockModel { config, scripts })
     }
 
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
-    }
-
-    /// The stop margin, `ttl/5`.
-    pub fn margin(&self) -> i64 {
-        self.config.ttl / 5
-    }
-
     /// Whether a client believes it holds its side at `now`.
     pub fn believes(&self, hold: &Hold, now: i64) -> bool {
         if hold.lost {
             return false;
         }
-        self.config.mutant == Some(Mutant::TrustPastDeadline) || now < hold.deadline - self.margin()
+        self.config.mutant == Some(Mutant::TrustPastDeadline)
+            || now < hold.deadline - margin(self.config.ttl)
     }
 
     /// Client `c`'s side.
@@ -248,7 +239,7 @@ impl Model for RwLockModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let can_tick = time_left(cfg.max_time, s.now, cfg.tick);
         if can_tick {
             out.push(Action::Tick);
         }

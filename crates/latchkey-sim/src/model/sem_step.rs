@@ -4,7 +4,7 @@
 //! into the client's beliefs.
 
 use crate::model::common::{
-    ints, live_members, live_scores, mutate, script, server_ms, token, KeyedModel,
+    drift, ints, live_members, live_scores, mutate, script, server_ms, token, KeyedModel,
 };
 use crate::model::lock_request::send;
 use crate::model::sem_request::{names, request};
@@ -103,7 +103,7 @@ fn client_step(
                     true => Phase::Cleanup { attempt },
                     false => Phase::Held(Hold {
                         attempt,
-                        deadline: now + cfg.ttl - m.drift(),
+                        deadline: now + cfg.ttl - drift(m.config.ttl),
                         next_renew: now + cfg.ttl / 3,
                         lost: false,
                         fence,
@@ -152,7 +152,7 @@ fn client_step(
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    h.deadline = now + cfg.ttl - m.drift();
+                    h.deadline = now + cfg.ttl - drift(m.config.ttl);
                     h.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => h.lost = true,

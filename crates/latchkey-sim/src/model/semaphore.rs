@@ -30,7 +30,7 @@
 //! most N − k unexpired permits are held"), so a script that refuses with
 //! room, or grants without it, is caught at the step that does.
 
-use crate::model::common::{FaultWindow, Faults};
+use crate::model::common::{margin, time_left, FaultWindow, Faults};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -144,19 +144,9 @@ impl SemaphoreModel {
         Ok(SemaphoreModel { config, scripts })
     }
 
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
-    }
-
-    /// The stop margin, `ttl/5`.
-    pub fn margin(&self) -> i64 {
-        self.config.ttl / 5
-    }
-
     /// Whether a client believes it holds its permits at `now`.
     pub fn believes(&self, hold: &Hold, now: i64) -> bool {
-        !hold.lost && now < hold.deadline - self.margin()
+        !hold.lost && now < hold.deadline - margin(self.config.ttl)
     }
 
     /// The permits client `c` takes at once.
@@ -200,7 +190,7 @@ impl Model for SemaphoreModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let can_tick = time_left(cfg.max_time, s.now, cfg.tick);
         if can_tick {
             out.push(Action::Tick);
         }

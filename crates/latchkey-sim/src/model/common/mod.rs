@@ -1,9 +1,9 @@
 //! What every model shares, so that a new fault, configuration piece or
 //! check comes to all of them at once: the fault transitions ([`faults`]),
 //! the keyspace snapshot ([`snapshot`]), the scripts' texts and replies
-//! ([`script`]), a client's phases ([`client`]), the state and steps of
-//! the models over the snapshot ([`keyed`]), and the test harness
-//! ([`harness`]).
+//! ([`script`]), the library's timing rules ([`timing`]), a client's
+//! phases ([`client`]), the state and steps of the models over the
+//! snapshot ([`keyed`]), and the test harness ([`harness`]).
 
 pub mod client;
 pub mod faults;
@@ -11,6 +11,7 @@ pub mod harness;
 pub mod keyed;
 pub mod script;
 pub mod snapshot;
+pub mod timing;
 
 pub use client::{Client, Phase};
 pub(crate) use faults::{take_fault, FaultTarget, FaultWindow};
@@ -24,6 +25,7 @@ pub use script::{ints, mutate, script, token};
 pub use snapshot::{
     field, get, live_members, live_scores, load, server_ms, set_members, store, Keys, Stored,
 };
+pub use timing::{drift, margin, time_left};
 
 /// Makes `$model` explorable: its `search` and `walk` (instantiated here,
 /// so that they are built with this crate's optimisation, `Cargo.toml`),
