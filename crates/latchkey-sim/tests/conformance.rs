@@ -37,8 +37,9 @@ use std::time::{Duration, Instant};
 
 use latchkey::protocol::script_text;
 use latchkey::{Client, Ownership};
+use latchkey_sim::model::common::Faults;
 use latchkey_sim::model::conform::{Conforms, Scripts, Sent};
-use latchkey_sim::model::lock::{Config, Faults, LockModel};
+use latchkey_sim::model::lock::{Config, LockModel};
 use latchkey_sim::model::rwlock::{Access, RwLockModel};
 use latchkey_sim::model::semaphore::SemaphoreModel;
 use latchkey_testkit::RedisServer;

@@ -11,8 +11,8 @@
 
 use std::time::Instant;
 
-use latchkey_sim::model::explore::Stats;
-use latchkey_sim::model::lock::Faults;
+use latchkey_sim::model::common::Faults;
+use latchkey_sim::model::common::{caught, search, Fault};
 use latchkey_sim::model::multi::{Config, Kind, MultiModel, Mutant};
 use latchkey_sim::model::walks;
 
@@ -35,22 +35,6 @@ fn small(clients: Vec<Kind>, max_faults: u8) -> Config {
         asks: 0,
         mutant: None,
     }
-}
-
-fn search(what: &str, config: Config) -> Result<Stats, String> {
-    let model = MultiModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    Ok(stats)
 }
 
 #[test]
@@ -132,7 +116,7 @@ fn after_a_restart_a_kept_hold_and_a_new_one_have_ordered_tokens() {
         Action::Step(0, Op::Release, false),
         Action::Step(0, Op::Use, false),
         Action::Step(0, Op::Issue, false),
-        Action::Restart,
+        Action::Fault(Fault::Restart),
         Action::Step(1, Op::Try, false),
     ];
     let (trace, verdict) = replay(&model, &steps);
@@ -179,25 +163,6 @@ fn random_walks_of_keepers_and_waiters_keep_the_invariants() {
         started.elapsed()
     );
     assert!(local > 5 * 16, "{local} local holds");
-}
-
-/// A mutant's configuration passes without it and fails with it.
-fn caught(what: &str, config: Config, mutant: Mutant) -> String {
-    if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = MultiModel::new(Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
 }
 
 #[test]

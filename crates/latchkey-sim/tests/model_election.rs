@@ -4,11 +4,9 @@
 //! The figures (states, depth, time) print with `--nocapture`; they are in
 //! docs/reliability.md, "Model checking the protocol".
 
-use std::time::Instant;
-
+use latchkey_sim::model::common::Faults;
+use latchkey_sim::model::common::{caught, search, walk_all, Fault};
 use latchkey_sim::model::elect::{Config, ElectionModel, Mutant};
-use latchkey_sim::model::explore::Stats;
-use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::walks;
 
 /// Two candidates, a lease of 10 ms in ticks of 2 ms (a leadership is
@@ -26,22 +24,6 @@ fn small(max_faults: u8) -> Config {
         faults: Faults::ALL,
         mutant: None,
     }
-}
-
-fn search(what: &str, config: Config) -> Result<Stats, String> {
-    let model = ElectionModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    Ok(stats)
 }
 
 #[test]
@@ -70,44 +52,15 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
 #[test]
 fn random_walks_of_five_candidates_keep_the_invariants() {
     // (The configuration `./dev sim --seconds N` walks too.)
-    let model = ElectionModel::new(walks::election()).unwrap_or_else(|e| panic!("{e}"));
-    let started = Instant::now();
-    let (mut steps, mut leads) = (0, 0);
-    for seed in SEEDS {
-        let (taken, last) = model.walk(seed, 2000).unwrap_or_else(|v| panic!("{v}"));
-        steps += taken;
-        leads += last
-            .clients
-            .iter()
-            .map(|c| usize::from(c.leads))
-            .sum::<usize>();
-    }
-    eprintln!(
-        "random walks: {} walks, {steps} steps, {leads} leaderships resigned, {:.2?}",
-        SEEDS.count(),
-        started.elapsed()
+    let leads = walk_all(
+        "leaderships resigned",
+        [walks::election()],
+        SEEDS,
+        2000,
+        |last| last.clients.iter().map(|c| usize::from(c.leads)).sum(),
     );
     // Walks in which nobody was elected would check nothing.
     assert!(leads > 10 * SEEDS.count(), "{leads} leaderships");
-}
-
-/// A mutant's configuration passes without it and fails with it.
-fn caught(what: &str, config: Config, mutant: Mutant) -> String {
-    if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = ElectionModel::new(Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
 }
 
 #[test]
@@ -138,7 +91,7 @@ fn a_restart_without_persistence_lets_two_believe_with_ordered_terms() {
     let mut state = model.initial();
     for action in [
         Action::Step(0, Op::Campaign, false),
-        Action::Restart,
+        Action::Fault(Fault::Restart),
         Action::Step(1, Op::Campaign, false),
     ] {
         state = model.step(&mut server, &state, &action).0;

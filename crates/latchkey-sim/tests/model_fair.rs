@@ -6,9 +6,7 @@
 //! The figures (states, depth, time) print with `--nocapture`; they are in
 //! docs/reliability.md, "Model checking the protocol".
 
-use std::time::Instant;
-
-use latchkey_sim::model::explore::Stats;
+use latchkey_sim::model::common::{caught, search, walk_all, walk_catches};
 use latchkey_sim::model::fair::{Config, FairModel, Faults, Mutant};
 use latchkey_sim::model::walks;
 
@@ -32,22 +30,6 @@ fn small(max_faults: u8) -> Config {
         faults: Faults::ALL,
         mutant: None,
     }
-}
-
-fn search(what: &str, config: Config) -> Result<Stats, String> {
-    let model = FairModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    Ok(stats)
 }
 
 #[test]
@@ -90,25 +72,6 @@ fn a_release_hands_the_lock_to_the_queued_waiter_with_a_higher_token() {
     };
     assert!(fence(1) > Some(0), "{:?}", state.clients[1]);
     assert_eq!(Some(state.last_token), fence(1), "{shown}");
-}
-
-/// A mutant's configuration passes without it and fails with it.
-fn caught(what: &str, config: Config, mutant: Mutant) -> String {
-    if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = FairModel::new(Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
 }
 
 #[test]
@@ -191,30 +154,17 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=24;
 
 #[test]
 fn random_walks_of_six_fair_clients_keep_the_invariants() {
-    let started = Instant::now();
-    let (mut steps, mut holds) = (0, 0);
     // Fenced with a lease shorter than the TTL; not fenced, waiters giving
     // up, a lease longer than the TTL.
-    for (fenced, lease) in [(true, 6), (false, 12)] {
-        // The configurations `./dev sim --seconds N` walks too.
+    // (The configurations `./dev sim --seconds N` walks too.)
+    let configs = [(true, 6), (false, 12)].map(|(fenced, lease)| {
         let config = walks::fair(fenced);
         assert_eq!(config.lease, lease);
-        let model = FairModel::new(config).unwrap_or_else(|e| panic!("{e}"));
-        for seed in SEEDS {
-            let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
-            steps += taken;
-            holds += last
-                .clients
-                .iter()
-                .map(|c| usize::from(c.holds))
-                .sum::<usize>();
-        }
-    }
-    eprintln!(
-        "random walks: {} walks, {steps} steps, {holds} rounds, {:.2?}",
-        2 * SEEDS.count(),
-        started.elapsed()
-    );
+        config
+    });
+    let holds = walk_all("rounds", configs, SEEDS, 3000, |last| {
+        last.clients.iter().map(|c| usize::from(c.holds)).sum()
+    });
     assert!(holds > 10 * 2 * SEEDS.count(), "{holds} rounds");
 }
 
@@ -254,6 +204,7 @@ fn a_retry_that_queues_the_same_entry_again_is_caught() {
 
 #[test]
 fn a_late_hand_off_message_after_a_failed_wait_attempt_is_not_taken_for_a_new_one() {
+    use latchkey_sim::model::common::Fault::{Pause, Resume};
     use latchkey_sim::model::fair::{Action::*, Op};
     use latchkey_sim::model::replay_fair;
     use latchkey_sim::model::trace::table;
@@ -272,13 +223,13 @@ fn a_late_hand_off_message_after_a_failed_wait_attempt_is_not_taken_for_a_new_on
         Step(1, Op::Attempt, true),
         Step(0, Op::Release, false),
         DelayMessage(1),
-        Pause(1),
+        Fault(Pause(1)),
         Tick,
         Tick,
         Tick,
         Tick,
         Step(0, Op::Try, false),
-        Resume(1),
+        Fault(Resume(1)),
         Step(1, Op::Attempt, false),
         Deliver(1),
     ];
@@ -318,12 +269,7 @@ fn a_walk_that_breaks_an_invariant_is_shrunk_to_a_short_replayable_trace() {
         ..small(0)
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    let started = Instant::now();
-    let found = (1..=8).find_map(|seed| model.walk(seed, 3000).err());
-    let Some(v) = found else {
-        panic!("no walk caught the mutant");
-    };
-    eprintln!("shrunk in {:.2?}:\n{v}", started.elapsed());
+    let v = walk_catches(&model, 1..=8, 3000);
     assert!(v.message.contains("fence"), "{v}");
     assert!(v.trace.len() <= 12, "{v}");
     assert!(v.seed.is_some());

@@ -5,12 +5,10 @@
 //! The figures (states, depth, time) print with `--nocapture`; they are in
 //! docs/reliability.md, "Model checking the protocol".
 
-use std::time::Instant;
-
 use latchkey_sim::model::barrier::{self, BarrierModel};
-use latchkey_sim::model::explore::Stats;
-use latchkey_sim::model::latch::{self, LatchModel};
-use latchkey_sim::model::lock::Faults;
+use latchkey_sim::model::common::Faults;
+use latchkey_sim::model::common::{caught, search, walk_all, Fault};
+use latchkey_sim::model::latch::{self};
 use latchkey_sim::model::walks;
 
 /// A latch of 2, a creator, three workers (one more than the count, so
@@ -48,45 +46,16 @@ fn barrier_config(max_faults: u8) -> barrier::Config {
     }
 }
 
-fn report(what: &str, started: Instant, stats: Stats) -> Stats {
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    stats
-}
-
-fn search_latch(what: &str, config: latch::Config) -> Result<Stats, String> {
-    let model = LatchModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    Ok(report(what, started, stats))
-}
-
-fn search_barrier(what: &str, config: barrier::Config) -> Result<Stats, String> {
-    let model = BarrierModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    Ok(report(what, started, stats))
-}
-
 #[test]
 fn every_state_of_a_latch_with_one_fault_keeps_the_invariants() {
-    let stats = search_latch("latch of 2, 3 workers, 2 waiters, 1 fault", latch_config(1))
+    let stats = search("latch of 2, 3 workers, 2 waiters, 1 fault", latch_config(1))
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 2_000, "{stats:?}");
 }
 
 #[test]
 fn every_state_of_a_latch_with_two_faults_keeps_the_invariants() {
-    let stats = search_latch(
+    let stats = search(
         "latch of 2, 3 workers, 2 waiters, 2 faults",
         latch_config(2),
     )
@@ -105,7 +74,7 @@ fn every_state_of_a_barrier_with_one_fault_keeps_the_invariants() {
         },
         ..barrier_config(1)
     };
-    let stats = search_barrier("barrier of 2, 3 parties, 2 rounds, 1 fault", config)
+    let stats = search("barrier of 2, 3 parties, 2 rounds, 1 fault", config)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 10_000, "{stats:?}");
 }
@@ -153,7 +122,7 @@ fn replay(
 #[test]
 fn a_restart_no_longer_tells_a_party_that_gave_up_it_passed() {
     let what = "barrier of 2, 3 parties, 2 rounds, 1 restart";
-    let stats = search_barrier(what, restarts_only()).unwrap_or_else(|e| panic!("{e}"));
+    let stats = search(what, restarts_only()).unwrap_or_else(|e| panic!("{e}"));
     let model = BarrierModel::new(restarts_only()).unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 1_000, "{stats:?}");
 
@@ -165,7 +134,7 @@ fn a_restart_no_longer_tells_a_party_that_gave_up_it_passed() {
             "leave",
             &[
                 step(0, Op::Arrive),
-                Action::Restart,
+                Action::Fault(Fault::Restart),
                 step(1, Op::Arrive),
                 step(0, Op::GiveUp),
             ],
@@ -178,7 +147,7 @@ fn a_restart_no_longer_tells_a_party_that_gave_up_it_passed() {
                 step(0, Op::Arrive),
                 step(1, Op::Arrive),
                 step(0, Op::Arrive),
-                Action::Restart,
+                Action::Fault(Fault::Restart),
                 step(2, Op::Arrive),
                 step(0, Op::Recheck),
             ],
@@ -188,7 +157,7 @@ fn a_restart_no_longer_tells_a_party_that_gave_up_it_passed() {
             "message",
             &[
                 step(0, Op::Arrive),
-                Action::Restart,
+                Action::Fault(Fault::Restart),
                 step(1, Op::Arrive),
                 step(2, Op::Arrive),
                 step(0, Op::Hear),
@@ -210,7 +179,7 @@ fn every_state_of_a_barrier_of_three_keeps_the_invariants() {
         parties: 3,
         ..barrier_config(0)
     };
-    let stats = search_barrier("barrier of 3, 3 parties, 2 rounds, no fault", config)
+    let stats = search("barrier of 3, 3 parties, 2 rounds, no fault", config)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 1_000, "{stats:?}");
 }
@@ -220,19 +189,11 @@ fn random_walks_of_a_latch_of_five_keep_the_invariants() {
     // Six workers for a count of 5, five waiters, the latch expiring at
     // 30 ms of 40, up to four faults: each walk runs until every client is
     // done and time is up.
-    let model = LatchModel::new(walks::latch()).unwrap_or_else(|e| panic!("{e}"));
-    let started = Instant::now();
-    let (mut steps, mut released, mut opened) = (0, 0, 0);
-    for seed in 1..=16 {
-        let (n, last) = model.walk(seed, 2000).unwrap_or_else(|v| panic!("{v}"));
-        steps += n;
-        released += usize::from(last.released);
+    let mut opened = 0;
+    let released = walk_all("waiters released", [walks::latch()], 1..=16, 2000, |last| {
         opened += usize::from(last.opened);
-    }
-    eprintln!(
-        "latch walks: 16 walks, {steps} steps, {opened} opened, {released} waiters released, {:.2?}",
-        started.elapsed()
-    );
+        usize::from(last.released)
+    });
     // Walks in which the latch never opened would check little (a restart
     // or the TTL takes it away in some).
     assert!(
@@ -244,65 +205,20 @@ fn random_walks_of_a_latch_of_five_keep_the_invariants() {
 #[test]
 fn random_walks_of_a_barrier_of_four_keep_the_invariants() {
     // (The configuration `./dev sim --seconds N` walks too.)
-    let model = BarrierModel::new(walks::barrier()).unwrap_or_else(|e| panic!("{e}"));
-    let started = Instant::now();
-    let (mut steps, mut passed) = (0, 0);
-    for seed in 1..=8 {
-        let (n, last) = model.walk(seed, 2000).unwrap_or_else(|v| panic!("{v}"));
-        steps += n;
-        passed += last
-            .parties
-            .iter()
-            .map(|p| usize::from(p.passed))
-            .sum::<usize>();
-    }
-    eprintln!(
-        "barrier walks: 8 walks, {steps} steps, {passed} generations passed, {:.2?}",
-        started.elapsed()
+    let passed = walk_all(
+        "generations passed",
+        [walks::barrier()],
+        1..=8,
+        2000,
+        |last| last.parties.iter().map(|p| usize::from(p.passed)).sum(),
     );
     // Walks in which nobody passed would check little.
     assert!(passed > 100, "{passed} passed");
 }
 
-fn latch_caught(what: &str, config: latch::Config, mutant: latch::Mutant) -> String {
-    if let Err(e) = search_latch(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = LatchModel::new(latch::Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
-}
-
-fn barrier_caught(what: &str, config: barrier::Config, mutant: barrier::Mutant) -> String {
-    if let Err(e) = search_barrier(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = BarrierModel::new(barrier::Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
-}
-
 #[test]
 fn a_latch_that_opens_at_one_is_caught() {
-    let why = latch_caught(
+    let why = caught(
         "latch opening at 1",
         latch_config(0),
         latch::Mutant::OpensAtOne,
@@ -312,7 +228,7 @@ fn a_latch_that_opens_at_one_is_caught() {
 
 #[test]
 fn a_latch_counted_below_zero_is_caught() {
-    let why = latch_caught(
+    let why = caught(
         "latch below zero",
         latch_config(0),
         latch::Mutant::CountsBelowZero,
@@ -322,7 +238,7 @@ fn a_latch_counted_below_zero_is_caught() {
 
 #[test]
 fn a_barrier_that_trips_early_is_caught() {
-    let why = barrier_caught(
+    let why = caught(
         "barrier tripping early",
         barrier_config(0),
         barrier::Mutant::TripsEarly,
@@ -332,7 +248,7 @@ fn a_barrier_that_trips_early_is_caught() {
 
 #[test]
 fn a_leave_that_is_not_counted_is_caught() {
-    let why = barrier_caught(
+    let why = caught(
         "leave not counted",
         barrier_config(0),
         barrier::Mutant::LeaveNotCounted,
@@ -342,7 +258,7 @@ fn a_leave_that_is_not_counted_is_caught() {
 
 #[test]
 fn a_leave_that_ignores_the_barrier_id_is_caught() {
-    let why = barrier_caught(
+    let why = caught(
         "leave as in 0.3",
         barrier::Config {
             rounds: 1,
@@ -355,7 +271,7 @@ fn a_leave_that_ignores_the_barrier_id_is_caught() {
 
 #[test]
 fn a_waiter_that_ignores_the_barrier_id_is_caught() {
-    let why = barrier_caught(
+    let why = caught(
         "waiter as in 0.3",
         barrier::Config {
             rounds: 1,

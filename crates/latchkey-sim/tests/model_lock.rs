@@ -5,10 +5,11 @@
 //! The figures (states, depth, time) print with `--nocapture`; they are in
 //! docs/reliability.md, "Model checking the protocol".
 
-use std::time::Instant;
-
-use latchkey_sim::model::explore::Stats;
-use latchkey_sim::model::lock::{Config, Faults, LockModel, Mutant};
+use latchkey_sim::model::common::Faults;
+use latchkey_sim::model::common::{
+    caught, search, search_model, walk_all, walk_catches, Fault, MAX_STATES,
+};
+use latchkey_sim::model::lock::{Config, LockModel, Mutant};
 use latchkey_sim::model::walks;
 
 /// Two clients, one name, a TTL of 10 ms in ticks of 2 ms (the hold is
@@ -42,22 +43,6 @@ fn two_holds() -> Config {
     }
 }
 
-fn search(what: &str, config: Config) -> Result<Stats, String> {
-    let model = LockModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    Ok(stats)
-}
-
 #[test]
 fn every_state_of_a_fenced_lock_with_one_fault_keeps_the_invariants() {
     let stats =
@@ -79,27 +64,13 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=24;
 
 #[test]
 fn random_walks_of_five_clients_keep_the_invariants() {
-    let started = Instant::now();
-    let (mut steps, mut holds, mut accepted) = (0, 0, 0);
     // The configurations `./dev sim --seconds N` walks too.
-    for fenced in [true, false] {
-        let model = LockModel::new(walks::lock(fenced)).unwrap_or_else(|e| panic!("{e}"));
-        for seed in SEEDS {
-            let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
-            steps += taken;
-            holds += last
-                .clients
-                .iter()
-                .map(|c| usize::from(c.holds))
-                .sum::<usize>();
-            accepted += usize::from(last.resource.writer.is_some());
-        }
-    }
-    eprintln!(
-        "random walks: {} walks, {steps} steps, {holds} holds released, {:.2?}",
-        2 * SEEDS.count(),
-        started.elapsed()
-    );
+    let configs = [true, false].map(walks::lock);
+    let mut accepted = 0;
+    let holds = walk_all("holds released", configs, SEEDS, 3000, |last| {
+        accepted += usize::from(last.resource.writer.is_some());
+        last.clients.iter().map(|c| usize::from(c.holds)).sum()
+    });
     // Walks that never took the lock, or never wrote, would check nothing.
     assert!(holds > 10 * 2 * SEEDS.count(), "{holds} holds");
     assert_eq!(
@@ -107,25 +78,6 @@ fn random_walks_of_five_clients_keep_the_invariants() {
         2 * SEEDS.count(),
         "every walk wrote to the resource"
     );
-}
-
-/// A mutant's configuration passes without it and fails with it.
-fn caught(what: &str, config: Config, mutant: Mutant) -> String {
-    if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = LockModel::new(Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
 }
 
 #[test]
@@ -177,7 +129,7 @@ fn a_restart_without_persistence_lets_two_believe_with_ordered_tokens() {
     let model = LockModel::new(small(true, 1)).unwrap_or_else(|e| panic!("{e}"));
     let steps = [
         Action::Step(0, Op::Try, false),
-        Action::Restart,
+        Action::Fault(Fault::Restart),
         Action::Step(1, Op::Try, false),
     ];
     let (trace, verdict) = replay(&model, &steps);
@@ -210,12 +162,7 @@ fn a_walk_that_breaks_an_invariant_is_shrunk_to_a_short_replayable_trace() {
         ..small(true, 0)
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    let started = Instant::now();
-    let found = (1..=8).find_map(|seed| model.walk(seed, 3000).err());
-    let Some(v) = found else {
-        panic!("no walk caught the mutant");
-    };
-    eprintln!("shrunk in {:.2?}:\n{v}", started.elapsed());
+    let v = walk_catches(&model, 1..=8, 3000);
     assert!(v.message.contains("exclusion"), "{v}");
     assert!(v.trace.len() <= 12, "{v}");
     assert!(v.seed.is_some());
@@ -256,15 +203,7 @@ fn capped(max_faults: u8) -> Result<LockModel, String> {
 #[test]
 fn capped_holds_end_by_their_cap() {
     let model = capped(1).unwrap_or_else(|e| panic!("{e}"));
-    let started = Instant::now();
-    let stats = model.search(2_000_000).unwrap_or_else(|v| panic!("{v}"));
-    eprintln!(
-        "max hold 14 ms, 1 fault: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
+    let stats = search_model("max hold 14 ms, 1 fault", &model).unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 10_000, "{stats:?}");
 }
 
@@ -278,7 +217,7 @@ fn a_watchdog_renewing_past_the_cap_is_caught() {
     })
     .map(|m| m.with_max_hold(14))
     .unwrap_or_else(|e| panic!("{e}"));
-    let v = match mutated.search(2_000_000) {
+    let v = match mutated.search(MAX_STATES) {
         Ok(stats) => panic!("the mutant RenewPastCap was not caught ({stats:?})"),
         Err(v) => v,
     };
@@ -301,21 +240,6 @@ fn failover_faults(fenced: bool) -> Config {
     }
 }
 
-fn search_model(what: &str, model: &LockModel) -> Stats {
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .unwrap_or_else(|v| panic!("{what}: {v}"));
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    stats
-}
-
 #[test]
 fn every_state_with_a_failover_to_a_stale_replica_keeps_the_invariants() {
     // Replication on its own between any two steps, and one failover to
@@ -325,7 +249,7 @@ fn every_state_with_a_failover_to_a_stale_replica_keeps_the_invariants() {
     let model = LockModel::new(failover_faults(true))
         .unwrap_or_else(|e| panic!("{e}"))
         .with_failover();
-    let stats = search_model("failover, fenced", &model);
+    let stats = search_model("failover, fenced", &model).unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.states > 50_000, "{stats:?}");
 }
 
@@ -360,7 +284,8 @@ fn every_state_with_a_restart_moving_the_server_clock_keeps_the_invariants() {
         let model = LockModel::new(failover_faults(true))
             .unwrap_or_else(|e| panic!("{e}"))
             .with_clock_step(ticks);
-        let stats = search_model(&format!("restart, clock ±{ticks} ticks"), &model);
+        let stats = search_model(&format!("restart, clock ±{ticks} ticks"), &model)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(stats.states > 1_000, "{stats:?}");
     }
 }
@@ -375,7 +300,7 @@ fn a_fencing_token_from_the_counter_alone_is_caught() {
     })
     .unwrap_or_else(|e| panic!("{e}"))
     .with_failover();
-    let v = match model.search(2_000_000) {
+    let v = match model.search(MAX_STATES) {
         Ok(stats) => panic!("the mutant FenceFromCounterOnly was not caught ({stats:?})"),
         Err(v) => v,
     };

@@ -7,10 +7,8 @@
 //! The figures (states, depth, time) print with `--nocapture`; they are in
 //! docs/reliability.md, "Model checking the protocol".
 
-use std::time::Instant;
-
-use latchkey_sim::model::explore::Stats;
-use latchkey_sim::model::lock::Faults;
+use latchkey_sim::model::common::Faults;
+use latchkey_sim::model::common::{caught, search, walk_all, walk_catches};
 use latchkey_sim::model::multi::{Config, Kind, MultiModel, Mutant};
 use latchkey_sim::model::walks;
 
@@ -33,22 +31,6 @@ fn small(clients: Vec<Kind>, max_faults: u8) -> Config {
         asks: 0,
         mutant: None,
     }
-}
-
-fn search(what: &str, config: Config) -> Result<Stats, String> {
-    let model = MultiModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    Ok(stats)
 }
 
 #[test]
@@ -115,45 +97,12 @@ fn random_walks_of_six_clients_over_three_names_keep_the_invariants() {
     // Three `lock_all`s over overlapping sets, two plain locks and a
     // keeper, every fault, thousands of steps.
     // (The configurations `./dev sim --seconds N` walks too.)
-    let started = Instant::now();
-    let (mut steps, mut multi_holds) = (0, 0);
-    for fenced in [true, false] {
-        let model = MultiModel::new(walks::multi(fenced)).unwrap_or_else(|e| panic!("{e}"));
-        for seed in SEEDS {
-            let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
-            steps += taken;
-            multi_holds += last.clients[..3]
-                .iter()
-                .map(|c| usize::from(c.holds))
-                .sum::<usize>();
-        }
-    }
-    eprintln!(
-        "random walks: {} walks, {steps} steps, {multi_holds} lock_all holds released, {:.2?}",
-        2 * SEEDS.count(),
-        started.elapsed()
-    );
+    let configs = [true, false].map(walks::multi);
+    let multi_holds = walk_all("lock_all holds released", configs, SEEDS, 3000, |last| {
+        last.clients[..3].iter().map(|c| usize::from(c.holds)).sum()
+    });
     // Walks in which lock_all never got its names would check little.
     assert!(multi_holds > 5 * 2 * SEEDS.count(), "{multi_holds} holds");
-}
-
-/// A mutant's configuration passes without it and fails with it.
-fn caught(what: &str, config: Config, mutant: Mutant) -> String {
-    if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = MultiModel::new(Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
 }
 
 #[test]
@@ -198,11 +147,7 @@ fn a_walk_of_lock_all_with_partial_acquisition_is_shrunk_to_a_short_trace() {
         )
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    let found = (1..=8).find_map(|seed| model.walk(seed, 3000).err());
-    let Some(v) = found else {
-        panic!("no walk caught the mutant");
-    };
-    eprintln!("{v}");
+    let v = walk_catches(&model, 1..=8, 3000);
     assert!(v.trace.len() <= 12, "{v}");
     assert!(v.seed.is_some());
 }

@@ -5,10 +5,8 @@
 //! The figures (states, depth, time) print with `--nocapture`; they are in
 //! docs/reliability.md, "Model checking the protocol".
 
-use std::time::Instant;
-
-use latchkey_sim::model::explore::Stats;
-use latchkey_sim::model::lock::Faults;
+use latchkey_sim::model::common::Faults;
+use latchkey_sim::model::common::{caught, search, walk_all};
 use latchkey_sim::model::rwlock::{Access, Config, Mutant, RwLockModel};
 use latchkey_sim::model::walks;
 
@@ -31,22 +29,6 @@ fn small(fenced: bool, max_faults: u8) -> Config {
         faults: Faults::ALL,
         mutant: None,
     }
-}
-
-fn search(what: &str, config: Config) -> Result<Stats, String> {
-    let model = RwLockModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    Ok(stats)
 }
 
 #[test]
@@ -113,45 +95,11 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
 fn random_walks_of_six_clients_keep_the_invariants() {
     // Four readers and two writers: the configurations `./dev sim
     // --seconds N` walks too.
-    let started = Instant::now();
-    let (mut steps, mut holds) = (0, 0);
-    for fenced in [true, false] {
-        let model = RwLockModel::new(walks::rwlock(fenced)).unwrap_or_else(|e| panic!("{e}"));
-        for seed in SEEDS {
-            let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
-            steps += taken;
-            holds += last
-                .clients
-                .iter()
-                .map(|c| usize::from(c.holds))
-                .sum::<usize>();
-        }
-    }
-    eprintln!(
-        "random walks: {} walks, {steps} steps, {holds} holds released or given up, {:.2?}",
-        2 * SEEDS.count(),
-        started.elapsed()
-    );
+    let configs = [true, false].map(walks::rwlock);
+    let holds = walk_all("holds released or given up", configs, SEEDS, 3000, |last| {
+        last.clients.iter().map(|c| usize::from(c.holds)).sum()
+    });
     assert!(holds > 10 * 2 * SEEDS.count(), "{holds} holds");
-}
-
-/// A mutant's configuration passes without it and fails with it.
-fn caught(what: &str, config: Config, mutant: Mutant) -> String {
-    if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = RwLockModel::new(Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
 }
 
 #[test]
@@ -237,7 +185,8 @@ fn acquire_replies(steps: &[latchkey_sim::model::rwlock::Action]) -> Vec<String>
 
 #[test]
 fn a_writer_whose_acquire_reply_was_lost_gets_its_hold_on_the_retry() {
-    use latchkey_sim::model::rwlock::{Action::Step, Op};
+    use latchkey_sim::model::common::KeyedAction::Step;
+    use latchkey_sim::model::rwlock::Op;
     // Found by the search: the retry (same token, as the library's wait
     // sends it) used to be refused by the writer key holding its own
     // token, shutting every reader and writer out for a TTL nobody held.
@@ -247,7 +196,8 @@ fn a_writer_whose_acquire_reply_was_lost_gets_its_hold_on_the_retry() {
 
 #[test]
 fn a_reader_whose_acquire_reply_was_lost_gets_its_hold_despite_a_writer_waiting_since() {
-    use latchkey_sim::model::rwlock::{Action::Step, Op};
+    use latchkey_sim::model::common::KeyedAction::Step;
+    use latchkey_sim::model::rwlock::Op;
     // The reader's member was let in; a writer's intent came next; the
     // retry used to be refused (the intent stops new readers), and the
     // writer waited for the reader's unseen member until its TTL.
@@ -262,7 +212,8 @@ fn a_reader_whose_acquire_reply_was_lost_gets_its_hold_despite_a_writer_waiting_
 
 #[test]
 fn a_batch_reader_that_gives_up_wakes_the_writer_behind_the_batch() {
-    use latchkey_sim::model::rwlock::{Action::Step, Op};
+    use latchkey_sim::model::common::KeyedAction::Step;
+    use latchkey_sim::model::rwlock::Op;
     // Found by the liveness check: the reader let in next gives up, and
     // `rw_forget.lua` used to publish nothing, so the writer waiting for
     // the batch slept on until its recheck (a third of the TTL).

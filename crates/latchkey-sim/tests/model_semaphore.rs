@@ -6,10 +6,8 @@
 //! The figures (states, depth, time) print with `--nocapture`; they are in
 //! docs/reliability.md, "Model checking the protocol".
 
-use std::time::Instant;
-
-use latchkey_sim::model::explore::Stats;
-use latchkey_sim::model::lock::Faults;
+use latchkey_sim::model::common::Faults;
+use latchkey_sim::model::common::{caught, search, walk_all, walk_catches};
 use latchkey_sim::model::semaphore::{Config, Mutant, SemaphoreModel};
 use latchkey_sim::model::walks;
 
@@ -30,22 +28,6 @@ fn small(fenced: bool, max_faults: u8) -> Config {
         faults: Faults::ALL,
         mutant: None,
     }
-}
-
-fn search(what: &str, config: Config) -> Result<Stats, String> {
-    let model = SemaphoreModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    Ok(stats)
 }
 
 #[test]
@@ -99,46 +81,12 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
 fn random_walks_of_six_clients_keep_the_invariants() {
     // N = 3; holds of 1, 2 and 3 permits mixed; every fault, four a walk.
     // (The configurations `./dev sim --seconds N` walks too.)
-    let started = Instant::now();
-    let (mut steps, mut holds) = (0, 0);
-    for fenced in [true, false] {
-        let model = SemaphoreModel::new(walks::semaphore(fenced)).unwrap_or_else(|e| panic!("{e}"));
-        for seed in SEEDS {
-            let (taken, last) = model.walk(seed, 3000).unwrap_or_else(|v| panic!("{v}"));
-            steps += taken;
-            holds += last
-                .clients
-                .iter()
-                .map(|c| usize::from(c.holds))
-                .sum::<usize>();
-        }
-    }
-    eprintln!(
-        "random walks: {} walks, {steps} steps, {holds} holds released, {:.2?}",
-        2 * SEEDS.count(),
-        started.elapsed()
-    );
+    let configs = [true, false].map(walks::semaphore);
+    let holds = walk_all("holds released", configs, SEEDS, 3000, |last| {
+        last.clients.iter().map(|c| usize::from(c.holds)).sum()
+    });
     // Walks that never took a permit would check nothing.
     assert!(holds > 10 * 2 * SEEDS.count(), "{holds} holds");
-}
-
-/// A mutant's configuration passes without it and fails with it.
-fn caught(what: &str, config: Config, mutant: Mutant) -> String {
-    if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = SemaphoreModel::new(Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
 }
 
 #[test]
@@ -189,12 +137,7 @@ fn a_walk_that_breaks_an_invariant_is_shrunk_to_a_short_replayable_trace() {
         ..small(true, 0)
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    let started = Instant::now();
-    let found = (1..=8).find_map(|seed| model.walk(seed, 1000).err());
-    let Some(v) = found else {
-        panic!("no walk caught the mutant");
-    };
-    eprintln!("shrunk in {:.2?}:\n{v}", started.elapsed());
+    let v = walk_catches(&model, 1..=8, 1000);
     assert!(v.message.contains("believed held"), "{v}");
     assert!(v.trace.len() <= 16, "{v}");
     assert!(v.seed.is_some());

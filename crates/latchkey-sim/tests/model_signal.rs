@@ -5,11 +5,9 @@
 //! The figures (states, depth, time) print with `--nocapture`; they are in
 //! docs/reliability.md, "Model checking the protocol".
 
-use std::time::Instant;
-
-use latchkey_sim::model::explore::Stats;
-use latchkey_sim::model::lock::Faults;
-use latchkey_sim::model::signal::{Config, Mutant, SignalModel};
+use latchkey_sim::model::common::Faults;
+use latchkey_sim::model::common::{caught, search, walk_all};
+use latchkey_sim::model::signal::{Config, Mutant};
 use latchkey_sim::model::walks;
 
 /// Two waiters on `job` and one on `jo*`, two waits each, three signals
@@ -26,22 +24,6 @@ fn small(max_faults: u8) -> Config {
     }
 }
 
-fn search(what: &str, config: Config) -> Result<Stats, String> {
-    let model = SignalModel::new(config).map_err(|e| format!("{what}: {e}"))?;
-    let started = Instant::now();
-    let stats = model
-        .search(2_000_000)
-        .map_err(|v| format!("{what}: {v}"))?;
-    eprintln!(
-        "{what}: {} states, {} transitions, depth {}, {:.2?}",
-        stats.states,
-        stats.transitions,
-        stats.depth,
-        started.elapsed()
-    );
-    Ok(stats)
-}
-
 #[test]
 fn every_state_of_signals_with_one_fault_keeps_the_promises() {
     let stats = search("signals, 2+1 waiters, 3 sends, 1 fault", small(1))
@@ -54,43 +36,11 @@ fn every_state_of_signals_with_one_fault_keeps_the_promises() {
 fn random_walks_of_many_waiters_keep_the_promises() {
     // Six waiters on `job`, three on `jo*`, 200 signals, eight faults (the
     // configuration `./dev sim --seconds N` walks too).
-    let model = SignalModel::new(walks::signal()).unwrap_or_else(|e| panic!("{e}"));
-    let started = Instant::now();
-    let (mut steps, mut taken) = (0, 0);
-    for seed in 1..=8 {
-        let (n, last) = model.walk(seed, 2000).unwrap_or_else(|v| panic!("{v}"));
-        steps += n;
-        taken += last
-            .waiters
-            .iter()
-            .map(|w| usize::from(w.taken))
-            .sum::<usize>();
-    }
-    eprintln!(
-        "random walks: 8 walks, {steps} steps, {taken} signals taken, {:.2?}",
-        started.elapsed()
-    );
+    let taken = walk_all("signals taken", [walks::signal()], 1..=8, 2000, |last| {
+        last.waiters.iter().map(|w| usize::from(w.taken)).sum()
+    });
     // Walks in which no signal reached anyone would check little.
     assert!(taken > 100, "{taken} signals taken");
-}
-
-/// A mutant's configuration passes without it and fails with it.
-fn caught(what: &str, config: Config, mutant: Mutant) -> String {
-    if let Err(e) = search(&format!("{what} (unmutated)"), config.clone()) {
-        panic!("the control's configuration fails without the mutant: {e}");
-    }
-    let model = SignalModel::new(Config {
-        mutant: Some(mutant),
-        ..config
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    match model.search(2_000_000) {
-        Ok(stats) => panic!("{what}: the mutant {mutant:?} was not caught ({stats:?})"),
-        Err(v) => {
-            eprintln!("{what}: caught\n{v}");
-            v.message.clone()
-        }
-    }
 }
 
 #[test]

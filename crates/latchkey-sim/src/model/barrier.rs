@@ -35,9 +35,9 @@ use std::collections::BTreeSet;
 
 use latchkey::protocol::{primitive_key, BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 
-use crate::model::explore::{Model, Stats, Violation};
-use crate::model::lock::Faults;
-use crate::model::snap::{field, get, load, mutate, text, token, Keys, Val};
+use crate::model::common::{field, get, load, mutate, script, take_fault, token, Keys, Stored};
+use crate::model::common::{Fault, FaultTarget, FaultWindow, Faults};
+use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
 
@@ -160,12 +160,30 @@ pub enum Op {
 pub enum Action {
     /// The clock moves one tick.
     Tick,
-    /// Redis restarts without persistence.
-    Restart,
-    /// A party's pending message is lost.
-    LoseMessage(usize),
+    /// A fault.
+    Fault(Fault),
     /// A party steps; `true`: the reply is lost.
     Step(usize, Op, bool),
+}
+
+crate::model::common::fault_action!(Action);
+
+impl FaultTarget for State {
+    const MESSAGE: &'static str = "message";
+
+    fn count_fault(&mut self) {
+        self.faults += 1;
+    }
+
+    fn lose_message(&mut self, c: usize) {
+        if let Phase::Waiting { woken, .. } = &mut self.parties[c].phase {
+            *woken = false;
+        }
+    }
+
+    fn restart(&mut self, _tick: i64) {
+        self.keys.clear();
+    }
 }
 
 /// What the library passes as `keep` for a wait without a deadline: its
@@ -180,6 +198,8 @@ pub struct BarrierModel {
     pub(crate) leave: String,
 }
 
+crate::model::common::explorable!(BarrierModel, Config, Mutant, State);
+
 pub(crate) fn key() -> Vec<u8> {
     primitive_key(b"", b"model", BARRIER_SUFFIX)
 }
@@ -191,7 +211,7 @@ pub(crate) fn channel() -> String {
 impl BarrierModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<BarrierModel, String> {
-        let (mut arrive, mut leave) = (text("barrier_arrive.lua")?, text("barrier_leave.lua")?);
+        let (mut arrive, mut leave) = (script("barrier_arrive.lua")?, script("barrier_leave.lua")?);
         match config.mutant {
             Some(Mutant::TripsEarly) => {
                 arrive = mutate(
@@ -221,16 +241,6 @@ impl BarrierModel {
             arrive,
             leave,
         })
-    }
-
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here.
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
     }
 }
 
@@ -264,7 +274,8 @@ impl Model for BarrierModel {
         if s.now + cfg.tick <= cfg.max_time {
             out.push(Action::Tick);
         }
-        let fault = s.faults < cfg.max_faults;
+        // A restart here takes no time: it may come when time has run out.
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, true);
         for (i, p) in s.parties.iter().enumerate() {
             let ops: &[Op] = match p.phase {
                 Phase::Idle if p.rounds < cfg.rounds => &[Op::Arrive],
@@ -274,21 +285,12 @@ impl Model for BarrierModel {
                 Phase::Cleanup { .. } => &[Op::Cleanup],
             };
             for &op in ops {
-                out.push(Action::Step(i, op, false));
-                if fault && cfg.faults.lost_reply && op != Op::Hear {
-                    out.push(Action::Step(i, op, true));
-                }
+                faults.step(&mut out, op != Op::Hear, |lost| Action::Step(i, op, lost));
             }
-            if fault
-                && cfg.faults.lost_message
-                && matches!(p.phase, Phase::Waiting { woken: true, .. })
-            {
-                out.push(Action::LoseMessage(i));
-            }
+            let message = matches!(p.phase, Phase::Waiting { woken: true, .. });
+            faults.client(&mut out, i, false, false, message);
         }
-        if fault && cfg.faults.restart && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         out
     }
 
@@ -299,18 +301,7 @@ impl Model for BarrierModel {
                 n.now += self.config.tick;
                 Record::world(s.now, "tick", format!("+{} ms", self.config.tick))
             }
-            Action::Restart => {
-                n.faults += 1;
-                n.keys.clear();
-                Record::world(s.now, "restart", "keyspace wiped".into())
-            }
-            Action::LoseMessage(c) => {
-                n.faults += 1;
-                if let Phase::Waiting { woken, .. } = &mut n.parties[c].phase {
-                    *woken = false;
-                }
-                Record::world(s.now, "lose-message", format!("c{c}'s message lost"))
-            }
+            Action::Fault(fault) => take_fault(&mut n, s.now, 0, fault),
             Action::Step(c, op, lost) => {
                 n.faults += u8::from(lost);
                 load(server, s.now, &s.keys);
@@ -331,7 +322,7 @@ impl Model for BarrierModel {
             return Err(why.clone());
         }
         let k = key();
-        let Some(Val::Hash(h)) = get(&s.keys, &k) else {
+        let Some(Stored::Hash(h)) = get(&s.keys, &k) else {
             return Ok(());
         };
         let arrived = field(&s.keys, &k, b"arrived").unwrap_or(-1);

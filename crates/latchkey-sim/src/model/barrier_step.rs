@@ -3,8 +3,8 @@
 //! who arrived, checking the barrier's promises as it goes.
 
 use crate::model::barrier::{key, BarrierModel, Mutant, Op, Phase, State};
+use crate::model::common::{get, ints, store, token};
 use crate::model::count_request::{barrier, call, BarrierSends};
-use crate::model::snap::{get, ints, store, token};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -225,7 +225,7 @@ impl BarrierModel {
 }
 
 /// The `id` of an arrival's reply `{gen, last, id}`, as the (client,
-/// attempt) whose token it is (`snap::token`'s `lk2:c{c}a{a}:0:sim`).
+/// attempt) whose token it is (`common::token`'s `lk2:c{c}a{a}:0:sim`).
 fn arrival_id(reply: &Reply) -> Option<(usize, u32)> {
     let Reply::Array(Some(items)) = reply else {
         return None;

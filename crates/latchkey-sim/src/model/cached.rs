@@ -16,9 +16,10 @@
 
 use crate::model::multi::{MultiModel, Mutant, Op, Phase, State};
 
+use crate::model::common::ints;
 use crate::model::multi_request::{call, Sends};
 use crate::model::multi_scripts::token;
-use crate::model::multi_step::{ints, issued, plain_step, Sent};
+use crate::model::multi_step::{issued, plain_step, Sent};
 use crate::model::trace::show_reply;
 use crate::server::Server;
 

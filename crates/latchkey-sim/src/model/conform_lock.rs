@@ -2,10 +2,10 @@
 //! for each operation, from `lock_request::request`, which its steps send
 //! through.
 
+use crate::model::common::token;
 use crate::model::conform::{Conforms, Declared, Roles};
 use crate::model::lock::{LockModel, Op};
 use crate::model::lock_request::request;
-use crate::model::lock_step::token;
 
 /// The plain lock's operations by the conformance test's names. An
 /// exhaustive match, so that a new operation must be named here.

@@ -4,10 +4,10 @@
 //! what the library sends (`model::conform`, [`Conforms`]).
 
 use crate::model::barrier::{self as b, BarrierModel, KEEP_MS};
+use crate::model::common::token;
 use crate::model::conform::{Conforms, Declared, Roles};
 use crate::model::latch::{self as l, LatchModel};
 use crate::model::lock_request::{send, Request};
-use crate::model::snap::token;
 use crate::reply::Reply;
 use crate::server::Server;
 

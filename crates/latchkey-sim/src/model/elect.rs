@@ -28,9 +28,8 @@
 //! an observer's `elect_leader.lua` (no arguments) names as leader the
 //! holder of the lease, with the last term issued and the last change.
 
-use crate::model::explore::{Model, Stats, Violation};
-use crate::model::lock::Faults;
-use crate::model::snap::Keys;
+use crate::model::common::{time_left, Fault, FaultWindow, Faults, Keys};
+use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
 
@@ -162,19 +161,22 @@ pub enum Op {
 pub enum Action {
     /// The clock moves one tick.
     Tick,
-    /// A candidate pauses.
-    Pause(usize),
-    /// A paused candidate resumes.
-    Resume(usize),
-    /// Redis restarts without persistence.
-    Restart,
-    /// A candidate's pending change message is lost.
-    LoseMessage(usize),
+    /// A fault, or a paused client's resume.
+    Fault(Fault),
     /// An observer reads the leader with `elect_leader.lua`.
     Observe,
     /// A candidate steps; `true`: the reply is lost.
     Step(usize, Op, bool),
 }
+
+crate::model::common::fault_action!(Action);
+
+crate::model::common::fault_target!(
+    State,
+    "change message",
+    |client| client.woken = false,
+    |state| state.last_change = 0
+);
 
 /// The election model under one configuration.
 pub struct ElectionModel {
@@ -183,27 +185,13 @@ pub struct ElectionModel {
     pub(crate) scripts: super::elect_step::Scripts,
 }
 
+crate::model::common::explorable!(ElectionModel, Config, Mutant, State);
+
 impl ElectionModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<ElectionModel, String> {
         let scripts = super::elect_step::Scripts::load(config.mutant)?;
         Ok(ElectionModel { config, scripts })
-    }
-
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here so
-    /// that it is built with this crate's optimisation.
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
-    }
-
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
     }
 
     /// Whether a leadership is believed at `now`: not found lost, and
@@ -265,33 +253,21 @@ impl Model for ElectionModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let can_tick = time_left(cfg.max_time, s.now, cfg.tick);
         if can_tick {
             out.push(Action::Tick);
         }
-        let fault = s.faults < cfg.max_faults;
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, can_tick);
         for (i, c) in s.clients.iter().enumerate() {
             for op in self.client_ops(c, s.now) {
-                out.push(Action::Step(i, op, false));
-                if fault && cfg.faults.lost_reply {
-                    out.push(Action::Step(i, op, true));
-                }
+                faults.step(&mut out, true, |lost| Action::Step(i, op, lost));
             }
-            if c.paused {
-                out.push(Action::Resume(i));
-            } else if fault && cfg.faults.pause && can_tick && c.phase != Phase::Done {
-                out.push(Action::Pause(i));
-            }
-            if fault && cfg.faults.lost_message && c.woken {
-                out.push(Action::LoseMessage(i));
-            }
+            faults.client(&mut out, i, c.paused, c.phase != Phase::Done, c.woken);
         }
         if !s.keys.is_empty() {
             out.push(Action::Observe);
         }
-        if fault && cfg.faults.restart && can_tick && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         out
     }
 
@@ -345,14 +321,14 @@ impl Model for ElectionModel {
             }
         }
         let state_key = crate::model::elect_step::state_key();
-        let change = crate::model::snap::field(&s.keys, &state_key, b"change");
+        let change = crate::model::common::field(&s.keys, &state_key, b"change");
         if change.is_some_and(|c| c != s.last_change) {
             return Err(format!(
                 "the state hash's change {change:?} is not the last one published, {}",
                 s.last_change
             ));
         }
-        if let Some(stored) = crate::model::snap::field(&s.keys, &state_key, b"last_term") {
+        if let Some(stored) = crate::model::common::field(&s.keys, &state_key, b"last_term") {
             if u64::try_from(stored).ok() != Some(s.last_term) {
                 return Err(format!(
                     "the state hash's last_term {stored} is not the last term issued, {}",

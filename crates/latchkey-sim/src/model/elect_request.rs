@@ -3,11 +3,11 @@
 //! conformance check compares with what the library sends
 //! (`model::conform`, [`Conforms`]).
 
+use crate::model::common::token;
 use crate::model::conform::{Conforms, Declared, Roles};
 use crate::model::elect::ElectionModel;
 use crate::model::elect_step::{channel, lease_key, state_key};
 use crate::model::lock_request::{send, Request};
-use crate::model::snap::token;
 use crate::reply::Reply;
 use crate::server::Server;
 

@@ -6,9 +6,9 @@ use latchkey::protocol::{
     primitive_key, ELECTION_CHANGES_SUFFIX, ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX,
 };
 
+use crate::model::common::{drift, ints, load, mutate, script, store, take_fault, token};
 use crate::model::elect::{Action, ElectionModel, Lead, Mutant, Op, Phase, State};
 use crate::model::elect_request::{call, Sends};
-use crate::model::snap::{ints, load, mutate, store, text, token};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -25,11 +25,11 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
         let mut s = Scripts {
-            campaign: text("elect_campaign.lua")?,
-            proclaim: text("elect_proclaim.lua")?,
-            resign: text("elect_resign.lua")?,
-            extend: text("extend.lua")?,
-            leader: text("elect_leader.lua")?,
+            campaign: script("elect_campaign.lua")?,
+            proclaim: script("elect_proclaim.lua")?,
+            resign: script("elect_resign.lua")?,
+            extend: script("extend.lua")?,
+            leader: script("elect_leader.lua")?,
         };
         match mutant {
             Some(Mutant::CampaignIgnoresLeader) => {
@@ -116,20 +116,9 @@ pub(crate) fn step(
             settle(server, &mut n);
             (n, Record::world(s.now, "tick", format!("+{} ms", cfg.tick)))
         }
-        Action::Pause(c) => {
-            n.clients[c].paused = true;
-            n.faults += 1;
-            (n, Record::world(s.now, "pause", format!("c{c} paused")))
-        }
-        Action::Resume(c) => {
-            n.clients[c].paused = false;
-            (n, Record::world(s.now, "resume", format!("c{c} resumed")))
-        }
-        Action::LoseMessage(c) => {
-            n.clients[c].woken = false;
-            n.faults += 1;
-            let what = format!("c{c}'s change message lost");
-            (n, Record::world(s.now, "lose-message", what))
+        Action::Fault(fault) => {
+            let record = take_fault(&mut n, s.now, cfg.tick, fault);
+            (n, record)
         }
         Action::Observe => {
             load(server, s.now, &s.keys);
@@ -146,15 +135,6 @@ pub(crate) fn step(
             };
             (n, record)
         }
-        Action::Restart => {
-            n.keys.clear();
-            n.last_change = 0;
-            n.restarts += 1;
-            n.faults += 1;
-            // A restart takes time: the server's clock moves on meanwhile.
-            n.now += cfg.tick;
-            (n, Record::world(s.now, "restart", "keyspace wiped".into()))
-        }
         Action::Step(c, op, lost) => {
             if lost {
                 n.faults += 1;
@@ -165,18 +145,7 @@ pub(crate) fn step(
                 n.broken = Some(format!("c{c}'s {script} answered {reply}"));
             }
             settle(server, &mut n);
-            let reply = if lost {
-                format!("{reply} (lost)")
-            } else {
-                reply
-            };
-            let record = Record {
-                at: s.now,
-                client: Some(c),
-                script,
-                args,
-                reply,
-            };
+            let record = Record::client(s.now, c, script, args, reply, lost);
             (n, record)
         }
     }
@@ -192,8 +161,8 @@ fn misread(s: &State, reply: &Reply) -> Option<String> {
         return Some(format!("elect_leader.lua answered {}", show_reply(reply)));
     };
     let words = ints(reply);
-    let holder = match crate::model::snap::get(&s.keys, &lease_key()) {
-        Some(crate::model::snap::Val::Str(t)) => Some(String::from_utf8_lossy(t).into_owned()),
+    let holder = match crate::model::common::get(&s.keys, &lease_key()) {
+        Some(crate::model::common::Stored::Str(t)) => Some(String::from_utf8_lossy(t).into_owned()),
         _ => None,
     };
     // The token is `lk2:c<client>a<attempt>:…`; the value `c<client>`, or
@@ -262,7 +231,7 @@ fn client_step(
                         false => Phase::Leading(Lead {
                             attempt,
                             term,
-                            deadline: now + cfg.ttl - m.drift(),
+                            deadline: now + cfg.ttl - drift(m.config.ttl),
                             next_renew: now + cfg.ttl / 3,
                             lost: false,
                             proclaimed: false,
@@ -289,7 +258,7 @@ fn client_step(
             match (lost, &reply) {
                 (true, _) => l.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    l.deadline = now + cfg.ttl - m.drift();
+                    l.deadline = now + cfg.ttl - drift(m.config.ttl);
                     l.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => l.lost = true,

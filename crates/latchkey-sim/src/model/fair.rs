@@ -38,9 +38,9 @@
 //! waiter that is not paused keeps its lease, which makes "waiters that
 //! kept their leases" and "a dead waiter" precise.
 
-use crate::model::explore::{Stats, Violation};
-
-pub use crate::model::lock::{Faults, START_MICROS};
+use crate::model::common::Fault;
+pub use crate::model::common::Faults;
+pub use crate::model::lock::START_MICROS;
 
 /// A deliberate bug, to show the checker catches it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -282,14 +282,8 @@ pub enum Op {
 pub enum Action {
     /// The clock moves one tick.
     Tick,
-    /// A client pauses.
-    Pause(usize),
-    /// A paused client resumes.
-    Resume(usize),
-    /// Redis restarts without persistence.
-    Restart,
-    /// A client's pending message is lost.
-    LoseMessage(usize),
+    /// A fault, or a paused client's resume.
+    Fault(Fault),
     /// A client's pending hand-off message is held up: it attempts first.
     DelayMessage(usize),
     /// A held-up message is read (by the waiter's current entry, if it
@@ -308,27 +302,13 @@ pub struct FairModel {
     pub(crate) scripts: super::fair_step::Scripts,
 }
 
-/// The drift allowance of a span `d` (ms): `d/100 + 2`.
-pub fn drift(d: i64) -> i64 {
-    d / 100 + 2
-}
+crate::model::common::explorable!(FairModel, Config, Mutant, State);
 
 impl FairModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<FairModel, String> {
         let scripts = super::fair_step::Scripts::load(config.mutant)?;
         Ok(FairModel { config, scripts })
-    }
-
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here so
-    /// that it is built with this crate's optimisation (`Cargo.toml`).
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
     }
 
     /// The lock key's name (its tag stem is the key itself).
@@ -339,11 +319,6 @@ impl FairModel {
     /// The hand-off TTL: the smaller of the lock's TTL and the lease.
     pub fn handoff_ttl(&self) -> i64 {
         self.config.ttl.min(self.config.lease)
-    }
-
-    /// The stop margin, `ttl/5`.
-    pub fn margin(&self) -> i64 {
-        self.config.ttl / 5
     }
 
     /// Whether a client believes it holds the lock at `now`.

@@ -1,10 +1,11 @@
 //! A fair lock client's steps: what it sends (the library's arguments) and
 //! what it makes of the reply, as `primitives/lock/fair/` does.
 
-use crate::model::fair::{drift, FairModel, Hold, Mode, Op, Phase, State, Wait, Wake};
+use crate::model::common::{drift, ints, margin, token};
+use crate::model::fair::{FairModel, Hold, Mode, Op, Phase, State, Wait, Wake};
 use crate::model::fair_check::{fifo, issued};
 use crate::model::fair_request::{call, Sends};
-use crate::model::fair_step::{entry, ints, token};
+use crate::model::fair_step::entry;
 use crate::model::trace::show_reply;
 use crate::server::Server;
 
@@ -73,7 +74,7 @@ pub(crate) fn client_step(
                         m,
                         at,
                         t,
-                        now + cfg.ttl - drift_of(cfg.ttl),
+                        now + cfg.ttl - drift(cfg.ttl),
                         fence_of(cfg.fenced, value),
                         false,
                     ))
@@ -129,7 +130,7 @@ pub(crate) fn client_step(
                     m,
                     at,
                     w.token,
-                    now + cfg.ttl - drift_of(cfg.ttl),
+                    now + cfg.ttl - drift(cfg.ttl),
                     fence_of(cfg.fenced, value),
                     false,
                 )),
@@ -178,10 +179,10 @@ pub(crate) fn client_step(
             match (lost, ints(&reply).first()) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Some(1)) => {
-                    let until = now + cfg.ttl - drift_of(cfg.ttl);
+                    let until = now + cfg.ttl - drift(cfg.ttl);
                     if until > h.deadline {
                         h.deadline = until;
-                        h.margin = m.margin();
+                        h.margin = margin(m.config.ttl);
                     }
                     h.next_renew = match cfg.watchdog {
                         true => now + cfg.ttl / 3,
@@ -223,10 +224,6 @@ pub(crate) fn client_step(
     }
 }
 
-fn drift_of(d: i64) -> i64 {
-    crate::model::fair::drift(d)
-}
-
 /// An attempt's reply `{1, fence}` took the lock: FIFO (no live waiter
 /// skipped) and the token issued, whether or not the reply reaches the
 /// client.
@@ -263,7 +260,7 @@ pub(crate) fn hold(
     // A deadline that came with less than twice the stop margin left (a
     // hand-off's short TTL) stops half the time left before it, until a
     // renewal sets the next (`lease::State::new`).
-    let margin = m.margin().min((deadline - now).max(0) / 2);
+    let margin = margin(m.config.ttl).min((deadline - now).max(0) / 2);
     // A handed hold is extended a sixth of a lease before its stop time.
     let next_renew = match handed {
         true => watchdog.min(deadline - margin - cfg.lease / 6),

@@ -2,9 +2,27 @@
 //! [`Model`] implementation: clients act on time (the clock waits while a
 //! client that is not paused has a step due), faults within the budget.
 
+use crate::model::common::{time_left, FaultWindow};
 use crate::model::explore::Model;
 use crate::model::fair::{Action, Client, FairModel, Op, Phase, State, Wake};
 use crate::server::Server;
+
+crate::model::common::fault_action!(Action);
+
+crate::model::common::fault_target!(
+    State,
+    "message",
+    |client| client.wake = Wake::None,
+    |state| {
+        for c in &mut state.clients {
+            c.unseen = None;
+            // The subscriber reconnects: a waiter looks again.
+            if matches!(c.phase, Phase::Waiting(_)) && c.wake == Wake::None {
+                c.wake = Wake::Look;
+            }
+        }
+    }
+);
 
 impl FairModel {
     /// The client's enabled operations, and whether one of them is due now
@@ -79,26 +97,17 @@ impl Model for FairModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let fault = s.faults < cfg.max_faults;
-        let time_left = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let time_left = time_left(cfg.max_time, s.now, cfg.tick);
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, time_left);
         let mut waiting_on_a_client = false;
         for (i, c) in s.clients.iter().enumerate() {
             let (ops, due) = self.client_ops(c, s.now);
             waiting_on_a_client |= due;
             for op in ops {
-                out.push(Action::Step(i, op, false));
-                if fault && cfg.faults.lost_reply {
-                    out.push(Action::Step(i, op, true));
-                }
+                faults.step(&mut out, true, |lost| Action::Step(i, op, lost));
             }
-            if c.paused {
-                out.push(Action::Resume(i));
-            } else if fault && cfg.faults.pause && time_left && c.phase != Phase::Done {
-                out.push(Action::Pause(i));
-            }
-            if fault && cfg.faults.lost_message && c.wake != Wake::None {
-                out.push(Action::LoseMessage(i));
-            }
+            let message = c.wake != Wake::None;
+            faults.client(&mut out, i, c.paused, c.phase != Phase::Done, message);
             let handed = matches!(c.wake, Wake::Handed { .. });
             if cfg.late_messages && handed && c.late.is_none() && !c.paused {
                 out.push(Action::DelayMessage(i));
@@ -110,9 +119,7 @@ impl Model for FairModel {
         if time_left && !waiting_on_a_client {
             out.push(Action::Tick);
         }
-        if fault && cfg.faults.restart && time_left && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         if s.revokes < cfg.revokes && self.holds_key(s) {
             out.push(Action::Revoke);
         }

@@ -3,18 +3,17 @@
 //! (and the messages published) into the clients' beliefs.
 
 use latchkey::protocol::{
-    fence_key, release_channel, script_text, tag_stem, ACQUIRED_SUFFIX, HANDOFF_SUFFIX,
-    LEASES_SUFFIX, QUEUE_SUFFIX,
+    fence_key, release_channel, tag_stem, ACQUIRED_SUFFIX, HANDOFF_SUFFIX, LEASES_SUFFIX,
+    QUEUE_SUFFIX,
 };
 
 use crate::keyspace::{Value, ZSet};
-use crate::model::explore::Model;
+use crate::model::common::{ints, mutate, script, take_fault, token};
 use crate::model::fair::{
     Action, FairModel, Mutant, Phase, State, Unseen, Val, Wait, Wake, START_MICROS,
 };
 use crate::model::fair_check::{fifo, issued, queue, server_ms};
 use crate::model::trace::{show_reply, Record};
-use crate::reply::Reply;
 use crate::server::Server;
 
 /// The scripts' texts as the library sends them, a mutant's change applied.
@@ -26,28 +25,14 @@ pub(crate) struct Scripts {
     pub(crate) extend: String,
 }
 
-/// `text` with `from` replaced by `to`; an error when `from` is not there,
-/// so that a script's change cannot turn a mutant into the original.
-fn mutate(text: &str, from: &str, to: &str) -> Result<String, String> {
-    if !text.contains(from) {
-        return Err(format!("mutant: {from:?} is no longer in the script"));
-    }
-    Ok(text.replacen(from, to, 1))
-}
-
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
-        let text = |file: &str| {
-            script_text(file)
-                .map(str::to_string)
-                .ok_or_else(|| format!("no script {file}"))
-        };
         let mut s = Scripts {
-            acquire: text("fair_acquire.lua")?,
-            release: text("fair_release.lua")?,
-            leave: text("fair_leave.lua")?,
-            revoke: text("fair_revoke.lua")?,
-            extend: text("extend.lua")?,
+            acquire: script("fair_acquire.lua")?,
+            release: script("fair_release.lua")?,
+            leave: script("fair_leave.lua")?,
+            revoke: script("fair_revoke.lua")?,
+            extend: script("extend.lua")?,
         };
         match mutant {
             // hand_on.lua is prepended to the three scripts that hand on.
@@ -70,11 +55,6 @@ impl Scripts {
         }
         Ok(s)
     }
-}
-
-/// A library-shaped owner token (`lk2:`, so that waiters mark it).
-pub(crate) fn token(client: usize, attempt: u32) -> String {
-    format!("lk2:c{client}a{attempt}:0:sim")
 }
 
 /// The client and attempt of a token or of an entry ending in one.
@@ -238,20 +218,6 @@ fn handed(m: &FairModel, before: &State, n: &mut State, payload: &[u8], actor: O
     }
 }
 
-pub(crate) fn ints(reply: &Reply) -> Vec<i64> {
-    match reply {
-        Reply::Array(Some(items)) => items
-            .iter()
-            .map(|r| match r {
-                Reply::Int(n) => *n,
-                _ => i64::MIN,
-            })
-            .collect(),
-        Reply::Int(n) => vec![*n],
-        _ => Vec::new(),
-    }
-}
-
 pub(crate) fn step(
     m: &FairModel,
     server: &mut Server,
@@ -268,20 +234,9 @@ pub(crate) fn step(
             store(m, server, s, &mut n, None);
             (n, Record::world(s.now, "tick", format!("+{tick} ms")))
         }
-        Action::Pause(c) => {
-            n.clients[c].paused = true;
-            n.faults += 1;
-            (n, Record::world(s.now, "pause", format!("c{c} paused")))
-        }
-        Action::Resume(c) => {
-            n.clients[c].paused = false;
-            (n, Record::world(s.now, "resume", format!("c{c} resumed")))
-        }
-        Action::LoseMessage(c) => {
-            n.clients[c].wake = Wake::None;
-            n.faults += 1;
-            let what = format!("c{c}'s message lost");
-            (n, Record::world(s.now, "lose-message", what))
+        Action::Fault(fault) => {
+            let record = take_fault(&mut n, s.now, tick, fault);
+            (n, record)
         }
         Action::DelayMessage(c) => {
             let client = &mut n.clients[c];
@@ -303,21 +258,6 @@ pub(crate) fn step(
             };
             let what = format!("c{c}'s late hand-off message {what}");
             (n, Record::world(s.now, "deliver", what))
-        }
-        Action::Restart => {
-            n.keys.clear();
-            n.restarts += 1;
-            n.faults += 1;
-            // A restart takes time: the server's clock moves on meanwhile.
-            n.now += tick;
-            for c in &mut n.clients {
-                c.unseen = None;
-                // The subscriber reconnects: a waiter looks again.
-                if matches!(c.phase, Phase::Waiting(_)) && c.wake == Wake::None {
-                    c.wake = Wake::Look;
-                }
-            }
-            (n, Record::world(s.now, "restart", "keyspace wiped".into()))
         }
         Action::Revoke => {
             load(server, s);
@@ -361,17 +301,7 @@ pub(crate) fn step(
                 ));
             }
             store(m, server, s, &mut n, Some(c));
-            let reply = match lost {
-                true => format!("{reply} (lost)"),
-                false => reply,
-            };
-            let record = Record {
-                at: s.now,
-                client: Some(c),
-                script,
-                args,
-                reply,
-            };
+            let record = Record::client(s.now, c, script, args, reply, lost);
             (n, record)
         }
     }
@@ -394,21 +324,4 @@ pub(crate) fn names(m: &FairModel) -> (Vec<Vec<u8>>, String, String) {
     let stem = String::from_utf8_lossy(&under(HANDOFF_SUFFIX)).into_owned();
     let channel = String::from_utf8_lossy(&release_channel(&key)).into_owned();
     (keys, stem, channel)
-}
-
-/// Replays `actions` from the initial state: the trace, and the first
-/// invariant broken, if any (for a regression test kept as a fixed trace).
-pub fn replay(m: &FairModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
-    let mut server = Server::new(0);
-    let mut state = m.initial();
-    let mut trace = Vec::new();
-    for a in actions {
-        let (next, record) = m.step(&mut server, &state, a);
-        trace.push(record);
-        state = next;
-        if let Err(e) = m.check(&state) {
-            return (trace, Err(e));
-        }
-    }
-    (trace, Ok(()))
 }

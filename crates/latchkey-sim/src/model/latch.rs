@@ -21,10 +21,10 @@
 
 use latchkey::protocol::{primitive_key, LATCH_OPENED_SUFFIX, LATCH_SUFFIX};
 
+use crate::model::common::{get, load, mutate, script, store, take_fault, Keys, Stored};
+use crate::model::common::{Fault, FaultTarget, FaultWindow, Faults};
 use crate::model::count_request::{call, latch, LatchSends};
-use crate::model::explore::{Model, Stats, Violation};
-use crate::model::lock::Faults;
-use crate::model::snap::{get, load, mutate, store, text, Keys, Val};
+use crate::model::explore::Model;
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -116,12 +116,28 @@ pub enum Op {
 pub enum Action {
     /// The clock moves one tick.
     Tick,
-    /// Redis restarts without persistence.
-    Restart,
-    /// A waiter's pending message is lost.
-    LoseMessage(usize),
+    /// A fault.
+    Fault(Fault),
     /// A client steps; `true`: the reply is lost.
     Step(usize, Op, bool),
+}
+
+crate::model::common::fault_action!(Action);
+
+impl FaultTarget for State {
+    const MESSAGE: &'static str = "message";
+
+    fn count_fault(&mut self) {
+        self.faults += 1;
+    }
+
+    fn lose_message(&mut self, c: usize) {
+        self.woken[c] = false;
+    }
+
+    fn restart(&mut self, _tick: i64) {
+        self.keys.clear();
+    }
 }
 
 /// The latch model under one configuration.
@@ -131,6 +147,8 @@ pub struct LatchModel {
     pub(crate) create: String,
     pub(crate) count_down: String,
 }
+
+crate::model::common::explorable!(LatchModel, Config, Mutant, State);
 
 pub(crate) fn key() -> Vec<u8> {
     primitive_key(b"", b"model", LATCH_SUFFIX)
@@ -143,7 +161,7 @@ pub(crate) fn channel() -> String {
 impl LatchModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<LatchModel, String> {
-        let mut count_down = text("latch_count_down.lua")?;
+        let mut count_down = script("latch_count_down.lua")?;
         match config.mutant {
             Some(Mutant::OpensAtOne) => {
                 count_down = mutate(
@@ -158,20 +176,10 @@ impl LatchModel {
             None => {}
         }
         Ok(LatchModel {
-            create: text("latch_create.lua")?,
+            create: script("latch_create.lua")?,
             count_down,
             config,
         })
-    }
-
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here.
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
     }
 
     fn op(&self, i: usize) -> Op {
@@ -325,24 +333,18 @@ impl Model for LatchModel {
         if s.now + cfg.tick <= cfg.max_time {
             out.push(Action::Tick);
         }
-        let fault = s.faults < cfg.max_faults;
+        // A restart here takes no time: it may come when time has run out.
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, true);
         for (i, phase) in s.phases.iter().enumerate() {
             let op = match phase {
                 Phase::Done => continue,
                 Phase::Waiting if s.woken[i] => Op::Hear,
                 _ => self.op(i),
             };
-            out.push(Action::Step(i, op, false));
-            if fault && cfg.faults.lost_reply && op != Op::Hear {
-                out.push(Action::Step(i, op, true));
-            }
-            if op == Op::Hear && fault && cfg.faults.lost_message {
-                out.push(Action::LoseMessage(i));
-            }
+            faults.step(&mut out, op != Op::Hear, |lost| Action::Step(i, op, lost));
+            faults.client(&mut out, i, false, false, op == Op::Hear);
         }
-        if fault && cfg.faults.restart && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         out
     }
 
@@ -353,16 +355,7 @@ impl Model for LatchModel {
                 n.now += self.config.tick;
                 Record::world(s.now, "tick", format!("+{} ms", self.config.tick))
             }
-            Action::Restart => {
-                n.faults += 1;
-                n.keys.clear();
-                Record::world(s.now, "restart", "keyspace wiped".into())
-            }
-            Action::LoseMessage(c) => {
-                n.faults += 1;
-                n.woken[c] = false;
-                Record::world(s.now, "lose-message", format!("c{c}'s message lost"))
-            }
+            Action::Fault(fault) => take_fault(&mut n, s.now, 0, fault),
             Action::Step(c, op, lost) => {
                 n.faults += u8::from(lost);
                 load(server, s.now, &s.keys);
@@ -383,7 +376,7 @@ impl Model for LatchModel {
         if s.openings > 1 {
             return Err(format!("the latch published opened {} times", s.openings));
         }
-        if let Some(Val::Str(v)) = get(&s.keys, &key()) {
+        if let Some(Stored::Str(v)) = get(&s.keys, &key()) {
             let left: i64 = std::str::from_utf8(v)
                 .ok()
                 .and_then(|v| v.parse().ok())

@@ -33,7 +33,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::explore::{Model, Stats, Violation};
+use crate::model::common::{margin, time_left, Fault, FaultWindow, Faults};
+use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
 
@@ -83,49 +84,11 @@ pub struct Config {
     pub mutant: Option<Mutant>,
 }
 
-/// The faults a configuration allows.
-#[derive(Clone, Copy, Debug)]
-pub struct Faults {
-    /// A client pauses (and later resumes).
-    pub pause: bool,
-    /// A script's reply is lost.
-    pub lost_reply: bool,
-    /// A published wake-up is lost.
-    pub lost_message: bool,
-    /// Redis restarts without persistence.
-    pub restart: bool,
-}
-
-impl Faults {
-    /// Every fault.
-    pub const ALL: Faults = Faults {
-        pause: true,
-        lost_reply: true,
-        lost_message: true,
-        restart: true,
-    };
-}
-
 /// Where a client is.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Phase {
-    /// About to make a first try.
-    Idle,
-    /// Waiting to try again: at `recheck_at` (ms) or on a wake-up.
-    Waiting {
-        /// When it tries again without a wake-up.
-        recheck_at: i64,
-    },
-    /// Holds the lock, as far as it knows.
-    Held(Hold),
-    /// An acquire's reply was lost: release with that attempt's token.
-    Cleanup {
-        /// The attempt whose token to release.
-        attempt: u32,
-    },
-    /// Took all its holds.
-    Done,
-}
+pub type Phase = crate::model::common::Phase<Hold>;
+
+/// One client.
+pub type Client = crate::model::common::Client<Phase>;
 
 /// A hold's beliefs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -148,21 +111,6 @@ pub struct Hold {
     pub epoch: u8,
     /// The cap (ms): acquired + max hold ([`LockModel::with_max_hold`]).
     pub cap: Option<i64>,
-}
-
-/// One client.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Client {
-    /// Where it is.
-    pub phase: Phase,
-    /// Paused: takes no step while time runs.
-    pub paused: bool,
-    /// Attempts made (each has its own token).
-    pub attempts: u32,
-    /// Holds taken.
-    pub holds: u8,
-    /// A wake-up arrived and was not acted on yet.
-    pub woken: bool,
 }
 
 /// The fenced resource: the highest token seen and which hold wrote it.
@@ -230,14 +178,8 @@ pub enum Op {
 pub enum Action {
     /// The clock moves one tick.
     Tick,
-    /// A client pauses.
-    Pause(usize),
-    /// A paused client resumes.
-    Resume(usize),
-    /// Redis restarts without persistence.
-    Restart,
-    /// A client's pending wake-up is lost.
-    LoseMessage(usize),
+    /// A fault, or a paused client's resume.
+    Fault(Fault),
     /// The replica copies the keyspace; a failover to it; a restart whose
     /// clock moves by this many ticks (`lock_failover.rs`).
     Replicate,
@@ -246,6 +188,8 @@ pub enum Action {
     /// A client steps; `true`: the reply is lost.
     Step(usize, Op, bool),
 }
+
+crate::model::common::fault_action!(Action);
 
 /// The plain lock model under one configuration.
 pub struct LockModel {
@@ -258,6 +202,8 @@ pub struct LockModel {
     pub(crate) failover: bool,
     pub(crate) clock_step: Option<i64>,
 }
+
+crate::model::common::explorable!(LockModel, Config, Mutant, State);
 
 impl LockModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
@@ -272,30 +218,9 @@ impl LockModel {
         })
     }
 
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here so
-    /// that it is built with this crate's optimisation (`Cargo.toml`).
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
-    }
-
     /// The lock key's name.
     pub fn key(&self) -> &'static [u8] {
         b"lk:model"
-    }
-
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
-    }
-
-    /// The stop margin, `ttl/5`.
-    pub fn margin(&self) -> i64 {
-        self.config.ttl / 5
     }
 
     /// Whether a client believes it holds the lock at `now`.
@@ -306,7 +231,7 @@ impl LockModel {
         // Held until the stop margin before the deadline, or the cap if
         // that comes first (the library's `State::held`).
         let end = hold.cap.map_or(hold.deadline, |cap| cap.min(hold.deadline));
-        self.config.mutant == Some(Mutant::RenewPastDeadline) || now < end - self.margin()
+        self.config.mutant == Some(Mutant::RenewPastDeadline) || now < end - margin(self.config.ttl)
     }
 
     fn client_ops(&self, c: &Client, now: i64) -> Vec<Op> {
@@ -345,13 +270,7 @@ impl Model for LockModel {
     type Action = Action;
 
     fn initial(&self) -> State {
-        let client = Client {
-            phase: Phase::Idle,
-            paused: false,
-            attempts: 0,
-            holds: 0,
-            woken: false,
-        };
+        let client = Client::starting(Phase::Idle);
         State {
             now: 0,
             keys: BTreeSet::new(),
@@ -370,32 +289,21 @@ impl Model for LockModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let can_tick = time_left(cfg.max_time, s.now, cfg.tick);
         if can_tick {
             out.push(Action::Tick);
         }
         let fault = s.faults < cfg.max_faults;
+        // A pause matters only while time can still run past it.
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, can_tick);
         for (i, c) in s.clients.iter().enumerate() {
             for op in self.client_ops(c, s.now) {
-                out.push(Action::Step(i, op, false));
                 let remote = !matches!(op, Op::Write | Op::Land);
-                if fault && cfg.faults.lost_reply && remote {
-                    out.push(Action::Step(i, op, true));
-                }
+                faults.step(&mut out, remote, |lost| Action::Step(i, op, lost));
             }
-            // A pause matters only while time can still run past it.
-            if c.paused {
-                out.push(Action::Resume(i));
-            } else if fault && cfg.faults.pause && can_tick && c.phase != Phase::Done {
-                out.push(Action::Pause(i));
-            }
-            if fault && cfg.faults.lost_message && c.woken {
-                out.push(Action::LoseMessage(i));
-            }
+            faults.client(&mut out, i, c.paused, c.phase != Phase::Done, c.woken);
         }
-        if fault && cfg.faults.restart && can_tick && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         self.more_actions(s, fault && can_tick, &mut out);
         out
     }

@@ -13,8 +13,8 @@
 //! the cap (tighter than `acquired + cap + ttl`, as every renewal is
 //! shortened to end by the cap).
 
+use crate::model::common::{margin, token};
 use crate::model::lock::{Hold, LockModel, Mutant, Phase, State, START_MICROS};
-use crate::model::lock_step::token;
 
 /// The library's minimum TTL, in ms: a capped renewal shorter than this
 /// is not sent (`vocab::names::MIN_TTL`).
@@ -55,7 +55,7 @@ impl LockModel {
                 continue;
             };
             let Some(cap) = h.cap else { continue };
-            if self.believes(h, s.now) && s.now >= cap - self.margin() {
+            if self.believes(h, s.now) && s.now >= cap - margin(self.config.ttl) {
                 return Err(format!(
                     "max hold: c{c} believes it holds at {} ms, past its cap {cap} ms minus the margin",
                     s.now

@@ -25,8 +25,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::model::common::token;
 use crate::model::lock::{Action, LockModel, Phase, State, START_MICROS};
-use crate::model::lock_step::token;
 use crate::model::trace::Record;
 
 /// A keyspace as the model keeps it: key, value, expiry (server ms).

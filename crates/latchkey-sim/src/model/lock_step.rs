@@ -2,10 +2,8 @@
 //! keyspace and clock, sends what the library sends, and folds the reply
 //! into the client's beliefs.
 
-use latchkey::protocol::script_text;
-
 use crate::keyspace::Value;
-use crate::model::explore::Model;
+use crate::model::common::{drift, ints, mutate, script, take_fault, token};
 use crate::model::lock::{Action, Hold, LockModel, Mutant, Op, Phase, State, START_MICROS};
 use crate::model::lock_request::{call, call_ttl, Request};
 use crate::model::trace::{show_reply, Record};
@@ -20,27 +18,13 @@ pub(crate) struct Scripts {
     pub(crate) issue_fence: String,
 }
 
-/// `text` with `from` replaced by `to`; an error when `from` is not there,
-/// so that a script's change cannot turn a mutant into the original.
-fn mutate(text: &str, from: &str, to: &str) -> Result<String, String> {
-    if !text.contains(from) {
-        return Err(format!("mutant: {from:?} is no longer in the script"));
-    }
-    Ok(text.replacen(from, to, 1))
-}
-
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
-        let text = |file: &str| {
-            script_text(file)
-                .map(str::to_string)
-                .ok_or_else(|| format!("no script {file}"))
-        };
         let mut scripts = Scripts {
-            acquire: text("acquire.lua")?,
-            extend: text("extend.lua")?,
-            release: text("release.lua")?,
-            issue_fence: text("issue_fence.lua")?,
+            acquire: script("acquire.lua")?,
+            extend: script("extend.lua")?,
+            release: script("release.lua")?,
+            issue_fence: script("issue_fence.lua")?,
         };
         match mutant {
             Some(Mutant::ReleaseWithoutOwnerCheck) => {
@@ -67,11 +51,6 @@ impl Scripts {
         }
         Ok(scripts)
     }
-}
-
-pub(crate) fn token(client: usize, attempt: u32) -> String {
-    // The shape of a library token (`lk2:`, so that waiters mark it).
-    format!("lk2:c{client}a{attempt}:0:sim")
 }
 
 /// Sets `server` to the state's clock and keys.
@@ -108,19 +87,7 @@ fn store(server: &mut Server, s: &mut State) {
     }
 }
 
-fn ints(reply: &Reply) -> Vec<i64> {
-    match reply {
-        Reply::Array(Some(items)) => items
-            .iter()
-            .map(|r| match r {
-                Reply::Int(n) => *n,
-                _ => i64::MIN,
-            })
-            .collect(),
-        Reply::Int(n) => vec![*n],
-        _ => Vec::new(),
-    }
-}
+crate::model::common::fault_target!(State, "wake-up", |client| client.woken = false);
 
 pub(crate) fn step(
     m: &LockModel,
@@ -139,30 +106,9 @@ pub(crate) fn step(
             super::lock_failover::prune(&mut n);
             (n, Record::world(s.now, "tick", format!("+{} ms", cfg.tick)))
         }
-        Action::Pause(c) => {
-            n.clients[c].paused = true;
-            n.faults += 1;
-            (n, Record::world(s.now, "pause", format!("c{c} paused")))
-        }
-        Action::Resume(c) => {
-            n.clients[c].paused = false;
-            (n, Record::world(s.now, "resume", format!("c{c} resumed")))
-        }
-        Action::LoseMessage(c) => {
-            n.clients[c].woken = false;
-            n.faults += 1;
-            (
-                n,
-                Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost")),
-            )
-        }
-        Action::Restart => {
-            n.keys.clear();
-            n.restarts += 1;
-            n.faults += 1;
-            // A restart takes time: the server's clock moves on meanwhile.
-            n.now += cfg.tick;
-            (n, Record::world(s.now, "restart", "keyspace wiped".into()))
+        Action::Fault(fault) => {
+            let record = take_fault(&mut n, s.now, cfg.tick, fault);
+            (n, record)
         }
         Action::Replicate | Action::Failover | Action::RestartClock(_) => {
             super::lock_failover::step(m, s, action)
@@ -177,17 +123,7 @@ pub(crate) fn step(
                 n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
             }
             store(server, &mut n);
-            let record = Record {
-                at: s.now,
-                client: Some(c),
-                script,
-                args,
-                reply: if lost {
-                    format!("{reply} (lost)")
-                } else {
-                    reply
-                },
-            };
+            let record = Record::client(s.now, c, script, args, reply, lost);
             (n, record)
         }
     }
@@ -207,7 +143,7 @@ fn client_step(
     let client = &mut n.clients[c];
     let hold = |attempt, fence| Hold {
         attempt,
-        deadline: now + cfg.ttl - m.drift(),
+        deadline: now + cfg.ttl - drift(m.config.ttl),
         next_renew: now + cfg.ttl / 3,
         lost: false,
         fence,
@@ -266,7 +202,7 @@ fn client_step(
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    h.deadline = now + ttl - m.drift();
+                    h.deadline = now + ttl - drift(m.config.ttl);
                     h.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => h.lost = true,
@@ -343,21 +279,4 @@ fn client_step(
         super::lock_failover::issued(m, n, f);
     }
     out
-}
-
-/// Replays `actions` from the initial state: the trace, and the first
-/// invariant broken, if any (for a regression test kept as a fixed trace).
-pub fn replay(m: &LockModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
-    let mut server = Server::new(0);
-    let mut state = m.initial();
-    let mut trace = Vec::new();
-    for a in actions {
-        let (next, record) = m.step(&mut server, &state, a);
-        trace.push(record);
-        state = next;
-        if let Err(e) = m.check(&state) {
-            return (trace, Err(e));
-        }
-    }
-    (trace, Ok(()))
 }

@@ -28,9 +28,9 @@
 //! tokens, every later one above a revocation's fence), FIFO among
 //! waiters that kept their leases, and the delay a dead waiter can cause.
 //! The semaphore ([`semaphore`]: N permits, holds of k at once) and the
-//! read-write lock ([`rwlock`]) follow the same shape (a model file for
-//! the state and the invariants, a `*_step.rs` for the transitions), over
-//! the keyspace kept as data by `keyset.rs`: at most N permits believed
+//! read-write lock ([`rwlock`]) share one state and one step
+//! ([`common::keyed`]; a `*_step.rs` each for a client's steps), over the
+//! keyspace kept as data ([`common::snapshot`]): at most N permits believed
 //! held; a writer believed holding excludes every other believed holder;
 //! and each acquire's verdict is the documented rule (the semaphore's
 //! room for k, the read-write lock's phase-fair policy) applied to the
@@ -41,7 +41,14 @@
 //! the barrier ([`latch`], [`barrier`]: counts and generations as
 //! documented), and signals ([`signal`]: `signal_one.lua` hands a signal to
 //! at most one waiter of the name, a broadcast reaches every one), over
-//! the keyspace snapshot they share ([`snap`]).
+//! the same keyspace snapshot.
+//!
+//! What the models share is in [`common`]: the fault transitions (a pause
+//! and resume, a lost message, a restart; a lost reply as a client's step
+//! whose reply does not arrive), which every model's `Action` carries as
+//! `Action::Fault`, so that a new fault comes to all of them at once; the
+//! keyspace snapshot; the scripts' texts and a mutant's change; and the
+//! harness every model's tests search and check mutants with.
 //!
 //! The models are the protocol in executable form, and [`conform`] keeps
 //! them honest: each says, per operation, what it sends (from the code its
@@ -53,6 +60,7 @@
 pub mod barrier;
 mod barrier_step;
 mod cached;
+pub mod common;
 pub mod conform;
 mod conform_lock;
 mod count_request;
@@ -66,7 +74,6 @@ mod fair_client;
 mod fair_model;
 mod fair_request;
 mod fair_step;
-pub mod keyset;
 pub mod latch;
 pub mod lock;
 mod lock_cap;
@@ -88,12 +95,11 @@ mod sem_step;
 pub mod semaphore;
 pub mod signal;
 mod signal_request;
-pub mod snap;
 pub mod trace;
 pub mod walks;
 
-pub use fair_step::replay as replay_fair;
+pub use common::harness::replay;
+pub use common::harness::replay as replay_fair;
+pub use common::harness::replay as replay_rwlock;
+pub use common::harness::replay as replay_semaphore;
 pub use lock_request::Request;
-pub use lock_step::replay;
-pub use rw_step::replay as replay_rwlock;
-pub use sem_step::replay as replay_semaphore;

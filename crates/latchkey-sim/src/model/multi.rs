@@ -37,12 +37,12 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::explore::{Model, Stats, Violation};
-use crate::model::lock::Faults;
+use crate::model::common::{time_left, Fault, FaultWindow, Faults};
+use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
 
-pub use super::multi_step::replay;
+pub use crate::model::common::harness::replay;
 
 /// What a client is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,25 +117,7 @@ pub struct Config {
 }
 
 /// Where a client is.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Phase {
-    /// About to make a first try (a keeper: a local acquire, from Redis).
-    Idle,
-    /// Waiting to try again: at `recheck_at` (ms) or on a wake-up.
-    Waiting {
-        /// When it tries again without a wake-up.
-        recheck_at: i64,
-    },
-    /// Holds its names, as far as it knows.
-    Held(Hold),
-    /// An acquire's reply was lost: release with that attempt's token.
-    Cleanup {
-        /// The attempt whose token to release.
-        attempt: u32,
-    },
-    /// Took all its holds.
-    Done,
-}
+pub type Phase = crate::model::common::Phase<Hold>;
 
 /// A hold's beliefs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -249,14 +231,8 @@ impl Op {
 pub enum Action {
     /// The clock moves one tick.
     Tick,
-    /// A client pauses.
-    Pause(usize),
-    /// A paused client resumes.
-    Resume(usize),
-    /// Redis restarts without persistence.
-    Restart,
-    /// A client's pending wake-up or `wanted` is lost.
-    LoseMessage(usize),
+    /// A fault, or a paused client's resume.
+    Fault(Fault),
     /// A client steps; `true`: the reply is lost.
     Step(usize, Op, bool),
     /// Someone asks the holders of a name to let go
@@ -264,12 +240,16 @@ pub enum Action {
     Ask(usize),
 }
 
+crate::model::common::fault_action!(Action);
+
 /// The model of several names under one configuration.
 pub struct MultiModel {
     /// The configuration.
     pub config: Config,
     pub(crate) scripts: super::multi_scripts::Scripts,
 }
+
+crate::model::common::explorable!(MultiModel, Config, Mutant, State);
 
 impl MultiModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
@@ -281,24 +261,9 @@ impl MultiModel {
         Ok(MultiModel { config, scripts })
     }
 
-    /// [`bfs`](crate::model::explore::bfs) of this model.
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
-    }
-
     /// Name `i`'s lock key.
     pub fn key(&self, i: usize) -> Vec<u8> {
         format!("lk:m{i}").into_bytes()
-    }
-
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
     }
 
     /// Whether a client believes its hold is valid at `now` (a keeper's,
@@ -393,27 +358,18 @@ impl Model for MultiModel {
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let fault = s.faults < cfg.max_faults;
         let mut due = false;
-        let within = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let within = time_left(cfg.max_time, s.now, cfg.tick);
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, within);
         for (i, c) in s.clients.iter().enumerate() {
             for op in self.client_ops(cfg.clients[i], c, s.now) {
                 due |= op.urgent();
-                out.push(Action::Step(i, op, false));
                 // A lost reply needs a reply: not a keeper's local steps.
                 let remote = !matches!(op, Op::Use | Op::Hear);
-                if fault && cfg.faults.lost_reply && remote {
-                    out.push(Action::Step(i, op, true));
-                }
+                faults.step(&mut out, remote, |lost| Action::Step(i, op, lost));
             }
-            if c.paused {
-                out.push(Action::Resume(i));
-            } else if fault && cfg.faults.pause && within && c.phase != Phase::Done {
-                out.push(Action::Pause(i));
-            }
-            if fault && cfg.faults.lost_message && (c.woken || c.told) {
-                out.push(Action::LoseMessage(i));
-            }
+            let message = c.woken || c.told;
+            faults.client(&mut out, i, c.paused, c.phase != Phase::Done, message);
         }
         if within && !due {
             out.push(Action::Tick);
@@ -422,9 +378,7 @@ impl Model for MultiModel {
             let held = |i: usize| s.keys.iter().any(|(k, _, _)| *k == self.key(i));
             out.extend((0..cfg.names).filter(|&i| held(i)).map(Action::Ask));
         }
-        if fault && cfg.faults.restart && within && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         out
     }
 

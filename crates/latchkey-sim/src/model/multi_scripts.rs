@@ -2,8 +2,7 @@
 //! library sends them (`protocol::script_text`), a mutant's change
 //! applied; and the shape of its clients' owner tokens.
 
-use latchkey::protocol::script_text;
-
+use crate::model::common::{mutate, script};
 use crate::model::multi::Mutant;
 
 /// The scripts' texts as the library sends them, a mutant's change applied.
@@ -17,30 +16,16 @@ pub(crate) struct Scripts {
     pub(crate) multi_release: String,
 }
 
-/// `text` with `from` replaced by `to`; an error when `from` is not there,
-/// so that a script's change cannot turn a mutant into the original.
-fn mutate(text: &str, from: &str, to: &str) -> Result<String, String> {
-    if !text.contains(from) {
-        return Err(format!("mutant: {from:?} is no longer in the script"));
-    }
-    Ok(text.replacen(from, to, 1))
-}
-
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
-        let text = |file: &str| {
-            script_text(file)
-                .map(str::to_string)
-                .ok_or_else(|| format!("no script {file}"))
-        };
         let mut s = Scripts {
-            acquire: text("acquire.lua")?,
-            extend: text("extend.lua")?,
-            release: text("release.lua")?,
-            issue_fence: text("issue_fence.lua")?,
-            multi_acquire: text("multi_acquire.lua")?,
-            multi_extend: text("multi_extend.lua")?,
-            multi_release: text("multi_release.lua")?,
+            acquire: script("acquire.lua")?,
+            extend: script("extend.lua")?,
+            release: script("release.lua")?,
+            issue_fence: script("issue_fence.lua")?,
+            multi_acquire: script("multi_acquire.lua")?,
+            multi_extend: script("multi_extend.lua")?,
+            multi_release: script("multi_release.lua")?,
         };
         match mutant {
             Some(Mutant::PartialAcquire) => {

@@ -5,7 +5,7 @@
 use latchkey::protocol::{release_channel, RELEASE_REQUESTED, WANTED};
 
 use crate::keyspace::Value;
-use crate::model::explore::Model;
+use crate::model::common::{drift, ints, take_fault};
 use crate::model::lock::START_MICROS;
 use crate::model::multi::{Action, Hold, Kind, MultiModel, Op, Phase, State};
 use crate::model::multi_request::{call, Sends};
@@ -61,20 +61,6 @@ fn store(m: &MultiModel, server: &mut Server, s: &mut State) {
     }
 }
 
-pub(crate) fn ints(reply: &Reply) -> Vec<i64> {
-    match reply {
-        Reply::Array(Some(items)) => items
-            .iter()
-            .map(|r| match r {
-                Reply::Int(n) => *n,
-                _ => i64::MIN,
-            })
-            .collect(),
-        Reply::Int(n) => vec![*n],
-        _ => Vec::new(),
-    }
-}
-
 /// Notes a fencing token issued for name `i`: above every one before it.
 pub(crate) fn issued(s: &mut State, i: usize, fence: u64) {
     if fence <= s.last_fence[i] && s.token_went_back.is_none() {
@@ -82,6 +68,11 @@ pub(crate) fn issued(s: &mut State, i: usize, fence: u64) {
     }
     s.last_fence[i] = s.last_fence[i].max(fence);
 }
+
+crate::model::common::fault_target!(State, "message", |client| {
+    client.woken = false;
+    client.told = false;
+});
 
 pub(crate) fn step(
     m: &MultiModel,
@@ -99,21 +90,7 @@ pub(crate) fn step(
             store(m, server, &mut n);
             Record::world(s.now, "tick", format!("+{tick} ms"))
         }
-        Action::Pause(c) => {
-            n.clients[c].paused = true;
-            n.faults += 1;
-            Record::world(s.now, "pause", format!("c{c} paused"))
-        }
-        Action::Resume(c) => {
-            n.clients[c].paused = false;
-            Record::world(s.now, "resume", format!("c{c} resumed"))
-        }
-        Action::LoseMessage(c) => {
-            n.clients[c].woken = false;
-            n.clients[c].told = false;
-            n.faults += 1;
-            Record::world(s.now, "lose-message", format!("c{c}'s message lost"))
-        }
+        Action::Fault(fault) => take_fault(&mut n, s.now, tick, fault),
         Action::Ask(i) => {
             n.asks += 1;
             load(server, s);
@@ -126,14 +103,6 @@ pub(crate) fn step(
                 args: shown,
                 reply: show_reply(&reply),
             }
-        }
-        Action::Restart => {
-            n.keys.clear();
-            n.restarts += 1;
-            n.faults += 1;
-            // A restart takes time: the server's clock moves on meanwhile.
-            n.now += tick;
-            Record::world(s.now, "restart", "keyspace wiped".into())
         }
         Action::Step(c, op, lost) => {
             if lost {
@@ -151,18 +120,7 @@ pub(crate) fn step(
                 n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
             }
             store(m, server, &mut n);
-            let reply = if lost {
-                format!("{reply} (lost)")
-            } else {
-                reply
-            };
-            Record {
-                at: s.now,
-                client: Some(c),
-                script,
-                args,
-                reply,
-            }
+            Record::client(s.now, c, script, args, reply, lost)
         }
     };
     super::multi_check::observe(m, &mut n);
@@ -173,7 +131,7 @@ pub(crate) fn step(
 pub(crate) fn hold(m: &MultiModel, n: &State, attempt: u32, fences: Vec<u64>) -> Hold {
     Hold {
         attempt,
-        deadline: n.now + m.config.ttl - m.drift(),
+        deadline: n.now + m.config.ttl - drift(m.config.ttl),
         next_renew: n.now + m.config.ttl / 3,
         lost: false,
         epoch: n.restarts,
@@ -275,7 +233,7 @@ fn renewed(m: &MultiModel, h: &mut Hold, now: i64, lost: bool, ok: bool) {
     match (lost, ok) {
         (true, _) => h.next_renew = now + m.config.tick,
         (false, true) => {
-            h.deadline = now + m.config.ttl - m.drift();
+            h.deadline = now + m.config.ttl - drift(m.config.ttl);
             h.next_renew = now + m.config.ttl / 3;
         }
         (false, false) => h.lost = true,
@@ -356,21 +314,4 @@ fn multi_step(
             ("-".into(), Vec::new(), "not a multi step".into())
         }
     }
-}
-
-/// Replays `actions` from the initial state: the trace, and the first
-/// invariant broken, if any (for a regression test kept as a fixed trace).
-pub fn replay(m: &MultiModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
-    let mut server = Server::new(0);
-    let mut state = m.initial();
-    let mut trace = Vec::new();
-    for a in actions {
-        let (next, record) = m.step(&mut server, &state, a);
-        trace.push(record);
-        state = next;
-        if let Err(e) = m.check(&state) {
-            return (trace, Err(e));
-        }
-    }
-    (trace, Ok(()))
 }

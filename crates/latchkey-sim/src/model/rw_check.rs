@@ -2,7 +2,7 @@
 //! policy (`docs/protocol.md`, "Read-write locks"), on the keys live before
 //! it: an attempt's verdict, a writer's batch, and the waiters' liveness.
 
-use crate::model::keyset::{self, live_members, server_ms, set_members, token};
+use crate::model::common::{self, live_members, server_ms, set_members, token};
 use crate::model::rw_request::names;
 use crate::model::rwlock::{Access, Phase, RwLockModel, State};
 use crate::server::Server;
@@ -40,7 +40,7 @@ pub(crate) fn owns(s: &State, keys: &[Vec<u8>; 7], access: Access, t: &str) -> b
             .any(|m| m == t.as_bytes()),
         Access::Write => matches!(
             s.keys.get(&keys[0]),
-            Some((keyset::Stored::Str(v), _)) if v == t.as_bytes()
+            Some((common::Stored::Str(v), _)) if v == t.as_bytes()
         ),
     }
 }
@@ -55,7 +55,7 @@ pub(crate) fn check_batch(
     keys: &[Vec<u8>; 7],
 ) {
     let waiting = live_members(&before.keys, &keys[3], server_ms(before.now));
-    let after = match keyset::store(server) {
+    let after = match common::store(server) {
         Ok(k) => set_members(&k, &keys[4]),
         Err(_) => return,
     };

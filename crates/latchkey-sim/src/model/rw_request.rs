@@ -5,8 +5,8 @@
 
 use latchkey::protocol::{primitive_key, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX};
 
+use crate::model::common::token;
 use crate::model::conform::{Conforms, Declared, Roles};
-use crate::model::keyset::token;
 use crate::model::lock_request::Request;
 use crate::model::rwlock::{Access, RwLockModel};
 

@@ -4,13 +4,12 @@
 //! the client's beliefs; an attempt's verdict and a writer's batch are
 //! checked against the documented policy on the keys live before the step.
 
-use crate::model::explore::Model;
-use crate::model::keyset::{self, ints, mutate, token};
+use crate::model::common::{drift, ints, mutate, script, token, KeyedModel};
 use crate::model::lock_request::send;
 use crate::model::rw_check::{admits, check_batch, owns};
 use crate::model::rw_request::{names, request, Sends};
-use crate::model::rwlock::{Access, Action, Hold, Mutant, Op, Phase, RwLockModel, State};
-use crate::model::trace::{show_reply, Record};
+use crate::model::rwlock::{Access, Hold, Mutant, Op, Phase, RwLockModel, State};
+use crate::model::trace::show_reply;
 use crate::reply::Reply;
 use crate::server::Server;
 
@@ -28,115 +27,29 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
         let mut s = Scripts {
-            acquire: keyset::script("rw_acquire.lua")?,
-            release_write: keyset::script("rw_release_write.lua")?,
-            forget: keyset::script("rw_forget.lua")?,
-            extend: keyset::script("extend.lua")?,
-            issue_fence: keyset::script("issue_fence.lua")?,
-            sem_extend: keyset::script("sem_extend.lua")?,
-            sem_release: keyset::script("sem_release.lua")?,
+            acquire: script("rw_acquire.lua")?,
+            release_write: script("rw_release_write.lua")?,
+            forget: script("rw_forget.lua")?,
+            extend: script("extend.lua")?,
+            issue_fence: script("issue_fence.lua")?,
+            sem_extend: script("sem_extend.lua")?,
+            sem_release: script("sem_release.lua")?,
         };
         match mutant {
-            Some(Mutant::WriteIgnoresReaders) => mutate(
-                &mut s.acquire,
+            Some(Mutant::WriteIgnoresReaders) => s.acquire = mutate(&s.acquire,
                 "if writer or redis.call('ZCARD', KEYS[2]) > 0 or redis.call('SCARD', KEYS[5]) > 0 then",
                 "if writer or redis.call('SCARD', KEYS[5]) > 0 then",
             )?,
-            Some(Mutant::ReadIgnoresWaitingWriters) => mutate(
-                &mut s.acquire,
+            Some(Mutant::ReadIgnoresWaitingWriters) => s.acquire = mutate(&s.acquire,
                 "if writer or (not ours and redis.call('ZCARD', KEYS[3]) > 0 and not next_batch) then",
                 "if writer then",
             )?,
             Some(Mutant::ReleaseFormsNoBatch) => {
-                mutate(&mut s.release_write, "if #waiting > 0 then", "if false then")?
+                s.release_write = mutate(&s.release_write, "if #waiting > 0 then", "if false then")?
             }
             Some(Mutant::TrustPastDeadline) | None => {}
         }
         Ok(s)
-    }
-}
-
-pub(crate) fn step(
-    m: &RwLockModel,
-    server: &mut Server,
-    s: &State,
-    action: &Action,
-) -> (State, Record) {
-    let mut n = s.clone();
-    let tick = m.config.tick;
-    let record = match *action {
-        Action::Tick => {
-            n.now += tick;
-            keyset::load(server, n.now, &n.keys);
-            settle(server, &mut n);
-            Record::world(s.now, "tick", format!("+{tick} ms"))
-        }
-        Action::Pause(c) => {
-            n.clients[c].paused = true;
-            n.faults += 1;
-            Record::world(s.now, "pause", format!("c{c} paused"))
-        }
-        Action::Resume(c) => {
-            n.clients[c].paused = false;
-            Record::world(s.now, "resume", format!("c{c} resumed"))
-        }
-        Action::LoseMessage(c) => {
-            n.clients[c].woken = false;
-            n.faults += 1;
-            Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost"))
-        }
-        Action::Restart => {
-            n.keys.clear();
-            n.restarts += 1;
-            n.faults += 1;
-            n.now += tick;
-            Record::world(s.now, "restart", "keyspace wiped".into())
-        }
-        Action::Step(c, op, lost) => {
-            if lost {
-                n.faults += 1;
-            }
-            keyset::load(server, s.now, &s.keys);
-            let (script, args, reply) = client_step(m, server, s, &mut n, c, op, lost);
-            let shown = show_reply(&reply);
-            if matches!(reply, Reply::Error(_)) && n.broken.is_none() {
-                n.broken = Some(format!(
-                    "the model's step went wrong: c{c}'s {script} answered {shown}"
-                ));
-            }
-            settle(server, &mut n);
-            Record {
-                at: s.now,
-                client: Some(c),
-                script: script.into(),
-                args,
-                reply: if lost {
-                    format!("{shown} (lost)")
-                } else {
-                    shown
-                },
-            }
-        }
-    };
-    (n, record)
-}
-
-/// Reads the server's keys back into `n`, and wakes every waiter if a
-/// release published (they subscribed to the lock's channel).
-fn settle(server: &mut Server, n: &mut State) {
-    match keyset::store(server) {
-        Ok(keys) => n.keys = keys,
-        Err(why) => {
-            n.broken
-                .get_or_insert(format!("the model's step went wrong: {why}"));
-        }
-    }
-    if !server.take_published().is_empty() {
-        for c in &mut n.clients {
-            if matches!(c.phase, Phase::Waiting { .. }) {
-                c.woken = true;
-            }
-        }
     }
 }
 
@@ -152,6 +65,27 @@ fn call(
     let req = request(m, access, what, token);
     let reply = send(server, &req);
     (req.name, req.args, reply)
+}
+
+impl KeyedModel for RwLockModel {
+    type Phase = Phase;
+    type Op = Op;
+
+    fn tick(&self) -> i64 {
+        self.config.tick
+    }
+
+    fn client_step(
+        &self,
+        server: &mut Server,
+        s: &State,
+        n: &mut State,
+        c: usize,
+        op: Op,
+        lost: bool,
+    ) -> (&'static str, Vec<String>, Reply) {
+        client_step(self, server, s, n, c, op, lost)
+    }
 }
 
 fn client_step(
@@ -191,7 +125,7 @@ fn client_step(
                 fence_issued = fence;
                 client.phase = Phase::Held(Hold {
                     attempt,
-                    deadline: now + cfg.ttl - m.drift(),
+                    deadline: now + cfg.ttl - drift(m.config.ttl),
                     next_renew: now + cfg.ttl / 3,
                     lost: false,
                     fence,
@@ -244,7 +178,7 @@ fn client_step(
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    h.deadline = now + cfg.ttl - m.drift();
+                    h.deadline = now + cfg.ttl - drift(m.config.ttl);
                     h.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => h.lost = true,
@@ -313,30 +247,7 @@ fn client_step(
         }
     };
     if let Some(f) = fence_issued {
-        if f <= n.last_token && n.broken.is_none() {
-            n.broken = Some(format!(
-                "fencing tokens must strictly increase: {f} issued after {}",
-                n.last_token
-            ));
-        }
-        n.last_token = n.last_token.max(f);
+        n.issued(f);
     }
     out
-}
-
-/// Replays `actions` from the initial state: the trace, and the first
-/// invariant broken, if any (for a regression test kept as a fixed trace).
-pub fn replay(m: &RwLockModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
-    let mut server = Server::new(0);
-    let mut state = m.initial();
-    let mut trace = Vec::new();
-    for a in actions {
-        let (next, record) = m.step(&mut server, &state, a);
-        trace.push(record);
-        state = next;
-        if let Err(e) = m.check(&state) {
-            return (trace, Err(e));
-        }
-    }
-    (trace, Ok(()))
 }

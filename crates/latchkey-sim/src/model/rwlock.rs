@@ -38,9 +38,8 @@
 //! most for the readers inside and one batch; a reader waiting when a
 //! writer releases enters before the next writer, or its batch's TTL ends.
 
-use crate::model::explore::{Model, Stats, Violation};
-use crate::model::keyset::Keys;
-use crate::model::lock::Faults;
+use crate::model::common::{margin, time_left, FaultWindow, Faults, Waits};
+use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
 
@@ -114,6 +113,12 @@ pub enum Phase {
     Done,
 }
 
+impl Waits for Phase {
+    fn waits(&self) -> bool {
+        matches!(self, Phase::Waiting { .. })
+    }
+}
+
 /// A hold's beliefs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Hold {
@@ -132,40 +137,13 @@ pub struct Hold {
 }
 
 /// One client.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Client {
-    /// Where it is.
-    pub phase: Phase,
-    /// Paused: takes no step while time runs.
-    pub paused: bool,
-    /// Waits started (each has its own token).
-    pub attempts: u32,
-    /// Holds released and waits given up.
-    pub holds: u8,
-    /// A wake-up arrived and was not acted on yet.
-    pub woken: bool,
-}
+pub type Client = crate::model::common::Client<Phase>;
 
 /// A whole state of the model.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct State {
-    /// The server's clock, ms since the model's start.
-    pub now: i64,
-    /// The live keys.
-    pub keys: Keys,
-    /// The clients.
-    pub clients: Vec<Client>,
-    /// The highest fencing token issued (0: none).
-    pub last_token: u64,
-    /// Something a step saw that breaks an invariant by itself (a token
-    /// not above the last, a verdict against the policy, a batch that left
-    /// a waiting reader out, an error reply): kept to report.
-    pub broken: Option<String>,
-    /// Restarts so far.
-    pub restarts: u8,
-    /// Faults so far.
-    pub faults: u8,
-}
+pub type State = crate::model::common::KeyedState<Phase>;
+
+/// A transition.
+pub type Action = crate::model::common::KeyedAction<Op>;
 
 /// What a client can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,22 +162,7 @@ pub enum Op {
     GiveUp,
 }
 
-/// A transition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// The clock moves one tick.
-    Tick,
-    /// A client pauses.
-    Pause(usize),
-    /// A paused client resumes.
-    Resume(usize),
-    /// Redis restarts without persistence.
-    Restart,
-    /// A client's pending wake-up is lost.
-    LoseMessage(usize),
-    /// A client steps; `true`: the reply is lost.
-    Step(usize, Op, bool),
-}
+crate::model::common::fault_target!(State, "wake-up", |client| client.woken = false);
 
 /// The read-write lock model under one configuration.
 pub struct RwLockModel {
@@ -208,6 +171,8 @@ pub struct RwLockModel {
     pub(crate) scripts: super::rw_step::Scripts,
 }
 
+crate::model::common::explorable!(RwLockModel, Config, Mutant, State);
+
 impl RwLockModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<RwLockModel, String> {
@@ -215,33 +180,13 @@ impl RwLockModel {
         Ok(RwLockModel { config, scripts })
     }
 
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here
-    /// so that it is built with this crate's optimisation (`Cargo.toml`).
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
-    }
-
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
-    }
-
-    /// The stop margin, `ttl/5`.
-    pub fn margin(&self) -> i64 {
-        self.config.ttl / 5
-    }
-
     /// Whether a client believes it holds its side at `now`.
     pub fn believes(&self, hold: &Hold, now: i64) -> bool {
         if hold.lost {
             return false;
         }
-        self.config.mutant == Some(Mutant::TrustPastDeadline) || now < hold.deadline - self.margin()
+        self.config.mutant == Some(Mutant::TrustPastDeadline)
+            || now < hold.deadline - margin(self.config.ttl)
     }
 
     /// Client `c`'s side.
@@ -287,57 +232,31 @@ impl Model for RwLockModel {
     type Action = Action;
 
     fn initial(&self) -> State {
-        let client = Client {
-            phase: Phase::Idle,
-            paused: false,
-            attempts: 0,
-            holds: 0,
-            woken: false,
-        };
-        State {
-            now: 0,
-            keys: Keys::new(),
-            clients: vec![client; self.config.roles.len()],
-            last_token: 0,
-            broken: None,
-            restarts: 0,
-            faults: 0,
-        }
+        let client = Client::starting(Phase::Idle);
+        State::initial(vec![client; self.config.roles.len()])
     }
 
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let can_tick = time_left(cfg.max_time, s.now, cfg.tick);
         if can_tick {
             out.push(Action::Tick);
         }
-        let fault = s.faults < cfg.max_faults;
+        // A pause matters only while time can still run past it.
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, can_tick);
         for (i, c) in s.clients.iter().enumerate() {
             for op in self.client_ops(i, c, s.now) {
-                out.push(Action::Step(i, op, false));
-                if fault && cfg.faults.lost_reply {
-                    out.push(Action::Step(i, op, true));
-                }
+                faults.step(&mut out, true, |lost| Action::Step(i, op, lost));
             }
-            // A pause matters only while time can still run past it.
-            if c.paused {
-                out.push(Action::Resume(i));
-            } else if fault && cfg.faults.pause && can_tick && c.phase != Phase::Done {
-                out.push(Action::Pause(i));
-            }
-            if fault && cfg.faults.lost_message && c.woken {
-                out.push(Action::LoseMessage(i));
-            }
+            faults.client(&mut out, i, c.paused, c.phase != Phase::Done, c.woken);
         }
-        if fault && cfg.faults.restart && can_tick && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         out
     }
 
     fn step(&self, server: &mut Server, s: &State, action: &Action) -> (State, Record) {
-        super::rw_step::step(self, server, s, action)
+        crate::model::common::keyed_step(self, server, s, action)
     }
 
     fn check(&self, s: &State) -> Result<(), String> {

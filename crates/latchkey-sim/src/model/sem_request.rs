@@ -7,8 +7,8 @@ use latchkey::protocol::{
     primitive_key, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX,
 };
 
+use crate::model::common::token;
 use crate::model::conform::{Conforms, Declared, Roles};
-use crate::model::keyset::token;
 use crate::model::lock_request::Request;
 use crate::model::semaphore::{Op, SemaphoreModel};
 

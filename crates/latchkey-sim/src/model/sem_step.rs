@@ -3,12 +3,12 @@
 //! (`primitives/semaphore/mod.rs` and `permit.rs`), and folds the reply
 //! into the client's beliefs.
 
-use crate::model::explore::Model;
-use crate::model::keyset::{self, ints, live_members, live_scores, mutate, server_ms, token};
+use crate::model::common::{
+    drift, ints, live_members, live_scores, mutate, script, server_ms, token, KeyedModel,
+};
 use crate::model::lock_request::send;
 use crate::model::sem_request::{names, request};
-use crate::model::semaphore::{Action, Hold, Mutant, Op, Phase, SemaphoreModel, State};
-use crate::model::trace::{show_reply, Record};
+use crate::model::semaphore::{Hold, Mutant, Op, Phase, SemaphoreModel, State};
 use crate::reply::Reply;
 use crate::server::Server;
 
@@ -23,24 +23,21 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn load(mutant: Option<Mutant>) -> Result<Scripts, String> {
         let mut s = Scripts {
-            acquire: keyset::script("sem_acquire.lua")?,
-            extend: keyset::script("sem_extend.lua")?,
-            release: keyset::script("sem_release.lua")?,
-            fence: keyset::script("sem_fence.lua")?,
+            acquire: script("sem_acquire.lua")?,
+            extend: script("sem_extend.lua")?,
+            release: script("sem_release.lua")?,
+            fence: script("sem_fence.lua")?,
         };
         match mutant {
-            Some(Mutant::TakeIgnoresK) => mutate(
-                &mut s.acquire,
+            Some(Mutant::TakeIgnoresK) => s.acquire = mutate(&s.acquire,
                 "if held + k > tonumber(ARGV[2]) then",
                 "if held + 1 > tonumber(ARGV[2]) then",
             )?,
-            Some(Mutant::CountsExpired) => mutate(
-                &mut s.acquire,
+            Some(Mutant::CountsExpired) => s.acquire = mutate(&s.acquire,
                 "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)",
                 "",
             )?,
-            Some(Mutant::ExtendOneMember) => mutate(
-                &mut s.extend,
+            Some(Mutant::ExtendOneMember) => s.extend = mutate(&s.extend,
                 "for i = 2, k do redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[1] .. '#' .. i) end",
                 "",
             )?,
@@ -50,100 +47,24 @@ impl Scripts {
     }
 }
 
-/// Notes a fencing token issued: it must be above every one before it.
-fn issued(s: &mut State, fence: u64) {
-    if fence <= s.last_token && s.broken.is_none() {
-        s.broken = Some(format!(
-            "fencing tokens must strictly increase: {fence} issued after {}",
-            s.last_token
-        ));
-    }
-    s.last_token = s.last_token.max(fence);
-}
+impl KeyedModel for SemaphoreModel {
+    type Phase = Phase;
+    type Op = Op;
 
-pub(crate) fn step(
-    m: &SemaphoreModel,
-    server: &mut Server,
-    s: &State,
-    action: &Action,
-) -> (State, Record) {
-    let mut n = s.clone();
-    let tick = m.config.tick;
-    let record = match *action {
-        Action::Tick => {
-            n.now += tick;
-            // Drop what expired, so that equal states hash equal.
-            keyset::load(server, n.now, &n.keys);
-            settle(server, &mut n);
-            Record::world(s.now, "tick", format!("+{tick} ms"))
-        }
-        Action::Pause(c) => {
-            n.clients[c].paused = true;
-            n.faults += 1;
-            Record::world(s.now, "pause", format!("c{c} paused"))
-        }
-        Action::Resume(c) => {
-            n.clients[c].paused = false;
-            Record::world(s.now, "resume", format!("c{c} resumed"))
-        }
-        Action::LoseMessage(c) => {
-            n.clients[c].woken = false;
-            n.faults += 1;
-            Record::world(s.now, "lose-message", format!("c{c}'s wake-up lost"))
-        }
-        Action::Restart => {
-            n.keys.clear();
-            n.restarts += 1;
-            n.faults += 1;
-            // A restart takes time: the server's clock moves on meanwhile.
-            n.now += tick;
-            Record::world(s.now, "restart", "keyspace wiped".into())
-        }
-        Action::Step(c, op, lost) => {
-            if lost {
-                n.faults += 1;
-            }
-            keyset::load(server, s.now, &s.keys);
-            let (script, args, reply) = client_step(m, server, &mut n, c, op, lost);
-            let shown = show_reply(&reply);
-            if matches!(reply, Reply::Error(_)) && n.broken.is_none() {
-                n.broken = Some(format!(
-                    "the model's step went wrong: c{c}'s {script} answered {shown}"
-                ));
-            }
-            settle(server, &mut n);
-            Record {
-                at: s.now,
-                client: Some(c),
-                script: script.into(),
-                args,
-                reply: if lost {
-                    format!("{shown} (lost)")
-                } else {
-                    shown
-                },
-            }
-        }
-    };
-    (n, record)
-}
-
-/// Reads the server's keys back into `n`, and wakes every waiter if a
-/// release published (they subscribed to the semaphore's channel).
-fn settle(server: &mut Server, n: &mut State) {
-    match keyset::store(server) {
-        Ok(keys) => n.keys = keys,
-        Err(why) => {
-            n.broken
-                .get_or_insert(format!("the model's step went wrong: {why}"));
-        }
+    fn tick(&self) -> i64 {
+        self.config.tick
     }
-    if !server.take_published().is_empty() {
-        for c in &mut n.clients {
-            if matches!(c.phase, Phase::Waiting { .. }) {
-                c.woken = true;
-            }
-        }
+
+    fn client_step(
+        &self,
+        server: &mut Server,
+        _: &State,
+        n: &mut State,
+        c: usize,
+        op: Op,
+        lost: bool,
+    ) -> (&'static str, Vec<String>, Reply) {
+        client_step(self, server, n, c, op, lost)
     }
 }
 
@@ -182,7 +103,7 @@ fn client_step(
                     true => Phase::Cleanup { attempt },
                     false => Phase::Held(Hold {
                         attempt,
-                        deadline: now + cfg.ttl - m.drift(),
+                        deadline: now + cfg.ttl - drift(m.config.ttl),
                         next_renew: now + cfg.ttl / 3,
                         lost: false,
                         fence,
@@ -231,7 +152,7 @@ fn client_step(
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
-                    h.deadline = now + cfg.ttl - m.drift();
+                    h.deadline = now + cfg.ttl - drift(m.config.ttl);
                     h.next_renew = now + cfg.ttl / 3;
                 }
                 (false, _) => h.lost = true,
@@ -275,7 +196,7 @@ fn client_step(
         }
     };
     if let Some(f) = fence_issued {
-        issued(n, f);
+        n.issued(f);
     }
     out
 }
@@ -303,21 +224,4 @@ pub(crate) fn unwoken_waiter(m: &SemaphoreModel, s: &State) -> Option<String> {
             )
         })
     })
-}
-
-/// Replays `actions` from the initial state: the trace, and the first
-/// invariant broken, if any (for a regression test kept as a fixed trace).
-pub fn replay(m: &SemaphoreModel, actions: &[Action]) -> (Vec<Record>, Result<(), String>) {
-    let mut server = Server::new(0);
-    let mut state = m.initial();
-    let mut trace = Vec::new();
-    for a in actions {
-        let (next, record) = m.step(&mut server, &state, a);
-        trace.push(record);
-        state = next;
-        if let Err(e) = m.check(&state) {
-            return (trace, Err(e));
-        }
-    }
-    (trace, Ok(()))
 }

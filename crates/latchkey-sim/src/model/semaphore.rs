@@ -30,9 +30,8 @@
 //! most N − k unexpired permits are held"), so a script that refuses with
 //! room, or grants without it, is caught at the step that does.
 
-use crate::model::explore::{Model, Stats, Violation};
-use crate::model::keyset::Keys;
-use crate::model::lock::Faults;
+use crate::model::common::{margin, time_left, FaultWindow, Faults};
+use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
 
@@ -77,25 +76,10 @@ pub struct Config {
 }
 
 /// Where a client is.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Phase {
-    /// About to make a first try.
-    Idle,
-    /// Waiting to try again: at `recheck_at` (ms) or on a wake-up.
-    Waiting {
-        /// When it tries again without a wake-up.
-        recheck_at: i64,
-    },
-    /// Holds its k permits, as far as it knows.
-    Held(Hold),
-    /// An acquire's reply was lost: release with that attempt's token.
-    Cleanup {
-        /// The attempt whose token to release.
-        attempt: u32,
-    },
-    /// Took all its holds.
-    Done,
-}
+pub type Phase = crate::model::common::Phase<Hold>;
+
+/// One client.
+pub type Client = crate::model::common::Client<Phase>;
 
 /// A hold's beliefs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -114,41 +98,11 @@ pub struct Hold {
     pub epoch: u8,
 }
 
-/// One client.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Client {
-    /// Where it is.
-    pub phase: Phase,
-    /// Paused: takes no step while time runs.
-    pub paused: bool,
-    /// Attempts made (each has its own token).
-    pub attempts: u32,
-    /// Holds taken and released.
-    pub holds: u8,
-    /// A wake-up arrived and was not acted on yet.
-    pub woken: bool,
-}
-
 /// A whole state of the model.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct State {
-    /// The server's clock, ms since the model's start.
-    pub now: i64,
-    /// The live keys.
-    pub keys: Keys,
-    /// The clients.
-    pub clients: Vec<Client>,
-    /// The highest fencing token issued (0: none).
-    pub last_token: u64,
-    /// Something a step saw that breaks an invariant by itself (a token
-    /// not above the last, an acquire's verdict against the rule, an error
-    /// reply): kept to report.
-    pub broken: Option<String>,
-    /// Restarts so far.
-    pub restarts: u8,
-    /// Faults so far.
-    pub faults: u8,
-}
+pub type State = crate::model::common::KeyedState<Phase>;
+
+/// A transition.
+pub type Action = crate::model::common::KeyedAction<Op>;
 
 /// What a client can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,22 +121,7 @@ pub enum Op {
     Cleanup,
 }
 
-/// A transition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// The clock moves one tick.
-    Tick,
-    /// A client pauses.
-    Pause(usize),
-    /// A paused client resumes.
-    Resume(usize),
-    /// Redis restarts without persistence.
-    Restart,
-    /// A client's pending wake-up is lost.
-    LoseMessage(usize),
-    /// A client steps; `true`: the reply is lost.
-    Step(usize, Op, bool),
-}
+crate::model::common::fault_target!(State, "wake-up", |client| client.woken = false);
 
 /// The semaphore model under one configuration.
 pub struct SemaphoreModel {
@@ -190,6 +129,8 @@ pub struct SemaphoreModel {
     pub config: Config,
     pub(crate) scripts: super::sem_step::Scripts,
 }
+
+crate::model::common::explorable!(SemaphoreModel, Config, Mutant, State);
 
 impl SemaphoreModel {
     /// The model of `config`, its scripts mutated as `config.mutant` says;
@@ -203,30 +144,9 @@ impl SemaphoreModel {
         Ok(SemaphoreModel { config, scripts })
     }
 
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here
-    /// so that it is built with this crate's optimisation (`Cargo.toml`).
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
-    }
-
-    /// The drift allowance, `ttl/100 + 2 ms`.
-    pub fn drift(&self) -> i64 {
-        self.config.ttl / 100 + 2
-    }
-
-    /// The stop margin, `ttl/5`.
-    pub fn margin(&self) -> i64 {
-        self.config.ttl / 5
-    }
-
     /// Whether a client believes it holds its permits at `now`.
     pub fn believes(&self, hold: &Hold, now: i64) -> bool {
-        !hold.lost && now < hold.deadline - self.margin()
+        !hold.lost && now < hold.deadline - margin(self.config.ttl)
     }
 
     /// The permits client `c` takes at once.
@@ -263,57 +183,31 @@ impl Model for SemaphoreModel {
     type Action = Action;
 
     fn initial(&self) -> State {
-        let client = Client {
-            phase: Phase::Idle,
-            paused: false,
-            attempts: 0,
-            holds: 0,
-            woken: false,
-        };
-        State {
-            now: 0,
-            keys: Keys::new(),
-            clients: vec![client; self.config.takes.len()],
-            last_token: 0,
-            broken: None,
-            restarts: 0,
-            faults: 0,
-        }
+        let client = Client::starting(Phase::Idle);
+        State::initial(vec![client; self.config.takes.len()])
     }
 
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
         let mut out = Vec::new();
-        let can_tick = cfg.max_time.is_none_or(|max| s.now + cfg.tick <= max);
+        let can_tick = time_left(cfg.max_time, s.now, cfg.tick);
         if can_tick {
             out.push(Action::Tick);
         }
-        let fault = s.faults < cfg.max_faults;
+        // A pause matters only while time can still run past it.
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, can_tick);
         for (i, c) in s.clients.iter().enumerate() {
             for op in self.client_ops(c, s.now) {
-                out.push(Action::Step(i, op, false));
-                if fault && cfg.faults.lost_reply {
-                    out.push(Action::Step(i, op, true));
-                }
+                faults.step(&mut out, true, |lost| Action::Step(i, op, lost));
             }
-            // A pause matters only while time can still run past it.
-            if c.paused {
-                out.push(Action::Resume(i));
-            } else if fault && cfg.faults.pause && can_tick && c.phase != Phase::Done {
-                out.push(Action::Pause(i));
-            }
-            if fault && cfg.faults.lost_message && c.woken {
-                out.push(Action::LoseMessage(i));
-            }
+            faults.client(&mut out, i, c.paused, c.phase != Phase::Done, c.woken);
         }
-        if fault && cfg.faults.restart && can_tick && !s.keys.is_empty() {
-            out.push(Action::Restart);
-        }
+        faults.restart(&mut out, s.keys.is_empty());
         out
     }
 
     fn step(&self, server: &mut Server, s: &State, action: &Action) -> (State, Record) {
-        super::sem_step::step(self, server, s, action)
+        crate::model::common::keyed_step(self, server, s, action)
     }
 
     fn check(&self, s: &State) -> Result<(), String> {

@@ -26,11 +26,10 @@
 //! their number. A waiter receives only what was sent after it subscribed.
 //! Signals keep no keys: time, pauses and restarts play no part.
 
-use crate::model::explore::{Model, Stats, Violation};
-use crate::model::lock::Faults;
+use crate::model::common::{mutate, script, take_fault, Fault, FaultTarget, FaultWindow, Faults};
+use crate::model::explore::Model;
 use crate::model::lock_request::send;
 use crate::model::signal_request::{request, Sends};
-use crate::model::snap::{mutate, text};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -106,8 +105,26 @@ pub enum Action {
     One(usize, u8, bool),
     /// A broadcast on a name.
     Broadcast(usize),
-    /// A waiter's first pending signal is lost.
-    LoseMessage(usize),
+    /// A fault: a waiter's first pending signal is lost.
+    Fault(Fault),
+}
+
+crate::model::common::fault_action!(Action);
+
+impl FaultTarget for State {
+    const MESSAGE: &'static str = "first signal";
+
+    fn count_fault(&mut self) {
+        self.faults += 1;
+    }
+
+    fn lose_message(&mut self, c: usize) {
+        self.waiters[c].inbox.remove(0);
+    }
+
+    fn restart(&mut self, _tick: i64) {
+        unreachable!("signals keep no keyspace to wipe");
+    }
 }
 
 /// The signals model under one configuration.
@@ -116,6 +133,8 @@ pub struct SignalModel {
     pub config: Config,
     pub(crate) signal_one: String,
 }
+
+crate::model::common::explorable!(SignalModel, Config, Mutant, State);
 
 pub(crate) fn broadcast_channel(name: usize) -> Vec<u8> {
     [b"signal:", NAMES[name]].concat()
@@ -143,7 +162,7 @@ fn waiter_channel(name: usize, w: usize, wait: u8) -> Vec<u8> {
 impl SignalModel {
     /// The model of `config`, its script mutated as `config.mutant` says.
     pub fn new(config: Config) -> Result<SignalModel, String> {
-        let mut signal_one = text("signal_one.lua")?;
+        let mut signal_one = script("signal_one.lua")?;
         if config.mutant == Some(Mutant::WakesTwo) {
             signal_one = mutate(
                 &signal_one,
@@ -152,16 +171,6 @@ impl SignalModel {
             )?;
         }
         Ok(SignalModel { config, signal_one })
-    }
-
-    /// [`bfs`](crate::model::explore::bfs) of this model, instantiated here.
-    pub fn search(&self, max_states: usize) -> Result<Stats, Box<Violation>> {
-        crate::model::explore::bfs(self, max_states)
-    }
-
-    /// [`walk`](crate::model::explore::walk) of this model, likewise.
-    pub fn walk(&self, seed: u64, steps: usize) -> Result<(usize, State), Box<Violation>> {
-        crate::model::explore::walk(self, seed, steps)
     }
 
     /// A waiter's channel for its current wait (its name's prefix).
@@ -303,7 +312,8 @@ impl Model for SignalModel {
 
     fn actions(&self, s: &State) -> Vec<Action> {
         let cfg = &self.config;
-        let fault = s.faults < cfg.max_faults;
+        // Signals keep no time.
+        let faults = FaultWindow::new(cfg.faults, s.faults, cfg.max_faults, true);
         let mut out = Vec::new();
         for (i, w) in s.waiters.iter().enumerate() {
             match w.listening {
@@ -312,9 +322,7 @@ impl Model for SignalModel {
                 Some(_) => {
                     if !w.inbox.is_empty() {
                         out.push(Action::Take(i));
-                        if fault && cfg.faults.lost_message {
-                            out.push(Action::LoseMessage(i));
-                        }
+                        faults.client(&mut out, i, false, false, true);
                     }
                     out.push(Action::GiveUp(i));
                 }
@@ -325,10 +333,7 @@ impl Model for SignalModel {
             let picks = cfg.waiters.into_iter().max().unwrap_or(0).max(2) as u8;
             for name in 0..NAMES.len() {
                 for pick in 0..picks {
-                    out.push(Action::One(name, pick, false));
-                    if fault && cfg.faults.lost_reply {
-                        out.push(Action::One(name, pick, true));
-                    }
+                    faults.step(&mut out, true, |lost| Action::One(name, pick, lost));
                 }
                 out.push(Action::Broadcast(name));
             }
@@ -382,11 +387,7 @@ impl Model for SignalModel {
                 r
             }
             Action::Broadcast(name) => self.send(server, &mut n, name, None),
-            Action::LoseMessage(i) => {
-                n.faults += 1;
-                n.waiters[i].inbox.remove(0);
-                Record::world(0, "lose-message", format!("c{i}'s first signal lost"))
-            }
+            Action::Fault(fault) => take_fault(&mut n, 0, 0, fault),
         };
         (n, record)
     }

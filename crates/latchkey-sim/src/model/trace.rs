@@ -30,6 +30,29 @@ impl Record {
             reply: detail,
         }
     }
+
+    /// Client `client`'s step: what it sent and the reply it got, or
+    /// (`lost`) the reply that never reached it.
+    pub fn client(
+        at: i64,
+        client: usize,
+        script: String,
+        args: Vec<String>,
+        reply: String,
+        lost: bool,
+    ) -> Record {
+        Record {
+            at,
+            client: Some(client),
+            script,
+            args,
+            reply: if lost {
+                format!("{reply} (lost)")
+            } else {
+                reply
+            },
+        }
+    }
 }
 
 /// A reply as one short line.

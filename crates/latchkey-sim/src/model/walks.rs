@@ -11,11 +11,12 @@
 //! replays one of its walks.
 
 use crate::model::barrier::{self, BarrierModel};
+use crate::model::common::Faults;
 use crate::model::elect::{self, ElectionModel};
 use crate::model::explore::{self, Model, Violation};
 use crate::model::fair::{self, FairModel};
 use crate::model::latch::{self, LatchModel};
-use crate::model::lock::{self, Faults, LockModel};
+use crate::model::lock::{self, LockModel};
 use crate::model::multi::{self, Kind, MultiModel};
 use crate::model::rwlock::{self, Access, RwLockModel};
 use crate::model::semaphore::{self, SemaphoreModel};

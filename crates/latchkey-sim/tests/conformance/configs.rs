@@ -4,10 +4,10 @@
 //! value).
 
 use latchkey_sim::model::barrier::BarrierModel;
+use latchkey_sim::model::common::Faults;
 use latchkey_sim::model::elect::ElectionModel;
 use latchkey_sim::model::fair::FairModel;
 use latchkey_sim::model::latch::LatchModel;
-use latchkey_sim::model::lock::Faults;
 use latchkey_sim::model::multi::{Kind, MultiModel};
 use latchkey_sim::model::signal::SignalModel;
 
