@@ -106,7 +106,8 @@ audit_platform() {
     echo "the wheel's tags are not cp39-abi3 manylinux_2_17 (manylinux2014) x86_64: $name.whl"
     return 1
   fi
-  "$tools/bin/auditwheel" show "$wheel" | tee /dev/stderr >"$work/auditwheel.txt"
+  "$tools/bin/auditwheel" show "$wheel" >"$work/auditwheel.txt"
+  cat "$work/auditwheel.txt"
   tag=$(tr -s '\n ' ' ' <"$work/auditwheel.txt" | grep -oE 'consistent with the following platform tag: "manylinux_2_[0-9]+_x86_64"' | grep -oE '2_[0-9]+' || true)
   if [ -z "$tag" ] || [ "${tag#2_}" -gt 17 ]; then
     echo "auditwheel does not find the wheel manylinux_2_17 x86_64 compatible (found: ${tag:-none})"
