@@ -13,15 +13,15 @@
 # Needs cargo (the build), python3 with venv, redis-server (the smoke test)
 # and PyPI, or a pip cache that has the pinned tools (release/python-tools.txt).
 # Each step prints one line with its time; a step that fails prints its log's
-# tail and, last, one line naming it. Works under target/: release-venv (the
-# tools), release-py/ (the build's cargo target, kept so that a second run
-# reuses the compiled dependencies; the clean venvs; the logs).
+# tail and, last, one line naming it. Works in target/release-py/: the tools'
+# venv, the build's cargo target (kept, so that a second run reuses the
+# compiled dependencies), the clean venvs, the logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 dist=$root/target/wheels
 work=$root/target/release-py
-tools=$root/target/release-venv
+tools=$work/tools-venv
 manifest=crates/latchkey-py/Cargo.toml
 
 say() { echo "release/python.sh: $*" >&2; }
