@@ -29,8 +29,13 @@ rustdoc_json() { # MANIFEST PACKAGE TARGET_DIR
 
 baseline="$out/baseline-$base_commit.json"
 if [ ! -s "$baseline" ]; then
+  # A shallow clone (as some CI systems make) lacks the baseline: deepen it.
+  if ! git cat-file -e "$base_commit^{commit}" 2>/dev/null &&
+    [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+    git fetch -q --unshallow || true
+  fi
   if ! git cat-file -e "$base_commit^{commit}" 2>/dev/null; then
-    echo "semver: the baseline commit $base_commit ($base_version) is not in this clone (a shallow clone?): git fetch --unshallow" >&2
+    echo "semver: the baseline commit $base_commit ($base_version) is not in this clone" >&2
     exit 1
   fi
   src="$out/baseline-src"
