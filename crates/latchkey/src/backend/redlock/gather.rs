@@ -214,6 +214,30 @@ impl Group {
     }
 }
 
+impl Group {
+    /// For each acquire in `late` (an instance's, still running), waits
+    /// for it (at most `timeout`), then compare-and-deletes on that
+    /// instance: in the background, tracked, so that a release cannot be
+    /// overtaken by the acquire it gives back (late.rs).
+    pub(super) fn release_after(
+        &self,
+        late: Vec<super::late::LateAcquire>,
+        keys: &LockKeys,
+        token: &str,
+        timeout: Duration,
+    ) {
+        for (i, task) in late {
+            let (group, keys, token) = (self.clone(), keys.clone(), token.to_owned());
+            self.inner.background.spawn(async move {
+                let _ = tokio::time::timeout(timeout, task).await;
+                for release in group.release_detached(&[i], keys, &token, timeout) {
+                    let _ = release.await;
+                }
+            });
+        }
+    }
+}
+
 fn not_connected() -> Error {
     Error::Unreachable(redis::RedisError::from((
         redis::ErrorKind::Io,

@@ -14,6 +14,7 @@ use crate::vocab::error::{Error, Result};
 use crate::vocab::token::Identity;
 
 mod gather;
+mod late;
 mod rounds;
 mod tally;
 
@@ -79,6 +80,8 @@ pub(crate) struct Inner {
     pub(crate) background: tokio_util::task::TaskTracker,
     /// Every hold taken and not yet ended: what `close` gives back.
     pub(crate) live: crate::transport::live::LiveHolds,
+    /// The acquires a won round left running: a release waits for them.
+    late: late::LateAcquires,
 }
 
 struct Instance {
@@ -266,6 +269,7 @@ impl Group {
                 first,
                 background: tokio_util::task::TaskTracker::new(),
                 live: crate::transport::live::LiveHolds::default(),
+                late: late::LateAcquires::default(),
             }),
             options: Options {
                 instance_timeout: None,

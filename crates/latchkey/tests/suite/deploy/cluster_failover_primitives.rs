@@ -208,6 +208,10 @@ async fn every_kind_of_waiter_rides_out_the_kill_of_its_primary() {
     let mut listener = waiters.listen([&signal_name]).await.unwrap();
 
     let victim = cluster.primary_for_key(format!("{{{tag}}}")).port();
+    // What the waiters wait on (the latch, the held lock, the queue) must
+    // survive the kill: replication is asynchronous, and a replica that
+    // had not caught up would be promoted without it.
+    cluster.wait_replicas_synced(cluster.primary_for_key(format!("{{{tag}}}")));
     cluster
         .nodes_mut()
         .iter_mut()

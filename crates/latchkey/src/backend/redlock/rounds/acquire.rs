@@ -112,7 +112,8 @@ impl Group {
             .filter_map(|&i| Some((i, tasks[i].1.take()?)))
             .collect();
         let errored = &errored;
-        let retract = |acquired: Vec<(usize, Option<u64>)>| async move {
+        let retract = |acquired: Vec<(usize, Option<u64>)>,
+                       late: Vec<(usize, JoinHandle<Result<Attempt>>)>| async move {
             let ours: Vec<usize> = acquired.iter().map(|&(i, _)| i).collect();
             let targets = Targets {
                 ours: &ours,
@@ -138,10 +139,12 @@ impl Group {
             };
             let outcome = match fenced {
                 Ok(fencing_token) if Instant::now() < valid_until => {
+                    // Ours: its release must not overtake them (late.rs).
+                    self.inner.late.keep(&keys.key, token, late);
                     return Ok(Attempt::Acquired {
                         fencing_token,
                         valid_until,
-                    })
+                    });
                 }
                 // Everything was free; only slowness failed us. Retry soon.
                 Ok(_) => {
@@ -155,12 +158,12 @@ impl Group {
                 }
                 Err(e) => Err(e),
             };
-            retract(acquired).await;
+            retract(acquired, late).await;
             return outcome;
         }
 
         if verdict == AcquireVerdict::Unanswered {
-            retract(acquired).await;
+            retract(acquired, late).await;
             // A broken setup (WRONGTYPE, NOPERM, auth) says more than "no quorum".
             if let Some(e) = errors.into_iter().find(|e| !e.is_transient()) {
                 return Err(e);
@@ -173,7 +176,8 @@ impl Group {
         // since every contender undoes its part: retry after a short random
         // delay, a few rounds long, so the contenders fall out of step.
         let (_, seen) =
-            futures_util::future::join(retract(acquired), self.holders(keys, &busy, timeout)).await;
+            futures_util::future::join(retract(acquired, late), self.holders(keys, &busy, timeout))
+                .await;
         let unanswered_count = self.inner.instances.len() - answered;
         let retry_in = match contention(&seen, unanswered_count, quorum) {
             Contention::Holder(ttl_left) => ttl_left,

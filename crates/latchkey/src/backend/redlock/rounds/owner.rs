@@ -59,6 +59,9 @@ impl Group {
     ) -> Result<Ownership> {
         let timeout = self.timeout_without_ttl();
         let quorum = self.inner.quorum;
+        // An acquire of this hold still on its way to an instance may land
+        // after this release there: followed below (late.rs).
+        let late = self.inner.late.take(&keys.key, token);
         let (
             Gathered {
                 answers,
@@ -80,6 +83,7 @@ impl Group {
             )
             .await;
         self.release_detached(&unanswered, keys.clone(), token, timeout);
+        self.release_after(late, keys, token, timeout);
         // Not worth retrying, unlike an extend: see `release_verdict`.
         let outcome = match tally.release_verdict(quorum) {
             Verdict::Confirmed => Ownership::Owned,
