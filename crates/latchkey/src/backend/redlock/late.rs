@@ -6,8 +6,8 @@
 //! task wrote its `SET NX` to the connection: the release finds nothing,
 //! the key lands after it and stays until its TTL — a hold given back
 //! everywhere but there. So a won round leaves its late acquires here, and
-//! the release of that hold, once sent, follows each one still running
-//! with a release of its own on that instance, in the background (so the
+//! the release of that hold follows each one still running with a release
+//! of its own on that instance once it ends, in the background (so the
 //! release is no slower, and `flush`/`close` wait for the follow-up).
 
 use std::collections::HashMap;

@@ -60,8 +60,11 @@ impl Group {
         let timeout = self.timeout_without_ttl();
         let quorum = self.inner.quorum;
         // An acquire of this hold still on its way to an instance may land
-        // after this release there: followed below (late.rs).
+        // after this release there: each is followed by a release of its
+        // own once it ends (late.rs), spawned before anything is awaited,
+        // so that a dropped release still leaves it followed.
         let late = self.inner.late.take(&keys.key, token);
+        self.release_after(late, keys, token, timeout);
         let (
             Gathered {
                 answers,
@@ -83,7 +86,6 @@ impl Group {
             )
             .await;
         self.release_detached(&unanswered, keys.clone(), token, timeout);
-        self.release_after(late, keys, token, timeout);
         // Not worth retrying, unlike an extend: see `release_verdict`.
         let outcome = match tally.release_verdict(quorum) {
             Verdict::Confirmed => Ownership::Owned,
