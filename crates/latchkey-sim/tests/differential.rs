@@ -28,7 +28,10 @@
 //!   spans): instants are compared within `compare::TOLERANCE_MS` (µs
 //!   within 1000 times that), and so are the numbers of a reply or a
 //!   message from `compare::SMALL` up (a span); smaller ones, every other
-//!   number stored, errors and all other text exactly.
+//!   number stored, errors and all other text exactly; a sorted set's
+//!   members are compared in member order, each with its score, since two
+//!   scores a millisecond apart on one side may be equal on the other and
+//!   so stand in the other order.
 //!
 //! If the real server stalls within a step (on a loaded machine) so long
 //! that its times may be off by more than the tolerance, or a deadline
@@ -227,7 +230,7 @@ fn run(conn: &mut Connection, listener: &mut Connection, seed: u64, stats: &mut 
             Step::Pause(_) => unreachable!("a pause has no command line"),
         };
         sim.set_micros(t_dump.max(t));
-        let sim_keys = sim.dump();
+        let sim_keys = normalize(&sim.dump());
         let sim_published: Vec<(Vec<u8>, Vec<u8>)> = sim
             .take_published()
             .into_iter()
