@@ -342,3 +342,83 @@ fn a_restart_with_the_clock_behind_by_its_downtime_repeats_a_token() {
     assert_eq!(fences[0], fences[1], "{table}");
     eprintln!("{table}");
 }
+
+/// Two clients, one hold each, no fault: the long idle can fall between
+/// the first client's release and the second's acquisition.
+fn idle_config(fenced: bool, mutant: Option<Mutant>) -> Config {
+    Config {
+        faults: Faults {
+            pause: false,
+            lost_reply: false,
+            lost_message: false,
+            restart: false,
+        },
+        mutant,
+        ..small(fenced, 0)
+    }
+}
+
+#[test]
+fn every_state_with_a_long_idle_keeps_the_invariants() {
+    // The counter expires in the idle (an hour after its token's instant):
+    // the next token, from the server's clock, is above it.
+    for fenced in [true, false] {
+        let model = LockModel::new(idle_config(fenced, None))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_idle();
+        let stats = search_model(&format!("long idle, fenced {fenced}"), &model)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(stats.states > 1_000, "{stats:?}");
+    }
+}
+
+#[test]
+fn a_counter_gone_after_a_long_idle_still_gives_a_higher_token() {
+    use latchkey_sim::model::lock::{Action, Op};
+    use latchkey_sim::model::replay;
+    let model = LockModel::new(idle_config(true, None))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_idle();
+    let steps = [
+        Action::Step(0, Op::Try, false),
+        Action::Step(0, Op::Release, false),
+        Action::Idle,
+        Action::Step(1, Op::Try, false),
+    ];
+    let (trace, verdict) = replay(&model, &steps);
+    let table = latchkey_sim::model::trace::table(&trace);
+    assert_eq!(verdict, Ok(()), "{table}");
+    let idle = trace.iter().find(|r| r.script == "idle");
+    // The counter (the only key left after the release) expired.
+    assert!(
+        idle.is_some_and(|r| r.reply.contains("0 of 1 keys left")),
+        "{table}"
+    );
+    let fences = acquired_fences(&trace);
+    assert_eq!(fences.len(), 2, "{table}");
+    assert!(fences[0] < fences[1], "{table}");
+}
+
+#[test]
+fn a_fencing_token_from_the_counter_alone_is_caught_after_a_long_idle() {
+    // Without TIME, the counter's expiry restarts the tokens at 1. The
+    // control: the same mutant without the idle is not caught (no fault
+    // here loses the counter), so the idle is what finds it.
+    let config = idle_config(true, Some(Mutant::FenceFromCounterOnly));
+    let quiet = LockModel::new(config.clone()).unwrap_or_else(|e| panic!("{e}"));
+    if let Err(v) = quiet.search(MAX_STATES) {
+        panic!("caught without the idle: {v}");
+    }
+    let model = LockModel::new(config)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_idle();
+    let v = match model.search(MAX_STATES) {
+        Ok(stats) => panic!("the mutant FenceFromCounterOnly was not caught ({stats:?})"),
+        Err(v) => v,
+    };
+    eprintln!("token from the counter alone, long idle: caught\n{v}");
+    assert!(
+        v.message.contains("fencing tokens must strictly increase"),
+        "{v}"
+    );
+}

@@ -185,6 +185,9 @@ pub enum Action {
     Replicate,
     Failover,
     RestartClock(i64),
+    /// Nobody holds or waits, and the server's clock moves on by the
+    /// fencing counter's keep and a tick (`lock_failover.rs`).
+    Idle,
     /// A client steps; `true`: the reply is lost.
     Step(usize, Op, bool),
 }
@@ -201,6 +204,8 @@ pub struct LockModel {
     /// Failovers and clock steps at restarts (`lock_failover.rs`).
     pub(crate) failover: bool,
     pub(crate) clock_step: Option<i64>,
+    /// A long idle between holds, once (`lock_failover.rs`).
+    pub(crate) idle: bool,
 }
 
 crate::model::common::explorable!(LockModel, Config, Mutant, State);
@@ -215,6 +220,7 @@ impl LockModel {
             max_hold: None,
             failover: false,
             clock_step: None,
+            idle: false,
         })
     }
 

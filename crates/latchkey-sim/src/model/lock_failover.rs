@@ -15,6 +15,12 @@
 //!   tokens and the keys' expiry) by −δ or +δ ticks; the clients' monotonic
 //!   clocks are unaffected.
 //!
+//! - **a long idle** (`LockModel::with_idle`; not a fault): once, while
+//!   nobody holds or waits, the server's clock moves on by
+//!   `FENCE_KEEP_MS` and a tick, so every key with an expiry goes, the
+//!   fencing counter included (it expires that long after the instant its
+//!   token names); the next token must still be above every one before.
+//!
 //! docs/fencing.md ("Guarantee") promises strictly increasing tokens after
 //! a lost counter only while the server's clock reads later, at the first
 //! token after the loss, than at the last token before it. A token that is
@@ -45,12 +51,24 @@ pub struct More {
     pub token_epoch: u8,
     /// The data losses counted when a token went back as documented.
     pub clock_back: Option<u8>,
+    /// The long idle happened.
+    pub idled: bool,
 }
+
+/// How long a fencing counter outlives the instant its token names
+/// (`scripts/shared/fence.lua`), ms.
+pub const FENCE_KEEP_MS: i64 = 3_600_000;
 
 impl LockModel {
     /// Adds replication (on its own) and failovers (a fault) to the model.
     pub fn with_failover(mut self) -> LockModel {
         self.failover = true;
+        self
+    }
+
+    /// Adds one long idle between holds (see the module's docs).
+    pub fn with_idle(mut self) -> LockModel {
+        self.idle = true;
         self
     }
 
@@ -71,6 +89,13 @@ impl LockModel {
         }
         if let Some(d) = self.clock_step.filter(|_| fault && !s.keys.is_empty()) {
             out.extend([Action::RestartClock(-d), Action::RestartClock(d)]);
+        }
+        let quiet = s
+            .clients
+            .iter()
+            .all(|c| !c.paused && matches!(c.phase, Phase::Idle | Phase::Done) && !c.woken);
+        if self.idle && !s.more.idled && quiet && !s.keys.is_empty() {
+            out.push(Action::Idle);
         }
     }
 
@@ -178,6 +203,20 @@ pub(crate) fn step(m: &LockModel, s: &State, action: &Action) -> (State, Record)
             n.more.offset += d * tick;
             let what = format!("keyspace wiped, server clock {:+} ms", d * tick);
             (n, Record::world(s.now, "restart", what))
+        }
+        Action::Idle => {
+            n.more.idled = true;
+            n.more.offset += FENCE_KEEP_MS + tick;
+            let now = server_ms(&n);
+            n.keys.retain(|(_, _, at)| at.is_none_or(|a| now <= a));
+            prune(&mut n);
+            let what = format!(
+                "server clock +{} ms, {} of {} keys left",
+                FENCE_KEEP_MS + tick,
+                n.keys.len(),
+                s.keys.len()
+            );
+            (n, Record::world(s.now, "idle", what))
         }
         _ => unreachable!("not a failover's action"),
     }

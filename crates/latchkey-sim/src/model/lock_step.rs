@@ -110,7 +110,7 @@ pub(crate) fn step(
             let record = take_fault(&mut n, s.now, cfg.tick, fault);
             (n, record)
         }
-        Action::Replicate | Action::Failover | Action::RestartClock(_) => {
+        Action::Replicate | Action::Failover | Action::RestartClock(_) | Action::Idle => {
             super::lock_failover::step(m, s, action)
         }
         Action::Step(c, op, lost) => {

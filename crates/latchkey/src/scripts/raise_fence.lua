@@ -7,7 +7,8 @@
 -- ARGV[1]  the value to raise it to (integer >= 0, below 2^53)
 --
 -- Returns
---   the counter after the call: max(counter, ARGV[1]). It never goes down.
+--   the counter after the call: max(counter, ARGV[1]). It never goes down;
+--   raised, it expires as shared/fence.lua's fence_store says.
 -- Errors
 --   BADFENCE latchkey: … the counter holds something other than a token (an
 --                        integer below 2^53), or is not a string; or ARGV[1]
@@ -29,8 +30,7 @@ if not current or not floor then
     ' does not hold a token (an integer below 2^53); delete it to reset the lock')
 end
 if floor > current then
-  -- %.0f: see acquire.lua (exact for integers below 2^53).
-  redis.call('SET', KEYS[1], string.format('%.0f', floor))
+  fence_store(KEYS[1], floor)
   return floor
 end
 return current

@@ -12,7 +12,9 @@
 -- fence_next(last, time)  -> max(last + 1, server time in µs), time a TIME reply:
 --                            a token never goes backwards, even when the counter
 --                            was lost in a restart without persistence
--- fence_store(key, fence) SETs the counter to fence
+-- fence_store(key, fence) SETs the counter to fence, expiring FENCE_KEEP_MS
+--                         after the instant the token names, or after now
+--                         if later (see below)
 -- fence_issue(key, time)  -> the next token, stored in the counter key; or
 --                            nil and the BADFENCE reply on a bad counter
 local function fence_read(key)
@@ -34,10 +36,23 @@ end
 local function fence_next(last, time)
   return math.max(last + 1, tonumber(time[1]) * 1000000 + tonumber(time[2]))
 end
+-- A counter expires an hour after the instant its token names, or after
+-- now if that is later (a token is at least the server's time in µs when
+-- issued: an hour after its last issue; later for a counter raised above
+-- the clock; a raise to a small value, no instant, still keeps the hour).
+-- The expiry is an instant, not a span: whichever server expires the key
+-- (a replica promoted since included) has its clock past token + 1 h, so
+-- the next token, at least that clock, is above every token the counter
+-- held, unless the clock has since gone back by more than an hour.
+-- Locking per entity thus leaves no key behind for ever.
+local FENCE_KEEP_MS = 3600000
 local function fence_store(key, fence)
+  local time = redis.call('TIME')
+  local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   -- %.0f: integers below 2^53 print exactly this way, while the default
   -- number-to-string conversion would round to 14 digits.
-  redis.call('SET', key, string.format('%.0f', fence))
+  redis.call('SET', key, string.format('%.0f', fence), 'PXAT',
+    string.format('%.0f', math.max(math.floor(fence / 1000), now_ms) + FENCE_KEEP_MS))
 end
 local function fence_issue(key, time)
   local last = fence_read(key)

@@ -82,7 +82,7 @@ scripts! {
     FENCED_WRITE = plain "fenced_write.lua";
     FENCED_RAISE = plain "fenced_raise.lua";
     REVOKE = fence "revoke.lua";
-    RAISE_FENCE = plain "raise_fence.lua";
+    RAISE_FENCE = fence "raise_fence.lua";
     SIGNAL_ONE = plain "signal_one.lua";
     LATCH_CREATE = plain "latch_create.lua";
     LATCH_COUNT_DOWN = plain "latch_count_down.lua";
