@@ -104,7 +104,7 @@ pub(super) async fn actor(source: Source, mailbox: Mailbox) {
                     entry.confirmed = true;
                 }
                 if reconnecting {
-                    let _ = entry.tx.send(Event::Resubscribed);
+                    entry.send_all(Event::Resubscribed);
                 }
             }
         }

@@ -58,6 +58,8 @@ mod heard;
 mod push;
 mod registry;
 mod sharded;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use actor::jitter;
 use registry::{lock, Entry, Mailbox, Request, Shared};
@@ -76,7 +78,17 @@ pub(crate) struct Subscription {
     shared: Arc<Shared>,
     /// Always `Some` until dropped (then moved to the releases).
     topic: Option<Arc<Topic>>,
-    rx: broadcast::Receiver<Event>,
+    rx: Receiver,
+}
+
+/// What a subscription receives from: every message of its topic, or
+/// only those its key names (`Subscriber::subscribe_keyed`).
+enum Receiver {
+    All(broadcast::Receiver<Event>),
+    Keyed {
+        key: Box<[u8]>,
+        rx: mpsc::UnboundedReceiver<Event>,
+    },
 }
 
 impl Subscriber {
@@ -156,7 +168,30 @@ impl Subscriber {
         &self,
         topics: Vec<(Topic, usize)>,
     ) -> Result<Vec<Subscription>> {
-        if self.sharded && topics.iter().any(|(t, _)| matches!(t, Topic::Pattern(_))) {
+        let topics = topics.into_iter().map(|(t, c)| (t, c, None)).collect();
+        self.subscribe_keyed(topics).await
+    }
+
+    /// As [`subscribe_many`](Self::subscribe_many), where a topic given a
+    /// key makes a keyed subscription: it receives only the messages whose
+    /// payload is the key or starts with the key and `:`, and every
+    /// [`Event::Resubscribed`]. Many waiters of one process share a
+    /// channel whose messages each name one of them (a fair lock's
+    /// hand-offs): a message wakes the one it names, not all of them. A
+    /// key is unique within its topic (a second subscription with the same
+    /// key would take the messages from the first).
+    ///
+    /// # Cancel safety
+    /// As `subscribe_many`'s.
+    pub(crate) async fn subscribe_keyed(
+        &self,
+        topics: Vec<(Topic, usize, Option<Vec<u8>>)>,
+    ) -> Result<Vec<Subscription>> {
+        if self.sharded
+            && topics
+                .iter()
+                .any(|(t, _, _)| matches!(t, Topic::Pattern(_)))
+        {
             // Sharded messages never reach a pattern subscription, and a
             // PSUBSCRIBE on one node hears only what is published there.
             return Err(Error::InvalidInput(
@@ -167,23 +202,28 @@ impl Subscriber {
         let mut unconfirmed = Vec::new();
         {
             let mut registry = lock(&self.shared.registry);
-            for (topic, capacity) in topics {
+            for (topic, capacity, key) in topics {
                 let slot = registry.entry(Arc::new(topic));
                 // The registry's own key when there is one, so that all
                 // subscriptions of a topic share one copy of its name.
                 let topic = slot.key().clone();
-                let entry = slot.or_insert_with(|| Entry {
-                    refs: 0,
-                    confirmed: false,
-                    tx: broadcast::channel(capacity.max(1)).0,
-                });
+                let entry = slot.or_insert_with(|| Entry::new(capacity));
                 entry.refs += 1;
                 if !entry.confirmed {
                     unconfirmed.push(topic.clone());
                 }
+                let rx = match key {
+                    None => Receiver::All(entry.tx.subscribe()),
+                    Some(key) => {
+                        let key: Box<[u8]> = key.into();
+                        let (tx, rx) = mpsc::unbounded_channel();
+                        entry.keyed.insert(key.clone(), tx);
+                        Receiver::Keyed { key, rx }
+                    }
+                };
                 subscriptions.push(Subscription {
                     shared: self.shared.clone(),
-                    rx: entry.tx.subscribe(),
+                    rx,
                     topic: Some(topic),
                 });
             }
@@ -269,7 +309,18 @@ impl Subscription {
     /// # Cancel safety
     /// Cancel safe: no event is lost when the future is dropped.
     pub(crate) async fn recv(&mut self) -> Event {
-        match self.rx.recv().await {
+        let rx = match &mut self.rx {
+            Receiver::All(rx) => rx,
+            Receiver::Keyed { rx, .. } => {
+                return match rx.recv().await {
+                    Some(event) => event,
+                    // The sender went with the registry's entry, which
+                    // outlives this subscription: never busy-loop anyway.
+                    None => std::future::pending().await,
+                };
+            }
+        };
+        match rx.recv().await {
             Ok(event) => event,
             Err(broadcast::error::RecvError::Lagged(_)) => Event::Resubscribed,
             // The sender lives in the registry as long as this subscription
@@ -292,7 +343,27 @@ impl Subscription {
 
     /// Drops the events received so far, unread.
     pub(crate) fn skip_pending(&mut self) {
-        self.rx = self.rx.resubscribe();
+        match &mut self.rx {
+            Receiver::All(rx) => *rx = rx.resubscribe(),
+            Receiver::Keyed { rx, .. } => while rx.try_recv().is_ok() {},
+        }
+    }
+
+    /// Gives a keyed subscription a new key (a fair waiter queued again
+    /// under a new id); what came for the old key unread is dropped.
+    /// Nothing for a subscription that takes every message.
+    pub(crate) fn set_key(&mut self, new_key: &[u8]) {
+        let Receiver::Keyed { key, rx } = &mut self.rx else {
+            return;
+        };
+        let Some(topic) = &self.topic else { return };
+        let (tx, new_rx) = mpsc::unbounded_channel();
+        if let Some(entry) = lock(&self.shared.registry).get_mut(&**topic) {
+            entry.keyed.remove(&**key);
+            entry.keyed.insert(new_key.into(), tx);
+        }
+        *key = new_key.into();
+        *rx = new_rx;
     }
 }
 
@@ -301,6 +372,11 @@ impl Drop for Subscription {
         let Some(topic) = self.topic.take() else {
             return;
         };
+        if let Receiver::Keyed { key, .. } = &self.rx {
+            if let Some(entry) = lock(&self.shared.registry).get_mut(&*topic) {
+                entry.keyed.remove(&**key);
+            }
+        }
         let first = {
             let mut releases = lock(&self.shared.releases);
             releases.push(topic);

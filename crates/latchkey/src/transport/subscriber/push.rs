@@ -15,7 +15,7 @@ use redis::aio::{AsyncPushSender, SendError};
 use redis::{PushInfo, PushKind};
 use tokio::sync::mpsc;
 
-use super::registry::{lock, Event, Published, Shared, Topic};
+use super::registry::{lock, Published, Shared, Topic};
 
 /// The push sender of a subscriber connection; see the module docs.
 pub(super) struct Dispatcher {
@@ -68,6 +68,6 @@ fn dispatch(shared: &Shared, message: &redis::Msg) {
         payload: message.get_payload_bytes().into(),
     };
     if let Some(entry) = lock(&shared.registry).get(&topic) {
-        let _ = entry.tx.send(Event::Message(Arc::new(published)));
+        entry.deliver(Arc::new(published));
     }
 }

@@ -55,7 +55,51 @@ pub(super) struct Entry {
     pub(super) refs: usize,
     /// Set once the server confirmed the current connection's SUBSCRIBE.
     pub(super) confirmed: bool,
+    /// Every message, to each subscription that takes them all.
     pub(super) tx: broadcast::Sender<Event>,
+    /// Keyed subscriptions, by key: each gets only the messages whose
+    /// payload is its key or starts with its key and `:` (a fair lock's
+    /// hand-off channel is one per process, its messages name the waiter:
+    /// a hand-off wakes that waiter, not every waiter of the process).
+    pub(super) keyed: HashMap<Box<[u8]>, mpsc::UnboundedSender<Event>>,
+}
+
+impl Entry {
+    pub(super) fn new(capacity: usize) -> Entry {
+        Entry {
+            refs: 0,
+            confirmed: false,
+            tx: broadcast::channel(capacity.max(1)).0,
+            keyed: HashMap::new(),
+        }
+    }
+
+    /// Gives `event` to every subscription of the topic, keyed or not (a
+    /// reconnection: anything may have been missed).
+    pub(super) fn send_all(&self, event: Event) {
+        for keyed in self.keyed.values() {
+            let _ = keyed.send(event.clone());
+        }
+        let _ = self.tx.send(event);
+    }
+
+    /// Gives a message to the subscriptions that take every message, and
+    /// to the keyed one its payload names.
+    pub(super) fn deliver(&self, published: Arc<Published>) {
+        if !self.keyed.is_empty() {
+            let payload = &published.payload[..];
+            let key = payload
+                .iter()
+                .position(|&b| b == b':')
+                .map_or(payload, |at| &payload[..at]);
+            if let Some(keyed) = self.keyed.get(key) {
+                let _ = keyed.send(Event::Message(published.clone()));
+            }
+        }
+        if self.tx.receiver_count() > 0 {
+            let _ = self.tx.send(Event::Message(published));
+        }
+    }
 }
 
 /// How many events a slow subscription may fall behind before it sees a

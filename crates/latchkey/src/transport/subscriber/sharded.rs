@@ -239,7 +239,7 @@ async fn resubscribe(
                 lost.remove(topic);
                 if let Some(entry) = registry.get_mut(topic) {
                     entry.confirmed = true;
-                    let _ = entry.tx.send(Event::Resubscribed);
+                    entry.send_all(Event::Resubscribed);
                 }
             }
             Err(e) => {

@@ -69,11 +69,21 @@ impl Lock {
         // Subscribed before queueing, so that no hand-off can come unheard;
         // a subscriber that is slow to answer must not carry us past the
         // deadline: then the lease renewals find the hand-off instead.
+        // The hand-off channel is this process's: keyed by our id, so a
+        // hand-off wakes the waiter it names, not every waiter here.
         let topics = vec![
-            (Topic::Channel(handoff_channel.clone()), EVENT_BUFFER),
-            (Topic::Channel(spec.keys.channel.clone()), EVENT_BUFFER),
+            (
+                Topic::Channel(handoff_channel.clone()),
+                EVENT_BUFFER,
+                Some(id.as_bytes().to_vec()),
+            ),
+            (
+                Topic::Channel(spec.keys.channel.clone()),
+                EVENT_BUFFER,
+                None,
+            ),
         ];
-        let subscribing = subscriber.subscribe_many(topics);
+        let subscribing = subscriber.subscribe_keyed(topics);
         let subscribed = match deadline {
             Some(d) => tokio::time::timeout_at(d.into(), subscribing)
                 .await
@@ -91,6 +101,7 @@ impl Lock {
         let leaving = Leaving::new(spec, token.clone(), me.clone());
         let renew_every = lease / 3;
         // What the attempts change as they go; never locked across an await.
+        let keyed_as = id.clone();
         let state = Mutex::new(FairState {
             id,
             me,
@@ -105,6 +116,7 @@ impl Lock {
         });
         let wake = FairWake {
             subscriptions,
+            keyed_as,
             handoff_channel: &handoff_channel,
             state: &state,
             fenced: spec.lease.fenced,
@@ -263,7 +275,10 @@ fn lock(state: &Mutex<FairState>) -> std::sync::MutexGuard<'_, FairState> {
 /// A fair waiter's wake-ups: its hand-off channel (only a hand-off to it
 /// ends the sleep, others' are skipped) and the lock's release channels.
 struct FairWake<'a> {
+    /// The hand-off channel's (keyed), then the release channel's.
     subscriptions: Vec<Subscription>,
+    /// The id the hand-off subscription is keyed by.
+    keyed_as: String,
     handoff_channel: &'a [u8],
     state: &'a Mutex<FairState>,
     fenced: bool,
@@ -273,6 +288,15 @@ impl Wake for FairWake<'_> {
     fn before_attempt(&mut self) {
         for subscription in &mut self.subscriptions {
             subscription.skip_pending();
+        }
+        // Queued again under a new id: keyed by it before the attempt that
+        // queues it, so that no hand-off to it comes unheard.
+        let id = lock(self.state).id.clone();
+        if id != self.keyed_as {
+            if let Some(handoffs) = self.subscriptions.first_mut() {
+                handoffs.set_key(id.as_bytes());
+            }
+            self.keyed_as = id;
         }
     }
 
