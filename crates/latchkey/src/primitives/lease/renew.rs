@@ -29,6 +29,21 @@ pub(crate) fn renew_span(kind: &'static str, name: &[u8], token: &str) -> tracin
 /// caught too.
 const SUBSCRIBE_AFTER: Duration = Duration::from_millis(50);
 
+/// The most a watchdog's renewal joins its server's renewal batch before
+/// it is due (see [`batch_slack`]).
+const MAX_BATCH_SLACK: Duration = Duration::from_secs(2);
+
+/// How long before it is due a watchdog's renewal may join its server's
+/// renewal batch (`crate::transport::batch`), to share a round trip with
+/// the renewals due within that window: a quarter of the interval, so a
+/// hold renews at worst every three quarters of it (more often, never
+/// later), and its server gets at most a few batches an interval; at most
+/// [`MAX_BATCH_SLACK`], so that a long interval does not renew early by
+/// much (a batch every 2 s is already few round trips).
+pub(crate) fn batch_slack(every: Duration) -> Duration {
+    (every / 4).min(MAX_BATCH_SLACK)
+}
+
 /// What a message on a hold's channel means to its holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Heard {
@@ -85,11 +100,17 @@ pub(crate) async fn watch<H: LeaseSpec>(
     // fail), backing off, never less often than a quarter interval.
     let mut retry_backoff = crate::vocab::retry::Backoff::default();
     let mut next = every.map(|every| began + every);
+    // How long before `next` the renewal joins its server's batch: the
+    // slack after a renewal, none after a failure (a retry keeps its
+    // backoff).
+    let slack = every.map_or(Duration::ZERO, batch_slack);
+    let mut early = slack;
     let mut check_now = false;
     let mut revoked = false;
     loop {
         let stop_at = state.stop_at();
-        let wake_at = [next, subscribe_at, Some(stop_at)]
+        let renew_from = next.map(|at| at.checked_sub(early).unwrap_or(at));
+        let wake_at = [renew_from, subscribe_at, Some(stop_at)]
             .into_iter()
             .flatten()
             .min()
@@ -148,7 +169,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                 Err(_) => continue,
             }
         }
-        let due = next.is_some_and(|at| now >= at);
+        let due = renew_from.is_some_and(|at| now >= at);
         if !due && !check_now {
             continue;
         }
@@ -178,13 +199,20 @@ pub(crate) async fn watch<H: LeaseSpec>(
             check_now = false;
             continue;
         };
+        // Due by schedule, it may wait in its server's batch until `next`;
+        // a check (or a hold with a cap, whose TTL was cut to end by the
+        // cap when sent now) goes with the next batch, at once.
+        let batch_by = match (due, cap, next) {
+            (true, None, Some(next)) => next.max(now),
+            _ => now,
+        };
         let span = renew_span(hold.label().kind(), hold.name(), &token);
         state
             .renewal_unanswered
             .store(true, std::sync::atomic::Ordering::Relaxed);
         let result = tokio::select! {
             _ = done.cancelled() => return,
-            r = tokio::time::timeout_at(state.stop_at().into(), hold.renew(&token, ttl).instrument(span)) => r,
+            r = tokio::time::timeout_at(state.stop_at().into(), hold.renew(&token, ttl, Some(batch_by)).instrument(span)) => r,
         };
         let renewed = matches!(result, Ok(Ok((Ownership::Owned, _))));
         if matches!(result, Ok(Ok(_))) {
@@ -199,6 +227,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
         match result {
             Ok(Ok((Ownership::Owned, valid_until))) => {
                 retry_backoff.reset();
+                early = slack;
                 // A check without a watchdog proves the hold; its expiry stays.
                 next = every.map(|every| {
                     state.set_deadline(valid_until);
@@ -230,6 +259,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                 let most = every.unwrap_or(hold.options().ttl / 3) / 4;
                 let again = retry_backoff.next_delay().min(most);
                 next = Some(Instant::now() + again.max(crate::vocab::names::MIN_TTL));
+                early = Duration::ZERO;
             }
             Err(_) => {
                 let reason = state.deadline_reason();
