@@ -44,6 +44,22 @@ pub(crate) fn batch_slack(every: Duration) -> Duration {
     (every / 4).min(MAX_BATCH_SLACK)
 }
 
+/// `at` moved back onto a process-wide grid of `step`s: the holds of one
+/// batch learn of their renewal one after the other (a task each, a
+/// thousand of them can take longer than the slack on a busy machine), so
+/// "now plus the interval" would spread their next renewals over more
+/// batches each time; on the grid they fall due at the same instant and
+/// stay in one batch. Never later than `at`, at most a step earlier.
+fn on_grid(at: Instant, step: Duration) -> Instant {
+    static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+    let (since, step_ns) = (at.saturating_duration_since(*EPOCH), step.as_nanos());
+    if step_ns == 0 || at < *EPOCH {
+        return at;
+    }
+    let on = since.as_nanos() / step_ns * step_ns;
+    *EPOCH + Duration::from_nanos(u64::try_from(on).unwrap_or(u64::MAX))
+}
+
 /// What a message on a hold's channel means to its holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Heard {
@@ -99,12 +115,17 @@ pub(crate) async fn watch<H: LeaseSpec>(
     // restart, a failover: the first command on a new connection may
     // fail), backing off, never less often than a quarter interval.
     let mut retry_backoff = crate::vocab::retry::Backoff::default();
-    let mut next = every.map(|every| began + every);
     // How long before `next` the renewal joins its server's batch: the
     // slack after a renewal, none after a failure (a retry keeps its
     // backoff).
     let slack = every.map_or(Duration::ZERO, batch_slack);
     let mut early = slack;
+    let mut next = every.map(|every| on_grid(began + every, slack));
+    // How long a check may wait in the batch: a slack when nothing says
+    // the hold changed hands (just subscribed, or the subscriber
+    // reconnected: every hold of the process checks at once), none when
+    // something does.
+    let mut check_wait = Duration::ZERO;
     let mut check_now = false;
     let mut revoked = false;
     loop {
@@ -126,14 +147,19 @@ pub(crate) async fn watch<H: LeaseSpec>(
                             tracing::debug!(lock = %name, token = short(&token), revoked = r, "heard the hold may have changed hands; checking it");
                             revoked |= r;
                             check_now = true;
+                            check_wait = Duration::ZERO;
                         }
                     },
                     Event::Resubscribed => {
                         tracing::debug!(lock = %name, token = short(&token), "the subscriber reconnected; checking the hold");
+                        check_wait = if check_now { check_wait } else { slack };
                         check_now = true;
                     }
                 },
-                _ = state.check_now.notified() => check_now = true,
+                _ = state.check_now.notified() => {
+                    check_now = true;
+                    check_wait = Duration::ZERO;
+                }
                 _ = tokio::time::sleep_until(wake_at.into()) => {}
             }
         }
@@ -154,6 +180,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                 Ok(Ok(wakeups)) => {
                     listening = Some(wakeups);
                     // Whatever was published before we listened: ask.
+                    check_wait = if check_now { check_wait } else { slack };
                     check_now = true;
                 }
                 Ok(Err(e)) if e.is_transient() => {
@@ -161,6 +188,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                     subscribe_at = Some(Instant::now() + subscribe_backoff.next_delay());
                     // The connection may have dropped under a subscription
                     // Redis confirmed: the hold may be gone, ask.
+                    check_wait = if check_now { check_wait } else { slack };
                     check_now = true;
                 }
                 Ok(Err(e)) => {
@@ -200,11 +228,12 @@ pub(crate) async fn watch<H: LeaseSpec>(
             continue;
         };
         // Due by schedule, it may wait in its server's batch until `next`;
-        // a check (or a hold with a cap, whose TTL was cut to end by the
-        // cap when sent now) goes with the next batch, at once.
+        // a check as long as `check_wait`; a hold with a cap (its TTL cut
+        // to end by the cap when sent now) goes with the next batch, at once.
         let batch_by = match (due, cap, next) {
+            (_, Some(_), _) => now,
             (true, None, Some(next)) => next.max(now),
-            _ => now,
+            _ => now + check_wait,
         };
         let span = renew_span(hold.label().kind(), hold.name(), &token);
         state
@@ -232,7 +261,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                 next = every.map(|every| {
                     state.set_deadline(valid_until);
                     tracing::trace!(lock = %name, token = short(&token), "renewed");
-                    Instant::now() + every
+                    on_grid(Instant::now() + every, slack)
                 });
                 revoked = false;
             }

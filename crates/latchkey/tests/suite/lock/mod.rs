@@ -14,3 +14,4 @@ mod replicas;
 mod stalled;
 mod waiting;
 mod watchdog;
+mod watchdog_batch;
