@@ -170,11 +170,7 @@ impl Backend {
         batch_by: Option<Instant>,
     ) -> Renewal {
         match self {
-            Backend::Single(client) => {
-                Single(client)
-                    .extend_once(keys, token, ttl, batch_by)
-                    .await
-            }
+            Backend::Single(client) => Single(client).extend_once(keys, token, ttl, batch_by).await,
             Backend::Redlock(redlock) => {
                 Box::pin(redlock.extend_all(keys, token, ttl, batch_by)).await
             }

@@ -268,8 +268,8 @@ impl Session {
             return self.eval(op, script, keys, args).await;
         }
         let (conn, timeout) = (&self.inner.conn, self.inner.command_timeout);
-        let batcher = (self.inner.renewals)
-            .get_or_init(|| RenewalBatcher::start(conn.clone(), timeout));
+        let batcher =
+            (self.inner.renewals).get_or_init(|| RenewalBatcher::start(conn.clone(), timeout));
         let outcome = batcher.send(script, keys, args, by).await;
         if outcome.is_ok() {
             self.inner

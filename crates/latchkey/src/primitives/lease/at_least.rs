@@ -60,6 +60,7 @@ pub(super) fn keep_in_background<H: LeaseSpec>(hold: H, token: String, left: Dur
     tracker.spawn(async move {
         let what = "keeping a dropped hold for its least time";
         let _ =
-            crate::vocab::retry::until_deadline(until, &what, || hold.renew(&token, left, None)).await;
+            crate::vocab::retry::until_deadline(until, &what, || hold.renew(&token, left, None))
+                .await;
     });
 }

@@ -27,7 +27,11 @@ impl<H: LeaseSpec> Lease<H> {
         }
         let label = self.hold.label();
         let span = renew_span(label.kind(), self.name(), &self.token);
-        let result = self.hold.renew(&self.token, ttl, None).instrument(span).await;
+        let result = self
+            .hold
+            .renew(&self.token, ttl, None)
+            .instrument(span)
+            .await;
         crate::vocab::metrics::renewal(label, matches!(result, Ok((Ownership::Owned, _))));
         let (outcome, valid_until) = result?;
         match outcome {

@@ -33,7 +33,7 @@ fn two_thousand_watchdog_holds_renew_in_a_few_round_trips_and_none_lapses() {
         let c = client(&server.url()).await;
         let mut guards = Vec::with_capacity(HOLDS);
         for i in 0..HOLDS {
-            let lock = c.lock(&format!("many-{i}"), TTL).unwrap().with_watchdog();
+            let lock = c.lock(format!("many-{i}"), TTL).unwrap().with_watchdog();
             guards.push(lock.try_acquire().await.unwrap().expect("a free lock"));
         }
         // Counted from here (a snapshot drains the counters): every hold
@@ -96,10 +96,10 @@ fn batched_renewals_survive_a_flushed_script_cache_across_kinds() {
         let semaphore = c.semaphore("flushed-sem", EACH as u64, TTL).unwrap();
         let semaphore = semaphore.with_watchdog();
         for i in 0..EACH {
-            let lock = c.lock(&format!("flushed-{i}"), TTL).unwrap();
+            let lock = c.lock(format!("flushed-{i}"), TTL).unwrap();
             locks.push(lock.with_watchdog().try_acquire().await.unwrap().unwrap());
             permits.push(semaphore.try_acquire().await.unwrap().expect("a permit"));
-            let rw = c.rwlock(&format!("flushed-rw-{i}"), TTL).unwrap();
+            let rw = c.rwlock(format!("flushed-rw-{i}"), TTL).unwrap();
             readers.push(rw.with_watchdog().try_read().await.unwrap().unwrap());
         }
         snapshotter.snapshot();
@@ -114,7 +114,10 @@ fn batched_renewals_survive_a_flushed_script_cache_across_kinds() {
         assert!(renewed >= (EACH * 3) as u64, "{renewed} permit renewals");
         let round_trips = count(ROUND_TRIPS);
         let all = renewed * 3;
-        println!("{} holds: {all} renewals in {round_trips} round trips", EACH * 3);
+        println!(
+            "{} holds: {all} renewals in {round_trips} round trips",
+            EACH * 3
+        );
         assert!(round_trips * 10 <= all, "{round_trips} round trips");
         for guard in locks {
             assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
@@ -148,7 +151,7 @@ fn measure_renewals_of_many_holds() {
         let mut guards = Vec::with_capacity(holds);
         let began = Instant::now();
         for i in 0..holds {
-            let lock = c.lock(&format!("m-{i}"), TTL).unwrap().with_watchdog();
+            let lock = c.lock(format!("m-{i}"), TTL).unwrap().with_watchdog();
             guards.push(lock.try_acquire().await.unwrap().unwrap());
         }
         let acquiring = began.elapsed();
@@ -156,7 +159,10 @@ fn measure_renewals_of_many_holds() {
         snapshotter.snapshot();
         let (cpu_before, server_before) = (process_cpu(), server_cpu(&mut raw).await);
         tokio::time::sleep(HELD).await;
-        let (cpu, server) = (process_cpu() - cpu_before, server_cpu(&mut raw).await - server_before);
+        let (cpu, server) = (
+            process_cpu() - cpu_before,
+            server_cpu(&mut raw).await - server_before,
+        );
         let count = counters(&snapshotter);
         let (renewed, round_trips) = (count(RENEWALS_OK), count(ROUND_TRIPS));
         let lost = guards.iter().filter(|g| !g.is_held()).count();
@@ -179,13 +185,22 @@ fn process_cpu() -> f64 {
     // Fields 14 and 15 (utime, stime) after the command's parentheses.
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
 /// The server's CPU time (`used_cpu_sys` + `used_cpu_user`), in seconds.
 async fn server_cpu(raw: &mut redis::aio::MultiplexedConnection) -> f64 {
-    let info: String = redis::cmd("INFO").arg("cpu").query_async(raw).await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query_async(raw)
+        .await
+        .unwrap();
     info.lines()
         .filter(|l| l.starts_with("used_cpu_sys:") || l.starts_with("used_cpu_user:"))
         .filter_map(|l| l.split_once(':')?.1.trim().parse::<f64>().ok())
