@@ -10,7 +10,8 @@
 //! [`Hold<K>`](hold::Hold), is thin over a lease.
 //!
 //! Files: `hold.rs` (the public hold, its surface written once),
-//! `state.rs` (deadline and lost signal), `renew.rs` (the watchdog),
+//! `state.rs` (deadline and lost signal), `renew.rs` (the watchdog; its
+//! renewals share their server's round trips, `transport/batch.rs`),
 //! `extend.rs` (the program's own renewals), `at_least.rs` (a release
 //! before the hold's least time keeps it until then), `background.rs` (releases
 //! left to the background, and the armed guard of an attempt whose reply
