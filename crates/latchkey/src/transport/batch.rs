@@ -64,17 +64,39 @@ struct Queued {
 /// the module docs. The task ends when the session (the queue's sender)
 /// is dropped.
 pub(crate) struct RenewalBatcher {
-    queue: mpsc::UnboundedSender<Queued>,
+    /// The queue of the task, started by the first renewal; started again
+    /// by the next one when it has ended (its runtime shut down, while the
+    /// session lives on to be used from another).
+    queue: std::sync::Mutex<Option<mpsc::UnboundedSender<Queued>>>,
+    conn: Connection,
+    timeout: Duration,
 }
 
 impl RenewalBatcher {
-    /// Starts the task that sends the batches on `conn`, each bounded by
-    /// `timeout`. Needs a Tokio runtime (the watch that calls it runs on
-    /// one).
-    pub(crate) fn start(conn: Connection, timeout: Duration) -> RenewalBatcher {
-        let (queue, queued) = mpsc::unbounded_channel();
-        tokio::spawn(run(queued, conn, timeout));
-        RenewalBatcher { queue }
+    /// A batcher that sends on `conn`, each batch bounded by `timeout`.
+    pub(crate) fn new(conn: Connection, timeout: Duration) -> RenewalBatcher {
+        RenewalBatcher {
+            queue: std::sync::Mutex::new(None),
+            conn,
+            timeout,
+        }
+    }
+
+    /// Queues `queued`, starting the task if it is not running (on the
+    /// caller's runtime: a watch runs on one); `false` if the task ended
+    /// meanwhile.
+    fn enqueue(&self, queued: Queued) -> bool {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let running = queue.as_ref().filter(|q| !q.is_closed());
+        let queue = match running {
+            Some(queue) => queue,
+            None => {
+                let (queue_tx, queue_rx) = mpsc::unbounded_channel();
+                tokio::spawn(run(queue_rx, self.conn.clone(), self.timeout));
+                queue.insert(queue_tx)
+            }
+        };
+        queue.send(queued).is_ok()
     }
 
     /// Sends `script` with `keys` and `args` in a batch that leaves by
@@ -96,7 +118,7 @@ impl RenewalBatcher {
             by,
             reply,
         };
-        if self.queue.send(queued).is_err() {
+        if !self.enqueue(queued) {
             return Err(gone());
         }
         match answer.await {

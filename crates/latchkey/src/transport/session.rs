@@ -269,7 +269,7 @@ impl Session {
         }
         let (conn, timeout) = (&self.inner.conn, self.inner.command_timeout);
         let batcher =
-            (self.inner.renewals).get_or_init(|| RenewalBatcher::start(conn.clone(), timeout));
+            (self.inner.renewals).get_or_init(|| RenewalBatcher::new(conn.clone(), timeout));
         let outcome = batcher.send(script, keys, args, by).await;
         if outcome.is_ok() {
             self.inner

@@ -338,3 +338,22 @@ pub(crate) fn capped(ttl: Duration, cap: Option<Instant>) -> Option<Duration> {
     let left = cap.saturating_duration_since(Instant::now());
     (left >= crate::vocab::names::MIN_TTL).then(|| ttl.min(left))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_is_never_later_at_most_a_step_earlier_and_shared() {
+        let step = Duration::from_millis(50);
+        let at = Instant::now() + Duration::from_secs(1);
+        let on = on_grid(at, step);
+        assert!(on <= at && at - on < step, "{on:?} for {at:?}");
+        // Every time within the step lands on the same instant: one batch.
+        for later in [0, 10, 1_000, 49_999] {
+            assert_eq!(on_grid(on + Duration::from_micros(later), step), on);
+        }
+        assert_eq!(on_grid(on + step, step), on + step);
+        assert_eq!(on_grid(at, Duration::ZERO), at);
+    }
+}

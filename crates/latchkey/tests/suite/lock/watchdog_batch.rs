@@ -80,6 +80,40 @@ fn two_thousand_watchdog_holds_renew_in_a_few_round_trips_and_none_lapses() {
     });
 }
 
+/// Holds released while their renewals wait in a batch (releasing 1,000
+/// holds one after the other spans several batch windows): each release
+/// finds its hold, and no renewal queued or sent after it brings a key
+/// back (the scripts compare the owner token).
+#[test]
+fn holds_released_while_their_renewals_wait_leave_nothing_behind() {
+    const HOLDS: usize = 1_000;
+    const TTL: Duration = Duration::from_millis(600);
+    let server = RedisServer::start();
+    recorded(|snapshotter| async move {
+        let c = client(&server.url()).await;
+        let mut guards = Vec::with_capacity(HOLDS);
+        for i in 0..HOLDS {
+            let lock = c.lock(format!("released-{i}"), TTL).unwrap();
+            guards.push(lock.with_watchdog().try_acquire().await.unwrap().unwrap());
+        }
+        tokio::time::sleep(TTL / 2).await;
+        snapshotter.snapshot();
+        for guard in guards {
+            assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+        }
+        // Whatever renewal was on its way has landed by now.
+        tokio::time::sleep(TTL / 2).await;
+        let left: u64 = redis::cmd("DBSIZE")
+            .query_async(&mut raw(&server.url()).await)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "keys left after every release");
+        let count = counters(&snapshotter);
+        assert_eq!(count(LOST), 0);
+        assert_eq!(count(RENEWALS_FAILED), 0);
+    });
+}
+
 /// A flushed script cache (`SCRIPT FLUSH`) under batched renewals: the
 /// batch loads the script and sends those renewals again, and no hold
 /// lapses. Semaphore permits, read-write holds and locks share batches.
