@@ -38,10 +38,11 @@ use tokio::sync::{mpsc, oneshot};
 use crate::transport::connection::Connection;
 
 /// The most renewals one pipeline carries: a larger batch is split into
-/// several, sent at once. Bounds how long the server is busy with one
-/// request (a few ms), so that the other commands on the shared
-/// connection (acquisitions, releases) do not queue behind it, while
-/// 100,000 holds still cost a hundred round trips an interval.
+/// several, sent one after the other. Bounds how long the server is busy
+/// with one request (a few ms), so that the other commands on the shared
+/// connection (acquisitions, releases) wait for one pipeline at most, not
+/// for every renewal of the tick, while 100,000 holds still cost a
+/// hundred round trips an interval.
 pub(crate) const MAX_BATCH: usize = 1000;
 
 /// What a renewal gets back: the script's reply, or the error of the
@@ -170,16 +171,22 @@ async fn run(mut queued: mpsc::UnboundedReceiver<Queued>, conn: Connection, time
     }
 }
 
-/// Sends `batch` (those still awaited) in pipelines of at most
-/// [`MAX_BATCH`], each from a task of its own.
+/// Sends `batch` (those still awaited) from a task of its own, in
+/// pipelines of at most [`MAX_BATCH`], one after the other.
 fn dispatch(mut batch: Vec<Queued>, conn: &Connection, timeout: Duration) {
     batch.retain(|q| !q.reply.is_closed());
-    while !batch.is_empty() {
-        let rest = batch.split_off(batch.len().min(MAX_BATCH));
-        let chunk = std::mem::replace(&mut batch, rest);
-        crate::vocab::metrics::renewal_round_trip();
-        tokio::spawn(send_pipeline(chunk, conn.clone(), timeout));
+    if batch.is_empty() {
+        return;
     }
+    let conn = conn.clone();
+    tokio::spawn(async move {
+        let mut batch = batch.into_iter().peekable();
+        while batch.peek().is_some() {
+            let chunk: Vec<Queued> = batch.by_ref().take(MAX_BATCH).collect();
+            crate::vocab::metrics::renewal_round_trip();
+            send_pipeline(chunk, conn.clone(), timeout).await;
+        }
+    });
 }
 
 /// Sends one pipeline and answers each renewal in it. A renewal refused

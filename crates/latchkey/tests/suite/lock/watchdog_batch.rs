@@ -169,7 +169,8 @@ fn batched_renewals_survive_a_flushed_script_cache_across_kinds() {
 /// server CPU. Not a check (speed targets live in the bench): run it by
 /// hand, `cargo test -p latchkey-redis --test suite
 /// lock::watchdog_batch::measure -- --ignored --nocapture`
-/// (`LATCHKEY_MEASURE_HOLDS`, default 10,000).
+/// (`LATCHKEY_MEASURE_HOLDS`, default 10,000; `LATCHKEY_MEASURE_TTL_MS`,
+/// default 3,000).
 #[test]
 #[ignore = "a measurement, run by hand"]
 fn measure_renewals_of_many_holds() {
@@ -177,7 +178,10 @@ fn measure_renewals_of_many_holds() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000);
-    const TTL: Duration = Duration::from_secs(3);
+    let ttl = std::env::var("LATCHKEY_MEASURE_TTL_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(Duration::from_secs(3), Duration::from_millis);
     const HELD: Duration = Duration::from_secs(10);
     let server = RedisServer::start();
     recorded(|snapshotter| async move {
@@ -185,7 +189,7 @@ fn measure_renewals_of_many_holds() {
         let mut guards = Vec::with_capacity(holds);
         let began = Instant::now();
         for i in 0..holds {
-            let lock = c.lock(format!("m-{i}"), TTL).unwrap().with_watchdog();
+            let lock = c.lock(format!("m-{i}"), ttl).unwrap().with_watchdog();
             guards.push(lock.try_acquire().await.unwrap().unwrap());
         }
         let acquiring = began.elapsed();
@@ -201,7 +205,7 @@ fn measure_renewals_of_many_holds() {
         let (renewed, round_trips) = (count(RENEWALS_OK), count(ROUND_TRIPS));
         let lost = guards.iter().filter(|g| !g.is_held()).count();
         println!(
-            "{holds} holds, TTL {TTL:?}, held {HELD:?} (acquired in {acquiring:.2?}): \
+            "{holds} holds, TTL {ttl:?}, held {HELD:?} (acquired in {acquiring:.2?}): \
              {renewed} renewals, {round_trips} round trips ({:.1}/s, {:.3} % of renewals), \
              client CPU {cpu:.2} s, server CPU {server:.2} s, {lost} lost",
             round_trips as f64 / HELD.as_secs_f64(),
