@@ -10,8 +10,7 @@
 //! [`Hold<K>`](hold::Hold), is thin over a lease.
 //!
 //! Files: `hold.rs` (the public hold, its surface written once),
-//! `state.rs` (deadline and lost signal), `renew.rs` (the watchdog; its
-//! renewals share their server's round trips, `transport/batch.rs`),
+//! `state.rs` (deadline and lost signal), `renew.rs` (the watchdog),
 //! `extend.rs` (the program's own renewals), `at_least.rs` (a release
 //! before the hold's least time keeps it until then), `background.rs` (releases
 //! left to the background, and the armed guard of an attempt whose reply
@@ -64,9 +63,8 @@ pub(crate) trait LeaseSpec: Clone + Send + Sync + 'static {
     /// [`Client::close`](crate::Client::close)).
     fn live(&self) -> &crate::transport::live::LiveHolds;
     /// Renews `token` for `ttl` from now: what was found, and the new
-    /// deadline when renewed. `batch_by`: a watchdog's renewal, which may
-    /// wait in its server's renewal batch until then
-    /// (`crate::transport::batch`); `None`: sent now, on its own.
+    /// deadline when renewed. `batch_by`: may wait in the server's renewal
+    /// batch until then (`transport/batch.rs`); `None`: sent now.
     fn renew(
         &self,
         token: &str,

@@ -35,11 +35,14 @@ const MAX_BATCH_SLACK: Duration = Duration::from_secs(2);
 
 /// How long before it is due a watchdog's renewal may join its server's
 /// renewal batch (`crate::transport::batch`), to share a round trip with
-/// the renewals due within that window: a quarter of the interval, so a
-/// hold renews at worst every three quarters of it (more often, never
-/// later), and its server gets at most a few batches an interval; at most
-/// [`MAX_BATCH_SLACK`], so that a long interval does not renew early by
-/// much (a batch every 2 s is already few round trips).
+/// the renewals due within that window, and the step of the grid its next
+/// renewal is put on ([`on_grid`]): a quarter of the interval. So a hold
+/// renews at worst every half interval (a step early on the grid, sent
+/// with a batch due a step sooner), never later; once its batch has
+/// formed, every interval exactly (four steps); and its server gets at
+/// most a few batches an interval. At most [`MAX_BATCH_SLACK`], so that a
+/// long interval does not renew early by much (a batch every 2 s is
+/// already few round trips).
 pub(crate) fn batch_slack(every: Duration) -> Duration {
     (every / 4).min(MAX_BATCH_SLACK)
 }
