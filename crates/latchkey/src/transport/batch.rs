@@ -150,6 +150,14 @@ async fn run(mut queued: mpsc::UnboundedReceiver<Queued>, conn: Connection, time
         // Checked first: a steady stream of renewals arriving must not
         // keep a due batch waiting.
         if due.is_some_and(|at| Instant::now() >= at) {
+            // The watches woken with this one are about to hand theirs in
+            // (late, all of them, when the runtime is busy): each that is
+            // ready runs before this task does again, and goes too, rather
+            // than each late renewal going in a batch of its own.
+            tokio::task::yield_now().await;
+            while let Ok(next) = queued.try_recv() {
+                batch.push(next);
+            }
             dispatch(std::mem::take(&mut batch), &conn, timeout);
             due = None;
         }
