@@ -160,10 +160,20 @@ impl Backend {
         matches!(self, Backend::Single(_))
     }
 
-    pub(crate) async fn extend(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Renewal {
+    /// Owner-only extend. `batch_by`: a watchdog's renewal, which may wait
+    /// in each server's renewal batch until then (see `LeaseSpec::renew`).
+    pub(crate) async fn extend(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> Renewal {
         match self {
-            Backend::Single(client) => Single(client).extend_once(keys, token, ttl).await,
-            Backend::Redlock(redlock) => Box::pin(redlock.extend_all(keys, token, ttl)).await,
+            Backend::Single(client) => Single(client).extend_once(keys, token, ttl, batch_by).await,
+            Backend::Redlock(redlock) => {
+                Box::pin(redlock.extend_all(keys, token, ttl, batch_by)).await
+            }
         }
     }
 

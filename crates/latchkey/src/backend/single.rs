@@ -191,16 +191,26 @@ pub(crate) fn ownership(script: &str, outcome: i64) -> Result<Ownership> {
 }
 
 impl Single<'_> {
-    /// Compare-and-pexpire. On success also returns the new validity deadline.
-    pub(crate) async fn extend_once(self, keys: &LockKeys, token: &str, ttl: Duration) -> Renewal {
+    /// Compare-and-pexpire. On success also returns the new validity
+    /// deadline. `batch_by`: see `Session::eval_renewal`; the deadline
+    /// counts from before the renewal waited in a batch (earlier than it
+    /// left: on the safe side).
+    pub(crate) async fn extend_once(
+        self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> Renewal {
         let sent = Instant::now();
         let ttl_arg = ttl_ms(ttl).to_string();
         let outcome: i64 = self
-            .eval(
+            .eval_renewal(
                 "extend",
                 &scripts::EXTEND,
                 &[&keys.key],
                 &[token.as_bytes(), ttl_arg.as_bytes()],
+                batch_by,
             )
             .await?;
         Ok((

@@ -2,6 +2,7 @@
 //! Sentinel, TLS), the session every primitive sends through, the shared
 //! pub/sub subscriber and this process's waiter queues. See `ARCHITECTURE.md`.
 
+pub(crate) mod batch;
 pub(crate) mod builder;
 pub(crate) mod connection;
 pub(crate) mod current;

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, Script};
 
+use crate::transport::batch::{evalsha, RenewalBatcher};
 use crate::transport::connection::{Connection, Kind};
 use crate::transport::sentinel::Source;
 use crate::transport::subscriber::Subscriber;
@@ -98,6 +99,9 @@ pub(crate) struct SessionInner {
     /// is its script, not a bare `SET`, so that a user without them is
     /// refused before it takes a key it could neither renew nor release.
     pub(crate) scripts_ran: std::sync::atomic::AtomicBool,
+    /// The watchdogs' renewals, sent in batches (`batch.rs`); started on
+    /// first use, never on a cluster.
+    pub(crate) renewals: OnceLock<RenewalBatcher>,
 }
 
 impl std::fmt::Debug for Session {
@@ -244,6 +248,37 @@ impl Session {
         self.outcome(op, keys, outcome)
     }
 
+    /// [`Session::eval`] of a watchdog's renewal: `batch_by` (`Some`) lets
+    /// it wait in the session's renewal batch until then, to share one
+    /// round trip with the other holds' renewals (`batch.rs`; a cluster's
+    /// go on their own); `None`, the program's own renewal, is sent now.
+    pub(crate) async fn eval_renewal<T: FromRedisValue>(
+        &self,
+        op: &'static str,
+        script: &'static Script,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        batch_by: Option<std::time::Instant>,
+    ) -> Result<T> {
+        let Some(by) = batch_by else {
+            return self.eval(op, script, keys, args).await;
+        };
+        if self.is_cluster() {
+            crate::vocab::metrics::renewal_round_trip();
+            return self.eval(op, script, keys, args).await;
+        }
+        let (conn, timeout) = (&self.inner.conn, self.inner.command_timeout);
+        let batcher =
+            (self.inner.renewals).get_or_init(|| RenewalBatcher::new(conn.clone(), timeout));
+        let outcome = batcher.send(script, keys, args, by).await;
+        if outcome.is_ok() {
+            self.inner
+                .scripts_ran
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.outcome(op, keys, Ok(outcome))
+    }
+
     /// Whether a script ran on this session (see `SessionInner::scripts_ran`).
     pub(crate) fn scripts_ran(&self) -> bool {
         self.inner
@@ -348,55 +383,6 @@ impl Session {
     pub(crate) fn subscriber_if_started(&self) -> Option<&Subscriber> {
         self.inner.subscriber.get()
     }
-}
-
-/// What `ScriptInvocation::invoke_async` does (`EVALSHA`; on `NOSCRIPT`,
-/// `SCRIPT LOAD` and the same `EVALSHA` again; a second `NOSCRIPT` is a
-/// transient error, as `TRYAGAIN` is), with the command built in
-/// one buffer sized up front: the invocation copies every key and argument
-/// into a `Vec` of its own and then again into the command, which cost more
-/// than the rest of a release's client-side work.
-async fn evalsha<T: FromRedisValue>(
-    script: &Script,
-    keys: &[&[u8]],
-    args: &[&[u8]],
-    conn: &mut Connection,
-) -> redis::RedisResult<T> {
-    let hash = script.get_hash();
-    let data =
-        keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + "EVALSHA".len() + hash.len() + 2;
-    let mut cmd = redis::Cmd::with_capacity(3 + keys.len() + args.len(), data);
-    cmd.arg("EVALSHA").arg(hash).arg(keys.len());
-    for arg in keys.iter().chain(args) {
-        cmd.arg(*arg);
-    }
-    match cmd.query_async(conn).await {
-        Err(e) if is_noscript(&e) => {
-            // Boxed: rare, and every script call's future would carry it.
-            Box::pin(async {
-                script.load_async(conn).await?;
-                match cmd.query_async(conn).await {
-                    // Loaded, and the node that answered still lacks it: on
-                    // a cluster, one the load did not reach (a replica
-                    // promoted a moment ago, not yet in the client's map).
-                    // Transient, so that a wait tries again once the
-                    // topology has settled.
-                    Err(e) if is_noscript(&e) => Err(redis::RedisError::from((
-                        redis::ErrorKind::Server(redis::ServerErrorKind::TryAgain),
-                        "TRYAGAIN",
-                        format!("a script loaded is unknown where it was sent (a failover?): {e}"),
-                    ))),
-                    result => result,
-                }
-            })
-            .await
-        }
-        result => result,
-    }
-}
-
-fn is_noscript(e: &redis::RedisError) -> bool {
-    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
 /// Waits, at most `within`, until `tracker` has no task left.

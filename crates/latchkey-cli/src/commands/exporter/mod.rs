@@ -292,12 +292,13 @@ mod tests {
     use super::*;
     use latchkey::metrics as lib;
 
-    const EVERY_METRIC: [&str; 25] = [
+    const EVERY_METRIC: [&str; 26] = [
         lib::ACQUISITIONS,
         lib::ACQUIRE_WAIT,
         lib::HOLD,
         lib::HANDOFF,
         lib::RENEWALS,
+        lib::RENEWAL_ROUND_TRIPS,
         lib::LOCKS_LOST,
         lib::RELEASES,
         lib::COUNT_DOWNS,

@@ -195,9 +195,9 @@ impl LeaseSpec for Arc<ElectionSpec> {
         &self.session.inner.live
     }
 
-    async fn renew(&self, token: &str, ttl: Duration) -> Renewal {
+    async fn renew(&self, token: &str, ttl: Duration, batch_by: Option<Instant>) -> Renewal {
         Backend::Single(self.session.clone())
-            .extend(&self.keys, token, ttl)
+            .extend(&self.keys, token, ttl, batch_by)
             .await
     }
 

@@ -30,7 +30,7 @@ impl<H: LeaseSpec> Lease<H> {
         let (hold, token) = (&self.hold, &self.token);
         let what = "keeping a released hold for its least time";
         let renewed = crate::vocab::retry::until_deadline(self.state.deadline(), &what, || {
-            hold.renew(token, left)
+            hold.renew(token, left, None)
         })
         .instrument(span)
         .await;
@@ -60,6 +60,7 @@ pub(super) fn keep_in_background<H: LeaseSpec>(hold: H, token: String, left: Dur
     tracker.spawn(async move {
         let what = "keeping a dropped hold for its least time";
         let _ =
-            crate::vocab::retry::until_deadline(until, &what, || hold.renew(&token, left)).await;
+            crate::vocab::retry::until_deadline(until, &what, || hold.renew(&token, left, None))
+                .await;
     });
 }

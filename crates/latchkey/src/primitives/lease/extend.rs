@@ -27,7 +27,11 @@ impl<H: LeaseSpec> Lease<H> {
         }
         let label = self.hold.label();
         let span = renew_span(label.kind(), self.name(), &self.token);
-        let result = self.hold.renew(&self.token, ttl).instrument(span).await;
+        let result = self
+            .hold
+            .renew(&self.token, ttl, None)
+            .instrument(span)
+            .await;
         crate::vocab::metrics::renewal(label, matches!(result, Ok((Ownership::Owned, _))));
         let (outcome, valid_until) = result?;
         match outcome {
@@ -54,7 +58,9 @@ impl<H: LeaseSpec> Lease<H> {
         };
         let label = self.hold.label();
         let span = renew_span(label.kind(), self.name(), &self.token);
-        let (outcome, _) = self.hold.renew(&self.token, left).instrument(span).await?;
+        let (outcome, _) = (self.hold.renew(&self.token, left, None))
+            .instrument(span)
+            .await?;
         if outcome != Ownership::Owned {
             tracing::warn!(name = %String::from_utf8_lossy(self.name()), token = short(&self.token), ?outcome, "a check found the hold no longer ours");
             self.state.mark_lost(LostReason::from_check(outcome, false));

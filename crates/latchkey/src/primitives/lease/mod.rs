@@ -63,8 +63,14 @@ pub(crate) trait LeaseSpec: Clone + Send + Sync + 'static {
     /// [`Client::close`](crate::Client::close)).
     fn live(&self) -> &crate::transport::live::LiveHolds;
     /// Renews `token` for `ttl` from now: what was found, and the new
-    /// deadline when renewed.
-    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send;
+    /// deadline when renewed. `batch_by`: may wait in the server's renewal
+    /// batch until then (`transport/batch.rs`); `None`: sent now.
+    fn renew(
+        &self,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> impl Future<Output = Renewal> + Send;
     /// Owner-only release of `token`, waking the waiters. `background`: a
     /// clean-up (a dropped guard, a cancelled attempt), not the holder's call.
     fn release(

@@ -29,6 +29,40 @@ pub(crate) fn renew_span(kind: &'static str, name: &[u8], token: &str) -> tracin
 /// caught too.
 const SUBSCRIBE_AFTER: Duration = Duration::from_millis(50);
 
+/// The most a watchdog's renewal joins its server's renewal batch before
+/// it is due (see [`batch_slack`]).
+const MAX_BATCH_SLACK: Duration = Duration::from_secs(2);
+
+/// How long before it is due a watchdog's renewal may join its server's
+/// renewal batch (`crate::transport::batch`), to share a round trip with
+/// the renewals due within that window, and the step of the grid its next
+/// renewal is put on ([`on_grid`]): a quarter of the interval. So a hold
+/// renews at worst every half interval (a step early on the grid, sent
+/// with a batch due a step sooner), never later; once its batch has
+/// formed, every interval exactly (four steps); and its server gets at
+/// most a few batches an interval. At most [`MAX_BATCH_SLACK`], so that a
+/// long interval does not renew early by much (a batch every 2 s is
+/// already few round trips).
+pub(crate) fn batch_slack(every: Duration) -> Duration {
+    (every / 4).min(MAX_BATCH_SLACK)
+}
+
+/// `at` moved back onto a process-wide grid of `step`s: the holds of one
+/// batch learn of their renewal one after the other (a task each, a
+/// thousand of them can take longer than the slack on a busy machine), so
+/// "now plus the interval" would spread their next renewals over more
+/// batches each time; on the grid they fall due at the same instant and
+/// stay in one batch. Never later than `at`, at most a step earlier.
+fn on_grid(at: Instant, step: Duration) -> Instant {
+    static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+    let (since, step_ns) = (at.saturating_duration_since(*EPOCH), step.as_nanos());
+    if step_ns == 0 || at < *EPOCH {
+        return at;
+    }
+    let on = since.as_nanos() / step_ns * step_ns;
+    *EPOCH + Duration::from_nanos(u64::try_from(on).unwrap_or(u64::MAX))
+}
+
 /// What a message on a hold's channel means to its holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Heard {
@@ -84,12 +118,23 @@ pub(crate) async fn watch<H: LeaseSpec>(
     // restart, a failover: the first command on a new connection may
     // fail), backing off, never less often than a quarter interval.
     let mut retry_backoff = crate::vocab::retry::Backoff::default();
-    let mut next = every.map(|every| began + every);
+    // How long before `next` the renewal joins its server's batch: the
+    // slack after a renewal, none after a failure (a retry keeps its
+    // backoff).
+    let slack = every.map_or(Duration::ZERO, batch_slack);
+    let mut early = slack;
+    let mut next = every.map(|every| on_grid(began + every, slack));
+    // How long a check may wait in the batch: a slack when nothing says
+    // the hold changed hands (just subscribed, or the subscriber
+    // reconnected: every hold of the process checks at once), none when
+    // something does.
+    let mut check_wait = Duration::ZERO;
     let mut check_now = false;
     let mut revoked = false;
     loop {
         let stop_at = state.stop_at();
-        let wake_at = [next, subscribe_at, Some(stop_at)]
+        let renew_from = next.map(|at| at.checked_sub(early).unwrap_or(at));
+        let wake_at = [renew_from, subscribe_at, Some(stop_at)]
             .into_iter()
             .flatten()
             .min()
@@ -105,14 +150,19 @@ pub(crate) async fn watch<H: LeaseSpec>(
                             tracing::debug!(lock = %name, token = short(&token), revoked = r, "heard the hold may have changed hands; checking it");
                             revoked |= r;
                             check_now = true;
+                            check_wait = Duration::ZERO;
                         }
                     },
                     Event::Resubscribed => {
                         tracing::debug!(lock = %name, token = short(&token), "the subscriber reconnected; checking the hold");
+                        check_wait = if check_now { check_wait } else { slack };
                         check_now = true;
                     }
                 },
-                _ = state.check_now.notified() => check_now = true,
+                _ = state.check_now.notified() => {
+                    check_now = true;
+                    check_wait = Duration::ZERO;
+                }
                 _ = tokio::time::sleep_until(wake_at.into()) => {}
             }
         }
@@ -133,6 +183,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                 Ok(Ok(wakeups)) => {
                     listening = Some(wakeups);
                     // Whatever was published before we listened: ask.
+                    check_wait = if check_now { check_wait } else { slack };
                     check_now = true;
                 }
                 Ok(Err(e)) if e.is_transient() => {
@@ -140,6 +191,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                     subscribe_at = Some(Instant::now() + subscribe_backoff.next_delay());
                     // The connection may have dropped under a subscription
                     // Redis confirmed: the hold may be gone, ask.
+                    check_wait = if check_now { check_wait } else { slack };
                     check_now = true;
                 }
                 Ok(Err(e)) => {
@@ -148,7 +200,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                 Err(_) => continue,
             }
         }
-        let due = next.is_some_and(|at| now >= at);
+        let due = renew_from.is_some_and(|at| now >= at);
         if !due && !check_now {
             continue;
         }
@@ -178,13 +230,21 @@ pub(crate) async fn watch<H: LeaseSpec>(
             check_now = false;
             continue;
         };
+        // Due by schedule, it may wait in its server's batch until `next`;
+        // a check as long as `check_wait`; a hold with a cap (its TTL cut
+        // to end by the cap when sent now) goes with the next batch, at once.
+        let batch_by = match (due, cap, next) {
+            (_, Some(_), _) => now,
+            (true, None, Some(next)) => next.max(now),
+            _ => now + check_wait,
+        };
         let span = renew_span(hold.label().kind(), hold.name(), &token);
         state
             .renewal_unanswered
             .store(true, std::sync::atomic::Ordering::Relaxed);
         let result = tokio::select! {
             _ = done.cancelled() => return,
-            r = tokio::time::timeout_at(state.stop_at().into(), hold.renew(&token, ttl).instrument(span)) => r,
+            r = tokio::time::timeout_at(state.stop_at().into(), hold.renew(&token, ttl, Some(batch_by)).instrument(span)) => r,
         };
         let renewed = matches!(result, Ok(Ok((Ownership::Owned, _))));
         if matches!(result, Ok(Ok(_))) {
@@ -199,11 +259,12 @@ pub(crate) async fn watch<H: LeaseSpec>(
         match result {
             Ok(Ok((Ownership::Owned, valid_until))) => {
                 retry_backoff.reset();
+                early = slack;
                 // A check without a watchdog proves the hold; its expiry stays.
                 next = every.map(|every| {
                     state.set_deadline(valid_until);
                     tracing::trace!(lock = %name, token = short(&token), "renewed");
-                    Instant::now() + every
+                    on_grid(Instant::now() + every, slack)
                 });
                 revoked = false;
             }
@@ -230,6 +291,7 @@ pub(crate) async fn watch<H: LeaseSpec>(
                 let most = every.unwrap_or(hold.options().ttl / 3) / 4;
                 let again = retry_backoff.next_delay().min(most);
                 next = Some(Instant::now() + again.max(crate::vocab::names::MIN_TTL));
+                early = Duration::ZERO;
             }
             Err(_) => {
                 let reason = state.deadline_reason();
@@ -278,4 +340,23 @@ pub(crate) fn capped(ttl: Duration, cap: Option<Instant>) -> Option<Duration> {
     };
     let left = cap.saturating_duration_since(Instant::now());
     (left >= crate::vocab::names::MIN_TTL).then(|| ttl.min(left))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_is_never_later_at_most_a_step_earlier_and_shared() {
+        let step = Duration::from_millis(50);
+        let at = Instant::now() + Duration::from_secs(1);
+        let on = on_grid(at, step);
+        assert!(on <= at && at - on < step, "{on:?} for {at:?}");
+        // Every time within the step lands on the same instant: one batch.
+        for later in [0, 10, 1_000, 49_999] {
+            assert_eq!(on_grid(on + Duration::from_micros(later), step), on);
+        }
+        assert_eq!(on_grid(on + step, step), on + step);
+        assert_eq!(on_grid(at, Duration::ZERO), at);
+    }
 }

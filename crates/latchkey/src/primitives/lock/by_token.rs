@@ -60,7 +60,7 @@ impl Lock {
         let (outcome, _valid_until) = self
             .inner
             .backend
-            .extend(&self.inner.keys, token, ttl)
+            .extend(&self.inner.keys, token, ttl, None)
             .await?;
         Ok(outcome)
     }

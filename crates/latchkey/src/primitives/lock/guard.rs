@@ -151,8 +151,13 @@ impl LeaseSpec for Arc<LockSpec> {
         self.backend.live()
     }
 
-    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
-        self.backend.extend(&self.keys, token, ttl)
+    fn renew(
+        &self,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> impl Future<Output = Renewal> + Send {
+        self.backend.extend(&self.keys, token, ttl, batch_by)
     }
 
     fn release(
@@ -219,7 +224,7 @@ async fn extend_handed(
     // extension is worthless: the deadline fires `lost`).
     let until = state.deadline();
     let extending = crate::vocab::retry::until_deadline(until, &"hand-off extension", || {
-        backend.extend(&keys, &token, ttl)
+        backend.extend(&keys, &token, ttl, None)
     });
     let result = tokio::select! {
         _ = done.cancelled() => return,

@@ -125,7 +125,9 @@ impl Lock {
     }
 
     /// Keeps every guard of this lock alive in the background, renewing it
-    /// every `ttl / 3`. See [`Lock::with_renewal_every`].
+    /// every `ttl / 3` (up to a quarter of that earlier: the renewals of a
+    /// process's holds due together share one pipelined round trip per
+    /// server). See [`Lock::with_renewal_every`].
     pub fn with_watchdog(mut self) -> Self {
         let every = self.inner.lease.ttl / 3;
         Arc::make_mut(&mut self.inner).lease.renew_every = Some(every);

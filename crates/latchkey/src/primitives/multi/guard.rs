@@ -214,8 +214,13 @@ impl LeaseSpec for Arc<MultiSpec> {
         &self.session.inner.live
     }
 
-    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
-        MultiSpec::extend(self, token, ttl)
+    fn renew(
+        &self,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> impl Future<Output = Renewal> + Send {
+        MultiSpec::extend(self, token, ttl, batch_by)
     }
 
     fn release(

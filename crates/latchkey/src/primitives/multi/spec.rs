@@ -184,8 +184,14 @@ impl MultiSpec {
     }
 
     /// Renews every lock for `ttl` from now if all are still ours: what was
-    /// found (the worst lock's), and the new deadline.
-    pub(crate) async fn extend(&self, token: &str, ttl: Duration) -> Renewal {
+    /// found (the worst lock's), and the new deadline. `batch_by`: see
+    /// `LeaseSpec::renew`.
+    pub(crate) async fn extend(
+        &self,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> Renewal {
         let sent = Instant::now();
         let valid_until = crate::vocab::names::valid_until(sent, ttl);
         if !self.one_script {
@@ -193,7 +199,7 @@ impl MultiSpec {
             let each = self
                 .members
                 .iter()
-                .map(|m| Single(&self.session).extend_once(&m.keys, token, ttl));
+                .map(|m| Single(&self.session).extend_once(&m.keys, token, ttl, batch_by));
             let mut found = Ownership::Owned;
             for (outcome, _) in futures_util::future::try_join_all(each).await? {
                 found = worse(found, outcome);
@@ -204,11 +210,12 @@ impl MultiSpec {
         let ttl_arg = ttl_ms(ttl).to_string();
         let (outcome, _index): (i64, i64) = self
             .session
-            .eval(
+            .eval_renewal(
                 "multi extend",
                 &scripts::MULTI_EXTEND,
                 &keys,
                 &[token.as_bytes(), ttl_arg.as_bytes()],
+                batch_by,
             )
             .await?;
         Ok((ownership("multi extend", outcome)?, valid_until))

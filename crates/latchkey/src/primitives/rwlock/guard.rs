@@ -128,8 +128,13 @@ impl LeaseSpec for RwHold {
     // nothing else while it holds).
     shared_hold!(spec);
 
-    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
-        extend(&self.spec, self.access, token, ttl)
+    fn renew(
+        &self,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> impl Future<Output = Renewal> + Send {
+        extend(&self.spec, self.access, token, ttl, batch_by)
     }
 
     fn release(
@@ -206,8 +211,14 @@ pub(crate) async fn release(spec: &RwSpec, access: RwAccess, token: &str) -> Res
 }
 
 /// Renews a hold: a reader's member (`sem_extend.lua`), or the writer's key
-/// (the lock's `extend.lua`).
-async fn extend(spec: &RwSpec, access: RwAccess, token: &str, ttl: Duration) -> Renewal {
+/// (the lock's `extend.lua`). `batch_by`: see `LeaseSpec::renew`.
+async fn extend(
+    spec: &RwSpec,
+    access: RwAccess,
+    token: &str,
+    ttl: Duration,
+    batch_by: Option<Instant>,
+) -> Renewal {
     let sent = Instant::now();
     let ttl_arg = ttl_ms(ttl).to_string();
     // A reader's hold is one member of the readers' set (k = 1).
@@ -225,7 +236,7 @@ async fn extend(spec: &RwSpec, access: RwAccess, token: &str, ttl: Duration) -> 
     };
     let reply: i64 = spec
         .session
-        .eval("rwlock extend", script, &[key], args)
+        .eval_renewal("rwlock extend", script, &[key], args, batch_by)
         .await?;
     let outcome = match reply {
         1 => Ownership::Owned,

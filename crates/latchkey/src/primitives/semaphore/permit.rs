@@ -114,8 +114,13 @@ impl LeaseSpec for PermitHold {
     hold_basics!(spec);
     shared_hold!(spec);
 
-    fn renew(&self, token: &str, ttl: Duration) -> impl Future<Output = Renewal> + Send {
-        extend(&self.spec, token, self.taken, ttl)
+    fn renew(
+        &self,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> impl Future<Output = Renewal> + Send {
+        extend(&self.spec, token, self.taken, ttl, batch_by)
     }
 
     fn release(
@@ -173,18 +178,25 @@ pub(crate) async fn release(spec: &SemaphoreSpec, token: &str, taken: u32) -> Re
 }
 
 /// The extend script over the hold's `taken` permits, with the new
-/// deadline when renewed.
-async fn extend(spec: &SemaphoreSpec, token: &str, taken: u32, ttl: Duration) -> Renewal {
+/// deadline when renewed. `batch_by`: see `LeaseSpec::renew`.
+async fn extend(
+    spec: &SemaphoreSpec,
+    token: &str,
+    taken: u32,
+    ttl: Duration,
+    batch_by: Option<Instant>,
+) -> Renewal {
     let sent = Instant::now();
     let ttl_arg = ttl_ms(ttl).to_string();
     let taken = taken.to_string();
     let renewed: i64 = spec
         .session
-        .eval(
+        .eval_renewal(
             "semaphore extend",
             &scripts::SEM_EXTEND,
             &[&spec.key],
             &[token.as_bytes(), ttl_arg.as_bytes(), taken.as_bytes()],
+            batch_by,
         )
         .await?;
     let outcome = match renewed {

@@ -318,6 +318,7 @@ impl ClientBuilder {
                 metrics_labels: self.metrics_labels,
                 background: tokio_util::task::TaskTracker::new(),
                 scripts_ran: std::sync::atomic::AtomicBool::new(false),
+                renewals: std::sync::OnceLock::new(),
                 deferred: crate::transport::deferred::Deferred::default(),
                 kept: crate::transport::kept::Kept::default(),
                 live: crate::transport::live::LiveHolds::default(),

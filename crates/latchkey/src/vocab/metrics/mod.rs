@@ -137,6 +137,12 @@ pub const SIGNALS_SENT: &str = "latchkey_signals_sent_total";
 /// count once).
 pub const SIGNALS_RECEIVED: &str = "latchkey_signals_received_total";
 
+/// Counter, no label: round trips that carried watchdog renewals. On one
+/// server (and each Redlock instance) a round trip is one pipeline of the
+/// renewals due together, so it grows with the ticks of the watchdogs, not
+/// with the holds; on a Redis Cluster each renewal is one.
+pub const RENEWAL_ROUND_TRIPS: &str = "latchkey_renewal_round_trips_total";
+
 /// Counter, label `kind` = `unreachable` | `timeout` | `auth` |
 /// `no_permission` | `tls` | `wrong_type` | `other`: failed Redis commands on the
 /// command connection (every instance of a Redlock counts its own).
@@ -181,6 +187,10 @@ pub fn describe() {
     describe_counter!(
         RENEWALS,
         "Lease renewals (watchdog or extend), by outcome (ok, failed)."
+    );
+    describe_counter!(
+        RENEWAL_ROUND_TRIPS,
+        "Round trips that carried watchdog renewals (one pipeline of those due together)."
     );
     describe_counter!(LOCKS_LOST, "Guards that learned they lost their lock.");
     describe_counter!(
@@ -233,6 +243,11 @@ pub(crate) fn signal_sent(unicast: bool) {
 
 pub(crate) fn signal_received(unicast: bool) {
     counter!(SIGNALS_RECEIVED, "kind" => signal_kind(unicast)).increment(1);
+}
+
+/// Counts a round trip that carried watchdog renewals.
+pub(crate) fn renewal_round_trip() {
+    counter!(RENEWAL_ROUND_TRIPS).increment(1);
 }
 
 /// Counts a failed Redis command by the kind of its error.

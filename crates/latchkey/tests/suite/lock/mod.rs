@@ -15,3 +15,4 @@ mod replicas;
 mod stalled;
 mod waiting;
 mod watchdog;
+mod watchdog_batch;

@@ -18,9 +18,18 @@ use crate::vocab::outcome::{Ownership, Renewal};
 
 impl Group {
     /// Owner-only extend on all instances; `Extended` only with a majority
-    /// that answered within the validity of the new lease.
-    pub(crate) async fn extend_all(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Renewal {
-        let timeout = self.timeout_for(ttl);
+    /// that answered within the validity of the new lease. `batch_by`: a
+    /// watchdog's renewal waits in each instance's renewal batch until
+    /// then at most, a wait added to the instances' timeout.
+    pub(crate) async fn extend_all(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+        batch_by: Option<Instant>,
+    ) -> Renewal {
+        let waits = batch_by.map(|by| by.saturating_duration_since(Instant::now()));
+        let timeout = self.timeout_for(ttl) + waits.unwrap_or_default();
         let quorum = self.inner.quorum;
         let start = Instant::now();
         let valid_until = crate::vocab::names::valid_until(start, ttl);
@@ -28,7 +37,7 @@ impl Group {
             .owner_round(
                 timeout,
                 "extend",
-                |c| Single(c).extend_once(keys, token, ttl),
+                |c| Single(c).extend_once(keys, token, ttl, batch_by),
                 found_extend,
                 false,
             )
