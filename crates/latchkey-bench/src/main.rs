@@ -40,6 +40,7 @@ mod primitives;
 mod profile;
 mod redlock;
 mod results;
+mod scale;
 mod signals;
 mod stats;
 mod told;
@@ -73,6 +74,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("cached", cached::run),
     ("told", told::run),
     ("native", native::run),
+    ("scale", scale::run),
 ];
 
 fn main() {
