@@ -6,7 +6,9 @@
 //! ```
 //!
 //! A run of every scenario also writes `bench/RESULTS.md` and the handoff
-//! plot `bench/handoff_p99.svg`. `--no-peers` skips the Python and Node
+//! plot `bench/handoff_p99.svg`; the `scale` scenario (not `--quick`)
+//! writes `bench/SCALE.md` and `bench/scale.svg` whenever it runs, alone
+//! too (`./dev bench -- scale`). `--no-peers` skips the Python and Node
 //! peers (installed on first use by `bench/peers/install.sh`). The binary
 //! re-executes itself as `latchkey-bench --worker LIB PORT` for the handoff
 //! scenario's driver processes (see `worker.rs`), and, under callgrind, as

@@ -2,8 +2,9 @@
 //! leave in Redis right after they ended.
 //!
 //! For each primitive (a lock, a lock `with_fencing`, a semaphore of one
-//! permit, an election, a latch of count 1) and each N: `FLUSHALL`, read
-//! `used_memory`, then 64 tasks of one client take and end one hold per name
+//! permit, an election, a latch of count 1) and each N: one hold of another
+//! name (which loads the scripts and opens the connections), `FLUSHALL`,
+//! read `used_memory`, then 64 tasks of one client take and end one hold per name
 //! (acquire + release; campaign + resign; create + count down), each name
 //! used once. Then `used_memory` again (bytes per name = the growth / N),
 //! `DBSIZE`, and a `SCAN` + `PTTL` of every key: how many have no TTL (they
@@ -80,6 +81,11 @@ pub async fn row(server: &RedisServer, kind: Kind, n: u64) -> Result<Row, String
     let client = latchkey::Client::connect(&url)
         .await
         .map_err(|e| format!("connect: {e}"))?;
+    // One hold first: the scripts are loaded and every connection is open
+    // before the baseline is read, so the growth is the names' alone.
+    hold(&client, kind, u64::MAX).await?;
+    client.flush(Duration::from_secs(5)).await;
+    probe::flush(server)?;
     let before = probe::used_memory(server);
     let failed = Arc::new(AtomicU64::new(0));
     let first_error = Arc::new(Mutex::new(None::<String>));

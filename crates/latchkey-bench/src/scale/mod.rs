@@ -201,9 +201,9 @@ async fn scenario(quick: bool) -> Report {
         "One private redis-server (no persistence), one client process (this one, tokio with 2 workers). \
          This scenario took {:.0} s ({took_line}). Redis Cluster is not measured.\n\n\
          ### Distinct names over time (memory)\n\n\
-         N holds of N distinct names by 64 tasks of one client, each begun and ended (a lock or semaphore: \
+         One warm-up hold (scripts loaded, connections open), `FLUSHALL`, then N holds of N distinct names by 64 tasks of one client, each begun and ended (a lock or semaphore: \
          `try_acquire` + `release`; an election: `try_campaign` + `resign`; a latch: `create(1)` + `count_down`); \
-         TTL 10 s; `FLUSHALL` before each row. Bytes per name: `used_memory` growth / N, read right after the \
+         TTL 10 s. Bytes per name: `used_memory` growth / N, read right after the \
          holds ended. Keys: `DBSIZE`; then `SCAN` + `PTTL` of every key: keys with no TTL stay for ever; \
          keys with a TTL leave later (the longest TTL left is shown). Key shapes: digits written `#`.\n\n{}\n\
          ### Waiters on one lock\n\n\
@@ -212,7 +212,7 @@ async fn scenario(quick: bool) -> Report {
          client sent per second, and this process's RSS growth per waiter (RSS, not heap). *Hand-offs*: then \
          every task loops acquire → release (no work held) for {:.1} s, a task that released standing aside until \
          another acquired; gap = start of a release → the next holder has the lock. Commands per hand-off: what \
-         the client sent (`INFO commandstats`, as in the handoff scenario); Redis CPU per hand-off likewise. \
+         the client sent (`INFO commandstats`, as in the handoff scenario); Redis's and this process's CPU per hand-off likewise. \
          Target: p99 at the most waiters ≤ 3× p99 at 8.{plot_note}\n\n{}\n\
          ### Holds per process (watchdog)\n\n\
          N locks (distinct names) held at once by one client with `with_watchdog()`, TTL {:.0} s (a renewal \

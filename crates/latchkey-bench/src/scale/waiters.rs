@@ -14,7 +14,8 @@
 //!    start of a release → the next holder has the lock (`CLOCK_MONOTONIC`
 //!    stamps, [`crate::stats::gaps`]); p50, p99. Commands per hand-off: what
 //!    the client sent (`INFO commandstats`, counted as in the handoff
-//!    scenario, [`crate::peers::Lib::sent`]); Redis CPU per hand-off.
+//!    scenario, [`crate::peers::Lib::sent`]); Redis's and this process's
+//!    CPU per hand-off.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,6 +36,7 @@ pub struct Row {
     pub handoffs_per_sec: f64,
     pub cmds_per_handoff: f64,
     pub redis_us_per_handoff: f64,
+    pub client_us_per_handoff: f64,
     /// While the W tasks only wait.
     pub idle_redis_ms_per_sec: f64,
     pub idle_cmds_per_sec: f64,
@@ -135,6 +137,7 @@ pub async fn row(
         handoffs_per_sec: handoffs as f64 / d.secs_since(&c),
         cmds_per_handoff: sent as f64 / handoffs as f64,
         redis_us_per_handoff: d.redis_cpu_since(&c).as_secs_f64() * 1e6 / handoffs as f64,
+        client_us_per_handoff: d.client_cpu_since(&c).as_secs_f64() * 1e6 / handoffs as f64,
         idle_redis_ms_per_sec: b.redis_cpu_since(&a).as_secs_f64() * 1e3 / idle_secs,
         idle_cmds_per_sec: idle_sent as f64 / idle_secs,
         rss_per_waiter: (rss1 as f64 - rss0 as f64) / waiters as f64,
@@ -197,6 +200,7 @@ pub fn table(rows: &[Row]) -> String {
                 format!("{:.0}", r.handoffs_per_sec),
                 format!("{:.2}", r.cmds_per_handoff),
                 format!("{:.1}", r.redis_us_per_handoff),
+                format!("{:.1}", r.client_us_per_handoff),
                 format!("{:.2}", r.idle_redis_ms_per_sec),
                 format!("{:.1}", r.idle_cmds_per_sec),
                 format!("{:.0}", r.rss_per_waiter),
@@ -213,6 +217,7 @@ pub fn table(rows: &[Row]) -> String {
             "hand-offs/s",
             "cmds/hand-off",
             "redis CPU µs/hand-off",
+            "client CPU µs/hand-off",
             "waiting only: redis CPU ms/s",
             "waiting only: cmds/s",
             "client RSS bytes/waiter",
