@@ -9,7 +9,8 @@
 //! used once. Then `used_memory` again (bytes per name = the growth / N),
 //! `DBSIZE`, and a `SCAN` + `PTTL` of every key: how many have no TTL (they
 //! stay for ever), how many expire later and the longest TTL left, by key
-//! shape. Every hold has a TTL of 10 s.
+//! shape. Every hold has a TTL of 1 h, so that what a row leaves is still
+//! there when it is counted.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,8 +22,9 @@ use super::probe::{self, Survey};
 
 /// Concurrent tasks taking the holds.
 const TASKS: u64 = 64;
-/// Every hold's TTL (and the latch's).
-const TTL: Duration = Duration::from_secs(10);
+/// Every hold's TTL (and the latch's): long enough that nothing a row
+/// leaves behind expires before it is counted.
+pub const TTL: Duration = Duration::from_secs(3600);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {

@@ -41,6 +41,7 @@ pub const PATH: &str = "bench/SCALE.md";
 struct Sizes {
     memory: &'static [u64],
     waiters: &'static [usize],
+    waiter_rounds: usize,
     waiting: Duration,
     handoff_window: Duration,
     holds: &'static [usize],
@@ -53,6 +54,7 @@ struct Sizes {
 const FULL: Sizes = Sizes {
     memory: &[10_000, 100_000, 1_000_000],
     waiters: &[8, 64, 512, 4096],
+    waiter_rounds: 3,
     waiting: Duration::from_secs(3),
     handoff_window: Duration::from_secs(2),
     holds: &[1_000, 10_000, 100_000],
@@ -65,6 +67,7 @@ const FULL: Sizes = Sizes {
 const QUICK: Sizes = Sizes {
     memory: &[1_000, 10_000],
     waiters: &[8, 64, 512],
+    waiter_rounds: 1,
     waiting: Duration::from_secs(1),
     handoff_window: Duration::from_millis(700),
     holds: &[1_000, 10_000],
@@ -112,16 +115,22 @@ async fn scenario(quick: bool) -> Report {
     // 2. Waiters on one lock.
     let t = Instant::now();
     let _ = probe::flush(&server);
-    let mut waiter_rows = Vec::new();
-    for (i, &w) in sizes.waiters.iter().enumerate() {
-        for fair in [i % 2 == 1, i % 2 == 0] {
-            match waiters::row(&server, w, fair, sizes.waiting, sizes.handoff_window).await {
-                Ok(row) => waiter_rows.push(row),
-                Err(e) => notes.push(format!("{w} waiters (fair: {fair}): {e}")),
+    let mut by_point: std::collections::BTreeMap<(usize, bool), Vec<waiters::Row>> =
+        Default::default();
+    for round in 0..sizes.waiter_rounds {
+        for (i, &w) in sizes.waiters.iter().enumerate() {
+            for fair in [(i + round) % 2 == 1, (i + round) % 2 == 0] {
+                match waiters::row(&server, w, fair, sizes.waiting, sizes.handoff_window).await {
+                    Ok(row) => by_point.entry((w, fair)).or_default().push(row),
+                    Err(e) => notes.push(format!("{w} waiters (fair: {fair}), round {round}: {e}")),
+                }
             }
         }
     }
-    waiter_rows.sort_by_key(|r| (r.waiters, r.fair));
+    let waiter_rows: Vec<waiters::Row> = by_point
+        .into_values()
+        .filter_map(waiters::median_round)
+        .collect();
     for fair in [false, true] {
         let mine: Vec<&waiters::Row> = waiter_rows.iter().filter(|r| r.fair == fair).collect();
         let (Some(first), Some(last)) = (mine.first(), mine.last()) else {
@@ -203,11 +212,12 @@ async fn scenario(quick: bool) -> Report {
          ### Distinct names over time (memory)\n\n\
          One warm-up hold (scripts loaded, connections open), `FLUSHALL`, then N holds of N distinct names by 64 tasks of one client, each begun and ended (a lock or semaphore: \
          `try_acquire` + `release`; an election: `try_campaign` + `resign`; a latch: `create(1)` + `count_down`); \
-         TTL 10 s. Bytes per name: `used_memory` growth / N, read right after the \
+         TTL 1 h (nothing left expires before it is counted). Bytes per name: `used_memory` growth / N, read right after the \
          holds ended. Keys: `DBSIZE`; then `SCAN` + `PTTL` of every key: keys with no TTL stay for ever; \
          keys with a TTL leave later (the longest TTL left is shown). Key shapes: digits written `#`.\n\n{}\n\
          ### Waiters on one lock\n\n\
-         W tasks of one client on one lock. *Waiting only*: a holder holds while the W tasks wait in `acquire` \
+         W tasks of one client on one lock; {} rounds, the points interleaved (plain and fair alternating \
+         first); each row is the round with the median p99 (the range of the rounds' p99 beside it). *Waiting only*: a holder holds while the W tasks wait in `acquire` \
          ({:.0} s measured after they settled): Redis CPU (schedstat of redis-server) per second, commands the \
          client sent per second, and this process's RSS growth per waiter (RSS, not heap). *Hand-offs*: then \
          every task loops acquire → release (no work held) for {:.1} s, a task that released standing aside until \
@@ -228,6 +238,7 @@ async fn scenario(quick: bool) -> Report {
          alternating, ratio per round then the median. Target at the most names: ≥ 0.90× raw.\n\n{}{}",
         total.as_secs_f64(),
         memory::table(&memory_rows),
+        sizes.waiter_rounds,
         sizes.waiting.as_secs_f64(),
         sizes.handoff_window.as_secs_f64(),
         waiters::table(&waiter_rows),

@@ -32,6 +32,9 @@ pub struct Row {
     pub fair: bool,
     pub p50: Duration,
     pub p99: Duration,
+    /// The lowest and highest p99 of the rounds (see [`median_round`]).
+    pub p99_range: (Duration, Duration),
+    pub rounds: usize,
     pub handoffs: usize,
     pub handoffs_per_sec: f64,
     pub cmds_per_handoff: f64,
@@ -133,6 +136,8 @@ pub async fn row(
         fair,
         p50: quantile(&mut gaps, 0.5),
         p99: quantile(&mut gaps, 0.99),
+        p99_range: (Duration::ZERO, Duration::ZERO),
+        rounds: 1,
         handoffs,
         handoffs_per_sec: handoffs as f64 / d.secs_since(&c),
         cmds_per_handoff: sent as f64 / handoffs as f64,
@@ -142,6 +147,19 @@ pub async fn row(
         idle_cmds_per_sec: idle_sent as f64 / idle_secs,
         rss_per_waiter: (rss1 as f64 - rss0 as f64) / waiters as f64,
     })
+}
+
+/// The round whose p99 is the median of the rounds', with the range of
+/// the rounds' p99 (a burst of load from elsewhere on a shared machine
+/// spoils one round's tail, not the result).
+pub fn median_round(mut rounds: Vec<Row>) -> Option<Row> {
+    rounds.sort_by_key(|r| r.p99);
+    let range = (rounds.first()?.p99, rounds.last()?.p99);
+    let n = rounds.len();
+    let mut row = rounds.swap_remove(n / 2);
+    row.p99_range = range;
+    row.rounds = n;
+    Some(row)
 }
 
 type Events = Arc<Mutex<(Vec<u64>, Vec<u64>)>>;
@@ -196,6 +214,7 @@ pub fn table(rows: &[Row]) -> String {
                 if r.fair { "fair" } else { "plain" }.to_owned(),
                 us(r.p50),
                 us(r.p99),
+                format!("{}–{}", us(r.p99_range.0), us(r.p99_range.1)),
                 r.handoffs.to_string(),
                 format!("{:.0}", r.handoffs_per_sec),
                 format!("{:.2}", r.cmds_per_handoff),
@@ -213,6 +232,7 @@ pub fn table(rows: &[Row]) -> String {
             "lock",
             "gap p50 µs",
             "gap p99 µs",
+            "p99 of rounds µs",
             "hand-offs",
             "hand-offs/s",
             "cmds/hand-off",
