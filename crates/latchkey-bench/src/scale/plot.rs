@@ -105,3 +105,55 @@ fn draw(path: &std::path::Path, rows: &[Row]) -> Result<(), Box<dyn std::error::
     root.present()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn row(waiters: usize, fair: bool, p99_us: u64) -> Row {
+        Row {
+            waiters,
+            fair,
+            p50: Duration::from_micros(p99_us / 2),
+            p99: Duration::from_micros(p99_us),
+            p99_range: (Duration::ZERO, Duration::ZERO),
+            rounds: 1,
+            handoffs: 1,
+            handoffs_per_sec: 1.0,
+            cmds_per_handoff: 2.0,
+            redis_us_per_handoff: 1.0,
+            client_us_per_handoff: 1.0,
+            idle_redis_ms_per_sec: 1.0,
+            idle_cmds_per_sec: 0.0,
+            rss_per_waiter: 0.0,
+        }
+    }
+
+    #[test]
+    fn draws_plain_and_fair_with_their_targets() {
+        let path = std::env::temp_dir().join(format!("latchkey-scale-{}.svg", std::process::id()));
+        let rows = vec![
+            row(8, false, 150),
+            row(4096, false, 300),
+            row(8, true, 280),
+            row(4096, true, 40_000),
+        ];
+        draw(&path, &rows).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(svg.contains("plain: p99") && svg.contains("fair: p99"));
+        assert!(svg.contains("3× p99 at 8 (450 µs)"));
+        // The median round: the middle p99, with the range of all three.
+        let mid = crate::scale::waiters::median_round(vec![
+            row(8, false, 300),
+            row(8, false, 100),
+            row(8, false, 200),
+        ])
+        .unwrap();
+        assert_eq!(mid.p99, Duration::from_micros(200));
+        assert_eq!(mid.p99_range.1, Duration::from_micros(300));
+        assert_eq!(mid.rounds, 3);
+    }
+}
