@@ -6,7 +6,9 @@
 //! ```
 //!
 //! A run of every scenario also writes `bench/RESULTS.md` and the handoff
-//! plot `bench/handoff_p99.svg`. `--no-peers` skips the Python and Node
+//! plot `bench/handoff_p99.svg`; the `scale` scenario (not `--quick`)
+//! writes `bench/SCALE.md` and `bench/scale.svg` whenever it runs, alone
+//! too (`./dev bench -- scale`). `--no-peers` skips the Python and Node
 //! peers (installed on first use by `bench/peers/install.sh`). The binary
 //! re-executes itself as `latchkey-bench --worker LIB PORT` for the handoff
 //! scenario's driver processes (see `worker.rs`), and, under callgrind, as
@@ -40,6 +42,7 @@ mod primitives;
 mod profile;
 mod redlock;
 mod results;
+mod scale;
 mod signals;
 mod stats;
 mod told;
@@ -73,6 +76,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("cached", cached::run),
     ("told", told::run),
     ("native", native::run),
+    ("scale", scale::run),
 ];
 
 fn main() {

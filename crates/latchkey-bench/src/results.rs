@@ -51,7 +51,7 @@ pub fn write(reports: &[Report], quick: bool) -> Result<&'static str, String> {
     Ok(PATH)
 }
 
-fn machine() -> String {
+pub(crate) fn machine() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -65,7 +65,7 @@ fn machine() -> String {
     format!("{cpus} CPUs, {model}, {}", std::env::consts::OS)
 }
 
-fn redis_version() -> String {
+pub(crate) fn redis_version() -> String {
     std::process::Command::new("redis-server")
         .arg("--version")
         .output()
@@ -74,7 +74,7 @@ fn redis_version() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn unix_time() -> String {
+pub(crate) fn unix_time() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
