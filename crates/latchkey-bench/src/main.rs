@@ -44,6 +44,7 @@ mod signals;
 mod stats;
 mod told;
 mod uncontended;
+mod user_loop;
 mod worker;
 
 /// What a scenario found.
@@ -73,6 +74,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("cached", cached::run),
     ("told", told::run),
     ("native", native::run),
+    ("user_loop", user_loop::run),
 ];
 
 fn main() {
