@@ -188,8 +188,10 @@ pub const NODE_REDLOCK: Lib = Lib {
 };
 
 /// `redlock` 5.0.0-beta.2, the npm package most users install (the fork
-/// above is of it), over one ioredis client: the same scripts, so the same
-/// commands (checked with `INFO commandstats`).
+/// above is of it), over one ioredis client: the same commands (checked
+/// with `INFO commandstats`: two `EVALSHA` a cycle, and an `EVAL` after each
+/// script's first `NOSCRIPT`; its `SET`, `EXISTS`, `GET` and `DEL` are the
+/// scripts').
 pub const NODE_REDLOCK5: Lib = Lib {
     id: "node-redlock5",
     label: "redlock 5 (npm `redlock`, ioredis)",

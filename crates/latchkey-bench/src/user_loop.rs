@@ -124,7 +124,10 @@ impl Looper {
                 let started = Instant::now();
                 for _ in 0..n {
                     let guard = lock.acquire().await.map_err(|e| e.to_string())?;
-                    guard.release().await.map_err(|e| e.to_string())?;
+                    let released = guard.release().await.map_err(|e| e.to_string())?;
+                    if released != latchkey::Ownership::Owned {
+                        return Err(format!("latchkey: release found {released:?}"));
+                    }
                 }
                 Ok(started.elapsed())
             }

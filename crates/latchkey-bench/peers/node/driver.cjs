@@ -162,7 +162,10 @@ async function main() {
       const r = new Redlock([client]);
       r.on('error', () => {});
       redlock = nodeRedlock(r);
-      version = require('redlock5/package.json').version;
+      // Its "exports" leave package.json out: read it beside the entry point.
+      const entry = require.resolve('redlock5');
+      const root = entry.slice(0, entry.lastIndexOf('/node_modules/redlock5/') + '/node_modules/redlock5/'.length);
+      version = JSON.parse(require('fs').readFileSync(root + 'package.json', 'utf8')).version;
     } else if (lib === 'latchkey-node') {
       const { Client } = require('latchkey-redis');
       redlock = latchkeyNode(await Client.connect(`redis://127.0.0.1:${portArg}/`));
