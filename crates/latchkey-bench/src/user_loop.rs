@@ -113,7 +113,7 @@ enum Looper {
     /// The Rust library, in this process.
     Rust(latchkey::Lock),
     /// A driver process and the key it uses.
-    Peer(Driver, String),
+    Peer(Box<Driver>, String),
 }
 
 impl Looper {
@@ -173,7 +173,7 @@ fn loadavg() -> String {
 async fn scenario(quick: bool) -> Report {
     let load_before = loadavg();
     let server = RedisServer::start();
-    let rounds = if quick { 3 } else { 9 };
+    let rounds = if quick { 3 } else { 15 };
     let chunk_time = if quick { CHUNK / 3 } else { CHUNK };
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut notes = Vec::new();
@@ -200,7 +200,7 @@ async fn scenario(quick: bool) -> Report {
                     lib.id,
                     label,
                     Some(reference),
-                    Looper::Peer(d, key),
+                    Looper::Peer(Box::new(d), key),
                 ));
             }
             Err(e) => notes.push(format!("- {}: {e}", lib.label)),
@@ -285,7 +285,7 @@ async fn scenario(quick: bool) -> Report {
     let load_after = loadavg();
 
     let mut rows = Vec::new();
-    for cond in 0..CONDITIONS.len() {
+    for (cond, condition) in CONDITIONS.iter().enumerate() {
         for c in contenders.iter_mut() {
             if c.rates[cond].is_empty() {
                 continue;
@@ -313,7 +313,7 @@ async fn scenario(quick: bool) -> Report {
             };
             rows.push(vec![
                 c.label.clone(),
-                CONDITIONS[cond].into(),
+                (*condition).into(),
                 format!("{:.0}", median(&mut c.rates[cond])),
                 ratio,
                 cpu,
