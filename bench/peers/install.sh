@@ -6,7 +6,9 @@
 #                  pottery (its Redlock), and latchkey's own Python package
 #                  (crates/latchkey-py, built by maturin: a few minutes the
 #                  first time; rebuilt when its sources change)
-#   node/          npm: @sesamecare-oss/redlock, ioredis, redis-semaphore, redis-leader (election),
+#   node/          npm: @sesamecare-oss/redlock, redlock 5.0.0-beta.2 (the `redlock`
+#                  package most users install, under the alias `redlock5`), ioredis,
+#                  redis-semaphore, redis-leader (election),
 #                  and latchkey's own Node package (crates/latchkey-node, its native
 #                  layer built in release by cargo, installed as node_modules/latchkey-redis;
 #                  rebuilt when its sources change)
@@ -63,10 +65,12 @@ if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
   pkg=../../crates/latchkey-node
   if [ ! -f "$stamp" ] || [ -n "$(find ../../crates/latchkey/src $pkg/src $pkg/lib -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
     dest=node/latchkey-redis
+    # cargo puts the library under CARGO_TARGET_DIR when that is set.
+    target="${CARGO_TARGET_DIR:-../../target}"
     if cargo build --quiet --release --manifest-path ../../Cargo.toml -p latchkey-node; then
       rm -rf "$dest" && mkdir -p "$dest" &&
         cp -r "$pkg/lib" "$pkg/scripts" "$pkg/package.json" "$dest/" &&
-        cp ../../target/release/liblatchkey_node.so "$dest/latchkey-node.linux-x64-gnu.node" &&
+        cp "$target/release/liblatchkey_node.so" "$dest/latchkey-node.linux-x64-gnu.node" &&
         touch "$stamp"
     else
       echo "install.sh: could not build crates/latchkey-node; that peer is skipped" >&2
@@ -75,7 +79,7 @@ if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
   own=()
   if [ -f node/latchkey-redis/package.json ]; then own=("$PWD/node/latchkey-redis"); fi
   if npm install --prefix node --no-audit --no-fund --silent "${own[@]}" \
-    '@sesamecare-oss/redlock@^1' 'ioredis@>=5' 'redis-semaphore@^5' 'redis-leader@0.1.0'; then
+    '@sesamecare-oss/redlock@^1' 'redlock5@npm:redlock@5.0.0-beta.2' 'ioredis@>=5' 'redis-semaphore@^5' 'redis-leader@0.1.0'; then
     touch node/.installed && ok=1
   else
     echo "install.sh: npm could not install @sesamecare-oss/redlock / ioredis; Node peers skipped" >&2

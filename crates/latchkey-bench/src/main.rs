@@ -47,6 +47,7 @@ mod signals;
 mod stats;
 mod told;
 mod uncontended;
+mod user_loop;
 mod worker;
 
 /// What a scenario found.
@@ -77,6 +78,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("told", told::run),
     ("native", native::run),
     ("scale", scale::run),
+    ("user_loop", user_loop::run),
 ];
 
 fn main() {

@@ -187,6 +187,20 @@ pub const NODE_REDLOCK: Lib = Lib {
     sets_outside_scripts: false,
 };
 
+/// `redlock` 5.0.0-beta.2, the npm package most users install (the fork
+/// above is of it), over one ioredis client: the same commands (checked
+/// with `INFO commandstats`: two `EVALSHA` a cycle, and an `EVAL` after each
+/// script's first `NOSCRIPT`; its `SET`, `EXISTS`, `GET` and `DEL` are the
+/// scripts').
+pub const NODE_REDLOCK5: Lib = Lib {
+    id: "node-redlock5",
+    label: "redlock 5 (npm `redlock`, ioredis)",
+    runtime: Runtime::Node,
+    commands: &["evalsha", "eval", "script|load"],
+    gets_outside_scripts: false,
+    sets_outside_scripts: false,
+};
+
 /// latchkey's own Node package (`crates/latchkey-node`): the Rust library
 /// under napi-rs, so the same commands as [`LATCHKEY`].
 pub const LATCHKEY_NODE: Lib = Lib {
@@ -206,6 +220,7 @@ pub const FOREIGN: &[&Lib] = &[
     &PYTHON_REDIS_LOCK,
     &POTTERY,
     &NODE_REDLOCK,
+    &NODE_REDLOCK5,
 ];
 
 /// Every library of the handoff scenario, latchkey first.
@@ -219,6 +234,7 @@ pub const HANDOFF: &[&Lib] = &[
     &POTTERY,
     &LATCHKEY_NODE,
     &NODE_REDLOCK,
+    &NODE_REDLOCK5,
 ];
 
 /// The repository root (the bench is run with `cargo run` from a checkout).

@@ -7,6 +7,9 @@
 // retryJitter 100 ms, driftFactor 0.01); only the lock's TTL (10 s, as for
 // every library in the benchmark) is given. An acquire that runs out of
 // retries throws; a waiter then simply calls acquire again, as users do.
+// `node-redlock5` is `redlock` 5.0.0-beta.2, the package most users install
+// (`npm install redlock`), under the npm alias `redlock5` (see
+// bench/peers/install.sh): the API the fork kept, set up the same way.
 // Or `latchkey-node`: latchkey's own Node package (crates/latchkey-node,
 // the Rust library under napi-rs, built in release by bench/peers/install.sh),
 // one client, one Lock object per key, the watchdog off as the other
@@ -150,6 +153,19 @@ async function main() {
       r.on('error', () => {});
       redlock = nodeRedlock(r);
       version = require('@sesamecare-oss/redlock/package.json').version;
+    } else if (lib === 'node-redlock5') {
+      const Redis = require('ioredis');
+      const mod = require('redlock5');
+      const Redlock = mod.default || mod.Redlock || mod;
+      const client = new Redis({ host: '127.0.0.1', port: Number(portArg), lazyConnect: true });
+      await client.connect();
+      const r = new Redlock([client]);
+      r.on('error', () => {});
+      redlock = nodeRedlock(r);
+      // Its "exports" leave package.json out: read it beside the entry point.
+      const entry = require.resolve('redlock5');
+      const root = entry.slice(0, entry.lastIndexOf('/node_modules/redlock5/') + '/node_modules/redlock5/'.length);
+      version = JSON.parse(require('fs').readFileSync(root + 'package.json', 'utf8')).version;
     } else if (lib === 'latchkey-node') {
       const { Client } = require('latchkey-redis');
       redlock = latchkeyNode(await Client.connect(`redis://127.0.0.1:${portArg}/`));
