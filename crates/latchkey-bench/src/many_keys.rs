@@ -27,7 +27,6 @@
 //! and release ≥ 0.95×, `acquire` and release ≥ 0.90×. Rounds interleave
 //! latchkey, raw redis-rs and redis-benchmark; medians of rounds.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,7 +43,8 @@ fn release_lua() -> &'static str {
     latchkey::protocol::script_text("release.lua").expect("the release script")
 }
 /// The shape and length of a latchkey token.
-const TOKEN: &str = "lk2:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
+pub(crate) const TOKEN: &str =
+    "lk2:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host";
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
     Box::pin(scenario(quick))
@@ -212,42 +212,56 @@ async fn scenario(quick: bool) -> Report {
     }
 }
 
+/// Cycles per second of [`TASKS`] tasks during `window`: task `t` is
+/// `task(t, deadline)`, which runs cycles until the deadline and returns how
+/// many it completed. Shared with the `scale` scenario's names in flight.
+pub(crate) async fn cycles_per_second<F, Fut>(window: Duration, task: F) -> f64
+where
+    F: Fn(usize, Instant) -> Fut,
+    Fut: std::future::Future<Output = u64> + Send + 'static,
+{
+    let deadline = Instant::now() + window;
+    let started = Instant::now();
+    let joins: Vec<_> = (0..TASKS)
+        .map(|t| tokio::spawn(task(t, deadline)))
+        .collect();
+    let mut cycles = 0;
+    for j in joins {
+        cycles += j.await.unwrap_or(0);
+    }
+    cycles as f64 / started.elapsed().as_secs_f64()
+}
+
 /// Cycles per second of 64 latchkey tasks during `window`; with
 /// `skip_busy`, `try_acquire` and a busy lock is skipped (as the raw client
 /// does), otherwise `acquire` waits for it.
 async fn run_latchkey(locks: &Arc<Vec<latchkey::Lock>>, window: Duration, skip_busy: bool) -> f64 {
-    let count = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + window;
-    let started = Instant::now();
-    let joins: Vec<_> = (0..TASKS)
-        .map(|t| {
-            let (locks, count) = (locks.clone(), count.clone());
-            tokio::spawn(async move {
-                let mut rng = XorShift::new(t as u64);
-                while Instant::now() < deadline {
-                    let lock = &locks[rng.below(LOCKS)];
-                    let guard = if skip_busy {
-                        match lock.try_acquire().await {
-                            Ok(Some(guard)) => guard,
-                            _ => continue,
-                        }
-                    } else {
-                        match lock.acquire().await {
-                            Ok(guard) => guard,
-                            Err(_) => continue,
-                        }
-                    };
-                    if guard.release().await.is_ok() {
-                        count.fetch_add(1, Ordering::Relaxed);
+    cycles_per_second(window, |t, deadline| {
+        let locks = locks.clone();
+        async move {
+            let mut rng = XorShift::new(t as u64);
+            let mut cycles = 0;
+            while Instant::now() < deadline {
+                let lock = &locks[rng.below(LOCKS)];
+                let guard = if skip_busy {
+                    match lock.try_acquire().await {
+                        Ok(Some(guard)) => guard,
+                        _ => continue,
                     }
+                } else {
+                    match lock.acquire().await {
+                        Ok(guard) => guard,
+                        Err(_) => continue,
+                    }
+                };
+                if guard.release().await.is_ok() {
+                    cycles += 1;
                 }
-            })
-        })
-        .collect();
-    for j in joins {
-        let _ = j.await;
-    }
-    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+            }
+            cycles
+        }
+    })
+    .await
 }
 
 /// Cycles per second of 64 tasks sending the two commands over one
@@ -255,9 +269,6 @@ async fn run_latchkey(locks: &Arc<Vec<latchkey::Lock>>, window: Duration, skip_b
 async fn run_raw(url: &str, window: Duration) -> f64 {
     let conn = crate::handoff::connect(url).await;
     let release = redis::Script::new(release_lua());
-    let count = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + window;
-    let started = Instant::now();
     let ttl = TTL.as_millis().to_string();
     // Keys made once, as latchkey's `Lock`s are.
     let keys: Arc<Vec<[String; 3]>> = Arc::new(
@@ -271,31 +282,23 @@ async fn run_raw(url: &str, window: Duration) -> f64 {
             })
             .collect(),
     );
-    let joins: Vec<_> = (0..TASKS)
-        .map(|t| {
-            let (mut conn, count, release, ttl, keys) = (
-                conn.clone(),
-                count.clone(),
-                release.clone(),
-                ttl.clone(),
-                keys.clone(),
-            );
-            tokio::spawn(async move {
-                let mut rng = XorShift::new(t as u64 + 1000);
-                let token = format!("{TOKEN}{t}");
-                while Instant::now() < deadline {
-                    let [key, _fence, channel] = &keys[rng.below(LOCKS)];
-                    if raw_cycle(&mut conn, &release, key, channel, &token, &ttl).await {
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
+    cycles_per_second(window, |t, deadline| {
+        let (mut conn, release, ttl, keys) =
+            (conn.clone(), release.clone(), ttl.clone(), keys.clone());
+        async move {
+            let mut rng = XorShift::new(t as u64 + 1000);
+            let token = format!("{TOKEN}{t}");
+            let mut cycles = 0;
+            while Instant::now() < deadline {
+                let [key, _fence, channel] = &keys[rng.below(LOCKS)];
+                if raw_cycle(&mut conn, &release, key, channel, &token, &ttl).await {
+                    cycles += 1;
                 }
-            })
-        })
-        .collect();
-    for j in joins {
-        let _ = j.await;
-    }
-    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+            }
+            cycles
+        }
+    })
+    .await
 }
 
 /// redis-benchmark's cycle rate for the same two commands (see module docs).

@@ -11,14 +11,10 @@
 //! alternate the two (order rotating); the ratio is taken in each round,
 //! then the median. Target at the biggest N: ≥ 0.90× raw.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::many_keys::{raw_cycle, XorShift};
+use crate::many_keys::{cycles_per_second, raw_cycle, XorShift, TOKEN};
 use crate::stats::median;
-
-const TASKS: usize = 64;
 
 pub struct Row {
     pub names: usize,
@@ -62,34 +58,27 @@ pub async fn row(url: &str, names: usize, rounds: usize, window: Duration) -> Re
 }
 
 async fn run_latchkey(client: &latchkey::Client, names: usize, window: Duration) -> f64 {
-    let count = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + window;
-    let started = Instant::now();
-    let joins: Vec<_> = (0..TASKS)
-        .map(|t| {
-            let (client, count) = (client.clone(), count.clone());
-            tokio::spawn(async move {
-                let mut rng = XorShift::new(t as u64 + 7);
-                while Instant::now() < deadline {
-                    let Ok(lock) =
-                        client.lock(format!("nf:{}", rng.below(names)), crate::worker::TTL)
-                    else {
-                        continue;
-                    };
-                    let Ok(guard) = lock.acquire().await else {
-                        continue;
-                    };
-                    if guard.release().await.is_ok() {
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
+    cycles_per_second(window, |t, deadline| {
+        let client = client.clone();
+        async move {
+            let mut rng = XorShift::new(t as u64 + 7);
+            let mut cycles = 0;
+            while Instant::now() < deadline {
+                let Ok(lock) = client.lock(format!("nf:{}", rng.below(names)), crate::worker::TTL)
+                else {
+                    continue;
+                };
+                let Ok(guard) = lock.acquire().await else {
+                    continue;
+                };
+                if guard.release().await.is_ok() {
+                    cycles += 1;
                 }
-            })
-        })
-        .collect();
-    for j in joins {
-        let _ = j.await;
-    }
-    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+            }
+            cycles
+        }
+    })
+    .await
 }
 
 async fn run_raw(conn: &redis::aio::MultiplexedConnection, names: usize, window: Duration) -> f64 {
@@ -97,32 +86,23 @@ async fn run_raw(conn: &redis::aio::MultiplexedConnection, names: usize, window:
         latchkey::protocol::script_text("release.lua").expect("the release script"),
     );
     let ttl = crate::worker::TTL.as_millis().to_string();
-    let count = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + window;
-    let started = Instant::now();
-    let joins: Vec<_> = (0..TASKS)
-        .map(|t| {
-            let (mut conn, count, release, ttl) =
-                (conn.clone(), count.clone(), release.clone(), ttl.clone());
-            tokio::spawn(async move {
-                let mut rng = XorShift::new(t as u64 + 1007);
-                let token = format!(
-                    "lk2:0123456789abcdef0123456789abcdef:1700000000000:12345:bench-host{t}"
-                );
-                while Instant::now() < deadline {
-                    let i = rng.below(names);
-                    let (key, channel) = (format!("raw:nf:{i}"), format!("raw:nf:{i}:released"));
-                    if raw_cycle(&mut conn, &release, &key, &channel, &token, &ttl).await {
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
+    cycles_per_second(window, |t, deadline| {
+        let (mut conn, release, ttl) = (conn.clone(), release.clone(), ttl.clone());
+        async move {
+            let mut rng = XorShift::new(t as u64 + 1007);
+            let token = format!("{TOKEN}{t}");
+            let mut cycles = 0;
+            while Instant::now() < deadline {
+                let i = rng.below(names);
+                let (key, channel) = (format!("raw:nf:{i}"), format!("raw:nf:{i}:released"));
+                if raw_cycle(&mut conn, &release, &key, &channel, &token, &ttl).await {
+                    cycles += 1;
                 }
-            })
-        })
-        .collect();
-    for j in joins {
-        let _ = j.await;
-    }
-    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+            }
+            cycles
+        }
+    })
+    .await
 }
 
 pub fn table(rows: &[Row]) -> String {
