@@ -75,3 +75,33 @@ async fn a_keyed_subscription_gets_only_the_messages_that_name_it() {
     assert_eq!(payload(&mut a).await, "ab:6");
     nothing_more(&mut a).await;
 }
+
+#[tokio::test]
+async fn a_keyed_subscription_hears_a_reconnection() {
+    // Messages published while the connection was down are lost: every
+    // subscription, keyed or not, is told, so that a fair waiter looks.
+    let server = RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let source = Source::Fixed(Box::new(Target::plain(client.clone())));
+    let subscriber = Subscriber::start(source, Duration::from_secs(5), Duration::from_secs(30));
+    let topic = || Topic::Channel(b"handoffs".to_vec());
+    let mut subscriptions = subscriber
+        .subscribe_keyed(vec![
+            (topic(), EVENT_BUFFER, Some(b"a".to_vec())),
+            (topic(), EVENT_BUFFER, None),
+        ])
+        .await
+        .unwrap();
+    let mut all = subscriptions.pop().unwrap();
+    let mut a = subscriptions.pop().unwrap();
+    server
+        .command(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .expect("CLIENT KILL");
+    for subscription in [&mut a, &mut all] {
+        let event = tokio::time::timeout(Duration::from_secs(10), subscription.recv()).await;
+        assert!(
+            matches!(event, Ok(Event::Resubscribed)),
+            "not told of the reconnection: {event:?}"
+        );
+    }
+}
