@@ -347,14 +347,10 @@ fn a_restart_with_the_clock_behind_by_its_downtime_repeats_a_token() {
 /// the first client's release and the second's acquisition.
 fn idle_config(fenced: bool, mutant: Option<Mutant>) -> Config {
     Config {
-        faults: Faults {
-            pause: false,
-            lost_reply: false,
-            lost_message: false,
-            restart: false,
-        },
+        max_faults: 0,
+        max_time: small(fenced, 0).max_time,
         mutant,
-        ..small(fenced, 0)
+        ..failover_faults(fenced)
     }
 }
 
