@@ -2,6 +2,7 @@
 //! redis-server(s) through the test kit: never a mock, never port 6379.
 #![allow(dead_code)]
 
+pub mod recorded;
 pub mod sentinel;
 
 use std::future::Future;

@@ -8,7 +8,6 @@
 use crate::common;
 
 mod errors;
-mod recorded;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,8 +17,8 @@ use latchkey::{MetricsLabels, Ownership};
 use metrics_util::debugging::DebuggingRecorder;
 use redis::AsyncCommands;
 
+use common::recorded::{client_with, recorded, Recorded};
 use common::{eventually, raw, spawn_waiting, RedisServer};
-use recorded::{client_with, recorded, Recorded};
 
 #[test]
 fn acquisitions_and_releases_are_counted_by_outcome() {

@@ -9,12 +9,12 @@
 
 use crate::common;
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
+use common::recorded::{recorded, Recorded};
 use common::*;
 use latchkey::Ownership;
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use metrics_util::debugging::Snapshotter;
 use redis::AsyncCommands;
 
 /// Written out, not `latchkey::metrics::…`: the same test measures a build
@@ -245,39 +245,10 @@ async fn server_cpu(raw: &mut redis::aio::MultiplexedConnection) -> f64 {
         .sum()
 }
 
-/// The counters recorded since the last call (a snapshot drains them),
-/// summed by series (`name{k=v,...}`, or a
-/// bare name for a counter's every series): a lookup of what to read.
+/// The counters recorded since the last call (a snapshot drains them), by
+/// series or, for a bare name, summed over its series.
 fn counters(snapshotter: &Snapshotter) -> impl Fn(&str) -> u64 {
-    let mut all: Vec<(String, String, u64)> = Vec::new();
-    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-        let DebugValue::Counter(n) = value else {
-            continue;
-        };
-        let key = key.key();
-        let mut labels: Vec<String> = key
-            .labels()
-            .map(|l| format!("{}={}", l.key(), l.value()))
-            .collect();
-        labels.sort();
-        let name = key.name().to_owned();
-        all.push((name.clone(), format!("{name}{{{}}}", labels.join(",")), n));
-    }
-    move |series: &str| {
-        all.iter()
-            .filter(|(name, full, _)| name == series || full == series)
-            .map(|(_, _, n)| n)
-            .sum()
-    }
-}
-
-/// Runs `test` on a current-thread runtime with a fresh local recorder.
-fn recorded<F: Future<Output = ()>>(test: impl FnOnce(Snapshotter) -> F) {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    metrics::with_local_recorder(&recorder, || runtime.block_on(test(snapshotter)));
+    let mut recorded = Recorded::default();
+    recorded.add(snapshotter);
+    move |series: &str| recorded.sum(series)
 }

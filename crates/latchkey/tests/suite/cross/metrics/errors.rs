@@ -9,7 +9,7 @@ use latchkey::MetricsLabels;
 use redis::AsyncCommands;
 
 use super::common::{raw, RedisServer};
-use super::recorded::{client_with, recorded, Recorded};
+use crate::common::recorded::{client_with, recorded, Recorded};
 
 #[test]
 fn a_failed_command_is_counted_by_the_kind_of_its_error() {

@@ -1,5 +1,5 @@
-//! The recorder side of tests/metrics.rs: what a test recorded, by series
-//! (a module of that test, kept apart to keep the test file short).
+//! The recorder side of the metrics tests (`cross/metrics.rs`, the
+//! watchdog's batches): what a test recorded, by series.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -42,6 +42,15 @@ impl Recorded {
 
     pub fn counter(&self, series: &str) -> u64 {
         self.counters.get(series).copied().unwrap_or(0)
+    }
+
+    /// A counter by its series (`name{k=v,...}`), or a bare name's counters
+    /// summed over every series.
+    pub fn sum(&self, series_or_name: &str) -> u64 {
+        match series_or_name.contains('{') {
+            true => self.counter(series_or_name),
+            false => self.counters_of(series_or_name).values().sum(),
+        }
     }
 
     pub fn histogram(&self, series: &str) -> &[f64] {
