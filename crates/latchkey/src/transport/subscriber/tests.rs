@@ -16,6 +16,18 @@ async fn payload(subscription: &mut Subscription) -> String {
     }
 }
 
+/// A client of `server`, and a subscriber connected to it.
+fn subscriber_of(server: &RedisServer) -> (redis::Client, Subscriber) {
+    let client = redis::Client::open(server.url()).unwrap();
+    let source = Source::Fixed(Box::new(Target::plain(client.clone())));
+    let subscriber = Subscriber::start(source, Duration::from_secs(5), Duration::from_secs(30));
+    (client, subscriber)
+}
+
+fn topic() -> Topic {
+    Topic::Channel(b"handoffs".to_vec())
+}
+
 /// Nothing is waiting in `subscription` now.
 async fn nothing_more(subscription: &mut Subscription) {
     let next = tokio::time::timeout(Duration::ZERO, subscription.recv()).await;
@@ -25,10 +37,7 @@ async fn nothing_more(subscription: &mut Subscription) {
 #[tokio::test]
 async fn a_keyed_subscription_gets_only_the_messages_that_name_it() {
     let server = RedisServer::start();
-    let client = redis::Client::open(server.url()).unwrap();
-    let source = Source::Fixed(Box::new(Target::plain(client.clone())));
-    let subscriber = Subscriber::start(source, Duration::from_secs(5), Duration::from_secs(30));
-    let topic = || Topic::Channel(b"handoffs".to_vec());
+    let (client, subscriber) = subscriber_of(&server);
     let mut subscriptions = subscriber
         .subscribe_keyed(vec![
             (topic(), EVENT_BUFFER, Some(b"a".to_vec())),
@@ -81,10 +90,7 @@ async fn a_keyed_subscription_hears_a_reconnection() {
     // Messages published while the connection was down are lost: every
     // subscription, keyed or not, is told, so that a fair waiter looks.
     let server = RedisServer::start();
-    let client = redis::Client::open(server.url()).unwrap();
-    let source = Source::Fixed(Box::new(Target::plain(client.clone())));
-    let subscriber = Subscriber::start(source, Duration::from_secs(5), Duration::from_secs(30));
-    let topic = || Topic::Channel(b"handoffs".to_vec());
+    let (_, subscriber) = subscriber_of(&server);
     let mut subscriptions = subscriber
         .subscribe_keyed(vec![
             (topic(), EVENT_BUFFER, Some(b"a".to_vec())),
