@@ -46,17 +46,7 @@ const TITLE: &str = "Held while idle";
 const CYCLE_RATIO: f64 = 50.0;
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
-    // On a runtime worker, as application tasks run (see `uncontended::run`).
-    Box::pin(async move {
-        match tokio::spawn(scenario(quick)).await {
-            Ok(report) => report,
-            Err(e) => Report {
-                title: TITLE.into(),
-                body: format!("The scenario failed: {e}\n"),
-                missed: vec![format!("cached: the scenario failed: {e}")],
-            },
-        }
-    })
+    crate::on_worker(TITLE, Some("cached"), scenario(quick))
 }
 
 async fn scenario(quick: bool) -> Report {

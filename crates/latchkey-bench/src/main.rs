@@ -62,6 +62,31 @@ pub struct Report {
 
 type Scenario = fn(bool) -> Pin<Box<dyn Future<Output = Report>>>;
 
+/// Runs `scenario` on a runtime worker, as an application's tasks run:
+/// `block_on`'s thread is not a worker, so every reply would cross threads
+/// to reach it (about a dozen extra context switches per cycle, for every
+/// Rust library alike). A scenario that panics is reported under `title`;
+/// `gated`: as a missed target, named so (a scenario with targets).
+pub fn on_worker(
+    title: &'static str,
+    gated: Option<&'static str>,
+    scenario: impl Future<Output = Report> + Send + 'static,
+) -> Pin<Box<dyn Future<Output = Report>>> {
+    Box::pin(async move {
+        match tokio::spawn(scenario).await {
+            Ok(report) => report,
+            Err(e) => Report {
+                title: title.into(),
+                body: format!("The scenario failed: {e}\n"),
+                missed: gated
+                    .map(|name| format!("{name}: the scenario failed: {e}"))
+                    .into_iter()
+                    .collect(),
+            },
+        }
+    })
+}
+
 /// Every scenario, in the order they run. Add new ones here.
 const SCENARIOS: &[(&str, Scenario)] = &[
     ("uncontended", uncontended::run),

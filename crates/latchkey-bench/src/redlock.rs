@@ -44,17 +44,11 @@ const TTL: Duration = Duration::from_secs(10);
 const RSLOCK_ROW: usize = 3;
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
-    // On a runtime worker, as application tasks run (see `uncontended`).
-    Box::pin(async move {
-        match tokio::spawn(scenario(quick)).await {
-            Ok(report) => report,
-            Err(e) => Report {
-                title: "Redlock: N instances versus one".into(),
-                body: format!("The scenario failed: {e}\n"),
-                missed: vec![format!("redlock: the scenario failed: {e}")],
-            },
-        }
-    })
+    crate::on_worker(
+        "Redlock: N instances versus one",
+        Some("redlock"),
+        scenario(quick),
+    )
 }
 
 enum Contender {

@@ -45,19 +45,11 @@ fn release_lua() -> &'static str {
 }
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
-    // On a runtime worker, as application tasks run: `block_on`'s thread is
-    // not a worker, so every reply would cross threads to reach it (about a
-    // dozen extra context switches per cycle, for every Rust library alike).
-    Box::pin(async move {
-        match tokio::spawn(scenario(quick)).await {
-            Ok(report) => report,
-            Err(e) => Report {
-                title: "Uncontended acquire + release (one task)".into(),
-                body: format!("The scenario failed: {e}\n"),
-                missed: vec![format!("uncontended: the scenario failed: {e}")],
-            },
-        }
-    })
+    crate::on_worker(
+        "Uncontended acquire + release (one task)",
+        Some("uncontended"),
+        scenario(quick),
+    )
 }
 
 /// One contender of this scenario.

@@ -56,17 +56,7 @@ const CONDITIONS: [&str; 2] = ["quiet", "CPU contention"];
 const CHUNK: Duration = Duration::from_millis(400);
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
-    // On a runtime worker, as an application's task runs (see uncontended.rs).
-    Box::pin(async move {
-        match tokio::spawn(scenario(quick)).await {
-            Ok(report) => report,
-            Err(e) => Report {
-                title: TITLE.into(),
-                body: format!("The scenario failed: {e}\n"),
-                missed: Vec::new(),
-            },
-        }
-    })
+    crate::on_worker(TITLE, None, scenario(quick))
 }
 
 /// One busy-looping process per CPU, killed (and reaped) when dropped.
