@@ -252,6 +252,11 @@ impl Session {
     /// it wait in the session's renewal batch until then, to share one
     /// round trip with the other holds' renewals (`batch.rs`; a cluster's
     /// go on their own); `None`, the program's own renewal, is sent now.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a renewal dropped while it waits in the batch is left
+    /// out of it; one already sent runs, and its owner check makes it
+    /// harmless after a release (`batch.rs`, "Cancel safety").
     pub(crate) async fn eval_renewal<T: FromRedisValue>(
         &self,
         op: &'static str,
