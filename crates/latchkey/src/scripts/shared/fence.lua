@@ -47,6 +47,9 @@ end
 -- Locking per entity thus leaves no key behind for ever.
 local FENCE_KEEP_MS = 3600000
 local function fence_store(key, fence)
+  -- TIME again, though an issuing script read it: a counter then never
+  -- expires within the hour of its write, whatever it holds (a raise, a
+  -- counter written by something else), not only when it holds a token.
   local time = redis.call('TIME')
   local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   -- %.0f: integers below 2^53 print exactly this way, while the default
