@@ -49,6 +49,21 @@ pub(crate) enum FairMode {
     Renew,
 }
 
+/// What one renewal of many queue leases (`fair_renew.lua`) found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Renewed {
+    /// The holder's TTL; when the lock is free, the time left to the live
+    /// head's lease; `None`: the holder has no TTL, or the lock is free and
+    /// nobody live is queued.
+    pub(crate) wait: Option<Duration>,
+    /// When the lock is free: the live head's entry (its waiter takes the
+    /// lock now).
+    pub(crate) head: Option<String>,
+    /// The positions (0-based, among the entries sent) of the entries no
+    /// longer queued: handed the lock, or dropped as dead.
+    pub(crate) gone: Vec<usize>,
+}
+
 /// A waiter's queue entry: `<32 hex id>:<hand-off ttl ms>:<0|1>:<token>`.
 pub(crate) fn entry(id: &str, handoff_ttl: Duration, fenced: bool, token: &str) -> String {
     let fenced = if fenced { '1' } else { '0' };
@@ -70,6 +85,39 @@ fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> [&'a [u8]; 5] {
         &keys.fence_key,
         &fair.acquired,
     ]
+}
+
+/// `fair_renew.lua`'s reply `{wait_ms, head, gone...}` for `sent` entries.
+fn parse_renewed(reply: &[redis::Value], sent: usize) -> Result<Renewed> {
+    let bad = || Error::Protocol(format!("fair renew script returned {reply:?}"));
+    let int = |v: &redis::Value| match v {
+        redis::Value::Int(n) => Some(*n),
+        _ => None,
+    };
+    let [wait, head, gone @ ..] = reply else {
+        return Err(bad());
+    };
+    let wait = int(wait).ok_or_else(bad)?;
+    let head = match head {
+        redis::Value::BulkString(b) if b.is_empty() => None,
+        redis::Value::BulkString(b) => Some(String::from_utf8(b.clone()).map_err(|_| bad())?),
+        _ => return Err(bad()),
+    };
+    let gone = gone
+        .iter()
+        .map(|v| {
+            int(v)
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| (1..=sent).contains(&n))
+                .map(|n| n - 1)
+                .ok_or_else(bad)
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    Ok(Renewed {
+        wait: u64::try_from(wait).ok().map(Duration::from_millis),
+        head,
+        gone,
+    })
 }
 
 fn fence(fenced: bool, value: i64) -> Option<u64> {
@@ -140,6 +188,30 @@ impl Single<'_> {
                 "fair acquire script returned {reply:?}"
             ))),
         }
+    }
+
+    /// One run of `fair_renew.lua`: renew the leases of `entries` that are
+    /// still queued (never queue one again) for `lease`. One round trip.
+    pub(crate) async fn fair_renew(
+        &self,
+        keys: &LockKeys,
+        lease: Duration,
+        entries: &[&str],
+    ) -> Result<Renewed> {
+        let fair = fair_keys(keys)?;
+        let lease_arg = ttl_ms(lease).to_string();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(entries.len() + 1);
+        args.push(lease_arg.as_bytes());
+        args.extend(entries.iter().map(|e| e.as_bytes()));
+        let reply: Vec<redis::Value> = self
+            .eval(
+                "fair renew",
+                &scripts::FAIR_RENEW,
+                &[&keys.key, &fair.queue, &fair.leases],
+                &args,
+            )
+            .await?;
+        parse_renewed(&reply, entries.len())
     }
 
     /// One run of `fair_release.lua`: hand the lock to the first live

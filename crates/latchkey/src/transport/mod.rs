@@ -16,3 +16,4 @@ pub(crate) mod server_version;
 pub(crate) mod session;
 pub(crate) mod subscriber;
 pub(crate) mod tls;
+pub(crate) mod waiter_groups;

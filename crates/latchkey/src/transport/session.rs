@@ -102,6 +102,9 @@ pub(crate) struct SessionInner {
     /// The watchdogs' renewals, sent in batches (`batch.rs`); started on
     /// first use, never on a cluster.
     pub(crate) renewals: OnceLock<RenewalBatcher>,
+    /// The queued waiters of fair locks, by lock: one task per lock renews
+    /// their queue leases together (`waiter_groups.rs`).
+    pub(crate) fair_waiters: crate::transport::waiter_groups::WaiterGroups,
 }
 
 impl std::fmt::Debug for Session {

@@ -319,6 +319,7 @@ impl ClientBuilder {
                 background: tokio_util::task::TaskTracker::new(),
                 scripts_ran: std::sync::atomic::AtomicBool::new(false),
                 renewals: std::sync::OnceLock::new(),
+                fair_waiters: Default::default(),
                 deferred: crate::transport::deferred::Deferred::default(),
                 kept: crate::transport::kept::Kept::default(),
                 live: crate::transport::live::LiveHolds::default(),

@@ -99,6 +99,7 @@ scripts! {
     FAIR_RELEASE = fair "fair_release.lua";
     FAIR_LEAVE = fair "fair_leave.lua";
     FAIR_REVOKE = fair "fair_revoke.lua";
+    FAIR_RENEW = plain "fair_renew.lua";
     ELECT_CAMPAIGN = plain "elect_campaign.lua";
     ELECT_PROCLAIM = plain "elect_proclaim.lua";
     ELECT_RESIGN = plain "elect_resign.lua";

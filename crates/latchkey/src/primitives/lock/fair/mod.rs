@@ -47,6 +47,7 @@
 //! See [`Lock::fair`], "Barging or fair", for the figures and why the
 //! default stays barging.
 
+pub(crate) mod renewer;
 pub(crate) mod wait;
 
 use std::sync::Arc;

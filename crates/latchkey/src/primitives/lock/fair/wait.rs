@@ -9,12 +9,14 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::backend::fair::{entry, FairAttempt, FairMode};
+use crate::primitives::lock::fair::renewer;
 use crate::primitives::lock::fair::{handed_valid_until, still_valid, Leaving};
 use crate::primitives::lock::guard::LockGuard;
 use crate::primitives::lock::Lock;
 use crate::primitives::wait::ask::Ask;
 use crate::primitives::wait::{wait_for, Tried, Waiting, Wake, Woken};
 use crate::transport::subscriber::{Event, Subscription, Topic, EVENT_BUFFER};
+use crate::transport::waiter_groups::Membership;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::protocol::RELEASE_REQUESTED;
 
@@ -113,6 +115,7 @@ impl Lock {
             // When a reply last proved that the lock was not ours yet: a
             // hand-off came after it (see `handed_valid_until`).
             not_ours_since: Instant::now(),
+            membership: None,
         });
         let wake = FairWake {
             subscriptions,
@@ -192,6 +195,7 @@ impl Lock {
  ..
  } => {
                         s.leaving.disarm();
+                        s.membership = None;
                         let token = token.clone();
                         let guard = LockGuard::new(spec.clone(), token, fencing_token, valid_until);
                         // Handed on by a release: its TTL is the hand-off's
@@ -208,6 +212,7 @@ impl Lock {
                     // ours.
                     FairAttempt::Busy { queued: false, .. } if mode == FairMode::Renew => {
                         tracing::warn!(lock = %spec.display_name(), "a fair waiter lost its place (held up past its lease or a hand-off); queueing again");
+                        s.membership = None;
                         s.id = subscriber.new_waiter_id();
                         s.me = entry(&s.id, handoff_ttl, spec.lease.fenced, token);
                         let me = s.me.clone();
@@ -218,19 +223,27 @@ impl Lock {
                         }
                     }
                     FairAttempt::Busy { retry_in, queued } => {
-                        if queued {
-                            s.mode = FairMode::Renew;
-                        }
                         s.not_ours_since = sent;
-                        // The next renewal, or the holder's TTL if sooner.
-                        let mut recheck_at = sent + renew_every;
-                        if let Some(left) = retry_in {
-                            recheck_at =
-                                recheck_at.min(Instant::now() + left + Duration::from_millis(1));
+                        // A look at the holder's TTL (a holder that died
+                        // without releasing: the head takes the lock).
+                        let look_by = retry_in.map(|left| Instant::now() + left + Duration::from_millis(1));
+                        if !queued {
+                            // A first attempt that could not queue (never
+                            // in mode `wait`): look again as it said.
+                            return Ok(Tried::Busy { recheck_at: look_by.or(Some(sent + renew_every)) });
                         }
-                        Tried::Busy {
-                            recheck_at: Some(recheck_at),
+                        s.mode = FairMode::Renew;
+                        // Queued: this process's renewal task for the lock
+                        // renews the lease and looks at the lock from now
+                        // on, and wakes us when we must look ourselves.
+                        match &s.membership {
+                            Some(m) if m.entry() == s.me => m.look_by(look_by),
+                            _ => {
+                                let me = s.me.clone();
+                                s.membership = Some(renewer::join(session, &spec.keys, lease, &me, look_by));
+                            }
                         }
+                        Tried::Busy { recheck_at: None }
                     }
                 })
             }
@@ -262,6 +275,9 @@ struct FairState {
     leaving: Leaving,
     mode: FairMode,
     not_ours_since: Instant,
+    /// Our place in this process's renewal of the lock's waiters, once
+    /// queued (`renewer.rs`).
+    membership: Option<Membership>,
 }
 
 /// The state, locked for a moment (never across an await); a poisoned
@@ -305,6 +321,8 @@ impl Wake for FairWake<'_> {
         if let Some(d) = deadline {
             wake_at = Some(wake_at.map_or(d, |at| at.min(d)));
         }
+        // The renewal task wakes us when we must look ourselves.
+        let told = lock(self.state).membership.as_ref().map(|m| m.wake.clone());
         // Sleep until the next look; events that are not ours do not end it.
         loop {
             let timer = async {
@@ -313,9 +331,16 @@ impl Wake for FairWake<'_> {
                     None => std::future::pending().await,
                 }
             };
+            let told = async {
+                match &told {
+                    Some(wake) => wake.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
             let event = tokio::select! {
                 event = next_event(&mut self.subscriptions) => event,
                 _ = timer => return Woken::Recheck,
+                _ = told => return Woken::Recheck,
             };
             let id = lock(self.state).id.clone();
             match classify(&event, self.handoff_channel, &id, self.fenced) {
