@@ -305,7 +305,7 @@ async fn the_library_sends_the_declared_shapes_of_the_other_primitives() {
             &[],
         ));
     }
-    let log = fair::record(&scripts, &mut recorder, &a, &b).await;
+    let log = fair::record(&scripts, &mut recorder, &server, &a, &b).await;
     // The library's side of a revocation is not driven (`Client::revoke`
     // revokes a name kind by kind).
     differences.extend(models::check(

@@ -146,8 +146,12 @@ pub struct Wait {
     pub id: u32,
     /// How its next attempt asks.
     pub mode: Mode,
-    /// When it attempts again without a message.
+    /// When it attempts again without a message; queued, when its
+    /// process's renewal task renews its lease next.
     pub recheck_at: i64,
+    /// Its last attempt failed (a lost reply): the wait retries it at
+    /// `recheck_at`, whatever the renewal task does.
+    pub retry: bool,
     /// When a reply last proved the lock was not ours (a send time).
     pub not_ours_since: i64,
 }

@@ -7,6 +7,7 @@ use crate::model::fair_check::{fifo, issued};
 use crate::model::fair_request::{call, Sends};
 use crate::model::fair_step::entry;
 use crate::model::trace::show_reply;
+use crate::reply::Reply;
 use crate::server::Server;
 
 /// A fencing token as `backend/fair.rs` reads it from a reply.
@@ -59,6 +60,7 @@ pub(crate) fn client_step(
                     id: client.ids,
                     mode: Mode::Queue,
                     recheck_at: now,
+                    retry: false,
                     not_ours_since: now,
                 })
             };
@@ -100,6 +102,12 @@ pub(crate) fn client_step(
                     return ("hand-off(msg)".into(), Vec::new(), what);
                 }
             }
+            // Queued and told nothing: the renewal task of the waiter's
+            // process renews its lease and looks at the lock; the waiter
+            // sleeps until it, a message or its deadline wakes it.
+            if wake == Wake::None && w.mode == Mode::Renew && !w.retry {
+                return renew_lease(m, server, n, c, &w, lost);
+            }
             let me = entry(m, c, &w);
             let sends = Sends::Attempt {
                 entry: me.clone(),
@@ -117,6 +125,7 @@ pub(crate) fn client_step(
                 let old = cfg.mutant == Some(crate::model::fair::Mutant::RetryRequeuesSameEntry);
                 if let Phase::Waiting(w) = &mut n.clients[c].phase {
                     w.recheck_at = now + cfg.tick;
+                    w.retry = true;
                     if !old {
                         w.mode = Mode::Renew;
                     }
@@ -152,6 +161,7 @@ pub(crate) fn client_step(
                         id: client.ids,
                         mode: Mode::Queue,
                         recheck_at: now,
+                        retry: false,
                         ..w
                     })
                 }
@@ -163,11 +173,12 @@ pub(crate) fn client_step(
                     Phase::Waiting(Wait {
                         mode: if queued == 1 { Mode::Renew } else { w.mode },
                         recheck_at,
+                        retry: false,
                         not_ours_since: now,
                         ..w
                     })
                 }
-                _ => Phase::Waiting(w),
+                _ => Phase::Waiting(Wait { retry: false, ..w }),
             };
             ("fair_acquire.lua".into(), args, show_reply(&reply))
         }
@@ -222,6 +233,54 @@ pub(crate) fn client_step(
             ("fair_release.lua".into(), args, show_reply(&reply))
         }
     }
+}
+
+/// The renewal task's run for waiter `c` (`primitives/lock/fair/renewer.rs`;
+/// a client is one process, so its only member): `fair_renew.lua` with its
+/// entry. An entry gone, or the lock free with it at the head, wakes the
+/// waiter (an attempt in mode `renew`); an entry still queued proves the
+/// lock was not handed to it before now; the next run is a third of a lease
+/// later, or at the holder's TTL (the head's lease, when free) if sooner.
+fn renew_lease(
+    m: &FairModel,
+    server: &mut Server,
+    n: &mut State,
+    c: usize,
+    w: &Wait,
+    lost: bool,
+) -> (String, Vec<String>, String) {
+    let (cfg, now) = (&m.config, n.now);
+    let me = entry(m, c, w);
+    let (args, reply) = call(m, server, Sends::RenewLeases(vec![me.clone()]));
+    let client = &mut n.clients[c];
+    let Phase::Waiting(w) = &mut client.phase else {
+        return ("fair_renew.lua".into(), args, show_reply(&reply));
+    };
+    let words = ints(&reply);
+    let head = match &reply {
+        Reply::Array(Some(items)) => match items.get(1) {
+            Some(Reply::Bulk(Some(head))) => head.clone(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    match (lost, words.first()) {
+        // Tried again soon.
+        (true, _) | (false, None) => w.recheck_at = now + cfg.tick,
+        (false, Some(&wait_ms)) => {
+            let gone = words.len() > 2;
+            if gone || head == me.as_bytes() {
+                client.wake = Wake::Look;
+            } else {
+                w.not_ours_since = now;
+                w.recheck_at = now + cfg.lease / 3;
+                if wait_ms >= 0 {
+                    w.recheck_at = w.recheck_at.min(now + wait_ms + 1);
+                }
+            }
+        }
+    }
+    ("fair_renew.lua".into(), args, show_reply(&reply))
 }
 
 /// An attempt's reply `{1, fence}` took the lock: FIFO (no live waiter

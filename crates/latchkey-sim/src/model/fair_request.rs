@@ -17,12 +17,15 @@ pub(crate) enum Sends {
     /// try's token.
     Try(String),
     /// A waiter's attempt with its entry and token, queueing (`wait`) or
-    /// renewing its lease (`renew`).
+    /// looking again once queued (`renew`).
     Attempt {
         entry: String,
         token: String,
         mode: Mode,
     },
+    /// The renewal of queued entries' leases (`fair_renew.lua`), by the
+    /// renewal task of the waiters' process.
+    RenewLeases(Vec<String>),
     /// The watchdog's or the hand-off's extension (`extend.lua` on the
     /// lock key alone, as a plain lock's).
     Extend(String),
@@ -69,6 +72,11 @@ pub(crate) fn request(m: &FairModel, sends: Sends) -> Request<'_> {
             };
             acquire(entry, token, mode)
         }
+        Sends::RenewLeases(entries) => {
+            let mut args = vec![cfg.lease.to_string()];
+            args.extend(entries);
+            script("fair_renew.lua", &s.renew, keys[..3].to_vec(), args)
+        }
         Sends::Extend(token) => {
             let args = vec![token, cfg.ttl.to_string()];
             script("extend.lua", &s.extend, keys[..1].to_vec(), args)
@@ -105,6 +113,7 @@ impl Conforms for FairModel {
             id: 1,
             mode,
             recheck_at: 0,
+            retry: false,
             not_ours_since: 0,
         };
         let me = |mode| entry(self, 0, &wait(mode));
@@ -120,13 +129,14 @@ impl Conforms for FairModel {
                 },
             ),
             (
-                "renew lease",
+                "look again",
                 Sends::Attempt {
                     entry: me(Mode::Renew),
                     token: t(),
                     mode: Mode::Renew,
                 },
             ),
+            ("renew lease", Sends::RenewLeases(vec![me(Mode::Renew)])),
             ("renew", Sends::Extend(t())),
             ("release", Sends::Release(t())),
             ("release after a lost reply", Sends::Release(token(0, 1))),

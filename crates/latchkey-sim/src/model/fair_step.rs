@@ -23,6 +23,7 @@ pub(crate) struct Scripts {
     pub(crate) leave: String,
     pub(crate) revoke: String,
     pub(crate) extend: String,
+    pub(crate) renew: String,
 }
 
 impl Scripts {
@@ -33,6 +34,7 @@ impl Scripts {
             leave: script("fair_leave.lua")?,
             revoke: script("fair_revoke.lua")?,
             extend: script("extend.lua")?,
+            renew: script("fair_renew.lua")?,
         };
         match mutant {
             // hand_on.lua is prepended to the three scripts that hand on.

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use latchkey::{Client, Ownership};
 use latchkey_sim::model::conform::{Roles, Scripts, Sent, Shape};
+use latchkey_testkit::RedisServer;
 
 use crate::lock::TTL;
 use crate::monitor::Recorder;
 use crate::others::{ms, Log, GIVE_UP};
 
-/// A fair lock's waiter lease: its waiters renew every third of it.
+/// A fair lock's waiter lease: its waiters' process renews it every third.
 pub const LEASE: Duration = Duration::from_millis(300);
 
 /// A watched fair hold's TTL: its watchdog renews every `ttl/3`, soon.
@@ -23,12 +24,14 @@ fn mode(mode: &'static str) -> impl Fn(&Sent) -> bool {
     move |sent| sent.argv.get(4) == Some(&Shape::Literal(mode.into()))
 }
 
-/// A fair lock: taken free, a waiter of another client queued and renewing
-/// its lease, handed the lock by the release; a waiter that gives up and
+/// A fair lock: taken free, a waiter of another client queued, its lease
+/// renewed, looking again after its subscriber reconnects, handed the lock
+/// by the release; a waiter that gives up and
 /// leaves the queue; a watched hold renewed by its watchdog.
 pub async fn record<'a>(
     scripts: &'a Scripts,
     recorder: &'a mut Recorder,
+    server: &RedisServer,
     a: &Client,
     b: &Client,
 ) -> Log<'a> {
@@ -54,7 +57,17 @@ pub async fn record<'a>(
     let wait = tokio::spawn(async move { waiting.acquire_until(Duration::from_secs(20)).await });
     log.until("fair_acquire.lua", mode("wait"), "a waiter queued")
         .await;
-    log.until("fair_acquire.lua", mode("renew"), "a waiter's renewal")
+    log.until_any("fair_renew.lua", "a waiter's lease renewal")
+        .await;
+    // Its subscriber reconnects (a hand-off message may have been missed):
+    // the waiter looks for itself, in mode `renew`.
+    let killed = server.command(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert_ne!(
+        killed.expect("CLIENT KILL").trim(),
+        "0",
+        "a subscriber killed"
+    );
+    log.until("fair_acquire.lua", mode("renew"), "a waiter looking again")
         .await;
     assert_eq!(guard.release().await.expect("release"), Ownership::Owned);
     log.until_any("fair_release.lua", "the release that hands on")

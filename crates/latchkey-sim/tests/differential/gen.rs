@@ -244,7 +244,7 @@ pub fn step(rng: &mut Rng) -> Step {
     }
 }
 
-/// The other scripts: fair leaves and revocations, the rest of elections,
+/// The other scripts: fair leaves, revocations and lease renewals, the rest of elections,
 /// barriers, several locks at once, fenced writes, revocation of
 /// semaphores and read-write locks, inspection and signals.
 fn more(rng: &mut Rng) -> Step {
@@ -266,7 +266,7 @@ fn more(rng: &mut Rng) -> Step {
     let election = || vec![keys.leader.clone(), keys.election.clone()];
     let fence_value =
         |rng: &mut Rng| b(rng.pick(&["100", "200", "5", "007", "9007199254740991", "x"]));
-    match rng.below(18) {
+    match rng.below(19) {
         0 => {
             let fenced = rng.pick(&["0", "1"]).to_owned();
             let me = entry(rng, index, &fenced);
@@ -409,6 +409,18 @@ fn more(rng: &mut Rng) -> Step {
             ]);
             all.extend([keys.acquired.clone(), keys.rw_acquired.clone()]);
             script("inspect_any.lua", all, vec![b(rng.pick(&["1", "10"]))])
+        }
+        17 => {
+            // A process's renewal of its waiters' leases: one to three
+            // entries, some perhaps not queued.
+            let fenced = rng.pick(&["0", "1"]).to_owned();
+            let mut args = vec![b(rng.pick(&["60", "200"]))];
+            for _ in 0..=rng.below(3) {
+                let index = rng.below(TOKENS.len());
+                args.push(entry(rng, index, &fenced));
+            }
+            let keys = vec![keys.lock.clone(), keys.queue.clone(), keys.leases.clone()];
+            script("fair_renew.lua", keys, args)
         }
         _ => script(
             "signal_one.lua",

@@ -45,6 +45,17 @@ pub(crate) struct Member {
     key: u64,
     pub(crate) entry: Arc<str>,
     pub(crate) wake: Arc<Notify>,
+    /// When a renewal that found the entry still queued was sent: the lock
+    /// was not handed to it before then.
+    pub(crate) queued_at: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Member {
+    /// A renewal sent at `sent` found the entry still queued.
+    pub(crate) fn still_queued(&self, sent: Instant) {
+        let mut at = locked(&self.queued_at);
+        *at = Some(at.map_or(sent, |a| a.max(sent)));
+    }
 }
 
 /// A waiter's place in its group: dropped, it leaves.
@@ -55,6 +66,7 @@ pub(crate) struct Membership {
     /// Told when the waiter must look for itself (its entry is gone, or the
     /// lock is free with it at the head).
     pub(crate) wake: Arc<Notify>,
+    queued_at: Arc<Mutex<Option<Instant>>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -89,6 +101,7 @@ impl WaiterGroups {
                 key: members.next_key,
                 entry: Arc::from(entry),
                 wake: Arc::new(Notify::new()),
+                queued_at: Arc::new(Mutex::new(None)),
             };
             if let Some(at) = look_by {
                 members.look_by = Some(members.look_by.map_or(at, |l| l.min(at)));
@@ -99,6 +112,7 @@ impl WaiterGroups {
                 key: member.key,
                 entry: member.entry,
                 wake: member.wake,
+                queued_at: member.queued_at,
             }
         };
         drop(groups);
@@ -142,6 +156,11 @@ impl Membership {
     /// The entry this membership renews.
     pub(crate) fn entry(&self) -> &str {
         &self.entry
+    }
+
+    /// When the last renewal that found the entry still queued was sent.
+    pub(crate) fn queued_at(&self) -> Option<Instant> {
+        *locked(&self.queued_at)
     }
 
     /// Asks the group's task for a look at the lock by `at` (a holder's

@@ -108,9 +108,14 @@ async fn renew(session: Session, keys: Arc<LockKeys>, lease: Duration, group: Ar
 /// Wakes the members of `chunk` that must look for themselves; returns
 /// when the task should look again at the latest (the holder's TTL).
 fn wake(chunk: &[Member], renewed: &Renewed, sent: Instant) -> Option<Instant> {
-    for &i in &renewed.gone {
-        if let Some(member) = chunk.get(i) {
+    let mut gone = renewed.gone.iter().peekable();
+    for (i, member) in chunk.iter().enumerate() {
+        if gone.next_if(|&&g| g == i).is_some() {
             member.wake.notify_one();
+        } else {
+            // Not handed to it before `sent`: a hand-off message it hears
+            // later counts its hold from then (`handed_valid_until`).
+            member.still_queued(sent);
         }
     }
     if let Some(head) = &renewed.head {

@@ -137,7 +137,11 @@ impl Lock {
                 if let Woken::Message(handed) = woken {
                     let mut s = lock(state);
                     let fencing_token = handoff_fence(&handed, &s.id, spec.lease.fenced).flatten();
-                    let valid_until = handed_valid_until(s.not_ours_since, handoff_ttl);
+                    // The latest proof that it was not ours yet: our last
+                    // attempt, or a renewal that found us still queued.
+                    let renewed = s.membership.as_ref().and_then(Membership::queued_at);
+                    let since = renewed.map_or(s.not_ours_since, |r| r.max(s.not_ours_since));
+                    let valid_until = handed_valid_until(since, handoff_ttl);
                     // Heard too late (this process was stopped while the
                     // hand-off's TTL ran out): the lock may be the next
                     // waiter's by now. Ask Redis: still ours (`Handed`, with
