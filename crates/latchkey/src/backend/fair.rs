@@ -1,5 +1,6 @@
 //! A fair lock's scripts on one server (layer 3): the attempt that queues a
-//! waiter and renews its lease (`fair_acquire.lua`), the release that
+//! waiter (`fair_acquire.lua`), the renewal of many waiters' leases at once
+//! (`fair_renew.lua`), the release that
 //! hands the lock to the first live waiter (`fair_release.lua`), a
 //! waiter's leaving (`fair_leave.lua`) and an operator's revocation
 //! (`fair_revoke.lua`), the last three over one hand-on

@@ -19,11 +19,15 @@
 //! round trip. Its guard works as any other (watchdog, `lost()`, fencing).
 //!
 //! # Bounds
-//! * A waiter renews its lease every third of it, by running the same
-//!   script again, which also finds a hand-off whose message was lost (the
-//!   pub/sub connection died) and takes a lock whose holder died without
-//!   releasing when the waiter is at the head. It also wakes at the
-//!   holder's TTL, and when the subscriber reconnects.
+//! * A waiter's lease is renewed every third of it, for all the waiters of
+//!   this process on the lock at once (`renewer.rs`: one `fair_renew.lua`
+//!   per process per lock, not one script per waiter). That task also
+//!   looks at the lock: an entry gone (a hand-off whose message was lost,
+//!   or an entry dropped as dead) wakes its waiter, which looks itself;
+//!   a lock free with one of ours at the head (its holder died without
+//!   releasing) wakes that waiter, which takes it; and it looks again at
+//!   the holder's TTL. A waiter also looks on a `released` message and
+//!   when the subscriber reconnects.
 //! * A hand-off sets the key's TTL to the smaller of the lock's TTL and the
 //!   lease; the new holder extends it to the lock's TTL in the background a
 //!   third of a lease before that runs out (the guard is usable at once,
@@ -63,7 +67,8 @@ use crate::vocab::error::{Error, Result};
 
 /// How long a fair lock's waiter keeps its place in the queue without
 /// renewing it, unless [`Lock::fair_with_lease`] says otherwise: 2 s. Its
-/// client renews it every third of that while it waits. A waiter that dies
+/// client renews it every third of that while it waits (one script per
+/// process per lock for all its waiters). A waiter that dies
 /// delays the queue by at most about this long; a shorter lease costs a
 /// renewal script more often per waiting process.
 pub const DEFAULT_WAITER_LEASE: Duration = Duration::from_secs(2);

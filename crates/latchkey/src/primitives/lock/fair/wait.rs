@@ -2,8 +2,10 @@
 //! renew the lease, and own the lock when the hand-off message arrives. The
 //! design and its bounds are in `mod.rs`. It runs the wait core
 //! (`primitives/wait/`, `wait_for`: subscribe first, attempt, sleep; the one
-//! failure policy; the one timeout) over [`FairWake`]; the attempt is also
-//! the lease renewal, and the hand-off message is the answer itself.
+//! failure policy; the one timeout) over [`FairWake`]; once the waiter is
+//! queued, its process's renewal task (`renewer.rs`) renews its lease and
+//! wakes it when it must look itself, and the hand-off message is the
+//! answer itself.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -95,7 +97,7 @@ impl Lock {
         let subscriptions = match subscribed {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!(lock = %spec.display_name(), error = %e, "pub/sub unavailable; a fair waiter finds its turn by its lease renewals");
+                tracing::warn!(lock = %spec.display_name(), error = %e, "pub/sub unavailable; a fair waiter finds its turn by the renewals of its lease");
                 Vec::new()
             }
         };
