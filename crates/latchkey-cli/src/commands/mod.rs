@@ -100,6 +100,9 @@ pub(crate) enum Command {
     /// Serve the lock verbs as Model Context Protocol tools over stdio, for
     /// AI agents (docs/agents.md); never renews a lock on its own.
     Mcp(crate::doors::mcp::McpArgs),
+    /// Serve the lock verbs as HTTP/JSON (docs/http.md): bearer tokens, or
+    /// loopback only; never renews a lock on its own.
+    Serve(crate::doors::http::ServeArgs),
 }
 
 impl Command {
@@ -141,6 +144,7 @@ impl Command {
             Command::Elect(args) => elect::elect(target, args).await,
             Command::Leader(args) => elect::leader(target, args).await,
             Command::Mcp(args) => crate::doors::mcp::mcp(target, args).await,
+            Command::Serve(args) => crate::doors::http::serve(target, args).await,
         }
     }
 }

@@ -73,8 +73,7 @@ impl Tools {
         F: FnOnce(Client, Req) -> Fut,
         Fut: Future<Output = Result<Rep, VerbError>>,
     {
-        let request: Req = serde_json::from_value(serde_json::Value::Object(arguments))
-            .map_err(|e| failed(VerbError::invalid(format!("bad arguments: {e}"))))?;
+        let request: Req = super::verbs::decode(arguments).map_err(failed)?;
         let client = self.redis.client().await.map_err(failed)?;
         verb(client, request).await.map(Json).map_err(failed)
     }

@@ -1,13 +1,16 @@
 //! Doors: latchkey's verbs for callers that do not run the CLI per step or
 //! link the library. `mcp` serves them as Model Context Protocol tools over
-//! stdio (for AI agents); `verbs` is what it serves, once, so that another
-//! door (HTTP) is a skin over the same functions.
+//! stdio (for AI agents), `http` as HTTP/JSON (`latchkey serve`, with
+//! `http_auth`'s bearer tokens); `verbs` is what both serve, once, so each
+//! door is a skin over the same functions.
 //!
 //! Stateless by the owner token: a door keeps no locks, only a connection,
 //! so any number of door processes may serve one deployment and a restart
 //! loses nothing. A door never renews a lock on its own: a caller that stops
 //! calling loses its lock at the TTL, as a dead process does.
 
+pub(crate) mod http;
+pub(crate) mod http_auth;
 pub(crate) mod mcp;
 pub(crate) mod verbs;
 

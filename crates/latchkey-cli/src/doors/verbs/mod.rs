@@ -64,6 +64,15 @@ impl From<latchkey::Error> for VerbError {
     }
 }
 
+/// A verb's request from a JSON object, as every door receives it: a
+/// missing or unknown field, or a wrong type, is INVALID_INPUT.
+pub fn decode<Request: serde::de::DeserializeOwned>(
+    arguments: serde_json::Map<String, serde_json::Value>,
+) -> Result<Request, VerbError> {
+    serde_json::from_value(serde_json::Value::Object(arguments))
+        .map_err(|e| VerbError::invalid(format!("bad arguments: {e}")))
+}
+
 /// The code of a bad TTL, the library's own (`INVALID_TTL`).
 pub const INVALID_TTL: &str = "INVALID_TTL";
 /// The code of a token that does not own the lock any more, the library's
