@@ -131,3 +131,22 @@ fn a_door_started_before_redis_answers_unreachable_then_serves() {
     assert_eq!(held["acquired"], true);
     assert!(exists(&redis, "x"));
 }
+
+#[test]
+fn the_doors_refuse_several_redis_urls_with_exit_2() {
+    let redis = RedisServer::start();
+    let other = RedisServer::start();
+    for door in [&["mcp"][..], &["serve", "--listen", "127.0.0.1:0"][..]] {
+        let out = output(
+            latchkey_at(&format!("{},{}", redis.url(), other.url())).args(door),
+            REPLY_WITHIN,
+        );
+        assert_eq!(code(out.status), 2, "{door:?}: {}", stderr(&out));
+        assert_one_error_line(&out);
+        assert!(
+            stderr(&out).contains("one Redis server"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
