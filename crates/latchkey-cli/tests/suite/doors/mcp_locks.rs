@@ -227,3 +227,43 @@ fn a_lock_taken_over_mcp_excludes_the_cli_and_its_token_works_anywhere() {
     door.ok("release", json!({"name": "shared", "token": cli_token}));
     assert!(!exists(&redis, "shared"));
 }
+
+#[test]
+fn a_fair_lock_is_handed_to_the_waiter_with_the_ttl_it_asked_for() {
+    let redis = RedisServer::start();
+    let mut first = Session::start(&redis);
+    let mut second = Session::start(&redis);
+    let held = first.ok(
+        "acquire",
+        json!({"name": "line", "ttl": "1m", "fair": true}),
+    );
+    assert_eq!(held["acquired"], true);
+
+    let waiting = second.start_call(
+        "acquire",
+        json!({"name": "line", "ttl": "45s", "wait": "30s", "fair": true}),
+    );
+    // In the queue: the fair lock's waiter list holds the second agent.
+    latchkey_testkit::eventually_blocking("the second agent queued", || {
+        redis
+            .command(&["LLEN", &format!("{{{PREFIX}line}}:queue")])
+            .is_ok_and(|n| n == "1")
+    });
+    first.ok(
+        "release",
+        json!({"name": "line", "token": held["token"], "fair": true}),
+    );
+    let handed = second
+        .called(waiting, REPLY_WITHIN)
+        .expect("the waiter's acquire");
+    assert_eq!(handed["acquired"], true, "{handed}");
+    // The hand-off's short waiter lease was replaced by the TTL asked for:
+    // nothing would renew it after this call.
+    let pttl: i64 = redis
+        .command(&["PTTL", &key("line")])
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((30_000..=45_000).contains(&pttl), "the asked TTL: {pttl}");
+    assert!(num(&handed, "fencing_token") > num(&held, "fencing_token"));
+}

@@ -87,3 +87,19 @@ fn revoke_ends_a_hold_and_its_fencing_token_outranks_the_revoked() {
     let next = agent.ok("acquire", json!({"name": "prod", "ttl": "5m"}));
     assert!(num(&next, "fencing_token") >= num(first, "fencing_token"));
 }
+
+#[test]
+fn a_long_call_does_not_hold_up_the_sessions_other_calls() {
+    let redis = RedisServer::start();
+    let mut agent = Session::start(&redis);
+    let waiting = agent.start_call("wait", json!({"names": ["later"], "timeout": "30s"}));
+    // Answered while the wait is still open.
+    let status = agent.ok("status", json!({"name": "anything"}));
+    assert_eq!(status["held"], false);
+    latchkey_testkit::eventually_blocking("the wait subscribed", || {
+        redis.subscribers(&format!("{PREFIX}signal:later")) >= 1
+    });
+    agent.ok("signal", json!({"name": "later", "payload": "now"}));
+    let heard = agent.called(waiting, REPLY_WITHIN).expect("the wait");
+    assert_eq!(text(&heard, "payload"), "now");
+}
