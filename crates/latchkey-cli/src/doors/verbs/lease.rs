@@ -192,9 +192,9 @@ pub async fn extend(client: &Client, request: ExtendRequest) -> Result<ExtendRep
     Ok(ExtendReply {
         name: request.name,
         ttl_ms: ttl.as_millis() as u64,
-        // Counted from when the request was sent, as the library's guards
-        // count theirs (less its drift allowance, which callers add).
-        deadline_unix_ms: unix_ms(sent + ttl),
+        // As the library's guards count theirs (and `acquire`'s): from when
+        // the request was sent, less the clock-drift allowance.
+        deadline_unix_ms: unix_ms(sent + ttl - latchkey::protocol::drift(ttl)),
     })
 }
 
