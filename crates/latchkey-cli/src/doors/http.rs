@@ -15,14 +15,12 @@
 //! POST /v1/signals/wait                  {"names": ["…"], "timeout": "30s"}
 //! ```
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -34,6 +32,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::http_auth::{self, Tokens};
+use super::http_extract::{Body, Name, Params};
 use super::verbs::{decode, inspect, lease, notify, VerbError};
 use super::Redis;
 use crate::support::exit::{self, Failure, Outcome};
@@ -130,35 +129,35 @@ fn routes(redis: Door, allow_revoke: bool) -> Router {
     router.fallback(not_found).with_state(redis)
 }
 
-async fn acquire(State(redis): State<Door>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn acquire(State(redis): State<Door>, Name(name): Name, Body(body): Body) -> Response {
     call(&redis, Some(name), &body, |c, r| async move {
         lease::acquire(&c, r).await
     })
     .await
 }
 
-async fn extend(State(redis): State<Door>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn extend(State(redis): State<Door>, Name(name): Name, Body(body): Body) -> Response {
     call(&redis, Some(name), &body, |c, r| async move {
         lease::extend(&c, r).await
     })
     .await
 }
 
-async fn release(State(redis): State<Door>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn release(State(redis): State<Door>, Name(name): Name, Body(body): Body) -> Response {
     call(&redis, Some(name), &body, |c, r| async move {
         lease::release(&c, r).await
     })
     .await
 }
 
-async fn status(State(redis): State<Door>, Path(name): Path<String>) -> Response {
+async fn status(State(redis): State<Door>, Name(name): Name) -> Response {
     call(&redis, Some(name), b"", |c, r| async move {
         inspect::status(&c, r).await
     })
     .await
 }
 
-async fn list(State(redis): State<Door>, Query(query): Query<HashMap<String, String>>) -> Response {
+async fn list(State(redis): State<Door>, Params(query): Params) -> Response {
     // Query values are text: `limit` is the one number.
     let mut arguments = Map::new();
     for (key, value) in query {
@@ -175,28 +174,28 @@ async fn list(State(redis): State<Door>, Query(query): Query<HashMap<String, Str
     .await
 }
 
-async fn request_release(State(redis): State<Door>, Path(name): Path<String>) -> Response {
+async fn request_release(State(redis): State<Door>, Name(name): Name) -> Response {
     call(&redis, Some(name), b"", |c, r| async move {
         notify::request_release(&c, r).await
     })
     .await
 }
 
-async fn revoke(State(redis): State<Door>, Path(name): Path<String>) -> Response {
+async fn revoke(State(redis): State<Door>, Name(name): Name) -> Response {
     call(&redis, Some(name), b"", |c, r| async move {
         notify::revoke(&c, r).await
     })
     .await
 }
 
-async fn signal(State(redis): State<Door>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn signal(State(redis): State<Door>, Name(name): Name, Body(body): Body) -> Response {
     call(&redis, Some(name), &body, |c, r| async move {
         notify::signal(&c, r).await
     })
     .await
 }
 
-async fn wait(State(redis): State<Door>, body: Bytes) -> Response {
+async fn wait(State(redis): State<Door>, Body(body): Body) -> Response {
     call(&redis, None, &body, |c, r| async move {
         notify::wait(&c, r).await
     })

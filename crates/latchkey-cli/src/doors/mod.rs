@@ -11,6 +11,7 @@
 
 pub(crate) mod http;
 pub(crate) mod http_auth;
+pub(crate) mod http_extract;
 pub(crate) mod mcp;
 pub(crate) mod verbs;
 

@@ -176,3 +176,29 @@ fn a_long_wait_over_http_is_woken_by_a_release() {
     assert_eq!((status, &woken["acquired"]), (200, &json!(true)), "{woken}");
     assert!(num(&woken, "fencing_token") > num(&held, "fencing_token"));
 }
+
+#[test]
+fn a_path_or_body_axum_refuses_is_a_json_error_too_and_names_may_hold_slashes() {
+    let redis = RedisServer::start();
+    let served = Served::start(&redis, &[], &[]);
+    let big = format!(r#"{{"ttl": "1m", "wait": "{}"}}"#, "9".repeat(70 * 1024));
+    let (status, error) = served.post("/v1/locks/x/acquire", &big);
+    assert_eq!(
+        (status, text(&error, "code")),
+        (413, "INVALID_INPUT".to_owned()),
+        "{error}"
+    );
+    let (status, error) = served.post("/v1/locks/%FF/acquire", r#"{"ttl": "1m"}"#);
+    assert_eq!(
+        (status, text(&error, "code")),
+        (400, "INVALID_INPUT".to_owned()),
+        "{error}"
+    );
+    assert_eq!(dbsize(&redis), 0, "nothing taken");
+
+    // A name is one segment, percent-encoded: slashes and all.
+    let (status, held) = served.post("/v1/locks/repo%2Fsrc%2Fmain.rs/acquire", r#"{"ttl": "1m"}"#);
+    assert_eq!((status, &held["acquired"]), (200, &json!(true)), "{held}");
+    assert_eq!(text(&held, "name"), "repo/src/main.rs");
+    assert!(exists(&redis, "repo/src/main.rs"));
+}
