@@ -24,6 +24,7 @@ use rmcp::model::{
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
 
 use super::verbs::{inspect, lease, notify, VerbError};
 use super::Redis;
@@ -37,6 +38,10 @@ pub struct McpArgs {
     #[arg(long)]
     pub allow_revoke: bool,
 }
+
+/// The code of a call the host cancelled: the library's for a client
+/// closed (the reply is only written for the record).
+const CANCELLED: &str = "CLIENT_CLOSED";
 
 /// What the host shows the model about the server as a whole.
 const INSTRUCTIONS: &str = "Distributed locks (leases) on Redis, shared with other agents and programs. \
@@ -63,9 +68,16 @@ impl Tools {
     }
 
     /// Decodes `arguments`, connects and runs `verb`: every tool's body.
+    ///
+    /// A call the host cancels (`notifications/cancelled`) is dropped at
+    /// once: the SDK only trips `cancelled`, and a wait left running would
+    /// take the lock for a caller that has given up on it, which would hold
+    /// it to its TTL with no one knowing the token. Every verb is
+    /// cancel-safe: dropped, nothing stays held.
     async fn call<Req, Rep, F, Fut>(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
         verb: F,
     ) -> Result<Json<Rep>, CallToolResult>
     where
@@ -74,8 +86,16 @@ impl Tools {
         Fut: Future<Output = Result<Rep, VerbError>>,
     {
         let request: Req = super::verbs::decode(arguments).map_err(failed)?;
-        let client = self.redis.client().await.map_err(failed)?;
-        verb(client, request).await.map(Json).map_err(failed)
+        let served = async {
+            let client = self.redis.client().await?;
+            verb(client, request).await
+        };
+        tokio::select! {
+            outcome = served => outcome.map(Json).map_err(failed),
+            // The SDK sends no reply to a cancelled request; this one is
+            // for the record (and a host that cancels by other means).
+            () = cancelled.cancelled() => Err(failed(VerbError::new(CANCELLED, "cancelled by the client"))),
+        }
     }
 
     #[tool(
@@ -85,9 +105,12 @@ impl Tools {
     async fn acquire(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
     ) -> Result<Json<lease::AcquireReply>, CallToolResult> {
-        self.call(arguments, |c, r| async move { lease::acquire(&c, r).await })
-            .await
+        self.call(arguments, cancelled, |c, r| async move {
+            lease::acquire(&c, r).await
+        })
+        .await
     }
 
     #[tool(
@@ -97,9 +120,12 @@ impl Tools {
     async fn extend(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
     ) -> Result<Json<lease::ExtendReply>, CallToolResult> {
-        self.call(arguments, |c, r| async move { lease::extend(&c, r).await })
-            .await
+        self.call(arguments, cancelled, |c, r| async move {
+            lease::extend(&c, r).await
+        })
+        .await
     }
 
     #[tool(
@@ -109,9 +135,12 @@ impl Tools {
     async fn release(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
     ) -> Result<Json<lease::ReleaseReply>, CallToolResult> {
-        self.call(arguments, |c, r| async move { lease::release(&c, r).await })
-            .await
+        self.call(arguments, cancelled, |c, r| async move {
+            lease::release(&c, r).await
+        })
+        .await
     }
 
     #[tool(
@@ -121,11 +150,11 @@ impl Tools {
     async fn status(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
     ) -> Result<Json<inspect::StatusReply>, CallToolResult> {
-        self.call(
-            arguments,
-            |c, r| async move { inspect::status(&c, r).await },
-        )
+        self.call(arguments, cancelled, |c, r| async move {
+            inspect::status(&c, r).await
+        })
         .await
     }
 
@@ -136,18 +165,27 @@ impl Tools {
     async fn list(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
     ) -> Result<Json<inspect::ListReply>, CallToolResult> {
-        self.call(arguments, |c, r| async move { inspect::list(&c, r).await })
-            .await
+        self.call(arguments, cancelled, |c, r| async move {
+            inspect::list(&c, r).await
+        })
+        .await
     }
 
     #[tool(
         description = "Wait (at most `timeout`) for a signal on any of the names; returns its name and payload, or `signalled: false` at the timeout. Only signals sent after the wait began are seen.",
         input_schema = schema::<notify::WaitRequest>()
     )]
-    async fn wait(&self, arguments: JsonObject) -> Result<Json<notify::WaitReply>, CallToolResult> {
-        self.call(arguments, |c, r| async move { notify::wait(&c, r).await })
-            .await
+    async fn wait(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<notify::WaitReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            notify::wait(&c, r).await
+        })
+        .await
     }
 
     #[tool(
@@ -157,9 +195,12 @@ impl Tools {
     async fn signal(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
     ) -> Result<Json<notify::SignalReply>, CallToolResult> {
-        self.call(arguments, |c, r| async move { notify::signal(&c, r).await })
-            .await
+        self.call(arguments, cancelled, |c, r| async move {
+            notify::signal(&c, r).await
+        })
+        .await
     }
 
     #[tool(
@@ -169,8 +210,9 @@ impl Tools {
     async fn request_release(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
     ) -> Result<Json<notify::RequestReleaseReply>, CallToolResult> {
-        self.call(arguments, |c, r| async move {
+        self.call(arguments, cancelled, |c, r| async move {
             notify::request_release(&c, r).await
         })
         .await
@@ -183,9 +225,12 @@ impl Tools {
     async fn revoke(
         &self,
         arguments: JsonObject,
+        cancelled: CancellationToken,
     ) -> Result<Json<notify::RevokeReply>, CallToolResult> {
-        self.call(arguments, |c, r| async move { notify::revoke(&c, r).await })
-            .await
+        self.call(arguments, cancelled, |c, r| async move {
+            notify::revoke(&c, r).await
+        })
+        .await
     }
 }
 

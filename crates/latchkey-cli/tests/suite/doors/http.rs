@@ -202,3 +202,37 @@ fn a_path_or_body_axum_refuses_is_a_json_error_too_and_names_may_hold_slashes() 
     assert_eq!(text(&held, "name"), "repo/src/main.rs");
     assert!(exists(&redis, "repo/src/main.rs"));
 }
+
+#[test]
+fn a_caller_that_hangs_up_drops_its_wait_and_never_takes_the_lock() {
+    use std::io::Write;
+    let redis = RedisServer::start();
+    let served = Served::start(&redis, &[], &[]);
+    let (_, held) = served.post("/v1/locks/gone/acquire", r#"{"ttl": "1m"}"#);
+    let released_channel = format!("{{{PREFIX}gone}}:released");
+
+    let body = r#"{"ttl": "1m", "wait": "30s"}"#;
+    let mut caller = std::net::TcpStream::connect(&served.addr).expect("connect");
+    write!(
+        caller,
+        "POST /v1/locks/gone/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    latchkey_testkit::eventually_blocking("the caller waits", || {
+        redis.subscribers(&released_channel) >= 1
+    });
+    drop(caller);
+    latchkey_testkit::eventually_blocking("the hung-up wait is dropped", || {
+        redis.subscribers(&released_channel) == 0
+    });
+    let (status, _) = served.post(
+        "/v1/locks/gone/release",
+        &json!({"token": held["token"]}).to_string(),
+    );
+    assert_eq!(status, 200);
+    assert!(
+        !exists(&redis, "gone"),
+        "nobody took it for a caller that hung up"
+    );
+}

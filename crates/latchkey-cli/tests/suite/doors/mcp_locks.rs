@@ -267,3 +267,33 @@ fn a_fair_lock_is_handed_to_the_waiter_with_the_ttl_it_asked_for() {
     assert!((30_000..=45_000).contains(&pttl), "the asked TTL: {pttl}");
     assert!(num(&handed, "fencing_token") > num(&held, "fencing_token"));
 }
+
+#[test]
+fn a_wait_the_host_cancels_is_dropped_and_never_takes_the_lock() {
+    let redis = RedisServer::start();
+    let mut holder = Session::start(&redis);
+    let mut waiter = Session::start(&redis);
+    let held = holder.ok("acquire", json!({"name": "deploy", "ttl": "1m"}));
+    let released_channel = format!("{{{PREFIX}deploy}}:released");
+
+    let waiting = waiter.start_call(
+        "acquire",
+        json!({"name": "deploy", "ttl": "1m", "wait": "30s"}),
+    );
+    latchkey_testkit::eventually_blocking("the waiter listens for the release", || {
+        redis.subscribers(&released_channel) >= 1
+    });
+    waiter.cancel(waiting);
+    // Dropped, not left to run: its subscription is given up at once.
+    latchkey_testkit::eventually_blocking("the cancelled wait is dropped", || {
+        redis.subscribers(&released_channel) == 0
+    });
+    holder.ok("release", json!({"name": "deploy", "token": held["token"]}));
+    assert!(
+        !exists(&redis, "deploy"),
+        "nobody took it for a caller that gave up"
+    );
+    // The session goes on (a cancelled request gets no reply, as MCP says).
+    let shown = waiter.ok("status", json!({"name": "deploy"}));
+    assert_eq!(shown["held"], false);
+}

@@ -144,6 +144,15 @@ impl Session {
         self.send_request("tools/call", json!({"name": tool, "arguments": arguments}))
     }
 
+    /// Cancels request `id` as a host does (`notifications/cancelled`).
+    pub fn cancel(&mut self, id: u64) {
+        self.send(json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "the user gave up"}
+        }));
+    }
+
     /// The outcome of the call `id`, within `limit`.
     pub fn called(&mut self, id: u64, limit: Duration) -> Called {
         outcome(self.reply(id, limit))
