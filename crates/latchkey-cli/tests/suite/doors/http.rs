@@ -25,6 +25,11 @@ fn a_lock_over_http_is_busy_for_the_cli_and_other_callers_until_released() {
         Duration::from_secs(15),
     );
     assert_eq!(code(cli.status), 1, "busy for the CLI: {}", stderr(&cli));
+    let run = output(
+        latchkey(&redis).args(["run", "deploy", "--no-wait", "--", "true"]),
+        Duration::from_secs(15),
+    );
+    assert_eq!(code(run.status), 1, "busy for `run`: {}", stderr(&run));
 
     let (status, busy) = served.post("/v1/locks/deploy/acquire", r#"{"ttl": "1m"}"#);
     assert_eq!(status, 200);

@@ -150,3 +150,13 @@ fn the_doors_refuse_several_redis_urls_with_exit_2() {
         );
     }
 }
+
+#[test]
+fn the_door_exits_0_when_the_host_closes_its_stdin_and_leaves_locks_to_their_ttl() {
+    let redis = RedisServer::start();
+    let mut agent = Session::start(&redis);
+    agent.ok("acquire", json!({"name": "kept", "ttl": "1m"}));
+    assert_eq!(agent.close(REPLY_WITHIN), 0);
+    // Its locks are the caller's, by their tokens: ending the door ends none.
+    assert!(exists(&redis, "kept"));
+}

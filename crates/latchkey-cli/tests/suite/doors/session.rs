@@ -17,7 +17,8 @@ pub const REPLY_WITHIN: Duration = Duration::from_secs(15);
 
 pub struct Session {
     child: Child,
-    stdin: ChildStdin,
+    /// `None` once closed.
+    stdin: Option<ChildStdin>,
     replies: Receiver<Value>,
     /// Replies read while waiting for another id.
     early: HashMap<u64, Value>,
@@ -70,7 +71,7 @@ impl Session {
         });
         let mut session = Session {
             child,
-            stdin,
+            stdin: Some(stdin),
             replies,
             early: HashMap::new(),
             next_id: 0,
@@ -93,14 +94,22 @@ impl Session {
         self.child.id()
     }
 
+    /// Closes stdin, as a host does to stop the server, and returns its
+    /// exit code.
+    pub fn close(mut self, limit: Duration) -> i32 {
+        drop(self.stdin.take());
+        code(wait_exit(&mut self.child, limit))
+    }
+
     /// True while the door process runs.
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
     }
 
     fn send(&mut self, message: Value) {
-        writeln!(self.stdin, "{message}").expect("write to latchkey mcp");
-        self.stdin.flush().expect("flush");
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        writeln!(stdin, "{message}").expect("write to latchkey mcp");
+        stdin.flush().expect("flush");
     }
 
     /// Sends a request; its reply is [`Session::reply`]'s.
