@@ -13,6 +13,7 @@
 //! POST /v1/locks/{name}/revoke           (only with --allow-revoke)
 //! POST /v1/signals/{name}/signal         {"payload": "…", "one": false}
 //! POST /v1/signals/wait                  {"names": ["…"], "timeout": "30s"}
+//! GET  /v1/openapi.json                  this API as OpenAPI 3.1
 //! ```
 
 use std::future::Future;
@@ -122,7 +123,8 @@ fn routes(redis: Door, allow_revoke: bool) -> Router {
         .route("/v1/locks/{name}/release", post(release))
         .route("/v1/locks/{name}/request_release", post(request_release))
         .route("/v1/signals/{name}/signal", post(signal))
-        .route("/v1/signals/wait", post(wait));
+        .route("/v1/signals/wait", post(wait))
+        .route("/v1/openapi.json", get(move || openapi(allow_revoke)));
     if allow_revoke {
         router = router.route("/v1/locks/{name}/revoke", post(revoke));
     }
@@ -200,6 +202,10 @@ async fn wait(State(redis): State<Door>, Body(body): Body) -> Response {
         notify::wait(&c, r).await
     })
     .await
+}
+
+async fn openapi(allow_revoke: bool) -> Response {
+    Json(super::http_openapi::document(allow_revoke)).into_response()
 }
 
 async fn not_found() -> Response {

@@ -12,6 +12,7 @@
 pub(crate) mod http;
 pub(crate) mod http_auth;
 pub(crate) mod http_extract;
+pub(crate) mod http_openapi;
 pub(crate) mod mcp;
 pub(crate) mod verbs;
 

@@ -241,3 +241,25 @@ fn a_caller_that_hangs_up_drops_its_wait_and_never_takes_the_lock() {
         "nobody took it for a caller that hung up"
     );
 }
+
+#[test]
+fn the_api_describes_itself_as_openapi_behind_the_same_tokens() {
+    let redis = RedisServer::start();
+    let served = Served::start(&redis, &[], &[("LATCHKEY_SERVE_TOKENS", "t")]);
+    let (status, _) = served.request("GET", "/v1/openapi.json", None, "");
+    assert_eq!(status, 401);
+    let (status, doc) = served.request("GET", "/v1/openapi.json", Some("t"), "");
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    for path in [
+        "/v1/locks/{name}/acquire",
+        "/v1/locks/{name}/release",
+        "/v1/signals/wait",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} described");
+    }
+    assert!(
+        doc["paths"].get("/v1/locks/{name}/revoke").is_none(),
+        "not served, not described"
+    );
+}
