@@ -60,7 +60,11 @@ const NOT_FOUND: &str = "NOT_FOUND";
 /// The largest request body: the verbs' arguments are a few fields.
 const BODY_LIMIT: usize = 64 * 1024;
 
-/// Serves until SIGINT or SIGTERM.
+/// Serves until SIGINT or SIGTERM (after the requests in flight).
+///
+/// # Cancel safety
+///
+/// As `Command::run`: run to completion by `main`, never dropped part-way.
 pub async fn serve(target: &Target, args: ServeArgs) -> Outcome {
     let addr: SocketAddr = args.listen.parse().map_err(|_| {
         Failure::usage(format!(

@@ -255,7 +255,12 @@ fn failed(error: VerbError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
-/// Serves the tools on stdin/stdout until the host closes stdin.
+/// Serves the tools on stdin/stdout until the host closes stdin. The locks
+/// callers took stay held to their TTLs: they are the callers', by token.
+///
+/// # Cancel safety
+///
+/// As `Command::run`: run to completion by `main`, never dropped part-way.
 pub async fn mcp(target: &Target, args: McpArgs) -> Outcome {
     let redis = Arc::new(Redis::new(target, "mcp")?);
     let tools = Tools::new(Arc::clone(&redis), args.allow_revoke);
