@@ -85,6 +85,16 @@ fn extend_is_the_heartbeat_that_resets_the_ttl() {
         json!({"name": "env", "token": held["token"], "ttl": "1m"}),
     );
     assert_eq!(num(&extended, "ttl_ms"), 60_000);
+    // The deadline is the TTL from about now, less the drift allowance
+    // (ttl / 100 + 2 ms): within the TTL, never past it.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let deadline = num(&extended, "deadline_unix_ms");
+    assert!(
+        (now_ms + 55_000..=now_ms + 60_000).contains(&deadline),
+        "{deadline} vs now {now_ms}"
+    );
     assert!(num(&extended, "deadline_unix_ms") > num(&held, "deadline_unix_ms"));
     let pttl: i64 = redis
         .command(&["PTTL", &key("env")])
