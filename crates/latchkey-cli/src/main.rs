@@ -14,6 +14,7 @@
 //! for errors: one line on stderr (`latchkey: …`), never a backtrace. The full reference is `docs/cli.md`.
 
 mod commands;
+mod doors;
 mod support;
 
 use std::process::ExitCode;

@@ -97,6 +97,12 @@ pub(crate) enum Command {
     /// Print the leader of an election (value, term, since when); --watch
     /// follows every change.
     Leader(elect::LeaderArgs),
+    /// Serve the lock verbs as Model Context Protocol tools over stdio, for
+    /// AI agents (docs/agents.md); never renews a lock on its own.
+    Mcp(crate::doors::mcp::McpArgs),
+    /// Serve the lock verbs as HTTP/JSON (docs/http.md): bearer tokens, or
+    /// loopback only; never renews a lock on its own.
+    Serve(crate::doors::http::ServeArgs),
 }
 
 impl Command {
@@ -137,6 +143,8 @@ impl Command {
             Command::Barrier(args) => latch::barrier(target, args).await,
             Command::Elect(args) => elect::elect(target, args).await,
             Command::Leader(args) => elect::leader(target, args).await,
+            Command::Mcp(args) => crate::doors::mcp::mcp(target, args).await,
+            Command::Serve(args) => crate::doors::http::serve(target, args).await,
         }
     }
 }

@@ -11,7 +11,8 @@
 //! * `deploy`: Cluster, Sentinel, TLS, Redlock, refused servers;
 //! * `inspect`: `status`, `list`, the exporter, `top`;
 //! * `torture`: `latchkey torture`'s workloads;
-//! * `surface`: help, bad input, usage messages, the docs' examples, `demo`.
+//! * `surface`: help, bad input, usage messages, the docs' examples, `demo`;
+//! * `doors`: `latchkey mcp`, driven by a real MCP session.
 //!
 //! Run one family or file with a filter: `cargo test -p latchkey-cli --test
 //! suite run::ends::` (a filter is a substring: `run::` is the whole family).
@@ -20,6 +21,7 @@ mod common;
 
 mod deploy;
 mod doctor;
+mod doors;
 mod inspect;
 mod prim;
 mod run;

@@ -20,7 +20,7 @@ use common::*;
 const BLOCK_LIMIT: Duration = Duration::from_secs(60);
 
 /// What a line contains → why it does not run here (and where it is tested).
-const SKIPPED: [(&str, &str); 10] = [
+const SKIPPED: [(&str, &str); 12] = [
     (
         "./dev ",
         "the developer's script: builds the workspace and runs the whole suite, this test included",
@@ -41,6 +41,14 @@ const SKIPPED: [(&str, &str); 10] = [
     (
         "latchkey exporter",
         "serves until interrupted; inspect/exporter.rs",
+    ),
+    (
+        "latchkey mcp",
+        "serves MCP on stdin/stdout until the host closes it; doors/mcp_*.rs drive it",
+    ),
+    (
+        "latchkey serve",
+        "serves HTTP until interrupted; doors/http.rs",
     ),
     (
         "--watch",

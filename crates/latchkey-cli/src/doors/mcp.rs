@@ -1,0 +1,280 @@
+//! `latchkey mcp`: the verbs as Model Context Protocol tools over stdio,
+//! for AI agents (docs/agents.md). One JSON-RPC message per line on
+//! stdin/stdout (rmcp, the official SDK); logs go to stderr only.
+//!
+//! Arguments are decoded here, not by the SDK, so that bad input (a missing
+//! name, an unknown field, a negative TTL) is a tool error carrying
+//! latchkey's code (`INVALID_INPUT`, `INVALID_TTL`), which an agent reads
+//! and corrects, where the SDK would answer a protocol error the agent's
+//! host may not show it. The schemas published are the request types'.
+//!
+//! A tool error's text is one JSON object, `{"code": …, "message": …}`:
+//! the stable code to act on and a line for people.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use clap::Args;
+use latchkey::Client;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Json;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+};
+use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use super::verbs::{inspect, lease, notify, VerbError};
+use super::Redis;
+use crate::support::exit::{self, Failure, Outcome};
+use crate::support::target::Target;
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Offer the `revoke` tool (end anyone's hold of a name): an operator's
+    /// action, off unless asked for.
+    #[arg(long)]
+    pub allow_revoke: bool,
+}
+
+/// The code of a call the host cancelled: the library's for a client
+/// closed (the reply is only written for the record).
+const CANCELLED: &str = "CLIENT_CLOSED";
+
+/// What the host shows the model about the server as a whole.
+const INSTRUCTIONS: &str = "Distributed locks (leases) on Redis, shared with other agents and programs. \
+Take a lock with `acquire` before working on a shared thing (a file, a task, an environment) and \
+`release` it when done. The lock expires at its TTL unless you call `extend`: nothing renews it for you, \
+so pick a TTL of a few minutes and call `extend` at each step. Pass the fencing token to whatever you \
+write under the lock. A busy lock's reply names its holder; `wait` for a while or work on something else.";
+
+/// The tools, over one connection to Redis.
+#[derive(Clone)]
+pub struct Tools {
+    redis: Arc<Redis>,
+    tool_router: ToolRouter<Tools>,
+}
+
+#[tool_router]
+impl Tools {
+    pub fn new(redis: Arc<Redis>, allow_revoke: bool) -> Tools {
+        let mut tool_router = Self::tool_router();
+        if !allow_revoke {
+            tool_router.remove_route("revoke");
+        }
+        Tools { redis, tool_router }
+    }
+
+    /// Decodes `arguments`, connects and runs `verb`: every tool's body.
+    ///
+    /// A call the host cancels (`notifications/cancelled`) is dropped at
+    /// once: the SDK only trips `cancelled`, and a wait left running would
+    /// take the lock for a caller that has given up on it, which would hold
+    /// it to its TTL with no one knowing the token. Every verb is
+    /// cancel-safe: dropped, nothing stays held.
+    async fn call<Req, Rep, F, Fut>(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+        verb: F,
+    ) -> Result<Json<Rep>, CallToolResult>
+    where
+        Req: DeserializeOwned,
+        F: FnOnce(Client, Req) -> Fut,
+        Fut: Future<Output = Result<Rep, VerbError>>,
+    {
+        let request: Req = super::verbs::decode(arguments).map_err(failed)?;
+        let served = async {
+            let client = self.redis.client().await?;
+            verb(client, request).await
+        };
+        tokio::select! {
+            outcome = served => outcome.map(Json).map_err(failed),
+            // The SDK sends no reply to a cancelled request; this one is
+            // for the record (and a host that cancels by other means).
+            () = cancelled.cancelled() => Err(failed(VerbError::new(CANCELLED, "cancelled by the client"))),
+        }
+    }
+
+    #[tool(
+        description = "Take a named lock (a lease) and keep it until its TTL. Returns `acquired`, the owner `token` (for extend/release), the `fencing_token` (pass it to what you write) and `deadline_unix_ms`. When busy: `acquired: false` and the `holder`. `wait` waits that long for a release.",
+        input_schema = schema::<lease::AcquireRequest>()
+    )]
+    async fn acquire(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<lease::AcquireReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            lease::acquire(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Reset a held lock's TTL to `ttl` from now, given the owner token: the heartbeat of a long task (call it at each step). Fails with NOT_HELD if the token lost the lock (it expired or was revoked): stop writing then.",
+        input_schema = schema::<lease::ExtendRequest>()
+    )]
+    async fn extend(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<lease::ExtendReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            lease::extend(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Release a lock, given the owner token, and wake its waiters. Fails with NOT_HELD if the token no longer owns it.",
+        input_schema = schema::<lease::ReleaseRequest>()
+    )]
+    async fn release(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<lease::ReleaseReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            lease::release(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Who holds a name and since when: held or not, TTL left, holder (host, pid), age, fencing token; every kind (lock, semaphore, read-write lock, latch, barrier, election). Read-only.",
+        input_schema = schema::<inspect::StatusRequest>()
+    )]
+    async fn status(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<inspect::StatusReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            inspect::status(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "List the locks and other primitives whose names match a glob pattern (default \"*\"), with their holders. Read-only.",
+        input_schema = schema::<inspect::ListRequest>()
+    )]
+    async fn list(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<inspect::ListReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            inspect::list(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Wait (at most `timeout`) for a signal on any of the names; returns its name and payload, or `signalled: false` at the timeout. Only signals sent after the wait began are seen.",
+        input_schema = schema::<notify::WaitRequest>()
+    )]
+    async fn wait(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<notify::WaitReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            notify::wait(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Send a signal (with an optional text payload) to everyone waiting on a name, or to one waiter with `one: true`. Returns how many received it; nothing keeps a signal nobody waited for.",
+        input_schema = schema::<notify::SignalRequest>()
+    )]
+    async fn signal(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<notify::SignalReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            notify::signal(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Ask the holders of a name to let go (a polite request: latchkey run/elect holders stop their command and release). Nothing is taken away. Returns how many connections heard it.",
+        input_schema = schema::<notify::NameRequest>()
+    )]
+    async fn request_release(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<notify::RequestReleaseReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            notify::request_release(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "End every hold of a name, whoever holds it (an operator's action), and raise its fencing counter past the revoked holders' tokens. Only offered when the server was started with --allow-revoke.",
+        input_schema = schema::<notify::NameRequest>()
+    )]
+    async fn revoke(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<notify::RevokeReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            notify::revoke(&c, r).await
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(INSTRUCTIONS);
+        config.server_info = Implementation::new("latchkey", env!("CARGO_PKG_VERSION"));
+        config
+    }
+}
+
+/// The input schema of a request type.
+fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_type::<T>()
+}
+
+/// A verb's failure as a tool error: `{"code", "message"}` as its text.
+fn failed(error: VerbError) -> CallToolResult {
+    let text = serde_json::to_string(&error).unwrap_or_else(|_| error.message.clone());
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// Serves the tools on stdin/stdout until the host closes stdin. The locks
+/// callers took stay held to their TTLs: they are the callers', by token.
+///
+/// # Cancel safety
+///
+/// As `Command::run`: run to completion by `main`, never dropped part-way.
+pub async fn mcp(target: &Target, args: McpArgs) -> Outcome {
+    let redis = Arc::new(Redis::new(target, "mcp")?);
+    let tools = Tools::new(Arc::clone(&redis), args.allow_revoke);
+    let service = tools.serve(rmcp::transport::stdio()).await.map_err(|e| {
+        Failure::new(
+            exit::UNAVAILABLE,
+            format!("mcp: the session did not start: {e}"),
+        )
+    })?;
+    let ended = service.waiting().await;
+    // A wait the host cancelled leaves its release running in the background.
+    redis.flush(std::time::Duration::from_secs(3)).await;
+    match ended {
+        Ok(_) => Ok(exit::OK),
+        Err(e) => Err(Failure::new(exit::INTERNAL, format!("mcp: {e}"))),
+    }
+}

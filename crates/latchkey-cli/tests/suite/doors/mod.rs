@@ -1,0 +1,10 @@
+//! The doors: `latchkey mcp` driven by a real MCP session (a scripted
+//! JSON-RPC exchange over the binary's stdin and stdout) and `latchkey
+//! serve` by an HTTP client, against a private redis-server.
+
+mod http;
+mod http_client;
+mod mcp_input;
+mod mcp_locks;
+mod mcp_signals;
+mod session;
