@@ -39,7 +39,7 @@ fn holder(server: &RedisServer) -> String {
 }
 
 /// The server's clock in ms (`TIME`), which the leases are counted in.
-fn server_ms(server: &RedisServer) -> u64 {
+pub(super) fn server_ms(server: &RedisServer) -> u64 {
     let time = server.command(&["TIME"]).unwrap();
     let mut parts = time.lines().map(|l| l.trim().parse::<u64>().unwrap());
     let (s, us) = (parts.next().unwrap(), parts.next().unwrap());

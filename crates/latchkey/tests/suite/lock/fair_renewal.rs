@@ -7,6 +7,7 @@ use crate::common;
 
 use std::time::Duration;
 
+use super::fair::server_ms;
 use common::*;
 use latchkey::{Client, Lock, Ownership};
 
@@ -39,13 +40,6 @@ fn scripts_run(server: &RedisServer) -> u64 {
             calls.split(',').next()?.parse::<u64>().ok()
         })
         .sum()
-}
-
-fn server_ms(server: &RedisServer) -> u64 {
-    let time = server.command(&["TIME"]).unwrap();
-    let mut parts = time.lines().map(|l| l.trim().parse::<u64>().unwrap());
-    let (s, us) = (parts.next().unwrap(), parts.next().unwrap());
-    s * 1000 + us / 1000
 }
 
 #[tokio::test]
