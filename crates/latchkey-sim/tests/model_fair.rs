@@ -203,6 +203,18 @@ fn a_retry_that_queues_the_same_entry_again_is_caught() {
 }
 
 #[test]
+fn a_renewal_that_takes_a_gone_entry_for_still_queued_is_caught() {
+    // The renewal task's proof: only a renewal that found the entry still
+    // queued shows the lock was not handed to it before it was sent.
+    let why = caught(
+        "renewal proving gone entries",
+        late_message(),
+        Mutant::RenewalProvesGoneEntries,
+    );
+    assert!(why.contains("exclusion"), "{why}");
+}
+
+#[test]
 fn a_late_hand_off_message_after_a_failed_wait_attempt_is_not_taken_for_a_new_one() {
     use latchkey_sim::model::common::Fault::{Pause, Resume};
     use latchkey_sim::model::fair::{Action::*, Op};

@@ -57,6 +57,11 @@ pub enum Mutant {
     /// under its old id, and a late hand-off message for that id is taken
     /// for a new hand-off.
     RetryRequeuesSameEntry,
+    /// The renewal task takes every renewal as proof that the lock was not
+    /// handed to the waiter before it was sent, also one that found the
+    /// entry gone (handed on meanwhile): a hand-off message heard later
+    /// then counts the hold from too late.
+    RenewalProvesGoneEntries,
 }
 
 /// A bounded configuration.

@@ -269,6 +269,9 @@ fn renew_lease(
         (true, _) | (false, None) => w.recheck_at = now + cfg.tick,
         (false, Some(&wait_ms)) => {
             let gone = words.len() > 2;
+            if cfg.mutant == Some(crate::model::fair::Mutant::RenewalProvesGoneEntries) {
+                w.not_ours_since = now;
+            }
             if gone || head == me.as_bytes() {
                 client.wake = Wake::Look;
             } else {

@@ -45,7 +45,7 @@ impl Scripts {
                 s.revoke = mutate(&s.revoke, from, "if id")?;
             }
             // A client step's change (`fair_client.rs`), not a script's.
-            Some(Mutant::RetryRequeuesSameEntry) => {}
+            Some(Mutant::RetryRequeuesSameEntry | Mutant::RenewalProvesGoneEntries) => {}
             Some(Mutant::RevokeWithoutRaise) => {
                 s.revoke = mutate(
                     &s.revoke,
