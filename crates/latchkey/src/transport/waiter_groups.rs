@@ -28,6 +28,9 @@ pub(crate) struct Group {
     members: Mutex<Members>,
     /// Told when a member joins (it may want an earlier look) or leaves.
     pub(crate) changed: Notify,
+    /// Its task has ended (the last member left, or the runtime it ran on
+    /// shut down): a member still waiting joins a new group.
+    ended: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -120,6 +123,24 @@ impl WaiterGroups {
         (membership, started)
     }
 
+    /// Removes `group`, whose task ended without its members (its runtime
+    /// shut down), and wakes every member: each looks for itself, and
+    /// joins a new group with a task of its own.
+    pub(crate) fn end(&self, lock: &[u8], lease: Duration, group: &Arc<Group>) {
+        let mut groups = locked(&self.groups);
+        group
+            .ended
+            .store(true, std::sync::atomic::Ordering::Release);
+        let key = (lock.to_vec(), lease);
+        if groups.get(&key).is_some_and(|g| Arc::ptr_eq(g, group)) {
+            groups.remove(&key);
+        }
+        drop(groups);
+        for member in locked(&group.members).list.values() {
+            member.wake.notify_one();
+        }
+    }
+
     /// Removes `group` if it has no member left: its task ends. Under the
     /// map's lock, so that no member joins a group whose task has ended.
     pub(crate) fn end_if_empty(&self, lock: &[u8], lease: Duration, group: &Arc<Group>) -> bool {
@@ -156,6 +177,11 @@ impl Membership {
     /// The entry this membership renews.
     pub(crate) fn entry(&self) -> &str {
         &self.entry
+    }
+
+    /// Whether the group's task has ended: this member is renewed no more.
+    pub(crate) fn ended(&self) -> bool {
+        self.group.ended.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// When the last renewal that found the entry still queued was sent.

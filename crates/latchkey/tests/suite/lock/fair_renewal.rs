@@ -119,3 +119,65 @@ async fn the_head_of_many_waiters_takes_a_lock_whose_holder_died() {
         assert_eq!(i, expected, "arrival order");
     }
 }
+
+/// The renewal task of a lock runs on the runtime of the waiter that
+/// started it. When that runtime shuts down while a waiter of another
+/// runtime still waits on the same client, that waiter's lease must go on
+/// being renewed (by a task of its own runtime), not lapse.
+#[test]
+fn a_waiter_outlives_the_runtime_its_renewal_task_ran_on() {
+    let server = RedisServer::start();
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let (ours, other) = (runtime(), runtime());
+    ours.block_on(async {
+        let (a, b) = (client(&server.url()).await, client(&server.url()).await);
+        let held = fair(&a).try_acquire().await.unwrap().expect("free");
+        // b's subscriber starts on this runtime (a wait on another name),
+        // so that shutting the other down leaves b's connections alive.
+        let elsewhere = a.lock("elsewhere", TTL).unwrap().fair().unwrap();
+        let _elsewhere = elsewhere.try_acquire().await.unwrap().expect("free");
+        let waiting_elsewhere = b.lock("elsewhere", TTL).unwrap().fair().unwrap();
+        let _parked = tokio::spawn(async move { waiting_elsewhere.acquire().await });
+        eventually("b listens", || async {
+            count(&server, &["LLEN", "{test:elsewhere}:queue"]) == 1
+        })
+        .await;
+
+        // The first waiter on the lock runs on the other runtime: the
+        // lock's renewal task starts there.
+        let first = fair(&b);
+        other.spawn(async move { first.acquire_until(Duration::from_secs(60)).await });
+        eventually("the first waiter queued", || async {
+            count(&server, &["LLEN", QUEUE]) == 1
+        })
+        .await;
+        let second = fair(&b);
+        let second = tokio::spawn(async move {
+            let guard = second.acquire_until(Duration::from_secs(60)).await?;
+            guard.release().await
+        });
+        eventually("the second waiter queued", || async {
+            count(&server, &["LLEN", QUEUE]) == 2
+        })
+        .await;
+
+        other.shutdown_background();
+        // Three leases on, the first waiter's entry has lapsed (its
+        // runtime is gone), the second's is still renewed.
+        tokio::time::sleep(LEASE * 3).await;
+        let now = server_ms(&server).to_string();
+        assert_eq!(
+            count(&server, &["ZCOUNT", LEASES, &now, "+inf"]),
+            1,
+            "the second waiter's lease kept"
+        );
+        assert_eq!(held.release().await.unwrap(), Ownership::Owned);
+        assert_eq!(second.await.unwrap().unwrap(), Ownership::Owned);
+    });
+}

@@ -51,8 +51,31 @@ pub(crate) fn join(
     membership
 }
 
+/// Ends the group when its task ends, however it ends: a task dropped
+/// with members left (its runtime shut down while other runtimes' waiters
+/// wait) must not leave them unrenewed; they look, and join anew.
+struct Ending<'a> {
+    session: &'a Session,
+    keys: &'a LockKeys,
+    lease: Duration,
+    group: &'a Arc<Group>,
+}
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        let groups = &self.session.inner.fair_waiters;
+        groups.end(&self.keys.key, self.lease, self.group);
+    }
+}
+
 /// The group's task: renews until the group is empty.
 async fn renew(session: Session, keys: Arc<LockKeys>, lease: Duration, group: Arc<Group>) {
+    let _ending = Ending {
+        session: &session,
+        keys: &keys,
+        lease,
+        group: &group,
+    };
     let every = lease / 3;
     // The members queued themselves just now: their leases are fresh.
     let mut next = Instant::now() + every;

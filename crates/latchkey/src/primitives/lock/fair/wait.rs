@@ -243,7 +243,7 @@ impl Lock {
                         // renews the lease and looks at the lock from now
                         // on, and wakes us when we must look ourselves.
                         match &s.membership {
-                            Some(m) if m.entry() == s.me => m.look_by(look_by),
+                            Some(m) if m.entry() == s.me && !m.ended() => m.look_by(look_by),
                             _ => {
                                 let me = s.me.clone();
                                 s.membership = Some(renewer::join(session, &spec.keys, lease, &me, look_by));
