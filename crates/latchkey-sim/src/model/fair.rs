@@ -6,11 +6,15 @@
 //! - a first try: `fair_acquire.lua` in mode `try` with an empty entry
 //!   (`fair_try_once`); busy, the client waits under a new token and entry;
 //! - a waiter's attempt: `fair_acquire.lua` in mode `wait` until a reply
-//!   shows it queued, then `renew`; it runs again every third of the lease
-//!   (the lease's renewal), at the holder's TTL (`wait_ms + 1`), on a
-//!   `released`/`revoked` message and after a restart (the subscriber
-//!   reconnects). A `renew` that finds the entry gone queues again under a
-//!   new id;
+//!   shows it queued, then `renew`; it runs again on a `released`/`revoked`
+//!   message, after a restart (the subscriber reconnects), after a failed
+//!   attempt (the retry) and when its process's renewal task wakes it. A
+//!   `renew` that finds the entry gone queues again under a new id;
+//! - the renewal task (one per process per lock; a client is one process,
+//!   so it renews one entry): `fair_renew.lua` every third of the lease and
+//!   at the holder's TTL (`wait_ms + 1`); it wakes the waiter when its entry
+//!   is gone or the lock is free with it at the head, and a renewal that
+//!   found the entry queued moves `not_ours_since` to its send time;
 //! - a hand-off message `<id>:<fence>` for the waiter's current id: a hold
 //!   valid until `not_ours_since + handoff_ttl − drift(handoff_ttl)` if that
 //!   is still ahead, else the waiter asks again (`still_valid`);

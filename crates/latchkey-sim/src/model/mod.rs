@@ -20,8 +20,9 @@
 //! The fair lock ([`fair`]: `fair_model.rs` what is enabled when,
 //! `fair_step.rs` the transitions,
 //! `fair_client.rs` a client's steps, `fair_check.rs` the invariants): a
-//! first try, queueing and lease renewal (`fair_acquire.lua`), the
-//! hand-off message or a renewal finding the hand-off, the watchdog and
+//! first try and queueing (`fair_acquire.lua`), the renewal task's lease
+//! renewal (`fair_renew.lua`), the hand-off message or a look finding the
+//! hand-off, the watchdog and
 //! the hand-off's extension, a release handing on (`fair_release.lua`), a
 //! waiter leaving (`fair_leave.lua`), an operator's revocation
 //! (`fair_revoke.lua`); checked for exclusion, fencing (strictly rising
