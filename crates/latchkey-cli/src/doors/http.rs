@@ -34,6 +34,7 @@ use serde_json::{Map, Value};
 
 use super::http_auth::{self, Tokens};
 use super::http_extract::{Body, Name, Params};
+use super::http_tls;
 use super::verbs::{decode, inspect, lease, notify, VerbError};
 use super::Redis;
 use crate::support::exit::{self, Failure, Outcome};
@@ -52,6 +53,13 @@ pub struct ServeArgs {
     /// Serve `revoke` (end anyone's hold of a name): an operator's action.
     #[arg(long)]
     pub allow_revoke: bool,
+    /// Serve HTTPS with this certificate chain (PEM); needs --listen-tls-key.
+    /// (--tls-cert is the Redis connection's client certificate.)
+    #[arg(long, value_name = "FILE", requires = "listen_tls_key")]
+    pub listen_tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --listen-tls-cert.
+    #[arg(long, value_name = "FILE", requires = "listen_tls_cert")]
+    pub listen_tls_key: Option<PathBuf>,
 }
 
 /// The code of an unknown endpoint: latchkey's for a thing that does not exist.
@@ -74,6 +82,11 @@ pub async fn serve(target: &Target, args: ServeArgs) -> Outcome {
     })?;
     let tokens = Tokens::load(args.tokens_file.as_deref())?;
     tokens.check_listener(addr)?;
+    // Read before listening: a bad file is the operator's to fix, at start.
+    let tls = match (&args.listen_tls_cert, &args.listen_tls_key) {
+        (Some(cert), Some(key)) => Some(http_tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let redis = Arc::new(Redis::new(target, "serve")?);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         Failure::new(
@@ -85,16 +98,28 @@ pub async fn serve(target: &Target, args: ServeArgs) -> Outcome {
         .local_addr()
         .map_err(|e| Failure::new(exit::INTERNAL, format!("serve: {e}")))?;
     // The one line on stdout: where it listens (port 0 picks one).
-    println!("listening on http://{bound}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("listening on {scheme}://{bound}");
     let app = routes(Arc::clone(&redis), args.allow_revoke)
         .layer(axum::middleware::from_fn_with_state(
             tokens,
             http_auth::authenticate,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(stopped())
-        .await;
+    let served = match tls {
+        Some(acceptor) => {
+            let listener = http_tls::TlsListener::new(listener, acceptor)
+                .map_err(|e| Failure::new(exit::INTERNAL, format!("serve: {e}")))?;
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopped())
+                .await
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopped())
+                .await
+        }
+    };
     redis.flush(std::time::Duration::from_secs(3)).await;
     served.map_err(|e| Failure::new(exit::INTERNAL, format!("serve: {e}")))?;
     Ok(exit::OK)

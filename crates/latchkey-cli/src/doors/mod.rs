@@ -13,6 +13,7 @@ pub(crate) mod http;
 pub(crate) mod http_auth;
 pub(crate) mod http_extract;
 pub(crate) mod http_openapi;
+pub(crate) mod http_tls;
 pub(crate) mod mcp;
 pub(crate) mod verbs;
 

@@ -14,6 +14,8 @@ pub struct Served {
     child: Child,
     /// `127.0.0.1:PORT`.
     pub addr: String,
+    /// Whether it said it serves `https://`.
+    pub https: bool,
 }
 
 impl Served {
@@ -40,12 +42,14 @@ impl Served {
         let line = rx
             .recv_timeout(Duration::from_secs(15))
             .expect("latchkey serve said where it listens");
+        let line = line.trim();
         let addr = line
-            .trim()
             .strip_prefix("listening on http://")
+            .or_else(|| line.strip_prefix("listening on https://"))
             .unwrap_or_else(|| panic!("not the listening line: {line:?}"))
             .to_owned();
-        Served { child, addr }
+        let https = line.starts_with("listening on https://");
+        Served { child, addr, https }
     }
 
     pub fn pid(&self) -> u32 {
