@@ -14,6 +14,7 @@
 //! POST /v1/signals/{name}/signal         {"payload": "…", "one": false}
 //! POST /v1/signals/wait                  {"names": ["…"], "timeout": "30s"}
 //! GET  /v1/openapi.json                  this API as OpenAPI 3.1
+//! GET  /metrics                          the exporter's Prometheus text
 //! ```
 
 use std::future::Future;
@@ -28,15 +29,17 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Args;
 use latchkey::Client;
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::http_auth::{self, Tokens};
 use super::http_extract::{Body, Name, Params};
-use super::http_tls;
 use super::verbs::{decode, inspect, lease, notify, VerbError};
 use super::Redis;
+use super::{http_metrics, http_tls};
+use crate::commands::exporter::ScanArgs;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::target::Target;
 
@@ -60,6 +63,10 @@ pub struct ServeArgs {
     /// The private key (PEM) of --listen-tls-cert.
     #[arg(long, value_name = "FILE", requires = "listen_tls_cert")]
     pub listen_tls_key: Option<PathBuf>,
+    /// The scan of the server's locks behind GET /metrics, as `latchkey
+    /// exporter`'s.
+    #[command(flatten)]
+    pub scan: ScanArgs,
 }
 
 /// The code of an unknown endpoint: latchkey's for a thing that does not exist.
@@ -82,12 +89,14 @@ pub async fn serve(target: &Target, args: ServeArgs) -> Outcome {
     })?;
     let tokens = Tokens::load(args.tokens_file.as_deref())?;
     tokens.check_listener(addr)?;
+    args.scan.check()?;
     // Read before listening: a bad file is the operator's to fix, at start.
     let tls = match (&args.listen_tls_cert, &args.listen_tls_key) {
         (Some(cert), Some(key)) => Some(http_tls::acceptor(cert, key)?),
         _ => None,
     };
     let redis = Arc::new(Redis::new(target, "serve")?);
+    let metrics = http_metrics::start(Arc::clone(&redis), args.scan)?;
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         Failure::new(
             exit::UNAVAILABLE,
@@ -100,7 +109,7 @@ pub async fn serve(target: &Target, args: ServeArgs) -> Outcome {
     // The one line on stdout: where it listens (port 0 picks one).
     let scheme = if tls.is_some() { "https" } else { "http" };
     println!("listening on {scheme}://{bound}");
-    let app = routes(Arc::clone(&redis), args.allow_revoke)
+    let app = routes(Arc::clone(&redis), args.allow_revoke, metrics)
         .layer(axum::middleware::from_fn_with_state(
             tokens,
             http_auth::authenticate,
@@ -143,7 +152,7 @@ async fn stopped() {
 
 type Door = Arc<Redis>;
 
-fn routes(redis: Door, allow_revoke: bool) -> Router {
+fn routes(redis: Door, allow_revoke: bool, metrics: PrometheusHandle) -> Router {
     let mut router = Router::new()
         .route("/v1/locks", get(list))
         .route("/v1/locks/{name}", get(status))
@@ -153,7 +162,11 @@ fn routes(redis: Door, allow_revoke: bool) -> Router {
         .route("/v1/locks/{name}/request_release", post(request_release))
         .route("/v1/signals/{name}/signal", post(signal))
         .route("/v1/signals/wait", post(wait))
-        .route("/v1/openapi.json", get(move || openapi(allow_revoke)));
+        .route("/v1/openapi.json", get(move || openapi(allow_revoke)))
+        .route(
+            "/metrics",
+            get(move || async move { http_metrics::render(&metrics) }),
+        );
     if allow_revoke {
         router = router.route("/v1/locks/{name}/revoke", post(revoke));
     }

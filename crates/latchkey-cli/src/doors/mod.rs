@@ -12,6 +12,7 @@
 pub(crate) mod http;
 pub(crate) mod http_auth;
 pub(crate) mod http_extract;
+pub(crate) mod http_metrics;
 pub(crate) mod http_openapi;
 pub(crate) mod http_tls;
 pub(crate) mod mcp;

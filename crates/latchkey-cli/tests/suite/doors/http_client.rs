@@ -103,7 +103,34 @@ pub fn request(
     .expect("send");
     let mut reply = String::new();
     stream.read_to_string(&mut reply).expect("read the reply");
-    let (head, json) = reply
+    let (status, json) = split(&reply);
+    let json: Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("a JSON body ({e}): {reply:?}"));
+    (status, json)
+}
+
+/// `GET path` with an optional bearer token: the status and the body as text.
+pub fn get_text(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect to latchkey serve");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(40)))
+        .expect("timeout");
+    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}\r\n"
+    )
+    .expect("send");
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).expect("read the reply");
+    let (status, body) = split(&reply);
+    (status, body.to_owned())
+}
+
+/// An HTTP/1.1 reply (no chunked encoding: the server sends lengths): its
+/// status and its body.
+fn split(reply: &str) -> (u16, &str) {
+    let (head, body) = reply
         .split_once("\r\n\r\n")
         .unwrap_or_else(|| panic!("no HTTP head: {reply:?}"));
     let status: u16 = head
@@ -111,7 +138,5 @@ pub fn request(
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no status: {head:?}"));
-    let json: Value =
-        serde_json::from_str(json).unwrap_or_else(|e| panic!("a JSON body ({e}): {reply:?}"));
-    (status, json)
+    (status, body)
 }

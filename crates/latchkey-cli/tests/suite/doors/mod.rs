@@ -4,6 +4,7 @@
 
 mod http;
 mod http_client;
+mod http_metrics;
 mod http_tls;
 mod mcp_input;
 mod mcp_locks;
