@@ -16,6 +16,7 @@ pub(crate) mod http_metrics;
 pub(crate) mod http_openapi;
 pub(crate) mod http_tls;
 pub(crate) mod mcp;
+pub(crate) mod mcp_holds;
 pub(crate) mod verbs;
 
 use latchkey::Client;

@@ -8,5 +8,6 @@ mod http_metrics;
 mod http_tls;
 mod mcp_input;
 mod mcp_locks;
+mod mcp_session;
 mod mcp_signals;
 mod session;
