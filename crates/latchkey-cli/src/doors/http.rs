@@ -11,6 +11,7 @@
 //! GET  /v1/locks?pattern=P&limit=N       list
 //! POST /v1/locks/{name}/request_release
 //! POST /v1/locks/{name}/revoke           (only with --allow-revoke)
+//! GET  /v1/elections/{name}/leader       who leads an election
 //! POST /v1/signals/{name}/signal         {"payload": "…", "one": false}
 //! POST /v1/signals/wait                  {"names": ["…"], "timeout": "30s"}
 //! GET  /v1/openapi.json                  this API as OpenAPI 3.1
@@ -160,6 +161,7 @@ fn routes(redis: Door, allow_revoke: bool, metrics: PrometheusHandle) -> Router 
         .route("/v1/locks/{name}/extend", post(extend))
         .route("/v1/locks/{name}/release", post(release))
         .route("/v1/locks/{name}/request_release", post(request_release))
+        .route("/v1/elections/{name}/leader", get(leader))
         .route("/v1/signals/{name}/signal", post(signal))
         .route("/v1/signals/wait", post(wait))
         .route("/v1/openapi.json", get(move || openapi(allow_revoke)))
@@ -214,6 +216,13 @@ async fn list(State(redis): State<Door>, Params(query): Params) -> Response {
     let body = Value::Object(arguments).to_string();
     call(&redis, None, body.as_bytes(), |c, r| async move {
         inspect::list(&c, r).await
+    })
+    .await
+}
+
+async fn leader(State(redis): State<Door>, Name(name): Name) -> Response {
+    call(&redis, Some(name), b"", |c, r| async move {
+        inspect::leader(&c, r).await
     })
     .await
 }
