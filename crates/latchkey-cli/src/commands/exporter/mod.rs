@@ -85,7 +85,7 @@ pub struct ExporterArgs {
 /// serve`'s for its `/metrics` (src/doors/http.rs).
 #[derive(Args, Debug, Clone)]
 pub struct ScanArgs {
-    /// How often to scan the server's locks.
+    /// How often to scan the server's locks for the metrics.
     #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "10s")]
     pub scan_every: Duration,
     /// Locks held longer than this are counted and listed as long-held.
