@@ -140,14 +140,14 @@ class Served:
         env = {k: v for k, v in os.environ.items() if k != "LATCHKEY_SERVE_TOKENS"}
         self.proc = subprocess.Popen(
             [latchkey_bin(), "serve", "--redis", server.url, "--listen", "127.0.0.1:0"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE, text=True, env=env)  # stderr: pytest's capture
         # Its one line on stdout says where it listens: it listens then. A
         # server that never says so is killed, so the read cannot hang.
         guard = threading.Timer(30, self.proc.kill)
         guard.start()
         line = self.proc.stdout.readline()
         guard.cancel()
-        assert line.startswith("listening on http://"), (line, self.proc.stderr.read())
+        assert line.startswith("listening on http://"), f"latchkey serve said {line!r}"
         self.base = line.strip().removeprefix("listening on ")
 
     def post(self, path, body):
