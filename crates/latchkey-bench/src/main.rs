@@ -28,6 +28,7 @@ mod cached;
 mod cached_handoff;
 mod cached_holder;
 mod cluster;
+mod doors;
 mod driver;
 mod election;
 mod fair;
@@ -104,6 +105,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("native", native::run),
     ("scale", scale::run),
     ("user_loop", user_loop::run),
+    ("doors", doors::run),
 ];
 
 fn main() {

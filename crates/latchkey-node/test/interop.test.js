@@ -96,3 +96,64 @@ g.release()`]);
   await next.release();
   assert.equal(await holderExited, 0);
 });
+
+// `latchkey serve` on a free loopback port (port 0: it picks one and prints
+// it) against this file's redis-server, with no tokens (loopback only).
+async function startServe() {
+  const env = { ...process.env };
+  delete env.LATCHKEY_SERVE_TOKENS;
+  const proc = spawn(CLI, ['serve', '--redis', redis.url, '--listen', '127.0.0.1:0'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // Its one line on stdout says where it listens: it listens then.
+  const line = await new Promise((resolve, reject) => {
+    let text = '';
+    proc.stdout.on('data', (chunk) => {
+      text += chunk;
+      if (text.includes('\n')) resolve(text.split('\n')[0]);
+    });
+    proc.once('exit', (code) => reject(new Error(`latchkey serve exited (${code}) before listening`)));
+  });
+  assert.match(line, /^listening on http:\/\//);
+  const base = line.replace('listening on ', '');
+  const post = async (route, body) => {
+    const reply = await fetch(base + route, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return [reply.status, await reply.json()];
+  };
+  const stop = async () => {
+    const exited = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    await exited;
+  };
+  return { post, stop, pid: proc.pid };
+}
+
+test('a lock taken over HTTP (`latchkey serve`) excludes Node until released over HTTP, both ways', { skip: !fs.existsSync(CLI) && `no CLI at ${CLI} (cargo build -p latchkey-cli)` }, async () => {
+  const served = await startServe();
+  try {
+    const [status, held] = await served.post('/v1/locks/shared-http/acquire', { ttl: '1m' });
+    assert.equal(status, 200, JSON.stringify(held));
+    assert.equal(held.acquired, true);
+    const lock = client.lock('shared-http', { ttl: 10_000 });
+    assert.equal(await lock.tryAcquire(), null, 'busy for Node while held over HTTP');
+
+    const [released, reply] = await served.post('/v1/locks/shared-http/release', { token: held.token });
+    assert.equal(released, 200, JSON.stringify(reply));
+    const ours = await lock.tryAcquire();
+    assert.ok(ours !== null && ours.isHeld());
+    assert.ok((await ours.fencingToken()) > BigInt(held.fencing_token), 'one fencing counter for both doors');
+
+    const [busyStatus, busy] = await served.post('/v1/locks/shared-http/acquire', { ttl: '1m' });
+    assert.equal(busyStatus, 200);
+    assert.equal(busy.acquired, false, 'busy over HTTP while Node holds it');
+    assert.equal(busy.holder.pid, process.pid, 'the holder it names is this process');
+    await ours.release();
+    const [, again] = await served.post('/v1/locks/shared-http/acquire', { ttl: '1m' });
+    assert.equal(again.acquired, true);
+    await served.post('/v1/locks/shared-http/release', { token: again.token });
+  } finally {
+    await served.stop();
+  }
+});

@@ -1,8 +1,12 @@
-"""The same lock from redis-py's Lock (prefix=""), and from `latchkey run`."""
+"""The same lock from redis-py's Lock (prefix=""), from `latchkey run` and
+from `latchkey serve` (HTTP)."""
 
+import json
 import os
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -126,3 +130,65 @@ def test_python_redis_lock_and_latchkey_exclude_each_other(server, name):
     again = redis_lock.Lock(conn, name, expire=30)
     assert again.acquire(blocking=False) is True
     again.release()
+
+
+class Served:
+    """`latchkey serve` on a free loopback port (port 0: it picks one and
+    prints it) against `server`, with no tokens (loopback callers only)."""
+
+    def __init__(self, server):
+        env = {k: v for k, v in os.environ.items() if k != "LATCHKEY_SERVE_TOKENS"}
+        self.proc = subprocess.Popen(
+            [latchkey_bin(), "serve", "--redis", server.url, "--listen", "127.0.0.1:0"],
+            stdout=subprocess.PIPE, text=True, env=env)  # stderr: pytest's capture
+        # Its one line on stdout says where it listens: it listens then. A
+        # server that never says so is killed, so the read cannot hang.
+        guard = threading.Timer(30, self.proc.kill)
+        guard.start()
+        line = self.proc.stdout.readline()
+        guard.cancel()
+        assert line.startswith("listening on http://"), f"latchkey serve said {line!r}"
+        self.base = line.strip().removeprefix("listening on ")
+
+    def post(self, path, body):
+        """POST a JSON body: (HTTP status, JSON reply)."""
+        request = urllib.request.Request(
+            self.base + path, data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as reply:
+                return reply.status, json.load(reply)
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.load(refused)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def test_a_lock_taken_over_http_excludes_python_until_released_over_http(server, name):
+    """`latchkey serve` and the Python package on one name, both ways."""
+    served = Served(server)
+    try:
+        status, held = served.post(f"/v1/locks/{name}/acquire", {"ttl": "1m"})
+        assert (status, held["acquired"]) == (200, True), held
+        assert server.redis().get(f"latchkey:{name}").decode() == held["token"]
+        lock = latchkey.Client(server.url).lock(name, ttl=10.0)
+        assert lock.try_acquire() is None, "busy for Python while held over HTTP"
+
+        status, released = served.post(f"/v1/locks/{name}/release", {"token": held["token"]})
+        assert (status, released["released"]) == (200, True), released
+        guard = lock.try_acquire()
+        assert guard is not None and guard.is_held()
+        assert guard.fencing_token() > held["fencing_token"], "one fencing counter for both doors"
+
+        status, busy = served.post(f"/v1/locks/{name}/acquire", {"ttl": "1m"})
+        assert (status, busy["acquired"]) == (200, False), busy
+        assert busy["holder"]["pid"] == os.getpid(), "the holder it names is this process"
+        assert guard.release() is True
+        status, again = served.post(f"/v1/locks/{name}/acquire", {"ttl": "1m"})
+        assert (status, again["acquired"]) == (200, True), again
+        status, _ = served.post(f"/v1/locks/{name}/release", {"token": again["token"]})
+        assert status == 200
+    finally:
+        served.stop()

@@ -11,9 +11,11 @@
 //! GET  /v1/locks?pattern=P&limit=N       list
 //! POST /v1/locks/{name}/request_release
 //! POST /v1/locks/{name}/revoke           (only with --allow-revoke)
+//! GET  /v1/elections/{name}/leader       who leads an election
 //! POST /v1/signals/{name}/signal         {"payload": "…", "one": false}
 //! POST /v1/signals/wait                  {"names": ["…"], "timeout": "30s"}
 //! GET  /v1/openapi.json                  this API as OpenAPI 3.1
+//! GET  /metrics                          the exporter's Prometheus text
 //! ```
 
 use std::future::Future;
@@ -28,6 +30,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Args;
 use latchkey::Client;
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -36,6 +39,8 @@ use super::http_auth::{self, Tokens};
 use super::http_extract::{Body, Name, Params};
 use super::verbs::{decode, inspect, lease, notify, VerbError};
 use super::Redis;
+use super::{http_metrics, http_tls};
+use crate::commands::exporter::ScanArgs;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::target::Target;
 
@@ -52,6 +57,17 @@ pub struct ServeArgs {
     /// Serve `revoke` (end anyone's hold of a name): an operator's action.
     #[arg(long)]
     pub allow_revoke: bool,
+    /// Serve HTTPS with this certificate chain (PEM); needs --listen-tls-key.
+    /// (--tls-cert is the Redis connection's client certificate.)
+    #[arg(long, value_name = "FILE", requires = "listen_tls_key")]
+    pub listen_tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --listen-tls-cert.
+    #[arg(long, value_name = "FILE", requires = "listen_tls_cert")]
+    pub listen_tls_key: Option<PathBuf>,
+    /// The scan of the server's locks behind GET /metrics, as `latchkey
+    /// exporter`'s.
+    #[command(flatten)]
+    pub scan: ScanArgs,
 }
 
 /// The code of an unknown endpoint: latchkey's for a thing that does not exist.
@@ -74,7 +90,14 @@ pub async fn serve(target: &Target, args: ServeArgs) -> Outcome {
     })?;
     let tokens = Tokens::load(args.tokens_file.as_deref())?;
     tokens.check_listener(addr)?;
+    args.scan.check()?;
+    // Read before listening: a bad file is the operator's to fix, at start.
+    let tls = match (&args.listen_tls_cert, &args.listen_tls_key) {
+        (Some(cert), Some(key)) => Some(http_tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let redis = Arc::new(Redis::new(target, "serve")?);
+    let metrics = http_metrics::start(Arc::clone(&redis), args.scan)?;
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         Failure::new(
             exit::UNAVAILABLE,
@@ -85,16 +108,28 @@ pub async fn serve(target: &Target, args: ServeArgs) -> Outcome {
         .local_addr()
         .map_err(|e| Failure::new(exit::INTERNAL, format!("serve: {e}")))?;
     // The one line on stdout: where it listens (port 0 picks one).
-    println!("listening on http://{bound}");
-    let app = routes(Arc::clone(&redis), args.allow_revoke)
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("listening on {scheme}://{bound}");
+    let app = routes(Arc::clone(&redis), args.allow_revoke, metrics)
         .layer(axum::middleware::from_fn_with_state(
             tokens,
             http_auth::authenticate,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(stopped())
-        .await;
+    let served = match tls {
+        Some(acceptor) => {
+            let listener = http_tls::TlsListener::new(listener, acceptor)
+                .map_err(|e| Failure::new(exit::INTERNAL, format!("serve: {e}")))?;
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopped())
+                .await
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopped())
+                .await
+        }
+    };
     redis.flush(std::time::Duration::from_secs(3)).await;
     served.map_err(|e| Failure::new(exit::INTERNAL, format!("serve: {e}")))?;
     Ok(exit::OK)
@@ -118,7 +153,7 @@ async fn stopped() {
 
 type Door = Arc<Redis>;
 
-fn routes(redis: Door, allow_revoke: bool) -> Router {
+fn routes(redis: Door, allow_revoke: bool, metrics: PrometheusHandle) -> Router {
     let mut router = Router::new()
         .route("/v1/locks", get(list))
         .route("/v1/locks/{name}", get(status))
@@ -126,9 +161,14 @@ fn routes(redis: Door, allow_revoke: bool) -> Router {
         .route("/v1/locks/{name}/extend", post(extend))
         .route("/v1/locks/{name}/release", post(release))
         .route("/v1/locks/{name}/request_release", post(request_release))
+        .route("/v1/elections/{name}/leader", get(leader))
         .route("/v1/signals/{name}/signal", post(signal))
         .route("/v1/signals/wait", post(wait))
-        .route("/v1/openapi.json", get(move || openapi(allow_revoke)));
+        .route("/v1/openapi.json", get(move || openapi(allow_revoke)))
+        .route(
+            "/metrics",
+            get(move || async move { http_metrics::render(&metrics) }),
+        );
     if allow_revoke {
         router = router.route("/v1/locks/{name}/revoke", post(revoke));
     }
@@ -176,6 +216,13 @@ async fn list(State(redis): State<Door>, Params(query): Params) -> Response {
     let body = Value::Object(arguments).to_string();
     call(&redis, None, body.as_bytes(), |c, r| async move {
         inspect::list(&c, r).await
+    })
+    .await
+}
+
+async fn leader(State(redis): State<Door>, Name(name): Name) -> Response {
+    call(&redis, Some(name), b"", |c, r| async move {
+        inspect::leader(&c, r).await
     })
     .await
 }

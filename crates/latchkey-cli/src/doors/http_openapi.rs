@@ -93,6 +93,13 @@ fn endpoints(allow_revoke: bool) -> Vec<Endpoint> {
             reply: schema::<notify::RequestReleaseReply>(),
         },
         Endpoint {
+            method: "get",
+            path: "/v1/elections/{name}/leader",
+            summary: "Who leads an election: its value, term (a fencing token) and since when",
+            body: None,
+            reply: schema::<inspect::LeaderReply>(),
+        },
+        Endpoint {
             method: "post",
             path: "/v1/signals/{name}/signal",
             summary: "Send a signal to the waiters on a name",

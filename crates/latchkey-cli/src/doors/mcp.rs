@@ -19,14 +19,18 @@ use latchkey::Client;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Json;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, Implementation, JsonObject, ListResourcesResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
 };
-use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use super::verbs::{inspect, lease, notify, VerbError};
+use super::mcp_holds::{self, Holds};
+use super::verbs::{inspect, lease, notify, VerbError, NOT_HELD};
 use super::Redis;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::target::Target;
@@ -48,12 +52,16 @@ const INSTRUCTIONS: &str = "Distributed locks (leases) on Redis, shared with oth
 Take a lock with `acquire` before working on a shared thing (a file, a task, an environment) and \
 `release` it when done. The lock expires at its TTL unless you call `extend`: nothing renews it for you, \
 so pick a TTL of a few minutes and call `extend` at each step. Pass the fencing token to whatever you \
-write under the lock. A busy lock's reply names its holder; `wait` for a while or work on something else.";
+write under the lock. A busy lock's reply names its holder; `wait` for a while or work on something else. \
+The resource latchkey://session/holds lists the locks you took here and have not released, with their \
+tokens and deadlines.";
 
 /// The tools, over one connection to Redis.
 #[derive(Clone)]
 pub struct Tools {
     redis: Arc<Redis>,
+    /// What this session took: the `latchkey://session/holds` resource.
+    holds: Holds,
     tool_router: ToolRouter<Tools>,
 }
 
@@ -64,7 +72,11 @@ impl Tools {
         if !allow_revoke {
             tool_router.remove_route("revoke");
         }
-        Tools { redis, tool_router }
+        Tools {
+            redis,
+            holds: Holds::default(),
+            tool_router,
+        }
     }
 
     /// Decodes `arguments`, connects and runs `verb`: every tool's body.
@@ -107,8 +119,13 @@ impl Tools {
         arguments: JsonObject,
         cancelled: CancellationToken,
     ) -> Result<Json<lease::AcquireReply>, CallToolResult> {
+        let holds = self.holds.clone();
         self.call(arguments, cancelled, |c, r| async move {
-            lease::acquire(&c, r).await
+            let reply = lease::acquire(&c, r).await?;
+            if let (Some(token), Some(deadline)) = (&reply.token, reply.deadline_unix_ms) {
+                holds.took(&reply.name, token, reply.fencing_token, deadline);
+            }
+            Ok(reply)
         })
         .await
     }
@@ -122,9 +139,26 @@ impl Tools {
         arguments: JsonObject,
         cancelled: CancellationToken,
     ) -> Result<Json<lease::ExtendReply>, CallToolResult> {
-        self.call(arguments, cancelled, |c, r| async move {
-            lease::extend(&c, r).await
-        })
+        let holds = self.holds.clone();
+        self.call(
+            arguments,
+            cancelled,
+            |c, r: lease::ExtendRequest| async move {
+                let (name, token) = (r.name.clone(), r.token.clone());
+                match lease::extend(&c, r).await {
+                    Ok(reply) => {
+                        holds.extended(&name, &token, reply.deadline_unix_ms);
+                        Ok(reply)
+                    }
+                    Err(e) => {
+                        if e.code == NOT_HELD {
+                            holds.gone(&name, &token);
+                        }
+                        Err(e)
+                    }
+                }
+            },
+        )
         .await
     }
 
@@ -137,9 +171,23 @@ impl Tools {
         arguments: JsonObject,
         cancelled: CancellationToken,
     ) -> Result<Json<lease::ReleaseReply>, CallToolResult> {
-        self.call(arguments, cancelled, |c, r| async move {
-            lease::release(&c, r).await
-        })
+        let holds = self.holds.clone();
+        self.call(
+            arguments,
+            cancelled,
+            |c, r: lease::ReleaseRequest| async move {
+                let (name, token) = (r.name.clone(), r.token.clone());
+                let outcome = lease::release(&c, r).await;
+                // Released, or not this token's any more: not held either way.
+                if outcome
+                    .as_ref()
+                    .map_or_else(|e| e.code == NOT_HELD, |_| true)
+                {
+                    holds.gone(&name, &token);
+                }
+                outcome
+            },
+        )
         .await
     }
 
@@ -169,6 +217,21 @@ impl Tools {
     ) -> Result<Json<inspect::ListReply>, CallToolResult> {
         self.call(arguments, cancelled, |c, r| async move {
             inspect::list(&c, r).await
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Who leads an election (`latchkey elect NAME` campaigns in it): `leader` true or false, the leader's announced `value`, its `term` (greater than every earlier leader's: a fencing token) and `since_ms`. Read-only.",
+        input_schema = schema::<inspect::LeaderRequest>()
+    )]
+    async fn leader(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<inspect::LeaderReply>, CallToolResult> {
+        self.call(arguments, cancelled, |c, r| async move {
+            inspect::leader(&c, r).await
         })
         .await
     }
@@ -237,10 +300,39 @@ impl Tools {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_instructions(INSTRUCTIONS);
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        let mut config = ServerConfig::new(capabilities).with_instructions(INSTRUCTIONS);
         config.server_info = Implementation::new("latchkey", env!("CARGO_PKG_VERSION"));
         config
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![Holds::resource()]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != mcp_holds::URI {
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource {:?}; the one resource is {}",
+                    request.uri,
+                    mcp_holds::URI
+                ),
+                None,
+            ));
+        }
+        Ok(self.holds.read().into())
     }
 }
 

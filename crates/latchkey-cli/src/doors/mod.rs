@@ -12,8 +12,11 @@
 pub(crate) mod http;
 pub(crate) mod http_auth;
 pub(crate) mod http_extract;
+pub(crate) mod http_metrics;
 pub(crate) mod http_openapi;
+pub(crate) mod http_tls;
 pub(crate) mod mcp;
+pub(crate) mod mcp_holds;
 pub(crate) mod verbs;
 
 use latchkey::Client;

@@ -74,31 +74,98 @@ pub struct ExporterArgs {
     /// Address of the HTTP listener serving Prometheus text.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
-    /// How often to scan the server's locks.
-    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "10s")]
-    pub scan_every: Duration,
-    /// Locks held longer than this are counted and listed as long-held.
-    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5m")]
-    pub long_held: Duration,
+    #[command(flatten)]
+    pub scan: ScanArgs,
     /// Glob over lock names (Redis MATCH syntax: * ? [abc] \x).
     #[arg(default_value = "*")]
     pub pattern: String,
 }
 
-pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
-    if args.scan_every < Duration::from_millis(10) {
-        return Err(Failure::usage("--scan-every must be at least 10ms"));
+/// How the server's locks are scanned: the exporter's, and `latchkey
+/// serve`'s for its `/metrics` (src/doors/http.rs).
+#[derive(Args, Debug, Clone)]
+pub struct ScanArgs {
+    /// How often to scan the server's locks for the metrics.
+    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "10s")]
+    pub scan_every: Duration,
+    /// Locks held longer than this are counted and listed as long-held.
+    #[arg(long, value_name = "D", value_parser = duration::parse, default_value = "5m")]
+    pub long_held: Duration,
+}
+
+impl ScanArgs {
+    /// A usage error for a scan interval too short to be meant.
+    pub fn check(&self) -> Result<(), Failure> {
+        if self.scan_every < Duration::from_millis(10) {
+            return Err(Failure::usage("--scan-every must be at least 10ms"));
+        }
+        Ok(())
     }
-    let client = target.client("exporter").await?;
-    let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
-    // A gauge no scan has set for two intervals (plus slack for a slow
-    // scan) belongs to a lock that is gone, or to a server we cannot scan.
-    let idle = args.scan_every * 2 + Duration::from_secs(1);
-    let (listen, recorder, serve) = bind(args.listen, idle)?;
+
+    /// The recorder's settings: a gauge no scan has set for two intervals
+    /// (plus slack for a slow scan) belongs to a lock that is gone, or to a
+    /// server we cannot scan, and disappears; seconds have the library's
+    /// buckets.
+    pub fn recorder(&self) -> Result<PrometheusBuilder, Failure> {
+        let idle = self.scan_every * 2 + Duration::from_secs(1);
+        PrometheusBuilder::new()
+            .idle_timeout(MetricKindMask::GAUGE, Some(idle))
+            .set_buckets_for_metric(
+                Matcher::Suffix("_seconds".into()),
+                latchkey::metrics::SECONDS_BUCKETS,
+            )
+            .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics exporter: {e}")))
+    }
+}
+
+/// Makes `recorder` the process's, with every metric described: the
+/// library's (what this process's client does) and the scan's.
+pub fn install(recorder: PrometheusRecorder) -> Result<(), Failure> {
     metrics::set_global_recorder(recorder)
         .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics recorder: {e}")))?;
     latchkey::metrics::describe();
     describe();
+    Ok(())
+}
+
+/// Scans one client's server: what sets the server-side gauges.
+pub struct Scanner {
+    client: Client,
+    prefix: String,
+    pattern: String,
+    long_held: Duration,
+    log: ScanLog,
+}
+
+impl Scanner {
+    pub fn new(client: Client, pattern: String, scan: &ScanArgs) -> Scanner {
+        let prefix = String::from_utf8_lossy(client.prefix()).into_owned();
+        Scanner {
+            client,
+            prefix,
+            pattern,
+            long_held: scan.long_held,
+            log: ScanLog::default(),
+        }
+    }
+
+    /// One scan: lists every primitive and sets every server-side gauge
+    /// from them (a failure: `latchkey_exporter_up` 0, one line on stderr).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a scan dropped part-way leaves some gauges of this
+    /// scan and some of the last, as a scan racing the locks would.
+    pub async fn scan(&mut self) {
+        scan(self).await;
+    }
+}
+
+pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
+    args.scan.check()?;
+    let client = target.client("exporter").await?;
+    let (listen, recorder, serve) = bind(args.listen, &args.scan)?;
+    install(recorder)?;
     tokio::spawn(async move {
         if let Err(e) = serve.await {
             tracing::error!(error = ?e, "the metrics HTTP listener stopped");
@@ -106,15 +173,15 @@ pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
     });
     println!("serving Prometheus metrics on http://{listen}/metrics");
 
-    let mut ticks = tokio::time::interval(args.scan_every);
+    let mut ticks = tokio::time::interval(args.scan.scan_every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let stop = stop_signal();
     tokio::pin!(stop);
-    let mut log = ScanLog::default();
+    let mut scanner = Scanner::new(client, args.pattern, &args.scan);
     loop {
         tokio::select! {
             _ = &mut stop => return Ok(exit::OK),
-            _ = ticks.tick() => scan(&client, &prefix, &args, &mut log).await,
+            _ = ticks.tick() => scanner.scan().await,
         }
     }
 }
@@ -126,7 +193,7 @@ pub async fn exporter(target: &Target, args: ExporterArgs) -> Outcome {
 /// in between).
 fn bind(
     listen: SocketAddr,
-    idle: Duration,
+    scan: &ScanArgs,
 ) -> Result<(SocketAddr, PrometheusRecorder, ExporterFuture), Failure> {
     let mut attempts = 0;
     loop {
@@ -138,14 +205,7 @@ fn bind(
         } else {
             listen
         };
-        let builder = PrometheusBuilder::new()
-            .with_http_listener(addr)
-            .idle_timeout(MetricKindMask::GAUGE, Some(idle))
-            .set_buckets_for_metric(
-                Matcher::Suffix("_seconds".into()),
-                latchkey::metrics::SECONDS_BUCKETS,
-            )
-            .map_err(|e| Failure::new(exit::INTERNAL, format!("metrics exporter: {e}")))?;
+        let builder = scan.recorder()?.with_http_listener(addr);
         match builder.build() {
             Ok((recorder, serve)) => return Ok((addr, recorder, serve)),
             Err(_) if listen.port() == 0 && attempts < 5 => continue,
@@ -202,9 +262,17 @@ impl ScanLog {
 }
 
 /// One scan: lists every primitive and sets every server-side gauge from them.
-async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut ScanLog) {
+async fn scan(scanner: &mut Scanner) {
+    let Scanner {
+        client,
+        prefix,
+        pattern,
+        long_held: threshold,
+        log,
+    } = scanner;
+    let (prefix, threshold) = (prefix.as_str(), *threshold);
     let started = Instant::now();
-    let all = match client.list_all(&args.pattern).await {
+    let all = match client.list_all(pattern.as_str()).await {
         Ok(infos) => infos,
         Err(e) => {
             log.failed(&e);
@@ -222,7 +290,7 @@ async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut Scan
         })
         .collect();
     log.succeeded(prefix, &infos);
-    kinds::export(prefix, &all, args.long_held);
+    kinds::export(prefix, &all, threshold);
     let held: Vec<&LockInfo> = infos.into_iter().filter(|info| info.held).collect();
     let mut long_held = 0usize;
     for info in &held {
@@ -234,7 +302,7 @@ async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut Scan
         };
         gauge!(LOCK_AGE, "prefix" => prefix.to_owned(), "lock" => lock.clone())
             .set(age.as_secs_f64());
-        if age > args.long_held {
+        if age > threshold {
             long_held += 1;
             gauge!(
                 LOCK_LONG_HELD,
@@ -248,7 +316,7 @@ async fn scan(client: &Client, prefix: &str, args: &ExporterArgs, log: &mut Scan
     }
     gauge!(LOCKS_HELD, "prefix" => prefix.to_owned()).set(held.len() as f64);
     gauge!(LOCKS_LONG_HELD, "prefix" => prefix.to_owned()).set(long_held as f64);
-    gauge!(LONG_HELD_THRESHOLD).set(args.long_held.as_secs_f64());
+    gauge!(LONG_HELD_THRESHOLD).set(threshold.as_secs_f64());
     gauge!(SCAN_DURATION).set(started.elapsed().as_secs_f64());
     gauge!(UP).set(1.0);
     counter!(SCANS, "outcome" => "ok").increment(1);

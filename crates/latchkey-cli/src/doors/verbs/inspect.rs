@@ -83,3 +83,48 @@ pub async fn list(client: &Client, request: ListRequest) -> Result<ListReply, Ve
         primitives: found.iter().take(limit).map(kind_view::to_json).collect(),
     })
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaderRequest {
+    /// The election's name (as `latchkey elect NAME` campaigns in).
+    pub name: String,
+}
+
+/// Who leads an election: the fields of `latchkey leader --json`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LeaderReply {
+    /// The election's name.
+    pub name: String,
+    /// True when someone leads it now.
+    pub leader: bool,
+    /// What the leader announced (its campaign value), as text.
+    pub value: Option<String>,
+    /// The leader's term: greater than every earlier leader's (a fencing
+    /// token for what the leader writes).
+    pub term: Option<u64>,
+    /// When it was elected, Unix epoch milliseconds (the server's clock).
+    pub since_ms: Option<u64>,
+}
+
+/// Who leads `name`, read once (`latchkey leader NAME`).
+///
+/// # Cancel safety
+///
+/// Cancel-safe: it only reads.
+pub async fn leader(client: &Client, request: LeaderRequest) -> Result<LeaderReply, VerbError> {
+    // The TTL only matters to candidates; a reader passes any valid one.
+    let election = client.election(&request.name, std::time::Duration::from_secs(10))?;
+    let found = election.leader().await?;
+    Ok(LeaderReply {
+        name: request.name,
+        leader: found.is_some(),
+        value: found.as_ref().map(|l| l.value_lossy().into_owned()),
+        term: found.as_ref().map(|l| l.term),
+        since_ms: found.as_ref().map(|l| {
+            l.since
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        }),
+    })
+}

@@ -255,6 +255,7 @@ fn the_api_describes_itself_as_openapi_behind_the_same_tokens() {
         "/v1/locks/{name}/acquire",
         "/v1/locks/{name}/release",
         "/v1/signals/wait",
+        "/v1/elections/{name}/leader",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} described");
     }
@@ -262,4 +263,41 @@ fn the_api_describes_itself_as_openapi_behind_the_same_tokens() {
         doc["paths"].get("/v1/locks/{name}/revoke").is_none(),
         "not served, not described"
     );
+}
+
+#[test]
+fn the_leader_of_an_election_is_read_over_http() {
+    let redis = RedisServer::start();
+    let served = Served::start(&redis, &[], &[]);
+    let (status, none) = served.request("GET", "/v1/elections/scheduler/leader", None, "");
+    assert_eq!(status, 200, "{none}");
+    assert_eq!(
+        (&none["name"], &none["leader"]),
+        (&json!("scheduler"), &json!(false))
+    );
+    // A leader whose campaign value is known: the CLI's `elect`.
+    let mut elected = latchkey(&redis)
+        .args([
+            "elect",
+            "scheduler",
+            "--value",
+            "node-3",
+            "--",
+            "sleep",
+            "60",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn latchkey elect");
+    latchkey_testkit::eventually_blocking("someone leads", || {
+        served
+            .request("GET", "/v1/elections/scheduler/leader", None, "")
+            .1["leader"]
+            == true
+    });
+    let (_, led) = served.request("GET", "/v1/elections/scheduler/leader", None, "");
+    let _ = elected.kill();
+    let _ = elected.wait();
+    assert_eq!(led["value"], "node-3", "{led}");
+    assert!(num(&led, "term") > 0);
 }

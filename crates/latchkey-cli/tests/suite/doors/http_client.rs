@@ -14,6 +14,8 @@ pub struct Served {
     child: Child,
     /// `127.0.0.1:PORT`.
     pub addr: String,
+    /// Whether it said it serves `https://`.
+    pub https: bool,
 }
 
 impl Served {
@@ -40,12 +42,14 @@ impl Served {
         let line = rx
             .recv_timeout(Duration::from_secs(15))
             .expect("latchkey serve said where it listens");
+        let line = line.trim();
         let addr = line
-            .trim()
             .strip_prefix("listening on http://")
+            .or_else(|| line.strip_prefix("listening on https://"))
             .unwrap_or_else(|| panic!("not the listening line: {line:?}"))
             .to_owned();
-        Served { child, addr }
+        let https = line.starts_with("listening on https://");
+        Served { child, addr, https }
     }
 
     pub fn pid(&self) -> u32 {
@@ -99,7 +103,34 @@ pub fn request(
     .expect("send");
     let mut reply = String::new();
     stream.read_to_string(&mut reply).expect("read the reply");
-    let (head, json) = reply
+    let (status, json) = split(&reply);
+    let json: Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("a JSON body ({e}): {reply:?}"));
+    (status, json)
+}
+
+/// `GET path` with an optional bearer token: the status and the body as text.
+pub fn get_text(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect to latchkey serve");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(40)))
+        .expect("timeout");
+    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}\r\n"
+    )
+    .expect("send");
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).expect("read the reply");
+    let (status, body) = split(&reply);
+    (status, body.to_owned())
+}
+
+/// An HTTP/1.1 reply (no chunked encoding: the server sends lengths): its
+/// status and its body.
+fn split(reply: &str) -> (u16, &str) {
+    let (head, body) = reply
         .split_once("\r\n\r\n")
         .unwrap_or_else(|| panic!("no HTTP head: {reply:?}"));
     let status: u16 = head
@@ -107,7 +138,5 @@ pub fn request(
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no status: {head:?}"));
-    let json: Value =
-        serde_json::from_str(json).unwrap_or_else(|e| panic!("a JSON body ({e}): {reply:?}"));
-    (status, json)
+    (status, body)
 }

@@ -39,6 +39,7 @@ fn every_verb_is_a_tool_with_schemas_and_revoke_only_when_allowed() {
         [
             "acquire",
             "extend",
+            "leader",
             "list",
             "release",
             "request_release",

@@ -4,7 +4,10 @@
 
 mod http;
 mod http_client;
+mod http_metrics;
+mod http_tls;
 mod mcp_input;
 mod mcp_locks;
+mod mcp_session;
 mod mcp_signals;
 mod session;
