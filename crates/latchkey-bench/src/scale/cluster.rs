@@ -15,7 +15,8 @@
 //!   hash tag `{hot}` (one slot, so one primary, the worst case).
 //! * **Hand-off**: 64 tasks of one client on one plain lock
 //!   ([`super::waiters::row`], its commands and CPU summed over the nodes),
-//!   on the cluster and on the single server.
+//!   on the cluster and on the single server, rounds alternating; the
+//!   round with the median p99 of each.
 
 use std::time::Duration;
 
@@ -89,8 +90,9 @@ pub struct NamesRow {
 }
 
 pub struct HandoffRow {
-    /// 0: the single server.
     pub primaries: usize,
+    /// On the cluster, or on the single server in the same rounds.
+    pub cluster: bool,
     pub row: waiters::Row,
 }
 
@@ -115,7 +117,7 @@ pub struct Curve {
 pub async fn curve(server: &RedisServer, sizes: &Sizes) -> Curve {
     let mut out = Curve::default();
     let url = server.url();
-    for (i, &primaries) in sizes.primaries.iter().enumerate() {
+    for &primaries in sizes.primaries {
         let cluster = match start(primaries).await {
             Ok(c) => c,
             Err(e) => {
@@ -123,7 +125,7 @@ pub async fn curve(server: &RedisServer, sizes: &Sizes) -> Curve {
                 continue;
             }
         };
-        if let Err(e) = point(&cluster, primaries, &url, server, sizes, i == 0, &mut out).await {
+        if let Err(e) = point(&cluster, primaries, &url, server, sizes, &mut out).await {
             out.notes.push(format!("{primaries} primaries: {e}"));
         }
         // Dropping the cluster stops its nodes before the next one starts:
@@ -165,7 +167,6 @@ async fn point(
     url: &str,
     server: &RedisServer,
     sizes: &Sizes,
-    with_single_handoff: bool,
     out: &mut Curve,
 ) -> Result<(), String> {
     let nodes: Vec<&RedisServer> = cluster.primaries().iter().map(|n| n.server()).collect();
@@ -235,23 +236,40 @@ async fn point(
         });
     }
 
-    // Hand-off: the single server's point once (it does not depend on the
-    // cluster), then the cluster's.
+    // Hand-off: rounds alternating the cluster and the single server (one
+    // window's tail is at the mercy of the shared machine); each side's
+    // row is its round with the median p99, as in the waiters curve.
     let settle = Duration::from_millis(200);
-    if with_single_handoff {
-        match waiters::row(url, &[server], WAITERS, false, settle, sizes.handoff_window).await {
-            Ok(row) => out.handoffs.push(HandoffRow { primaries: 0, row }),
-            Err(e) => out
-                .notes
-                .push(format!("hand-off on the single server: {e}")),
+    let seed = cluster.seed_url();
+    let mut by_side: [Vec<waiters::Row>; 2] = Default::default();
+    for round in 0..sizes.rounds {
+        for on_cluster in [round % 2 == 0, round % 2 == 1] {
+            let (at, servers): (&str, &[&RedisServer]) = if on_cluster {
+                (&seed, &nodes)
+            } else {
+                (url, &[server])
+            };
+            match waiters::row(at, servers, WAITERS, false, settle, sizes.handoff_window).await {
+                Ok(row) => by_side[usize::from(on_cluster)].push(row),
+                Err(e) => out.notes.push(format!(
+                    "hand-off on {}, round {round}: {e}",
+                    if on_cluster {
+                        "the cluster"
+                    } else {
+                        "the single server"
+                    }
+                )),
+            }
         }
     }
-    let seed = cluster.seed_url();
-    match waiters::row(&seed, &nodes, WAITERS, false, settle, sizes.handoff_window).await {
-        Ok(row) => out.handoffs.push(HandoffRow { primaries, row }),
-        Err(e) => out
-            .notes
-            .push(format!("hand-off on {primaries} primaries: {e}")),
+    for (side, rows) in by_side.into_iter().enumerate() {
+        if let Some(row) = waiters::median_round(rows) {
+            out.handoffs.push(HandoffRow {
+                primaries,
+                cluster: side == 1,
+                row,
+            });
+        }
     }
     Ok(())
 }
@@ -367,16 +385,18 @@ pub fn handoff_table(rows: &[HandoffRow]) -> String {
         .map(|h| {
             let r = &h.row;
             vec![
-                if h.primaries == 0 {
-                    "single server".to_owned()
-                } else {
+                if h.cluster {
                     format!("cluster, {} primaries", h.primaries)
+                } else {
+                    format!("single server (beside {} primaries)", h.primaries)
                 },
                 r.waiters.to_string(),
                 r.handoffs.to_string(),
                 format!("{:.0}", r.handoffs_per_sec),
                 us(r.p50),
                 us(r.p99),
+                format!("{}–{}", us(r.p99_range.0), us(r.p99_range.1)),
+                r.rounds.to_string(),
                 format!("{:.2}", r.cmds_per_handoff),
                 format!("{:.1}", r.redis_us_per_handoff),
                 format!("{:.1}", r.client_us_per_handoff),
@@ -391,6 +411,8 @@ pub fn handoff_table(rows: &[HandoffRow]) -> String {
             "hand-offs/s",
             "gap p50 µs",
             "gap p99 µs",
+            "p99 of rounds µs",
+            "rounds",
             "cmds/hand-off",
             "redis CPU µs/hand-off (all nodes)",
             "client CPU µs/hand-off",

@@ -287,7 +287,8 @@ async fn scenario(quick: bool) -> Report {
          (in the kit's order): its share of the commands the cluster ran (`INFO commandstats`, the snapshots' \
          `INFO` left out) and its Redis CPU per second (schedstat of its redis-server).\n\n{}\n\
          *Hand-off*: {} tasks of one client on one plain lock, as in the waiters curve ({:.1} s of hand-offs), \
-         on the single server and on each cluster; commands and Redis CPU summed over the cluster's nodes. \
+         on each cluster and on the single server, rounds alternating (each row: the round with the median p99, the range of the rounds' p99 beside it); \
+         commands and Redis CPU summed over the cluster's nodes. \
          The same 2-core caveat holds.\n\n{}{}",
         total.as_secs_f64(),
         memory::table(&memory_rows),
