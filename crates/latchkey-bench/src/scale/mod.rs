@@ -288,7 +288,9 @@ async fn scenario(quick: bool) -> Report {
          `INFO` left out) and its Redis CPU per second (schedstat of its redis-server). The share of commands is the \
          measure of load: CPU here is not proportional to it, because a server woken for a few commands at a \
          time pays its system calls for each few, and one that is sent many at once pays them once for many \
-         (a primary with a third of the commands of the hot one can use as much CPU).\n\n{}\n\
+         (a primary with a third of the commands of the hot one can use as much CPU). With few names the hot 1 % \
+         is a handful of locks that the 64 tasks wait on each other for: that row's cycles/s then shows the contention, \
+         not a shard's limit.\n\n{}\n\
          *Hand-off*: {} tasks of one client on one plain lock, as in the waiters curve ({:.1} s of hand-offs), \
          on each cluster and on the single server, rounds alternating (each row: the round with the median p99, the range of the rounds' p99 beside it); \
          commands and Redis CPU summed over the cluster's nodes. \
