@@ -97,6 +97,10 @@ pub const LATCHKEY: Lib = Lib {
         "script|load",
         "subscribe",
         "unsubscribe",
+        // What a cluster client sends instead (sharded pub/sub); none on a
+        // single server.
+        "ssubscribe",
+        "sunsubscribe",
         "ping",
     ],
     gets_outside_scripts: false,
@@ -115,6 +119,8 @@ pub const LATCHKEY_FAIR: Lib = Lib {
         "script|load",
         "subscribe",
         "unsubscribe",
+        "ssubscribe",
+        "sunsubscribe",
         "ping",
     ],
     gets_outside_scripts: false,

@@ -1,6 +1,7 @@
 //! Scenario `scale`: how latchkey's costs grow with the number of names,
 //! waiters and holds, on one private redis-server, every point measured in
-//! the same run. Four curves, each in its own file:
+//! the same run (the fifth curve on private Redis Clusters). Five curves,
+//! each in its own file:
 //!
 //! 1. [`memory`]: distinct names over time: `used_memory` and keys left
 //!    after N holds of N distinct names, for a lock, a fenced lock, a
@@ -14,14 +15,19 @@
 //!    lapses.
 //! 4. [`names`]: 64 tasks cycling over N distinct lock names, against raw
 //!    redis-rs sending the same commands.
+//! 5. [`cluster`]: curves 4 and 2 (64 plain waiters) on a Redis Cluster of
+//!    3 and 6 primaries beside the single server, each primary's share of
+//!    the commands and its CPU, and a skewed name set's load on one shard.
+//!    Information, no targets: the nodes share the client's two cores.
 //!
 //! Targets (same run): hand-off p99 at the most waiters ≤ 3× its value at
 //! 8, plain and fair; names-in-flight cycles/s at the most names ≥ 0.90×
 //! raw redis-rs; 0 lapses among the held leases (and no failed hold in
 //! curve 1). A full (not `--quick`) run writes the plot `bench/scale.svg`
 //! and this scenario's report to `bench/SCALE.md` (a run of every scenario
-//! also puts it in `bench/RESULTS.md`). Redis Cluster is not measured.
+//! also puts it in `bench/RESULTS.md`).
 
+mod cluster;
 mod holds;
 mod memory;
 mod names;
@@ -49,6 +55,7 @@ struct Sizes {
     names: &'static [usize],
     names_rounds: usize,
     names_window: Duration,
+    cluster: cluster::Sizes,
 }
 
 const FULL: Sizes = Sizes {
@@ -62,6 +69,13 @@ const FULL: Sizes = Sizes {
     names: &[1_000, 100_000, 1_000_000],
     names_rounds: 3,
     names_window: Duration::from_secs(2),
+    cluster: cluster::Sizes {
+        primaries: &[3, 6],
+        names: 100_000,
+        rounds: 3,
+        window: Duration::from_secs(2),
+        handoff_window: Duration::from_secs(2),
+    },
 };
 
 const QUICK: Sizes = Sizes {
@@ -75,6 +89,13 @@ const QUICK: Sizes = Sizes {
     names: &[1_000, 10_000],
     names_rounds: 2,
     names_window: Duration::from_millis(700),
+    cluster: cluster::Sizes {
+        primaries: &[3],
+        names: 1_000,
+        rounds: 2,
+        window: Duration::from_millis(700),
+        handoff_window: Duration::from_millis(700),
+    },
 };
 
 pub fn run(quick: bool) -> std::pin::Pin<Box<dyn std::future::Future<Output = Report>>> {
@@ -120,7 +141,16 @@ async fn scenario(quick: bool) -> Report {
     for round in 0..sizes.waiter_rounds {
         for (i, &w) in sizes.waiters.iter().enumerate() {
             for fair in [(i + round) % 2 == 1, (i + round) % 2 == 0] {
-                match waiters::row(&server, w, fair, sizes.waiting, sizes.handoff_window).await {
+                match waiters::row(
+                    &url,
+                    &[&server],
+                    w,
+                    fair,
+                    sizes.waiting,
+                    sizes.handoff_window,
+                )
+                .await
+                {
                     Ok(row) => by_point.entry((w, fair)).or_default().push(row),
                     Err(e) => notes.push(format!("{w} waiters (fair: {fair}), round {round}: {e}")),
                 }
@@ -192,6 +222,13 @@ async fn scenario(quick: bool) -> Report {
     }
     took.push(("names in flight", t.elapsed()));
 
+    // 5. Redis Cluster.
+    let t = Instant::now();
+    let _ = probe::flush(&server);
+    let clustered = cluster::curve(&server, &sizes.cluster).await;
+    notes.extend(clustered.notes.iter().map(|n| format!("cluster: {n}")));
+    took.push(("cluster", t.elapsed()));
+
     let plot_note = if quick || waiter_rows.is_empty() {
         String::new()
     } else {
@@ -207,8 +244,8 @@ async fn scenario(quick: bool) -> Report {
         .collect::<Vec<_>>()
         .join(", ");
     let body = format!(
-        "One private redis-server (no persistence), one client process (this one, tokio with 2 workers). \
-         This scenario took {:.0} s ({took_line}). Redis Cluster is not measured.\n\n\
+        "One private redis-server (no persistence; and private Redis Clusters for the last curve), one client process (this one, tokio with 2 workers). \
+         This scenario took {:.0} s ({took_line}); the Redis Cluster curve runs its own servers.\n\n\
          ### Distinct names over time (memory)\n\n\
          One warm-up hold (scripts loaded, connections open), `FLUSHALL`, then N holds of N distinct names by 64 tasks of one client, each begun and ended (a lock or semaphore: \
          `try_acquire` + `release`; an election: `try_campaign` + `resign`; a latch: `create(1)` + `count_down`); \
@@ -235,7 +272,29 @@ async fn scenario(quick: bool) -> Report {
          64 tasks, one client, each cycle on a random one of N names (the `Lock` made from its name every cycle), \
          `acquire` + `release`; raw redis-rs sends the same two commands from 64 tasks over one multiplexed \
          connection, formatting its key per cycle (the `many_keys` scenario's code); {:.1} s windows, rounds \
-         alternating, ratio per round then the median. Target at the most names: ≥ 0.90× raw.\n\n{}{}",
+         alternating, ratio per round then the median. Target at the most names: ≥ 0.90× raw.\n\n{}\n\
+         ### Redis Cluster\n\n\
+         **Information, not throughput claims**: this is a 2-core machine, where every node of the cluster \
+         (and the single server) and the client share the two cores, so a cluster of more primaries has no more \
+         CPU here, only more processes; a cluster of separate machines would scale where this one cannot. \
+         Private clusters of {} primaries (no replicas), one at a time, started by the test kit (which waits \
+         for `cluster_state:ok` on every node).\n\n\
+         *Names in flight*: the loop above (64 tasks, one client, `acquire` + `release` on a random one of N \
+         names) on the cluster, and on the single server in the same rounds ({:.1} s windows, alternating); \
+         then, on the cluster only, one window each of two skewed name sets: 90 % of the cycles on 1 % of the \
+         names (the hot names hash to a few slots, so to a few primaries), and every name in the one hash tag \
+         `{{hot}}` (one slot: one primary, the worst case, whatever the number of primaries). Per primary \
+         (in the kit's order): its share of the commands the cluster ran (`INFO commandstats`, the snapshots' \
+         `INFO` left out) and its Redis CPU per second (schedstat of its redis-server). The share of commands is the \
+         measure of load: CPU here is not proportional to it, because a server woken for a few commands at a \
+         time pays its system calls for each few, and one that is sent many at once pays them once for many \
+         (a primary with a third of the commands of the hot one can use as much CPU). With few names the hot 1 % \
+         is a handful of locks that the 64 tasks wait on each other for: that row's cycles/s then shows the contention, \
+         not a shard's limit.\n\n{}\n\
+         *Hand-off*: {} tasks of one client on one plain lock, as in the waiters curve ({:.1} s of hand-offs), \
+         on each cluster and on the single server, rounds alternating (each row: the round with the median p99, the range of the rounds' p99 beside it); \
+         commands and Redis CPU summed over the cluster's nodes. \
+         The same 2-core caveat holds.\n\n{}{}",
         total.as_secs_f64(),
         memory::table(&memory_rows),
         sizes.waiter_rounds,
@@ -247,6 +306,18 @@ async fn scenario(quick: bool) -> Report {
         holds::table(&hold_rows),
         sizes.names_window.as_secs_f64(),
         names::table(&name_rows),
+        sizes
+            .cluster
+            .primaries
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(" and "),
+        sizes.cluster.window.as_secs_f64(),
+        cluster::names_table(&clustered.names),
+        cluster::WAITERS,
+        sizes.cluster.handoff_window.as_secs_f64(),
+        cluster::handoff_table(&clustered.handoffs),
         if notes.is_empty() {
             String::new()
         } else {
@@ -257,7 +328,7 @@ async fn scenario(quick: bool) -> Report {
         },
     );
     let report = Report {
-        title: "Scale: names, waiters, holds".into(),
+        title: "Scale: names, waiters, holds, cluster".into(),
         body,
         missed,
     };

@@ -57,15 +57,26 @@ pub async fn row(url: &str, names: usize, rounds: usize, window: Duration) -> Re
     })
 }
 
-async fn run_latchkey(client: &latchkey::Client, names: usize, window: Duration) -> f64 {
+pub(super) async fn run_latchkey(client: &latchkey::Client, names: usize, window: Duration) -> f64 {
+    run_named(client, window, move |rng| {
+        format!("nf:{}", rng.below(names))
+    })
+    .await
+}
+
+/// Cycles per second of 64 tasks of `client`, each cycle on the lock
+/// `name` draws (the name set: uniform above, skewed in the cluster curve).
+pub(super) async fn run_named<N>(client: &latchkey::Client, window: Duration, name: N) -> f64
+where
+    N: Fn(&mut XorShift) -> String + Clone + Send + 'static,
+{
     cycles_per_second(window, |t, deadline| {
-        let client = client.clone();
+        let (client, name) = (client.clone(), name.clone());
         async move {
             let mut rng = XorShift::new(t as u64 + 7);
             let mut cycles = 0;
             while Instant::now() < deadline {
-                let Ok(lock) = client.lock(format!("nf:{}", rng.below(names)), crate::worker::TTL)
-                else {
+                let Ok(lock) = client.lock(name(&mut rng), crate::worker::TTL) else {
                     continue;
                 };
                 let Ok(guard) = lock.acquire().await else {

@@ -68,12 +68,36 @@ pub struct Snapshot {
 
 impl Snapshot {
     pub fn take(server: &RedisServer) -> Snapshot {
+        Snapshot::take_all(&[server])
+    }
+
+    /// The sum over `servers` (a cluster's nodes): their commands and
+    /// their CPU added up, as one server's would be.
+    pub fn take_all(servers: &[&RedisServer]) -> Snapshot {
+        let mut calls = std::collections::HashMap::new();
+        let mut redis_cpu = Duration::ZERO;
+        for server in servers {
+            for (name, n) in server.command_calls() {
+                *calls.entry(name).or_insert(0) += n;
+            }
+            redis_cpu += server.pid().and_then(cpu_time).unwrap_or_default();
+        }
         Snapshot {
             at: std::time::Instant::now(),
-            calls: server.command_calls(),
-            redis_cpu: server.pid().and_then(cpu_time).unwrap_or_default(),
+            calls,
+            redis_cpu,
             client_cpu: cpu_time(std::process::id()).unwrap_or_default(),
         }
+    }
+
+    /// Every command the server ran since `earlier`, but the `INFO` the
+    /// snapshots themselves send.
+    pub fn commands_since(&self, earlier: &Snapshot) -> u64 {
+        self.calls
+            .iter()
+            .filter(|(name, _)| name.as_str() != "info")
+            .map(|(name, &n)| n.saturating_sub(earlier.calls.get(name).copied().unwrap_or(0)))
+            .sum()
     }
 
     /// Calls of `name` (commandstats, lower case) since `earlier`.

@@ -48,8 +48,13 @@ pub struct Row {
 
 /// One point: `waiters` tasks on one lock, `idle` of waiting only, then
 /// `window` of hand-offs.
+///
+/// `url` is what the client connects to; `servers` are where its commands
+/// and Redis CPU are counted: one server, or every node of a cluster
+/// (summed).
 pub async fn row(
-    server: &RedisServer,
+    url: &str,
+    servers: &[&RedisServer],
     waiters: usize,
     fair: bool,
     idle: Duration,
@@ -60,7 +65,7 @@ pub async fn row(
     } else {
         &peers::LATCHKEY
     };
-    let client = latchkey::Client::connect(&server.url())
+    let client = latchkey::Client::connect(url)
         .await
         .map_err(|e| format!("connect: {e}"))?;
     let mut lock = client
@@ -90,15 +95,15 @@ pub async fn row(
     // 1. Waiting only.
     tokio::time::sleep(Duration::from_secs(1) + Duration::from_micros(500) * waiters as u32).await;
     let rss1 = probe::rss();
-    let a = Snapshot::take(server);
+    let a = Snapshot::take_all(servers);
     tokio::time::sleep(idle).await;
-    let b = Snapshot::take(server);
+    let b = Snapshot::take_all(servers);
     let idle_secs = b.secs_since(&a);
     let idle_sent = lib.sent(&a.calls, &b.calls, 0);
 
     // 2. Hand-offs.
     let released_first = mono_ns();
-    let c = Snapshot::take(server);
+    let c = Snapshot::take_all(servers);
     let owned = holder
         .release()
         .await
@@ -116,7 +121,7 @@ pub async fn row(
             Err(e) => errors.push(e.to_string()),
         }
     }
-    let d = Snapshot::take(server);
+    let d = Snapshot::take_all(servers);
     client.flush(Duration::from_secs(5)).await;
     if let Some(e) = errors.first() {
         return Err(format!("{} task(s) failed, the first: {e}", errors.len()));
