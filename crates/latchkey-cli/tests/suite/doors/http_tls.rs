@@ -121,13 +121,14 @@ fn a_lock_is_taken_and_released_over_https_and_plain_http_gets_no_reply() {
         .set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
     let release = json!({"token": token}).to_string();
-    write!(
+    // The server may refuse the first bytes and close before the rest is
+    // written (the write then fails): either way, no reply and no release.
+    let _ = write!(
         plain,
         "POST /v1/locks/tls/release HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
          Authorization: Bearer s3cret\r\nContent-Length: {}\r\n\r\n{release}",
         release.len()
-    )
-    .expect("send");
+    );
     let mut answer = Vec::new();
     let _ = plain.read_to_end(&mut answer);
     assert!(
