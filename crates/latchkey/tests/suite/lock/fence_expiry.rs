@@ -31,11 +31,18 @@ fn counter(server: &RedisServer, key: &str) -> (u64, i64) {
     (value, at)
 }
 
-/// The counter holds `token` and expires an hour after its instant.
+/// The counter holds `token` and expires an hour after its instant: never
+/// sooner, and later only by the time the script took between issuing the
+/// token and storing it (the store reads the clock again: an hour from
+/// then, if later), well under a second even on a loaded machine.
 fn expires_after_its_token(server: &RedisServer, key: &str, token: u64) {
     let (value, at) = counter(server, key);
     assert_eq!(value, token, "{key}");
-    assert_eq!(at, (token / 1000 + KEEP_MS) as i64, "{key}: expiry");
+    let after_token = at - (token / 1000 + KEEP_MS) as i64;
+    assert!(
+        (0..1000).contains(&after_token),
+        "{key}: expires {after_token} ms after an hour past its token"
+    );
 }
 
 #[tokio::test]
