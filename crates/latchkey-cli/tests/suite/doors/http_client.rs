@@ -129,7 +129,7 @@ pub fn get_text(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
 
 /// An HTTP/1.1 reply (no chunked encoding: the server sends lengths): its
 /// status and its body.
-fn split(reply: &str) -> (u16, &str) {
+pub fn split(reply: &str) -> (u16, &str) {
     let (head, body) = reply
         .split_once("\r\n\r\n")
         .unwrap_or_else(|| panic!("no HTTP head: {reply:?}"));

@@ -13,7 +13,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{json, Value};
 
-use super::http_client::Served;
+use super::http_client::{split, Served};
 use super::session::text;
 use crate::common::*;
 
@@ -70,14 +70,7 @@ fn https(
     if let Err(e) = stream.read_to_string(&mut reply) {
         assert!(reply.contains("\r\n\r\n"), "read the reply: {e}: {reply:?}");
     }
-    let (head, json) = reply
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no HTTP head: {reply:?}"));
-    let status: u16 = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status: {head:?}"));
+    let (status, json) = split(&reply);
     let json = serde_json::from_str(json).unwrap_or_else(|e| panic!("JSON ({e}): {reply:?}"));
     (status, json)
 }
