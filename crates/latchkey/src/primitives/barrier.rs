@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use crate::primitives::shared::{key, publish_command, reply_int};
 use crate::primitives::traced;
 use crate::primitives::wait::armed::{undo_in_background, Armed};
-use crate::primitives::wait::{deadline_after, wait_for, Tried, Waiting, Woken};
+use crate::primitives::wait::waker::Waker;
+use crate::primitives::wait::{deadline_after, wait_for, AfterOwnRequest, Tried, Waiting, Woken};
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 use crate::vocab::kind::Kind;
@@ -212,9 +213,11 @@ impl Barrier {
         // The key outlives our wait: a last party that comes just before our
         // deadline still finds our arrival.
         let keep = self.ttl.max(wait.saturating_add(KEEP_AFTER_WAIT));
-        // Subscribe first: the release cannot slip in before we listen.
-        let mut waiting =
-            Waiting::subscribe(&self.session, &self.channel, &self.name, deadline).await;
+        // Subscribe first: the release cannot slip in before we listen; and
+        // what comes after the arrival is kept for the first attempt.
+        let started = Instant::now();
+        let waker = Waker::subscribe(&self.session, self.channel.to_vec(), deadline).await;
+        let mut waiting = Waiting::new(&self.name, started, deadline, AfterOwnRequest::new(waker));
         let token = self.session.inner.identity.new_token()?;
         // Armed from before the request is sent: if the future is dropped
         // now, the arrival may have happened. Taking back one that did not

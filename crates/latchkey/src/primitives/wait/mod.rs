@@ -180,6 +180,42 @@ impl Wake for Waker {
     }
 }
 
+/// A [`Wake`] for a wait that starts after a request of its own, sent once
+/// subscribed (a barrier's arrival): what came between the two answers that
+/// request, and the first attempt, which reads nothing, must not forget it
+/// (a barrier released in that gap would otherwise be seen only at the next
+/// re-read, after its key may have expired). Later attempts read the state,
+/// as usual.
+pub(crate) struct AfterOwnRequest<W> {
+    wake: W,
+    attempted: bool,
+}
+
+impl<W> AfterOwnRequest<W> {
+    pub(crate) fn new(wake: W) -> AfterOwnRequest<W> {
+        AfterOwnRequest {
+            wake,
+            attempted: false,
+        }
+    }
+}
+
+impl<W: Wake + Send> Wake for AfterOwnRequest<W> {
+    fn before_attempt(&mut self) {
+        if std::mem::replace(&mut self.attempted, true) {
+            self.wake.before_attempt();
+        }
+    }
+
+    fn sleep(
+        &mut self,
+        recheck_at: Option<Instant>,
+        deadline: Option<Instant>,
+    ) -> impl Future<Output = Woken> + Send {
+        self.wake.sleep(recheck_at, deadline)
+    }
+}
+
 /// One wait in progress: its wake-ups, its deadline and its failure policy.
 pub(crate) struct Waiting<'a, W = Waker> {
     name: &'a [u8],
@@ -263,5 +299,60 @@ where
             Err(e) => Some(Instant::now() + waiting.retry.failed(e, &waiting.what)?),
         };
         woken = waiting.wake.sleep(recheck_at, waiting.deadline).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::time::Instant;
+
+    use super::{wait_for, AfterOwnRequest, Tried, Waiting, Wake, Woken};
+
+    /// Wake-ups queued by hand: `before_attempt` forgets them, as a
+    /// subscription's do.
+    struct Queued(Vec<Woken>);
+
+    impl Wake for Queued {
+        fn before_attempt(&mut self) {
+            self.0.clear();
+        }
+
+        fn sleep(
+            &mut self,
+            _recheck_at: Option<Instant>,
+            _deadline: Option<Instant>,
+        ) -> impl Future<Output = Woken> + Send {
+            let woken = self.0.pop().unwrap_or(Woken::Recheck);
+            async move { woken }
+        }
+    }
+
+    /// What woke the second attempt of a wait whose first attempt reads
+    /// nothing, with a message queued before that first attempt.
+    async fn second_attempt_woken_by<W: Wake>(wake: W) -> Option<Box<[u8]>> {
+        let mut waiting = Waiting::new(b"w", Instant::now(), None, wake);
+        wait_for(&mut waiting, |woken| async move {
+            match woken {
+                Woken::Start => Ok(Tried::Busy { recheck_at: None }),
+                Woken::Message(payload) => Ok(Tried::Done(Some(payload))),
+                _ => Ok(Tried::Done(None)),
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    #[tokio::test]
+    async fn a_message_before_the_first_attempt_after_an_own_request_is_kept() {
+        let message = || Queued(vec![Woken::Message(Box::from(&b"0"[..]))]);
+        assert_eq!(
+            second_attempt_woken_by(AfterOwnRequest::new(message())).await,
+            Some(Box::from(&b"0"[..])),
+            "the release that came between the arrival and the first attempt"
+        );
+        // A plain wake forgets it: its first attempt reads the state.
+        assert_eq!(second_attempt_woken_by(message()).await, None);
     }
 }
