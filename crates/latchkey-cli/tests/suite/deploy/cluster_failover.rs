@@ -108,12 +108,16 @@ fn waiters_ride_out_the_kill_of_their_primary_and_braces_need_a_tag() {
     // `true`: when the first leader's hold is lost in the failover (allowed
     // here), the standby is elected at once, while `--watch` may still be
     // resubscribing at the new primary; a watcher that comes back reads the
-    // state then, and would never see a leadership that already ended.
+    // state then, and would never see a leadership that already ended. A
+    // watcher that missed the message reads again within its periodic
+    // re-read (5 s): the standby leads longer than that, and the slow heal
+    // of a loaded machine's failover besides. The watch logs (`-v`), so that
+    // a failure shows when it was deaf.
     let standby = spawn(
         &url,
-        &["elect", &elect, "--value", "standby", "--", "sleep", "4"],
+        &["elect", &elect, "--value", "standby", "--", "sleep", "9"],
     );
-    let watch = spawn(&url, &["leader", &elect, "--watch"]);
+    let watch = spawn(&url, &["-v", "leader", &elect, "--watch"]);
     // A holder and a waiter of each other kind, the holders done after the
     // failover (a hold lost in it lets its waiter in sooner: also fine).
     let (fair, permits, rw) = (
