@@ -142,7 +142,7 @@ async fn revoke_leader(session: &Session, name: &[u8]) -> Result<Option<Revocati
         return Ok(None);
     };
     let term = election.leader().await?.map(|l| l.term);
-    match election.resign_token(&token).await? {
+    match election.revoke_token(&token).await? {
         Ownership::Owned => Ok(Some(Revocation {
             kind: Kind::Election,
             ended: 1,

@@ -174,10 +174,55 @@ impl Hold<LeaderKind> {
     }
 }
 
+/// A leadership by its owner token, without the [`Leadership`]: for a
+/// leader that kept only the token between calls (a stateless door,
+/// `latchkey serve` or `latchkey mcp`, whose caller is the leader and
+/// renews by calling again). The same scripts as the leadership's own
+/// renewal and resignation: a wrong or stale token changes nothing and is
+/// reported by the outcome.
+///
+/// ```no_run
+/// # async fn demo() -> latchkey::Result<()> {
+/// use std::time::Duration;
+/// let client = latchkey::Client::connect("redis://127.0.0.1:6380/").await?;
+/// let election = client.election("scheduler", Duration::from_secs(60))?;
+/// if let Some(leader) = election.try_campaign("host-a").await? {
+///     let token = leader.forget();
+///     election.extend_token(&token, Duration::from_secs(60)).await?;
+///     election.resign_token(&token).await?;
+/// }
+/// # Ok(()) }
+/// ```
 impl crate::Election {
+    /// Steps down from the leadership of `token` if it still leads:
+    /// candidates and observers are told at once. One round trip.
+    ///
+    /// # Cancel safety
+    /// Not finished for you: dropped after the request was sent, the
+    /// leadership may or may not have ended (no [`Leadership`] owns this
+    /// token, so nothing resigns in the background). Call it again: a
+    /// second resignation is harmless (`Expired`).
+    pub async fn resign_token(&self, token: &str) -> Result<Ownership> {
+        resign_once(&self.inner, token, Resigned::Itself).await
+    }
+
+    /// Resets the lease of the leadership of `token` to `ttl` from now if
+    /// it still leads: a leader's heartbeat. One round trip. Fails with
+    /// [`Error::InvalidTtl`] for a TTL outside
+    /// [`MIN_TTL`](crate::limits::MIN_TTL)..=[`MAX_TTL`](crate::limits::MAX_TTL).
+    ///
+    /// # Cancel safety
+    /// Dropped after the request was sent, the lease may or may not have
+    /// been reset; calling it again is harmless.
+    pub async fn extend_token(&self, token: &str, ttl: Duration) -> Result<Ownership> {
+        crate::vocab::names::check_ttl(ttl)?;
+        let (outcome, _valid_until) = self.inner.renew(token, ttl, None).await?;
+        Ok(outcome)
+    }
+
     /// Resigns the leadership of `token`, whoever holds it (an operator's
     /// revocation: `primitives/revoke.rs`).
-    pub(crate) async fn resign_token(&self, token: &str) -> Result<Ownership> {
+    pub(crate) async fn revoke_token(&self, token: &str) -> Result<Ownership> {
         resign_once(&self.inner, token, Resigned::Revoked).await
     }
 }

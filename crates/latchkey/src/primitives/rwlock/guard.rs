@@ -212,7 +212,7 @@ pub(crate) async fn release(spec: &RwSpec, access: RwAccess, token: &str) -> Res
 
 /// Renews a hold: a reader's member (`sem_extend.lua`), or the writer's key
 /// (the lock's `extend.lua`). `batch_by`: see `LeaseSpec::renew`.
-async fn extend(
+pub(crate) async fn extend(
     spec: &RwSpec,
     access: RwAccess,
     token: &str,

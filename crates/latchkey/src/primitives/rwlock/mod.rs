@@ -5,6 +5,7 @@
 //!
 //! The layout and scripts are in `docs/protocol.md`, "Read-write locks".
 
+mod by_token;
 pub(crate) mod guard;
 
 use std::sync::Arc;

@@ -74,7 +74,7 @@ impl Semaphore {
     }
 
     /// `k`, if it is 1 to N.
-    fn check_take(&self, k: u32) -> Result<u32> {
+    pub(crate) fn check_take(&self, k: u32) -> Result<u32> {
         const WHAT: &str = "permits taken at once";
         let taken = check_count(WHAT, u64::from(k))?;
         if taken > self.inner.permits {

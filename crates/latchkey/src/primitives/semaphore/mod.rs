@@ -8,6 +8,7 @@
 //! time, a fencing counter, a channel, one hash tag) and the scripts are in
 //! `docs/protocol.md`, "Semaphores".
 
+mod by_token;
 mod many;
 pub(crate) mod permit;
 

@@ -179,7 +179,7 @@ pub(crate) async fn release(spec: &SemaphoreSpec, token: &str, taken: u32) -> Re
 
 /// The extend script over the hold's `taken` permits, with the new
 /// deadline when renewed. `batch_by`: see `LeaseSpec::renew`.
-async fn extend(
+pub(crate) async fn extend(
     spec: &SemaphoreSpec,
     token: &str,
     taken: u32,

@@ -2,6 +2,7 @@ mod at_least;
 mod bad_counters;
 mod barrier;
 mod barrier_remade;
+mod by_token;
 mod cached;
 mod control;
 mod election;
