@@ -12,6 +12,7 @@
 //! POST /v1/locks/{name}/request_release
 //! POST /v1/locks/{name}/revoke           (only with --allow-revoke)
 //! GET  /v1/elections/{name}/leader       who leads an election
+//! POST /v1/elections/{name}/elect        campaign once; the leader by token
 //! POST /v1/signals/{name}/signal         {"payload": "…", "one": false}
 //! POST /v1/signals/wait                  {"names": ["…"], "timeout": "30s"}
 //! GET  /v1/openapi.json                  this API as OpenAPI 3.1
@@ -37,7 +38,7 @@ use serde_json::{Map, Value};
 
 use super::http_auth::{self, Tokens};
 use super::http_extract::{Body, Name, Params};
-use super::verbs::{decode, inspect, lease, notify, VerbError};
+use super::verbs::{decode, elect, inspect, lease, notify, VerbError};
 use super::Redis;
 use super::{http_metrics, http_tls};
 use crate::commands::exporter::ScanArgs;
@@ -162,6 +163,7 @@ fn routes(redis: Door, allow_revoke: bool, metrics: PrometheusHandle) -> Router 
         .route("/v1/locks/{name}/release", post(release))
         .route("/v1/locks/{name}/request_release", post(request_release))
         .route("/v1/elections/{name}/leader", get(leader))
+        .route("/v1/elections/{name}/elect", post(elect))
         .route("/v1/signals/{name}/signal", post(signal))
         .route("/v1/signals/wait", post(wait))
         .route("/v1/openapi.json", get(move || openapi(allow_revoke)))
@@ -192,6 +194,13 @@ async fn extend(State(redis): State<Door>, Name(name): Name, Body(body): Body) -
 async fn release(State(redis): State<Door>, Name(name): Name, Body(body): Body) -> Response {
     call(&redis, Some(name), &body, |c, r| async move {
         lease::release(&c, r).await
+    })
+    .await
+}
+
+async fn elect(State(redis): State<Door>, Name(name): Name, Body(body): Body) -> Response {
+    call(&redis, Some(name), &body, |c, r| async move {
+        elect::elect(&c, r).await
     })
     .await
 }

@@ -7,7 +7,7 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
-use super::verbs::{inspect, lease, notify, VerbError};
+use super::verbs::{elect, inspect, lease, notify, VerbError};
 
 /// One endpoint: method, path, summary, the body's and reply's schemas.
 struct Endpoint {
@@ -52,21 +52,21 @@ fn endpoints(allow_revoke: bool) -> Vec<Endpoint> {
             method: "post",
             path: "/v1/locks/{name}/acquire",
             summary:
-                "Take a lock until its TTL (nothing renews it); busy: acquired false and the holder",
+                "Take a lock, a semaphore's permits or a side of a read-write lock until its TTL (nothing renews it); busy: acquired false and the holder",
             body: body::<lease::AcquireRequest>(),
             reply: schema::<lease::AcquireReply>(),
         },
         Endpoint {
             method: "post",
             path: "/v1/locks/{name}/extend",
-            summary: "Reset a held lock's TTL, given its owner token: the caller's heartbeat",
+            summary: "Reset a hold's TTL, given its owner token and kind: the caller's heartbeat",
             body: body::<lease::ExtendRequest>(),
             reply: schema::<lease::ExtendReply>(),
         },
         Endpoint {
             method: "post",
             path: "/v1/locks/{name}/release",
-            summary: "Release a lock, given its owner token, and wake its waiters",
+            summary: "Release a hold, given its owner token and kind, and wake its waiters (a leader resigns)",
             body: body::<lease::ReleaseRequest>(),
             reply: schema::<lease::ReleaseReply>(),
         },
@@ -98,6 +98,13 @@ fn endpoints(allow_revoke: bool) -> Vec<Endpoint> {
             summary: "Who leads an election: its value, term (a fencing token) and since when",
             body: None,
             reply: schema::<inspect::LeaderReply>(),
+        },
+        Endpoint {
+            method: "post",
+            path: "/v1/elections/{name}/elect",
+            summary: "Campaign once to lead an election until the TTL (nothing renews it: extend and release with kind leader); not elected: the leader",
+            body: body::<elect::ElectRequest>(),
+            reply: schema::<elect::ElectReply>(),
         },
         Endpoint {
             method: "post",

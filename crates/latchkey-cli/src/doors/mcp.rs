@@ -29,8 +29,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use super::mcp_holds::{self, Holds};
-use super::verbs::{inspect, lease, notify, VerbError, NOT_HELD};
+use super::mcp_holds::{self, Holds, Took};
+use super::verbs::{elect, inspect, lease, notify, VerbError, NOT_HELD};
 use super::Redis;
 use crate::support::exit::{self, Failure, Outcome};
 use crate::support::target::Target;
@@ -50,10 +50,11 @@ const CANCELLED: &str = "CLIENT_CLOSED";
 /// What the host shows the model about the server as a whole.
 const INSTRUCTIONS: &str = "Distributed locks (leases) on Redis, shared with other agents and programs. \
 Take a lock with `acquire` before working on a shared thing (a file, a task, an environment) and \
-`release` it when done. The lock expires at its TTL unless you call `extend`: nothing renews it for you, \
+`release` it when done; `acquire` also takes permits of a semaphore or a side of a read-write lock, and \
+`elect` makes you the leader of an election. The lock expires at its TTL unless you call `extend`: nothing renews it for you, \
 so pick a TTL of a few minutes and call `extend` at each step. Pass the fencing token to whatever you \
 write under the lock. A busy lock's reply names its holder; `wait` for a while or work on something else. \
-The resource latchkey://session/holds lists the locks you took here and have not released, with their \
+The resource latchkey://session/holds lists the holds you took here and have not released, with their \
 tokens and deadlines.";
 
 /// The tools, over one connection to Redis.
@@ -111,7 +112,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Take a named lock (a lease) and keep it until its TTL. Returns `acquired`, the owner `token` (for extend/release), the `fencing_token` (pass it to what you write) and `deadline_unix_ms`. When busy: `acquired: false` and the `holder`. `wait` waits that long for a release.",
+        description = "Take a named lock (a lease) and keep it until its TTL. Returns `acquired`, its `kind`, the owner `token` (pass both to extend/release), the `fencing_token` (pass it to what you write) and `deadline_unix_ms`. When busy: `acquired: false` and the `holder`. `wait` waits that long for a release. `fair: true` waits in line; `permits: N` takes one of N permits of a semaphore (`k` of them at once); `access: \"read\"` or `\"write\"` takes a side of a read-write lock.",
         input_schema = schema::<lease::AcquireRequest>()
     )]
     async fn acquire(
@@ -123,7 +124,14 @@ impl Tools {
         self.call(arguments, cancelled, |c, r| async move {
             let reply = lease::acquire(&c, r).await?;
             if let (Some(token), Some(deadline)) = (&reply.token, reply.deadline_unix_ms) {
-                holds.took(&reply.name, token, reply.fencing_token, deadline);
+                holds.took(Took {
+                    name: &reply.name,
+                    kind: reply.kind,
+                    token,
+                    fencing_token: reply.fencing_token,
+                    k: reply.k,
+                    deadline_unix_ms: deadline,
+                });
             }
             Ok(reply)
         })
@@ -131,7 +139,34 @@ impl Tools {
     }
 
     #[tool(
-        description = "Reset a held lock's TTL to `ttl` from now, given the owner token: the heartbeat of a long task (call it at each step). Fails with NOT_HELD if the token lost the lock (it expired or was revoked): stop writing then.",
+        description = "Campaign once to lead an election, with a `value` the others see (`leader` shows it), and keep the leadership until its TTL: you are the leader until then. Returns `elected`, the owner `token`, your `term` (greater than every earlier leader's: a fencing token) and `deadline_unix_ms`; `extend` (kind \"leader\") at each step, `release` (kind \"leader\") to resign. When someone else leads: `elected: false` and the `leader`. `wait` waits that long to be elected.",
+        input_schema = schema::<elect::ElectRequest>()
+    )]
+    async fn elect(
+        &self,
+        arguments: JsonObject,
+        cancelled: CancellationToken,
+    ) -> Result<Json<elect::ElectReply>, CallToolResult> {
+        let holds = self.holds.clone();
+        self.call(arguments, cancelled, |c, r| async move {
+            let reply = elect::elect(&c, r).await?;
+            if let (Some(token), Some(deadline)) = (&reply.token, reply.deadline_unix_ms) {
+                holds.took(Took {
+                    name: &reply.name,
+                    kind: reply.kind,
+                    token,
+                    fencing_token: reply.term,
+                    k: None,
+                    deadline_unix_ms: deadline,
+                });
+            }
+            Ok(reply)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Reset a hold's TTL to `ttl` from now, given the owner token and the `kind` (and `k`) acquire or elect returned: the heartbeat of a long task or of a leader (call it at each step). Fails with NOT_HELD if the token lost the hold (it expired or was revoked): stop writing then.",
         input_schema = schema::<lease::ExtendRequest>()
     )]
     async fn extend(
@@ -163,7 +198,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Release a lock, given the owner token, and wake its waiters. Fails with NOT_HELD if the token no longer owns it.",
+        description = "Release a hold, given the owner token and the `kind` (and `k`) acquire or elect returned, and wake its waiters (a leader resigns). Fails with NOT_HELD if the token no longer owns it.",
         input_schema = schema::<lease::ReleaseRequest>()
     )]
     async fn release(

@@ -12,6 +12,7 @@
 //! the CLI's options are: a bare number could be seconds to one caller and
 //! milliseconds to another.
 
+pub(crate) mod elect;
 pub(crate) mod inspect;
 pub(crate) mod lease;
 pub(crate) mod notify;

@@ -301,3 +301,71 @@ fn the_leader_of_an_election_is_read_over_http() {
     assert_eq!(led["value"], "node-3", "{led}");
     assert!(num(&led, "term") > 0);
 }
+
+#[test]
+fn a_leader_and_a_writer_over_http_are_seen_and_excluded_by_the_cli() {
+    let redis = RedisServer::start();
+    let served = Served::start(&redis, &[], &[]);
+    let (status, led) = served.post(
+        "/v1/elections/cron/elect",
+        r#"{"value": "host-a", "ttl": "1m"}"#,
+    );
+    assert_eq!((status, &led["elected"]), (200, &json!(true)), "{led}");
+    let cli = output(
+        latchkey(&redis).args(["leader", "cron"]),
+        Duration::from_secs(15),
+    );
+    assert!(stdout(&cli).contains("host-a"), "{}", stderr(&cli));
+    let (status, other) = served.post("/v1/elections/cron/elect", r#"{"ttl": "1m"}"#);
+    assert_eq!((status, &other["elected"]), (200, &json!(false)));
+    assert_eq!(other["leader"]["value"], "host-a", "{other}");
+    let resign = json!({"token": led["token"], "kind": "leader"}).to_string();
+    let (status, _) = served.post("/v1/locks/cron/release", &resign);
+    assert_eq!(status, 200);
+    let (_, shown) = served.request("GET", "/v1/elections/cron/leader", None, "");
+    assert_eq!(shown["leader"], false, "{shown}");
+
+    let (status, writing) = served.post(
+        "/v1/locks/books/acquire",
+        r#"{"ttl": "1m", "access": "write"}"#,
+    );
+    assert_eq!(
+        (status, &writing["kind"]),
+        (200, &json!("write")),
+        "{writing}"
+    );
+    let reader = output(
+        latchkey(&redis).args(["run", "--read", "books", "--no-wait", "--", "true"]),
+        Duration::from_secs(15),
+    );
+    assert_eq!(
+        code(reader.status),
+        1,
+        "busy for a reader: {}",
+        stderr(&reader)
+    );
+    // Released as what it is; the wrong kind is refused and changes nothing.
+    let (status, wrong) = served.post(
+        "/v1/locks/books/release",
+        &json!({"token": writing["token"], "kind": "semaphore"}).to_string(),
+    );
+    assert_eq!((status, text(&wrong, "code")), (409, "NOT_HELD".to_owned()));
+    let (status, unknown) = served.post(
+        "/v1/locks/books/release",
+        &json!({"token": writing["token"], "kind": "mutex"}).to_string(),
+    );
+    assert_eq!(
+        (status, text(&unknown, "code")),
+        (400, "INVALID_INPUT".to_owned())
+    );
+    let (status, _) = served.post(
+        "/v1/locks/books/release",
+        &json!({"token": writing["token"], "kind": "write"}).to_string(),
+    );
+    assert_eq!(status, 200);
+    let reader = output(
+        latchkey(&redis).args(["run", "--read", "books", "--no-wait", "--", "true"]),
+        Duration::from_secs(15),
+    );
+    assert_eq!(code(reader.status), 0, "free: {}", stderr(&reader));
+}

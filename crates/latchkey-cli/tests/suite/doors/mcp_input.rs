@@ -38,6 +38,7 @@ fn every_verb_is_a_tool_with_schemas_and_revoke_only_when_allowed() {
         names,
         [
             "acquire",
+            "elect",
             "extend",
             "leader",
             "list",

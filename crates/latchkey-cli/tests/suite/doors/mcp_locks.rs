@@ -248,6 +248,7 @@ fn a_fair_lock_is_handed_to_the_waiter_with_the_ttl_it_asked_for() {
         json!({"name": "line", "ttl": "1m", "fair": true}),
     );
     assert_eq!(held["acquired"], true);
+    assert_eq!(held["kind"], "fair_lock");
 
     let waiting = second.start_call(
         "acquire",
@@ -261,7 +262,7 @@ fn a_fair_lock_is_handed_to_the_waiter_with_the_ttl_it_asked_for() {
     });
     first.ok(
         "release",
-        json!({"name": "line", "token": held["token"], "fair": true}),
+        json!({"name": "line", "token": held["token"], "kind": "fair_lock"}),
     );
     let handed = second
         .called(waiting, REPLY_WITHIN)

@@ -7,6 +7,7 @@ mod http_client;
 mod http_metrics;
 mod http_tls;
 mod mcp_input;
+mod mcp_kinds;
 mod mcp_locks;
 mod mcp_session;
 mod mcp_signals;
