@@ -111,6 +111,30 @@ fn a_revoke_that_does_not_raise_the_counter_is_caught() {
 }
 
 #[test]
+fn a_leave_that_trims_live_entries_off_the_tail_is_caught() {
+    // Two waiters behind a holder: the last leaves, and the mutant takes
+    // the live one before it off the queue with it.
+    let config = Config {
+        clients: 3,
+        leave: true,
+        max_time: Some(6),
+        faults: Faults {
+            pause: false,
+            lost_reply: false,
+            lost_message: false,
+            restart: false,
+        },
+        ..small(0)
+    };
+    let why = caught(
+        "leave trimming live entries",
+        config,
+        Mutant::LeaveTrimsLiveEntries,
+    );
+    assert!(why.contains("not queued"), "{why}");
+}
+
+#[test]
 fn every_state_of_an_unfenced_fair_lock_with_leaving_and_a_revoke_keeps_the_invariants() {
     let config = Config {
         fenced: false,

@@ -66,6 +66,9 @@ pub enum Mutant {
     /// entry gone (handed on meanwhile): a hand-off message heard later
     /// then counts the hold from too late.
     RenewalProvesGoneEntries,
+    /// A waiter leaving from the tail trims the entries before it whether
+    /// or not they still have a lease: a live waiter loses its place.
+    LeaveTrimsLiveEntries,
 }
 
 /// A bounded configuration.

@@ -69,9 +69,35 @@ pub(crate) fn fifo(
     Ok(())
 }
 
+/// Every entry with a lease is queued: a waiter's place is taken away
+/// only with its lease (a leave that trims the queue's tail stops at the
+/// first entry that has one).
+fn leased_are_queued(m: &FairModel, s: &State) -> Result<(), String> {
+    let stem = latchkey::protocol::tag_stem(m.key());
+    let leases = [&stem[..], latchkey::protocol::LEASES_SUFFIX].concat();
+    let queued = queue(m, &s.keys);
+    for (key, value, _) in &s.keys {
+        let Val::ZSet(members) = value else { continue };
+        if *key != leases {
+            continue;
+        }
+        for (entry, _) in members {
+            if !queued.iter().any(|(e, _)| e == entry) {
+                return Err(format!(
+                    "a leased entry is not queued at {} ms: {} (its waiter lost its place)",
+                    s.now,
+                    String::from_utf8_lossy(entry)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The invariants judged on a state.
 pub(crate) fn check(m: &FairModel, s: &State) -> Result<(), String> {
     exclusion(m, s)?;
+    leased_are_queued(m, s)?;
     // A dead waiter delays the queue by at most its lease: it is handed the
     // lock only while its lease runs (checked at the hand-off), and a key
     // handed to it that it never takes up expires within the hand-off TTL;

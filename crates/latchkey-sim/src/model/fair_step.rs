@@ -44,6 +44,13 @@ impl Scripts {
                 s.leave = mutate(&s.leave, from, "if id")?;
                 s.revoke = mutate(&s.revoke, from, "if id")?;
             }
+            Some(Mutant::LeaveTrimsLiveEntries) => {
+                s.leave = mutate(
+                    &s.leave,
+                    "if not edge or redis.call('ZSCORE', KEYS[3], edge) then break end",
+                    "if not edge then break end",
+                )?;
+            }
             // A client step's change (`fair_client.rs`), not a script's.
             Some(Mutant::RetryRequeuesSameEntry | Mutant::RenewalProvesGoneEntries) => {}
             Some(Mutant::RevokeWithoutRaise) => {

@@ -1,5 +1,8 @@
 -- latchkey: a fair lock's waiter leaves the queue (its wait timed out,
--- failed or was cancelled): its entry is taken out, and a lock that was
+-- failed or was cancelled): its entry is taken out without scanning the
+-- queue (forget, shared/hand_on.lua: at an end of the queue it is popped,
+-- elsewhere it stays without a lease, dead, until it reaches the head),
+-- and a lock that was
 -- handed to it in that instant is released as by fair_release.lua (handed
 -- to the next live waiter, or freed). The hand-on, the KEYS and the queue's
 -- entries: shared/hand_on.lua. See docs/protocol.md, "Fair locks".
@@ -16,7 +19,5 @@
 --   -1  it did not hold the lock: someone else does
 -- Errors
 --   WRONGTYPE  the lock key, queue or leases hold the wrong type.
-if redis.call('ZREM', KEYS[3], ARGV[5]) == 1 then
-  redis.call('LREM', KEYS[2], 1, ARGV[5])
-end
+forget(ARGV[5])
 return release_as(ARGV[1], ARGV[2], ARGV[3], ARGV[4])

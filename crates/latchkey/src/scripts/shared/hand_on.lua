@@ -30,6 +30,14 @@
 --   stem     the hand-off channel stem, S:handoff:
 --   marked   whether the ending holder's token was marked '+w'
 --   t        the script's TIME reply
+-- forget(entry) -> true when the entry was queued: takes a waiter's entry
+--   out without scanning the queue (an LREM would read every entry: a herd
+--   of waiters giving up together would cost the square of the queue). Its
+--   lease goes; the entry itself is taken off when it is at an end of the
+--   queue (at the tail with the entries before it that have no lease
+--   either), and otherwise stays, dead, until it reaches the head, where
+--   every attempt and hand-on drops dead entries (as it drops a crashed
+--   waiter's).
 -- release_as(token, publish, stem, channel) -> 2, 1 (as hand_on), 0 the key
 --   is gone (the lock expired), -1 someone else holds it: the holder's
 --   release; a freed lock whose token was marked publishes 'released' on
@@ -61,6 +69,26 @@ local function hand_on(publish, stem, marked, t)
   -- its TTL; it then names a token nobody holds, which inspection ignores).
   redis.call('DEL', KEYS[1], KEYS[5])
   return 1
+end
+
+-- The entry at the head or the tail is taken off with an LREM counted
+-- from that end, which stops at the edge itself: O(1), and no command
+-- beyond the ACL rules that earlier versions documented (as RPOP would
+-- be). At the tail, the dead entries before it go too (at the head, the
+-- next attempt or hand-on drops them).
+local function forget(entry)
+  if redis.call('ZREM', KEYS[3], entry) == 0 then return false end
+  if redis.call('LINDEX', KEYS[2], 0) == entry then
+    redis.call('LREM', KEYS[2], 1, entry)
+  elseif redis.call('LINDEX', KEYS[2], -1) == entry then
+    redis.call('LREM', KEYS[2], -1, entry)
+    while true do
+      local edge = redis.call('LINDEX', KEYS[2], -1)
+      if not edge or redis.call('ZSCORE', KEYS[3], edge) then break end
+      redis.call('LREM', KEYS[2], -1, edge)
+    end
+  end
+  return true
 end
 
 local function release_as(token, publish, stem, channel)

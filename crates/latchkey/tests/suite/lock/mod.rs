@@ -4,6 +4,7 @@ mod cancel_safety;
 mod close;
 mod fair;
 mod fair_handoff;
+mod fair_leave;
 mod fair_renewal;
 mod fence_expiry;
 mod fencing;
