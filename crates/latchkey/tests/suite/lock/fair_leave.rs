@@ -8,7 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use latchkey::{Client, LockGuard};
+use latchkey::{Client, LockGuard, Ownership};
 use tokio::task::JoinHandle;
 
 const QUEUE: &str = "{test:leaving}:queue";
@@ -90,11 +90,11 @@ async fn a_waiter_leaving_the_middle_stays_dead_in_place_and_the_ends_are_trimme
     );
 
     // The hand-on: to the first, then past the dead second to the third.
-    assert!(held.release().await.is_ok());
+    assert_eq!(held.release().await.unwrap(), Ownership::Owned);
     let first = take(1).waiting.await.unwrap().expect("the first gets it");
     let third = take(3);
     assert!(!third.waiting.is_finished());
-    first.release().await.unwrap();
+    assert_eq!(first.release().await.unwrap(), Ownership::Owned);
     let third = third
         .waiting
         .await
@@ -105,5 +105,5 @@ async fn a_waiter_leaving_the_middle_stays_dead_in_place_and_the_ends_are_trimme
         0,
         "the dead entry was dropped"
     );
-    third.release().await.unwrap();
+    assert_eq!(third.release().await.unwrap(), Ownership::Owned);
 }
