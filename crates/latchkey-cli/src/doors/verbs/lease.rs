@@ -340,6 +340,7 @@ async fn lock_holder(client: &Client, name: &str) -> Option<Value> {
 /// reset; calling it again is harmless.
 pub async fn extend(client: &Client, request: ExtendRequest) -> Result<ExtendReply, VerbError> {
     let ttl = super::ttl(&request.ttl)?;
+    k_only_for_permits(request.kind, request.k)?;
     let (name, token) = (&request.name, &request.token);
     let sent = std::time::Instant::now();
     let outcome = match request.kind {
@@ -383,6 +384,7 @@ pub async fn extend(client: &Client, request: ExtendRequest) -> Result<ExtendRep
 /// Dropped after the request was sent, the hold may or may not be
 /// released; calling it again is harmless (NOT_HELD the second time).
 pub async fn release(client: &Client, request: ReleaseRequest) -> Result<ReleaseReply, VerbError> {
+    k_only_for_permits(request.kind, request.k)?;
     let (name, token) = (&request.name, &request.token);
     // A handle's TTL is not used by a release, but for a writer's: how
     // long the readers it lets in have to come.
@@ -419,6 +421,16 @@ pub async fn release(client: &Client, request: ReleaseRequest) -> Result<Release
 /// The `k` of a semaphore's hold (default 1); the library refuses 0.
 fn permits_taken(k: Option<u32>) -> u32 {
     k.unwrap_or(1)
+}
+
+/// INVALID_INPUT for a `k` given with another kind than a semaphore's.
+fn k_only_for_permits(kind: HoldKind, k: Option<u32>) -> Result<(), VerbError> {
+    match (kind, k) {
+        (HoldKind::Semaphore, _) | (_, None) => Ok(()),
+        _ => Err(VerbError::invalid(
+            "k is the number of permits a semaphore's hold took: give it with kind \"semaphore\" only",
+        )),
+    }
 }
 
 /// NOT_HELD unless `outcome` says the token owned the hold.

@@ -108,6 +108,14 @@ fn permits_of_a_semaphore_are_taken_kept_and_given_back_by_token_and_k() {
         let refused = first.err("acquire", arguments.clone());
         assert_eq!(refused.code, code, "{arguments}: {refused:?}");
     }
+    let misplaced = first.err(
+        "release",
+        json!({"name": "gpus", "token": woken["token"], "k": 1}),
+    );
+    assert_eq!(
+        misplaced.code, "INVALID_INPUT",
+        "k with a lock: {misplaced:?}"
+    );
     assert_eq!(permits_held(&redis, "gpus"), 1, "nothing more taken");
 }
 
