@@ -213,11 +213,9 @@ impl Barrier {
         // The key outlives our wait: a last party that comes just before our
         // deadline still finds our arrival.
         let keep = self.ttl.max(wait.saturating_add(KEEP_AFTER_WAIT));
-        // Subscribe first: the release cannot slip in before we listen; and
-        // what comes after the arrival is kept for the first attempt.
+        // Subscribe first: the release cannot slip in before we listen.
         let started = Instant::now();
-        let waker = Waker::subscribe(&self.session, self.channel.to_vec(), deadline).await;
-        let mut waiting = Waiting::new(&self.name, started, deadline, AfterOwnRequest::new(waker));
+        let mut waker = Waker::subscribe(&self.session, self.channel.to_vec(), deadline).await;
         let token = self.session.inner.identity.new_token()?;
         // Armed from before the request is sent: if the future is dropped
         // now, the arrival may have happened. Taking back one that did not
@@ -232,10 +230,16 @@ impl Barrier {
                 async move { leave(&session, &key, &token, None).await.map(|_| ()) }
             },
         );
+        // What came before the arrival is sent is an earlier release (of
+        // this barrier, or of one gone since: a generation's number
+        // repeats); what comes after may be our generation's, which the
+        // first attempt, reading nothing, must not forget.
+        waker.skip_pending();
         let (generation, last, id) = self.arrive(&pending, &token, keep).await?;
         if last {
             return Ok(generation);
         }
+        let mut waiting = Waiting::new(&self.name, started, deadline, AfterOwnRequest::new(waker));
         let mine = generation.to_string();
         let waited = wait_for(&mut waiting, |woken| {
             let (mine, id) = (mine.as_bytes(), id.as_str());

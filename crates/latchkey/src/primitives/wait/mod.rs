@@ -181,11 +181,12 @@ impl Wake for Waker {
 }
 
 /// A [`Wake`] for a wait that starts after a request of its own, sent once
-/// subscribed (a barrier's arrival): what came between the two answers that
-/// request, and the first attempt, which reads nothing, must not forget it
-/// (a barrier released in that gap would otherwise be seen only at the next
-/// re-read, after its key may have expired). Later attempts read the state,
-/// as usual.
+/// subscribed (a barrier's arrival; the caller forgets what came before it
+/// sent the request): what comes after may answer that request, and the
+/// first attempt, which reads nothing, must not forget it (a barrier
+/// released in that gap would otherwise be seen only at the next re-read,
+/// after its key may have expired). Later attempts read the state, as
+/// usual.
 pub(crate) struct AfterOwnRequest<W> {
     wake: W,
     attempted: bool,
