@@ -348,8 +348,7 @@ pub async fn extend(client: &Client, request: ExtendRequest) -> Result<ExtendRep
             client.lock(name, ttl)?.extend_token(token, ttl).await?
         }
         HoldKind::Semaphore => {
-            let k = permits_taken(request.k);
-            let semaphore = client.semaphore(name, u64::from(k.max(1)), ttl)?;
+            let (semaphore, k) = held_permits(client, name, request.k, ttl)?;
             semaphore.extend_token(token, k, ttl).await?
         }
         HoldKind::Read => {
@@ -393,8 +392,7 @@ pub async fn release(client: &Client, request: ReleaseRequest) -> Result<Release
         HoldKind::Lock => client.lock(name, ttl)?.release_token(token).await?,
         HoldKind::FairLock => client.lock(name, ttl)?.fair()?.release_token(token).await?,
         HoldKind::Semaphore => {
-            let k = permits_taken(request.k);
-            let semaphore = client.semaphore(name, u64::from(k.max(1)), ttl)?;
+            let (semaphore, k) = held_permits(client, name, request.k, ttl)?;
             semaphore.release_token(token, k).await?
         }
         HoldKind::Read => {
@@ -418,9 +416,18 @@ pub async fn release(client: &Client, request: ReleaseRequest) -> Result<Release
     })
 }
 
-/// The `k` of a semaphore's hold (default 1); the library refuses 0.
-fn permits_taken(k: Option<u32>) -> u32 {
-    k.unwrap_or(1)
+/// A handle on the semaphore `name` for a hold of `k` permits (default 1;
+/// the library refuses 0), and that `k`. A by-token call does not use the
+/// handle's N (only `k` ≤ N is checked).
+fn held_permits(
+    client: &Client,
+    name: &str,
+    k: Option<u32>,
+    ttl: Duration,
+) -> Result<(latchkey::Semaphore, u32), VerbError> {
+    let k = k.unwrap_or(1);
+    let semaphore = client.semaphore(name, u64::from(k.max(1)), ttl)?;
+    Ok((semaphore, k))
 }
 
 /// INVALID_INPUT for a `k` given with another kind than a semaphore's.

@@ -219,3 +219,36 @@ async fn a_leadership_is_renewed_and_resigned_by_its_token() {
         Ownership::Expired
     );
 }
+
+#[tokio::test]
+async fn a_key_of_another_type_is_a_typed_error_and_stays_as_it_was() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let mut conn = raw(&redis.url()).await;
+    let pool = client.semaphore("tokens-typed", 2, TTL).unwrap();
+    let rw = client.rwlock("tokens-typed", TTL).unwrap();
+    let election = client.election("tokens-typed", TTL).unwrap();
+    for key in [pool.key(), rw.readers_key()] {
+        let _: () = conn.set(key, "not a sorted set").await.unwrap();
+    }
+    let _: () = conn
+        .hset("{test:tokens-typed}:leader", "f", "not a string")
+        .await
+        .unwrap();
+    let outcomes = [
+        pool.release_token("lk2:t", 1).await.err(),
+        pool.extend_token("lk2:t", 1, TTL).await.err(),
+        rw.release_token("lk2:t", RwAccess::Read).await.err(),
+        rw.extend_token("lk2:t", RwAccess::Read, TTL).await.err(),
+        election.extend_token("lk2:t", TTL).await.err(),
+        election.resign_token("lk2:t").await.err(),
+    ];
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let code = outcome.map(|e| e.code());
+        assert_eq!(code, Some("WRONG_TYPE"), "call {i}");
+    }
+    let kept: String = conn.get(pool.key()).await.unwrap();
+    assert_eq!(kept, "not a sorted set");
+    let field: String = conn.hget("{test:tokens-typed}:leader", "f").await.unwrap();
+    assert_eq!(field, "not a string");
+}
