@@ -1,10 +1,9 @@
 -- latchkey: a fair lock's waiter leaves the queue (its wait timed out,
 -- failed or was cancelled): its entry is taken out without scanning the
--- queue (forget, shared/hand_on.lua: at an end of the queue it is popped,
--- elsewhere it stays without a lease, dead, until it reaches the head),
--- and a lock that was
--- handed to it in that instant is released as by fair_release.lua (handed
--- to the next live waiter, or freed). The hand-on, the KEYS and the queue's
+-- queue (forget, shared/hand_on.lua: at an end of the queue it is taken
+-- off, elsewhere it stays without a lease, dead, until it reaches the
+-- head), and a lock that was handed to it in that instant is released as
+-- by fair_release.lua (handed to the next live waiter, or freed). The hand-on, the KEYS and the queue's
 -- entries: shared/hand_on.lua. See docs/protocol.md, "Fair locks".
 --
 -- KEYS[1..5]  lock key, queue, leases, fencing counter, acquired record
