@@ -40,6 +40,23 @@ step "docs (--cfg docsrs, -D warnings)" env RUSTDOCFLAGS="--cfg docsrs -D warnin
 # workspace's unpublished crates replaced by the packaged ones (cargo
 # packages several crates in dependency order for this). The dev profile
 # of the workspace, so the dependencies' builds of the tests are reused.
+# cargo extracts each packaged crate into the cargo home, under
+# registry/src/-<hash of the overlay registry's path>/<name>-<version>, and
+# builds from an extraction already there: a checkout at a path packaged
+# before (CI clones to the same path each time) would verify the CLI against
+# an earlier commit's library of the same version. Those go first.
+forget_extracted() {
+  local home="${CARGO_HOME:-$HOME/.cargo}" p v
+  while read -r p v; do
+    rm -rf "$home"/registry/src/-*/"$p-$v"
+  done < <(cargo metadata --locked --no-deps --format-version 1 |
+    python3 -c 'import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["name"] in sys.argv[1:]:
+        print(p["name"], p["version"])' "${PUBLISHED[@]}")
+}
+step "forget earlier extractions of these crates" forget_extracted
+
 step "cargo package (verified)" cargo package --quiet --locked "${pkgs[@]}" \
   --config 'profile.dev.debug="line-tables-only"' --config 'profile.dev.package."*".debug=false'
 
