@@ -69,7 +69,10 @@ use crate::vocab::protocol::{BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX};
 ///   waits, so an abandoned one disappears; while parties wait, it lives at
 ///   least as long as the longest of their waits (an arrival raises its TTL
 ///   to its own timeout plus a second), so a TTL shorter than the wait never
-///   makes parties that all arrived time out.
+///   makes parties that all arrived time out. A release keeps that longer
+///   life: a party released while it could not hear the message (its
+///   subscriber reconnecting) reads the generation moved on later, and is
+///   not told the barrier is gone.
 #[derive(Clone)]
 pub struct Barrier {
     session: Session,

@@ -25,7 +25,8 @@
 --   {gen, 1, id}  this arrival was the N-th: generation gen is released (the
 --             hash now holds only 'gen' = gen + 1, 'arrived' = 0 and 'id':
 --             the next generation's first arrival stores its parties) and
---             gen was published on ARGV[4]; the key's TTL is ARGV[2]
+--             gen was published on ARGV[4]; the key's TTL is ARGV[2], or
+--             what it had left if more (the waits of the parties released)
 --   {gen, 0, id}  arrived in generation gen; wait for gen on ARGV[4]
 -- Errors
 --   WRONGTYPE   the key is not a hash, or its fields are not counts.
@@ -56,9 +57,13 @@ local waiting = arrived > 0
 local id = stored[4] or ARGV[5]
 arrived = arrived + 1
 if arrived >= parties then
+  -- The released generation stays readable as long as its parties wait:
+  -- one that missed the message reads the generation moved on (released),
+  -- not a key gone at the barrier's TTL (which it would take for gone).
+  local left = redis.call('PTTL', KEYS[1])
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'gen', string.format('%d', gen + 1), 'arrived', '0', 'id', id)
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[2]), left))
   local message = string.format('%d', gen)
   publish_on(ARGV[3], ARGV[4], message)
   return {gen, 1, id}
