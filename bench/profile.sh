@@ -11,7 +11,8 @@
 # is counted REPEAT times (default 3); printed: the median, then every count.
 #
 # Workloads: latchkey raw-same rslock (the `uncontended` scenario's
-# `--instructions` probes), redlock5 rslock5 mk-try mk-acquire mk-raw (see
+# `--instructions` probes), redlock5 rslock5 mk-try mk-acquire mk-named mk-raw
+# mk-raw-managed (see
 # crates/latchkey-bench/src/profile.rs). With KEEP=DIR, both runs' callgrind
 # output is kept as DIR/callgrind.WORKLOAD.{1,3}.out; bench/cgdiff.py turns
 # them into per-cycle costs by function.
@@ -19,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-300}
 shift || true
-WORKLOADS=${*:-latchkey raw-same rslock redlock5 rslock5 mk-try mk-acquire mk-raw}
+WORKLOADS=${*:-latchkey raw-same rslock redlock5 rslock5 mk-try mk-acquire mk-named mk-raw mk-raw-managed}
 BIN=${BIN:-target/release/latchkey-bench}
 DIR=$(mktemp -d)
 trap 'for p in "$DIR"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; sleep 0.2; rm -rf "$DIR"' EXIT

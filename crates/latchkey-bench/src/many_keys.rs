@@ -354,8 +354,8 @@ fn run_redis_benchmark(port: u16, n: u64, command: &[&str]) -> Result<f64, Strin
 /// One cycle of the raw redis-rs reference: `SET NX PX GET`, and when that
 /// took the lock, the release script. Whether a whole cycle ran (a busy key
 /// is skipped). Shared with the `--profile` driver (`profile.rs`).
-pub(crate) async fn raw_cycle(
-    conn: &mut redis::aio::MultiplexedConnection,
+pub(crate) async fn raw_cycle<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
     release: &redis::Script,
     key: &str,
     channel: &str,

@@ -8,8 +8,14 @@
 //! * `rslock5`: rslock over the same 5, `lock` + `unlock`;
 //! * `mk-try`, `mk-acquire`: the `many_keys` scenario's shape, 64 tasks of
 //!   one client on 1,000 locks, `try_acquire` (or `acquire`) + `release`;
+//! * `mk-named`: as `mk-acquire`, but each cycle makes its `Lock` from the
+//!   name (`Client::lock`), as the `scale` scenario's names in flight do;
 //! * `mk-raw`: raw redis-rs sending the same two commands from 64 tasks over
-//!   one multiplexed connection.
+//!   one multiplexed connection;
+//! * `mk-raw-managed`: the same over redis-rs's `ConnectionManager`
+//!   configured as latchkey's standalone connection is (it reconnects;
+//!   each request bounded by the command timeout), which tells what that
+//!   layer costs apart from latchkey's own work.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,13 +103,30 @@ async fn run(kind: String, urls: Vec<String>, n: u64) -> Result<(), String> {
             many(200, |t, per| mk_latchkey(locks.clone(), wait, t, per)).await;
             many(n, |t, per| mk_latchkey(locks.clone(), wait, t, per)).await;
         }
+        "mk-named" => {
+            let client = latchkey::Client::connect(refs[0])
+                .await
+                .map_err(|e| e.to_string())?;
+            many(200, |t, per| mk_named(client.clone(), t, per)).await;
+            many(n, |t, per| mk_named(client.clone(), t, per)).await;
+        }
         "mk-raw" => {
             let conn = crate::handoff::connect(refs[0]).await;
-            let keys: Arc<Vec<[String; 2]>> = Arc::new(
-                (0..LOCKS)
-                    .map(|i| [format!("raw:mk:{i}"), format!("raw:mk:{i}:released")])
-                    .collect(),
-            );
+            let keys = raw_keys();
+            many(200, |t, per| mk_raw(conn.clone(), keys.clone(), t, per)).await;
+            many(n, |t, per| mk_raw(conn.clone(), keys.clone(), t, per)).await;
+        }
+        "mk-raw-managed" => {
+            let config = redis::aio::ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(latchkey::limits::DEFAULT_COMMAND_TIMEOUT))
+                .set_response_timeout(Some(latchkey::limits::DEFAULT_COMMAND_TIMEOUT))
+                .set_number_of_retries(1)
+                .set_max_delay(Duration::from_millis(500));
+            let client = redis::Client::open(refs[0]).map_err(|e| e.to_string())?;
+            let conn = redis::aio::ConnectionManager::new_with_config(client, config)
+                .await
+                .map_err(|e| e.to_string())?;
+            let keys = raw_keys();
             many(200, |t, per| mk_raw(conn.clone(), keys.clone(), t, per)).await;
             many(n, |t, per| mk_raw(conn.clone(), keys.clone(), t, per)).await;
         }
@@ -147,8 +170,32 @@ async fn mk_latchkey(locks: Arc<Vec<latchkey::Lock>>, wait: bool, t: u64, per: u
     }
 }
 
-async fn mk_raw(
-    mut conn: redis::aio::MultiplexedConnection,
+async fn mk_named(client: latchkey::Client, t: u64, per: u64) {
+    let mut rng = XorShift::new(t);
+    let mut done = 0;
+    while done < per {
+        let Ok(lock) = client.lock(format!("mk:{}", rng.below(LOCKS)), TTL) else {
+            continue;
+        };
+        let Ok(guard) = lock.acquire().await else {
+            continue;
+        };
+        let _ = guard.release().await;
+        done += 1;
+    }
+}
+
+/// The raw workloads' keys and release channels.
+fn raw_keys() -> Arc<Vec<[String; 2]>> {
+    Arc::new(
+        (0..LOCKS)
+            .map(|i| [format!("raw:mk:{i}"), format!("raw:mk:{i}:released")])
+            .collect(),
+    )
+}
+
+async fn mk_raw<C: redis::aio::ConnectionLike + Send>(
+    mut conn: C,
     keys: Arc<Vec<[String; 2]>>,
     t: u64,
     per: u64,
