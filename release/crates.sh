@@ -36,10 +36,6 @@ step "cargo deny (licenses, bans, sources)" cargo deny --locked check --hide-inc
 step "docs (--cfg docsrs, -D warnings)" env RUSTDOCFLAGS="--cfg docsrs -D warnings" \
   cargo doc --quiet --locked --no-deps --all-features -p latchkey-redis -p latchkey-testkit -p latchkey-torture
 
-# Each .crate made and built on its own, as crates.io will have it: the
-# workspace's unpublished crates replaced by the packaged ones (cargo
-# packages several crates in dependency order for this). The dev profile
-# of the workspace, so the dependencies' builds of the tests are reused.
 # cargo extracts each packaged crate into the cargo home, under
 # registry/src/-<hash of the overlay registry's path>/<name>-<version>, and
 # builds from an extraction already there: a checkout at a path packaged
@@ -57,6 +53,10 @@ for p in json.load(sys.stdin)["packages"]:
 }
 step "forget earlier extractions of these crates" forget_extracted
 
+# Each .crate made and built on its own, as crates.io will have it: the
+# workspace's unpublished crates replaced by the packaged ones (cargo
+# packages several crates in dependency order for this). The dev profile
+# of the workspace, so the dependencies' builds of the tests are reused.
 step "cargo package (verified)" cargo package --quiet --locked "${pkgs[@]}" \
   --config 'profile.dev.debug="line-tables-only"' --config 'profile.dev.package."*".debug=false'
 
