@@ -1,4 +1,5 @@
-//! The fair lock (queue, waiter leases, direct hand-off, leaving, revoke),
+//! The fair lock (queue, waiter leases and process records, direct
+//! hand-off, leaving, revoke),
 //! model-checked: bounded exhaustive searches, seeded random walks of
 //! larger configurations, and the mutants each run must catch (so that a
 //! checker that checks nothing cannot pass).
@@ -77,9 +78,10 @@ fn a_release_hands_the_lock_to_the_queued_waiter_with_a_higher_token() {
 #[test]
 fn a_hand_off_that_ignores_waiter_leases_is_caught() {
     // Three clients (its control, run first, is the exhaustive run of
-    // three clients):
-    // one waiter's renewals keep the queue's keys alive while the other's
-    // lease runs out paused at the head.
+    // three clients): a waiter paused at the head of the queue is no
+    // longer live once its process's record runs out (its entry's own
+    // lease, fifteen leases, still runs), and the release hands it the
+    // lock.
     let config = Config {
         clients: 3,
         max_time: Some(10),
@@ -97,6 +99,30 @@ fn a_hand_off_that_ignores_waiter_leases_is_caught() {
         Mutant::HandOffIgnoresLeases,
     );
     assert!(why.contains("lease"), "{why}");
+}
+
+#[test]
+fn a_hand_off_that_ignores_process_records_is_caught() {
+    // Two clients: the waiter's process stops (a pause) right after it
+    // queued; its record runs out a lease later while its entry's own
+    // lease (fifteen leases) still runs, and the holder's release, which
+    // must skip it, hands it the lock.
+    let config = Config {
+        max_time: Some(10),
+        faults: Faults {
+            pause: true,
+            lost_reply: false,
+            lost_message: false,
+            restart: false,
+        },
+        ..small(1)
+    };
+    let why = caught(
+        "hand-off ignoring process records",
+        config,
+        Mutant::HandOffIgnoresRecords,
+    );
+    assert!(why.contains("record"), "{why}");
 }
 
 #[test]

@@ -54,10 +54,10 @@ use std::collections::HashMap;
 
 use latchkey::protocol::{
     fence_key, primitive_key, release_channel, script_text, tag_stem, ACQUIRED_SUFFIX,
-    BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX, ELECTION_CHANGES_SUFFIX, ELECTION_LEASE_SUFFIX,
-    ELECTION_STATE_SUFFIX, HANDOFF_SUFFIX, LATCH_OPENED_SUFFIX, LATCH_SUFFIX, LEASES_SUFFIX,
-    PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX, QUEUE_SUFFIX, RWLOCK_SUFFIXES,
-    RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
+    ALIVE_SUFFIX, BARRIER_RELEASED_SUFFIX, BARRIER_SUFFIX, ELECTION_CHANGES_SUFFIX,
+    ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX, HANDOFF_SUFFIX, LATCH_OPENED_SUFFIX,
+    LATCH_SUFFIX, LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_RELEASED_SUFFIX, PERMITS_SUFFIX,
+    QUEUE_SUFFIX, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX, TOKEN_MARKER,
 };
 
 use crate::lua::sha1_hex;
@@ -83,6 +83,9 @@ pub enum Shape {
     Int,
     /// A fair lock's waiter entry, `<32 hex digits>:<ms>:<0|1>:<token>`.
     WaiterEntry,
+    /// A fair lock's process id: the 16 hex digits all the entries of one
+    /// process start with (its subscriber's id).
+    ProcessId,
     /// Anything else (a key or value the roles do not name).
     Other,
 }
@@ -212,18 +215,23 @@ impl Roles {
 
     /// A fair lock's, lock key `key` (prefix included), waiters' lease
     /// `lease_ms` (`docs/protocol.md`, "Fair locks"): a plain lock's, and
-    /// the queue, the leases, the acquired record, the hand-off channels'
-    /// stem, and the lease as a number.
+    /// the queue, the leases, the process records, the acquired record,
+    /// the hand-off channels' stem, the lease (a process record's) as a
+    /// number and an entry's own lease
+    /// ([`ENTRY_LEASES`](crate::model::fair::ENTRY_LEASES) times it).
     pub fn fair(key: &[u8], ttl_ms: i64, lease_ms: i64) -> Roles {
         let mut roles = Roles::lock(key, ttl_ms);
         let stem = tag_stem(key);
         let at = |suffix: &[u8]| [&stem[..], suffix].concat();
+        let entry_lease = lease_ms * crate::model::fair::ENTRY_LEASES;
         roles.names.extend([
             (at(QUEUE_SUFFIX), "queue"),
             (at(LEASES_SUFFIX), "leases"),
+            (at(ALIVE_SUFFIX), "process records"),
             (at(ACQUIRED_SUFFIX), "acquired"),
             (at(HANDOFF_SUFFIX), "hand-off stem"),
             (lease_ms.to_string().into_bytes(), "lease ms"),
+            (entry_lease.to_string().into_bytes(), "entry lease ms"),
         ]);
         roles
     }
@@ -240,6 +248,10 @@ impl Roles {
         }
         if is_waiter_entry(arg) {
             return Shape::WaiterEntry;
+        }
+        // Before the integers: a process id may be all decimal digits.
+        if arg.len() == 16 && arg.iter().all(u8::is_ascii_hexdigit) {
+            return Shape::ProcessId;
         }
         let text = String::from_utf8_lossy(arg);
         match text.as_ref() {
@@ -418,6 +430,10 @@ mod tests {
         assert_eq!(shape("42"), Shape::Int);
         let entry = format!("{}:3000:1:lk2:ab:1:2:h", "0123456789abcdef".repeat(2));
         assert_eq!(shape(&entry), Shape::WaiterEntry);
+        assert_eq!(shape("30000"), Shape::Role("entry lease ms"));
+        assert_eq!(shape("{p:x}:alive"), Shape::Role("process records"));
+        assert_eq!(shape("0123456789abcdef"), Shape::ProcessId);
+        assert_eq!(shape("0000000000000001"), Shape::ProcessId);
         assert_eq!(shape("p:y"), Shape::Other);
     }
 }

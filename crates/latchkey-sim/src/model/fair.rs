@@ -10,11 +10,21 @@
 //!   message, after a restart (the subscriber reconnects), after a failed
 //!   attempt (the retry) and when its process's renewal task wakes it. A
 //!   `renew` that finds the entry gone queues again under a new id;
+//! - two leases per waiter: the entry's own (a score in the leases sorted
+//!   set, [`ENTRY_LEASES`] waiter leases long) and its process's record (a
+//!   score in the records sorted set under the entry's first 16 hex digits,
+//!   one waiter lease long); the entry is live while both run
+//!   (`shared/live.lua`). Queueing and renewing (`fair_acquire.lua`) set the
+//!   entry's own lease and raise the record;
 //! - the renewal task (one per process per lock; a client is one process,
-//!   so it renews one entry): `fair_renew.lua` every third of the lease and
-//!   at the holder's TTL (`wait_ms + 1`); it wakes the waiter when its entry
-//!   is gone or the lock is free with it at the head, and a renewal that
-//!   found the entry queued moves `not_ours_since` to its send time;
+//!   with one waiter, which is among the first members the library always
+//!   sends): `fair_renew.lua` with the process's id, its record's lease (the
+//!   waiter lease), the entry's own lease and its entry, every third of the
+//!   lease and at the holder's TTL (`wait_ms + 1`); it wakes the waiter when
+//!   its entry is gone, the holder is its token or the lock is free with it
+//!   at the head, renews again at once after a reply that says the record
+//!   had lapsed, and a renewal that found the entry queued moves
+//!   `not_ours_since` to its send time;
 //! - a hand-off message `<id>:<fence>` for the waiter's current id: a hold
 //!   valid until `not_ours_since + handoff_ttl − drift(handoff_ttl)` if that
 //!   is still ahead, else the waiter asks again (`still_valid`);
@@ -40,7 +50,9 @@
 //! paused has a step due (a recheck, a renewal, a message to act on, a
 //! clean-up). A client slow to act is what a pause models (a fault), so a
 //! waiter that is not paused keeps its lease, which makes "waiters that
-//! kept their leases" and "a dead waiter" precise.
+//! kept their leases" and "a dead waiter" precise. A client paused past a
+//! waiter lease is a process that died (or stopped): its record runs out
+//! while its entry's own lease still runs.
 
 use crate::model::common::Fault;
 pub use crate::model::common::Faults;
@@ -50,8 +62,12 @@ pub use crate::model::lock::START_MICROS;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mutant {
     /// `hand_on.lua` hands the lock to the head of the queue whether or not
-    /// its lease ran out.
+    /// it is live (its own lease or its process's record ran out).
     HandOffIgnoresLeases,
+    /// `hand_on.lua` judges an entry by its own lease alone, not by its
+    /// process's record too: a waiter whose process died (its record ran
+    /// out, its entry's long own lease still runs) is handed the lock.
+    HandOffIgnoresRecords,
     /// `fair_revoke.lua` computes its fence but does not store it in the
     /// counter, so the token the hand-on issues next is not above it.
     RevokeWithoutRaise,
@@ -71,6 +87,11 @@ pub enum Mutant {
     LeaveTrimsLiveEntries,
 }
 
+/// How many waiter leases an entry's own lease lasts, as the library sends
+/// it (`backend/fair.rs`, `ENTRY_LEASES`): its process's record, one waiter
+/// lease long, keeps it live.
+pub const ENTRY_LEASES: i64 = 15;
+
 /// A bounded configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -80,7 +101,8 @@ pub struct Config {
     pub holds: u8,
     /// The lock's TTL, in ms.
     pub ttl: i64,
-    /// The waiter lease, in ms.
+    /// The waiter lease, in ms: a process's record's (an entry's own lease
+    /// is [`ENTRY_LEASES`] times this).
     pub lease: i64,
     /// One tick of the clock, in ms.
     pub tick: i64,
@@ -190,14 +212,16 @@ pub struct Hold {
 }
 
 /// A hand-off to a client that it has not taken up yet (its token in the
-/// lock key): when it was made and when the entry's lease ran out.
+/// lock key): when it was made and when the entry stopped being live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Unseen {
     /// The token handed to.
     pub token: u32,
     /// When (ms).
     pub at: i64,
-    /// The entry's lease deadline then (ms; `i64::MIN`: it had none).
+    /// When the entry stopped being live, as it was then (ms: the sooner
+    /// of its own lease's deadline and its process's record's;
+    /// `i64::MIN`: it had no lease).
     pub lease_until: i64,
 }
 
@@ -232,7 +256,8 @@ pub enum Val {
     Str(Vec<u8>),
     /// A list (the queue).
     List(Vec<Vec<u8>>),
-    /// A sorted set (the leases): member, score (whole ms).
+    /// A sorted set (the leases, the process records): member, score
+    /// (whole ms).
     ZSet(Vec<(Vec<u8>, i64)>),
 }
 
@@ -335,6 +360,11 @@ impl FairModel {
     /// The hand-off TTL: the smaller of the lock's TTL and the lease.
     pub fn handoff_ttl(&self) -> i64 {
         self.config.ttl.min(self.config.lease)
+    }
+
+    /// An entry's own lease: [`ENTRY_LEASES`] waiter leases.
+    pub fn entry_lease(&self) -> i64 {
+        self.config.lease * ENTRY_LEASES
     }
 
     /// Whether a client believes it holds the lock at `now`.

@@ -10,27 +10,59 @@ pub(crate) fn server_ms(now: i64) -> i64 {
     START_MICROS / 1000 + now
 }
 
-/// The queue's entries in order, each with its lease deadline (server ms;
-/// `None`: no lease), as `keys` holds them.
-pub(crate) fn queue(
-    m: &FairModel,
-    keys: &[(Vec<u8>, Val, Option<i64>)],
-) -> Vec<(Vec<u8>, Option<i64>)> {
+/// A queued entry as the scripts judge it: its own lease's deadline and
+/// its process's record's (server ms; `None`: none).
+pub(crate) struct Queued {
+    /// The entry.
+    pub(crate) entry: Vec<u8>,
+    /// Its own lease's deadline (`None`: gone, or taken out by a leave).
+    pub(crate) own: Option<i64>,
+    /// Its process's record's deadline (`None`: no record).
+    pub(crate) record: Option<i64>,
+}
+
+impl Queued {
+    /// Until when it is live (`docs/protocol.md`, "Fair locks": while its
+    /// own lease runs and its process's record, if it has one, has not run
+    /// out): the sooner of the two deadlines; `None`: it has no lease.
+    pub(crate) fn live_until(&self) -> Option<i64> {
+        self.own.map(|own| self.record.map_or(own, |r| r.min(own)))
+    }
+
+    /// Whether it is live at `now` (server ms).
+    pub(crate) fn live(&self, now: i64) -> bool {
+        self.live_until().is_some_and(|l| l >= now)
+    }
+}
+
+/// The queue's entries in order, each with its own lease's and its
+/// process's record's deadlines, as `keys` holds them.
+pub(crate) fn queue(m: &FairModel, keys: &[(Vec<u8>, Val, Option<i64>)]) -> Vec<Queued> {
     let stem = latchkey::protocol::tag_stem(m.key());
     let find = |suffix: &[u8]| {
         let name = [&stem[..], suffix].concat();
         keys.iter().find(|(k, _, _)| *k == name).map(|(_, v, _)| v)
     };
-    let leases = match find(latchkey::protocol::LEASES_SUFFIX) {
+    let zset = |suffix: &[u8]| match find(suffix) {
         Some(Val::ZSet(z)) => z.clone(),
         _ => Vec::new(),
+    };
+    let leases = zset(latchkey::protocol::LEASES_SUFFIX);
+    let records = zset(latchkey::protocol::ALIVE_SUFFIX);
+    let score = |set: &[(Vec<u8>, i64)], member: &[u8]| {
+        set.iter().find(|(m, _)| m == member).map(|(_, s)| *s)
     };
     match find(latchkey::protocol::QUEUE_SUFFIX) {
         Some(Val::List(entries)) => entries
             .iter()
-            .map(|e| {
-                let lease = leases.iter().find(|(m, _)| m == e).map(|(_, s)| *s);
-                (e.clone(), lease)
+            .map(|e| Queued {
+                entry: e.clone(),
+                own: score(&leases, e),
+                // As `live_until` reads it: the record under the entry's
+                // first 16 hex digits. The member 'horizon' (the records'
+                // drop horizon, `shared/live.lua`) is no process's record:
+                // no entry's first 16 digits name it.
+                record: score(&records, &e[..e.len().min(16)]),
             })
             .collect(),
         _ => Vec::new(),
@@ -40,8 +72,9 @@ pub(crate) fn queue(
 /// FIFO among waiters that kept their leases: the lock is granted (handed
 /// to `granted`, or taken by client `who` whose entry is `granted`, or who
 /// is not queued: `None`) only when no entry ahead of it in the queue the
-/// script saw, of a client not in `mine`, still had a live lease (its deadline not
-/// past at the script's time). `Err` names the waiter skipped.
+/// script saw, of a client not in `mine`, was still live (its own lease
+/// and its process's record, if any, not past at the script's time).
+/// `Err` names the waiter skipped.
 pub(crate) fn fifo(
     m: &FairModel,
     before: &State,
@@ -50,19 +83,18 @@ pub(crate) fn fifo(
     mine: &[usize],
 ) -> Result<(), String> {
     let now = server_ms(before.now);
-    for (entry, lease) in queue(m, &before.keys) {
-        if Some(entry.as_slice()) == granted {
+    for q in queue(m, &before.keys) {
+        if Some(q.entry.as_slice()) == granted {
             return Ok(());
         }
-        let live = lease.is_some_and(|l| l >= now);
         let theirs =
-            crate::model::fair_step::owner(&entry).is_some_and(|(c, _)| !mine.contains(&c));
-        if live && theirs {
+            crate::model::fair_step::owner(&q.entry).is_some_and(|(c, _)| !mine.contains(&c));
+        if q.live(now) && theirs {
             return Err(format!(
-                "FIFO: c{who} was granted the lock at {} ms ahead of the live waiter {} (lease until {} ms)",
+                "FIFO: c{who} was granted the lock at {} ms ahead of the live waiter {} (live until {} ms)",
                 before.now,
-                String::from_utf8_lossy(&entry),
-                lease.unwrap_or_default() - START_MICROS / 1000
+                String::from_utf8_lossy(&q.entry),
+                q.live_until().unwrap_or_default() - START_MICROS / 1000
             ));
         }
     }
@@ -82,7 +114,7 @@ fn leased_are_queued(m: &FairModel, s: &State) -> Result<(), String> {
             continue;
         }
         for (entry, _) in members {
-            if !queued.iter().any(|(e, _)| e == entry) {
+            if !queued.iter().any(|q| q.entry == *entry) {
                 return Err(format!(
                     "a leased entry is not queued at {} ms: {} (its waiter lost its place)",
                     s.now,
@@ -99,7 +131,9 @@ pub(crate) fn check(m: &FairModel, s: &State) -> Result<(), String> {
     exclusion(m, s)?;
     leased_are_queued(m, s)?;
     // A dead waiter delays the queue by at most its lease: it is handed the
-    // lock only while its lease runs (checked at the hand-off), and a key
+    // lock only while it is live (checked at the hand-off): its process's
+    // record, renewed every third of the waiter lease, runs out a lease
+    // after its last renewal, however long its entry's own lease; and a key
     // handed to it that it never takes up expires within the hand-off TTL;
     // so nothing of it is left `lease + handoff_ttl` after its last
     // renewal (in ticks: (lease + min(ttl, lease)) / tick).

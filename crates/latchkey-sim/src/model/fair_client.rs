@@ -5,7 +5,7 @@ use crate::model::common::{drift, ints, margin, token};
 use crate::model::fair::{FairModel, Hold, Mode, Op, Phase, State, Wait, Wake};
 use crate::model::fair_check::{fifo, issued};
 use crate::model::fair_request::{call, Sends};
-use crate::model::fair_step::entry;
+use crate::model::fair_step::{entry, process_id};
 use crate::model::trace::show_reply;
 use crate::reply::Reply;
 use crate::server::Server;
@@ -236,11 +236,18 @@ pub(crate) fn client_step(
 }
 
 /// The renewal task's run for waiter `c` (`primitives/lock/fair/renewer.rs`;
-/// a client is one process, so its only member): `fair_renew.lua` with its
-/// entry. An entry gone, or the lock free with it at the head, wakes the
-/// waiter (an attempt in mode `renew`); an entry still queued proves the
-/// lock was not handed to it before now; the next run is a third of a lease
-/// later, or at the holder's TTL (the head's lease, when free) if sooner.
+/// a client is one process with one waiter, among the first members, which
+/// every run sends): `fair_renew.lua` with the process's id and its entry,
+/// renewing the process's record for the waiter lease and the entry's own
+/// lease for [`ENTRY_LEASES`](crate::model::fair::ENTRY_LEASES) of them.
+/// The reply is `{wait_ms, head, holder, lapsed, gone...}`. An entry gone,
+/// the lock held by its token (a hand-off whose message was missed), or the
+/// lock free with it at the head, wakes the waiter (an attempt in mode
+/// `renew`); an entry still queued proves the lock was not handed to it
+/// before now; the next run is a third of a lease later, or at the
+/// holder's TTL (when free, when the head stops being live) if sooner, or
+/// at once after a reply that says the record had lapsed (the library then
+/// sends all its entries: here the same one).
 fn renew_lease(
     m: &FairModel,
     server: &mut Server,
@@ -251,34 +258,43 @@ fn renew_lease(
 ) -> (String, Vec<String>, String) {
     let (cfg, now) = (&m.config, n.now);
     let me = entry(m, c, w);
-    let (args, reply) = call(m, server, Sends::RenewLeases(vec![me.clone()]));
+    let mine = token(c, w.token);
+    let sends = Sends::RenewLeases {
+        process: process_id(c),
+        entries: vec![me.clone()],
+    };
+    let (args, reply) = call(m, server, sends);
     let client = &mut n.clients[c];
     let Phase::Waiting(w) = &mut client.phase else {
         return ("fair_renew.lua".into(), args, show_reply(&reply));
     };
     let words = ints(&reply);
-    let head = match &reply {
-        Reply::Array(Some(items)) => match items.get(1) {
-            Some(Reply::Bulk(Some(head))) => head.clone(),
+    let text = |at: usize| match &reply {
+        Reply::Array(Some(items)) => match items.get(at) {
+            Some(Reply::Bulk(Some(text))) => text.clone(),
             _ => Vec::new(),
         },
         _ => Vec::new(),
     };
+    let (head, holder) = (text(1), text(2));
     match (lost, words.first()) {
         // Tried again soon.
         (true, _) | (false, None) => w.recheck_at = now + cfg.tick,
         (false, Some(&wait_ms)) => {
-            let gone = words.len() > 2;
-            if cfg.mutant == Some(crate::model::fair::Mutant::RenewalProvesGoneEntries) {
+            let gone = words.len() > 4;
+            let lapsed = words.get(3) == Some(&1);
+            if !gone || cfg.mutant == Some(crate::model::fair::Mutant::RenewalProvesGoneEntries) {
                 w.not_ours_since = now;
             }
-            if gone || head == me.as_bytes() {
+            if gone || head == me.as_bytes() || holder == mine.as_bytes() {
                 client.wake = Wake::Look;
             } else {
-                w.not_ours_since = now;
                 w.recheck_at = now + cfg.lease / 3;
                 if wait_ms >= 0 {
                     w.recheck_at = w.recheck_at.min(now + wait_ms + 1);
+                }
+                if lapsed {
+                    w.recheck_at = now;
                 }
             }
         }

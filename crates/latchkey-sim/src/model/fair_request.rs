@@ -6,7 +6,7 @@
 use crate::model::common::token;
 use crate::model::conform::{Conforms, Declared, Roles};
 use crate::model::fair::{FairModel, Mode, Wait};
-use crate::model::fair_step::{entry, names};
+use crate::model::fair_step::{entry, names, process_id};
 use crate::model::lock_request::{send, Request};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -23,9 +23,13 @@ pub(crate) enum Sends {
         token: String,
         mode: Mode,
     },
-    /// The renewal of queued entries' leases (`fair_renew.lua`), by the
-    /// renewal task of the waiters' process.
-    RenewLeases(Vec<String>),
+    /// The renewal task's run (`fair_renew.lua`) for the waiters of one
+    /// process: its record (by the process's id, 16 hex digits) and the
+    /// own leases of the entries it sends.
+    RenewLeases {
+        process: String,
+        entries: Vec<String>,
+    },
     /// The watchdog's or the hand-off's extension (`extend.lua` on the
     /// lock key alone, as a plain lock's).
     Extend(String),
@@ -54,6 +58,7 @@ pub(crate) fn request(m: &FairModel, sends: Sends) -> Request<'_> {
             cfg.ttl.to_string(),
             fenced.into(),
             mode.into(),
+            m.entry_lease().to_string(),
             cfg.lease.to_string(),
         ],
     };
@@ -72,10 +77,17 @@ pub(crate) fn request(m: &FairModel, sends: Sends) -> Request<'_> {
             };
             acquire(entry, token, mode)
         }
-        Sends::RenewLeases(entries) => {
-            let mut args = vec![cfg.lease.to_string()];
+        Sends::RenewLeases { process, entries } => {
+            let mut args = vec![m.entry_lease().to_string(), cfg.lease.to_string(), process];
             args.extend(entries);
-            script("fair_renew.lua", &s.renew, keys[..3].to_vec(), args)
+            // Lock, queue, leases, process records.
+            let keys = vec![
+                keys[0].clone(),
+                keys[1].clone(),
+                keys[2].clone(),
+                keys[5].clone(),
+            ];
+            script("fair_renew.lua", &s.renew, keys, args)
         }
         Sends::Extend(token) => {
             let args = vec![token, cfg.ttl.to_string()];
@@ -136,7 +148,13 @@ impl Conforms for FairModel {
                     mode: Mode::Renew,
                 },
             ),
-            ("renew lease", Sends::RenewLeases(vec![me(Mode::Renew)])),
+            (
+                "renew lease",
+                Sends::RenewLeases {
+                    process: process_id(0),
+                    entries: vec![me(Mode::Renew)],
+                },
+            ),
             ("renew", Sends::Extend(t())),
             ("release", Sends::Release(t())),
             ("release after a lost reply", Sends::Release(token(0, 1))),

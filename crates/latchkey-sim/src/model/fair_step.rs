@@ -3,8 +3,8 @@
 //! (and the messages published) into the clients' beliefs.
 
 use latchkey::protocol::{
-    fence_key, release_channel, tag_stem, ACQUIRED_SUFFIX, HANDOFF_SUFFIX, LEASES_SUFFIX,
-    QUEUE_SUFFIX,
+    fence_key, release_channel, tag_stem, ACQUIRED_SUFFIX, ALIVE_SUFFIX, HANDOFF_SUFFIX,
+    LEASES_SUFFIX, QUEUE_SUFFIX,
 };
 
 use crate::keyspace::{Value, ZSet};
@@ -39,10 +39,18 @@ impl Scripts {
         match mutant {
             // hand_on.lua is prepended to the three scripts that hand on.
             Some(Mutant::HandOffIgnoresLeases) => {
-                let from = "if deadline and tonumber(deadline) >= now and id";
+                let from = "if live and live >= now and id";
                 s.release = mutate(&s.release, from, "if id")?;
                 s.leave = mutate(&s.leave, from, "if id")?;
                 s.revoke = mutate(&s.revoke, from, "if id")?;
+            }
+            // The hand-on reads the entry's own lease only.
+            Some(Mutant::HandOffIgnoresRecords) => {
+                let from = "local live = live_until(KEYS[3], KEYS[6], entry)";
+                let to = "local live = tonumber(redis.call('ZSCORE', KEYS[3], entry))";
+                s.release = mutate(&s.release, from, to)?;
+                s.leave = mutate(&s.leave, from, to)?;
+                s.revoke = mutate(&s.revoke, from, to)?;
             }
             Some(Mutant::LeaveTrimsLiveEntries) => {
                 s.leave = mutate(
@@ -76,10 +84,16 @@ pub(crate) fn owner(text: &[u8]) -> Option<(usize, u32)> {
     Some((c.parse().ok()?, a.parse().ok()?))
 }
 
-/// A waiter's entry id: 16 hex digits naming its subscriber (the client),
-/// 16 its sequence number.
+/// A client's process id: the 16 hex digits naming its subscriber, which
+/// its entries start with and its record is kept under.
+pub(crate) fn process_id(client: usize) -> String {
+    format!("{:016x}", client + 1)
+}
+
+/// A waiter's entry id: its process's id, then 16 hex digits of its
+/// sequence number.
 fn entry_id(client: usize, id: u32) -> String {
-    format!("{:016x}{:016x}", client + 1, id)
+    format!("{}{:016x}", process_id(client), id)
 }
 
 pub(crate) fn entry(m: &FairModel, client: usize, w: &Wait) -> String {
@@ -171,9 +185,10 @@ fn lock_holder(m: &FairModel, s: &State) -> Option<(usize, u32)> {
     })
 }
 
-/// A hand-off message `<id>:<fence>`: the entry it went to must have had a
-/// live lease and no live entry ahead of it; its token is issued; its
-/// waiter hears it if it still waits under that id.
+/// A hand-off message `<id>:<fence>`: the entry it went to must have been
+/// live (its own lease and its process's record not run out) with no live
+/// entry ahead of it; its token is issued; its waiter hears it if it still
+/// waits under that id.
 fn handed(m: &FairModel, before: &State, n: &mut State, payload: &[u8], actor: Option<usize>) {
     let text = String::from_utf8_lossy(payload).into_owned();
     let Some((id, fence)) = text.split_once(':') else {
@@ -184,21 +199,32 @@ fn handed(m: &FairModel, before: &State, n: &mut State, payload: &[u8], actor: O
     let fence: i64 = fence.parse().unwrap_or(-1);
     let now = server_ms(before.now);
     let prefix = format!("{id}:");
-    let Some((granted, lease)) = queue(m, &before.keys)
+    let Some(q) = queue(m, &before.keys)
         .into_iter()
-        .find(|(e, _)| e.starts_with(prefix.as_bytes()))
+        .find(|q| q.entry.starts_with(prefix.as_bytes()))
     else {
         return n.breaks(format!("a hand-off to {id}, which was not queued"));
     };
+    let granted = q.entry.clone();
     let Some((c, attempt)) = owner(&granted) else {
         return n.breaks(format!("a hand-off to an entry of no client: {text}"));
     };
-    if lease.is_none_or(|l| l < now) {
+    // Model ms of a server deadline.
+    let at = |l: Option<i64>| l.map_or("-".into(), |l| (l - now + before.now).to_string());
+    if q.own.is_none_or(|l| l < now) {
         n.breaks(format!(
             "a dead waiter's lease was ignored: the lock was handed to c{c} at {} ms, its lease \
              having run out at {} ms",
             before.now,
-            lease.map_or("-".into(), |l| (l - now + before.now).to_string())
+            at(q.own)
+        ));
+    } else if !q.live(now) {
+        n.breaks(format!(
+            "a dead process's record was ignored: the lock was handed to c{c} at {} ms, its \
+             process's record having run out at {} ms (its entry's own lease until {} ms)",
+            before.now,
+            at(q.record),
+            at(q.own)
         ));
     }
     // The releasing or leaving client's own entry is not one skipped.
@@ -214,7 +240,7 @@ fn handed(m: &FairModel, before: &State, n: &mut State, payload: &[u8], actor: O
     client.unseen = Some(Unseen {
         token: attempt,
         at: before.now,
-        lease_until: lease.map_or(i64::MIN, |l| l - now + before.now),
+        lease_until: q.live_until().map_or(i64::MIN, |l| l - now + before.now),
     });
     if let Phase::Waiting(w) = &client.phase {
         if entry_id(c, w.id) == id {
@@ -316,8 +342,8 @@ pub(crate) fn step(
     }
 }
 
-/// The five script keys (lock, queue, leases, counter, acquired record),
-/// the hand-off channel stem and the release channel.
+/// The six script keys (lock, queue, leases, counter, acquired record,
+/// process records), the hand-off channel stem and the release channel.
 pub(crate) fn names(m: &FairModel) -> (Vec<Vec<u8>>, String, String) {
     let key = m.key().to_vec();
     // Under the lock's tag stem, as `LockKeys::with_fair` names them.
@@ -329,6 +355,7 @@ pub(crate) fn names(m: &FairModel) -> (Vec<Vec<u8>>, String, String) {
         under(LEASES_SUFFIX),
         fence_key(&key),
         under(ACQUIRED_SUFFIX),
+        under(ALIVE_SUFFIX),
     ];
     let stem = String::from_utf8_lossy(&under(HANDOFF_SUFFIX)).into_owned();
     let channel = String::from_utf8_lossy(&release_channel(&key)).into_owned();

@@ -20,14 +20,17 @@
 //! The fair lock ([`fair`]: `fair_model.rs` what is enabled when,
 //! `fair_step.rs` the transitions,
 //! `fair_client.rs` a client's steps, `fair_check.rs` the invariants): a
-//! first try and queueing (`fair_acquire.lua`), the renewal task's lease
-//! renewal (`fair_renew.lua`), the hand-off message or a look finding the
+//! first try and queueing (`fair_acquire.lua`), the renewal task's
+//! renewal of its process's record and its entry's own lease
+//! (`fair_renew.lua`), the hand-off message or a look finding the
 //! hand-off, the watchdog and
 //! the hand-off's extension, a release handing on (`fair_release.lua`), a
 //! waiter leaving (`fair_leave.lua`), an operator's revocation
 //! (`fair_revoke.lua`); checked for exclusion, fencing (strictly rising
 //! tokens, every later one above a revocation's fence), FIFO among
-//! waiters that kept their leases, and the delay a dead waiter can cause.
+//! waiters that kept their leases (an entry live while its own lease and
+//! its process's record both run), hand-offs only to live entries, and the
+//! delay a dead waiter can cause.
 //! The semaphore ([`semaphore`]: N permits, holds of k at once) and the
 //! read-write lock ([`rwlock`]) share one state and one step
 //! ([`common::keyed`]; a `*_step.rs` each for a client's steps), over the

@@ -270,6 +270,7 @@ const FAIR: &[&str] = &[
     "exclusion (as for the plain lock)",
     "fencing tokens strictly increase, every one after a revocation above its fence",
     "FIFO among waiters that kept their leases",
+    "a hand-off goes to a live entry: its own lease and its process's record both run",
     "a dead waiter delays the queue by at most its lease",
     "a hand-off nobody takes up ends within its bound",
 ];

@@ -46,15 +46,37 @@ pub fn deadlines(sim: &Server) -> Vec<i64> {
             }
         }
         let is_zset = matches!(parts.get(1), Some(Reply::Bulk(Some(ty))) if ty == b"zset");
+        let records = matches!(parts.first(), Some(Reply::Bulk(Some(k)))
+            if k.ends_with(latchkey::protocol::ALIVE_SUFFIX));
         match parts.get(2) {
             Some(Reply::Array(Some(items))) if is_zset => {
-                for score in items.iter().skip(1).step_by(2) {
-                    if let Reply::Bulk(Some(s)) = score {
-                        let value = std::str::from_utf8(s)
-                            .ok()
-                            .and_then(|t| t.parse::<f64>().ok());
-                        if let Some(v) = value.filter(|v| *v >= 1e12 && *v < 1e15) {
-                            out.push(v as i64);
+                let scores: Vec<(&[u8], Option<f64>)> = items
+                    .chunks(2)
+                    .filter_map(|pair| match pair {
+                        [Reply::Bulk(Some(member)), Reply::Bulk(Some(s))] => Some((
+                            member.as_slice(),
+                            std::str::from_utf8(s)
+                                .ok()
+                                .and_then(|t| t.parse::<f64>().ok()),
+                        )),
+                        _ => None,
+                    })
+                    .collect();
+                // A fair lock's process records are also dropped once their
+                // deadline is more than the horizon past (`fair_renew.lua`,
+                // `shared/live.lua`: below `now + horizon`, the member
+                // 'horizon' scoring minus the longest entry lease written):
+                // at deadline − horizon, those instants too.
+                let horizon = scores
+                    .iter()
+                    .find(|(member, _)| records && *member == b"horizon")
+                    .and_then(|(_, score)| *score)
+                    .filter(|h| h.is_finite());
+                for (_, score) in &scores {
+                    if let Some(v) = score.filter(|v| *v >= 1e12 && *v < 1e15) {
+                        out.push(v as i64);
+                        if let Some(h) = horizon {
+                            out.push((v - h) as i64);
                         }
                     }
                 }
@@ -193,6 +215,26 @@ mod tests {
             Reply::array(items.iter().map(|t| bulk(t)).collect()),
             Reply::Int(-1),
         ])
+    }
+
+    #[test]
+    fn a_process_record_is_dropped_the_horizon_after_its_deadline() {
+        let mut sim = Server::new(1_796_000_000_000_000);
+        let mut records = ZSet::default();
+        records.insert(b"horizon".to_vec(), -200.0);
+        records.insert(b"0000000000000001".to_vec(), 1_796_000_000_100.0);
+        sim.put(b"{p:x}:alive", Value::ZSet(records), None);
+        let mut leases = ZSet::default();
+        leases.insert(b"e".to_vec(), 1_796_000_000_100.0);
+        sim.put(b"{p:x}:leases", Value::ZSet(leases), None);
+        let mut marks = deadlines(&sim);
+        marks.sort_unstable();
+        // The record's deadline, the moment fair_renew drops it (more than
+        // 200 ms past), and the entry's lease (no horizon on the leases).
+        assert_eq!(
+            marks,
+            [1_796_000_000_100, 1_796_000_000_100, 1_796_000_000_300]
+        );
     }
 
     #[test]

@@ -101,18 +101,39 @@ pub fn b(text: &str) -> Vec<u8> {
     text.as_bytes().to_vec()
 }
 
-/// A fair waiter's entry for the token at `index`: `<32 hex id>:<hand-off
-/// ttl>:<fenced>:<token>`, or now and then a malformed one.
+/// The entries' own leases (ms) a fair script is sent.
+const ENTRY_LEASES: &[i64] = &[60, 200];
+/// The process records' leases (ms) a fair script is sent: mostly shorter
+/// than an entry's own, so that a record runs out first.
+const PROCESS_LEASES: &[&str] = &["40", "60"];
+
+/// The process (subscriber) id of the token at `index`: tokens 0 and 2
+/// share one process, 1 and 3 another, so that their entries share a record.
+fn process(index: usize) -> String {
+    format!("{:016x}", 1 + index % 2)
+}
+
+/// A fair waiter's entry for the token at `index`: `<16 hex process id><16
+/// hex sequence>:<hand-off ttl>:<fenced>:<token>`, or now and then a
+/// malformed one.
 fn entry(rng: &mut Rng, index: usize, fenced: &str) -> Vec<u8> {
     if rng.chance(5) {
         return b("not-an-entry");
     }
     let px = rng.pick(&["50", "300"]);
     b(&format!(
-        "{:032x}:{px}:{fenced}:{}",
+        "{}{:016x}:{px}:{fenced}:{}",
+        process(index),
         0xabc0 + index,
         TOKENS[index]
     ))
+}
+
+/// An entry's own lease and a process's lease, as a fair script's
+/// arguments.
+fn leases(rng: &mut Rng) -> (Vec<u8>, Vec<u8>) {
+    let own = rng.pick(ENTRY_LEASES).to_string();
+    (b(&own), b(rng.pick(PROCESS_LEASES)))
 }
 
 pub fn step(rng: &mut Rng) -> Step {
@@ -213,7 +234,7 @@ pub fn step(rng: &mut Rng) -> Step {
         ),
         61..=69 => {
             let fenced = rng.pick(&["0", "1"]).to_owned();
-            let lease = b(rng.pick(&["60", "200"]));
+            let (lease, process_lease) = leases(rng);
             let mode = b(rng.pick(&["try", "wait", "wait", "renew"]));
             let me = entry(rng, index, &fenced);
             script(
@@ -224,8 +245,9 @@ pub fn step(rng: &mut Rng) -> Step {
                     keys.leases,
                     keys.fence,
                     keys.acquired,
+                    keys.alive,
                 ],
-                vec![me, token, ttl, b(&fenced), mode, lease],
+                vec![me, token, ttl, b(&fenced), mode, lease, process_lease],
             )
         }
         70..=74 => script(
@@ -236,6 +258,7 @@ pub fn step(rng: &mut Rng) -> Step {
                 keys.leases,
                 keys.fence,
                 keys.acquired,
+                keys.alive,
             ],
             vec![token, PUBLISH.to_vec(), keys.handoff, keys.channel],
         ),
@@ -261,12 +284,13 @@ fn more(rng: &mut Rng) -> Step {
             keys.leases.clone(),
             keys.fence.clone(),
             keys.acquired.clone(),
+            keys.alive.clone(),
         ]
     };
     let election = || vec![keys.leader.clone(), keys.election.clone()];
     let fence_value =
         |rng: &mut Rng| b(rng.pick(&["100", "200", "5", "007", "9007199254740991", "x"]));
-    match rng.below(19) {
+    match rng.below(23) {
         0 => {
             let fenced = rng.pick(&["0", "1"]).to_owned();
             let me = entry(rng, index, &fenced);
@@ -407,19 +431,35 @@ fn more(rng: &mut Rng) -> Step {
                 keys.leader.clone(),
                 keys.election.clone(),
             ]);
-            all.extend([keys.acquired.clone(), keys.rw_acquired.clone()]);
+            all.extend([
+                keys.acquired.clone(),
+                keys.rw_acquired.clone(),
+                keys.alive.clone(),
+            ]);
             script("inspect_any.lua", all, vec![b(rng.pick(&["1", "10"]))])
         }
-        17 => {
-            // A process's renewal of its waiters' leases: one to three
-            // entries, some perhaps not queued.
+        17 | 19..=22 => {
+            // A process's renewal: its record, and none to three entries'
+            // own leases, mostly its own, some perhaps not queued. Drawn
+            // five times as often as the others here: a record is dropped
+            // (more than the horizon past its deadline) only by a renewal
+            // while another process's entry keeps the queue's keys.
             let fenced = rng.pick(&["0", "1"]).to_owned();
-            let mut args = vec![b(rng.pick(&["60", "200"]))];
-            for _ in 0..=rng.below(3) {
-                let index = rng.below(TOKENS.len());
+            let (lease, process_lease) = leases(rng);
+            let mut args = vec![lease, process_lease, b(&process(index))];
+            for _ in 0..rng.below(4) {
+                let index = match rng.chance(75) {
+                    true => index,
+                    false => rng.below(TOKENS.len()),
+                };
                 args.push(entry(rng, index, &fenced));
             }
-            let keys = vec![keys.lock.clone(), keys.queue.clone(), keys.leases.clone()];
+            let keys = vec![
+                keys.lock.clone(),
+                keys.queue.clone(),
+                keys.leases.clone(),
+                keys.alive.clone(),
+            ];
             script("fair_renew.lua", keys, args)
         }
         _ => script(

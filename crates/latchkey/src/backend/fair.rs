@@ -50,16 +50,22 @@ pub(crate) enum FairMode {
     Renew,
 }
 
-/// What one renewal of many queue leases (`fair_renew.lua`) found.
+/// What one renewal of a process's waiters (`fair_renew.lua`) found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Renewed {
-    /// The holder's TTL; when the lock is free, the time left to the live
-    /// head's lease; `None`: the holder has no TTL, or the lock is free and
-    /// nobody live is queued.
+    /// The holder's TTL; when the lock is free, the time left until the
+    /// live head is no longer live; `None`: the holder has no TTL, or the
+    /// lock is free and nobody live is queued.
     pub(crate) wait: Option<Duration>,
     /// When the lock is free: the live head's entry (its waiter takes the
     /// lock now).
     pub(crate) head: Option<String>,
+    /// The holder's token, without a waiter's mark: a hand-off to one of
+    /// this process's waiters whose message was lost shows as its token.
+    pub(crate) holder: Option<String>,
+    /// The process's record had run out before this renewal: any of its
+    /// entries may have been dropped as dead.
+    pub(crate) lapsed: bool,
     /// The positions (0-based, among the entries sent) of the entries no
     /// longer queued: handed the lock, or dropped as dead.
     pub(crate) gone: Vec<usize>,
@@ -77,33 +83,54 @@ fn fair_keys(keys: &LockKeys) -> Result<&FairKeys> {
     ))
 }
 
-/// The script keys: lock, queue, leases, counter, acquired record.
-fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> [&'a [u8]; 5] {
+/// The script keys: lock, queue, leases, counter, acquired record,
+/// process records.
+fn script_keys<'a>(keys: &'a LockKeys, fair: &'a FairKeys) -> [&'a [u8]; 6] {
     [
         &keys.key,
         &fair.queue,
         &fair.leases,
         &keys.fence_key,
         &fair.acquired,
+        &fair.alive,
     ]
 }
 
-/// `fair_renew.lua`'s reply `{wait_ms, head, gone...}` for `sent` entries.
+/// How many waiter leases an entry's own lease lasts: its process's
+/// record, renewed every third of the waiter lease, keeps it live, so the
+/// entry itself needs renewing only every third of this many leases. A
+/// process that dies still takes its entries with it within one waiter
+/// lease (its record runs out); a waiter of a live process that stopped
+/// without leaving (its leave failed) keeps its entry live this long, and
+/// a hand-off to it expires within the hand-off TTL, as one to a waiter
+/// that died does.
+pub(crate) const ENTRY_LEASES: u32 = 15;
+
+/// An entry's own lease for a waiter lease of `lease`.
+pub(crate) fn entry_lease(lease: Duration) -> Duration {
+    lease.saturating_mul(ENTRY_LEASES)
+}
+
+/// `fair_renew.lua`'s reply `{wait_ms, head, holder, lapsed, gone...}` for
+/// `sent` entries.
 fn parse_renewed(reply: &[redis::Value], sent: usize) -> Result<Renewed> {
     let bad = || Error::Protocol(format!("fair renew script returned {reply:?}"));
     let int = |v: &redis::Value| match v {
         redis::Value::Int(n) => Some(*n),
         _ => None,
     };
-    let [wait, head, gone @ ..] = reply else {
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) if b.is_empty() => Ok(None),
+        redis::Value::BulkString(b) => Ok(Some(String::from_utf8_lossy(b).into_owned())),
+        _ => Err(bad()),
+    };
+    let [wait, head, holder, lapsed, gone @ ..] = reply else {
         return Err(bad());
     };
     let wait = int(wait).ok_or_else(bad)?;
-    let head = match head {
-        redis::Value::BulkString(b) if b.is_empty() => None,
-        redis::Value::BulkString(b) => Some(String::from_utf8(b.clone()).map_err(|_| bad())?),
-        _ => return Err(bad()),
-    };
+    let head = text(head)?;
+    let holder = text(holder)?;
+    let lapsed = int(lapsed).ok_or_else(bad)? == 1;
     let gone = gone
         .iter()
         .map(|v| {
@@ -117,6 +144,8 @@ fn parse_renewed(reply: &[redis::Value], sent: usize) -> Result<Renewed> {
     Ok(Renewed {
         wait: u64::try_from(wait).ok().map(Duration::from_millis),
         head,
+        holder,
+        lapsed,
         gone,
     })
 }
@@ -130,8 +159,9 @@ fn fence(fenced: bool, value: i64) -> Option<u64> {
 
 impl Single<'_> {
     /// One run of `fair_acquire.lua`: take the lock if it is free and
-    /// nobody live is ahead; else queue or renew `entry` for `lease`, as
-    /// `mode` says. One round trip.
+    /// nobody live is ahead; else queue or renew `entry` (its own lease
+    /// [`entry_lease`], its process's record `lease`), as `mode` says. One
+    /// round trip.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn fair_attempt(
         &self,
@@ -147,7 +177,8 @@ impl Single<'_> {
         let all = script_keys(keys, fair);
         let sent = Instant::now();
         let ttl_arg = ttl_ms(ttl).to_string();
-        let lease_arg = ttl_ms(lease).to_string();
+        let lease_arg = ttl_ms(entry_lease(lease)).to_string();
+        let process_lease_arg = ttl_ms(lease).to_string();
         let reply: Vec<i64> = self
             .eval(
                 "fair acquire",
@@ -164,6 +195,7 @@ impl Single<'_> {
                         FairMode::Renew => b"renew",
                     },
                     lease_arg.as_bytes(),
+                    process_lease_arg.as_bytes(),
                 ],
             )
             .await?;
@@ -191,24 +223,30 @@ impl Single<'_> {
         }
     }
 
-    /// One run of `fair_renew.lua`: renew the leases of `entries` that are
-    /// still queued (never queue one again) for `lease`. One round trip.
+    /// One run of `fair_renew.lua`: renew the record of process `process`
+    /// (the 16 hex digits its entries start with) for `lease`, and the own
+    /// leases of `entries` that are still queued (never queue one again)
+    /// for [`entry_lease`]. One round trip.
     pub(crate) async fn fair_renew(
         &self,
         keys: &LockKeys,
         lease: Duration,
+        process: &str,
         entries: &[&str],
     ) -> Result<Renewed> {
         let fair = fair_keys(keys)?;
-        let lease_arg = ttl_ms(lease).to_string();
-        let mut args: Vec<&[u8]> = Vec::with_capacity(entries.len() + 1);
+        let lease_arg = ttl_ms(entry_lease(lease)).to_string();
+        let process_lease_arg = ttl_ms(lease).to_string();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(entries.len() + 3);
         args.push(lease_arg.as_bytes());
+        args.push(process_lease_arg.as_bytes());
+        args.push(process.as_bytes());
         args.extend(entries.iter().map(|e| e.as_bytes()));
         let reply: Vec<redis::Value> = self
             .eval(
                 "fair renew",
                 &scripts::FAIR_RENEW,
-                &[&keys.key, &fair.queue, &fair.leases],
+                &[&keys.key, &fair.queue, &fair.leases, &fair.alive],
                 &args,
             )
             .await?;

@@ -11,6 +11,8 @@
 -- KEYS[5]  acquired record (string '<server ms>:<owner token>'): written when
 --          a queued caller takes the lock, so inspection counts its hold from
 --          then, not from when it queued (its token's time)
+-- KEYS[6]  process records     (sorted set: the entry's first 16 hex digits ->
+--          the process's deadline, server ms; see shared/live.lua)
 -- ARGV[1]  the caller's entry: <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>
 -- ARGV[2]  owner token         (the entry's last field)
 -- ARGV[3]  TTL in milliseconds of a lock taken here
@@ -23,7 +25,10 @@
 --          queues again under a new entry, so that a late hand-off message
 --          for the old one cannot be mistaken for a new hand-off);
 --          'try': change nothing when it cannot
--- ARGV[6]  lease in milliseconds (the entry's deadline is server time + this)
+-- ARGV[6]  the entry's own lease in milliseconds (its deadline is server
+--          time + this; long: its process's record keeps it live)
+-- ARGV[7]  the process's lease in milliseconds: queueing or renewing also
+--          raises the process's record to server time + this
 --
 -- Returns
 --   {1, fence}        taken now (SET NX PX ARGV[3]); the caller left the queue.
@@ -34,10 +39,10 @@
 --                     -1 when the counter holds no token. pttl: the key's TTL.
 --   {0, wait_ms, queued}  not taken. wait_ms: the holder's PTTL (-1: no TTL),
 --                     or, when the lock is free but a live waiter is ahead,
---                     the ms until the head's lease runs out. queued: 1 when
+--                     the ms until the head is no longer live. queued: 1 when
 --                     the caller is in the queue now.
 -- Errors
---   WRONGTYPE         the lock key, queue or leases hold the wrong type.
+--   WRONGTYPE         the lock key, queue, leases or records hold the wrong type.
 --   BADFENCE latchkey: … (taking, fenced) the counter does not hold a token;
 --                     the lock is not taken (dead entries may have been dropped).
 local t = redis.call('TIME')
@@ -61,21 +66,25 @@ end
 
 -- Ours already: a release handed it over.
 if ours(holder, token) then
-  leave()
+  if leave() then forget_records(KEYS[3], KEYS[6]) end
   local fence = 0
   if ARGV[4] == '1' then fence = fence_read(KEYS[4]) or -1 end
   return {2, fence, redis.call('PTTL', KEYS[1])}
 end
 
--- Drop dead heads (lease gone or run out): the first live entry is the head.
-local head
+-- Drop dead heads (lease gone or run out, or its process's record run
+-- out): the first live entry is the head.
+local head, head_until
 while true do
   head = redis.call('LINDEX', KEYS[2], 0)
   if not head then break end
-  local deadline = redis.call('ZSCORE', KEYS[3], head)
-  if deadline and tonumber(deadline) >= now then break end
+  head_until = live_until(KEYS[3], KEYS[6], head)
+  if head_until and head_until >= now then break end
   redis.call('LPOP', KEYS[2])
-  if deadline then redis.call('ZREM', KEYS[3], head) end
+  if head_until then
+    redis.call('ZREM', KEYS[3], head)
+    forget_records(KEYS[3], KEYS[6])
+  end
 end
 
 if not holder and (not head or head == me) then
@@ -91,6 +100,7 @@ if not holder and (not head or head == me) then
   if leave() then
     redis.call('SET', KEYS[5], string.format('%d', now) .. ':' .. token, 'PX', 86400000)
   end
+  forget_records(KEYS[3], KEYS[6])
   return {1, fence}
 end
 
@@ -102,9 +112,11 @@ if ARGV[5] == 'wait' or ARGV[5] == 'renew' then
       redis.call('RPUSH', KEYS[2], me)
     end
     redis.call('ZADD', KEYS[3], now + lease, me)
+    record(KEYS[6], string.sub(me, 1, 16), now + tonumber(ARGV[7]), lease)
     queued = 1
-    -- The queue lives as long as its longest lease: no key outlives its waiters.
-    for i = 2, 3 do
+    -- The queue lives as long as its longest lease: no key outlives its
+    -- waiters, and no record outlives the entries it judges.
+    for _, i in ipairs({2, 3, 6}) do
       if redis.call('PTTL', KEYS[i]) < lease then redis.call('PEXPIRE', KEYS[i], lease) end
     end
   end
@@ -117,5 +129,4 @@ end
 if holder then
   return {0, redis.call('PTTL', KEYS[1]), queued}
 end
-local head_deadline = tonumber(redis.call('ZSCORE', KEYS[3], head) or now)
-return {0, math.max(head_deadline - now, 0), queued}
+return {0, math.max((head_until or now) - now, 0), queued}

@@ -6,7 +6,8 @@
 -- by fair_release.lua (handed to the next live waiter, or freed). The hand-on, the KEYS and the queue's
 -- entries: shared/hand_on.lua. See docs/protocol.md, "Fair locks".
 --
--- KEYS[1..5]  lock key, queue, leases, fencing counter, acquired record
+-- KEYS[1..6]  lock key, queue, leases, fencing counter, acquired record,
+--             process records
 -- ARGV[1..4]  as fair_release.lua: the waiter's owner token, publish
 --             command, hand-off channel stem, release channel
 -- ARGV[5]  the waiter's entry
@@ -17,6 +18,6 @@
 --    0  it did not hold the lock, which is free
 --   -1  it did not hold the lock: someone else does
 -- Errors
---   WRONGTYPE  the lock key, queue or leases hold the wrong type.
+--   WRONGTYPE  the lock key, queue, leases or records hold the wrong type.
 forget(ARGV[5])
 return release_as(ARGV[1], ARGV[2], ARGV[3], ARGV[4])

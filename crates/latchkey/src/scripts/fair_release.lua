@@ -4,7 +4,8 @@
 -- it when nobody live waits. The hand-on, the KEYS and the queue's entries:
 -- shared/hand_on.lua. See docs/protocol.md, "Fair locks".
 --
--- KEYS[1..5]  lock key, queue, leases, fencing counter, acquired record
+-- KEYS[1..6]  lock key, queue, leases, fencing counter, acquired record,
+--             process records
 -- ARGV[1]  owner token
 -- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH' (anything else: PUBLISH)
 -- ARGV[3]  hand-off channel stem, S:handoff: (+ the entry's first 16 hex digits)
@@ -17,5 +18,5 @@
 --    0  not released: the key is gone (the lock expired)
 --   -1  not released: someone else holds the lock now
 -- Errors
---   WRONGTYPE  the lock key, queue or leases hold the wrong type.
+--   WRONGTYPE  the lock key, queue, leases or records hold the wrong type.
 return release_as(ARGV[1], ARGV[2], ARGV[3], ARGV[4])

@@ -8,7 +8,8 @@
 -- waiters take it as a wake-up. The hand-on, the KEYS and the queue's
 -- entries: shared/hand_on.lua. See docs/protocol.md, "Revocation".
 --
--- KEYS[1..5]  lock key, queue, leases, fencing counter, acquired record
+-- KEYS[1..6]  lock key, queue, leases, fencing counter, acquired record,
+--             process records
 -- ARGV[1]  publish command: 'PUBLISH' or 'SPUBLISH' (anything else: PUBLISH)
 -- ARGV[2]  hand-off channel stem, S:handoff: (+ the entry's first 16 hex digits)
 -- ARGV[3]  release channel
@@ -17,7 +18,7 @@
 --   {1, fence, outcome}  revoked: fence as above; outcome 2 handed on, 1 freed
 --   {0, 0, 0}            nothing held (nothing changed)
 -- Errors
---   WRONGTYPE  the lock key, queue or leases hold the wrong type.
+--   WRONGTYPE  the lock key, queue, leases or records hold the wrong type.
 --   FOREIGN latchkey: …   the lock key holds a value that is no latchkey
 --              owner token (another program's key): nothing changed.
 --   BADFENCE latchkey: …  the counter does not hold a token: nothing changed.

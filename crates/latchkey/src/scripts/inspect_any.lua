@@ -26,6 +26,7 @@
 -- KEYS[16]  election state (hash)           S:election
 -- KEYS[17]  lock acquired record (string)    S:acquired
 -- KEYS[18]  rwlock writer acquired record     S:rw:writer-acquired
+-- KEYS[19]  fair lock process records (zset) S:alive
 -- ARGV[1]   the most members listed per sorted set or list (the rest is cut)
 --
 -- Returns {now_ms, lock, fair, permits, rw, latch, barrier, election}
@@ -36,7 +37,9 @@
 --             long the holder has held it by the server's clock, when the
 --             acquired record names its token (a waiter that was queued)
 --   fair      {entries, leases}                 LRANGE of the queue (arrival
---             order); live leases: flat {entry, deadline_ms, …}
+--             order); live entries: flat {entry, live_until_ms, …}, an entry
+--             live while its own lease runs and its process's record, if
+--             any, has not run out (shared/live.lua), until the sooner
 --   permits   {members, fence}                  unexpired: flat {token, expiry_ms, …}
 --   rw        {writer, writer_pttl, readers, writers_waiting, readers_waiting,
 --              readers_next_count, fence, writer_held_ms}  zsets unexpired, flat
@@ -84,7 +87,22 @@ local lock = {lock_value, redis.call('PTTL', KEYS[1]), str(KEYS[2]), held_ms(loc
 
 local entries = {}
 if kind(KEYS[3]) == 'list' then entries = redis.call('LRANGE', KEYS[3], 0, limit - 1) end
-local fair = {entries, live(KEYS[4])}
+local leases = live(KEYS[4])
+if #leases > 0 and kind(KEYS[19]) == 'zset' then
+  local kept = {}
+  for i = 1, #leases, 2 do
+    local rec = redis.call('ZSCORE', KEYS[19], string.sub(leases[i], 1, 16))
+    if not rec then
+      kept[#kept + 1] = leases[i]
+      kept[#kept + 1] = leases[i + 1]
+    elseif tonumber(rec) > tonumber(now) then
+      kept[#kept + 1] = leases[i]
+      kept[#kept + 1] = string.format('%.0f', math.min(tonumber(rec), tonumber(leases[i + 1])))
+    end
+  end
+  leases = kept
+end
+local fair = {entries, leases}
 
 local permits = {live(KEYS[5]), str(KEYS[6])}
 

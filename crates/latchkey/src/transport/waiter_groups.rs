@@ -45,7 +45,9 @@ struct Members {
 /// One queued waiter: its entry, and how to wake it.
 #[derive(Clone)]
 pub(crate) struct Member {
-    key: u64,
+    pub(crate) key: u64,
+    /// When it joined: its entry's own lease was set just before.
+    pub(crate) joined: Instant,
     pub(crate) entry: Arc<str>,
     pub(crate) wake: Arc<Notify>,
     /// When a renewal that found the entry still queued was sent: the lock
@@ -102,6 +104,7 @@ impl WaiterGroups {
             members.next_key += 1;
             let member = Member {
                 key: members.next_key,
+                joined: Instant::now(),
                 entry: Arc::from(entry),
                 wake: Arc::new(Notify::new()),
                 queued_at: Arc::new(Mutex::new(None)),

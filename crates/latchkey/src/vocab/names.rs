@@ -182,12 +182,15 @@ pub(crate) struct LockKeys {
     pub(crate) fair: Option<FairKeys>,
 }
 
-/// A fair lock's queue, leases and hand-off channel stem (layout 3: under
-/// the lock's tag stem, so in its slot).
+/// A fair lock's queue, leases, process records and hand-off channel stem
+/// (under the lock's tag stem, so in its slot).
 #[derive(Debug, Clone)]
 pub(crate) struct FairKeys {
     pub(crate) queue: Vec<u8>,
     pub(crate) leases: Vec<u8>,
+    /// The process records: one deadline per process, which keeps all its
+    /// entries live.
+    pub(crate) alive: Vec<u8>,
     /// The acquired record a hand-off writes (inspection's age of a holder
     /// that was queued).
     pub(crate) acquired: Vec<u8>,
@@ -215,6 +218,7 @@ impl LockKeys {
             fair: Some(FairKeys {
                 queue: under(crate::vocab::protocol::QUEUE_SUFFIX),
                 leases: under(crate::vocab::protocol::LEASES_SUFFIX),
+                alive: under(crate::vocab::protocol::ALIVE_SUFFIX),
                 acquired: under(crate::vocab::protocol::ACQUIRED_SUFFIX),
                 handoff_prefix: under(crate::vocab::protocol::HANDOFF_SUFFIX),
             }),

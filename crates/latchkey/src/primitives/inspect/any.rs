@@ -14,9 +14,9 @@ use crate::vocab::error::Result;
 use crate::vocab::names::LockKeys;
 use crate::vocab::protocol::scripts;
 use crate::vocab::protocol::{
-    primitive_key, ACQUIRED_SUFFIX, BARRIER_SUFFIX, ELECTION_LEASE_SUFFIX, ELECTION_STATE_SUFFIX,
-    LATCH_SUFFIX, LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_SUFFIX, QUEUE_SUFFIX,
-    RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX,
+    primitive_key, ACQUIRED_SUFFIX, ALIVE_SUFFIX, BARRIER_SUFFIX, ELECTION_LEASE_SUFFIX,
+    ELECTION_STATE_SUFFIX, LATCH_SUFFIX, LEASES_SUFFIX, PERMITS_FENCE_SUFFIX, PERMITS_SUFFIX,
+    QUEUE_SUFFIX, RWLOCK_SUFFIXES, RWLOCK_WRITER_ACQUIRED_SUFFIX,
 };
 use crate::vocab::token::Holder;
 
@@ -83,6 +83,7 @@ impl super::Inspector<'_> {
             at(ELECTION_STATE_SUFFIX),
             at(ACQUIRED_SUFFIX),
             at(RWLOCK_WRITER_ACQUIRED_SUFFIX),
+            at(ALIVE_SUFFIX),
         ]);
         let key_refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let reply: Reply = self
@@ -226,7 +227,9 @@ fn expiry_left(now: u64, expiry: &[u8]) -> Option<Duration> {
 }
 
 /// The fair queue's live waiters in order: an entry is
-/// `<id>:<hand-off ttl>:<0|1>:<owner token>`, live while its lease is.
+/// `<id>:<hand-off ttl>:<0|1>:<owner token>`, live while its lease and its
+/// process's record are (the script sends only those, each with the sooner
+/// deadline).
 fn fair_queue(now: u64, (entries, leases): FairPart) -> Vec<Holding> {
     let live: HashMap<&[u8], &[u8]> = leases
         .chunks_exact(2)

@@ -1,6 +1,6 @@
 -- latchkey: a fair lock's hand-on, shared by the scripts that end a fair
 -- hold (fair_release.lua, fair_leave.lua, fair_revoke.lua; prepended after
--- shared/fence.lua), so that a release, a waiter leaving and a revocation
+-- shared/fence.lua and shared/live.lua), so that a release, a waiter leaving and a revocation
 -- hand the lock to the next waiter the same way. See docs/protocol.md,
 -- "Fair locks".
 --
@@ -13,6 +13,8 @@
 --          written at a hand-off, so inspection counts the new holder's hold
 --          from then, not from when it queued (its token's time); deleted
 --          when the lock is freed
+-- KEYS[6]  process records     (sorted set: 16 hex digits -> deadline;
+--          shared/live.lua says when an entry is live)
 --
 -- An entry is <32 hex id>:<hand-off ttl ms>:<0|1 fenced>:<owner token>.
 -- The hand-off sets the lock to the entry's token (marked '+w' when the
@@ -47,11 +49,15 @@ local function hand_on(publish, stem, marked, t)
   while true do
     local entry = redis.call('LPOP', KEYS[2])
     if not entry then break end
-    local deadline = redis.call('ZSCORE', KEYS[3], entry)
-    if deadline then redis.call('ZREM', KEYS[3], entry) end
+    local live = live_until(KEYS[3], KEYS[6], entry)
+    if live then
+      redis.call('ZREM', KEYS[3], entry)
+      forget_records(KEYS[3], KEYS[6])
+    end
     local id, px, fenced, token = string.match(entry, '^(%x+):(%d+):([01]):(.+)$')
-    -- A dead entry (lease run out) or one that is not ours to read: skip it.
-    if deadline and tonumber(deadline) >= now and id and #id == 32 and tonumber(px) > 0 then
+    -- A dead entry (its lease or its process's record run out) or one that
+    -- is not ours to read: skip it.
+    if live and live >= now and id and #id == 32 and tonumber(px) > 0 then
       -- A marked holder keeps its mark across the hand-off: whoever marked it
       -- (a plain waiter, which is not in the queue) is then woken when the
       -- lock is finally freed, not at the TTL it read.
@@ -78,6 +84,7 @@ end
 -- next attempt or hand-on drops them).
 local function forget(entry)
   if redis.call('ZREM', KEYS[3], entry) == 0 then return false end
+  forget_records(KEYS[3], KEYS[6])
   if redis.call('LINDEX', KEYS[2], 0) == entry then
     redis.call('LREM', KEYS[2], 1, entry)
   elseif redis.call('LINDEX', KEYS[2], -1) == entry then

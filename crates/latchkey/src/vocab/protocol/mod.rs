@@ -175,6 +175,13 @@ pub const QUEUE_SUFFIX: &[u8] = b":queue";
 /// deadline in server milliseconds.
 pub const LEASES_SUFFIX: &[u8] = b":leases";
 
+/// Suffix of a fair lock's process records (new in 0.4): a sorted set, the
+/// 16 hex digits every queue entry of one process starts with → that
+/// process's deadline in server milliseconds. An entry is live while its own
+/// lease runs and its process's record, if any, has not run out (see
+/// `docs/protocol.md`, "Fair locks").
+pub const ALIVE_SUFFIX: &[u8] = b":alive";
+
 /// Suffix of a fair lock's hand-off channels: `S + ":handoff:" + 16 hex
 /// digits` naming one subscriber connection (all the waiters of one process
 /// for one lock share it).

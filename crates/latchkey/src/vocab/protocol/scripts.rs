@@ -15,9 +15,10 @@ use redis::Script;
 /// the scripts that issue or raise tokens, after the shared
 /// fencing-counter rules too (`scripts/shared/fence.lua`); for the scripts
 /// a waiter marks a busy lock with, after those and the waiter's mark
-/// (`scripts/shared/mark.lua`); for the scripts that end a fair hold, after
-/// the fencing rules and the hand-on to the next waiter
-/// (`scripts/shared/hand_on.lua`).
+/// (`scripts/shared/mark.lua`); for the scripts that read a fair queue,
+/// after the fencing rules and a fair waiter's liveness
+/// (`scripts/shared/live.lua`), and for those that end a fair hold, after
+/// those and the hand-on to the next waiter (`scripts/shared/hand_on.lua`).
 /// One text is both sent and kept in [`SOURCES`], so a line number in an
 /// error names the line Redis ran.
 macro_rules! text {
@@ -34,10 +35,19 @@ macro_rules! text {
             text!(file $file)
         )
     };
+    (queued $file:literal) => {
+        concat!(
+            text!(file "shared/lib.lua"),
+            text!(file "shared/fence.lua"),
+            text!(file "shared/live.lua"),
+            text!(file $file)
+        )
+    };
     (fair $file:literal) => {
         concat!(
             text!(file "shared/lib.lua"),
             text!(file "shared/fence.lua"),
+            text!(file "shared/live.lua"),
             text!(file "shared/hand_on.lua"),
             text!(file $file)
         )
@@ -55,8 +65,9 @@ macro_rules! text {
 /// Declares each script's static (loaded once, its hash computed once) and
 /// [`SOURCES`], every script's file name and text, from one list: each
 /// script is `plain` (after the shared idioms), `fence` (after those and
-/// the shared counter rules), `mark` (after those and the shared mark) or
-/// `fair` (after the counter rules and the shared fair hand-on).
+/// the shared counter rules), `mark` (after those and the shared mark),
+/// `queued` (after the counter rules and a fair waiter's liveness) or
+/// `fair` (after those and the shared fair hand-on).
 macro_rules! scripts {
     ($($name:ident = $prelude:ident $file:literal;)*) => {
         $(
@@ -95,11 +106,11 @@ scripts! {
     RW_ACQUIRE = fence "rw_acquire.lua";
     RW_RELEASE_WRITE = plain "rw_release_write.lua";
     RW_FORGET = plain "rw_forget.lua";
-    FAIR_ACQUIRE = fence "fair_acquire.lua";
+    FAIR_ACQUIRE = queued "fair_acquire.lua";
     FAIR_RELEASE = fair "fair_release.lua";
     FAIR_LEAVE = fair "fair_leave.lua";
     FAIR_REVOKE = fair "fair_revoke.lua";
-    FAIR_RENEW = plain "fair_renew.lua";
+    FAIR_RENEW = queued "fair_renew.lua";
     ELECT_CAMPAIGN = plain "elect_campaign.lua";
     ELECT_PROCLAIM = plain "elect_proclaim.lua";
     ELECT_RESIGN = plain "elect_resign.lua";

@@ -16,6 +16,7 @@ const TTL: Duration = Duration::from_secs(30);
 const LEASE: Duration = Duration::from_millis(600);
 const QUEUE: &str = "{test:renewal}:queue";
 const LEASES: &str = "{test:renewal}:leases";
+const ALIVE: &str = "{test:renewal}:alive";
 
 fn fair(c: &Client) -> Lock {
     c.lock("renewal", TTL)
@@ -63,6 +64,8 @@ async fn one_script_renews_every_queued_waiter_of_a_process() {
 
     // Nine renewal intervals of doing nothing but waiting. One script per
     // waiter per interval (how waiters used to renew) would be 576.
+    // An entry whose own lease ends after this was renewed since.
+    let first_renewal = server_ms(&server) + LEASE.as_millis() as u64 * 15;
     let before = scripts_run(&server);
     tokio::time::sleep(LEASE * 3).await;
     let renewals = scripts_run(&server) - before;
@@ -74,13 +77,29 @@ async fn one_script_renews_every_queued_waiter_of_a_process() {
     let now = server_ms(&server).to_string();
     let live = count(&server, &["ZCOUNT", LEASES, &now, "+inf"]);
     assert_eq!(live, WAITERS as u64, "queue leases kept");
+    // The renewals kept the process's record, not each entry: most
+    // entries' own (long) leases are as their waiters queued them.
+    let renewed = count(
+        &server,
+        &["ZCOUNT", LEASES, &format!("({first_renewal}"), "+inf"],
+    );
+    assert!(
+        renewed <= 8,
+        "{renewed} of {WAITERS} entries' own leases renewed in 9 renewal intervals"
+    );
+    let record_left = count(&server, &["ZCOUNT", ALIVE, &now, "+inf"]);
+    assert_eq!(record_left, 1, "the process's record kept");
 
     // The queue is served whole once the holder releases.
     assert_eq!(held.release().await.unwrap(), Ownership::Owned);
     for w in waiting {
         assert_eq!(w.await.unwrap().unwrap(), Ownership::Owned);
     }
-    assert_eq!(count(&server, &["EXISTS", QUEUE, LEASES]), 0);
+    assert_eq!(
+        count(&server, &["EXISTS", QUEUE, LEASES, ALIVE]),
+        0,
+        "a drained queue leaves no key"
+    );
 }
 
 #[tokio::test]
@@ -168,14 +187,22 @@ fn a_waiter_outlives_the_runtime_its_renewal_task_ran_on() {
         .await;
 
         other.shutdown_background();
-        // Three leases on, the first waiter's entry has lapsed (its
-        // runtime is gone), the second's is still renewed.
+        // Three leases on, the process's record (which keeps its entries
+        // live) is still renewed, by the second waiter's new task: it was
+        // renewed within the last lease.
         tokio::time::sleep(LEASE * 3).await;
-        let now = server_ms(&server).to_string();
-        assert_eq!(
-            count(&server, &["ZCOUNT", LEASES, &now, "+inf"]),
-            1,
-            "the second waiter's lease kept"
+        let now = server_ms(&server);
+        let records = server
+            .command(&["ZRANGEBYSCORE", ALIVE, "0", "+inf", "WITHSCORES"])
+            .unwrap();
+        let deadline: u64 = records
+            .lines()
+            .nth(1)
+            .and_then(|d| d.trim().parse().ok())
+            .unwrap_or_else(|| panic!("one record: {records:?}"));
+        assert!(
+            deadline > now + LEASE.as_millis() as u64 / 3,
+            "the record was renewed: {deadline} at {now}"
         );
         assert_eq!(held.release().await.unwrap(), Ownership::Owned);
         assert_eq!(second.await.unwrap().unwrap(), Ownership::Owned);

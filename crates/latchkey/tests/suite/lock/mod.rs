@@ -3,6 +3,7 @@ mod basics;
 mod cancel_safety;
 mod close;
 mod fair;
+mod fair_alive;
 mod fair_handoff;
 mod fair_leave;
 mod fair_renewal;
