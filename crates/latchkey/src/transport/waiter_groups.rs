@@ -31,6 +31,10 @@ pub(crate) struct Group {
     /// Its task has ended (the last member left, or the runtime it ran on
     /// shut down): a member still waiting joins a new group.
     ended: std::sync::atomic::AtomicBool,
+    /// Members that left since the task last took the count: the lock is
+    /// being handed to this process's waiters (or they give up), and the
+    /// task then proves the others still queued (see `renewer.rs`).
+    departed: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -174,6 +178,16 @@ impl Group {
     pub(crate) fn look_by(&self) -> Option<Instant> {
         locked(&self.members).look_by
     }
+
+    /// How many members left since the last call (taken).
+    pub(crate) fn take_departed(&self) -> u64 {
+        self.departed.swap(0, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    /// Whether a member left since the count was last taken.
+    pub(crate) fn has_departed(&self) -> bool {
+        self.departed.load(std::sync::atomic::Ordering::Acquire) > 0
+    }
 }
 
 impl Membership {
@@ -211,7 +225,14 @@ impl Drop for Membership {
             members.list.remove(&self.key);
             members.list.is_empty()
         };
-        if empty {
+        // The first to leave since the task last looked tells it (a burst
+        // of hand-offs may be starting); the others only count.
+        let first = self
+            .group
+            .departed
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            == 0;
+        if empty || first {
             self.group.changed.notify_one();
         }
     }

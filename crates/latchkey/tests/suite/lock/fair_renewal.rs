@@ -102,6 +102,51 @@ async fn one_script_renews_every_queued_waiter_of_a_process() {
     );
 }
 
+/// Waiters that waited longer than their hand-off TTL are handed the lock
+/// without asking Redis again: the first hand-off to the process makes its
+/// renewal task prove every other entry still queued, so each hears its
+/// hand-off with a fresh proof (a stale one costs a round trip).
+#[tokio::test]
+async fn a_long_wait_ends_in_hand_offs_that_cost_no_extra_round_trip() {
+    const WAITERS: usize = 32;
+    let server = RedisServer::start();
+    let (a, b) = (client(&server.url()).await, client(&server.url()).await);
+    let held = fair(&a).try_acquire().await.unwrap().expect("free");
+    let (done_tx, mut done) = tokio::sync::mpsc::unbounded_channel();
+    for _ in 0..WAITERS {
+        let lock = fair(&b);
+        let done_tx = done_tx.clone();
+        tokio::spawn(async move {
+            let guard = lock.acquire_until(Duration::from_secs(60)).await;
+            let released = match guard {
+                Ok(g) => g.release().await.ok(),
+                Err(_) => None,
+            };
+            let _ = done_tx.send(released);
+        });
+    }
+    eventually("every waiter queued", || async {
+        count(&server, &["LLEN", QUEUE]) == WAITERS as u64
+    })
+    .await;
+    // Waiting twice the hand-off TTL (the lease): the proofs the waiters
+    // got when they queued are stale now.
+    tokio::time::sleep(LEASE * 2).await;
+    let before = scripts_run(&server);
+    assert_eq!(held.release().await.unwrap(), Ownership::Owned);
+    for _ in 0..WAITERS {
+        assert_eq!(done.recv().await.unwrap(), Some(Ownership::Owned));
+    }
+    // One release script per hand-off, and a few renewals (and, on a
+    // loaded machine, a few waiters heard before the proof came back); a
+    // waiter that asks again would add one each: 24 more.
+    let scripts = scripts_run(&server) - before;
+    assert!(
+        scripts <= WAITERS as u64 + 1 + 12,
+        "{scripts} scripts for {WAITERS} hand-offs after a long wait"
+    );
+}
+
 #[tokio::test]
 async fn the_head_of_many_waiters_takes_a_lock_whose_holder_died() {
     const WAITERS: usize = 8;

@@ -105,6 +105,8 @@ async fn renew(session: Session, keys: Arc<LockKeys>, lease: Duration, group: Ar
     // out, though a waiter's own attempt raised it first and the script
     // cannot tell.
     let mut last_renewed: Option<Instant> = None;
+    // When every member was last sent (proved still queued).
+    let mut last_all: Option<Instant> = None;
     // The members queued themselves just now: their leases are fresh.
     let mut next = Instant::now() + every;
     loop {
@@ -123,6 +125,11 @@ async fn renew(session: Session, keys: Arc<LockKeys>, lease: Duration, group: Ar
             {
                 return;
             }
+            // Hand-offs to this process's waiters began: prove the others
+            // still queued now, not at the next renewal.
+            if group.has_departed() && last_all.is_none_or(|at| at.elapsed() >= every) {
+                break;
+            }
         }
         let (members, _) = group.members();
         if members.is_empty() {
@@ -140,6 +147,18 @@ async fn renew(session: Session, keys: Arc<LockKeys>, lease: Duration, group: Ar
         next = now + every;
         if last_renewed.is_some_and(|at| now >= at + (lease - lease / 10)) {
             all = true;
+        }
+        // Members left (the lock is being handed to this process's
+        // waiters): send every entry, at most once a renewal interval, so
+        // that each hears its hand-off with a proof younger than the
+        // hand-off TTL, not one from when it queued (which, after a long
+        // wait, costs it a round trip to ask). Waiting alone sends only
+        // the first few and the ones due.
+        if group.take_departed() > 0 && last_all.is_none_or(|at| now >= at + every) {
+            all = true;
+        }
+        if all {
+            last_all = Some(now);
         }
         // An own lease is sent when it would be due before the next
         // renewal; the front members and, after a lapse, all of them, always.
