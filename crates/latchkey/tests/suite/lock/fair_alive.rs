@@ -9,6 +9,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use super::fair::server_ms;
+use super::fair_renewal::{count, scripts_run};
 use common::*;
 use latchkey::{Client, Lock, Ownership};
 
@@ -22,27 +23,6 @@ fn fair(c: &Client, lease: Duration) -> Lock {
         .unwrap()
         .fair_with_lease(lease)
         .unwrap()
-}
-
-fn count(server: &RedisServer, args: &[&str]) -> u64 {
-    server.command(args).unwrap().trim().parse().unwrap()
-}
-
-/// Scripts the server has run so far.
-fn scripts_run(server: &RedisServer) -> u64 {
-    let stats = server.command(&["INFO", "commandstats"]).unwrap();
-    stats
-        .lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| {
-            l.split_once("calls=")?
-                .1
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
 }
 
 /// Queues the entry of a waiter of process `dead` whose own lease runs a

@@ -25,13 +25,13 @@ fn fair(c: &Client) -> Lock {
         .unwrap()
 }
 
-fn count(server: &RedisServer, args: &[&str]) -> u64 {
+pub(super) fn count(server: &RedisServer, args: &[&str]) -> u64 {
     server.command(args).unwrap().trim().parse().unwrap()
 }
 
 /// Scripts the server has run so far (`EVALSHA`, and `EVAL` after a
 /// `NOSCRIPT`).
-fn scripts_run(server: &RedisServer) -> u64 {
+pub(super) fn scripts_run(server: &RedisServer) -> u64 {
     let stats = server.command(&["INFO", "commandstats"]).unwrap();
     stats
         .lines()
