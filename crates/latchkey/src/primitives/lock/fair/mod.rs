@@ -4,7 +4,9 @@
 //! # How it works
 //! A fair lock keeps a queue in Redis beside the lock key, under the same
 //! hash tag (`docs/protocol.md`, "Fair locks"): a list of waiter entries in
-//! arrival order and a sorted set of their leases. A waiter subscribes to
+//! arrival order, a sorted set of their own leases and one of the waiting
+//! processes' records (an entry is live while its own lease runs and its
+//! process's record has not run out: `scripts/shared/live.lua`). A waiter subscribes to
 //! its process's hand-off channel for the lock, then runs
 //! `fair_acquire.lua`: the lock is taken at once when it is free and nobody
 //! live waits (the same result as a barging acquire), otherwise the waiter
@@ -19,9 +21,12 @@
 //! round trip. Its guard works as any other (watchdog, `lost()`, fencing).
 //!
 //! # Bounds
-//! * A waiter's lease is renewed every third of it, for all the waiters of
-//!   this process on the lock at once (`renewer.rs`: one `fair_renew.lua`
-//!   per process per lock, not one script per waiter). That task also
+//! * The process's record is renewed every third of the waiter lease, for
+//!   all the waiters of this process on the lock at once (`renewer.rs`: one
+//!   `fair_renew.lua` per process per lock, not one script per waiter);
+//!   each entry's own lease (15 waiter leases) only when a third of it has
+//!   run, or to prove the entry still queued (the first few, and all of
+//!   them when a hand-off to this process began). That task also
 //!   looks at the lock: an entry gone (a hand-off whose message was lost,
 //!   or an entry dropped as dead) wakes its waiter, which looks itself;
 //!   a lock free with one of ours at the head (its holder died without
@@ -33,8 +38,10 @@
 //!   third of a lease before that runs out (the guard is usable at once,
 //!   its [`deadline`](crate::LockGuard::deadline) is the hand-off's until
 //!   then, and a hold released sooner costs no extension). So
-//!   a waiter that died while queued delays the queue by at most its lease
-//!   (its entry is skipped once the lease ran out), and one that died just
+//!   a waiter whose process died while it was queued delays the queue by at
+//!   most the lease (its entry is skipped once the process's record ran
+//!   out; one that stopped without leaving while its process lives on, by
+//!   the hand-off TTL when it reaches the head), and one that died just
 //!   as the lock was handed to it by at most the lease too (the key expires);
 //!   the next waiter notices within a third of a lease more.
 //! * A hold is returned only with a deadline still ahead that a request
@@ -65,10 +72,12 @@ use crate::primitives::lock::Lock;
 use crate::transport::session::Session;
 use crate::vocab::error::{Error, Result};
 
-/// How long a fair lock's waiter keeps its place in the queue without
-/// renewing it, unless [`Lock::fair_with_lease`] says otherwise: 2 s. Its
-/// client renews it every third of that while it waits (one script per
-/// process per lock for all its waiters). A waiter that dies
+/// How long a fair lock's waiters keep their places in the queue without
+/// their process renewing them, unless [`Lock::fair_with_lease`] says
+/// otherwise: 2 s. The client renews its process's record on the lock
+/// every third of that while any of its waiters waits (one short script
+/// per process per lock, whatever the number of waiters; each entry's own
+/// lease, 15 times this, is renewed every 5 of these). A process that dies
 /// delays the queue by at most about this long; a shorter lease costs a
 /// renewal script more often per waiting process.
 pub const DEFAULT_WAITER_LEASE: Duration = Duration::from_secs(2);
@@ -112,9 +121,9 @@ impl Lock {
     }
 
     /// Makes the lock fair; a waiter holds its place in the queue for
-    /// `lease` without renewing it (its client renews it every `lease / 3`).
-    /// A waiter that dies (`kill -9`, a lost host) delays the queue by at
-    /// most about `lease`; see the `fair` module docs in the repository
+    /// `lease` without its process renewing it (its client renews every
+    /// `lease / 3`). A process that dies (`kill -9`, a lost host) delays the
+    /// queue by at most about `lease`; see the `fair` module docs in the repository
     /// (`crates/latchkey/src/primitives/lock/fair/mod.rs`) for the exact bounds.
     ///
     /// Arrival order holds while every waiter renews in time: a stall of
