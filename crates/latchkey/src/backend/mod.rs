@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::backend::single::Single;
 use crate::transport::connection::Connection;
 use crate::transport::session::Session;
-use crate::transport::subscriber::{Event, Subscription, Topic};
+use crate::transport::subscriber::{Event, Subscription, Topic, EVENT_BUFFER};
 use crate::vocab::error::{Error, Result};
 use crate::vocab::metrics::MetricsLabels;
 use crate::vocab::names::LockKeys;
@@ -213,6 +213,28 @@ impl Backend {
         }
     }
 
+    /// A plain lock waiter's wake-ups: its release channel and, on one
+    /// server, this process's wake channel there (`S:wake:` + its 16 hex
+    /// digits), where a release wakes this process alone once its attempts
+    /// registered it among the waiting processes (`docs/protocol.md`,
+    /// "Waking one process"); on a Redlock, every instance's release
+    /// channel (its waiters do not register).
+    pub(crate) async fn waiter_wakeups(&self, keys: &LockKeys) -> Result<Wakeups> {
+        match self {
+            Backend::Single(client) => {
+                let subscriber = client.subscriber();
+                let own = [keys.wake_stem(), subscriber.process_id().as_bytes()].concat();
+                let topics = vec![
+                    (Topic::Channel(keys.channel.clone()), EVENT_BUFFER),
+                    // One message a release, read at once: a small buffer.
+                    (Topic::Channel(own), WAKE_BUFFER),
+                ];
+                Ok(Wakeups(subscriber.subscribe_many(topics).await?))
+            }
+            Backend::Redlock(_) => self.wakeups(keys).await,
+        }
+    }
+
     /// Publishes `message` on the lock's release channel: on its server, or on every Redlock
     /// instance. The connections that received it.
     pub(crate) async fn publish(&self, keys: &LockKeys, message: &[u8]) -> Result<u64> {
@@ -263,6 +285,10 @@ impl Backend {
         }
     }
 }
+
+/// The event buffer of a process's wake channel: one message a release
+/// that picked it, which its waiter reads at once.
+const WAKE_BUFFER: usize = 4;
 
 /// Release notifications from one or more servers.
 pub(crate) struct Wakeups(Vec<Subscription>);

@@ -71,7 +71,15 @@ impl Single<'_> {
         let ttl_arg = ttl_ms(ttl).to_string();
         let issue = if mode.fenced { "1" } else { "0" };
         let waiting = if mode.ask_ttl && mode.mark { "1" } else { "0" };
-        let args: [&[u8]; 7] = [
+        // A waiter registers: by its process (which listens on the lock's
+        // wake channel: `Backend::waiter_wakeups`), or as '*' (one that
+        // listens on release channels only: woken by broadcast).
+        let process = match (waiting == "1" && !keys.wake.is_empty(), mode.register) {
+            (true, true) => Some(self.subscriber().process_id()),
+            (true, false) => Some("*"),
+            (false, _) => None,
+        };
+        let args: [&[u8]; 8] = [
             token.as_bytes(),
             ttl_arg.as_bytes(),
             issue.as_bytes(),
@@ -85,14 +93,24 @@ impl Single<'_> {
             // Where a marking waiter tells a holder kept idle it is wanted.
             &keys.channel,
             self.publish_command(),
+            process.map_or(&b""[..], str::as_bytes),
         ];
-        let args = match waiting == "1" || (mode.ask_ttl && mode.holder) {
-            true => &args[..],
-            false => &args[..4],
+        let args = match (
+            process.is_some(),
+            waiting == "1" || (mode.ask_ttl && mode.holder),
+        ) {
+            (true, _) => &args[..],
+            (false, true) => &args[..7],
+            (false, false) => &args[..4],
+        };
+        let all_keys = [&keys.key[..], &keys.fence_key, keys.waiting()];
+        let script_keys = match process {
+            Some(_) => &all_keys[..],
+            None => &all_keys[..2],
         };
         // {acquired, value} or, busy, {0, pttl, announced} (and the holder).
         let reply: Vec<i64> = self
-            .eval("acquire", &scripts::ACQUIRE, &keys.counted(), args)
+            .eval("acquire", &scripts::ACQUIRE, script_keys, args)
             .await?;
         let (acquired, value) = match reply[..] {
             [acquired, value, ..] => (acquired, value),
@@ -151,9 +169,16 @@ impl Single<'_> {
             // Boxed: every release's future would carry the fair one.
             return Box::pin(self.fair_release(keys, token, None)).await;
         }
-        let args = keys.release_args(token.as_bytes(), self.publish_command());
+        let (args, n_args) =
+            keys.release_args(token.as_bytes(), self.publish_command(), self.process());
+        let (script_keys, n_keys) = keys.release_keys();
         let outcome: i64 = self
-            .eval("release", &scripts::RELEASE, &[&keys.key], &args)
+            .eval(
+                "release",
+                &scripts::RELEASE,
+                &script_keys[..n_keys],
+                &args[..n_args],
+            )
             .await?;
         ownership("release", outcome)
     }
@@ -168,14 +193,25 @@ impl Single<'_> {
             return self.fair_release(keys, token, None).await;
         }
         let mut eval = redis::cmd("EVAL");
+        let (script_keys, n_keys) = keys.release_keys();
+        let (args, n_args) =
+            keys.release_args(token.as_bytes(), self.publish_command(), self.process());
         eval.arg(scripts::RELEASE_BODY)
-            .arg(1)
-            .arg(&keys.key)
-            .arg(token);
-        let args = keys.release_args(token.as_bytes(), self.publish_command());
-        eval.arg(&args[1..]);
+            .arg(n_keys)
+            .arg(&script_keys[..n_keys])
+            .arg(&args[..n_args]);
         let outcome: i64 = self.query("release", eval, &keys.key).await?;
         ownership("release", outcome)
+    }
+}
+
+impl Single<'_> {
+    /// This process in a lock's waiting processes (`release.lua` never
+    /// wakes the releasing one), when it listens at all: a release must not
+    /// start the subscriber connection.
+    fn process(&self) -> &[u8] {
+        self.subscriber_if_started()
+            .map_or(&b"-"[..], |s| s.process_id().as_bytes())
     }
 }
 

@@ -8,6 +8,8 @@
 --
 -- KEYS[1]  lock key            (plain string holding the owner's token)
 -- KEYS[2]  fencing counter key (plain string holding the last token issued, an integer)
+-- KEYS[3]  the lock's waiting processes (a sorted set; only with ARGV[8]:
+--          see shared/mark.lua)
 -- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
 -- ARGV[2]  TTL in milliseconds (integer > 0)
 -- ARGV[3]  '0': do not issue a fencing token (KEYS[2] untouched); '1': issue it
@@ -23,6 +25,15 @@
 --          a holder that keeps the lock while idle (its token ends in ':c')
 --          is told 'wanted' there when this marks its token, and lets go
 --          (see docs/protocol.md, "Held while idle")
+-- ARGV[8]  optional, with KEYS[3] and ARGV[4] = '1' (latchkey 0.4's
+--          waiters): the 16 hex digits naming the caller's subscriber
+--          connection, which listens on the lock's wake channel for it, or
+--          '*' (a waiter that listens on the release channel only). Busy
+--          with the holder marked: registered as waiting
+--          (register_waiting); a process that acquired is taken off (its
+--          other waiters now wait behind its own holder, woken locally),
+--          and its token marked at once while other processes are still
+--          registered (they sleep until woken: nobody else would mark it).
 --
 -- Returns
 --   {1, fencing_token}  acquired; unless ARGV[3] = '0', fencing_token =
@@ -61,6 +72,9 @@ local function busy()
   end
   local announced = mark_busy(KEYS[1], holder, ARGV[4], ARGV[6], ARGV[7])
   local pttl = redis.call('PTTL', KEYS[1])
+  if announced == 1 and ARGV[4] == '1' and KEYS[3] and ARGV[8] then
+    register_waiting(KEYS[3], ARGV[8], pttl, ARGV[2])
+  end
   if ARGV[5] == '1' and holder then
     local bare = holder
     if string.sub(bare, 1, 4) == 'lk2:' and string.sub(bare, -2) == '+w' then
@@ -70,9 +84,22 @@ local function busy()
   end
   return {0, pttl, announced}
 end
+-- Taken by a registered waiting process: it waits no more for a wake-up.
+-- The others still registered sleep until a release wakes them, and only
+-- a marked token's release does: mark the new hold as their attempts
+-- would have (and tell it, if it keeps the lock while idle).
+local function taken()
+  if not (KEYS[3] and ARGV[8]) or ARGV[8] == '*' then return end
+  redis.pcall('ZREM', KEYS[3], ARGV[8])
+  local others = redis.pcall('ZCARD', KEYS[3])
+  if type(others) == 'number' and others > 0 then
+    mark_busy(KEYS[1], ARGV[1], '1', ARGV[6], ARGV[7])
+  end
+end
 local fenced = ARGV[3] ~= '0'
 if not fenced then
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    taken()
     return {1, 0}
   end
   return busy()
@@ -80,6 +107,7 @@ end
 local last = fence_read(KEYS[2])
 if not last then return fence_bad(KEYS[2]) end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  taken()
   local fence = fence_next(last, redis.call('TIME'))
   fence_store(KEYS[2], fence)
   return {1, fence}

@@ -6,6 +6,10 @@
 -- KEYS     pairs, one per lock, in the caller's order (sorted by key):
 --   KEYS[2i-1]  lock key            (plain string holding the owner's token)
 --   KEYS[2i]    fencing counter key (plain string: the last token issued)
+--   then, optionally, KEYS[2n+i]: lock i's waiting processes (n locks):
+--          a waiter that marks lock i registers there as '*' (it listens
+--          on the release channels only: shared/mark.lua), so that the
+--          release of lock i wakes everyone when its turn comes
 -- ARGV[1]  owner token         (opaque unique string, >= 128 random bits)
 -- ARGV[2]  TTL in milliseconds (integer > 0)
 -- ARGV[3]  '1': issue every lock's fencing token; '0': touch no counter
@@ -29,7 +33,8 @@
 --   WRONGTYPE           a lock key exists but is not a string (nothing taken).
 --   BADFENCE latchkey: … (issuing) a counter does not hold a token (nothing
 --                       taken, nothing changed).
-local n = #KEYS / 2
+local n = #ARGV - 5
+local sets = #KEYS == 3 * n
 for i = 1, n do
   local key = KEYS[2 * i - 1]
   local holder = redis.pcall('GET', key)
@@ -40,7 +45,11 @@ for i = 1, n do
     -- Busy: nothing was written but the mark (shared/mark.lua), which
     -- also tells a holder kept idle that it is wanted.
     local announced = mark_busy(key, holder, ARGV[4], ARGV[5 + i], ARGV[5])
-    return {0, i, redis.call('PTTL', key), announced}
+    local pttl = redis.call('PTTL', key)
+    if announced == 1 and ARGV[4] == '1' and sets then
+      register_waiting(KEYS[2 * n + i], '*', pttl, ARGV[2])
+    end
+    return {0, i, pttl, announced}
   end
 end
 local fences = {}

@@ -1,12 +1,24 @@
--- latchkey: release a lock only if the caller still owns it, and wake the
--- waiters, if any asked to be woken.
+-- latchkey: release a lock only if the caller still owns it, and wake a
+-- waiter, if any asked to be woken: one waiting process, or every one.
 --
 -- KEYS[1]  lock key
+-- KEYS[2]  optional: the lock's waiting processes (shared/mark.lua), and
+-- KEYS[3]  the lock's fair queue: while it exists, fair waiters (which
+--          listen on the release channel only) wait too, so every waiter
+--          is woken
 -- ARGV[1]  owner token
 -- ARGV[2]  release channel (PUBLISHed to on success if a waiter marked the
---          token with '+w', so waiters wake at once; see acquire.lua)
+--          token with '+w' and no waiting process heard its own wake-up,
+--          so that every waiter wakes; see acquire.lua)
 -- ARGV[3]  the publish command: 'PUBLISH', or 'SPUBLISH' on a Redis Cluster
 --          (sharded pub/sub: the message stays on the lock's shard)
+-- ARGV[4]  with KEYS[2]: the wake channels' stem (a process's channel is
+--          this + its 16 hex digits), and
+-- ARGV[5]  the releasing process's 16 hex digits (never woken: its own
+--          waiters are woken locally)
+-- With KEYS[2], a marked release first wakes the first waiting process
+-- still listening (wake_one); only when none hears it, or no fair queue
+-- waits, the release channel.
 --
 -- Returns
 --    1  released (and, if marked, a wake-up published if this user may publish)
@@ -25,6 +37,10 @@ elseif holder == ARGV[1] .. '+w' then
   -- channel must still be able to release (waiters then wake at the TTL or
   -- by polling), and scripts are not rolled back, so an error here would
   -- report a failure for a release that happened.
+  local queued = KEYS[3] and redis.pcall('EXISTS', KEYS[3]) ~= 0
+  if KEYS[2] and not queued and wake_one(KEYS[2], ARGV[4], ARGV[5], ARGV[3]) then
+    return 1
+  end
   publish_on(ARGV[3], ARGV[2], 'released')
   return 1
 elseif holder then

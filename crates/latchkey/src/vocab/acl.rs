@@ -35,17 +35,22 @@
 //!   whole with `EVAL`);
 //! * `set` (a plain acquisition is a bare `SET NX PX GET`), and what the
 //!   scripts call: `get`, `set`, `del`, `pexpire`, `pttl`, `type`, `time`,
-//!   `append` (the waiting mark), `publish` (the release wake-up);
+//!   `append` (the waiting mark), `publish` (the release wake-up), and
+//!   `exists`, `zadd`, `zrem`, `zcard`, `zpopmin` (a plain lock's waiting
+//!   processes, `S:wake`, so that a release wakes one process; each is
+//!   `pcall`ed: refused, every waiting process is woken instead, as in
+//!   0.3; `exists`: a release looks for a fair queue);
 //! * `subscribe`, `unsubscribe`: waiters; `ssubscribe`, `sunsubscribe`,
 //!   `spublish`: the same on a cluster (sharded pub/sub);
 //! * `wait`: `with_replicas` (`WAIT n timeout` after the acquisition; it
 //!   touches no key);
 //! * primitives, what their scripts call besides the locks' commands:
-//!   `exists` (fair locks, barriers), `pexpireat` (semaphores, read-write
+//!   `pexpireat` (semaphores, read-write
 //!   locks), `hset`, `hget`, `hmget`, `hdel`, `hincrby` (barriers,
 //!   elections), `sadd`, `srem`, `scard`, `sismember` (read-write locks),
-//!   `zadd`, `zrem`, `zrange`, `zscore`, `zcard`, `zremrangebyscore`
-//!   (semaphores, read-write locks, fair locks' leases), `rpush`, `lpop`,
+//!   `zrange`, `zscore`, `zremrangebyscore` (semaphores, read-write locks,
+//!   fair locks' leases; with the locks' `exists`, `zadd`, `zrem`,
+//!   `zcard`), `rpush`, `lpop`,
 //!   `lrem`, `lindex` (fair locks' queue), `lrange` (`Client::inspect` of a
 //!   fair lock with waiters reads its queue); and sent plainly:
 //!   `zrangebyscore` (`Semaphore::holders`), `hmget` (`Barrier::state`),
@@ -115,6 +120,13 @@ impl Use {
                 "sunsubscribe",
                 "spublish",
                 "wait",
+                // A plain lock's waiting processes (`S:wake`): one process
+                // woken at a release; without them, all are.
+                "exists",
+                "zadd",
+                "zrem",
+                "zcard",
+                "zpopmin",
             ],
             Use::Signals => &[
                 "ping",
@@ -145,7 +157,6 @@ impl Use {
                 "scard",
             ],
             Use::Primitives => &[
-                "exists",
                 "pexpireat",
                 "hset",
                 "hget",
@@ -156,12 +167,9 @@ impl Use {
                 "srem",
                 "scard",
                 "sismember",
-                "zadd",
-                "zrem",
                 "zrange",
                 "zrangebyscore",
                 "zscore",
-                "zcard",
                 "zremrangebyscore",
                 "rpush",
                 "lpop",
@@ -256,7 +264,7 @@ mod tests {
         }
         let both = rule(&[Use::Locks, Use::Primitives], "latchkey:");
         assert!(both.starts_with(&rule(&[Use::Locks], "latchkey:")[..60]));
-        assert!(both.contains(" +wait +exists +pexpireat +hset "), "{both}");
+        assert!(both.contains(" +zpopmin +pexpireat +hset "), "{both}");
         assert!(
             both.ends_with(" +lindex +lrange ~latchkey:* ~{latchkey:* &latchkey:* &{latchkey:*")
         );

@@ -177,6 +177,14 @@ pub(crate) struct LockKeys {
     pub(crate) key: Vec<u8>,
     pub(crate) fence_key: Vec<u8>,
     pub(crate) channel: Vec<u8>,
+    /// `S:wake:S:queue`: the stem of the wake channels, `S:wake:` (without
+    /// its last byte, the waiting processes' key `S:wake`), then the fair
+    /// queue's key, which a plain release looks at; one allocation for the
+    /// three (a `Lock` made for each use pays for it). Empty: its releases
+    /// wake no process alone (a Redlock's retraction, an election's lease).
+    pub(crate) wake: Vec<u8>,
+    /// Where the fair queue's key starts in `wake`.
+    pub(crate) wake_len: usize,
     /// A fair lock's queue keys (`Lock::fair`): its releases hand the lock
     /// to the first live waiter instead of freeing it.
     pub(crate) fair: Option<FairKeys>,
@@ -205,6 +213,15 @@ impl LockKeys {
         LockKeys {
             fence_key: [&stem[..], FENCE_SUFFIX].concat(),
             channel: [&stem[..], RELEASE_SUFFIX].concat(),
+            wake: [
+                &stem[..],
+                crate::vocab::protocol::WAKE_SUFFIX,
+                b":",
+                &stem[..],
+                crate::vocab::protocol::QUEUE_SUFFIX,
+            ]
+            .concat(),
+            wake_len: stem.len() + crate::vocab::protocol::WAKE_SUFFIX.len() + 1,
             key,
             fair: None,
         }
@@ -232,15 +249,49 @@ impl LockKeys {
         [&self.key, &self.fence_key]
     }
 
-    /// The release script's arguments: `token`, the channel, and the
-    /// publish command (`PUBLISH`, or `SPUBLISH` on a cluster). On the
+    /// The wake channels' stem, `S:wake:` (see [`LockKeys::wake`]).
+    pub(crate) fn wake_stem(&self) -> &[u8] {
+        &self.wake[..self.wake_len]
+    }
+
+    /// The waiting processes' key, `S:wake` (see [`LockKeys::wake`]).
+    pub(crate) fn waiting(&self) -> &[u8] {
+        &self.wake[..self.wake_len.saturating_sub(1)]
+    }
+
+    /// How many of [`Self::release_keys`] and [`Self::release_args`] a
+    /// release sends: without a wake stem, the lock and three arguments.
+    fn release_len(&self) -> (usize, usize) {
+        match self.wake.is_empty() {
+            true => (1, 3),
+            false => (3, 5),
+        }
+    }
+
+    /// The release script's keys: the lock, its waiting processes and its
+    /// fair queue.
+    pub(crate) fn release_keys(&self) -> ([&[u8]; 3], usize) {
+        (
+            [&self.key, self.waiting(), &self.wake[self.wake_len..]],
+            self.release_len().0,
+        )
+    }
+
+    /// The release script's arguments: `token`, the channel, the publish
+    /// command (`PUBLISH`, or `SPUBLISH` on a cluster), the wake channels'
+    /// stem and the releasing `process` (its 16 hex digits, or anything
+    /// else when it waits nowhere), and how many of them to send. On the
     /// stack: this is on every release.
     pub(crate) fn release_args<'a>(
         &'a self,
         token: &'a [u8],
         publish: &'static [u8],
-    ) -> [&'a [u8]; 3] {
-        [token, &self.channel, publish]
+        process: &'a [u8],
+    ) -> ([&'a [u8]; 5], usize) {
+        (
+            [token, &self.channel, publish, self.wake_stem(), process],
+            self.release_len().1,
+        )
     }
 }
 

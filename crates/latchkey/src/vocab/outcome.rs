@@ -148,6 +148,11 @@ pub(crate) struct AttemptMode {
     /// Not when the holder is a guard of this client, whose release wakes
     /// the waiter without Redis (see `primitives/lock/wait.rs`).
     pub(crate) mark: bool,
+    /// With `mark`: also register this process among the lock's waiting
+    /// processes, so that a release wakes it alone (one server: its
+    /// waiters listen on the lock's wake channel there; a Redlock's listen
+    /// on every instance's release channel, and are woken by broadcast).
+    pub(crate) register: bool,
     /// With `ask_ttl`: also name the holder in a busy reply (a fingerprint
     /// of its token), for a waiter that asks each holder to let go once.
     pub(crate) holder: bool,

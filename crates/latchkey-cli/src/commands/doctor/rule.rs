@@ -7,7 +7,7 @@
 //! PASS  acl           user app may run everything locks and signals need (ACL DRYRUN)
 //! FAIL  acl           user app lacks what locks need: +evalsha ~{latchkey:*. Fix: ACL SETUSER app +evalsha ~{latchkey:*
 //! WARN  acl           cannot check user app's permissions: ACL DRYRUN refused (…). Fix: …
-//! WARN  primitives    user app may take plain locks, but fair locks, … are refused: it lacks …: +exists +hset …. Fix: ACL SETUSER app +exists +hset …
+//! WARN  primitives    user app may take plain locks, but fair locks, … are refused: it lacks …: +pexpireat +hset …. Fix: ACL SETUSER app +pexpireat +hset …
 //! ```
 //!
 //! The `primitives` line judges the commands that fair locks, semaphores,
@@ -64,7 +64,7 @@ impl Probe {
             "eval" => vec!["EVAL", "return 1", "1", key],
             "script|load" => vec!["SCRIPT", "LOAD", "return 1"],
             "wait" => vec![command, "0", "0"],
-            "get" | "del" | "pttl" | "type" | "exists" | "scard" | "zcard" | "lpop" => {
+            "get" | "del" | "pttl" | "type" | "exists" | "scard" | "zcard" | "lpop" | "zpopmin" => {
                 vec![command, key]
             }
             "set" | "append" | "hget" | "hmget" | "hdel" | "sadd" | "srem" | "sismember"
@@ -90,7 +90,8 @@ impl Probe {
 
 /// What locks can do without (a FAIL is for what they cannot): without
 /// these, waiters are not woken by a release and poll (`append`, `publish`,
-/// pub/sub), `INFO` falls back to `PING` on a single server, the sharded
+/// pub/sub), or every waiting process is woken instead of one (the waiting
+/// processes' sorted-set commands), `INFO` falls back to `PING` on a single server, the sharded
 /// commands matter on a cluster only, and `WAIT` only to `with_replicas`. Signals need all of theirs, but a
 /// signal refused is an error of its own, not a lost lock.
 const SOFT: &[&str] = &[
@@ -103,6 +104,13 @@ const SOFT: &[&str] = &[
     "sunsubscribe",
     "spublish",
     "wait",
+    // A plain lock's waiting processes: refused, a release wakes every
+    // waiting process instead of one.
+    "exists",
+    "zadd",
+    "zrem",
+    "zcard",
+    "zpopmin",
 ];
 
 const ZERO_SHA: &str = "0000000000000000000000000000000000000000";

@@ -44,6 +44,8 @@ impl ElectionSpec {
             key: [&stem[..], crate::vocab::protocol::ELECTION_LEASE_SUFFIX].concat(),
             fence_key: [&stem[..], crate::vocab::protocol::ELECTION_STATE_SUFFIX].concat(),
             channel: [&stem[..], crate::vocab::protocol::ELECTION_CHANGES_SUFFIX].concat(),
+            wake: Vec::new(),
+            wake_len: 0,
             fair: None,
         };
         Ok(ElectionSpec {

@@ -346,6 +346,7 @@ impl Lock {
             fenced: self.inner.lease.fenced,
             ask_ttl,
             mark,
+            register: mark && !matches!(self.inner.backend, crate::backend::Backend::Redlock(_)),
             holder: self.inner.lease.asking,
         }
     }

@@ -273,7 +273,7 @@ impl Lock {
     }
 
     async fn subscribe_or_poll(&self, previous: Option<&Option<Wakeups>>) -> Option<Wakeups> {
-        match self.inner.backend.wakeups(&self.inner.keys).await {
+        match self.inner.backend.waiter_wakeups(&self.inner.keys).await {
             Ok(w) => {
                 if previous.is_some() {
                     tracing::info!(lock = %String::from_utf8_lossy(&self.inner.name), "pub/sub is back; waiting for wake-ups again");

@@ -102,6 +102,8 @@ impl MultiSpec {
             fenced: self.lease.fenced,
             ask_ttl: true,
             mark,
+            // A multi hold's waiter listens on each lock's release channel.
+            register: false,
             holder: false,
         };
         let mut fences = Vec::with_capacity(self.members.len());
@@ -138,11 +140,16 @@ impl MultiSpec {
     /// `multi_acquire.lua`: every lock or none, in one round trip.
     async fn attempt_in_one(&self, token: &str, mark: bool) -> Result<Attempted> {
         let sent = Instant::now();
-        let keys: Vec<&[u8]> = self
+        let mut keys: Vec<&[u8]> = self
             .members
             .iter()
             .flat_map(|member| member.keys.counted())
             .collect();
+        if mark {
+            // Each lock's waiting processes, where a marking waiter
+            // registers as '*' (it listens on the release channels only).
+            keys.extend(self.members.iter().map(|m| m.keys.waiting()));
+        }
         let ttl = ttl_ms(self.lease.ttl).to_string();
         let issue: &[u8] = if self.lease.fenced { b"1" } else { b"0" };
         let waiting: &[u8] = if mark { b"1" } else { b"0" };

@@ -34,3 +34,52 @@ local function mark_busy(key, holder, waiting, channel, publish)
   if tail == ':c' and channel then publish_on(publish, channel, 'wanted') end
   return 1
 end
+
+-- The waiting processes of a plain lock (layout 4): a sorted set, the 16
+-- hex digits naming one process's subscriber connection → when it first
+-- asked, in server milliseconds. A release of a marked token wakes the
+-- first of them that still listens on its wake channel (channel stem + its
+-- 16 digits), instead of every waiting process (docs/protocol.md, "Waking
+-- one process"). Every write is a pcall: the set is a hint, like the mark;
+-- a user Redis does not let write it is woken by the broadcast.
+--
+-- register_waiting(set, process, pttl, ttl)
+--   set      the lock's waiting-processes key
+--   process  the caller's 16 hex digits, or '*' for a waiter that listens
+--            only on the release channel (a multi hold's, a Redlock's): a
+--            release that comes to it there wakes everyone
+--   pttl     the holder's PTTL (the caller looks again by then at the
+--            latest, and registers again)
+--   ttl      the caller's lock TTL in ms: the set is kept that long past
+--            the holder's PTTL, so a process that died leaves nothing for
+--            long
+-- ZADD NX: a process keeps its place while it waits.
+local function register_waiting(set, process, pttl, ttl)
+  redis.pcall('ZADD', set, 'NX', now_ms(), process)
+  local keep = math.max(tonumber(pttl) or 0, 0) + tonumber(ttl)
+  local left = redis.pcall('PTTL', set)
+  if type(left) == 'number' and left < keep then
+    redis.pcall('PEXPIRE', set, keep)
+  end
+end
+
+-- wake_one(set, stem, own, publish) -> woken
+--   Pops waiting processes in order until one hears `released` on its wake
+--   channel (stem .. process: the publish reply counts its listeners), at
+--   most WAKE_TRIES of them. `own` (the releasing process) is popped, not
+--   told: its waiters take their turn locally. false: nobody heard it (no
+--   process waits, every one popped stopped listening or died, or a
+--   refusal), or '*' came first: the caller broadcasts instead.
+local WAKE_TRIES = 8
+local function wake_one(set, stem, own, publish)
+  for _ = 1, WAKE_TRIES do
+    local popped = redis.pcall('ZPOPMIN', set)
+    if type(popped) ~= 'table' or popped.err or not popped[1] then return false end
+    if popped[1] == '*' then return false end
+    if popped[1] ~= own then
+      local heard = publish_on(publish, stem .. popped[1], 'released')
+      if type(heard) == 'number' and heard > 0 then return true end
+    end
+  end
+  return false
+end

@@ -123,12 +123,14 @@ impl Subscriber {
                 .map_or(0, |d| d.as_nanos() as u64);
             id = (nanos ^ u64::from(std::process::id()).rotate_left(40)).to_le_bytes();
         }
+        let id = u64::from_le_bytes(id);
         let shared = Arc::new(Shared {
+            process: format!("{id:016x}"),
             registry: Mutex::new(HashMap::new()),
             releases: Mutex::new(Vec::new()),
             requests,
             timeout,
-            id: u64::from_le_bytes(id),
+            id,
             next_waiter: AtomicU64::new(0),
         });
         let mailbox = Mailbox {
@@ -291,6 +293,13 @@ impl Subscriber {
     pub(crate) fn new_waiter_id(&self) -> String {
         let seq = self.shared.next_waiter.fetch_add(1, Ordering::Relaxed);
         format!("{:016x}{seq:016x}", self.shared.id)
+    }
+
+    /// The 16 hex digits naming this subscriber (the first half of its
+    /// waiters' ids): a process in a plain lock's waiting processes, whose
+    /// wake channel is the lock's wake stem + these.
+    pub(crate) fn process_id(&self) -> &str {
+        &self.shared.process
     }
 
     /// Whether `topic` is subscribed and confirmed on the current

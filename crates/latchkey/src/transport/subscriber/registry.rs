@@ -153,6 +153,9 @@ pub(super) struct Shared {
     pub(super) timeout: Duration,
     /// Random per subscriber: names this connection in per-waiter channels.
     pub(super) id: u64,
+    /// `id` as the 16 hex digits that name this process in a lock's waiting
+    /// processes and its wake channel (made once: every release sends it).
+    pub(super) process: String,
     /// Source of per-waiter sequence numbers, unique within `id`.
     pub(super) next_waiter: AtomicU64,
 }

@@ -182,6 +182,14 @@ pub const LEASES_SUFFIX: &[u8] = b":leases";
 /// `docs/protocol.md`, "Fair locks").
 pub const ALIVE_SUFFIX: &[u8] = b":alive";
 
+/// Suffix of a plain lock's waiting processes (new in 0.4): a sorted set,
+/// the 16 hex digits naming one waiting process's subscriber connection →
+/// when it first asked, in server milliseconds. A release of a marked
+/// token wakes the first of them that still listens on its wake channel,
+/// `S + ":wake:" + those 16 digits`, instead of every waiting process (see
+/// `docs/protocol.md`, "Waking one process").
+pub const WAKE_SUFFIX: &[u8] = b":wake";
+
 /// Suffix of a fair lock's hand-off channels: `S + ":handoff:" + 16 hex
 /// digits` naming one subscriber connection (all the waiters of one process
 /// for one lock share it).

@@ -14,8 +14,8 @@ use redis::Script;
 /// (`scripts/shared/lib.lua`: the clock, publishing, the owner check); for
 /// the scripts that issue or raise tokens, after the shared
 /// fencing-counter rules too (`scripts/shared/fence.lua`); for the scripts
-/// a waiter marks a busy lock with, after those and the waiter's mark
-/// (`scripts/shared/mark.lua`); for the scripts that read a fair queue,
+/// a waiter marks a busy lock with (and the release that wakes it), after
+/// those and the waiter's mark and wake-up (`scripts/shared/mark.lua`); for the scripts that read a fair queue,
 /// after the fencing rules and a fair waiter's liveness
 /// (`scripts/shared/live.lua`), and for those that end a fair hold, after
 /// those and the hand-on to the next waiter (`scripts/shared/hand_on.lua`).
@@ -84,7 +84,7 @@ macro_rules! scripts {
 scripts! {
     ACQUIRE = mark "acquire.lua";
     ISSUE_FENCE = fence "issue_fence.lua";
-    RELEASE = plain "release.lua";
+    RELEASE = mark "release.lua";
     EXTEND = plain "extend.lua";
     MULTI_ACQUIRE = mark "multi_acquire.lua";
     MULTI_EXTEND = plain "multi_extend.lua";
@@ -120,7 +120,7 @@ scripts! {
 /// The release script's text, sent whole (`EVAL`) by releases that clean up
 /// after a failure: one round trip whatever the script cache holds, so a
 /// lost `NOSCRIPT` reply cannot stop it.
-pub(crate) const RELEASE_BODY: &str = text!(plain "release.lua");
+pub(crate) const RELEASE_BODY: &str = text!(mark "release.lua");
 /// The extend script's text, sent whole (`EVAL`) in the pipeline that
 /// confirms a hold with its replicas (`backend/replicas.rs`).
 pub(crate) const EXTEND_BODY: &str = text!(plain "extend.lua");

@@ -17,5 +17,6 @@ mod release_outage;
 mod replicas;
 mod stalled;
 mod waiting;
+mod wake_one;
 mod watchdog;
 mod watchdog_batch;

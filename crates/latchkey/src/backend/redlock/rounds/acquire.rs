@@ -256,6 +256,9 @@ impl Group {
             key: keys.key.clone(),
             fence_key: keys.fence_key.clone(),
             channel: [&stem[..], RETRACTED_SUFFIX].concat(),
+            // Nobody is woken one by one either.
+            wake: Vec::new(),
+            wake_len: 0,
             fair: None,
         };
         self.release_detached(targets.errored, quiet.clone(), token, timeout);
