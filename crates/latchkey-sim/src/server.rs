@@ -112,6 +112,15 @@ impl Server {
         }
     }
 
+    /// Forgets every subscriber (of channels, shard channels and
+    /// patterns): a model declares its clients' subscriptions anew for
+    /// each step, from its state.
+    pub fn unsubscribe_all(&mut self) {
+        self.db.subscribers.clear();
+        self.db.shard_subscribers.clear();
+        self.db.patterns.clear();
+    }
+
     /// Declares `count` more (or fewer) subscribers of the pattern
     /// `pattern` (`PSUBSCRIBE`): `PUBLISH` counts those that match.
     pub fn psubscribe(&mut self, pattern: &[u8], count: i64) {

@@ -8,8 +8,12 @@ mod commands;
 #[allow(dead_code)]
 #[path = "differential/gen.rs"]
 mod gen;
+// The differential test's names; it uses the parts this test does not.
+#[allow(dead_code)]
 #[path = "differential/keys.rs"]
 mod keys;
+#[path = "differential/locks.rs"]
+mod locks;
 
 use latchkey::protocol::script_text;
 use latchkey_sim::{Published, Reply, Server};

@@ -50,6 +50,8 @@ mod dump;
 mod gen;
 #[path = "differential/keys.rs"]
 mod keys;
+#[path = "differential/locks.rs"]
+mod locks;
 #[path = "differential/resp.rs"]
 mod resp;
 
@@ -76,6 +78,8 @@ struct Stats {
     by_name: std::collections::BTreeMap<String, (usize, usize)>,
     steps: usize,
     messages: usize,
+    /// Messages on one process's wake channel (`release.lua` waking one).
+    wake_ups: usize,
     waited_ms: u64,
     cut: usize,
 }
@@ -85,6 +89,13 @@ fn the_simulator_answers_and_stores_as_redis_does() {
     let server = RedisServer::start();
     let mut conn = Connection::open(server.addr()).expect("connect to the test's redis-server");
     let mut listener = Connection::open(server.addr()).expect("connect to the test's redis-server");
+    // Shard channels first (a RESP2 subscriber may add them after, but
+    // this asks the least of each server's version), one reply each.
+    for channel in keys::shard_channels() {
+        listener
+            .command(&[b"SSUBSCRIBE", &channel])
+            .expect("SSUBSCRIBE");
+    }
     listener
         .command(&[b"PSUBSCRIBE", b"*"])
         .expect("PSUBSCRIBE");
@@ -94,10 +105,11 @@ fn the_simulator_answers_and_stores_as_redis_does() {
         run(&mut conn, &mut listener, seed, &mut stats);
     }
     eprintln!(
-        "differential: {} seeds, {} steps and {} messages compared in {:.1} s ({} ms waiting out deadlines, {} times the simulator took the server's keyspace after a stall)",
+        "differential: {} seeds, {} steps and {} messages ({} wake-ups of one process) compared in {:.1} s ({} ms waiting out deadlines, {} times the simulator took the server's keyspace after a stall)",
         SEEDS.len(),
         stats.steps,
         stats.messages,
+        stats.wake_ups,
         started.elapsed().as_secs_f64(),
         stats.waited_ms,
         stats.cut
@@ -163,7 +175,9 @@ fn wait_clear(conn: &mut Connection, sim: &Server, stats: &mut Stats) {
 /// The channel of the marker published after each step.
 const MARKER: &[u8] = b"differential-marker";
 
-/// The messages the listener got before the marker: (channel, payload).
+/// The messages the listener got before the marker: (channel, payload),
+/// from its pattern (`pmessage pattern channel payload`) or a shard
+/// channel (`smessage channel payload`).
 fn messages(listener: &mut Connection) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     loop {
@@ -171,8 +185,10 @@ fn messages(listener: &mut Connection) -> Vec<(Vec<u8>, Vec<u8>)> {
         let Reply::Array(Some(parts)) = &message else {
             panic!("the listener got {message}")
         };
+        let sharded = matches!(parts.first(), Some(Reply::Bulk(Some(kind))) if kind == b"smessage");
+        let at = if sharded { 1 } else { 2 };
         let (Some(Reply::Bulk(Some(channel))), Some(Reply::Bulk(Some(payload)))) =
-            (parts.get(2), parts.get(3))
+            (parts.get(at), parts.get(at + 1))
         else {
             panic!("the listener got {message}")
         };
@@ -231,9 +247,13 @@ fn run(conn: &mut Connection, listener: &mut Connection, seed: u64, stats: &mut 
         };
         sim.set_micros(t_dump.max(t));
         let sim_keys = normalize(&sim.dump());
+        // What the listener can hear: every message but one on a shard
+        // channel it does not listen on (nobody heard it).
+        let shard_channels = keys::shard_channels();
         let sim_published: Vec<(Vec<u8>, Vec<u8>)> = sim
             .take_published()
             .into_iter()
+            .filter(|m| !m.sharded || shard_channels.contains(&m.channel))
             .map(|m| (m.channel, m.payload))
             .collect();
         let near = before
@@ -244,6 +264,10 @@ fn run(conn: &mut Connection, listener: &mut Connection, seed: u64, stats: &mut 
         history.push(format!("{i:4} {} -> {sim_reply}", step.describe()));
         stats.steps += 1;
         stats.messages += real_published.len();
+        stats.wake_ups += real_published
+            .iter()
+            .filter(|(channel, _)| channel.windows(6).any(|w| w == b":wake:"))
+            .count();
         let name = match &step {
             Step::Script { file, .. } => (*file).to_owned(),
             _ => line_name(&step),

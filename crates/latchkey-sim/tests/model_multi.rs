@@ -57,6 +57,17 @@ fn two_lock_all_callers_and_a_plain_lock_neither_deadlock_nor_break_exclusion() 
 }
 
 #[test]
+fn a_taker_that_leaves_the_other_waiting_processes_asleep_is_caught() {
+    // Three plain clients of one name, no fault: c0's release wakes one
+    // registered waiter alone; the other sleeps until a release of a
+    // marked token, and only the taker's own mark makes the next one so.
+    // (The control: the same search without the mutant.)
+    let config = small(vec![Kind::Plain(0), Kind::Plain(0), Kind::Plain(0)], 0);
+    let why = caught("taker marking nothing", config, Mutant::TakerMarksNothing);
+    assert!(why.contains("liveness"), "{why}");
+}
+
+#[test]
 fn overlapping_lock_all_callers_neither_deadlock_nor_break_exclusion() {
     // Three names: {0, 1} and {1, 2} overlap in name 1, which a plain lock
     // also takes; whatever order the callers gave, the keys are sorted.

@@ -159,6 +159,7 @@ fn own_keys(prefix: &[u8], name: &[u8]) -> Vec<Vec<u8>> {
         QUEUE_SUFFIX,
         LEASES_SUFFIX,
         ALIVE_SUFFIX,
+        WAKE_SUFFIX,
         PERMITS_SUFFIX,
         PERMITS_FENCE_SUFFIX,
         LATCH_SUFFIX,

@@ -52,6 +52,7 @@ const TABLE: &[(&str, i32, Handler)] = &[
     ("ZRANGE", -4, zsets::zrange),
     ("ZRANGEBYSCORE", -4, zsets::zrangebyscore),
     ("ZREMRANGEBYSCORE", 4, zsets::zremrangebyscore),
+    ("ZPOPMIN", -2, zsets::zpopmin),
     ("PUBLISH", 3, pubsub::publish),
     ("SPUBLISH", 3, pubsub::spublish),
     ("PUBSUB", -2, pubsub::pubsub),

@@ -12,12 +12,20 @@ fn publish_to(db: &mut Db, args: &[Vec<u8>], sharded: bool) -> Reply {
         channel: args[1].clone(),
         payload: args[2].clone(),
     });
-    let table = if sharded {
-        &db.shard_subscribers
-    } else {
-        &db.subscribers
-    };
-    Reply::Int(table.get(&args[1]).copied().unwrap_or(0))
+    // The clients it reaches, as its reply counts them: the channel's
+    // subscribers and, unsharded, those of every pattern that matches it
+    // (sharded channels have no patterns). A script that stops at the
+    // first process that heard its wake-up reads this count.
+    if sharded {
+        return Reply::Int(db.shard_subscribers.get(&args[1]).copied().unwrap_or(0));
+    }
+    let by_pattern: i64 = db
+        .patterns
+        .iter()
+        .filter(|(pattern, _)| glob_match(pattern, &args[1]))
+        .map(|(_, n)| *n)
+        .sum();
+    Reply::Int(db.subscribers.get(&args[1]).copied().unwrap_or(0) + by_pattern)
 }
 
 pub(super) fn publish(db: &mut Db, args: &[Vec<u8>]) -> Reply {
@@ -120,6 +128,14 @@ pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::glob_match;
+    use crate::commands::run;
+    use crate::db::Db;
+    use crate::reply::Reply;
+
+    fn call(db: &mut Db, words: &[&str]) -> Reply {
+        let words: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+        run(db, &words)
+    }
 
     #[test]
     fn globs_match_as_redis_matches_them() {
@@ -130,5 +146,19 @@ mod tests {
         assert!(glob_match(b"h[a-b]llo", b"hbllo"));
         assert!(glob_match(b"x\\*y", b"x*y"));
         assert!(!glob_match(b"x\\*y", b"xay"));
+    }
+
+    #[test]
+    fn publish_counts_channel_and_pattern_subscribers() {
+        let mut db = Db::new(1_796_000_000_000_000);
+        db.patterns.insert(b"{x}:*".to_vec(), 1);
+        db.subscribers.insert(b"{x}:wake:01".to_vec(), 2);
+        let publish = |db: &mut Db, command, channel| call(db, &[command, channel, "m"]);
+        assert_eq!(publish(&mut db, "PUBLISH", "{x}:wake:01"), Reply::Int(3));
+        assert_eq!(publish(&mut db, "PUBLISH", "{x}:wake:02"), Reply::Int(1));
+        assert_eq!(publish(&mut db, "PUBLISH", "{y}:wake:01"), Reply::Int(0));
+        // Sharded channels have subscribers of their own, no patterns.
+        assert_eq!(publish(&mut db, "SPUBLISH", "{x}:wake:01"), Reply::Int(0));
+        assert_eq!(db.outbox.len(), 4);
     }
 }

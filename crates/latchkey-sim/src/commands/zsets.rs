@@ -1,8 +1,8 @@
 //! ZADD (NX, XX, GT, LT, CH, INCR), ZREM, ZSCORE, ZCARD, ZCOUNT, ZRANGE
 //! (by index, WITHSCORES), ZRANGEBYSCORE (WITHSCORES, LIMIT),
-//! ZREMRANGEBYSCORE.
+//! ZREMRANGEBYSCORE, ZPOPMIN.
 
-use super::{int_arg, parse_float, reply_of, typed, NOT_FLOAT, SYNTAX};
+use super::{int_arg, parse_float, parse_int, reply_of, typed, NOT_FLOAT, SYNTAX};
 use crate::db::Db;
 use crate::keyspace::{Value, ZSet};
 use crate::reply::{format_g17, Reply};
@@ -281,4 +281,107 @@ pub(super) fn zremrangebyscore(db: &mut Db, args: &[Vec<u8>]) -> Reply {
     })();
     db.keys.prune(&args[1]);
     reply_of(result)
+}
+
+/// `ZPOPMIN key [count]`, as Redis 7 answers a RESP2 client (a script's
+/// `redis.call` too): the count is read first (an error before the key's
+/// type is looked at; Redis words a count that is no integer as one out
+/// of range), a missing key or a count of 0 gives the empty array, else
+/// the `count` (default 1) lowest members as one flat array `member,
+/// score, …`; the key goes once emptied.
+pub(super) fn zpopmin(db: &mut Db, args: &[Vec<u8>]) -> Reply {
+    if args.len() > 3 {
+        return Reply::error(SYNTAX);
+    }
+    let count = match args.get(2).map(|c| parse_int(c)) {
+        None => 1,
+        Some(Some(n)) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
+        Some(_) => return Reply::error("ERR value is out of range, must be positive"),
+    };
+    let popped = match typed(db, &args[1], zset) {
+        Err(e) => return e,
+        Ok(None) => return Reply::array(Vec::new()),
+        Ok(Some(z)) => {
+            let lowest: Vec<(Vec<u8>, f64)> = z
+                .ordered()
+                .into_iter()
+                .take(count)
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect();
+            for (member, _) in &lowest {
+                z.remove(member);
+            }
+            lowest
+        }
+    };
+    db.keys.prune(&args[1]);
+    listing(
+        popped.iter().map(|(m, s)| (m.as_slice(), *s)).collect(),
+        true,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::run;
+    use crate::db::Db;
+    use crate::reply::Reply;
+
+    fn call(db: &mut Db, words: &[&str]) -> Reply {
+        let words: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+        run(db, &words)
+    }
+
+    fn flat(items: &[&str]) -> Reply {
+        Reply::array(items.iter().map(|i| Reply::bulk(*i)).collect())
+    }
+
+    #[test]
+    fn zpopmin_pops_the_lowest_as_redis_7_answers() {
+        let mut db = Db::new(1_796_000_000_000_000);
+        assert_eq!(call(&mut db, &["ZPOPMIN", "w"]), flat(&[]));
+        call(
+            &mut db,
+            &["ZADD", "w", "NX", "20", "b", "10", "c", "10", "a"],
+        );
+        // NX keeps a member's place.
+        assert_eq!(call(&mut db, &["ZADD", "w", "NX", "1", "b"]), Reply::Int(0));
+        call(&mut db, &["PEXPIRE", "w", "500"]);
+        assert_eq!(call(&mut db, &["ZPOPMIN", "w"]), flat(&["a", "10"]));
+        assert_eq!(call(&mut db, &["PTTL", "w"]), Reply::Int(500));
+        assert_eq!(call(&mut db, &["ZPOPMIN", "w", "0"]), flat(&[]));
+        assert_eq!(
+            call(&mut db, &["ZPOPMIN", "w", "5"]),
+            flat(&["c", "10", "b", "20"])
+        );
+        // Emptied, the key is gone, its TTL with it.
+        assert_eq!(call(&mut db, &["EXISTS", "w"]), Reply::Int(0));
+        assert_eq!(call(&mut db, &["PTTL", "w"]), Reply::Int(-2));
+    }
+
+    #[test]
+    fn zpopmin_refuses_as_redis_7_does() {
+        let mut db = Db::new(1_796_000_000_000_000);
+        call(&mut db, &["SET", "s", "x"]);
+        let wrong = Reply::error(super::super::WRONGTYPE);
+        assert_eq!(call(&mut db, &["ZPOPMIN", "s"]), wrong);
+        assert_eq!(call(&mut db, &["ZPOPMIN", "s", "0"]), wrong);
+        // The count is read before the key.
+        assert_eq!(
+            call(&mut db, &["ZPOPMIN", "s", "-1"]),
+            Reply::error("ERR value is out of range, must be positive")
+        );
+        assert_eq!(
+            call(&mut db, &["ZPOPMIN", "s", "x"]),
+            Reply::error("ERR value is out of range, must be positive")
+        );
+        assert_eq!(
+            call(&mut db, &["ZPOPMIN", "s", "1", "2"]),
+            Reply::error(super::SYNTAX)
+        );
+        assert_eq!(
+            call(&mut db, &["ZPOPMIN"]),
+            Reply::error("ERR wrong number of arguments for 'zpopmin' command")
+        );
+    }
 }

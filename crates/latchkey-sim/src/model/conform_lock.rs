@@ -37,7 +37,7 @@ impl Conforms for LockModel {
         let roles = Roles::lock(self.key(), self.config.ttl);
         OPS.into_iter()
             .filter_map(|op| {
-                let request = request(self, op, token(0, 1))?;
+                let request = request(self, op, 0, token(0, 1))?;
                 Some(Declared {
                     op: lock_op_name(op),
                     request,

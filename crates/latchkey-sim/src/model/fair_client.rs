@@ -1,11 +1,11 @@
 //! A fair lock client's steps: what it sends (the library's arguments) and
 //! what it makes of the reply, as `primitives/lock/fair/` does.
 
-use crate::model::common::{drift, ints, margin, token};
+use crate::model::common::{drift, ints, margin, process_id, token};
 use crate::model::fair::{FairModel, Hold, Mode, Op, Phase, State, Wait, Wake};
 use crate::model::fair_check::{fifo, issued};
 use crate::model::fair_request::{call, Sends};
-use crate::model::fair_step::{entry, process_id};
+use crate::model::fair_step::entry;
 use crate::model::trace::show_reply;
 use crate::reply::Reply;
 use crate::server::Server;

@@ -3,10 +3,10 @@
 //! `fair_step.rs`) and the conformance check compares with what the
 //! library sends (`model::conform`, [`Conforms`]).
 
-use crate::model::common::token;
+use crate::model::common::{process_id, token};
 use crate::model::conform::{Conforms, Declared, Roles};
 use crate::model::fair::{FairModel, Mode, Wait};
-use crate::model::fair_step::{entry, names, process_id};
+use crate::model::fair_step::{entry, names};
 use crate::model::lock_request::{send, Request};
 use crate::reply::Reply;
 use crate::server::Server;

@@ -8,7 +8,7 @@ use latchkey::protocol::{
 };
 
 use crate::keyspace::{Value, ZSet};
-use crate::model::common::{ints, mutate, script, take_fault, token};
+use crate::model::common::{ints, mutate, process_id, script, take_fault, token};
 use crate::model::fair::{
     Action, FairModel, Mutant, Phase, State, Unseen, Val, Wait, Wake, START_MICROS,
 };
@@ -82,12 +82,6 @@ pub(crate) fn owner(text: &[u8]) -> Option<(usize, u32)> {
     let (c, rest) = rest.split_once('a')?;
     let (a, _) = rest.split_once(':')?;
     Some((c.parse().ok()?, a.parse().ok()?))
-}
-
-/// A client's process id: the 16 hex digits naming its subscriber, which
-/// its entries start with and its record is kept under.
-pub(crate) fn process_id(client: usize) -> String {
-    format!("{:016x}", client + 1)
 }
 
 /// A waiter's entry id: its process's id, then 16 hex digits of its

@@ -5,9 +5,14 @@
 //! - a first try: `acquire.lua` with four arguments (`token ttl 1 0`) for a
 //!   lock made `with_fencing`, else the bare `SET key token NX PX ttl GET`;
 //!   busy, the client waits and tries again at once (the wait's start);
-//! - a waiter's try: `acquire.lua` with seven arguments (`… 1 0 channel
-//!   PUBLISH`), which marks the holder's token; busy, it sleeps until the
-//!   holder's TTL has run (`pttl + 1 ms`) or a wake-up arrives;
+//! - a waiter's try: `acquire.lua` with eight arguments (`… 1 0 channel
+//!   PUBLISH process`) and the lock's waiting processes as a third key,
+//!   which marks the holder's token and registers the client's process
+//!   (its fixed id, `common::process_id`); busy, it sleeps until the
+//!   holder's TTL has run (`pttl + 1 ms`) or a wake-up arrives. A waiting
+//!   client listens on the release channel and on its process's wake
+//!   channel: a marked release wakes the first registered process that
+//!   listens, alone, or, none listening, every waiter (`lock_step.rs`);
 //! - a hold's beliefs as the library computes them: valid until
 //!   `sent + ttl − drift` (drift `ttl/100 + 2 ms`), held while not lost and
 //!   before that deadline minus the stop margin (`ttl/5`);
@@ -19,7 +24,9 @@
 //!   write sent; the write landing), so a pause can fall between them; the
 //!   resource is a value of the model that accepts a token at least the
 //!   highest it has seen, as `FencedResource` does;
-//! - a release (`release.lua`), also of a hold found lost (the guard's drop).
+//! - a release (`release.lua`, with the waiting processes, the fair queue,
+//!   the wake channels' stem and the client's process), also of a hold
+//!   found lost (the guard's drop).
 //!
 //! A lost reply: the script ran, the client saw a timeout. An acquire's is
 //! cleaned up as the library's armed guard does (`release.lua` with the
@@ -31,9 +38,7 @@
 //! move with it (no skew is modelled yet). A restart takes a tick: the
 //! server's microsecond clock, which fencing tokens follow, moves on.
 
-use std::collections::BTreeSet;
-
-use crate::model::common::{margin, time_left, Fault, FaultWindow, Faults};
+use crate::model::common::{margin, time_left, Fault, FaultWindow, Faults, Keys};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -127,8 +132,9 @@ pub struct Resource {
 pub struct State {
     /// The server's clock, ms since the model's start.
     pub now: i64,
-    /// The live keys: key, string value, expiry (server ms).
-    pub keys: BTreeSet<(Vec<u8>, Vec<u8>, Option<i64>)>,
+    /// The live keys: the lock, its fencing counter (strings) and its
+    /// waiting processes (a sorted set), with their expiry (server ms).
+    pub keys: Keys,
     /// The clients.
     pub clients: Vec<Client>,
     /// The fenced resource.
@@ -140,8 +146,8 @@ pub struct State {
     /// A write accepted with the token of another hold's write.
     pub shared_token_write: Option<u64>,
     /// A script or command that answered an error, or left a key that is
-    /// not a string: the model sent what the library does not (kept to
-    /// report, as a violation).
+    /// neither a string nor the waiting processes' sorted set: the model
+    /// sent what the library does not (kept to report, as a violation).
     pub odd_reply: Option<String>,
     /// Restarts so far.
     pub restarts: u8,
@@ -279,7 +285,7 @@ impl Model for LockModel {
         let client = Client::starting(Phase::Idle);
         State {
             now: 0,
-            keys: BTreeSet::new(),
+            keys: Keys::new(),
             clients: vec![client; self.config.clients],
             resource: Resource::default(),
             last_token: 0,

@@ -13,7 +13,7 @@
 //! the cap (tighter than `acquired + cap + ttl`, as every renewal is
 //! shortened to end by the cap).
 
-use crate::model::common::{margin, token};
+use crate::model::common::{margin, token, Stored};
 use crate::model::lock::{Hold, LockModel, Mutant, Phase, State, START_MICROS};
 
 /// The library's minimum TTL, in ms: a capped renewal shorter than this
@@ -64,11 +64,10 @@ impl LockModel {
             let acquired = cap - max_hold;
             let bound = (acquired + self.config.ttl).max(cap);
             let mine = token(c, h.attempt).into_bytes();
-            let expiry = s
-                .keys
-                .iter()
-                .find(|(k, v, _)| k.as_slice() == self.key() && *v == mine)
-                .and_then(|(_, _, at)| *at);
+            let expiry = match s.keys.get(self.key()) {
+                Some((Stored::Str(v), at)) if *v == mine => *at,
+                _ => None,
+            };
             if let Some(at) = expiry {
                 let at = at - START_MICROS / 1000;
                 if at > bound {

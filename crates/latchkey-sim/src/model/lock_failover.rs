@@ -29,14 +29,9 @@
 //! must increase again from it, and a hold from before the loss may then
 //! hold a token above a newer hold's. Any other is a violation.
 
-use std::collections::BTreeSet;
-
-use crate::model::common::token;
+use crate::model::common::{token, Keys, Stored};
 use crate::model::lock::{Action, LockModel, Phase, State, START_MICROS};
 use crate::model::trace::Record;
-
-/// A keyspace as the model keeps it: key, value, expiry (server ms).
-type Keys = BTreeSet<(Vec<u8>, Vec<u8>, Option<i64>)>;
 
 /// The state these faults add.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -139,7 +134,7 @@ pub(crate) fn prune(s: &mut State) {
     let now = server_ms(s);
     s.more
         .replica
-        .retain(|(_, _, at)| at.is_none_or(|a| now <= a));
+        .retain(|_, (_, at)| at.is_none_or(|a| now <= a));
 }
 
 /// Notes a fencing token issued: above every one before it, or the
@@ -184,8 +179,11 @@ pub(crate) fn step(m: &LockModel, s: &State, action: &Action) -> (State, Record)
                 if let Phase::Held(h) = &mut client.phase {
                     let mine = token(c, h.attempt).into_bytes();
                     // (A waiter may have marked the value: it starts with the token.)
-                    let entry = s.keys.iter().find(|(_, v, _)| v.starts_with(&mine));
-                    if entry.is_none_or(|e| n.more.replica.contains(e)) {
+                    let entry = s
+                        .keys
+                        .iter()
+                        .find(|(_, (v, _))| matches!(v, Stored::Str(v) if v.starts_with(&mine)));
+                    if entry.is_none_or(|(k, e)| n.more.replica.get(k) == Some(e)) {
                         h.epoch = n.restarts;
                     }
                 }
@@ -208,7 +206,7 @@ pub(crate) fn step(m: &LockModel, s: &State, action: &Action) -> (State, Record)
             n.more.idled = true;
             n.more.offset += FENCE_KEEP_MS + tick;
             let now = server_ms(&n);
-            n.keys.retain(|(_, _, at)| at.is_none_or(|a| now <= a));
+            n.keys.retain(|_, (_, at)| at.is_none_or(|a| now <= a));
             prune(&mut n);
             let what = format!(
                 "server clock +{} ms, {} of {} keys left",

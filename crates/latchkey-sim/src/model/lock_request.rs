@@ -3,8 +3,9 @@
 //! conformance check compares with what the library sends
 //! (`model::conform`).
 
-use latchkey::protocol::{fence_key, release_channel};
+use latchkey::protocol::{fence_key, release_channel, tag_stem, QUEUE_SUFFIX, WAKE_SUFFIX};
 
+use crate::model::common::process_id;
 use crate::model::lock::{LockModel, Op};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -24,20 +25,50 @@ pub struct Request<'a> {
     pub args: Vec<String>,
 }
 
-/// What a client's `op` sends with owner token `token`: the one place the
-/// model builds its requests, which its steps send and the conformance
-/// check (`model::conform`) compares with what the library sends. `None`
-/// for the steps that send nothing to Redis (a fenced write).
-pub(crate) fn request(m: &LockModel, op: Op, token: String) -> Option<Request<'_>> {
-    request_ttl(m, op, token, m.config.ttl)
+/// A plain lock's waiting processes, `S:wake`: a sorted set, each waiting
+/// process's 16 hex digits → when it first registered (`shared/mark.lua`).
+pub fn wake_set(key: &[u8]) -> Vec<u8> {
+    [&tag_stem(key)[..], WAKE_SUFFIX].concat()
+}
+
+/// The stem of a plain lock's wake channels, `S:wake:`: a process's
+/// channel is the stem and its 16 hex digits ([`wake_channel`]).
+pub fn wake_stem(key: &[u8]) -> Vec<u8> {
+    [&wake_set(key)[..], b":"].concat()
+}
+
+/// Where a release wakes the waiting process `process` of the lock `key`
+/// alone.
+pub fn wake_channel(key: &[u8], process: &str) -> Vec<u8> {
+    [&wake_stem(key)[..], process.as_bytes()].concat()
+}
+
+/// The fair queue's key, `S:queue`, which a plain release looks at (while
+/// it exists, fair waiters wait too, and every waiter is woken).
+pub fn fair_queue(key: &[u8]) -> Vec<u8> {
+    [&tag_stem(key)[..], QUEUE_SUFFIX].concat()
+}
+
+/// What client `c`'s `op` sends with owner token `token`: the one place
+/// the model builds its requests, which its steps send and the
+/// conformance check (`model::conform`) compares with what the library
+/// sends. `None` for the steps that send nothing to Redis (a fenced write).
+pub(crate) fn request(m: &LockModel, op: Op, c: usize, token: String) -> Option<Request<'_>> {
+    request_ttl(m, op, c, token, m.config.ttl)
 }
 
 /// [`request`] with the TTL sent: a renewal of a hold made `with_max_hold`
 /// sends less than the lock's TTL near the cap.
-pub(crate) fn request_ttl(m: &LockModel, op: Op, token: String, ttl: i64) -> Option<Request<'_>> {
+pub(crate) fn request_ttl(
+    m: &LockModel,
+    op: Op,
+    c: usize,
+    token: String,
+    ttl: i64,
+) -> Option<Request<'_>> {
     let cfg = &m.config;
     let key = m.key().to_vec();
-    let channel = || String::from_utf8_lossy(&release_channel(&key)).into_owned();
+    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
     let ttl = ttl.to_string();
     let script = |name, text, keys, args| Request {
         name,
@@ -52,14 +83,28 @@ pub(crate) fn request_ttl(m: &LockModel, op: Op, token: String, ttl: i64) -> Opt
             keys: vec![key.clone()],
             args: vec![token, "NX".into(), "PX".into(), ttl, "GET".into()],
         },
-        Op::Try | Op::Retry => {
+        Op::Try => {
             let fenced = if cfg.fenced { "1" } else { "0" };
-            let mut args = vec![token, ttl, fenced.to_string()];
-            match op == Op::Try {
-                true => args.push("0".into()),
-                false => args.extend(["1".into(), "0".into(), channel(), "PUBLISH".into()]),
-            }
+            let args = vec![token, ttl, fenced.to_string(), "0".into()];
             let keys = vec![key.clone(), fence_key(&key)];
+            script("acquire.lua", &m.scripts.acquire, keys, args)
+        }
+        Op::Retry => {
+            // A waiter's try marks the holder and registers the client's
+            // process among the waiting processes, whose wake channel it
+            // listens on while it waits (`lock_step.rs`).
+            let fenced = if cfg.fenced { "1" } else { "0" };
+            let args = vec![
+                token,
+                ttl,
+                fenced.to_string(),
+                "1".into(),
+                "0".into(),
+                text(release_channel(&key)),
+                "PUBLISH".into(),
+                process_id(c),
+            ];
+            let keys = vec![key.clone(), fence_key(&key), wake_set(&key)];
             script("acquire.lua", &m.scripts.acquire, keys, args)
         }
         Op::Renew => script("extend.lua", &m.scripts.extend, vec![key], vec![token, ttl]),
@@ -68,8 +113,21 @@ pub(crate) fn request_ttl(m: &LockModel, op: Op, token: String, ttl: i64) -> Opt
             script("issue_fence.lua", &m.scripts.issue_fence, keys, vec![token])
         }
         Op::Release | Op::Cleanup => {
-            let args = vec![token, channel(), "PUBLISH".into()];
-            script("release.lua", &m.scripts.release, vec![key], args)
+            // The releasing process: the library sends `-` for a process
+            // whose subscriber connection never started, which cannot be
+            // among the waiting processes; a model client is never among
+            // them when it releases (its own attempt that took the lock
+            // took it off), so its id here changes nothing, and the
+            // conformance check reads both as a process (`Roles::shape`).
+            let args = vec![
+                token,
+                text(release_channel(&key)),
+                "PUBLISH".into(),
+                text(wake_stem(&key)),
+                process_id(c),
+            ];
+            let keys = vec![key.clone(), wake_set(&key), fair_queue(&key)];
+            script("release.lua", &m.scripts.release, keys, args)
         }
         Op::Write | Op::Land => return None,
     })
@@ -100,9 +158,10 @@ pub(crate) fn call<'m>(
     m: &'m LockModel,
     server: &mut Server,
     op: Op,
+    c: usize,
     token: String,
 ) -> (Reply, Request<'m>) {
-    call_ttl(m, server, op, token, m.config.ttl)
+    call_ttl(m, server, op, c, token, m.config.ttl)
 }
 
 /// [`call`] with the TTL sent ([`request_ttl`]).
@@ -110,10 +169,11 @@ pub(crate) fn call_ttl<'m>(
     m: &'m LockModel,
     server: &mut Server,
     op: Op,
+    c: usize,
     token: String,
     ttl: i64,
 ) -> (Reply, Request<'m>) {
-    match request_ttl(m, op, token, ttl) {
+    match request_ttl(m, op, c, token, ttl) {
         Some(r) => (send(server, &r), r),
         None => {
             let none = Request {

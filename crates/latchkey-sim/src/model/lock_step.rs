@@ -2,10 +2,12 @@
 //! keyspace and clock, sends what the library sends, and folds the reply
 //! into the client's beliefs.
 
-use crate::keyspace::Value;
-use crate::model::common::{drift, ints, mutate, script, take_fault, token};
-use crate::model::lock::{Action, Hold, LockModel, Mutant, Op, Phase, State, START_MICROS};
-use crate::model::lock_request::{call, call_ttl, Request};
+use latchkey::protocol::release_channel;
+
+use crate::model::common::snapshot::{self, Stored};
+use crate::model::common::{drift, ints, mutate, process_id, script, take_fault, token};
+use crate::model::lock::{Action, Hold, LockModel, Mutant, Op, Phase, State};
+use crate::model::lock_request::{call, call_ttl, wake_channel, wake_set, Request};
 use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
@@ -53,35 +55,51 @@ impl Scripts {
     }
 }
 
-/// Sets `server` to the state's clock and keys.
-fn load(server: &mut Server, s: &State) {
-    server.flush();
-    server.set_micros(START_MICROS + (s.now + s.more.offset) * 1000);
-    for (k, v, at) in &s.keys {
-        server.put(k, Value::Str(v.clone()), *at);
+/// Sets `server` to the state's clock and keys, and declares the
+/// subscribers the scripts count: each waiting client listens on its
+/// process's wake channel (and on the release channel, as the library's
+/// waiter does from before its first marking try until its wait ends),
+/// so that a release that wakes one process finds it listening, or not.
+fn load(m: &LockModel, server: &mut Server, s: &State) {
+    snapshot::load(server, s.now + s.more.offset, &s.keys);
+    server.unsubscribe_all();
+    let everyone = release_channel(m.key());
+    for (c, client) in s.clients.iter().enumerate() {
+        if matches!(client.phase, Phase::Waiting { .. }) {
+            server.subscribe(&everyone, false, 1);
+            server.subscribe(&wake_channel(m.key(), &process_id(c)), false, 1);
+        }
     }
 }
 
 /// Reads the server's keys back into `s`, and hands what was published to
-/// the clients waiting (they subscribed to the release channel).
-fn store(server: &mut Server, s: &mut State) {
-    s.keys.clear();
-    for (k, e) in server.entries() {
-        match e.value {
-            Value::Str(v) => {
-                s.keys.insert((k, v, e.expires_at));
-            }
-            // The plain lock writes strings only.
-            other => {
-                let key = String::from_utf8_lossy(&k).into_owned();
-                s.odd_reply = Some(format!("{key} holds a {}", other.type_name()));
-            }
+/// the clients waiting: a release broadcast on the release channel wakes
+/// every one, a wake-up on a process's wake channel that process alone.
+fn store(m: &LockModel, server: &mut Server, s: &mut State) {
+    match snapshot::store(server) {
+        Ok(keys) => s.keys = keys,
+        Err(why) => s.odd_reply = Some(why),
+    }
+    // The plain lock writes strings, and its waiting processes.
+    let waiting = wake_set(m.key());
+    for (k, (v, _)) in &s.keys {
+        let written = match v {
+            Stored::Str(_) => true,
+            Stored::ZSet(_) => *k == waiting,
+            _ => false,
+        };
+        if !written {
+            let key = String::from_utf8_lossy(k).into_owned();
+            s.odd_reply = Some(format!("{key} holds a {v:?}"));
         }
     }
-    if !server.take_published().is_empty() {
-        for c in &mut s.clients {
-            if matches!(c.phase, Phase::Waiting { .. }) {
-                c.woken = true;
+    let everyone = release_channel(m.key());
+    for message in server.take_published() {
+        for (c, client) in s.clients.iter_mut().enumerate() {
+            let heard = message.channel == everyone
+                || message.channel == wake_channel(m.key(), &process_id(c));
+            if heard && matches!(client.phase, Phase::Waiting { .. }) {
+                client.woken = true;
             }
         }
     }
@@ -101,8 +119,8 @@ pub(crate) fn step(
         Action::Tick => {
             n.now += cfg.tick;
             // Drop what expired, so that equal states hash equal.
-            load(server, &n);
-            store(server, &mut n);
+            load(m, server, &n);
+            store(m, server, &mut n);
             super::lock_failover::prune(&mut n);
             (n, Record::world(s.now, "tick", format!("+{} ms", cfg.tick)))
         }
@@ -117,12 +135,12 @@ pub(crate) fn step(
             if lost {
                 n.faults += 1;
             }
-            load(server, s);
+            load(m, server, s);
             let (script, args, reply) = client_step(m, server, &mut n, c, op, lost);
             if reply.starts_with("(error)") {
                 n.odd_reply = Some(format!("c{c}'s {script} answered {reply}"));
             }
-            store(server, &mut n);
+            store(m, server, &mut n);
             let record = Record::client(s.now, c, script, args, reply, lost);
             (n, record)
         }
@@ -160,7 +178,7 @@ fn client_step(
             let attempt = client.attempts;
             let t = token(c, attempt);
             let first = op == Op::Try;
-            let (reply, request) = call(m, server, op, t);
+            let (reply, request) = call(m, server, op, c, t);
             let (script, args) = (request.name.to_string(), request.args);
             let words = ints(&reply);
             let acquired = match request.text {
@@ -198,7 +216,8 @@ fn client_step(
             // Shortened to end by the cap; client_ops offers no renewal
             // once the cap leaves none.
             let ttl = m.renewal_ttl(h, now).unwrap_or(cfg.ttl);
-            let (reply, Request { args, .. }) = call_ttl(m, server, op, token(c, h.attempt), ttl);
+            let (reply, Request { args, .. }) =
+                call_ttl(m, server, op, c, token(c, h.attempt), ttl);
             match (lost, &reply) {
                 (true, _) => h.next_renew = now + cfg.tick,
                 (false, Reply::Int(1)) => {
@@ -213,7 +232,7 @@ fn client_step(
             let Phase::Held(h) = &mut client.phase else {
                 return ("issue".into(), Vec::new(), "not held".into());
             };
-            let (reply, Request { args, .. }) = call(m, server, op, token(c, h.attempt));
+            let (reply, Request { args, .. }) = call(m, server, op, c, token(c, h.attempt));
             let words = ints(&reply);
             if words.first() == Some(&1) {
                 let fence = words.get(1).and_then(|&f| u64::try_from(f).ok());
@@ -264,7 +283,7 @@ fn client_step(
                 Phase::Cleanup { attempt } => *attempt,
                 _ => return ("release".into(), Vec::new(), "nothing to release".into()),
             };
-            let (reply, Request { args, .. }) = call(m, server, op, token(c, attempt));
+            let (reply, Request { args, .. }) = call(m, server, op, c, token(c, attempt));
             if op == Op::Release {
                 client.holds += 1;
             }

@@ -67,6 +67,7 @@ mod cached;
 pub mod common;
 pub mod conform;
 mod conform_lock;
+mod conform_roles;
 mod count_request;
 pub mod elect;
 mod elect_request;

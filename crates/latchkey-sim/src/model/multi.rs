@@ -8,13 +8,17 @@
 //!   `multi_acquire.lua` with the keys sorted (each lock key, then its
 //!   counter) and `token ttl issue waiting PUBLISH channel…`, `waiting`
 //!   `0` on the first try and `1` for a waiter (which marks the first busy
-//!   holder and tells one kept idle that it is wanted); busy, it sleeps
-//!   until that holder's TTL has run (`pttl + 1 ms`) or a release is
-//!   published on *any* of its names' channels; its watchdog renews every
-//!   name with `multi_extend.lua`, and `multi_release.lua` releases all;
+//!   holder, registers as `*` among its waiting processes, so that its
+//!   release wakes everyone, and tells one kept idle that it is wanted;
+//!   a waiter's try sends each name's waiting processes as more keys);
+//!   busy, it sleeps until that holder's TTL has run (`pttl + 1 ms`) or a
+//!   release is published on *any* of its names' channels; its watchdog
+//!   renews every name with `multi_extend.lua`, and `multi_release.lua`
+//!   releases all;
 //! - a **plain** client ([`Kind::Plain`]) on one name, as
 //!   [`lock`](super::lock) models it (first try `SET … NX PX … GET`, or the
-//!   fenced `acquire.lua`; a waiter's seven-argument `acquire.lua`);
+//!   fenced `acquire.lua`; a waiter's eight-argument `acquire.lua`, which
+//!   registers its process, woken alone on its wake channel);
 //! - a **keeper** ([`Kind::Keeper`]), a `CachedLock`: its Redis hold is a
 //!   plain lock's with a caching token (`…:c`), renewed by its watchdog;
 //!   local holds take the kept hold with no round trip while nobody wants
@@ -35,9 +39,7 @@
 //! may wait any number of ticks. Late steps come from the pause fault.
 //! This makes a liveness bound checkable: see [`MultiModel`]'s `check`.
 
-use std::collections::BTreeSet;
-
-use crate::model::common::{time_left, Fault, FaultWindow, Faults};
+use crate::model::common::{time_left, Fault, FaultWindow, Faults, Keys, Stored};
 use crate::model::explore::Model;
 use crate::model::trace::Record;
 use crate::server::Server;
@@ -81,6 +83,10 @@ pub enum Mutant {
     KeeperIgnoresWanted,
     /// A holder asked to let go (`release-requested`) does not.
     HolderIgnoresRequest,
+    /// `acquire.lua`: a registered process that takes the lock does not
+    /// mark it for the processes still registered, which sleep through
+    /// its release (nobody else would mark it).
+    TakerMarksNothing,
 }
 
 /// A bounded configuration.
@@ -173,8 +179,9 @@ pub struct Client {
 pub struct State {
     /// The server's clock, ms since the model's start.
     pub now: i64,
-    /// The live keys: key, string value, expiry (server ms).
-    pub keys: BTreeSet<(Vec<u8>, Vec<u8>, Option<i64>)>,
+    /// The live keys: each name's lock and fencing counter (strings) and
+    /// waiting processes (a sorted set), with their expiry (server ms).
+    pub keys: Keys,
     /// The clients.
     pub clients: Vec<Client>,
     /// The highest fencing token issued per name (0: none).
@@ -320,9 +327,10 @@ impl MultiModel {
     /// Who holds name `i` by the keyspace: (client, attempt), if a model
     /// client's token is there.
     pub fn owner(&self, s: &State, i: usize) -> Option<(usize, u32)> {
-        let key = self.key(i);
-        let (_, value, _) = s.keys.iter().find(|(k, _, _)| *k == key)?;
-        super::multi_scripts::token_owner(value)
+        match s.keys.get(&self.key(i)) {
+            Some((Stored::Str(value), _)) => super::multi_scripts::token_owner(value),
+            _ => None,
+        }
     }
 }
 
@@ -344,7 +352,7 @@ impl Model for MultiModel {
         };
         State {
             now: 0,
-            keys: BTreeSet::new(),
+            keys: Keys::new(),
             clients: vec![client; self.config.clients.len()],
             last_fence: vec![0; self.config.names],
             token_went_back: None,
@@ -375,7 +383,7 @@ impl Model for MultiModel {
             out.push(Action::Tick);
         }
         if s.asks < cfg.asks {
-            let held = |i: usize| s.keys.iter().any(|(k, _, _)| *k == self.key(i));
+            let held = |i: usize| s.keys.contains_key(&self.key(i));
             out.extend((0..cfg.names).filter(|&i| held(i)).map(Action::Ask));
         }
         faults.restart(&mut out, s.keys.is_empty());

@@ -148,7 +148,7 @@ pub(crate) fn liveness(m: &MultiModel, s: &State) -> Result<(), String> {
 /// kept idle by a keeper.
 fn free(m: &MultiModel, s: &State, i: usize) -> bool {
     let key = m.key(i);
-    if !s.keys.iter().any(|(k, _, _)| *k == key) {
+    if !s.keys.contains_key(&key) {
         return true;
     }
     let Some((c, a)) = m.owner(s, i) else {

@@ -6,8 +6,9 @@
 
 use latchkey::protocol::{fence_key, release_channel, RELEASE_REQUESTED};
 
+use crate::model::common::process_id;
 use crate::model::conform::{Conforms, Declared, Roles};
-use crate::model::lock_request::{send, Request};
+use crate::model::lock_request::{fair_queue, send, wake_set, wake_stem, Request};
 use crate::model::multi::{Kind, MultiModel};
 use crate::model::multi_scripts::token;
 use crate::reply::Reply;
@@ -15,10 +16,12 @@ use crate::server::Server;
 
 /// A request of the model, with the values that vary between clients.
 pub(crate) enum Sends {
-    /// A plain lock's (or a keeper's) try on name `i`: the first (`first`)
-    /// or a waiter's, which marks the holder; `fenced`: made
+    /// Client `c`'s plain lock's (or keeper's) try on name `i`: the first
+    /// (`first`) or a waiter's, which marks the holder and registers the
+    /// client's process among the waiting processes; `fenced`: made
     /// `with_fencing` (a first try is then the acquire script, not `SET`).
     Try {
+        c: usize,
         i: usize,
         token: String,
         first: bool,
@@ -26,12 +29,13 @@ pub(crate) enum Sends {
     },
     /// The watchdog's renewal of name `i`.
     Renew { i: usize, token: String },
-    /// A release of name `i` (a keeper's give-back too).
-    Release { i: usize, token: String },
+    /// Client `c`'s release of name `i` (a keeper's give-back too).
+    Release { c: usize, i: usize, token: String },
     /// A keeper's local hold asking for a fencing token.
     Issue { i: usize, token: String },
     /// A `lock_all` try over the names in `mask` (the first, or a
-    /// waiter's, which marks each busy holder).
+    /// waiter's, which marks the first busy holder and registers as `*`
+    /// among that name's waiting processes).
     MultiTry {
         mask: u8,
         token: String,
@@ -77,6 +81,7 @@ pub(crate) fn request(m: &MultiModel, sends: Sends) -> Request<'_> {
             token,
             first: true,
             fenced: false,
+            ..
         } => Request {
             name: "SET",
             text: None,
@@ -84,6 +89,7 @@ pub(crate) fn request(m: &MultiModel, sends: Sends) -> Request<'_> {
             args: vec![token, "NX".into(), "PX".into(), ttl, "GET".into()],
         },
         Sends::Try {
+            c,
             i,
             token,
             first,
@@ -91,25 +97,38 @@ pub(crate) fn request(m: &MultiModel, sends: Sends) -> Request<'_> {
         } => {
             let key = m.key(i);
             let mut args = vec![token, ttl, if fenced { "1" } else { "0" }.to_string()];
+            let mut keys = vec![key.clone(), fence_key(&key)];
             match first {
                 true => args.push("0".into()),
-                false => args.extend([
-                    "1".into(),
-                    "0".into(),
-                    text(&release_channel(&key)),
-                    "PUBLISH".into(),
-                ]),
+                false => {
+                    args.extend([
+                        "1".into(),
+                        "0".into(),
+                        text(&release_channel(&key)),
+                        "PUBLISH".into(),
+                        process_id(c),
+                    ]);
+                    keys.push(wake_set(&key));
+                }
             }
-            let keys = vec![key.clone(), fence_key(&key)];
             script("acquire.lua", &s.acquire, keys, args)
         }
         Sends::Renew { i, token } => {
             script("extend.lua", &s.extend, vec![m.key(i)], vec![token, ttl])
         }
-        Sends::Release { i, token } => {
+        Sends::Release { c, i, token } => {
+            // The releasing process as the plain lock model names it
+            // (`lock_request.rs`).
             let key = m.key(i);
-            let args = vec![token, text(&release_channel(&key)), "PUBLISH".into()];
-            script("release.lua", &s.release, vec![key], args)
+            let args = vec![
+                token,
+                text(&release_channel(&key)),
+                "PUBLISH".into(),
+                text(&wake_stem(&key)),
+                process_id(c),
+            ];
+            let keys = vec![key.clone(), wake_set(&key), fair_queue(&key)];
+            script("release.lua", &s.release, keys, args)
         }
         Sends::Issue { i, token } => {
             let key = m.key(i);
@@ -123,14 +142,16 @@ pub(crate) fn request(m: &MultiModel, sends: Sends) -> Request<'_> {
             let mut args = vec![token, ttl, issue.into(), waiting.into()];
             args.push("PUBLISH".into());
             args.extend(channels(&keys));
-            // Each name's key, then its fencing counter.
-            let counted = keys.iter().flat_map(|k| [k.clone(), fence_key(k)]);
-            script(
-                "multi_acquire.lua",
-                &s.multi_acquire,
-                counted.collect(),
-                args,
-            )
+            // Each name's key, then its fencing counter; a waiter's, then
+            // each name's waiting processes.
+            let mut counted: Vec<Vec<u8>> = keys
+                .iter()
+                .flat_map(|k| [k.clone(), fence_key(k)])
+                .collect();
+            if !first {
+                counted.extend(keys.iter().map(|k| wake_set(k)));
+            }
+            script("multi_acquire.lua", &s.multi_acquire, counted, args)
         }
         Sends::MultiRenew { mask, token } => {
             let keys = keys_of(mask);
@@ -195,6 +216,7 @@ impl Conforms for MultiModel {
             let t = || token(0, 1, false);
             let fenced = cfg.fenced;
             let try_ = |first| Sends::Try {
+                c: 0,
                 i,
                 token: t(),
                 first,
@@ -203,7 +225,12 @@ impl Conforms for MultiModel {
             push("first try", &roles, try_(true));
             push("waiter's try", &roles, try_(false));
             push("renew", &roles, Sends::Renew { i, token: t() });
-            push("release", &roles, Sends::Release { i, token: t() });
+            let release = Sends::Release {
+                c: 0,
+                i,
+                token: t(),
+            };
+            push("release", &roles, release);
             push("request release", &roles, Sends::Ask(i));
         }
         let keeper = cfg.clients.iter().find_map(|k| match k {
@@ -215,6 +242,7 @@ impl Conforms for MultiModel {
             let t = || token(0, 1, true);
             // A keeper is never made `with_fencing` (`plain_step`).
             let try_ = |first| Sends::Try {
+                c: 0,
                 i,
                 token: t(),
                 first,
@@ -223,11 +251,12 @@ impl Conforms for MultiModel {
             push("keeper's first try", &roles, try_(true));
             push("keeper's waiter's try", &roles, try_(false));
             push("keeper's renew", &roles, Sends::Renew { i, token: t() });
-            push(
-                "keeper's give-back",
-                &roles,
-                Sends::Release { i, token: t() },
-            );
+            let give_back = Sends::Release {
+                c: 0,
+                i,
+                token: t(),
+            };
+            push("keeper's give-back", &roles, give_back);
             push("keeper's token", &roles, Sends::Issue { i, token: t() });
         }
         let multi = cfg.clients.iter().find_map(|k| match k {

@@ -51,6 +51,13 @@ impl Scripts {
                     "mark_busy(key, holder, ARGV[4], nil, ARGV[5])",
                 )?;
             }
+            Some(Mutant::TakerMarksNothing) => {
+                s.acquire = mutate(
+                    &s.acquire,
+                    "mark_busy(KEYS[1], ARGV[1], '1', ARGV[6], ARGV[7])",
+                    "local _ = others",
+                )?;
+            }
             Some(Mutant::KeeperIgnoresWanted | Mutant::HolderIgnoresRequest) | None => {}
         }
         Ok(s)

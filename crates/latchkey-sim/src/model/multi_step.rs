@@ -4,9 +4,9 @@
 
 use latchkey::protocol::{release_channel, RELEASE_REQUESTED, WANTED};
 
-use crate::keyspace::Value;
-use crate::model::common::{drift, ints, take_fault};
-use crate::model::lock::START_MICROS;
+use crate::model::common::snapshot::{self, Stored};
+use crate::model::common::{drift, ints, process_id, take_fault};
+use crate::model::lock_request::{wake_channel, wake_set};
 use crate::model::multi::{Action, Hold, Kind, MultiModel, Op, Phase, State};
 use crate::model::multi_request::{call, Sends};
 use crate::model::multi_scripts::token;
@@ -14,32 +14,60 @@ use crate::model::trace::{show_reply, Record};
 use crate::reply::Reply;
 use crate::server::Server;
 
-fn load(server: &mut Server, s: &State) {
-    server.flush();
-    server.set_micros(START_MICROS + s.now * 1000);
-    for (k, v, at) in &s.keys {
-        server.put(k, Value::Str(v.clone()), *at);
+/// Sets `server` to the state's clock and keys, and declares the
+/// subscribers the scripts count: each waiting plain client and keeper
+/// listens on its process's wake channel of its name (a `lock_all`
+/// waiter on the release channels only, whose counts no script reads).
+fn load(m: &MultiModel, server: &mut Server, s: &State) {
+    snapshot::load(server, s.now, &s.keys);
+    server.unsubscribe_all();
+    for (c, client) in s.clients.iter().enumerate() {
+        let (Kind::Plain(i) | Kind::Keeper(i)) = m.config.clients[c] else {
+            continue;
+        };
+        if matches!(client.phase, Phase::Waiting { .. }) {
+            let channel = wake_channel(&m.key(usize::from(i)), &process_id(c));
+            server.subscribe(&channel, false, 1);
+        }
     }
 }
 
 /// Reads the keys back into `s` and delivers what was published: a
 /// release wakes the waiters of that name (a `lock_all` waiter listens on
-/// every name's channel); `wanted` and `release-requested` reach the
-/// name's keepers (waiters ignore them).
+/// every name's channel), or one process alone on its wake channel;
+/// `wanted` and `release-requested` reach the name's keepers (waiters
+/// ignore them).
 fn store(m: &MultiModel, server: &mut Server, s: &mut State) {
-    s.keys.clear();
-    for (k, e) in server.entries() {
-        match e.value {
-            Value::Str(v) => {
-                s.keys.insert((k, v, e.expires_at));
-            }
-            other => {
-                let key = String::from_utf8_lossy(&k).into_owned();
-                s.odd_reply = Some(format!("{key} holds a {}", other.type_name()));
-            }
+    match snapshot::store(server) {
+        Ok(keys) => s.keys = keys,
+        Err(why) => s.odd_reply = Some(why),
+    }
+    // The locks write strings, and their waiting processes.
+    for (k, (v, _)) in &s.keys {
+        let written = match v {
+            Stored::Str(_) => true,
+            Stored::ZSet(_) => (0..m.config.names).any(|i| *k == wake_set(&m.key(i))),
+            _ => false,
+        };
+        if !written {
+            let key = String::from_utf8_lossy(k).into_owned();
+            s.odd_reply = Some(format!("{key} holds a {v:?}"));
         }
     }
     for p in server.take_published() {
+        let woken = (0..s.clients.len()).find(|&c| match m.config.clients[c] {
+            Kind::Plain(i) | Kind::Keeper(i) => {
+                p.channel == wake_channel(&m.key(usize::from(i)), &process_id(c))
+            }
+            Kind::Multi(_) => false,
+        });
+        if let Some(c) = woken {
+            let client = &mut s.clients[c];
+            if matches!(client.phase, Phase::Waiting { .. }) {
+                client.woken = true;
+            }
+            continue;
+        }
         let Some(i) = (0..m.config.names).find(|&i| release_channel(&m.key(i)) == p.channel) else {
             continue;
         };
@@ -86,14 +114,14 @@ pub(crate) fn step(
         Action::Tick => {
             n.now += tick;
             // Drop what expired, so that equal states hash equal.
-            load(server, &n);
+            load(m, server, &n);
             store(m, server, &mut n);
             Record::world(s.now, "tick", format!("+{tick} ms"))
         }
         Action::Fault(fault) => take_fault(&mut n, s.now, tick, fault),
         Action::Ask(i) => {
             n.asks += 1;
-            load(server, s);
+            load(m, server, s);
             let (script, shown, reply) = call(m, server, Sends::Ask(i));
             store(m, server, &mut n);
             Record {
@@ -108,7 +136,7 @@ pub(crate) fn step(
             if lost {
                 n.faults += 1;
             }
-            load(server, s);
+            load(m, server, s);
             let (script, args, reply) = match m.config.clients[c] {
                 Kind::Multi(mask) => multi_step(m, server, &mut n, c, mask, op, lost),
                 Kind::Plain(i) => plain_step(m, server, &mut n, c, usize::from(i), op, lost),
@@ -175,6 +203,7 @@ pub(crate) fn plain_step(
             let t = token(c, attempt, caching);
             let first = op == Op::Try;
             let sends = Sends::Try {
+                c,
                 i,
                 token: t,
                 first,
@@ -217,7 +246,7 @@ pub(crate) fn plain_step(
                 _ => return ("release".into(), Vec::new(), "nothing to release".into()),
             };
             let token = token(c, attempt, caching);
-            let (script, args, reply) = call(m, server, Sends::Release { i, token });
+            let (script, args, reply) = call(m, server, Sends::Release { c, i, token });
             released(m, n, c, op != Op::Cleanup);
             (script, args, show_reply(&reply))
         }

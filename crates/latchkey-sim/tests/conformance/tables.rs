@@ -7,8 +7,9 @@
 //!
 //! A word of ARGV: `token`, `ttl` (the hold's TTL in ms), `publish` (the
 //! publish command), `int` (another integer), `entry` (a fair waiter
-//! entry), `'x'` the literal word `x`; anything else, like every word of
-//! KEYS, is a role of the primitive's `Roles`.
+//! entry), `process` (a process id, or `-` for none), `'x'` the literal
+//! word `x`; anything else, like every word of KEYS, is a role of the
+//! primitive's `Roles`.
 
 use latchkey_sim::model::conform::{Sent, Shape};
 
@@ -175,8 +176,14 @@ pub const FRESH_LOCK: &[Entry] = &[
     (
         "release",
         "release.lua",
-        &["lock"],
-        &["token", "release channel", "publish"],
+        &["lock", "wake set", "queue"],
+        &[
+            "token",
+            "release channel",
+            "publish",
+            "wake stem",
+            "process",
+        ],
     ),
 ];
 
@@ -187,6 +194,7 @@ fn shape(word: &'static str) -> Shape {
         "publish" => Shape::PublishCommand,
         "int" => Shape::Int,
         "entry" => Shape::WaiterEntry,
+        "process" => Shape::ProcessId,
         _ => match word.strip_prefix('\'').and_then(|w| w.strip_suffix('\'')) {
             Some(literal) => Shape::Literal(literal.to_string()),
             None => Shape::Role(word),

@@ -83,7 +83,16 @@ pub fn command(rng: &mut Rng, keys: &Keys, token: Vec<u8>, ttl: Vec<u8>) -> Vec<
             }
             w
         }
-        13 => vec![b("LPOP"), key, b(rng.pick(&["1", "2"]))],
+        13 => match rng.below(2) {
+            0 => vec![b("LPOP"), key, b(rng.pick(&["1", "2"]))],
+            _ => {
+                let mut w = vec![b("ZPOPMIN"), key];
+                if rng.chance(60) {
+                    w.push(b(rng.pick(&["0", "1", "2", "-1", "x"])));
+                }
+                w
+            }
+        },
         14 => vec![b("EXISTS"), key, other],
         _ => vec![
             b(rng.pick(&["GET", "PTTL", "TYPE", "PERSIST", "ZCARD", "SCARD"])),

@@ -163,10 +163,14 @@ fn bytes(reply: &Reply) -> Vec<u8> {
 }
 
 /// A simulator at `micros` holding the keys of a real dump (as
-/// `normalize` leaves it), with the test's pattern subscriber.
+/// `normalize` leaves it), with the test's subscriber: of every channel
+/// by its pattern, and of its shard channels.
 pub fn from_real(entries: &[Reply], micros: i64) -> Server {
     let mut sim = Server::new(micros);
     sim.psubscribe(b"*", 1);
+    for channel in crate::keys::shard_channels() {
+        sim.subscribe(&channel, true, 1);
+    }
     for entry in entries {
         let Reply::Array(Some(parts)) = entry else {
             continue;

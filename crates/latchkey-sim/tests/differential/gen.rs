@@ -137,6 +137,9 @@ fn leases(rng: &mut Rng) -> (Vec<u8>, Vec<u8>) {
 }
 
 pub fn step(rng: &mut Rng) -> Step {
+    if rng.chance(20) {
+        return crate::locks::step(rng);
+    }
     if rng.chance(25) {
         return more(rng);
     }
@@ -147,24 +150,8 @@ pub fn step(rng: &mut Rng) -> Step {
     let bit = |rng: &mut Rng| b(rng.pick(&["0", "1"]));
     let script = |file, keys: Vec<Vec<u8>>, args: Vec<Vec<u8>>| Step::Script { file, keys, args };
     match rng.below(100) {
-        0..=9 => {
-            let mut args = vec![
-                token,
-                ttl,
-                bit(rng),
-                bit(rng),
-                bit(rng),
-                keys.channel.clone(),
-                PUBLISH.to_vec(),
-            ];
-            args.truncate(rng.pick(&[4, 5, 7]));
-            script("acquire.lua", vec![keys.lock, keys.fence], args)
-        }
-        10..=15 => script(
-            "release.lua",
-            vec![keys.lock],
-            vec![token, keys.channel, PUBLISH.to_vec()],
-        ),
+        0..=9 => crate::locks::acquire(rng, &keys, token, ttl),
+        10..=15 => crate::locks::release(rng, &keys, token),
         16..=19 => script("extend.lua", vec![keys.lock], vec![token, ttl]),
         20..=22 => script("issue_fence.lua", vec![keys.lock, keys.fence], vec![token]),
         23..=29 => {
@@ -376,35 +363,7 @@ fn more(rng: &mut Rng) -> Step {
             vec![keys.fence.clone()],
             vec![fence_value(rng)],
         ),
-        12 | 13 => {
-            let (a, c) = (Keys::of(NAMES[0]), Keys::of(NAMES[1]));
-            let locks = vec![
-                a.lock.clone(),
-                a.fence.clone(),
-                c.lock.clone(),
-                c.fence.clone(),
-            ];
-            match rng.below(3) {
-                0 => {
-                    let args = vec![
-                        token,
-                        ttl,
-                        b(rng.pick(&["0", "1"])),
-                        b(rng.pick(&["0", "1"])),
-                        publish,
-                        a.channel,
-                        c.channel,
-                    ];
-                    script("multi_acquire.lua", locks, args)
-                }
-                1 => script(
-                    "multi_release.lua",
-                    vec![a.lock, c.lock],
-                    vec![token, publish, a.channel, c.channel],
-                ),
-                _ => script("multi_extend.lua", vec![a.lock, c.lock], vec![token, ttl]),
-            }
-        }
+        12 | 13 => crate::locks::multi(rng, token, ttl),
         14 => script(
             "fenced_write.lua",
             vec![keys.resource.clone()],

@@ -14,6 +14,10 @@ pub struct Keys {
     pub lock: Vec<u8>,
     pub fence: Vec<u8>,
     pub channel: Vec<u8>,
+    /// The plain lock's waiting processes (`S:wake`) and the stem of its
+    /// wake channels (`S:wake:`).
+    pub wake: Vec<u8>,
+    pub wake_stem: Vec<u8>,
     pub queue: Vec<u8>,
     pub leases: Vec<u8>,
     pub alive: Vec<u8>,
@@ -42,6 +46,8 @@ impl Keys {
         Keys {
             fence: p::fence_key(&lock),
             channel: p::release_channel(&lock),
+            wake: [&stem[..], p::WAKE_SUFFIX].concat(),
+            wake_stem: [&stem[..], p::WAKE_SUFFIX, b":"].concat(),
             queue: [&stem[..], p::QUEUE_SUFFIX].concat(),
             leases: [&stem[..], p::LEASES_SUFFIX].concat(),
             alive: [&stem[..], p::ALIVE_SUFFIX].concat(),
@@ -69,6 +75,7 @@ impl Keys {
         let mut all = vec![
             self.lock.clone(),
             self.fence.clone(),
+            self.wake.clone(),
             self.queue.clone(),
             self.leases.clone(),
             self.alive.clone(),
@@ -84,4 +91,18 @@ impl Keys {
         all.extend(self.rw[..6].iter().cloned());
         all
     }
+}
+
+/// The one waiting process that listens on a shard channel (`SSUBSCRIBE`
+/// to its wake channel of each name): a release sent with `SPUBLISH`
+/// wakes it, and finds every other process deaf (the test's pattern
+/// subscriber hears no shard channel), so `wake_one` pops on past them.
+pub const LISTENING: &str = "0000000000000001";
+
+/// The shard channels the test listens on: [`LISTENING`]'s wake channels.
+pub fn shard_channels() -> Vec<Vec<u8>> {
+    NAMES
+        .iter()
+        .map(|name| [&Keys::of(name).wake_stem[..], LISTENING.as_bytes()].concat())
+        .collect()
 }

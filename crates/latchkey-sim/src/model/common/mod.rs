@@ -21,7 +21,7 @@ pub use harness::{
 };
 pub(crate) use keyed::{keyed_step, KeyedModel};
 pub use keyed::{KeyedAction, KeyedState, Waits};
-pub use script::{ints, mutate, script, token};
+pub use script::{ints, mutate, process_id, script, token};
 pub use snapshot::{
     field, get, live_members, live_scores, load, server_ms, set_members, store, Keys, Stored,
 };

@@ -1,6 +1,6 @@
 //! The scripts as the models send them, and what every model reads from a
 //! reply: the library's texts with a mutant's change, the shape of a
-//! client's token, a reply's integers.
+//! client's token and of its process id, a reply's integers.
 
 use latchkey::protocol::script_text;
 
@@ -43,4 +43,12 @@ pub fn ints(reply: &Reply) -> Vec<i64> {
 /// adds `#2` … `#k` without collisions).
 pub fn token(client: usize, attempt: u32) -> String {
     format!("lk2:c{client}a{attempt}:0:sim")
+}
+
+/// Client `client`'s process id: the 16 hex digits naming its subscriber
+/// connection, which a fair lock's entries start with and a plain lock's
+/// waiting processes and wake channels name (each model client is a
+/// process of its own).
+pub fn process_id(client: usize) -> String {
+    format!("{:016x}", client + 1)
 }

@@ -55,7 +55,8 @@ end
 --            long
 -- ZADD NX: a process keeps its place while it waits.
 local function register_waiting(set, process, pttl, ttl)
-  redis.pcall('ZADD', set, 'NX', now_ms(), process)
+  -- Refused (ACL), or the key is another program's: leave it alone.
+  if type(redis.pcall('ZADD', set, 'NX', now_ms(), process)) ~= 'number' then return end
   local keep = math.max(tonumber(pttl) or 0, 0) + tonumber(ttl)
   local left = redis.pcall('PTTL', set)
   if type(left) == 'number' and left < keep then
@@ -65,7 +66,9 @@ end
 
 -- wake_one(set, stem, own, publish) -> woken
 --   Pops waiting processes in order until one hears `released` on its wake
---   channel (stem .. process: the publish reply counts its listeners), at
+--   channel (stem .. process: the publish reply counts its listeners, and
+--   on one server also the clients subscribed to a pattern that matches
+--   it, which then make a dead process look alive), at
 --   most WAKE_TRIES of them. `own` (the releasing process) is popped, not
 --   told: its waiters take their turn locally. false: nobody heard it (no
 --   process waits, every one popped stopped listening or died, or a

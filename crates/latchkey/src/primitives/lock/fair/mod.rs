@@ -98,14 +98,17 @@ impl Lock {
     ///
     /// # Barging or fair
     /// A lock is barging by default: a release frees it and wakes one
-    /// waiter per process, which race for it. A fair lock queues its
-    /// waiters in Redis and its release hands the lock to the head of the
-    /// queue in the same script, telling it with one message.
+    /// waiting process (the first registered that still listens), whose
+    /// waiter races any newcomer and the releaser's own next waiter for
+    /// it. A fair lock queues its waiters in Redis and its release hands
+    /// the lock to the head of the queue in the same script, telling it
+    /// with one message.
     ///
-    /// Fair wins wherever several processes contend: a flat cost per
-    /// hand-off (about two Redis commands, whatever the number of waiting
-    /// processes) instead of one attempt per waiting process, and no waiter
-    /// starves (the longest wait stays a small multiple of the average). Barging wins
+    /// Both cost a hand-off a few Redis commands whatever the number of
+    /// waiting processes (fair about two, barging about three). Fair wins
+    /// where no waiter may starve (the longest wait stays a small multiple
+    /// of the average; a barging releaser's process often takes the lock
+    /// back). Barging wins
     /// uncontended (a bare `SET NX` instead of a script), has a lower
     /// average wait (a releaser's process often takes the lock back without
     /// a hand-off), works on a Redlock and beside other libraries' locks on
