@@ -245,7 +245,7 @@ fn every_state_with_a_failover_to_a_stale_replica_keeps_the_invariants() {
     // Replication on its own between any two steps, and one failover to
     // the replica's copy: an acquisition, a renewal, a release or a
     // counter's raise not replicated is lost.
-    // (Fenced: the SET + issue_fence variant counts ~549k states, 16 s.)
+    // (Fenced: the SET + issue_fence variant counts ~768k states, 25 s.)
     let model = LockModel::new(failover_faults(true))
         .unwrap_or_else(|e| panic!("{e}"))
         .with_failover();

@@ -113,19 +113,7 @@ pub(crate) fn request_ttl(
             script("issue_fence.lua", &m.scripts.issue_fence, keys, vec![token])
         }
         Op::Release | Op::Cleanup => {
-            // The releasing process: the library sends `-` for a process
-            // whose subscriber connection never started, which cannot be
-            // among the waiting processes; a model client is never among
-            // them when it releases (its own attempt that took the lock
-            // took it off), so its id here changes nothing, and the
-            // conformance check reads both as a process (`Roles::shape`).
-            let args = vec![
-                token,
-                text(release_channel(&key)),
-                "PUBLISH".into(),
-                text(wake_stem(&key)),
-                process_id(c),
-            ];
+            let args = vec![token, text(release_channel(&key)), "PUBLISH".into()];
             let keys = vec![key.clone(), wake_set(&key), fair_queue(&key)];
             script("release.lua", &m.scripts.release, keys, args)
         }

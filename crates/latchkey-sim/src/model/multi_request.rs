@@ -8,7 +8,7 @@ use latchkey::protocol::{fence_key, release_channel, RELEASE_REQUESTED};
 
 use crate::model::common::process_id;
 use crate::model::conform::{Conforms, Declared, Roles};
-use crate::model::lock_request::{fair_queue, send, wake_set, wake_stem, Request};
+use crate::model::lock_request::{fair_queue, send, wake_set, Request};
 use crate::model::multi::{Kind, MultiModel};
 use crate::model::multi_scripts::token;
 use crate::reply::Reply;
@@ -29,8 +29,8 @@ pub(crate) enum Sends {
     },
     /// The watchdog's renewal of name `i`.
     Renew { i: usize, token: String },
-    /// Client `c`'s release of name `i` (a keeper's give-back too).
-    Release { c: usize, i: usize, token: String },
+    /// The release of name `i` (a keeper's give-back too).
+    Release { i: usize, token: String },
     /// A keeper's local hold asking for a fencing token.
     Issue { i: usize, token: String },
     /// A `lock_all` try over the names in `mask` (the first, or a
@@ -116,17 +116,9 @@ pub(crate) fn request(m: &MultiModel, sends: Sends) -> Request<'_> {
         Sends::Renew { i, token } => {
             script("extend.lua", &s.extend, vec![m.key(i)], vec![token, ttl])
         }
-        Sends::Release { c, i, token } => {
-            // The releasing process as the plain lock model names it
-            // (`lock_request.rs`).
+        Sends::Release { i, token } => {
             let key = m.key(i);
-            let args = vec![
-                token,
-                text(&release_channel(&key)),
-                "PUBLISH".into(),
-                text(&wake_stem(&key)),
-                process_id(c),
-            ];
+            let args = vec![token, text(&release_channel(&key)), "PUBLISH".into()];
             let keys = vec![key.clone(), wake_set(&key), fair_queue(&key)];
             script("release.lua", &s.release, keys, args)
         }
@@ -225,11 +217,7 @@ impl Conforms for MultiModel {
             push("first try", &roles, try_(true));
             push("waiter's try", &roles, try_(false));
             push("renew", &roles, Sends::Renew { i, token: t() });
-            let release = Sends::Release {
-                c: 0,
-                i,
-                token: t(),
-            };
+            let release = Sends::Release { i, token: t() };
             push("release", &roles, release);
             push("request release", &roles, Sends::Ask(i));
         }
@@ -251,11 +239,7 @@ impl Conforms for MultiModel {
             push("keeper's first try", &roles, try_(true));
             push("keeper's waiter's try", &roles, try_(false));
             push("keeper's renew", &roles, Sends::Renew { i, token: t() });
-            let give_back = Sends::Release {
-                c: 0,
-                i,
-                token: t(),
-            };
+            let give_back = Sends::Release { i, token: t() };
             push("keeper's give-back", &roles, give_back);
             push("keeper's token", &roles, Sends::Issue { i, token: t() });
         }

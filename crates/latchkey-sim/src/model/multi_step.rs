@@ -246,7 +246,7 @@ pub(crate) fn plain_step(
                 _ => return ("release".into(), Vec::new(), "nothing to release".into()),
             };
             let token = token(c, attempt, caching);
-            let (script, args, reply) = call(m, server, Sends::Release { c, i, token });
+            let (script, args, reply) = call(m, server, Sends::Release { i, token });
             released(m, n, c, op != Op::Cleanup);
             (script, args, show_reply(&reply))
         }

@@ -177,13 +177,7 @@ pub const FRESH_LOCK: &[Entry] = &[
         "release",
         "release.lua",
         &["lock", "wake set", "queue"],
-        &[
-            "token",
-            "release channel",
-            "publish",
-            "wake stem",
-            "process",
-        ],
+        &["token", "release channel", "publish"],
     ),
 ];
 

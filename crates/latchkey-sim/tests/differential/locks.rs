@@ -14,8 +14,6 @@ use crate::keys::{Keys, LISTENING, NAMES};
 /// The processes a waiter's try registers: one listening on its shard
 /// channel too ([`LISTENING`]), two others, and `*`.
 const WAITERS: &[&str] = &[LISTENING, "0000000000000002", "00000000000000a3", "*"];
-/// The processes a release names as its own: a waiter's, or `-`.
-const RELEASERS: &[&str] = &[LISTENING, "0000000000000002", "00000000000000a3", "-"];
 
 /// The owner tokens of [`step`]: two of the library's shape (one a
 /// holder kept while idle), so that a waiter's try often finds the other
@@ -108,13 +106,7 @@ pub fn release(rng: &mut Rng, keys: &Keys, token: Vec<u8>) -> Step {
     script(
         "release.lua",
         vec![keys.lock.clone(), keys.wake.clone(), keys.queue.clone()],
-        vec![
-            token,
-            keys.channel.clone(),
-            publish(rng),
-            keys.wake_stem.clone(),
-            b(rng.pick(RELEASERS)),
-        ],
+        vec![token, keys.channel.clone(), publish(rng)],
     )
 }
 

@@ -169,16 +169,10 @@ impl Single<'_> {
             // Boxed: every release's future would carry the fair one.
             return Box::pin(self.fair_release(keys, token, None)).await;
         }
-        let (args, n_args) =
-            keys.release_args(token.as_bytes(), self.publish_command(), self.process());
+        let args = keys.release_args(token.as_bytes(), self.publish_command());
         let (script_keys, n_keys) = keys.release_keys();
         let outcome: i64 = self
-            .eval(
-                "release",
-                &scripts::RELEASE,
-                &script_keys[..n_keys],
-                &args[..n_args],
-            )
+            .eval("release", &scripts::RELEASE, &script_keys[..n_keys], &args)
             .await?;
         ownership("release", outcome)
     }
@@ -194,24 +188,13 @@ impl Single<'_> {
         }
         let mut eval = redis::cmd("EVAL");
         let (script_keys, n_keys) = keys.release_keys();
-        let (args, n_args) =
-            keys.release_args(token.as_bytes(), self.publish_command(), self.process());
+        let args = keys.release_args(token.as_bytes(), self.publish_command());
         eval.arg(scripts::RELEASE_BODY)
             .arg(n_keys)
             .arg(&script_keys[..n_keys])
-            .arg(&args[..n_args]);
+            .arg(&args[..]);
         let outcome: i64 = self.query("release", eval, &keys.key).await?;
         ownership("release", outcome)
-    }
-}
-
-impl Single<'_> {
-    /// This process in a lock's waiting processes (`release.lua` never
-    /// wakes the releasing one), when it listens at all: a release must not
-    /// start the subscriber connection.
-    fn process(&self) -> &[u8] {
-        self.subscriber_if_started()
-            .map_or(&b"-"[..], |s| s.process_id().as_bytes())
     }
 }
 

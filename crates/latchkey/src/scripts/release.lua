@@ -12,10 +12,11 @@
 --          so that every waiter wakes; see acquire.lua)
 -- ARGV[3]  the publish command: 'PUBLISH', or 'SPUBLISH' on a Redis Cluster
 --          (sharded pub/sub: the message stays on the lock's shard)
--- ARGV[4]  with KEYS[2]: the wake channels' stem (a process's channel is
---          this + its 16 hex digits), and
--- ARGV[5]  the releasing process's 16 hex digits (never woken: its own
---          waiters are woken locally)
+-- A process's wake channel is KEYS[2] .. ':' .. its 16 hex digits (the
+-- stem derived here: every release sends its arguments, and each one
+-- costs the client). The releasing process may be woken too, if it is
+-- registered: its waiter, woken locally already, takes its turn either
+-- way, and the next release wakes another.
 -- With KEYS[2], a marked release first wakes the first waiting process
 -- still listening (wake_one); only when none hears it, or no fair queue
 -- waits, the release channel.
@@ -38,7 +39,7 @@ elseif holder == ARGV[1] .. '+w' then
   -- by polling), and scripts are not rolled back, so an error here would
   -- report a failure for a release that happened.
   local queued = KEYS[3] and redis.pcall('EXISTS', KEYS[3]) ~= 0
-  if KEYS[2] and not queued and wake_one(KEYS[2], ARGV[4], ARGV[5], ARGV[3]) then
+  if KEYS[2] and not queued and wake_one(KEYS[2], ARGV[3]) then
     return 1
   end
   publish_on(ARGV[3], ARGV[2], 'released')

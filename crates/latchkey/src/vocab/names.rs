@@ -259,39 +259,23 @@ impl LockKeys {
         &self.wake[..self.wake_len.saturating_sub(1)]
     }
 
-    /// How many of [`Self::release_keys`] and [`Self::release_args`] a
-    /// release sends: without a wake stem, the lock and three arguments.
-    fn release_len(&self) -> (usize, usize) {
-        match self.wake.is_empty() {
-            true => (1, 3),
-            false => (3, 5),
-        }
-    }
-
-    /// The release script's keys: the lock, its waiting processes and its
-    /// fair queue.
+    /// The release script's keys: the lock and, unless it wakes nobody
+    /// alone (an empty `wake`), its waiting processes and its fair queue.
+    /// On the stack: this is on every release.
     pub(crate) fn release_keys(&self) -> ([&[u8]; 3], usize) {
-        (
-            [&self.key, self.waiting(), &self.wake[self.wake_len..]],
-            self.release_len().0,
-        )
+        let n = if self.wake.is_empty() { 1 } else { 3 };
+        ([&self.key, self.waiting(), &self.wake[self.wake_len..]], n)
     }
 
-    /// The release script's arguments: `token`, the channel, the publish
-    /// command (`PUBLISH`, or `SPUBLISH` on a cluster), the wake channels'
-    /// stem and the releasing `process` (its 16 hex digits, or anything
-    /// else when it waits nowhere), and how many of them to send. On the
+    /// The release script's arguments: `token`, the channel and the
+    /// publish command (`PUBLISH`, or `SPUBLISH` on a cluster). On the
     /// stack: this is on every release.
     pub(crate) fn release_args<'a>(
         &'a self,
         token: &'a [u8],
         publish: &'static [u8],
-        process: &'a [u8],
-    ) -> ([&'a [u8]; 5], usize) {
-        (
-            [token, &self.channel, publish, self.wake_stem(), process],
-            self.release_len().1,
-        )
+    ) -> [&'a [u8]; 3] {
+        [token, &self.channel, publish]
     }
 }
 

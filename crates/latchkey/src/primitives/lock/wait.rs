@@ -10,7 +10,10 @@
 //! A waiter first tries once. If the lock is busy it queues behind the other
 //! tasks of its client that wait for the same name (only the head of that
 //! local queue talks to Redis), subscribes to the lock's release channel
-//! through the client's shared subscriber, tries again, and then sleeps until
+//! and its process's wake channel through the client's shared subscriber,
+//! tries again (registering its process among the lock's waiting
+//! processes, so that a release wakes this process alone when its turn
+//! comes: `docs/protocol.md`, "Waking one process"), and then sleeps until
 //! a release message arrives *or* the holder's remaining TTL (returned by the
 //! failed attempt) runs out, whichever comes first — so a holder that died
 //! without releasing costs its waiters at most its TTL. Pub/sub is only a

@@ -64,25 +64,22 @@ local function register_waiting(set, process, pttl, ttl)
   end
 end
 
--- wake_one(set, stem, own, publish) -> woken
+-- wake_one(set, publish) -> woken
 --   Pops waiting processes in order until one hears `released` on its wake
---   channel (stem .. process: the publish reply counts its listeners, and
---   on one server also the clients subscribed to a pattern that matches
---   it, which then make a dead process look alive), at
---   most WAKE_TRIES of them. `own` (the releasing process) is popped, not
---   told: its waiters take their turn locally. false: nobody heard it (no
---   process waits, every one popped stopped listening or died, or a
---   refusal), or '*' came first: the caller broadcasts instead.
+--   channel (set .. ':' .. process: the publish reply counts its
+--   listeners, and on one server also the clients subscribed to a pattern
+--   that matches it, which then make a dead process look alive), at most
+--   WAKE_TRIES of them. false: nobody heard it (no process waits, every one
+--   popped stopped listening or died, or a refusal), or '*' came first:
+--   the caller broadcasts instead.
 local WAKE_TRIES = 8
-local function wake_one(set, stem, own, publish)
+local function wake_one(set, publish)
   for _ = 1, WAKE_TRIES do
     local popped = redis.pcall('ZPOPMIN', set)
     if type(popped) ~= 'table' or popped.err or not popped[1] then return false end
     if popped[1] == '*' then return false end
-    if popped[1] ~= own then
-      local heard = publish_on(publish, stem .. popped[1], 'released')
-      if type(heard) == 'number' and heard > 0 then return true end
-    end
+    local heard = publish_on(publish, set .. ':' .. popped[1], 'released')
+    if type(heard) == 'number' and heard > 0 then return true end
   end
   return false
 end
