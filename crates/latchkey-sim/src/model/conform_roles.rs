@@ -11,17 +11,10 @@ use latchkey::protocol::{
 };
 
 use crate::model::conform::Shape;
-use crate::model::lock_request::{fair_queue, wake_set, wake_stem};
+use crate::model::lock_request::{fair_queue, wake_set};
 
 /// A plain lock's names' roles, in the order `Roles::locks_as` names them.
-const LOCK_ROLES: [&str; 6] = [
-    "lock",
-    "fence",
-    "release channel",
-    "wake set",
-    "wake stem",
-    "queue",
-];
+const LOCK_ROLES: [&str; 5] = ["lock", "fence", "release channel", "wake set", "queue"];
 
 /// The values one side used, so that its arguments can be told apart: the
 /// TTL, and the keys and channels of the primitive by role.
@@ -35,8 +28,8 @@ pub struct Roles {
 
 impl Roles {
     /// A plain lock's: lock key `key` (prefix included), its fencing
-    /// counter, release channel, waiting processes, wake channels' stem
-    /// and the fair queue its release looks at (`docs/protocol.md`,
+    /// counter, release channel, waiting processes and the fair queue its
+    /// release looks at (`docs/protocol.md`,
     /// "Locks").
     pub fn lock(key: &[u8], ttl_ms: i64) -> Roles {
         Roles::locks_as(&[key.to_vec()], ttl_ms, &[LOCK_ROLES])
@@ -45,15 +38,14 @@ impl Roles {
     /// Several locks' (a `lock_all`'s, or one lock's of a client beside
     /// it): each lock key (prefix included, in key order, at most 3) and
     /// the names that go with it, as `lock 1`, `fence 1`, `release
-    /// channel 1`, `wake set 1`, `wake stem 1`, `queue 1`, `lock 2`, ….
+    /// channel 1`, `wake set 1`, `queue 1`, `lock 2`, ….
     pub fn locks(keys: &[Vec<u8>], ttl_ms: i64) -> Roles {
-        const ROLES: [[&str; 6]; 3] = [
+        const ROLES: [[&str; 5]; 3] = [
             [
                 "lock 1",
                 "fence 1",
                 "release channel 1",
                 "wake set 1",
-                "wake stem 1",
                 "queue 1",
             ],
             [
@@ -61,7 +53,6 @@ impl Roles {
                 "fence 2",
                 "release channel 2",
                 "wake set 2",
-                "wake stem 2",
                 "queue 2",
             ],
             [
@@ -69,7 +60,6 @@ impl Roles {
                 "fence 3",
                 "release channel 3",
                 "wake set 3",
-                "wake stem 3",
                 "queue 3",
             ],
         ];
@@ -77,8 +67,8 @@ impl Roles {
     }
 
     /// `keys`' names with `roles` (one row a key): the lock, its fencing
-    /// counter, release channel, waiting processes, wake stem, fair queue.
-    fn locks_as(keys: &[Vec<u8>], ttl_ms: i64, roles: &[[&'static str; 6]]) -> Roles {
+    /// counter, release channel, waiting processes, fair queue.
+    fn locks_as(keys: &[Vec<u8>], ttl_ms: i64, roles: &[[&'static str; 5]]) -> Roles {
         let mut names = Vec::new();
         for (key, row) in keys.iter().zip(roles) {
             let named = [
@@ -86,7 +76,6 @@ impl Roles {
                 fence_key(key),
                 release_channel(key),
                 wake_set(key),
-                wake_stem(key),
                 fair_queue(key),
             ];
             names.extend(named.into_iter().zip(row.iter().copied()));
@@ -211,9 +200,7 @@ impl Roles {
             return Shape::WaiterEntry;
         }
         // Before the integers: a process id may be all decimal digits.
-        // `-` is a releasing process that has none (`release.lua`'s
-        // ARGV[5]: no subscriber connection started, so it waits nowhere).
-        if (arg.len() == 16 && arg.iter().all(u8::is_ascii_hexdigit)) || arg == b"-" {
+        if arg.len() == 16 && arg.iter().all(u8::is_ascii_hexdigit) {
             return Shape::ProcessId;
         }
         let text = String::from_utf8_lossy(arg);
@@ -272,8 +259,6 @@ mod tests {
         assert_eq!(shape("{p:x}:handoff:"), Shape::Role("hand-off stem"));
         assert_eq!(shape("{p:x}:queue"), Shape::Role("queue"));
         assert_eq!(shape("{p:x}:wake"), Shape::Role("wake set"));
-        assert_eq!(shape("{p:x}:wake:"), Shape::Role("wake stem"));
-        assert_eq!(shape("-"), Shape::ProcessId);
         assert_eq!(shape("*"), Shape::Literal("*".into()));
         assert_eq!(shape("SPUBLISH"), Shape::PublishCommand);
         assert_eq!(shape("1"), Shape::Literal("1".into()));
