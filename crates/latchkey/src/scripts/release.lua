@@ -18,7 +18,7 @@
 -- registered: its waiter, woken locally already, takes its turn either
 -- way, and the next release wakes another.
 -- With KEYS[2], a marked release first wakes the first waiting process
--- still listening (wake_one); only when none hears it, or no fair queue
+-- still listening (wake_one); only when none hears it, or a fair queue
 -- waits, the release channel.
 --
 -- Returns
