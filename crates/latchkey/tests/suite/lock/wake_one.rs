@@ -155,3 +155,67 @@ async fn until_subscribed_exactly(server: &RedisServer, channel: &str, n: u64) {
     })
     .await;
 }
+
+/// `holder` takes the lock, one waiter of `waiter` (another client) waits
+/// for it, and `holder` releases once the waiter marked it: how long after
+/// the release the waiter had the lock.
+async fn woken_after_release(server: &RedisServer, holder: &Client, waiter: Client) -> Duration {
+    let guard = held(holder).await;
+    let waiting = tokio::spawn(async move {
+        let lock = waiter.lock("herd", TTL).unwrap();
+        let got = lock.acquire_until(Duration::from_secs(60)).await.unwrap();
+        let at = Instant::now();
+        assert_eq!(got.release().await.unwrap(), Ownership::Owned);
+        at
+    });
+    eventually("the waiter marked the holder", || async {
+        server
+            .command(&["GET", "test:herd"])
+            .unwrap()
+            .trim()
+            .ends_with("+w")
+    })
+    .await;
+    let released = Instant::now();
+    assert_eq!(guard.release().await.unwrap(), Ownership::Owned);
+    waiting.await.unwrap() - released
+}
+
+/// A user not allowed the waiting processes' commands (0.3's rule for
+/// locks) still takes, waits for and releases locks: its waiter cannot
+/// register, and the release, finding nobody registered, wakes every
+/// waiter on the release channel, at once.
+#[tokio::test]
+async fn a_user_without_the_sorted_set_commands_is_woken_by_broadcast() {
+    let server = RedisServer::start();
+    let rule = latchkey::acl::rule(&[latchkey::acl::Use::Locks], "test:");
+    let without: Vec<&str> = rule
+        .split_whitespace()
+        .filter(|p| !["+exists", "+zadd", "+zrem", "+zcard", "+zpopmin"].contains(p))
+        .collect();
+    create_user(&server, "old", &without.join(" "));
+    let holder = client(&user_url(&server, "old")).await;
+    let waiter = client(&user_url(&server, "old")).await;
+    let took = woken_after_release(&server, &holder, waiter).await;
+    assert!(
+        took < TTL / 6,
+        "woken {took:?} after the release (TTL {TTL:?})"
+    );
+    assert!(registered(&server).is_empty(), "nothing registered");
+}
+
+/// Another program's value where the waiting processes would be: left as
+/// it is (no expiry set on it), and the waiter is woken by broadcast.
+#[tokio::test]
+async fn another_programs_key_at_the_waiting_processes_is_left_alone() {
+    let server = RedisServer::start();
+    server.command(&["SET", WAKE, "theirs"]).unwrap();
+    let holder = client(&server.url()).await;
+    let took = woken_after_release(&server, &holder, client(&server.url()).await).await;
+    assert!(
+        took < TTL / 6,
+        "woken {took:?} after the release (TTL {TTL:?})"
+    );
+    assert_eq!(server.command(&["GET", WAKE]).unwrap().trim(), "theirs");
+    assert_eq!(server.command(&["PTTL", WAKE]).unwrap().trim(), "-1");
+}
